@@ -1,0 +1,274 @@
+//! Client commands: `call`, `sessions …`, `agents list`. Each opens one connection.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use serde_json::{Value, json};
+use switchboard_server::client::GatewayClient;
+
+use crate::settings::GlobalArgs;
+use crate::table;
+
+#[derive(Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions, most recently updated first.
+    List {
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Comma-separated kinds: main,group,cron,hook,node,other.
+        #[arg(long)]
+        kinds: Option<String>,
+        #[arg(long)]
+        search: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        active_minutes: Option<u32>,
+        /// `nextCursor` of a previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// A session's transcript (newest page).
+    History {
+        key: String,
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Only messages before this seq.
+        #[arg(long)]
+        before: Option<i64>,
+    },
+    /// Change a session's label, send policy, model or display name.
+    Patch {
+        key: String,
+        #[arg(long)]
+        label: Option<String>,
+        /// allow | deny | inherit
+        #[arg(long)]
+        send_policy: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        display_name: Option<String>,
+    },
+    /// Remove a session (its transcript is kept on disk).
+    Delete { key: String },
+}
+
+#[derive(Subcommand)]
+pub enum AgentsCommand {
+    /// Configured agents.
+    List,
+}
+
+async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
+    let (url, token) = global.target()?;
+    GatewayClient::connect(&url, token.as_deref())
+        .await
+        .with_context(|| format!("is the gateway running? (switchboard gateway; url {url})"))
+}
+
+async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {
+    let mut client = connect(global).await?;
+    let result = client.request(method, params).await;
+    client.close().await;
+    Ok(result?)
+}
+
+fn print_json(value: &Value) -> Result<ExitCode> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {
+    let params: Value = serde_json::from_str(params)
+        .with_context(|| format!("--params must be a JSON object, got {params:?}"))?;
+    print_json(&request(global, method, params).await?)
+}
+
+pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitCode> {
+    match cmd {
+        SessionsCommand::List {
+            limit,
+            kinds,
+            search,
+            agent,
+            active_minutes,
+            cursor,
+        } => {
+            let kinds: Option<Vec<&str>> = kinds
+                .as_deref()
+                .map(|k| k.split(',').map(str::trim).collect());
+            let params = json!({
+                "limit": limit, "kinds": kinds, "search": search, "agentId": agent,
+                "activeMinutes": active_minutes, "cursor": cursor,
+            });
+            let result = request(global, "sessions.list", without_nulls(params)).await?;
+            if global.json {
+                return print_json(&result);
+            }
+            println!("{}", sessions_table(&result));
+            if let Some(next) = result.get("nextCursor").and_then(Value::as_str) {
+                println!("(more: --cursor '{next}')");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::History { key, limit, before } => {
+            let params =
+                without_nulls(json!({"sessionKey": key, "limit": limit, "before": before}));
+            let result = request(global, "chat.history", params).await?;
+            if global.json {
+                return print_json(&result);
+            }
+            for m in result
+                .get("messages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                println!(
+                    "#{} {}: {}",
+                    m["seq"],
+                    m["role"].as_str().unwrap_or("?"),
+                    message_text(m)
+                );
+            }
+            if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
+                println!("(older: --before {next})");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Patch {
+            key,
+            label,
+            send_policy,
+            model,
+            display_name,
+        } => {
+            let mut params = json!({"key": key});
+            if let Some(label) = label {
+                params["label"] = json!(label);
+            }
+            if let Some(policy) = send_policy {
+                params["sendPolicy"] = if policy == "inherit" {
+                    Value::Null
+                } else {
+                    json!(policy)
+                };
+            }
+            if let Some(model) = model {
+                params["model"] = json!(model);
+            }
+            if let Some(name) = display_name {
+                params["displayName"] = json!(name);
+            }
+            let result = request(global, "sessions.patch", params).await?;
+            if global.json {
+                return print_json(&result);
+            }
+            println!("patched {}", result["key"].as_str().unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Delete { key } => {
+            let result = request(global, "sessions.delete", json!({"key": key})).await?;
+            if global.json {
+                return print_json(&result);
+            }
+            println!(
+                "deleted {} (transcript kept at {})",
+                result["key"].as_str().unwrap_or_default(),
+                result["archivedTranscriptPath"]
+                    .as_str()
+                    .unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode> {
+    let AgentsCommand::List = cmd;
+    let result = request(global, "agents.list", json!({})).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    let rows: Vec<Vec<String>> = result["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            vec![
+                a["id"].as_str().unwrap_or_default().to_string(),
+                a["name"].as_str().unwrap_or("").to_string(),
+                a["model"].as_str().unwrap_or_default().to_string(),
+                if a["default"].as_bool() == Some(true) {
+                    "yes".into()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        table::render(&["ID", "NAME", "MODEL", "DEFAULT"], &rows)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sessions_table(result: &Value) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let rows: Vec<Vec<String>> = result["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
+            vec![
+                text("key"),
+                text("kind"),
+                text("channel"),
+                table::age(s["updatedAt"].as_i64().unwrap_or(now), now),
+                text("label"),
+                text("sessionId"),
+            ]
+        })
+        .collect();
+    table::render(
+        &["KEY", "KIND", "CHANNEL", "UPDATED", "LABEL", "SESSION ID"],
+        &rows,
+    )
+}
+
+/// The readable text of a transcript message.
+fn message_text(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b["type"].as_str() {
+                Some("text") => b["text"].as_str().unwrap_or_default().to_string(),
+                Some("toolCall") => format!(
+                    "[tool call {} {}]",
+                    b["name"].as_str().unwrap_or("?"),
+                    b["arguments"]
+                ),
+                Some("thinking") => "[thinking]".to_string(),
+                Some(other) => format!("[{other}]"),
+                None => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+fn without_nulls(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.retain(|_, v| !v.is_null());
+    }
+    value
+}

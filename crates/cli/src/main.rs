@@ -1,0 +1,93 @@
+//! `switchboard`: run the gateway, call it, manage sessions, check the config (SPEC §11).
+
+mod client_cmds;
+mod dev;
+mod gateway;
+mod settings;
+mod table;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "switchboard", version, about = "An agent-session gateway")]
+struct Cli {
+    #[command(flatten)]
+    global: settings::GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway in the foreground (logs to stderr).
+    Gateway(gateway::GatewayArgs),
+    /// Call any gateway method: `switchboard call sessions.list --params '{"limit":5}'`.
+    Call(CallArgs),
+    /// List, read and manage sessions.
+    #[command(subcommand)]
+    Sessions(client_cmds::SessionsCommand),
+    /// Configured agents.
+    #[command(subcommand)]
+    Agents(client_cmds::AgentsCommand),
+    /// Check or show the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Developer tools (benchmark set-up).
+    #[command(hide = true, subcommand)]
+    Dev(dev::DevCommand),
+}
+
+#[derive(Args)]
+struct CallArgs {
+    /// Method name, e.g. `health` or `sessions.list`.
+    method: String,
+    /// Params as a JSON object.
+    #[arg(long, default_value = "{}")]
+    params: String,
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate the config file; unknown settings count as errors here.
+    Check,
+    /// Print the effective configuration (secrets redacted) as JSON.
+    Show,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Gateway(args) => gateway::run(&cli.global, args).await,
+            Command::Call(args) => client_cmds::call(&cli.global, &args.method, &args.params).await,
+            Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
+            Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
+            Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
+            Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
+            Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

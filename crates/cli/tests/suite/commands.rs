@@ -1,0 +1,176 @@
+//! The CLI against a real gateway process: the start banner, client commands, config checks.
+
+use std::process::{Command, Output};
+
+use super::process::{BIN, GatewayProcess};
+
+fn run(home: &std::path::Path, url: &str, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--state-dir")
+        .arg(home)
+        .env("SWITCHBOARD_URL", url)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn gateway_prints_where_to_connect_and_client_commands_work() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    assert!(
+        gateway.banner[0].contains("gateway listening on ws://127.0.0.1:"),
+        "{:?}",
+        gateway.banner
+    );
+    let token_file = home.path().join("gateway-token").display().to_string();
+    assert!(
+        gateway
+            .banner
+            .iter()
+            .any(|l| l.contains("token:") && l.contains(&token_file)),
+        "{:?}",
+        gateway.banner
+    );
+
+    let url = gateway.url.clone();
+    let inject = run(
+        home.path(),
+        &url,
+        &[
+            "call",
+            "chat.inject",
+            "--params",
+            r#"{"sessionKey":"discord:group:ops","message":"deploy done"}"#,
+        ],
+    );
+    assert!(
+        inject.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inject.stderr)
+    );
+    let list = run(home.path(), &url, &["sessions", "list"]);
+    let table = stdout(&list);
+    assert!(table.starts_with("KEY"), "{table}");
+    assert!(
+        table.contains("agent:main:discord:group:ops")
+            && table.contains("group")
+            && table.contains("discord"),
+        "{table}"
+    );
+    let json_list = run(
+        home.path(),
+        &url,
+        &["sessions", "list", "--json", "--kinds", "group"],
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json_list.stdout).unwrap();
+    assert_eq!(value["count"], 1);
+    let history = run(
+        home.path(),
+        &url,
+        &["sessions", "history", "discord:group:ops"],
+    );
+    assert_eq!(stdout(&history).trim(), "#1 assistant: deploy done");
+    let patch = run(
+        home.path(),
+        &url,
+        &[
+            "sessions",
+            "patch",
+            "discord:group:ops",
+            "--label",
+            "ops",
+            "--send-policy",
+            "deny",
+        ],
+    );
+    assert!(patch.status.success());
+    let resolved = run(
+        home.path(),
+        &url,
+        &["call", "sessions.resolve", "--params", r#"{"label":"ops"}"#],
+    );
+    assert!(stdout(&resolved).contains("agent:main:discord:group:ops"));
+    let agents = run(home.path(), &url, &["agents", "list"]);
+    assert!(stdout(&agents).contains("builtin/scripted"));
+    let deleted = run(
+        home.path(),
+        &url,
+        &["sessions", "delete", "discord:group:ops"],
+    );
+    assert!(stdout(&deleted).starts_with("deleted agent:main:discord:group:ops"));
+
+    let bad = run(home.path(), &url, &["call", "no.such.method"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown method: no.such.method"));
+    let wrong_token = Command::new(BIN)
+        .args(["sessions", "list", "--token", "nope", "--url", &url])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&wrong_token.stderr).contains("UNAUTHORIZED"));
+    gateway.stop();
+}
+
+#[test]
+fn config_check_reports_unknown_paths_and_bad_values() {
+    let home = tempfile::tempdir().unwrap();
+    let check = |text: &str| {
+        std::fs::write(home.path().join("config.json5"), text).unwrap();
+        Command::new(BIN)
+            .args(["config", "check", "--state-dir"])
+            .arg(home.path())
+            .output()
+            .unwrap()
+    };
+    let ok = check("{ gateway: { port: 18800 } }");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let unknown =
+        check("{ gateway: { prot: 1 }, agents: { list: [{ id: 'main', colour: 'red' }] } }");
+    assert!(!unknown.status.success());
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        err.contains("gateway.prot") && err.contains("agents.list[0].colour"),
+        "{err}"
+    );
+    let bad = check("{ agents: { defaults: { sandbox: { mode: 'sometimes' } } } }");
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("agents.defaults.sandbox.mode")
+            && err.contains("sometimes")
+            && err.contains("non-main"),
+        "{err}"
+    );
+
+    // The gateway refuses to start on a bad config, and on an open bind beyond loopback.
+    let refused = Command::new(BIN)
+        .args(["gateway", "--port", "0", "--state-dir"])
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    std::fs::write(
+        home.path().join("config.json5"),
+        "{ gateway: { auth: { mode: 'none' } } }",
+    )
+    .unwrap();
+    let open = Command::new(BIN)
+        .args(["gateway", "--port", "0", "--bind", "lan", "--state-dir"])
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(!open.status.success());
+    assert!(
+        String::from_utf8_lossy(&open.stderr).contains("without a token"),
+        "{}",
+        String::from_utf8_lossy(&open.stderr)
+    );
+}

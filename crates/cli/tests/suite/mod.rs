@@ -1,0 +1,3 @@
+mod commands;
+mod durability;
+mod process;

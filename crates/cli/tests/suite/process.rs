@@ -1,0 +1,64 @@
+//! Runs `switchboard gateway` as a child process on port 0 and finds its URL and token.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+pub struct GatewayProcess {
+    pub child: Child,
+    pub url: String,
+    pub token: String,
+    /// The lines the gateway printed on start.
+    pub banner: Vec<String>,
+}
+
+impl GatewayProcess {
+    pub fn start(home: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["gateway", "--port", "0", "--state-dir"])
+            .arg(home)
+            .env("SWITCHBOARD_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut banner = Vec::new();
+        for _ in 0..4 {
+            banner.push(lines.next().unwrap().unwrap());
+        }
+        // Keep draining stdout so the gateway never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        let url = banner[0]
+            .split_whitespace()
+            .find(|w| w.starts_with("ws://"))
+            .unwrap()
+            .to_string();
+        let token = std::fs::read_to_string(home.join("gateway-token"))
+            .unwrap()
+            .trim()
+            .to_string();
+        Self {
+            child,
+            url,
+            token,
+            banner,
+        }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().unwrap();
+    }
+}

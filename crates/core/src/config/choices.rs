@@ -1,0 +1,155 @@
+//! The closed sets of strings a setting can take (`sandbox.mode`, `session.dmScope`, …), as enums
+//! whose serde names are exactly the strings in the file, each with its list of names for error
+//! messages and its default.
+
+use serde::{Deserialize, Serialize};
+
+/// Declares a closed set of strings as a Rust enum whose serde names are exactly those strings,
+/// with the list of names (for error messages) and a default.
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+        default = $default:ident;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $text)] $variant, )+
+        }
+
+        impl $name {
+            /// Every accepted spelling, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// The spelling used in the config file.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $text, )+
+                }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::$default
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// `gateway.auth.mode`.
+    pub enum AuthMode {
+        /// Clients present the gateway token (generated and stored when none is configured).
+        Token = "token",
+        /// No authentication; only accepted while the gateway binds to loopback.
+        None = "none",
+    }
+    default = Token;
+}
+
+string_enum! {
+    /// `models.providers.<id>.api`: the wire format a provider speaks.
+    pub enum ProviderApi {
+        /// OpenAI Chat Completions (OpenAI, Ollama, vLLM, OpenRouter, …).
+        OpenAiCompletions = "openai-completions",
+        /// Anthropic Messages.
+        AnthropicMessages = "anthropic-messages",
+    }
+    default = OpenAiCompletions;
+}
+
+string_enum! {
+    /// `sandbox.mode`: which sessions of an agent are sandboxed (SPEC §8.1).
+    pub enum SandboxMode {
+        /// No session is sandboxed.
+        Off = "off",
+        /// Every session except the agent's main one.
+        NonMain = "non-main",
+        /// Every session.
+        All = "all",
+    }
+    default = Off;
+}
+
+string_enum! {
+    /// `sandbox.sessionToolsVisibility`: what a sandboxed session may see and message.
+    pub enum SessionToolsVisibility {
+        /// Only the sessions it spawned directly.
+        Spawned = "spawned",
+        /// The normal rules, as if it were not sandboxed.
+        All = "all",
+    }
+    default = Spawned;
+}
+
+string_enum! {
+    /// `session.scope`: how direct chats are bucketed.
+    pub enum SessionScope {
+        /// One bucket per sender (subject to `dmScope`).
+        PerSender = "per-sender",
+        /// All direct chat shares the `global` bucket.
+        Global = "global",
+    }
+    default = PerSender;
+}
+
+string_enum! {
+    /// `session.dmScope`: how direct messages map onto session keys (SPEC §2.1).
+    pub enum DmScope {
+        /// Every DM goes to the agent's main session.
+        Main = "main",
+        /// `direct:<peer>`.
+        PerPeer = "per-peer",
+        /// `<channel>:direct:<peer>`.
+        PerChannelPeer = "per-channel-peer",
+        /// `<channel>:<account>:direct:<peer>`.
+        PerAccountChannelPeer = "per-account-channel-peer",
+    }
+    default = Main;
+}
+
+string_enum! {
+    /// `session.sendPolicy.rules[].match.chatType`.
+    pub enum ChatType {
+        /// A direct chat.
+        Direct = "direct",
+        /// Same as `direct`.
+        Dm = "dm",
+        /// A group chat.
+        Group = "group",
+        /// A channel-type chat (Discord/Slack channel…).
+        Channel = "channel",
+    }
+    default = Direct;
+}
+
+impl ChatType {
+    /// `dm` and `direct` are the same chat type; everything else is itself.
+    pub fn normalized(self) -> ChatType {
+        match self {
+            ChatType::Dm => ChatType::Direct,
+            other => other,
+        }
+    }
+}
+
+string_enum! {
+    /// A send-policy decision (`session.sendPolicy`).
+    pub enum SendAction {
+        /// Sending is allowed.
+        Allow = "allow",
+        /// Sending is refused with `send blocked by session policy`.
+        Deny = "deny",
+    }
+    default = Allow;
+}

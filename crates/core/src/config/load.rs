@@ -1,0 +1,476 @@
+//! From text to a validated [`Config`]: JSON5 → `${ENV}` substitution → typed config (unknown
+//! paths collected) → validation.
+//!
+//! Every stage keeps going after a problem so that one `config check` shows all of them: a value
+//! serde rejects is reported and then removed (its default takes its place) before deserialising
+//! again, and validation runs on what is left. Problems at a path already reported are dropped.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::{self, Seg, render_path};
+use super::{Config, ConfigError, ProviderApi, SendAction, validate};
+
+/// A loaded, validated configuration and what was ignored on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfig {
+    /// The settings, every default filled in.
+    pub config: Config,
+    /// Dotted paths of keys switchboard does not know (`gateway.prot`, `agents.list[0].colour`),
+    /// sorted by key at each level. The gateway warns about each; `config check` treats them as
+    /// errors.
+    pub unknown_paths: Vec<String>,
+    /// Where the text came from (a file path, or a description such as "built-in defaults").
+    pub origin: String,
+}
+
+impl LoadedConfig {
+    /// Logs one warning per unknown path (what the gateway does at start-up).
+    pub fn warn_unknown_paths(&self) {
+        for path in &self.unknown_paths {
+            tracing::warn!(origin = %self.origin, %path, "ignoring unknown config setting");
+        }
+    }
+}
+
+/// The process environment, for `${VAR}` substitution.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Reads and loads the config file at `path`. A missing file is an [`ConfigError::Io`] error; use
+/// [`load_file_or_default`] where "no file" means "defaults".
+pub fn load_file(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_str(&text, &path.display().to_string(), env)
+}
+
+/// Like [`load_file`], but a file that does not exist yields [`Config::default()`] (SPEC §3: with
+/// no file every default applies and the gateway still runs).
+pub fn load_file_or_default(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => load_str(&text, &path.display().to_string(), env),
+        Err(source) if source.kind() == std::io::ErrorKind::NotFound => Ok(LoadedConfig {
+            config: Config::default(),
+            unknown_paths: Vec::new(),
+            origin: format!("built-in defaults ({} not found)", path.display()),
+        }),
+        Err(source) => Err(ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Loads config text. `origin` names its source in errors; `env` resolves `${VAR}` references
+/// (pass [`process_env`] for the real environment).
+pub fn load_str(
+    text: &str,
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    let mut value = parse_json5(text, origin)?;
+    if !value.is_object() {
+        return Err(ConfigError::WrongType {
+            path: render_path(&[]),
+            expected: "an object ({ gateway: …, agents: …, … })".to_owned(),
+            got: error::describe_value(&value),
+        });
+    }
+
+    let mut problems = Vec::new();
+    let mut unset_secrets = BTreeMap::new();
+    substitute_env(
+        &mut value,
+        &mut Vec::new(),
+        env,
+        &mut problems,
+        &mut unset_secrets,
+    );
+    check_required(&value, &mut problems);
+    let (mut config, unknown) = deserialize_collecting(value, &mut problems);
+    problems.extend(validate::validate(&mut config, &unset_secrets));
+    ConfigError::collect(problems)?;
+
+    let mut unknown_paths: Vec<String> = Vec::with_capacity(unknown.len());
+    for path in unknown {
+        if !unknown_paths.contains(&path) {
+            unknown_paths.push(path);
+        }
+    }
+    Ok(LoadedConfig {
+        config,
+        unknown_paths,
+        origin: origin.to_owned(),
+    })
+}
+
+fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError> {
+    json5::from_str::<Value>(text).map_err(|err| {
+        // End-of-input errors carry no position: they are at the end.
+        let position = err
+            .position()
+            .unwrap_or_else(|| json5::Position::from_offset(text.len(), text));
+        let message = match err.code() {
+            Some(code) => code
+                .to_string()
+                .replace("EOF parsing", "unexpected end of file while parsing"),
+            None => {
+                let full = err.to_string();
+                let suffix = format!(" at {position}");
+                full.strip_suffix(&suffix).unwrap_or(&full).to_owned()
+            }
+        };
+        ConfigError::Syntax {
+            origin: origin.to_owned(),
+            line: position.line + 1,
+            column: position.column + 1,
+            message,
+        }
+    })
+}
+
+/// Paths whose value is a secret: a `${VAR}` there that is unset means "not set" rather than an
+/// error, so a shared config can mention every key without every key being exported.
+const OPTIONAL_SECRETS: &[&str] = &[
+    "gateway.auth.token",
+    "models.providers.*.apiKey",
+    "hooks.token",
+    "channels.webhook.accounts.*.token",
+    "channels.telegram.botToken",
+];
+
+/// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are
+/// remembered in `unset_secrets` (path → variable) so that a later "required" error can say why.
+fn substitute_env(
+    value: &mut Value,
+    path: &mut Vec<Seg>,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<ConfigError>,
+    unset_secrets: &mut BTreeMap<String, String>,
+) {
+    match value {
+        Value::String(text) => match expand(text, env) {
+            Ok(Some(expanded)) => *text = expanded,
+            Ok(None) => {}
+            Err(missing) => {
+                let rendered = render_path(path);
+                if OPTIONAL_SECRETS.contains(&error::shape(path).as_str()) {
+                    unset_secrets.insert(rendered, missing.join(", "));
+                    *value = Value::Null;
+                } else {
+                    problems.extend(missing.into_iter().map(|var| ConfigError::MissingEnv {
+                        path: rendered.clone(),
+                        var,
+                    }));
+                }
+            }
+        },
+        Value::Array(items) => {
+            for (index, item) in items.iter_mut().enumerate() {
+                path.push(Seg::Index(index));
+                substitute_env(item, path, env, problems, unset_secrets);
+                path.pop();
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                path.push(Seg::Key(key.clone()));
+                substitute_env(item, path, env, problems, unset_secrets);
+                path.pop();
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Expands `${VAR}` references (`VAR` = `[A-Z_][A-Z0-9_]*`, as in the reference system); `$${`
+/// is a literal `${`, and anything else — a lone `$`, `${lower}` — is left as written.
+/// `Ok(None)`: nothing to expand. `Err`: the variables that are unset or empty.
+pub(crate) fn expand(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, Vec<String>> {
+    if !text.contains("${") {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut missing = Vec::new();
+    let mut rest = text;
+    while let Some(dollar) = rest.find('$') {
+        out.push_str(&rest[..dollar]);
+        let tail = &rest[dollar..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            out.push_str("${");
+            rest = after;
+        } else if let Some((name, after)) = tail
+            .strip_prefix("${")
+            .and_then(|inner| inner.split_once('}'))
+            .filter(|(name, _)| is_env_name(name))
+        {
+            match env(name).filter(|value| !value.is_empty()) {
+                Some(value) => out.push_str(&value),
+                None => {
+                    if !missing.iter().any(|m| m == name) {
+                        missing.push(name.to_owned());
+                    }
+                }
+            }
+            rest = after;
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    if missing.is_empty() {
+        Ok(Some(out))
+    } else {
+        Err(missing)
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Keys that have no sensible default: reported as missing before serde fills in a placeholder.
+fn check_required(root: &Value, problems: &mut Vec<ConfigError>) {
+    let absent = |object: &serde_json::Map<String, Value>, key: &str| {
+        object.get(key).is_none_or(Value::is_null)
+    };
+    if let Some(providers) = root.pointer("/models/providers").and_then(Value::as_object) {
+        for (id, provider) in providers {
+            let Some(provider) = provider.as_object() else {
+                continue;
+            };
+            let path = error::push_key("models.providers", id);
+            if absent(provider, "api") {
+                problems.push(ConfigError::Missing {
+                    path: format!("{path}.api"),
+                    expected: error::one_of(ProviderApi::NAMES),
+                });
+            }
+            for (index, model) in objects_in(provider.get("models")) {
+                if absent(model, "id") {
+                    problems.push(ConfigError::Missing {
+                        path: format!("{path}.models[{index}].id"),
+                        expected: validate::MODEL_ID_EXPECTED.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    for (index, agent) in objects_in(root.pointer("/agents/list")) {
+        if absent(agent, "id") {
+            problems.push(ConfigError::Missing {
+                path: format!("agents.list[{index}].id"),
+                expected: validate::AGENT_ID_EXPECTED.to_owned(),
+            });
+        }
+    }
+    for (index, rule) in objects_in(root.pointer("/session/sendPolicy/rules")) {
+        if absent(rule, "action") {
+            problems.push(ConfigError::Missing {
+                path: format!("session.sendPolicy.rules[{index}].action"),
+                expected: error::one_of(SendAction::NAMES),
+            });
+        }
+    }
+}
+
+/// The objects in the array `value` (if it is one), with their indices.
+fn objects_in(value: Option<&Value>) -> Vec<(usize, &serde_json::Map<String, Value>)> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(index, item)| item.as_object().map(|object| (index, object)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Upper bound on serde problems reported from one file (each costs a re-parse).
+const MAX_TYPE_PROBLEMS: usize = 100;
+
+/// Deserialises `value`, recording each rejected value as a problem and removing it so the next
+/// attempt gets past it. Returns the config and the unknown paths of the attempt that succeeded.
+fn deserialize_collecting(
+    mut value: Value,
+    problems: &mut Vec<ConfigError>,
+) -> (Config, Vec<String>) {
+    for _ in 0..MAX_TYPE_PROBLEMS {
+        let mut unknown = Vec::new();
+        let result = {
+            let mut record = |path: serde_ignored::Path<'_>| {
+                let mut segs = Vec::new();
+                ignored_segs(&path, &mut segs);
+                unknown.push(render_path(&segs));
+            };
+            let deserializer = serde_ignored::Deserializer::new(&value, &mut record);
+            serde_path_to_error::deserialize::<_, Config>(deserializer)
+        };
+        match result {
+            Ok(config) => return (config, unknown),
+            Err(err) => {
+                let segs = tracked_segs(err.path());
+                problems.push(error::from_serde(
+                    &segs,
+                    &err.inner().to_string(),
+                    error::value_at(&value, &segs),
+                    validate::expected_at(&segs),
+                ));
+                if !remove_at(&mut value, &segs) {
+                    break;
+                }
+            }
+        }
+    }
+    (Config::default(), Vec::new())
+}
+
+fn tracked_segs(path: &serde_path_to_error::Path) -> Vec<Seg> {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(Seg::Index(*index)),
+            Segment::Map { key } => Some(Seg::Key(key.clone())),
+            Segment::Enum { .. } | Segment::Unknown => None,
+        })
+        .collect()
+}
+
+fn ignored_segs(path: &serde_ignored::Path<'_>, out: &mut Vec<Seg>) {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => {}
+        Path::Seq { parent, index } => {
+            ignored_segs(parent, out);
+            out.push(Seg::Index(*index));
+        }
+        Path::Map { parent, key } => {
+            ignored_segs(parent, out);
+            out.push(Seg::Key(key.clone()));
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => {
+            ignored_segs(parent, out);
+        }
+    }
+}
+
+/// Removes the object entry that holds the value at `segs` so its default applies. A bad array
+/// element takes its whole array with it: removing only the element would renumber its siblings
+/// and make later paths wrong. `false` when there is nothing removable (the error is at the top).
+fn remove_at(root: &mut Value, segs: &[Seg]) -> bool {
+    let keep = segs
+        .iter()
+        .rposition(|seg| matches!(seg, Seg::Key(_)))
+        .map_or(0, |last_key| last_key + 1);
+    let Some((Seg::Key(key), parent_segs)) = segs[..keep].split_last() else {
+        return false;
+    };
+    let parent = parent_segs.iter().try_fold(root, |value, seg| match seg {
+        Seg::Key(k) => value.get_mut(k.as_str()),
+        Seg::Index(i) => value.get_mut(*i),
+    });
+    parent
+        .and_then(Value::as_object_mut)
+        .is_some_and(|object| object.remove(key).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME_DIR" => Some("/home/a".to_owned()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expand_substitutes_escapes_and_leaves_the_rest() {
+        assert_eq!(expand("plain", &env), Ok(None));
+        assert_eq!(
+            expand("${HOME_DIR}/x", &env),
+            Ok(Some("/home/a/x".to_owned()))
+        );
+        assert_eq!(
+            expand("a${HOME_DIR}b${HOME_DIR}", &env),
+            Ok(Some("a/home/ab/home/a".to_owned()))
+        );
+        assert_eq!(
+            expand("$${HOME_DIR}", &env),
+            Ok(Some("${HOME_DIR}".to_owned()))
+        );
+        assert_eq!(
+            expand("$$${HOME_DIR}", &env),
+            Ok(Some("$${HOME_DIR}".to_owned()))
+        );
+        assert_eq!(
+            expand("cost $5 ${lower} ${", &env),
+            Ok(Some("cost $5 ${lower} ${".to_owned()))
+        );
+        assert_eq!(
+            expand("${NOPE}${EMPTY}${NOPE}", &env),
+            Err(vec!["NOPE".to_owned(), "EMPTY".to_owned()])
+        );
+    }
+
+    #[test]
+    fn remove_at_drops_the_key_or_the_whole_array() {
+        let mut value = serde_json::json!({ "a": { "b": 1, "c": [1, { "d": 2 }] } });
+        assert!(remove_at(
+            &mut value,
+            &[
+                Seg::Key("a".into()),
+                Seg::Key("c".into()),
+                Seg::Index(1),
+                Seg::Key("d".into())
+            ]
+        ));
+        assert_eq!(value, serde_json::json!({ "a": { "b": 1, "c": [1, {}] } }));
+        assert!(remove_at(
+            &mut value,
+            &[Seg::Key("a".into()), Seg::Key("c".into()), Seg::Index(0)]
+        ));
+        assert_eq!(value, serde_json::json!({ "a": { "b": 1 } }));
+        assert!(!remove_at(&mut value, &[]));
+        assert!(!remove_at(&mut value, &[Seg::Key("zzz".into())]));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn expand_without_references_is_identity(text in "[a-z ${}]{0,40}") {
+            let expanded = expand(&text, &|_| None);
+            // Only a `${NAME}` with an upper-case name is a reference; none can occur here.
+            let expected = if text.contains("${") {
+                Some(text.replace("$${", "\u{0}").replace('\u{0}', "${"))
+            } else {
+                None
+            };
+            proptest::prop_assert_eq!(expanded, Ok(expected));
+        }
+    }
+}

@@ -1,0 +1,492 @@
+//! Configuration (SPEC §3): the typed settings, their defaults, and how a JSON5 file becomes them.
+//!
+//! This module owns the shape of `config.json5` and every default; nothing else in the engine reads
+//! the file or invents a default of its own. A [`Config`] that leaves this module has been
+//! normalised (agent and provider ids lower-cased, secrets that name an unset environment variable
+//! dropped) and validated as a whole, so callers can trust every value: the gateway never starts
+//! half-configured.
+//!
+//! - [`load_file`] / [`load_str`] ([`load`]): JSON5 → `${ENV}` substitution → typed config
+//!   (collecting unknown paths) → validation. Every problem is reported, not just the first.
+//! - `validate`: the rules that serde cannot express (ranges, ids, cross-references).
+//! - `resolve`: per-agent views ([`ResolvedAgent`]) and the redacted copy for `config show`.
+//!
+//! Paths and names follow the reference system (OpenClaw) so that an existing config reads
+//! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
+
+mod choices;
+mod error;
+mod load;
+mod resolve;
+mod validate;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use choices::{
+    AuthMode, ChatType, DmScope, ProviderApi, SandboxMode, SendAction, SessionScope,
+    SessionToolsVisibility,
+};
+pub use error::ConfigError;
+pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
+pub use resolve::{REDACTED, ResolvedAgent};
+pub use values::{GatewayBind, ModelRef};
+
+/// The provider id reserved for the providers built into switchboard (`builtin/echo`,
+/// `builtin/scripted`); a configured provider may not use it.
+pub const BUILTIN_PROVIDER: &str = "builtin";
+
+/// The models of the [`BUILTIN_PROVIDER`]: `echo` replies with the user's text, `scripted` follows
+/// directives written in the conversation.
+pub const BUILTIN_MODELS: &[&str] = &["echo", "scripted"];
+
+/// The model every agent uses when nothing else is configured.
+pub const DEFAULT_MODEL: &str = "builtin/scripted";
+
+/// The whole configuration file. `Config::default()` is what runs when there is no file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Config {
+    /// The gateway's listener and its authentication.
+    pub gateway: GatewayConfig,
+    /// LLM providers and their models.
+    pub models: ModelsConfig,
+    /// Agent defaults and the configured agents.
+    pub agents: AgentsConfig,
+    /// Session keys, send policy and agent-to-agent limits.
+    pub session: SessionConfig,
+    /// Session-tool policy.
+    pub tools: ToolsConfig,
+    /// Chat channels.
+    pub channels: ChannelsConfig,
+    /// `POST /hooks/agent`.
+    pub hooks: HooksConfig,
+    /// Scheduled agent turns.
+    pub cron: CronConfig,
+}
+
+/// `gateway`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GatewayConfig {
+    /// Where to listen: `loopback`, `lan` (all interfaces) or an IP address.
+    pub bind: GatewayBind,
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+    /// Client authentication.
+    pub auth: GatewayAuth,
+    /// Largest accepted WebSocket frame or HTTP body, in bytes.
+    pub max_payload_bytes: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            bind: GatewayBind::Loopback,
+            port: 18790,
+            auth: GatewayAuth::default(),
+            max_payload_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// `gateway.auth`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GatewayAuth {
+    /// `token` (default) or `none` (loopback only).
+    pub mode: AuthMode,
+    /// The token clients must present; when absent the gateway generates one and stores it.
+    pub token: Option<String>,
+}
+
+/// `models`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelsConfig {
+    /// Providers by id (normalised to lower case). `builtin` is reserved.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `models.providers.<id>`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProviderConfig {
+    /// The wire format (required in the file).
+    pub api: ProviderApi,
+    /// Base URL of the API; absent means the format's public endpoint
+    /// ([`ProviderApi::default_base_url`]).
+    pub base_url: Option<String>,
+    /// API key, sent as the format's auth header. Never logged.
+    pub api_key: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// Per-request timeout; absent means the runtime's default.
+    pub timeout_seconds: Option<u64>,
+    /// The models this provider offers. Empty means "any model id is accepted".
+    pub models: Vec<ModelEntry>,
+}
+
+impl ProviderApi {
+    /// The public endpoint used when `baseUrl` is not set.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderApi::OpenAiCompletions => "https://api.openai.com/v1",
+            ProviderApi::AnthropicMessages => "https://api.anthropic.com",
+        }
+    }
+}
+
+/// `models.providers.<id>.models[]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelEntry {
+    /// The model id sent to the provider (required in the file).
+    pub id: String,
+    /// A display name.
+    pub name: Option<String>,
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Largest completion in tokens.
+    pub max_tokens: Option<u64>,
+    /// Prices, for the `est $` figure of announces.
+    pub cost: Option<ModelCost>,
+}
+
+/// `models.providers.<id>.models[].cost`: USD per million tokens.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelCost {
+    /// Input (prompt) tokens.
+    pub input: f64,
+    /// Output (completion) tokens.
+    pub output: f64,
+    /// Cached input tokens read; absent means priced as input.
+    pub cache_read: Option<f64>,
+    /// Input tokens written to the cache; absent means priced as input.
+    pub cache_write: Option<f64>,
+}
+
+/// `agents`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentsConfig {
+    /// Settings every agent inherits.
+    pub defaults: AgentDefaults,
+    /// The configured agents, ids normalised. Empty means one implicit agent, `main`.
+    pub list: Vec<AgentEntry>,
+}
+
+/// `agents.defaults`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentDefaults {
+    /// The model of agents that do not name one.
+    pub model: ModelRef,
+    /// Upper bound of one run.
+    pub timeout_seconds: u64,
+    /// Size of the `main` lane (concurrent runs across sessions).
+    pub max_concurrent: u32,
+    /// Sandbox settings of agents that do not override them.
+    pub sandbox: SandboxConfig,
+    /// Sub-agent settings.
+    pub subagents: SubagentDefaults,
+}
+
+impl Default for AgentDefaults {
+    fn default() -> Self {
+        Self {
+            model: ModelRef::new(DEFAULT_MODEL),
+            timeout_seconds: 600,
+            max_concurrent: 4,
+            sandbox: SandboxConfig::default(),
+            subagents: SubagentDefaults::default(),
+        }
+    }
+}
+
+/// `agents.defaults.sandbox`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SandboxConfig {
+    /// Which sessions are sandboxed.
+    pub mode: SandboxMode,
+    /// What a sandboxed session may see.
+    pub session_tools_visibility: SessionToolsVisibility,
+}
+
+/// `agents.defaults.subagents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubagentDefaults {
+    /// Model of spawned sub-agents; absent means the spawning agent's model.
+    pub model: Option<ModelRef>,
+    /// Size of the `subagent` lane.
+    pub max_concurrent: u32,
+    /// Minutes after a kept sub-agent *finished* before it is archived; 0 archives at once.
+    pub archive_after_minutes: u64,
+}
+
+impl Default for SubagentDefaults {
+    fn default() -> Self {
+        Self {
+            model: None,
+            max_concurrent: 8,
+            archive_after_minutes: 60,
+        }
+    }
+}
+
+/// `agents.list[]`. Every optional field inherits from `agents.defaults`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentEntry {
+    /// The agent id (required in the file), normalised like every agent id.
+    pub id: String,
+    /// Whether this is the default agent (at most one).
+    pub default: bool,
+    /// Display name.
+    pub name: Option<String>,
+    /// The agent's own system prompt.
+    pub system_prompt: Option<String>,
+    /// The agent's model.
+    pub model: Option<ModelRef>,
+    /// What this agent may spawn.
+    pub subagents: AgentSubagents,
+    /// Per-agent sandbox overrides.
+    pub sandbox: SandboxOverride,
+    /// Per-agent tool policy.
+    pub tools: ToolPolicy,
+}
+
+/// `agents.list[].subagents`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentSubagents {
+    /// Other agent ids this agent may spawn (`"*"` = any); its own id is always allowed.
+    pub allow_agents: Vec<String>,
+    /// Model of sub-agents spawned by this agent.
+    pub model: Option<ModelRef>,
+}
+
+/// `agents.list[].sandbox`: each field absent = inherit `agents.defaults.sandbox`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SandboxOverride {
+    /// Overrides `agents.defaults.sandbox.mode`.
+    pub mode: Option<SandboxMode>,
+    /// Overrides `agents.defaults.sandbox.sessionToolsVisibility`.
+    pub session_tools_visibility: Option<SessionToolsVisibility>,
+}
+
+/// A tool allow/deny list (`agents.list[].tools`, `tools.subagents.tools`). Empty `allow` means
+/// every tool; `deny` wins over `allow`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolPolicy {
+    /// Tool names allowed (empty = all).
+    pub allow: Vec<String>,
+    /// Tool names refused.
+    pub deny: Vec<String>,
+}
+
+/// `session`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionConfig {
+    /// How direct chats are bucketed.
+    pub scope: SessionScope,
+    /// The rest of every agent's main key (`agent:<id>:<mainKey>`).
+    pub main_key: String,
+    /// How DMs map onto keys.
+    pub dm_scope: DmScope,
+    /// Which sessions may be sent to.
+    pub send_policy: SendPolicyConfig,
+    /// Limits of agent-to-agent traffic.
+    pub agent_to_agent: SessionAgentToAgent,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            scope: SessionScope::default(),
+            main_key: "main".to_owned(),
+            dm_scope: DmScope::default(),
+            send_policy: SendPolicyConfig::default(),
+            agent_to_agent: SessionAgentToAgent::default(),
+        }
+    }
+}
+
+/// `session.sendPolicy`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SendPolicyConfig {
+    /// Rules; a matching `deny` wins over a matching `allow`.
+    pub rules: Vec<SendPolicyRule>,
+    /// The decision when no rule matches.
+    pub default: SendAction,
+}
+
+/// `session.sendPolicy.rules[]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SendPolicyRule {
+    /// The criteria; every one stated must match (none stated = matches every session).
+    pub r#match: SendPolicyMatch,
+    /// The decision when the rule matches (required in the file).
+    pub action: SendAction,
+}
+
+/// `session.sendPolicy.rules[].match`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SendPolicyMatch {
+    /// Channel name, lower case (`discord`, `telegram`, …).
+    pub channel: Option<String>,
+    /// Chat type (`dm` = `direct`).
+    pub chat_type: Option<ChatType>,
+    /// Compared against the canonical key and its legacy rest.
+    pub key_prefix: Option<String>,
+}
+
+/// `session.agentToAgent`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionAgentToAgent {
+    /// Reply-back turns after a `sessions_send` (0 disables reply-back).
+    pub max_ping_pong_turns: u32,
+    /// Longest chain of sessions one send may extend (cycle guard, SPEC §6.3).
+    pub max_hops: u32,
+}
+
+impl Default for SessionAgentToAgent {
+    fn default() -> Self {
+        Self {
+            max_ping_pong_turns: 5,
+            max_hops: 6,
+        }
+    }
+}
+
+/// `tools`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolsConfig {
+    /// Cross-agent list/history/send.
+    pub agent_to_agent: ToolsAgentToAgent,
+    /// Tools of sub-agent sessions.
+    pub subagents: SubagentTools,
+}
+
+/// `tools.agentToAgent`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolsAgentToAgent {
+    /// Whether a session may address another agent's sessions at all.
+    pub enabled: bool,
+    /// Agent-id patterns (`*` wildcards) both sides must match; empty = every agent.
+    pub allow: Vec<String>,
+}
+
+/// `tools.subagents`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubagentTools {
+    /// Allow/deny applied on top of "every tool except the session tools".
+    pub tools: ToolPolicy,
+}
+
+/// `channels`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ChannelsConfig {
+    /// Generic HTTP in/out.
+    pub webhook: WebhookChannel,
+    /// Telegram Bot API.
+    pub telegram: TelegramChannel,
+}
+
+/// `channels.webhook`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WebhookChannel {
+    /// Whether `POST /channels/webhook/<accountId>` is served.
+    pub enabled: bool,
+    /// Accounts by id (normalised to lower case).
+    pub accounts: BTreeMap<String, WebhookAccount>,
+}
+
+/// `channels.webhook.accounts.<id>`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WebhookAccount {
+    /// Where replies are `POST`ed; absent = inbound only.
+    pub url: Option<String>,
+    /// The token inbound requests must present (required while the channel is enabled).
+    pub token: Option<String>,
+    /// The agent that answers; absent = the default agent.
+    pub agent_id: Option<String>,
+}
+
+/// `channels.telegram`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TelegramChannel {
+    /// Whether the bot polls for updates.
+    pub enabled: bool,
+    /// The bot token (required while enabled).
+    pub bot_token: Option<String>,
+    /// Base URL of the Bot API (tests point it at a local fake).
+    pub api_base: String,
+    /// The agent that answers; absent = the default agent.
+    pub agent_id: Option<String>,
+    /// `getUpdates` long-poll timeout.
+    pub poll_timeout_seconds: u64,
+}
+
+impl Default for TelegramChannel {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            bot_token: None,
+            api_base: "https://api.telegram.org".to_owned(),
+            agent_id: None,
+            poll_timeout_seconds: 30,
+        }
+    }
+}
+
+/// `hooks`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HooksConfig {
+    /// Whether `POST /hooks/agent` is served.
+    pub enabled: bool,
+    /// The token hook requests must present (required while enabled).
+    pub token: Option<String>,
+}
+
+/// `cron`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CronConfig {
+    /// Whether scheduled jobs run.
+    pub enabled: bool,
+    /// Size of the `cron` lane.
+    pub max_concurrent_runs: u32,
+}
+
+impl Default for CronConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_concurrent_runs: 1,
+        }
+    }
+}

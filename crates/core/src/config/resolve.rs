@@ -1,0 +1,140 @@
+//! Views of a [`Config`] that other modules ask for: one agent with its overrides merged onto
+//! `agents.defaults`, the default agent, and a copy safe to print.
+
+use super::{AgentEntry, Config, ModelRef, SandboxMode, SessionToolsVisibility};
+use crate::keys::normalize_agent_id;
+
+/// What [`Config::redacted`] puts in place of every secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// One agent as the runtime sees it: its own settings where it has them, `agents.defaults`
+/// everywhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedAgent {
+    /// The normalised agent id.
+    pub id: String,
+    /// Display name.
+    pub name: Option<String>,
+    /// Whether the id is in `agents.list` (unconfigured ids run on the defaults).
+    pub configured: bool,
+    /// Whether this is the default agent.
+    pub is_default: bool,
+    /// The agent's own system prompt.
+    pub system_prompt: Option<String>,
+    /// Primary model, `provider/model`.
+    pub model: String,
+    /// Models to try, in order, when the primary fails.
+    pub model_fallbacks: Vec<String>,
+    /// Which of its sessions are sandboxed.
+    pub sandbox_mode: SandboxMode,
+    /// What its sandboxed sessions may see.
+    pub session_tools_visibility: SessionToolsVisibility,
+    /// Other agents it may spawn (`"*"` = any).
+    pub allow_agents: Vec<String>,
+    /// Model for its sub-agents: its own `subagents.model`, else `agents.defaults.subagents.model`;
+    /// `None` means "the agent's own model".
+    pub subagent_model: Option<String>,
+    /// Tools allowed (empty = all).
+    pub tools_allow: Vec<String>,
+    /// Tools refused.
+    pub tools_deny: Vec<String>,
+}
+
+impl Config {
+    /// The `agents.list` entry with `default: true`, else the first entry, else `main`.
+    pub fn default_agent_id(&self) -> String {
+        let list = &self.agents.list;
+        list.iter()
+            .find(|agent| agent.default)
+            .or_else(|| list.first())
+            .map_or_else(|| "main".to_owned(), |agent| normalize_agent_id(&agent.id))
+    }
+
+    /// The agent ids that exist: `agents.list` in file order, or the implicit default agent
+    /// (`main`) when the list is empty.
+    pub fn agent_ids(&self) -> Vec<String> {
+        if self.agents.list.is_empty() {
+            return vec![self.default_agent_id()];
+        }
+        self.agents
+            .list
+            .iter()
+            .map(|agent| normalize_agent_id(&agent.id))
+            .collect()
+    }
+
+    fn entry(&self, id: &str) -> Option<&AgentEntry> {
+        self.agents
+            .list
+            .iter()
+            .find(|agent| normalize_agent_id(&agent.id) == id)
+    }
+
+    /// The agent `id` (normalised first) with its overrides merged onto `agents.defaults`. Works
+    /// for ids that are not configured too: they get the defaults and `configured: false`.
+    pub fn agent(&self, id: &str) -> ResolvedAgent {
+        let id = normalize_agent_id(id);
+        let defaults = &self.agents.defaults;
+        let entry = self.entry(&id);
+        let model: &ModelRef = entry
+            .and_then(|agent| agent.model.as_ref())
+            .unwrap_or(&defaults.model);
+        let subagent_model = entry
+            .and_then(|agent| agent.subagents.model.as_ref())
+            .or(defaults.subagents.model.as_ref())
+            .map(|model| model.primary.clone());
+        let is_default = id == self.default_agent_id();
+        ResolvedAgent {
+            name: entry.and_then(|agent| agent.name.clone()),
+            configured: entry.is_some(),
+            is_default,
+            system_prompt: entry
+                .and_then(|agent| agent.system_prompt.clone())
+                .filter(|prompt| !prompt.trim().is_empty()),
+            model: model.primary.clone(),
+            model_fallbacks: model.fallbacks.clone(),
+            sandbox_mode: entry
+                .and_then(|agent| agent.sandbox.mode)
+                .unwrap_or(defaults.sandbox.mode),
+            session_tools_visibility: entry
+                .and_then(|agent| agent.sandbox.session_tools_visibility)
+                .unwrap_or(defaults.sandbox.session_tools_visibility),
+            allow_agents: entry
+                .map(|agent| agent.subagents.allow_agents.clone())
+                .unwrap_or_default(),
+            subagent_model,
+            tools_allow: entry
+                .map(|agent| agent.tools.allow.clone())
+                .unwrap_or_default(),
+            tools_deny: entry
+                .map(|agent| agent.tools.deny.clone())
+                .unwrap_or_default(),
+            id,
+        }
+    }
+
+    /// A copy with every secret — gateway, hook, channel and account tokens, API keys, and every
+    /// provider header value (they often carry credentials) — replaced by [`REDACTED`]. For
+    /// `config show` and anything else that prints a config.
+    pub fn redacted(&self) -> Config {
+        fn hide(secret: &mut Option<String>) {
+            if secret.is_some() {
+                *secret = Some(REDACTED.to_owned());
+            }
+        }
+        let mut copy = self.clone();
+        hide(&mut copy.gateway.auth.token);
+        for provider in copy.models.providers.values_mut() {
+            hide(&mut provider.api_key);
+            for value in provider.headers.values_mut() {
+                *value = REDACTED.to_owned();
+            }
+        }
+        for account in copy.channels.webhook.accounts.values_mut() {
+            hide(&mut account.token);
+        }
+        hide(&mut copy.channels.telegram.bot_token);
+        hide(&mut copy.hooks.token);
+        copy
+    }
+}

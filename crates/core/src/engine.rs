@@ -1,0 +1,122 @@
+//! The engine: configuration, the store and (later) the runtime, behind one handle that adapters
+//! share as `Arc<Engine>`. State is passed, never global.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::{Config, SessionScope};
+use crate::error::{CoreError, CoreResult};
+use crate::keys::{self, KeyContext, Scope, SessionKey};
+use crate::store::{NewSession, SqliteStore, Store};
+
+pub struct Engine {
+    config: Config,
+    home: PathBuf,
+    store: Arc<dyn Store>,
+    sqlite: SqliteStore,
+    default_agent: String,
+    started: Instant,
+}
+
+impl Engine {
+    /// Opens the store under `home` and recovers from an unclean stop: runs left live by a dead
+    /// process become `aborted`, short transcript mirrors are rebuilt.
+    pub async fn open(home: &Path, config: Config) -> CoreResult<Arc<Self>> {
+        let sqlite = SqliteStore::open(home)?;
+        let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+        let aborted = store.abort_interrupted_runs().await?;
+        if aborted > 0 {
+            tracing::warn!(
+                aborted,
+                "marked runs interrupted by the last stop as aborted"
+            );
+        }
+        let default_agent = config.default_agent_id();
+        Ok(Arc::new(Self {
+            config,
+            home: home.to_path_buf(),
+            store,
+            sqlite,
+            default_agent,
+            started: Instant::now(),
+        }))
+    }
+
+    /// Commits what is pending and stops the store's writer.
+    pub async fn close(&self) {
+        self.sqlite.close().await;
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    pub fn uptime_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn default_agent_id(&self) -> &str {
+        &self.default_agent
+    }
+
+    pub fn scope(&self) -> Scope {
+        match self.config.session.scope {
+            SessionScope::Global => Scope::Global,
+            _ => Scope::PerSender,
+        }
+    }
+
+    pub fn main_key(&self) -> &str {
+        &self.config.session.main_key
+    }
+
+    /// The key context of `agent_id` (the default agent for operator calls).
+    pub fn key_context<'a>(&'a self, agent_id: &'a str) -> KeyContext<'a> {
+        KeyContext {
+            agent_id,
+            main_key: self.main_key(),
+            scope: self.scope(),
+        }
+    }
+
+    /// Canonicalises a key for an operator call; `agent_id` picks the agent that legacy keys and
+    /// `main` belong to (default agent when absent).
+    pub fn canonical_key(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
+        let agent = agent_id.map(keys::normalize_agent_id);
+        let agent = agent.as_deref().unwrap_or(&self.default_agent);
+        Ok(keys::canonicalize(input, &self.key_context(agent))?)
+    }
+
+    /// What a new session at `key` starts with: agent, kind, channel and chat type from the key.
+    pub fn new_session(&self, key: &SessionKey) -> NewSession {
+        NewSession {
+            key: key.as_str().to_string(),
+            agent_id: key.agent_id().unwrap_or(&self.default_agent).to_string(),
+            kind: key.kind(self.main_key()),
+            channel: key.channel().map(str::to_string),
+            chat_type: key.chat_type(self.main_key()),
+            label: None,
+            display_name: None,
+            spawned_by: None,
+        }
+    }
+
+    /// Whether `key` is the main session of its agent (it cannot be deleted).
+    pub fn is_main(&self, key: &SessionKey) -> bool {
+        key.is_global() || key.rest() == self.main_key()
+    }
+
+    /// Reports an invalid input with what is accepted.
+    pub fn invalid(message: impl Into<String>) -> CoreError {
+        CoreError::Invalid(message.into())
+    }
+}

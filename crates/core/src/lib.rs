@@ -1,0 +1,13 @@
+//! The switchboard engine, free of any transport: configuration, session keys, the store, and
+//! session management. Adapters (the gateway, the CLI, later MCP) sit on top of its plain async
+//! API; the runtime, session tools and access rules join in later milestones.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod keys;
+pub mod sessions;
+pub mod store;
+
+pub use engine::Engine;
+pub use error::{CoreError, CoreResult};

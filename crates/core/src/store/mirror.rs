@@ -1,0 +1,207 @@
+//! The JSONL transcript mirror (SPEC §4.3): `agents/<agentId>/sessions/<sessionId>.jsonl` in the
+//! reference's file format — a `session` header line, then one `message` line per message.
+//!
+//! The mirror is derived data. Line ids are derived from `seq` (and the timestamp from the
+//! message), so rebuilding a file from the database yields the same bytes; that is what lets a
+//! restart repair a short file by rewriting it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl`.
+pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf {
+    home.join("agents")
+        .join(agent_id)
+        .join("sessions")
+        .join(format!("{session_id}.jsonl"))
+}
+
+/// The mirror line id of the message with this `seq`: 8 hex digits, like the reference's ids.
+pub fn message_id(seq: i64) -> String {
+    format!("{seq:08x}")
+}
+
+fn header_line(session_id: &str, created_at: i64, cwd: &Path) -> String {
+    json!({
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": iso8601(created_at),
+        "cwd": cwd.to_string_lossy(),
+    })
+    .to_string()
+}
+
+fn message_line(seq: i64, message: &Value) -> String {
+    let ts = message
+        .get("timestamp")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let parent = if seq > 1 {
+        Value::String(message_id(seq - 1))
+    } else {
+        Value::Null
+    };
+    json!({
+        "type": "message",
+        "id": message_id(seq),
+        "parentId": parent,
+        "timestamp": iso8601(ts),
+        "message": message,
+    })
+    .to_string()
+}
+
+/// Creates the file with its header if it does not exist yet.
+pub(crate) fn ensure_file(
+    path: &Path,
+    session_id: &str,
+    created_at: i64,
+    cwd: &Path,
+) -> std::io::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(path)
+        .or_else(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                OpenOptions::new().append(true).open(path)
+            } else {
+                Err(e)
+            }
+        })?;
+    if file.metadata()?.len() == 0 {
+        writeln!(file, "{}", header_line(session_id, created_at, cwd))?;
+    }
+    Ok(())
+}
+
+/// Appends message lines to an existing mirror.
+pub(crate) fn append_lines<'a>(
+    path: &Path,
+    messages: impl Iterator<Item = (i64, &'a Value)>,
+) -> std::io::Result<()> {
+    let file = OpenOptions::new().append(true).open(path)?;
+    let mut out = BufWriter::new(file);
+    for (seq, message) in messages {
+        writeln!(out, "{}", message_line(seq, message))?;
+    }
+    out.flush()
+}
+
+/// Rewrites the whole mirror from stored messages (write to a temporary file, then rename, so a
+/// crash mid-rebuild leaves the old file).
+pub(crate) fn rebuild(
+    path: &Path,
+    session_id: &str,
+    created_at: i64,
+    cwd: &Path,
+    messages: impl Iterator<Item = (i64, Value)>,
+) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("jsonl.rebuild");
+    {
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        writeln!(out, "{}", header_line(session_id, created_at, cwd))?;
+        for (seq, message) in messages {
+            writeln!(out, "{}", message_line(seq, &message))?;
+        }
+        out.flush()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// True when the file holds the header and exactly `messages` complete message lines.
+pub(crate) fn is_complete(path: &Path, messages: i64) -> bool {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let lines = bytes.iter().filter(|b| **b == b'\n').count() as i64;
+            bytes.last() == Some(&b'\n') && lines == messages + 1
+        }
+        Err(_) => false,
+    }
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn iso8601(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_timestamps() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn rebuild_and_append_give_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.jsonl");
+        let b = dir.path().join("b.jsonl");
+        let msgs: Vec<Value> = (1..=3)
+            .map(|i| json!({"role": "user", "content": format!("m{i}"), "timestamp": i}))
+            .collect();
+        ensure_file(&a, "sid", 5, dir.path()).unwrap();
+        append_lines(&a, msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m))).unwrap();
+        rebuild(
+            &b,
+            "sid",
+            5,
+            dir.path(),
+            msgs.into_iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
+        )
+        .unwrap();
+        assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
+        assert!(is_complete(&a, 3));
+        assert!(!is_complete(&a, 4));
+        let lines: Vec<Value> = fs::read_to_string(&a)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "session");
+        assert_eq!(lines[0]["version"], 3);
+        assert_eq!(lines[2]["parentId"], "00000001");
+        assert_eq!(lines[3]["message"]["content"], "m3");
+    }
+}

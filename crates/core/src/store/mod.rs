@@ -1,0 +1,312 @@
+//! Storage of session entries, transcripts and run records (SPEC §4).
+//!
+//! `Store` is the only door to persistence: nothing outside this module knows which backend runs
+//! (today SQLite; a PostgreSQL store can back several gateways later). Every write is committed
+//! before its future resolves, so a caller acknowledges nothing that a `kill -9` could lose.
+//!
+//! A session key points at its current transcript (`sessionId`); `sessions.reset` starts a new
+//! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
+//! and has no gaps.
+
+mod mirror;
+pub mod sqlite;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use serde_json::Value;
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
+
+use crate::keys::{ChatType, SessionKind};
+
+pub use mirror::{message_id, transcript_path};
+pub use sqlite::SqliteStore;
+
+/// The future every store method returns: boxed so `dyn Store` works.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Failures of the store. Callers map them onto wire errors in one place (`crate::error`).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No session (or transcript, or run) by that name; the caller asked for something absent.
+    #[error("{0}")]
+    NotFound(String),
+    /// The change conflicts with stored state (a label already in use, a field set once); the
+    /// message says which.
+    #[error("{0}")]
+    Conflict(String),
+    /// SQLite or the file system failed; not the caller's fault.
+    #[error("storage failure: {0}")]
+    Backend(String),
+    /// The store is shutting down.
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Backend(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Backend(e.to_string())
+    }
+}
+
+/// A session entry (SPEC §4.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEntry {
+    /// Canonical key.
+    pub key: String,
+    pub session_id: String,
+    pub agent_id: String,
+    pub kind: SessionKind,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub channel: Option<String>,
+    pub chat_type: Option<ChatType>,
+    pub display_name: Option<String>,
+    pub label: Option<String>,
+    pub spawned_by: Option<String>,
+    pub model: Option<String>,
+    pub thinking_level: Option<String>,
+    pub verbose_level: Option<String>,
+    pub system_sent: bool,
+    pub aborted_last_run: bool,
+    pub send_policy: Option<String>,
+    pub last_channel: Option<String>,
+    pub last_to: Option<String>,
+    pub last_account_id: Option<String>,
+    pub last_thread_id: Option<String>,
+    pub delivery_context: Option<DeliveryContext>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub context_tokens: Option<u64>,
+    pub archived_at: Option<i64>,
+    /// `seq` of the newest message in the current transcript (0 when empty).
+    pub last_seq: i64,
+}
+
+/// What a new session starts with; everything else takes its default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    pub key: String,
+    pub agent_id: String,
+    pub kind: SessionKind,
+    pub channel: Option<String>,
+    pub chat_type: Option<ChatType>,
+    pub label: Option<String>,
+    pub display_name: Option<String>,
+    pub spawned_by: Option<String>,
+}
+
+/// A merge of changed fields: `Keep` leaves a field as stored (SPEC §4.1: updates merge).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EntryPatch {
+    pub label: Patch<String>,
+    pub display_name: Patch<String>,
+    pub model: Patch<String>,
+    pub thinking_level: Patch<String>,
+    pub verbose_level: Patch<String>,
+    pub send_policy: Patch<String>,
+    /// Set once on a sub-agent session; a second different value is a conflict.
+    pub spawned_by: Patch<String>,
+    pub system_sent: Option<bool>,
+    pub aborted_last_run: Option<bool>,
+    pub channel: Patch<String>,
+    pub last_channel: Patch<String>,
+    pub last_to: Patch<String>,
+    pub last_account_id: Patch<String>,
+    pub last_thread_id: Patch<String>,
+    pub delivery_context: Patch<DeliveryContext>,
+    /// Added to the stored counters.
+    pub add_tokens: Option<TokenDelta>,
+    pub context_tokens: Patch<u64>,
+    pub archived_at: Patch<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenDelta {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// Where a list page starts: after the row with this `updatedAt` and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub updated_at: i64,
+    pub key: String,
+}
+
+impl Cursor {
+    /// The opaque string handed to clients.
+    pub fn encode(&self) -> String {
+        format!("{}:{}", self.updated_at, self.key)
+    }
+
+    pub fn decode(s: &str) -> Option<Self> {
+        let (at, key) = s.split_once(':')?;
+        Some(Self {
+            updated_at: at.parse().ok()?,
+            key: key.to_string(),
+        })
+    }
+}
+
+/// Filters of a list query. All of them apply before `limit`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListQuery {
+    pub agent_id: Option<String>,
+    /// Empty = every kind.
+    pub kinds: Vec<SessionKind>,
+    pub updated_since: Option<i64>,
+    /// Case-insensitive substring of key, label or display name.
+    pub search: Option<String>,
+    pub spawned_by: Option<String>,
+    pub label: Option<String>,
+    pub include_archived: bool,
+    /// Keys never listed (`global`/`unknown` under the per-sender scope).
+    pub exclude_keys: Vec<String>,
+    pub cursor: Option<Cursor>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPage {
+    pub entries: Vec<SessionEntry>,
+    pub next_cursor: Option<Cursor>,
+}
+
+/// A message as stored: its `seq` and its transcript JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub seq: i64,
+    pub message: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// Oldest first.
+    pub messages: Vec<StoredMessage>,
+    /// Pass as `before` to read older messages; `None` when the page reached the first one.
+    pub next_before: Option<i64>,
+}
+
+/// What `append` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    pub entry: SessionEntry,
+    /// `seq` of each appended message, in order.
+    pub seqs: Vec<i64>,
+    pub created: bool,
+}
+
+/// Lifecycle of a run (SPEC §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Ok,
+    Error,
+    Timeout,
+    Aborted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+            Self::Aborted => "aborted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "ok" => Self::Ok,
+            "error" => Self::Error,
+            "timeout" => Self::Timeout,
+            "aborted" => Self::Aborted,
+            _ => return None,
+        })
+    }
+
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::Queued | Self::Running)
+    }
+}
+
+/// A durable run record: `agent.wait` answers from it however long ago the run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub session_key: String,
+    pub session_id: Option<String>,
+    pub status: RunStatus,
+    pub lane: String,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    /// The run's final assistant text.
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// The persistence interface of the engine.
+pub trait Store: Send + Sync {
+    /// Where transcripts are mirrored as JSONL.
+    fn transcript_path(&self, agent_id: &str, session_id: &str) -> PathBuf;
+
+    fn get(&self, key: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+
+    /// Creates the session unless its key exists; answers the entry and whether it was created.
+    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)>;
+    fn patch(&self, key: &str, patch: EntryPatch) -> StoreFuture<'_, SessionEntry>;
+    /// Starts a new transcript (new sessionId); the old one stays stored and mirrored.
+    fn reset(&self, key: &str) -> StoreFuture<'_, SessionEntry>;
+    /// Removes the entry; its transcripts stay stored and mirrored (archived, never lost).
+    fn delete(&self, key: &str) -> StoreFuture<'_, SessionEntry>;
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
+    fn count(&self) -> StoreFuture<'_, u64>;
+
+    /// Appends messages to the session's current transcript, creating the session from `create`
+    /// when the key is new (an error when it is new and `create` is `None`).
+    fn append(
+        &self,
+        key: &str,
+        create: Option<NewSession>,
+        messages: Vec<Value>,
+    ) -> StoreFuture<'_, Appended>;
+    /// A page of a transcript, newest `limit` messages below `before`, oldest first. Reads only
+    /// the rows it returns.
+    fn history(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage>;
+    /// The last `limit` non-tool-result messages of each transcript, in one query.
+    fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>>;
+
+    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()>;
+    fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
+    /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
+    /// `abortedLastRun`; answers how many.
+    fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;
+}

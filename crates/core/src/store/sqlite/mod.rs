@@ -1,0 +1,265 @@
+//! The embedded SQLite store (WAL). One writer thread commits in groups (see `writer`); reads run
+//! on a small pool of read-only connections on tokio's blocking threads, so neither blocks the
+//! async runtime.
+
+mod queries;
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+
+use super::mirror;
+use super::{
+    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord, SessionEntry,
+    Store, StoreError, StoreFuture, StoredMessage,
+};
+use writer::{Job, JobDone, MirrorOp};
+
+#[cfg(test)]
+mod tests;
+
+/// Read connections kept open for reuse.
+const MAX_IDLE_READERS: usize = 8;
+
+/// SQLite-backed [`Store`]. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    home: PathBuf,
+    db_path: PathBuf,
+    jobs: Mutex<Option<Sender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) `<home>/switchboard.db`, migrates it, repairs any transcript mirror a
+    /// crash left short, and starts the writer thread.
+    pub fn open(home: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(home)?;
+        let db_path = home.join("switchboard.db");
+        let conn = Connection::open(&db_path)?;
+        schema::configure(&conn)?;
+        schema::migrate(&conn)?;
+        let repaired = repair_mirrors(&conn, home)?;
+        if repaired > 0 {
+            tracing::info!(
+                repaired,
+                "rebuilt transcript mirrors left short by an unclean stop"
+            );
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer_home = home.to_path_buf();
+        let handle = std::thread::Builder::new()
+            .name("switchboard-store-writer".into())
+            .spawn(move || writer::run(conn, rx, writer_home))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                home: home.to_path_buf(),
+                db_path,
+                jobs: Mutex::new(Some(tx)),
+                writer: Mutex::new(Some(handle)),
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn db_path(&self) -> &Path {
+        &self.inner.db_path
+    }
+
+    /// Stops accepting writes, lets the writer finish what it holds, and waits for it.
+    pub async fn close(&self) {
+        let sender = self.inner.jobs.lock().ok().and_then(|mut j| j.take());
+        drop(sender);
+        let handle = self.inner.writer.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+    }
+
+    /// Runs `f` on the writer thread inside the current group transaction.
+    fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let mut mirror = Vec::new();
+            let result = f(conn, &mut mirror);
+            let ok = result.is_ok();
+            JobDone {
+                ok,
+                mirror: if ok { mirror } else { Vec::new() },
+                finish: Box::new(move |committed| {
+                    let _ = tx.send(committed.and(result));
+                }),
+            }
+        });
+        let sent = match self.inner.jobs.lock() {
+            Ok(jobs) => jobs.as_ref().is_some_and(|s| s.send(job).is_ok()),
+            Err(_) => false,
+        };
+        Box::pin(async move {
+            if !sent {
+                return Err(StoreError::Closed);
+            }
+            rx.await
+                .map_err(|_| StoreError::Backend("the write was not committed".into()))?
+        })
+    }
+
+    /// Runs `f` on a pooled read-only connection on a blocking thread.
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let conn = inner.take_reader()?;
+                let result = f(&conn);
+                inner.put_reader(conn);
+                result
+            })
+            .await
+            .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+        })
+    }
+}
+
+impl Inner {
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        if let Some(conn) = self.readers.lock().ok().and_then(|mut r| r.pop()) {
+            return Ok(conn);
+        }
+        let conn = Connection::open_with_flags(
+            &self.db_path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        schema::configure(&conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    fn put_reader(&self, conn: Connection) {
+        if let Ok(mut readers) = self.readers.lock()
+            && readers.len() < MAX_IDLE_READERS
+        {
+            readers.push(conn);
+        }
+    }
+}
+
+/// Rebuilds every mirror that may be behind the database; answers how many were rewritten.
+fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
+    let mut repaired = 0;
+    for (session_id, agent_id, created_at, last_seq) in queries::unmirrored(conn)? {
+        let path = mirror::transcript_path(home, &agent_id, &session_id);
+        if !mirror::is_complete(&path, last_seq) {
+            writer::rebuild(conn, home, &path, &session_id, created_at)?;
+            repaired += 1;
+        }
+        queries::mark_mirrored(conn, &session_id, last_seq)?;
+    }
+    Ok(repaired)
+}
+
+impl Store for SqliteStore {
+    fn transcript_path(&self, agent_id: &str, session_id: &str) -> PathBuf {
+        mirror::transcript_path(&self.inner.home, agent_id, session_id)
+    }
+
+    fn get(&self, key: &str) -> StoreFuture<'_, Option<SessionEntry>> {
+        let key = key.to_string();
+        self.read(move |c| queries::get_entry(c, &key))
+    }
+
+    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::get_by_session_id(c, &id))
+    }
+
+    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>> {
+        let (agent, label) = (agent_id.to_string(), label.to_string());
+        self.read(move |c| queries::get_by_label(c, &agent, &label))
+    }
+
+    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
+        self.write(move |c, m| queries::create(c, new, m))
+    }
+
+    fn patch(&self, key: &str, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
+        let key = key.to_string();
+        self.write(move |c, _| queries::patch(c, &key, &patch))
+    }
+
+    fn reset(&self, key: &str) -> StoreFuture<'_, SessionEntry> {
+        let key = key.to_string();
+        self.write(move |c, m| queries::reset(c, &key, m))
+    }
+
+    fn delete(&self, key: &str) -> StoreFuture<'_, SessionEntry> {
+        let key = key.to_string();
+        self.write(move |c, _| queries::delete(c, &key))
+    }
+
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
+        self.read(move |c| queries::list(c, &query))
+    }
+
+    fn count(&self) -> StoreFuture<'_, u64> {
+        self.read(queries::count)
+    }
+
+    fn append(
+        &self,
+        key: &str,
+        create: Option<NewSession>,
+        messages: Vec<Value>,
+    ) -> StoreFuture<'_, Appended> {
+        let key = key.to_string();
+        self.write(move |c, m| queries::append(c, &key, create, messages, m))
+    }
+
+    fn history(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::history(c, &id, limit, before))
+    }
+
+    fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>> {
+        self.read(move |c| queries::last_messages(c, &session_ids, limit))
+    }
+
+    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _| queries::put_run(c, &run))
+    }
+
+    fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
+        let id = run_id.to_string();
+        self.read(move |c| queries::get_run(c, &id))
+    }
+
+    fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
+        self.write(|c, _| queries::abort_interrupted_runs(c))
+    }
+}

@@ -1,0 +1,622 @@
+//! The SQL of the store. Writes run on the writer thread inside its transaction; reads run on
+//! pooled read-only connections.
+
+use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
+use serde_json::Value;
+
+use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, run_from_row};
+use super::writer::MirrorOp;
+use crate::store::{
+    Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord,
+    SessionEntry, StoreError, StoredMessage,
+};
+use switchboard_protocol::sessions::Patch;
+
+/// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
+pub(crate) const HISTORY_SQL: &str =
+    "SELECT seq, body FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3";
+
+pub(super) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub(super) fn get_entry(conn: &Connection, key: &str) -> Result<Option<SessionEntry>, StoreError> {
+    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([key], entry_from_row)
+        .optional()?)
+}
+
+pub(super) fn get_by_session_id(
+    conn: &Connection,
+    session_id: &str,
+) -> Result<Option<SessionEntry>, StoreError> {
+    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([session_id], entry_from_row)
+        .optional()?)
+}
+
+pub(super) fn get_by_label(
+    conn: &Connection,
+    agent_id: &str,
+    label: &str,
+) -> Result<Option<SessionEntry>, StoreError> {
+    let sql =
+        format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.agent_id = ?1 AND s.label = ?2");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([agent_id, label], entry_from_row)
+        .optional()?)
+}
+
+fn check_label_free(
+    conn: &Connection,
+    agent_id: &str,
+    label: &str,
+    key: &str,
+) -> Result<(), StoreError> {
+    match get_by_label(conn, agent_id, label)? {
+        Some(other) if other.key != key => Err(StoreError::Conflict(format!(
+            "label \"{label}\" is already used by session {} of agent {agent_id}; labels are unique per agent",
+            other.key
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn new_transcript(
+    conn: &Connection,
+    key: &str,
+    agent_id: &str,
+    now: i64,
+    mirror: &mut Vec<MirrorOp>,
+) -> Result<String, StoreError> {
+    let session_id = uuid::Uuid::new_v4().to_string();
+    conn.prepare_cached(
+        "INSERT INTO transcripts (session_id, session_key, agent_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![session_id, key, agent_id, now])?;
+    mirror.push(MirrorOp::Create {
+        agent_id: agent_id.to_string(),
+        session_id: session_id.clone(),
+        created_at: now,
+    });
+    Ok(session_id)
+}
+
+/// Inserts a session unless the key exists. Answers the entry and whether it was created.
+pub(super) fn create(
+    conn: &Connection,
+    new: NewSession,
+    mirror: &mut Vec<MirrorOp>,
+) -> Result<(SessionEntry, bool), StoreError> {
+    if let Some(existing) = get_entry(conn, &new.key)? {
+        return Ok((existing, false));
+    }
+    if let Some(label) = &new.label {
+        check_label_free(conn, &new.agent_id, label, &new.key)?;
+    }
+    let now = now_ms();
+    let session_id = new_transcript(conn, &new.key, &new.agent_id, now, mirror)?;
+    conn.prepare_cached(
+        "INSERT INTO sessions (key, session_id, agent_id, kind, created_at, updated_at, channel, \
+         chat_type, display_name, label, spawned_by) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        new.key,
+        session_id,
+        new.agent_id,
+        new.kind.as_str(),
+        now,
+        new.channel,
+        new.chat_type.map(|c| c.as_str()),
+        new.display_name,
+        new.label,
+        new.spawned_by,
+    ])?;
+    let entry = get_entry(conn, &new.key)?.ok_or_else(|| {
+        StoreError::Backend("a session vanished inside its own transaction".into())
+    })?;
+    Ok((entry, true))
+}
+
+fn apply<T: Clone>(field: &mut Option<T>, patch: &Patch<T>) {
+    match patch {
+        Patch::Keep => {}
+        Patch::Clear => *field = None,
+        Patch::Set(v) => *field = Some(v.clone()),
+    }
+}
+
+/// Merges the changed fields into the stored entry (read-modify-write on the single writer, so
+/// no concurrent change is lost).
+pub(super) fn patch(
+    conn: &Connection,
+    key: &str,
+    patch: &EntryPatch,
+) -> Result<SessionEntry, StoreError> {
+    let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
+    if let Patch::Set(label) = &patch.label {
+        check_label_free(conn, &e.agent_id, label, key)?;
+    }
+    if let (Patch::Set(parent), Some(current)) = (&patch.spawned_by, &e.spawned_by)
+        && current != parent
+    {
+        return Err(StoreError::Conflict(format!(
+            "spawnedBy of {key} is already {current}; it is set once and never changed"
+        )));
+    }
+    if matches!(patch.spawned_by, Patch::Clear) && e.spawned_by.is_some() {
+        return Err(StoreError::Conflict(format!(
+            "spawnedBy of {key} cannot be cleared"
+        )));
+    }
+    apply(&mut e.label, &patch.label);
+    apply(&mut e.display_name, &patch.display_name);
+    apply(&mut e.model, &patch.model);
+    apply(&mut e.thinking_level, &patch.thinking_level);
+    apply(&mut e.verbose_level, &patch.verbose_level);
+    apply(&mut e.send_policy, &patch.send_policy);
+    apply(&mut e.spawned_by, &patch.spawned_by);
+    apply(&mut e.channel, &patch.channel);
+    apply(&mut e.last_channel, &patch.last_channel);
+    apply(&mut e.last_to, &patch.last_to);
+    apply(&mut e.last_account_id, &patch.last_account_id);
+    apply(&mut e.last_thread_id, &patch.last_thread_id);
+    apply(&mut e.delivery_context, &patch.delivery_context);
+    apply(&mut e.context_tokens, &patch.context_tokens);
+    apply(&mut e.archived_at, &patch.archived_at);
+    if let Some(v) = patch.system_sent {
+        e.system_sent = v;
+    }
+    if let Some(v) = patch.aborted_last_run {
+        e.aborted_last_run = v;
+    }
+    if let Some(d) = patch.add_tokens {
+        e.input_tokens += d.input;
+        e.output_tokens += d.output;
+        e.total_tokens += d.input + d.output;
+    }
+    e.updated_at = now_ms().max(e.updated_at);
+    write_entry(conn, &e)?;
+    Ok(e)
+}
+
+fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
+    let delivery = e
+        .delivery_context
+        .as_ref()
+        .and_then(|d| serde_json::to_string(d).ok());
+    conn.prepare_cached(
+        "UPDATE sessions SET session_id = ?2, updated_at = ?3, channel = ?4, display_name = ?5, \
+         label = ?6, spawned_by = ?7, model = ?8, thinking_level = ?9, verbose_level = ?10, \
+         system_sent = ?11, aborted_last_run = ?12, send_policy = ?13, last_channel = ?14, \
+         last_to = ?15, last_account_id = ?16, last_thread_id = ?17, delivery_context = ?18, \
+         input_tokens = ?19, output_tokens = ?20, total_tokens = ?21, context_tokens = ?22, \
+         archived_at = ?23 WHERE key = ?1",
+    )?
+    .execute(params![
+        e.key,
+        e.session_id,
+        e.updated_at,
+        e.channel,
+        e.display_name,
+        e.label,
+        e.spawned_by,
+        e.model,
+        e.thinking_level,
+        e.verbose_level,
+        e.system_sent,
+        e.aborted_last_run,
+        e.send_policy,
+        e.last_channel,
+        e.last_to,
+        e.last_account_id,
+        e.last_thread_id,
+        delivery,
+        e.input_tokens as i64,
+        e.output_tokens as i64,
+        e.total_tokens as i64,
+        e.context_tokens.map(|v| v as i64),
+        e.archived_at,
+    ])?;
+    Ok(())
+}
+
+/// New transcript for the key; counters and run flags start over, settings stay.
+pub(super) fn reset(
+    conn: &Connection,
+    key: &str,
+    mirror: &mut Vec<MirrorOp>,
+) -> Result<SessionEntry, StoreError> {
+    let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
+    let now = now_ms();
+    e.session_id = new_transcript(conn, key, &e.agent_id, now, mirror)?;
+    e.updated_at = now.max(e.updated_at);
+    e.input_tokens = 0;
+    e.output_tokens = 0;
+    e.total_tokens = 0;
+    e.context_tokens = None;
+    e.system_sent = false;
+    e.aborted_last_run = false;
+    write_entry(conn, &e)?;
+    get_entry(conn, key)?.ok_or_else(|| not_found(key))
+}
+
+pub(super) fn delete(conn: &Connection, key: &str) -> Result<SessionEntry, StoreError> {
+    let e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
+    conn.prepare_cached(
+        "INSERT INTO deleted_sessions (key, session_id, agent_id, deleted_at, label, display_name) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        e.key,
+        e.session_id,
+        e.agent_id,
+        now_ms(),
+        e.label,
+        e.display_name
+    ])?;
+    conn.prepare_cached("DELETE FROM sessions WHERE key = ?1")?
+        .execute([key])?;
+    Ok(e)
+}
+
+pub(super) fn append(
+    conn: &Connection,
+    key: &str,
+    create_with: Option<NewSession>,
+    messages: Vec<Value>,
+    mirror: &mut Vec<MirrorOp>,
+) -> Result<Appended, StoreError> {
+    let (mut entry, created) = match (get_entry(conn, key)?, create_with) {
+        (Some(e), _) => (e, false),
+        (None, Some(new)) => create(conn, new, mirror)?,
+        (None, None) => return Err(not_found(key)),
+    };
+    let now = now_ms();
+    let mut seq = entry.last_seq;
+    let mut seqs = Vec::with_capacity(messages.len());
+    let mut lines = Vec::with_capacity(messages.len());
+    {
+        let mut insert = conn.prepare_cached(
+            "INSERT INTO messages (session_id, seq, role, ts, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for message in messages {
+            seq += 1;
+            let role = message
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("user");
+            let ts = message
+                .get("timestamp")
+                .and_then(Value::as_i64)
+                .unwrap_or(now);
+            insert.execute(params![
+                entry.session_id,
+                seq,
+                role,
+                ts,
+                message.to_string()
+            ])?;
+            seqs.push(seq);
+            lines.push((seq, message));
+        }
+    }
+    conn.prepare_cached("UPDATE transcripts SET last_seq = ?2 WHERE session_id = ?1")?
+        .execute(params![entry.session_id, seq])?;
+    entry.updated_at = now.max(entry.updated_at);
+    conn.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE key = ?1")?
+        .execute(params![key, entry.updated_at])?;
+    entry.last_seq = seq;
+    let created_at = transcript_created_at(conn, &entry.session_id)?;
+    mirror.push(MirrorOp::Append {
+        agent_id: entry.agent_id.clone(),
+        session_id: entry.session_id.clone(),
+        created_at,
+        messages: lines,
+    });
+    Ok(Appended {
+        entry,
+        seqs,
+        created,
+    })
+}
+
+fn transcript_created_at(conn: &Connection, session_id: &str) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT created_at FROM transcripts WHERE session_id = ?1")?
+        .query_row([session_id], |r| r.get(0))?)
+}
+
+/// Numbered SQL parameters: each `?` in a clause becomes `?N` of the value pushed with it.
+#[derive(Default)]
+struct Args {
+    sql: String,
+    values: Vec<Box<dyn ToSql>>,
+}
+
+impl Args {
+    fn push(&mut self, clause: &str, value: Box<dyn ToSql>) -> usize {
+        self.values.push(value);
+        let n = self.values.len();
+        self.sql.push_str(&clause.replace('?', &format!("?{n}")));
+        n
+    }
+}
+
+pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreError> {
+    let mut a = Args {
+        sql: format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE 1 = 1"),
+        ..Args::default()
+    };
+    if !q.include_archived {
+        a.sql.push_str(" AND s.archived_at IS NULL");
+    }
+    if let Some(agent) = &q.agent_id {
+        a.push(" AND s.agent_id = ?", Box::new(agent.clone()));
+    }
+    if !q.kinds.is_empty() {
+        a.sql.push_str(" AND s.kind IN (");
+        for (i, kind) in q.kinds.iter().enumerate() {
+            a.push(if i == 0 { "?" } else { ", ?" }, Box::new(kind.as_str()));
+        }
+        a.sql.push(')');
+    }
+    if let Some(since) = q.updated_since {
+        a.push(" AND s.updated_at >= ?", Box::new(since));
+    }
+    if let Some(parent) = &q.spawned_by {
+        a.push(" AND s.spawned_by = ?", Box::new(parent.clone()));
+    }
+    if let Some(label) = &q.label {
+        a.push(" AND s.label = ?", Box::new(label.clone()));
+    }
+    if let Some(search) = q
+        .search
+        .as_deref()
+        .map(str::to_lowercase)
+        .filter(|s| !s.is_empty())
+    {
+        // The three `?` become one parameter.
+        a.push(
+            " AND (instr(lower(s.key), ?) > 0 OR instr(lower(ifnull(s.label, '')), ?) > 0 OR \
+             instr(lower(ifnull(s.display_name, '')), ?) > 0)",
+            Box::new(search),
+        );
+    }
+    for key in &q.exclude_keys {
+        a.push(" AND s.key <> ?", Box::new(key.clone()));
+    }
+    if let Some(c) = &q.cursor {
+        let at = a.push(" AND (s.updated_at < ?", Box::new(c.updated_at));
+        a.sql
+            .push_str(&format!(" OR (s.updated_at = ?{at} AND s.key > "));
+        a.push("?))", Box::new(c.key.clone()));
+    }
+    a.push(
+        " ORDER BY s.updated_at DESC, s.key ASC LIMIT ?",
+        Box::new(q.limit as i64 + 1),
+    );
+    let mut stmt = conn.prepare_cached(&a.sql)?;
+    let mut entries = stmt
+        .query_map(
+            params_from_iter(a.values.iter().map(|v| v.as_ref())),
+            entry_from_row,
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    let next_cursor = if entries.len() > q.limit {
+        entries.truncate(q.limit);
+        entries.last().map(|e| Cursor {
+            updated_at: e.updated_at,
+            key: e.key.clone(),
+        })
+    } else {
+        None
+    };
+    Ok(ListPage {
+        entries,
+        next_cursor,
+    })
+}
+
+pub(super) fn history(
+    conn: &Connection,
+    session_id: &str,
+    limit: usize,
+    before: Option<i64>,
+) -> Result<HistoryPage, StoreError> {
+    let mut stmt = conn.prepare_cached(HISTORY_SQL)?;
+    let before = before.unwrap_or(i64::MAX);
+    let mut messages = stmt
+        .query_map(params![session_id, before, limit as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?
+        .map(|r| {
+            r.map_err(StoreError::from)
+                .and_then(|(seq, body)| parse_message(seq, &body))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    messages.reverse();
+    let next_before = messages.first().map(|m| m.seq).filter(|seq| *seq > 1);
+    Ok(HistoryPage {
+        messages,
+        next_before,
+    })
+}
+
+fn parse_message(seq: i64, body: &str) -> Result<StoredMessage, StoreError> {
+    let message = serde_json::from_str(body)
+        .map_err(|e| StoreError::Backend(format!("stored message {seq} is not JSON: {e}")))?;
+    Ok(StoredMessage { seq, message })
+}
+
+/// Every message of a transcript, oldest first (mirror rebuilds).
+pub(super) fn all_messages(
+    conn: &Connection,
+    session_id: &str,
+) -> Result<Vec<(i64, Value)>, StoreError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, body FROM messages WHERE session_id = ?1 ORDER BY seq")?;
+    let rows = stmt
+        .query_map([session_id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?
+        .map(|r| {
+            r.map_err(StoreError::from)
+                .and_then(|(seq, body)| parse_message(seq, &body).map(|m| (m.seq, m.message)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// SQLite allows at most 500 terms in a compound SELECT.
+const LAST_MESSAGES_CHUNK: usize = 200;
+
+/// The last `limit` non-tool-result messages of each transcript: one `UNION ALL` statement per
+/// 200 transcripts, each branch an index range read.
+pub(super) fn last_messages(
+    conn: &Connection,
+    session_ids: &[String],
+    limit: usize,
+) -> Result<Vec<(String, Vec<StoredMessage>)>, StoreError> {
+    let mut out: Vec<(String, Vec<StoredMessage>)> = session_ids
+        .iter()
+        .map(|id| (id.clone(), Vec::new()))
+        .collect();
+    let index: std::collections::HashMap<&str, usize> = session_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut rows = Vec::new();
+    for chunk in session_ids.chunks(LAST_MESSAGES_CHUNK) {
+        let branch = "SELECT * FROM (SELECT session_id, seq, body FROM messages WHERE session_id = ? \
+                      AND role <> 'toolResult' ORDER BY seq DESC LIMIT ?)";
+        let sql = vec![branch; chunk.len()].join(" UNION ALL ");
+        let mut args: Vec<Box<dyn ToSql>> = Vec::with_capacity(chunk.len() * 2);
+        for id in chunk {
+            args.push(Box::new(id.clone()));
+            args.push(Box::new(limit as i64));
+        }
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let found = stmt.query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        for row in found {
+            rows.push(row?);
+        }
+    }
+    for (session_id, seq, body) in rows {
+        if let Some(i) = index.get(session_id.as_str()) {
+            out[*i].1.push(parse_message(seq, &body)?);
+        }
+    }
+    for (_, messages) in &mut out {
+        messages.sort_by_key(|m| m.seq);
+    }
+    Ok(out)
+}
+
+pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM sessions")?
+        .query_row([], |r| r.get(0))?;
+    Ok(n.max(0) as u64)
+}
+
+pub(super) fn put_run(conn: &Connection, run: &RunRecord) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
+         lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
+         result = excluded.result, error = excluded.error"
+    );
+    conn.prepare_cached(&sql)?
+        .execute(params![
+            run.run_id,
+            run.session_key,
+            run.session_id,
+            run.status.as_str(),
+            run.lane,
+            run.created_at,
+            run.started_at,
+            run.ended_at,
+            run.result,
+            run.error,
+            run.idempotency_key,
+        ])
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                StoreError::Conflict(format!(
+                    "idempotencyKey {:?} already names another run",
+                    run.idempotency_key.as_deref().unwrap_or("")
+                ))
+            }
+            other => other.into(),
+        })?;
+    Ok(())
+}
+
+pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([run_id], run_from_row)
+        .optional()?)
+}
+
+pub(super) fn abort_interrupted_runs(conn: &Connection) -> Result<u64, StoreError> {
+    let now = now_ms();
+    let keys = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'aborted', ended_at = ?1, \
+             error = 'interrupted: the gateway stopped while this run was live' \
+             WHERE status IN ('queued', 'running') RETURNING session_key",
+        )?
+        .query_map([now], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut flag =
+        conn.prepare_cached("UPDATE sessions SET aborted_last_run = 1 WHERE key = ?1")?;
+    for key in &keys {
+        flag.execute([key])?;
+    }
+    Ok(keys.len() as u64)
+}
+
+/// Transcripts whose mirror may be behind the database: (session_id, agent_id, created_at, last_seq).
+pub(super) fn unmirrored(conn: &Connection) -> Result<Vec<(String, String, i64, i64)>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT session_id, agent_id, created_at, last_seq FROM transcripts WHERE mirrored_seq < last_seq",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub(super) fn mark_mirrored(
+    conn: &Connection,
+    session_id: &str,
+    seq: i64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE transcripts SET mirrored_seq = ?2 WHERE session_id = ?1")?
+        .execute(params![session_id, seq])?;
+    Ok(())
+}
+
+fn not_found(key: &str) -> StoreError {
+    StoreError::NotFound(format!("Session not found: {key}"))
+}

@@ -1,0 +1,187 @@
+//! The SQLite schema and the mapping between rows and entries.
+
+use rusqlite::{Connection, Row};
+use switchboard_protocol::sessions::DeliveryContext;
+
+use crate::keys::{ChatType, SessionKind};
+use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
+
+/// Bumped whenever the schema changes; `migrate` brings older files forward.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    channel TEXT,
+    chat_type TEXT,
+    display_name TEXT,
+    label TEXT,
+    spawned_by TEXT,
+    model TEXT,
+    thinking_level TEXT,
+    verbose_level TEXT,
+    system_sent INTEGER NOT NULL DEFAULT 0,
+    aborted_last_run INTEGER NOT NULL DEFAULT 0,
+    send_policy TEXT,
+    last_channel TEXT,
+    last_to TEXT,
+    last_account_id TEXT,
+    last_thread_id TEXT,
+    delivery_context TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    total_tokens INTEGER NOT NULL DEFAULT 0,
+    context_tokens INTEGER,
+    archived_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC, key);
+CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, updated_at DESC, key);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
+
+-- One row per transcript (sessionId). mirrored_seq is the last seq known to be in the JSONL
+-- mirror (-1: not even the header yet); rows with mirrored_seq < last_seq are checked at start.
+CREATE TABLE IF NOT EXISTS transcripts (
+    session_id TEXT PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    mirrored_seq INTEGER NOT NULL DEFAULT -1
+);
+CREATE INDEX IF NOT EXISTS transcripts_unmirrored ON transcripts (session_id) WHERE mirrored_seq < last_seq;
+
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS deleted_sessions (
+    key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    deleted_at INTEGER NOT NULL,
+    label TEXT,
+    display_name TEXT
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    session_id TEXT,
+    status TEXT NOT NULL,
+    lane TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    ended_at INTEGER,
+    result TEXT,
+    error TEXT,
+    idempotency_key TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+";
+
+/// Opens pragmas every connection needs.
+pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // NORMAL in WAL mode: a commit survives a process kill (the WAL is written before the
+    // commit returns); only an OS crash or power loss can drop the last commits.
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
+    )?;
+    Ok(())
+}
+
+/// Creates or upgrades the schema on the writer connection.
+pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Backend(format!(
+            "SQLite refused WAL mode (got {mode})"
+        )));
+    }
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "the database has schema version {version}, newer than this build's {SCHEMA_VERSION}; upgrade switchboard"
+        )));
+    }
+    conn.execute_batch(SCHEMA)?;
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// The columns `entry_from_row` reads, in order (`s` = sessions, `t` = transcripts).
+pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind, s.created_at, s.updated_at, \
+    s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
+    s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
+    s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
+    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq";
+
+pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
+
+pub(super) fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionEntry> {
+    let kind: String = row.get(3)?;
+    let chat_type: Option<String> = row.get(7)?;
+    let delivery: Option<String> = row.get(21)?;
+    Ok(SessionEntry {
+        key: row.get(0)?,
+        session_id: row.get(1)?,
+        agent_id: row.get(2)?,
+        kind: SessionKind::parse(&kind).unwrap_or(SessionKind::Other),
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+        channel: row.get(6)?,
+        chat_type: chat_type.as_deref().and_then(ChatType::parse),
+        display_name: row.get(8)?,
+        label: row.get(9)?,
+        spawned_by: row.get(10)?,
+        model: row.get(11)?,
+        thinking_level: row.get(12)?,
+        verbose_level: row.get(13)?,
+        system_sent: row.get(14)?,
+        aborted_last_run: row.get(15)?,
+        send_policy: row.get(16)?,
+        last_channel: row.get(17)?,
+        last_to: row.get(18)?,
+        last_account_id: row.get(19)?,
+        last_thread_id: row.get(20)?,
+        delivery_context: delivery.and_then(|d| serde_json::from_str::<DeliveryContext>(&d).ok()),
+        input_tokens: row.get::<_, i64>(22)?.max(0) as u64,
+        output_tokens: row.get::<_, i64>(23)?.max(0) as u64,
+        total_tokens: row.get::<_, i64>(24)?.max(0) as u64,
+        context_tokens: row.get::<_, Option<i64>>(25)?.map(|v| v.max(0) as u64),
+        archived_at: row.get(26)?,
+        last_seq: row.get(27)?,
+    })
+}
+
+pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
+    started_at, ended_at, result, error, idempotency_key";
+
+pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+    let status: String = row.get(3)?;
+    Ok(RunRecord {
+        run_id: row.get(0)?,
+        session_key: row.get(1)?,
+        session_id: row.get(2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Aborted),
+        lane: row.get(4)?,
+        created_at: row.get(5)?,
+        started_at: row.get(6)?,
+        ended_at: row.get(7)?,
+        result: row.get(8)?,
+        error: row.get(9)?,
+        idempotency_key: row.get(10)?,
+    })
+}

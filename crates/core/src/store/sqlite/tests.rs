@@ -1,0 +1,311 @@
+use pretty_assertions::assert_eq;
+use rusqlite::{Connection, StatementStatus};
+use serde_json::{Value, json};
+use switchboard_protocol::sessions::Patch;
+
+use super::queries::HISTORY_SQL;
+use super::*;
+use crate::keys::SessionKind;
+use crate::store::{EntryPatch, ListQuery, RunStatus};
+
+fn new_session(key: &str) -> NewSession {
+    NewSession {
+        key: key.to_string(),
+        agent_id: "main".to_string(),
+        kind: SessionKind::Other,
+        channel: None,
+        chat_type: None,
+        label: None,
+        display_name: None,
+        spawned_by: None,
+    }
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text, "timestamp": 1_700_000_000_000_i64})
+}
+
+async fn seed(store: &SqliteStore, key: &str, n: usize) -> String {
+    let mut session_id = String::new();
+    for start in (0..n).step_by(1000) {
+        let batch = (start..(start + 1000).min(n))
+            .map(|i| user(&format!("m{}", i + 1)))
+            .collect();
+        let appended = store
+            .append(key, Some(new_session(key)), batch)
+            .await
+            .unwrap();
+        session_id = appended.entry.session_id;
+    }
+    session_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_reads_only_the_rows_it_returns_and_pages_through_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let id = seed(&store, "agent:main:big", 100_000).await;
+    let conn = Connection::open(store.db_path()).unwrap();
+
+    // The plan: a range search on the primary key, no scan, no sort.
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {HISTORY_SQL}"))
+        .unwrap()
+        .query_map(rusqlite::params![id, i64::MAX, 50], |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        plan,
+        vec!["SEARCH messages USING PRIMARY KEY (session_id=? AND seq<?)".to_string()]
+    );
+
+    // The counters: no full-scan step, no sort, and VM work proportional to the rows returned.
+    let vm_steps = |limit: i64| {
+        let mut stmt = conn.prepare(HISTORY_SQL).unwrap();
+        let rows = stmt
+            .query_map(rusqlite::params![id, i64::MAX, limit], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap()
+            .count();
+        assert_eq!(rows as i64, limit);
+        assert_eq!(stmt.get_status(StatementStatus::FullscanStep), 0);
+        assert_eq!(stmt.get_status(StatementStatus::Sort), 0);
+        stmt.get_status(StatementStatus::VmStep)
+    };
+    let (small, large) = (vm_steps(50), vm_steps(500));
+    assert!(small < 50 * 20, "50 rows took {small} VM steps");
+    assert!(
+        large > small * 5,
+        "VM steps do not grow with the rows returned: {small} vs {large}"
+    );
+
+    // `before` paging walks the whole transcript, oldest first within each page.
+    let page = store.history(&id, 50, None).await.unwrap();
+    assert_eq!(page.messages.first().map(|m| m.seq), Some(99_951));
+    assert_eq!(page.messages.last().map(|m| m.seq), Some(100_000));
+    assert_eq!(page.messages[49].message["content"], "m100000");
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store.history(&id, 1000, before).await.unwrap();
+        seen.extend(page.messages.iter().rev().map(|m| m.seq));
+        match page.next_before {
+            Some(b) => before = Some(b),
+            None => break,
+        }
+    }
+    assert_eq!(seen, (1..=100_000).rev().collect::<Vec<i64>>());
+    store.close().await;
+}
+
+#[tokio::test]
+async fn patches_merge_fields_and_spawned_by_is_set_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let key = "agent:main:subagent:x";
+    store.create(new_session(key)).await.unwrap();
+    let label = EntryPatch {
+        label: Patch::Set("scout".into()),
+        ..Default::default()
+    };
+    store.patch(key, label).await.unwrap();
+    let model = EntryPatch {
+        model: Patch::Set("openai/gpt".into()),
+        ..Default::default()
+    };
+    let e = store.patch(key, model).await.unwrap();
+    assert_eq!(
+        (e.label.as_deref(), e.model.as_deref()),
+        (Some("scout"), Some("openai/gpt"))
+    );
+
+    let parent = |p: &str| EntryPatch {
+        spawned_by: Patch::Set(p.into()),
+        ..Default::default()
+    };
+    store.patch(key, parent("agent:main:main")).await.unwrap();
+    let again = store
+        .patch(key, parent("agent:main:other"))
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("set once"), "{again}");
+
+    // A label is unique per agent.
+    store.create(new_session("agent:main:two")).await.unwrap();
+    let taken = store
+        .patch(
+            "agent:main:two",
+            EntryPatch {
+                label: Patch::Set("scout".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        taken
+            .to_string()
+            .contains("already used by session agent:main:subagent:x"),
+        "{taken}"
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_in_a_group_rolls_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            if i % 10 == 0 {
+                // Appending to a missing session without creating it fails inside the group.
+                store
+                    .append("agent:main:missing", None, vec![user("x")])
+                    .await
+                    .map(|_| ())
+            } else {
+                let key = format!("agent:main:s{i}");
+                store
+                    .append(&key, Some(new_session(&key)), vec![user("x")])
+                    .await
+                    .map(|_| ())
+            }
+        }));
+    }
+    let mut failed = 0;
+    for task in tasks {
+        if task.await.unwrap().is_err() {
+            failed += 1;
+        }
+    }
+    assert_eq!(failed, 5);
+    assert_eq!(store.count().await.unwrap(), 45);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let a = seed(&store, "agent:main:a", 30).await;
+    let b = seed(&store, "agent:main:b", 5).await;
+    store.close().await;
+    let path_a = mirror::transcript_path(dir.path(), "main", &a);
+    let path_b = mirror::transcript_path(dir.path(), "main", &b);
+    let expected_a = std::fs::read(&path_a).unwrap();
+    let expected_b = std::fs::read(&path_b).unwrap();
+
+    // What a kill between commit and mirror write leaves: a short file, a missing file, and
+    // mirrored_seq behind last_seq.
+    std::fs::write(&path_a, &expected_a[..expected_a.len() / 2]).unwrap();
+    std::fs::remove_file(&path_b).unwrap();
+    Connection::open(dir.path().join("switchboard.db"))
+        .unwrap()
+        .execute("UPDATE transcripts SET mirrored_seq = 0", [])
+        .unwrap();
+
+    let store = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(std::fs::read(&path_a).unwrap(), expected_a);
+    assert_eq!(std::fs::read(&path_b).unwrap(), expected_b);
+    // And appends after the repair continue the file.
+    store
+        .append("agent:main:b", None, vec![user("six")])
+        .await
+        .unwrap();
+    assert!(mirror::is_complete(&path_b, 6));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn runs_left_live_by_a_dead_process_become_aborted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    store.create(new_session("agent:main:main")).await.unwrap();
+    let run = RunRecord {
+        run_id: "r1".into(),
+        session_key: "agent:main:main".into(),
+        session_id: None,
+        status: RunStatus::Running,
+        lane: "main".into(),
+        created_at: 1,
+        started_at: Some(2),
+        ended_at: None,
+        result: None,
+        error: None,
+        idempotency_key: Some("k1".into()),
+    };
+    store.put_run(run.clone()).await.unwrap();
+    let dup = RunRecord {
+        run_id: "r2".into(),
+        ..run
+    };
+    assert!(
+        store
+            .put_run(dup)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("idempotencyKey")
+    );
+    drop(store);
+
+    let store = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(store.abort_interrupted_runs().await.unwrap(), 1);
+    let run = store.get_run("r1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Aborted);
+    assert!(run.error.unwrap().contains("interrupted"));
+    assert!(
+        store
+            .get("agent:main:main")
+            .await
+            .unwrap()
+            .unwrap()
+            .aborted_last_run
+    );
+}
+
+#[tokio::test]
+async fn list_applies_filters_before_the_limit_and_pages_with_a_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    for i in 0..12 {
+        let key = format!("agent:main:cron:{i}");
+        let mut new = new_session(&key);
+        new.kind = SessionKind::Cron;
+        store.create(new).await.unwrap();
+    }
+    for i in 0..30 {
+        store
+            .create(new_session(&format!("agent:main:o{i:02}")))
+            .await
+            .unwrap();
+    }
+    let query = |cursor| ListQuery {
+        kinds: vec![SessionKind::Cron],
+        limit: 5,
+        cursor,
+        ..Default::default()
+    };
+    let mut keys = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list(query(cursor)).await.unwrap();
+        assert!(page.entries.len() == 5 || page.next_cursor.is_none());
+        keys.extend(page.entries.into_iter().map(|e| e.key));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    keys.sort();
+    let mut expected: Vec<String> = (0..12).map(|i| format!("agent:main:cron:{i}")).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    store.close().await;
+}

@@ -1,0 +1,227 @@
+//! The single writer: one thread owns the write connection and commits jobs in groups.
+//!
+//! Jobs arrive on a channel; the thread takes every job waiting (up to `MAX_BATCH`), runs each
+//! inside its own savepoint (a failing job rolls back alone), commits once, writes the JSONL
+//! mirror lines of what committed, and only then answers each job. Group commit keeps a burst
+//! of small writes cheap without acknowledging anything before it is durable.
+//!
+//! Mirror bookkeeping: after lines are appended, `transcripts.mirrored_seq` is advanced in the
+//! next transaction (or after a short idle pause, or at shutdown). A crash between the commit
+//! and that update leaves `mirrored_seq < last_seq`, which the start-up repair checks.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use rusqlite::{Connection, params};
+use serde_json::Value;
+
+use super::queries;
+use crate::store::StoreError;
+use crate::store::mirror;
+
+const MAX_BATCH: usize = 512;
+const IDLE_FLUSH: Duration = Duration::from_millis(200);
+
+/// What a job asks of the mirror once its transaction has committed.
+pub(super) enum MirrorOp {
+    /// Create the file with its header.
+    Create {
+        agent_id: String,
+        session_id: String,
+        created_at: i64,
+    },
+    /// Append these messages (`seq`, JSON) to the file.
+    Append {
+        agent_id: String,
+        session_id: String,
+        created_at: i64,
+        messages: Vec<(i64, Value)>,
+    },
+}
+
+/// The outcome of running one job: whether to keep its savepoint, its mirror work, and how to
+/// answer its caller once the commit outcome is known.
+pub(super) struct JobDone {
+    pub ok: bool,
+    pub mirror: Vec<MirrorOp>,
+    pub finish: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
+}
+
+pub(super) type Job = Box<dyn FnOnce(&Connection) -> JobDone + Send>;
+
+/// The writer thread's loop. Returns when every sender is gone.
+pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
+    let mut mirror = MirrorState {
+        home,
+        verified: HashSet::new(),
+        marks: HashMap::new(),
+    };
+    loop {
+        let first = match jobs.recv_timeout(IDLE_FLUSH) {
+            Ok(job) => job,
+            Err(RecvTimeoutError::Timeout) => {
+                mirror.flush_marks(&conn);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        commit_batch(&conn, batch, &mut mirror);
+    }
+    mirror.flush_marks(&conn);
+}
+
+fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        tracing::error!(error = %e, "could not begin a write transaction; {} writes fail", batch.len());
+        return; // dropping the jobs answers their callers with an error
+    }
+    mirror.write_marks(conn);
+    let mut done = Vec::with_capacity(batch.len());
+    for job in batch {
+        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+            tracing::error!(error = %e, "savepoint failed");
+            continue;
+        }
+        let outcome = job(conn);
+        let end = if outcome.ok {
+            "RELEASE job"
+        } else {
+            "ROLLBACK TO job; RELEASE job"
+        };
+        if let Err(e) = conn.execute_batch(end) {
+            tracing::error!(error = %e, "could not end a savepoint");
+        }
+        done.push(outcome);
+    }
+    let committed = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+    if committed.is_err() {
+        // The marks written in this transaction stay queued for the next one.
+        let _ = conn.execute_batch("ROLLBACK");
+    } else {
+        mirror.clear_written();
+        for outcome in &done {
+            for op in &outcome.mirror {
+                mirror.apply(conn, op);
+            }
+        }
+    }
+    for outcome in done {
+        let result = match &committed {
+            Ok(()) => Ok(()),
+            Err(e) => Err(StoreError::Backend(format!("commit failed: {e}"))),
+        };
+        (outcome.finish)(result);
+    }
+}
+
+struct MirrorState {
+    home: PathBuf,
+    /// Transcripts whose file was checked complete in this process.
+    verified: HashSet<String>,
+    /// session_id → seq now in the file, not yet recorded in `transcripts.mirrored_seq`.
+    marks: HashMap<String, i64>,
+}
+
+impl MirrorState {
+    fn write_marks(&mut self, conn: &Connection) {
+        for (session_id, seq) in &self.marks {
+            let result = conn
+                .prepare_cached(
+                    "UPDATE transcripts SET mirrored_seq = max(mirrored_seq, ?2) WHERE session_id = ?1",
+                )
+                .and_then(|mut stmt| stmt.execute(params![session_id, seq]));
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "could not record mirror progress");
+            }
+        }
+    }
+
+    fn clear_written(&mut self) {
+        self.marks.clear();
+    }
+
+    fn flush_marks(&mut self, conn: &Connection) {
+        if self.marks.is_empty() {
+            return;
+        }
+        if conn.execute_batch("BEGIN IMMEDIATE").is_ok() {
+            self.write_marks(conn);
+            if conn.execute_batch("COMMIT").is_ok() {
+                self.marks.clear();
+            } else {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+        }
+    }
+
+    fn apply(&mut self, conn: &Connection, op: &MirrorOp) {
+        let result = match op {
+            MirrorOp::Create {
+                agent_id,
+                session_id,
+                created_at,
+            } => {
+                let path = mirror::transcript_path(&self.home, agent_id, session_id);
+                mirror::ensure_file(&path, session_id, *created_at, &self.home).map(|()| {
+                    self.verified.insert(session_id.clone());
+                    self.marks.insert(session_id.clone(), 0);
+                })
+            }
+            MirrorOp::Append {
+                agent_id,
+                session_id,
+                created_at,
+                messages,
+            } => self.append(conn, agent_id, session_id, *created_at, messages),
+        };
+        if let Err(e) = result {
+            // The database holds the messages; the start-up repair rebuilds the file.
+            tracing::warn!(error = %e, "could not write the transcript mirror");
+        }
+    }
+
+    fn append(
+        &mut self,
+        conn: &Connection,
+        agent_id: &str,
+        session_id: &str,
+        created_at: i64,
+        messages: &[(i64, Value)],
+    ) -> std::io::Result<()> {
+        let Some(last) = messages.last().map(|(seq, _)| *seq) else {
+            return Ok(());
+        };
+        let first = messages.first().map(|(seq, _)| *seq).unwrap_or(last);
+        let path = mirror::transcript_path(&self.home, agent_id, session_id);
+        if self.verified.contains(session_id) || mirror::is_complete(&path, first - 1) {
+            mirror::append_lines(&path, messages.iter().map(|(seq, m)| (*seq, m)))?;
+        } else {
+            rebuild(conn, &self.home, &path, session_id, created_at)?;
+        }
+        self.verified.insert(session_id.to_string());
+        self.marks.insert(session_id.to_string(), last);
+        Ok(())
+    }
+}
+
+/// Rewrites one transcript's mirror from the database.
+pub(super) fn rebuild(
+    conn: &Connection,
+    home: &Path,
+    path: &Path,
+    session_id: &str,
+    created_at: i64,
+) -> std::io::Result<()> {
+    let messages = queries::all_messages(conn, session_id)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    mirror::rebuild(path, session_id, created_at, home, messages.into_iter())
+}

@@ -1,0 +1,246 @@
+//! Frames and the connect handshake (SPEC §5.1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Any frame on the WebSocket, told apart by its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Frame {
+    Req(RequestFrame),
+    Res(ResponseFrame),
+    Event(EventFrame),
+}
+
+/// A client's request: `{"type":"req","id","method","params"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    pub id: String,
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+/// The answer to one request, carrying the request's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    pub id: String,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorShape>,
+}
+
+impl ResponseFrame {
+    pub fn ok(id: impl Into<String>, payload: Value) -> Self {
+        Self {
+            id: id.into(),
+            ok: true,
+            payload: Some(payload),
+            error: None,
+        }
+    }
+
+    pub fn err(id: impl Into<String>, error: ErrorShape) -> Self {
+        Self {
+            id: id.into(),
+            ok: false,
+            payload: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// A server push. `seq` counts the events sent on one connection, so a client can see gaps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventFrame {
+    pub event: String,
+    #[serde(default)]
+    pub payload: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+/// The small set of error codes every failure is mapped onto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The frame or its params were malformed; the message says what is accepted.
+    InvalidRequest,
+    /// Missing or wrong token, or a request before `connect`.
+    Unauthorized,
+    /// Visibility, cross-agent rules or send policy refused the operation.
+    Forbidden,
+    /// The named session, run or agent does not exist.
+    NotFound,
+    /// The gateway cannot serve this now (starting, shutting down, overloaded); retry later.
+    Unavailable,
+    /// A bug or an I/O failure on our side; nothing the caller did.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "INVALID_REQUEST",
+            Self::Unauthorized => "UNAUTHORIZED",
+            Self::Forbidden => "FORBIDDEN",
+            Self::NotFound => "NOT_FOUND",
+            Self::Unavailable => "UNAVAILABLE",
+            Self::Internal => "INTERNAL",
+        }
+    }
+}
+
+/// `{"code","message","details"?}` in a failed response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorShape {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+}
+
+impl ErrorShape {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: None,
+            retryable: None,
+        }
+    }
+}
+
+/// Params of the `connect` request, the first frame a client must send.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConnectParams {
+    pub min_protocol: u32,
+    pub max_protocol: u32,
+    pub client: ClientInfo,
+    /// `operator` (the default) or `node`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    pub scopes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<ConnectAuth>,
+    /// Set by node clients (`role: "node"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClientInfo {
+    pub id: String,
+    pub version: String,
+    pub platform: String,
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConnectAuth {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// The payload of the successful `connect` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloOk {
+    /// Always `"hello-ok"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub protocol: u32,
+    pub server: ServerInfo,
+    pub features: Features,
+    pub policy: Policy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    pub conn_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    pub methods: Vec<String>,
+    pub events: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    /// The largest frame the server accepts, in bytes.
+    pub max_payload: usize,
+    pub max_buffered_bytes: usize,
+    pub tick_interval_ms: u64,
+}
+
+/// Payload of the `connect.challenge` event the server sends first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectChallenge {
+    pub nonce: String,
+    pub ts: i64,
+}
+
+/// `POST /rpc` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcRequest {
+    pub method: String,
+    #[serde(default)]
+    pub params: Option<Value>,
+}
+
+/// `POST /rpc` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcResponse {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorShape>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frames_round_trip_in_the_reference_shape() {
+        let req: Frame = serde_json::from_value(json!({
+            "type": "req", "id": "1", "method": "sessions.list", "params": {"limit": 5}
+        }))
+        .unwrap();
+        assert_eq!(
+            req,
+            Frame::Req(RequestFrame {
+                id: "1".into(),
+                method: "sessions.list".into(),
+                params: Some(json!({"limit": 5}))
+            })
+        );
+        let res = Frame::Res(ResponseFrame::err(
+            "1",
+            ErrorShape::new(ErrorCode::NotFound, "no"),
+        ));
+        assert_eq!(
+            serde_json::to_value(&res).unwrap(),
+            json!({"type":"res","id":"1","ok":false,"error":{"code":"NOT_FOUND","message":"no"}})
+        );
+    }
+}

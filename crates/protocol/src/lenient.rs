@@ -1,0 +1,53 @@
+//! Lenient numbers for params written by models and hand-made clients: `5`, `5.0` and `"5"` are
+//! all accepted, fractions are floored, and callers clamp to their range (SPEC §7).
+
+use serde::{Deserialize, Deserializer, de::Error};
+use serde_json::Value;
+
+/// Reads an optional number given as a JSON number or a numeric string, floored to an integer.
+pub fn opt_int<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error> {
+    match Option::<Value>::deserialize(de)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => to_int(&value).map(Some).map_err(D::Error::custom),
+    }
+}
+
+/// The floored integer a JSON value stands for, or a message saying what was expected.
+pub fn to_int(value: &Value) -> Result<i64, String> {
+    let number = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match number {
+        Some(n) if n.is_finite() => Ok(n.floor().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
+        _ => Err(format!("expected a number, got {value}")),
+    }
+}
+
+/// `Some(n)` clamped to `min..=max`, or `default` when absent.
+pub fn clamp_or(value: Option<i64>, default: i64, min: i64, max: i64) -> i64 {
+    value.unwrap_or(default).clamp(min, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_strings_and_fractions_are_accepted() {
+        assert_eq!(to_int(&json!(5)), Ok(5));
+        assert_eq!(to_int(&json!(5.9)), Ok(5));
+        assert_eq!(to_int(&json!(" 7 ")), Ok(7));
+        assert_eq!(to_int(&json!(-1.5)), Ok(-2));
+        assert!(
+            to_int(&json!("five"))
+                .unwrap_err()
+                .contains("expected a number")
+        );
+        assert!(to_int(&json!(true)).is_err());
+        assert_eq!(clamp_or(Some(900), 50, 1, 200), 200);
+        assert_eq!(clamp_or(None, 50, 1, 200), 50);
+    }
+}

@@ -1,0 +1,18 @@
+//! Wire types of the switchboard gateway: WebSocket frames, the handshake, method params and
+//! results, transcript messages and the error set. This crate is the contract shared by the
+//! server, the CLI and the tests; it holds no I/O and no engine logic.
+//!
+//! Field names are camelCase on the wire, like the reference gateway's protocol (version 4), so
+//! its clients can talk to us.
+
+pub mod agents;
+pub mod chat;
+pub mod frames;
+pub mod lenient;
+pub mod message;
+pub mod sessions;
+
+pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};
+
+/// The gateway protocol version we speak (the reference's v4).
+pub const PROTOCOL_VERSION: u32 = 4;

@@ -1,0 +1,183 @@
+//! Transcript messages in the reference's raw shapes (SPEC §4.2), so existing tooling reads our
+//! transcripts and JSONL mirrors.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One transcript message, told apart by `role`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role")]
+pub enum TranscriptMessage {
+    #[serde(rename = "user")]
+    User(UserMessage),
+    #[serde(rename = "assistant")]
+    Assistant(AssistantMessage),
+    #[serde(rename = "toolResult")]
+    ToolResult(ToolResultMessage),
+}
+
+impl TranscriptMessage {
+    pub fn role(&self) -> &'static str {
+        match self {
+            Self::User(_) => "user",
+            Self::Assistant(_) => "assistant",
+            Self::ToolResult(_) => "toolResult",
+        }
+    }
+
+    pub fn timestamp(&self) -> i64 {
+        match self {
+            Self::User(m) => m.timestamp,
+            Self::Assistant(m) => m.timestamp,
+            Self::ToolResult(m) => m.timestamp,
+        }
+    }
+}
+
+/// A user-role message: a person, or another session/agent (then `provenance` says which).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    pub content: UserContent,
+    pub timestamp: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// A user message's content: plain text or content blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Blocks(Vec<ContentBlock>),
+}
+
+/// Where a user-role message came from when it was not a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    /// `agent`, `subagent-announce`, `cron`, `hook` (or `inject` for operator injections).
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_session_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+/// An assistant message with its provider, model, usage and stop reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    pub content: Vec<ContentBlock>,
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub stop_reason: StopReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    pub timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    #[default]
+    Stop,
+    Length,
+    ToolUse,
+    Error,
+    Aborted,
+}
+
+/// The result of one tool call, answering the assistant's `toolCall` block with the same id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub content: Vec<ContentBlock>,
+    #[serde(default)]
+    pub is_error: bool,
+    pub timestamp: i64,
+}
+
+/// A content block inside a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(
+            default,
+            rename = "thinkingSignature",
+            skip_serializing_if = "Option::is_none"
+        )]
+        signature: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    #[serde(rename_all = "camelCase")]
+    Image {
+        data: String,
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_keep_the_reference_shapes() {
+        let raw = json!({
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "toolCall", "id": "c1", "name": "sessions_list", "arguments": {"limit": 5}}
+            ],
+            "provider": "openai", "model": "gpt-4o-mini",
+            "usage": {"input": 3, "output": 4, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 7},
+            "stopReason": "toolUse", "timestamp": 1
+        });
+        let message: TranscriptMessage = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(message.role(), "assistant");
+        assert_eq!(serde_json::to_value(&message).unwrap(), raw);
+
+        let user: TranscriptMessage = serde_json::from_value(json!({
+            "role": "user", "content": "hello", "timestamp": 2,
+            "provenance": {"kind": "agent", "fromSessionKey": "agent:main:main", "runId": "r"}
+        }))
+        .unwrap();
+        assert_eq!(user.timestamp(), 2);
+    }
+}

@@ -1,0 +1,167 @@
+//! A client of the gateway protocol (v4) over WebSocket, used by the CLI and the tests. Requests
+//! go one at a time; events that arrive in between are kept for `next_event`.
+
+use std::collections::VecDeque;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use switchboard_protocol::{ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, ResponseFrame};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to {url}: {message}")]
+    Connect { url: String, message: String },
+    /// The gateway answered with an error.
+    #[error("{}: {}", .0.code.as_str(), .0.message)]
+    Gateway(ErrorShape),
+    #[error("connection closed{}", .0.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Closed(Option<String>),
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+pub struct GatewayClient {
+    socket: Socket,
+    next_id: u64,
+    events: VecDeque<EventFrame>,
+    /// The `hello-ok` payload.
+    pub hello: Value,
+}
+
+impl GatewayClient {
+    /// Opens the socket without connecting (tests use it to send raw frames).
+    pub async fn open(url: &str) -> Result<Self, ClientError> {
+        let (socket, _) =
+            tokio_tungstenite::connect_async(url)
+                .await
+                .map_err(|e| ClientError::Connect {
+                    url: url.to_string(),
+                    message: e.to_string(),
+                })?;
+        Ok(Self {
+            socket,
+            next_id: 0,
+            events: VecDeque::new(),
+            hello: Value::Null,
+        })
+    }
+
+    /// Opens the socket, reads the challenge and completes `connect` with `token`.
+    pub async fn connect(url: &str, token: Option<&str>) -> Result<Self, ClientError> {
+        let mut client = Self::open(url).await?;
+        let challenge = client.next_event().await?;
+        if challenge.event != "connect.challenge" {
+            return Err(ClientError::Protocol(format!(
+                "expected connect.challenge, got {}",
+                challenge.event
+            )));
+        }
+        client.hello = client.request("connect", connect_params(token)).await?;
+        Ok(client)
+    }
+
+    /// Sends a request and waits for its response (events in between are queued).
+    pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let response = self.request_frame(method, params).await?;
+        match (response.ok, response.payload, response.error) {
+            (true, payload, _) => Ok(payload.unwrap_or(Value::Null)),
+            (false, _, Some(error)) => Err(ClientError::Gateway(error)),
+            (false, _, None) => Err(ClientError::Protocol("error response without error".into())),
+        }
+    }
+
+    /// Like `request`, but answers the whole response frame.
+    pub async fn request_frame(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<ResponseFrame, ClientError> {
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+        self.send_text(frame.to_string()).await?;
+        loop {
+            match self.next_frame().await? {
+                Frame::Res(res) if res.id == id => return Ok(res),
+                Frame::Res(res) => {
+                    return Err(ClientError::Protocol(format!(
+                        "response to unknown id {:?}",
+                        res.id
+                    )));
+                }
+                Frame::Event(event) => self.events.push_back(event),
+                Frame::Req(_) => return Err(ClientError::Protocol("server sent a request".into())),
+            }
+        }
+    }
+
+    pub async fn send_text(&mut self, text: String) -> Result<(), ClientError> {
+        self.socket
+            .send(Message::text(text))
+            .await
+            .map_err(|e| ClientError::Closed(Some(e.to_string())))
+    }
+
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
+        self.socket
+            .send(Message::binary(bytes))
+            .await
+            .map_err(|e| ClientError::Closed(Some(e.to_string())))
+    }
+
+    /// The next event (queued ones first).
+    pub async fn next_event(&mut self) -> Result<EventFrame, ClientError> {
+        if let Some(event) = self.events.pop_front() {
+            return Ok(event);
+        }
+        loop {
+            if let Frame::Event(event) = self.next_frame().await? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// The next frame from the server; a close becomes `Closed` with its reason.
+    pub async fn next_frame(&mut self) -> Result<Frame, ClientError> {
+        loop {
+            let message = match self.socket.next().await {
+                None => return Err(ClientError::Closed(None)),
+                Some(Err(e)) => return Err(ClientError::Closed(Some(e.to_string()))),
+                Some(Ok(m)) => m,
+            };
+            match message {
+                Message::Text(text) => {
+                    return serde_json::from_str(text.as_str())
+                        .map_err(|e| ClientError::Protocol(format!("bad frame from server: {e}")));
+                }
+                Message::Close(frame) => {
+                    return Err(ClientError::Closed(
+                        frame.map(|f| format!("{} {}", u16::from(f.code), f.reason)),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.socket.close(None).await;
+    }
+}
+
+/// The `connect` params a backend client sends.
+pub fn connect_params(token: Option<&str>) -> Value {
+    json!({
+        "minProtocol": PROTOCOL_VERSION,
+        "maxProtocol": PROTOCOL_VERSION,
+        "client": {"id": "switchboard-cli", "version": env!("CARGO_PKG_VERSION"), "platform": std::env::consts::OS, "mode": "backend"},
+        "role": "operator",
+        "scopes": ["operator.admin", "operator.read", "operator.write"],
+        "auth": {"token": token},
+    })
+}

@@ -1,0 +1,110 @@
+//! HTTP on the gateway's port: `POST /rpc` (bearer token) and `GET /health`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use switchboard_protocol::frames::{RpcRequest, RpcResponse};
+use switchboard_protocol::{ErrorCode, ErrorShape};
+
+use crate::ServerState;
+use crate::methods;
+
+fn reply(status: StatusCode, body: RpcResponse) -> Response {
+    (status, Json(body)).into_response()
+}
+
+fn failure(status: StatusCode, code: ErrorCode, message: String) -> Response {
+    reply(
+        status,
+        RpcResponse {
+            ok: false,
+            payload: None,
+            error: Some(ErrorShape::new(code, message)),
+        },
+    )
+}
+
+pub async fn rpc(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if !state.auth.check(bearer) {
+        return failure(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::Unauthorized,
+            "missing or wrong token: send Authorization: Bearer <gateway token>".into(),
+        );
+    }
+    if body.len() > state.max_payload {
+        return failure(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::InvalidRequest,
+            format!(
+                "body of {} bytes exceeds maxPayload ({} bytes)",
+                body.len(),
+                state.max_payload
+            ),
+        );
+    }
+    let request: RpcRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidRequest,
+                format!(
+                    "body is not a request ({e}); expected {{\"method\": \"…\", \"params\": {{…}}}}"
+                ),
+            );
+        }
+    };
+    match methods::dispatch(&state, &request.method, request.params).await {
+        Ok(payload) => reply(
+            StatusCode::OK,
+            RpcResponse {
+                ok: true,
+                payload: Some(payload),
+                error: None,
+            },
+        ),
+        Err(error) => {
+            let status = match error.code {
+                ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+                ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+                ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+                ErrorCode::NotFound => StatusCode::NOT_FOUND,
+                ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            reply(
+                status,
+                RpcResponse {
+                    ok: false,
+                    payload: None,
+                    error: Some(error),
+                },
+            )
+        }
+    }
+}
+
+/// Liveness without authentication: no counts, nothing about sessions.
+pub async fn health(State(state): State<Arc<ServerState>>) -> Response {
+    Json(json!({
+        "ok": true,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptimeMs": state.engine.uptime_ms(),
+    }))
+    .into_response()
+}

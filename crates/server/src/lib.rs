@@ -1,0 +1,102 @@
+//! switchboard's adapters: the gateway (WebSocket protocol v4 + HTTP on one port) over the
+//! engine, and a protocol client used by the CLI and the tests.
+//!
+//! `app(state)` builds the router so tests can drive it; `serve` binds and runs it until the
+//! shutdown future resolves.
+
+pub mod auth;
+pub mod client;
+mod http;
+pub mod methods;
+mod ws;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::routing::{get, post};
+use switchboard_core::Engine;
+
+pub use auth::GatewayAuth;
+
+/// What every connection and request handler shares.
+pub struct ServerState {
+    pub engine: Arc<Engine>,
+    pub auth: GatewayAuth,
+    /// Largest accepted frame or body, in bytes.
+    pub max_payload: usize,
+    connections: AtomicU64,
+    next_conn: AtomicU64,
+}
+
+impl ServerState {
+    pub fn new(engine: Arc<Engine>, auth: GatewayAuth) -> Arc<Self> {
+        let max_payload = engine.config().gateway.max_payload_bytes;
+        Arc::new(Self {
+            engine,
+            auth,
+            max_payload,
+            connections: AtomicU64::new(0),
+            next_conn: AtomicU64::new(1),
+        })
+    }
+
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+}
+
+/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`.
+pub fn app(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/", get(ws::upgrade))
+        .route("/ws", get(ws::upgrade))
+        .route("/rpc", post(http::rpc))
+        .route("/health", get(http::health))
+        .with_state(state)
+}
+
+/// Why the gateway would not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Binding beyond loopback needs token auth (SPEC §12).
+    #[error(
+        "refusing to listen on {0} without a token: set gateway.auth.mode to \"token\" (the default) or bind to loopback"
+    )]
+    OpenWithoutToken(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Binds `addr` (port 0 picks a free port) and answers the bound address with a future that
+/// serves until `shutdown` resolves.
+pub async fn bind(
+    state: Arc<ServerState>,
+    addr: SocketAddr,
+) -> Result<(SocketAddr, tokio::net::TcpListener), ServeError> {
+    if !addr.ip().is_loopback() && state.auth.is_open() {
+        return Err(ServeError::OpenWithoutToken(addr));
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    Ok((local, listener))
+}
+
+/// Serves on a bound listener until `shutdown` resolves.
+pub async fn serve(
+    state: Arc<ServerState>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,88 @@
+//! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
+//! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
+
+mod sessions;
+mod system;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use switchboard_core::CoreError;
+use switchboard_protocol::{ErrorCode, ErrorShape};
+
+use crate::ServerState;
+
+/// Every method this gateway answers (advertised in `hello-ok`).
+pub const METHODS: &[&str] = &[
+    "health",
+    "agents.list",
+    "sessions.list",
+    "sessions.create",
+    "sessions.resolve",
+    "sessions.patch",
+    "sessions.reset",
+    "sessions.delete",
+    "chat.history",
+    "chat.inject",
+];
+
+/// Events a client may receive.
+pub const EVENTS: &[&str] = &["connect.challenge", "tick", "shutdown"];
+
+pub type MethodResult = Result<Value, ErrorShape>;
+
+pub async fn dispatch(state: &ServerState, method: &str, params: Option<Value>) -> MethodResult {
+    let engine = state.engine.as_ref();
+    match method {
+        "health" => system::health(state).await,
+        "agents.list" => system::agents_list(engine),
+        "sessions.list" => sessions::list(engine, parse(method, params)?).await,
+        "sessions.create" => sessions::create(engine, parse(method, params)?).await,
+        "sessions.resolve" => sessions::resolve(engine, parse(method, params)?).await,
+        "sessions.patch" => sessions::patch(engine, parse(method, params)?).await,
+        "sessions.reset" => sessions::reset(engine, parse(method, params)?).await,
+        "sessions.delete" => sessions::delete(engine, parse(method, params)?).await,
+        "chat.history" => sessions::history(engine, parse(method, params)?).await,
+        "chat.inject" => sessions::inject(engine, parse(method, params)?).await,
+        "connect" => Err(ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            "connect: this connection is already connected",
+        )),
+        other => Err(ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!("unknown method: {other}; available: {}", METHODS.join(", ")),
+        )),
+    }
+}
+
+/// Decodes params (absent or `null` = `{}`), naming the offending field on failure.
+pub fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorShape> {
+    let value = match params {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(v) => v,
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!("{method}: invalid params{at}: {}", e.inner()),
+        )
+    })
+}
+
+pub(crate) fn to_value<T: serde::Serialize>(value: T) -> MethodResult {
+    serde_json::to_value(value).map_err(|e| {
+        ErrorShape::new(
+            ErrorCode::Internal,
+            format!("could not encode the result: {e}"),
+        )
+    })
+}
+
+pub(crate) fn core_err(e: CoreError) -> ErrorShape {
+    e.to_shape()
+}

@@ -1,0 +1,354 @@
+//! One WebSocket connection speaking the reference's protocol v4 (SPEC §5.1).
+//!
+//! Life of a connection: the server sends `connect.challenge`; the first frame must be a
+//! `connect` request with an acceptable protocol range and the token, answered by `hello-ok`.
+//! After that every `req` is handled on its own task (a slow method never blocks the others) and
+//! answered through one outgoing queue, which a single writer task drains into the socket, so
+//! frames never interleave. Bad frames get an error that says what was wrong; the connection is
+//! closed (with a reason) only where going on makes no sense: before a successful `connect`, and
+//! for a frame over `maxPayload`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use switchboard_protocol::frames::{
+    ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
+};
+use switchboard_protocol::{
+    ErrorCode, ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, RequestFrame, ResponseFrame,
+};
+use tokio::sync::mpsc;
+
+use crate::ServerState;
+use crate::methods::{self, EVENTS, METHODS};
+
+/// How long a client has to send `connect`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Outgoing frames queued per connection before request handlers wait.
+const OUTGOING_QUEUE: usize = 256;
+
+pub async fn upgrade(State(state): State<Arc<ServerState>>, ws: WebSocketUpgrade) -> Response {
+    // Frames up to 4× maxPayload are read so that we can answer "too large" with a reason;
+    // anything larger is cut off by the WebSocket layer itself.
+    let limit = state.max_payload.saturating_mul(4).max(64 * 1024);
+    ws.max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| async move {
+            state.connections.fetch_add(1, Ordering::Relaxed);
+            run(state.clone(), socket).await;
+            state.connections.fetch_sub(1, Ordering::Relaxed);
+        })
+}
+
+/// What the connection sends: frames, or a close with a reason.
+enum Outgoing {
+    Frame(String),
+    Close(u16, String),
+}
+
+struct Conn {
+    out: mpsc::Sender<Outgoing>,
+    event_seq: AtomicU64,
+}
+
+impl Conn {
+    async fn send(&self, frame: &Frame) {
+        if let Ok(text) = serde_json::to_string(frame) {
+            let _ = self.out.send(Outgoing::Frame(text)).await;
+        }
+    }
+
+    async fn respond(&self, response: ResponseFrame) {
+        self.send(&Frame::Res(response)).await;
+    }
+
+    async fn event(&self, event: &str, payload: Value, numbered: bool) {
+        let seq = numbered.then(|| self.event_seq.fetch_add(1, Ordering::Relaxed) + 1);
+        self.send(&Frame::Event(EventFrame {
+            event: event.to_string(),
+            payload,
+            seq,
+        }))
+        .await;
+    }
+
+    async fn close(&self, code: u16, reason: impl Into<String>) {
+        let _ = self.out.send(Outgoing::Close(code, reason.into())).await;
+    }
+}
+
+async fn run(state: Arc<ServerState>, socket: WebSocket) {
+    let conn_id = state.next_conn.fetch_add(1, Ordering::Relaxed);
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(out) = rx.recv().await {
+            let sent = match out {
+                Outgoing::Frame(text) => sink.send(Message::Text(Utf8Bytes::from(text))).await,
+                Outgoing::Close(code, reason) => {
+                    let frame = CloseFrame {
+                        code,
+                        reason: Utf8Bytes::from(reason),
+                    };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    break;
+                }
+            };
+            if sent.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let conn = Arc::new(Conn {
+        out: tx,
+        event_seq: AtomicU64::new(0),
+    });
+
+    let nonce = uuid::Uuid::new_v4().to_string();
+    let challenge = ConnectChallenge {
+        nonce,
+        ts: now_ms(),
+    };
+    conn.event("connect.challenge", json!(challenge), false)
+        .await;
+
+    let connected = match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
+        Err(_) => {
+            conn.close(
+                close_code::POLICY,
+                "connect timeout: send a connect request first",
+            )
+            .await;
+            false
+        }
+        Ok(None) | Ok(Some(Err(_))) => false,
+        Ok(Some(Ok(message))) => handshake(&state, &conn, conn_id, message).await,
+    };
+
+    if connected {
+        while let Some(message) = stream.next().await {
+            let Ok(message) = message else { break };
+            match message {
+                Message::Text(text) => {
+                    if !check_size(&state, &conn, text.len()).await {
+                        break;
+                    }
+                    match parse_request(text.as_str()) {
+                        Ok(req) => {
+                            let (state, conn) = (state.clone(), conn.clone());
+                            tokio::spawn(async move {
+                                let response = match methods::dispatch(
+                                    &state,
+                                    &req.method,
+                                    req.params,
+                                )
+                                .await
+                                {
+                                    Ok(payload) => ResponseFrame::ok(req.id, payload),
+                                    Err(error) => ResponseFrame::err(req.id, error),
+                                };
+                                conn.respond(response).await;
+                            });
+                        }
+                        Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
+                    }
+                }
+                Message::Binary(bytes) => {
+                    if !check_size(&state, &conn, bytes.len()).await {
+                        break;
+                    }
+                    conn.respond(ResponseFrame::err("", binary_error())).await;
+                }
+                Message::Close(_) => break,
+                Message::Ping(_) | Message::Pong(_) => {}
+            }
+        }
+    }
+    drop(conn);
+    let _ = writer.await;
+}
+
+/// Handles the first frame; true when the client is now connected.
+async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Message) -> bool {
+    let text = match message {
+        Message::Text(text) => text,
+        Message::Binary(_) => {
+            conn.respond(ResponseFrame::err("", binary_error())).await;
+            conn.close(close_code::POLICY, "expected a connect request")
+                .await;
+            return false;
+        }
+        _ => {
+            conn.close(close_code::POLICY, "expected a connect request")
+                .await;
+            return false;
+        }
+    };
+    if !check_size(state, conn, text.len()).await {
+        return false;
+    }
+    let req = match parse_request(text.as_str()) {
+        Ok(req) => req,
+        Err((id, error)) => {
+            conn.respond(ResponseFrame::err(id, error)).await;
+            conn.close(close_code::POLICY, "expected a connect request")
+                .await;
+            return false;
+        }
+    };
+    if req.method != "connect" {
+        let error = ErrorShape::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "{} before connect: the first request must be connect (with auth.token)",
+                req.method
+            ),
+        );
+        conn.respond(ResponseFrame::err(req.id, error)).await;
+        conn.close(close_code::POLICY, "connect required").await;
+        return false;
+    }
+    let params: ConnectParams = match methods::parse("connect", req.params) {
+        Ok(p) => p,
+        Err(error) => {
+            conn.respond(ResponseFrame::err(req.id, error)).await;
+            conn.close(close_code::POLICY, "invalid connect").await;
+            return false;
+        }
+    };
+    if params.min_protocol > PROTOCOL_VERSION || params.max_protocol < PROTOCOL_VERSION {
+        let error = ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "protocol range {}..{} is not supported; this gateway speaks protocol {PROTOCOL_VERSION}",
+                params.min_protocol, params.max_protocol
+            ),
+        );
+        conn.respond(ResponseFrame::err(req.id, error)).await;
+        conn.close(close_code::PROTOCOL, "protocol mismatch").await;
+        return false;
+    }
+    let token = params
+        .auth
+        .as_ref()
+        .and_then(|a| a.token.as_deref().or(a.password.as_deref()));
+    if !state.auth.check(token) {
+        let what = if token.is_some() {
+            "wrong token"
+        } else {
+            "missing token (auth.token)"
+        };
+        let error = ErrorShape::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "unauthorized: {what}; use the gateway token (printed where it is stored at start-up)"
+            ),
+        );
+        conn.respond(ResponseFrame::err(req.id, error)).await;
+        conn.close(close_code::POLICY, "unauthorized").await;
+        return false;
+    }
+    let hello = HelloOk {
+        kind: "hello-ok".into(),
+        protocol: PROTOCOL_VERSION,
+        server: ServerInfo {
+            name: "switchboard".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            conn_id: conn_id.to_string(),
+        },
+        features: Features {
+            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+        },
+        policy: Policy {
+            max_payload: state.max_payload,
+            max_buffered_bytes: state.max_payload.saturating_mul(4),
+            tick_interval_ms: 30_000,
+        },
+    };
+    conn.respond(ResponseFrame::ok(req.id, json!(hello))).await;
+    true
+}
+
+/// False (and the connection closed with a reason) when a frame exceeds `maxPayload`.
+async fn check_size(state: &ServerState, conn: &Conn, len: usize) -> bool {
+    if len <= state.max_payload {
+        return true;
+    }
+    let reason = format!(
+        "frame of {len} bytes exceeds maxPayload ({} bytes)",
+        state.max_payload
+    );
+    conn.respond(ResponseFrame::err(
+        "",
+        ErrorShape::new(ErrorCode::InvalidRequest, reason.clone()),
+    ))
+    .await;
+    conn.close(close_code::SIZE, truncate(&reason, 120)).await;
+    false
+}
+
+/// A `req` frame, or the id (when one could be read) and an error that says what was wrong.
+fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
+    const EXPECTED: &str =
+        "expected {\"type\":\"req\",\"id\":\"…\",\"method\":\"…\",\"params\":{…}}";
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        (
+            String::new(),
+            ErrorShape::new(
+                ErrorCode::InvalidRequest,
+                format!("frame is not JSON ({e}); {EXPECTED}"),
+            ),
+        )
+    })?;
+    let id = value
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    match serde_json::from_value::<Frame>(value) {
+        Ok(Frame::Req(req)) => Ok(req),
+        Ok(_) => Err((
+            id,
+            ErrorShape::new(
+                ErrorCode::InvalidRequest,
+                format!("clients send only req frames; {EXPECTED}"),
+            ),
+        )),
+        Err(e) => Err((
+            id,
+            ErrorShape::new(
+                ErrorCode::InvalidRequest,
+                format!("invalid frame ({e}); {EXPECTED}"),
+            ),
+        )),
+    }
+}
+
+fn binary_error() -> ErrorShape {
+    ErrorShape::new(
+        ErrorCode::InvalidRequest,
+        "binary frames are not accepted; send JSON text frames",
+    )
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.char_indices()
+        .take_while(|(i, _)| *i < max)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,65 @@
+//! `chat.history` paging over a 100,000-message session, through the gateway.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::harness::TestGateway;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_pages_backwards_through_a_100k_message_session() {
+    let gw = TestGateway::start().await;
+    let key = gw.engine.canonical_key("big", None).unwrap();
+    for start in (0..100_000).step_by(2000) {
+        let batch = (start..start + 2000)
+            .map(|i| json!({"role": "user", "content": format!("m{}", i + 1), "timestamp": 1}))
+            .collect();
+        gw.engine
+            .store()
+            .append(key.as_str(), Some(gw.engine.new_session(&key)), batch)
+            .await
+            .unwrap();
+    }
+    let mut client = gw.client().await;
+    let newest = client
+        .request("chat.history", json!({"sessionKey": "big", "limit": 50}))
+        .await
+        .unwrap();
+    let seqs: Vec<i64> = newest["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, (99_951..=100_000).collect::<Vec<_>>());
+    assert_eq!(newest["nextBefore"], 99_951);
+    assert_eq!(newest["messages"][49]["content"], "m100000");
+
+    let mut before: Value = Value::Null;
+    let mut seen = 0;
+    let mut expected_top = 100_000;
+    loop {
+        let page = client
+            .request(
+                "chat.history",
+                json!({"sessionKey": "big", "limit": 1000, "before": before}),
+            )
+            .await
+            .unwrap();
+        let seqs: Vec<i64> = page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seqs.last().copied(), Some(expected_top));
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1));
+        seen += seqs.len();
+        expected_top = seqs[0] - 1;
+        before = page["nextBefore"].clone();
+        if before.is_null() {
+            break;
+        }
+    }
+    assert_eq!((seen, expected_top), (100_000, 0));
+    gw.stop().await;
+}

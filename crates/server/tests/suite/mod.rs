@@ -1,0 +1,4 @@
+mod harness;
+mod history;
+mod protocol;
+mod sessions;

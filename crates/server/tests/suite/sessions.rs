@@ -1,0 +1,365 @@
+//! `chat.inject` into keys of every form, then `sessions.list` and the other `sessions.*` methods.
+
+use std::collections::BTreeSet;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::config::{Config, SessionScope};
+use switchboard_protocol::ErrorCode;
+
+use super::harness::TestGateway;
+
+const SUBAGENT: &str = "agent:main:subagent:5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b11";
+
+async fn inject(gw: &TestGateway, key: &str, text: &str) -> Value {
+    gw.call("chat.inject", json!({"sessionKey": key, "message": text}))
+        .await
+}
+
+fn rows(list: &Value) -> Vec<(String, String, String)> {
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("key"), s("kind"), s("channel"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_key_form_lists_with_its_kind_and_channel() {
+    let gw = TestGateway::start().await;
+    let forms = [
+        ("main", "agent:main:main", "main", "unknown"),
+        (
+            "agent:main:discord:group:Dev-Team",
+            "agent:main:discord:group:dev-team",
+            "group",
+            "discord",
+        ),
+        (
+            "slack:channel:general",
+            "agent:main:slack:channel:general",
+            "group",
+            "slack",
+        ),
+        (
+            "telegram:group:42:topic:7",
+            "agent:main:telegram:group:42:topic:7",
+            "group",
+            "telegram",
+        ),
+        (
+            "cron:nightly",
+            "agent:main:cron:nightly",
+            "cron",
+            "internal",
+        ),
+        ("hook:3f1c", "agent:main:hook:3f1c", "hook", "internal"),
+        ("node-pi4", "agent:main:node-pi4", "node", "internal"),
+        (SUBAGENT, SUBAGENT, "other", "unknown"),
+        (
+            "whatsapp:direct:+15551234",
+            "agent:main:whatsapp:direct:+15551234",
+            "other",
+            "whatsapp",
+        ),
+        ("my-notes", "agent:main:my-notes", "other", "unknown"),
+    ];
+    for (input, canonical, _, _) in forms {
+        let injected = inject(&gw, input, "hello").await;
+        assert_eq!(injected["sessionKey"], canonical, "{input}");
+        assert_eq!(injected["seq"], 1);
+    }
+    let list = gw.call("sessions.list", json!({"limit": 100})).await;
+    let mut got = rows(&list);
+    got.sort();
+    let mut expected: Vec<_> = forms
+        .iter()
+        .map(|(_, k, kind, ch)| (k.to_string(), kind.to_string(), ch.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected);
+
+    // Every row names a transcript that exists.
+    for row in list["sessions"].as_array().unwrap() {
+        let path = row["transcriptPath"].as_str().unwrap();
+        assert!(std::path::Path::new(path).is_file(), "{path}");
+    }
+    // Each kind filters on the canonical key's rest.
+    for kind in ["main", "group", "cron", "hook", "node", "other"] {
+        let list = gw.call("sessions.list", json!({"kinds": [kind]})).await;
+        let kinds: BTreeSet<_> = rows(&list).into_iter().map(|r| r.1).collect();
+        assert_eq!(kinds, BTreeSet::from([kind.to_string()]), "{kind}");
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn global_and_unknown_are_reserved_and_never_listed() {
+    let gw = TestGateway::start().await;
+    for key in [
+        "global",
+        "unknown",
+        "agent:main:unknown",
+        "agent:main:global",
+    ] {
+        let error = gw
+            .call_err("chat.inject", json!({"sessionKey": key, "message": "x"}))
+            .await;
+        assert_eq!(error.code, ErrorCode::InvalidRequest, "{key}");
+        assert!(
+            error.message.contains("reserved"),
+            "{key}: {}",
+            error.message
+        );
+    }
+    inject(&gw, "main", "x").await;
+    let keys: Vec<_> = rows(&gw.call("sessions.list", json!({})).await)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(keys, vec!["agent:main:main".to_string()]);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn under_global_scope_the_shared_bucket_shows_as_main() {
+    let mut config = Config::default();
+    config.session.scope = SessionScope::Global;
+    let gw = TestGateway::start_with(config).await;
+    let injected = inject(&gw, "main", "x").await;
+    assert_eq!(injected["sessionKey"], "main");
+    // The main key of the agent is the same bucket.
+    assert_eq!(inject(&gw, "agent:main:main", "y").await["seq"], 2);
+    let list = gw.call("sessions.list", json!({})).await;
+    assert_eq!(
+        rows(&list),
+        vec![("main".into(), "main".into(), "unknown".into())]
+    );
+    let history = gw.call("chat.history", json!({"sessionKey": "main"})).await;
+    assert_eq!(history["sessionKey"], "main");
+    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn filters_apply_before_the_limit_and_cursor_paging_returns_each_session_once() {
+    let gw = TestGateway::start().await;
+    // Older cron sessions, then many newer custom ones: a limit-first list would miss the crons.
+    for i in 0..7 {
+        inject(&gw, &format!("cron:job-{i}"), "tick").await;
+    }
+    for i in 0..50 {
+        inject(&gw, &format!("chat-{i:02}"), "hello").await;
+    }
+    let crons = gw
+        .call("sessions.list", json!({"kinds": "cron", "limit": 5}))
+        .await;
+    assert_eq!(crons["count"], 5);
+    assert!(rows(&crons).iter().all(|r| r.1 == "cron"));
+    assert!(crons["nextCursor"].is_string());
+    let search = gw
+        .call("sessions.list", json!({"search": "JOB-3", "limit": 1}))
+        .await;
+    assert_eq!(
+        rows(&search),
+        vec![(
+            "agent:main:cron:job-3".into(),
+            "cron".into(),
+            "internal".into()
+        )]
+    );
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = gw
+            .call("sessions.list", json!({"limit": 10, "cursor": cursor}))
+            .await;
+        pages += 1;
+        seen.extend(rows(&page).into_iter().map(|r| r.0));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 6);
+    let unique: BTreeSet<_> = seen.iter().cloned().collect();
+    assert_eq!((seen.len(), unique.len()), (57, 57));
+
+    let recent = gw
+        .call("sessions.list", json!({"activeMinutes": 1, "limit": 1000}))
+        .await;
+    assert_eq!(recent["count"], 57);
+    let with_messages = gw
+        .call(
+            "sessions.list",
+            json!({"kinds": ["cron"], "messageLimit": 3}),
+        )
+        .await;
+    for row in with_messages["sessions"].as_array().unwrap() {
+        let texts: Vec<_> = row["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"][0]["text"].clone())
+            .collect();
+        assert_eq!(texts, vec![json!("tick")]);
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn create_resolve_patch_reset_and_delete() {
+    let gw = TestGateway::start().await;
+    let created = gw
+        .call(
+            "sessions.create",
+            json!({"key": "research", "label": "scout"}),
+        )
+        .await;
+    assert_eq!(
+        (created["key"].clone(), created["created"].clone()),
+        (json!("agent:main:research"), json!(true))
+    );
+    let again = gw
+        .call("sessions.create", json!({"key": "agent:main:research"}))
+        .await;
+    assert_eq!(
+        (again["created"].clone(), again["sessionId"].clone()),
+        (json!(false), created["sessionId"].clone())
+    );
+
+    let by_label = gw.call("sessions.resolve", json!({"label": "scout"})).await;
+    assert_eq!(by_label["key"], "agent:main:research");
+    let by_id = gw
+        .call(
+            "sessions.resolve",
+            json!({"sessionId": created["sessionId"]}),
+        )
+        .await;
+    assert_eq!(by_id["key"], "agent:main:research");
+    let both = gw
+        .call_err(
+            "sessions.resolve",
+            json!({"key": "research", "label": "scout"}),
+        )
+        .await;
+    assert!(both.message.contains("exactly one"));
+    let missing = gw
+        .call_err(
+            "sessions.resolve",
+            json!({"sessionId": "5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b99"}),
+        )
+        .await;
+    assert_eq!(missing.code, ErrorCode::NotFound);
+    assert!(
+        missing
+            .message
+            .contains("use the full sessionKey from sessions_list")
+    );
+
+    // Patches merge: the label survives a model change.
+    gw.call(
+        "sessions.patch",
+        json!({"key": "research", "model": "openai/gpt-4o-mini", "sendPolicy": "deny"}),
+    )
+    .await;
+    let row = &gw.call("sessions.list", json!({})).await["sessions"][0];
+    assert_eq!(
+        (
+            row["label"].clone(),
+            row["model"].clone(),
+            row["sendPolicy"].clone()
+        ),
+        (json!("scout"), json!("openai/gpt-4o-mini"), json!("deny"))
+    );
+    gw.call(
+        "sessions.patch",
+        json!({"key": "research", "sendPolicy": null}),
+    )
+    .await;
+    assert!(
+        gw.call("sessions.list", json!({})).await["sessions"][0]
+            .get("sendPolicy")
+            .is_none()
+    );
+    let bad = gw
+        .call_err(
+            "sessions.patch",
+            json!({"key": "research", "sendPolicy": "sometimes"}),
+        )
+        .await;
+    assert!(
+        bad.message.contains("\"allow\", \"deny\" or null"),
+        "{}",
+        bad.message
+    );
+    let not_sub = gw
+        .call_err(
+            "sessions.patch",
+            json!({"key": "research", "spawnedBy": "main"}),
+        )
+        .await;
+    assert!(
+        not_sub.message.contains("only sub-agent sessions"),
+        "{}",
+        not_sub.message
+    );
+    gw.call("sessions.create", json!({"key": SUBAGENT})).await;
+    let patched = gw
+        .call(
+            "sessions.patch",
+            json!({"key": SUBAGENT, "spawnedBy": "main"}),
+        )
+        .await;
+    assert_eq!(patched["session"]["spawnedBy"], "agent:main:main");
+    let twice = gw
+        .call_err(
+            "sessions.patch",
+            json!({"key": SUBAGENT, "spawnedBy": "cron:x"}),
+        )
+        .await;
+    assert!(twice.message.contains("set once"), "{}", twice.message);
+    gw.call("sessions.delete", json!({"key": SUBAGENT})).await;
+
+    // Reset keeps the old transcript; delete keeps it too and refuses the main session.
+    inject(&gw, "research", "first life").await;
+    let reset = gw.call("sessions.reset", json!({"key": "research"})).await;
+    assert_ne!(reset["sessionId"], created["sessionId"]);
+    assert!(std::path::Path::new(reset["previousTranscriptPath"].as_str().unwrap()).is_file());
+    let history = gw
+        .call("chat.history", json!({"sessionKey": "research"}))
+        .await;
+    assert_eq!(history["messages"], json!([]));
+
+    inject(&gw, "main", "x").await;
+    let main = gw.call_err("sessions.delete", json!({"key": "main"})).await;
+    assert!(
+        main.message.contains("cannot be deleted"),
+        "{}",
+        main.message
+    );
+    let deleted = gw.call("sessions.delete", json!({"key": "research"})).await;
+    assert!(std::path::Path::new(deleted["archivedTranscriptPath"].as_str().unwrap()).is_file());
+    let keys: Vec<_> = rows(&gw.call("sessions.list", json!({})).await)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(keys, vec!["agent:main:main".to_string()]);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn agents_list_names_the_default_agent() {
+    let gw = TestGateway::start().await;
+    let agents = gw.call("agents.list", json!({})).await;
+    assert_eq!(agents["defaultId"], "main");
+    assert_eq!(agents["agents"][0]["id"], "main");
+    assert_eq!(agents["agents"][0]["mainKey"], "agent:main:main");
+    gw.stop().await;
+}

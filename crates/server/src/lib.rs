@@ -13,6 +13,7 @@ mod ws;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -26,17 +27,31 @@ pub struct ServerState {
     pub auth: GatewayAuth,
     /// Largest accepted frame or body, in bytes.
     pub max_payload: usize,
+    /// How often connected clients get a `tick` event (the reference's liveness signal).
+    pub tick_interval: Duration,
+    /// Flips to true when the gateway starts shutting down; connections say goodbye.
+    stopping: tokio::sync::watch::Sender<bool>,
     connections: AtomicU64,
     next_conn: AtomicU64,
 }
 
 impl ServerState {
     pub fn new(engine: Arc<Engine>, auth: GatewayAuth) -> Arc<Self> {
+        Self::with_tick_interval(engine, auth, Duration::from_secs(30))
+    }
+
+    pub fn with_tick_interval(
+        engine: Arc<Engine>,
+        auth: GatewayAuth,
+        tick_interval: Duration,
+    ) -> Arc<Self> {
         let max_payload = engine.config().gateway.max_payload_bytes;
         Arc::new(Self {
             engine,
             auth,
             max_payload,
+            tick_interval,
+            stopping: tokio::sync::watch::channel(false).0,
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
         })
@@ -90,12 +105,18 @@ pub async fn bind(
     Ok((local, listener))
 }
 
-/// Serves on a bound listener until `shutdown` resolves.
+/// Serves on a bound listener until `shutdown` resolves; then every WebSocket client gets a
+/// `shutdown` event and a close (1012) before the listener stops.
 pub async fn serve(
     state: Arc<ServerState>,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let stopping = state.stopping.clone();
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stopping.send(true);
+    };
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await

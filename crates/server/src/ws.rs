@@ -133,46 +133,70 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
     };
 
     if connected {
-        while let Some(message) = stream.next().await {
-            let Ok(message) = message else { break };
-            match message {
-                Message::Text(text) => {
-                    if !check_size(&state, &conn, text.len()).await {
-                        break;
-                    }
-                    match parse_request(text.as_str()) {
-                        Ok(req) => {
-                            let (state, conn) = (state.clone(), conn.clone());
-                            tokio::spawn(async move {
-                                let response = match methods::dispatch(
-                                    &state,
-                                    &req.method,
-                                    req.params,
-                                )
-                                .await
-                                {
-                                    Ok(payload) => ResponseFrame::ok(req.id, payload),
-                                    Err(error) => ResponseFrame::err(req.id, error),
-                                };
-                                conn.respond(response).await;
-                            });
+        let mut tick = tokio::time::interval_at(
+            tokio::time::Instant::now() + state.tick_interval,
+            state.tick_interval,
+        );
+        let mut stopping = state.stopping.subscribe();
+        loop {
+            tokio::select! {
+                message = stream.next() => match message {
+                    Some(Ok(message)) => {
+                        if !handle(&state, &conn, message).await {
+                            break;
                         }
-                        Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
                     }
-                }
-                Message::Binary(bytes) => {
-                    if !check_size(&state, &conn, bytes.len()).await {
+                    None | Some(Err(_)) => break,
+                },
+                _ = tick.tick() => conn.event("tick", json!({"ts": now_ms()}), true).await,
+                changed = stopping.changed() => {
+                    let stop = changed.is_err() || *stopping.borrow();
+                    if stop {
+                        conn.event("shutdown", json!({"reason": "gateway stopping"}), true).await;
+                        conn.close(close_code::RESTART, "gateway stopping").await;
                         break;
                     }
-                    conn.respond(ResponseFrame::err("", binary_error())).await;
                 }
-                Message::Close(_) => break,
-                Message::Ping(_) | Message::Pong(_) => {}
             }
         }
     }
     drop(conn);
     let _ = writer.await;
+}
+
+/// Handles one frame of a connected client; false when the connection must end.
+async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) -> bool {
+    match message {
+        Message::Text(text) => {
+            if !check_size(state, conn, text.len()).await {
+                return false;
+            }
+            match parse_request(text.as_str()) {
+                Ok(req) => {
+                    let (state, conn) = (state.clone(), conn.clone());
+                    tokio::spawn(async move {
+                        let response =
+                            match methods::dispatch(&state, &req.method, req.params).await {
+                                Ok(payload) => ResponseFrame::ok(req.id, payload),
+                                Err(error) => ResponseFrame::err(req.id, error),
+                            };
+                        conn.respond(response).await;
+                    });
+                }
+                Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
+            }
+            true
+        }
+        Message::Binary(bytes) => {
+            if !check_size(state, conn, bytes.len()).await {
+                return false;
+            }
+            conn.respond(ResponseFrame::err("", binary_error())).await;
+            true
+        }
+        Message::Close(_) => false,
+        Message::Ping(_) | Message::Pong(_) => true,
+    }
 }
 
 /// Handles the first frame; true when the client is now connected.
@@ -270,7 +294,7 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
         policy: Policy {
             max_payload: state.max_payload,
             max_buffered_bytes: state.max_payload.saturating_mul(4),
-            tick_interval_ms: 30_000,
+            tick_interval_ms: state.tick_interval.as_millis() as u64,
         },
     };
     conn.respond(ResponseFrame::ok(req.id, json!(hello))).await;

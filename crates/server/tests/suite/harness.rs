@@ -26,11 +26,16 @@ impl TestGateway {
         Self::start_with(Config::default()).await
     }
 
-    pub async fn start_with(mut config: Config) -> Self {
+    pub async fn start_with(config: Config) -> Self {
+        Self::start_ticking(config, std::time::Duration::from_secs(30)).await
+    }
+
+    pub async fn start_ticking(mut config: Config, tick: std::time::Duration) -> Self {
         config.gateway.port = 0;
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), config).await.unwrap();
-        let state = ServerState::new(engine.clone(), GatewayAuth::token(TOKEN));
+        let state =
+            ServerState::with_tick_interval(engine.clone(), GatewayAuth::token(TOKEN), tick);
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let (addr, listener) = switchboard_server::bind(state.clone(), addr).await.unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -81,6 +86,13 @@ impl TestGateway {
     pub async fn assert_serving(&self) {
         let health = self.call("health", Value::Null).await;
         assert_eq!(health["ok"], true);
+    }
+
+    /// Starts the graceful shutdown without waiting for it.
+    pub fn begin_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
 
     pub async fn stop(mut self) {

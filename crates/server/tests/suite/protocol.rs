@@ -268,3 +268,30 @@ async fn http(
     let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
     (status, serde_json::from_str(body).unwrap_or(Value::Null))
 }
+
+#[tokio::test]
+async fn connected_clients_get_numbered_ticks_and_a_shutdown_event() {
+    let mut gw = TestGateway::start_ticking(
+        switchboard_core::config::Config::default(),
+        std::time::Duration::from_millis(30),
+    )
+    .await;
+    let mut client = gw.client().await;
+    assert_eq!(client.hello["policy"]["tickIntervalMs"], 30);
+    let first = client.next_event().await.unwrap();
+    let second = client.next_event().await.unwrap();
+    assert_eq!((first.event.as_str(), first.seq), ("tick", Some(1)));
+    assert_eq!((second.event.as_str(), second.seq), ("tick", Some(2)));
+    gw.begin_stop();
+    let goodbye = loop {
+        let event = client.next_event().await.unwrap();
+        if event.event != "tick" {
+            break event;
+        }
+    };
+    assert_eq!(goodbye.event, "shutdown");
+    assert!(goodbye.seq.unwrap() > 2);
+    let (_, reason) = drain(&mut client).await;
+    assert!(reason.unwrap().contains("gateway stopping"));
+    gw.stop().await;
+}

@@ -174,3 +174,38 @@ fn config_check_reports_unknown_paths_and_bad_values() {
         String::from_utf8_lossy(&open.stderr)
     );
 }
+
+#[test]
+fn the_gateway_warns_about_unknown_settings_at_start_up_and_still_runs() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.json5"),
+        "{ gateway: { prot: 1 }, sesion: {} }",
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["gateway", "--port", "0", "--state-dir"])
+        .arg(home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let warnings: Vec<String> = (0..2).map(|_| stderr.next().unwrap().unwrap()).collect();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let banner = stdout.next().unwrap().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("ignoring unknown config setting") && w.contains("gateway.prot")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("sesion")),
+        "{warnings:?}"
+    );
+    assert!(banner.contains("gateway listening on ws://"), "{banner}");
+}

@@ -3,7 +3,7 @@ use rusqlite::{Connection, StatementStatus};
 use serde_json::{Value, json};
 use switchboard_protocol::sessions::Patch;
 
-use super::queries::HISTORY_SQL;
+use super::queries::{self, HISTORY_SQL};
 use super::*;
 use crate::keys::SessionKind;
 use crate::store::{EntryPatch, ListQuery, RunStatus};
@@ -308,4 +308,32 @@ async fn list_applies_filters_before_the_limit_and_pages_with_a_cursor() {
     expected.sort();
     assert_eq!(keys, expected);
     store.close().await;
+}
+
+#[tokio::test]
+async fn cached_statements_are_not_re_prepared_when_parameters_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    for key in ["agent:main:a", "agent:main:b", "agent:main:c"] {
+        store.create(new_session(key)).await.unwrap();
+    }
+    store.close().await;
+    let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
+    super::schema::configure(&conn).unwrap();
+    for key in [
+        "agent:main:a",
+        "agent:main:b",
+        "agent:main:c",
+        "agent:main:a",
+    ] {
+        assert!(queries::get_entry(&conn, key).unwrap().is_some());
+    }
+    let sql = format!(
+        "SELECT {} FROM {} WHERE s.key = ?1",
+        super::schema::ENTRY_COLUMNS,
+        super::schema::ENTRY_FROM
+    );
+    let stmt = conn.prepare_cached(&sql).unwrap();
+    assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+    assert_eq!(stmt.get_status(StatementStatus::Run), 4);
 }

@@ -30,6 +30,7 @@ import time
 
 
 def load_client(kit):
+    sys.dont_write_bytecode = True  # the kit folder is read-only: leave no __pycache__ in it
     sys.path.insert(0, os.path.join(kit, "client"))
     import gw_client  # noqa: E402  (the kit's client, used as a module)
 

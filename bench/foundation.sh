@@ -6,14 +6,15 @@
 #
 # Environment:
 #   BENCH_DIR    where state dirs and logs go (default /tmp/switchboard-bench); each run uses a
-#                new folder under it and keeps it for inspection
+#                new folder under it and keeps its results and logs there
 #   BENCH_KIT    the reference bench kit (default: ../shared/bench next to the repository)
 #   SKIP_BUILD=1 use the binary already built
 #   COLD_RUNS    cold starts per scenario (default 10)
 #   REPEAT       requests per latency figure (default 200)
+#   KEEP_STATE=1 keep the seeded state dirs (about 0.6 GB) instead of removing them at the end
 #
 # Prints a readable summary at the end and one JSON line per figure as it goes (also written to
-# <run dir>/results.jsonl). Every gateway it starts is stopped on exit.
+# <run dir>/results.jsonl, next to the gateway logs). Every gateway it starts is stopped on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,6 +49,9 @@ cleanup() {
             wait "$pid" 2>/dev/null || true
         fi
     done
+    if [[ "${KEEP_STATE:-0}" != 1 ]]; then
+        rm -rf "$RUN/cold-empty" "$RUN/s10k" "$RUN/s100k" "$RUN/big"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -106,6 +110,7 @@ latency() {
 response_bytes() {
     python3 - "$KIT" "$GW_URL" "$GW_TOKEN" "$1" "$2" <<'EOF'
 import json, os, sys
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(sys.argv[1], "client"))
 import gw_client
 gw = gw_client.Gw(sys.argv[2], sys.argv[3])
@@ -144,6 +149,7 @@ echo "== cold start, 10k sessions ($COLD_RUNS starts)"
 cold_start "$S10K" 10k
 echo "== sessions.list, 10k sessions"
 start_gateway "$S10K"
+latency 10k health '{}'   # the client's floor: a round trip that touches no table
 latency 10k sessions.list '{"limit":200}'
 latency 10k sessions.list '{}'
 rss_now 10k

@@ -205,7 +205,7 @@ fn joined(done: Option<Result<Result<usize>, tokio::task::JoinError>>) -> Result
 
 /// Message `n` of a transcript: even ones from the user, odd ones the mock model's reply.
 fn synthetic_message(n: usize, timestamp: i64) -> Value {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         json!({
             "role": "user",
             "content": format!("bench message {n}: what is the status of item {}?", n / 2),

@@ -28,6 +28,11 @@ fn rows(list: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+async fn listed_keys(gw: &TestGateway) -> Vec<String> {
+    let list = gw.call("sessions.list", json!({})).await;
+    rows(&list).into_iter().map(|r| r.0).collect()
+}
+
 #[tokio::test]
 async fn every_key_form_lists_with_its_kind_and_channel() {
     let gw = TestGateway::start().await;
@@ -117,11 +122,7 @@ async fn global_and_unknown_are_reserved_and_never_listed() {
         );
     }
     inject(&gw, "main", "x").await;
-    let keys: Vec<_> = rows(&gw.call("sessions.list", json!({})).await)
-        .into_iter()
-        .map(|r| r.0)
-        .collect();
-    assert_eq!(keys, vec!["agent:main:main".to_string()]);
+    assert_eq!(listed_keys(&gw).await, vec!["agent:main:main".to_string()]);
     gw.stop().await;
 }
 
@@ -346,11 +347,7 @@ async fn create_resolve_patch_reset_and_delete() {
     );
     let deleted = gw.call("sessions.delete", json!({"key": "research"})).await;
     assert!(std::path::Path::new(deleted["archivedTranscriptPath"].as_str().unwrap()).is_file());
-    let keys: Vec<_> = rows(&gw.call("sessions.list", json!({})).await)
-        .into_iter()
-        .map(|r| r.0)
-        .collect();
-    assert_eq!(keys, vec!["agent:main:main".to_string()]);
+    assert_eq!(listed_keys(&gw).await, vec!["agent:main:main".to_string()]);
     gw.stop().await;
 }
 

@@ -6,6 +6,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod keys;
+pub mod runtime;
 pub mod sessions;
 pub mod store;
 

@@ -128,6 +128,10 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// Per-request timeout; absent means the runtime's default.
     pub timeout_seconds: Option<u64>,
+    /// Stream replies (SSE); absent means yes.
+    pub stream: Option<bool>,
+    /// Retries of a transient failure (rate limit, server error, network); absent means 2.
+    pub max_retries: Option<u64>,
     /// The models this provider offers. Empty means "any model id is accepted".
     pub models: Vec<ModelEntry>,
 }

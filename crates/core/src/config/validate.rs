@@ -28,6 +28,7 @@ const POSITIVE_EXPECTED: &str = "a positive integer";
 
 const MAX_PAYLOAD_BYTES: RangeInclusive<u64> = 1024..=64 * 1024 * 1024;
 const PROVIDER_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=3600;
+const PROVIDER_MAX_RETRIES: RangeInclusive<u64> = 0..=10;
 const AGENT_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=86_400;
 const MAX_CONCURRENT: RangeInclusive<u64> = 1..=256;
 const SUBAGENT_MAX_CONCURRENT: RangeInclusive<u64> = 1..=1024;
@@ -53,6 +54,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         | "channels.telegram.apiBase"
         | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
         "models.providers.*.timeoutSeconds" => integer(&PROVIDER_TIMEOUT_SECONDS),
+        "models.providers.*.maxRetries" => integer(&PROVIDER_MAX_RETRIES),
         "models.providers.*.models[].contextWindow" | "models.providers.*.models[].maxTokens" => {
             POSITIVE_EXPECTED.to_owned()
         }
@@ -242,6 +244,9 @@ impl Checker<'_> {
                 seconds,
                 &PROVIDER_TIMEOUT_SECONDS,
             );
+        }
+        if let Some(retries) = provider.max_retries {
+            self.range(&format!("{path}.maxRetries"), retries, &PROVIDER_MAX_RETRIES);
         }
         let mut seen = BTreeSet::new();
         for (index, model) in provider.models.iter_mut().enumerate() {

@@ -1,0 +1,156 @@
+//! Model providers: one trait, the two wire formats (OpenAI Chat Completions, Anthropic
+//! Messages) written by hand over reqwest, and the built-in `echo` and `scripted` models.
+//!
+//! A provider turns a [`ModelRequest`] into one assistant turn ([`ModelResponse`]), reporting
+//! streamed deltas through a callback as they arrive. Errors are classified ([`ProviderError`])
+//! so retries are decided by kind, never by string; [`complete_with_retries`] applies the policy.
+//! API keys never appear in errors or logs: every message built from a response goes through
+//! [`redact`].
+
+mod anthropic;
+mod builtin;
+mod http;
+mod openai;
+mod registry;
+mod retry;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage, Usage};
+
+pub use registry::{ModelTarget, Providers};
+pub use retry::{RetryPolicy, complete_with_retries};
+
+/// A tool the model may call: name, description for the model, JSON-schema parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// One call to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model id at the provider (without the `provider/` prefix).
+    pub model: String,
+    pub system: String,
+    /// The conversation so far, oldest first, in transcript shapes.
+    pub messages: Vec<TranscriptMessage>,
+    pub tools: Vec<ToolSpec>,
+    /// Largest completion, when the model entry sets one.
+    pub max_tokens: Option<u64>,
+}
+
+/// What a provider reports while a reply streams in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of assistant text.
+    TextDelta(String),
+    /// A piece of thinking text.
+    ThinkingDelta(String),
+    /// The model started a tool call (arguments follow when complete, in the response).
+    ToolCallStarted { id: String, name: String },
+}
+
+/// Where a provider reports stream events (called in order, from the provider's task).
+pub type EventSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
+
+/// One assistant turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    /// Text, thinking and tool calls in the order the model produced them. A tool call whose
+    /// arguments were not valid JSON carries them as `Value::String(raw)`: the run loop answers
+    /// it with an error tool result instead of executing it.
+    pub content: Vec<ContentBlock>,
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+}
+
+impl ModelResponse {
+    /// The concatenated text blocks.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolCall { id, name, arguments } => {
+                Some((id.as_str(), name.as_str(), arguments))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// A provider failure, classified so retries are decided by kind.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// 401/403: the key is missing or wrong. Not retried; the message says which provider.
+    #[error("authentication failed ({status}): {message}")]
+    Auth { status: u16, message: String },
+    /// 429: retried after `retry_after` (from the response) or a backoff.
+    #[error("rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {}s)", d.as_secs_f64())).unwrap_or_default())]
+    RateLimited { retry_after: Option<Duration>, message: String },
+    /// The conversation does not fit the model's context window. Not retried.
+    #[error("context length exceeded: {message}")]
+    ContextLength { message: String },
+    /// 5xx (and 529 overloaded): retried.
+    #[error("server error ({status}): {message}")]
+    Server { status: u16, message: String },
+    /// Connection refused, reset, DNS, or the request timed out: retried.
+    #[error("network error: {message}")]
+    Network { message: String },
+    /// Any other 4xx: our request was wrong. Not retried.
+    #[error("request rejected ({status}): {message}")]
+    BadRequest { status: u16, message: String },
+    /// The provider answered something we cannot read. Not retried.
+    #[error("invalid response: {message}")]
+    InvalidResponse { message: String },
+}
+
+impl ProviderError {
+    /// Whether trying again may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Network { .. })
+    }
+
+    /// How long the provider asked us to wait, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+pub type ProviderFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ModelResponse, ProviderError>> + Send + 'a>>;
+
+/// A model backend. Implementations are cheap to share (`Arc<dyn Provider>`).
+pub trait Provider: Send + Sync {
+    /// The provider id (`openai`, `builtin`, …) recorded on assistant messages.
+    fn id(&self) -> &str;
+
+    /// One assistant turn. Stream deltas go to `events` as they arrive; the returned response
+    /// holds the whole turn.
+    fn complete<'a>(&'a self, request: &'a ModelRequest, events: EventSink<'a>) -> ProviderFuture<'a>;
+}
+
+/// Replaces every occurrence of `secret` in `text` (API keys in error bodies and URLs).
+pub fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if s.len() >= 4 => text.replace(s, "[redacted]"),
+        _ => text.to_string(),
+    }
+}

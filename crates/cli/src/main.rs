@@ -1,5 +1,6 @@
 //! `switchboard`: run the gateway, call it, manage sessions, check the config (SPEC §11).
 
+mod chat;
 mod client_cmds;
 mod dev;
 mod gateway;
@@ -26,6 +27,8 @@ enum Command {
     /// List, read and manage sessions.
     #[command(subcommand)]
     Sessions(client_cmds::SessionsCommand),
+    /// Talk to an agent; its reply streams in as it is written.
+    Chat(chat::ChatArgs),
     /// Configured agents.
     #[command(subcommand)]
     Agents(client_cmds::AgentsCommand),
@@ -78,6 +81,7 @@ fn main() -> std::process::ExitCode {
             Command::Call(args) => client_cmds::call(&cli.global, &args.method, &args.params).await,
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
+            Command::Chat(args) => chat::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,

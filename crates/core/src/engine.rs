@@ -8,7 +8,18 @@ use std::time::Instant;
 use crate::config::{Config, SessionScope};
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, KeyContext, Scope, SessionKey};
+use crate::runtime::Runtime;
+use crate::runtime::lanes::Lanes;
+use crate::runtime::providers::Providers;
 use crate::store::{NewSession, SqliteStore, Store};
+use crate::tools::{Tool, ToolRegistry};
+
+/// What an embedder (a test, the gateway) adds to the engine.
+#[derive(Default)]
+pub struct EngineOptions {
+    /// Tools beyond the built-in ones.
+    pub tools: Vec<Arc<dyn Tool>>,
+}
 
 pub struct Engine {
     config: Config,
@@ -17,12 +28,27 @@ pub struct Engine {
     sqlite: SqliteStore,
     default_agent: String,
     started: Instant,
+    runtime: Runtime,
 }
 
 impl Engine {
     /// Opens the store under `home` and recovers from an unclean stop: runs left live by a dead
     /// process become `aborted`, short transcript mirrors are rebuilt.
     pub async fn open(home: &Path, config: Config) -> CoreResult<Arc<Self>> {
+        Self::open_with(home, config, EngineOptions::default()).await
+    }
+
+    pub async fn open_with(
+        home: &Path,
+        config: Config,
+        options: EngineOptions,
+    ) -> CoreResult<Arc<Self>> {
+        let providers = Providers::from_config(&config).map_err(CoreError::Invalid)?;
+        let mut tools = ToolRegistry::default();
+        for tool in options.tools {
+            tools.register(tool);
+        }
+        let runtime = Runtime::new(providers, tools, Lanes::from_config(&config));
         let sqlite = SqliteStore::open(home)?;
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let aborted = store.abort_interrupted_runs().await?;
@@ -40,12 +66,17 @@ impl Engine {
             sqlite,
             default_agent,
             started: Instant::now(),
+            runtime,
         }))
     }
 
     /// Commits what is pending and stops the store's writer.
     pub async fn close(&self) {
         self.sqlite.close().await;
+    }
+
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 
     pub fn config(&self) -> &Config {

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod runtime;
 pub mod sessions;
 pub mod store;
+pub mod tools;
 
-pub use engine::Engine;
+pub use engine::{Engine, EngineOptions};
 pub use error::{CoreError, CoreResult};

@@ -10,6 +10,7 @@ pub mod chat;
 pub mod frames;
 pub mod lenient;
 pub mod message;
+pub mod runs;
 pub mod sessions;
 
 pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};

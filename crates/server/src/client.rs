@@ -87,6 +87,8 @@ impl GatewayClient {
         self.send_text(frame.to_string()).await?;
         loop {
             match self.next_frame().await? {
+                // `agent` answers `accepted` first, then the outcome under the same id.
+                Frame::Res(res) if res.id == id && is_accepted(&res) => {}
                 Frame::Res(res) if res.id == id => return Ok(res),
                 Frame::Res(res) => {
                     return Err(ClientError::Protocol(format!(
@@ -152,6 +154,16 @@ impl GatewayClient {
     pub async fn close(mut self) {
         let _ = self.socket.close(None).await;
     }
+}
+
+fn is_accepted(res: &ResponseFrame) -> bool {
+    res.ok
+        && res
+            .payload
+            .as_ref()
+            .and_then(|p| p.get("status"))
+            .and_then(Value::as_str)
+            == Some("accepted")
 }
 
 /// The `connect` params a backend client sends.

@@ -69,7 +69,7 @@ pub async fn rpc(
             );
         }
     };
-    match methods::dispatch(&state, &request.method, request.params).await {
+    match methods::dispatch(&state, &request.method, request.params, &|_| {}).await {
         Ok(payload) => reply(
             StatusCode::OK,
             RpcResponse {

@@ -17,13 +17,15 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use switchboard_core::runtime::{RunEvent, RunEventData};
+use switchboard_core::store::RunStatus;
 use switchboard_protocol::frames::{
     ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
 };
 use switchboard_protocol::{
     ErrorCode, ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, RequestFrame, ResponseFrame,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::ServerState;
 use crate::methods::{self, EVENTS, METHODS};
@@ -66,6 +68,20 @@ impl Conn {
 
     async fn respond(&self, response: ResponseFrame) {
         self.send(&Frame::Res(response)).await;
+    }
+
+    /// Queues a response from synchronous code (an interim answer), without waiting.
+    fn respond_now(&self, response: ResponseFrame) {
+        let Ok(text) = serde_json::to_string(&Frame::Res(response)) else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(out)) = self.out.try_send(Outgoing::Frame(text))
+        {
+            let sender = self.out.clone();
+            tokio::spawn(async move {
+                let _ = sender.send(out).await;
+            });
+        }
     }
 
     async fn event(&self, event: &str, payload: Value, numbered: bool) {
@@ -138,8 +154,20 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
             state.tick_interval,
         );
         let mut stopping = state.stopping.subscribe();
+        let mut runs = state.engine.subscribe();
         loop {
             tokio::select! {
+                event = runs.recv() => match event {
+                    Ok(event) => {
+                        for (name, payload) in run_event_frames(&event) {
+                            conn.event(name, payload, true).await;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(conn_id, missed, "a slow client missed run events");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {}
+                },
                 message = stream.next() => match message {
                     Some(Ok(message)) => {
                         if !handle(&state, &conn, message).await {
@@ -175,11 +203,23 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                 Ok(req) => {
                     let (state, conn) = (state.clone(), conn.clone());
                     tokio::spawn(async move {
-                        let response =
-                            match methods::dispatch(&state, &req.method, req.params).await {
-                                Ok(payload) => ResponseFrame::ok(req.id, payload),
-                                Err(error) => ResponseFrame::err(req.id, error),
-                            };
+                        let interim_conn = conn.clone();
+                        let interim_id = req.id.clone();
+                        let interim = move |payload: Value| {
+                            interim_conn
+                                .respond_now(ResponseFrame::ok(interim_id.clone(), payload));
+                        };
+                        let response = match methods::dispatch(
+                            &state,
+                            &req.method,
+                            req.params,
+                            &interim,
+                        )
+                        .await
+                        {
+                            Ok(payload) => ResponseFrame::ok(req.id, payload),
+                            Err(error) => ResponseFrame::err(req.id, error),
+                        };
                         conn.respond(response).await;
                     });
                 }
@@ -375,4 +415,71 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// The reference's event shapes for a run event: `agent` (lifecycle, assistant, tool streams) and
+/// `chat` (the accumulated reply as it grows, then its final state).
+fn run_event_frames(event: &RunEvent) -> Vec<(&'static str, Value)> {
+    let (run_id, key) = (&event.run_id, &event.session_key);
+    let agent = |stream: &str, data: Value| {
+        (
+            "agent",
+            json!({"runId": run_id, "sessionKey": key, "stream": stream, "ts": now_ms(), "data": data}),
+        )
+    };
+    let chat = |state: &str, text: Option<&str>, error: Option<&str>| {
+        let mut payload = json!({"runId": run_id, "sessionKey": key, "state": state});
+        if let Some(text) = text {
+            payload["message"] =
+                json!({"role": "assistant", "content": [{"type": "text", "text": text}]});
+        }
+        if let Some(error) = error {
+            payload["errorMessage"] = json!(error);
+        }
+        ("chat", payload)
+    };
+    match &event.data {
+        RunEventData::Queued => vec![agent("lifecycle", json!({"phase": "queued"}))],
+        RunEventData::Started => vec![agent("lifecycle", json!({"phase": "start"}))],
+        RunEventData::Delta { text, accumulated } => vec![
+            agent("assistant", json!({"delta": text, "text": accumulated})),
+            chat("delta", Some(accumulated), None),
+        ],
+        RunEventData::Thinking { text } => vec![agent("thinking", json!({"delta": text}))],
+        RunEventData::ToolCall {
+            id,
+            name,
+            arguments,
+        } => vec![agent(
+            "tool",
+            json!({"phase": "call", "toolCallId": id, "name": name, "arguments": arguments}),
+        )],
+        RunEventData::ToolResult {
+            id,
+            name,
+            is_error,
+            text,
+        } => vec![agent(
+            "tool",
+            json!({"phase": "result", "toolCallId": id, "name": name, "isError": is_error, "text": text}),
+        )],
+        RunEventData::Ended {
+            status,
+            result,
+            error,
+        } => {
+            let state = match status {
+                RunStatus::Ok => "final",
+                RunStatus::Aborted => "aborted",
+                _ => "error",
+            };
+            vec![
+                agent(
+                    "lifecycle",
+                    json!({"phase": "end", "status": status.as_str(), "error": error}),
+                ),
+                chat(state, result.as_deref(), error.as_deref()),
+            ]
+        }
+    }
 }

@@ -246,7 +246,11 @@ impl Checker<'_> {
             );
         }
         if let Some(retries) = provider.max_retries {
-            self.range(&format!("{path}.maxRetries"), retries, &PROVIDER_MAX_RETRIES);
+            self.range(
+                &format!("{path}.maxRetries"),
+                retries,
+                &PROVIDER_MAX_RETRIES,
+            );
         }
         let mut seen = BTreeSet::new();
         for (index, model) in provider.models.iter_mut().enumerate() {

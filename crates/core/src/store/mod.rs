@@ -306,6 +306,8 @@ pub trait Store: Send + Sync {
 
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()>;
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
+    /// The run submitted with this idempotency key, if any.
+    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
     /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
     /// `abortedLastRun`; answers how many.
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;

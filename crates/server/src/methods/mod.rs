@@ -1,6 +1,7 @@
 //! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
 //! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
 
+mod runs;
 mod sessions;
 mod system;
 
@@ -23,14 +24,26 @@ pub const METHODS: &[&str] = &[
     "sessions.delete",
     "chat.history",
     "chat.inject",
+    "chat.send",
+    "chat.abort",
+    "agent",
+    "agent.wait",
 ];
 
 /// Events a client may receive.
-pub const EVENTS: &[&str] = &["connect.challenge", "tick", "shutdown"];
+pub const EVENTS: &[&str] = &["connect.challenge", "tick", "shutdown", "agent", "chat"];
 
 pub type MethodResult = Result<Value, ErrorShape>;
 
-pub async fn dispatch(state: &ServerState, method: &str, params: Option<Value>) -> MethodResult {
+/// Sends an early answer under the request's id (`agent` answers `accepted` first).
+pub type Interim<'a> = &'a (dyn Fn(Value) + Send + Sync);
+
+pub async fn dispatch(
+    state: &ServerState,
+    method: &str,
+    params: Option<Value>,
+    interim: Interim<'_>,
+) -> MethodResult {
     let engine = state.engine.as_ref();
     match method {
         "health" => system::health(state).await,
@@ -43,6 +56,10 @@ pub async fn dispatch(state: &ServerState, method: &str, params: Option<Value>) 
         "sessions.delete" => sessions::delete(engine, parse(method, params)?).await,
         "chat.history" => sessions::history(engine, parse(method, params)?).await,
         "chat.inject" => sessions::inject(engine, parse(method, params)?).await,
+        "chat.send" => runs::chat_send(&state.engine, parse(method, params)?).await,
+        "chat.abort" => runs::chat_abort(engine, parse(method, params)?).await,
+        "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
+        "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

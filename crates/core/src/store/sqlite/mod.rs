@@ -259,6 +259,11 @@ impl Store for SqliteStore {
         self.read(move |c| queries::get_run(c, &id))
     }
 
+    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
+        let key = key.to_string();
+        self.read(move |c| queries::get_run_by_idempotency(c, &key))
+    }
+
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
         self.write(|c, _| queries::abort_interrupted_runs(c))
     }

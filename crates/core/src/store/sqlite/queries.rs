@@ -578,6 +578,17 @@ pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecor
         .optional()?)
 }
 
+pub(super) fn get_run_by_idempotency(
+    conn: &Connection,
+    key: &str,
+) -> Result<Option<RunRecord>, StoreError> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([key], run_from_row)
+        .optional()?)
+}
+
 pub(super) fn abort_interrupted_runs(conn: &Connection) -> Result<u64, StoreError> {
     let now = now_ms();
     let keys = conn

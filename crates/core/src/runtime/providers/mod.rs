@@ -85,9 +85,11 @@ impl ModelResponse {
     /// The tool calls, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|b| match b {
-            ContentBlock::ToolCall { id, name, arguments } => {
-                Some((id.as_str(), name.as_str(), arguments))
-            }
+            ContentBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.as_str(), name.as_str(), arguments)),
             _ => None,
         })
     }
@@ -101,7 +103,10 @@ pub enum ProviderError {
     Auth { status: u16, message: String },
     /// 429: retried after `retry_after` (from the response) or a backoff.
     #[error("rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {}s)", d.as_secs_f64())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration>, message: String },
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
     /// The conversation does not fit the model's context window. Not retried.
     #[error("context length exceeded: {message}")]
     ContextLength { message: String },
@@ -122,7 +127,10 @@ pub enum ProviderError {
 impl ProviderError {
     /// Whether trying again may succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Network { .. })
+        matches!(
+            self,
+            Self::RateLimited { .. } | Self::Server { .. } | Self::Network { .. }
+        )
     }
 
     /// How long the provider asked us to wait, when it said.
@@ -144,7 +152,11 @@ pub trait Provider: Send + Sync {
 
     /// One assistant turn. Stream deltas go to `events` as they arrive; the returned response
     /// holds the whole turn.
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: EventSink<'a>) -> ProviderFuture<'a>;
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: EventSink<'a>,
+    ) -> ProviderFuture<'a>;
 }
 
 /// Replaces every occurrence of `secret` in `text` (API keys in error bodies and URLs).

@@ -46,16 +46,28 @@ impl Providers {
             BUILTIN_PROVIDER.to_string(),
             Entry {
                 provider: Arc::new(builtin::Builtin::new()),
-                retry: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
-                models: BUILTIN_MODELS.iter().map(|m| (m.to_string(), (None, None, None))).collect(),
+                retry: RetryPolicy {
+                    max_retries: 0,
+                    ..RetryPolicy::default()
+                },
+                models: BUILTIN_MODELS
+                    .iter()
+                    .map(|m| (m.to_string(), (None, None, None)))
+                    .collect(),
             },
         );
         for (id, p) in &config.models.providers {
-            let timeout = p.timeout_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-            let client = http::client(timeout).map_err(|e| format!("models.providers.{id}: {e}"))?;
+            let timeout = p
+                .timeout_seconds
+                .map(Duration::from_secs)
+                .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+            let client =
+                http::client(timeout).map_err(|e| format!("models.providers.{id}: {e}"))?;
             let provider: Arc<dyn Provider> = match p.api {
                 ProviderApi::OpenAiCompletions => Arc::new(openai::OpenAi::new(id, p, client)),
-                ProviderApi::AnthropicMessages => Arc::new(anthropic::Anthropic::new(id, p, client)),
+                ProviderApi::AnthropicMessages => {
+                    Arc::new(anthropic::Anthropic::new(id, p, client))
+                }
             };
             let retry = RetryPolicy {
                 max_retries: p.max_retries.unwrap_or(2).min(10) as u32,
@@ -64,16 +76,33 @@ impl Providers {
             let models = p
                 .models
                 .iter()
-                .map(|m| (m.id.clone(), (m.max_tokens, m.context_window, m.cost.clone())))
+                .map(|m| {
+                    (
+                        m.id.clone(),
+                        (m.max_tokens, m.context_window, m.cost.clone()),
+                    )
+                })
                 .collect();
-            entries.insert(id.clone(), Entry { provider, retry, models });
+            entries.insert(
+                id.clone(),
+                Entry {
+                    provider,
+                    retry,
+                    models,
+                },
+            );
         }
         Ok(Self { entries })
     }
 
     /// The target of `provider/model`, or an error naming the models that exist.
     pub fn resolve(&self, reference: &str) -> Result<ModelTarget, String> {
-        let unknown = || format!("unknown model {reference:?}; available: {}", self.available().join(", "));
+        let unknown = || {
+            format!(
+                "unknown model {reference:?}; available: {}",
+                self.available().join(", ")
+            )
+        };
         let (provider_id, model) = reference.split_once('/').ok_or_else(unknown)?;
         let provider_id = provider_id.to_lowercase();
         let entry = self.entries.get(&provider_id).ok_or_else(unknown)?;

@@ -210,10 +210,10 @@ impl Engine {
     /// committed. A repeated `idempotency_key` answers the first run and does nothing.
     pub async fn submit_run(self: &Arc<Self>, request: RunRequest) -> CoreResult<Accepted> {
         let rt = self.runtime();
-        if let Some(key) = &request.idempotency_key {
-            if let Some(accepted) = self.find_idempotent(key, &request.session_key).await? {
-                return Ok(accepted);
-            }
+        if let Some(key) = &request.idempotency_key
+            && let Some(accepted) = self.find_idempotent(key, &request.session_key).await?
+        {
+            return Ok(accepted);
         }
         let store = self.store();
         let entry = match store.get(&request.session_key).await? {
@@ -242,10 +242,9 @@ impl Engine {
             // Two submits raced with one key: the other one won.
             if let (Some(key), crate::store::StoreError::Conflict(_)) =
                 (&request.idempotency_key, &e)
+                && let Some(accepted) = self.find_idempotent(key, &request.session_key).await?
             {
-                if let Some(accepted) = self.find_idempotent(key, &request.session_key).await? {
-                    return Ok(accepted);
-                }
+                return Ok(accepted);
             }
             return Err(e.into());
         }

@@ -48,9 +48,11 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
     } = job;
     let key = request.session_key.clone();
 
+    // An abort wins over a free slot: a run aborted while queued never starts.
     let lease = tokio::select! {
-        lease = engine.lease(request.lane) => Some(lease),
+        biased;
         () = cancel.cancelled() => None,
+        lease = engine.lease(request.lane) => Some(lease),
     };
     let ending = match lease {
         None => Ending {
@@ -181,10 +183,10 @@ async fn run_loop(
         Ok(target) => target,
         Err(e) => return fail(e),
     };
-    if let Some(message) = &request.message {
-        if let Err(e) = store.append(key, None, vec![message.clone()]).await {
-            return fail(e.to_string());
-        }
+    if let Some(message) = &request.message
+        && let Err(e) = store.append(key, None, vec![message.clone()]).await
+    {
+        return fail(e.to_string());
     }
     let mut history = match store.history(&entry.session_id, HISTORY_WINDOW, None).await {
         Ok(page) => conversation(page.messages.into_iter().map(|m| m.message)),

@@ -27,11 +27,19 @@ pub struct ModelTarget {
     pub cost: Option<ModelCost>,
 }
 
+/// What the config says of one model: max tokens, context window, cost.
+#[derive(Clone, Default)]
+struct ModelFacts {
+    max_tokens: Option<u64>,
+    context_window: Option<u64>,
+    cost: Option<ModelCost>,
+}
+
 struct Entry {
     provider: Arc<dyn Provider>,
     retry: RetryPolicy,
     /// Configured models; empty = any id.
-    models: BTreeMap<String, (Option<u64>, Option<u64>, Option<ModelCost>)>,
+    models: BTreeMap<String, ModelFacts>,
 }
 
 /// The configured providers plus `builtin`.
@@ -52,7 +60,7 @@ impl Providers {
                 },
                 models: BUILTIN_MODELS
                     .iter()
-                    .map(|m| (m.to_string(), (None, None, None)))
+                    .map(|m| (m.to_string(), ModelFacts::default()))
                     .collect(),
             },
         );
@@ -79,7 +87,11 @@ impl Providers {
                 .map(|m| {
                     (
                         m.id.clone(),
-                        (m.max_tokens, m.context_window, m.cost.clone()),
+                        ModelFacts {
+                            max_tokens: m.max_tokens,
+                            context_window: m.context_window,
+                            cost: m.cost.clone(),
+                        },
                     )
                 })
                 .collect();
@@ -106,11 +118,16 @@ impl Providers {
         let (provider_id, model) = reference.split_once('/').ok_or_else(unknown)?;
         let provider_id = provider_id.to_lowercase();
         let entry = self.entries.get(&provider_id).ok_or_else(unknown)?;
-        let (max_tokens, context_window, cost) = if entry.models.is_empty() {
-            (None, None, None)
+        let facts = if entry.models.is_empty() {
+            ModelFacts::default()
         } else {
             entry.models.get(model).cloned().ok_or_else(unknown)?
         };
+        let ModelFacts {
+            max_tokens,
+            context_window,
+            cost,
+        } = facts;
         Ok(ModelTarget {
             provider: entry.provider.clone(),
             reference: format!("{provider_id}/{model}"),

@@ -1,0 +1,558 @@
+//! Runs through the real runtime: providers over HTTP against the mock LLM (both wire formats,
+//! streaming and not), the scripted model, FIFO per session, lanes, timeouts, aborts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use switchboard_core::config::{Config, ProviderApi, ProviderConfig};
+use switchboard_core::runtime::lanes::Lane;
+use switchboard_core::runtime::{RunRequest, user_message};
+use switchboard_core::store::RunStatus;
+use switchboard_core::tools::{self, Tool, ToolContext, ToolFuture, ToolOutput};
+use switchboard_core::{Engine, EngineOptions, keys};
+use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+
+/// A test tool with typed parameters: looks a key up and says what it found.
+struct Lookup;
+
+#[derive(Deserialize, JsonSchema)]
+struct LookupParams {
+    /// The key to look up.
+    key: String,
+    /// How many results.
+    #[serde(default, deserialize_with = "switchboard_protocol::lenient::opt_int")]
+    limit: Option<i64>,
+}
+
+impl Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+    fn description(&self) -> &str {
+        "Look a key up."
+    }
+    fn parameters(&self) -> Value {
+        tools::schema_for::<LookupParams>()
+    }
+    fn call<'a>(&'a self, _ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            match tools::parse_args::<LookupParams>(self, arguments) {
+                Ok(p) => ToolOutput::ok(json!({"key": p.key, "found": true, "limit": p.limit})),
+                Err(message) => ToolOutput::error(message),
+            }
+        })
+    }
+}
+
+/// Starts a run in another session and waits for it, the way `sessions_send` will.
+struct AwaitRun;
+
+#[derive(Deserialize, JsonSchema)]
+struct AwaitParams {
+    session_key: String,
+    message: String,
+}
+
+impl Tool for AwaitRun {
+    fn name(&self) -> &str {
+        "await_run"
+    }
+    fn description(&self) -> &str {
+        "Run another session and wait for its reply."
+    }
+    fn parameters(&self) -> Value {
+        tools::schema_for::<AwaitParams>()
+    }
+    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let p: AwaitParams = match tools::parse_args(self, arguments) {
+                Ok(p) => p,
+                Err(message) => return ToolOutput::error(message),
+            };
+            let engine = &ctx.engine;
+            let key = engine.canonical_key(&p.session_key, None).unwrap();
+            let mut request = RunRequest::new(key.as_str(), Lane::Nested);
+            request.create = Some(engine.new_session(&key));
+            request.message = Some(user_message(&p.message, None));
+            let accepted = engine.submit_run(request).await.unwrap();
+            let outcome = ctx
+                .while_waiting(engine.wait_run(&accepted.run_id, Duration::from_secs(30)))
+                .await;
+            ToolOutput::ok(json!({"reply": outcome.unwrap().record.result}))
+        })
+    }
+}
+
+struct Harness {
+    engine: Arc<Engine>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn open(config: Config) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EngineOptions {
+            tools: vec![Arc::new(Lookup), Arc::new(AwaitRun)],
+        };
+        let engine = Engine::open_with(dir.path(), config, options)
+            .await
+            .unwrap();
+        Self { engine, _dir: dir }
+    }
+
+    /// Submits `message` into `session` and waits for the run's end.
+    async fn turn(&self, session: &str, message: &str) -> switchboard_core::store::RunRecord {
+        let run_id = self.submit(session, message, None).await;
+        self.engine
+            .wait_run(&run_id, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .record
+    }
+
+    async fn submit(&self, session: &str, message: &str, timeout: Option<Duration>) -> String {
+        let key = self.engine.canonical_key(session, None).unwrap();
+        let mut request = RunRequest::new(key.as_str(), Lane::Main);
+        request.create = Some(self.engine.new_session(&key));
+        request.message = Some(user_message(message, None));
+        request.timeout = timeout;
+        self.engine.submit_run(request).await.unwrap().run_id
+    }
+
+    async fn transcript(&self, session: &str) -> Vec<Value> {
+        let key = self.engine.canonical_key(session, None).unwrap();
+        let entry = self
+            .engine
+            .store()
+            .get(key.as_str())
+            .await
+            .unwrap()
+            .unwrap();
+        let page = self
+            .engine
+            .store()
+            .history(&entry.session_id, 1000, None)
+            .await
+            .unwrap();
+        page.messages.into_iter().map(|m| m.message).collect()
+    }
+}
+
+fn mock_config(mock: &MockLlm, api: ProviderApi, stream: bool) -> Config {
+    let mut config = Config::default();
+    let base_url = match api {
+        ProviderApi::OpenAiCompletions => mock.openai_base_url(),
+        ProviderApi::AnthropicMessages => mock.anthropic_base_url(),
+    };
+    let provider = ProviderConfig {
+        api,
+        base_url: Some(base_url),
+        api_key: Some("sk-test-secret-key-0123".into()),
+        stream: Some(stream),
+        max_retries: Some(2),
+        timeout_seconds: Some(5),
+        ..ProviderConfig::default()
+    };
+    config.models.providers.insert("mock".into(), provider);
+    config.agents.defaults.model = switchboard_core::config::ModelRef::new("mock/m1");
+    config
+}
+
+fn roles(transcript: &[Value]) -> Vec<String> {
+    transcript
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_step_tool_loop_in_both_wire_formats_streaming_and_not() {
+    for api in [
+        ProviderApi::OpenAiCompletions,
+        ProviderApi::AnthropicMessages,
+    ] {
+        for stream in [true, false] {
+            let mock = MockLlm::start().await;
+            let h = Harness::open(mock_config(&mock, api, stream)).await;
+            mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+                "c1",
+                "lookup",
+                r#"{"key":"alpha","limit":"3"}"#,
+            )]));
+            mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+                "c2",
+                "lookup",
+                r#"{"key": "beta",,}"#,
+            )]));
+            mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+                "c3",
+                "lookup",
+                r#"{"limit": 2}"#,
+            )]));
+            mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+                "c4",
+                "no_such_tool",
+                "{}",
+            )]));
+            mock.push(MockReply::text("all done"));
+            let record = h.turn("main", "find alpha").await;
+            let case = format!("{api:?} stream={stream}");
+            assert_eq!(
+                (record.status, record.result.as_deref()),
+                (RunStatus::Ok, Some("all done")),
+                "{case}"
+            );
+
+            let t = h.transcript("main").await;
+            assert_eq!(
+                roles(&t),
+                [
+                    "user",
+                    "assistant",
+                    "toolResult",
+                    "assistant",
+                    "toolResult",
+                    "assistant",
+                    "toolResult",
+                    "assistant",
+                    "toolResult",
+                    "assistant"
+                ],
+                "{case}"
+            );
+            // A good call runs; "3" counts as the number 3.
+            assert_eq!(t[2]["isError"], false, "{case}");
+            let found: Value =
+                serde_json::from_str(t[2]["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                found,
+                json!({"key": "alpha", "found": true, "limit": 3}),
+                "{case}"
+            );
+            // Malformed JSON, a missing field and an unknown tool come back as errors that say how
+            // to fix the call, and the run goes on.
+            let text = |i: usize| t[i]["content"][0]["text"].as_str().unwrap().to_string();
+            assert_eq!(t[4]["isError"], true, "{case}");
+            assert!(
+                text(4).contains("not valid JSON") && text(4).contains("\"key\""),
+                "{case}: {}",
+                text(4)
+            );
+            assert_eq!(t[6]["isError"], true, "{case}");
+            assert!(
+                text(6).contains("missing field `key`"),
+                "{case}: {}",
+                text(6)
+            );
+            assert!(
+                text(8).contains("Unknown tool \"no_such_tool\"") && text(8).contains("lookup"),
+                "{case}: {}",
+                text(8)
+            );
+            assert_eq!(t[9]["content"][0]["text"], "all done", "{case}");
+            assert_eq!(t[9]["stopReason"], "stop", "{case}");
+
+            // Every request the model received: each tool result answers a call of the turn before,
+            // the tools were offered with model-shaped schemas, and the key never left in errors.
+            mock.assert_tool_results_answer_tool_calls();
+            let requests = mock.requests();
+            assert_eq!(requests.len(), 5, "{case}");
+            assert!(requests.iter().all(|r| r.stream == stream), "{case}");
+            let body = requests[0].body.to_string();
+            assert!(
+                body.contains("\"lookup\"") && body.contains("The key to look up."),
+                "{case}"
+            );
+            assert!(
+                !body.contains("\"integer\""),
+                "{case}: numbers are `number` for models"
+            );
+            let entry = h
+                .engine
+                .store()
+                .get("agent:main:main")
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                entry.input_tokens > 0 && entry.output_tokens > 0,
+                "{case}: token counters"
+            );
+            mock.stop().await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_are_retried_and_auth_or_network_failures_end_the_run_clearly() {
+    let mock = MockLlm::start().await;
+    let h = Harness::open(mock_config(&mock, ProviderApi::OpenAiCompletions, true)).await;
+    mock.push(MockReply::Status {
+        status: 429,
+        body: json!({"error": {"message": "slow down"}}),
+        headers: vec![("retry-after-ms".into(), "30".into())],
+    });
+    mock.push(MockReply::text("after the retry"));
+    let record = h.turn("main", "hi").await;
+    assert_eq!(
+        (record.status, record.result.as_deref()),
+        (RunStatus::Ok, Some("after the retry"))
+    );
+    assert_eq!(mock.requests().len(), 2);
+
+    mock.push(MockReply::status(
+        401,
+        "Incorrect API key provided: sk-test-secret-key-0123",
+    ));
+    let record = h.turn("main", "again").await;
+    assert_eq!(record.status, RunStatus::Error);
+    let error = record.error.unwrap();
+    assert!(error.contains("authentication failed (401)"), "{error}");
+    assert!(
+        !error.contains("sk-test-secret-key-0123"),
+        "the key leaked: {error}"
+    );
+    let t = h.transcript("main").await;
+    let last = t.last().unwrap();
+    assert_eq!(
+        (last["role"].clone(), last["stopReason"].clone()),
+        (json!("assistant"), json!("error"))
+    );
+    assert!(!last.to_string().contains("sk-test-secret-key-0123"));
+    mock.stop().await;
+
+    // Nothing listens on the port any more: a network error after the retries.
+    let record = h.turn("main", "anyone?").await;
+    assert_eq!(record.status, RunStatus::Error);
+    assert!(
+        record.error.as_deref().unwrap().contains("network error"),
+        "{:?}",
+        record.error
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_concurrent_sends_make_ten_turns_that_never_interleave() {
+    let mut config = Config::default();
+    config.agents.defaults.model = switchboard_core::config::ModelRef::new("builtin/scripted");
+    let h = Arc::new(Harness::open(config).await);
+    let mut runs = Vec::new();
+    for i in 0..10 {
+        let h = h.clone();
+        // Each turn calls a tool and is slowed down, so overlapping turns would interleave.
+        runs.push(tokio::spawn(async move {
+            h.submit(
+                "busy",
+                &format!("@tool lookup {{\"key\": \"k{i}\"}}\n@delay 5\n@reply turn {i} done"),
+                None,
+            )
+            .await
+        }));
+    }
+    let mut ids = Vec::new();
+    for run in runs {
+        ids.push(run.await.unwrap());
+    }
+    for id in &ids {
+        let outcome = h
+            .engine
+            .wait_run(id, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(outcome.record.status, RunStatus::Ok);
+    }
+    let t = h.transcript("busy").await;
+    assert_eq!(t.len(), 40);
+    for turn in t.chunks(4) {
+        assert_eq!(
+            roles(turn),
+            ["user", "assistant", "toolResult", "assistant"]
+        );
+        let user = turn[0]["content"].as_str().unwrap();
+        let i = user
+            .split("@reply turn ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert_eq!(turn[3]["content"][0]["text"], format!("turn {i} done"));
+        assert!(
+            turn[2]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("k{i}"))
+        );
+    }
+    // FIFO: turns ran in the order they were accepted (uuid v7 run ids sort by acceptance).
+    let mut records = Vec::new();
+    for id in &ids {
+        records.push(h.engine.store().get_run(id).await.unwrap().unwrap());
+    }
+    records.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+    let starts: Vec<i64> = records.iter().map(|r| r.started_at.unwrap()).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+    let ends: Vec<i64> = records.iter().map(|r| r.ended_at.unwrap()).collect();
+    assert!(
+        records
+            .iter()
+            .skip(1)
+            .zip(&ends)
+            .all(|(next, prev_end)| next.started_at.unwrap() >= *prev_end)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_every_lane_at_one_a_run_that_waits_for_another_still_finishes() {
+    let mut config = Config::default();
+    config.agents.defaults.max_concurrent = 1;
+    config.agents.defaults.subagents.max_concurrent = 1;
+    config.cron.max_concurrent_runs = 1;
+    let h = Harness::open(config).await;
+    // main waits for helper, which itself waits for a third session: three runs, one slot per lane.
+    let message = r#"@tool await_run {"session_key": "helper", "message": "@tool await_run {\"session_key\": \"third\", \"message\": \"@reply from third\"}\n@reply helper got {{result.reply}}"}
+@reply main got {{result.reply}}"#;
+    let record = h.turn("main", message).await;
+    assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
+    assert_eq!(
+        record.result.as_deref(),
+        Some("main got helper got from third")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_timeout_keeps_its_partial_text() {
+    let h = Harness::open(Config::default()).await;
+    let run_id = h
+        .submit(
+            "main",
+            "@slow 150\n@reply one two three four five six seven eight nine ten",
+            Some(Duration::from_millis(600)),
+        )
+        .await;
+    let record = h
+        .engine
+        .wait_run(&run_id, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .record;
+    assert_eq!(record.status, RunStatus::Timeout);
+    let partial = record.result.unwrap();
+    assert!(
+        partial.starts_with("one two") && !partial.contains("ten"),
+        "{partial}"
+    );
+    let t = h.transcript("main").await;
+    let last = t.last().unwrap();
+    assert_eq!(last["stopReason"], "aborted");
+    assert_eq!(last["content"][0]["text"], partial.as_str());
+    assert!(last["errorMessage"].as_str().unwrap().contains("timed out"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_ends_the_running_run_and_a_queued_one_never_starts() {
+    let h = Harness::open(Config::default()).await;
+    let running = h
+        .submit("main", "@delay 20000\n@reply too late", None)
+        .await;
+    let queued = h.submit("main", "@reply second", None).await;
+    // Wait until the first run is running.
+    loop {
+        let record = h.engine.run_record(&running).await.unwrap().unwrap();
+        if record.status == RunStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let key = h.engine.canonical_key("main", None).unwrap();
+    assert_eq!(
+        h.engine.abort_runs(key.as_str(), Some(&queued)),
+        vec![queued.clone()]
+    );
+    assert_eq!(
+        h.engine.abort_runs(key.as_str(), None),
+        vec![running.clone()]
+    );
+    let first = h
+        .engine
+        .wait_run(&running, Duration::from_secs(10))
+        .await
+        .unwrap()
+        .record;
+    let second = h
+        .engine
+        .wait_run(&queued, Duration::from_secs(10))
+        .await
+        .unwrap()
+        .record;
+    assert_eq!(
+        (first.status, second.status),
+        (RunStatus::Aborted, RunStatus::Aborted)
+    );
+    assert!(second.started_at.is_none());
+    let entry = h.engine.store().get(key.as_str()).await.unwrap().unwrap();
+    assert!(entry.aborted_last_run);
+    // The transcript holds only the first user message: the aborted run had streamed nothing.
+    assert_eq!(roles(&h.transcript("main").await), ["user"]);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_answers_the_first_run() {
+    let h = Harness::open(Config::default()).await;
+    let key = keys::SessionKey::from_canonical("agent:main:main".into());
+    let request = || {
+        let mut r = RunRequest::new("agent:main:main", Lane::Main);
+        r.create = Some(h.engine.new_session(&key));
+        r.message = Some(user_message("@reply once", None));
+        r.idempotency_key = Some("same-key".into());
+        r
+    };
+    let first = h.engine.submit_run(request()).await.unwrap();
+    let second = h.engine.submit_run(request()).await.unwrap();
+    assert_eq!(
+        (second.run_id.clone(), second.deduplicated),
+        (first.run_id.clone(), true)
+    );
+    h.engine
+        .wait_run(&first.run_id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let third = h.engine.submit_run(request()).await.unwrap();
+    assert_eq!(third.run_id, first.run_id);
+    assert_eq!(roles(&h.transcript("main").await), ["user", "assistant"]);
+}
+
+#[tokio::test]
+async fn waiting_on_an_unknown_run_says_so_and_a_short_wait_tells_queued_from_running() {
+    let h = Harness::open(Config::default()).await;
+    let missing = h
+        .engine
+        .wait_run("nope", Duration::from_millis(10))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("Run not found: nope"));
+    let slow = h.submit("main", "@delay 2000\n@reply late", None).await;
+    let behind = h.submit("main", "@reply next", None).await;
+    let outcome = h
+        .engine
+        .wait_run(&behind, Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert!(outcome.wait_timed_out);
+    assert_eq!(outcome.record.status, RunStatus::Queued);
+    let outcome = h
+        .engine
+        .wait_run(&slow, Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert_eq!(
+        (outcome.wait_timed_out, outcome.record.status),
+        (true, RunStatus::Running)
+    );
+    let key = h.engine.canonical_key("main", None).unwrap();
+    h.engine.abort_runs(key.as_str(), None);
+}

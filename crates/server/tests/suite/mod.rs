@@ -1,4 +1,5 @@
 mod harness;
 mod history;
 mod protocol;
+mod runs;
 mod sessions;

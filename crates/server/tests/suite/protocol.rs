@@ -245,7 +245,7 @@ async fn http_rpc_needs_the_bearer_token_and_health_answers() {
 }
 
 /// A minimal HTTP/1.1 exchange over a real TCP socket.
-async fn http(
+pub async fn http(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,

@@ -1,0 +1,243 @@
+//! Runs over the gateway: `agent` (accepted, then the outcome under the same id), `chat.send` +
+//! `agent.wait`, streamed events, `chat.abort`.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_protocol::{ErrorCode, Frame};
+
+use super::harness::TestGateway;
+
+#[tokio::test]
+async fn agent_answers_accepted_then_the_outcome_under_the_same_id() {
+    let gw = TestGateway::start().await;
+    let mut client = gw.client().await;
+    let request = json!({"type": "req", "id": "a1", "method": "agent",
+        "params": {"sessionKey": "main", "message": "@reply hello there", "idempotencyKey": "k1"}});
+    client.send_text(request.to_string()).await.unwrap();
+    let mut responses = Vec::new();
+    while responses.len() < 2 {
+        if let Frame::Res(res) = client.next_frame().await.unwrap() {
+            responses.push(res);
+        }
+    }
+    assert_eq!(
+        (responses[0].id.as_str(), responses[1].id.as_str()),
+        ("a1", "a1")
+    );
+    let accepted = responses[0].payload.clone().unwrap();
+    let outcome = responses[1].payload.clone().unwrap();
+    assert_eq!(accepted["status"], "accepted");
+    assert!(accepted["acceptedAt"].as_i64().unwrap() > 0);
+    assert_eq!(outcome["runId"], accepted["runId"]);
+    assert_eq!(
+        (outcome["status"].clone(), outcome["reply"].clone()),
+        (json!("ok"), json!("hello there"))
+    );
+    assert_eq!(outcome["summary"], "hello there");
+
+    // The same idempotency key does no work twice.
+    let again = client
+        .request(
+            "agent",
+            json!({"sessionKey": "main", "message": "@reply other", "idempotencyKey": "k1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (again["runId"].clone(), again["reply"].clone()),
+        (accepted["runId"].clone(), json!("hello there"))
+    );
+    let history = client
+        .request("chat.history", json!({"sessionKey": "main"}))
+        .await
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+
+    let bad_lane = client
+        .request_frame(
+            "agent",
+            json!({"sessionKey": "main", "message": "x", "lane": "fast"}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        bad_lane
+            .error
+            .unwrap()
+            .message
+            .contains("expected main, nested, subagent or cron")
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
+    let gw = TestGateway::start().await;
+    let mut watcher = gw.client().await;
+    let mut client = gw.client().await;
+    let started = client
+        .request("chat.send", json!({"sessionKey": "discord:group:ops", "message": "@tool nothing_here {}\n@reply one two three", "idempotencyKey": "s1"}))
+        .await
+        .unwrap();
+    assert_eq!(started["status"], "started");
+    let run_id = started["runId"].as_str().unwrap().to_string();
+
+    // A connected client sees the run: queued, start, the tool call and its error result, the
+    // reply growing, the end; and `chat` events with the accumulated text and the final state.
+    let mut streams = Vec::new();
+    let mut chat_states = Vec::new();
+    let mut last_text = String::new();
+    loop {
+        let event = watcher.next_event().await.unwrap();
+        if event.payload["runId"] != run_id.as_str() {
+            continue;
+        }
+        assert!(event.seq.is_some());
+        match event.event.as_str() {
+            "agent" => {
+                let stream = event.payload["stream"].as_str().unwrap().to_string();
+                let phase = event.payload["data"]["phase"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                if stream == "assistant" {
+                    last_text = event.payload["data"]["text"].as_str().unwrap().to_string();
+                }
+                streams.push(format!("{stream}:{phase}"));
+                if phase == "end" {
+                    break;
+                }
+            }
+            "chat" => chat_states.push(event.payload["state"].as_str().unwrap().to_string()),
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    streams.dedup();
+    assert_eq!(
+        streams,
+        [
+            "lifecycle:queued",
+            "lifecycle:start",
+            "tool:call",
+            "tool:result",
+            "assistant:",
+            "lifecycle:end"
+        ]
+    );
+    assert_eq!(last_text, "one two three");
+    let final_chat = watcher.next_event().await.unwrap();
+    assert_eq!(
+        (
+            final_chat.event.as_str(),
+            final_chat.payload["state"].clone()
+        ),
+        ("chat", json!("final"))
+    );
+    assert_eq!(
+        final_chat.payload["message"]["content"][0]["text"],
+        "one two three"
+    );
+    assert!(chat_states.iter().all(|s| s == "delta") && !chat_states.is_empty());
+
+    let waited = client
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 5000}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (waited["status"].clone(), waited["reply"].clone()),
+        (json!("ok"), json!("one two three"))
+    );
+    assert!(waited["startedAt"].as_i64().unwrap() <= waited["endedAt"].as_i64().unwrap());
+    let list = client.request("sessions.list", json!({})).await.unwrap();
+    assert_eq!(list["sessions"][0]["key"], "agent:main:discord:group:ops");
+    assert_eq!(list["sessions"][0]["kind"], "group");
+
+    let unknown = client
+        .request_frame("agent.wait", json!({"runId": "no-such-run"}))
+        .await
+        .unwrap();
+    assert_eq!(unknown.error.unwrap().code, ErrorCode::NotFound);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn chat_abort_ends_a_run_aborted_and_a_short_wait_says_it_is_running() {
+    let gw = TestGateway::start().await;
+    let mut client = gw.client().await;
+    let started = client
+        .request("chat.send", json!({"sessionKey": "main", "message": "@slow 100\n@reply a b c d e f g h i j k l m n o p"}))
+        .await
+        .unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    // Wait for some text to stream, so the abort keeps a partial reply.
+    loop {
+        let event = client.next_event().await.unwrap();
+        if event.payload["runId"] == run_id.as_str() && event.payload["stream"] == "assistant" {
+            break;
+        }
+    }
+    let waited = client
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 10}))
+        .await
+        .unwrap();
+    assert_eq!(waited["status"], "timeout");
+    assert_eq!(
+        (waited["waitTimedOut"].clone(), waited["state"].clone()),
+        (json!(true), json!("running"))
+    );
+
+    let aborted = client
+        .request("chat.abort", json!({"sessionKey": "main"}))
+        .await
+        .unwrap();
+    assert_eq!(aborted["runIds"], json!([run_id]));
+    let waited = client
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 5000}))
+        .await
+        .unwrap();
+    assert_eq!(waited["status"], "aborted");
+    let history = client
+        .request("chat.history", json!({"sessionKey": "main"}))
+        .await
+        .unwrap();
+    let last = history["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["stopReason"], "aborted");
+    assert!(
+        last["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("a ")
+    );
+    let row = &client.request("sessions.list", json!({})).await.unwrap()["sessions"][0];
+    assert_eq!(row["abortedLastRun"], true);
+    let nothing = client
+        .request("chat.abort", json!({"sessionKey": "main"}))
+        .await
+        .unwrap();
+    assert_eq!(nothing["aborted"], false);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn agent_over_http_rpc_answers_the_outcome() {
+    let gw = TestGateway::start().await;
+    let body = json!({"method": "agent", "params": {"sessionKey": "cron:nightly", "message": "@reply nightly done"}});
+    let (status, response) = super::protocol::http(
+        gw.addr,
+        "POST",
+        "/rpc",
+        Some(super::harness::TOKEN),
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(response["payload"]["reply"], "nightly done");
+    assert_eq!(response["payload"]["sessionKey"], "agent:main:cron:nightly");
+    let _: Value = response;
+    gw.stop().await;
+}

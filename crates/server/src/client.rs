@@ -36,13 +36,12 @@ pub struct GatewayClient {
 impl GatewayClient {
     /// Opens the socket without connecting (tests use it to send raw frames).
     pub async fn open(url: &str) -> Result<Self, ClientError> {
-        let (socket, _) =
-            tokio_tungstenite::connect_async(url)
-                .await
-                .map_err(|e| ClientError::Connect {
-                    url: url.to_string(),
-                    message: e.to_string(),
-                })?;
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(url, None, true)
+            .await
+            .map_err(|e| ClientError::Connect {
+                url: url.to_string(),
+                message: e.to_string(),
+            })?;
         Ok(Self {
             socket,
             next_id: 0,

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use switchboard_core::Engine;
 
 pub use auth::GatewayAuth;
@@ -117,6 +118,13 @@ pub async fn serve(
         shutdown.await;
         let _ = stopping.send(true);
     };
+    // Without TCP_NODELAY every small frame after another (a response, then run events) waits
+    // for the client's delayed ACK: 40 ms per turn.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await

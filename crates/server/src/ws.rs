@@ -57,6 +57,28 @@ enum Outgoing {
 struct Conn {
     out: mpsc::Sender<Outgoing>,
     event_seq: AtomicU64,
+    /// Sessions whose run events this connection receives.
+    subscriptions: std::sync::Mutex<Subscriptions>,
+}
+
+/// Run events go only to the connections that want them: sessions named with
+/// `sessions.subscribe`, every session with `{all: true}`, and the sessions this connection
+/// starts runs in (`chat.send`, `agent`).
+#[derive(Default)]
+struct Subscriptions {
+    all: bool,
+    keys: std::collections::HashSet<String>,
+}
+
+impl Conn {
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
+        self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wants(&self, session_key: &str) -> bool {
+        let subs = self.subscriptions();
+        subs.all || subs.keys.contains(session_key)
+    }
 }
 
 impl Conn {
@@ -125,6 +147,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
     let conn = Arc::new(Conn {
         out: tx,
         event_seq: AtomicU64::new(0),
+        subscriptions: Default::default(),
     });
 
     let nonce = uuid::Uuid::new_v4().to_string();
@@ -158,7 +181,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         loop {
             tokio::select! {
                 event = runs.recv() => match event {
-                    Ok(event) => {
+                    Ok(event) if conn.wants(&event.session_key) => {
                         for (name, payload) in run_event_frames(&event) {
                             conn.event(name, payload, true).await;
                         }
@@ -166,7 +189,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::warn!(conn_id, missed, "a slow client missed run events");
                     }
-                    Err(broadcast::error::RecvError::Closed) => {}
+                    Ok(_) | Err(broadcast::error::RecvError::Closed) => {}
                 },
                 message = stream.next() => match message {
                     Some(Ok(message)) => {
@@ -200,7 +223,15 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                 return false;
             }
             match parse_request(text.as_str()) {
+                Ok(req) if is_subscription(&req.method) => {
+                    let response = match subscribe(state, conn, &req) {
+                        Ok(payload) => ResponseFrame::ok(req.id, payload),
+                        Err(error) => ResponseFrame::err(req.id, error),
+                    };
+                    conn.respond(response).await;
+                }
                 Ok(req) => {
+                    follow_own_runs(state, conn, &req);
                     let (state, conn) = (state.clone(), conn.clone());
                     tokio::spawn(async move {
                         let interim_conn = conn.clone();
@@ -236,6 +267,63 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
         }
         Message::Close(_) => false,
         Message::Ping(_) | Message::Pong(_) => true,
+    }
+}
+
+fn is_subscription(method: &str) -> bool {
+    matches!(method, "sessions.subscribe" | "sessions.unsubscribe")
+}
+
+/// `sessions.subscribe {sessionKeys?, all?}` / `sessions.unsubscribe {sessionKeys?, all?}`:
+/// connection state, so answered here rather than by the method table.
+fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Value, ErrorShape> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(rename_all = "camelCase", default)]
+    struct Params {
+        session_keys: Vec<String>,
+        all: Option<bool>,
+    }
+    let p: Params = methods::parse(&req.method, req.params.clone())?;
+    let mut keys = Vec::with_capacity(p.session_keys.len());
+    for key in &p.session_keys {
+        let key = state
+            .engine
+            .canonical_key(key, None)
+            .map_err(|e| e.to_shape())?;
+        keys.push(key.into_string());
+    }
+    let mut subs = conn.subscriptions();
+    if req.method == "sessions.subscribe" {
+        subs.all |= p.all.unwrap_or(false);
+        subs.keys.extend(keys);
+    } else {
+        if p.all.unwrap_or(false) {
+            subs.all = false;
+            subs.keys.clear();
+        }
+        for key in &keys {
+            subs.keys.remove(key);
+        }
+    }
+    let mut listed: Vec<&String> = subs.keys.iter().collect();
+    listed.sort();
+    Ok(json!({"ok": true, "all": subs.all, "sessionKeys": listed}))
+}
+
+/// A client that starts a run in a session receives that session's events.
+fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
+    if !matches!(req.method.as_str(), "chat.send" | "agent") {
+        return;
+    }
+    let params = req.params.as_ref();
+    let key = params
+        .and_then(|p| p.get("sessionKey"))
+        .and_then(Value::as_str);
+    let agent = params
+        .and_then(|p| p.get("agentId"))
+        .and_then(Value::as_str);
+    if let Some(Ok(key)) = key.map(|k| state.engine.canonical_key(k, agent)) {
+        conn.subscriptions().keys.insert(key.into_string());
     }
 }
 

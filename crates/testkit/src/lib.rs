@@ -1,1 +1,543 @@
-//! Test support: being written.
+//! Test support for switchboard: [`MockLlm`], a real HTTP server on `127.0.0.1:0` that speaks
+//! both model wire formats on one port, so tests exercise the real provider code (HTTP, SSE,
+//! tool-call assembly, error classification) with no network beyond loopback.
+//!
+//! ```no_run
+//! # use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+//! # async fn demo() {
+//! let mock = MockLlm::start().await;
+//! mock.push(MockReply::ToolCalls(vec![MockToolCall::new("call_1", "sessions_list", r#"{"limit":5}"#)]));
+//! mock.push(MockReply::text("all done"));
+//! // point a provider at mock.openai_base_url() (api "openai-completions")
+//! // or mock.anthropic_base_url() (api "anthropic-messages"), run the code under test, then:
+//! assert_eq!(mock.requests().len(), 2);
+//! mock.assert_tool_results_answer_tool_calls();
+//! mock.stop().await;
+//! # }
+//! ```
+//!
+//! - `POST /v1/chat/completions` answers in the OpenAI Chat Completions format, `POST /v1/messages`
+//!   in the Anthropic Messages format; each streams (SSE) when the request says `"stream": true`.
+//! - Replies are queued with [`MockLlm::push`] and consumed in order whatever format asked; an
+//!   empty queue answers the fallback ([`MockLlm::set_fallback`], default `Text("ok")`).
+//! - Every turn reports usage: 10 prompt tokens, 5 completion tokens (OpenAI streams send the
+//!   usage chunk only when `stream_options.include_usage` is set). Text streams word by word;
+//!   tool-call arguments stream in 2–3 partial pieces so clients must assemble them.
+//! - Every request is recorded ([`MockLlm::requests`]);
+//!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
+
+mod anthropic;
+mod openai;
+mod pairing;
+mod reply;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use anthropic::THINKING_SIGNATURE;
+pub use reply::{COMPLETION_TOKENS, MockReply, MockToolCall, PROMPT_TOKENS};
+
+use reply::{Ending, Turn, status_of, words};
+
+/// Which wire format a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MockApi {
+    /// `POST /v1/chat/completions`.
+    OpenAi,
+    /// `POST /v1/messages`.
+    Anthropic,
+}
+
+/// One request the mock received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub api: MockApi,
+    /// Whether the body said `"stream": true`.
+    pub stream: bool,
+    /// Header names in lower case, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`Value::String` holding the raw text if it was not JSON).
+    pub body: Value,
+}
+
+impl Recorded {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body's `messages` (empty when absent).
+    pub fn messages(&self) -> &[Value] {
+        self.body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+/// A mock LLM server; see the crate docs.
+pub struct MockLlm {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<MockState>,
+    shutdown: watch::Receiver<bool>,
+}
+
+struct MockState {
+    queue: VecDeque<MockReply>,
+    fallback: MockReply,
+    requests: Vec<Recorded>,
+}
+
+impl Shared {
+    /// The state; a test that panicked while holding the lock leaves it usable.
+    fn lock(&self) -> MutexGuard<'_, MockState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl MockLlm {
+    /// Binds `127.0.0.1:0` and serves until [`MockLlm::stop`] (or drop).
+    ///
+    /// # Panics
+    /// If the loopback listener cannot be bound (a broken test environment).
+    pub async fn start() -> MockLlm {
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(listener) => listener,
+            Err(e) => panic!("MockLlm: cannot bind 127.0.0.1:0: {e}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(addr) => addr,
+            Err(e) => panic!("MockLlm: no local address: {e}"),
+        };
+        let (shutdown, signal) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(MockState {
+                queue: VecDeque::new(),
+                fallback: MockReply::text("ok"),
+                requests: Vec::new(),
+            }),
+            shutdown: signal.clone(),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai_route))
+            .route("/v1/messages", post(anthropic_route))
+            .with_state(shared.clone());
+        let mut stopped = signal;
+        let server = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            });
+            if let Err(e) = serve.await {
+                eprintln!("MockLlm: server error: {e}");
+            }
+        });
+        MockLlm {
+            addr,
+            shared,
+            shutdown,
+            server: Some(server),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`: the `baseUrl` of an `openai-completions` provider.
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`: the `baseUrl` of an `anthropic-messages` provider.
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues a reply; replies are consumed in order, whatever the format asked.
+    pub fn push(&self, reply: MockReply) {
+        self.shared.lock().queue.push_back(reply);
+    }
+
+    /// The reply used when the queue is empty (default: `Text("ok")`).
+    pub fn set_fallback(&self, reply: MockReply) {
+        self.shared.lock().fallback = reply;
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The first tool-pairing problem among the recorded requests (see
+    /// [`MockLlm::assert_tool_results_answer_tool_calls`]).
+    pub fn check_tool_results_answer_tool_calls(&self) -> Result<(), String> {
+        for (n, recorded) in self.requests().iter().enumerate() {
+            pairing::check(recorded).map_err(|problem| {
+                format!(
+                    "MockLlm request #{n} ({:?}): {problem}\nmessages: {}",
+                    recorded.api,
+                    Value::Array(recorded.messages().to_vec())
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Panics with a clear message unless, in every recorded request, each tool result answers
+    /// a tool call of the immediately preceding assistant turn (OpenAI: `role: "tool"` with a
+    /// `tool_call_id` among that turn's `tool_calls`; Anthropic: `tool_result.tool_use_id` among
+    /// its `tool_use` ids), and every tool call of an assistant turn followed by more messages
+    /// got exactly one result.
+    pub fn assert_tool_results_answer_tool_calls(&self) {
+        if let Err(problem) = self.check_tool_results_answer_tool_calls() {
+            panic!("{problem}");
+        }
+    }
+
+    /// Stops serving: hanging and slow replies end at once, then the server shuts down.
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(mut server) = self.server.take() {
+            // Graceful shutdown waits for open connections; a client that never reads must
+            // not hang the test.
+            if tokio::time::timeout(Duration::from_secs(5), &mut server)
+                .await
+                .is_err()
+            {
+                server.abort();
+            }
+        }
+    }
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+async fn openai_route(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, MockApi::OpenAi, headers, body).await
+}
+
+async fn anthropic_route(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, MockApi::Anthropic, headers, body).await
+}
+
+/// Records the request, takes the next reply and renders it in the request's format.
+async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Bytes) -> Response {
+    let body = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let include_usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock")
+        .to_string();
+    let recorded = Recorded {
+        api,
+        stream,
+        headers: headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
+    };
+    let mut reply = {
+        let mut state = shared.lock();
+        state.requests.push(recorded);
+        let fallback = state.fallback.clone();
+        state.queue.pop_front().unwrap_or(fallback)
+    };
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        let turn = match reply {
+            MockReply::Delay(wait, inner) => {
+                if !pause(wait, &mut shutdown).await {
+                    return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
+                reply = *inner;
+                continue;
+            }
+            MockReply::Hang => {
+                let _ = shutdown.wait_for(|s| *s).await;
+                return StatusCode::SERVICE_UNAVAILABLE.into_response();
+            }
+            MockReply::Status {
+                status,
+                body,
+                headers,
+            } => return status_reply(status, &body, &headers),
+            MockReply::Text(text) => Turn::text(&text),
+            MockReply::ToolCalls(calls) => Turn {
+                calls,
+                ..Turn::default()
+            },
+            MockReply::TextAndToolCalls(text, calls) => Turn {
+                calls,
+                ..Turn::text(&text)
+            },
+            MockReply::Thinking { thinking, text } => Turn {
+                thinking: words(&thinking),
+                ..Turn::text(&text)
+            },
+            MockReply::Slow { chunks, delay } => {
+                if !stream && !pause(delay.saturating_mul(chunks.len() as u32), &mut shutdown).await
+                {
+                    return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
+                Turn {
+                    text: chunks,
+                    chunk_delay: delay,
+                    ..Turn::default()
+                }
+            }
+            MockReply::Cut(text) => Turn {
+                ending: Ending::Cut,
+                ..Turn::text(&text)
+            },
+            MockReply::ErrorEvent { kind, message } => Turn {
+                text: words("partial"),
+                ending: Ending::Error { kind, message },
+                ..Turn::default()
+            },
+        };
+        return render(api, &turn, &model, stream, include_usage, shutdown);
+    }
+}
+
+fn render(
+    api: MockApi,
+    turn: &Turn,
+    model: &str,
+    stream: bool,
+    include_usage: bool,
+    shutdown: watch::Receiver<bool>,
+) -> Response {
+    if stream {
+        let frames = match api {
+            MockApi::OpenAi => openai::stream(turn, model, include_usage),
+            MockApi::Anthropic => anthropic::stream(turn, model),
+        };
+        return sse(frames, shutdown);
+    }
+    match (&turn.ending, api) {
+        (Ending::Error { kind, message }, MockApi::OpenAi) => {
+            status_reply(status_of(kind), &openai::error_body(kind, message), &[])
+        }
+        (Ending::Error { kind, message }, MockApi::Anthropic) => {
+            status_reply(status_of(kind), &anthropic::error_body(kind, message), &[])
+        }
+        (ending, _) => {
+            let body = match api {
+                MockApi::OpenAi => openai::json_reply(turn, model),
+                MockApi::Anthropic => anthropic::json_reply(turn, model),
+            };
+            let mut text = body.to_string();
+            if *ending == Ending::Cut {
+                let mut half = text.len() / 2;
+                while !text.is_char_boundary(half) {
+                    half -= 1;
+                }
+                text.truncate(half);
+            }
+            ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+        }
+    }
+}
+
+/// One piece of a streamed answer, sent after `delay`.
+pub(crate) struct Frame {
+    pub delay: Duration,
+    pub bytes: String,
+}
+
+impl Frame {
+    pub fn now(bytes: String) -> Self {
+        Self {
+            delay: Duration::ZERO,
+            bytes,
+        }
+    }
+}
+
+/// An SSE body sending `frames` with their delays; it ends early when the mock stops.
+fn sse(frames: Vec<Frame>, shutdown: watch::Receiver<bool>) -> Response {
+    let frames = futures_util::stream::unfold(
+        (frames.into_iter(), shutdown),
+        |(mut frames, mut shutdown)| async move {
+            let frame = frames.next()?;
+            if !pause(frame.delay, &mut shutdown).await {
+                return None;
+            }
+            Some((
+                Ok::<_, std::convert::Infallible>(Bytes::from(frame.bytes)),
+                (frames, shutdown),
+            ))
+        },
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
+}
+
+fn status_reply(status: u16, body: &Value, headers: &[(String, String)]) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::try_from(value.as_str()),
+        ) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}
+
+/// Sleeps `wait` unless the mock stops first (then `false`).
+async fn pause(wait: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    if wait.is_zero() {
+        return !*shutdown.borrow();
+    }
+    tokio::select! {
+        () = tokio::time::sleep(wait) => true,
+        _ = shutdown.wait_for(|s| *s) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A bare HTTP/1.1 POST, read to the end (the mock closes after `Connection: close`).
+    async fn post(mock: &MockLlm, path: &str, body: &str) -> String {
+        let mut socket = tokio::net::TcpStream::connect(mock.addr()).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        socket.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn serves_both_formats_in_queue_order() {
+        let mock = MockLlm::start().await;
+        mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+            "c1",
+            "t",
+            r#"{"a":1}"#,
+        )]));
+        mock.push(MockReply::status(429, "slow down"));
+        let openai = post(
+            &mock,
+            "/v1/chat/completions",
+            r#"{"model":"m","stream":true,"stream_options":{"include_usage":true}}"#,
+        )
+        .await;
+        assert!(openai.contains(r#""arguments":"{\"""#), "{openai}");
+        assert!(
+            openai.contains(r#""prompt_tokens":10"#) && openai.contains("data: [DONE]\n\n"),
+            "{openai}"
+        );
+        let limited = post(&mock, "/v1/messages", r#"{"model":"m"}"#).await;
+        assert!(limited.starts_with("HTTP/1.1 429"), "{limited}");
+        let fallback = post(&mock, "/v1/messages", r#"{"model":"m","stream":true}"#).await;
+        assert!(fallback.contains("event: message_stop"), "{fallback}");
+        let requests = mock.requests();
+        assert_eq!(
+            requests
+                .iter()
+                .map(|r| (r.api, r.stream))
+                .collect::<Vec<_>>(),
+            [
+                (MockApi::OpenAi, true),
+                (MockApi::Anthropic, false),
+                (MockApi::Anthropic, true),
+            ]
+        );
+        assert_eq!(requests[0].header("Content-Type"), Some("application/json"));
+        mock.stop().await;
+    }
+
+    #[tokio::test]
+    async fn stop_ends_a_hanging_reply() {
+        let mock = MockLlm::start().await;
+        mock.set_fallback(MockReply::Hang);
+        let addr = mock.addr();
+        let client = tokio::spawn(async move {
+            let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let body = r#"{"stream":true}"#;
+            let request = format!(
+                "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(request.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            let _ = socket.read_to_string(&mut out).await;
+            out
+        });
+        while mock.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        mock.stop().await;
+        assert!(client.await.unwrap().starts_with("HTTP/1.1 503"));
+    }
+}

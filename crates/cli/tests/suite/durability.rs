@@ -137,15 +137,23 @@ fn mirror_messages(path: &str) -> Vec<Value> {
 async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
     let home = tempfile::tempdir().unwrap();
     let gateway = GatewayProcess::start(home.path());
-    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token)).await.unwrap();
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
     let started = client
-        .request("chat.send", json!({"sessionKey": "main", "message": "@delay 60000\n@reply never"}))
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": "@delay 60000\n@reply never"}),
+        )
         .await
         .unwrap();
     let run_id = started["runId"].as_str().unwrap().to_string();
     // Make sure the run is running, not just queued, when the process dies.
     loop {
-        let waited = client.request("agent.wait", json!({"runId": run_id, "timeoutMs": 20})).await.unwrap();
+        let waited = client
+            .request("agent.wait", json!({"runId": run_id, "timeoutMs": 20}))
+            .await
+            .unwrap();
         if waited["state"] == "running" {
             break;
         }
@@ -153,14 +161,28 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
     gateway.kill_9();
 
     let gateway = GatewayProcess::start(home.path());
-    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token)).await.unwrap();
-    let waited = client.request("agent.wait", json!({"runId": run_id, "timeoutMs": 1000})).await.unwrap();
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let waited = client
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 1000}))
+        .await
+        .unwrap();
     assert_eq!(waited["status"], "aborted");
-    assert!(waited["error"].as_str().unwrap().contains("interrupted"), "{waited}");
+    assert!(
+        waited["error"].as_str().unwrap().contains("interrupted"),
+        "{waited}"
+    );
     let list = client.request("sessions.list", json!({})).await.unwrap();
     assert_eq!(list["sessions"][0]["abortedLastRun"], true);
     // The session works again after the restart.
-    let outcome = client.request("agent", json!({"sessionKey": "main", "message": "@reply back"})).await.unwrap();
+    let outcome = client
+        .request(
+            "agent",
+            json!({"sessionKey": "main", "message": "@reply back"}),
+        )
+        .await
+        .unwrap();
     assert_eq!(outcome["reply"], "back");
     client.close().await;
     gateway.stop();

@@ -54,13 +54,28 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
         () = cancel.cancelled() => None,
         lease = engine.lease(request.lane) => Some(lease),
     };
-    let ending = match lease {
-        None => Ending {
+    // The run's message was acknowledged with the run: it enters the transcript however the run
+    // ends, appended here outside the abort/timeout select so it is written exactly once.
+    let appended = match &request.message {
+        Some(message) => engine
+            .store()
+            .append(&key, None, vec![message.clone()])
+            .await
+            .map(|_| ()),
+        None => Ok(()),
+    };
+    let ending = match (lease, appended) {
+        (_, Err(e)) => Ending {
+            status: RunStatus::Error,
+            result: None,
+            error: Some(e.to_string()),
+        },
+        (None, Ok(())) => Ending {
             status: RunStatus::Aborted,
             result: None,
             error: Some("aborted before it started".into()),
         },
-        Some(lease) => {
+        (Some(lease), Ok(())) => {
             record.status = RunStatus::Running;
             record.started_at = Some(now_ms());
             if let Err(e) = engine.store().put_run(record.clone()).await {
@@ -183,11 +198,6 @@ async fn run_loop(
         Ok(target) => target,
         Err(e) => return fail(e),
     };
-    if let Some(message) = &request.message
-        && let Err(e) = store.append(key, None, vec![message.clone()]).await
-    {
-        return fail(e.to_string());
-    }
     let mut history = match store.history(&entry.session_id, HISTORY_WINDOW, None).await {
         Ok(page) => conversation(page.messages.into_iter().map(|m| m.message)),
         Err(e) => return fail(e.to_string()),

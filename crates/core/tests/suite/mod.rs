@@ -1,1 +1,2 @@
+mod providers;
 mod runtime;

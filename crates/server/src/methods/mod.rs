@@ -28,6 +28,8 @@ pub const METHODS: &[&str] = &[
     "chat.abort",
     "agent",
     "agent.wait",
+    "sessions.subscribe",
+    "sessions.unsubscribe",
 ];
 
 /// Events a client may receive.

@@ -74,6 +74,17 @@ async fn agent_answers_accepted_then_the_outcome_under_the_same_id() {
 async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
     let gw = TestGateway::start().await;
     let mut watcher = gw.client().await;
+    let subscribed = watcher
+        .request(
+            "sessions.subscribe",
+            json!({"sessionKeys": ["discord:group:ops"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        subscribed["sessionKeys"],
+        json!(["agent:main:discord:group:ops"])
+    );
     let mut client = gw.client().await;
     let started = client
         .request("chat.send", json!({"sessionKey": "discord:group:ops", "message": "@tool nothing_here {}\n@reply one two three", "idempotencyKey": "s1"}))
@@ -239,5 +250,55 @@ async fn agent_over_http_rpc_answers_the_outcome() {
     assert_eq!(response["payload"]["reply"], "nightly done");
     assert_eq!(response["payload"]["sessionKey"], "agent:main:cron:nightly");
     let _: Value = response;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn run_events_go_only_to_subscribed_clients() {
+    let gw = TestGateway::start_ticking(
+        switchboard_core::config::Config::default(),
+        std::time::Duration::from_millis(100),
+    )
+    .await;
+    let mut bystander = gw.client().await;
+    let mut everything = gw.client().await;
+    everything
+        .request("sessions.subscribe", json!({"all": true}))
+        .await
+        .unwrap();
+    let mut client = gw.client().await;
+    let outcome = client
+        .request(
+            "agent",
+            json!({"sessionKey": "cron:a", "message": "@reply hi"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "ok");
+    // The client that ran it, and the one subscribed to all, saw its events.
+    let seen = client.next_event().await.unwrap();
+    assert_eq!(
+        (seen.event.as_str(), seen.payload["runId"].clone()),
+        ("agent", outcome["runId"].clone())
+    );
+    let seen = everything.next_event().await.unwrap();
+    assert_eq!(seen.payload["runId"], outcome["runId"]);
+    // The bystander only ever gets ticks.
+    let first = bystander.next_event().await.unwrap();
+    assert_eq!(first.event, "tick");
+    // Unsubscribing stops the flow for the client that subscribed to all.
+    let after = everything
+        .request("sessions.unsubscribe", json!({"all": true}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (after["all"].clone(), after["sessionKeys"].clone()),
+        (json!(false), json!([]))
+    );
+    let bad = everything
+        .request_frame("sessions.subscribe", json!({"sessionKeys": ["agent::x"]}))
+        .await
+        .unwrap();
+    assert_eq!(bad.error.unwrap().code, ErrorCode::InvalidRequest);
     gw.stop().await;
 }

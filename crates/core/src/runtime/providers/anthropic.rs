@@ -1,24 +1,584 @@
-//! Placeholder: being written.
+//! Anthropic Messages (`api: "anthropic-messages"`).
+//!
+//! `POST {baseUrl}/v1/messages` with `x-api-key` and `anthropic-version: 2023-06-01`. The system
+//! prompt is the top-level `system`; the transcript becomes strictly alternating user/assistant
+//! messages: assistant turns carry `text`, `thinking` (only when signed — the API rejects
+//! unsigned ones) and `tool_use` blocks, and tool results travel as `tool_result` blocks of a
+//! user message. Consecutive same-role messages merge into one, so a run of tool results and the
+//! user text after them form a single user message, as the API requires.
+//!
+//! Streaming reads the named SSE events (`message_start` … `message_stop`), assembling each
+//! `tool_use` input from its `input_json_delta` pieces; an `error` event mid-stream is classified
+//! like an HTTP error of the same type (`overloaded_error` → server 529, …).
 
-use super::{EventSink, ModelRequest, Provider, ProviderError, ProviderFuture};
+use serde_json::{Value, json};
+use switchboard_protocol::message::{
+    ContentBlock, StopReason, TranscriptMessage, Usage, UserContent,
+};
+
+use super::http::{self, Endpoint, Sse};
+use super::{
+    EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
+};
 use crate::config::ProviderConfig;
 
+/// The API version this module speaks.
+const API_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` is required by the API; this is sent when the model entry sets none.
+const DEFAULT_MAX_TOKENS: u64 = 4096;
+
 pub struct Anthropic {
-    id: String,
+    endpoint: Endpoint,
+    stream: bool,
 }
 
 impl Anthropic {
-    pub fn new(id: &str, _config: &ProviderConfig, _client: reqwest::Client) -> Self {
-        Self { id: id.to_string() }
+    pub fn new(id: &str, config: &ProviderConfig, client: reqwest::Client) -> Self {
+        let mut auth: Vec<(&'static str, String)> =
+            vec![("anthropic-version", API_VERSION.to_string())];
+        auth.extend(config.api_key.iter().map(|key| ("x-api-key", key.clone())));
+        Self {
+            endpoint: Endpoint::new(id, config, "v1/messages", auth, client),
+            stream: config.stream.unwrap_or(true),
+        }
+    }
+
+    async fn turn(
+        &self,
+        request: &ModelRequest,
+        events: EventSink<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(request, self.stream);
+        let response = self.endpoint.post(&body).await?;
+        if self.stream && !http::is_json(&response) {
+            let mut turn = Turn::default();
+            self.endpoint
+                .sse(response, |name, data| {
+                    turn.event(name, data, events, &self.endpoint)
+                })
+                .await?;
+            return Ok(turn.finish());
+        }
+        let json = self.endpoint.json(response).await?;
+        let reply = self.parse_reply(&json)?;
+        http::replay(&reply.content, events);
+        Ok(reply)
+    }
+
+    /// A non-streaming answer: `content`, `stop_reason`, `usage`.
+    fn parse_reply(&self, json: &Value) -> Result<ModelResponse, ProviderError> {
+        if let Some(error) = json.get("error").filter(|e| !e.is_null()) {
+            return Err(self.endpoint.embedded_error(error));
+        }
+        let blocks = json
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                self.endpoint.invalid(&format!(
+                    "the answer has no content: {}",
+                    http::excerpt(&json.to_string())
+                ))
+            })?;
+        let content: Vec<ContentBlock> = blocks
+            .iter()
+            .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("text") => Some(ContentBlock::text(str_field(b, "text"))),
+                Some("thinking") => Some(ContentBlock::Thinking {
+                    thinking: str_field(b, "thinking").to_string(),
+                    signature: b
+                        .get("signature")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                }),
+                Some("tool_use") => Some(ContentBlock::ToolCall {
+                    id: str_field(b, "id").to_string(),
+                    name: str_field(b, "name").to_string(),
+                    arguments: match b.get("input") {
+                        Some(input @ Value::Object(_)) => input.clone(),
+                        Some(Value::String(raw)) => http::parse_arguments(raw),
+                        Some(Value::Null) | None => json!({}),
+                        Some(other) => Value::String(other.to_string()),
+                    },
+                }),
+                _ => None,
+            })
+            .collect();
+        let mut usage = Counts::default();
+        usage.read(json.get("usage"));
+        let stop_reason = stop_reason(json.get("stop_reason").and_then(Value::as_str), &content);
+        Ok(ModelResponse {
+            content,
+            usage: usage.into_usage(),
+            stop_reason,
+        })
     }
 }
 
 impl Provider for Anthropic {
     fn id(&self) -> &str {
-        &self.id
+        self.endpoint.provider()
     }
 
-    fn complete<'a>(&'a self, _request: &'a ModelRequest, _events: EventSink<'a>) -> ProviderFuture<'a> {
-        Box::pin(async { Err(ProviderError::InvalidResponse { message: "not implemented yet".into() }) })
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: EventSink<'a>,
+    ) -> ProviderFuture<'a> {
+        Box::pin(self.turn(request, events))
+    }
+}
+
+/// The JSON body of one request.
+fn request_body(request: &ModelRequest, stream: bool) -> Value {
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages(&request.messages),
+        "stream": stream,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                let schema = if t.parameters.is_object() {
+                    t.parameters.clone()
+                } else {
+                    json!({"type": "object", "properties": {}})
+                };
+                json!({"name": t.name, "description": t.description, "input_schema": schema})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// The transcript as alternating user/assistant messages.
+fn messages(transcript: &[TranscriptMessage]) -> Vec<Value> {
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in transcript {
+        let (role, blocks) = match message {
+            TranscriptMessage::User(user) => ("user", user_blocks(&user.content)),
+            TranscriptMessage::Assistant(assistant) => {
+                ("assistant", assistant_blocks(&assistant.content))
+            }
+            TranscriptMessage::ToolResult(result) => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": tool_id(&result.tool_call_id),
+                    "is_error": result.is_error,
+                });
+                let content = blocks(&result.content);
+                let only_text = result
+                    .content
+                    .iter()
+                    .all(|b| matches!(b, ContentBlock::Text { .. }));
+                if only_text {
+                    let text: Vec<&str> =
+                        content.iter().filter_map(|b| b["text"].as_str()).collect();
+                    if !text.is_empty() {
+                        block["content"] = json!(text.join("\n\n"));
+                    }
+                } else if !content.is_empty() {
+                    block["content"] = Value::Array(content);
+                }
+                ("user", vec![block])
+            }
+        };
+        // An empty message (an aborted turn with no output) is rejected by the API.
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn user_blocks(content: &UserContent) -> Vec<Value> {
+    match content {
+        UserContent::Text(text) if text.is_empty() => Vec::new(),
+        UserContent::Text(text) => vec![json!({"type": "text", "text": text})],
+        UserContent::Blocks(list) => blocks(list),
+    }
+}
+
+/// Text and image blocks; the API rejects empty text blocks, so they are left out.
+fn blocks(list: &[ContentBlock]) -> Vec<Value> {
+    list.iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            ContentBlock::Image { data, mime_type } => Some(json!({
+                "type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data},
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } if !text.is_empty() => {
+                Some(json!({"type": "text", "text": text}))
+            }
+            ContentBlock::Thinking {
+                thinking,
+                signature: Some(signature),
+            } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+            ContentBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some(json!({
+                "type": "tool_use",
+                "id": tool_id(id),
+                "name": name,
+                // Malformed arguments (kept raw) cannot be sent as `input`, which must be an
+                // object; the tool result that follows already tells the model what was wrong.
+                "input": if arguments.is_object() { arguments.clone() } else { json!({}) },
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The API accepts tool ids matching `[A-Za-z0-9_-]+`; ids minted by another provider may not,
+/// so both the call and its result are mapped the same way.
+fn tool_id(id: &str) -> String {
+    let clean: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "tool".to_string()
+    } else {
+        clean
+    }
+}
+
+fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn stop_reason(reason: Option<&str>, content: &[ContentBlock]) -> StopReason {
+    match reason {
+        Some("end_turn" | "stop_sequence" | "pause_turn") => StopReason::Stop,
+        Some("max_tokens" | "model_context_window_exceeded") => StopReason::Length,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("refusal") => StopReason::Error,
+        _ if content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolCall { .. })) =>
+        {
+            StopReason::ToolUse
+        }
+        _ => StopReason::Stop,
+    }
+}
+
+/// Token counts as the API reports them: `message_start` has the input side, `message_delta`
+/// the final output count (and, in newer versions, the input side again).
+#[derive(Default)]
+struct Counts {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl Counts {
+    fn read(&mut self, usage: Option<&Value>) {
+        let Some(u) = usage.filter(|u| u.is_object()) else {
+            return;
+        };
+        let set = |field: &mut u64, key: &str| {
+            if let Some(n) = u.get(key).and_then(Value::as_u64) {
+                *field = n;
+            }
+        };
+        set(&mut self.input, "input_tokens");
+        set(&mut self.output, "output_tokens");
+        set(&mut self.cache_read, "cache_read_input_tokens");
+        set(&mut self.cache_write, "cache_creation_input_tokens");
+    }
+
+    fn into_usage(self) -> Usage {
+        Usage {
+            input: self.input,
+            output: self.output,
+            cache_read: self.cache_read,
+            cache_write: self.cache_write,
+            total_tokens: self.input + self.output + self.cache_read + self.cache_write,
+            cost: None,
+        }
+    }
+}
+
+/// A streamed turn being assembled.
+#[derive(Default)]
+struct Turn {
+    /// Blocks by the stream's `index`, in arrival order.
+    blocks: Vec<(u64, Block)>,
+    counts: Counts,
+    stop: Option<String>,
+}
+
+enum Block {
+    Text(String),
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        input: Value,
+    },
+    /// A block type this module does not keep (`redacted_thinking`, server tools).
+    Other,
+}
+
+impl Turn {
+    /// One SSE event; the `type` inside `data` names it (the `event:` line is the fallback).
+    fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        events: EventSink<'_>,
+        endpoint: &Endpoint,
+    ) -> Result<Sse, ProviderError> {
+        if data.trim().is_empty() {
+            return Ok(Sse::More);
+        }
+        let event: Value = serde_json::from_str(data).map_err(|e| {
+            endpoint.invalid(&format!(
+                "unreadable stream event ({e}): {}",
+                http::excerpt(data)
+            ))
+        })?;
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or(name);
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => self
+                .counts
+                .read(event.get("message").and_then(|m| m.get("usage"))),
+            "content_block_start" => self.start(
+                index,
+                event.get("content_block").unwrap_or(&Value::Null),
+                events,
+            ),
+            "content_block_delta" => {
+                self.delta(index, event.get("delta").unwrap_or(&Value::Null), events)
+            }
+            "message_delta" => {
+                if let Some(reason) = event
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop = Some(reason.to_string());
+                }
+                self.counts.read(event.get("usage"));
+            }
+            "message_stop" => return Ok(Sse::Done),
+            "error" => return Err(endpoint.embedded_error(event.get("error").unwrap_or(&event))),
+            // ping, content_block_stop, and event types added after this was written.
+            _ => {}
+        }
+        Ok(Sse::More)
+    }
+
+    fn start(&mut self, index: u64, block: &Value, events: EventSink<'_>) {
+        let started = match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = str_field(block, "text");
+                if !text.is_empty() {
+                    events(StreamEvent::TextDelta(text.to_string()));
+                }
+                Block::Text(text.to_string())
+            }
+            Some("thinking") => Block::Thinking {
+                thinking: str_field(block, "thinking").to_string(),
+                signature: block
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            },
+            Some("tool_use") => {
+                let (id, name) = (
+                    str_field(block, "id").to_string(),
+                    str_field(block, "name").to_string(),
+                );
+                events(StreamEvent::ToolCallStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    input,
+                }
+            }
+            _ => Block::Other,
+        };
+        self.blocks.push((index, started));
+    }
+
+    fn delta(&mut self, index: u64, delta: &Value, events: EventSink<'_>) {
+        let Some((_, block)) = self.blocks.iter_mut().rev().find(|(i, _)| *i == index) else {
+            return;
+        };
+        match (block, delta.get("type").and_then(Value::as_str)) {
+            (Block::Text(text), Some("text_delta")) => {
+                let piece = str_field(delta, "text");
+                text.push_str(piece);
+                events(StreamEvent::TextDelta(piece.to_string()));
+            }
+            (Block::Thinking { thinking, .. }, Some("thinking_delta")) => {
+                let piece = str_field(delta, "thinking");
+                thinking.push_str(piece);
+                events(StreamEvent::ThinkingDelta(piece.to_string()));
+            }
+            (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+                signature
+                    .get_or_insert_with(String::new)
+                    .push_str(str_field(delta, "signature"));
+            }
+            (Block::ToolUse { json, .. }, Some("input_json_delta")) => {
+                json.push_str(str_field(delta, "partial_json"))
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self) -> ModelResponse {
+        let content: Vec<ContentBlock> = self
+            .blocks
+            .into_iter()
+            .filter_map(|(_, block)| match block {
+                Block::Text(text) => Some(ContentBlock::text(text)),
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } => Some(ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                }),
+                Block::ToolUse {
+                    id,
+                    name,
+                    json,
+                    input,
+                } => {
+                    let arguments = if json.trim().is_empty() && input.is_object() {
+                        input
+                    } else {
+                        http::parse_arguments(&json)
+                    };
+                    Some(ContentBlock::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    })
+                }
+                Block::Other => None,
+            })
+            .collect();
+        let stop_reason = stop_reason(self.stop.as_deref(), &content);
+        ModelResponse {
+            content,
+            usage: self.counts.into_usage(),
+            stop_reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_protocol::message::{AssistantMessage, ToolResultMessage, UserMessage};
+
+    fn user(text: &str) -> TranscriptMessage {
+        TranscriptMessage::User(UserMessage {
+            content: UserContent::Text(text.into()),
+            timestamp: 0,
+            provenance: None,
+        })
+    }
+
+    #[test]
+    fn messages_alternate_and_ids_are_cleaned() {
+        let call = |id: &str| ContentBlock::ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: json!("{bad"),
+        };
+        let result = |id: &str| {
+            TranscriptMessage::ToolResult(ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "t".into(),
+                content: vec![ContentBlock::text("")],
+                is_error: true,
+                timestamp: 0,
+            })
+        };
+        let assistant = |content| {
+            TranscriptMessage::Assistant(AssistantMessage {
+                content,
+                provider: String::new(),
+                model: String::new(),
+                usage: Usage::default(),
+                stop_reason: StopReason::ToolUse,
+                error_message: None,
+                timestamp: 0,
+            })
+        };
+        let out = messages(&[
+            user("a"),
+            user("b"),
+            assistant(vec![
+                ContentBlock::Thinking {
+                    thinking: "unsigned".into(),
+                    signature: None,
+                },
+                call("x:1"),
+            ]),
+            result("x:1"),
+            assistant(vec![]),
+            user("c"),
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                json!({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+                json!({"role": "assistant", "content": [{"type": "tool_use", "id": "x_1", "name": "t", "input": {}}]}),
+                json!({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "x_1", "is_error": true},
+                    {"type": "text", "text": "c"},
+                ]}),
+            ]
+        );
     }
 }

@@ -1,24 +1,528 @@
-//! Placeholder: being written.
+//! OpenAI Chat Completions (`api: "openai-completions"`): OpenAI itself and the many servers that
+//! copy its wire format (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, Groq, …).
+//!
+//! `POST {baseUrl}/chat/completions`, `Authorization: Bearer <apiKey>` when a key is set. The
+//! transcript maps onto `messages` (system first; assistant tool calls as `tool_calls`; each tool
+//! result as a `role: "tool"` message). Streaming reads SSE chunks until `data: [DONE]`,
+//! assembling tool calls by `index` from partial `function.arguments` strings.
+//!
+//! Compatible servers differ in small ways, all tolerated here: reasoning text as
+//! `reasoning_content` or `reasoning`, missing tool-call ids (generated), `finish_reason: "stop"`
+//! on a turn with tool calls (read as `toolUse`), arguments sent as an object instead of a
+//! string, a JSON answer to a streaming request, errors sent inside a 200 answer or a chunk.
 
-use super::{EventSink, ModelRequest, Provider, ProviderError, ProviderFuture};
+use serde_json::{Value, json};
+use switchboard_protocol::message::{
+    ContentBlock, StopReason, TranscriptMessage, Usage, UserContent,
+};
+
+use super::http::{self, Endpoint, Sse};
+use super::{
+    EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
+};
 use crate::config::ProviderConfig;
 
 pub struct OpenAi {
-    id: String,
+    endpoint: Endpoint,
+    stream: bool,
 }
 
 impl OpenAi {
-    pub fn new(id: &str, _config: &ProviderConfig, _client: reqwest::Client) -> Self {
-        Self { id: id.to_string() }
+    pub fn new(id: &str, config: &ProviderConfig, client: reqwest::Client) -> Self {
+        let auth = config
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .collect();
+        Self {
+            endpoint: Endpoint::new(id, config, "chat/completions", auth, client),
+            stream: config.stream.unwrap_or(true),
+        }
+    }
+
+    async fn turn(
+        &self,
+        request: &ModelRequest,
+        events: EventSink<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(request, self.stream);
+        let response = self.endpoint.post(&body).await?;
+        if self.stream && !http::is_json(&response) {
+            let mut turn = Turn::default();
+            self.endpoint
+                .sse(response, |_, data| turn.chunk(data, events, &self.endpoint))
+                .await?;
+            return Ok(turn.finish());
+        }
+        let json = self.endpoint.json(response).await?;
+        let reply = self.parse_reply(&json)?;
+        http::replay(&reply.content, events);
+        Ok(reply)
+    }
+
+    /// A non-streaming answer: `choices[0].message`, `finish_reason`, `usage`.
+    fn parse_reply(&self, json: &Value) -> Result<ModelResponse, ProviderError> {
+        if let Some(error) = json.get("error").filter(|e| !e.is_null()) {
+            return Err(self.endpoint.embedded_error(error));
+        }
+        let choice = json.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
+            self.endpoint.invalid(&format!(
+                "the answer has no choices: {}",
+                http::excerpt(&json.to_string())
+            ))
+        })?;
+        let message = choice.get("message").unwrap_or(&Value::Null);
+        let mut content = Vec::new();
+        if let Some(thinking) = reasoning(message) {
+            content.push(ContentBlock::Thinking {
+                thinking: thinking.to_string(),
+                signature: None,
+            });
+        }
+        if let Some(text) = message
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            content.push(ContentBlock::text(text));
+        }
+        for call in message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let function = call.get("function").unwrap_or(&Value::Null);
+            let arguments = match function.get("arguments") {
+                Some(Value::String(raw)) => http::parse_arguments(raw),
+                Some(object @ Value::Object(_)) => object.clone(),
+                Some(Value::Null) | None => json!({}),
+                Some(other) => Value::String(other.to_string()),
+            };
+            content.push(ContentBlock::ToolCall {
+                id: str_field(call, "id")
+                    .map(str::to_string)
+                    .unwrap_or_else(http::fresh_call_id),
+                name: str_field(function, "name").unwrap_or_default().to_string(),
+                arguments,
+            });
+        }
+        let stop_reason = stop_reason(
+            choice.get("finish_reason").and_then(Value::as_str),
+            &content,
+        );
+        Ok(ModelResponse {
+            content,
+            usage: usage(json.get("usage")),
+            stop_reason,
+        })
     }
 }
 
 impl Provider for OpenAi {
     fn id(&self) -> &str {
-        &self.id
+        self.endpoint.provider()
     }
 
-    fn complete<'a>(&'a self, _request: &'a ModelRequest, _events: EventSink<'a>) -> ProviderFuture<'a> {
-        Box::pin(async { Err(ProviderError::InvalidResponse { message: "not implemented yet".into() }) })
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: EventSink<'a>,
+    ) -> ProviderFuture<'a> {
+        Box::pin(self.turn(request, events))
+    }
+}
+
+/// The JSON body of one request.
+fn request_body(request: &ModelRequest, stream: bool) -> Value {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    messages.extend(request.messages.iter().map(message));
+    let mut body = json!({"model": request.model, "messages": messages, "stream": stream});
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+fn message(message: &TranscriptMessage) -> Value {
+    match message {
+        TranscriptMessage::User(user) => {
+            let content = match &user.content {
+                UserContent::Text(text) => json!(text),
+                UserContent::Blocks(blocks) => user_parts(blocks),
+            };
+            json!({"role": "user", "content": content})
+        }
+        TranscriptMessage::Assistant(assistant) => {
+            let text = text_of(&assistant.content);
+            let calls: Vec<Value> = assistant
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => Some(json!({
+                        "id": id, "type": "function",
+                        "function": {"name": name, "arguments": arguments_text(arguments)},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            // Thinking is not sent back: the format has no field for it.
+            let mut out = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                if text.is_empty() {
+                    out["content"] = Value::Null;
+                }
+                out["tool_calls"] = Value::Array(calls);
+            }
+            out
+        }
+        TranscriptMessage::ToolResult(result) => json!({
+            "role": "tool", "tool_call_id": result.tool_call_id, "content": text_of(&result.content),
+        }),
+    }
+}
+
+/// User blocks: a plain string when they are all text (every compatible server reads that),
+/// content parts when there is an image.
+fn user_parts(blocks: &[ContentBlock]) -> Value {
+    if !blocks
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Image { .. }))
+    {
+        return json!(text_of(blocks));
+    }
+    let parts: Vec<Value> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
+            ContentBlock::Image { data, mime_type } => Some(json!({
+                "type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")},
+            })),
+            _ => None,
+        })
+        .collect();
+    Value::Array(parts)
+}
+
+/// The text blocks, joined with blank lines.
+fn text_of(blocks: &[ContentBlock]) -> String {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
+}
+
+/// Arguments as the JSON text the format carries; malformed ones (kept raw) go back as they came.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn str_field<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Reasoning text, under either name compatible servers use.
+fn reasoning(value: &Value) -> Option<&str> {
+    str_field(value, "reasoning_content").or_else(|| str_field(value, "reasoning"))
+}
+
+fn usage(usage: Option<&Value>) -> Usage {
+    let Some(u) = usage.filter(|u| u.is_object()) else {
+        return Usage::default();
+    };
+    let prompt = http::tokens(u, "prompt_tokens");
+    let completion = http::tokens(u, "completion_tokens");
+    let cached = u
+        .get("prompt_tokens_details")
+        .map(|d| http::tokens(d, "cached_tokens"))
+        .unwrap_or(0);
+    // `input` counts uncached prompt tokens, as Anthropic's `input_tokens` does, so the two
+    // formats price alike: input + cacheRead = the prompt.
+    Usage {
+        input: prompt.saturating_sub(cached),
+        output: completion,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: u
+            .get("total_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(prompt + completion),
+        cost: None,
+    }
+}
+
+fn stop_reason(finish: Option<&str>, content: &[ContentBlock]) -> StopReason {
+    let has_calls = content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
+    match finish {
+        Some("length") => StopReason::Length,
+        Some("content_filter") => StopReason::Error,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        // Some servers (Ollama) say `stop` on a turn that called tools.
+        _ if has_calls => StopReason::ToolUse,
+        _ => StopReason::Stop,
+    }
+}
+
+/// A streamed turn being assembled.
+#[derive(Default)]
+struct Turn {
+    /// Text, thinking and tool calls in arrival order.
+    parts: Vec<Part>,
+    calls: Vec<PartialCall>,
+    usage: Option<Value>,
+    finish: Option<String>,
+}
+
+enum Part {
+    Text(String),
+    Thinking(String),
+    /// Index into `calls`.
+    Call(usize),
+}
+
+struct PartialCall {
+    index: u64,
+    id: String,
+    name: String,
+    arguments: String,
+    announced: bool,
+}
+
+impl Turn {
+    /// One `data:` payload.
+    fn chunk(
+        &mut self,
+        data: &str,
+        events: EventSink<'_>,
+        endpoint: &Endpoint,
+    ) -> Result<Sse, ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(Sse::Done);
+        }
+        if data.is_empty() {
+            return Ok(Sse::More);
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            endpoint.invalid(&format!(
+                "unreadable stream chunk ({e}): {}",
+                http::excerpt(data)
+            ))
+        })?;
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(endpoint.embedded_error(error));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(usage.clone());
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(self.progress());
+        };
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(thinking) = reasoning(delta) {
+            self.thinking(thinking, events);
+        }
+        if let Some(text) = str_field(delta, "content") {
+            self.text(text, events);
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.tool_call(call, events);
+        }
+        if let Some(finish) = str_field(choice, "finish_reason") {
+            self.finish = Some(finish.to_string());
+        }
+        Ok(self.progress())
+    }
+
+    /// After a `finish_reason` the reply is whole; only usage and `[DONE]` may follow.
+    fn progress(&self) -> Sse {
+        if self.finish.is_some() {
+            Sse::Complete
+        } else {
+            Sse::More
+        }
+    }
+
+    fn text(&mut self, text: &str, events: EventSink<'_>) {
+        match self.parts.last_mut() {
+            Some(Part::Text(t)) => t.push_str(text),
+            _ => self.parts.push(Part::Text(text.to_string())),
+        }
+        events(StreamEvent::TextDelta(text.to_string()));
+    }
+
+    fn thinking(&mut self, text: &str, events: EventSink<'_>) {
+        match self.parts.last_mut() {
+            Some(Part::Thinking(t)) => t.push_str(text),
+            _ => self.parts.push(Part::Thinking(text.to_string())),
+        }
+        events(StreamEvent::ThinkingDelta(text.to_string()));
+    }
+
+    /// A piece of a tool call: the first piece of an index carries its id and name, the rest
+    /// carry slices of the arguments text.
+    fn tool_call(&mut self, delta: &Value, events: EventSink<'_>) {
+        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let id = str_field(delta, "id");
+        let function = delta.get("function").unwrap_or(&Value::Null);
+        // Some servers send every call whole under index 0: a new id means a new call.
+        let existing = self
+            .calls
+            .iter()
+            .rposition(|c| c.index == index)
+            .filter(|&at| {
+                id.is_none_or(|id| self.calls[at].id.is_empty() || self.calls[at].id == id)
+            });
+        let at = match existing {
+            Some(at) => at,
+            None => {
+                self.calls.push(PartialCall {
+                    index,
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                    announced: false,
+                });
+                self.parts.push(Part::Call(self.calls.len() - 1));
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[at];
+        if let Some(id) = id {
+            call.id = id.to_string();
+        }
+        if let Some(name) = str_field(function, "name") {
+            call.name.push_str(name);
+        }
+        match function.get("arguments") {
+            Some(Value::String(piece)) => call.arguments.push_str(piece),
+            Some(object @ Value::Object(_)) => call.arguments = object.to_string(),
+            _ => {}
+        }
+        if !call.announced && !call.name.is_empty() {
+            if call.id.is_empty() {
+                call.id = http::fresh_call_id();
+            }
+            call.announced = true;
+            events(StreamEvent::ToolCallStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+        }
+    }
+
+    fn finish(self) -> ModelResponse {
+        let mut calls: Vec<Option<PartialCall>> = self.calls.into_iter().map(Some).collect();
+        let content: Vec<ContentBlock> = self
+            .parts
+            .into_iter()
+            .filter_map(|part| match part {
+                Part::Text(text) => Some(ContentBlock::text(text)),
+                Part::Thinking(thinking) => Some(ContentBlock::Thinking {
+                    thinking,
+                    signature: None,
+                }),
+                Part::Call(at) => {
+                    calls
+                        .get_mut(at)
+                        .and_then(Option::take)
+                        .map(|c| ContentBlock::ToolCall {
+                            id: if c.id.is_empty() {
+                                http::fresh_call_id()
+                            } else {
+                                c.id
+                            },
+                            name: c.name,
+                            arguments: http::parse_arguments(&c.arguments),
+                        })
+                }
+            })
+            .collect();
+        let stop_reason = stop_reason(self.finish.as_deref(), &content);
+        ModelResponse {
+            content,
+            usage: usage(self.usage.as_ref()),
+            stop_reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_prompt_tokens_are_read_separately() {
+        let u = usage(Some(&json!({
+            "prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
+            "prompt_tokens_details": {"cached_tokens": 60},
+        })));
+        assert_eq!(
+            (u.input, u.cache_read, u.output, u.total_tokens),
+            (40, 60, 7, 107)
+        );
+    }
+
+    #[test]
+    fn calls_without_index_or_id_are_kept_apart() {
+        let mut turn = Turn::default();
+        let sink = |_: StreamEvent| {};
+        for call in [
+            json!({"index": 0, "id": "a", "function": {"name": "x", "arguments": "{}"}}),
+            json!({"index": 0, "id": "b", "function": {"name": "y", "arguments": "{\"k\":"}}),
+            json!({"index": 0, "function": {"arguments": "1}"}}),
+            json!({"index": 1, "function": {"name": "z"}}),
+        ] {
+            turn.tool_call(&call, &sink);
+        }
+        let reply = turn.finish();
+        let calls: Vec<_> = reply
+            .tool_calls()
+            .map(|(id, n, a)| (id.len(), n.to_string(), a.clone()))
+            .collect();
+        assert_eq!(calls[0], (1, "x".into(), json!({})));
+        assert_eq!(calls[1], (1, "y".into(), json!({"k": 1})));
+        assert_eq!((calls[2].1.as_str(), &calls[2].2), ("z", &json!({})));
+        assert!(calls[2].0 > 5, "a missing id is generated");
+        assert_eq!(reply.stop_reason, StopReason::ToolUse);
     }
 }

@@ -25,42 +25,10 @@ REPEAT=${REPEAT:-200}
 CLIENT="$KIT/client/gw_client.py"
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN="$TARGET_DIR/release/switchboard"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
-[[ -f "$CLIENT" ]] || { echo "bench kit client not found at $CLIENT (set BENCH_KIT)" >&2; exit 1; }
-
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    echo "== building the release binary"
-    (cd "$ROOT" && cargo build --release -p switchboard-cli)
-fi
-[[ -x "$BIN" ]] || { echo "no binary at $BIN" >&2; exit 1; }
-
-mkdir -p "$BENCH_DIR"
-RUN=$(mktemp -d "$BENCH_DIR/run-$(date +%Y%m%d-%H%M%S)-XXXX")
-RESULTS="$RUN/results.jsonl"
-: >"$RESULTS"
-echo "== run dir $RUN"
-
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-    if [[ "${KEEP_STATE:-0}" != 1 ]]; then
-        rm -rf "$RUN/cold-empty" "$RUN/s10k" "$RUN/s100k" "$RUN/big"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A JSON line on stdout and in results.jsonl.
-emit() {
-    echo "$1"
-    echo "$1" >>"$RESULTS"
-}
+CLEANUP_DIRS=("$RUN/cold-empty" "$RUN/s10k" "$RUN/s100k" "$RUN/big")
 
 # seed LABEL DIR ARGS…: fill DIR with `switchboard dev seed`, record the seed time.
 seed() {
@@ -70,30 +38,6 @@ seed() {
     local out
     out=$("$BIN" --state-dir "$dir" --json dev seed "$@" 2>>"$dir.seed.log")
     emit "$(python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d={"figure":"seed","store":sys.argv[1],**d}; print(json.dumps(d))' "$label" "$out")"
-}
-
-# start_gateway DIR: start a gateway on a free port over DIR; sets GW_PID, GW_URL, GW_TOKEN.
-start_gateway() {
-    local dir=$1 log="$1.gateway"
-    "$BIN" --state-dir "$dir" gateway --port 0 >"$log.out" 2>"$log.err" &
-    GW_PID=$!
-    PIDS+=("$GW_PID")
-    local i
-    for i in $(seq 1 600); do
-        if GW_URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$log.out" 2>/dev/null | head -n1) && [[ -n "$GW_URL" ]]; then
-            GW_TOKEN=$(cat "$dir/gateway-token")
-            return 0
-        fi
-        kill -0 "$GW_PID" 2>/dev/null || { echo "gateway exited; see $log.err" >&2; exit 1; }
-        sleep 0.05
-    done
-    echo "gateway did not start within 30 s; see $log.err" >&2
-    exit 1
-}
-
-stop_gateway() {
-    kill -TERM "$GW_PID" 2>/dev/null || true
-    wait "$GW_PID" 2>/dev/null || true
 }
 
 # latency LABEL METHOD PARAMS: warm up, then REPEAT sequential calls; one JSON line.

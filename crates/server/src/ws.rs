@@ -32,6 +32,8 @@ use crate::methods::{self, EVENTS, METHODS};
 
 /// How long a client has to send `connect`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes read from the socket at a time.
+const READ_BUFFER: usize = 8 * 1024;
 /// Outgoing frames queued per connection before request handlers wait.
 const OUTGOING_QUEUE: usize = 256;
 
@@ -39,7 +41,10 @@ pub async fn upgrade(State(state): State<Arc<ServerState>>, ws: WebSocketUpgrade
     // Frames up to 4× maxPayload are read so that we can answer "too large" with a reason;
     // anything larger is cut off by the WebSocket layer itself.
     let limit = state.max_payload.saturating_mul(4).max(64 * 1024);
-    ws.max_message_size(limit)
+    // tungstenite zero-fills its whole read buffer on every read: its 128 KiB default cost a
+    // quarter of the gateway's CPU under load. Frames are small; larger ones take more reads.
+    ws.read_buffer_size(READ_BUFFER)
+        .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
             state.connections.fetch_add(1, Ordering::Relaxed);

@@ -12,6 +12,7 @@
 //! another hands its slot back while it waits (`lanes.rs`), so waits can never deadlock the lanes.
 
 pub mod cancel;
+mod conversation;
 pub mod lanes;
 pub mod providers;
 mod run;
@@ -134,12 +135,14 @@ pub enum RunEventData {
 pub struct Runtime {
     pub(crate) providers: Providers,
     pub(crate) tools: ToolRegistry,
+    pub(crate) conversations: conversation::ConversationCache,
     lanes: Lanes,
     queues: Mutex<HashMap<String, SessionQueue>>,
     live: Mutex<HashMap<String, LiveRun>>,
     /// Idempotency keys of live runs (finished ones are found in the store).
     idempotency: Mutex<HashMap<String, String>>,
-    events: broadcast::Sender<RunEvent>,
+    /// Shared, so a receiver's copy is a pointer, not the event's strings.
+    events: broadcast::Sender<Arc<RunEvent>>,
 }
 
 #[derive(Default)]
@@ -166,6 +169,7 @@ impl Runtime {
         Self {
             providers,
             tools,
+            conversations: Default::default(),
             lanes,
             queues: Mutex::default(),
             live: Mutex::default(),
@@ -175,11 +179,11 @@ impl Runtime {
     }
 
     pub(crate) fn emit(&self, run_id: &str, session_key: &str, data: RunEventData) {
-        let _ = self.events.send(RunEvent {
+        let _ = self.events.send(Arc::new(RunEvent {
             run_id: run_id.to_string(),
             session_key: session_key.to_string(),
             data,
-        });
+        }));
     }
 
     /// Publishes a run's new state to its waiters.
@@ -430,7 +434,7 @@ impl Engine {
     }
 
     /// Run events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<RunEvent>> {
         self.runtime().events.subscribe()
     }
 }

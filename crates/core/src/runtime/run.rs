@@ -15,11 +15,9 @@ use switchboard_protocol::sessions::Patch;
 use super::providers::{ModelRequest, ModelResponse, StreamEvent, complete_with_retries};
 use super::{Queued, RunEventData, lock, now_ms};
 use crate::engine::Engine;
-use crate::store::{EntryPatch, RunStatus, TokenDelta};
+use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 use crate::tools::{self, ToolContext, ToolOutput};
 
-/// Messages of the transcript the model sees (the newest ones).
-const HISTORY_WINDOW: usize = 200;
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
 
@@ -55,16 +53,26 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
         lease = engine.lease(request.lane) => Some(lease),
     };
     // The run's message was acknowledged with the run: it enters the transcript however the run
-    // ends, appended here outside the abort/timeout select so it is written exactly once.
-    let appended = match &request.message {
-        Some(message) => engine
-            .store()
-            .append(&key, None, vec![message.clone()])
-            .await
-            .map(|_| ()),
-        None => Ok(()),
+    // ends, appended here outside the abort/timeout select so it is written exactly once, in the
+    // same commit that marks the run running.
+    let mut start = Vec::new();
+    if let Some(message) = &request.message {
+        start.push(WriteOp::Append {
+            key: key.clone(),
+            create: None,
+            messages: vec![message.clone()],
+        });
+    }
+    if lease.is_some() {
+        record.status = RunStatus::Running;
+        record.started_at = Some(now_ms());
+        start.push(WriteOp::PutRun(record.clone()));
+    }
+    let started = match start.is_empty() {
+        true => Ok(()),
+        false => engine.store().write_batch(start).await.map(|_| ()),
     };
-    let ending = match (lease, appended) {
+    let ending = match (lease, started) {
         (_, Err(e)) => Ending {
             status: RunStatus::Error,
             result: None,
@@ -76,11 +84,6 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
             error: Some("aborted before it started".into()),
         },
         (Some(lease), Ok(())) => {
-            record.status = RunStatus::Running;
-            record.started_at = Some(now_ms());
-            if let Err(e) = engine.store().put_run(record.clone()).await {
-                tracing::error!(%run_id, error = %e, "could not mark the run running");
-            }
             rt.publish(&record);
             rt.emit(&run_id, &key, RunEventData::Started);
 
@@ -112,15 +115,23 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
     record.result = ending.result.clone();
     record.error = ending.error.clone();
     record.ended_at = Some(now_ms());
-    if let Err(e) = engine.store().put_run(record.clone()).await {
-        tracing::error!(%run_id, error = %e, "could not store the run's end");
-    }
-    let aborted = EntryPatch {
+    let flag = EntryPatch {
         aborted_last_run: Some(record.status == RunStatus::Aborted),
         ..EntryPatch::default()
     };
-    if let Err(e) = engine.store().patch(&key, aborted).await {
-        tracing::debug!(%run_id, error = %e, "could not flag the session");
+    let end = vec![
+        WriteOp::PutRun(record.clone()),
+        WriteOp::Patch {
+            key: key.clone(),
+            patch: flag,
+        },
+    ];
+    if let Err(e) = engine.store().write_batch(end).await {
+        // The session may have been deleted meanwhile; the run record alone must still land.
+        tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
+        if let Err(e) = engine.store().put_run(record.clone()).await {
+            tracing::error!(%run_id, error = %e, "could not store the run's end");
+        }
     }
     rt.retire(&record);
     rt.emit(
@@ -198,10 +209,17 @@ async fn run_loop(
         Ok(target) => target,
         Err(e) => return fail(e),
     };
-    let mut history = match store.history(&entry.session_id, HISTORY_WINDOW, None).await {
-        Ok(page) => conversation(page.messages.into_iter().map(|m| m.message)),
+    let conversations = &engine.runtime().conversations;
+    let history = match conversations
+        .take(store, &entry.session_id, entry.last_seq)
+        .await
+    {
+        Ok(history) => history,
         Err(e) => return fail(e.to_string()),
     };
+    // The transcript's newest seq as this run appends; the window is kept for the next run
+    // when the run ends well.
+    let mut last_seq = entry.last_seq;
     let tools = engine.runtime().tools.for_agent(&agent);
     let specs: Vec<_> = tools.iter().map(|t| tools::spec(t.as_ref())).collect();
     let system = system_prompt(
@@ -209,19 +227,20 @@ async fn run_loop(
         request.extra_system_prompt.as_deref(),
     );
     let rt = engine.runtime();
+    // One request for the whole run: each new message is pushed into it, never copied.
+    let mut model_request = ModelRequest {
+        model: target.model.clone(),
+        system,
+        messages: history,
+        tools: specs,
+        max_tokens: target.max_tokens,
+    };
 
     for _ in 0..MAX_MODEL_CALLS {
         *lock(&partial) = Partial {
             text: String::new(),
             model: target.model.clone(),
             provider: target.provider_id.clone(),
-        };
-        let model_request = ModelRequest {
-            model: target.model.clone(),
-            system: system.clone(),
-            messages: history.clone(),
-            tools: specs.clone(),
-            max_tokens: target.max_tokens,
         };
         let sink = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => {
@@ -268,9 +287,6 @@ async fn run_loop(
         };
         let message = assistant_message(&target.provider_id, &target.model, &response, None);
         lock(&partial).text.clear();
-        if let Err(e) = store.append(key, None, vec![message.clone()]).await {
-            return fail(e.to_string());
-        }
         let tokens = EntryPatch {
             add_tokens: Some(TokenDelta {
                 input: response.usage.input,
@@ -279,16 +295,31 @@ async fn run_loop(
             context_tokens: Patch::Set(response.usage.input + response.usage.output),
             ..EntryPatch::default()
         };
-        if let Err(e) = store.patch(key, tokens).await {
-            tracing::warn!(error = %e, "could not update token counters");
+        let turn = vec![
+            WriteOp::Append {
+                key: key.to_string(),
+                create: None,
+                messages: vec![message.clone()],
+            },
+            WriteOp::Patch {
+                key: key.to_string(),
+                patch: tokens,
+            },
+        ];
+        match store.write_batch(turn).await {
+            Ok(outcomes) => last_seq = appended_seq(&outcomes).unwrap_or(last_seq),
+            Err(e) => return fail(e.to_string()),
         }
-        history.extend(serde_json::from_value::<TranscriptMessage>(message).ok());
+        model_request
+            .messages
+            .extend(serde_json::from_value::<TranscriptMessage>(message).ok());
 
         let calls: Vec<(String, String, Value)> = response
             .tool_calls()
             .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
             .collect();
         if calls.is_empty() {
+            conversations.put(&entry.session_id, last_seq, model_request.messages);
             return Ending {
                 status: RunStatus::Ok,
                 result: Some(response.text()),
@@ -337,10 +368,13 @@ async fn run_loop(
                 "isError": output.is_error,
                 "timestamp": now_ms(),
             });
-            if let Err(e) = store.append(key, None, vec![result.clone()]).await {
-                return fail(e.to_string());
+            match store.append(key, None, vec![result.clone()]).await {
+                Ok(appended) => last_seq = appended.entry.last_seq,
+                Err(e) => return fail(e.to_string()),
             }
-            history.extend(serde_json::from_value::<TranscriptMessage>(result).ok());
+            model_request
+                .messages
+                .extend(serde_json::from_value::<TranscriptMessage>(result).ok());
             rt.emit(
                 &ctx.run_id,
                 key,
@@ -393,17 +427,12 @@ fn assistant_message(
     message
 }
 
-/// Stored messages as the model sees them: parsed, starting at a user message (a window that
-/// starts inside a tool exchange would show results without their calls).
-fn conversation(messages: impl Iterator<Item = Value>) -> Vec<TranscriptMessage> {
-    let parsed: Vec<TranscriptMessage> = messages
-        .filter_map(|m| serde_json::from_value(m).ok())
-        .collect();
-    let start = parsed
-        .iter()
-        .position(|m| matches!(m, TranscriptMessage::User(_)))
-        .unwrap_or(parsed.len());
-    parsed.into_iter().skip(start).collect()
+/// The transcript's newest seq after a batch that appended.
+fn appended_seq(outcomes: &[WriteOutcome]) -> Option<i64> {
+    outcomes.iter().rev().find_map(|o| match o {
+        WriteOutcome::Appended(a) => Some(a.entry.last_seq),
+        _ => None,
+    })
 }
 
 /// Used by tests and the runtime's callers to build a plain user message.

@@ -262,6 +262,29 @@ pub struct RunRecord {
     pub idempotency_key: Option<String>,
 }
 
+/// One write of a [`Store::write_batch`]: all of a batch commit together or not at all.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    PutRun(RunRecord),
+    Append {
+        key: String,
+        create: Option<NewSession>,
+        messages: Vec<Value>,
+    },
+    Patch {
+        key: String,
+        patch: EntryPatch,
+    },
+}
+
+/// What each op of a batch did, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOutcome {
+    PutRun,
+    Appended(Appended),
+    Patched(SessionEntry),
+}
+
 /// The persistence interface of the engine.
 pub trait Store: Send + Sync {
     /// Where transcripts are mirrored as JSONL.
@@ -305,6 +328,9 @@ pub trait Store: Send + Sync {
     ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>>;
 
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()>;
+    /// Several writes in one transaction (one commit instead of one per write: the run loop's
+    /// hot path). The first failing op rolls the whole batch back.
+    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
     /// The run submitted with this idempotency key, if any.
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;

@@ -569,3 +569,36 @@ async fn waiting_on_an_unknown_run_says_so_and_a_short_wait_tells_queued_from_ru
     let key = h.engine.canonical_key("main", None).unwrap();
     h.engine.abort_runs(key.as_str(), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_sees_messages_written_between_runs_by_others() {
+    let mock = MockLlm::start().await;
+    let h = Harness::open(mock_config(&mock, ProviderApi::OpenAiCompletions, false)).await;
+    mock.push(MockReply::text("first answer"));
+    mock.push(MockReply::text("second answer"));
+    h.turn("main", "first question").await;
+    // Another writer appends to the transcript between the runs (as chat.inject does).
+    let note = json!({"role": "user", "content": "a note injected in between", "timestamp": 1});
+    h.engine
+        .store()
+        .append("agent:main:main", None, vec![note])
+        .await
+        .unwrap();
+    h.turn("main", "second question").await;
+    let requests = mock.requests();
+    let texts: Vec<String> = requests[1]
+        .messages()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "first answer",
+            "a note injected in between",
+            "second question"
+        ]
+    );
+    mock.stop().await;
+}

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::mirror;
 use super::{
     Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord, SessionEntry,
-    Store, StoreError, StoreFuture, StoredMessage,
+    Store, StoreError, StoreFuture, StoredMessage, WriteOp, WriteOutcome,
 };
 use writer::{Job, JobDone, MirrorOp};
 
@@ -252,6 +252,26 @@ impl Store for SqliteStore {
 
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
         self.write(move |c, _| queries::put_run(c, &run))
+    }
+
+    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
+        self.write(move |c, m| {
+            ops.into_iter()
+                .map(|op| match op {
+                    WriteOp::PutRun(run) => {
+                        queries::put_run(c, &run).map(|()| WriteOutcome::PutRun)
+                    }
+                    WriteOp::Append {
+                        key,
+                        create,
+                        messages,
+                    } => queries::append(c, &key, create, messages, m).map(WriteOutcome::Appended),
+                    WriteOp::Patch { key, patch } => {
+                        queries::patch(c, &key, &patch).map(WriteOutcome::Patched)
+                    }
+                })
+                .collect()
+        })
     }
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {

@@ -1,0 +1,66 @@
+# Shared by the benchmark scripts: build, run dir, results, gateway start/stop, clean-up.
+# Source it after setting ROOT, KIT, BENCH_DIR, CLIENT and BIN; set CLEANUP_DIRS (an array of
+# paths removed on exit unless KEEP_STATE=1).
+
+[[ -f "$CLIENT" ]] || { echo "bench kit client not found at $CLIENT (set BENCH_KIT)" >&2; exit 1; }
+
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    echo "== building the release binary"
+    (cd "$ROOT" && cargo build --release -p switchboard-cli)
+fi
+[[ -x "$BIN" ]] || { echo "no binary at $BIN" >&2; exit 1; }
+
+mkdir -p "$BENCH_DIR"
+RUN=$(mktemp -d "$BENCH_DIR/run-$(date +%Y%m%d-%H%M%S)-XXXX")
+RESULTS="$RUN/results.jsonl"
+: >"$RESULTS"
+echo "== run dir $RUN"
+
+PIDS=()
+GW_ARGS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    if [[ "${KEEP_STATE:-0}" != 1 ]]; then
+        local dir
+        for dir in "${CLEANUP_DIRS[@]}"; do rm -rf "$dir"; done
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A JSON line on stdout and in results.jsonl.
+emit() {
+    echo "$1"
+    echo "$1" >>"$RESULTS"
+}
+
+# start_gateway DIR: start a gateway on a free port over DIR; sets GW_PID, GW_URL, GW_TOKEN.
+start_gateway() {
+    local dir=$1 log="$1.gateway"
+    "$BIN" --state-dir "$dir" "${GW_ARGS[@]}" gateway --port 0 >"$log.out" 2>"$log.err" &
+    GW_PID=$!
+    PIDS+=("$GW_PID")
+    local i
+    for i in $(seq 1 600); do
+        if GW_URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$log.out" 2>/dev/null | head -n1) && [[ -n "$GW_URL" ]]; then
+            GW_TOKEN=$(cat "$dir/gateway-token")
+            return 0
+        fi
+        kill -0 "$GW_PID" 2>/dev/null || { echo "gateway exited; see $log.err" >&2; exit 1; }
+        sleep 0.05
+    done
+    echo "gateway did not start within 30 s; see $log.err" >&2
+    exit 1
+}
+
+stop_gateway() {
+    kill -TERM "$GW_PID" 2>/dev/null || true
+    wait "$GW_PID" 2>/dev/null || true
+}
+

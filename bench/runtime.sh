@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The runtime benchmark (BENCHMARKS.md): one agent turn's gateway overhead with an instant mock
+# model, and aggregate turns per second with 100 sessions in parallel. Loopback only; about a
+# minute on 2 cores after the build.
+#
+#   bench/runtime.sh
+#
+# A turn is the bench kit's `turn`: chat.send, then agent.wait for the run's end. The model is
+# the kit's mock_llm.py (OpenAI Chat Completions, streaming, instant), so the figures measure the
+# gateway; the same turn on builtin/echo shows the gateway without any model HTTP hop.
+#
+# Environment: BENCH_DIR, BENCH_KIT, SKIP_BUILD=1, KEEP_STATE=1 as for foundation.sh, and
+#   TURNS        sequential turns per latency figure (default 300)
+#   PARALLEL     sessions in parallel for the throughput figure (default 100)
+#   PAR_TURNS    turns in the throughput figure (default 2000)
+#   MOCK_PORT    port of the mock model (default 18998)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
+BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
+CLIENT="$KIT/client/gw_client.py"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN="$TARGET_DIR/release/switchboard"
+TURNS=${TURNS:-300}
+PARALLEL=${PARALLEL:-100}
+PAR_TURNS=${PAR_TURNS:-2000}
+MOCK_PORT=${MOCK_PORT:-18998}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+CLEANUP_DIRS=("$RUN/state")
+
+python3 "$KIT/mock_llm.py" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 100); do
+    python3 - "$MOCK_PORT" <<'PY' && break
+import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+PY
+    sleep 0.05
+done
+
+mkdir -p "$RUN/state"
+cat >"$RUN/config.json5" <<EOF5
+{
+  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
+                                 models: [{ id: "mock-model" }] } } },
+  agents: {
+    defaults: { model: "mock/mock-model", maxConcurrent: 16 },
+    list: [ { id: "main", default: true }, { id: "echo", model: "builtin/echo" } ],
+  },
+}
+EOF5
+GW_ARGS=(--config "$RUN/config.json5")
+start_gateway "$RUN/state"
+PID=$GW_PID
+
+cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$PID/stat"; }
+
+# turns LABEL KEY REPEAT CONCURRENCY: one JSON line; adds the gateway's CPU per turn.
+turns() {
+    local label=$1 key=$2 repeat=$3 conc=$4 before after out
+    python3 "$CLIENT" --url "$GW_URL" --token "$GW_TOKEN" turn --session-key "$key-warm" --message hi --repeat 20 >/dev/null
+    before=$(cpu_ms)
+    out=$(python3 "$CLIENT" --url "$GW_URL" --token "$GW_TOKEN" turn --session-key "$key" --message hi \
+        --repeat "$repeat" --concurrency "$conc")
+    after=$(cpu_ms)
+    emit "$(python3 -c 'import json,sys
+d=json.loads(sys.argv[2]); d.pop("url",None)
+n=d["ok"]; wall=d["wallMs"]/1000
+print(json.dumps({"figure":sys.argv[1],"turnsPerSecond":round(n/wall),"gatewayCpuMsPerTurn":round((int(sys.argv[4])-int(sys.argv[3]))/max(n,1),2),**d}))' \
+        "$label" "$out" "$before" "$after")"
+}
+
+echo "== one turn at a time, mock model over HTTP"
+turns "turn (mock)" agent:main:seq "$TURNS" 1
+echo "== one turn at a time, builtin/echo (no model HTTP hop)"
+turns "turn (echo)" agent:echo:seq "$TURNS" 1
+echo "== $PARALLEL sessions in parallel, mock model"
+turns "turns in parallel (mock)" agent:main:par "$PAR_TURNS" "$PARALLEL"
+echo "== $PARALLEL sessions in parallel, builtin/echo"
+turns "turns in parallel (echo)" agent:echo:par "$PAR_TURNS" "$PARALLEL"
+stop_gateway
+echo "== load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+python3 - "$RESULTS" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line); l = d["latencyMs"]
+    print(f'{d["figure"]:<26} p50 {l["p50"]:>7} ms  p99 {l["p99"]:>7} ms  {d["turnsPerSecond"]:>5} turns/s  '
+          f'gateway CPU {d["gatewayCpuMsPerTurn"]} ms/turn  (n={d["ok"]}, errors {d["errors"]}, concurrency {d["concurrency"]})')
+PY
+echo "results: $RESULTS"

@@ -123,7 +123,7 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
         WriteOp::PutRun(record.clone()),
         WriteOp::Patch {
             key: key.clone(),
-            patch: flag,
+            patch: Box::new(flag),
         },
     ];
     if let Err(e) = engine.store().write_batch(end).await {
@@ -303,7 +303,7 @@ async fn run_loop(
             },
             WriteOp::Patch {
                 key: key.to_string(),
-                patch: tokens,
+                patch: Box::new(tokens),
             },
         ];
         match store.write_batch(turn).await {

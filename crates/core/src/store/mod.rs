@@ -271,9 +271,10 @@ pub enum WriteOp {
         create: Option<NewSession>,
         messages: Vec<Value>,
     },
+    /// Boxed: an entry patch is much larger than the other ops.
     Patch {
         key: String,
-        patch: EntryPatch,
+        patch: Box<EntryPatch>,
     },
 }
 

@@ -267,7 +267,7 @@ impl Store for SqliteStore {
                         messages,
                     } => queries::append(c, &key, create, messages, m).map(WriteOutcome::Appended),
                     WriteOp::Patch { key, patch } => {
-                        queries::patch(c, &key, &patch).map(WriteOutcome::Patched)
+                        queries::patch(c, &key, patch.as_ref()).map(WriteOutcome::Patched)
                     }
                 })
                 .collect()

@@ -2,6 +2,7 @@
 //! session management. Adapters (the gateway, the CLI, later MCP) sit on top of its plain async
 //! API; the runtime, session tools and access rules join in later milestones.
 
+pub mod access;
 pub mod config;
 pub mod engine;
 pub mod error;

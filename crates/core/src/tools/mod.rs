@@ -4,6 +4,7 @@
 //! tool result.
 
 mod schema;
+pub mod sessions;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,0 +1,25 @@
+//! `sessions_history`. (Being written.)
+
+use serde_json::Value;
+
+use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput};
+
+pub struct SessionsHistory;
+
+impl Tool for SessionsHistory {
+    fn name(&self) -> &str {
+        "sessions_history"
+    }
+
+    fn description(&self) -> &str {
+        "Not available yet."
+    }
+
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object", "properties": {}})
+    }
+
+    fn call<'a>(&'a self, _ctx: &'a ToolContext, _arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async { ToolOutput::error("sessions_history is not available yet") })
+    }
+}

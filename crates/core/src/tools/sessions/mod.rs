@@ -1,0 +1,25 @@
+//! The session tools (SPEC §7): `sessions_list`, `sessions_history`, `sessions_send`,
+//! `agents_list`. Every one resolves references the same way and asks `crate::access` before
+//! touching another session. (Being written.)
+
+mod agents_list;
+mod history;
+mod list;
+mod send;
+
+use std::sync::Arc;
+
+use super::{Tool, ToolRegistry};
+
+/// Registers the session tools.
+pub fn register(registry: &mut ToolRegistry) {
+    let tools: [Arc<dyn Tool>; 4] = [
+        Arc::new(list::SessionsList),
+        Arc::new(history::SessionsHistory),
+        Arc::new(send::SessionsSend),
+        Arc::new(agents_list::AgentsList),
+    ];
+    for tool in tools {
+        registry.register(tool);
+    }
+}

@@ -1,0 +1,431 @@
+//! The access decision, tested against a plain restatement of SPEC §8.1 over every combination of
+//! the facts it depends on, plus named cases for the corners.
+
+use pretty_assertions::assert_eq;
+
+use super::{SUBAGENT_SPAWN_DENIED, agent_allowed, wildcard_match};
+use crate::access::{
+    Decision, Denial, Operation, Requester, Target, decide, is_sandboxed, requester,
+};
+use crate::config::{AgentEntry, Config, SandboxMode, SessionScope, SessionToolsVisibility};
+
+const ME: &str = "main";
+const OTHER: &str = "research-bot";
+
+/// `tools.agentToAgent` as one dimension of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum A2a {
+    Disabled,
+    /// Enabled, empty allow list (every agent).
+    EnabledEveryAgent,
+    /// Enabled, both agents listed (one exactly, one by wildcard).
+    EnabledBothListed,
+    /// Enabled, the list leaves out the target's agent.
+    EnabledTargetNotListed,
+    /// Enabled, the list leaves out the requester's agent.
+    EnabledRequesterNotListed,
+}
+
+impl A2a {
+    const ALL: [A2a; 5] = [
+        A2a::Disabled,
+        A2a::EnabledEveryAgent,
+        A2a::EnabledBothListed,
+        A2a::EnabledTargetNotListed,
+        A2a::EnabledRequesterNotListed,
+    ];
+
+    fn settings(self) -> (bool, Vec<String>) {
+        let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+        match self {
+            A2a::Disabled => (false, vec![]),
+            A2a::EnabledEveryAgent => (true, vec![]),
+            A2a::EnabledBothListed => (true, list(&["main", "research-*"])),
+            A2a::EnabledTargetNotListed => (true, list(&["main", "ops"])),
+            A2a::EnabledRequesterNotListed => (true, list(&["research-*"])),
+        }
+    }
+}
+
+/// Who spawned the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpawnedBy {
+    Me,
+    SomeoneElse,
+    Nobody,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    sandboxed: bool,
+    visibility: SessionToolsVisibility,
+    other_agent: bool,
+    a2a: A2a,
+    spawned_by: SpawnedBy,
+    requester_is_subagent: bool,
+    op: Operation,
+}
+
+/// SPEC §8.1 restated, in the documented order: sub-agent spawn rule, sandbox, cross-agent.
+fn expected(case: &Case, target_key: &str) -> Option<String> {
+    if case.op == Operation::Spawn {
+        if case.requester_is_subagent {
+            return Some("sessions_spawn is not allowed from sub-agent sessions".to_owned());
+        }
+        return None;
+    }
+    let spawned_only = case.sandboxed && case.visibility == SessionToolsVisibility::Spawned;
+    if spawned_only && case.spawned_by != SpawnedBy::Me {
+        return Some(format!(
+            "Session not visible from this sandboxed agent session: {target_key}"
+        ));
+    }
+    if case.other_agent {
+        let reach = format!("agent main cannot reach session {target_key} of agent research-bot");
+        return match case.a2a {
+            A2a::Disabled => Some(format!(
+                "Agent-to-agent access is disabled (tools.agentToAgent.enabled is false): {reach}"
+            )),
+            A2a::EnabledTargetNotListed => Some(format!(
+                "Agent-to-agent access is not allowed by tools.agentToAgent.allow (main, ops): {reach}"
+            )),
+            A2a::EnabledRequesterNotListed => Some(format!(
+                "Agent-to-agent access is not allowed by tools.agentToAgent.allow (research-*): {reach}"
+            )),
+            A2a::EnabledEveryAgent | A2a::EnabledBothListed => None,
+        };
+    }
+    None
+}
+
+fn agent(id: &str) -> AgentEntry {
+    AgentEntry {
+        id: id.to_owned(),
+        ..AgentEntry::default()
+    }
+}
+
+fn config_for(case: &Case) -> Config {
+    let mut config = Config::default();
+    config.agents.list = vec![agent(ME), agent(OTHER)];
+    config.agents.defaults.sandbox.mode = if case.sandboxed {
+        SandboxMode::All
+    } else {
+        SandboxMode::Off
+    };
+    config.agents.defaults.sandbox.session_tools_visibility = case.visibility;
+    let (enabled, allow) = case.a2a.settings();
+    config.tools.agent_to_agent.enabled = enabled;
+    config.tools.agent_to_agent.allow = allow;
+    config
+}
+
+fn check(case: &Case) {
+    let config = config_for(case);
+    let requester_key = if case.requester_is_subagent {
+        "agent:main:subagent:11111111-1111-4111-8111-111111111111"
+    } else {
+        "agent:main:discord:group:dev"
+    };
+    let req = requester(&config, requester_key);
+    assert_eq!(
+        (
+            req.sandboxed,
+            req.sees_all,
+            req.is_subagent,
+            req.agent_id.as_str()
+        ),
+        (
+            case.sandboxed,
+            case.visibility == SessionToolsVisibility::All,
+            case.requester_is_subagent,
+            ME
+        ),
+        "requester facts for {case:?}"
+    );
+    let target_agent = if case.other_agent { OTHER } else { ME };
+    let target_key = format!("agent:{target_agent}:subagent:22222222-2222-4222-8222-222222222222");
+    let spawned_by = match case.spawned_by {
+        SpawnedBy::Me => Some(requester_key),
+        SpawnedBy::SomeoneElse => Some("agent:main:main"),
+        SpawnedBy::Nobody => None,
+    };
+    let target = Target {
+        key: &target_key,
+        agent_id: target_agent,
+        spawned_by,
+    };
+    let want: Decision = match expected(case, &target_key) {
+        None => Ok(()),
+        Some(message) => Err(Denial { message }),
+    };
+    assert_eq!(decide(&config, &req, target, case.op), want, "{case:?}");
+}
+
+#[test]
+fn every_combination_follows_the_rules() {
+    let mut cases = 0;
+    for sandboxed in [false, true] {
+        for visibility in [SessionToolsVisibility::Spawned, SessionToolsVisibility::All] {
+            for other_agent in [false, true] {
+                for a2a in A2a::ALL {
+                    for spawned_by in [SpawnedBy::Me, SpawnedBy::SomeoneElse, SpawnedBy::Nobody] {
+                        for requester_is_subagent in [false, true] {
+                            for op in Operation::ALL {
+                                check(&Case {
+                                    sandboxed,
+                                    visibility,
+                                    other_agent,
+                                    a2a,
+                                    spawned_by,
+                                    requester_is_subagent,
+                                    op,
+                                });
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 2 * 2 * 2 * 5 * 3 * 2 * 4);
+}
+
+fn sandboxed_config() -> Config {
+    let mut config = Config::default();
+    config.agents.defaults.sandbox.mode = SandboxMode::All;
+    config
+}
+
+#[test]
+fn a_sandboxed_session_sees_itself() {
+    let config = sandboxed_config();
+    let key = "agent:main:cron:nightly";
+    let req = requester(&config, key);
+    assert!(req.sandboxed && !req.sees_all);
+    let me = Target {
+        key,
+        agent_id: "main",
+        spawned_by: None,
+    };
+    for op in Operation::ALL {
+        assert_eq!(decide(&config, &req, me, op), Ok(()), "{op:?}");
+    }
+}
+
+#[test]
+fn a_sandboxed_session_does_not_see_grandchildren_or_its_parent() {
+    let config = sandboxed_config();
+    let req = requester(&config, "agent:main:subagent:child");
+    let parent = Target {
+        key: "agent:main:main",
+        agent_id: "main",
+        spawned_by: None,
+    };
+    let grandchild = Target {
+        key: "agent:main:subagent:grandchild",
+        agent_id: "main",
+        spawned_by: Some("agent:main:subagent:other-child"),
+    };
+    assert_eq!(
+        decide(&config, &req, parent, Operation::Send),
+        Err(Denial {
+            message: "Session not visible from this sandboxed agent session: agent:main:main"
+                .to_owned()
+        })
+    );
+    assert!(decide(&config, &req, grandchild, Operation::History).is_err());
+}
+
+#[test]
+fn the_global_bucket_is_shown_as_main_in_denials() {
+    let config = sandboxed_config();
+    let req = requester(&config, "agent:main:cron:nightly");
+    let global = Target {
+        key: "global",
+        agent_id: "main",
+        spawned_by: None,
+    };
+    assert_eq!(
+        decide(&config, &req, global, Operation::History),
+        Err(Denial {
+            message: "Session not visible from this sandboxed agent session: main".to_owned()
+        })
+    );
+}
+
+#[test]
+fn wildcard_patterns() {
+    let cases = [
+        ("*", "anything", true),
+        ("*", "", true),
+        ("research-*", "research-bot", true),
+        ("research-*", "research-", true),
+        ("research-*", "research", false),
+        ("*-bot", "research-bot", true),
+        ("*-bot", "research-bots", false),
+        ("r*s*h-*", "research-bot", true),
+        ("ma*n", "main", true),
+        ("ma*n", "man", true),
+        ("ma*n", "mains", false),
+        ("main", "main", true),
+        ("main", "mainx", false),
+        ("**", "x", true),
+        ("a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac", false),
+        ("Research-*", "research-bot", true),
+        ("", "main", false),
+    ];
+    for (pattern, text, want) in cases {
+        assert_eq!(
+            wildcard_match(pattern, text),
+            want,
+            "{pattern:?} vs {text:?}"
+        );
+    }
+    assert!(agent_allowed(&[], "anyone"));
+    assert!(agent_allowed(&[" OPS ".to_owned()], "ops"));
+    assert!(!agent_allowed(&["ops".to_owned()], "main"));
+}
+
+#[test]
+fn wildcard_allow_lists_open_cross_agent_access() {
+    let mut config = Config::default();
+    config.agents.list = vec![agent("main"), agent("research-bot"), agent("ops")];
+    config.tools.agent_to_agent.enabled = true;
+    let req = requester(&config, "agent:main:main");
+    let research = Target {
+        key: "agent:research-bot:main",
+        agent_id: "research-bot",
+        spawned_by: None,
+    };
+    let ops = Target {
+        key: "agent:ops:main",
+        agent_id: "ops",
+        spawned_by: None,
+    };
+    config.tools.agent_to_agent.allow = vec!["*".to_owned()];
+    assert_eq!(decide(&config, &req, ops, Operation::Send), Ok(()));
+    config.tools.agent_to_agent.allow = vec!["main".to_owned(), "research-*".to_owned()];
+    assert_eq!(decide(&config, &req, research, Operation::List), Ok(()));
+    assert_eq!(
+        decide(&config, &req, ops, Operation::List),
+        Err(Denial {
+            message: "Agent-to-agent access is not allowed by tools.agentToAgent.allow \
+                      (main, research-*): agent main cannot reach session agent:ops:main of agent ops"
+                .to_owned()
+        })
+    );
+}
+
+#[test]
+fn the_global_requester_is_the_default_agent_and_not_sandboxed_under_non_main() {
+    let mut config = Config::default();
+    config.session.scope = SessionScope::Global;
+    config.agents.defaults.sandbox.mode = SandboxMode::NonMain;
+    let mut ops = agent("ops");
+    ops.default = true;
+    config.agents.list = vec![agent("main"), ops];
+    assert_eq!(
+        requester(&config, "global"),
+        Requester {
+            key: "global".to_owned(),
+            agent_id: "ops".to_owned(),
+            sandboxed: false,
+            sees_all: false,
+            is_subagent: false,
+        }
+    );
+    let cron = requester(&config, "agent:ops:cron:nightly");
+    assert!(cron.sandboxed);
+}
+
+#[test]
+fn sandbox_modes() {
+    let mut config = Config::default();
+    config.session.main_key = "work".to_owned();
+    config.agents.list = vec![agent("main"), agent("ops")];
+    // (mode, agent, key, sandboxed)
+    let cases = [
+        (SandboxMode::Off, "main", "agent:main:cron:x", false),
+        (SandboxMode::Off, "main", "agent:main:work", false),
+        (SandboxMode::All, "main", "agent:main:work", true),
+        (SandboxMode::All, "main", "global", true),
+        (SandboxMode::NonMain, "main", "agent:main:work", false),
+        (SandboxMode::NonMain, "main", "global", false),
+        (SandboxMode::NonMain, "main", "agent:main:main", true),
+        (SandboxMode::NonMain, "main", "agent:main:cron:x", true),
+        (SandboxMode::NonMain, "main", "agent:main:subagent:x", true),
+        (SandboxMode::NonMain, "main", "agent:ops:work", true),
+        (SandboxMode::NonMain, "MAIN", "agent:main:work", false),
+    ];
+    for (mode, agent_id, key, want) in cases {
+        config.agents.defaults.sandbox.mode = mode;
+        assert_eq!(
+            is_sandboxed(&config, agent_id, key),
+            want,
+            "{mode} {agent_id} {key}"
+        );
+    }
+}
+
+#[test]
+fn per_agent_sandbox_settings_override_the_defaults() {
+    let mut config = Config::default();
+    config.agents.defaults.sandbox.mode = SandboxMode::All;
+    let mut open = agent("open");
+    open.sandbox.mode = Some(SandboxMode::Off);
+    let mut wide = agent("wide");
+    wide.sandbox.session_tools_visibility = Some(SessionToolsVisibility::All);
+    config.agents.list = vec![agent("main"), open, wide];
+
+    let open_req = requester(&config, "agent:open:cron:x");
+    assert!(!open_req.sandboxed);
+    let wide_req = requester(&config, "agent:wide:cron:x");
+    assert!(wide_req.sandboxed && wide_req.sees_all);
+    let main_req = requester(&config, "agent:main:cron:x");
+    assert!(main_req.sandboxed && !main_req.sees_all);
+
+    let sibling = |agent_id: &'static str, key: &'static str| Target {
+        key,
+        agent_id,
+        spawned_by: None,
+    };
+    assert_eq!(
+        decide(
+            &config,
+            &wide_req,
+            sibling("wide", "agent:wide:main"),
+            Operation::History
+        ),
+        Ok(())
+    );
+    assert!(
+        decide(
+            &config,
+            &main_req,
+            sibling("main", "agent:main:main"),
+            Operation::History
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn sub_agents_may_not_spawn_but_sandboxed_sessions_may() {
+    let config = sandboxed_config();
+    let child = Target {
+        key: "agent:other:subagent:new",
+        agent_id: "other",
+        spawned_by: None,
+    };
+    let sub = requester(&config, "agent:main:subagent:x");
+    assert_eq!(
+        decide(&config, &sub, child, Operation::Spawn),
+        Err(Denial {
+            message: SUBAGENT_SPAWN_DENIED.to_owned()
+        })
+    );
+    let sandboxed = requester(&config, "agent:main:cron:x");
+    assert_eq!(decide(&config, &sandboxed, child, Operation::Spawn), Ok(()));
+}

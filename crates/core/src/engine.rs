@@ -45,6 +45,7 @@ impl Engine {
     ) -> CoreResult<Arc<Self>> {
         let providers = Providers::from_config(&config).map_err(CoreError::Invalid)?;
         let mut tools = ToolRegistry::default();
+        crate::tools::sessions::register(&mut tools);
         for tool in options.tools {
             tools.register(tool);
         }

@@ -65,3 +65,32 @@ pub fn decide(
 ) -> Decision {
     visibility::decide(config, requester, target, op)
 }
+
+/// Refuses a message into `key` (canonical) when the send policy denies it: the one check the
+/// gateway's `chat.send` and `agent` make. A key with no session yet is judged from the key.
+pub async fn check_send(engine: &crate::Engine, key: &str) -> crate::CoreResult<()> {
+    let entry = engine.store().get(key).await?;
+    match send_policy(engine.config(), key, entry.as_ref()) {
+        SendDecision::Allow => Ok(()),
+        SendDecision::Deny { reason } => Err(crate::CoreError::Forbidden(reason)),
+    }
+}
+
+/// A standalone `/send on|off|inherit` (also `allow|deny|default`) message. `None`: not a
+/// `/send` command. `Some(Ok(policy))`: the new override (`"allow"`/`"deny"`, or `None` to
+/// inherit). `Some(Err(..))`: a wrong argument, with the accepted forms.
+pub fn send_command(message: &str) -> Option<Result<Option<&'static str>, String>> {
+    let text = message.trim();
+    let rest = text.strip_prefix("/send")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(match rest.trim().to_ascii_lowercase().as_str() {
+        "on" | "allow" => Ok(Some("allow")),
+        "off" | "deny" => Ok(Some("deny")),
+        "inherit" | "default" => Ok(None),
+        other => Err(format!(
+            "/send {other}: expected /send on|off|inherit (also allow|deny|default)"
+        )),
+    })
+}

@@ -220,7 +220,9 @@ async fn run_loop(
     // The transcript's newest seq as this run appends; the window is kept for the next run
     // when the run ends well.
     let mut last_seq = entry.last_seq;
-    let tools = engine.runtime().tools.for_agent(&agent);
+    // The same set tools.invoke allows: the agent's allow/deny, minus session tools for
+    // sub-agents unless tools.subagents.tools allows them.
+    let tools = tools::invoke::callable_tools(engine, key, &entry.agent_id);
     let specs: Vec<_> = tools.iter().map(|t| tools::spec(t.as_ref())).collect();
     let system = system_prompt(
         agent.system_prompt.as_deref(),

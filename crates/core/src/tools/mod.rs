@@ -3,6 +3,7 @@
 //! per-agent allow/deny lists. Tools never panic the gateway: every failure becomes an error
 //! tool result.
 
+pub mod invoke;
 mod schema;
 pub mod sessions;
 

@@ -1,2 +1,4 @@
 mod providers;
 mod runtime;
+mod send;
+mod session_tools;

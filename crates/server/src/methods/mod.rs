@@ -4,6 +4,7 @@
 mod runs;
 mod sessions;
 mod system;
+mod tools;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -30,6 +31,7 @@ pub const METHODS: &[&str] = &[
     "agent.wait",
     "sessions.subscribe",
     "sessions.unsubscribe",
+    "tools.invoke",
 ];
 
 /// Events a client may receive.
@@ -62,6 +64,7 @@ pub async fn dispatch(
         "chat.abort" => runs::chat_abort(engine, parse(method, params)?).await,
         "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
         "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
+        "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

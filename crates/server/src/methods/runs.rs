@@ -6,11 +6,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::{RunRequest, WaitOutcome, user_message};
+use switchboard_core::store::EntryPatch;
 use switchboard_core::store::RunStatus;
-use switchboard_core::{Engine, keys, sessions};
+use switchboard_core::{Engine, access, keys, sessions};
 use switchboard_protocol::runs::{
     AgentParams, AgentWaitParams, ChatAbortParams, ChatSendParams, RunResult,
 };
+use switchboard_protocol::sessions::Patch;
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use super::{Interim, MethodResult, core_err, to_value};
@@ -43,8 +45,43 @@ fn new_run(engine: &Engine, key: &str, message: &str, lane: Lane) -> RunRequest 
     request
 }
 
+/// The operator's standalone `/send on|off|inherit`: sets the session's override, no run.
+async fn send_command(engine: &Engine, key: &str, message: &str) -> Option<MethodResult> {
+    let policy = match access::send_command(message)? {
+        Ok(policy) => policy,
+        Err(e) => return Some(Err(ErrorShape::new(ErrorCode::InvalidRequest, e))),
+    };
+    let patch = EntryPatch {
+        send_policy: policy.map_or(Patch::Clear, |p| Patch::Set(p.to_string())),
+        ..EntryPatch::default()
+    };
+    let session = keys::SessionKey::from_canonical(key.to_string());
+    let result = async {
+        engine.store().create(engine.new_session(&session)).await?;
+        engine.store().patch(key, patch).await
+    }
+    .await;
+    Some(match result {
+        Ok(_) => {
+            let shown = policy.unwrap_or("inherit (the configured policy)");
+            Ok(json!({
+                "status": "ok",
+                "command": "/send",
+                "sessionKey": session.display(),
+                "sendPolicy": policy,
+                "reply": format!("Send policy for {}: {shown}.", session.display()),
+            }))
+        }
+        Err(e) => Err(core_err(e.into())),
+    })
+}
+
 pub async fn chat_send(engine: &Arc<Engine>, p: ChatSendParams) -> MethodResult {
     let key = target_key(engine, &p.session_key, None).await?;
+    if let Some(answer) = send_command(engine, &key, &p.message).await {
+        return answer;
+    }
+    access::check_send(engine, &key).await.map_err(core_err)?;
     let mut request = new_run(engine, &key, &p.message, Lane::Main);
     request.idempotency_key = p.idempotency_key;
     request.timeout = p
@@ -68,6 +105,7 @@ pub async fn agent(engine: &Arc<Engine>, p: AgentParams, interim: Interim<'_>) -
         })?,
     };
     let key = target_key(engine, &p.session_key, p.agent_id.as_deref()).await?;
+    access::check_send(engine, &key).await.map_err(core_err)?;
     let mut request = new_run(engine, &key, &p.message, lane);
     if let Some(new) = &mut request.create {
         new.label = p.label;

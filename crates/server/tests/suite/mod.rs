@@ -1,5 +1,7 @@
 mod harness;
 mod history;
+mod policy;
 mod protocol;
 mod runs;
 mod sessions;
+mod tools;

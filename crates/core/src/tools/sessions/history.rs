@@ -1,10 +1,61 @@
-//! `sessions_history`. (Being written.)
+//! `sessions_history` (SPEC §7.2): another session's transcript, made safe for the reader's
+//! context.
+//!
+//! Safety, in order: heavy fields go (`usage`, `cost`, tool `details`, thinking signatures, image
+//! data → `{omitted, bytes}`), every text over [`MAX_TEXT_CHARS`] is cut with a visible marker, a
+//! message still over the whole budget is replaced by a placeholder that names its seq and role,
+//! and the array is capped at [`MAX_BYTES`] by dropping the *oldest* messages. Nothing becomes
+//! unreachable: `nextBefore` always points below the oldest message returned, so paging back with
+//! it reaches every message, dropped ones included. With `includeTools: false` tool results are
+//! skipped while reading, and more rows are read until the page is full (or the transcript's
+//! start, or [`MAX_SCAN`] rows), so pages do not come up short without a `nextBefore`.
 
-use serde_json::Value;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value, json};
+use switchboard_protocol::lenient::{self, clamp_or};
 
-use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput};
+use super::resolve;
+use crate::access::Operation;
+use crate::sessions::{row, with_seq};
+use crate::store::StoredMessage;
+use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, parse_args};
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 200;
+/// Longest text kept in any one text field, in characters.
+pub const MAX_TEXT_CHARS: usize = 4_000;
+/// Cap of the serialized `messages` array.
+pub const MAX_BYTES: usize = 80 * 1024;
+/// Rows read per call at most while skipping tool results.
+const MAX_SCAN: usize = 2_000;
 
 pub struct SessionsHistory;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    /// The session to read: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
+    /// its sessionId, or "main" for your own main session.
+    #[serde(alias = "session_key", alias = "key", alias = "sessionId")]
+    #[schemars(required, with = "String")]
+    session_key: Option<String>,
+    /// Alternative to sessionKey: the session's label (as shown by sessions_list).
+    label: Option<String>,
+    /// With label: the agent whose sessions the label is looked up in (default: yours).
+    #[serde(alias = "agent_id")]
+    agent_id: Option<String>,
+    /// How many messages to return, newest last (default 50, at most 200).
+    #[serde(default, deserialize_with = "lenient::opt_int")]
+    limit: Option<i64>,
+    /// Include tool results (role "toolResult"). Default false.
+    #[serde(default, deserialize_with = "opt_bool")]
+    include_tools: Option<bool>,
+    /// Page backwards: only messages with a seq below this. Pass the nextBefore of a previous
+    /// result.
+    #[serde(default, deserialize_with = "lenient::opt_int")]
+    before: Option<i64>,
+}
 
 impl Tool for SessionsHistory {
     fn name(&self) -> &str {
@@ -12,14 +63,388 @@ impl Tool for SessionsHistory {
     }
 
     fn description(&self) -> &str {
-        "Not available yet."
+        "Read the transcript of one session (another chat, a cron job, a sub-agent you spawned). \
+         Messages come oldest first, each with its seq; tool results are left out unless \
+         includeTools is true. Long texts are cut and big results trimmed to keep your context \
+         small: `truncated`/`droppedMessages` say older messages were left out and \
+         `contentTruncated` that some text was cut. When `nextBefore` is present, call again with \
+         before=nextBefore to read further back. Find session keys with sessions_list."
     }
 
     fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object", "properties": {}})
+        resolve::schema::<Params>()
     }
 
-    fn call<'a>(&'a self, _ctx: &'a ToolContext, _arguments: Value) -> ToolFuture<'a> {
-        Box::pin(async { ToolOutput::error("sessions_history is not available yet") })
+    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let p: Params = match parse_args(self, arguments) {
+                Ok(p) => p,
+                Err(message) => return resolve::error(message),
+            };
+            match history(ctx, p).await {
+                Ok(value) => ToolOutput::ok(value),
+                Err(output) => output,
+            }
+        })
+    }
+}
+
+async fn history(ctx: &ToolContext, p: Params) -> Result<Value, ToolOutput> {
+    let entry = resolve::reference(
+        ctx,
+        p.session_key.as_deref(),
+        p.label.as_deref(),
+        p.agent_id.as_deref(),
+        Operation::History,
+    )
+    .await?;
+    let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
+    let include_tools = p.include_tools.unwrap_or(false);
+    let page = read(
+        ctx,
+        &entry.session_id,
+        limit,
+        p.before.filter(|b| *b > 0),
+        include_tools,
+    )
+    .await?;
+    let capped = cap(page.messages.into_iter().map(with_seq).collect());
+    let next_before = capped.next_before.or(page.next_before);
+    let mut result = json!({
+        "sessionKey": row(&ctx.engine, &entry).key,
+        "messages": capped.messages,
+        "truncated": capped.dropped > 0,
+        "droppedMessages": capped.dropped,
+        "contentTruncated": capped.content_truncated,
+        "bytes": capped.bytes,
+    });
+    if let (Some(before), Value::Object(map)) = (next_before, &mut result) {
+        map.insert("nextBefore".into(), Value::from(before));
+    }
+    Ok(result)
+}
+
+/// Up to `limit` messages below `before`, oldest first, and where to continue.
+struct Page {
+    messages: Vec<StoredMessage>,
+    next_before: Option<i64>,
+}
+
+/// Reads the newest `limit` messages below `before`; without tools, keeps reading older rows
+/// until `limit` non-tool messages, the first message, or [`MAX_SCAN`] rows.
+async fn read(
+    ctx: &ToolContext,
+    session_id: &str,
+    limit: usize,
+    before: Option<i64>,
+    include_tools: bool,
+) -> Result<Page, ToolOutput> {
+    let store = ctx.engine.store();
+    if include_tools {
+        let page = store
+            .history(session_id, limit, before)
+            .await
+            .map_err(resolve::store_error)?;
+        return Ok(Page {
+            messages: page.messages,
+            next_before: page.next_before,
+        });
+    }
+    let mut kept: Vec<StoredMessage> = Vec::new();
+    let mut cursor = before;
+    let mut scanned = 0;
+    loop {
+        let want = limit - kept.len();
+        // Read ahead a little: transcripts with tools are about half tool results.
+        let batch = (want * 2).clamp(20, 400);
+        let page = store
+            .history(session_id, batch, cursor)
+            .await
+            .map_err(resolve::store_error)?;
+        scanned += page.messages.len();
+        let mut older: Vec<StoredMessage> = page
+            .messages
+            .into_iter()
+            .filter(|m| m.message.get("role").and_then(Value::as_str) != Some("toolResult"))
+            .collect();
+        cursor = page.next_before;
+        if older.len() > want {
+            // Read more than needed: the surplus (the oldest) stays for the next page.
+            older.drain(..older.len() - want);
+            cursor = older.first().map(|m| m.seq).filter(|seq| *seq > 1);
+        }
+        older.append(&mut kept);
+        kept = older;
+        if kept.len() >= limit || cursor.is_none() || scanned >= MAX_SCAN {
+            break;
+        }
+    }
+    Ok(Page {
+        messages: kept,
+        next_before: cursor,
+    })
+}
+
+/// Messages after the byte cap.
+struct Capped {
+    messages: Vec<Value>,
+    dropped: usize,
+    content_truncated: bool,
+    bytes: usize,
+    /// Set when messages were dropped: the seq of the oldest message kept.
+    next_before: Option<i64>,
+}
+
+/// Trims every message, then keeps the newest ones whose array fits in [`MAX_BYTES`].
+fn cap(messages: Vec<Value>) -> Capped {
+    let mut content_truncated = false;
+    let mut trimmed: Vec<(Value, usize)> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let (mut message, cut) = sanitize(message);
+        content_truncated |= cut;
+        let mut size = json_len(&message);
+        // `[` + `]`: a message over this could never be returned, whatever the limit.
+        if size > MAX_BYTES - 2 {
+            message = placeholder(&message, size);
+            size = json_len(&message);
+            content_truncated = true;
+        }
+        trimmed.push((message, size));
+    }
+    // Newest first: keep while the array (brackets and commas included) fits.
+    let mut bytes = 2;
+    let mut keep = 0;
+    for (i, (_, size)) in trimmed.iter().enumerate().rev() {
+        let comma = usize::from(keep > 0);
+        if bytes + size + comma > MAX_BYTES {
+            break;
+        }
+        bytes += size + comma;
+        keep = trimmed.len() - i;
+    }
+    let dropped = trimmed.len() - keep;
+    let messages: Vec<Value> = trimmed.into_iter().skip(dropped).map(|(m, _)| m).collect();
+    let next_before = if dropped > 0 {
+        messages
+            .first()
+            .and_then(|m| m.get("seq"))
+            .and_then(Value::as_i64)
+    } else {
+        None
+    };
+    Capped {
+        messages,
+        dropped,
+        content_truncated,
+        bytes,
+        next_before,
+    }
+}
+
+fn json_len(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(0, |s| s.len())
+}
+
+/// Stands in for a message too large to return even alone.
+fn placeholder(message: &Value, bytes: usize) -> Value {
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or("user");
+    let seq = message.get("seq").cloned().unwrap_or(Value::Null);
+    let mut out = json!({
+        "role": role,
+        "seq": seq,
+        "omitted": true,
+        "bytes": bytes,
+        "content": [{
+            "type": "text",
+            "text": format!(
+                "[message {seq} ({role}) omitted: {bytes} bytes even after trimming, over the \
+                 {MAX_BYTES}-byte history limit]"
+            ),
+        }],
+    });
+    if let (Value::Object(map), Some(ts)) = (&mut out, message.get("timestamp")) {
+        map.insert("timestamp".into(), ts.clone());
+    }
+    out
+}
+
+/// A message without heavy fields and with long texts cut; `true` when text was cut. Used for the
+/// messages of `sessions_list` rows too.
+pub(super) fn sanitize(mut message: Value) -> (Value, bool) {
+    let mut cut = false;
+    if let Value::Object(map) = &mut message {
+        for heavy in ["usage", "cost", "details"] {
+            map.remove(heavy);
+        }
+        if let Some(content) = map.get_mut("content") {
+            cut |= sanitize_content(content);
+        }
+        if let Some(Value::String(error)) = map.get_mut("errorMessage") {
+            cut |= cut_text(error);
+        }
+    }
+    (message, cut)
+}
+
+fn sanitize_content(content: &mut Value) -> bool {
+    match content {
+        Value::String(text) => cut_text(text),
+        Value::Array(blocks) => blocks
+            .iter_mut()
+            .fold(false, |cut, block| sanitize_block(block) | cut),
+        _ => false,
+    }
+}
+
+fn sanitize_block(block: &mut Value) -> bool {
+    let Value::Object(map) = block else {
+        return false;
+    };
+    for heavy in [
+        "thinkingSignature",
+        "signature",
+        "textSignature",
+        "details",
+        "usage",
+        "cost",
+    ] {
+        map.remove(heavy);
+    }
+    let mut cut = false;
+    for field in ["text", "thinking"] {
+        if let Some(Value::String(text)) = map.get_mut(field) {
+            cut |= cut_text(text);
+        }
+    }
+    match map.get("type").and_then(Value::as_str) {
+        Some("image") => {
+            omit_data(map);
+            if let Some(Value::Object(source)) = map.get_mut("source") {
+                omit_data(source);
+            }
+        }
+        Some("toolCall") => {
+            if let Some(arguments) = map.get_mut("arguments") {
+                let raw = arguments.to_string();
+                if raw.chars().count() > MAX_TEXT_CHARS {
+                    let mut text = raw;
+                    cut_text(&mut text);
+                    *arguments = Value::String(text);
+                    cut = true;
+                }
+            }
+        }
+        _ => {}
+    }
+    // Tool results nest content blocks.
+    if let Some(inner) = map.get_mut("content") {
+        cut |= sanitize_content(inner);
+    }
+    cut
+}
+
+fn omit_data(map: &mut Map<String, Value>) {
+    if let Some(data) = map.get_mut("data")
+        && let Value::String(raw) = data
+    {
+        *data = json!({"omitted": true, "bytes": raw.len()});
+    }
+}
+
+/// Cuts `text` to [`MAX_TEXT_CHARS`] characters plus a visible marker; `true` when it was cut.
+fn cut_text(text: &mut String) -> bool {
+    let Some((at, _)) = text.char_indices().nth(MAX_TEXT_CHARS) else {
+        return false;
+    };
+    let removed = text[at..].chars().count();
+    text.truncate(at);
+    text.push_str(&format!("… [truncated {removed} chars]"));
+    true
+}
+
+/// An optional bool given as `true`, `"true"`, `1`… (models are not always exact).
+fn opt_bool<'de, D: Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
+    match Option::<Value>::deserialize(de)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(Value::Number(n)) => Ok(Some(n.as_f64().is_some_and(|n| n != 0.0))),
+        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Ok(Some(true)),
+            "false" | "no" | "0" | "" => Ok(Some(false)),
+            other => Err(serde::de::Error::custom(format!(
+                "expected true or false, got {other:?}"
+            ))),
+        },
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "expected true or false, got {other}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heavy_fields_go_and_long_text_is_cut_with_a_marker() {
+        let long = "x".repeat(10_000);
+        let (m, cut) = sanitize(json!({
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": long},
+                {"type": "thinking", "thinking": "hm", "thinkingSignature": "sig"},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            ],
+            "usage": {"input": 1, "cost": {"total": 1}},
+            "stopReason": "stop", "timestamp": 1, "seq": 3,
+        }));
+        assert!(cut);
+        let text = m["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.ends_with("… [truncated 6000 chars]"), "{text}");
+        assert_eq!(
+            text.chars().count(),
+            4_000 + "… [truncated 6000 chars]".len() - 2
+        );
+        assert!(m.get("usage").is_none());
+        assert!(m["content"][1].get("thinkingSignature").is_none());
+        assert_eq!(
+            m["content"][2]["data"],
+            json!({"omitted": true, "bytes": 8})
+        );
+        let (short, cut) = sanitize(json!({"role": "user", "content": "hi", "timestamp": 1}));
+        assert!(!cut);
+        assert_eq!(short["content"], "hi");
+    }
+
+    #[test]
+    fn cutting_respects_multibyte_characters() {
+        let mut text = "ж".repeat(4_001);
+        assert!(cut_text(&mut text));
+        assert!(text.starts_with(&"ж".repeat(4_000)));
+        assert!(text.ends_with("[truncated 1 chars]"));
+    }
+
+    #[test]
+    fn the_cap_drops_the_oldest_and_points_at_them() {
+        let messages: Vec<Value> = (1..=200)
+            .map(|seq| json!({"role": "user", "content": "y".repeat(1_000), "timestamp": 1, "seq": seq}))
+            .collect();
+        let capped = cap(messages);
+        assert!(capped.dropped > 0 && capped.bytes <= MAX_BYTES);
+        assert_eq!(
+            serde_json::to_string(&capped.messages)
+                .map(|s| s.len())
+                .ok(),
+            Some(capped.bytes)
+        );
+        assert_eq!(capped.messages.len() + capped.dropped, 200);
+        assert_eq!(capped.next_before, Some(capped.dropped as i64 + 1));
+        assert_eq!(
+            capped.messages.last().and_then(|m| m["seq"].as_i64()),
+            Some(200)
+        );
     }
 }

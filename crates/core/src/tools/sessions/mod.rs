@@ -3,8 +3,10 @@
 //! touching another session. (Being written.)
 
 mod agents_list;
+mod flow;
 mod history;
 mod list;
+pub(crate) mod resolve;
 mod send;
 
 use std::sync::Arc;

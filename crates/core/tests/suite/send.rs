@@ -1,0 +1,471 @@
+//! `sessions_send` through real runs on the scripted model: waits, fire-and-forget, timeouts,
+//! the reply-back loop, the announce step, and the cycle guard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::config::{AgentEntry, Config};
+use switchboard_core::runtime::lanes::Lane;
+use switchboard_core::runtime::{RunRequest, user_message};
+use switchboard_core::store::RunStatus;
+use switchboard_core::{Engine, keys};
+
+struct World {
+    engine: Arc<Engine>,
+    _dir: tempfile::TempDir,
+}
+
+/// Agent `main` (default) with a system prompt; `pingpong` turns off the loop unless given.
+async fn world(main_prompt: &str, configure: impl FnOnce(&mut Config)) -> World {
+    let mut config = Config::default();
+    config.agents.list = vec![AgentEntry {
+        id: "main".into(),
+        default: true,
+        system_prompt: Some(main_prompt.into()),
+        ..AgentEntry::default()
+    }];
+    config.session.agent_to_agent.max_ping_pong_turns = 0;
+    configure(&mut config);
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), config).await.unwrap();
+    World { engine, _dir: dir }
+}
+
+impl World {
+    async fn create(&self, key: &str) {
+        let key = self.engine.canonical_key(key, None).unwrap();
+        self.engine
+            .store()
+            .create(self.engine.new_session(&key))
+            .await
+            .unwrap();
+    }
+
+    /// One operator turn in `session`; answers the run's record.
+    async fn turn(&self, session: &str, message: &str) -> switchboard_core::store::RunRecord {
+        let key = self.engine.canonical_key(session, None).unwrap();
+        let mut request = RunRequest::new(key.as_str(), Lane::Main);
+        request.create = Some(self.engine.new_session(&key));
+        request.message = Some(user_message(message, None));
+        let accepted = self.engine.submit_run(request).await.unwrap();
+        self.engine
+            .wait_run(&accepted.run_id, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .record
+    }
+
+    async fn transcript(&self, session: &str) -> Vec<Value> {
+        let key = self.engine.canonical_key(session, None).unwrap();
+        let entry = self
+            .engine
+            .store()
+            .get(key.as_str())
+            .await
+            .unwrap()
+            .unwrap();
+        let page = self
+            .engine
+            .store()
+            .history(&entry.session_id, 1000, None)
+            .await
+            .unwrap();
+        page.messages.into_iter().map(|m| m.message).collect()
+    }
+
+    /// The JSON result of the first tool call in `session`'s transcript.
+    async fn tool_result(&self, session: &str) -> Value {
+        let t = self.transcript(session).await;
+        let result = t
+            .iter()
+            .find(|m| m["role"] == "toolResult")
+            .expect("a tool result");
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+    }
+
+    /// Waits until `session` holds `n` messages (background steps finish on their own time).
+    async fn settle(&self, session: &str, n: usize) -> Vec<Value> {
+        for _ in 0..500 {
+            let t = self.transcript(session).await;
+            if t.len() >= n {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return self.transcript(session).await;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.transcript(session).await
+    }
+}
+
+fn texts(t: &[Value]) -> Vec<String> {
+    t.iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap();
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .map(|b| {
+                        b["text"]
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("<{}>", b["name"].as_str().unwrap_or("?")))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(""),
+                _ => String::new(),
+            };
+            format!("{role}: {text}")
+        })
+        .collect()
+}
+
+fn send(args: Value) -> String {
+    format!("@tool sessions_send {args}\n@reply sent: {{{{result}}}}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_send_answers_ok_with_the_targets_reply_and_records_provenance() {
+    let w = world("", |_| {}).await;
+    w.create("helper").await;
+    let record = w
+        .turn(
+            "main",
+            &send(json!({"sessionKey": "helper", "message": "@reply pong from helper"})),
+        )
+        .await;
+    assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
+    let result = w.tool_result("main").await;
+    assert_eq!(
+        (result["status"].clone(), result["reply"].clone()),
+        (json!("ok"), json!("pong from helper"))
+    );
+    assert_eq!(result["sessionKey"], "agent:main:helper");
+    let helper = w.settle("helper", 4).await;
+    // The message arrived as a user message from main, with provenance; then the announce step.
+    assert_eq!(helper[0]["provenance"]["kind"], "agent");
+    assert_eq!(helper[0]["provenance"]["fromSessionKey"], "agent:main:main");
+    assert_eq!(helper[0]["provenance"]["runId"], json!(record.run_id));
+    assert_eq!(helper[1]["content"][0]["text"], "pong from helper");
+    assert!(
+        helper[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[announce step]")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fire_and_forget_answers_accepted_and_the_reply_lands_in_the_target() {
+    let w = world("", |_| {}).await;
+    w.create("helper").await;
+    w.turn("main", &send(json!({"sessionKey": "helper", "message": "@delay 100\n@reply done later", "timeoutSeconds": 0}))).await;
+    let result = w.tool_result("main").await;
+    assert_eq!(result["status"], "accepted");
+    assert!(result["runId"].is_string());
+    let helper = w.settle("helper", 2).await;
+    assert_eq!(texts(&helper)[1], "assistant: done later");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_says_the_run_goes_on_and_its_reply_appears_later() {
+    let w = world("", |_| {}).await;
+    w.create("slow").await;
+    w.turn("main", &send(json!({"sessionKey": "slow", "message": "@delay 1500\n@reply finally", "timeoutSeconds": 1}))).await;
+    let result = w.tool_result("main").await;
+    assert_eq!(result["status"], "timeout");
+    assert_eq!(result["run"]["state"], "running");
+    assert!(
+        result["error"].as_str().unwrap().contains("goes on"),
+        "{result}"
+    );
+    let slow = w.settle("slow", 2).await;
+    assert_eq!(texts(&slow)[1], "assistant: finally");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() {
+    // Every reply-back turn answers with its turn number; turn 3 says REPLY_SKIP.
+    let prompt = "@when \"Turn 3 of\" @reply REPLY_SKIP\n@when \"Turn 1 of\" @reply t1\n@when \"Turn 2 of\" @reply t2\n@when \"Turn 4 of\" @reply t4\n@when \"announce step\" @reply ANNOUNCE_SKIP";
+    let w = world(prompt, |c| c.session.agent_to_agent.max_ping_pong_turns = 5).await;
+    w.create("peer").await;
+    w.turn(
+        "main",
+        &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
+    )
+    .await;
+    let peer = w.settle("peer", 6).await;
+    let main = w.settle("main", 6).await;
+    // main: its own turn (user, call, result, reply), then turn 1 (peer's r1 in, "t1" out), then
+    // turn 3 (peer's t2 in, REPLY_SKIP out).
+    assert_eq!(
+        texts(&main)[4..],
+        [
+            "user: r1",
+            "assistant: t1",
+            "user: t2",
+            "assistant: REPLY_SKIP"
+        ]
+    );
+    // peer: the request and r1, turn 2 (t1 in, t2 out), then the announce step, skipped.
+    assert_eq!(
+        texts(&peer)[1..4],
+        ["assistant: r1", "user: t1", "assistant: t2"]
+    );
+    assert!(texts(&peer)[4].starts_with("user: [announce step]"));
+    assert_eq!(texts(&peer)[5], "assistant: ANNOUNCE_SKIP");
+    assert_eq!(peer.len(), 6);
+
+    // At M turns the loop stops by itself: with M = 2 no REPLY_SKIP is needed.
+    let prompt = "@when \"Turn 1 of 2\" @reply t1\n@when \"Turn 2 of 2\" @reply t2\n@when \"announce step\" @reply Posted: {{user}}";
+    let w = world(prompt, |c| c.session.agent_to_agent.max_ping_pong_turns = 2).await;
+    w.create("peer").await;
+    w.turn(
+        "main",
+        &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
+    )
+    .await;
+    let peer = w.settle("peer", 6).await;
+    assert_eq!(texts(&peer)[2..4], ["user: t1", "assistant: t2"]);
+    // The announce is given (not skipped) and stays in the target transcript: no channel route.
+    assert!(
+        texts(&peer)[5].starts_with("assistant: Posted: [announce step]"),
+        "{:?}",
+        texts(&peer)
+    );
+    assert_eq!(w.settle("main", 6).await.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_chain_back_to_its_start_is_refused_at_once() {
+    // main → b → c → main, every send waiting: the last one would deadlock.
+    let to_main = json!({"sessionKey": "agent:main:main", "message": "@reply never"});
+    let to_c = json!({"sessionKey": "c", "message": send(to_main)});
+    let to_b = json!({"sessionKey": "b", "message": send(to_c)});
+    let w = world("", |_| {}).await;
+    w.create("b").await;
+    w.create("c").await;
+    let record = w.turn("main", &send(to_b)).await;
+    assert_eq!(record.status, RunStatus::Ok);
+    let c = w.tool_result("c").await;
+    assert_eq!(c["status"], "error");
+    let error = c["error"].as_str().unwrap();
+    assert!(
+        error.contains("agent:main:main → agent:main:b → agent:main:c → agent:main:main"),
+        "{error}"
+    );
+    // The refusal travelled back as ordinary replies.
+    assert_eq!(w.tool_result("main").await["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fire_and_forget_loop_is_stopped_by_max_hops() {
+    // Whatever a session receives from another agent, it forwards to the other session.
+    let prompt = "@when \"You are session agent:main:a \" @tool sessions_send {\"sessionKey\": \"agent:main:b\", \"message\": \"go\", \"timeoutSeconds\": 0}\n@when \"You are session agent:main:b \" @tool sessions_send {\"sessionKey\": \"agent:main:a\", \"message\": \"go\", \"timeoutSeconds\": 0}\n@when \"announce step\" @reply ANNOUNCE_SKIP";
+    let w = world(prompt, |c| c.session.agent_to_agent.max_hops = 4).await;
+    w.create("a").await;
+    w.create("b").await;
+    w.turn(
+        "main",
+        &send(json!({"sessionKey": "a", "message": "go", "timeoutSeconds": 0})),
+    )
+    .await;
+    // main→a (hop 1), a→b (2), b→a (3), a→b (4), then b's send would be hop 5: refused.
+    let mut refusal = None;
+    for _ in 0..300 {
+        let b = w.transcript("b").await;
+        refusal = b
+            .iter()
+            .find(|m| {
+                m["role"] == "toolResult"
+                    && m["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("maxHops")
+            })
+            .cloned();
+        if refusal.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = refusal.expect("b's last send is refused")["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("session.agentToAgent.maxHops (4)"), "{text}");
+    // And nothing keeps going: a got exactly one forwarded message from b (hop 3).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let forwarded = w
+        .transcript("a")
+        .await
+        .iter()
+        .filter(|m| m["provenance"]["fromSessionKey"] == "agent:main:b" && m["content"] == "go")
+        .count();
+    assert_eq!(forwarded, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_waiting_sends_with_lanes_at_one_finish_or_time_out_cleanly() {
+    let w = world("", |c| {
+        c.agents.defaults.max_concurrent = 1;
+        c.agents.defaults.subagents.max_concurrent = 1;
+    })
+    .await;
+    w.create("a").await;
+    w.create("b").await;
+    let to = |target: &str| {
+        send(json!({"sessionKey": target, "message": "@reply hello", "timeoutSeconds": 2}))
+    };
+    let (to_b, to_a) = (to("b"), to("a"));
+    let (first, second) = tokio::join!(w.turn("a", &to_b), w.turn("b", &to_a));
+    assert_eq!(
+        (first.status, second.status),
+        (RunStatus::Ok, RunStatus::Ok)
+    );
+    let statuses = [
+        w.tool_result("a").await["status"].clone(),
+        w.tool_result("b").await["status"].clone(),
+    ];
+    for status in &statuses {
+        assert!(status == "ok" || status == "timeout", "{statuses:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mistakes_in_the_call_get_errors_that_say_how_to_fix_it() {
+    let w = world("", |_| {}).await;
+    w.create("helper").await;
+    let entry = w
+        .engine
+        .store()
+        .get("agent:main:helper")
+        .await
+        .unwrap()
+        .unwrap();
+    let cases = [
+        (json!({"sessionKey": "helper"}), "message required"),
+        (json!({"message": "hi"}), "sessionKey required"),
+        (
+            json!({"sessionKey": "nobody", "message": "hi"}),
+            "No session found: agent:main:nobody (use sessions_list to find sessions)",
+        ),
+        (
+            json!({"sessionKey": "5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b99", "message": "hi"}),
+            "Session not found: 5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b99 (use the full sessionKey from sessions_list)",
+        ),
+        (
+            json!({"sessionKey": "helper", "label": "x", "message": "hi"}),
+            "not both",
+        ),
+    ];
+    for (i, (args, expected)) in cases.iter().enumerate() {
+        let session = format!("caller-{i}");
+        w.turn(&session, &send(args.clone())).await;
+        let result = w.tool_result(&session).await;
+        assert_eq!(result["status"], "error", "{args}");
+        assert!(
+            result["error"].as_str().unwrap().contains(expected),
+            "{args}: {result}"
+        );
+    }
+    // A sessionId, "10" for 10 and a display key all work as meant.
+    w.turn("caller-ok", &send(json!({"sessionKey": entry.session_id, "message": "@reply by id", "timeoutSeconds": "10"}))).await;
+    assert_eq!(w.tool_result("caller-ok").await["reply"], "by id");
+    let key = keys::SessionKey::from_canonical("agent:main:helper".into());
+    assert_eq!(key.display(), "agent:main:helper");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_sandbox_and_cross_agent_rules_refuse_with_the_setting_named() {
+    use switchboard_core::config::{SandboxMode, SendAction, SendPolicyMatch, SendPolicyRule};
+
+    // Send policy: a deny rule on a key prefix.
+    let w = world("", |c| {
+        c.session.send_policy.rules = vec![SendPolicyRule {
+            r#match: SendPolicyMatch {
+                key_prefix: Some("agent:main:locked".into()),
+                ..SendPolicyMatch::default()
+            },
+            action: SendAction::Deny,
+        }];
+    })
+    .await;
+    w.create("locked").await;
+    w.turn(
+        "main",
+        &send(json!({"sessionKey": "locked", "message": "hi"})),
+    )
+    .await;
+    let result = w.tool_result("main").await;
+    assert_eq!(result["status"], "forbidden");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("send blocked by session policy"),
+        "{result}"
+    );
+    assert_eq!(
+        w.transcript("locked").await.len(),
+        0,
+        "nothing entered the denied session"
+    );
+
+    // Sandbox: every session sandboxed, seeing only what it spawned. Neither the key nor the
+    // sessionId reaches a session it did not spawn.
+    let w = world("", |c| c.agents.defaults.sandbox.mode = SandboxMode::All).await;
+    w.create("other").await;
+    let id = w
+        .engine
+        .store()
+        .get("agent:main:other")
+        .await
+        .unwrap()
+        .unwrap()
+        .session_id;
+    for (i, reference) in ["agent:main:other".to_string(), id].into_iter().enumerate() {
+        let caller = format!("caller-{i}");
+        w.turn(
+            &caller,
+            &send(json!({"sessionKey": reference, "message": "hi"})),
+        )
+        .await;
+        let result = w.tool_result(&caller).await;
+        assert_eq!(result["status"], "forbidden");
+        // The denial names only what the caller gave: a sessionId never reveals the key.
+        assert_eq!(
+            result["error"],
+            format!("Session not visible from this sandboxed agent session: {reference}")
+        );
+    }
+
+    // Cross-agent: refused while tools.agentToAgent is off, allowed when on.
+    for enabled in [false, true] {
+        let w = world("", |c| c.tools.agent_to_agent.enabled = enabled).await;
+        w.create("agent:ops:main").await;
+        w.turn(
+            "main",
+            &send(json!({"sessionKey": "agent:ops:main", "message": "@reply from ops"})),
+        )
+        .await;
+        let result = w.tool_result("main").await;
+        if enabled {
+            assert_eq!(
+                (result["status"].clone(), result["reply"].clone()),
+                (json!("ok"), json!("from ops"))
+            );
+        } else {
+            assert_eq!(result["status"], "forbidden");
+            assert!(
+                result["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("tools.agentToAgent.enabled is false"),
+                "{result}"
+            );
+        }
+    }
+}

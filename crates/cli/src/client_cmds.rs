@@ -29,7 +29,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         cursor: Option<String>,
     },
-    /// A session's transcript (newest page).
+    /// A session's transcript (newest page), read through the sessions_history tool as the
+    /// session given with --as (so its visibility rules apply).
     History {
         key: String,
         #[arg(long)]
@@ -37,6 +38,24 @@ pub enum SessionsCommand {
         /// Only messages before this seq.
         #[arg(long)]
         before: Option<i64>,
+        /// Include tool results.
+        #[arg(long)]
+        include_tools: bool,
+        /// The session to act as (default: the default agent's main session).
+        #[arg(long = "as", default_value = "main")]
+        acting: String,
+    },
+    /// Send a message into a session through the sessions_send tool, as the session given with
+    /// --as, and print the reply.
+    Send {
+        key: String,
+        message: String,
+        /// Seconds to wait for the reply (0 = do not wait).
+        #[arg(long, default_value_t = 30)]
+        timeout: u32,
+        /// The session to act as (default: the default agent's main session).
+        #[arg(long = "as", default_value = "main")]
+        acting: String,
     },
     /// Change a session's label, send policy, model or display name.
     Patch {
@@ -73,6 +92,35 @@ async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Val
     let result = client.request(method, params).await;
     client.close().await;
     Ok(result?)
+}
+
+/// Runs a session tool as `acting` through `tools.invoke`; answers the tool's JSON result.
+/// The acting session is created first (idempotent): the operator acts as it, while the tools
+/// themselves never create the sessions they name.
+async fn invoke(global: &GlobalArgs, acting: &str, tool: &str, args: Value) -> Result<Value> {
+    let mut client = connect(global).await?;
+    client
+        .request("sessions.create", json!({"key": acting}))
+        .await?;
+    let params = json!({"sessionKey": acting, "tool": tool, "args": args});
+    let answer = client.request("tools.invoke", params).await;
+    client.close().await;
+    Ok(answer?["result"].clone())
+}
+
+/// Prints a tool's status answer; a refusal or an error is a failed command.
+fn tool_answer(global: &GlobalArgs, result: &Value) -> Result<ExitCode> {
+    match result["status"].as_str() {
+        Some(status @ ("error" | "forbidden" | "timeout")) => {
+            if global.json {
+                print_json(result)?;
+            } else {
+                eprintln!("{status}: {}", result["error"].as_str().unwrap_or_default());
+            }
+            Ok(ExitCode::FAILURE)
+        }
+        _ => print_json(result),
+    }
 }
 
 fn print_json(value: &Value) -> Result<ExitCode> {
@@ -113,12 +161,19 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             }
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::History { key, limit, before } => {
-            let params =
-                without_nulls(json!({"sessionKey": key, "limit": limit, "before": before}));
-            let result = request(global, "chat.history", params).await?;
-            if global.json {
-                return print_json(&result);
+        SessionsCommand::History {
+            key,
+            limit,
+            before,
+            include_tools,
+            acting,
+        } => {
+            let args = without_nulls(json!({
+                "sessionKey": key, "limit": limit, "before": before, "includeTools": include_tools,
+            }));
+            let result = invoke(global, &acting, "sessions_history", args).await?;
+            if global.json || result.get("status").is_some() {
+                return tool_answer(global, &result);
             }
             for m in result
                 .get("messages")
@@ -135,6 +190,29 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             }
             if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
                 println!("(older: --before {next})");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Send {
+            key,
+            message,
+            timeout,
+            acting,
+        } => {
+            let args = json!({"sessionKey": key, "message": message, "timeoutSeconds": timeout});
+            let result = invoke(global, &acting, "sessions_send", args).await?;
+            if global.json {
+                return print_json(&result);
+            }
+            match result["status"].as_str() {
+                Some("ok") => println!("{}", result["reply"].as_str().unwrap_or_default()),
+                Some("accepted") => {
+                    println!(
+                        "sent (run {})",
+                        result["runId"].as_str().unwrap_or_default()
+                    )
+                }
+                _ => return tool_answer(global, &result),
             }
             Ok(ExitCode::SUCCESS)
         }

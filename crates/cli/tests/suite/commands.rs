@@ -69,12 +69,43 @@ fn gateway_prints_where_to_connect_and_client_commands_work() {
     );
     let value: serde_json::Value = serde_json::from_slice(&json_list.stdout).unwrap();
     assert_eq!(value["count"], 1);
+    // send and history go through the session tools, acting as the main session.
+    let sent = run(
+        home.path(),
+        &url,
+        &[
+            "sessions",
+            "send",
+            "discord:group:ops",
+            "@reply ack from ops",
+        ],
+    );
+    assert_eq!(
+        stdout(&sent).trim(),
+        "ack from ops",
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let missing = run(home.path(), &url, &["sessions", "send", "nowhere", "hi"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("No session found: agent:main:nowhere")
+    );
     let history = run(
         home.path(),
         &url,
         &["sessions", "history", "discord:group:ops"],
     );
-    assert_eq!(stdout(&history).trim(), "#1 assistant: deploy done");
+    let lines: Vec<String> = stdout(&history).lines().map(str::to_string).collect();
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("#1 assistant: deploy done"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with("assistant: ack from ops")),
+        "{lines:?}"
+    );
     let patch = run(
         home.path(),
         &url,

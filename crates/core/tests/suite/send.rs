@@ -469,3 +469,100 @@ async fn policy_sandbox_and_cross_agent_rules_refuse_with_the_setting_named() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_behind_a_mock_openai_server_calls_each_session_tool() {
+    use switchboard_core::config::{ModelRef, ProviderApi, ProviderConfig};
+    use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+
+    let mock = MockLlm::start().await;
+    // The target session answers on the scripted model (a session model override), so only the
+    // main agent's run talks to the mock and the queued replies stay in order.
+    let prompt = "@when \"announce step\" @reply ANNOUNCE_SKIP\n@default @reply all green";
+    let w = world(prompt, |c| {
+        c.models.providers.insert(
+            "mock".into(),
+            ProviderConfig {
+                api: ProviderApi::OpenAiCompletions,
+                base_url: Some(mock.openai_base_url()),
+                stream: Some(true),
+                max_retries: Some(0),
+                timeout_seconds: Some(10),
+                ..ProviderConfig::default()
+            },
+        );
+        c.agents.defaults.model = ModelRef::new("mock/m1");
+    })
+    .await;
+    let seed = json!({"role": "user", "content": "deploy at noon", "timestamp": 1});
+    let key = w.engine.canonical_key("discord:group:dev", None).unwrap();
+    w.engine
+        .store()
+        .append(key.as_str(), Some(w.engine.new_session(&key)), vec![seed])
+        .await
+        .unwrap();
+
+    let scripted = switchboard_core::store::EntryPatch {
+        model: switchboard_protocol::sessions::Patch::Set("builtin/scripted".into()),
+        ..Default::default()
+    };
+    w.engine
+        .store()
+        .patch(key.as_str(), scripted)
+        .await
+        .unwrap();
+
+    let call = |id: &str, name: &str, args: Value| {
+        MockReply::ToolCalls(vec![MockToolCall::new(id, name, args.to_string())])
+    };
+    mock.push(call("c1", "sessions_list", json!({"kinds": ["group"]})));
+    mock.push(call(
+        "c2",
+        "sessions_history",
+        json!({"sessionKey": "agent:main:discord:group:dev"}),
+    ));
+    mock.push(call("c3", "sessions_send", json!({"sessionKey": "agent:main:discord:group:dev", "message": "status?", "timeoutSeconds": 10})));
+    mock.push(call("c4", "agents_list", json!({})));
+    mock.push(MockReply::text("summary done"));
+
+    let record = w.turn("main", "check on the dev group").await;
+    assert_eq!(
+        (record.status, record.result.as_deref()),
+        (RunStatus::Ok, Some("summary done")),
+        "{:?}",
+        record.error
+    );
+    let t = w.transcript("main").await;
+    let results: Vec<Value> = t
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .map(|m| serde_json::from_str(m["content"][0]["text"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(results.len(), 4);
+    assert_eq!(
+        results[0]["sessions"][0]["key"],
+        "agent:main:discord:group:dev"
+    );
+    assert_eq!(results[1]["messages"][0]["content"], "deploy at noon");
+    assert_eq!(
+        (results[2]["status"].clone(), results[2]["reply"].clone()),
+        (json!("ok"), json!("all green"))
+    );
+    assert_eq!(results[3]["agents"][0]["id"], "main");
+
+    // Each result drove the model's next step: the request after each call carries its result.
+    let requests = mock.requests();
+    let main_requests: Vec<_> = requests
+        .iter()
+        .filter(|r| r.body.to_string().contains("check on the dev group"))
+        .collect();
+    for (i, id) in ["c1", "c2", "c3", "c4"].iter().enumerate() {
+        let carried = main_requests[i + 1]
+            .messages()
+            .iter()
+            .any(|m| m["role"] == "tool" && m["tool_call_id"] == *id);
+        assert!(carried, "request {} carries the result of {id}", i + 1);
+    }
+    mock.assert_tool_results_answer_tool_calls();
+    mock.stop().await;
+}

@@ -2,3 +2,4 @@ mod providers;
 mod runtime;
 mod send;
 mod session_tools;
+mod support;

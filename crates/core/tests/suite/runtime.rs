@@ -115,30 +115,11 @@ impl Harness {
     }
 
     async fn submit(&self, session: &str, message: &str, timeout: Option<Duration>) -> String {
-        let key = self.engine.canonical_key(session, None).unwrap();
-        let mut request = RunRequest::new(key.as_str(), Lane::Main);
-        request.create = Some(self.engine.new_session(&key));
-        request.message = Some(user_message(message, None));
-        request.timeout = timeout;
-        self.engine.submit_run(request).await.unwrap().run_id
+        super::support::submit(&self.engine, session, message, timeout).await
     }
 
     async fn transcript(&self, session: &str) -> Vec<Value> {
-        let key = self.engine.canonical_key(session, None).unwrap();
-        let entry = self
-            .engine
-            .store()
-            .get(key.as_str())
-            .await
-            .unwrap()
-            .unwrap();
-        let page = self
-            .engine
-            .store()
-            .history(&entry.session_id, 1000, None)
-            .await
-            .unwrap();
-        page.messages.into_iter().map(|m| m.message).collect()
+        super::support::transcript(&self.engine, session).await
     }
 }
 

@@ -6,11 +6,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use switchboard_core::Engine;
 use switchboard_core::config::{AgentEntry, Config};
-use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, user_message};
 use switchboard_core::store::RunStatus;
-use switchboard_core::{Engine, keys};
 
 struct World {
     engine: Arc<Engine>,
@@ -45,34 +43,11 @@ impl World {
 
     /// One operator turn in `session`; answers the run's record.
     async fn turn(&self, session: &str, message: &str) -> switchboard_core::store::RunRecord {
-        let key = self.engine.canonical_key(session, None).unwrap();
-        let mut request = RunRequest::new(key.as_str(), Lane::Main);
-        request.create = Some(self.engine.new_session(&key));
-        request.message = Some(user_message(message, None));
-        let accepted = self.engine.submit_run(request).await.unwrap();
-        self.engine
-            .wait_run(&accepted.run_id, Duration::from_secs(60))
-            .await
-            .unwrap()
-            .record
+        super::support::turn(&self.engine, session, message).await
     }
 
     async fn transcript(&self, session: &str) -> Vec<Value> {
-        let key = self.engine.canonical_key(session, None).unwrap();
-        let entry = self
-            .engine
-            .store()
-            .get(key.as_str())
-            .await
-            .unwrap()
-            .unwrap();
-        let page = self
-            .engine
-            .store()
-            .history(&entry.session_id, 1000, None)
-            .await
-            .unwrap();
-        page.messages.into_iter().map(|m| m.message).collect()
+        super::support::transcript(&self.engine, session).await
     }
 
     /// The JSON result of the first tool call in `session`'s transcript.
@@ -374,8 +349,6 @@ async fn mistakes_in_the_call_get_errors_that_say_how_to_fix_it() {
     // A sessionId, "10" for 10 and a display key all work as meant.
     w.turn("caller-ok", &send(json!({"sessionKey": entry.session_id, "message": "@reply by id", "timeoutSeconds": "10"}))).await;
     assert_eq!(w.tool_result("caller-ok").await["reply"], "by id");
-    let key = keys::SessionKey::from_canonical("agent:main:helper".into());
-    assert_eq!(key.display(), "agent:main:helper");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

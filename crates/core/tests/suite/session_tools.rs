@@ -11,8 +11,6 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::access::{self, Operation, Target};
 use switchboard_core::config::{self, Config, ProviderApi, ProviderConfig};
-use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, user_message};
 use switchboard_core::store::{ListQuery, NewSession, RunRecord, RunStatus, SessionEntry};
 use switchboard_core::tools::ToolOutput;
 use switchboard_core::tools::invoke::invoke_tool;
@@ -95,27 +93,11 @@ impl H {
 
     /// One run of `session` with `message`, waited for.
     async fn turn(&self, session: &str, message: &str) -> RunRecord {
-        let key = self.engine.canonical_key(session, None).unwrap();
-        let mut request = RunRequest::new(key.as_str(), Lane::Main);
-        request.create = Some(self.engine.new_session(&key));
-        request.message = Some(user_message(message, None));
-        let accepted = self.engine.submit_run(request).await.unwrap();
-        self.engine
-            .wait_run(&accepted.run_id, Duration::from_secs(30))
-            .await
-            .unwrap()
-            .record
+        super::support::turn(&self.engine, session, message).await
     }
 
     async fn transcript(&self, key: &str) -> Vec<Value> {
-        let entry = self.engine.store().get(key).await.unwrap().unwrap();
-        let page = self
-            .engine
-            .store()
-            .history(&entry.session_id, 10_000, None)
-            .await
-            .unwrap();
-        page.messages.into_iter().map(|m| m.message).collect()
+        super::support::transcript(&self.engine, key).await
     }
 
     /// Sets a session's `updatedAt` behind the store's back (the store always stamps "now").

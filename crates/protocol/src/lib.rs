@@ -12,6 +12,7 @@ pub mod lenient;
 pub mod message;
 pub mod runs;
 pub mod sessions;
+pub mod tools;
 
 pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};
 

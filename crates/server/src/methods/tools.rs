@@ -4,25 +4,12 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_core::Engine;
 use switchboard_core::tools::invoke::invoke_tool;
+use switchboard_protocol::tools::ToolsInvokeParams;
 
 use super::{MethodResult, core_err};
-
-/// Params of `tools.invoke`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolsInvokeParams {
-    /// The acting session: a key (any accepted form) or a sessionId.
-    pub session_key: String,
-    /// The tool's name, e.g. `sessions_list`.
-    pub tool: String,
-    /// The tool's arguments (a JSON object; absent = `{}`).
-    #[serde(default, alias = "arguments")]
-    pub args: Value,
-}
 
 /// `{ok: !isError, result: <the tool's JSON>}`; an unknown session, an unknown or refused tool,
 /// or args that are not an object are errors of the method itself.

@@ -92,6 +92,11 @@ impl Engine {
         self.store.as_ref()
     }
 
+    /// Reads served by the store since the engine opened (see `SqliteStore::reads`).
+    pub fn store_reads(&self) -> u64 {
+        self.sqlite.reads()
+    }
+
     pub fn uptime_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }

@@ -39,6 +39,8 @@ struct Inner {
     jobs: Mutex<Option<Sender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
+    /// Read calls served since open (each one store query, or one batched statement).
+    reads: std::sync::atomic::AtomicU64,
 }
 
 impl SqliteStore {
@@ -69,6 +71,7 @@ impl SqliteStore {
                 jobs: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
+                reads: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -119,11 +122,20 @@ impl SqliteStore {
         })
     }
 
+    /// How many reads the store has served since it opened (a metric; tests use it to prove a
+    /// request costs a fixed number of queries whatever the number of rows).
+    pub fn reads(&self) -> u64 {
+        self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs `f` on a pooled read-only connection on a blocking thread.
     fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
+        self.inner
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let inner = self.inner.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {

@@ -292,3 +292,44 @@ async fn active_minutes_keeps_recent_sessions_only() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_limit_costs_the_same_store_reads_for_5_rows_as_for_40() {
+    let h = H::open(Config::default()).await;
+    h.add("main", vec![user("hi")]).await;
+    for i in 0..40 {
+        let messages = vec![
+            user("q"),
+            tool_call("c1"),
+            tool_result("c1"),
+            assistant("a"),
+        ];
+        h.add(&format!("chat-{i:02}"), messages).await;
+    }
+    let mut reads = Vec::new();
+    for limit in [5, 40] {
+        let before = h.engine.store_reads();
+        let list = h
+            .ok(
+                "main",
+                "sessions_list",
+                json!({"limit": limit, "messageLimit": 3}),
+            )
+            .await;
+        reads.push(h.engine.store_reads() - before);
+        let rows = list["sessions"].as_array().unwrap();
+        assert_eq!(rows.len(), limit);
+        // Each row carries its last messages without tool results.
+        let chat = rows.iter().find(|r| r["key"] != "agent:main:main").unwrap();
+        let roles: Vec<&str> = chat["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "assistant"]);
+    }
+    // The page and all rows' messages take the same reads whatever the number of rows.
+    assert_eq!(reads[0], reads[1], "{reads:?}");
+    assert!(reads[1] <= 3, "{reads:?}");
+}

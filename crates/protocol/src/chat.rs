@@ -29,7 +29,9 @@ pub struct ChatHistoryParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatHistoryResult {
     pub session_key: String,
-    pub session_id: String,
+    /// Absent when the key names no session yet (the history is then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// Transcript messages, oldest first, each with its `seq`.
     pub messages: Vec<Value>,
     /// Pass as `before` to read the older messages; absent when none are left.

@@ -9,7 +9,7 @@ use switchboard_protocol::message::TranscriptMessage;
 
 use super::{find, row, with_seq};
 use crate::engine::Engine;
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::keys;
 use crate::store::message_id;
 
@@ -17,7 +17,21 @@ pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
 
 pub async fn history(engine: &Engine, p: ChatHistoryParams) -> CoreResult<ChatHistoryResult> {
-    let entry = find(engine, &p.session_key, None).await?;
+    let entry = match find(engine, &p.session_key, None).await {
+        Ok(entry) => entry,
+        // A valid key that names no session yet has an empty history (the reference's answer,
+        // which its clients expect); nothing is created. An unknown sessionId stays an error.
+        Err(CoreError::NotFound(_)) if !keys::looks_like_session_id(p.session_key.trim()) => {
+            let key = engine.canonical_key(&p.session_key, None)?;
+            return Ok(ChatHistoryResult {
+                session_key: key.display().to_string(),
+                session_id: None,
+                messages: Vec::new(),
+                next_before: None,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
     let before = p.before.filter(|b| *b > 0);
     let page = engine
@@ -26,7 +40,7 @@ pub async fn history(engine: &Engine, p: ChatHistoryParams) -> CoreResult<ChatHi
         .await?;
     Ok(ChatHistoryResult {
         session_key: row(engine, &entry).key,
-        session_id: entry.session_id,
+        session_id: Some(entry.session_id),
         messages: page.messages.into_iter().map(with_seq).collect(),
         next_before: page.next_before,
     })

@@ -63,3 +63,25 @@ async fn history_pages_backwards_through_a_100k_message_session() {
     assert_eq!((seen, expected_top), (100_000, 0));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_key_without_a_session_has_an_empty_history_and_an_unknown_session_id_is_not_found() {
+    let gw = TestGateway::start().await;
+    let empty = gw
+        .call("chat.history", json!({"sessionKey": "main", "limit": 50}))
+        .await;
+    assert_eq!(
+        empty,
+        json!({"sessionKey": "agent:main:main", "messages": []})
+    );
+    // Nothing was created by reading.
+    assert_eq!(gw.call("sessions.list", json!({})).await["count"], 0);
+    let missing = gw
+        .call_err(
+            "chat.history",
+            json!({"sessionKey": "5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b99"}),
+        )
+        .await;
+    assert_eq!(missing.code, switchboard_protocol::ErrorCode::NotFound);
+    gw.stop().await;
+}

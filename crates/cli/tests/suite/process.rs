@@ -62,3 +62,13 @@ impl GatewayProcess {
         self.child.wait().unwrap();
     }
 }
+
+/// A test that fails before stopping its gateway must not leave the process behind.
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

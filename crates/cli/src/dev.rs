@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use switchboard_core::clock::now_ms;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -222,13 +223,6 @@ fn synthetic_message(n: usize, timestamp: i64) -> Value {
             "timestamp": timestamp,
         })
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 fn millis(d: Duration) -> f64 {

@@ -3,6 +3,7 @@
 //! API; the runtime, session tools and access rules join in later milestones.
 
 pub mod access;
+pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod error;

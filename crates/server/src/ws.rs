@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use switchboard_core::clock::now_ms;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
@@ -501,13 +502,6 @@ fn truncate(s: &str, max: usize) -> String {
         .take_while(|(i, _)| *i < max)
         .map(|(_, c)| c)
         .collect()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The reference's event shapes for a run event: `agent` (lifecycle, assistant, tool streams) and

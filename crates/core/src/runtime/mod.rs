@@ -19,6 +19,7 @@ mod run;
 
 pub use run::user_message;
 
+pub(crate) use crate::clock::now_ms;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -215,7 +216,7 @@ impl Engine {
     pub async fn submit_run(self: &Arc<Self>, request: RunRequest) -> CoreResult<Accepted> {
         let rt = self.runtime();
         if let Some(key) = &request.idempotency_key
-            && let Some(accepted) = self.find_idempotent(key, &request.session_key).await?
+            && let Some(accepted) = self.find_idempotent(key).await?
         {
             return Ok(accepted);
         }
@@ -246,7 +247,7 @@ impl Engine {
             // Two submits raced with one key: the other one won.
             if let (Some(key), crate::store::StoreError::Conflict(_)) =
                 (&request.idempotency_key, &e)
-                && let Some(accepted) = self.find_idempotent(key, &request.session_key).await?
+                && let Some(accepted) = self.find_idempotent(key).await?
             {
                 return Ok(accepted);
             }
@@ -280,7 +281,7 @@ impl Engine {
         })
     }
 
-    async fn find_idempotent(&self, key: &str, session_key: &str) -> CoreResult<Option<Accepted>> {
+    async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
         let live = lock(&self.runtime().idempotency).get(key).cloned();
         let record = match live {
             Some(run_id) => self.store().get_run(&run_id).await?,
@@ -288,11 +289,7 @@ impl Engine {
         };
         Ok(record.map(|r| Accepted {
             run_id: r.run_id,
-            session_key: if r.session_key.is_empty() {
-                session_key.to_string()
-            } else {
-                r.session_key
-            },
+            session_key: r.session_key,
             accepted_at: r.created_at,
             deduplicated: true,
         }))
@@ -437,11 +434,4 @@ impl Engine {
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<RunEvent>> {
         self.runtime().events.subscribe()
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

@@ -159,16 +159,12 @@ async fn keep_partial(
         provider,
     } = std::mem::take(&mut *lock(partial));
     if !text.is_empty() {
-        let message = json!({
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "provider": provider,
-            "model": model,
-            "usage": Usage::default(),
-            "stopReason": StopReason::Aborted,
-            "errorMessage": reason,
-            "timestamp": now_ms(),
-        });
+        let cut = ModelResponse {
+            content: vec![ContentBlock::text(text.clone())],
+            usage: Usage::default(),
+            stop_reason: StopReason::Aborted,
+        };
+        let message = assistant_message(&provider, &model, &cut, Some(&reason));
         if let Err(e) = engine.store().append(key, None, vec![message]).await {
             tracing::warn!(error = %e, "could not keep the partial reply");
         }

@@ -78,7 +78,7 @@ pub async fn inject(engine: &Engine, p: ChatInjectParams) -> CoreResult<ChatInje
 
 /// Text becomes a message of `role`; an object must be a transcript message.
 fn inject_message(message: InjectMessage, role: Option<&str>) -> CoreResult<Value> {
-    let now = super::list::now_ms();
+    let now = crate::clock::now_ms();
     match message {
         InjectMessage::Text(text) => match role.unwrap_or("assistant") {
             "assistant" => Ok(json!({

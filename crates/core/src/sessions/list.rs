@@ -1,6 +1,7 @@
 //! `sessions.list`: filters first, then the page (SPEC §7.1; deliberate change: the reference
 //! limited first and returned short pages).
 
+use crate::clock::now_ms;
 use switchboard_protocol::lenient::clamp_or;
 use switchboard_protocol::sessions::{SessionsListParams, SessionsListResult};
 
@@ -75,11 +76,4 @@ pub async fn list(engine: &Engine, p: SessionsListParams) -> CoreResult<Sessions
         sessions,
         next_cursor: page.next_cursor.map(|c| c.encode()),
     })
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

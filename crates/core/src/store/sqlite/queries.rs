@@ -1,6 +1,7 @@
 //! The SQL of the store. Writes run on the writer thread inside its transaction; reads run on
 //! pooled read-only connections.
 
+pub(super) use crate::clock::now_ms;
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use serde_json::Value;
 
@@ -15,13 +16,6 @@ use switchboard_protocol::sessions::Patch;
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
 pub(crate) const HISTORY_SQL: &str =
     "SELECT seq, body FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3";
-
-pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 pub(super) fn get_entry(conn: &Connection, key: &str) -> Result<Option<SessionEntry>, StoreError> {
     let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = ?1");

@@ -9,6 +9,7 @@
 //! `nextCursor` is the position of the last row returned, which means the same thing whatever
 //! filters the next call repeats.
 
+use crate::clock::now_ms;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -277,13 +278,6 @@ fn kinds(value: Option<&Value>) -> Vec<SessionKind> {
         }
     }
     out
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

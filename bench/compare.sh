@@ -13,19 +13,13 @@
 #   OC_PORT, MOCK_PORT  the reference gateway's and the mock's ports (defaults 18789, 18999)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
-BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
-CLIENT="$KIT/client/gw_client.py"
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN="$TARGET_DIR/release/switchboard"
 PARALLEL=${PARALLEL:-100}
 PAR_TURNS=${PAR_TURNS:-1000}
 PAR_TIMEOUT_S=${PAR_TIMEOUT_S:-300}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18999}
 # shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/ours")
 stop_reference() { "$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
 # On exit: everything the kit started (the reference gateway and its mock), then ours.

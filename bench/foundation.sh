@@ -17,16 +17,10 @@
 # <run dir>/results.jsonl, next to the gateway logs). Every gateway it starts is stopped on exit.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
-BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
 COLD_RUNS=${COLD_RUNS:-10}
 REPEAT=${REPEAT:-200}
-CLIENT="$KIT/client/gw_client.py"
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN="$TARGET_DIR/release/switchboard"
 # shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CLEANUP_DIRS=("$RUN/cold-empty" "$RUN/s10k" "$RUN/s100k" "$RUN/big")
 

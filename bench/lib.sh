@@ -1,6 +1,13 @@
 # Shared by the benchmark scripts: build, run dir, results, gateway start/stop, clean-up.
-# Source it after setting ROOT, KIT, BENCH_DIR, CLIENT and BIN; set CLEANUP_DIRS (an array of
-# paths removed on exit unless KEEP_STATE=1).
+# It sets ROOT, KIT (BENCH_KIT), BENCH_DIR, CLIENT and BIN; after sourcing it, set CLEANUP_DIRS
+# (an array of paths removed on exit unless KEEP_STATE=1).
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
+BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
+CLIENT="$KIT/client/gw_client.py"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN="$TARGET_DIR/release/switchboard"
 
 [[ -f "$CLIENT" ]] || { echo "bench kit client not found at $CLIENT (set BENCH_KIT)" >&2; exit 1; }
 

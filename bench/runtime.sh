@@ -19,18 +19,12 @@
 #   MOCK_PORT    port of the mock model (default 18998)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
-BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
-CLIENT="$KIT/client/gw_client.py"
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN="$TARGET_DIR/release/switchboard"
 TURNS=${TURNS:-300}
 PARALLEL=${PARALLEL:-100}
 PAR_TURNS=${PAR_TURNS:-2000}
 MOCK_PORT=${MOCK_PORT:-18998}
 # shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/state")
 
 python3 "$KIT/mock_llm.py" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &

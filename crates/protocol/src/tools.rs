@@ -1,4 +1,4 @@
-//! `tools.invoke` (SPEC §5.3).
+//! `tools.invoke` and `tools.list` (SPEC §5.3, §10).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,4 +14,32 @@ pub struct ToolsInvokeParams {
     /// The tool's arguments (a JSON object; absent = `{}`).
     #[serde(default, alias = "arguments")]
     pub args: Value,
+}
+
+/// `tools.list`: the tools a session may call, as its agent sees them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsListParams {
+    /// The acting session: a key (any accepted form) or a sessionId.
+    pub session_key: String,
+}
+
+/// One callable tool: what the model (or an MCP client) is shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDescriptor {
+    pub name: String,
+    /// Written for the model: what the tool does and when to use it.
+    pub description: String,
+    /// JSON schema of the arguments (an object schema).
+    pub input_schema: Value,
+}
+
+/// The answer of `tools.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsListResult {
+    /// The acting session's canonical key.
+    pub session_key: String,
+    pub tools: Vec<ToolDescriptor>,
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage, Usage};
 use switchboard_protocol::sessions::Patch;
 
+use super::cancel::CancelToken;
 use super::providers::{ModelRequest, ModelResponse, StreamEvent, complete_with_retries};
 use super::{Queued, RunEventData, lock, now_ms};
 use crate::engine::Engine;
@@ -98,6 +99,7 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
                 run_id: run_id.clone(),
                 chain: request.chain.clone(),
                 lease,
+                stop_waiting: CancelToken::default(),
             };
             let stopped = tokio::select! {
                 ending = run_loop(engine, &request, ctx, partial.clone()) => Ok(ending),

@@ -10,12 +10,14 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchboard_protocol::tools::{ToolDescriptor, ToolsListResult};
 
 use super::{Tool, ToolContext, ToolOutput, allowed, parse_args};
 use crate::config::ResolvedAgent;
 use crate::engine::Engine;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
+use crate::runtime::cancel::CancelToken;
 use crate::runtime::lanes::Lane;
 
 /// Runs `tool` with `args` as the agent of `session_key` (any accepted reference: a key, a legacy
@@ -29,6 +31,20 @@ pub async fn invoke_tool(
     session_key: &str,
     tool: &str,
     args: Value,
+) -> CoreResult<ToolOutput> {
+    invoke_tool_until(engine, session_key, tool, args, CancelToken::default()).await
+}
+
+/// [`invoke_tool`] for a caller that may stop waiting: once `stop_waiting` is cancelled, a tool
+/// that waits for another run (`sessions_send`) answers at once as its timeout would — the run
+/// goes on. The call itself still completes; callers await it rather than drop it, so nothing a
+/// tool has started is cut off half-way.
+pub async fn invoke_tool_until(
+    engine: &Arc<Engine>,
+    session_key: &str,
+    tool: &str,
+    args: Value,
+    stop_waiting: CancelToken,
 ) -> CoreResult<ToolOutput> {
     let entry = crate::sessions::find(engine, session_key, None).await?;
     let registry = &engine.runtime().tools;
@@ -78,8 +94,27 @@ pub async fn invoke_tool(
         run_id: format!("invoke-{}", uuid::Uuid::now_v7()),
         chain: Vec::new(),
         lease,
+        stop_waiting,
     };
     Ok(found.call(&ctx, args).await)
+}
+
+/// The tools the agent of `session_key` may call there, with their schemas: what `tools.list`
+/// and MCP's `tools/list` show. Errors: `NotFound` for an unknown session.
+pub async fn list_tools(engine: &Engine, session_key: &str) -> CoreResult<ToolsListResult> {
+    let entry = crate::sessions::find(engine, session_key, None).await?;
+    let tools = callable_tools(engine, &entry.key, &entry.agent_id)
+        .iter()
+        .map(|tool| ToolDescriptor {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            input_schema: tool.parameters(),
+        })
+        .collect();
+    Ok(ToolsListResult {
+        session_key: entry.key,
+        tools,
+    })
 }
 
 /// The tools a run of `session_key` (of `agent_id`) may call: the agent's `tools.allow`/`deny`;

@@ -11,12 +11,16 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::ResolvedAgent;
 use crate::engine::Engine;
+use crate::error::CoreResult;
+use crate::runtime::WaitOutcome;
+use crate::runtime::cancel::CancelToken;
 use crate::runtime::lanes::LeaseHolder;
 use crate::runtime::providers::ToolSpec;
 
@@ -65,6 +69,9 @@ pub struct ToolContext {
     /// Session keys that led to this run, the requester's own key first (cycle guard).
     pub chain: Vec<String>,
     pub(crate) lease: LeaseHolder,
+    /// Cancelled when the caller stops waiting (an MCP client's cancellation, a closed
+    /// connection): waits end at once as if their timeout had passed; nothing else stops.
+    pub(crate) stop_waiting: CancelToken,
 }
 
 impl ToolContext {
@@ -72,6 +79,19 @@ impl ToolContext {
     /// awaited run can always be scheduled.
     pub async fn while_waiting<F: Future>(&self, wait: F) -> F::Output {
         self.lease.while_waiting(wait).await
+    }
+
+    /// Waits up to `timeout` for the run to end, without holding this run's lane slot. When the
+    /// caller stops waiting first, answers as a timeout would (the run goes on).
+    pub async fn wait_run(&self, run_id: &str, timeout: Duration) -> CoreResult<WaitOutcome> {
+        let engine = &self.engine;
+        self.while_waiting(async {
+            tokio::select! {
+                waited = engine.wait_run(run_id, timeout) => waited,
+                () = self.stop_waiting.cancelled() => engine.wait_run(run_id, Duration::ZERO).await,
+            }
+        })
+        .await
     }
 }
 

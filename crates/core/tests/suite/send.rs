@@ -8,7 +8,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::Engine;
 use switchboard_core::config::{AgentEntry, Config};
+use switchboard_core::runtime::cancel::CancelToken;
 use switchboard_core::store::RunStatus;
+use switchboard_core::tools::invoke::invoke_tool_until;
 
 struct World {
     engine: Arc<Engine>,
@@ -158,6 +160,42 @@ async fn a_timeout_says_the_run_goes_on_and_its_reply_appears_later() {
     );
     let slow = w.settle("slow", 2).await;
     assert_eq!(texts(&slow)[1], "assistant: finally");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_stops_waiting_gets_a_timeout_and_the_run_and_its_follow_up_go_on() {
+    let w = world("", |_| {}).await;
+    w.create("main").await;
+    w.create("slow").await;
+    // An MCP client cancelled, or the caller's connection closed: stop waiting at once.
+    let stop_waiting = CancelToken::default();
+    stop_waiting.cancel();
+    let output = invoke_tool_until(
+        &w.engine,
+        "main",
+        "sessions_send",
+        json!({"sessionKey": "slow", "message": "@delay 100\n@reply finally", "timeoutSeconds": 600}),
+        stop_waiting,
+    )
+    .await
+    .unwrap();
+    assert_eq!(output.content["status"], "timeout", "{}", output.content);
+    assert!(
+        matches!(
+            output.content["run"]["state"].as_str(),
+            Some("queued" | "running")
+        ),
+        "{}",
+        output.content
+    );
+    // The run goes on, and so does what follows it (here the announce step).
+    let slow = w.settle("slow", 4).await;
+    assert_eq!(texts(&slow)[1], "assistant: finally");
+    assert!(
+        texts(&slow)[2].starts_with("user: [announce step]"),
+        "{:?}",
+        texts(&slow)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

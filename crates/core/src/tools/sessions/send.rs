@@ -155,8 +155,10 @@ async fn send(ctx: &ToolContext, p: Params) -> ToolOutput {
         primary_run: accepted.run_id.clone(),
         chain,
     };
+    // The follow-up waits for the primary run on its own, so it starts before this call waits:
+    // a caller that stops waiting (or goes away) never loses the reply-back loop or announce.
+    flow::spawn(engine.clone(), exchange);
     if timeout == 0 {
-        flow::spawn(engine.clone(), exchange);
         return status(
             "accepted",
             json!({"runId": accepted.run_id, "sessionKey": shown}),
@@ -164,9 +166,8 @@ async fn send(ctx: &ToolContext, p: Params) -> ToolOutput {
     }
 
     let waited = ctx
-        .while_waiting(engine.wait_run(&accepted.run_id, Duration::from_secs(timeout as u64)))
+        .wait_run(&accepted.run_id, Duration::from_secs(timeout as u64))
         .await;
-    flow::spawn(engine.clone(), exchange);
     let outcome = match waited {
         Ok(outcome) => outcome,
         Err(e) => return error(e.to_string()),

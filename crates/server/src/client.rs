@@ -66,12 +66,8 @@ impl GatewayClient {
 
     /// Sends a request and waits for its response (events in between are queued).
     pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        let response = self.request_frame(method, params).await?;
-        match (response.ok, response.payload, response.error) {
-            (true, payload, _) => Ok(payload.unwrap_or(Value::Null)),
-            (false, _, Some(error)) => Err(ClientError::Gateway(error)),
-            (false, _, None) => Err(ClientError::Protocol("error response without error".into())),
-        }
+        let id = self.send_request(method, params).await?;
+        self.response(&id).await
     }
 
     /// Like `request`, but answers the whole response frame.
@@ -80,10 +76,36 @@ impl GatewayClient {
         method: &str,
         params: Value,
     ) -> Result<ResponseFrame, ClientError> {
+        let id = self.send_request(method, params).await?;
+        self.response_frame(&id).await
+    }
+
+    /// Sends a request without waiting for its answer; answers its id (for `response`). Once
+    /// this returns the request is on the wire: the gateway runs it whatever the caller does
+    /// next, closing the connection included.
+    pub async fn send_request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<String, ClientError> {
         self.next_id += 1;
         let id = format!("c{}", self.next_id);
         let frame = json!({"type": "req", "id": id, "method": method, "params": params});
         self.send_text(frame.to_string()).await?;
+        Ok(id)
+    }
+
+    /// Waits for the answer to the request `id` sent with `send_request`.
+    pub async fn response(&mut self, id: &str) -> Result<Value, ClientError> {
+        let response = self.response_frame(id).await?;
+        match (response.ok, response.payload, response.error) {
+            (true, payload, _) => Ok(payload.unwrap_or(Value::Null)),
+            (false, _, Some(error)) => Err(ClientError::Gateway(error)),
+            (false, _, None) => Err(ClientError::Protocol("error response without error".into())),
+        }
+    }
+
+    async fn response_frame(&mut self, id: &str) -> Result<ResponseFrame, ClientError> {
         loop {
             match self.next_frame().await? {
                 // `agent` answers `accepted` first, then the outcome under the same id.

@@ -1,4 +1,5 @@
-//! HTTP on the gateway's port: `POST /rpc` (bearer token) and `GET /health`.
+//! HTTP on the gateway's port: `POST /rpc` (bearer token) and `GET /health` (`/mcp` is in
+//! `mcp/http.rs`).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use switchboard_core::runtime::cancel::CancelToken;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
@@ -29,17 +31,21 @@ fn failure(status: StatusCode, code: ErrorCode, message: String) -> Response {
     )
 }
 
+/// The token of an `Authorization: Bearer <token>` header.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
 pub async fn rpc(
     State(state): State<Arc<ServerState>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if !state.auth.check(bearer) {
+    if !state.auth.check(bearer(&headers)) {
         return failure(
             StatusCode::UNAUTHORIZED,
             ErrorCode::Unauthorized,
@@ -69,7 +75,9 @@ pub async fn rpc(
             );
         }
     };
-    match methods::dispatch(&state, &request.method, request.params, &|_| {}).await {
+    // A disconnected HTTP client drops this future; nothing else tells the method it left.
+    let gone = CancelToken::default();
+    match methods::dispatch(&state, &request.method, request.params, &|_| {}, &gone).await {
         Ok(payload) => reply(
             StatusCode::OK,
             RpcResponse {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use switchboard_core::clock::now_ms;
+use switchboard_core::runtime::cancel::CancelToken;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
@@ -65,6 +66,9 @@ struct Conn {
     event_seq: AtomicU64,
     /// Sessions whose run events this connection receives.
     subscriptions: std::sync::Mutex<Subscriptions>,
+    /// Cancelled when the client is gone: its in-flight methods stop waiting (nothing they
+    /// started is cut off; their answers go nowhere).
+    gone: CancelToken,
 }
 
 /// Run events go only to the connections that want them: sessions named with
@@ -154,6 +158,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         out: tx,
         event_seq: AtomicU64::new(0),
         subscriptions: Default::default(),
+        gone: CancelToken::default(),
     });
 
     let nonce = uuid::Uuid::new_v4().to_string();
@@ -217,6 +222,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
             }
         }
     }
+    conn.gone.cancel();
     drop(conn);
     let _ = writer.await;
 }
@@ -251,6 +257,7 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                             &req.method,
                             req.params,
                             &interim,
+                            &conn.gone,
                         )
                         .await
                         {

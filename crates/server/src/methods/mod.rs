@@ -9,6 +9,7 @@ mod tools;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchboard_core::CoreError;
+use switchboard_core::runtime::cancel::CancelToken;
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use crate::ServerState;
@@ -32,6 +33,7 @@ pub const METHODS: &[&str] = &[
     "sessions.subscribe",
     "sessions.unsubscribe",
     "tools.invoke",
+    "tools.list",
 ];
 
 /// Events a client may receive.
@@ -42,11 +44,14 @@ pub type MethodResult = Result<Value, ErrorShape>;
 /// Sends an early answer under the request's id (`agent` answers `accepted` first).
 pub type Interim<'a> = &'a (dyn Fn(Value) + Send + Sync);
 
+/// Runs one method. `gone` is cancelled when the caller goes away (its connection closed): a
+/// method that waits may stop waiting then; nothing it started is cut off.
 pub async fn dispatch(
     state: &ServerState,
     method: &str,
     params: Option<Value>,
     interim: Interim<'_>,
+    gone: &CancelToken,
 ) -> MethodResult {
     let engine = state.engine.as_ref();
     match method {
@@ -64,7 +69,8 @@ pub async fn dispatch(
         "chat.abort" => runs::chat_abort(engine, parse(method, params)?).await,
         "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
         "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
-        "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?).await,
+        "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?, gone).await,
+        "tools.list" => tools::list(engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -1,5 +1,6 @@
 //! `tools.invoke` over the WebSocket: session tools run as the agent of the named session, with
 //! its resolution, visibility and policy; bad calls get clear errors and the gateway keeps serving.
+//! `tools.list`: the same tools with their schemas (what MCP's `tools/list` shows).
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -215,5 +216,62 @@ async fn access_tools_invoke_is_no_way_around_the_sandbox() {
     )
     .await;
     assert_eq!(child["result"]["messages"][0]["content"], "child task");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn tools_list_shows_the_sessions_callable_tools_with_their_schemas() {
+    let gw = TestGateway::start().await;
+    gw.call("sessions.create", json!({"key": "main"})).await;
+    gw.call("sessions.create", json!({"key": CHILD})).await;
+
+    let listed = gw.call("tools.list", json!({"sessionKey": "main"})).await;
+    assert_eq!(listed["sessionKey"], "agent:main:main");
+    let tools = listed["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for tool in [
+        "agents_list",
+        "sessions_history",
+        "sessions_list",
+        "sessions_send",
+    ] {
+        assert!(names.contains(&tool), "{names:?}");
+    }
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    // Every listed tool is one tools.invoke runs for this session.
+    for name in names {
+        let ran = gw
+            .call(
+                "tools.invoke",
+                json!({"sessionKey": "main", "tool": name, "args": {}}),
+            )
+            .await;
+        assert!(ran.get("result").is_some(), "{name}: {ran}");
+    }
+
+    // A sub-agent session gets no session tools (SPEC §7.4): they are not listed either.
+    let child = gw.call("tools.list", json!({"sessionKey": CHILD})).await;
+    let child_names: Vec<&str> = child["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        child_names.iter().all(|n| !n.starts_with("sessions_")),
+        "{child_names:?}"
+    );
+
+    let missing = gw
+        .call_err("tools.list", json!({"sessionKey": "cron:missing"}))
+        .await;
+    assert_eq!(missing.code, ErrorCode::NotFound);
+    assert!(missing.message.contains("Session not found: cron:missing"));
+    let bad = gw.call_err("tools.list", json!({})).await;
+    assert_eq!(bad.code, ErrorCode::InvalidRequest);
+    assert!(bad.message.contains("sessionKey"), "{}", bad.message);
     gw.stop().await;
 }

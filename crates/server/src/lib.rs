@@ -1,5 +1,5 @@
 //! switchboard's adapters: the gateway (WebSocket protocol v4 + HTTP on one port) over the
-//! engine, and a protocol client used by the CLI and the tests.
+//! engine, the MCP server (`/mcp` and stdio), and a protocol client used by the CLI and the tests.
 //!
 //! `app(state)` builds the router so tests can drive it; `serve` binds and runs it until the
 //! shutdown future resolves.
@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod client;
 mod http;
+pub mod mcp;
 pub mod methods;
 mod ws;
 
@@ -32,6 +33,8 @@ pub struct ServerState {
     pub tick_interval: Duration,
     /// Flips to true when the gateway starts shutting down; connections say goodbye.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Cancelled with `stopping`: ends `/mcp`'s open streams so the shutdown can complete.
+    mcp_stop: tokio_util::sync::CancellationToken,
     connections: AtomicU64,
     next_conn: AtomicU64,
 }
@@ -53,6 +56,7 @@ impl ServerState {
             max_payload,
             tick_interval,
             stopping: tokio::sync::watch::channel(false).0,
+            mcp_stop: tokio_util::sync::CancellationToken::new(),
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
         })
@@ -63,13 +67,15 @@ impl ServerState {
     }
 }
 
-/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`.
+/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`, `/mcp` (MCP's
+/// streamable HTTP).
 pub fn app(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/", get(ws::upgrade))
         .route("/ws", get(ws::upgrade))
         .route("/rpc", post(http::rpc))
         .route("/health", get(http::health))
+        .merge(mcp::http::routes(&state))
         .with_state(state)
 }
 
@@ -114,9 +120,11 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let stopping = state.stopping.clone();
+    let mcp_stop = state.mcp_stop.clone();
     let shutdown = async move {
         shutdown.await;
         let _ = stopping.send(true);
+        mcp_stop.cancel();
     };
     // Without TCP_NODELAY every small frame after another (a response, then run events) waits
     // for the client's delayed ACK: 40 ms per turn.

@@ -1,5 +1,6 @@
 mod harness;
 mod history;
+mod mcp;
 mod policy;
 mod protocol;
 mod runs;

@@ -1,0 +1,156 @@
+//! `/mcp` on the gateway: MCP's streamable HTTP transport (rmcp's `StreamableHttpService`)
+//! behind the gateway token, acting as the session the connection names.
+//!
+//! Every request needs `Authorization: Bearer <gateway token>` (as `POST /rpc` does) and names
+//! its acting session with `?session=KEY` on the URL or the `X-Switchboard-Session` header
+//! (the same value on every request of a connection, since a client keeps its URL and headers).
+//! A request without either is refused before it reaches MCP, with a JSON-RPC error body that
+//! says what to send; MCP clients show its message.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use switchboard_protocol::ErrorCode;
+
+use super::{Acting, LocalInvoker, McpServer};
+use crate::ServerState;
+
+/// The header that may name the acting session instead of `?session=`.
+pub const SESSION_HEADER: &str = "x-switchboard-session";
+
+/// The error of a request that names no acting session.
+pub const NO_SESSION: &str = "no acting session: connect to /mcp?session=<session key> (e.g. \
+     /mcp?session=agent:main:main) or send the header X-Switchboard-Session: <session key>";
+
+/// The acting session of a `/mcp` request, as the guard found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActingSession(pub String);
+
+/// The `/mcp` route: the token and acting-session guard in front of rmcp's service.
+pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(state.mcp_stop.clone())
+        .with_max_request_body_bytes(state.max_payload);
+    if !state.auth.is_open() {
+        // rmcp's default Host check (loopback names only) guards token-less servers against DNS
+        // rebinding; with a token, the token does, and a gateway bound to the LAN must answer
+        // its own host names.
+        config = config.disable_allowed_hosts();
+    }
+    let invoker = Arc::new(LocalInvoker::new(state.engine.clone()));
+    let service = StreamableHttpService::new(
+        move || Ok(McpServer::new(invoker.clone(), Acting::PerConnection)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", service)
+        .route_layer(middleware::from_fn_with_state(state.clone(), guard))
+}
+
+/// Checks the token and finds the acting session; refusals are JSON-RPC error bodies.
+async fn guard(
+    State(state): State<Arc<ServerState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if !state.auth.check(crate::http::bearer(request.headers())) {
+        let mut response = refusal(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong token: send Authorization: Bearer <gateway token>",
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"switchboard\""),
+        );
+        return response;
+    }
+    let query = Query::<HashMap<String, String>>::try_from_uri(request.uri())
+        .map(|Query(q)| q)
+        .unwrap_or_default();
+    match acting_session(query.get("session").map(String::as_str), request.headers()) {
+        Ok(session) => {
+            request.extensions_mut().insert(ActingSession(session));
+            next.run(request).await
+        }
+        Err(message) => refusal(StatusCode::BAD_REQUEST, &message),
+    }
+}
+
+/// The session named by `?session=` and/or the header (blank counts as absent).
+fn acting_session(query: Option<&str>, headers: &HeaderMap) -> Result<String, String> {
+    let from_query = query.map(str::trim).filter(|s| !s.is_empty());
+    let from_header = match headers.get(SESSION_HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(value)) => Some(value.trim()).filter(|s| !s.is_empty()),
+        Some(Err(_)) => {
+            return Err("the X-Switchboard-Session header is not valid text".to_string());
+        }
+    };
+    match (from_query, from_header) {
+        (Some(q), Some(h)) if q != h => Err(format!(
+            "?session={q} and the X-Switchboard-Session header ({h}) name different sessions: \
+             give one"
+        )),
+        (Some(session), _) | (None, Some(session)) => Ok(session.to_string()),
+        (None, None) => Err(NO_SESSION.to_string()),
+    }
+}
+
+/// A refusal before MCP: a JSON-RPC error (id null) that MCP clients surface as the message.
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let code = if status == StatusCode::UNAUTHORIZED {
+        ErrorCode::Unauthorized
+    } else {
+        ErrorCode::InvalidRequest
+    };
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": message, "data": {"code": code.as_str()}},
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(session: Option<&str>) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        if let Some(s) = session {
+            map.insert(SESSION_HEADER, HeaderValue::from_str(s).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn the_acting_session_comes_from_the_query_or_the_header() {
+        assert_eq!(
+            acting_session(Some("agent:main:main"), &headers(None)),
+            Ok("agent:main:main".to_string())
+        );
+        assert_eq!(
+            acting_session(None, &headers(Some(" main "))),
+            Ok("main".to_string())
+        );
+        assert_eq!(
+            acting_session(Some("main"), &headers(Some("main"))),
+            Ok("main".to_string())
+        );
+        assert_eq!(
+            acting_session(Some(" "), &headers(Some(""))),
+            Err(NO_SESSION.to_string())
+        );
+        let both = acting_session(Some("a"), &headers(Some("b"))).unwrap_err();
+        assert!(both.contains("different sessions"), "{both}");
+    }
+}

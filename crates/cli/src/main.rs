@@ -1,9 +1,10 @@
-//! `switchboard`: run the gateway, call it, manage sessions, check the config (SPEC §11).
+//! `switchboard`: run the gateway, call it, manage sessions, serve MCP, check the config (SPEC §11).
 
 mod chat;
 mod client_cmds;
 mod dev;
 mod gateway;
+mod mcp;
 mod settings;
 mod table;
 
@@ -35,6 +36,9 @@ enum Command {
     /// Check or show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Serve the session tools to an MCP client over stdio, acting as a session of the running
+    /// gateway: `switchboard mcp --session agent:main:main`.
+    Mcp(mcp::McpArgs),
     /// Developer tools (benchmark set-up).
     #[command(hide = true, subcommand)]
     Dev(dev::DevCommand),
@@ -59,8 +63,14 @@ enum ConfigCommand {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // An MCP server's stderr usually lands in its client's log: only what needs attention. The
+    // MCP SDK logs every request at info and every error answer at warn; the client sees those.
+    let default_level = match cli.command {
+        Command::Mcp(_) => "warn,rmcp=error",
+        _ => "info,rmcp=error",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -82,6 +92,7 @@ fn main() -> std::process::ExitCode {
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
             Command::Chat(args) => chat::run(&cli.global, args).await,
+            Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,

@@ -1,3 +1,4 @@
 mod commands;
 mod durability;
+mod mcp;
 mod process;

@@ -19,7 +19,7 @@ impl GatewayProcess {
         let mut child = Command::new(BIN)
             .args(["gateway", "--port", "0", "--state-dir"])
             .arg(home)
-            .env("SWITCHBOARD_LOG", "warn")
+            .env("SWITCHBOARD_LOG", "warn,rmcp=error")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

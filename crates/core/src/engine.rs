@@ -3,9 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, SessionScope};
+use crate::delivery::{self, Outbox};
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, KeyContext, Scope, SessionKey};
 use crate::runtime::Runtime;
@@ -29,6 +31,8 @@ pub struct Engine {
     default_agent: String,
     started: Instant,
     runtime: Runtime,
+    outbox: Outbox,
+    closed: AtomicBool,
 }
 
 impl Engine {
@@ -60,7 +64,9 @@ impl Engine {
             );
         }
         let default_agent = config.default_agent_id();
-        Ok(Arc::new(Self {
+        let outbox = Outbox::new(Duration::from_secs(config.delivery.timeout_seconds))
+            .map_err(CoreError::Invalid)?;
+        let engine = Arc::new(Self {
             config,
             home: home.to_path_buf(),
             store,
@@ -68,12 +74,28 @@ impl Engine {
             default_agent,
             started: Instant::now(),
             runtime,
-        }))
+            outbox,
+            closed: AtomicBool::new(false),
+        });
+        // Pending deliveries left by the last process are picked up here too.
+        tokio::spawn(delivery::run(Arc::downgrade(&engine)));
+        Ok(engine)
     }
 
-    /// Commits what is pending and stops the store's writer.
+    /// Stops background work, commits what is pending and stops the store's writer.
     pub async fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.wake_outbox();
         self.sqlite.close().await;
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 
     pub(crate) fn runtime(&self) -> &Runtime {

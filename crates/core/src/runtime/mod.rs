@@ -58,6 +58,17 @@ pub struct RunRequest {
     pub model: Option<String>,
     /// Session keys that led to this run, the requester's first (cycle guard, SPEC §6.3).
     pub chain: Vec<String>,
+    /// Deliver the run's reply through the outbox when it ends `ok`.
+    pub deliver: Option<Deliver>,
+}
+
+/// Where a run's reply goes once the run ends (SPEC §9.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deliver {
+    /// The outbox record's kind (`reply`, …).
+    pub kind: &'static str,
+    /// `None`: the session's route when the run ends.
+    pub route: Option<switchboard_protocol::sessions::DeliveryContext>,
 }
 
 impl RunRequest {
@@ -72,6 +83,7 @@ impl RunRequest {
             idempotency_key: None,
             model: None,
             chain: Vec::new(),
+            deliver: None,
         }
     }
 }

@@ -9,6 +9,7 @@
 //! and has no gaps.
 
 mod mirror;
+mod outbox;
 pub mod sqlite;
 
 use std::future::Future;
@@ -21,6 +22,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use crate::keys::{ChatType, SessionKind};
 
 pub use mirror::{message_id, transcript_path};
+pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use sqlite::SqliteStore;
 
 /// The future every store method returns: boxed so `dyn Store` works.
@@ -276,6 +278,13 @@ pub enum WriteOp {
         key: String,
         patch: Box<EntryPatch>,
     },
+    /// Stores an outbox record (idempotent on its key).
+    Enqueue(Box<DeliveryRecord>),
+    /// Records the outcome of a delivery attempt.
+    UpdateDelivery {
+        id: String,
+        update: DeliveryUpdate,
+    },
 }
 
 /// What each op of a batch did, in order.
@@ -284,6 +293,9 @@ pub enum WriteOutcome {
     PutRun,
     Appended(Appended),
     Patched(SessionEntry),
+    /// The stored record (the first one when its idempotency key was seen before).
+    Enqueued(Box<DeliveryRecord>),
+    DeliveryUpdated(Box<DeliveryRecord>),
 }
 
 /// The persistence interface of the engine.
@@ -338,4 +350,13 @@ pub trait Store: Send + Sync {
     /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
     /// `abortedLastRun`; answers how many.
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;
+
+    /// Stores an outbox record unless its idempotency key names one already; answers the stored
+    /// record and whether it is new.
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)>;
+    /// Pending records, soonest `next_attempt_at` first.
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
 }

@@ -1,6 +1,8 @@
 //! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
 //! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
 
+mod delivery;
+pub(crate) use delivery::info as delivery_info;
 mod runs;
 mod sessions;
 mod system;
@@ -32,10 +34,19 @@ pub const METHODS: &[&str] = &[
     "sessions.subscribe",
     "sessions.unsubscribe",
     "tools.invoke",
+    "send",
+    "deliveries.list",
 ];
 
 /// Events a client may receive.
-pub const EVENTS: &[&str] = &["connect.challenge", "tick", "shutdown", "agent", "chat"];
+pub const EVENTS: &[&str] = &[
+    "connect.challenge",
+    "tick",
+    "shutdown",
+    "agent",
+    "chat",
+    "delivery",
+];
 
 pub type MethodResult = Result<Value, ErrorShape>;
 
@@ -65,6 +76,8 @@ pub async fn dispatch(
         "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
         "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
         "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?).await,
+        "send" => delivery::send(engine, parse(method, params)?).await,
+        "deliveries.list" => delivery::list(engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -1,3 +1,4 @@
+mod channels;
 mod harness;
 mod history;
 mod policy;

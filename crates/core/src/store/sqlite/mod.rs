@@ -2,6 +2,7 @@
 //! on a small pool of read-only connections on tokio's blocking threads, so neither blocks the
 //! async runtime.
 
+mod outbox;
 mod queries;
 mod schema;
 mod writer;
@@ -16,8 +17,9 @@ use serde_json::Value;
 
 use super::mirror;
 use super::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord, SessionEntry,
-    Store, StoreError, StoreFuture, StoredMessage, WriteOp, WriteOutcome,
+    Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, HistoryPage, ListPage,
+    ListQuery, NewSession, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
+    WriteOp, WriteOutcome,
 };
 use writer::{Job, JobDone, MirrorOp};
 
@@ -281,6 +283,10 @@ impl Store for SqliteStore {
                     WriteOp::Patch { key, patch } => {
                         queries::patch(c, &key, patch.as_ref()).map(WriteOutcome::Patched)
                     }
+                    WriteOp::Enqueue(record) => outbox::enqueue(c, &record)
+                        .map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored))),
+                    WriteOp::UpdateDelivery { id, update } => outbox::update(c, &id, &update)
+                        .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
                 })
                 .collect()
         })
@@ -298,5 +304,27 @@ impl Store for SqliteStore {
 
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
         self.write(|c, _| queries::abort_interrupted_runs(c))
+    }
+
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
+        self.write(move |c, _| outbox::enqueue(c, &record))
+    }
+
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |c| outbox::pending(c, limit))
+    }
+
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
+        let id = id.to_string();
+        self.write(move |c, _| outbox::update(c, &id, &update))
+    }
+
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
+        let id = id.to_string();
+        self.read(move |c| outbox::get(c, &id))
+    }
+
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |c| outbox::list(c, &query))
     }
 }

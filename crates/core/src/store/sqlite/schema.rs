@@ -89,6 +89,30 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- The delivery outbox (SPEC §9.1): stored before the first attempt, outcome kept.
+CREATE TABLE IF NOT EXISTS deliveries (
+    id TEXT PRIMARY KEY,
+    idempotency_key TEXT,
+    kind TEXT NOT NULL,
+    session_key TEXT,
+    run_id TEXT,
+    channel TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    account_id TEXT,
+    thread_id TEXT,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    detail TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    delivered_at INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_by_session ON deliveries (session_key, created_at DESC) WHERE session_key IS NOT NULL;
 ";
 
 /// Opens pragmas every connection needs.

@@ -4,6 +4,7 @@
 
 mod agents_list;
 mod flow;
+pub use flow::{ANNOUNCE_SKIP, REPLY_SKIP};
 mod history;
 mod list;
 pub(crate) mod resolve;

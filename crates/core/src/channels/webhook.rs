@@ -183,11 +183,7 @@ fn check_token(
             ),
         ));
     };
-    let (a, b) = (expected.as_bytes(), given.as_bytes());
-    let same = !a.is_empty()
-        && a.len() == b.len()
-        && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
-    if same {
+    if crate::access::token_matches(expected, given) {
         Ok(())
     } else {
         Err(InboundError::new(

@@ -128,6 +128,14 @@ async fn post(gw: &TestGateway, path: &str, token: Option<&str>, body: &str) -> 
     )
 }
 
+/// Posts an inbound message to account `acme`; answers the accepted `{runId, sessionKey}`.
+async fn inbound(gw: &TestGateway, body: &Value) -> Value {
+    let path = "/channels/webhook/acme";
+    let (status, answer) = post(gw, path, Some(ACCOUNT_TOKEN), &body.to_string()).await;
+    assert_eq!(status, 202, "{answer}");
+    answer
+}
+
 async fn wait_run(gw: &TestGateway, run_id: &str) -> Value {
     gw.call("agent.wait", json!({"runId": run_id, "timeoutMs": 30_000}))
         .await
@@ -168,14 +176,7 @@ async fn a_group_message_in_gets_its_reply_posted_back_and_a_send_announce_arriv
     let gw = TestGateway::start_with(config(&url)).await;
 
     let body = json!({"from": "Alice", "chatType": "group", "chatId": "Release-Team", "text": "@reply hello team"});
-    let (status, answer) = post(
-        &gw,
-        "/channels/webhook/acme",
-        Some(ACCOUNT_TOKEN),
-        &body.to_string(),
-    )
-    .await;
-    assert_eq!(status, 202, "{answer}");
+    let answer = inbound(&gw, &body).await;
     let key = "agent:main:webhook:group:release-team";
     assert_eq!(answer["sessionKey"], key);
     assert_eq!(
@@ -250,14 +251,7 @@ async fn a_deny_rule_for_webhook_groups_blocks_the_reply_and_the_send_and_says_s
     let gw = TestGateway::start_with(config).await;
 
     let body = json!({"from": "bob", "chatType": "group", "chatId": "ops", "text": "@reply on it"});
-    let (status, answer) = post(
-        &gw,
-        "/channels/webhook/acme",
-        Some(ACCOUNT_TOKEN),
-        &body.to_string(),
-    )
-    .await;
-    assert_eq!(status, 202, "{answer}");
+    let answer = inbound(&gw, &body).await;
     let key = answer["sessionKey"].as_str().unwrap().to_string();
     assert_eq!(
         wait_run(&gw, answer["runId"].as_str().unwrap()).await["reply"],
@@ -303,14 +297,7 @@ async fn a_receiver_that_is_down_gets_the_reply_once_it_is_back_exactly_once() {
     let gw = TestGateway::start_with(config(&url)).await;
 
     let body = json!({"from": "carol", "chatType": "direct", "text": "@reply pong"});
-    let (status, answer) = post(
-        &gw,
-        "/channels/webhook/acme",
-        Some(ACCOUNT_TOKEN),
-        &body.to_string(),
-    )
-    .await;
-    assert_eq!(status, 202, "{answer}");
+    let answer = inbound(&gw, &body).await;
     // dmScope main: the DM lands in the main session, which now has the webhook route.
     assert_eq!(answer["sessionKey"], "agent:main:main");
     wait_run(&gw, answer["runId"].as_str().unwrap()).await;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, SessionScope};
 use crate::delivery::{self, Outbox};
 use crate::error::{CoreError, CoreResult};
@@ -14,6 +15,7 @@ use crate::runtime::Runtime;
 use crate::runtime::lanes::Lanes;
 use crate::runtime::providers::Providers;
 use crate::store::{NewSession, SqliteStore, Store};
+use crate::subagents;
 use crate::tools::{Tool, ToolRegistry};
 
 /// What an embedder (a test, the gateway) adds to the engine.
@@ -21,6 +23,8 @@ use crate::tools::{Tool, ToolRegistry};
 pub struct EngineOptions {
     /// Tools beyond the built-in ones.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The clock of schedules (sub-agent archiving); the system clock when `None`.
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 pub struct Engine {
@@ -32,6 +36,7 @@ pub struct Engine {
     started: Instant,
     runtime: Runtime,
     outbox: Outbox,
+    clock: Arc<dyn Clock>,
     closed: AtomicBool,
 }
 
@@ -75,10 +80,19 @@ impl Engine {
             started: Instant::now(),
             runtime,
             outbox,
+            clock: options.clock.unwrap_or_else(|| Arc::new(SystemClock)),
             closed: AtomicBool::new(false),
         });
-        // Pending deliveries left by the last process are picked up here too.
+        // Pending deliveries and unfinished sub-agents left by the last process resume here.
         tokio::spawn(delivery::run(Arc::downgrade(&engine)));
+        let resumed = subagents::resume(&engine).await?;
+        if resumed > 0 {
+            tracing::info!(
+                resumed,
+                "resumed sub-agents whose announce was not finished"
+            );
+        }
+        tokio::spawn(subagents::sweep(Arc::downgrade(&engine)));
         Ok(engine)
     }
 
@@ -92,6 +106,11 @@ impl Engine {
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Now on the engine's clock (see [`EngineOptions::clock`]).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     pub(crate) fn outbox(&self) -> &Outbox {

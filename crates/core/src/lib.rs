@@ -13,6 +13,7 @@ pub mod keys;
 pub mod runtime;
 pub mod sessions;
 pub mod store;
+pub mod subagents;
 pub mod tools;
 
 pub use engine::{Engine, EngineOptions};

@@ -54,7 +54,7 @@ pub(crate) async fn send(
         INTERNAL => {
             let provenance = json!({
                 "kind": record.kind,
-                "fromSessionKey": record.session_key,
+                "fromSessionKey": record.source_key.as_ref().or(record.session_key.as_ref()),
                 "runId": record.run_id,
             });
             Ok(vec![WriteOp::Append {

@@ -45,8 +45,10 @@ pub const NO_REPLY: &str = "NO_REPLY";
 pub struct Outbound {
     /// `reply`, `announce`, `subagent-announce`, `send`.
     pub kind: &'static str,
-    /// The session whose text this is (its send policy applies to channel deliveries).
+    /// The session delivered for: its send policy applies to channel deliveries.
     pub session_key: Option<String>,
+    /// The session that produced the text, when it is another one (a sub-agent child).
+    pub source_key: Option<String>,
     pub run_id: Option<String>,
     /// `None`: no route (the record says so and nothing is sent).
     pub route: Option<DeliveryContext>,
@@ -115,6 +117,7 @@ impl Engine {
             idempotency_key: out.idempotency_key,
             kind: out.kind.to_string(),
             session_key: out.session_key,
+            source_key: out.source_key,
             run_id: out.run_id,
             channel: route.channel,
             to: route.to,
@@ -214,7 +217,13 @@ fn start_due(engine: &Arc<Engine>, pending: Vec<DeliveryRecord>) -> Duration {
         let engine = engine.clone();
         tokio::spawn(async move {
             let id = record.id.clone();
-            attempt(&engine, record).await;
+            // The list may predate an attempt that finished meanwhile: go by the stored record.
+            let current = engine.store().get_delivery(&id).await.ok().flatten();
+            if let Some(record) = current
+                .filter(|r| r.status == DeliveryStatus::Pending && r.attempts == record.attempts)
+            {
+                attempt(&engine, record).await;
+            }
             engine.outbox().in_flight().remove(&id);
             engine.wake_outbox();
         });

@@ -60,6 +60,9 @@ pub struct RunRequest {
     pub chain: Vec<String>,
     /// Deliver the run's reply through the outbox when it ends `ok`.
     pub deliver: Option<Deliver>,
+    /// The run's id when the caller must know it before submitting (a sub-agent record is
+    /// stored first); a new v7 uuid when `None`.
+    pub run_id: Option<String>,
 }
 
 /// Where a run's reply goes once the run ends (SPEC §9.1).
@@ -84,6 +87,7 @@ impl RunRequest {
             model: None,
             chain: Vec::new(),
             deliver: None,
+            run_id: None,
         }
     }
 }
@@ -240,7 +244,10 @@ impl Engine {
                 None => return Err(crate::sessions::not_found(&request.session_key)),
             },
         };
-        let run_id = uuid::Uuid::now_v7().to_string();
+        let run_id = request
+            .run_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
         let now = now_ms();
         let record = RunRecord {
             run_id: run_id.clone(),

@@ -421,6 +421,7 @@ async fn reply_delivery(
     let out = Outbound {
         kind: deliver.kind,
         session_key: Some(record.session_key.clone()),
+        source_key: None,
         run_id: Some(record.run_id.clone()),
         route,
         text: text.to_string(),

@@ -11,6 +11,7 @@
 mod mirror;
 mod outbox;
 pub mod sqlite;
+mod subagents;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use crate::keys::{ChatType, SessionKind};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use sqlite::SqliteStore;
+pub use subagents::{SubagentRecord, SubagentState};
 
 /// The future every store method returns: boxed so `dyn Store` works.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -285,6 +287,7 @@ pub enum WriteOp {
         id: String,
         update: DeliveryUpdate,
     },
+    PutSubagent(Box<SubagentRecord>),
 }
 
 /// What each op of a batch did, in order.
@@ -296,6 +299,7 @@ pub enum WriteOutcome {
     /// The stored record (the first one when its idempotency key was seen before).
     Enqueued(Box<DeliveryRecord>),
     DeliveryUpdated(Box<DeliveryRecord>),
+    PutSubagent,
 }
 
 /// The persistence interface of the engine.
@@ -359,4 +363,12 @@ pub trait Store: Send + Sync {
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+
+    /// Stores a sub-agent record (insert or replace by child key).
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
+    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>>;
+    /// Records whose announce or cleanup is not finished, oldest first.
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
+    /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
 }

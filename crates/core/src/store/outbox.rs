@@ -55,8 +55,10 @@ pub struct DeliveryRecord {
     pub idempotency_key: Option<String>,
     /// What produced it: `reply`, `announce`, `subagent-announce`, `send`.
     pub kind: String,
-    /// The session it belongs to (the one replying or announcing), if any.
+    /// The session it is delivered for: its route and send policy apply, if any.
     pub session_key: Option<String>,
+    /// The session that produced the text when it is not `session_key` (a sub-agent child).
+    pub source_key: Option<String>,
     /// The run whose text it carries, if any.
     pub run_id: Option<String>,
     pub channel: String,

@@ -2,4 +2,5 @@ mod providers;
 mod runtime;
 mod send;
 mod session_tools;
+mod spawn;
 mod support;

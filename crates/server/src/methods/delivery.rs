@@ -53,6 +53,7 @@ pub async fn send(engine: &Engine, p: SendParams) -> MethodResult {
         .deliver(Outbound {
             kind: "send",
             session_key: None,
+            source_key: None,
             run_id: None,
             route: Some(DeliveryContext {
                 channel,

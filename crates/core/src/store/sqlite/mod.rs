@@ -5,6 +5,7 @@
 mod outbox;
 mod queries;
 mod schema;
+mod subagents;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use super::mirror;
 use super::{
     Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, HistoryPage, ListPage,
     ListQuery, NewSession, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
-    WriteOp, WriteOutcome,
+    SubagentRecord, WriteOp, WriteOutcome,
 };
 use writer::{Job, JobDone, MirrorOp};
 
@@ -287,6 +288,9 @@ impl Store for SqliteStore {
                         .map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored))),
                     WriteOp::UpdateDelivery { id, update } => outbox::update(c, &id, &update)
                         .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
+                    WriteOp::PutSubagent(record) => {
+                        subagents::put(c, &record).map(|()| WriteOutcome::PutSubagent)
+                    }
                 })
                 .collect()
         })
@@ -326,5 +330,22 @@ impl Store for SqliteStore {
 
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
         self.read(move |c| outbox::list(c, &query))
+    }
+
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _| subagents::put(c, &record))
+    }
+
+    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>> {
+        let key = child_key.to_string();
+        self.read(move |c| subagents::get(c, &key))
+    }
+
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(subagents::unfinished)
+    }
+
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(move |c| subagents::to_archive(c, now))
     }
 }

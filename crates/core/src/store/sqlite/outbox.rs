@@ -6,7 +6,7 @@ use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate
 
 const COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
     account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
-    updated_at, delivered_at";
+    updated_at, delivered_at, source_key";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
     let status: String = row.get(10)?;
@@ -28,6 +28,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
         created_at: row.get(14)?,
         updated_at: row.get(15)?,
         delivered_at: row.get(16)?,
+        source_key: row.get(17)?,
     })
 }
 
@@ -47,7 +48,7 @@ pub(super) fn enqueue(
     }
     let sql = format!(
         "INSERT INTO deliveries ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
     );
     conn.prepare_cached(&sql)?.execute(params![
         record.id,
@@ -67,6 +68,7 @@ pub(super) fn enqueue(
         record.created_at,
         record.updated_at,
         record.delivered_at,
+        record.source_key,
     ])?;
     Ok((record.clone(), true))
 }
@@ -96,10 +98,13 @@ pub(super) fn update(
     id: &str,
     update: &DeliveryUpdate,
 ) -> Result<DeliveryRecord, StoreError> {
+    // Only the attempt that read the record pending with one attempt fewer may write its outcome:
+    // a second, stale attempt fails here and its batch (a transcript append) rolls back.
     let changed = conn
         .prepare_cached(
             "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4, detail = ?5, \
-             delivered_at = ?6, updated_at = ?7 WHERE id = ?1",
+             delivered_at = ?6, updated_at = ?7 \
+             WHERE id = ?1 AND status = 'pending' AND attempts = ?3 - 1",
         )?
         .execute(params![
             id,
@@ -111,7 +116,10 @@ pub(super) fn update(
             crate::clock::now_ms(),
         ])?;
     if changed == 0 {
-        return Err(StoreError::NotFound(format!("Delivery not found: {id}")));
+        return Err(StoreError::Conflict(format!(
+            "delivery {id} is not pending with {} attempts (already attempted)",
+            update.attempts.saturating_sub(1)
+        )));
     }
     get(conn, id)?.ok_or_else(|| StoreError::NotFound(format!("Delivery not found: {id}")))
 }

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
     idempotency_key TEXT,
     kind TEXT NOT NULL,
     session_key TEXT,
+    source_key TEXT,
     run_id TEXT,
     channel TEXT NOT NULL,
     recipient TEXT NOT NULL,
@@ -113,6 +114,26 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS deliveries_by_session ON deliveries (session_key, created_at DESC) WHERE session_key IS NOT NULL;
+
+-- Sub-agents (SPEC §7.4): durable so a restart resumes every unfinished announce.
+CREATE TABLE IF NOT EXISTS subagents (
+    child_key TEXT PRIMARY KEY,
+    requester_key TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    label TEXT,
+    model TEXT NOT NULL,
+    delete_after INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    created_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    delivery_id TEXT,
+    archive_at INTEGER,
+    archived_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
+CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
 ";
 
 /// Opens pragmas every connection needs.

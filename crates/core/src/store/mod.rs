@@ -8,6 +8,7 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+mod cron;
 mod mirror;
 pub mod sqlite;
 
@@ -20,6 +21,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use crate::keys::{ChatType, SessionKind};
 
+pub use cron::CronJobRecord;
 pub use mirror::{message_id, transcript_path};
 pub use sqlite::SqliteStore;
 
@@ -338,4 +340,21 @@ pub trait Store: Send + Sync {
     /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
     /// `abortedLastRun`; answers how many.
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;
+
+    /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;
+    /// Every cron job, by id.
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>>;
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
+    /// Removes a cron job and answers it; an unknown id is `NotFound`.
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
+    /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
+    /// (`last_slot` only ever rises). Answers false when the job no longer exists.
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &str,
+        at: i64,
+    ) -> StoreFuture<'_, bool>;
 }

@@ -89,6 +89,20 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- Cron jobs (SPEC §9.3). last_slot: the newest schedule slot fired (ms); slots at or before it
+-- never fire again, across restarts.
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    message TEXT NOT NULL,
+    deliver INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_slot INTEGER,
+    last_run_id TEXT,
+    last_fired_at INTEGER
+);
 ";
 
 /// Opens pragmas every connection needs.

@@ -19,6 +19,8 @@ use crate::tools::{Tool, ToolRegistry};
 pub struct EngineOptions {
     /// Tools beyond the built-in ones.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The wall clock of cron schedules; `None` = the system clock (tests pass a manual one).
+    pub cron_clock: Option<Arc<dyn crate::cron::clock::CronClock>>,
 }
 
 pub struct Engine {
@@ -29,6 +31,7 @@ pub struct Engine {
     default_agent: String,
     started: Instant,
     runtime: Runtime,
+    cron: crate::cron::CronState,
 }
 
 impl Engine {
@@ -50,6 +53,7 @@ impl Engine {
             tools.register(tool);
         }
         let runtime = Runtime::new(providers, tools, Lanes::from_config(&config));
+        let cron = crate::cron::CronState::new(options.cron_clock);
         let sqlite = SqliteStore::open(home)?;
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let aborted = store.abort_interrupted_runs().await?;
@@ -68,16 +72,22 @@ impl Engine {
             default_agent,
             started: Instant::now(),
             runtime,
+            cron,
         }))
     }
 
-    /// Commits what is pending and stops the store's writer.
+    /// Stops the cron scheduler, commits what is pending and stops the store's writer.
     pub async fn close(&self) {
+        self.stop_cron().await;
         self.sqlite.close().await;
     }
 
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    pub(crate) fn cron_state(&self) -> &crate::cron::CronState {
+        &self.cron
     }
 
     pub fn config(&self) -> &Config {

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod clock;
 pub mod config;
+pub mod cron;
 pub mod engine;
 pub mod error;
 pub mod keys;

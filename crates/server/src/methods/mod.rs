@@ -1,6 +1,7 @@
 //! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
 //! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
 
+mod cron;
 mod runs;
 mod sessions;
 mod system;
@@ -32,6 +33,10 @@ pub const METHODS: &[&str] = &[
     "sessions.subscribe",
     "sessions.unsubscribe",
     "tools.invoke",
+    "cron.add",
+    "cron.list",
+    "cron.remove",
+    "cron.run",
 ];
 
 /// Events a client may receive.
@@ -65,6 +70,10 @@ pub async fn dispatch(
         "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
         "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
         "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?).await,
+        "cron.add" => cron::add(engine, parse(method, params)?).await,
+        "cron.list" => cron::list(engine).await,
+        "cron.remove" => cron::remove(engine, parse(method, params)?).await,
+        "cron.run" => cron::run(&state.engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -1,3 +1,4 @@
+mod cron;
 mod harness;
 mod history;
 mod policy;

@@ -23,7 +23,8 @@ use crate::tools::{Tool, ToolRegistry};
 pub struct EngineOptions {
     /// Tools beyond the built-in ones.
     pub tools: Vec<Arc<dyn Tool>>,
-    /// The clock of schedules (sub-agent archiving); the system clock when `None`.
+    /// The clock of schedules (cron slots, sub-agent archiving); the system clock when `None`
+    /// (tests pass a manual one).
     pub clock: Option<Arc<dyn Clock>>,
 }
 
@@ -38,6 +39,7 @@ pub struct Engine {
     outbox: Outbox,
     clock: Arc<dyn Clock>,
     closed: AtomicBool,
+    cron: crate::cron::CronState,
 }
 
 impl Engine {
@@ -59,6 +61,8 @@ impl Engine {
             tools.register(tool);
         }
         let runtime = Runtime::new(providers, tools, Lanes::from_config(&config));
+        let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let cron = crate::cron::CronState::new(Some(clock.clone()));
         let sqlite = SqliteStore::open(home)?;
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let aborted = store.abort_interrupted_runs().await?;
@@ -80,7 +84,8 @@ impl Engine {
             started: Instant::now(),
             runtime,
             outbox,
-            clock: options.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            clock,
+            cron,
             closed: AtomicBool::new(false),
         });
         // Pending deliveries and unfinished sub-agents left by the last process resume here.
@@ -96,10 +101,12 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Stops background work, commits what is pending and stops the store's writer.
+    /// Stops background work (the outbox, sub-agent sweeps, the cron scheduler), commits what is
+    /// pending and stops the store's writer.
     pub async fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
         self.wake_outbox();
+        self.stop_cron().await;
         self.sqlite.close().await;
     }
 
@@ -119,6 +126,10 @@ impl Engine {
 
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    pub(crate) fn cron_state(&self) -> &crate::cron::CronState {
+        &self.cron
     }
 
     pub fn config(&self) -> &Config {

@@ -6,6 +6,7 @@ pub mod access;
 pub mod channels;
 pub mod clock;
 pub mod config;
+pub mod cron;
 pub mod delivery;
 pub mod engine;
 pub mod error;

@@ -8,6 +8,7 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+mod cron;
 mod mirror;
 mod outbox;
 pub mod sqlite;
@@ -22,6 +23,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use crate::keys::{ChatType, SessionKind};
 
+pub use cron::CronJobRecord;
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use sqlite::SqliteStore;
@@ -371,4 +373,21 @@ pub trait Store: Send + Sync {
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
+
+    /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;
+    /// Every cron job, by id.
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>>;
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
+    /// Removes a cron job and answers it; an unknown id is `NotFound`.
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
+    /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
+    /// (`last_slot` only ever rises). Answers false when the job no longer exists.
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &str,
+        at: i64,
+    ) -> StoreFuture<'_, bool>;
 }

@@ -1,3 +1,4 @@
+mod cron;
 mod providers;
 mod runtime;
 mod send;

@@ -49,7 +49,7 @@ async fn world(prompt: &str, configure: impl FnOnce(&mut Config)) -> World {
     ];
     configure(&mut config);
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new());
+    let clock = ManualClock::new(switchboard_core::clock::now_ms());
     let options = EngineOptions {
         clock: Some(clock.clone()),
         ..EngineOptions::default()
@@ -325,10 +325,10 @@ async fn keep_archives_the_child_the_configured_minutes_after_it_finished() {
             page.entries.iter().any(|e| e.key == child)
         }
     };
-    w.clock.advance(Duration::from_secs(59 * 60));
+    w.clock.advance(59 * 60_000);
     assert_eq!(w.engine.sweep_archives().await.unwrap(), 0);
     assert!(listed(&w).await);
-    w.clock.advance(Duration::from_secs(60));
+    w.clock.advance(60_000);
     assert_eq!(w.engine.sweep_archives().await.unwrap(), 1);
     assert!(!listed(&w).await, "an archived child left the list");
     let entry = w.engine.store().get(&child).await.unwrap().unwrap();

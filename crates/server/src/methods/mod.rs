@@ -3,6 +3,7 @@
 
 mod delivery;
 pub(crate) use delivery::info as delivery_info;
+mod cron;
 mod runs;
 mod sessions;
 mod system;
@@ -36,6 +37,10 @@ pub const METHODS: &[&str] = &[
     "tools.invoke",
     "send",
     "deliveries.list",
+    "cron.add",
+    "cron.list",
+    "cron.remove",
+    "cron.run",
 ];
 
 /// Events a client may receive.
@@ -78,6 +83,10 @@ pub async fn dispatch(
         "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?).await,
         "send" => delivery::send(engine, parse(method, params)?).await,
         "deliveries.list" => delivery::list(engine, parse(method, params)?).await,
+        "cron.add" => cron::add(engine, parse(method, params)?).await,
+        "cron.list" => cron::list(engine).await,
+        "cron.remove" => cron::remove(engine, parse(method, params)?).await,
+        "cron.run" => cron::run(&state.engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

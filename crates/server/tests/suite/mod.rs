@@ -1,4 +1,5 @@
 mod channels;
+mod cron;
 mod harness;
 mod history;
 mod policy;

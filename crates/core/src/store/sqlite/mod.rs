@@ -2,6 +2,7 @@
 //! on a small pool of read-only connections on tokio's blocking threads, so neither blocks the
 //! async runtime.
 
+mod cron;
 mod outbox;
 mod queries;
 mod schema;
@@ -16,6 +17,7 @@ use std::thread::JoinHandle;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
+use super::CronJobRecord;
 use super::mirror;
 use super::{
     Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, HistoryPage, ListPage,
@@ -347,5 +349,34 @@ impl Store for SqliteStore {
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.read(move |c| subagents::to_archive(c, now))
+    }
+
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _| cron::insert(c, &job))
+    }
+
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
+        self.read(cron::list)
+    }
+
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
+        let id = id.to_string();
+        self.read(move |c| cron::get(c, &id))
+    }
+
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
+        let id = id.to_string();
+        self.write(move |c, _| cron::remove(c, &id))
+    }
+
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &str,
+        at: i64,
+    ) -> StoreFuture<'_, bool> {
+        let (id, run_id) = (id.to_string(), run_id.to_string());
+        self.write(move |c, _| cron::record_firing(c, &id, slot, &run_id, at))
     }
 }

@@ -134,6 +134,20 @@ CREATE TABLE IF NOT EXISTS subagents (
 );
 CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
 CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
+
+-- Cron jobs (SPEC §9.3). last_slot: the newest schedule slot fired (ms); slots at or before it
+-- never fire again, across restarts.
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    message TEXT NOT NULL,
+    deliver INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_slot INTEGER,
+    last_run_id TEXT,
+    last_fired_at INTEGER
+);
 ";
 
 /// Opens pragmas every connection needs.

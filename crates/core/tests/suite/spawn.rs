@@ -422,3 +422,40 @@ async fn a_burst_of_a_thousand_spawns_announces_each_exactly_once() {
     from.dedup();
     assert_eq!(from.len(), 1000, "every child announced exactly once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_cron_and_hook_sessions_the_announce_lands_in_the_requester_session() {
+    let w = world(REPORT, |_| {}).await;
+    for requester in ["agent:main:cron:nightly", "agent:main:hook:deploy"] {
+        let key = w.engine.canonical_key(requester, None).unwrap();
+        w.engine
+            .store()
+            .create(w.engine.new_session(&key))
+            .await
+            .unwrap();
+        let result = invoke_tool(
+            &w.engine,
+            requester,
+            "sessions_spawn",
+            json!({"task": "@reply ok"}),
+        )
+        .await
+        .unwrap()
+        .content;
+        let child = child_key(&result);
+        let record = w.settled(&child).await;
+        assert!(record.delivery_id.is_some());
+        let announces: Vec<Value> = super::support::transcript(&w.engine, requester)
+            .await
+            .into_iter()
+            .filter(|m| m["provenance"]["kind"] == "subagent-announce")
+            .collect();
+        assert_eq!(announces.len(), 1, "{requester}");
+        assert!(
+            announces[0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Status: success\n")
+        );
+    }
+}

@@ -65,15 +65,7 @@ async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
         .as_str()
         .unwrap()
         .to_string();
-    loop {
-        let waited = client
-            .request("agent.wait", json!({"runId": run_id, "timeoutMs": 20}))
-            .await
-            .unwrap();
-        if waited["state"] == "running" {
-            break;
-        }
-    }
+    super::process::wait_running(&mut client, &run_id).await;
     gateway.kill_9();
 
     let gateway = GatewayProcess::start(home.path());

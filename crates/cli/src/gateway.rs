@@ -39,6 +39,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     let engine = Engine::open(&home, config)
         .await
         .with_context(|| format!("opening the store in {}", home.display()))?;
+    engine.start_cron();
     let state = ServerState::new(engine.clone(), auth.clone());
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
     println!(

@@ -3,15 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, SessionScope};
+use crate::delivery::{self, Outbox};
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, KeyContext, Scope, SessionKey};
 use crate::runtime::Runtime;
 use crate::runtime::lanes::Lanes;
 use crate::runtime::providers::Providers;
 use crate::store::{NewSession, SqliteStore, Store};
+use crate::subagents;
 use crate::tools::{Tool, ToolRegistry};
 
 /// What an embedder (a test, the gateway) adds to the engine.
@@ -19,6 +23,9 @@ use crate::tools::{Tool, ToolRegistry};
 pub struct EngineOptions {
     /// Tools beyond the built-in ones.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The clock of schedules (cron slots, sub-agent archiving); the system clock when `None`
+    /// (tests pass a manual one).
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 pub struct Engine {
@@ -29,6 +36,10 @@ pub struct Engine {
     default_agent: String,
     started: Instant,
     runtime: Runtime,
+    outbox: Outbox,
+    clock: Arc<dyn Clock>,
+    closed: AtomicBool,
+    cron: crate::cron::CronState,
 }
 
 impl Engine {
@@ -50,6 +61,8 @@ impl Engine {
             tools.register(tool);
         }
         let runtime = Runtime::new(providers, tools, Lanes::from_config(&config));
+        let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let cron = crate::cron::CronState::new(Some(clock.clone()));
         let sqlite = SqliteStore::open(home)?;
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let aborted = store.abort_interrupted_runs().await?;
@@ -60,7 +73,9 @@ impl Engine {
             );
         }
         let default_agent = config.default_agent_id();
-        Ok(Arc::new(Self {
+        let outbox = Outbox::new(Duration::from_secs(config.delivery.timeout_seconds))
+            .map_err(CoreError::Invalid)?;
+        let engine = Arc::new(Self {
             config,
             home: home.to_path_buf(),
             store,
@@ -68,16 +83,53 @@ impl Engine {
             default_agent,
             started: Instant::now(),
             runtime,
-        }))
+            outbox,
+            clock,
+            cron,
+            closed: AtomicBool::new(false),
+        });
+        // Pending deliveries and unfinished sub-agents left by the last process resume here.
+        tokio::spawn(delivery::run(Arc::downgrade(&engine)));
+        let resumed = subagents::resume(&engine).await?;
+        if resumed > 0 {
+            tracing::info!(
+                resumed,
+                "resumed sub-agents whose announce was not finished"
+            );
+        }
+        tokio::spawn(subagents::sweep(Arc::downgrade(&engine)));
+        Ok(engine)
     }
 
-    /// Commits what is pending and stops the store's writer.
+    /// Stops background work (the outbox, sub-agent sweeps, the cron scheduler), commits what is
+    /// pending and stops the store's writer.
     pub async fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.wake_outbox();
+        self.stop_cron().await;
         self.sqlite.close().await;
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Now on the engine's clock (see [`EngineOptions::clock`]).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    pub(crate) fn cron_state(&self) -> &crate::cron::CronState {
+        &self.cron
     }
 
     pub fn config(&self) -> &Config {

@@ -165,6 +165,9 @@ pub struct HelloOk {
     pub server: ServerInfo,
     pub features: Features,
     pub policy: Policy,
+    /// A node connection's session (`agent:<agentId>:node-<nodeId>`); absent for operators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,6 +7,8 @@
 
 pub mod agents;
 pub mod chat;
+pub mod cron;
+pub mod delivery;
 pub mod frames;
 pub mod lenient;
 pub mod message;

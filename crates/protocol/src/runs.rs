@@ -54,6 +54,16 @@ pub struct AgentParams {
     /// Parent of a new sub-agent session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawned_by: Option<String>,
+    /// Deliver the reply through the outbox: to `channel`/`to` when given, else to the
+    /// session's route (none → recorded, not sent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deliver: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod client;
 mod http;
+mod inbound;
 pub mod mcp;
 pub mod methods;
 mod ws;
@@ -67,14 +68,16 @@ impl ServerState {
     }
 }
 
-/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`, `/mcp` (MCP's
-/// streamable HTTP).
+/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`,
+/// `POST /channels/webhook/<accountId>`, `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP).
 pub fn app(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/", get(ws::upgrade))
         .route("/ws", get(ws::upgrade))
         .route("/rpc", post(http::rpc))
         .route("/health", get(http::health))
+        .route("/channels/webhook/{account}", post(inbound::webhook))
+        .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
         .with_state(state)
 }

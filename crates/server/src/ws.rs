@@ -189,8 +189,23 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         );
         let mut stopping = state.stopping.subscribe();
         let mut runs = state.engine.subscribe();
+        let mut deliveries = state.engine.subscribe_deliveries();
         loop {
             tokio::select! {
+                event = deliveries.recv() => match event {
+                    Ok(event) => {
+                        let r = &event.record;
+                        let concerns = [r.session_key.as_deref(), Some(r.to.as_str())];
+                        if concerns.into_iter().flatten().any(|key| conn.wants(key)) {
+                            let payload = json!(crate::methods::delivery_info(r.clone()));
+                            conn.event("delivery", payload, true).await;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(conn_id, missed, "a slow client missed delivery events");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {}
+                },
                 event = runs.recv() => match event {
                     Ok(event) if conn.wants(&event.session_key) => {
                         for (name, payload) in run_event_frames(&event) {
@@ -420,7 +435,7 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
         conn.close(close_code::POLICY, "unauthorized").await;
         return false;
     }
-    let hello = HelloOk {
+    let mut hello = HelloOk {
         kind: "hello-ok".into(),
         protocol: PROTOCOL_VERSION,
         server: ServerInfo {
@@ -437,9 +452,53 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
             max_buffered_bytes: state.max_payload.saturating_mul(4),
             tick_interval_ms: state.tick_interval.as_millis() as u64,
         },
+        session_key: None,
     };
+    if params.role.as_deref().map(str::trim) == Some("node") {
+        match node_session(state, &params).await {
+            Ok(key) => {
+                conn.subscriptions().keys.insert(key.clone());
+                hello.session_key = Some(key);
+            }
+            Err(error) => {
+                conn.respond(ResponseFrame::err(req.id, error)).await;
+                conn.close(close_code::POLICY, "invalid node connect").await;
+                return false;
+            }
+        }
+    }
     conn.respond(ResponseFrame::ok(req.id, json!(hello))).await;
     true
+}
+
+/// A node client's session, `node-<nodeId>` of the default agent, created on first connect
+/// (SPEC §9.3); the connection follows its runs.
+async fn node_session(state: &ServerState, params: &ConnectParams) -> Result<String, ErrorShape> {
+    let node_id = params.node_id.as_deref().map(str::trim).unwrap_or_default();
+    if node_id.is_empty() {
+        return Err(ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            "connect: role \"node\" needs nodeId (the device's id; its session is node-<nodeId>)",
+        ));
+    }
+    let engine = &state.engine;
+    let key = engine
+        .canonical_key(&format!("node-{node_id}"), None)
+        .map_err(|e| {
+            ErrorShape::new(
+                ErrorCode::InvalidRequest,
+                format!("connect: nodeId {node_id:?} does not make a session key: {e}"),
+            )
+        })?;
+    let mut new = engine.new_session(&key);
+    new.display_name = params.client.display_name.clone();
+    engine
+        .store()
+        .create(new)
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(|e| ErrorShape::new(ErrorCode::Internal, e))?;
+    Ok(key.into_string())
 }
 
 /// False (and the connection closed with a reason) when a frame exceeds `maxPayload`.

@@ -149,15 +149,7 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
         .unwrap();
     let run_id = started["runId"].as_str().unwrap().to_string();
     // Make sure the run is running, not just queued, when the process dies.
-    loop {
-        let waited = client
-            .request("agent.wait", json!({"runId": run_id, "timeoutMs": 20}))
-            .await
-            .unwrap();
-        if waited["state"] == "running" {
-            break;
-        }
-    }
+    super::process::wait_running(&mut client, &run_id).await;
     gateway.kill_9();
 
     let gateway = GatewayProcess::start(home.path());

@@ -2,3 +2,4 @@ mod commands;
 mod durability;
 mod mcp;
 mod process;
+mod spawn_durability;

@@ -72,3 +72,19 @@ impl Drop for GatewayProcess {
         }
     }
 }
+
+/// Waits until the run is running (not just queued); the caller kills the gateway under it.
+pub async fn wait_running(client: &mut switchboard_server::client::GatewayClient, run_id: &str) {
+    loop {
+        let waited = client
+            .request(
+                "agent.wait",
+                serde_json::json!({"runId": run_id, "timeoutMs": 20}),
+            )
+            .await
+            .unwrap();
+        if waited["state"] == "running" {
+            return;
+        }
+    }
+}

@@ -94,3 +94,12 @@ pub fn send_command(message: &str) -> Option<Result<Option<&'static str>, String
         )),
     })
 }
+
+/// Whether `given` is the secret `expected`, compared in constant time for the secret's length.
+/// An empty `expected` never matches (an unset token opens nothing).
+pub fn token_matches(expected: &str, given: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    !a.is_empty()
+        && a.len() == b.len()
+        && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -68,6 +68,8 @@ pub struct Config {
     pub hooks: HooksConfig,
     /// Scheduled agent turns.
     pub cron: CronConfig,
+    /// Retries of the delivery outbox.
+    pub delivery: DeliveryConfig,
 }
 
 /// `gateway`.
@@ -491,6 +493,31 @@ impl Default for CronConfig {
         Self {
             enabled: true,
             max_concurrent_runs: 1,
+        }
+    }
+}
+
+/// `delivery`: how the outbox retries a delivery a channel did not take (SPEC §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DeliveryConfig {
+    /// Attempts before a delivery is marked `failed`.
+    pub max_attempts: u32,
+    /// Wait before the second attempt; it doubles with each further one.
+    pub retry_initial_ms: u64,
+    /// Longest wait between two attempts.
+    pub retry_max_ms: u64,
+    /// How long one attempt may take.
+    pub timeout_seconds: u64,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 10,
+            retry_initial_ms: 1_000,
+            retry_max_ms: 300_000,
+            timeout_seconds: 10,
         }
     }
 }

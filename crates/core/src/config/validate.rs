@@ -37,6 +37,9 @@ const MAX_PING_PONG_TURNS: RangeInclusive<u64> = 0..=5;
 const MAX_HOPS: RangeInclusive<u64> = 1..=64;
 const POLL_TIMEOUT_SECONDS: RangeInclusive<u64> = 0..=300;
 const CRON_MAX_CONCURRENT_RUNS: RangeInclusive<u64> = 1..=64;
+const DELIVERY_MAX_ATTEMPTS: RangeInclusive<u64> = 1..=100;
+const DELIVERY_RETRY_MS: RangeInclusive<u64> = 10..=86_400_000;
+const DELIVERY_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=300;
 
 fn integer(range: &RangeInclusive<u64>) -> String {
     format!("an integer {}–{}", range.start(), range.end())
@@ -86,6 +89,9 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "session.agentToAgent.maxHops" => integer(&MAX_HOPS),
         "channels.telegram.pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
+        "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
+        "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),
+        "delivery.timeoutSeconds" => integer(&DELIVERY_TIMEOUT_SECONDS),
         _ => return None,
     };
     Some(text)
@@ -117,6 +123,7 @@ pub(crate) fn validate(
     check.tools(config);
     check.channels(config);
     check.hooks_and_cron(config);
+    check.delivery(config);
     check.problems
 }
 
@@ -558,6 +565,33 @@ impl Checker<'_> {
             "cron.maxConcurrentRuns",
             config.cron.max_concurrent_runs.into(),
             &CRON_MAX_CONCURRENT_RUNS,
+        );
+    }
+
+    fn delivery(&mut self, config: &Config) {
+        let d = &config.delivery;
+        self.range(
+            "delivery.maxAttempts",
+            d.max_attempts.into(),
+            &DELIVERY_MAX_ATTEMPTS,
+        );
+        self.range(
+            "delivery.retryInitialMs",
+            d.retry_initial_ms,
+            &DELIVERY_RETRY_MS,
+        );
+        self.range("delivery.retryMaxMs", d.retry_max_ms, &DELIVERY_RETRY_MS);
+        if d.retry_max_ms < d.retry_initial_ms {
+            self.invalid(
+                "delivery.retryMaxMs",
+                d.retry_max_ms.to_string(),
+                format!("at least delivery.retryInitialMs ({})", d.retry_initial_ms),
+            );
+        }
+        self.range(
+            "delivery.timeoutSeconds",
+            d.timeout_seconds,
+            &DELIVERY_TIMEOUT_SECONDS,
         );
     }
 }

@@ -58,6 +58,20 @@ pub struct RunRequest {
     pub model: Option<String>,
     /// Session keys that led to this run, the requester's first (cycle guard, SPEC §6.3).
     pub chain: Vec<String>,
+    /// Deliver the run's reply through the outbox when it ends `ok`.
+    pub deliver: Option<Deliver>,
+    /// The run's id when the caller must know it before submitting (a sub-agent record is
+    /// stored first); a new v7 uuid when `None`.
+    pub run_id: Option<String>,
+}
+
+/// Where a run's reply goes once the run ends (SPEC §9.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deliver {
+    /// The outbox record's kind (`reply`, …).
+    pub kind: &'static str,
+    /// `None`: the session's route when the run ends.
+    pub route: Option<switchboard_protocol::sessions::DeliveryContext>,
 }
 
 impl RunRequest {
@@ -72,6 +86,8 @@ impl RunRequest {
             idempotency_key: None,
             model: None,
             chain: Vec::new(),
+            deliver: None,
+            run_id: None,
         }
     }
 }
@@ -228,7 +244,10 @@ impl Engine {
                 None => return Err(crate::sessions::not_found(&request.session_key)),
             },
         };
-        let run_id = uuid::Uuid::now_v7().to_string();
+        let run_id = request
+            .run_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
         let now = now_ms();
         let record = RunRecord {
             run_id: run_id.clone(),

@@ -15,8 +15,10 @@ use switchboard_protocol::sessions::Patch;
 use super::cancel::CancelToken;
 use super::providers::{ModelRequest, ModelResponse, StreamEvent, complete_with_retries};
 use super::{Queued, RunEventData, lock, now_ms};
+use crate::delivery::{NO_REPLY, Outbound, route_of};
 use crate::engine::Engine;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
+use crate::tools::sessions::ANNOUNCE_SKIP;
 use crate::tools::{self, ToolContext, ToolOutput};
 
 /// Model calls per run before it is stopped as runaway.
@@ -121,19 +123,27 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
         aborted_last_run: Some(record.status == RunStatus::Aborted),
         ..EntryPatch::default()
     };
-    let end = vec![
+    let mut end = vec![
         WriteOp::PutRun(record.clone()),
         WriteOp::Patch {
             key: key.clone(),
             patch: Box::new(flag),
         },
     ];
+    // The reply's delivery is committed with the run's end: an acknowledged reply is never
+    // left undelivered by a crash.
+    let delivery = reply_delivery(engine, &request, &record).await;
+    end.extend(delivery.clone().map(|d| WriteOp::Enqueue(Box::new(d))));
     if let Err(e) = engine.store().write_batch(end).await {
         // The session may have been deleted meanwhile; the run record alone must still land.
         tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
         if let Err(e) = engine.store().put_run(record.clone()).await {
             tracing::error!(%run_id, error = %e, "could not store the run's end");
         }
+    }
+    if let Some(delivery) = delivery {
+        engine.settled(&delivery);
+        engine.wake_outbox();
     }
     rt.retire(&record);
     rt.emit(
@@ -390,6 +400,36 @@ async fn run_loop(
     fail(format!(
         "stopped after {MAX_MODEL_CALLS} model calls without a final reply"
     ))
+}
+
+/// The outbox record of the run's reply, when the run asked for delivery and ended `ok` with a
+/// reply other than `NO_REPLY` or `ANNOUNCE_SKIP` (the replies that mean "stay silent").
+async fn reply_delivery(
+    engine: &Engine,
+    request: &super::RunRequest,
+    record: &crate::store::RunRecord,
+) -> Option<crate::store::DeliveryRecord> {
+    let deliver = request.deliver.as_ref()?;
+    let text = record.result.as_deref().unwrap_or_default();
+    let silent = [NO_REPLY, ANNOUNCE_SKIP].contains(&text.trim());
+    if record.status != RunStatus::Ok || text.trim().is_empty() || silent {
+        return None;
+    }
+    let entry = engine.store().get(&record.session_key).await.ok().flatten();
+    let route = deliver
+        .route
+        .clone()
+        .or_else(|| entry.as_ref().and_then(route_of));
+    let out = Outbound {
+        kind: deliver.kind,
+        session_key: Some(record.session_key.clone()),
+        source_key: None,
+        run_id: Some(record.run_id.clone()),
+        route,
+        text: text.to_string(),
+        idempotency_key: Some(format!("{}:{}", deliver.kind, record.run_id)),
+    };
+    Some(engine.delivery_record(out, entry.as_ref()))
 }
 
 /// The agent's prompt, then this run's extra prompt.

@@ -8,8 +8,11 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+mod cron;
 mod mirror;
+mod outbox;
 pub mod sqlite;
+mod subagents;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -20,8 +23,11 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use crate::keys::{ChatType, SessionKind};
 
+pub use cron::CronJobRecord;
 pub use mirror::{message_id, transcript_path};
+pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use sqlite::SqliteStore;
+pub use subagents::{SubagentRecord, SubagentState};
 
 /// The future every store method returns: boxed so `dyn Store` works.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -276,6 +282,14 @@ pub enum WriteOp {
         key: String,
         patch: Box<EntryPatch>,
     },
+    /// Stores an outbox record (idempotent on its key).
+    Enqueue(Box<DeliveryRecord>),
+    /// Records the outcome of a delivery attempt.
+    UpdateDelivery {
+        id: String,
+        update: DeliveryUpdate,
+    },
+    PutSubagent(Box<SubagentRecord>),
 }
 
 /// What each op of a batch did, in order.
@@ -284,6 +298,10 @@ pub enum WriteOutcome {
     PutRun,
     Appended(Appended),
     Patched(SessionEntry),
+    /// The stored record (the first one when its idempotency key was seen before).
+    Enqueued(Box<DeliveryRecord>),
+    DeliveryUpdated(Box<DeliveryRecord>),
+    PutSubagent,
 }
 
 /// The persistence interface of the engine.
@@ -338,4 +356,38 @@ pub trait Store: Send + Sync {
     /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
     /// `abortedLastRun`; answers how many.
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;
+
+    /// Stores an outbox record unless its idempotency key names one already; answers the stored
+    /// record and whether it is new.
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)>;
+    /// Pending records, soonest `next_attempt_at` first.
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+
+    /// Stores a sub-agent record (insert or replace by child key).
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
+    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>>;
+    /// Records whose announce or cleanup is not finished, oldest first.
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
+    /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
+
+    /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;
+    /// Every cron job, by id.
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>>;
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
+    /// Removes a cron job and answers it; an unknown id is `NotFound`.
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
+    /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
+    /// (`last_slot` only ever rises). Answers false when the job no longer exists.
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &str,
+        at: i64,
+    ) -> StoreFuture<'_, bool>;
 }

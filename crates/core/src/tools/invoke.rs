@@ -142,7 +142,7 @@ fn agent_allows(agent: &ResolvedAgent, tool: &str) -> bool {
     allowed(tool, &agent.tools_allow, &agent.tools_deny)
 }
 
-/// The tools that act on other sessions (sub-agents do not get them by default).
+/// The session tools (SPEC §7), which sub-agents do not get by default.
 fn is_session_tool(name: &str) -> bool {
-    name.starts_with("sessions_")
+    name.starts_with("sessions_") || name == "agents_list"
 }

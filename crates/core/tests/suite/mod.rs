@@ -1,5 +1,7 @@
+mod cron;
 mod providers;
 mod runtime;
 mod send;
 mod session_tools;
+mod spawn;
 mod support;

@@ -97,6 +97,7 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         let options = EngineOptions {
             tools: vec![Arc::new(Lookup), Arc::new(AwaitRun)],
+            ..EngineOptions::default()
         };
         let engine = Engine::open_with(dir.path(), config, options)
             .await

@@ -346,7 +346,11 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
         err.to_string().contains("tools.subagents.tools.allow"),
         "{err}"
     );
-    h.ok(CHILD, "agents_list", json!({})).await;
+    // agents_list only serves sessions_spawn, which sub-agents cannot call: it goes too.
+    let err = invoke_tool(&h.engine, CHILD, "agents_list", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CoreError::Forbidden(_)), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,9 @@
 //! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
 //! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
 
+mod delivery;
+pub(crate) use delivery::info as delivery_info;
+mod cron;
 mod runs;
 mod sessions;
 mod system;
@@ -34,10 +37,23 @@ pub const METHODS: &[&str] = &[
     "sessions.unsubscribe",
     "tools.invoke",
     "tools.list",
+    "send",
+    "deliveries.list",
+    "cron.add",
+    "cron.list",
+    "cron.remove",
+    "cron.run",
 ];
 
 /// Events a client may receive.
-pub const EVENTS: &[&str] = &["connect.challenge", "tick", "shutdown", "agent", "chat"];
+pub const EVENTS: &[&str] = &[
+    "connect.challenge",
+    "tick",
+    "shutdown",
+    "agent",
+    "chat",
+    "delivery",
+];
 
 pub type MethodResult = Result<Value, ErrorShape>;
 
@@ -71,6 +87,12 @@ pub async fn dispatch(
         "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
         "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?, gone).await,
         "tools.list" => tools::list(engine, parse(method, params)?).await,
+        "send" => delivery::send(engine, parse(method, params)?).await,
+        "deliveries.list" => delivery::list(engine, parse(method, params)?).await,
+        "cron.add" => cron::add(engine, parse(method, params)?).await,
+        "cron.list" => cron::list(engine).await,
+        "cron.remove" => cron::remove(engine, parse(method, params)?).await,
+        "cron.run" => cron::run(&state.engine, parse(method, params)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, WaitOutcome, user_message};
+use switchboard_core::runtime::{Deliver, RunRequest, WaitOutcome, user_message};
 use switchboard_core::store::EntryPatch;
 use switchboard_core::store::RunStatus;
 use switchboard_core::{Engine, access, keys, sessions};
 use switchboard_protocol::runs::{
     AgentParams, AgentWaitParams, ChatAbortParams, ChatSendParams, RunResult,
 };
-use switchboard_protocol::sessions::Patch;
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use super::{Interim, MethodResult, core_err, to_value};
@@ -119,6 +119,12 @@ pub async fn agent(engine: &Arc<Engine>, p: AgentParams, interim: Interim<'_>) -
             None => None,
         };
     }
+    if p.deliver {
+        request.deliver = Some(Deliver {
+            kind: "reply",
+            route: explicit_route(p.channel, p.to, p.account_id)?,
+        });
+    }
     request.idempotency_key = p.idempotency_key;
     request.extra_system_prompt = p.extra_system_prompt;
     request.model = p.model;
@@ -150,6 +156,27 @@ pub async fn agent(engine: &Arc<Engine>, p: AgentParams, interim: Interim<'_>) -
         }
     }
     Ok(payload)
+}
+
+/// `channel` + `to` of `agent {deliver: true}`: both or neither (then the session's route).
+fn explicit_route(
+    channel: Option<String>,
+    to: Option<String>,
+    account_id: Option<String>,
+) -> Result<Option<DeliveryContext>, ErrorShape> {
+    match (channel, to) {
+        (None, None) => Ok(None),
+        (Some(channel), Some(to)) => Ok(Some(DeliveryContext {
+            channel: channel.trim().to_lowercase(),
+            to,
+            account_id,
+            thread_id: None,
+        })),
+        _ => Err(ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            "agent: give channel and to together (or neither, to deliver to the session's route)",
+        )),
+    }
 }
 
 pub async fn agent_wait(engine: &Engine, p: AgentWaitParams) -> MethodResult {

@@ -1,3 +1,5 @@
+mod channels;
+mod cron;
 mod harness;
 mod history;
 mod mcp;

@@ -9,7 +9,7 @@
 
 mod anthropic;
 mod builtin;
-mod http;
+pub(crate) mod http;
 mod openai;
 mod registry;
 mod retry;

@@ -2,8 +2,11 @@
 //! on a small pool of read-only connections on tokio's blocking threads, so neither blocks the
 //! async runtime.
 
+mod cron;
+mod outbox;
 mod queries;
 mod schema;
+mod subagents;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -14,10 +17,12 @@ use std::thread::JoinHandle;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
+use super::CronJobRecord;
 use super::mirror;
 use super::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord, SessionEntry,
-    Store, StoreError, StoreFuture, StoredMessage, WriteOp, WriteOutcome,
+    Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, HistoryPage, ListPage,
+    ListQuery, NewSession, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
+    SubagentRecord, WriteOp, WriteOutcome,
 };
 use writer::{Job, JobDone, MirrorOp};
 
@@ -281,6 +286,13 @@ impl Store for SqliteStore {
                     WriteOp::Patch { key, patch } => {
                         queries::patch(c, &key, patch.as_ref()).map(WriteOutcome::Patched)
                     }
+                    WriteOp::Enqueue(record) => outbox::enqueue(c, &record)
+                        .map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored))),
+                    WriteOp::UpdateDelivery { id, update } => outbox::update(c, &id, &update)
+                        .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
+                    WriteOp::PutSubagent(record) => {
+                        subagents::put(c, &record).map(|()| WriteOutcome::PutSubagent)
+                    }
                 })
                 .collect()
         })
@@ -298,5 +310,73 @@ impl Store for SqliteStore {
 
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
         self.write(|c, _| queries::abort_interrupted_runs(c))
+    }
+
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
+        self.write(move |c, _| outbox::enqueue(c, &record))
+    }
+
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |c| outbox::pending(c, limit))
+    }
+
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
+        let id = id.to_string();
+        self.write(move |c, _| outbox::update(c, &id, &update))
+    }
+
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
+        let id = id.to_string();
+        self.read(move |c| outbox::get(c, &id))
+    }
+
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |c| outbox::list(c, &query))
+    }
+
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _| subagents::put(c, &record))
+    }
+
+    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>> {
+        let key = child_key.to_string();
+        self.read(move |c| subagents::get(c, &key))
+    }
+
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(subagents::unfinished)
+    }
+
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(move |c| subagents::to_archive(c, now))
+    }
+
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _| cron::insert(c, &job))
+    }
+
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
+        self.read(cron::list)
+    }
+
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
+        let id = id.to_string();
+        self.read(move |c| cron::get(c, &id))
+    }
+
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
+        let id = id.to_string();
+        self.write(move |c, _| cron::remove(c, &id))
+    }
+
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &str,
+        at: i64,
+    ) -> StoreFuture<'_, bool> {
+        let (id, run_id) = (id.to_string(), run_id.to_string());
+        self.write(move |c, _| cron::record_firing(c, &id, slot, &run_id, at))
     }
 }

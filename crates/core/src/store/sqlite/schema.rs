@@ -89,6 +89,65 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- The delivery outbox (SPEC §9.1): stored before the first attempt, outcome kept.
+CREATE TABLE IF NOT EXISTS deliveries (
+    id TEXT PRIMARY KEY,
+    idempotency_key TEXT,
+    kind TEXT NOT NULL,
+    session_key TEXT,
+    source_key TEXT,
+    run_id TEXT,
+    channel TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    account_id TEXT,
+    thread_id TEXT,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    detail TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    delivered_at INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_by_session ON deliveries (session_key, created_at DESC) WHERE session_key IS NOT NULL;
+
+-- Sub-agents (SPEC §7.4): durable so a restart resumes every unfinished announce.
+CREATE TABLE IF NOT EXISTS subagents (
+    child_key TEXT PRIMARY KEY,
+    requester_key TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    label TEXT,
+    model TEXT NOT NULL,
+    delete_after INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    created_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    delivery_id TEXT,
+    archive_at INTEGER,
+    archived_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
+CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
+
+-- Cron jobs (SPEC §9.3). last_slot: the newest schedule slot fired (ms); slots at or before it
+-- never fire again, across restarts.
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    message TEXT NOT NULL,
+    deliver INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_slot INTEGER,
+    last_run_id TEXT,
+    last_fired_at INTEGER
+);
 ";
 
 /// Opens pragmas every connection needs.

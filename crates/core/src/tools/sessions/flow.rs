@@ -10,9 +10,9 @@
 //! policy; replies are read from run records, never re-read from transcripts. Loop turns carry
 //! the send's chain unchanged: they are not hops.
 //!
-//! Delivery of a non-skipped announce to a channel route comes with the channels (the delivery
-//! outbox); until then, and for sessions without a route, the announce stays recorded in the
-//! target's transcript, which is where the spec puts it when there is no route.
+//! A non-skipped announce is delivered to the target's route (SPEC §9.1) through the outbox,
+//! committed with the announce run's end; with no route the outbox records it as `recorded` and
+//! the announce stays in the target's transcript, where the spec puts it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::access::{self, SendDecision};
 use crate::engine::Engine;
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
-use crate::runtime::{RunRequest, user_message};
+use crate::runtime::{Deliver, RunRequest, user_message};
 use crate::store::{RunRecord, RunStatus, SessionEntry};
 
 pub const REPLY_SKIP: &str = "REPLY_SKIP";
@@ -107,7 +107,7 @@ async fn follow_up(engine: &Arc<Engine>, ex: &Exchange) -> Result<(), String> {
                  {REPLY_SKIP} to stop it.",
                 shown(from)
             );
-            let run = step(engine, to, from, &previous, &latest, block, &ex.chain).await?;
+            let run = step(engine, to, from, &previous, &latest, block, &ex.chain, None).await?;
             previous = run.run_id.clone();
             if run.status != RunStatus::Ok {
                 return Err(format!("reply turn {turn} ended {}", run.status.as_str()));
@@ -129,7 +129,11 @@ async fn follow_up(engine: &Arc<Engine>, ex: &Exchange) -> Result<(), String> {
     );
     let announce = "[announce step] Write the announcement of this exchange for this session's \
                     channel, or reply ANNOUNCE_SKIP.";
-    let run = step(
+    let deliver = Deliver {
+        kind: "announce",
+        route: None,
+    };
+    step(
         engine,
         &ex.target,
         &ex.requester,
@@ -137,16 +141,15 @@ async fn follow_up(engine: &Arc<Engine>, ex: &Exchange) -> Result<(), String> {
         announce,
         block,
         &ex.chain,
+        Some(deliver),
     )
     .await?;
-    let reply = run.result.unwrap_or_default();
-    if run.status == RunStatus::Ok && !reply.trim().is_empty() && reply.trim() != ANNOUNCE_SKIP {
-        tracing::info!(target = %ex.target, "announce recorded in the target transcript (no channel route)");
-    }
     Ok(())
 }
 
-/// One step: `text` into `to` as a message from `from`, with `block` in its system prompt.
+/// One step: `text` into `to` as a message from `from`, with `block` in its system prompt, its
+/// reply delivered per `deliver`.
+#[allow(clippy::too_many_arguments)]
 async fn step(
     engine: &Arc<Engine>,
     to: &str,
@@ -155,6 +158,7 @@ async fn step(
     text: &str,
     block: String,
     chain: &[String],
+    deliver: Option<Deliver>,
 ) -> Result<RunRecord, String> {
     let entry = engine
         .store()
@@ -172,6 +176,7 @@ async fn step(
     ));
     request.extra_system_prompt = Some(block);
     request.chain = chain.to_vec();
+    request.deliver = deliver;
     let accepted = engine
         .submit_run(request)
         .await

@@ -255,7 +255,7 @@ fn act(step: &Step, turn: &Turn) -> Action {
             name: name.clone(),
             arguments: Value::String(raw.clone()),
         }]),
-        Step::Reply(text) => Action::Text(substitute(text, turn)),
+        Step::Reply(text) => Action::Text(substitute(&text.replace("\\n", "\n"), turn)),
         Step::Error(message) => Action::Fail(message.clone()),
     }
 }

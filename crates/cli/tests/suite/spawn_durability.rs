@@ -1,0 +1,203 @@
+//! `kill -9` around a sub-agent's announce (SPEC §7.4): the announce is durable, resumes after a
+//! restart and is delivered exactly once.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::routing::post;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_server::client::GatewayClient;
+
+use super::process::GatewayProcess;
+
+async fn connect(gateway: &GatewayProcess) -> GatewayClient {
+    GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap()
+}
+
+/// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
+async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..2400 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the expected state never came");
+}
+
+async fn announces(client: &mut GatewayClient, key: &str) -> Vec<Value> {
+    let history = client
+        .request("chat.history", json!({"sessionKey": key, "limit": 1000}))
+        .await
+        .unwrap();
+    history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["provenance"]["kind"] == "subagent-announce")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = connect(&gateway).await;
+    client
+        .request("sessions.create", json!({"key": "main"}))
+        .await
+        .unwrap();
+    let spawned = client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "sessions_spawn",
+                   "args": {"task": "@delay 60000\n@reply never"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spawned["result"]["status"], "accepted", "{spawned}");
+    let run_id = spawned["result"]["runId"].as_str().unwrap().to_string();
+    let child = spawned["result"]["childSessionKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    super::process::wait_running(&mut client, &run_id).await;
+    gateway.kill_9();
+
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = connect(&gateway).await;
+    let announce = until(async || announces(&mut client, "agent:main:main").await.pop()).await;
+    let text = announce["content"].as_str().unwrap();
+    assert!(text.starts_with("Status: error\n"), "{text}");
+    assert_eq!(announce["provenance"]["fromSessionKey"], child.as_str());
+    let waited = client
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 1000}))
+        .await
+        .unwrap();
+    assert_eq!(waited["status"], "aborted");
+    // Once, and only once, even after another restart.
+    client.close().await;
+    gateway.stop();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = connect(&gateway).await;
+    client.request("health", json!({})).await.unwrap();
+    assert_eq!(announces(&mut client, "agent:main:main").await.len(), 1);
+    client.close().await;
+    gateway.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_before_the_announce_was_delivered_delivers_it_once_after_the_restart() {
+    // The requester is a webhook group whose receiver is down: the announce waits in the outbox.
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    drop(socket);
+    let home = tempfile::tempdir().unwrap();
+    let config = json!({
+        "channels": {"webhook": {"enabled": true, "accounts": {"acme": {
+            "url": format!("http://{addr}/inbox"), "token": "acme-secret"}}}},
+        "delivery": {"retryInitialMs": 100, "retryMaxMs": 300, "maxAttempts": 100},
+    });
+    std::fs::write(home.path().join("config.json5"), config.to_string()).unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let base = gateway.url.replace("ws://", "http://");
+    let http = switchboard_core::http_client(Duration::from_secs(30)).unwrap();
+    let inbound = http
+        .post(format!("{base}/channels/webhook/acme"))
+        .bearer_auth("acme-secret")
+        .json(&json!({"from": "ana", "chatType": "group", "chatId": "ops", "text": "@reply NO_REPLY"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inbound.status().as_u16(), 202);
+    let group = "agent:main:webhook:group:ops";
+    let mut client = connect(&gateway).await;
+    let spawned = client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": group, "tool": "sessions_spawn", "args": {"task": "@reply done"}}),
+        )
+        .await
+        .unwrap();
+    let child = spawned["result"]["childSessionKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The child finished and its announce failed at least once against the dead receiver.
+    until(async || {
+        let list = client
+            .request("deliveries.list", json!({"sessionKey": group}))
+            .await
+            .unwrap();
+        list["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| {
+                d["kind"] == "subagent-announce"
+                    && d["status"] == "pending"
+                    && d["attempts"].as_u64() >= Some(1)
+            })
+            .cloned()
+    })
+    .await;
+    gateway.kill_9();
+
+    let posts: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = posts.clone();
+    let app = axum::Router::new().route(
+        "/inbox",
+        post(async move |body: String| {
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_str::<Value>(&body).unwrap());
+            "ok"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = connect(&gateway).await;
+    let delivered = until(async || {
+        let list = client
+            .request(
+                "deliveries.list",
+                json!({"sessionKey": group, "status": "delivered"}),
+            )
+            .await
+            .unwrap();
+        list["deliveries"].as_array().unwrap().first().cloned()
+    })
+    .await;
+    assert_eq!(delivered["kind"], "subagent-announce");
+    let received = posts.lock().unwrap().clone();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0]["id"], delivered["id"]);
+    assert_eq!(received[0]["to"], "ops");
+    let text = received[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Status: success\n"), "{text}");
+    assert!(text.contains(&format!("sessionKey {child}")), "{text}");
+    // The announce step ran once: the child's transcript has one announce request.
+    let history = client
+        .request("chat.history", json!({"sessionKey": child}))
+        .await
+        .unwrap();
+    let steps = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[sub-agent announce step]"))
+        })
+        .count();
+    assert_eq!(steps, 1);
+    client.close().await;
+    gateway.stop();
+}

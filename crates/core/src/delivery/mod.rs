@@ -1,0 +1,305 @@
+//! The delivery outbox (SPEC §9.1): the one way anything leaves the gateway for a channel.
+//!
+//! Every outbound message — a reply to an inbound channel message, a `sessions_send` announce, a
+//! sub-agent announce, the `send` method — becomes a [`DeliveryRecord`] that is committed before
+//! the first attempt. The send policy and the route are decided when the record is made: a denied
+//! delivery is stored `denied` and never attempted; one with no route is stored `recorded` (its
+//! text is in the session's transcript). Pending records are attempted by one background task
+//! (`run`), retried with exponential backoff (`delivery.*` config), and end `delivered` or
+//! `failed`, with the reason kept. Idempotency keys make enqueueing repeatable; each attempt
+//! carries the record id so receivers can drop a repeat that a crash between "sent" and
+//! "marked delivered" would cause; deliveries into a transcript commit together with their
+//! `delivered` mark, so those happen exactly once.
+//!
+//! This module decides *whether and when*; `crate::channels` knows *how* each channel sends.
+
+mod route;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use switchboard_protocol::sessions::DeliveryContext;
+use tokio::sync::{Notify, broadcast};
+
+pub use route::{has_route, route_of};
+
+use crate::access::{self, SendDecision};
+use crate::channels::{self, ChannelError};
+use crate::clock::now_ms;
+use crate::engine::Engine;
+use crate::error::CoreResult;
+use crate::store::{
+    DeliveryRecord, DeliveryStatus, DeliveryUpdate, SessionEntry, WriteOp, WriteOutcome,
+};
+
+/// Pending records looked at per pass; also the most attempts in flight at once.
+const BATCH: usize = 64;
+/// The longest the task sleeps without being woken.
+const IDLE_WAKE: Duration = Duration::from_secs(30);
+/// What a reply says to be delivered nowhere.
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// What to deliver, before it is a record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    /// `reply`, `announce`, `subagent-announce`, `send`.
+    pub kind: &'static str,
+    /// The session delivered for: its send policy applies to channel deliveries.
+    pub session_key: Option<String>,
+    /// The session that produced the text, when it is another one (a sub-agent child).
+    pub source_key: Option<String>,
+    pub run_id: Option<String>,
+    /// `None`: no route (the record says so and nothing is sent).
+    pub route: Option<DeliveryContext>,
+    pub text: String,
+    pub idempotency_key: Option<String>,
+}
+
+/// A record that reached a final state, for clients subscribed to its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryEvent {
+    pub record: DeliveryRecord,
+}
+
+/// The outbox's shared state (owned by the engine).
+pub struct Outbox {
+    wake: Arc<Notify>,
+    in_flight: Mutex<HashSet<String>>,
+    events: broadcast::Sender<Arc<DeliveryEvent>>,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Outbox {
+    pub fn new(timeout: Duration) -> Result<Self, String> {
+        let http = crate::runtime::providers::http::client(timeout)?;
+        Ok(Self {
+            wake: Arc::new(Notify::new()),
+            in_flight: Mutex::default(),
+            events: broadcast::channel(1024).0,
+            http,
+        })
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Engine {
+    /// The record `out` becomes: `denied` when the session's send policy refuses channel
+    /// deliveries, `recorded` when there is no route, `pending` otherwise.
+    pub fn delivery_record(&self, out: Outbound, entry: Option<&SessionEntry>) -> DeliveryRecord {
+        let now = now_ms();
+        let (status, detail) = match (&out.route, &out.session_key) {
+            (None, _) => (
+                DeliveryStatus::Recorded,
+                Some("no delivery route: the text stays in the session transcript".to_string()),
+            ),
+            (Some(route), Some(key)) if route.channel != channels::INTERNAL => {
+                match access::send_policy(self.config(), key, entry) {
+                    SendDecision::Deny { reason } => (DeliveryStatus::Denied, Some(reason)),
+                    SendDecision::Allow => (DeliveryStatus::Pending, None),
+                }
+            }
+            _ => (DeliveryStatus::Pending, None),
+        };
+        let route = out.route.unwrap_or_else(|| DeliveryContext {
+            channel: "none".into(),
+            to: String::new(),
+            account_id: None,
+            thread_id: None,
+        });
+        DeliveryRecord {
+            id: uuid::Uuid::now_v7().to_string(),
+            idempotency_key: out.idempotency_key,
+            kind: out.kind.to_string(),
+            session_key: out.session_key,
+            source_key: out.source_key,
+            run_id: out.run_id,
+            channel: route.channel,
+            to: route.to,
+            account_id: route.account_id,
+            thread_id: route.thread_id,
+            text: out.text,
+            status,
+            attempts: 0,
+            next_attempt_at: now,
+            detail,
+            created_at: now,
+            updated_at: now,
+            delivered_at: None,
+        }
+    }
+
+    /// Stores `out` in the outbox and wakes it; answers the record once it is committed (the
+    /// first one when its idempotency key was used before).
+    pub async fn deliver(&self, out: Outbound) -> CoreResult<DeliveryRecord> {
+        let entry = match &out.session_key {
+            Some(key) => self.store().get(key).await?,
+            None => None,
+        };
+        let record = self.delivery_record(out, entry.as_ref());
+        let (stored, created) = self.store().enqueue_delivery(record).await?;
+        if created {
+            self.settled(&stored);
+            self.wake_outbox();
+        }
+        Ok(stored)
+    }
+
+    /// Tells the outbox task to look for due records now.
+    pub fn wake_outbox(&self) {
+        self.outbox().wake.notify_one();
+    }
+
+    /// Delivery outcomes from now on.
+    pub fn subscribe_deliveries(&self) -> broadcast::Receiver<Arc<DeliveryEvent>> {
+        self.outbox().events.subscribe()
+    }
+
+    /// Publishes a record that reached a final state.
+    pub(crate) fn settled(&self, record: &DeliveryRecord) {
+        if record.status != DeliveryStatus::Pending {
+            let _ = self.outbox().events.send(Arc::new(DeliveryEvent {
+                record: record.clone(),
+            }));
+        }
+    }
+}
+
+/// The outbox task: attempts due records, sleeps until the next one is due or it is woken. Holds
+/// the engine only while working, so it ends once the engine is dropped.
+pub(crate) async fn run(engine: Weak<Engine>) {
+    loop {
+        let Some(strong) = engine.upgrade() else {
+            return;
+        };
+        let wake = strong.outbox().wake.clone();
+        // Registered before reading, so a wake during the read is not lost.
+        let woken = wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let pause = match strong.store().pending_deliveries(BATCH).await {
+            Ok(pending) => start_due(&strong, pending),
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox: could not read pending deliveries");
+                Duration::from_secs(1)
+            }
+        };
+        if strong.is_closed() {
+            return;
+        }
+        drop(strong);
+        tokio::select! {
+            () = &mut woken => {}
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+/// Starts an attempt for every due record not already in flight; answers how long until the
+/// next one is due.
+fn start_due(engine: &Arc<Engine>, pending: Vec<DeliveryRecord>) -> Duration {
+    let now = now_ms();
+    let mut next = IDLE_WAKE;
+    for record in pending {
+        if record.next_attempt_at > now {
+            let wait = Duration::from_millis((record.next_attempt_at - now) as u64);
+            next = next.min(wait);
+            continue;
+        }
+        if !engine.outbox().in_flight().insert(record.id.clone()) {
+            continue;
+        }
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let id = record.id.clone();
+            // The list may predate an attempt that finished meanwhile: go by the stored record.
+            let current = engine.store().get_delivery(&id).await.ok().flatten();
+            if let Some(record) = current
+                .filter(|r| r.status == DeliveryStatus::Pending && r.attempts == record.attempts)
+            {
+                attempt(&engine, record).await;
+            }
+            engine.outbox().in_flight().remove(&id);
+            engine.wake_outbox();
+        });
+    }
+    next
+}
+
+/// One attempt; its outcome is written back (with the channel's own writes, in one commit).
+async fn attempt(engine: &Arc<Engine>, record: DeliveryRecord) {
+    let config = &engine.config().delivery;
+    let attempts = record.attempts + 1;
+    let now = now_ms();
+    let (update, writes) = match channels::send(engine, &record).await {
+        Ok(writes) => (
+            DeliveryUpdate {
+                status: DeliveryStatus::Delivered,
+                attempts,
+                next_attempt_at: now,
+                detail: None,
+                delivered_at: Some(now),
+            },
+            writes,
+        ),
+        Err(ChannelError::Permanent(reason)) => (failed(attempts, now, reason), Vec::new()),
+        Err(ChannelError::Retry(reason)) if attempts >= config.max_attempts => (
+            failed(
+                attempts,
+                now,
+                format!("gave up after {attempts} attempts; last error: {reason}"),
+            ),
+            Vec::new(),
+        ),
+        Err(ChannelError::Retry(reason)) => (
+            DeliveryUpdate {
+                status: DeliveryStatus::Pending,
+                attempts,
+                next_attempt_at: now + backoff_ms(config, attempts) as i64,
+                detail: Some(reason),
+                delivered_at: None,
+            },
+            Vec::new(),
+        ),
+    };
+    tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
+    let mut ops = writes;
+    ops.push(WriteOp::UpdateDelivery {
+        id: record.id.clone(),
+        update,
+    });
+    match engine.store().write_batch(ops).await {
+        Ok(outcomes) => {
+            if let Some(WriteOutcome::DeliveryUpdated(stored)) = outcomes.last() {
+                engine.settled(stored);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(id = %record.id, error = %e, "outbox: could not record an attempt")
+        }
+    }
+}
+
+fn failed(attempts: u32, now: i64, reason: String) -> DeliveryUpdate {
+    DeliveryUpdate {
+        status: DeliveryStatus::Failed,
+        attempts,
+        next_attempt_at: now,
+        detail: Some(reason),
+        delivered_at: None,
+    }
+}
+
+/// Wait after the `attempts`-th failed attempt: the initial wait doubled per attempt, capped.
+pub fn backoff_ms(config: &crate::config::DeliveryConfig, attempts: u32) -> u64 {
+    let doublings = attempts.saturating_sub(1).min(32);
+    config
+        .retry_initial_ms
+        .saturating_mul(1u64 << doublings)
+        .min(config.retry_max_ms)
+}

@@ -1,0 +1,175 @@
+//! The SQL of cron jobs (`cron_jobs`). Writes run on the writer thread inside its group
+//! transaction, so a job is acknowledged only once committed; reads run on pooled connections.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::store::{CronJobRecord, StoreError};
+
+const COLUMNS: &str =
+    "id, agent_id, schedule, message, deliver, created_at, last_slot, last_run_id, last_fired_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<CronJobRecord> {
+    Ok(CronJobRecord {
+        id: row.get(0)?,
+        agent_id: row.get(1)?,
+        schedule: row.get(2)?,
+        message: row.get(3)?,
+        deliver: row.get(4)?,
+        created_at: row.get(5)?,
+        last_slot: row.get(6)?,
+        last_run_id: row.get(7)?,
+        last_fired_at: row.get(8)?,
+    })
+}
+
+pub(super) fn insert(conn: &Connection, job: &CronJobRecord) -> Result<(), StoreError> {
+    let sql =
+        format!("INSERT INTO cron_jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    let inserted = conn.prepare_cached(&sql)?.execute(params![
+        job.id,
+        job.agent_id,
+        job.schedule,
+        job.message,
+        job.deliver,
+        job.created_at,
+        job.last_slot,
+        job.last_run_id,
+        job.last_fired_at,
+    ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Err(StoreError::Conflict(format!(
+                "id: a cron job with id \"{}\" already exists; pick another id, or remove it first (cron.remove)",
+                job.id
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) fn list(conn: &Connection) -> Result<Vec<CronJobRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM cron_jobs ORDER BY id");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<CronJobRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM cron_jobs WHERE id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], from_row)
+        .optional()?)
+}
+
+pub(super) fn remove(conn: &Connection, id: &str) -> Result<CronJobRecord, StoreError> {
+    let job = get(conn, id)?.ok_or_else(|| not_found(id))?;
+    conn.prepare_cached("DELETE FROM cron_jobs WHERE id = ?1")?
+        .execute([id])?;
+    Ok(job)
+}
+
+/// Records a firing; a scheduled one (`slot`) raises `last_slot` and never lowers it. Answers
+/// false when the job is gone (removed while it fired).
+pub(super) fn record_firing(
+    conn: &Connection,
+    id: &str,
+    slot: Option<i64>,
+    run_id: &str,
+    at: i64,
+) -> Result<bool, StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE cron_jobs SET last_slot = CASE WHEN ?2 IS NULL THEN last_slot \
+             ELSE max(coalesce(last_slot, ?2), ?2) END, last_run_id = ?3, last_fired_at = ?4 \
+             WHERE id = ?1",
+        )?
+        .execute(params![id, slot, run_id, at])?;
+    Ok(changed > 0)
+}
+
+fn not_found(id: &str) -> StoreError {
+    StoreError::NotFound(format!(
+        "cron job not found: {id} (cron.list shows the jobs)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use crate::store::{CronJobRecord, SqliteStore, Store, StoreError};
+
+    fn job(id: &str) -> CronJobRecord {
+        CronJobRecord {
+            id: id.to_string(),
+            agent_id: "main".into(),
+            schedule: "every 1m".into(),
+            message: "tick".into(),
+            deliver: true,
+            created_at: 1_000,
+            last_slot: None,
+            last_run_id: None,
+            last_fired_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn jobs_are_stored_once_and_last_slot_only_rises() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        store.cron_insert(job("b")).await.unwrap();
+        store.cron_insert(job("a")).await.unwrap();
+        let again = store.cron_insert(job("a")).await.unwrap_err();
+        assert!(matches!(again, StoreError::Conflict(_)), "{again}");
+
+        assert!(
+            store
+                .cron_record_firing("a", Some(61_000), "r1", 61_500)
+                .await
+                .unwrap()
+        );
+        // A manual firing records its run but takes no slot; an older slot never lowers it.
+        assert!(
+            store
+                .cron_record_firing("a", None, "r2", 70_000)
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .cron_record_firing("a", Some(1_000), "r3", 80_000)
+                .await
+                .unwrap()
+        );
+        let a = store.cron_get("a").await.unwrap().unwrap();
+        assert_eq!(
+            (a.last_slot, a.last_run_id.as_deref(), a.last_fired_at),
+            (Some(61_000), Some("r3"), Some(80_000))
+        );
+        let ids: Vec<String> = store
+            .cron_list()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+
+        assert_eq!(store.cron_remove("a").await.unwrap().id, "a");
+        assert!(matches!(
+            store.cron_remove("a").await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(
+            !store
+                .cron_record_firing("a", Some(121_000), "r4", 0)
+                .await
+                .unwrap()
+        );
+        store.close().await;
+    }
+}

@@ -1,6 +1,7 @@
 """A sandboxed acting session stays sandboxed through MCP: acting as a session of an agent with
-sandbox.mode "all", it sees and reads only itself and the sessions it spawned; every other
-session — by key or by sessionId — is refused without leaking it."""
+sandbox.mode "all", it sees and reads only itself and the sessions it spawned (one of them
+spawned here, through MCP); every other session — by key or by sessionId — is refused without
+leaking it."""
 
 import anyio
 
@@ -33,6 +34,16 @@ async def sandboxed(args) -> None:
         text = tool_error(await session.call_tool(
             "sessions_send", {"sessionKey": hidden, "message": "@reply leak", "timeoutSeconds": 0}))
         expect("forbidden" in text and NOT_VISIBLE in text, "sending to be forbidden", text)
+
+        # What it spawns through MCP it sees; still nothing else.
+        spawned = structured(await session.call_tool(
+            "sessions_spawn", {"task": "@reply Result: 42", "label": f"mcp-{args.transport}"}))
+        expect(spawned["status"] == "accepted" and spawned["childSessionKey"],
+               "sessions_spawn to be accepted", spawned)
+        rows = structured(await session.call_tool("sessions_list", {"limit": 200}))
+        keys = sorted(row["key"] for row in rows["sessions"])
+        expect(keys == sorted([boxed, child, spawned["childSessionKey"]]),
+               "itself and the two children it spawned", keys)
 
 
 async def main() -> None:

@@ -11,7 +11,8 @@ import mcp_types as types
 from common import (HANG_GUARD_SECONDS, arguments, connect, done, expect, mcp_error,
                     structured, tool_error)
 
-SESSION_TOOLS = {"sessions_list", "sessions_history", "sessions_send", "agents_list"}
+# sessions_spawn included: a tool registered in the core shows up here with no MCP change.
+SESSION_TOOLS = {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"}
 
 
 def texts_of(history: dict) -> list:

@@ -229,9 +229,9 @@ impl<I: Invoker> ServerHandler for McpServer<I> {
                     .with_title("switchboard session tools"),
             )
             .with_instructions(format!(
-                "The session tools of a switchboard gateway, acting as {acting}: list sessions, \
-                 read their history, send them messages (and wait for the reply) under the same \
-                 access rules as that session's own agent."
+                "The session tools of a switchboard gateway, acting as {acting}, with the tools \
+                 and access rules of that session's own agent: list sessions, read their history, \
+                 message them and wait for the reply, spawn sub-agents where allowed."
             ))
     }
 

@@ -1,3 +1,4 @@
 mod commands;
 mod durability;
 mod process;
+mod spawn;

@@ -371,7 +371,7 @@ fn sessions_table(result: &Value) -> String {
 }
 
 /// The readable text of a transcript message.
-fn message_text(m: &Value) -> String {
+pub(crate) fn message_text(m: &Value) -> String {
     match &m["content"] {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks

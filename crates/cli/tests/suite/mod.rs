@@ -1,4 +1,5 @@
 mod commands;
+mod demo;
 mod durability;
 mod process;
 mod spawn;

@@ -2,6 +2,7 @@
 
 mod chat;
 mod client_cmds;
+mod demo;
 mod dev;
 mod gateway;
 mod settings;
@@ -35,6 +36,9 @@ enum Command {
     /// Check or show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Show every session tool at work on a gateway started in this process (scripted model,
+    /// temporary state dir).
+    Demo(demo::DemoArgs),
     /// Developer tools (benchmark set-up).
     #[command(hide = true, subcommand)]
     Dev(dev::DevCommand),
@@ -84,6 +88,7 @@ fn main() -> std::process::ExitCode {
             Command::Chat(args) => chat::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
+            Command::Demo(args) => demo::run(args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
         }
     });

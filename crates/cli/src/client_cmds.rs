@@ -57,6 +57,31 @@ pub enum SessionsCommand {
         #[arg(long = "as", default_value = "main")]
         acting: String,
     },
+    /// Start a sub-agent for one task through the sessions_spawn tool, as the session given with
+    /// --as. Answers at once; the sub-agent's report (Status, Result, Notes, Stats) arrives in
+    /// that session when it is done (see `sessions history`).
+    Spawn {
+        task: String,
+        /// A short name for the sub-agent's session.
+        #[arg(long)]
+        label: Option<String>,
+        /// The agent to run the sub-agent as (default: the acting session's agent).
+        #[arg(long)]
+        agent: Option<String>,
+        /// `provider/model` for the sub-agent.
+        #[arg(long)]
+        model: Option<String>,
+        /// Stop the sub-agent after this many seconds (default: the agent's own timeout).
+        #[arg(long)]
+        timeout: Option<u32>,
+        /// What becomes of the sub-agent's session once it reported: keep (archived later) or
+        /// delete.
+        #[arg(long, value_parser = ["keep", "delete"])]
+        cleanup: Option<String>,
+        /// The session to act as (default: the default agent's main session).
+        #[arg(long = "as", default_value = "main")]
+        acting: String,
+    },
     /// Change a session's label, send policy, model or display name.
     Patch {
         key: String,
@@ -216,6 +241,30 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             }
             Ok(ExitCode::SUCCESS)
         }
+        SessionsCommand::Spawn {
+            task,
+            label,
+            agent,
+            model,
+            timeout,
+            cleanup,
+            acting,
+        } => {
+            let args = without_nulls(json!({
+                "task": task, "label": label, "agentId": agent, "model": model,
+                "runTimeoutSeconds": timeout, "cleanup": cleanup,
+            }));
+            let result = invoke(global, &acting, "sessions_spawn", args).await?;
+            if global.json || result["status"] != "accepted" {
+                return tool_answer(global, &result);
+            }
+            let text = |k: &str| result[k].as_str().unwrap_or_default().to_string();
+            println!("status:          accepted");
+            println!("runId:           {}", text("runId"));
+            println!("childSessionKey: {}", text("childSessionKey"));
+            println!("(its report will arrive in {acting}: switchboard sessions history {acting})");
+            Ok(ExitCode::SUCCESS)
+        }
         SessionsCommand::Patch {
             key,
             label,
@@ -322,7 +371,7 @@ fn sessions_table(result: &Value) -> String {
 }
 
 /// The readable text of a transcript message.
-fn message_text(m: &Value) -> String {
+pub(crate) fn message_text(m: &Value) -> String {
     match &m["content"] {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks

@@ -2,6 +2,7 @@
 
 mod chat;
 mod client_cmds;
+mod demo;
 mod dev;
 mod gateway;
 mod mcp;
@@ -39,6 +40,9 @@ enum Command {
     /// Serve the session tools to an MCP client over stdio, acting as a session of the running
     /// gateway: `switchboard mcp --session agent:main:main`.
     Mcp(mcp::McpArgs),
+    /// Show every session tool at work on a gateway started in this process (scripted model,
+    /// temporary state dir).
+    Demo(demo::DemoArgs),
     /// Developer tools (benchmark set-up).
     #[command(hide = true, subcommand)]
     Dev(dev::DevCommand),
@@ -95,6 +99,7 @@ fn main() -> std::process::ExitCode {
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
+            Command::Demo(args) => demo::run(args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
         }
     });

@@ -2,17 +2,7 @@
 
 use std::process::{Command, Output};
 
-use super::process::{BIN, GatewayProcess};
-
-fn run(home: &std::path::Path, url: &str, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--state-dir")
-        .arg(home)
-        .env("SWITCHBOARD_URL", url)
-        .output()
-        .unwrap()
-}
+use super::process::{BIN, GatewayProcess, run};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

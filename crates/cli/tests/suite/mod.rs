@@ -1,5 +1,7 @@
 mod commands;
+mod demo;
 mod durability;
 mod mcp;
 mod process;
+mod spawn;
 mod spawn_durability;

@@ -2,9 +2,20 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// Runs the binary as a client of the gateway at `url`, with `home` as its state dir.
+pub fn run(home: &Path, url: &str, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--state-dir")
+        .arg(home)
+        .env("SWITCHBOARD_URL", url)
+        .output()
+        .unwrap()
+}
 
 pub struct GatewayProcess {
     pub child: Child,

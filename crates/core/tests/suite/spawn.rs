@@ -78,12 +78,28 @@ impl World {
             .content
     }
 
-    /// Waits until the child's record is `done` (a hang guard, not a timing).
+    /// Waits until the child's record is `done` and its announce left the outbox (a hang guard,
+    /// not a timing).
     async fn settled(&self, child: &str) -> switchboard_core::store::SubagentRecord {
         for _ in 0..1200 {
             let record = self.engine.store().get_subagent(child).await.unwrap();
             if let Some(record) = record.filter(|r| r.state == SubagentState::Done) {
-                return record;
+                // The announce is handed to the outbox; wait until the outbox took it too.
+                let delivered = match &record.delivery_id {
+                    None => true,
+                    Some(id) => self
+                        .engine
+                        .store()
+                        .get_delivery(id)
+                        .await
+                        .unwrap()
+                        .is_some_and(|d| {
+                            d.status != switchboard_core::store::DeliveryStatus::Pending
+                        }),
+                };
+                if delivered {
+                    return record;
+                }
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

@@ -125,10 +125,7 @@ async fn spawn(ctx: &ToolContext, p: Params) -> ToolOutput {
         .or(agent.subagent_model.clone())
         .unwrap_or(agent.model.clone());
     if let Err(problem) = engine.runtime().providers.resolve(&model) {
-        return resolve::error(format!(
-            "model {model:?} cannot be used: {problem} (available: {})",
-            engine.runtime().providers.available().join(", ")
-        ));
+        return resolve::error(format!("model {model:?} cannot be used: {problem}"));
     }
     let label = p
         .label

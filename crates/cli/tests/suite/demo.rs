@@ -1,0 +1,86 @@
+//! `switchboard demo` runs the real binary to the end: exit 0, every step's marker in its account,
+//! and its temporary state dir removed.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::process::BIN;
+
+#[test]
+fn the_demo_shows_every_session_tool_and_exits_0() {
+    let mut child = Command::new(BIN)
+        .arg("demo")
+        .env("SWITCHBOARD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
+    // A hang guard, not a timing: the demo takes well under a second.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("switchboard demo did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = reader.join().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{out}\n{err}");
+
+    let markers = [
+        // set-up, then the list
+        "[1/4] sessions_list",
+        "→ tools.invoke as main: sessions_list {}",
+        "← count 3",
+        "agent:main:discord:group:dev kind group  channel discord",
+        "agent:research:main          kind main",
+        // a history
+        "[2/4] sessions_history",
+        "#1 user: [from ana] Is the 14:02 deploy done?",
+        "#2 assistant: Yes: deployed at 14:02, all checks green.",
+        // a send, its reply, the reply-back turns and the announce step
+        "[3/4] sessions_send",
+        "← status ok",
+        "reply: research here. On \"Is the 14:02 deploy done?\"",
+        "#3 user (from agent:main:main): Thanks, research: noted.",
+        "#4 assistant: REPLY_SKIP",
+        "user (from agent:main:main): [announce step]",
+        "assistant: Announcement: main asked about the 14:02 deploy",
+        // a spawn, accepted, and its report in main
+        "[4/4] sessions_spawn",
+        "← status accepted (at once)",
+        "childSessionKey agent:research:subagent:",
+        "Status: success\n      Result: 14:02 deploy shipped",
+        "Notes: written by a scripted agent",
+        "Stats: runtime ",
+        "Demo done in ",
+    ];
+    for marker in markers {
+        assert!(out.contains(marker), "missing {marker:?} in:\n{out}");
+    }
+    // It says where its state was, and removed it.
+    let state = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("state "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap();
+    assert!(out.contains(&format!("state dir {state} removed")), "{out}");
+    assert!(!std::path::Path::new(state).exists(), "{state} still there");
+}

@@ -116,22 +116,10 @@ pub async fn hook(
     if let Some(refused) = too_large(&state, &body) {
         return refused;
     }
-    let payload: HookPayload =
-        match serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&body)) {
-            Ok(p) => p,
-            Err(e) => {
-                let path = e.path().to_string();
-                let at = if path == "." {
-                    String::new()
-                } else {
-                    format!(" at {path}")
-                };
-                return failure(
-                    400,
-                    format!("invalid payload{at}: {}; {HOOK_EXPECTED}", e.inner()),
-                );
-            }
-        };
+    let payload: HookPayload = match webhook::parse_body(&body, HOOK_EXPECTED) {
+        Ok(p) => p,
+        Err(e) => return failure(e.status, e.message),
+    };
     if payload.message.trim().is_empty() {
         return failure(
             400,
@@ -139,22 +127,17 @@ pub async fn hook(
         );
     }
     let agent_id = payload.agent_id.as_deref().map(keys::normalize_agent_id);
+    let configured = engine.config().agent_ids();
+    // With no agents configured, any id runs on the defaults.
     if let Some(id) = &agent_id
         && !engine.config().agents.list.is_empty()
-        && !engine.config().agents.list.iter().any(|a| &a.id == id)
+        && !configured.contains(id)
     {
         return failure(
             400,
             format!(
                 "agentId: {id:?} is not a configured agent (configured: {})",
-                engine
-                    .config()
-                    .agents
-                    .list
-                    .iter()
-                    .map(|a| a.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                configured.join(", ")
             ),
         );
     }

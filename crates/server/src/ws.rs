@@ -496,8 +496,7 @@ async fn node_session(state: &ServerState, params: &ConnectParams) -> Result<Str
         .store()
         .create(new)
         .await
-        .map_err(|e| e.to_string())
-        .map_err(|e| ErrorShape::new(ErrorCode::Internal, e))?;
+        .map_err(|e| ErrorShape::new(ErrorCode::Internal, e.to_string()))?;
     Ok(key.into_string())
 }
 

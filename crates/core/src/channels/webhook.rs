@@ -23,7 +23,7 @@ use crate::engine::Engine;
 use crate::keys::{self, ChatType, SessionKey};
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, user_message};
-use crate::store::{DeliveryRecord, EntryPatch};
+use crate::store::{DeliveryRecord, EntryPatch, WriteOp};
 
 /// Why an inbound request was refused: an HTTP status and a message that says what to fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,21 +112,7 @@ pub async fn receive(
         ));
     };
     check_token(account, &account_id, token)?;
-    let payload: InboundPayload = serde_path_to_error::deserialize(
-        &mut serde_json::Deserializer::from_slice(body),
-    )
-    .map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!(" at {path}")
-        };
-        InboundError::new(
-            400,
-            format!("invalid payload{at}: {}; {PAYLOAD_EXPECTED}", e.inner()),
-        )
-    })?;
+    let payload: InboundPayload = parse_body(body, PAYLOAD_EXPECTED)?;
     let inbound = Inbound::check(payload)?;
     let agent_id = account
         .agent_id
@@ -143,16 +129,17 @@ pub async fn receive(
         thread_id: inbound.thread_id.clone(),
     };
 
-    let store = engine.store();
-    let failure = |e: crate::store::StoreError| InboundError::new(500, e.to_string());
-    store
-        .create(engine.new_session(&key))
+    engine
+        .store()
+        .write_batch(vec![
+            WriteOp::Create(Box::new(engine.new_session(&key))),
+            WriteOp::Patch {
+                key: key.as_str().to_string(),
+                patch: Box::new(route_patch(&route)),
+            },
+        ])
         .await
-        .map_err(failure)?;
-    store
-        .patch(key.as_str(), route_patch(&route))
-        .await
-        .map_err(failure)?;
+        .map_err(|e| InboundError::new(500, e.to_string()))?;
     let mut request = RunRequest::new(key.as_str(), Lane::Main);
     request.message = Some(user_message(&inbound.text_for_model(), None));
     request.deliver = Some(Deliver {
@@ -166,6 +153,26 @@ pub async fn receive(
     Ok(InboundAccepted {
         run_id: accepted.run_id,
         session_key: accepted.session_key,
+    })
+}
+
+/// Decodes an inbound JSON body; a 400 names the field at fault and what is `expected`.
+pub fn parse_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    expected: &str,
+) -> Result<T, InboundError> {
+    let mut json = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        InboundError::new(
+            400,
+            format!("invalid payload{at}: {}; {expected}", e.inner()),
+        )
     })
 }
 

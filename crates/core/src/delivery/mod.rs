@@ -22,7 +22,7 @@ use std::time::Duration;
 use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::{Notify, broadcast};
 
-pub use route::{has_route, route_of};
+pub use route::route_of;
 
 use crate::access::{self, SendDecision};
 use crate::channels::{self, ChannelError};

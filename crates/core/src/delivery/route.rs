@@ -29,11 +29,6 @@ pub fn route_of(entry: &SessionEntry) -> Option<DeliveryContext> {
     })
 }
 
-/// Whether the session has a route (see [`route_of`]).
-pub fn has_route(entry: &SessionEntry) -> bool {
-    route_of(entry).is_some()
-}
-
 fn is_route(channel: &str) -> bool {
     channel != channels::WEBCHAT && channel != channels::INTERNAL
 }

@@ -134,16 +134,20 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
     // left undelivered by a crash.
     let delivery = reply_delivery(engine, &request, &record).await;
     end.extend(delivery.clone().map(|d| WriteOp::Enqueue(Box::new(d))));
-    if let Err(e) = engine.store().write_batch(end).await {
-        // The session may have been deleted meanwhile; the run record alone must still land.
-        tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
-        if let Err(e) = engine.store().put_run(record.clone()).await {
-            tracing::error!(%run_id, error = %e, "could not store the run's end");
+    match engine.store().write_batch(end).await {
+        Ok(_) => {
+            if let Some(delivery) = delivery {
+                engine.settled(&delivery);
+                engine.wake_outbox();
+            }
         }
-    }
-    if let Some(delivery) = delivery {
-        engine.settled(&delivery);
-        engine.wake_outbox();
+        Err(e) => {
+            // The session may have been deleted meanwhile; the run record alone must still land.
+            tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
+            if let Err(e) = engine.store().put_run(record.clone()).await {
+                tracing::error!(%run_id, error = %e, "could not store the run's end");
+            }
+        }
     }
     rt.retire(&record);
     rt.emit(

@@ -271,6 +271,8 @@ pub struct RunRecord {
 /// One write of a [`Store::write_batch`]: all of a batch commit together or not at all.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
+    /// Creates the session unless its key exists (as [`Store::create`]).
+    Create(Box<NewSession>),
     PutRun(RunRecord),
     Append {
         key: String,
@@ -295,6 +297,8 @@ pub enum WriteOp {
 /// What each op of a batch did, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOutcome {
+    /// The entry, and whether it was created.
+    Created(Box<SessionEntry>, bool),
     PutRun,
     Appended(Appended),
     Patched(SessionEntry),

@@ -120,6 +120,19 @@ impl World {
     }
 }
 
+/// Provider `mock` (OpenAI format, no retries) on the mock server.
+fn mock_provider(config: &mut Config, mock: &MockLlm) {
+    config.models.providers.insert(
+        "mock".into(),
+        ProviderConfig {
+            api: ProviderApi::OpenAiCompletions,
+            base_url: Some(mock.openai_base_url()),
+            max_retries: Some(0),
+            ..ProviderConfig::default()
+        },
+    );
+}
+
 fn child_key(result: &Value) -> String {
     result["childSessionKey"].as_str().unwrap().to_string()
 }
@@ -134,15 +147,7 @@ async fn accepted_comes_back_at_once_and_the_child_is_isolated_from_session_tool
     ));
     mock.push(MockReply::text("Result: three papers\nNotes: none"));
     let w = world(REPORT, |c| {
-        c.models.providers.insert(
-            "mock".into(),
-            ProviderConfig {
-                api: ProviderApi::OpenAiCompletions,
-                base_url: Some(mock.openai_base_url()),
-                max_retries: Some(0),
-                ..ProviderConfig::default()
-            },
-        );
+        mock_provider(c, &mock);
         c.agents.defaults.subagents.model = Some(ModelRef::new("mock/m1"));
     })
     .await;
@@ -257,15 +262,7 @@ async fn when_the_provider_is_down_the_announce_still_goes_out_with_the_failure_
     let mock = MockLlm::start().await;
     mock.set_fallback(MockReply::status(500, "upstream is down"));
     let w = world(REPORT, |c| {
-        c.models.providers.insert(
-            "mock".into(),
-            ProviderConfig {
-                api: ProviderApi::OpenAiCompletions,
-                base_url: Some(mock.openai_base_url()),
-                max_retries: Some(0),
-                ..ProviderConfig::default()
-            },
-        );
+        mock_provider(c, &mock);
     })
     .await;
     let child = child_key(

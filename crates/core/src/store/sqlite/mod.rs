@@ -275,6 +275,8 @@ impl Store for SqliteStore {
         self.write(move |c, m| {
             ops.into_iter()
                 .map(|op| match op {
+                    WriteOp::Create(new) => queries::create(c, *new, m)
+                        .map(|(entry, created)| WriteOutcome::Created(Box::new(entry), created)),
                     WriteOp::PutRun(run) => {
                         queries::put_run(c, &run).map(|()| WriteOutcome::PutRun)
                     }

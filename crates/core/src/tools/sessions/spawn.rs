@@ -4,7 +4,7 @@
 //! Everything is checked before anything is stored — the requester is not a sub-agent, the task
 //! is there, the agent is allowed (`subagents.allowAgents`, `"*"` = any), the model resolves —
 //! so a refused spawn creates nothing. Then the child session (`spawnedBy` = requester, its model
-//! override set) and its durable sub-agent record are stored, the task run is queued on lane
+//! override set) and its durable sub-agent record are stored in one commit, the task run is queued on lane
 //! `subagent`, and the tool answers `accepted` at once; `crate::subagents` does the rest.
 
 use schemars::JsonSchema;
@@ -163,9 +163,6 @@ async fn spawn(ctx: &ToolContext, p: Params) -> ToolOutput {
         display_name: None,
         spawned_by: Some(requester.key.clone()),
     };
-    if let Err(e) = engine.store().create(new).await {
-        return resolve::error(format!("could not create the sub-agent session: {e}"));
-    }
     let record = SubagentRecord {
         child_key: child.as_str().to_string(),
         requester_key: requester.key.clone(),
@@ -189,6 +186,7 @@ async fn spawn(ctx: &ToolContext, p: Params) -> ToolOutput {
     let stored = engine
         .store()
         .write_batch(vec![
+            WriteOp::Create(Box::new(new)),
             WriteOp::Patch {
                 key: child.as_str().to_string(),
                 patch: Box::new(model_override),

@@ -1,44 +1,68 @@
 #!/usr/bin/env bash
-# Side by side with the reference gateway (OpenClaw, installed by the bench kit): the same mock
-# model, the same client (the kit's Python client) and the same workload (the kit's
-# client/workload.sh) against both, in one run, printed as one table. Loopback only.
+# Side by side with the reference gateway (OpenClaw, installed by the bench kit): every workload of
+# BENCHMARKS.md against both gateways in one run, with the same model server (bench/tool_mock.py,
+# the kit's instant mock plus tool calls), the same client (the kit's Python client) and the same
+# workload, printed as one table. Loopback only.
 #
 #   bench/compare.sh
 #
-# Environment: BENCH_DIR, BENCH_KIT, SKIP_BUILD=1 as for foundation.sh, and
-#   SKIP_INSTALL=1   do not run the kit's install.sh (it is idempotent anyway)
-#   PARALLEL         sessions in parallel for the throughput step (default 100)
-#   PAR_TURNS        turns in that step (default 1000: 100 sessions × 10 turns)
-#   PAR_TIMEOUT_S    give up on the throughput step after this many seconds (default 300)
-#   OC_PORT, MOCK_PORT  the reference gateway's and the mock's ports (defaults 18789, 18999)
+# Phases (PHASES, default "fresh spawn sizes"), each run on both gateways, the reference first:
+#   fresh   a new empty store: ready + idle RSS, the kit's standard workload (client/workload.sh),
+#           sessions_send through a real tool call, 100 sessions × 10 turns in parallel, RSS after
+#   spawn   a new empty store: a burst of agent turns that each spawn one sub-agent, until all
+#           have announced back (bench/agent_load.py spawn)
+#   sizes   stores of 1k / 10k / 100k sessions (4 messages each): ready, idle RSS, sessions.list
+#           {limit:200}; a store with a 1k- and a 100k-message session: chat.history {limit:50}
+#   stores  (not in the default) only build the reference's stores that the sizes phase uses
+# The reference's big stores are written with the kit's gen_sessions.py and imported with its
+# `doctor --session-sqlite import` once, then kept under $BENCH_HOME/stores (the 100k import
+# takes about 20 minutes the first time). Ours are seeded with `switchboard dev seed` each run.
+#
+# Environment: BENCH_DIR, BENCH_KIT, SKIP_BUILD=1, KEEP_STATE=1 as for foundation.sh, and
+#   PHASES            the phases to run (default "fresh spawn sizes")
+#   SKIP_INSTALL=1    do not run the kit's install.sh (it is idempotent anyway)
+#   PARALLEL, PAR_TURNS, PAR_TIMEOUT_S   the parallel step (default 100 sessions, 1000 turns, 120 s)
+#   SENDS             sessions_send samples (default 20)
+#   SPAWNS, SPAWN_REQUESTERS, SPAWN_TIMEOUT_S   the burst (default 1000 spawns from 50 sessions, 300 s)
+#   SIZES             store sizes (default "1000 10000 100000")
+#   IDLE_S            seconds between ready and the idle RSS reading (default 15)
+#   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 set -euo pipefail
 
+PHASES=${PHASES:-fresh spawn sizes}
 PARALLEL=${PARALLEL:-100}
 PAR_TURNS=${PAR_TURNS:-1000}
-PAR_TIMEOUT_S=${PAR_TIMEOUT_S:-300}
+PAR_TIMEOUT_S=${PAR_TIMEOUT_S:-120}
+SENDS=${SENDS:-20}
+SPAWNS=${SPAWNS:-1000}
+SPAWN_REQUESTERS=${SPAWN_REQUESTERS:-50}
+SPAWN_TIMEOUT_S=${SPAWN_TIMEOUT_S:-300}
+SIZES=${SIZES:-1000 10000 100000}
+IDLE_S=${IDLE_S:-15}
 OC_PORT=${OC_PORT:-18789}
-MOCK_PORT=${MOCK_PORT:-18999}
+MOCK_PORT=${MOCK_PORT:-18998}
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/ours")
-stop_reference() { "$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
-# On exit: everything the kit started (the reference gateway and its mock), then ours.
-trap '"$KIT/openclaw/stop.sh" >/dev/null 2>&1 || true; cleanup' EXIT
+mkdir -p "$RUN/ours"
+BENCH_HOME=${BENCH_HOME:-$HOME/.cache/switchboard-bench}
+OC_VERSION=${OC_VERSION:-2026.9.6}
+export BENCH_HOME OC_VERSION
+trap '"$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
 listening() { python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.3).close()' "$1" 2>/dev/null; }
+phase() { [[ " $PHASES " == *" $1 "* ]]; }
 
 [[ "${SKIP_INSTALL:-0}" == 1 ]] || "$KIT/openclaw/install.sh" >"$RUN/install.log" 2>&1
 
-# workload LABEL URL TOKEN: the kit's standard workload, then the parallel step; JSON lines.
-workload() {
-    local label=$1 url=$2 token=$3
-    # workload.sh exits 1 when a step failed; the failed step is in its output, the run goes on.
-    { "$KIT/client/workload.sh" --client py --url "$url" --token "$token" || true; } | while read -r line; do
-        emit "$(python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["gateway"]=sys.argv[1]; print(json.dumps(d))' "$label" "$line")"
-    done
-    local out
-    out=$(timeout "$PAR_TIMEOUT_S" python3 "$CLIENT" --url "$url" --token "$token" turn --session-key agent:main:par \
-        --message "parallel turn" --repeat "$PAR_TURNS" --concurrency "$PARALLEL" || echo null)
-    emit "$(python3 -c 'import json,sys; print(json.dumps({"step":"parallel-turns","gateway":sys.argv[1],"result":json.loads(sys.argv[2])}))' "$label" "$out")"
+echo "== model server: bench/tool_mock.py on $MOCK_PORT (both gateways)"
+listening "$MOCK_PORT" && { echo "port $MOCK_PORT is taken; set MOCK_PORT" >&2; exit 1; }
+python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
+PIDS+=("$!")
+until listening "$MOCK_PORT"; do sleep 0.05; done
+
+# record STEP GATEWAY JSON-OBJECT: one result line, tagged with its step and gateway.
+record() {
+    emit "$(python3 -c 'import json,sys; d=json.loads(sys.argv[3]); d.update(step=sys.argv[1], gateway=sys.argv[2]); print(json.dumps(d))' "$1" "$2" "$3")"
 }
 
 rss_mib() { # PID: the process and its descendants
@@ -50,20 +74,37 @@ rss_mib() { # PID: the process and its descendants
     awk "BEGIN{printf \"%.1f\", $total/1024}"
 }
 
-echo "== reference gateway (starts the kit's mock on $MOCK_PORT)"
-"$KIT/openclaw/start.sh" --fresh --port "$OC_PORT" --mock-port "$MOCK_PORT" >"$RUN/reference.start" 2>&1
-REF_READY=$(sed -n 's/.*ready after \([0-9]*\) ms.*/\1/p' "$RUN/reference.start" | head -n1)
-eval "$(grep '^export GW_URL' "$RUN/reference.start")"
-REF_URL=$GW_URL REF_TOKEN=$GW_TOKEN
-REF_PID=$(awk '$1 == "pid" {print $2; exit}' "$RUN/reference.start")
-sleep 15
-emit "{\"step\":\"ready\",\"gateway\":\"reference\",\"readyMs\":${REF_READY:-null},\"idleRssMiB\":$(rss_mib "$REF_PID")}"
-workload reference "$REF_URL" "$REF_TOKEN"
-emit "{\"step\":\"rss-after\",\"gateway\":\"reference\",\"rssMiB\":$(rss_mib "$REF_PID")}"
-stop_reference
+# measure LABEL GATEWAY CMD...: run one client command, record its JSON line (null if it failed).
+measure() {
+    local step=$1 gw=$2 out
+    shift 2
+    out=$("$@" 2>>"$RUN/client.err") || true
+    record "$step" "$gw" "{\"result\": ${out:-null}}"
+}
+client() { python3 "$CLIENT" --url "$URL" --token "$TOKEN" "$@"; }
+agent_load() { python3 "$ROOT/bench/agent_load.py" --kit "$KIT" --url "$URL" --token "$TOKEN" "$@"; }
 
-echo "== switchboard, on the same mock"
-mkdir -p "$RUN/ours"
+# rows GATEWAY STEP METHOD PARAMS FIELD: record how many rows one call returns (a sanity check
+# that both gateways answered the same question).
+rows() {
+    local n
+    n=$(client call "$3" "$4" --print | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["result"][sys.argv[1]]))' "$5" || echo null)
+    record "$2.rows" "$1" "{\"rows\": $n}"
+}
+
+# --- starting and stopping the two gateways; each sets URL, TOKEN, GPID and READY_MS
+
+ref_start() { # STATE-DIR [--fresh]
+    local out="$RUN/reference-$(date +%s%N).start"
+    "$KIT/openclaw/start.sh" --state "$1" "${@:2}" --port "$OC_PORT" --mock-port "$MOCK_PORT" --no-mock \
+        --timeout-s 1800 >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+    READY_MS=$(sed -n 's/.*ready after \([0-9]*\) ms.*/\1/p' "$out" | head -n1)
+    URL=$(awk '$1 == "url" {print $2; exit}' "$out")
+    TOKEN=$(awk '$1 == "token" {print $2; exit}' "$out")
+    GPID=$(awk '$1 == "pid" {print $2; exit}' "$out")
+}
+ref_stop() { "$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
+
 cat >"$RUN/config.json5" <<EOF5
 {
   models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
@@ -71,48 +112,146 @@ cat >"$RUN/config.json5" <<EOF5
   agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
 }
 EOF5
-# The kit's mock may still be up (stop.sh --port leaves it): then both use the same one.
-if ! listening "$MOCK_PORT"; then
-    python3 "$KIT/mock_llm.py" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
-    PIDS+=("$!")
-    until listening "$MOCK_PORT"; do sleep 0.05; done
+our_start() { # STATE-DIR: ready = spawn → hello-ok + health, as the kit's start.sh measures it
+    local t0
+    t0=$(date +%s%N)
+    "$BIN" --state-dir "$1" --config "$RUN/config.json5" gateway --port 0 >"$1.out" 2>"$1.err" &
+    GPID=$!
+    PIDS+=("$GPID")
+    until URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$1.out" 2>/dev/null | head -n1) && [[ -n "$URL" ]]; do
+        kill -0 "$GPID" 2>/dev/null || { cat "$1.err" >&2; exit 1; }
+        sleep 0.005
+    done
+    TOKEN=$(cat "$1/gateway-token")
+    python3 "$CLIENT" --url "$URL" --token "$TOKEN" wait-ready --timeout-ms 10000 --pid "$GPID" >/dev/null
+    READY_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+our_stop() { kill -TERM "$GPID" 2>/dev/null || true; wait "$GPID" 2>/dev/null || true; }
+
+# ready GATEWAY STEP: record the ready time and the RSS IDLE_S seconds later.
+ready() {
+    sleep "$IDLE_S"
+    record "$2" "$1" "{\"readyMs\": $READY_MS, \"idleRssMiB\": $(rss_mib "$GPID"), \"idleAfterS\": $IDLE_S}"
+}
+
+# --- phases; each takes the gateway's label and a function that starts it on a new empty store
+
+fresh() { # GATEWAY
+    local gw=$1
+    { "$KIT/client/workload.sh" --client py --url "$URL" --token "$TOKEN" || true; } | while read -r line; do
+        record "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["step"])' "$line")" "$gw" "$line"
+    done
+    measure send "$gw" agent_load send --n "$SENDS"
+    measure parallel-turns "$gw" timeout "$PAR_TIMEOUT_S" python3 "$CLIENT" --url "$URL" --token "$TOKEN" \
+        turn --session-key agent:main:par --message "parallel turn" --repeat "$PAR_TURNS" --concurrency "$PARALLEL"
+    record rss-after "$gw" "{\"rssMiB\": $(rss_mib "$GPID")}"
+}
+
+spawn_burst() { # GATEWAY
+    measure spawn "$1" agent_load spawn --n "$SPAWNS" --requesters "$SPAWN_REQUESTERS" --timeout-s "$SPAWN_TIMEOUT_S"
+    record rss-after-spawn "$1" "{\"rssMiB\": $(rss_mib "$GPID")}"
+}
+
+# sizes_on GATEWAY NAME: the store is up; measure listing or history on it.
+sizes_on() {
+    local gw=$1 name=$2
+    ready "$gw" "ready.$name"
+    if [[ $name == history ]]; then
+        local k
+        for k in hist1k hist100k; do
+            rows "$gw" "chat.history.$k" chat.history "{\"sessionKey\":\"agent:main:$k-000000\",\"limit\":50}" messages
+            measure "chat.history.$k" "$gw" client call chat.history "{\"sessionKey\":\"agent:main:$k-000000\",\"limit\":50}" --repeat 50
+        done
+    else
+        rows "$gw" "sessions.list.$name" sessions.list '{"limit":200}' sessions
+        measure "sessions.list.$name" "$gw" client call sessions.list '{"limit":200}' --repeat 50
+    fi
+    record "rss-after.$name" "$gw" "{\"rssMiB\": $(rss_mib "$GPID")}"
+}
+
+# ref_store NAME GEN-ARGS...: the reference's store NAME, built once (gen_sessions.py runs, each
+# with its own arguments, separated by "--", then the offline import) and kept in BENCH_HOME;
+# sets STORE.
+ref_store() {
+    local name=$1 dir="$BENCH_HOME/stores/openclaw-$OC_VERSION-$1"
+    shift
+    STORE=$dir
+    [[ -f "$dir/.bench-store-complete" ]] && return 0
+    echo "   building the reference's $name store (once; kept in $dir)"
+    # Built in place: the store records its own paths. The marker file makes it complete.
+    rm -rf "$dir" && mkdir -p "$dir"
+    ref_start "$dir" --fresh && ref_stop # writes the config and the empty state
+    local gen=() t0=$SECONDS
+    for arg in "$@" --; do
+        if [[ $arg == -- ]]; then
+            python3 "$KIT/gen_sessions.py" "$dir" "${gen[@]}" --merge >>"$RUN/store-$name.log"
+            gen=()
+        else
+            gen+=("$arg")
+        fi
+    done
+    "$KIT/openclaw/cli.sh" --port "$OC_PORT" --state "$dir" -- doctor --session-sqlite import \
+        --session-sqlite-all-agents >>"$RUN/store-$name.log" 2>&1
+    echo "gen_sessions.py $* and the import in $((SECONDS - t0)) s" >"$dir/.bench-store-complete"
+}
+
+if phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
+    for n in $SIZES; do ref_store "s$((n / 1000))k" --count "$n" --turns 2; done
+    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns 50000 --prefix hist100k
 fi
-t0=$(date +%s%N)
-"$BIN" --state-dir "$RUN/ours" --config "$RUN/config.json5" gateway --port 0 >"$RUN/ours.out" 2>"$RUN/ours.err" &
-OUR_PID=$!
-PIDS+=("$OUR_PID")
-until OUR_URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$RUN/ours.out" 2>/dev/null | head -n1) && [[ -n "$OUR_URL" ]]; do sleep 0.005; done
-OUR_TOKEN=$(cat "$RUN/ours/gateway-token")
-python3 "$CLIENT" --url "$OUR_URL" --token "$OUR_TOKEN" wait-ready --timeout-ms 10000 --pid "$OUR_PID" >/dev/null
-OUR_READY=$(( ($(date +%s%N) - t0) / 1000000 ))
-sleep 15
-emit "{\"step\":\"ready\",\"gateway\":\"switchboard\",\"readyMs\":$OUR_READY,\"idleRssMiB\":$(rss_mib "$OUR_PID")}"
-workload switchboard "$OUR_URL" "$OUR_TOKEN"
-emit "{\"step\":\"rss-after\",\"gateway\":\"switchboard\",\"rssMiB\":$(rss_mib "$OUR_PID")}"
+
+if phase fresh; then
+    echo "== fresh store: reference"
+    ref_start "$BENCH_HOME/state/compare-fresh" --fresh
+    ready reference ready
+    fresh reference
+    ref_stop
+    echo "== fresh store: switchboard"
+    our_start "$RUN/ours/fresh"
+    ready switchboard ready
+    fresh switchboard
+    our_stop
+fi
+
+if phase spawn; then
+    echo "== spawn burst: reference"
+    ref_start "$BENCH_HOME/state/compare-spawn" --fresh
+    spawn_burst reference
+    ref_stop
+    echo "== spawn burst: switchboard"
+    our_start "$RUN/ours/spawn"
+    spawn_burst switchboard
+    our_stop
+fi
+
+if phase sizes; then
+    for n in $SIZES; do
+        name="s$((n / 1000))k"
+        echo "== $n sessions: reference"
+        ref_store "$name" --count "$n" --turns 2
+        ref_start "$STORE"
+        sizes_on reference "$name"
+        ref_stop
+        echo "== $n sessions: switchboard"
+        "$BIN" --state-dir "$RUN/ours/$name" dev seed --sessions "$n" --messages-per-session 4 >/dev/null
+        our_start "$RUN/ours/$name"
+        sizes_on switchboard "$name"
+        our_stop
+        rm -rf "$RUN/ours/$name"
+    done
+    echo "== 1k- and 100k-message sessions: reference"
+    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns 50000 --prefix hist100k
+    ref_start "$STORE"
+    sizes_on reference history
+    ref_stop
+    echo "== 1k- and 100k-message sessions: switchboard"
+    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist1k-000000 --big-messages 1000 >/dev/null
+    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist100k-000000 --big-messages 100000 >/dev/null
+    our_start "$RUN/ours/history"
+    sizes_on switchboard history
+    our_stop
+fi
 
 echo
-python3 - "$RESULTS" <<'PY'
-import json, sys
-rows = {}
-for line in open(sys.argv[1]):
-    d = json.loads(line); rows.setdefault(d["step"], {})[d["gateway"]] = d
-def fig(step, gw):
-    d = rows.get(step, {}).get(gw)
-    if d is None: return None, "—"
-    if step == "ready": return d["readyMs"], f'{d["readyMs"]} ms, idle RSS {d["idleRssMiB"]} MiB'
-    if step == "rss-after": return d["rssMiB"], f'{d["rssMiB"]} MiB'
-    r = d.get("result")
-    if not r: return None, "did not finish" + (" within PAR_TIMEOUT_S" if step == "parallel-turns" else "")
-    l = r["latencyMs"]
-    if r.get("errors"): return None, f'{r["errors"]} errors: {list(r.get("errorMessages", {}))[:1]}'
-    if step == "parallel-turns":
-        tps = r["ok"] / (r["wallMs"] / 1000)
-        return 1 / tps, f'{tps:.0f} turns/s (p50 {l["p50"]} ms, errors {r["errors"]})'
-    return l["p50"], f'p50 {l["p50"]} ms, p99 {l["p99"]} ms (n={l["n"]})'
-print(f'{"step":<18} {"switchboard":<44} {"reference":<44} ratio')
-for step in ["ready", "health", "sessions.list", "sessions.list.200", "chat.history", "first-turn", "warm-turns", "parallel-turns", "rss-after"]:
-    a, ta = fig(step, "switchboard"); b, tb = fig(step, "reference")
-    ratio = f"{b / a:.0f}x" if a and b else "—"
-    print(f"{step:<18} {ta:<44} {tb:<44} {ratio}")
-PY
+python3 "$ROOT/bench/compare_table.py" "$RESULTS"
 echo "results: $RESULTS"

@@ -1,5 +1,6 @@
 //! Client commands: `call`, `sessions …`, `agents list`. Each opens one connection.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -148,9 +149,13 @@ fn tool_answer(global: &GlobalArgs, result: &Value) -> Result<ExitCode> {
     }
 }
 
+/// Prints the answer; a reader that went away (`… | head`) is not an error.
 fn print_json(value: &Value) -> Result<ExitCode> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(ExitCode::SUCCESS)
+    let text = serde_json::to_string_pretty(value)?;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {

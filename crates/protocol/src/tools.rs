@@ -9,7 +9,8 @@ use serde_json::Value;
 pub struct ToolsInvokeParams {
     /// The acting session: a key (any accepted form) or a sessionId.
     pub session_key: String,
-    /// The tool's name, e.g. `sessions_list`.
+    /// The tool's name, e.g. `sessions_list`; OpenClaw clients send it as `name`.
+    #[serde(alias = "name")]
     pub tool: String,
     /// The tool's arguments (a JSON object; absent = `{}`).
     #[serde(default, alias = "arguments")]

@@ -37,6 +37,14 @@ async fn session_tools_answer_through_tools_invoke() {
 
     let list = invoke(&gw, "main", "sessions_list", json!({"kinds": "group"})).await;
     assert_eq!(list["ok"], true);
+    // OpenClaw's clients name the tool `name`; the answer is the same.
+    let by_name = gw
+        .call(
+            "tools.invoke",
+            json!({"sessionKey": "main", "name": "sessions_list", "args": {"kinds": "group"}}),
+        )
+        .await;
+    assert_eq!(by_name, list);
     assert_eq!(list["result"]["count"], 1);
     let row = &list["result"]["sessions"][0];
     assert_eq!(

@@ -4,7 +4,9 @@
 //! window is kept per transcript together with the `seq` it covers. A run takes it out (runs of
 //! one session never overlap), tops it up with whatever was appended since, and puts it back when
 //! it ends. Any write from elsewhere (an injection, another session's send) moves the
-//! transcript's last `seq`, so a stale window is never used as it is.
+//! transcript's last `seq`, so a stale window is never used as it is. Reads stop at the `seq`
+//! the run was given: a message appended after it is left for the next run, never read in place
+//! of one before it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,7 +28,8 @@ pub struct ConversationCache {
 }
 
 impl ConversationCache {
-    /// The window of `session_id` up to `last_seq`, from the cache where it can be.
+    /// The window of `session_id` up to `last_seq` (messages appended since are not in it), from
+    /// the cache where it can be.
     pub async fn take(
         &self,
         store: &dyn Store,
@@ -34,18 +37,19 @@ impl ConversationCache {
         last_seq: i64,
     ) -> Result<Vec<TranscriptMessage>, StoreError> {
         let cached = lock(&self.windows).remove(session_id);
+        let until = Some(last_seq + 1);
         let mut messages = match cached {
             Some((seq, messages)) if seq == last_seq => messages,
             Some((seq, mut messages)) if seq < last_seq && (last_seq - seq) as usize <= WINDOW => {
-                // Sequence numbers have no gaps: the newest `last_seq - seq` are the new ones.
+                // Sequence numbers have no gaps: the `last_seq - seq` up to `last_seq` are new.
                 let page = store
-                    .history(session_id, (last_seq - seq) as usize, None)
+                    .history(session_id, (last_seq - seq) as usize, until)
                     .await?;
                 messages.extend(parse(page.messages.into_iter().map(|m| m.message)));
                 messages
             }
             _ => {
-                let page = store.history(session_id, WINDOW, None).await?;
+                let page = store.history(session_id, WINDOW, until).await?;
                 parse(page.messages.into_iter().map(|m| m.message))
             }
         };
@@ -80,4 +84,69 @@ fn trim(messages: &mut Vec<TranscriptMessage>) {
         .position(|m| matches!(m, TranscriptMessage::User(_)))
         .unwrap_or(messages.len());
     messages.drain(..start);
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+    use switchboard_protocol::message::TranscriptMessage;
+
+    use super::ConversationCache;
+    use crate::keys::SessionKind;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{NewSession, Store};
+
+    fn texts(messages: &[TranscriptMessage]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap()["content"].to_string())
+            .collect()
+    }
+
+    /// A run is given the transcript's last `seq` before it reads; a message appended in
+    /// between (another session's announce) must not take the place of the run's own message.
+    #[tokio::test]
+    async fn a_message_appended_after_the_runs_seq_is_left_for_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let key = "agent:main:main";
+        let new = NewSession {
+            key: key.to_string(),
+            agent_id: "main".to_string(),
+            kind: SessionKind::Main,
+            channel: None,
+            chat_type: None,
+            label: None,
+            display_name: None,
+            spawned_by: None,
+        };
+        let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
+        let first = store
+            .append(key, Some(new), vec![user("one")])
+            .await
+            .unwrap();
+        let id = first.entry.session_id;
+        let cache = ConversationCache::default();
+        let window = cache.take(&store, &id, 1).await.unwrap();
+        cache.put(&id, 1, window);
+
+        // The run's message is seq 2; the announce lands at seq 3 before the run reads.
+        store.append(key, None, vec![user("two")]).await.unwrap();
+        store
+            .append(key, None, vec![user("announce")])
+            .await
+            .unwrap();
+        let topped_up = cache.take(&store, &id, 2).await.unwrap();
+        assert_eq!(texts(&topped_up), ["\"one\"", "\"two\""]);
+        let fresh = ConversationCache::default()
+            .take(&store, &id, 2)
+            .await
+            .unwrap();
+        assert_eq!(texts(&fresh), ["\"one\"", "\"two\""]);
+        // The next run, given seq 3, sees all three.
+        cache.put(&id, 2, topped_up);
+        let next = cache.take(&store, &id, 3).await.unwrap();
+        assert_eq!(texts(&next), ["\"one\"", "\"two\"", "\"announce\""]);
+    }
 }

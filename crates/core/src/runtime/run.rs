@@ -229,9 +229,11 @@ async fn run_loop(
         Ok(history) => history,
         Err(e) => return fail(e.to_string()),
     };
-    // The transcript's newest seq as this run appends; the window is kept for the next run
-    // when the run ends well.
-    let mut last_seq = entry.last_seq;
+    // The transcript's newest seq as this run appends, one message at a time; the window is
+    // kept for the next run when the run ends well. A write from elsewhere in between (an
+    // announce) leaves a gap the window does not hold: then it is not kept.
+    let mut last_seq = Some(entry.last_seq);
+    let follow = |last: Option<i64>, seq: i64| last.filter(|&l| seq == l + 1).map(|_| seq);
     // The same set tools.invoke allows: the agent's allow/deny, minus session tools for
     // sub-agents unless tools.subagents.tools allows them.
     let tools = tools::invoke::callable_tools(engine, key, &entry.agent_id);
@@ -321,7 +323,9 @@ async fn run_loop(
             },
         ];
         match store.write_batch(turn).await {
-            Ok(outcomes) => last_seq = appended_seq(&outcomes).unwrap_or(last_seq),
+            Ok(outcomes) => {
+                last_seq = appended_seq(&outcomes).and_then(|seq| follow(last_seq, seq))
+            }
             Err(e) => return fail(e.to_string()),
         }
         model_request
@@ -333,7 +337,9 @@ async fn run_loop(
             .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
             .collect();
         if calls.is_empty() {
-            conversations.put(&entry.session_id, last_seq, model_request.messages);
+            if let Some(seq) = last_seq {
+                conversations.put(&entry.session_id, seq, model_request.messages);
+            }
             return Ending {
                 status: RunStatus::Ok,
                 result: Some(response.text()),
@@ -383,7 +389,7 @@ async fn run_loop(
                 "timestamp": now_ms(),
             });
             match store.append(key, None, vec![result.clone()]).await {
-                Ok(appended) => last_seq = appended.entry.last_seq,
+                Ok(appended) => last_seq = follow(last_seq, appended.entry.last_seq),
                 Err(e) => return fail(e.to_string()),
             }
             model_request

@@ -584,3 +584,50 @@ async fn the_model_sees_messages_written_between_runs_by_others() {
     );
     mock.stop().await;
 }
+
+/// An announce that lands while a run waits on the model (after the run read its window) is
+/// not in that run's request, and must be in every later one.
+#[tokio::test]
+async fn a_message_written_during_a_run_reaches_the_next_runs_model() {
+    let mock = MockLlm::start().await;
+    let h = Harness::open(mock_config(&mock, ProviderApi::OpenAiCompletions, false)).await;
+    mock.push(MockReply::text("first answer"));
+    mock.push(MockReply::Delay(
+        Duration::from_millis(300),
+        Box::new(MockReply::text("second answer")),
+    ));
+    mock.push(MockReply::text("third answer"));
+    h.turn("main", "first question").await;
+    let run_id = h.submit("main", "second question", None).await;
+    while mock.requests().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let note = json!({"role": "user", "content": "an announce during the run", "timestamp": 1});
+    h.engine
+        .store()
+        .append("agent:main:main", None, vec![note])
+        .await
+        .unwrap();
+    h.engine
+        .wait_run(&run_id, Duration::from_secs(30))
+        .await
+        .unwrap();
+    h.turn("main", "third question").await;
+    let texts: Vec<String> = mock.requests()[2]
+        .messages()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "first answer",
+            "second question",
+            "an announce during the run",
+            "second answer",
+            "third question"
+        ]
+    );
+    mock.stop().await;
+}

@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--timeout-s", type=float, default=300)
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.kit), "client"))
-    from gw_client import Gw, stats
+    from gw_client import Gw, GwError, stats
 
     def turn(gw, key, message, timeout_ms=120000):
         sent = gw.call("chat.send", {"sessionKey": key, "message": message,
@@ -71,6 +71,14 @@ def main():
 
     def history(gw, key, limit):
         return gw.call("chat.history", {"sessionKey": key, "limit": limit}).get("messages") or []
+
+    def poll(gw, key, limit):
+        """history(), or None while the gateway asks to retry (the reference answers
+        `UNAVAILABLE: session history is rebuilding` under load) or is too busy to answer."""
+        try:
+            return history(gw, key, limit)
+        except (GwError, TimeoutError):
+            return None
 
     if args.workload == "send":
         n = args.n or 20
@@ -135,7 +143,9 @@ def main():
     while True:
         for key in requesters:  # only those still owed an announce
             if len(set(children.get(key, []))) < done[key]:
-                children[key] = announces(history(poller, key, 1000))
+                messages = poll(poller, key, 1000)
+                if messages is not None:
+                    children[key] = announces(messages)
         finished = sum(min(len(set(children.get(k, []))), done[k]) for k in requesters)
         if state["turns"] == n and finished == n:
             all_ms = round((time.perf_counter() - t0) * 1000)
@@ -145,8 +155,12 @@ def main():
         time.sleep(0.2)
     # The reference queues an announce it cannot hand to a busy requester as a pending input of
     # that session (`chat.history` shows them); count those that are still waiting.
-    pending = sum(len(poller.call("chat.history", {"sessionKey": k, "limit": 1}).get("pendingInputs") or [])
-                  for k in requesters)
+    pending = 0
+    for key in requesters:
+        try:
+            pending += len(poller.call("chat.history", {"sessionKey": key, "limit": 1}).get("pendingInputs") or [])
+        except (GwError, TimeoutError):
+            pass
     poller.close()
     every = [c for cs in children.values() for c in cs]
     print(json.dumps({"workload": "spawn", "spawns": n, "turnsDone": state["turns"],

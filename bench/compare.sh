@@ -47,6 +47,9 @@ CLEANUP_DIRS=("$RUN/ours")
 mkdir -p "$RUN/ours"
 BENCH_HOME=${BENCH_HOME:-$HOME/.cache/switchboard-bench}
 OC_VERSION=${OC_VERSION:-2026.9.6}
+# The big session: 50,000 turns, 100,000 messages (its events get unique ids before the import,
+# see bench/unique_event_ids.py).
+BIG_TURNS=${BIG_TURNS:-50000}
 export BENCH_HOME OC_VERSION
 trap '"$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
 listening() { python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.3).close()' "$1" 2>/dev/null; }
@@ -190,6 +193,7 @@ ref_store() {
             gen+=("$arg")
         fi
     done
+    python3 "$ROOT/bench/unique_event_ids.py" "$dir"
     "$KIT/openclaw/cli.sh" --port "$OC_PORT" --state "$dir" -- doctor --session-sqlite import \
         --session-sqlite-all-agents >>"$RUN/store-$name.log" 2>&1
     echo "gen_sessions.py $* and the import in $((SECONDS - t0)) s" >"$dir/.bench-store-complete"
@@ -197,7 +201,7 @@ ref_store() {
 
 if phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
     for n in $SIZES; do ref_store "s$((n / 1000))k" --count "$n" --turns 2; done
-    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns 50000 --prefix hist100k
+    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
 fi
 
 if phase fresh; then
@@ -240,13 +244,13 @@ if phase sizes; then
         rm -rf "$RUN/ours/$name"
     done
     echo "== 1k- and 100k-message sessions: reference"
-    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns 50000 --prefix hist100k
+    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
     ref_start "$STORE"
     sizes_on reference history
     ref_stop
     echo "== 1k- and 100k-message sessions: switchboard"
     "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist1k-000000 --big-messages 1000 >/dev/null
-    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist100k-000000 --big-messages 100000 >/dev/null
+    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist100k-000000 --big-messages $((BIG_TURNS * 2)) >/dev/null
     our_start "$RUN/ours/history"
     sizes_on switchboard history
     our_stop

@@ -144,6 +144,15 @@ fn mock_config(mock: &MockLlm, api: ProviderApi, stream: bool) -> Config {
     config
 }
 
+/// The plain-text contents of the messages of the mock's `n`th request.
+fn string_contents(mock: &MockLlm, n: usize) -> Vec<String> {
+    mock.requests()[n]
+        .messages()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn roles(transcript: &[Value]) -> Vec<String> {
     transcript
         .iter()
@@ -567,14 +576,8 @@ async fn the_model_sees_messages_written_between_runs_by_others() {
         .await
         .unwrap();
     h.turn("main", "second question").await;
-    let requests = mock.requests();
-    let texts: Vec<String> = requests[1]
-        .messages()
-        .iter()
-        .filter_map(|m| m["content"].as_str().map(str::to_string))
-        .collect();
     assert_eq!(
-        texts,
+        string_contents(&mock, 1),
         [
             "first question",
             "first answer",
@@ -613,13 +616,8 @@ async fn a_message_written_during_a_run_reaches_the_next_runs_model() {
         .await
         .unwrap();
     h.turn("main", "third question").await;
-    let texts: Vec<String> = mock.requests()[2]
-        .messages()
-        .iter()
-        .filter_map(|m| m["content"].as_str().map(str::to_string))
-        .collect();
     assert_eq!(
-        texts,
+        string_contents(&mock, 2),
         [
             "first question",
             "first answer",

@@ -113,23 +113,24 @@ cat >"$RUN/config.json5" <<EOF5
   models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
                                  models: [{ id: "mock-model" }] } } },
   agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
+  gateway: { auth: { token: "bench-token-0123456789" } },
 }
 EOF5
-our_start() { # STATE-DIR: ready = spawn → hello-ok + health, as the kit's start.sh measures it
-    local t0
-    t0=$(date +%s%N)
-    "$BIN" --state-dir "$1" --config "$RUN/config.json5" gateway --port 0 >"$1.out" 2>"$1.err" &
-    GPID=$!
+our_start() { # STATE-DIR: ready = spawn → hello-ok + health (bench/launch.py)
+    local port started
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    URL="ws://127.0.0.1:$port" TOKEN=bench-token-0123456789
+    started=$(python3 "$ROOT/bench/launch.py" --kit "$KIT" --port "$port" --token "$TOKEN" --out "$1.out" \
+        --err "$1.err" -- "$BIN" --state-dir "$1" --config "$RUN/config.json5" gateway --port "$port") \
+        || { cat "$1.err" >&2; exit 1; }
+    GPID=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$started")
+    READY_MS=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["readyMs"])' "$started")
     PIDS+=("$GPID")
-    until URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$1.out" 2>/dev/null | head -n1) && [[ -n "$URL" ]]; do
-        kill -0 "$GPID" 2>/dev/null || { cat "$1.err" >&2; exit 1; }
-        sleep 0.005
-    done
-    TOKEN=$(cat "$1/gateway-token")
-    python3 "$CLIENT" --url "$URL" --token "$TOKEN" wait-ready --timeout-ms 10000 --pid "$GPID" >/dev/null
-    READY_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 }
-our_stop() { kill -TERM "$GPID" 2>/dev/null || true; wait "$GPID" 2>/dev/null || true; }
+our_stop() { # not a child of this shell (launch.py started it): wait for it to go
+    kill -TERM "$GPID" 2>/dev/null || true
+    while kill -0 "$GPID" 2>/dev/null; do sleep 0.05; done
+}
 
 # ready GATEWAY STEP: record the ready time and the RSS IDLE_S seconds later.
 ready() {

@@ -31,6 +31,7 @@ cleanup() {
         if kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done # not always this shell's child
         fi
     done
     if [[ "${KEEP_STATE:-0}" != 1 ]]; then

@@ -106,7 +106,7 @@ def main():
     n, r = args.n or 1000, min(args.requesters, args.n or 1000)
     requesters = ["agent:main:bench-spawner-%d" % w for w in range(r)]
     lock = threading.Lock()
-    state = {"next": 0, "turns": 0, "errors": {}}
+    state = {"next": 0, "errors": {}}
     done = {k: 0 for k in requesters}  # turns that ended ok, per requester
     t0 = time.perf_counter()
 
@@ -122,7 +122,6 @@ def main():
                 try:
                     turn(gw, key, "@tool sessions_spawn " + json.dumps({"task": "child task %d" % i}))
                     with lock:
-                        state["turns"] += 1
                         done[key] += 1
                 except Exception as e:
                     with lock:
@@ -139,15 +138,17 @@ def main():
         t.join(max(0.0, args.timeout_s - (time.perf_counter() - t0)))
     turns_ms = round((time.perf_counter() - t0) * 1000)
     poller = Gw(args.url, args.token)
-    children, all_ms = {}, None
+    turns_done = sum(done.values())
+    children = {k: [] for k in requesters}  # announce messages, by the child they name
+    all_ms = None
     while True:
         for key in requesters:  # only those still owed an announce
-            if len(set(children.get(key, []))) < done[key]:
+            if len(set(children[key])) < done[key]:
                 messages = poll(poller, key, 1000)
                 if messages is not None:
                     children[key] = announces(messages)
-        finished = sum(min(len(set(children.get(k, []))), done[k]) for k in requesters)
-        if state["turns"] == n and finished == n:
+        finished = sum(min(len(set(children[k])), done[k]) for k in requesters)
+        if turns_done == n and finished == n:
             all_ms = round((time.perf_counter() - t0) * 1000)
             break
         if time.perf_counter() - t0 > args.timeout_s:
@@ -163,7 +164,7 @@ def main():
             pass
     poller.close()
     every = [c for cs in children.values() for c in cs]
-    print(json.dumps({"workload": "spawn", "spawns": n, "turnsDone": state["turns"],
+    print(json.dumps({"workload": "spawn", "spawns": n, "turnsDone": turns_done,
                       "errors": sum(state["errors"].values()), "errorMessages": state["errors"],
                       "allTurnsMs": turns_ms, "allAnnouncedMs": all_ms, "announces": len(every),
                       "distinctChildren": len(set(every)), "pendingInputs": pending,

@@ -1,6 +1,5 @@
 //! Client commands: `call`, `sessions …`, `agents list`. Each opens one connection.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -149,13 +148,9 @@ fn tool_answer(global: &GlobalArgs, result: &Value) -> Result<ExitCode> {
     }
 }
 
-/// Prints the answer; a reader that went away (`… | head`) is not an error.
 fn print_json(value: &Value) -> Result<ExitCode> {
-    let text = serde_json::to_string_pretty(value)?;
-    match writeln!(std::io::stdout().lock(), "{text}") {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    outln!("{}", serde_json::to_string_pretty(value)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {
@@ -185,9 +180,9 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             if global.json {
                 return print_json(&result);
             }
-            println!("{}", sessions_table(&result));
+            outln!("{}", sessions_table(&result));
             if let Some(next) = result.get("nextCursor").and_then(Value::as_str) {
-                println!("(more: --cursor '{next}')");
+                outln!("(more: --cursor '{next}')");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -211,7 +206,7 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
                 .into_iter()
                 .flatten()
             {
-                println!(
+                outln!(
                     "#{} {}: {}",
                     m["seq"],
                     m["role"].as_str().unwrap_or("?"),
@@ -219,7 +214,7 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
                 );
             }
             if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
-                println!("(older: --before {next})");
+                outln!("(older: --before {next})");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -235,9 +230,9 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
                 return print_json(&result);
             }
             match result["status"].as_str() {
-                Some("ok") => println!("{}", result["reply"].as_str().unwrap_or_default()),
+                Some("ok") => outln!("{}", result["reply"].as_str().unwrap_or_default()),
                 Some("accepted") => {
-                    println!(
+                    outln!(
                         "sent (run {})",
                         result["runId"].as_str().unwrap_or_default()
                     )
@@ -264,10 +259,10 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
                 return tool_answer(global, &result);
             }
             let text = |k: &str| result[k].as_str().unwrap_or_default().to_string();
-            println!("status:          accepted");
-            println!("runId:           {}", text("runId"));
-            println!("childSessionKey: {}", text("childSessionKey"));
-            println!("(its report will arrive in {acting}: switchboard sessions history {acting})");
+            outln!("status:          accepted");
+            outln!("runId:           {}", text("runId"));
+            outln!("childSessionKey: {}", text("childSessionKey"));
+            outln!("(its report will arrive in {acting}: switchboard sessions history {acting})");
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Patch {
@@ -298,7 +293,7 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             if global.json {
                 return print_json(&result);
             }
-            println!("patched {}", result["key"].as_str().unwrap_or_default());
+            outln!("patched {}", result["key"].as_str().unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Delete { key } => {
@@ -306,7 +301,7 @@ pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitC
             if global.json {
                 return print_json(&result);
             }
-            println!(
+            outln!(
                 "deleted {} (transcript kept at {})",
                 result["key"].as_str().unwrap_or_default(),
                 result["archivedTranscriptPath"]
@@ -341,7 +336,7 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
             ]
         })
         .collect();
-    println!(
+    outln!(
         "{}",
         table::render(&["ID", "NAME", "MODEL", "DEFAULT"], &rows)
     );

@@ -116,13 +116,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .context("creating a temporary state dir")?;
     let home = dir.path().to_path_buf();
     let gateway = Gateway::start(&home).await?;
-    println!("switchboard demo: every session tool, end to end, on a gateway in this process");
-    println!("  gateway  {} (loopback only)", gateway.url);
+    outln!("switchboard demo: every session tool, end to end, on a gateway in this process");
+    outln!("  gateway  {} (loopback only)", gateway.url);
     let end = if args.keep { "kept" } else { "removed" };
-    println!("  state    {} ({end} at the end)", home.display());
-    println!("  agents   main (default, may spawn research) and research, both on");
-    println!("           builtin/scripted, answering the runtime's steps by @when rules");
-    println!("           in their system prompts (docs/scripted-model.md)");
+    outln!("  state    {} ({end} at the end)", home.display());
+    outln!("  agents   main (default, may spawn research) and research, both on");
+    outln!("           builtin/scripted, answering the runtime's steps by @when rules");
+    outln!("           in their system prompts (docs/scripted-model.md)");
     let started = Instant::now();
     let outcome = match GatewayClient::connect(&gateway.url, gateway.token.as_deref()).await {
         Ok(client) => {
@@ -144,7 +144,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
                     .with_context(|| format!("removing the state dir {}", home.display()))?;
                 format!("state dir {} removed (--keep keeps it)", home.display())
             };
-            println!(
+            outln!(
                 "\nDemo done in {elapsed:.1}s: sessions_list, sessions_history, sessions_send \
                  (reply-back, announce) and sessions_spawn (announce) all worked; {state}"
             );
@@ -175,10 +175,10 @@ impl Demo {
     }
 
     async fn set_up(&mut self) -> Result<()> {
-        println!("\nSet-up, through gateway methods:");
+        outln!("\nSet-up, through gateway methods:");
         for key in ["main", RESEARCH] {
             let created = self.call("sessions.create", json!({"key": key})).await?;
-            println!("  sessions.create {key} → {}", str_of(&created, "key"));
+            outln!("  sessions.create {key} → {}", str_of(&created, "key"));
         }
         let lines = [
             ("user", "[from ana] Is the 14:02 deploy done?"),
@@ -187,7 +187,7 @@ impl Demo {
         for (role, text) in lines {
             let params = json!({"sessionKey": GROUP, "role": role, "message": text});
             let injected = self.call("chat.inject", params).await?;
-            println!(
+            outln!(
                 "  chat.inject {GROUP} ({role}) → seq {} in {}",
                 injected["seq"],
                 str_of(&injected, "sessionKey")
@@ -199,9 +199,9 @@ impl Demo {
     async fn list(&mut self) -> Result<()> {
         heading(1, "sessions_list: the sessions main can see");
         let result = self.tool("sessions_list", json!({})).await?;
-        println!("  ← count {}", result["count"]);
+        outln!("  ← count {}", result["count"]);
         for row in rows(&result, "sessions") {
-            println!(
+            outln!(
                 "      {:<28} kind {:<6} channel {}",
                 str_of(row, "key"),
                 str_of(row, "kind"),
@@ -221,7 +221,7 @@ impl Demo {
         let args = json!({"sessionKey": GROUP, "limit": 10});
         let result = self.tool("sessions_history", args).await?;
         let messages = rows(&result, "messages");
-        println!(
+        outln!(
             "  ← {} messages of {} (truncated: {})",
             messages.len(),
             str_of(&result, "sessionKey"),
@@ -240,16 +240,16 @@ impl Demo {
             "sessionKey": RESEARCH, "message": "Is the 14:02 deploy done?", "timeoutSeconds": 30,
         });
         let result = self.tool("sessions_send", args).await?;
-        println!(
+        outln!(
             "  ← status {}, runId {}",
             str_of(&result, "status"),
             str_of(&result, "runId")
         );
-        println!("    reply: {}", short(str_of(&result, "reply"), 160));
+        outln!("    reply: {}", short(str_of(&result, "reply"), 160));
         check(result["status"] == "ok", "status ok", &result)?;
-        println!("  Then, in the background: the reply-back loop (turn 1 in main, turn 2 in");
-        println!("  research, whose REPLY_SKIP ends it), then the announce step in research");
-        println!("  (no channel route, so it stays recorded in research's transcript).");
+        outln!("  Then, in the background: the reply-back loop (turn 1 in main, turn 2 in");
+        outln!("  research, whose REPLY_SKIP ends it), then the announce step in research");
+        outln!("  (no channel route, so it stays recorded in research's transcript).");
         let research = self
             .wait_for(RESEARCH, "the announce step", research_seen, |new| {
                 let announced = new.iter().position(|m| {
@@ -259,9 +259,9 @@ impl Demo {
             })
             .await?;
         let main = self.transcript("main").await?;
-        println!("  research transcript, new messages:");
+        outln!("  research transcript, new messages:");
         print_messages(&research);
-        println!("  main transcript, new messages:");
+        outln!("  main transcript, new messages:");
         print_messages(main.get(main_seen..).unwrap_or_default());
         Ok(())
     }
@@ -275,30 +275,28 @@ impl Demo {
         });
         let result = self.tool("sessions_spawn", args).await?;
         let child = str_of(&result, "childSessionKey").to_string();
-        println!(
+        outln!(
             "  ← status {} (at once), runId {}\n    childSessionKey {child}",
             str_of(&result, "status"),
             str_of(&result, "runId")
         );
         check(result["status"] == "accepted", "status accepted", &result)?;
-        println!("  The sub-agent works on lane subagent; when it ends, its announce step");
-        println!(
-            "  reports to main (no route: a user-role message, provenance subagent-announce)."
-        );
+        outln!("  The sub-agent works on lane subagent; when it ends, its announce step");
+        outln!("  reports to main (no route: a user-role message, provenance subagent-announce).");
         let new = self
             .wait_for("main", "the sub-agent's announce", main_seen, |new| {
                 new.iter().any(is_subagent_announce)
             })
             .await?;
-        println!("  sub-agent transcript ({child}):");
+        outln!("  sub-agent transcript ({child}):");
         print_messages(&self.transcript(&child).await?);
         let Some(announce) = new.iter().find(|m| is_subagent_announce(m)) else {
             bail!("the announce went missing from main");
         };
-        println!("  arrived in main, #{}:", announce["seq"]);
+        outln!("  arrived in main, #{}:", announce["seq"]);
         let text = message_text(announce);
         for line in text.lines() {
-            println!("      {line}");
+            outln!("      {line}");
         }
         check(
             text.starts_with("Status: success"),
@@ -316,7 +314,7 @@ impl Demo {
 
     /// Runs a session tool as `main` and prints the call; a refusal or error fails the step.
     async fn tool(&mut self, tool: &str, args: Value) -> Result<Value> {
-        println!("  → tools.invoke as main: {tool} {args}");
+        outln!("  → tools.invoke as main: {tool} {args}");
         let params = json!({"sessionKey": "main", "tool": tool, "args": args});
         let mut answer = self.call("tools.invoke", params).await?;
         let result = answer
@@ -372,7 +370,7 @@ fn check(ok: bool, expected: &str, got: &Value) -> Result<()> {
 }
 
 fn heading(n: u8, title: &str) {
-    println!("\n[{n}/4] {title}");
+    outln!("\n[{n}/4] {title}");
 }
 
 fn is_subagent_announce(m: &Value) -> bool {
@@ -397,7 +395,7 @@ fn print_messages(messages: &[Value]) {
             Some(from) => format!(" (from {from})"),
             None => String::new(),
         };
-        println!(
+        outln!(
             "      #{} {}{from}: {}",
             m["seq"],
             str_of(m, "role"),

@@ -101,11 +101,11 @@ async fn seed(global: &GlobalArgs, args: SeedArgs) -> Result<ExitCode> {
             "closeMs": millis(closed),
             "totalMs": millis(total),
         });
-        println!("{out}");
+        outln!("{out}");
         return Ok(ExitCode::SUCCESS);
     }
     if let Some((key, w)) = &big {
-        println!(
+        outln!(
             "seeded {key} with {} messages in {:.2} s ({:.0} messages/s)",
             w.messages,
             w.elapsed.as_secs_f64(),
@@ -113,7 +113,7 @@ async fn seed(global: &GlobalArgs, args: SeedArgs) -> Result<ExitCode> {
         );
     }
     if let Some(w) = &many {
-        println!(
+        outln!(
             "seeded {} sessions × {} messages ({} messages) in {:.2} s ({:.0} sessions/s)",
             w.sessions,
             args.messages_per_session,
@@ -122,7 +122,7 @@ async fn seed(global: &GlobalArgs, args: SeedArgs) -> Result<ExitCode> {
             per_second(w.sessions, w.elapsed)
         );
     }
-    println!(
+    outln!(
         "total {:.2} s (open {:.0} ms, final commit {:.0} ms) in {}",
         total.as_secs_f64(),
         millis(opened),

@@ -42,13 +42,13 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     engine.start_cron();
     let state = ServerState::new(engine.clone(), auth.clone());
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
-    println!(
+    outln!(
         "switchboard {} gateway listening on ws://{local}",
         env!("CARGO_PKG_VERSION")
     );
-    println!("  rpc:    http://{local}/rpc   health: http://{local}/health");
-    println!("  token:  {}", auth.source);
-    println!("  state:  {}", home.display());
+    outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
+    outln!("  token:  {}", auth.source);
+    outln!("  state:  {}", home.display());
     tracing::info!(%local, "gateway ready");
     switchboard_server::serve(state, listener, shutdown_signal()).await?;
     engine.close().await;

@@ -1,5 +1,18 @@
 //! `switchboard`: run the gateway, call it, manage sessions, serve MCP, check the config (SPEC §11).
 
+/// `println!` for a command's output: a reader that went away (`switchboard … | head`) ends the
+/// output quietly instead of panicking; any other write error still panics, as `println!` does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                panic!("failed printing to stdout: {e}");
+            }
+        }
+    }};
+}
+
 mod chat;
 mod client_cmds;
 mod demo;

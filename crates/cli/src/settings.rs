@@ -85,14 +85,14 @@ pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
         }
     };
     if !path.exists() {
-        println!(
+        outln!(
             "no config file at {}: the embedded defaults apply",
             path.display()
         );
         return Ok(ExitCode::SUCCESS);
     }
     if loaded.unknown_paths.is_empty() {
-        println!("{}: ok", path.display());
+        outln!("{}: ok", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     for unknown in &loaded.unknown_paths {
@@ -106,7 +106,7 @@ pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
 pub fn config_show(global: &GlobalArgs) -> Result<ExitCode> {
     let loaded = global.load_config()?;
     loaded.warn_unknown_paths();
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(&loaded.config.redacted())?
     );

@@ -126,17 +126,23 @@ fn gateway_prints_where_to_connect_and_client_commands_work() {
     assert!(stdout(&deleted).starts_with("deleted agent:main:discord:group:ops"));
 
     // A reader that went away (`switchboard call … | head`) ends the command quietly.
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let piped = Command::new(BIN)
-        .args(["call", "sessions.list", "--state-dir"])
-        .arg(home.path())
-        .env("SWITCHBOARD_URL", &url)
-        .stdout(writer)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&piped.stderr);
-    assert!(piped.status.success() && stderr.is_empty(), "{stderr}");
+    for command in [&["call", "sessions.list"][..], &["sessions", "list"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let piped = Command::new(BIN)
+            .args(command)
+            .arg("--state-dir")
+            .arg(home.path())
+            .env("SWITCHBOARD_URL", &url)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&piped.stderr);
+        assert!(
+            piped.status.success() && stderr.is_empty(),
+            "{command:?}: {stderr}"
+        );
+    }
 
     let bad = run(home.path(), &url, &["call", "no.such.method"]);
     assert!(!bad.status.success());

@@ -93,9 +93,9 @@ mod tests {
     use switchboard_protocol::message::TranscriptMessage;
 
     use super::ConversationCache;
-    use crate::keys::SessionKind;
+    use crate::store::Store;
     use crate::store::sqlite::SqliteStore;
-    use crate::store::{NewSession, Store};
+    use crate::store::sqlite::tests::new_session;
 
     fn texts(messages: &[TranscriptMessage]) -> Vec<String> {
         messages
@@ -111,19 +111,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
         let key = "agent:main:main";
-        let new = NewSession {
-            key: key.to_string(),
-            agent_id: "main".to_string(),
-            kind: SessionKind::Main,
-            channel: None,
-            chat_type: None,
-            label: None,
-            display_name: None,
-            spawned_by: None,
-        };
         let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
         let first = store
-            .append(key, Some(new), vec![user("one")])
+            .append(key, Some(new_session(key)), vec![user("one")])
             .await
             .unwrap();
         let id = first.entry.session_id;

@@ -602,9 +602,14 @@ async fn a_message_written_during_a_run_reaches_the_next_runs_model() {
     mock.push(MockReply::text("third answer"));
     h.turn("main", "first question").await;
     let run_id = h.submit("main", "second question", None).await;
-    while mock.requests().len() < 2 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let second_request = async {
+        while mock.requests().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), second_request)
+        .await
+        .expect("the second run called the model");
     let note = json!({"role": "user", "content": "an announce during the run", "timestamp": 1});
     h.engine
         .store()

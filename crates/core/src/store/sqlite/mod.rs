@@ -27,7 +27,7 @@ use super::{
 use writer::{Job, JobDone, MirrorOp};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Read connections kept open for reuse.
 const MAX_IDLE_READERS: usize = 8;

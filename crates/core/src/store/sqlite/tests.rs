@@ -8,7 +8,8 @@ use super::*;
 use crate::keys::SessionKind;
 use crate::store::{EntryPatch, ListQuery, RunStatus};
 
-fn new_session(key: &str) -> NewSession {
+/// A new session of kind `Other` for agent `main` (also used by other modules' tests).
+pub(crate) fn new_session(key: &str) -> NewSession {
     NewSession {
         key: key.to_string(),
         agent_id: "main".to_string(),

@@ -1,4 +1,5 @@
-//! `send` and `deliveries.list`: the delivery outbox on the wire (SPEC §5.3, §9.1).
+//! `send` and `deliveries.list`: the delivery outbox on the wire (SPEC §5.3, §9.1), and what the
+//! webhook channel `POST`s to an account's `url` (SPEC §9.2).
 
 use serde::{Deserialize, Serialize};
 
@@ -72,4 +73,126 @@ pub struct DeliveryInfo {
     pub updated_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<i64>,
+}
+
+/// The answer of `deliveries.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveriesListResult {
+    /// Outbox records, newest first.
+    pub deliveries: Vec<DeliveryInfo>,
+}
+
+/// The JSON body the webhook channel `POST`s to an account's `url` for one delivery. The same
+/// `id` is sent in the `Idempotency-Key` header: an attempt repeated after a crash carries it
+/// again, so the receiver can drop the repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookOutbound {
+    /// The delivery's id (also the `Idempotency-Key` header).
+    pub id: String,
+    /// `reply`, `announce`, `subagent-announce` or `send`.
+    pub kind: String,
+    /// The webhook account sending it.
+    pub account_id: String,
+    /// The chat to deliver to (as the inbound `chatId`, or the sender of a direct chat).
+    pub to: String,
+    /// The thread inside the chat, when the conversation is in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The text to post.
+    pub text: String,
+    /// The session the text comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// The run that produced the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// Serializes `value`, checks it against `expected`, and reads it back.
+    fn round_trip<T>(value: T, expected: Value)
+    where
+        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
+        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
+    }
+
+    #[test]
+    fn deliveries_list_wraps_the_records() {
+        let info = DeliveryInfo {
+            id: "d1".into(),
+            kind: "reply".into(),
+            status: "pending".into(),
+            channel: "webhook".into(),
+            to: "chat-1".into(),
+            account_id: Some("acme".into()),
+            thread_id: None,
+            session_key: Some("agent:main:webhook:group:chat-1".into()),
+            run_id: Some("r1".into()),
+            text: "hi".into(),
+            attempts: 1,
+            next_attempt_at: Some(5),
+            detail: Some("connection refused".into()),
+            created_at: 1,
+            updated_at: 2,
+            delivered_at: None,
+        };
+        round_trip(
+            DeliveriesListResult {
+                deliveries: vec![info],
+            },
+            json!({"deliveries": [{
+                "id": "d1", "kind": "reply", "status": "pending", "channel": "webhook",
+                "to": "chat-1", "accountId": "acme",
+                "sessionKey": "agent:main:webhook:group:chat-1", "runId": "r1", "text": "hi",
+                "attempts": 1, "nextAttemptAt": 5, "detail": "connection refused",
+                "createdAt": 1, "updatedAt": 2,
+            }]}),
+        );
+        round_trip(
+            DeliveriesListResult { deliveries: vec![] },
+            json!({"deliveries": []}),
+        );
+    }
+
+    #[test]
+    fn the_webhook_body_carries_optional_fields_only_when_known() {
+        round_trip(
+            WebhookOutbound {
+                id: "d1".into(),
+                kind: "reply".into(),
+                account_id: "acme".into(),
+                to: "chat-1".into(),
+                thread_id: Some("t9".into()),
+                text: "hi".into(),
+                session_key: Some("agent:main:webhook:group:chat-1".into()),
+                run_id: Some("r1".into()),
+            },
+            json!({
+                "id": "d1", "kind": "reply", "accountId": "acme", "to": "chat-1",
+                "threadId": "t9", "text": "hi", "sessionKey": "agent:main:webhook:group:chat-1",
+                "runId": "r1",
+            }),
+        );
+        round_trip(
+            WebhookOutbound {
+                id: "d2".into(),
+                kind: "send".into(),
+                account_id: "acme".into(),
+                to: "chat-1".into(),
+                thread_id: None,
+                text: "hello".into(),
+                session_key: None,
+                run_id: None,
+            },
+            json!({"id": "d2", "kind": "send", "accountId": "acme", "to": "chat-1", "text": "hello"}),
+        );
+    }
 }

@@ -1,5 +1,6 @@
-//! Lenient numbers for params written by models and hand-made clients: `5`, `5.0` and `"5"` are
-//! all accepted, fractions are floored, and callers clamp to their range (SPEC §7).
+//! Lenient numbers and booleans for params written by models and hand-made clients: `5`, `5.0`
+//! and `"5"` are all accepted, fractions are floored, and callers clamp to their range (SPEC §7);
+//! `true`, `"true"`, `"yes"` and `1` are all true.
 
 use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
@@ -9,6 +10,25 @@ pub fn opt_int<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error
     match Option::<Value>::deserialize(de)? {
         None | Some(Value::Null) => Ok(None),
         Some(value) => to_int(&value).map(Some).map_err(D::Error::custom),
+    }
+}
+
+/// An optional bool given as `true`, `"true"`, `1`… (models are not always exact).
+pub fn opt_bool<'de, D: Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
+    match Option::<Value>::deserialize(de)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(Value::Number(n)) => Ok(Some(n.as_f64().is_some_and(|n| n != 0.0))),
+        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Ok(Some(true)),
+            "false" | "no" | "0" | "" => Ok(Some(false)),
+            other => Err(D::Error::custom(format!(
+                "expected true or false, got {other:?}"
+            ))),
+        },
+        Some(other) => Err(D::Error::custom(format!(
+            "expected true or false, got {other}"
+        ))),
     }
 }
 
@@ -49,5 +69,43 @@ mod tests {
         assert!(to_int(&json!(true)).is_err());
         assert_eq!(clamp_or(Some(900), 50, 1, 200), 200);
         assert_eq!(clamp_or(None, 50, 1, 200), 50);
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Flag {
+        #[serde(default, deserialize_with = "opt_bool")]
+        on: Option<bool>,
+    }
+
+    fn flag(value: Value) -> Result<Option<bool>, String> {
+        serde_json::from_value::<Flag>(value)
+            .map(|f| f.on)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn booleans_numbers_and_words_are_accepted() {
+        assert_eq!(flag(json!({})), Ok(None));
+        assert_eq!(flag(json!({"on": null})), Ok(None));
+        assert_eq!(flag(json!({"on": true})), Ok(Some(true)));
+        assert_eq!(flag(json!({"on": false})), Ok(Some(false)));
+        assert_eq!(flag(json!({"on": 1})), Ok(Some(true)));
+        assert_eq!(flag(json!({"on": 0.0})), Ok(Some(false)));
+        assert_eq!(flag(json!({"on": " Yes "})), Ok(Some(true)));
+        assert_eq!(flag(json!({"on": "TRUE"})), Ok(Some(true)));
+        assert_eq!(flag(json!({"on": "1"})), Ok(Some(true)));
+        assert_eq!(flag(json!({"on": "no"})), Ok(Some(false)));
+        assert_eq!(flag(json!({"on": ""})), Ok(Some(false)));
+        assert_eq!(flag(json!({"on": "0"})), Ok(Some(false)));
+        let word = flag(json!({"on": "maybe"})).unwrap_err();
+        assert!(
+            word.contains("expected true or false, got \"maybe\""),
+            "{word}"
+        );
+        let list = flag(json!({"on": [true]})).unwrap_err();
+        assert!(
+            list.contains("expected true or false, got [true]"),
+            "{list}"
+        );
     }
 }

@@ -9,10 +9,13 @@ pub mod agents;
 pub mod chat;
 pub mod cron;
 pub mod delivery;
+pub mod events;
 pub mod frames;
+pub mod inbound;
 pub mod lenient;
 pub mod message;
 pub mod runs;
+pub mod session_tools;
 pub mod sessions;
 pub mod tools;
 

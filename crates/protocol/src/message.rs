@@ -53,15 +53,27 @@ pub enum UserContent {
 }
 
 /// Where a user-role message came from when it was not a person.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
-    /// `agent`, `subagent-announce`, `cron`, `hook` (or `inject` for operator injections).
+    /// `agent` (another session's run), `cron`, `hook`, `inject` (an operator injection), or the
+    /// kind of the delivery that brought it (`reply`, `announce`, `subagent-announce`, `send`).
     pub kind: String,
+    /// The session the message came from (`agent` and deliveries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_session_key: Option<String>,
+    /// The run that sent it (`agent`: the sender's run; deliveries: the run that produced it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The cron job that fired (`cron`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// What fired the cron job: `schedule` or `manual` (`cron.run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The schedule slot that fired (ms; `trigger: "schedule"` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<i64>,
 }
 
 /// An assistant message with its provider, model, usage and stop reason.
@@ -114,6 +126,10 @@ pub struct ToolResultMessage {
     pub content: Vec<ContentBlock>,
     #[serde(default)]
     pub is_error: bool,
+    /// Structured data the tool attached for programs (not sent to the model; `sessions_history`
+    /// strips it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
     pub timestamp: i64,
 }
 
@@ -179,5 +195,75 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(user.timestamp(), 2);
+    }
+
+    #[test]
+    fn cron_provenance_round_trips() {
+        let scheduled = json!({
+            "role": "user", "content": "report", "timestamp": 3,
+            "provenance": {
+                "kind": "cron", "jobId": "daily", "trigger": "schedule",
+                "scheduledAt": 1_700_000_000_000_i64
+            }
+        });
+        let message: TranscriptMessage = serde_json::from_value(scheduled.clone()).unwrap();
+        let TranscriptMessage::User(user) = &message else {
+            panic!("not a user message: {message:?}");
+        };
+        assert_eq!(
+            user.provenance,
+            Some(Provenance {
+                kind: "cron".into(),
+                job_id: Some("daily".into()),
+                trigger: Some("schedule".into()),
+                scheduled_at: Some(1_700_000_000_000),
+                ..Provenance::default()
+            })
+        );
+        assert_eq!(serde_json::to_value(&message).unwrap(), scheduled);
+
+        let manual = Provenance {
+            kind: "cron".into(),
+            job_id: Some("daily".into()),
+            trigger: Some("manual".into()),
+            ..Provenance::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&manual).unwrap(),
+            json!({"kind": "cron", "jobId": "daily", "trigger": "manual"})
+        );
+        assert_eq!(
+            serde_json::to_value(Provenance {
+                kind: "hook".into(),
+                ..Provenance::default()
+            })
+            .unwrap(),
+            json!({"kind": "hook"})
+        );
+    }
+
+    #[test]
+    fn tool_results_keep_their_details() {
+        let with_details = json!({
+            "role": "toolResult", "toolCallId": "c1", "toolName": "exec",
+            "content": [{"type": "text", "text": "ok"}], "isError": false,
+            "details": {"exitCode": 0, "durationMs": 12}, "timestamp": 4
+        });
+        let message: TranscriptMessage = serde_json::from_value(with_details.clone()).unwrap();
+        let TranscriptMessage::ToolResult(result) = &message else {
+            panic!("not a tool result: {message:?}");
+        };
+        assert_eq!(
+            result.details,
+            Some(json!({"exitCode": 0, "durationMs": 12}))
+        );
+        assert_eq!(serde_json::to_value(&message).unwrap(), with_details);
+
+        let without = json!({
+            "role": "toolResult", "toolCallId": "c1", "toolName": "exec",
+            "content": [{"type": "text", "text": "ok"}], "isError": true, "timestamp": 4
+        });
+        let message: TranscriptMessage = serde_json::from_value(without.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&message).unwrap(), without);
     }
 }

@@ -83,19 +83,26 @@ pub struct AgentWaitParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
+    /// The run.
     pub run_id: String,
     /// `ok | error | timeout | aborted` once ended; `timeout` with `waitTimedOut` when the wait
     /// ended first (then `state` says whether the run is `queued` or `running`).
     pub status: String,
+    /// The run's session (canonical key).
     pub session_key: String,
+    /// `queued` or `running`: where the run stands when the wait ended first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// True when the wait ended before the run did (the run goes on).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait_timed_out: bool,
+    /// When the run started (ms); absent while queued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<i64>,
+    /// When the run ended (ms); absent until it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
+    /// Why the run ended `error`, `timeout` or `aborted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The run's final assistant text.
@@ -110,4 +117,289 @@ pub struct ChatAbortParams {
     /// Only this run (queued or running); default: the session's running run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+}
+
+/// `chat.send`'s answer when it started a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSendResult {
+    /// The run; `agent.wait` follows it, `agent`/`chat` events report it.
+    pub run_id: String,
+    /// Always `started` ([`ChatSendResult::STATUS`]).
+    pub status: String,
+    /// The session's canonical key.
+    pub session_key: String,
+}
+
+impl ChatSendResult {
+    pub const STATUS: &'static str = "started";
+
+    pub fn started(run_id: impl Into<String>, session_key: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            status: Self::STATUS.into(),
+            session_key: session_key.into(),
+        }
+    }
+}
+
+/// `chat.send`'s answer to the operator's standalone `/send on|off|inherit`: the session's send
+/// policy override was set; no run was started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendCommandResult {
+    /// Always `ok` ([`SendCommandResult::STATUS`]).
+    pub status: String,
+    /// Always `/send` ([`SendCommandResult::COMMAND`]).
+    pub command: String,
+    /// The session, in display form.
+    pub session_key: String,
+    /// The override now set: `allow` or `deny`; `null` (always present) when the session
+    /// inherits the configured policy again.
+    #[serde(default)]
+    pub send_policy: Option<String>,
+    /// A sentence for the operator saying what was set.
+    pub reply: String,
+}
+
+impl SendCommandResult {
+    pub const STATUS: &'static str = "ok";
+    pub const COMMAND: &'static str = "/send";
+
+    pub fn new(
+        session_key: impl Into<String>,
+        send_policy: Option<String>,
+        reply: impl Into<String>,
+    ) -> Self {
+        Self {
+            status: Self::STATUS.into(),
+            command: Self::COMMAND.into(),
+            session_key: session_key.into(),
+            send_policy,
+            reply: reply.into(),
+        }
+    }
+}
+
+/// Everything `chat.send` answers: a started run, or the `/send` command's result (no `runId`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ChatSendAnswer {
+    Started(ChatSendResult),
+    Command(SendCommandResult),
+}
+
+/// `agent`'s first answer: the run is stored and queued. The final answer ([`AgentResult`])
+/// follows under the same request id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentAccepted {
+    /// The run.
+    pub run_id: String,
+    /// Always `accepted` ([`AgentAccepted::STATUS`]).
+    pub status: String,
+    /// When the run was accepted (ms).
+    pub accepted_at: i64,
+}
+
+impl AgentAccepted {
+    pub const STATUS: &'static str = "accepted";
+
+    pub fn new(run_id: impl Into<String>, accepted_at: i64) -> Self {
+        Self {
+            run_id: run_id.into(),
+            status: Self::STATUS.into(),
+            accepted_at,
+        }
+    }
+}
+
+/// The reply text of a run, as `agent`'s `result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentReplyText {
+    /// The run's final assistant text.
+    pub text: String,
+}
+
+/// `agent`'s final answer: the run's outcome, a summary line and the reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentResult {
+    /// The outcome, as `agent.wait` answers it (its fields sit at the top level).
+    #[serde(flatten)]
+    pub run: RunResult,
+    /// The first 200 characters of the reply, else of the error; empty when there is neither.
+    pub summary: String,
+    /// The reply, when the run produced one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<AgentReplyText>,
+}
+
+impl AgentResult {
+    /// Longest `summary`, in characters.
+    pub const SUMMARY_CHARS: usize = 200;
+
+    /// `run` with its summary and `result` derived from its reply and error.
+    pub fn new(run: RunResult) -> Self {
+        let summary = run
+            .reply
+            .as_deref()
+            .or(run.error.as_deref())
+            .map(|s| s.chars().take(Self::SUMMARY_CHARS).collect())
+            .unwrap_or_default();
+        let result = run.reply.clone().map(|text| AgentReplyText { text });
+        Self {
+            run,
+            summary,
+            result,
+        }
+    }
+}
+
+/// The answer of `chat.abort`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatAbortResult {
+    /// Always true (aborting nothing is not an error).
+    pub ok: bool,
+    /// True when at least one run was aborted.
+    pub aborted: bool,
+    /// The runs aborted (queued or running).
+    pub run_ids: Vec<String>,
+    /// The session's canonical key.
+    pub session_key: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// Serializes `value`, checks it against `expected`, and reads it back.
+    fn round_trip<T>(value: T, expected: Value)
+    where
+        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
+        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
+    }
+
+    #[test]
+    fn chat_send_answers_a_run_or_the_send_command() {
+        round_trip(
+            ChatSendAnswer::Started(ChatSendResult::started("r1", "agent:main:main")),
+            json!({"runId": "r1", "status": "started", "sessionKey": "agent:main:main"}),
+        );
+        round_trip(
+            ChatSendAnswer::Command(SendCommandResult::new(
+                "main",
+                Some("deny".into()),
+                "Send policy for main: deny.",
+            )),
+            json!({
+                "status": "ok", "command": "/send", "sessionKey": "main", "sendPolicy": "deny",
+                "reply": "Send policy for main: deny.",
+            }),
+        );
+        round_trip(
+            ChatSendAnswer::Command(SendCommandResult::new(
+                "main",
+                None,
+                "Send policy for main: inherit (the configured policy).",
+            )),
+            json!({
+                "status": "ok", "command": "/send", "sessionKey": "main", "sendPolicy": null,
+                "reply": "Send policy for main: inherit (the configured policy).",
+            }),
+        );
+    }
+
+    #[test]
+    fn agent_answers_accepted_then_the_outcome() {
+        round_trip(
+            AgentAccepted::new("r1", 1_700_000_000_000),
+            json!({"runId": "r1", "status": "accepted", "acceptedAt": 1_700_000_000_000_i64}),
+        );
+        let ok = RunResult {
+            run_id: "r1".into(),
+            status: "ok".into(),
+            session_key: "agent:main:main".into(),
+            state: None,
+            wait_timed_out: false,
+            started_at: Some(10),
+            ended_at: Some(20),
+            error: None,
+            reply: Some("pong".into()),
+        };
+        round_trip(
+            AgentResult::new(ok),
+            json!({
+                "runId": "r1", "status": "ok", "sessionKey": "agent:main:main",
+                "startedAt": 10, "endedAt": 20, "reply": "pong",
+                "summary": "pong", "result": {"text": "pong"},
+            }),
+        );
+        let failed = RunResult {
+            run_id: "r2".into(),
+            status: "error".into(),
+            session_key: "agent:main:main".into(),
+            state: None,
+            wait_timed_out: false,
+            started_at: Some(10),
+            ended_at: Some(20),
+            error: Some("x".repeat(300)),
+            reply: None,
+        };
+        let result = AgentResult::new(failed);
+        assert_eq!(result.summary, "x".repeat(200));
+        round_trip(
+            result,
+            json!({
+                "runId": "r2", "status": "error", "sessionKey": "agent:main:main",
+                "startedAt": 10, "endedAt": 20, "error": "x".repeat(300),
+                "summary": "x".repeat(200),
+            }),
+        );
+        let waiting = RunResult {
+            run_id: "r3".into(),
+            status: "timeout".into(),
+            session_key: "agent:main:main".into(),
+            state: Some("running".into()),
+            wait_timed_out: true,
+            started_at: Some(10),
+            ended_at: None,
+            error: None,
+            reply: None,
+        };
+        round_trip(
+            AgentResult::new(waiting),
+            json!({
+                "runId": "r3", "status": "timeout", "sessionKey": "agent:main:main",
+                "state": "running", "waitTimedOut": true, "startedAt": 10, "summary": "",
+            }),
+        );
+    }
+
+    #[test]
+    fn chat_abort_lists_what_it_aborted() {
+        round_trip(
+            ChatAbortResult {
+                ok: true,
+                aborted: true,
+                run_ids: vec!["r1".into()],
+                session_key: "agent:main:main".into(),
+            },
+            json!({"ok": true, "aborted": true, "runIds": ["r1"], "sessionKey": "agent:main:main"}),
+        );
+        round_trip(
+            ChatAbortResult {
+                ok: true,
+                aborted: false,
+                run_ids: vec![],
+                session_key: "agent:main:main".into(),
+            },
+            json!({"ok": true, "aborted": false, "runIds": [], "sessionKey": "agent:main:main"}),
+        );
+    }
 }

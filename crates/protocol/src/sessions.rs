@@ -1,4 +1,6 @@
-//! `sessions.*` params and results, and the session row shared with `sessions_list` (SPEC §5.3, §7.1).
+//! `sessions.*` params and results, and the session row shared with `sessions_list` (SPEC §5.3,
+//! §7.1). `sessions.subscribe` / `sessions.unsubscribe` are here too: they are answered by the
+//! connection itself (they change which run events it receives), but their shapes are wire.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -224,6 +226,103 @@ pub struct SessionKeyParams {
     pub key: String,
 }
 
+/// The answer of `sessions.create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsCreateResult {
+    /// Always true.
+    pub ok: bool,
+    /// The session's key in display form (`main` for the global bucket).
+    pub key: String,
+    /// The session's current sessionId (its transcript).
+    pub session_id: String,
+    /// False when the key already named a session (then nothing was changed).
+    pub created: bool,
+    /// The session's row, as `sessions.list` shows it.
+    pub session: SessionRow,
+}
+
+/// The answer of `sessions.resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsResolveResult {
+    /// Always true.
+    pub ok: bool,
+    /// The session's key in display form.
+    pub key: String,
+    /// The session's current sessionId.
+    pub session_id: String,
+}
+
+/// The answer of `sessions.patch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsPatchResult {
+    /// Always true.
+    pub ok: bool,
+    /// The session's key in display form.
+    pub key: String,
+    /// The session's row after the patch.
+    pub session: SessionRow,
+}
+
+/// The answer of `sessions.reset`: the session starts a new transcript; the old one is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsResetResult {
+    /// Always true.
+    pub ok: bool,
+    /// The session's key in display form.
+    pub key: String,
+    /// The new sessionId.
+    pub session_id: String,
+    /// The sessionId before the reset.
+    pub previous_session_id: String,
+    /// Absolute path of the previous transcript's JSONL mirror.
+    pub previous_transcript_path: String,
+}
+
+/// The answer of `sessions.delete`: the entry is gone; its transcript is archived, not lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsDeleteResult {
+    /// Always true.
+    pub ok: bool,
+    /// The deleted session's canonical key.
+    pub key: String,
+    /// Always true (an unknown key is a `NOT_FOUND` error).
+    pub deleted: bool,
+    /// The deleted session's last sessionId.
+    pub session_id: String,
+    /// Absolute path of the archived transcript's JSONL mirror.
+    pub archived_transcript_path: String,
+}
+
+/// `sessions.subscribe` / `sessions.unsubscribe`: which sessions' run events (`agent`, `chat`,
+/// `delivery`) this connection receives.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionsSubscribeParams {
+    /// Sessions to add (subscribe) or remove (unsubscribe), as keys in any accepted form.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub session_keys: Vec<String>,
+    /// Subscribe: every session. Unsubscribe: drop every subscription, `all` included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all: Option<bool>,
+}
+
+/// The connection's subscriptions after `sessions.subscribe` / `sessions.unsubscribe`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsSubscribeResult {
+    /// Always true.
+    pub ok: bool,
+    /// True when the connection receives every session's events.
+    pub all: bool,
+    /// The sessions named so far, as canonical keys, sorted.
+    pub session_keys: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +345,135 @@ mod tests {
         assert_eq!(p.limit, Some(20));
         assert_eq!(p.active_minutes, Some(5));
         assert_eq!(p.kinds.unwrap().into_vec(), vec!["group".to_string()]);
+    }
+
+    /// Serializes `value`, checks it against `expected`, and reads it back.
+    fn round_trip<T>(value: T, expected: Value)
+    where
+        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
+        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
+    }
+
+    fn row() -> (SessionRow, Value) {
+        let row = SessionRow {
+            key: "agent:main:hook:h1".into(),
+            kind: "hook".into(),
+            channel: "internal".into(),
+            agent_id: "main".into(),
+            session_id: "s2".into(),
+            created_at: 1,
+            updated_at: 2,
+            chat_type: None,
+            display_name: None,
+            label: Some("ops".into()),
+            model: None,
+            context_tokens: None,
+            input_tokens: None,
+            output_tokens: None,
+            total_tokens: None,
+            thinking_level: None,
+            verbose_level: None,
+            system_sent: None,
+            aborted_last_run: None,
+            send_policy: Some("deny".into()),
+            last_channel: None,
+            last_to: None,
+            delivery_context: None,
+            spawned_by: None,
+            archived_at: None,
+            transcript_path: "/h/s2.jsonl".into(),
+            messages: None,
+        };
+        let json = json!({
+            "key": "agent:main:hook:h1", "kind": "hook", "channel": "internal",
+            "agentId": "main", "sessionId": "s2", "createdAt": 1, "updatedAt": 2,
+            "label": "ops", "sendPolicy": "deny", "transcriptPath": "/h/s2.jsonl",
+        });
+        (row, json)
+    }
+
+    #[test]
+    fn method_results_have_the_method_shapes() {
+        let (session, session_json) = row();
+        round_trip(
+            SessionsCreateResult {
+                ok: true,
+                key: "agent:main:hook:h1".into(),
+                session_id: "s2".into(),
+                created: true,
+                session: session.clone(),
+            },
+            json!({
+                "ok": true, "key": "agent:main:hook:h1", "sessionId": "s2", "created": true,
+                "session": session_json.clone(),
+            }),
+        );
+        round_trip(
+            SessionsResolveResult {
+                ok: true,
+                key: "main".into(),
+                session_id: "s1".into(),
+            },
+            json!({"ok": true, "key": "main", "sessionId": "s1"}),
+        );
+        round_trip(
+            SessionsPatchResult {
+                ok: true,
+                key: "agent:main:hook:h1".into(),
+                session,
+            },
+            json!({"ok": true, "key": "agent:main:hook:h1", "session": session_json}),
+        );
+        round_trip(
+            SessionsResetResult {
+                ok: true,
+                key: "main".into(),
+                session_id: "s3".into(),
+                previous_session_id: "s1".into(),
+                previous_transcript_path: "/h/s1.jsonl".into(),
+            },
+            json!({
+                "ok": true, "key": "main", "sessionId": "s3", "previousSessionId": "s1",
+                "previousTranscriptPath": "/h/s1.jsonl",
+            }),
+        );
+        round_trip(
+            SessionsDeleteResult {
+                ok: true,
+                key: "agent:main:hook:h1".into(),
+                deleted: true,
+                session_id: "s2".into(),
+                archived_transcript_path: "/h/s2.jsonl".into(),
+            },
+            json!({
+                "ok": true, "key": "agent:main:hook:h1", "deleted": true, "sessionId": "s2",
+                "archivedTranscriptPath": "/h/s2.jsonl",
+            }),
+        );
+    }
+
+    #[test]
+    fn subscriptions_default_to_nothing() {
+        assert_eq!(
+            serde_json::from_value::<SessionsSubscribeParams>(json!({})).unwrap(),
+            SessionsSubscribeParams::default()
+        );
+        round_trip(
+            SessionsSubscribeParams {
+                session_keys: vec!["main".into()],
+                all: Some(false),
+            },
+            json!({"sessionKeys": ["main"], "all": false}),
+        );
+        round_trip(
+            SessionsSubscribeResult {
+                ok: true,
+                all: false,
+                session_keys: vec!["agent:main:main".into()],
+            },
+            json!({"ok": true, "all": false, "sessionKeys": ["agent:main:main"]}),
+        );
     }
 }

@@ -44,3 +44,37 @@ pub struct ToolsListResult {
     pub session_key: String,
     pub tools: Vec<ToolDescriptor>,
 }
+
+/// The answer of `tools.invoke`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsInvokeResult {
+    /// False when the tool answered an error (its `result` then says why).
+    pub ok: bool,
+    /// The tool's answer, exactly as the model would read it: a result object (see
+    /// `session_tools`) or an error text.
+    pub result: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn invoke_answers_ok_and_the_tool_result() {
+        let result = ToolsInvokeResult {
+            ok: false,
+            result: json!({"status": "error", "error": "sessionKey required"}),
+        };
+        let expected = json!({
+            "ok": false,
+            "result": {"status": "error", "error": "sessionKey required"},
+        });
+        assert_eq!(serde_json::to_value(&result).unwrap(), expected);
+        assert_eq!(
+            serde_json::from_value::<ToolsInvokeResult>(expected).unwrap(),
+            result
+        );
+    }
+}

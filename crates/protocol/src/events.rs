@@ -1,0 +1,509 @@
+//! The payloads of server events (SPEC §5.1), in the reference's shapes: `connect.challenge`
+//! ([`ConnectChallenge`]), `tick`, `shutdown`, `agent` (a run's lifecycle and streams), `chat`
+//! (the reply as it grows, then its final state) and `delivery` ([`DeliveryInfo`]).
+//!
+//! [`ServerEvent`] pairs each event name with its payload type, so a name and a payload cannot
+//! disagree; likewise an [`AgentEvent`]'s `stream` and `data` are one value ([`AgentStream`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::delivery::DeliveryInfo;
+use crate::frames::{ConnectChallenge, EventFrame};
+use crate::message::ContentBlock;
+
+/// The first event of a connection, before `connect`.
+pub const CONNECT_CHALLENGE: &str = "connect.challenge";
+/// Sent every `tickIntervalMs` to a connected client.
+pub const TICK: &str = "tick";
+/// Sent once before the gateway closes the connection to stop.
+pub const SHUTDOWN: &str = "shutdown";
+/// A run's lifecycle and streams.
+pub const AGENT: &str = "agent";
+/// A run's reply for chat views.
+pub const CHAT: &str = "chat";
+/// An outbox record changed.
+pub const DELIVERY: &str = "delivery";
+/// Every event a server sends (the `features.events` of `hello-ok`), in that order.
+pub const EVENTS: &[&str] = &[CONNECT_CHALLENGE, TICK, SHUTDOWN, AGENT, CHAT, DELIVERY];
+
+/// Any server event: `{"event": name, "payload": …}`, the named part of an [`EventFrame`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "payload")]
+pub enum ServerEvent {
+    #[serde(rename = "connect.challenge")]
+    ConnectChallenge(ConnectChallenge),
+    #[serde(rename = "tick")]
+    Tick(TickEvent),
+    #[serde(rename = "shutdown")]
+    Shutdown(ShutdownEvent),
+    #[serde(rename = "agent")]
+    Agent(AgentEvent),
+    #[serde(rename = "chat")]
+    Chat(ChatEvent),
+    #[serde(rename = "delivery")]
+    Delivery(DeliveryInfo),
+}
+
+impl ServerEvent {
+    /// The event's name, one of [`EVENTS`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ConnectChallenge(_) => CONNECT_CHALLENGE,
+            Self::Tick(_) => TICK,
+            Self::Shutdown(_) => SHUTDOWN,
+            Self::Agent(_) => AGENT,
+            Self::Chat(_) => CHAT,
+            Self::Delivery(_) => DELIVERY,
+        }
+    }
+
+    /// The event as a frame, numbered with `seq` when given.
+    pub fn into_frame(self, seq: Option<u64>) -> Result<EventFrame, serde_json::Error> {
+        let event = self.name().to_string();
+        let payload = match self {
+            Self::ConnectChallenge(p) => serde_json::to_value(p),
+            Self::Tick(p) => serde_json::to_value(p),
+            Self::Shutdown(p) => serde_json::to_value(p),
+            Self::Agent(p) => serde_json::to_value(p),
+            Self::Chat(p) => serde_json::to_value(p),
+            Self::Delivery(p) => serde_json::to_value(p),
+        }?;
+        Ok(EventFrame {
+            event,
+            payload,
+            seq,
+        })
+    }
+}
+
+/// `tick`: the connection is alive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TickEvent {
+    /// The server's clock (ms).
+    pub ts: i64,
+}
+
+/// `shutdown`: the gateway is stopping; the connection closes next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShutdownEvent {
+    /// Why, for people (`gateway stopping`).
+    pub reason: String,
+}
+
+/// `agent`: one step of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEvent {
+    /// The run.
+    pub run_id: String,
+    /// The run's session (canonical key).
+    pub session_key: String,
+    /// When the server sent the event (ms).
+    pub ts: i64,
+    /// `stream` and its `data`.
+    #[serde(flatten)]
+    pub stream: AgentStream,
+}
+
+impl AgentEvent {
+    pub fn new(
+        run_id: impl Into<String>,
+        session_key: impl Into<String>,
+        ts: i64,
+        stream: AgentStream,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            session_key: session_key.into(),
+            ts,
+            stream,
+        }
+    }
+}
+
+/// An `agent` event's `stream` (`lifecycle`, `assistant`, `thinking`, `tool`) with its `data`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "stream", content = "data", rename_all = "lowercase")]
+pub enum AgentStream {
+    /// The run was queued, started or ended.
+    Lifecycle(Lifecycle),
+    /// A piece of the reply.
+    Assistant(AssistantDelta),
+    /// A piece of the model's reasoning.
+    Thinking(ThinkingDelta),
+    /// A tool call or its result.
+    Tool(ToolStep),
+}
+
+/// `lifecycle` data, told apart by `phase`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "lowercase")]
+pub enum Lifecycle {
+    /// Stored and waiting for its session or lane.
+    Queued,
+    /// The model is working on it.
+    Start,
+    /// The run ended.
+    End {
+        /// How it ended.
+        status: EndStatus,
+        /// Why it ended `error`, `timeout` or `aborted`; `null` (always present) otherwise.
+        #[serde(default)]
+        error: Option<String>,
+    },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndStatus {
+    Ok,
+    Error,
+    Timeout,
+    Aborted,
+}
+
+impl EndStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+/// `assistant` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantDelta {
+    /// The new piece of text.
+    pub delta: String,
+    /// All the text of this model turn so far.
+    pub text: String,
+}
+
+/// `thinking` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingDelta {
+    /// The new piece of reasoning.
+    pub delta: String,
+}
+
+/// `tool` data, told apart by `phase`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "phase",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ToolStep {
+    /// The model called a tool.
+    Call {
+        /// The call's id; its result carries the same.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments as the model sent them.
+        arguments: Value,
+    },
+    /// The tool answered.
+    Result {
+        /// The id of the call answered.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// True when the tool answered an error.
+        is_error: bool,
+        /// The answer, as the model reads it.
+        text: String,
+    },
+}
+
+/// `chat`: the run's reply for chat views.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatEvent {
+    /// The run.
+    pub run_id: String,
+    /// The run's session (canonical key).
+    pub session_key: String,
+    /// `delta` while the reply grows, then `final`, `aborted` or `error`.
+    pub state: ChatState,
+    /// The reply so far (`delta`) or in full (`final`); absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<ChatMessage>,
+    /// Why the run ended without a reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// Where a `chat` reply stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatState {
+    Delta,
+    Final,
+    Aborted,
+    Error,
+}
+
+impl ChatState {
+    /// The final state of a run that ended so: `ok` → `final`, `aborted` → `aborted`, else
+    /// `error`.
+    pub fn ended(status: EndStatus) -> Self {
+        match status {
+            EndStatus::Ok => Self::Final,
+            EndStatus::Aborted => Self::Aborted,
+            EndStatus::Error | EndStatus::Timeout => Self::Error,
+        }
+    }
+}
+
+/// The reply of a `chat` event: an assistant message of text blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatMessage {
+    /// Always `assistant`.
+    pub role: String,
+    /// The reply, as one text block.
+    pub content: Vec<ContentBlock>,
+}
+
+impl ChatMessage {
+    /// An assistant message holding `text`.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: "assistant".into(),
+            content: vec![ContentBlock::text(text)],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Serializes `value`, checks it against `expected`, and reads it back.
+    fn round_trip<T>(value: T, expected: Value)
+    where
+        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
+        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
+    }
+
+    fn agent(stream: AgentStream) -> AgentEvent {
+        AgentEvent::new("r1", "agent:main:main", 5, stream)
+    }
+
+    fn agent_json(stream: &str, data: Value) -> Value {
+        json!({"runId": "r1", "sessionKey": "agent:main:main", "stream": stream, "ts": 5, "data": data})
+    }
+
+    #[test]
+    fn lifecycle_events_have_the_reference_shapes() {
+        round_trip(
+            agent(AgentStream::Lifecycle(Lifecycle::Queued)),
+            agent_json("lifecycle", json!({"phase": "queued"})),
+        );
+        round_trip(
+            agent(AgentStream::Lifecycle(Lifecycle::Start)),
+            agent_json("lifecycle", json!({"phase": "start"})),
+        );
+        round_trip(
+            agent(AgentStream::Lifecycle(Lifecycle::End {
+                status: EndStatus::Ok,
+                error: None,
+            })),
+            agent_json(
+                "lifecycle",
+                json!({"phase": "end", "status": "ok", "error": null}),
+            ),
+        );
+        round_trip(
+            agent(AgentStream::Lifecycle(Lifecycle::End {
+                status: EndStatus::Timeout,
+                error: Some("run timed out".into()),
+            })),
+            agent_json(
+                "lifecycle",
+                json!({"phase": "end", "status": "timeout", "error": "run timed out"}),
+            ),
+        );
+        for status in [
+            EndStatus::Ok,
+            EndStatus::Error,
+            EndStatus::Timeout,
+            EndStatus::Aborted,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                json!(status.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn stream_events_have_the_reference_shapes() {
+        round_trip(
+            agent(AgentStream::Assistant(AssistantDelta {
+                delta: "lo".into(),
+                text: "hello".into(),
+            })),
+            agent_json("assistant", json!({"delta": "lo", "text": "hello"})),
+        );
+        round_trip(
+            agent(AgentStream::Thinking(ThinkingDelta { delta: "hm".into() })),
+            agent_json("thinking", json!({"delta": "hm"})),
+        );
+        round_trip(
+            agent(AgentStream::Tool(ToolStep::Call {
+                tool_call_id: "c1".into(),
+                name: "sessions_list".into(),
+                arguments: json!({"limit": 5}),
+            })),
+            agent_json(
+                "tool",
+                json!({"phase": "call", "toolCallId": "c1", "name": "sessions_list", "arguments": {"limit": 5}}),
+            ),
+        );
+        round_trip(
+            agent(AgentStream::Tool(ToolStep::Result {
+                tool_call_id: "c1".into(),
+                name: "sessions_list".into(),
+                is_error: false,
+                text: "{\"count\":0}".into(),
+            })),
+            agent_json(
+                "tool",
+                json!({
+                    "phase": "result", "toolCallId": "c1", "name": "sessions_list",
+                    "isError": false, "text": "{\"count\":0}",
+                }),
+            ),
+        );
+    }
+
+    #[test]
+    fn chat_events_have_the_reference_shapes() {
+        let chat = |state, message: Option<&str>, error: Option<&str>| ChatEvent {
+            run_id: "r1".into(),
+            session_key: "agent:main:main".into(),
+            state,
+            message: message.map(ChatMessage::assistant),
+            error_message: error.map(str::to_string),
+        };
+        let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "hello"}]});
+        round_trip(
+            chat(ChatState::Delta, Some("hello"), None),
+            json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "delta", "message": reply}),
+        );
+        round_trip(
+            chat(ChatState::ended(EndStatus::Ok), Some("hello"), None),
+            json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "final", "message": reply}),
+        );
+        round_trip(
+            chat(
+                ChatState::ended(EndStatus::Timeout),
+                None,
+                Some("run timed out"),
+            ),
+            json!({
+                "runId": "r1", "sessionKey": "agent:main:main", "state": "error",
+                "errorMessage": "run timed out",
+            }),
+        );
+        round_trip(
+            chat(ChatState::ended(EndStatus::Aborted), None, None),
+            json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "aborted"}),
+        );
+        assert_eq!(ChatState::ended(EndStatus::Error), ChatState::Error);
+    }
+
+    #[test]
+    fn server_events_pair_names_with_payloads() {
+        let events = [
+            (
+                ServerEvent::ConnectChallenge(ConnectChallenge {
+                    nonce: "n".into(),
+                    ts: 1,
+                }),
+                json!({"nonce": "n", "ts": 1}),
+            ),
+            (ServerEvent::Tick(TickEvent { ts: 2 }), json!({"ts": 2})),
+            (
+                ServerEvent::Shutdown(ShutdownEvent {
+                    reason: "gateway stopping".into(),
+                }),
+                json!({"reason": "gateway stopping"}),
+            ),
+            (
+                ServerEvent::Agent(agent(AgentStream::Lifecycle(Lifecycle::Start))),
+                agent_json("lifecycle", json!({"phase": "start"})),
+            ),
+            (
+                ServerEvent::Chat(ChatEvent {
+                    run_id: "r1".into(),
+                    session_key: "agent:main:main".into(),
+                    state: ChatState::Delta,
+                    message: Some(ChatMessage::assistant("hi")),
+                    error_message: None,
+                }),
+                json!({
+                    "runId": "r1", "sessionKey": "agent:main:main", "state": "delta",
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+                }),
+            ),
+            (
+                ServerEvent::Delivery(DeliveryInfo {
+                    id: "d1".into(),
+                    kind: "reply".into(),
+                    status: "delivered".into(),
+                    channel: "webchat".into(),
+                    to: "agent:main:main".into(),
+                    account_id: None,
+                    thread_id: None,
+                    session_key: Some("agent:main:main".into()),
+                    run_id: Some("r1".into()),
+                    text: "hi".into(),
+                    attempts: 1,
+                    next_attempt_at: None,
+                    detail: None,
+                    created_at: 1,
+                    updated_at: 2,
+                    delivered_at: Some(2),
+                }),
+                json!({
+                    "id": "d1", "kind": "reply", "status": "delivered", "channel": "webchat",
+                    "to": "agent:main:main", "sessionKey": "agent:main:main", "runId": "r1",
+                    "text": "hi", "attempts": 1, "createdAt": 1, "updatedAt": 2, "deliveredAt": 2,
+                }),
+            ),
+        ];
+        assert_eq!(events.len(), EVENTS.len());
+        for (i, (event, payload)) in events.into_iter().enumerate() {
+            let name = event.name();
+            assert_eq!(name, EVENTS[i]);
+            round_trip(event.clone(), json!({"event": name, "payload": payload}));
+            let frame = event.into_frame(Some(3)).unwrap();
+            assert_eq!(
+                serde_json::to_value(&frame).unwrap(),
+                json!({"event": name, "payload": payload, "seq": 3})
+            );
+        }
+        let unnumbered = ServerEvent::Tick(TickEvent { ts: 2 })
+            .into_frame(None)
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&unnumbered).unwrap(),
+            json!({"event": "tick", "payload": {"ts": 2}})
+        );
+    }
+}

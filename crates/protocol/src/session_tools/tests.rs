@@ -1,0 +1,580 @@
+use serde_json::json;
+
+use super::*;
+use crate::sessions::SessionRow;
+
+/// The property names and `required` list of `P`'s raw `schema_for!` output.
+fn raw_shape<P: JsonSchema>() -> (Vec<String>, Value) {
+    let raw = serde_json::to_value(schemars::schema_for!(P)).unwrap();
+    let names = raw["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    (names, raw.get("required").cloned().unwrap_or(json!([])))
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn raw_schemas_keep_their_properties_and_required_lists() {
+    assert_eq!(
+        raw_shape::<ListParams>(),
+        (
+            names(&[
+                "activeMinutes",
+                "cursor",
+                "kinds",
+                "limit",
+                "messageLimit",
+                "search"
+            ]),
+            json!([])
+        )
+    );
+    assert_eq!(
+        raw_shape::<HistoryParams>(),
+        (
+            names(&[
+                "agentId",
+                "before",
+                "includeTools",
+                "label",
+                "limit",
+                "sessionKey"
+            ]),
+            json!(["sessionKey"])
+        )
+    );
+    assert_eq!(
+        raw_shape::<SendParams>(),
+        (
+            names(&[
+                "agentId",
+                "label",
+                "message",
+                "sessionKey",
+                "timeoutSeconds"
+            ]),
+            json!([])
+        )
+    );
+    assert_eq!(
+        raw_shape::<SpawnParams>(),
+        (
+            names(&[
+                "agentId",
+                "cleanup",
+                "label",
+                "model",
+                "runTimeoutSeconds",
+                "task"
+            ]),
+            json!([])
+        )
+    );
+    assert_eq!(raw_shape::<AgentsListParams>(), (vec![], json!([])));
+}
+
+// The expected schemas are today's `tools.list` output (each tool's `inputSchema`), verbatim.
+
+#[test]
+fn the_list_schema_is_what_the_model_saw() {
+    assert_eq!(
+        tool_schema::<ListParams>(),
+        json!({
+            "properties": {
+                "activeMinutes": {
+                    "description": "Only sessions updated in the last N minutes (N ≥ 1). Omit for any age.",
+                    "type": ["number", "null"]
+                },
+                "cursor": {
+                    "description": "The nextCursor of a previous sessions_list result, to get the next page.",
+                    "type": ["string", "null"]
+                },
+                "kinds": {
+                    "description": "Only these kinds: any of \"main\", \"group\", \"cron\", \"hook\", \"node\", \"other\" (an array, or one string). Omit for every kind.",
+                    "items": {"type": "string"},
+                    "type": ["array", "null"]
+                },
+                "limit": {
+                    "description": "How many sessions to return (default 50, at most 200).",
+                    "type": ["number", "null"]
+                },
+                "messageLimit": {
+                    "description": "Also return the last N messages of each session (0–20, default 0), tool results left out.",
+                    "type": ["number", "null"]
+                },
+                "search": {
+                    "description": "Only sessions whose key, label or display name contains this text (case-insensitive).",
+                    "type": ["string", "null"]
+                }
+            },
+            "type": "object"
+        })
+    );
+}
+
+#[test]
+fn the_history_schema_is_what_the_model_saw() {
+    assert_eq!(
+        tool_schema::<HistoryParams>(),
+        json!({
+            "properties": {
+                "agentId": {
+                    "description": "With label: the agent whose sessions the label is looked up in (default: yours).",
+                    "type": ["string", "null"]
+                },
+                "before": {
+                    "description": "Page backwards: only messages with a seq below this. Pass the nextBefore of a previous result.",
+                    "type": ["number", "null"]
+                },
+                "includeTools": {
+                    "description": "Include tool results (role \"toolResult\"). Default false.",
+                    "type": ["boolean", "null"]
+                },
+                "label": {
+                    "description": "Alternative to sessionKey: the session's label (as shown by sessions_list).",
+                    "type": ["string", "null"]
+                },
+                "limit": {
+                    "description": "How many messages to return, newest last (default 50, at most 200).",
+                    "type": ["number", "null"]
+                },
+                "sessionKey": {
+                    "description": "The session to read: its key from sessions_list (e.g. \"agent:main:discord:group:dev\"), its sessionId, or \"main\" for your own main session.",
+                    "type": "string"
+                }
+            },
+            "required": ["sessionKey"],
+            "type": "object"
+        })
+    );
+}
+
+#[test]
+fn the_send_schema_is_what_the_model_saw() {
+    assert_eq!(
+        tool_schema::<SendParams>(),
+        json!({
+            "description": "Arguments of `sessions_send`.",
+            "properties": {
+                "agentId": {
+                    "description": "With `label`: the agent whose session carries the label (default: yours).",
+                    "type": ["string", "null"]
+                },
+                "label": {
+                    "description": "The target session's label, instead of sessionKey.",
+                    "type": ["string", "null"]
+                },
+                "message": {
+                    "description": "The message to send. Required.",
+                    "type": ["string", "null"]
+                },
+                "sessionKey": {
+                    "description": "The target session: its key from sessions_list (e.g. \"agent:main:discord:group:dev\"), \"main\" for your agent's main session, or its sessionId. Give this or `label`, not both.",
+                    "type": ["string", "null"]
+                },
+                "timeoutSeconds": {
+                    "description": "Seconds to wait for the reply (default 30, at most 600). 0 sends without waiting.",
+                    "type": ["number", "null"]
+                }
+            },
+            "type": "object"
+        })
+    );
+}
+
+#[test]
+fn the_spawn_schema_is_what_the_model_saw() {
+    assert_eq!(
+        tool_schema::<SpawnParams>(),
+        json!({
+            "description": "Arguments of `sessions_spawn`.",
+            "properties": {
+                "agentId": {
+                    "description": "The agent to run the sub-agent as (default: yours). agents_list shows which ids work.",
+                    "type": ["string", "null"]
+                },
+                "cleanup": {
+                    "description": "\"keep\" (default) archives the sub-agent's session later; \"delete\" removes it once its result was announced.",
+                    "type": ["string", "null"]
+                },
+                "label": {
+                    "description": "A short name for the sub-agent's session (unique per agent, at most 64 characters).",
+                    "type": ["string", "null"]
+                },
+                "model": {
+                    "description": "`provider/model` for the sub-agent (default: the agent's sub-agent model, else its model).",
+                    "type": ["string", "null"]
+                },
+                "runTimeoutSeconds": {
+                    "description": "Stop the sub-agent after this many seconds (0 or absent: the agent's own timeout).",
+                    "type": ["number", "null"]
+                },
+                "task": {
+                    "description": "What the sub-agent should do, written as a complete instruction. Required.",
+                    "type": ["string", "null"]
+                }
+            },
+            "type": "object"
+        })
+    );
+}
+
+#[test]
+fn the_agents_list_schema_is_an_empty_object() {
+    assert_eq!(
+        tool_schema::<AgentsListParams>(),
+        json!({"properties": {}, "type": "object"})
+    );
+}
+
+#[test]
+fn params_decode_as_leniently_as_before() {
+    let list: ListParams = serde_json::from_value(json!({
+        "kinds": "group", "limit": "20", "activeMinutes": 5.5, "messageLimit": null,
+        "search": "dev", "unknown": true
+    }))
+    .unwrap();
+    assert_eq!(
+        list,
+        ListParams {
+            kinds: Some(json!("group")),
+            limit: Some(20),
+            active_minutes: Some(5),
+            message_limit: None,
+            search: Some("dev".into()),
+            cursor: None,
+        }
+    );
+    assert!(serde_json::from_value::<ListParams>(json!({"limit": "many"})).is_err());
+
+    for alias in ["sessionKey", "session_key", "key", "sessionId"] {
+        let history: HistoryParams =
+            serde_json::from_value(json!({alias: "main", "includeTools": "yes", "before": "7"}))
+                .unwrap();
+        assert_eq!(history.session_key.as_deref(), Some("main"), "{alias}");
+        assert_eq!(history.include_tools, Some(true));
+        assert_eq!(history.before, Some(7));
+    }
+    let by_label: HistoryParams =
+        serde_json::from_value(json!({"label": "ops", "agent_id": "work"})).unwrap();
+    assert_eq!(
+        by_label,
+        HistoryParams {
+            label: Some("ops".into()),
+            agent_id: Some("work".into()),
+            ..HistoryParams::default()
+        }
+    );
+
+    let send: SendParams = serde_json::from_value(json!({
+        "sessionKey": "main", "message": "hi", "timeoutSeconds": "0"
+    }))
+    .unwrap();
+    assert_eq!(send.timeout_seconds, Some(0));
+    assert_eq!(
+        serde_json::from_value::<SendParams>(json!({})).unwrap(),
+        SendParams::default()
+    );
+    let spawn: SpawnParams =
+        serde_json::from_value(json!({"task": "t", "runTimeoutSeconds": 90.9, "cleanup": null}))
+            .unwrap();
+    assert_eq!(spawn.run_timeout_seconds, Some(90));
+    assert_eq!(spawn.cleanup, None);
+    assert_eq!(
+        serde_json::from_value::<AgentsListParams>(json!({"extra": 1})).unwrap(),
+        AgentsListParams {}
+    );
+    assert!(serde_json::from_value::<AgentsListParams>(json!("x")).is_err());
+}
+
+#[test]
+fn params_serialize_only_what_is_set() {
+    let send = SendParams {
+        session_key: Some("main".into()),
+        message: Some("hi".into()),
+        timeout_seconds: Some(0),
+        ..SendParams::default()
+    };
+    assert_eq!(
+        serde_json::to_value(&send).unwrap(),
+        json!({"sessionKey": "main", "message": "hi", "timeoutSeconds": 0})
+    );
+    let history = HistoryParams {
+        session_key: Some("main".into()),
+        include_tools: Some(false),
+        ..HistoryParams::default()
+    };
+    let value = serde_json::to_value(&history).unwrap();
+    assert_eq!(value, json!({"sessionKey": "main", "includeTools": false}));
+    assert_eq!(
+        serde_json::from_value::<HistoryParams>(value).unwrap(),
+        history
+    );
+    assert_eq!(
+        serde_json::to_value(ListParams::default()).unwrap(),
+        json!({})
+    );
+    assert_eq!(
+        serde_json::to_value(SpawnParams {
+            task: Some("t".into()),
+            ..SpawnParams::default()
+        })
+        .unwrap(),
+        json!({"task": "t"})
+    );
+}
+
+/// Serializes `value`, checks it against `expected`, and reads it back.
+fn round_trip<T>(value: T, expected: Value)
+where
+    T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    assert_eq!(serde_json::to_value(&value).unwrap(), expected);
+    assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
+}
+
+#[test]
+fn failures_carry_their_status() {
+    round_trip(
+        ToolFailure::error("sessionKey required"),
+        json!({"status": "error", "error": "sessionKey required"}),
+    );
+    round_trip(
+        ToolFailure::forbidden("not visible"),
+        json!({"status": "forbidden", "error": "not visible"}),
+    );
+    assert_eq!(ToolFailure::forbidden("no").message(), "no");
+}
+
+#[test]
+fn list_and_history_results_have_the_tool_shapes() {
+    let row = SessionRow {
+        key: "main".into(),
+        kind: "main".into(),
+        channel: "unknown".into(),
+        agent_id: "main".into(),
+        session_id: "s1".into(),
+        created_at: 1,
+        updated_at: 2,
+        chat_type: None,
+        display_name: None,
+        label: None,
+        model: None,
+        context_tokens: None,
+        input_tokens: None,
+        output_tokens: None,
+        total_tokens: None,
+        thinking_level: None,
+        verbose_level: None,
+        system_sent: None,
+        aborted_last_run: None,
+        send_policy: None,
+        last_channel: None,
+        last_to: None,
+        delivery_context: None,
+        spawned_by: None,
+        archived_at: None,
+        transcript_path: "/t/s1.jsonl".into(),
+        messages: None,
+    };
+    let row_json = json!({
+        "key": "main", "kind": "main", "channel": "unknown", "agentId": "main",
+        "sessionId": "s1", "createdAt": 1, "updatedAt": 2, "transcriptPath": "/t/s1.jsonl"
+    });
+    round_trip(
+        ListResult {
+            count: 1,
+            sessions: vec![row.clone()],
+            next_cursor: Some("c".into()),
+        },
+        json!({"count": 1, "sessions": [row_json.clone()], "nextCursor": "c"}),
+    );
+    round_trip(
+        ListResult {
+            count: 1,
+            sessions: vec![row],
+            next_cursor: None,
+        },
+        json!({"count": 1, "sessions": [row_json]}),
+    );
+
+    let message = json!({"role": "user", "content": "hi", "timestamp": 1, "seq": 4});
+    round_trip(
+        HistoryResult {
+            session_key: "agent:main:cron:daily".into(),
+            messages: vec![message.clone()],
+            truncated: true,
+            dropped_messages: 3,
+            content_truncated: false,
+            bytes: 53,
+            next_before: Some(4),
+        },
+        json!({
+            "sessionKey": "agent:main:cron:daily",
+            "messages": [message],
+            "truncated": true,
+            "droppedMessages": 3,
+            "contentTruncated": false,
+            "bytes": 53,
+            "nextBefore": 4,
+        }),
+    );
+    round_trip(
+        HistoryResult {
+            session_key: "main".into(),
+            messages: vec![],
+            truncated: false,
+            dropped_messages: 0,
+            content_truncated: false,
+            bytes: 2,
+            next_before: None,
+        },
+        json!({
+            "sessionKey": "main", "messages": [], "truncated": false, "droppedMessages": 0,
+            "contentTruncated": false, "bytes": 2,
+        }),
+    );
+}
+
+#[test]
+fn send_results_have_every_shape_the_tool_answers() {
+    let cases = [
+        (
+            SendResult::Accepted {
+                run_id: "r1".into(),
+                session_key: "main".into(),
+            },
+            json!({"status": "accepted", "runId": "r1", "sessionKey": "main"}),
+            false,
+        ),
+        (
+            SendResult::Ok {
+                run_id: "r1".into(),
+                reply: "pong".into(),
+                session_key: "main".into(),
+            },
+            json!({"status": "ok", "runId": "r1", "reply": "pong", "sessionKey": "main"}),
+            false,
+        ),
+        (
+            SendResult::Timeout {
+                run_id: "r1".into(),
+                session_key: "main".into(),
+                run: PendingRun {
+                    state: PendingState::Running,
+                },
+                error: "the reply did not arrive within 5s".into(),
+            },
+            json!({
+                "status": "timeout", "runId": "r1", "sessionKey": "main",
+                "run": {"state": "running"}, "error": "the reply did not arrive within 5s",
+            }),
+            false,
+        ),
+        (
+            SendResult::Timeout {
+                run_id: "r1".into(),
+                session_key: "main".into(),
+                run: PendingRun {
+                    state: PendingState::Queued,
+                },
+                error: "late".into(),
+            },
+            json!({
+                "status": "timeout", "runId": "r1", "sessionKey": "main",
+                "run": {"state": "queued"}, "error": "late",
+            }),
+            false,
+        ),
+        (
+            SendResult::Error {
+                error: "the target run ended error: boom".into(),
+                run_id: Some("r1".into()),
+                session_key: Some("main".into()),
+            },
+            json!({
+                "status": "error", "runId": "r1", "sessionKey": "main",
+                "error": "the target run ended error: boom",
+            }),
+            true,
+        ),
+        (
+            SendResult::from(ToolFailure::error("message required")),
+            json!({"status": "error", "error": "message required"}),
+            true,
+        ),
+        (
+            SendResult::Forbidden {
+                error: "send policy denies".into(),
+                session_key: Some("main".into()),
+            },
+            json!({"status": "forbidden", "error": "send policy denies", "sessionKey": "main"}),
+            true,
+        ),
+        (
+            SendResult::from(ToolFailure::forbidden("not visible")),
+            json!({"status": "forbidden", "error": "not visible"}),
+            true,
+        ),
+    ];
+    for (result, expected, is_error) in cases {
+        assert_eq!(result.is_error(), is_error, "{expected}");
+        round_trip(result, expected);
+    }
+}
+
+#[test]
+fn spawn_results_have_every_shape_the_tool_answers() {
+    let accepted = SpawnResult::Accepted {
+        run_id: "r2".into(),
+        child_session_key: "agent:main:subagent:u".into(),
+    };
+    assert!(!accepted.is_error());
+    round_trip(
+        accepted,
+        json!({"status": "accepted", "runId": "r2", "childSessionKey": "agent:main:subagent:u"}),
+    );
+    let error = SpawnResult::from(ToolFailure::error("task required"));
+    assert!(error.is_error());
+    round_trip(error, json!({"status": "error", "error": "task required"}));
+    let forbidden = SpawnResult::from(ToolFailure::forbidden("agentId is not allowed"));
+    assert!(forbidden.is_error());
+    round_trip(
+        forbidden,
+        json!({"status": "forbidden", "error": "agentId is not allowed"}),
+    );
+}
+
+#[test]
+fn agents_list_result_has_the_tool_shape() {
+    round_trip(
+        AgentsListResult {
+            requester: "main".into(),
+            allow_any: false,
+            agents: vec![
+                AgentChoice {
+                    id: "main".into(),
+                    name: Some("Main".into()),
+                    configured: true,
+                },
+                AgentChoice {
+                    id: "ghost".into(),
+                    name: None,
+                    configured: false,
+                },
+            ],
+        },
+        json!({
+            "requester": "main",
+            "allowAny": false,
+            "agents": [
+                {"id": "main", "name": "Main", "configured": true},
+                {"id": "ghost", "configured": false},
+            ],
+        }),
+    );
+}

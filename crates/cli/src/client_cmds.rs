@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
@@ -13,90 +13,113 @@ use crate::table;
 #[derive(Subcommand)]
 pub enum SessionsCommand {
     /// Sessions, most recently updated first.
-    List {
-        #[arg(long)]
-        limit: Option<u32>,
-        /// Comma-separated kinds: main,group,cron,hook,node,other.
-        #[arg(long)]
-        kinds: Option<String>,
-        #[arg(long)]
-        search: Option<String>,
-        #[arg(long)]
-        agent: Option<String>,
-        #[arg(long)]
-        active_minutes: Option<u32>,
-        /// `nextCursor` of a previous page.
-        #[arg(long)]
-        cursor: Option<String>,
-    },
+    List(ListArgs),
     /// A session's transcript (newest page), read through the sessions_history tool as the
     /// session given with --as (so its visibility rules apply).
-    History {
-        key: String,
-        #[arg(long)]
-        limit: Option<u32>,
-        /// Only messages before this seq.
-        #[arg(long)]
-        before: Option<i64>,
-        /// Include tool results.
-        #[arg(long)]
-        include_tools: bool,
-        /// The session to act as (default: the default agent's main session).
-        #[arg(long = "as", default_value = "main")]
-        acting: String,
-    },
+    History(HistoryArgs),
     /// Send a message into a session through the sessions_send tool, as the session given with
     /// --as, and print the reply.
-    Send {
-        key: String,
-        message: String,
-        /// Seconds to wait for the reply (0 = do not wait).
-        #[arg(long, default_value_t = 30)]
-        timeout: u32,
-        /// The session to act as (default: the default agent's main session).
-        #[arg(long = "as", default_value = "main")]
-        acting: String,
-    },
+    Send(SendArgs),
     /// Start a sub-agent for one task through the sessions_spawn tool, as the session given with
     /// --as. Answers at once; the sub-agent's report (Status, Result, Notes, Stats) arrives in
     /// that session when it is done (see `sessions history`).
-    Spawn {
-        task: String,
-        /// A short name for the sub-agent's session.
-        #[arg(long)]
-        label: Option<String>,
-        /// The agent to run the sub-agent as (default: the acting session's agent).
-        #[arg(long)]
-        agent: Option<String>,
-        /// `provider/model` for the sub-agent.
-        #[arg(long)]
-        model: Option<String>,
-        /// Stop the sub-agent after this many seconds (default: the agent's own timeout).
-        #[arg(long)]
-        timeout: Option<u32>,
-        /// What becomes of the sub-agent's session once it reported: keep (archived later) or
-        /// delete.
-        #[arg(long, value_parser = ["keep", "delete"])]
-        cleanup: Option<String>,
-        /// The session to act as (default: the default agent's main session).
-        #[arg(long = "as", default_value = "main")]
-        acting: String,
-    },
+    Spawn(SpawnArgs),
     /// Change a session's label, send policy, model or display name.
-    Patch {
-        key: String,
-        #[arg(long)]
-        label: Option<String>,
-        /// allow | deny | inherit
-        #[arg(long)]
-        send_policy: Option<String>,
-        #[arg(long)]
-        model: Option<String>,
-        #[arg(long)]
-        display_name: Option<String>,
-    },
+    Patch(PatchArgs),
     /// Remove a session (its transcript is kept on disk).
-    Delete { key: String },
+    Delete(DeleteArgs),
+}
+
+// The arguments of each `sessions` subcommand. They carry no doc comments of their own: the
+// variant's doc comment above is the subcommand's help.
+
+#[derive(Args)]
+pub struct ListArgs {
+    #[arg(long)]
+    limit: Option<u32>,
+    /// Comma-separated kinds: main,group,cron,hook,node,other.
+    #[arg(long)]
+    kinds: Option<String>,
+    #[arg(long)]
+    search: Option<String>,
+    #[arg(long)]
+    agent: Option<String>,
+    #[arg(long)]
+    active_minutes: Option<u32>,
+    /// `nextCursor` of a previous page.
+    #[arg(long)]
+    cursor: Option<String>,
+}
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    key: String,
+    #[arg(long)]
+    limit: Option<u32>,
+    /// Only messages before this seq.
+    #[arg(long)]
+    before: Option<i64>,
+    /// Include tool results.
+    #[arg(long)]
+    include_tools: bool,
+    /// The session to act as (default: the default agent's main session).
+    #[arg(long = "as", default_value = "main")]
+    acting: String,
+}
+
+#[derive(Args)]
+pub struct SendArgs {
+    key: String,
+    message: String,
+    /// Seconds to wait for the reply (0 = do not wait).
+    #[arg(long, default_value_t = 30)]
+    timeout: u32,
+    /// The session to act as (default: the default agent's main session).
+    #[arg(long = "as", default_value = "main")]
+    acting: String,
+}
+
+#[derive(Args)]
+pub struct SpawnArgs {
+    task: String,
+    /// A short name for the sub-agent's session.
+    #[arg(long)]
+    label: Option<String>,
+    /// The agent to run the sub-agent as (default: the acting session's agent).
+    #[arg(long)]
+    agent: Option<String>,
+    /// `provider/model` for the sub-agent.
+    #[arg(long)]
+    model: Option<String>,
+    /// Stop the sub-agent after this many seconds (default: the agent's own timeout).
+    #[arg(long)]
+    timeout: Option<u32>,
+    /// What becomes of the sub-agent's session once it reported: keep (archived later) or
+    /// delete.
+    #[arg(long, value_parser = ["keep", "delete"])]
+    cleanup: Option<String>,
+    /// The session to act as (default: the default agent's main session).
+    #[arg(long = "as", default_value = "main")]
+    acting: String,
+}
+
+#[derive(Args)]
+pub struct PatchArgs {
+    key: String,
+    #[arg(long)]
+    label: Option<String>,
+    /// allow | deny | inherit
+    #[arg(long)]
+    send_policy: Option<String>,
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long)]
+    display_name: Option<String>,
+}
+
+#[derive(Args)]
+pub struct DeleteArgs {
+    key: String,
 }
 
 #[derive(Subcommand)]
@@ -161,156 +184,180 @@ pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<Exi
 
 pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitCode> {
     match cmd {
-        SessionsCommand::List {
-            limit,
-            kinds,
-            search,
-            agent,
-            active_minutes,
-            cursor,
-        } => {
-            let kinds: Option<Vec<&str>> = kinds
-                .as_deref()
-                .map(|k| k.split(',').map(str::trim).collect());
-            let params = json!({
-                "limit": limit, "kinds": kinds, "search": search, "agentId": agent,
-                "activeMinutes": active_minutes, "cursor": cursor,
-            });
-            let result = request(global, "sessions.list", without_nulls(params)).await?;
-            if global.json {
-                return print_json(&result);
-            }
-            outln!("{}", sessions_table(&result));
-            if let Some(next) = result.get("nextCursor").and_then(Value::as_str) {
-                outln!("(more: --cursor '{next}')");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::History {
-            key,
-            limit,
-            before,
-            include_tools,
-            acting,
-        } => {
-            let args = without_nulls(json!({
-                "sessionKey": key, "limit": limit, "before": before, "includeTools": include_tools,
-            }));
-            let result = invoke(global, &acting, "sessions_history", args).await?;
-            if global.json || result.get("status").is_some() {
-                return tool_answer(global, &result);
-            }
-            for m in result
-                .get("messages")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                outln!(
-                    "#{} {}: {}",
-                    m["seq"],
-                    m["role"].as_str().unwrap_or("?"),
-                    message_text(m)
-                );
-            }
-            if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
-                outln!("(older: --before {next})");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Send {
-            key,
-            message,
-            timeout,
-            acting,
-        } => {
-            let args = json!({"sessionKey": key, "message": message, "timeoutSeconds": timeout});
-            let result = invoke(global, &acting, "sessions_send", args).await?;
-            if global.json {
-                return print_json(&result);
-            }
-            match result["status"].as_str() {
-                Some("ok") => outln!("{}", result["reply"].as_str().unwrap_or_default()),
-                Some("accepted") => {
-                    outln!(
-                        "sent (run {})",
-                        result["runId"].as_str().unwrap_or_default()
-                    )
-                }
-                _ => return tool_answer(global, &result),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Spawn {
-            task,
-            label,
-            agent,
-            model,
-            timeout,
-            cleanup,
-            acting,
-        } => {
-            let args = without_nulls(json!({
-                "task": task, "label": label, "agentId": agent, "model": model,
-                "runTimeoutSeconds": timeout, "cleanup": cleanup,
-            }));
-            let result = invoke(global, &acting, "sessions_spawn", args).await?;
-            if global.json || result["status"] != "accepted" {
-                return tool_answer(global, &result);
-            }
-            let text = |k: &str| result[k].as_str().unwrap_or_default().to_string();
-            outln!("status:          accepted");
-            outln!("runId:           {}", text("runId"));
-            outln!("childSessionKey: {}", text("childSessionKey"));
-            outln!("(its report will arrive in {acting}: switchboard sessions history {acting})");
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Patch {
-            key,
-            label,
-            send_policy,
-            model,
-            display_name,
-        } => {
-            let mut params = json!({"key": key});
-            if let Some(label) = label {
-                params["label"] = json!(label);
-            }
-            if let Some(policy) = send_policy {
-                params["sendPolicy"] = if policy == "inherit" {
-                    Value::Null
-                } else {
-                    json!(policy)
-                };
-            }
-            if let Some(model) = model {
-                params["model"] = json!(model);
-            }
-            if let Some(name) = display_name {
-                params["displayName"] = json!(name);
-            }
-            let result = request(global, "sessions.patch", params).await?;
-            if global.json {
-                return print_json(&result);
-            }
-            outln!("patched {}", result["key"].as_str().unwrap_or_default());
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Delete { key } => {
-            let result = request(global, "sessions.delete", json!({"key": key})).await?;
-            if global.json {
-                return print_json(&result);
-            }
-            outln!(
-                "deleted {} (transcript kept at {})",
-                result["key"].as_str().unwrap_or_default(),
-                result["archivedTranscriptPath"]
-                    .as_str()
-                    .unwrap_or_default()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        SessionsCommand::List(args) => sessions_list(global, args).await,
+        SessionsCommand::History(args) => sessions_history(global, args).await,
+        SessionsCommand::Send(args) => sessions_send(global, args).await,
+        SessionsCommand::Spawn(args) => sessions_spawn(global, args).await,
+        SessionsCommand::Patch(args) => sessions_patch(global, args).await,
+        SessionsCommand::Delete(args) => sessions_delete(global, args).await,
     }
+}
+
+/// `sessions list`: a page of `sessions.list` as a table, with the cursor of the next page.
+async fn sessions_list(global: &GlobalArgs, args: ListArgs) -> Result<ExitCode> {
+    let ListArgs {
+        limit,
+        kinds,
+        search,
+        agent,
+        active_minutes,
+        cursor,
+    } = args;
+    let kinds: Option<Vec<&str>> = kinds
+        .as_deref()
+        .map(|k| k.split(',').map(str::trim).collect());
+    let params = json!({
+        "limit": limit, "kinds": kinds, "search": search, "agentId": agent,
+        "activeMinutes": active_minutes, "cursor": cursor,
+    });
+    let result = request(global, "sessions.list", without_nulls(params)).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    outln!("{}", sessions_table(&result));
+    if let Some(next) = result.get("nextCursor").and_then(Value::as_str) {
+        outln!("(more: --cursor '{next}')");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions history`: the `sessions_history` tool's messages, one a line.
+async fn sessions_history(global: &GlobalArgs, args: HistoryArgs) -> Result<ExitCode> {
+    let HistoryArgs {
+        key,
+        limit,
+        before,
+        include_tools,
+        acting,
+    } = args;
+    let args = without_nulls(json!({
+        "sessionKey": key, "limit": limit, "before": before, "includeTools": include_tools,
+    }));
+    let result = invoke(global, &acting, "sessions_history", args).await?;
+    if global.json || result.get("status").is_some() {
+        return tool_answer(global, &result);
+    }
+    for m in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        outln!(
+            "#{} {}: {}",
+            m["seq"],
+            m["role"].as_str().unwrap_or("?"),
+            message_text(m)
+        );
+    }
+    if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
+        outln!("(older: --before {next})");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions send`: the `sessions_send` tool's reply, or the run it started.
+async fn sessions_send(global: &GlobalArgs, args: SendArgs) -> Result<ExitCode> {
+    let SendArgs {
+        key,
+        message,
+        timeout,
+        acting,
+    } = args;
+    let args = json!({"sessionKey": key, "message": message, "timeoutSeconds": timeout});
+    let result = invoke(global, &acting, "sessions_send", args).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    match result["status"].as_str() {
+        Some("ok") => outln!("{}", result["reply"].as_str().unwrap_or_default()),
+        Some("accepted") => {
+            outln!(
+                "sent (run {})",
+                result["runId"].as_str().unwrap_or_default()
+            )
+        }
+        _ => return tool_answer(global, &result),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions spawn`: the run and child session the `sessions_spawn` tool started.
+async fn sessions_spawn(global: &GlobalArgs, args: SpawnArgs) -> Result<ExitCode> {
+    let SpawnArgs {
+        task,
+        label,
+        agent,
+        model,
+        timeout,
+        cleanup,
+        acting,
+    } = args;
+    let args = without_nulls(json!({
+        "task": task, "label": label, "agentId": agent, "model": model,
+        "runTimeoutSeconds": timeout, "cleanup": cleanup,
+    }));
+    let result = invoke(global, &acting, "sessions_spawn", args).await?;
+    if global.json || result["status"] != "accepted" {
+        return tool_answer(global, &result);
+    }
+    let text = |k: &str| result[k].as_str().unwrap_or_default().to_string();
+    outln!("status:          accepted");
+    outln!("runId:           {}", text("runId"));
+    outln!("childSessionKey: {}", text("childSessionKey"));
+    outln!("(its report will arrive in {acting}: switchboard sessions history {acting})");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions patch`: `sessions.patch` with the fields given; `--send-policy inherit` clears it.
+async fn sessions_patch(global: &GlobalArgs, args: PatchArgs) -> Result<ExitCode> {
+    let PatchArgs {
+        key,
+        label,
+        send_policy,
+        model,
+        display_name,
+    } = args;
+    let mut params = json!({"key": key});
+    if let Some(label) = label {
+        params["label"] = json!(label);
+    }
+    if let Some(policy) = send_policy {
+        params["sendPolicy"] = if policy == "inherit" {
+            Value::Null
+        } else {
+            json!(policy)
+        };
+    }
+    if let Some(model) = model {
+        params["model"] = json!(model);
+    }
+    if let Some(name) = display_name {
+        params["displayName"] = json!(name);
+    }
+    let result = request(global, "sessions.patch", params).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    outln!("patched {}", result["key"].as_str().unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions delete`: `sessions.delete`, and where the transcript was kept.
+async fn sessions_delete(global: &GlobalArgs, args: DeleteArgs) -> Result<ExitCode> {
+    let DeleteArgs { key } = args;
+    let result = request(global, "sessions.delete", json!({"key": key})).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    outln!(
+        "deleted {} (transcript kept at {})",
+        result["key"].as_str().unwrap_or_default(),
+        result["archivedTranscriptPath"]
+            .as_str()
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode> {

@@ -7,13 +7,16 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use switchboard_core::clock::now_ms;
+use switchboard_core::clock::{Clock, SystemClock};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_core::Engine;
 use switchboard_core::store::NewSession;
+use switchboard_protocol::message::{
+    AssistantMessage, ContentBlock, StopReason, TranscriptMessage, Usage, UserContent, UserMessage,
+};
 use tokio::task::JoinSet;
 
 use crate::settings::GlobalArgs;
@@ -136,16 +139,18 @@ async fn seed(global: &GlobalArgs, args: SeedArgs) -> Result<ExitCode> {
 /// of them queued at once so the writer's group commits stay full.
 async fn seed_many(engine: &Arc<Engine>, count: usize, per_session: usize) -> Result<Written> {
     let started = Instant::now();
-    let base = now_ms() - (count * per_session.max(1)) as i64;
+    let base = SystemClock.now_ms() - (count * per_session.max(1)) as i64;
     let mut tasks = JoinSet::new();
     let mut messages = 0;
     for i in 0..count {
         if tasks.len() >= IN_FLIGHT {
             messages += joined(tasks.join_next().await)?;
         }
-        let key = engine.canonical_key(&format!("bench-{i:06}"), None)?;
-        let new = engine.new_session(&key);
-        let batch: Vec<Value> = (0..per_session)
+        let key = engine
+            .resolver()
+            .canonical(&format!("bench-{i:06}"), None)?;
+        let new = engine.resolver().new_session(&key);
+        let batch: Vec<TranscriptMessage> = (0..per_session)
             .map(|m| synthetic_message(m, base + (i * per_session + m) as i64))
             .collect();
         let engine = engine.clone();
@@ -164,9 +169,9 @@ async fn seed_many(engine: &Arc<Engine>, count: usize, per_session: usize) -> Re
 /// One session of `count` messages, appended in order in batches of `BIG_BATCH`.
 async fn seed_big(engine: &Arc<Engine>, key: &str, count: usize) -> Result<Written> {
     let started = Instant::now();
-    let key = engine.canonical_key(key, None)?;
-    let new = engine.new_session(&key);
-    let base = now_ms() - count as i64;
+    let key = engine.resolver().canonical(key, None)?;
+    let new = engine.resolver().new_session(&key);
+    let base = SystemClock.now_ms() - count as i64;
     let mut written = 0;
     while written < count {
         let end = (written + BIG_BATCH).min(count);
@@ -187,7 +192,7 @@ async fn seed_big(engine: &Arc<Engine>, key: &str, count: usize) -> Result<Writt
 
 /// Appends `batch` to `new.key`, creating the session when it is absent; answers how many
 /// messages were written.
-async fn append(engine: &Engine, new: NewSession, batch: Vec<Value>) -> Result<usize> {
+async fn append(engine: &Engine, new: NewSession, batch: Vec<TranscriptMessage>) -> Result<usize> {
     let key = new.key.clone();
     let appended = engine
         .store()
@@ -205,22 +210,33 @@ fn joined(done: Option<Result<Result<usize>, tokio::task::JoinError>>) -> Result
 }
 
 /// Message `n` of a transcript: even ones from the user, odd ones the mock model's reply.
-fn synthetic_message(n: usize, timestamp: i64) -> Value {
+fn synthetic_message(n: usize, timestamp: i64) -> TranscriptMessage {
     if n.is_multiple_of(2) {
-        json!({
-            "role": "user",
-            "content": format!("bench message {n}: what is the status of item {}?", n / 2),
-            "timestamp": timestamp,
+        TranscriptMessage::User(UserMessage {
+            content: UserContent::Text(format!(
+                "bench message {n}: what is the status of item {}?",
+                n / 2
+            )),
+            timestamp,
+            provenance: None,
         })
     } else {
-        json!({
-            "role": "assistant",
-            "content": [{"type": "text", "text": format!("bench reply {n}: item {} is fine.", n / 2)}],
-            "provider": "mock",
-            "model": "mock",
-            "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
-            "stopReason": "stop",
-            "timestamp": timestamp,
+        TranscriptMessage::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text(format!(
+                "bench reply {n}: item {} is fine.",
+                n / 2
+            ))],
+            provider: "mock".into(),
+            model: "mock".into(),
+            usage: Usage {
+                input: 10,
+                output: 5,
+                total_tokens: 15,
+                ..Usage::default()
+            },
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp,
         })
     }
 }

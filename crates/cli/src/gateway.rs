@@ -39,7 +39,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     let engine = Engine::open(&home, config)
         .await
         .with_context(|| format!("opening the store in {}", home.display()))?;
-    engine.start_cron();
+    engine.cron().start();
     let state = ServerState::new(engine.clone(), auth.clone());
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
     outln!(
@@ -50,8 +50,17 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
     tracing::info!(%local, "gateway ready");
-    switchboard_server::serve(state, listener, shutdown_signal()).await?;
-    engine.close().await;
+    // The shutdown sequence (docs/architecture.md): stop accepting and close the connections,
+    // let runs finish for the grace period then abort them, stop background work, flush the
+    // store; then the connections' last request tasks end.
+    switchboard_server::serve(state.clone(), listener, shutdown_signal()).await?;
+    let grace = std::time::Duration::from_secs(engine.config().gateway.shutdown_grace_seconds);
+    tracing::info!(
+        grace_seconds = grace.as_secs(),
+        "shutting down: letting runs finish"
+    );
+    engine.shutdown(grace).await;
+    state.finish().await;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,11 @@
-//! Wall-clock time as the store and the wire use it: milliseconds since the Unix epoch; and the
-//! [`Clock`] that schedules read and sleep on — the [`SystemClock`] in the gateway, a
-//! [`ManualClock`] in tests and demos, whose time moves only when told, so a test steps over hours
-//! of schedule without waiting and without asserting timings.
+//! Wall-clock time as the store and the wire use it: milliseconds since the Unix epoch, read from
+//! the one injected [`Clock`] — the [`SystemClock`] in the gateway, a [`ManualClock`] in tests
+//! and demos, whose time moves only when told, so a test steps over hours of schedule without
+//! waiting and without asserting timings. Nothing else in the engine reads the system time.
 
-/// Now, in milliseconds since the Unix epoch (0 if the clock is before the epoch).
-pub fn now_ms() -> i64 {
+/// Now on the system clock, in milliseconds since the Unix epoch (0 if the clock is before the
+/// epoch).
+fn system_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -22,7 +23,7 @@ use tokio::sync::watch;
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Wall-clock time in milliseconds since the Unix epoch, and sleeping until such a time: the
-/// clock of schedules (cron slots, the sub-agent archive), a [`ManualClock`] in tests.
+/// clock of every time the engine writes or schedules on, a [`ManualClock`] in tests.
 pub trait Clock: Send + Sync {
     fn now_ms(&self) -> i64;
     /// Resolves once `now_ms() >= at_ms`. `i64::MAX` = never.
@@ -39,13 +40,13 @@ const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        now_ms()
+        system_now_ms()
     }
 
     fn sleep_until(&self, at_ms: i64) -> Sleep {
         Box::pin(async move {
             loop {
-                let left = at_ms.saturating_sub(now_ms());
+                let left = at_ms.saturating_sub(system_now_ms());
                 if left <= 0 {
                     return;
                 }

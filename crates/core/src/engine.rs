@@ -1,69 +1,100 @@
-//! The engine: configuration, the store and (later) the runtime, behind one handle that adapters
-//! share as `Arc<Engine>`. State is passed, never global.
+//! The composition root: [`Engine::open`] builds every component, hands each what it needs, and
+//! keeps them for adapters (the gateway, the CLI, tests), which share the engine as
+//! `Arc<Engine>`. The engine wires; it holds no logic of its own — every operation lives in the
+//! component that owns it (`engine.sessions().list(…)`, `engine.runtime().submit(…)`). State is
+//! passed, never global.
+//!
+//! Build order (each line gets only what the lines above made):
+//!
+//! 1. the clock, the store (SQLite), and the recovery of an unclean stop (runs left live by a
+//!    dead process become `aborted`);
+//! 2. the resolver (references → sessions), the channels and the outbox;
+//! 3. the runtime, whose replies go to `delivery::replies`;
+//! 4. the components above the runtime: sessions, the agent-to-agent exchanges, sub-agents, the
+//!    inbound doors, cron;
+//! 5. the tools (the session tools and any the embedder adds), installed into the runtime;
+//! 6. background work: the outbox task, the resumption of unfinished sub-agents, the archive
+//!    sweeper (the cron scheduler starts only when asked: [`Cron::start`]).
+//!
+//! Shutdown ([`Engine::shutdown`], the sequence of `docs/architecture.md`): the cron scheduler
+//! stops firing; the runtime refuses new runs and lets live ones finish for the grace period, then
+//! aborts the rest (each recorded `aborted`, partial output kept); the background tasks stop and
+//! are waited for; the store's writer commits what it holds and stops. A restart after it finds
+//! nothing interrupted.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::channels::{Channels, Inbound};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, SessionScope};
-use crate::delivery::{self, Outbox};
+use crate::config::Config;
+use crate::cron::{Cron, CronParts};
+use crate::delivery::replies::Replies;
+use crate::delivery::{Outbox, OutboxParts};
 use crate::error::{CoreError, CoreResult};
-use crate::keys::{self, KeyContext, Scope, SessionKey};
-use crate::runtime::Runtime;
-use crate::runtime::lanes::Lanes;
+use crate::exchange::Exchanges;
 use crate::runtime::providers::Providers;
-use crate::store::{NewSession, SqliteStore, Store};
-use crate::subagents;
-use crate::tools::{Tool, ToolRegistry};
+use crate::runtime::tool::{Tool, ToolRegistry};
+use crate::runtime::{Runtime, RuntimeParts};
+use crate::sessions::{Resolver, Sessions};
+use crate::store::{SqliteStore, Store};
+use crate::subagents::{Subagents, SubagentsParts};
+use crate::tools::ToolInvoker;
+use crate::tools::sessions::{self as session_tools, SessionTools};
 
 /// What an embedder (a test, the gateway) adds to the engine.
 #[derive(Default)]
 pub struct EngineOptions {
     /// Tools beyond the built-in ones.
     pub tools: Vec<Arc<dyn Tool>>,
-    /// The clock of schedules (cron slots, sub-agent archiving); the system clock when `None`
-    /// (tests pass a manual one).
+    /// The clock every time is read from; the system clock when `None` (tests pass a manual
+    /// one).
     pub clock: Option<Arc<dyn Clock>>,
 }
 
+/// The components, built and wired.
 pub struct Engine {
-    config: Config,
+    config: Arc<Config>,
     home: PathBuf,
-    store: Arc<dyn Store>,
-    sqlite: SqliteStore,
-    default_agent: String,
-    started: Instant,
-    runtime: Runtime,
-    outbox: Outbox,
     clock: Arc<dyn Clock>,
-    closed: AtomicBool,
-    cron: crate::cron::CronState,
+    sqlite: SqliteStore,
+    started_ms: i64,
+    runtime: Runtime,
+    resolver: Arc<Resolver>,
+    sessions: Arc<Sessions>,
+    outbox: Arc<Outbox>,
+    subagents: Arc<Subagents>,
+    inbound: Arc<Inbound>,
+    tools: Arc<ToolInvoker>,
+    cron: Arc<Cron>,
+    /// Every background task of every component.
+    tasks: TaskTracker,
+    /// Cancelled first at shutdown: nothing new is scheduled (cron).
+    intake: CancellationToken,
+    /// Cancelled once the runs ended: the background loops stop (outbox, sweeper).
+    stop: CancellationToken,
 }
 
 impl Engine {
-    /// Opens the store under `home` and recovers from an unclean stop: runs left live by a dead
-    /// process become `aborted`, short transcript mirrors are rebuilt.
+    /// Opens the store under `home` on the system clock and recovers from an unclean stop.
     pub async fn open(home: &Path, config: Config) -> CoreResult<Arc<Self>> {
         Self::open_with(home, config, EngineOptions::default()).await
     }
 
+    /// Builds and wires every component (see the module doc for the order).
     pub async fn open_with(
         home: &Path,
         config: Config,
         options: EngineOptions,
     ) -> CoreResult<Arc<Self>> {
-        let providers = Providers::from_config(&config).map_err(CoreError::Invalid)?;
-        let mut tools = ToolRegistry::default();
-        crate::tools::sessions::register(&mut tools);
-        for tool in options.tools {
-            tools.register(tool);
-        }
-        let runtime = Runtime::new(providers, tools, Lanes::from_config(&config));
+        let config = Arc::new(config);
         let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let cron = crate::cron::CronState::new(Some(clock.clone()));
-        let sqlite = SqliteStore::open(home)?;
+        let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
+        let sqlite = SqliteStore::open_with_clock(home, clock.clone())?;
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let aborted = store.abort_interrupted_runs().await?;
         if aborted > 0 {
@@ -72,64 +103,136 @@ impl Engine {
                 "marked runs interrupted by the last stop as aborted"
             );
         }
-        let default_agent = config.default_agent_id();
-        let outbox = Outbox::new(Duration::from_secs(config.delivery.timeout_seconds))
-            .map_err(CoreError::Invalid)?;
-        let engine = Arc::new(Self {
-            config,
-            home: home.to_path_buf(),
-            store,
-            sqlite,
-            default_agent,
-            started: Instant::now(),
-            runtime,
-            outbox,
-            clock,
-            cron,
-            closed: AtomicBool::new(false),
-        });
+        let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
         // Pending deliveries and unfinished sub-agents left by the last process resume here.
-        tokio::spawn(delivery::run(Arc::downgrade(&engine)));
-        let resumed = subagents::resume(&engine).await?;
+        engine.outbox.start();
+        let resumed = engine.subagents.resume().await?;
         if resumed > 0 {
             tracing::info!(
                 resumed,
                 "resumed sub-agents whose announce was not finished"
             );
         }
-        tokio::spawn(subagents::sweep(Arc::downgrade(&engine)));
-        Ok(engine)
+        engine.subagents.start_sweeper();
+        Ok(Arc::new(engine))
     }
 
-    /// Stops background work (the outbox, sub-agent sweeps, the cron scheduler), commits what is
-    /// pending and stops the store's writer.
-    pub async fn close(&self) {
-        self.closed.store(true, Ordering::Relaxed);
-        self.wake_outbox();
-        self.stop_cron().await;
+    /// Builds the components on an open store; starts nothing.
+    fn wire(
+        home: &Path,
+        config: Arc<Config>,
+        clock: Arc<dyn Clock>,
+        sqlite: SqliteStore,
+        providers: Arc<Providers>,
+        extra_tools: Vec<Arc<dyn Tool>>,
+    ) -> CoreResult<Self> {
+        let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+        let (tasks, intake, stop) = (
+            TaskTracker::new(),
+            CancellationToken::new(),
+            CancellationToken::new(),
+        );
+        let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
+        let channels = Channels::new(config.clone(), store.clone(), clock.clone())
+            .map_err(CoreError::Invalid)?;
+        let outbox = Outbox::new(OutboxParts {
+            config: config.clone(),
+            store: store.clone(),
+            channels,
+            resolver: resolver.clone(),
+            clock: clock.clone(),
+            tasks: tasks.clone(),
+            stop: stop.clone(),
+        });
+        let runtime = Runtime::new(RuntimeParts {
+            config: config.clone(),
+            store: store.clone(),
+            providers,
+            clock: clock.clone(),
+            replies: Arc::new(Replies::new(outbox.clone(), store.clone())),
+            tasks: tasks.clone(),
+        });
+        let subagents = Subagents::new(SubagentsParts {
+            config: config.clone(),
+            store: store.clone(),
+            runtime: runtime.clone(),
+            outbox: outbox.clone(),
+            clock: clock.clone(),
+            tasks: tasks.clone(),
+            stop: stop.clone(),
+        });
+        let exchanges = Exchanges::new(
+            config.clone(),
+            store.clone(),
+            runtime.clone(),
+            tasks.clone(),
+        );
+        let session_tools = SessionTools {
+            config: config.clone(),
+            resolver: resolver.clone(),
+            exchanges: Arc::new(exchanges),
+            subagents: subagents.clone(),
+        };
+        install_tools(&runtime, session_tools, extra_tools);
+        Ok(Self {
+            sessions: Arc::new(Sessions::new(
+                config.clone(),
+                store.clone(),
+                runtime.clone(),
+                resolver.clone(),
+                clock.clone(),
+            )),
+            inbound: Arc::new(Inbound::new(
+                config.clone(),
+                store.clone(),
+                runtime.clone(),
+                resolver.clone(),
+            )),
+            cron: Cron::new(CronParts {
+                config: config.clone(),
+                store,
+                runtime: runtime.clone(),
+                resolver: resolver.clone(),
+                clock: clock.clone(),
+                tasks: tasks.clone(),
+                stop: intake.clone(),
+            }),
+            tools: Arc::new(ToolInvoker::new(
+                config.clone(),
+                resolver.clone(),
+                runtime.clone(),
+            )),
+            started_ms: clock.now_ms(),
+            home: home.to_path_buf(),
+            config,
+            clock,
+            sqlite,
+            runtime,
+            resolver,
+            outbox,
+            subagents,
+            tasks,
+            intake,
+            stop,
+        })
+    }
+
+    /// The graceful shutdown: cron stops firing; live runs get up to `grace` to finish, then are
+    /// aborted (recorded `aborted`, partial output kept); the background tasks stop and are
+    /// waited for; the store commits what it holds and its writer stops. Calling it again is
+    /// harmless.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.intake.cancel();
+        self.runtime.shutdown(grace).await;
+        self.stop.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
         self.sqlite.close().await;
     }
 
-    /// Whether `close` was called.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
-    }
-
-    /// Now on the engine's clock (see [`EngineOptions::clock`]).
-    pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    pub(crate) fn outbox(&self) -> &Outbox {
-        &self.outbox
-    }
-
-    pub(crate) fn runtime(&self) -> &Runtime {
-        &self.runtime
-    }
-
-    pub(crate) fn cron_state(&self) -> &crate::cron::CronState {
-        &self.cron
+    /// Stops at once: [`Engine::shutdown`] with no grace period.
+    pub async fn close(&self) {
+        self.shutdown(Duration::ZERO).await;
     }
 
     pub fn config(&self) -> &Config {
@@ -140,8 +243,60 @@ impl Engine {
         &self.home
     }
 
+    /// The clock every time is read from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Now (ms) on the engine's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Runs: submit, wait, abort, events.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// References → sessions, for every door.
+    pub fn resolver(&self) -> &Arc<Resolver> {
+        &self.resolver
+    }
+
+    /// `sessions.*`, `chat.*`, `agent`, `agents.list`.
+    pub fn sessions(&self) -> &Arc<Sessions> {
+        &self.sessions
+    }
+
+    /// `send`, `deliveries.list`, delivery events.
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    /// Spawned sub-agents: their announces and archiving.
+    pub fn subagents(&self) -> &Arc<Subagents> {
+        &self.subagents
+    }
+
+    /// `POST /channels/webhook/…` and `POST /hooks/agent`.
+    pub fn inbound(&self) -> &Arc<Inbound> {
+        &self.inbound
+    }
+
+    /// `tools.invoke`, `tools.list`, MCP.
+    pub fn tools(&self) -> &Arc<ToolInvoker> {
+        &self.tools
+    }
+
+    /// `cron.*` and the scheduler.
+    pub fn cron(&self) -> &Arc<Cron> {
+        &self.cron
+    }
+
+    /// The store, for embedders that seed or inspect it (the CLI's `dev seed`, tests). The
+    /// gateway's doors go through the components instead.
     pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+        &self.sqlite
     }
 
     /// Reads served by the store since the engine opened (see `SqliteStore::reads`).
@@ -150,62 +305,16 @@ impl Engine {
     }
 
     pub fn uptime_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        self.clock.now_ms().saturating_sub(self.started_ms).max(0) as u64
     }
+}
 
-    pub fn default_agent_id(&self) -> &str {
-        &self.default_agent
+/// The session tools and the embedder's, installed into the runtime.
+fn install_tools(runtime: &Runtime, session_tools: SessionTools, extra: Vec<Arc<dyn Tool>>) {
+    let mut registry = ToolRegistry::default();
+    session_tools::register(&mut registry, Arc::new(session_tools));
+    for tool in extra {
+        registry.register(tool);
     }
-
-    pub fn scope(&self) -> Scope {
-        match self.config.session.scope {
-            SessionScope::Global => Scope::Global,
-            _ => Scope::PerSender,
-        }
-    }
-
-    pub fn main_key(&self) -> &str {
-        &self.config.session.main_key
-    }
-
-    /// The key context of `agent_id` (the default agent for operator calls).
-    pub fn key_context<'a>(&'a self, agent_id: &'a str) -> KeyContext<'a> {
-        KeyContext {
-            agent_id,
-            main_key: self.main_key(),
-            scope: self.scope(),
-        }
-    }
-
-    /// Canonicalises a key for an operator call; `agent_id` picks the agent that legacy keys and
-    /// `main` belong to (default agent when absent).
-    pub fn canonical_key(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
-        let agent = agent_id.map(keys::normalize_agent_id);
-        let agent = agent.as_deref().unwrap_or(&self.default_agent);
-        Ok(keys::canonicalize(input, &self.key_context(agent))?)
-    }
-
-    /// What a new session at `key` starts with: agent, kind, channel and chat type from the key.
-    pub fn new_session(&self, key: &SessionKey) -> NewSession {
-        NewSession {
-            key: key.as_str().to_string(),
-            agent_id: key.agent_id().unwrap_or(&self.default_agent).to_string(),
-            kind: key.kind(self.main_key()),
-            channel: key.channel().map(str::to_string),
-            chat_type: key.chat_type(self.main_key()),
-            label: None,
-            display_name: None,
-            spawned_by: None,
-        }
-    }
-
-    /// Whether `key` is the main session of its agent (it cannot be deleted).
-    pub fn is_main(&self, key: &SessionKey) -> bool {
-        key.is_global() || key.rest() == self.main_key()
-    }
-
-    /// Reports an invalid input with what is accepted.
-    pub fn invalid(message: impl Into<String>) -> CoreError {
-        CoreError::Invalid(message.into())
-    }
+    runtime.install_tools(registry);
 }

@@ -9,9 +9,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use switchboard_core::runtime::cancel::CancelToken;
+use switchboard_core::error::http_status;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
+use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
 use crate::methods;
@@ -76,7 +77,7 @@ pub async fn rpc(
         }
     };
     // A disconnected HTTP client drops this future; nothing else tells the method it left.
-    let gone = CancelToken::default();
+    let gone = CancellationToken::new();
     match methods::dispatch(&state, &request.method, request.params, &|_| {}, &gone).await {
         Ok(payload) => reply(
             StatusCode::OK,
@@ -87,14 +88,8 @@ pub async fn rpc(
             },
         ),
         Err(error) => {
-            let status = match error.code {
-                ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
-                ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-                ErrorCode::Forbidden => StatusCode::FORBIDDEN,
-                ErrorCode::NotFound => StatusCode::NOT_FOUND,
-                ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-                ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            };
+            let status = StatusCode::from_u16(http_status(error.code))
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             reply(
                 status,
                 RpcResponse {

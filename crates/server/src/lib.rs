@@ -3,6 +3,10 @@
 //!
 //! `app(state)` builds the router so tests can drive it; `serve` binds and runs it until the
 //! shutdown future resolves.
+//!
+//! Every door is a thin adapter: it decodes protocol params, calls the engine component that owns
+//! the operation, and encodes its answer or maps its `CoreError` (wire code and HTTP status, one
+//! mapping in `switchboard_core::error`). No decision is made here.
 
 pub mod auth;
 pub mod client;
@@ -21,6 +25,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use switchboard_core::Engine;
+use tokio_util::task::TaskTracker;
 
 pub use auth::GatewayAuth;
 
@@ -36,6 +41,8 @@ pub struct ServerState {
     stopping: tokio::sync::watch::Sender<bool>,
     /// Cancelled with `stopping`: ends `/mcp`'s open streams so the shutdown can complete.
     mcp_stop: tokio_util::sync::CancellationToken,
+    /// The connections' writer and request tasks.
+    tasks: TaskTracker,
     connections: AtomicU64,
     next_conn: AtomicU64,
 }
@@ -58,6 +65,7 @@ impl ServerState {
             tick_interval,
             stopping: tokio::sync::watch::channel(false).0,
             mcp_stop: tokio_util::sync::CancellationToken::new(),
+            tasks: TaskTracker::new(),
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
         })
@@ -65,6 +73,13 @@ impl ServerState {
 
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the connections' request tasks to end: after [`serve`] returned and the engine
+    /// shut down, each answers (to nobody) once the run it waits on has ended.
+    pub async fn finish(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
     }
 }
 

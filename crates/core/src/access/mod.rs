@@ -1,13 +1,19 @@
-//! Who may see or message whom (SPEC §8.1), and whether a session may be sent to (§8.2).
+//! Who may see or message whom (SPEC §8.1), whether a session may be sent to (§8.2), and which
+//! tools an agent may call in a session (§6.5, §7.4).
 //!
-//! One decision function, [`decide`], answers for every session tool, `tools.invoke`, MCP and
-//! every gateway method that acts for a session; nothing else in the code base decides
-//! visibility. [`send_policy`] is the one place send policy is decided.
+//! Pure decisions over values handed in: the config and the facts of the sessions involved. This
+//! module reads no store and knows no engine, so every caller — session tools, `tools.invoke`,
+//! MCP, gateway methods, the run loop — gets the same answer for the same facts. One decision
+//! function, [`decide`], answers visibility; nothing else in the code base decides it.
+//! [`send_policy`] is the one place send policy is decided; [`tool_allowed`] the one place tool
+//! policy is.
 
 mod send_policy;
+mod tools;
 mod visibility;
 
 pub use send_policy::{SendDecision, send_policy};
+pub use tools::{is_session_tool, tool_allowed};
 pub use visibility::{is_sandboxed, requester};
 
 /// What the requester wants to do with the target.
@@ -64,16 +70,6 @@ pub fn decide(
     op: Operation,
 ) -> Decision {
     visibility::decide(config, requester, target, op)
-}
-
-/// Refuses a message into `key` (canonical) when the send policy denies it: the one check the
-/// gateway's `chat.send` and `agent` make. A key with no session yet is judged from the key.
-pub async fn check_send(engine: &crate::Engine, key: &str) -> crate::CoreResult<()> {
-    let entry = engine.store().get(key).await?;
-    match send_policy(engine.config(), key, entry.as_ref()) {
-        SendDecision::Allow => Ok(()),
-        SendDecision::Deny { reason } => Err(crate::CoreError::Forbidden(reason)),
-    }
 }
 
 /// A standalone `/send on|off|inherit` (also `allow|deny|default`) message. `None`: not a

@@ -166,7 +166,7 @@ mod tests {
 
     fn entry(key: &str) -> SessionEntry {
         SessionEntry {
-            key: key.to_owned(),
+            key: SessionKey::from_canonical(key.to_owned()),
             session_id: "0b7f0d0e-8f5a-4a57-9a65-1f1c4bb3f0d2".to_owned(),
             agent_id: "main".to_owned(),
             kind: SessionKind::Other,

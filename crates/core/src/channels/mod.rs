@@ -1,8 +1,10 @@
-//! How each channel sends (SPEC §9.2). The outbox (`crate::delivery`) decides whether and when;
-//! a channel makes one attempt and says whether a failure is worth retrying.
+//! The channels (SPEC §9.2): how each one sends ([`Channels`], used by the outbox, which decides
+//! whether and when), and the HTTP sources of sessions ([`Inbound`]: the webhook channel's
+//! `POST /channels/webhook/<accountId>` and `POST /hooks/agent`). A channel makes one attempt
+//! and says whether a failure is worth retrying.
 //!
 //! - `webhook`: `POST`s the message as JSON to the account's `url` (and routes inbound
-//!   `POST /channels/webhook/<accountId>` payloads to sessions, see [`webhook`]).
+//!   payloads to sessions, see [`webhook`]).
 //! - `webchat`: the gateway's own clients; the text is appended to the session named by `to` and
 //!   clients subscribed to it get a `delivery` event.
 //! - `internal`: into the transcript of the session named by `to` as a user-role message with
@@ -11,14 +13,24 @@
 //! Channels named in keys that this gateway does not connect (`discord`, `slack`, …) fail
 //! permanently with a message saying so: the record keeps the text and the reason.
 
+mod hooks;
+mod inbound;
 pub mod webhook;
 
-use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::clock::now_ms;
-use crate::engine::Engine;
-use crate::runtime::user_message;
-use crate::store::{DeliveryRecord, WriteOp};
+use switchboard_protocol::message::{
+    AssistantMessage, ContentBlock, Provenance, StopReason, TranscriptMessage, Usage, UserContent,
+    UserMessage,
+};
+
+pub use inbound::Inbound;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::keys::SessionKey;
+use crate::store::{DeliveryRecord, Store, WriteOp};
 
 pub const WEBHOOK: &str = "webhook";
 pub const WEBCHAT: &str = "webchat";
@@ -38,56 +50,94 @@ pub enum ChannelError {
     Permanent(String),
 }
 
-/// Makes one attempt to deliver `record`. On success answers the store writes that belong to
-/// the delivery (committed together with its `delivered` mark, so they happen exactly once).
-pub(crate) async fn send(
-    engine: &Engine,
-    record: &DeliveryRecord,
-) -> Result<Vec<WriteOp>, ChannelError> {
-    match record.channel.as_str() {
-        WEBHOOK => webhook::send(engine, record).await.map(|()| Vec::new()),
-        WEBCHAT => Ok(vec![WriteOp::Append {
-            key: existing(engine, &record.to).await?,
-            create: None,
-            messages: vec![delivered_message(&record.text)],
-        }]),
-        INTERNAL => {
-            let provenance = json!({
-                "kind": record.kind,
-                "fromSessionKey": record.source_key.as_ref().or(record.session_key.as_ref()),
-                "runId": record.run_id,
-            });
-            Ok(vec![WriteOp::Append {
-                key: existing(engine, &record.to).await?,
-                create: None,
-                messages: vec![user_message(&record.text, Some(provenance))],
-            }])
-        }
-        other => Err(ChannelError::Permanent(format!(
-            "channel {other} is not connected to this gateway (deliverable channels: {})",
-            DELIVERABLE.join(", ")
-        ))),
-    }
+/// The senders of every connected channel.
+#[derive(Clone)]
+pub struct Channels {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    http: reqwest::Client,
 }
 
-/// The key of the session `to` names, which must exist.
-async fn existing(engine: &Engine, to: &str) -> Result<String, ChannelError> {
-    match engine.store().get(to).await {
-        Ok(Some(entry)) => Ok(entry.key),
-        Ok(None) => Err(ChannelError::Permanent(format!("No session found: {to}"))),
-        Err(e) => Err(ChannelError::Retry(e.to_string())),
+impl Channels {
+    /// `delivery.timeoutSeconds` bounds each outbound HTTP attempt.
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, String> {
+        let timeout = Duration::from_secs(config.delivery.timeout_seconds);
+        let http = crate::runtime::providers::http::client(timeout)?;
+        Ok(Self {
+            config,
+            store,
+            clock,
+            http,
+        })
+    }
+
+    /// Makes one attempt to deliver `record`. On success answers the store writes that belong to
+    /// the delivery (committed together with its `delivered` mark, so they happen exactly once).
+    pub(crate) async fn send(&self, record: &DeliveryRecord) -> Result<Vec<WriteOp>, ChannelError> {
+        let now = self.clock.now_ms();
+        match record.channel.as_str() {
+            WEBHOOK => webhook::send(&self.config, &self.http, record)
+                .await
+                .map(|()| Vec::new()),
+            WEBCHAT => Ok(vec![WriteOp::Append {
+                key: self.existing(&record.to).await?,
+                create: None,
+                messages: vec![delivered_message(&record.text, now)],
+            }]),
+            INTERNAL => {
+                let provenance = Provenance {
+                    kind: record.kind.clone(),
+                    from_session_key: record
+                        .source_key
+                        .as_ref()
+                        .or(record.session_key.as_ref())
+                        .map(|k| k.as_str().to_string()),
+                    run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
+                    ..Provenance::default()
+                };
+                let message = TranscriptMessage::User(UserMessage {
+                    content: UserContent::Text(record.text.clone()),
+                    timestamp: now,
+                    provenance: Some(provenance),
+                });
+                Ok(vec![WriteOp::Append {
+                    key: self.existing(&record.to).await?,
+                    create: None,
+                    messages: vec![message],
+                }])
+            }
+            other => Err(ChannelError::Permanent(format!(
+                "channel {other} is not connected to this gateway (deliverable channels: {})",
+                DELIVERABLE.join(", ")
+            ))),
+        }
+    }
+
+    /// The key of the session `to` names, which must exist.
+    async fn existing(&self, to: &str) -> Result<SessionKey, ChannelError> {
+        let key = SessionKey::from_canonical(to.to_string());
+        match self.store.get(&key).await {
+            Ok(Some(entry)) => Ok(entry.key),
+            Ok(None) => Err(ChannelError::Permanent(format!("No session found: {to}"))),
+            Err(e) => Err(ChannelError::Retry(e.to_string())),
+        }
     }
 }
 
 /// A text delivered to a webchat session, as an assistant message of the gateway.
-fn delivered_message(text: &str) -> serde_json::Value {
-    json!({
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "provider": "switchboard",
-        "model": "delivery",
-        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
-        "stopReason": "stop",
-        "timestamp": now_ms(),
+fn delivered_message(text: &str, now: i64) -> TranscriptMessage {
+    TranscriptMessage::Assistant(AssistantMessage {
+        content: vec![ContentBlock::text(text)],
+        provider: "switchboard".into(),
+        model: "delivery".into(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        error_message: None,
+        timestamp: now,
     })
 }

@@ -5,162 +5,57 @@
 //! Bearer …`). Group and channel chats go to `agent:<agentId>:webhook:<group|channel>:<chatId>`
 //! (`:thread:<threadId>` inside a thread); direct chats follow `session.dmScope`. The message
 //! records the route (`deliveryContext`, `lastChannel`, `lastTo`, …) and starts a run whose reply
-//! goes back to that route through the outbox.
+//! goes back to that route through the outbox (see `inbound.rs`).
 //!
 //! Outbound body: `{id, kind, accountId, to, threadId?, text, sessionKey?, runId?}`, with the
 //! record id also in an `Idempotency-Key` header: an attempt repeated after a crash carries the
 //! same id.
 
-use std::sync::Arc;
-
-use serde::Deserialize;
-use serde_json::{Value, json};
+use switchboard_protocol::delivery::WebhookOutbound;
+use switchboard_protocol::inbound::WebhookInbound;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::{ChannelError, WEBHOOK};
-use crate::config::{DmScope, WebhookAccount};
-use crate::engine::Engine;
+use crate::config::{Config, DmScope, WebhookAccount};
+use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
-use crate::runtime::lanes::Lane;
-use crate::runtime::{Deliver, RunRequest, user_message};
-use crate::store::{DeliveryRecord, EntryPatch, WriteOp};
+use crate::store::{DeliveryRecord, EntryPatch};
 
-/// Why an inbound request was refused: an HTTP status and a message that says what to fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct InboundError {
-    pub status: u16,
-    pub message: String,
-}
+pub(super) const PAYLOAD_EXPECTED: &str = "expected a JSON object {\"from\": string, \"chatType\": \"direct\"|\"group\"|\"channel\", \"chatId\"?: string (required for group and channel), \"text\": string, \"threadId\"?: string}";
 
-impl InboundError {
-    fn new(status: u16, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-/// What an accepted inbound message started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InboundAccepted {
-    pub run_id: String,
-    pub session_key: String,
-}
-
-/// The inbound payload.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct InboundPayload {
-    from: IdValue,
-    chat_type: String,
-    #[serde(default)]
-    chat_id: Option<IdValue>,
-    text: String,
-    #[serde(default)]
-    thread_id: Option<IdValue>,
-}
-
-/// Ids arrive as strings or numbers (chat APIs use both).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum IdValue {
-    Text(String),
-    Number(i64),
-}
-
-impl IdValue {
-    fn into_string(self) -> String {
-        match self {
-            Self::Text(s) => s.trim().to_string(),
-            Self::Number(n) => n.to_string(),
-        }
-    }
-}
-
-const PAYLOAD_EXPECTED: &str = "expected a JSON object {\"from\": string, \"chatType\": \"direct\"|\"group\"|\"channel\", \"chatId\"?: string (required for group and channel), \"text\": string, \"threadId\"?: string}";
-
-/// Checks an inbound request and starts the run it asks for. Nothing is stored unless every
-/// check passed.
-pub async fn receive(
-    engine: &Arc<Engine>,
+/// The account `account_id` names (trimmed, lower-cased), if the channel is on; the error says
+/// what to configure.
+pub(super) fn account<'a>(
+    config: &'a Config,
     account_id: &str,
-    token: Option<&str>,
-    body: &[u8],
-) -> Result<InboundAccepted, InboundError> {
-    let webhook = &engine.config().channels.webhook;
+) -> Result<(String, &'a WebhookAccount), CoreError> {
+    let webhook = &config.channels.webhook;
     if !webhook.enabled {
-        return Err(InboundError::new(
-            404,
-            "the webhook channel is off (set channels.webhook.enabled to true)",
+        return Err(CoreError::NotFound(
+            "the webhook channel is off (set channels.webhook.enabled to true)".into(),
         ));
     }
     let account_id = account_id.trim().to_lowercase();
     let Some(account) = webhook.accounts.get(&account_id) else {
         let known: Vec<&str> = webhook.accounts.keys().map(String::as_str).collect();
-        return Err(InboundError::new(
-            404,
-            format!(
-                "unknown webhook account {account_id:?} (configured: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ),
-        ));
+        return Err(CoreError::NotFound(format!(
+            "unknown webhook account {account_id:?} (configured: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
     };
-    check_token(account, &account_id, token)?;
-    let payload: InboundPayload = parse_body(body, PAYLOAD_EXPECTED)?;
-    let inbound = Inbound::check(payload)?;
-    let agent_id = account
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| engine.default_agent_id().to_string());
-    let key = inbound.session_key(engine, &agent_id, &account_id)?;
-    let route = DeliveryContext {
-        channel: WEBHOOK.into(),
-        to: inbound
-            .chat_id
-            .clone()
-            .unwrap_or_else(|| inbound.from.clone()),
-        account_id: Some(account_id.clone()),
-        thread_id: inbound.thread_id.clone(),
-    };
-
-    engine
-        .store()
-        .write_batch(vec![
-            WriteOp::Create(Box::new(engine.new_session(&key))),
-            WriteOp::Patch {
-                key: key.as_str().to_string(),
-                patch: Box::new(route_patch(&route)),
-            },
-        ])
-        .await
-        .map_err(|e| InboundError::new(500, e.to_string()))?;
-    let mut request = RunRequest::new(key.as_str(), Lane::Main);
-    request.message = Some(user_message(&inbound.text_for_model(), None));
-    request.deliver = Some(Deliver {
-        kind: "reply",
-        route: Some(route),
-    });
-    let accepted = engine
-        .submit_run(request)
-        .await
-        .map_err(|e| InboundError::new(500, e.to_string()))?;
-    Ok(InboundAccepted {
-        run_id: accepted.run_id,
-        session_key: accepted.session_key,
-    })
+    Ok((account_id, account))
 }
 
-/// Decodes an inbound JSON body; a 400 names the field at fault and what is `expected`.
+/// Decodes an inbound JSON body; an `Invalid` error names the field at fault and what is
+/// `expected`.
 pub fn parse_body<T: serde::de::DeserializeOwned>(
     body: &[u8],
     expected: &str,
-) -> Result<T, InboundError> {
+) -> Result<T, CoreError> {
     let mut json = serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(&mut json).map_err(|e| {
         let path = e.path().to_string();
@@ -169,39 +64,32 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         } else {
             format!(" at {path}")
         };
-        InboundError::new(
-            400,
-            format!("invalid payload{at}: {}; {expected}", e.inner()),
-        )
+        CoreError::Invalid(format!("invalid payload{at}: {}; {expected}", e.inner()))
     })
 }
 
-fn check_token(
+pub(super) fn check_token(
     account: &WebhookAccount,
     account_id: &str,
     presented: Option<&str>,
-) -> Result<(), InboundError> {
+) -> Result<(), CoreError> {
     let expected = account.token.as_deref().unwrap_or_default();
     let Some(given) = presented else {
-        return Err(InboundError::new(
-            401,
-            format!(
-                "missing token: send Authorization: Bearer <channels.webhook.accounts.{account_id}.token>"
-            ),
-        ));
+        return Err(CoreError::Unauthorized(format!(
+            "missing token: send Authorization: Bearer <channels.webhook.accounts.{account_id}.token>"
+        )));
     };
     if crate::access::token_matches(expected, given) {
         Ok(())
     } else {
-        Err(InboundError::new(
-            401,
-            format!("wrong token for webhook account {account_id}"),
-        ))
+        Err(CoreError::Unauthorized(format!(
+            "wrong token for webhook account {account_id}"
+        )))
     }
 }
 
 /// The fields of the route an inbound message records on its session.
-fn route_patch(route: &DeliveryContext) -> EntryPatch {
+pub(super) fn route_patch(route: &DeliveryContext) -> EntryPatch {
     EntryPatch {
         last_channel: Patch::Set(route.channel.clone()),
         last_to: Patch::Set(route.to.clone()),
@@ -213,48 +101,37 @@ fn route_patch(route: &DeliveryContext) -> EntryPatch {
 }
 
 /// A checked inbound message.
-struct Inbound {
-    from: String,
-    chat_type: ChatType,
-    chat_id: Option<String>,
-    text: String,
-    thread_id: Option<String>,
+pub(super) struct Message {
+    pub from: String,
+    pub chat_type: ChatType,
+    pub chat_id: Option<String>,
+    pub text: String,
+    pub thread_id: Option<String>,
 }
 
-impl Inbound {
-    fn check(p: InboundPayload) -> Result<Self, InboundError> {
+impl Message {
+    pub(super) fn check(p: WebhookInbound) -> Result<Self, CoreError> {
         let from = p.from.into_string();
         if from.is_empty() {
-            return Err(InboundError::new(
-                400,
+            return Err(CoreError::invalid(
                 "from: must name the sender (a non-empty string or number)",
             ));
         }
         let chat_type = ChatType::parse(&p.chat_type).ok_or_else(|| {
-            InboundError::new(
-                400,
-                format!(
-                    "chatType: {:?} is not a chat type; expected \"direct\" (or \"dm\"), \"group\" or \"channel\"",
-                    p.chat_type
-                ),
-            )
+            CoreError::invalid(format!(
+                "chatType: {:?} is not a chat type; expected \"direct\" (or \"dm\"), \"group\" or \"channel\"",
+                p.chat_type
+            ))
         })?;
-        let chat_id = p
-            .chat_id
-            .map(IdValue::into_string)
-            .filter(|s| !s.is_empty());
+        let chat_id = p.chat_id.map(|c| c.into_string()).filter(|s| !s.is_empty());
         if chat_type != ChatType::Direct && chat_id.is_none() {
-            return Err(InboundError::new(
-                400,
-                format!(
-                    "chatId: required when chatType is {:?} (the id of the chat)",
-                    chat_type.as_str()
-                ),
-            ));
+            return Err(CoreError::invalid(format!(
+                "chatId: required when chatType is {:?} (the id of the chat)",
+                chat_type.as_str()
+            )));
         }
         if p.text.trim().is_empty() {
-            return Err(InboundError::new(
-                400,
+            return Err(CoreError::invalid(
                 "text: must not be empty (the message to the agent)",
             ));
         }
@@ -265,21 +142,21 @@ impl Inbound {
             text: p.text,
             thread_id: p
                 .thread_id
-                .map(IdValue::into_string)
+                .map(|t| t.into_string())
                 .filter(|s| !s.is_empty()),
         })
     }
 
     /// The session of this chat: group and channel chats by chat id (and thread); direct chats
     /// per `session.dmScope`.
-    fn session_key(
+    pub(super) fn session_key(
         &self,
-        engine: &Engine,
+        config: &Config,
         agent_id: &str,
         account_id: &str,
-    ) -> Result<SessionKey, InboundError> {
+    ) -> Result<SessionKey, CoreError> {
         let thread = self.thread_id.as_deref();
-        let key = match (self.chat_type, engine.config().session.dm_scope) {
+        let key = match (self.chat_type, config.session.dm_scope) {
             (ChatType::Group | ChatType::Channel, _) => keys::group_key(
                 agent_id,
                 WEBHOOK,
@@ -287,9 +164,7 @@ impl Inbound {
                 self.chat_id.as_deref().unwrap_or_default(),
                 thread,
             ),
-            (ChatType::Direct, DmScope::Main) => {
-                keys::main_session_key(agent_id, &engine.key_context(agent_id))
-            }
+            (ChatType::Direct, DmScope::Main) => config.main_session_key(agent_id),
             (ChatType::Direct, DmScope::PerChannelPeer) => {
                 keys::group_key(agent_id, WEBHOOK, ChatType::Direct, &self.from, thread)
             }
@@ -303,16 +178,26 @@ impl Inbound {
                 };
                 keys::canonicalize(
                     &format!("agent:{agent_id}:{rest}"),
-                    &engine.key_context(agent_id),
+                    &config.key_context(agent_id),
                 )
-                .map_err(|e| InboundError::new(400, format!("from: {e}")))?
+                .map_err(|e| CoreError::Invalid(format!("from: {e}")))?
             }
         };
         Ok(key)
     }
 
+    /// Where the reply to this message goes.
+    pub(super) fn route(&self, account_id: &str) -> DeliveryContext {
+        DeliveryContext {
+            channel: WEBHOOK.into(),
+            to: self.chat_id.clone().unwrap_or_else(|| self.from.clone()),
+            account_id: Some(account_id.to_string()),
+            thread_id: self.thread_id.clone(),
+        }
+    }
+
     /// What the agent reads: in group and channel chats the sender comes first, on its own line.
-    fn text_for_model(&self) -> String {
+    pub(super) fn text_for_model(&self) -> String {
         match self.chat_type {
             ChatType::Direct => self.text.clone(),
             _ => format!("[from {}]\n{}", self.from, self.text),
@@ -342,8 +227,12 @@ fn peer_segment(raw: &str) -> String {
 }
 
 /// One outbound attempt: `POST` to the account's `url`.
-pub(super) async fn send(engine: &Engine, record: &DeliveryRecord) -> Result<(), ChannelError> {
-    let accounts = &engine.config().channels.webhook.accounts;
+pub(super) async fn send(
+    config: &Config,
+    http: &reqwest::Client,
+    record: &DeliveryRecord,
+) -> Result<(), ChannelError> {
+    let accounts = &config.channels.webhook.accounts;
     let (account_id, account) = match &record.account_id {
         Some(id) => match accounts.get(id) {
             Some(account) => (id.clone(), account),
@@ -369,27 +258,17 @@ pub(super) async fn send(engine: &Engine, record: &DeliveryRecord) -> Result<(),
             "channels.webhook.accounts.{account_id}.url is not set: the account only receives"
         )));
     };
-    let mut body = json!({
-        "id": record.id,
-        "kind": record.kind,
-        "accountId": account_id,
-        "to": record.to,
-        "text": record.text,
-    });
-    if let Value::Object(map) = &mut body {
-        for (name, value) in [
-            ("threadId", &record.thread_id),
-            ("sessionKey", &record.session_key),
-            ("runId", &record.run_id),
-        ] {
-            if let Some(v) = value {
-                map.insert(name.into(), Value::from(v.as_str()));
-            }
-        }
-    }
-    let mut request = engine
-        .outbox()
-        .http
+    let body = WebhookOutbound {
+        id: record.id.clone(),
+        kind: record.kind.clone(),
+        account_id,
+        to: record.to.clone(),
+        thread_id: record.thread_id.clone(),
+        text: record.text.clone(),
+        session_key: record.session_key.as_ref().map(|k| k.as_str().to_string()),
+        run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
+    };
+    let mut request = http
         .post(url)
         .header("Idempotency-Key", &record.id)
         .json(&body);

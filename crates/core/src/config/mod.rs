@@ -84,6 +84,8 @@ pub struct GatewayConfig {
     pub auth: GatewayAuth,
     /// Largest accepted WebSocket frame or HTTP body, in bytes.
     pub max_payload_bytes: usize,
+    /// On SIGTERM/Ctrl-C, how long running runs may go on before they are aborted.
+    pub shutdown_grace_seconds: u64,
 }
 
 impl Default for GatewayConfig {
@@ -93,6 +95,7 @@ impl Default for GatewayConfig {
             port: 18790,
             auth: GatewayAuth::default(),
             max_payload_bytes: 1024 * 1024,
+            shutdown_grace_seconds: 10,
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Views of a [`Config`] that other modules ask for: one agent with its overrides merged onto
 //! `agents.defaults`, the default agent, and a copy safe to print.
 
-use super::{AgentEntry, Config, ModelRef, SandboxMode, SessionToolsVisibility};
-use crate::keys::normalize_agent_id;
+use super::{AgentEntry, Config, ModelRef, SandboxMode, SessionScope, SessionToolsVisibility};
+use crate::keys::{self, KeyContext, KeyError, Scope, SessionKey, normalize_agent_id};
 
 /// What [`Config::redacted`] puts in place of every secret.
 pub const REDACTED: &str = "[redacted]";
@@ -41,6 +41,47 @@ pub struct ResolvedAgent {
 }
 
 impl Config {
+    /// The key scope of `session.scope`.
+    pub fn scope(&self) -> Scope {
+        match self.session.scope {
+            SessionScope::Global => Scope::Global,
+            _ => Scope::PerSender,
+        }
+    }
+
+    /// The key context of `agent_id`: its `main` and legacy keys.
+    pub fn key_context<'a>(&'a self, agent_id: &'a str) -> KeyContext<'a> {
+        KeyContext {
+            agent_id,
+            main_key: &self.session.main_key,
+            scope: self.scope(),
+        }
+    }
+
+    /// Canonicalises a key for an operator call; `agent_id` picks the agent that legacy keys and
+    /// `main` belong to (the default agent when absent).
+    pub fn canonical_key(
+        &self,
+        input: &str,
+        agent_id: Option<&str>,
+    ) -> Result<SessionKey, KeyError> {
+        let agent = match agent_id {
+            Some(agent) => normalize_agent_id(agent),
+            None => self.default_agent_id(),
+        };
+        keys::canonicalize(input, &self.key_context(&agent))
+    }
+
+    /// The main session key of `agent_id`.
+    pub fn main_session_key(&self, agent_id: &str) -> SessionKey {
+        keys::main_session_key(agent_id, &self.key_context(agent_id))
+    }
+
+    /// Whether `key` is the main session of its agent (it cannot be deleted).
+    pub fn is_main(&self, key: &SessionKey) -> bool {
+        key.is_global() || key.rest() == self.session.main_key
+    }
+
     /// The `agents.list` entry with `default: true`, else the first entry, else `main`.
     pub fn default_agent_id(&self) -> String {
         let list = &self.agents.list;

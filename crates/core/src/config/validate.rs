@@ -27,6 +27,7 @@ const COST_EXPECTED: &str = "a number >= 0 (USD per million tokens)";
 const POSITIVE_EXPECTED: &str = "a positive integer";
 
 const MAX_PAYLOAD_BYTES: RangeInclusive<u64> = 1024..=64 * 1024 * 1024;
+const SHUTDOWN_GRACE_SECONDS: RangeInclusive<u64> = 0..=3600;
 const PROVIDER_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=3600;
 const PROVIDER_MAX_RETRIES: RangeInclusive<u64> = 0..=10;
 const AGENT_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=86_400;
@@ -52,6 +53,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "gateway.port" => PORT_EXPECTED.to_owned(),
         "gateway.auth.mode" => one_of(AuthMode::NAMES),
         "gateway.maxPayloadBytes" => integer(&MAX_PAYLOAD_BYTES),
+        "gateway.shutdownGraceSeconds" => integer(&SHUTDOWN_GRACE_SECONDS),
         "models.providers.*.api" => one_of(ProviderApi::NAMES),
         "models.providers.*.baseUrl"
         | "channels.telegram.apiBase"
@@ -202,6 +204,11 @@ impl Checker<'_> {
         }
         let bytes = u64::try_from(gateway.max_payload_bytes).unwrap_or(u64::MAX);
         self.range("gateway.maxPayloadBytes", bytes, &MAX_PAYLOAD_BYTES);
+        self.range(
+            "gateway.shutdownGraceSeconds",
+            gateway.shutdown_grace_seconds,
+            &SHUTDOWN_GRACE_SECONDS,
+        );
     }
 
     fn providers(&mut self, config: &mut Config) {

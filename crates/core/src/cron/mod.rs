@@ -1,8 +1,8 @@
 //! Cron jobs (SPEC §9.3): scheduled agent turns.
 //!
 //! Owns: the schedule grammar (`schedule.rs`), the job operations behind `cron.add`,
-//! `cron.list`, `cron.remove` and `cron.run` (this file), the scheduler task that fires due
-//! slots (`scheduler.rs`), and the clock it reads (`crate::clock`). Jobs live in the store
+//! `cron.list`, `cron.remove` and `cron.run` ([`Cron`], this file), and the scheduler task that
+//! fires due slots (`scheduler.rs`) on the engine's clock. Jobs live in the store
 //! (`cron_jobs`); a firing is an ordinary run submitted to the runtime, on lane `cron`, in the
 //! job's session `agent:<agentId>:cron:<jobId>`.
 //!
@@ -18,36 +18,57 @@ mod scheduler;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::json;
 use switchboard_protocol::cron::{
     CronAddParams, CronJob, CronListResult, CronRemoveResult, CronRunResult,
 };
+use switchboard_protocol::message::Provenance;
 use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::clock::{Clock, SystemClock};
-use crate::engine::Engine;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::delivery::route_of;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::normalize_agent_id;
-use crate::runtime::Deliver;
 use crate::runtime::lanes::Lane;
-use crate::runtime::{Accepted, RunRequest, user_message};
-use crate::store::CronJobRecord;
+use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
+use crate::sessions::Resolver;
+use crate::store::{CronJobRecord, Store};
 use schedule::Schedule;
 
 /// Longest job id.
 const MAX_ID_CHARS: usize = 64;
 
-/// The engine's cron state: the clock, the scheduler's wake-up and its progress.
-pub struct CronState {
+/// What the cron component is built from.
+pub struct CronParts {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub runtime: Runtime,
+    pub resolver: Arc<Resolver>,
+    pub clock: Arc<dyn Clock>,
+    pub tasks: TaskTracker,
+    /// Cancelled when the engine stops: the scheduler ends.
+    pub stop: CancellationToken,
+}
+
+/// The cron component: the jobs, the scheduler's wake-up and its progress.
+pub struct Cron {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    runtime: Runtime,
+    resolver: Arc<Resolver>,
     clock: Arc<dyn Clock>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
     /// Woken by every add and remove, so the scheduler recomputes its next slot.
     wake: Notify,
     /// Counts adds and removes; the scheduler reports which count it has seen.
     changes: AtomicU64,
-    /// What the scheduler has evaluated so far (see [`Engine::cron_settled`]).
+    /// What the scheduler has evaluated so far (see [`Cron::settled`]).
     settled: watch::Sender<Settled>,
-    stop: watch::Sender<bool>,
-    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Whether the scheduler task runs (set when started, cleared when it ends).
+    running: watch::Sender<bool>,
 }
 
 /// A point the scheduler has reached: every slot due at `now`, with every job change up to
@@ -59,11 +80,16 @@ struct Settled {
     changes: u64,
 }
 
-impl CronState {
-    /// `clock`: `None` = the system clock.
-    pub fn new(clock: Option<Arc<dyn Clock>>) -> Self {
-        Self {
-            clock: clock.unwrap_or_else(|| Arc::new(SystemClock)),
+impl Cron {
+    pub fn new(parts: CronParts) -> Arc<Self> {
+        Arc::new(Self {
+            config: parts.config,
+            store: parts.store,
+            runtime: parts.runtime,
+            resolver: parts.resolver,
+            clock: parts.clock,
+            tasks: parts.tasks,
+            stop: parts.stop,
             wake: Notify::new(),
             changes: AtomicU64::new(0),
             settled: watch::channel(Settled {
@@ -72,13 +98,8 @@ impl CronState {
                 changes: 0,
             })
             .0,
-            stop: watch::channel(false).0,
-            task: std::sync::Mutex::new(None),
-        }
-    }
-
-    pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+            running: watch::channel(false).0,
+        })
     }
 
     /// Tells the scheduler the jobs changed.
@@ -97,24 +118,24 @@ pub(crate) enum Trigger {
     Manual,
 }
 
-impl Engine {
+impl Cron {
     /// `cron.add`: validates everything, then stores the job; nothing is stored on bad input.
-    pub async fn cron_add(&self, p: CronAddParams) -> CoreResult<CronJob> {
+    pub async fn add(&self, p: CronAddParams) -> CoreResult<CronJob> {
         let id = match p.id.as_deref() {
             Some(id) => check_id(id)?,
             None => uuid::Uuid::new_v4().to_string(),
         };
-        let schedule = Schedule::from_param(&p.schedule).map_err(Engine::invalid)?;
+        let schedule = Schedule::from_param(&p.schedule).map_err(CoreError::Invalid)?;
         check_tz(p.tz.as_deref())?;
         if p.message.trim().is_empty() {
-            return Err(Engine::invalid(
+            return Err(CoreError::invalid(
                 "message: empty; expected the text the agent receives at each firing",
             ));
         }
-        let agent_id = self.cron_agent(p.agent_id.as_deref())?;
-        let now = self.cron_state().now_ms();
+        let agent_id = self.job_agent(p.agent_id.as_deref())?;
+        let now = self.clock.now_ms();
         if schedule.next_after(now, now).is_none() {
-            return Err(Engine::invalid(format!(
+            return Err(CoreError::invalid(format!(
                 "schedule: {:?} matches no date, so it would never fire; {}",
                 schedule.to_string(),
                 schedule::ACCEPTED
@@ -131,17 +152,17 @@ impl Engine {
             last_run_id: None,
             last_fired_at: None,
         };
-        self.store().cron_insert(record.clone()).await?;
-        self.cron_state().changed();
+        self.store.cron_insert(record.clone()).await?;
+        self.changed();
         Ok(job_view(&record, &schedule, now))
     }
 
     /// `cron.list`: every job by id, with its next slot.
-    pub async fn cron_list(&self) -> CoreResult<CronListResult> {
-        let now = self.cron_state().now_ms();
-        let jobs = self.store().cron_list().await?;
+    pub async fn list(&self) -> CoreResult<CronListResult> {
+        let now = self.clock.now_ms();
+        let jobs = self.store.cron_list().await?;
         Ok(CronListResult {
-            enabled: self.config().cron.enabled,
+            enabled: self.config.cron.enabled,
             jobs: jobs
                 .iter()
                 .filter_map(|job| match Schedule::parse(&job.schedule) {
@@ -156,9 +177,9 @@ impl Engine {
     }
 
     /// `cron.remove`: deletes the job (its session and transcript stay).
-    pub async fn cron_remove(&self, id: &str) -> CoreResult<CronRemoveResult> {
-        let removed = self.store().cron_remove(id.trim()).await?;
-        self.cron_state().changed();
+    pub async fn remove(&self, id: &str) -> CoreResult<CronRemoveResult> {
+        let removed = self.store.cron_remove(id.trim()).await?;
+        self.changed();
         Ok(CronRemoveResult {
             ok: true,
             id: removed.id,
@@ -168,43 +189,45 @@ impl Engine {
 
     /// `cron.run`: fires the job now, outside its schedule (it does not count as a slot), even
     /// while `cron.enabled` is false.
-    pub async fn cron_run(self: &Arc<Self>, id: &str) -> CoreResult<CronRunResult> {
+    pub async fn run(&self, id: &str) -> CoreResult<CronRunResult> {
         let id = id.trim();
-        let job = self.store().cron_get(id).await?.ok_or_else(|| {
+        let job = self.store.cron_get(id).await?.ok_or_else(|| {
             CoreError::NotFound(format!(
                 "cron job not found: {id} (cron.list shows the jobs)"
             ))
         })?;
-        let accepted = self.fire_cron(&job, Trigger::Manual).await?;
+        let accepted = self.fire(&job, Trigger::Manual).await?;
         Ok(CronRunResult {
             ok: true,
             id: job.id,
-            run_id: accepted.run_id,
-            session_key: accepted.session_key,
+            run_id: accepted.run_id.into_string(),
+            session_key: accepted.session_key.into_string(),
             status: "started".into(),
         })
     }
 
     /// Submits one firing of `job` as a run and records it on the job. Answers once the run is
     /// stored and queued.
-    pub(crate) async fn fire_cron(
-        self: &Arc<Self>,
-        job: &CronJobRecord,
-        trigger: Trigger,
-    ) -> CoreResult<Accepted> {
-        let key = self.canonical_key(&session_key(job), None)?;
-        let mut provenance = json!({"kind": "cron", "jobId": job.id});
-        let mut request = RunRequest::new(key.as_str(), Lane::Cron);
+    pub(crate) async fn fire(&self, job: &CronJobRecord, trigger: Trigger) -> CoreResult<Accepted> {
+        let key = self.resolver.canonical(&session_key(job), None)?;
+        let mut provenance = Provenance {
+            kind: "cron".into(),
+            job_id: Some(job.id.clone()),
+            ..Provenance::default()
+        };
+        let mut idempotency_key = None;
         match trigger {
             Trigger::Slot(slot) => {
-                provenance["trigger"] = json!("schedule");
-                provenance["scheduledAt"] = json!(slot);
-                request.idempotency_key = Some(format!("cron:{}:{slot}", job.id));
+                provenance.trigger = Some("schedule".into());
+                provenance.scheduled_at = Some(slot);
+                idempotency_key = Some(format!("cron:{}:{slot}", job.id));
             }
-            Trigger::Manual => provenance["trigger"] = json!("manual"),
+            Trigger::Manual => provenance.trigger = Some("manual".into()),
         }
-        request.create = Some(self.new_session(&key));
-        request.message = Some(user_message(&job.message, Some(provenance)));
+        let mut request = RunRequest::new(key.clone(), Lane::Cron)
+            .with_message(job.message.clone(), Some(provenance));
+        request.idempotency_key = idempotency_key;
+        request.create = Some(self.resolver.new_session(&key));
         if job.deliver {
             // A cron session has no chat of its own: the reply goes where the agent's main
             // session was last talked to (its route), or is recorded when it has none.
@@ -213,29 +236,39 @@ impl Engine {
                 route: self.main_route(&job.agent_id).await,
             });
         }
-        let accepted = self.submit_run(request).await?;
+        let accepted = self.runtime.submit(request).await?;
         let slot = match trigger {
             Trigger::Slot(slot) => Some(slot),
             Trigger::Manual => None,
         };
-        let now = self.cron_state().now_ms();
-        self.store()
+        let now = self.clock.now_ms();
+        self.store
             .cron_record_firing(&job.id, slot, &accepted.run_id, now)
             .await?;
         Ok(accepted)
     }
 
+    /// The delivery route of `agent_id`'s main session, if it has one.
+    async fn main_route(
+        &self,
+        agent_id: &str,
+    ) -> Option<switchboard_protocol::sessions::DeliveryContext> {
+        let main = self.config.main_session_key(agent_id);
+        let entry = self.store.get(&main).await.ok().flatten()?;
+        route_of(&entry)
+    }
+
     /// The agent of a new job: the given one (normalised) if configured, else the default.
-    fn cron_agent(&self, agent_id: Option<&str>) -> CoreResult<String> {
+    fn job_agent(&self, agent_id: Option<&str>) -> CoreResult<String> {
         let Some(agent_id) = agent_id else {
-            return Ok(self.default_agent_id().to_string());
+            return Ok(self.config.default_agent_id());
         };
         let id = normalize_agent_id(agent_id);
-        let known = self.config().agent_ids();
+        let known = self.config.agent_ids();
         if known.contains(&id) {
             return Ok(id);
         }
-        Err(Engine::invalid(format!(
+        Err(CoreError::invalid(format!(
             "agentId: unknown agent {agent_id:?}; expected one of the configured agents: {}",
             known.join(", ")
         )))
@@ -258,7 +291,7 @@ fn check_id(input: &str) -> CoreResult<String> {
     if ok {
         return Ok(id);
     }
-    Err(Engine::invalid(format!(
+    Err(CoreError::invalid(format!(
         "id: {input:?} is not a valid job id; expected 1–{MAX_ID_CHARS} characters a-z, 0-9, \
          '-' or '_', starting with a letter or digit (or no id: one is generated)"
     )))
@@ -268,7 +301,7 @@ fn check_tz(tz: Option<&str>) -> CoreResult<()> {
     match tz.map(str::trim) {
         None => Ok(()),
         Some(tz) if ["utc", "etc/utc", "z"].contains(&tz.to_ascii_lowercase().as_str()) => Ok(()),
-        Some(tz) => Err(Engine::invalid(format!(
+        Some(tz) => Err(CoreError::invalid(format!(
             "tz: {tz:?} is not supported; schedules are evaluated in UTC (expected \"UTC\" or no tz)"
         ))),
     }
@@ -292,19 +325,7 @@ fn job_view(job: &CronJobRecord, schedule: &Schedule, now: i64) -> CronJob {
         created_at: job.created_at,
         next_run_at,
         last_slot: job.last_slot,
-        last_run_id: job.last_run_id.clone(),
+        last_run_id: job.last_run_id.as_ref().map(|r| r.as_str().to_string()),
         last_fired_at: job.last_fired_at,
-    }
-}
-
-impl Engine {
-    /// The delivery route of `agent_id`'s main session, if it has one.
-    async fn main_route(
-        &self,
-        agent_id: &str,
-    ) -> Option<switchboard_protocol::sessions::DeliveryContext> {
-        let main = crate::keys::main_session_key(agent_id, &self.key_context(agent_id));
-        let entry = self.store().get(main.as_str()).await.ok().flatten()?;
-        crate::delivery::route_of(&entry)
     }
 }

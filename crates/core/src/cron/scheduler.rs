@@ -2,12 +2,12 @@
 //!
 //! Each pass reads every job (jobs are few; a pass is one read), fires for each job the newest
 //! slot in `(last_slot or createdAt, now]` if there is one, and sleeps until the earliest next
-//! slot, an add or remove (`CronState::wake`), or the engine's close. So a gateway that was down
+//! slot, an add or remove (`Cron::wake`), or the engine's stop. So a gateway that was down
 //! fires each job at most once on start — for the most recent missed slot — and then follows the
 //! schedule; older missed slots are skipped, never burst.
 //!
 //! Exactly once per slot: a firing first submits the run with idempotency key
-//! `cron:<jobId>:<slotMs>` (committed before `submit_run` answers), then raises the job's
+//! `cron:<jobId>:<slotMs>` (committed before `Runtime::submit` answers), then raises the job's
 //! `last_slot`. A stop between the two leaves the slot due again; the next pass submits it
 //! again, the runtime answers the first run (no new work), and `last_slot` is raised.
 
@@ -15,81 +15,63 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Settled, Trigger, schedule::Schedule};
-use crate::engine::Engine;
+use super::{Cron, Settled, Trigger, schedule::Schedule};
+use crate::error::CoreError;
 use crate::store::StoreError;
 
 /// How long a job whose firing failed (the store refused the run) waits before its next try.
 const RETRY_MS: i64 = 5_000;
 
-impl Engine {
+impl Cron {
     /// Starts the scheduler unless `cron.enabled` is false; answers whether it runs. Calling it
-    /// again is harmless. `Engine::open` does not start it, so tests and tools that open an
+    /// again is harmless. Opening the engine does not start it, so tests and tools that open an
     /// engine get no background firing unless they ask; the gateway starts it.
-    pub fn start_cron(self: &Arc<Self>) -> bool {
-        if !self.config().cron.enabled {
+    pub fn start(self: &Arc<Self>) -> bool {
+        if !self.config.cron.enabled {
             tracing::info!("cron.enabled is false: cron jobs are kept but not fired");
             return false;
         }
-        let mut task = match self.cron_state().task.lock() {
-            Ok(task) => task,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if task.as_ref().is_some_and(|t| !t.is_finished()) {
+        if self.running.send_replace(true) {
             return true;
         }
-        let engine = self.clone();
-        *task = Some(tokio::spawn(async move { engine.run_scheduler().await }));
+        let cron = self.clone();
+        self.tasks.spawn(async move {
+            cron.run_scheduler().await;
+            cron.running.send_replace(false);
+        });
         true
     }
 
     /// Whether the scheduler task is running.
-    pub fn cron_running(&self) -> bool {
-        match self.cron_state().task.lock() {
-            Ok(task) => task.as_ref().is_some_and(|t| !t.is_finished()),
-            Err(_) => false,
-        }
+    pub fn is_running(&self) -> bool {
+        *self.running.borrow()
     }
 
     /// Waits until the scheduler has fired everything due at clock time `at_ms` and has seen
     /// every job change made before this call (its runs are then stored and queued). Answers at
     /// once when the scheduler is not running. Tests use it to step a manual clock and look.
-    pub async fn cron_settled(&self, at_ms: i64) {
-        if !self.cron_running() {
+    pub async fn settled(&self, at_ms: i64) {
+        if !self.is_running() {
             return;
         }
-        let state = self.cron_state();
-        let changes = state.changes.load(Ordering::SeqCst);
-        let mut settled = state.settled.subscribe();
-        let _ = settled
-            .wait_for(|s| s.changes >= changes && (s.now >= at_ms || s.next > at_ms))
-            .await;
-    }
-
-    /// Stops the scheduler and waits for it (a firing in progress completes first).
-    pub(crate) async fn stop_cron(&self) {
-        let state = self.cron_state();
-        state.stop.send_replace(true);
-        let task = match state.task.lock() {
-            Ok(mut task) => task.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
-        if let Some(task) = task {
-            let _ = task.await;
+        let changes = self.changes.load(Ordering::SeqCst);
+        let mut settled = self.settled.subscribe();
+        let mut running = self.running.subscribe();
+        tokio::select! {
+            _ = settled.wait_for(|s| s.changes >= changes && (s.now >= at_ms || s.next > at_ms)) => {}
+            _ = running.wait_for(|running| !running) => {}
         }
     }
 
-    async fn run_scheduler(self: Arc<Self>) {
-        let state = self.cron_state();
-        let mut stop = state.stop.subscribe();
-        if *stop.borrow_and_update() {
-            return;
-        }
+    async fn run_scheduler(self: &Arc<Self>) {
         // Jobs whose last firing failed: not before this time (ms).
         let mut retry_at: HashMap<String, i64> = HashMap::new();
         loop {
-            let changes = state.changes.load(Ordering::SeqCst);
-            let now = state.now_ms();
+            if self.stop.is_cancelled() {
+                return;
+            }
+            let changes = self.changes.load(Ordering::SeqCst);
+            let now = self.clock.now_ms();
             let next = match self.scheduler_pass(now, &mut retry_at).await {
                 Ok(next) => next,
                 Err(StoreError::Closed) => return,
@@ -99,22 +81,22 @@ impl Engine {
                 }
             };
             let next = next.unwrap_or(i64::MAX);
-            state.settled.send_replace(Settled { now, next, changes });
+            self.settled.send_replace(Settled { now, next, changes });
             tokio::select! {
-                () = state.clock.sleep_until(next) => {}
-                () = state.wake.notified() => {}
-                _ = stop.changed() => return,
+                () = self.clock.sleep_until(next) => {}
+                () = self.wake.notified() => {}
+                () = self.stop.cancelled() => return,
             }
         }
     }
 
     /// Fires what is due at `now`; answers the earliest next slot (or retry time).
     async fn scheduler_pass(
-        self: &Arc<Self>,
+        &self,
         now: i64,
         retry_at: &mut HashMap<String, i64>,
     ) -> Result<Option<i64>, StoreError> {
-        let jobs = self.store().cron_list().await?;
+        let jobs = self.store.cron_list().await?;
         retry_at.retain(|id, _| jobs.iter().any(|job| &job.id == id));
         let mut next: Option<i64> = None;
         let mut wake_at = |t: i64| next = Some(next.map_or(t, |n| n.min(t)));
@@ -134,13 +116,13 @@ impl Engine {
             }
             let mut after = job.last_slot.unwrap_or(job.created_at);
             if let Some(slot) = schedule.due(after, now, job.created_at) {
-                match self.fire_cron(&job, Trigger::Slot(slot)).await {
+                match self.fire(&job, Trigger::Slot(slot)).await {
                     Ok(accepted) => {
                         retry_at.remove(&job.id);
                         after = slot;
                         tracing::info!(job = %job.id, slot, run = %accepted.run_id, "cron: fired");
                     }
-                    Err(crate::CoreError::Store(StoreError::Closed)) => {
+                    Err(CoreError::Store(StoreError::Closed)) => {
                         return Err(StoreError::Closed);
                     }
                     Err(e) => {

@@ -5,40 +5,47 @@
 //! the first attempt. The send policy and the route are decided when the record is made: a denied
 //! delivery is stored `denied` and never attempted; one with no route is stored `recorded` (its
 //! text is in the session's transcript). Pending records are attempted by one background task
-//! (`run`), retried with exponential backoff (`delivery.*` config), and end `delivered` or
-//! `failed`, with the reason kept. Idempotency keys make enqueueing repeatable; each attempt
-//! carries the record id so receivers can drop a repeat that a crash between "sent" and
-//! "marked delivered" would cause; deliveries into a transcript commit together with their
-//! `delivered` mark, so those happen exactly once.
+//! ([`Outbox::start`]), retried with exponential backoff (`delivery.*` config) on the engine's
+//! clock, and end `delivered` or `failed`, with the reason kept. Idempotency keys make enqueueing
+//! repeatable; each attempt carries the record id so receivers can drop a repeat that a crash
+//! between "sent" and "marked delivered" would cause; deliveries into a transcript commit together
+//! with their `delivered` mark, so those happen exactly once.
 //!
-//! This module decides *whether and when*; `crate::channels` knows *how* each channel sends.
+//! This module decides *whether and when* (and, in `replies.rs`, what becomes of a run's reply);
+//! `crate::channels` knows *how* each channel sends.
 
+mod ops;
+pub mod replies;
 mod route;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+pub use ops::info;
 pub use route::route_of;
 
 use crate::access::{self, SendDecision};
-use crate::channels::{self, ChannelError};
-use crate::clock::now_ms;
-use crate::engine::Engine;
+use crate::channels::{self, ChannelError, Channels};
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::error::CoreResult;
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::sessions::Resolver;
 use crate::store::{
-    DeliveryRecord, DeliveryStatus, DeliveryUpdate, SessionEntry, WriteOp, WriteOutcome,
+    DeliveryRecord, DeliveryStatus, DeliveryUpdate, SessionEntry, Store, WriteOp, WriteOutcome,
 };
 
 /// Pending records looked at per pass; also the most attempts in flight at once.
 const BATCH: usize = 64;
 /// The longest the task sleeps without being woken.
 const IDLE_WAKE: Duration = Duration::from_secs(30);
-/// What a reply says to be delivered nowhere.
-pub const NO_REPLY: &str = "NO_REPLY";
 
 /// What to deliver, before it is a record.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,10 +53,10 @@ pub struct Outbound {
     /// `reply`, `announce`, `subagent-announce`, `send`.
     pub kind: &'static str,
     /// The session delivered for: its send policy applies to channel deliveries.
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     /// The session that produced the text, when it is another one (a sub-agent child).
-    pub source_key: Option<String>,
-    pub run_id: Option<String>,
+    pub source_key: Option<SessionKey>,
+    pub run_id: Option<RunId>,
     /// `None`: no route (the record says so and nothing is sent).
     pub route: Option<DeliveryContext>,
     pub text: String,
@@ -62,44 +69,59 @@ pub struct DeliveryEvent {
     pub record: DeliveryRecord,
 }
 
-/// The outbox's shared state (owned by the engine).
+/// What the outbox is built from.
+pub struct OutboxParts {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub channels: Channels,
+    pub resolver: Arc<Resolver>,
+    pub clock: Arc<dyn Clock>,
+    pub tasks: TaskTracker,
+    /// Cancelled when the engine stops: the outbox task ends.
+    pub stop: CancellationToken,
+}
+
+/// The outbox component.
 pub struct Outbox {
-    wake: Arc<Notify>,
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    channels: Channels,
+    resolver: Arc<Resolver>,
+    clock: Arc<dyn Clock>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+    wake: Notify,
     in_flight: Mutex<HashSet<String>>,
     events: broadcast::Sender<Arc<DeliveryEvent>>,
-    pub(crate) http: reqwest::Client,
 }
 
 impl Outbox {
-    pub fn new(timeout: Duration) -> Result<Self, String> {
-        let http = crate::runtime::providers::http::client(timeout)?;
-        Ok(Self {
-            wake: Arc::new(Notify::new()),
+    pub fn new(parts: OutboxParts) -> Arc<Self> {
+        Arc::new(Self {
+            config: parts.config,
+            store: parts.store,
+            channels: parts.channels,
+            resolver: parts.resolver,
+            clock: parts.clock,
+            tasks: parts.tasks,
+            stop: parts.stop,
+            wake: Notify::new(),
             in_flight: Mutex::default(),
             events: broadcast::channel(1024).0,
-            http,
         })
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Engine {
     /// The record `out` becomes: `denied` when the session's send policy refuses channel
     /// deliveries, `recorded` when there is no route, `pending` otherwise.
-    pub fn delivery_record(&self, out: Outbound, entry: Option<&SessionEntry>) -> DeliveryRecord {
-        let now = now_ms();
+    pub fn record(&self, out: Outbound, entry: Option<&SessionEntry>) -> DeliveryRecord {
+        let now = self.clock.now_ms();
         let (status, detail) = match (&out.route, &out.session_key) {
             (None, _) => (
                 DeliveryStatus::Recorded,
                 Some("no delivery route: the text stays in the session transcript".to_string()),
             ),
             (Some(route), Some(key)) if route.channel != channels::INTERNAL => {
-                match access::send_policy(self.config(), key, entry) {
+                match access::send_policy(&self.config, key.as_str(), entry) {
                     SendDecision::Deny { reason } => (DeliveryStatus::Denied, Some(reason)),
                     SendDecision::Allow => (DeliveryStatus::Pending, None),
                 }
@@ -138,149 +160,152 @@ impl Engine {
     /// first one when its idempotency key was used before).
     pub async fn deliver(&self, out: Outbound) -> CoreResult<DeliveryRecord> {
         let entry = match &out.session_key {
-            Some(key) => self.store().get(key).await?,
+            Some(key) => self.store.get(key).await?,
             None => None,
         };
-        let record = self.delivery_record(out, entry.as_ref());
-        let (stored, created) = self.store().enqueue_delivery(record).await?;
+        let record = self.record(out, entry.as_ref());
+        let (stored, created) = self.store.enqueue_delivery(record).await?;
         if created {
             self.settled(&stored);
-            self.wake_outbox();
+            self.wake();
         }
         Ok(stored)
     }
 
     /// Tells the outbox task to look for due records now.
-    pub fn wake_outbox(&self) {
-        self.outbox().wake.notify_one();
+    pub fn wake(&self) {
+        self.wake.notify_one();
     }
 
     /// Delivery outcomes from now on.
-    pub fn subscribe_deliveries(&self) -> broadcast::Receiver<Arc<DeliveryEvent>> {
-        self.outbox().events.subscribe()
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<DeliveryEvent>> {
+        self.events.subscribe()
     }
 
     /// Publishes a record that reached a final state.
     pub(crate) fn settled(&self, record: &DeliveryRecord) {
         if record.status != DeliveryStatus::Pending {
-            let _ = self.outbox().events.send(Arc::new(DeliveryEvent {
+            let _ = self.events.send(Arc::new(DeliveryEvent {
                 record: record.clone(),
             }));
         }
     }
-}
 
-/// The outbox task: attempts due records, sleeps until the next one is due or it is woken. Holds
-/// the engine only while working, so it ends once the engine is dropped.
-pub(crate) async fn run(engine: Weak<Engine>) {
-    loop {
-        let Some(strong) = engine.upgrade() else {
-            return;
-        };
-        let wake = strong.outbox().wake.clone();
-        // Registered before reading, so a wake during the read is not lost.
-        let woken = wake.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-        let pause = match strong.store().pending_deliveries(BATCH).await {
-            Ok(pending) => start_due(&strong, pending),
-            Err(e) => {
-                tracing::warn!(error = %e, "outbox: could not read pending deliveries");
-                Duration::from_secs(1)
+    /// Starts the outbox task: it attempts due records and sleeps until the next one is due, it
+    /// is woken, or the engine stops.
+    pub fn start(self: &Arc<Self>) {
+        let outbox = self.clone();
+        self.tasks.spawn(async move { outbox.run().await });
+    }
+
+    async fn run(self: Arc<Self>) {
+        loop {
+            // Registered before reading, so a wake during the read is not lost.
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let next = match self.store.pending_deliveries(BATCH).await {
+                Ok(pending) => self.start_due(pending),
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox: could not read pending deliveries");
+                    self.clock.now_ms() + 1_000
+                }
+            };
+            tokio::select! {
+                () = &mut woken => {}
+                () = self.clock.sleep_until(next) => {}
+                () = self.stop.cancelled() => return,
             }
-        };
-        if strong.is_closed() {
-            return;
-        }
-        drop(strong);
-        tokio::select! {
-            () = &mut woken => {}
-            () = tokio::time::sleep(pause) => {}
         }
     }
-}
 
-/// Starts an attempt for every due record not already in flight; answers how long until the
-/// next one is due.
-fn start_due(engine: &Arc<Engine>, pending: Vec<DeliveryRecord>) -> Duration {
-    let now = now_ms();
-    let mut next = IDLE_WAKE;
-    for record in pending {
-        if record.next_attempt_at > now {
-            let wait = Duration::from_millis((record.next_attempt_at - now) as u64);
-            next = next.min(wait);
-            continue;
-        }
-        if !engine.outbox().in_flight().insert(record.id.clone()) {
-            continue;
-        }
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            let id = record.id.clone();
-            // The list may predate an attempt that finished meanwhile: go by the stored record.
-            let current = engine.store().get_delivery(&id).await.ok().flatten();
-            if let Some(record) = current
-                .filter(|r| r.status == DeliveryStatus::Pending && r.attempts == record.attempts)
-            {
-                attempt(&engine, record).await;
+    /// Starts an attempt for every due record not already in flight; answers when the next one
+    /// is due (ms).
+    fn start_due(self: &Arc<Self>, pending: Vec<DeliveryRecord>) -> i64 {
+        let now = self.clock.now_ms();
+        let mut next = now.saturating_add(IDLE_WAKE.as_millis() as i64);
+        for record in pending {
+            if record.next_attempt_at > now {
+                next = next.min(record.next_attempt_at);
+                continue;
             }
-            engine.outbox().in_flight().remove(&id);
-            engine.wake_outbox();
-        });
+            if !self.in_flight().insert(record.id.clone()) {
+                continue;
+            }
+            let outbox = self.clone();
+            self.tasks.spawn(async move {
+                let id = record.id.clone();
+                // The list may predate an attempt that finished meanwhile: go by the stored record.
+                let current = outbox.store.get_delivery(&id).await.ok().flatten();
+                if let Some(record) = current.filter(|r| {
+                    r.status == DeliveryStatus::Pending && r.attempts == record.attempts
+                }) {
+                    outbox.attempt(record).await;
+                }
+                outbox.in_flight().remove(&id);
+                outbox.wake();
+            });
+        }
+        next
     }
-    next
-}
 
-/// One attempt; its outcome is written back (with the channel's own writes, in one commit).
-async fn attempt(engine: &Arc<Engine>, record: DeliveryRecord) {
-    let config = &engine.config().delivery;
-    let attempts = record.attempts + 1;
-    let now = now_ms();
-    let (update, writes) = match channels::send(engine, &record).await {
-        Ok(writes) => (
-            DeliveryUpdate {
-                status: DeliveryStatus::Delivered,
-                attempts,
-                next_attempt_at: now,
-                detail: None,
-                delivered_at: Some(now),
-            },
-            writes,
-        ),
-        Err(ChannelError::Permanent(reason)) => (failed(attempts, now, reason), Vec::new()),
-        Err(ChannelError::Retry(reason)) if attempts >= config.max_attempts => (
-            failed(
-                attempts,
-                now,
-                format!("gave up after {attempts} attempts; last error: {reason}"),
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// One attempt; its outcome is written back (with the channel's own writes, in one commit).
+    async fn attempt(&self, record: DeliveryRecord) {
+        let config = &self.config.delivery;
+        let attempts = record.attempts + 1;
+        let now = self.clock.now_ms();
+        let (update, writes) = match self.channels.send(&record).await {
+            Ok(writes) => (
+                DeliveryUpdate {
+                    status: DeliveryStatus::Delivered,
+                    attempts,
+                    next_attempt_at: now,
+                    detail: None,
+                    delivered_at: Some(now),
+                },
+                writes,
             ),
-            Vec::new(),
-        ),
-        Err(ChannelError::Retry(reason)) => (
-            DeliveryUpdate {
-                status: DeliveryStatus::Pending,
-                attempts,
-                next_attempt_at: now + backoff_ms(config, attempts) as i64,
-                detail: Some(reason),
-                delivered_at: None,
-            },
-            Vec::new(),
-        ),
-    };
-    tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
-    let mut ops = writes;
-    ops.push(WriteOp::UpdateDelivery {
-        id: record.id.clone(),
-        update,
-    });
-    match engine.store().write_batch(ops).await {
-        Ok(outcomes) => {
-            if let Some(WriteOutcome::DeliveryUpdated(stored)) = outcomes.last() {
-                engine.settled(stored);
+            Err(ChannelError::Permanent(reason)) => (failed(attempts, now, reason), Vec::new()),
+            Err(ChannelError::Retry(reason)) if attempts >= config.max_attempts => (
+                failed(
+                    attempts,
+                    now,
+                    format!("gave up after {attempts} attempts; last error: {reason}"),
+                ),
+                Vec::new(),
+            ),
+            Err(ChannelError::Retry(reason)) => (
+                DeliveryUpdate {
+                    status: DeliveryStatus::Pending,
+                    attempts,
+                    next_attempt_at: now + backoff_ms(config, attempts) as i64,
+                    detail: Some(reason),
+                    delivered_at: None,
+                },
+                Vec::new(),
+            ),
+        };
+        tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
+        let mut ops = writes;
+        ops.push(WriteOp::UpdateDelivery {
+            id: record.id.clone(),
+            update,
+        });
+        match self.store.write_batch(ops).await {
+            Ok(outcomes) => {
+                if let Some(WriteOutcome::DeliveryUpdated(stored)) = outcomes.last() {
+                    self.settled(stored);
+                }
             }
-        }
-        Err(e) => {
-            tracing::warn!(id = %record.id, error = %e, "outbox: could not record an attempt")
+            Err(e) => {
+                tracing::warn!(id = %record.id, error = %e, "outbox: could not record an attempt")
+            }
         }
     }
 }

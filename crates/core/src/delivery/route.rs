@@ -3,7 +3,6 @@
 use switchboard_protocol::sessions::DeliveryContext;
 
 use crate::channels;
-use crate::keys::SessionKey;
 use crate::store::SessionEntry;
 
 /// The session's delivery route: its recorded `deliveryContext` (from the last inbound channel
@@ -17,7 +16,7 @@ pub fn route_of(entry: &SessionEntry) -> Option<DeliveryContext> {
         .clone()
         .filter(|route| is_route(&route.channel) && !route.to.is_empty());
     recorded.or_else(|| {
-        let key = SessionKey::from_canonical(entry.key.clone());
+        let key = &entry.key;
         let channel = key.channel().filter(|c| is_route(c))?;
         let to = key.chat_id()?;
         Some(DeliveryContext {

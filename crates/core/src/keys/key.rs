@@ -154,6 +154,16 @@ impl SessionKey {
     }
 }
 
+/// Reads as the string it is (`len`, comparisons, `Option::as_deref`); building one from a
+/// string still goes through canonicalisation or [`SessionKey::from_canonical`].
+impl std::ops::Deref for SessionKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for SessionKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -189,6 +199,24 @@ impl PartialEq<str> for SessionKey {
 impl PartialEq<&str> for SessionKey {
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
+    }
+}
+
+impl PartialEq<String> for SessionKey {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<SessionKey> for &str {
+    fn eq(&self, other: &SessionKey) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<SessionKey> for String {
+    fn eq(&self, other: &SessionKey) -> bool {
+        *self == other.0
     }
 }
 

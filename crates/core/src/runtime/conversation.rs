@@ -11,11 +11,10 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::lock;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoredMessage};
 
 /// Messages of the transcript the model sees (the newest ones).
 pub const WINDOW: usize = 200;
@@ -45,12 +44,12 @@ impl ConversationCache {
                 let page = store
                     .history(session_id, (last_seq - seq) as usize, until)
                     .await?;
-                messages.extend(parse(page.messages.into_iter().map(|m| m.message)));
+                messages.extend(parse(session_id, page.messages));
                 messages
             }
             _ => {
                 let page = store.history(session_id, WINDOW, until).await?;
-                parse(page.messages.into_iter().map(|m| m.message))
+                parse(session_id, page.messages)
             }
         };
         trim(&mut messages);
@@ -67,9 +66,19 @@ impl ConversationCache {
     }
 }
 
-fn parse(messages: impl Iterator<Item = Value>) -> Vec<TranscriptMessage> {
+/// The stored messages as the model sees them. A stored message that is not in the transcript
+/// format (written by hand into the database, or by an older version) is left out of the model's
+/// view and reported; it stays in the store.
+fn parse(session_id: &str, messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
     messages
-        .filter_map(|m| serde_json::from_value(m).ok())
+        .into_iter()
+        .filter_map(|m| match serde_json::from_value(m.message) {
+            Ok(message) => Some(message),
+            Err(e) => {
+                tracing::warn!(session_id, seq = m.seq, error = %e, "a stored message is not a transcript message; the model does not see it");
+                None
+            }
+        })
         .collect()
 }
 
@@ -93,6 +102,7 @@ mod tests {
     use switchboard_protocol::message::TranscriptMessage;
 
     use super::ConversationCache;
+    use crate::keys::SessionKey;
     use crate::store::Store;
     use crate::store::sqlite::SqliteStore;
     use crate::store::sqlite::tests::new_session;
@@ -110,10 +120,13 @@ mod tests {
     async fn a_message_appended_after_the_runs_seq_is_left_for_the_next_run() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let key = "agent:main:main";
-        let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
+        let key = &SessionKey::from_canonical("agent:main:main".into());
+        let user = |text: &str| -> TranscriptMessage {
+            serde_json::from_value(json!({"role": "user", "content": text, "timestamp": 1}))
+                .unwrap()
+        };
         let first = store
-            .append(key, Some(new_session(key)), vec![user("one")])
+            .append(key, Some(new_session(key.as_str())), vec![user("one")])
             .await
             .unwrap();
         let id = first.entry.session_id;

@@ -1,39 +1,55 @@
 //! The agent runtime (SPEC §6): runs of the tool-call loop, strictly FIFO per session, bounded by
-//! lanes, with durable run records.
+//! lanes, with durable run records. A component: [`Runtime`] owns submit, wait and abort, the
+//! per-session queues, the lanes, the providers, the tool contract (`tool.rs`) and the run loop
+//! (`run.rs`). It is given the store, the config and the clock, and it never reaches up: tools are
+//! installed into it, and what becomes of a run's reply is decided above it, behind
+//! [`ReplyHandler`].
 //!
-//! Life of a run: [`Engine::submit_run`] stores a `queued` record (the run is acknowledged only
-//! after that commit), registers it as live and puts it in its session's queue. Each session
-//! with work has exactly one worker task, which takes runs in order, so runs of one session never
-//! overlap and never reorder. The worker waits for a lane slot, marks the run `running`, executes
-//! the loop (`run.rs`), stores the final record with its result, and tells waiters. Abort and
-//! timeout cancel the loop; what was streamed so far is kept in the transcript.
+//! Life of a run: [`Runtime::submit`] stores a `queued` record (the run is acknowledged only
+//! after that commit), registers it as live and puts it in its session's queue (`queue.rs`). Each
+//! session with work has exactly one worker task, which takes runs in order, so runs of one
+//! session never overlap and never reorder. The worker waits for a lane slot, marks the run
+//! `running`, executes the loop, stores the final record with its result, and tells waiters.
+//! Abort and timeout cancel the loop; what was streamed so far is kept in the transcript.
 //!
 //! Queued runs hold no lane slot (only the running one does), and a running run that waits on
 //! another hands its slot back while it waits (`lanes.rs`), so waits can never deadlock the lanes.
+//!
+//! Concurrency: every worker is a task of the engine's `TaskTracker`; each live run has its own
+//! `CancellationToken` (abort, shutdown). [`Runtime::shutdown`] refuses new runs, lets live ones
+//! finish for a grace period, then cancels the rest: each ends `aborted` and is recorded by its
+//! worker before the tracker reports it done.
 
-pub mod cancel;
 mod conversation;
 pub mod lanes;
 pub mod providers;
+mod queue;
 mod run;
+pub mod tool;
 
-pub use run::user_message;
-
-pub(crate) use crate::clock::now_ms;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
+use switchboard_protocol::message::Provenance;
+use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::engine::Engine;
+use crate::access;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
-use crate::store::{NewSession, RunRecord, RunStatus};
-use crate::tools::ToolRegistry;
-use cancel::CancelToken;
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::store::{NewSession, RunRecord, RunStatus, Store, WriteOp, WriteOutcome};
 use lanes::{Lane, Lanes};
 use providers::Providers;
+use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry};
 
 /// Events buffered per subscriber before a slow one starts missing them.
 const EVENT_BUFFER: usize = 4096;
@@ -41,13 +57,12 @@ const EVENT_BUFFER: usize = 4096;
 /// A request to run the agent of a session once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
-    /// Canonical session key.
-    pub session_key: String,
+    pub session_key: SessionKey,
     /// How to create the session when the key is new; `None` = it must exist.
     pub create: Option<NewSession>,
-    /// The user-role message (transcript JSON) appended when the run starts; `None` runs on
-    /// the transcript as it is.
-    pub message: Option<Value>,
+    /// The user-role message the run starts with, stamped when the run is submitted; `None` runs
+    /// on the transcript as it is.
+    pub message: Option<RunMessage>,
     /// Appended to the agent's system prompt for this run only.
     pub extra_system_prompt: Option<String>,
     pub lane: Lane,
@@ -57,27 +72,35 @@ pub struct RunRequest {
     /// `provider/model` for this run; `None` = the session's override, else the agent's model.
     pub model: Option<String>,
     /// Session keys that led to this run, the requester's first (cycle guard, SPEC §6.3).
-    pub chain: Vec<String>,
+    pub chain: Vec<SessionKey>,
     /// Deliver the run's reply through the outbox when it ends `ok`.
     pub deliver: Option<Deliver>,
     /// The run's id when the caller must know it before submitting (a sub-agent record is
     /// stored first); a new v7 uuid when `None`.
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
+}
+
+/// The user-role message of a run, before it has a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMessage {
+    pub text: String,
+    /// Where it came from when not from a person (SPEC §4.2).
+    pub provenance: Option<Provenance>,
 }
 
 /// Where a run's reply goes once the run ends (SPEC §9.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deliver {
-    /// The outbox record's kind (`reply`, …).
+    /// The outbox record's kind (`reply`, `announce`, …).
     pub kind: &'static str,
     /// `None`: the session's route when the run ends.
-    pub route: Option<switchboard_protocol::sessions::DeliveryContext>,
+    pub route: Option<DeliveryContext>,
 }
 
 impl RunRequest {
-    pub fn new(session_key: impl Into<String>, lane: Lane) -> Self {
+    pub fn new(session_key: SessionKey, lane: Lane) -> Self {
         Self {
-            session_key: session_key.into(),
+            session_key,
             create: None,
             message: None,
             extra_system_prompt: None,
@@ -90,13 +113,23 @@ impl RunRequest {
             run_id: None,
         }
     }
+
+    /// The run starts with `text` as a user-role message (with `provenance` when not from a
+    /// person).
+    pub fn with_message(mut self, text: impl Into<String>, provenance: Option<Provenance>) -> Self {
+        self.message = Some(RunMessage {
+            text: text.into(),
+            provenance,
+        });
+        self
+    }
 }
 
 /// The acknowledgement of a submitted run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Accepted {
-    pub run_id: String,
-    pub session_key: String,
+    pub run_id: RunId,
+    pub session_key: SessionKey,
     pub accepted_at: i64,
     /// True when the idempotency key named an earlier run (no new work was done).
     pub deduplicated: bool,
@@ -113,8 +146,8 @@ pub struct WaitOutcome {
 /// What a run reports while it goes (broadcast to gateway clients).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunEvent {
-    pub run_id: String,
-    pub session_key: String,
+    pub run_id: RunId,
+    pub session_key: SessionKey,
     pub data: RunEventData,
 }
 
@@ -148,225 +181,142 @@ pub enum RunEventData {
     },
 }
 
-/// The runtime's shared state (owned by the engine).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What becomes of a run's reply once the run ended. The runtime owns this interface and calls
+/// it for every run that asked for delivery; the decision — which replies stay silent, where the
+/// others go — is made above it (`crate::delivery::replies`).
+pub trait ReplyHandler: Send + Sync {
+    /// The write that commits together with the run's end record (the reply's outbox record),
+    /// or none when the reply goes nowhere.
+    fn on_end<'a>(
+        &'a self,
+        deliver: &'a Deliver,
+        record: &'a RunRecord,
+    ) -> BoxFuture<'a, Option<WriteOp>>;
+    /// Called once the run's end committed, with the outcome of the write `on_end` gave.
+    fn committed(&self, outcome: &WriteOutcome);
+}
+
+/// What the runtime is built from.
+pub struct RuntimeParts {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub providers: Arc<Providers>,
+    pub clock: Arc<dyn Clock>,
+    pub replies: Arc<dyn ReplyHandler>,
+    /// Where the runtime's tasks are tracked (the engine's, so shutdown waits for them).
+    pub tasks: TaskTracker,
+}
+
+/// The runtime component; cheap to clone (a handle).
+#[derive(Clone)]
 pub struct Runtime {
-    pub(crate) providers: Providers,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) conversations: conversation::ConversationCache,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    providers: Arc<Providers>,
+    clock: Arc<dyn Clock>,
+    replies: Arc<dyn ReplyHandler>,
+    tasks: TaskTracker,
+    /// Installed once by the composition root (tools are built from components that need the
+    /// runtime themselves).
+    tools: OnceLock<ToolRegistry>,
     lanes: Lanes,
-    queues: Mutex<HashMap<String, SessionQueue>>,
-    live: Mutex<HashMap<String, LiveRun>>,
+    conversations: conversation::ConversationCache,
+    queues: Mutex<HashMap<SessionKey, queue::SessionQueue>>,
+    live: Mutex<HashMap<RunId, LiveRun>>,
     /// Idempotency keys of live runs (finished ones are found in the store).
-    idempotency: Mutex<HashMap<String, String>>,
+    idempotency: Mutex<HashMap<String, RunId>>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.
     events: broadcast::Sender<Arc<RunEvent>>,
+    /// Cancelled when shutdown begins: no new run is accepted after it.
+    closing: CancellationToken,
+    /// Counts live runs, so shutdown can wait until none is left.
+    live_count: watch::Sender<usize>,
+    /// Counts work in flight around runs (an exchange's follow-up, a sub-agent's supervisor):
+    /// with no live run and nothing busy, the engine is idle.
+    busy: watch::Sender<usize>,
 }
 
-#[derive(Default)]
-struct SessionQueue {
-    pending: VecDeque<Queued>,
-    active: Option<(String, CancelToken)>,
+/// Marks work in flight until dropped (see [`Runtime::busy`]).
+pub struct Busy {
+    count: watch::Sender<usize>,
 }
 
-pub(crate) struct Queued {
-    pub run_id: String,
-    pub request: RunRequest,
-    pub cancel: CancelToken,
-    pub record: RunRecord,
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.count.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 struct LiveRun {
-    session_key: String,
+    session_key: SessionKey,
     state: watch::Sender<RunRecord>,
-    cancel: CancelToken,
+    cancel: CancellationToken,
 }
 
 impl Runtime {
-    pub fn new(providers: Providers, tools: ToolRegistry, lanes: Lanes) -> Self {
+    pub fn new(parts: RuntimeParts) -> Self {
+        let lanes = Lanes::from_config(&parts.config);
         Self {
-            providers,
-            tools,
-            conversations: Default::default(),
-            lanes,
-            queues: Mutex::default(),
-            live: Mutex::default(),
-            idempotency: Mutex::default(),
-            events: broadcast::channel(EVENT_BUFFER).0,
+            inner: Arc::new(Inner {
+                config: parts.config,
+                store: parts.store,
+                providers: parts.providers,
+                clock: parts.clock,
+                replies: parts.replies,
+                tasks: parts.tasks,
+                tools: OnceLock::new(),
+                lanes,
+                conversations: Default::default(),
+                queues: Mutex::default(),
+                live: Mutex::default(),
+                idempotency: Mutex::default(),
+                events: broadcast::channel(EVENT_BUFFER).0,
+                closing: CancellationToken::new(),
+                live_count: watch::channel(0).0,
+                busy: watch::channel(0).0,
+            }),
         }
     }
 
-    pub(crate) fn emit(&self, run_id: &str, session_key: &str, data: RunEventData) {
-        let _ = self.events.send(Arc::new(RunEvent {
-            run_id: run_id.to_string(),
-            session_key: session_key.to_string(),
-            data,
-        }));
-    }
-
-    /// Publishes a run's new state to its waiters.
-    pub(crate) fn publish(&self, record: &RunRecord) {
-        if let Some(live) = lock(&self.live).get(&record.run_id) {
-            live.state.send_replace(record.clone());
+    /// Installs the tools; only the first call counts (the composition root makes it once,
+    /// before any run).
+    pub fn install_tools(&self, tools: ToolRegistry) {
+        if self.inner.tools.set(tools).is_err() {
+            tracing::warn!("the runtime's tools were already installed; ignoring a second set");
         }
     }
 
-    /// Forgets a finished run (its final record is in the store by now).
-    pub(crate) fn retire(&self, record: &RunRecord) {
-        self.publish(record);
-        lock(&self.live).remove(&record.run_id);
-        if let Some(key) = &record.idempotency_key {
-            lock(&self.idempotency).remove(key);
-        }
-    }
-}
-
-/// Locks a std mutex, recovering from poisoning (a panicked holder leaves consistent maps: every
-/// critical section here is a single insert, remove or pop).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Engine {
-    /// Stores a queued run and puts it in its session's queue. Answers once the record is
-    /// committed. A repeated `idempotency_key` answers the first run and does nothing.
-    pub async fn submit_run(self: &Arc<Self>, request: RunRequest) -> CoreResult<Accepted> {
-        let rt = self.runtime();
-        if let Some(key) = &request.idempotency_key
-            && let Some(accepted) = self.find_idempotent(key).await?
-        {
-            return Ok(accepted);
-        }
-        let store = self.store();
-        let entry = match store.get(&request.session_key).await? {
-            Some(entry) => entry,
-            None => match request.create.clone() {
-                Some(new) => store.create(new).await?.0,
-                None => return Err(crate::sessions::not_found(&request.session_key)),
-            },
-        };
-        let run_id = request
-            .run_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        let now = now_ms();
-        let record = RunRecord {
-            run_id: run_id.clone(),
-            session_key: entry.key.clone(),
-            session_id: Some(entry.session_id.clone()),
-            status: RunStatus::Queued,
-            lane: request.lane.as_str().to_string(),
-            created_at: now,
-            started_at: None,
-            ended_at: None,
-            result: None,
-            error: None,
-            idempotency_key: request.idempotency_key.clone(),
-        };
-        if let Err(e) = store.put_run(record.clone()).await {
-            // Two submits raced with one key: the other one won.
-            if let (Some(key), crate::store::StoreError::Conflict(_)) =
-                (&request.idempotency_key, &e)
-                && let Some(accepted) = self.find_idempotent(key).await?
-            {
-                return Ok(accepted);
-            }
-            return Err(e.into());
-        }
-        let cancel = CancelToken::default();
-        lock(&rt.live).insert(
-            run_id.clone(),
-            LiveRun {
-                session_key: entry.key.clone(),
-                state: watch::channel(record.clone()).0,
-                cancel: cancel.clone(),
-            },
-        );
-        if let Some(key) = &request.idempotency_key {
-            lock(&rt.idempotency).insert(key.clone(), run_id.clone());
-        }
-        rt.emit(&run_id, &entry.key, RunEventData::Queued);
-        let queued = Queued {
-            run_id: run_id.clone(),
-            request,
-            cancel,
-            record,
-        };
-        self.enqueue(entry.key.clone(), queued);
-        Ok(Accepted {
-            run_id,
-            session_key: entry.key,
-            accepted_at: now,
-            deduplicated: false,
-        })
+    pub fn providers(&self) -> &Arc<Providers> {
+        &self.inner.providers
     }
 
-    async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
-        let live = lock(&self.runtime().idempotency).get(key).cloned();
-        let record = match live {
-            Some(run_id) => self.store().get_run(&run_id).await?,
-            None => self.store().get_run_by_idempotency(key).await?,
-        };
-        Ok(record.map(|r| Accepted {
-            run_id: r.run_id,
-            session_key: r.session_key,
-            accepted_at: r.created_at,
-            deduplicated: true,
-        }))
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
     }
 
-    /// Appends to the session's queue; starts its worker when the session was idle.
-    fn enqueue(self: &Arc<Self>, session_key: String, queued: Queued) {
-        let start_worker = {
-            let mut queues = lock(&self.runtime().queues);
-            let is_new = !queues.contains_key(&session_key);
-            queues
-                .entry(session_key.clone())
-                .or_default()
-                .pending
-                .push_back(queued);
-            is_new
-        };
-        if start_worker {
-            let engine = self.clone();
-            tokio::spawn(async move { engine.session_worker(session_key).await });
-        }
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
     }
 
-    /// The one worker of a session: runs its queue in order, then exits.
-    async fn session_worker(self: Arc<Self>, session_key: String) {
-        loop {
-            let next = {
-                let mut queues = lock(&self.runtime().queues);
-                let Some(queue) = queues.get_mut(&session_key) else {
-                    return;
-                };
-                match queue.pending.pop_front() {
-                    Some(job) => {
-                        queue.active = Some((job.run_id.clone(), job.cancel.clone()));
-                        job
-                    }
-                    None => {
-                        queues.remove(&session_key);
-                        return;
-                    }
-                }
-            };
-            run::execute(&self, next).await;
-            if let Some(queue) = lock(&self.runtime().queues).get_mut(&session_key) {
-                queue.active = None;
-            }
-        }
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
     }
 
-    /// A slot on `lane` (used by the run loop).
-    pub(crate) async fn lease(&self, lane: Lane) -> lanes::LeaseHolder {
-        self.runtime().lanes.lease(lane).await
+    /// Run events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<RunEvent>> {
+        self.inner.events.subscribe()
     }
 
     /// Waits up to `timeout` for the run to end; answers its record either way. Works for any
     /// run that was ever stored, however long ago it finished.
-    pub async fn wait_run(&self, run_id: &str, timeout: Duration) -> CoreResult<WaitOutcome> {
-        let live = lock(&self.runtime().live)
+    pub async fn wait(&self, run_id: &RunId, timeout: Duration) -> CoreResult<WaitOutcome> {
+        let live = lock(&self.inner.live)
             .get(run_id)
             .map(|l| l.state.subscribe());
         if let Some(mut state) = live {
@@ -392,20 +342,15 @@ impl Engine {
                 Ok(None) => {}
                 Err(_) => {
                     let record = state.borrow().clone();
-                    if !record.status.is_final() {
-                        return Ok(WaitOutcome {
-                            record,
-                            wait_timed_out: true,
-                        });
-                    }
+                    let wait_timed_out = !record.status.is_final();
                     return Ok(WaitOutcome {
                         record,
-                        wait_timed_out: false,
+                        wait_timed_out,
                     });
                 }
             }
         }
-        match self.store().get_run(run_id).await? {
+        match self.inner.store.get_run(run_id).await? {
             Some(record) => Ok(WaitOutcome {
                 record,
                 wait_timed_out: false,
@@ -415,31 +360,30 @@ impl Engine {
     }
 
     /// The current record of a run (live state first, then the store).
-    pub async fn run_record(&self, run_id: &str) -> CoreResult<Option<RunRecord>> {
-        let live = lock(&self.runtime().live)
+    pub async fn record(&self, run_id: &RunId) -> CoreResult<Option<RunRecord>> {
+        let live = lock(&self.inner.live)
             .get(run_id)
             .map(|l| l.state.borrow().clone());
         match live {
             Some(record) => Ok(Some(record)),
-            None => Ok(self.store().get_run(run_id).await?),
+            None => Ok(self.inner.store.get_run(run_id).await?),
         }
     }
 
     /// Aborts the session's running run (and, with `run_id`, only that run, queued or running).
     /// Answers the ids of the runs told to stop.
-    pub fn abort_runs(&self, session_key: &str, run_id: Option<&str>) -> Vec<String> {
-        let rt = self.runtime();
+    pub fn abort(&self, session_key: &SessionKey, run_id: Option<&RunId>) -> Vec<RunId> {
         if let Some(run_id) = run_id {
-            let live = lock(&rt.live);
+            let live = lock(&self.inner.live);
             return match live.get(run_id) {
-                Some(run) if run.session_key == session_key => {
+                Some(run) if run.session_key == *session_key => {
                     run.cancel.cancel();
-                    vec![run_id.to_string()]
+                    vec![run_id.clone()]
                 }
                 _ => Vec::new(),
             };
         }
-        let queues = lock(&rt.queues);
+        let queues = lock(&self.inner.queues);
         match queues.get(session_key).and_then(|q| q.active.as_ref()) {
             Some((id, cancel)) => {
                 cancel.cancel();
@@ -449,8 +393,121 @@ impl Engine {
         }
     }
 
-    /// Run events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<RunEvent>> {
-        self.runtime().events.subscribe()
+    /// The tools the agent `agent_id` may call in the session `key` (access decides, SPEC §6.5).
+    pub fn tools_for(&self, key: &SessionKey, agent_id: &str) -> Vec<Arc<dyn Tool>> {
+        let Some(tools) = self.inner.tools.get() else {
+            return Vec::new();
+        };
+        tools
+            .all()
+            .filter(|t| access::tool_allowed(&self.inner.config, key, agent_id, t.name()).is_ok())
+            .cloned()
+            .collect()
     }
+
+    /// The tool named `name`, whoever may call it.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner.tools.get()?.get(name).cloned()
+    }
+
+    /// Calls `tool` outside a run, as `caller` (`tools.invoke`, MCP): with a slot on lane `main`
+    /// for the call's own work, and `stop_waiting` making a wait on another run end early.
+    pub async fn call_tool(
+        &self,
+        caller: Caller,
+        tool: &dyn Tool,
+        arguments: Value,
+        stop_waiting: CancellationToken,
+    ) -> ToolOutput {
+        let lease = self.inner.lanes.lease(Lane::Main).await;
+        let ctx = ToolContext::new(caller, self.clone(), lease, stop_waiting);
+        tool.call(&ctx, arguments).await
+    }
+
+    /// Refuses new runs from now on, lets live runs go on for up to `grace`, then aborts every
+    /// run still live and waits until each has recorded its end (`aborted`, partial output kept).
+    pub async fn shutdown(&self, grace: Duration) {
+        self.inner.closing.cancel();
+        let mut live = self.inner.live_count.subscribe();
+        let drained = tokio::time::timeout(grace, live.wait_for(|n| *n == 0))
+            .await
+            .map(|_| ());
+        if drained.is_err() {
+            let cancels: Vec<CancellationToken> = lock(&self.inner.live)
+                .values()
+                .map(|run| run.cancel.clone())
+                .collect();
+            tracing::info!(
+                runs = cancels.len(),
+                "shutdown: aborting the runs still live after the grace period"
+            );
+            for cancel in cancels {
+                cancel.cancel();
+            }
+            let _ = live.wait_for(|n| *n == 0).await;
+        }
+    }
+
+    /// Marks work that will submit or wait on runs (an agent-to-agent follow-up, a sub-agent's
+    /// supervisor) as in flight until the guard is dropped, so [`Runtime::idle`] waits for it.
+    pub fn busy(&self) -> Busy {
+        self.inner.busy.send_modify(|n| *n += 1);
+        Busy {
+            count: self.inner.busy.clone(),
+        }
+    }
+
+    /// Resolves once no run is live and no follow-up work is in flight at the same moment:
+    /// everything submitted so far, and everything it led to, has ended.
+    pub async fn idle(&self) {
+        let mut live = self.inner.live_count.subscribe();
+        let mut busy = self.inner.busy.subscribe();
+        loop {
+            let _ = live.wait_for(|n| *n == 0).await;
+            let _ = busy.wait_for(|n| *n == 0).await;
+            if *live.borrow() == 0 && *busy.borrow() == 0 {
+                return;
+            }
+        }
+    }
+
+    /// True once shutdown began.
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.is_cancelled()
+    }
+
+    fn emit(&self, run_id: &RunId, session_key: &SessionKey, data: RunEventData) {
+        let _ = self.inner.events.send(Arc::new(RunEvent {
+            run_id: run_id.clone(),
+            session_key: session_key.clone(),
+            data,
+        }));
+    }
+
+    /// Publishes a run's new state to its waiters.
+    fn publish(&self, record: &RunRecord) {
+        if let Some(live) = lock(&self.inner.live).get(&record.run_id) {
+            live.state.send_replace(record.clone());
+        }
+    }
+
+    /// Forgets a finished run (its final record is in the store by now).
+    fn retire(&self, record: &RunRecord) {
+        self.publish(record);
+        let removed = lock(&self.inner.live).remove(&record.run_id).is_some();
+        if removed {
+            self.inner
+                .live_count
+                .send_modify(|n| *n = n.saturating_sub(1));
+        }
+        if let Some(key) = &record.idempotency_key {
+            lock(&self.inner.idempotency).remove(key);
+        }
+    }
+}
+
+/// Locks a std mutex, recovering from poisoning (a panicked holder leaves consistent maps: every
+/// critical section here is a single insert, remove or pop).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

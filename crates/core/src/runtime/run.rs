@@ -1,25 +1,27 @@
 //! One run: the tool-call loop (SPEC §6.2).
 //!
-//! Every message is appended to the transcript as it happens. The run's result is the final
-//! assistant text, stored with the run record; nothing later re-reads the transcript to find
-//! "the reply". A timeout or an abort stops the loop wherever it is; text streamed so far is
-//! appended as an `aborted` assistant message, so partial output is never lost.
+//! Every message is appended to the transcript as it happens, as a typed `TranscriptMessage`
+//! (the store turns it into JSON at its edge). The run's result is the final assistant text,
+//! stored with the run record; nothing later re-reads the transcript to find "the reply". A
+//! timeout or an abort stops the loop wherever it is; text streamed so far is appended as an
+//! `aborted` assistant message, so partial output is never lost.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage, Usage};
+use serde_json::Value;
+use switchboard_protocol::message::{
+    AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
+};
 use switchboard_protocol::sessions::Patch;
 
-use super::cancel::CancelToken;
-use super::providers::{ModelRequest, ModelResponse, StreamEvent, complete_with_retries};
-use super::{Queued, RunEventData, lock, now_ms};
-use crate::delivery::{NO_REPLY, Outbound, route_of};
-use crate::engine::Engine;
+use super::providers::complete_with_retries;
+use super::providers::{ModelRequest, ModelResponse, ModelTarget, StreamEvent};
+use super::queue::Queued;
+use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
+use super::{RunEventData, RunRequest, Runtime, lock};
+use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
-use crate::tools::sessions::ANNOUNCE_SKIP;
-use crate::tools::{self, ToolContext, ToolOutput};
 
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
@@ -31,6 +33,16 @@ struct Ending {
     error: Option<String>,
 }
 
+impl Ending {
+    fn failed(error: String) -> Self {
+        Self {
+            status: RunStatus::Error,
+            result: None,
+            error: Some(error),
+        }
+    }
+}
+
 /// Text streamed in the current model turn that is not in the transcript yet.
 #[derive(Default)]
 struct Partial {
@@ -39,11 +51,11 @@ struct Partial {
     provider: String,
 }
 
-pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
-    let rt = engine.runtime();
+pub(super) async fn execute(rt: &Runtime, job: Queued) {
     let Queued {
         run_id,
         request,
+        message,
         cancel,
         mut record,
     } = job;
@@ -53,34 +65,30 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
     let lease = tokio::select! {
         biased;
         () = cancel.cancelled() => None,
-        lease = engine.lease(request.lane) => Some(lease),
+        lease = rt.inner.lanes.lease(request.lane) => Some(lease),
     };
     // The run's message was acknowledged with the run: it enters the transcript however the run
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
     // same commit that marks the run running.
     let mut start = Vec::new();
-    if let Some(message) = &request.message {
+    if let Some(message) = message {
         start.push(WriteOp::Append {
             key: key.clone(),
             create: None,
-            messages: vec![message.clone()],
+            messages: vec![message],
         });
     }
     if lease.is_some() {
         record.status = RunStatus::Running;
-        record.started_at = Some(now_ms());
+        record.started_at = Some(rt.now_ms());
         start.push(WriteOp::PutRun(record.clone()));
     }
     let started = match start.is_empty() {
         true => Ok(()),
-        false => engine.store().write_batch(start).await.map(|_| ()),
+        false => rt.store().write_batch(start).await.map(|_| ()),
     };
     let ending = match (lease, started) {
-        (_, Err(e)) => Ending {
-            status: RunStatus::Error,
-            result: None,
-            error: Some(e.to_string()),
-        },
+        (_, Err(e)) => Ending::failed(e.to_string()),
         (None, Ok(())) => Ending {
             status: RunStatus::Aborted,
             result: None,
@@ -89,36 +97,38 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
         (Some(lease), Ok(())) => {
             rt.publish(&record);
             rt.emit(&run_id, &key, RunEventData::Started);
-
             let timeout = request.timeout.unwrap_or(Duration::from_secs(
-                engine.config().agents.defaults.timeout_seconds,
+                rt.config().agents.defaults.timeout_seconds,
             ));
             let partial = Arc::new(Mutex::new(Partial::default()));
-            let ctx = ToolContext {
-                engine: engine.clone(),
-                session_key: key.clone(),
-                agent_id: String::new(),
-                run_id: run_id.clone(),
-                chain: request.chain.clone(),
-                lease,
-                stop_waiting: CancelToken::default(),
-            };
+            let looped = run_loop(rt, &request, &record.run_id, lease, partial.clone());
             let stopped = tokio::select! {
-                ending = run_loop(engine, &request, ctx, partial.clone()) => Ok(ending),
+                ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
                 () = cancel.cancelled() => Err((RunStatus::Aborted, "aborted".to_string())),
             };
             match stopped {
                 Ok(ending) => ending,
-                Err((status, reason)) => keep_partial(engine, &key, &partial, status, reason).await,
+                Err((status, reason)) => keep_partial(rt, &key, &partial, status, reason).await,
             }
         }
     };
+    finish(rt, &request, record, ending).await;
+}
 
+/// Writes the run's end (with its session flag and its reply's delivery, in one commit), tells
+/// waiters and subscribers.
+async fn finish(
+    rt: &Runtime,
+    request: &RunRequest,
+    mut record: crate::store::RunRecord,
+    ending: Ending,
+) {
+    let key = record.session_key.clone();
     record.status = ending.status;
     record.result = ending.result.clone();
     record.error = ending.error.clone();
-    record.ended_at = Some(now_ms());
+    record.ended_at = Some(rt.now_ms());
     let flag = EntryPatch {
         aborted_last_run: Some(record.status == RunStatus::Aborted),
         ..EntryPatch::default()
@@ -132,26 +142,30 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
     ];
     // The reply's delivery is committed with the run's end: an acknowledged reply is never
     // left undelivered by a crash.
-    let delivery = reply_delivery(engine, &request, &record).await;
-    end.extend(delivery.clone().map(|d| WriteOp::Enqueue(Box::new(d))));
-    match engine.store().write_batch(end).await {
-        Ok(_) => {
-            if let Some(delivery) = delivery {
-                engine.settled(&delivery);
-                engine.wake_outbox();
+    let delivery = match &request.deliver {
+        Some(deliver) => rt.inner.replies.on_end(deliver, &record).await,
+        None => None,
+    };
+    let delivers = delivery.is_some();
+    end.extend(delivery);
+    match rt.store().write_batch(end).await {
+        Ok(outcomes) => {
+            if let (true, Some(outcome)) = (delivers, outcomes.last()) {
+                rt.inner.replies.committed(outcome);
             }
         }
         Err(e) => {
             // The session may have been deleted meanwhile; the run record alone must still land.
+            let run_id = &record.run_id;
             tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
-            if let Err(e) = engine.store().put_run(record.clone()).await {
+            if let Err(e) = rt.store().put_run(record.clone()).await {
                 tracing::error!(%run_id, error = %e, "could not store the run's end");
             }
         }
     }
     rt.retire(&record);
     rt.emit(
-        &run_id,
+        &record.run_id,
         &key,
         RunEventData::Ended {
             status: record.status,
@@ -163,8 +177,8 @@ pub(super) async fn execute(engine: &Arc<Engine>, job: Queued) {
 
 /// Appends what was streamed before a timeout or abort, and ends the run.
 async fn keep_partial(
-    engine: &Engine,
-    key: &str,
+    rt: &Runtime,
+    key: &SessionKey,
     partial: &Mutex<Partial>,
     status: RunStatus,
     reason: String,
@@ -180,8 +194,8 @@ async fn keep_partial(
             usage: Usage::default(),
             stop_reason: StopReason::Aborted,
         };
-        let message = assistant_message(&provider, &model, &cut, Some(&reason));
-        if let Err(e) = engine.store().append(key, None, vec![message]).await {
+        let message = assistant_message(&provider, &model, &cut, Some(&reason), rt.now_ms());
+        if let Err(e) = rt.store().append(key, None, vec![message]).await {
             tracing::warn!(error = %e, "could not keep the partial reply");
         }
     }
@@ -192,117 +206,212 @@ async fn keep_partial(
     }
 }
 
+/// What one run works with once its session is read.
+struct Turn<'a> {
+    rt: &'a Runtime,
+    key: &'a SessionKey,
+    ctx: ToolContext,
+    tools: Vec<Arc<dyn Tool>>,
+    target: ModelTarget,
+    partial: Arc<Mutex<Partial>>,
+    /// The transcript's newest seq as this run appends, one message at a time; the window is
+    /// kept for the next run when the run ends well. A write from elsewhere in between (an
+    /// announce) leaves a gap the window does not hold: then it is not kept.
+    last_seq: Option<i64>,
+}
+
 async fn run_loop(
-    engine: &Arc<Engine>,
-    request: &super::RunRequest,
-    mut ctx: ToolContext,
+    rt: &Runtime,
+    request: &RunRequest,
+    run_id: &crate::ids::RunId,
+    lease: super::lanes::LeaseHolder,
     partial: Arc<Mutex<Partial>>,
 ) -> Ending {
-    let fail = |error: String| Ending {
-        status: RunStatus::Error,
-        result: None,
-        error: Some(error),
-    };
-    let store = engine.store();
-    let key = request.session_key.as_str();
-    let entry = match store.get(key).await {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return fail(format!("the session {key} no longer exists")),
-        Err(e) => return fail(e.to_string()),
-    };
-    ctx.agent_id = entry.agent_id.clone();
-    let agent = engine.config().agent(&entry.agent_id);
-    let model_ref = request
-        .model
-        .clone()
-        .or(entry.model.clone())
-        .unwrap_or(agent.model.clone());
-    let target = match engine.runtime().providers.resolve(&model_ref) {
-        Ok(target) => target,
-        Err(e) => return fail(e),
-    };
-    let conversations = &engine.runtime().conversations;
-    let history = match conversations
-        .take(store, &entry.session_id, entry.last_seq)
-        .await
-    {
-        Ok(history) => history,
-        Err(e) => return fail(e.to_string()),
-    };
-    // The transcript's newest seq as this run appends, one message at a time; the window is
-    // kept for the next run when the run ends well. A write from elsewhere in between (an
-    // announce) leaves a gap the window does not hold: then it is not kept.
-    let mut last_seq = Some(entry.last_seq);
-    let follow = |last: Option<i64>, seq: i64| last.filter(|&l| seq == l + 1).map(|_| seq);
-    // The same set tools.invoke allows: the agent's allow/deny, minus session tools for
-    // sub-agents unless tools.subagents.tools allows them.
-    let tools = tools::invoke::callable_tools(engine, key, &entry.agent_id);
-    let specs: Vec<_> = tools.iter().map(|t| tools::spec(t.as_ref())).collect();
-    let system = system_prompt(
-        agent.system_prompt.as_deref(),
-        request.extra_system_prompt.as_deref(),
-    );
-    let rt = engine.runtime();
-    // One request for the whole run: each new message is pushed into it, never copied.
-    let mut model_request = ModelRequest {
-        model: target.model.clone(),
-        system,
-        messages: history,
-        tools: specs,
-        max_tokens: target.max_tokens,
-    };
-
+    let (mut turn, mut model_request, session_id) =
+        match Turn::prepare(rt, request, run_id, lease, partial).await {
+            Ok(prepared) => prepared,
+            Err(ending) => return ending,
+        };
     for _ in 0..MAX_MODEL_CALLS {
-        *lock(&partial) = Partial {
-            text: String::new(),
+        let response = match turn.call_model(&model_request).await {
+            Ok(response) => response,
+            Err(ending) => return ending,
+        };
+        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
+            return ending;
+        }
+        let calls: Vec<(String, String, Value)> = response
+            .tool_calls()
+            .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
+            .collect();
+        if calls.is_empty() {
+            if let Some(seq) = turn.last_seq {
+                rt.inner
+                    .conversations
+                    .put(&session_id, seq, model_request.messages);
+            }
+            return Ending {
+                status: RunStatus::Ok,
+                result: Some(response.text()),
+                error: None,
+            };
+        }
+        for (id, name, arguments) in calls {
+            let result = turn.call_tool(id, name, arguments).await;
+            if let Err(ending) = turn.append(result, &mut model_request).await {
+                return ending;
+            }
+        }
+    }
+    Ending::failed(format!(
+        "stopped after {MAX_MODEL_CALLS} model calls without a final reply"
+    ))
+}
+
+impl<'a> Turn<'a> {
+    /// Reads the session, resolves its model, loads its conversation and builds the tool
+    /// context: everything a run works with, complete before the first model call. Answers the
+    /// turn, the model request of the whole run, and the transcript's id.
+    async fn prepare(
+        rt: &'a Runtime,
+        request: &'a RunRequest,
+        run_id: &crate::ids::RunId,
+        lease: super::lanes::LeaseHolder,
+        partial: Arc<Mutex<Partial>>,
+    ) -> Result<(Self, ModelRequest, String), Ending> {
+        let store = rt.store();
+        let key = &request.session_key;
+        let entry = match store.get(key).await {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
+                return Err(Ending::failed(format!(
+                    "the session {key} no longer exists"
+                )));
+            }
+            Err(e) => return Err(Ending::failed(e.to_string())),
+        };
+        let agent = rt.config().agent(&entry.agent_id);
+        let model_ref = request
+            .model
+            .clone()
+            .or(entry.model.clone())
+            .unwrap_or(agent.model.clone());
+        let target = rt.providers().resolve(&model_ref).map_err(Ending::failed)?;
+        let history = rt
+            .inner
+            .conversations
+            .take(store, &entry.session_id, entry.last_seq)
+            .await
+            .map_err(|e| Ending::failed(e.to_string()))?;
+        // The same set tools.invoke allows: access decides (the agent's allow/deny, minus session
+        // tools for sub-agents unless tools.subagents.tools allows them).
+        let tools = rt.tools_for(key, &entry.agent_id);
+        let caller = Caller {
+            session_key: key.clone(),
+            agent_id: entry.agent_id.clone(),
+            run_id: run_id.clone(),
+            chain: request.chain.clone(),
+        };
+        let ctx = ToolContext::new(
+            caller,
+            rt.clone(),
+            lease,
+            tokio_util::sync::CancellationToken::new(),
+        );
+        // One request for the whole run: each new message is pushed into it, never copied.
+        let model_request = ModelRequest {
             model: target.model.clone(),
-            provider: target.provider_id.clone(),
+            system: system_prompt(
+                agent.system_prompt.as_deref(),
+                request.extra_system_prompt.as_deref(),
+            ),
+            messages: history,
+            tools: tools.iter().map(|t| tool::spec(t.as_ref())).collect(),
+            max_tokens: target.max_tokens,
+        };
+        let turn = Turn {
+            rt,
+            key,
+            ctx,
+            tools,
+            target,
+            partial,
+            last_seq: Some(entry.last_seq),
+        };
+        Ok((turn, model_request, entry.session_id))
+    }
+}
+
+impl Turn<'_> {
+    /// One model call, its stream reported as events; a failure is kept in the transcript and
+    /// ends the run.
+    async fn call_model(&self, request: &ModelRequest) -> Result<ModelResponse, Ending> {
+        let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
+        *lock(&self.partial) = Partial {
+            text: String::new(),
+            model: self.target.model.clone(),
+            provider: self.target.provider_id.clone(),
         };
         let sink = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => {
                 let accumulated = {
-                    let mut p = lock(&partial);
+                    let mut p = lock(&self.partial);
                     p.text.push_str(&text);
                     p.text.clone()
                 };
-                rt.emit(&ctx.run_id, key, RunEventData::Delta { text, accumulated });
+                rt.emit(run_id, key, RunEventData::Delta { text, accumulated });
             }
             StreamEvent::ThinkingDelta(text) => {
-                rt.emit(&ctx.run_id, key, RunEventData::Thinking { text })
+                rt.emit(run_id, key, RunEventData::Thinking { text })
             }
             StreamEvent::ToolCallStarted { .. } => {}
         };
-        let outcome = complete_with_retries(
-            target.provider.as_ref(),
-            &model_request,
-            &sink,
-            &target.retry,
-        )
-        .await;
-        let response = match outcome {
-            Ok(response) => response,
+        let target = &self.target;
+        match complete_with_retries(target.provider.as_ref(), request, &sink, &target.retry).await {
+            Ok(response) => {
+                lock(&self.partial).text.clear();
+                Ok(response)
+            }
             Err(error) => {
-                let text = std::mem::take(&mut lock(&partial).text);
+                let text = std::mem::take(&mut lock(&self.partial).text);
+                let failed = ModelResponse {
+                    content: if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![ContentBlock::text(text)]
+                    },
+                    usage: Usage::default(),
+                    stop_reason: StopReason::Error,
+                };
+                let reason = format!("{}: {error}", target.provider_id);
                 let message = assistant_message(
                     &target.provider_id,
                     &target.model,
-                    &ModelResponse {
-                        content: if text.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![ContentBlock::text(text)]
-                        },
-                        usage: Usage::default(),
-                        stop_reason: StopReason::Error,
-                    },
-                    Some(&format!("{}: {error}", target.provider_id)),
+                    &failed,
+                    Some(&reason),
+                    rt.now_ms(),
                 );
-                let _ = store.append(key, None, vec![message]).await;
-                return fail(format!("{}: {error}", target.reference));
+                if let Err(e) = rt.store().append(key, None, vec![message]).await {
+                    tracing::warn!(error = %e, "could not keep the failed model turn");
+                }
+                Err(Ending::failed(format!("{}: {error}", target.reference)))
             }
-        };
-        let message = assistant_message(&target.provider_id, &target.model, &response, None);
-        lock(&partial).text.clear();
+        }
+    }
+
+    /// Appends the model's reply with its token counts, in one commit.
+    async fn record_reply(
+        &mut self,
+        response: &ModelResponse,
+        request: &mut ModelRequest,
+    ) -> Result<(), Ending> {
+        let message = assistant_message(
+            &self.target.provider_id,
+            &self.target.model,
+            response,
+            None,
+            self.rt.now_ms(),
+        );
         let tokens = EntryPatch {
             add_tokens: Some(TokenDelta {
                 input: response.usage.input,
@@ -313,133 +422,101 @@ async fn run_loop(
         };
         let turn = vec![
             WriteOp::Append {
-                key: key.to_string(),
+                key: self.key.clone(),
                 create: None,
                 messages: vec![message.clone()],
             },
             WriteOp::Patch {
-                key: key.to_string(),
+                key: self.key.clone(),
                 patch: Box::new(tokens),
             },
         ];
-        match store.write_batch(turn).await {
-            Ok(outcomes) => {
-                last_seq = appended_seq(&outcomes).and_then(|seq| follow(last_seq, seq))
-            }
-            Err(e) => return fail(e.to_string()),
-        }
-        model_request
-            .messages
-            .extend(serde_json::from_value::<TranscriptMessage>(message).ok());
-
-        let calls: Vec<(String, String, Value)> = response
-            .tool_calls()
-            .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
-            .collect();
-        if calls.is_empty() {
-            if let Some(seq) = last_seq {
-                conversations.put(&entry.session_id, seq, model_request.messages);
-            }
-            return Ending {
-                status: RunStatus::Ok,
-                result: Some(response.text()),
-                error: None,
-            };
-        }
-        for (id, name, arguments) in calls {
-            rt.emit(
-                &ctx.run_id,
-                key,
-                RunEventData::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                },
-            );
-            let output = match tools.iter().find(|t| t.name() == name) {
-                Some(tool) if arguments.is_object() || arguments.is_null() => {
-                    tool.call(&ctx, arguments).await
-                }
-                Some(tool) => {
-                    ToolOutput::error(match tools::parse_args::<Value>(tool.as_ref(), arguments) {
-                        Err(message) => message,
-                        Ok(_) => format!("The arguments of {name} must be a JSON object."),
-                    })
-                }
-                None => ToolOutput::error(format!(
-                    "Unknown tool {name:?}. Available tools: {}.",
-                    if tools.is_empty() {
-                        "none".to_string()
-                    } else {
-                        tools
-                            .iter()
-                            .map(|t| t.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                )),
-            };
-            let text = output.text();
-            let result = json!({
-                "role": "toolResult",
-                "toolCallId": id,
-                "toolName": name,
-                "content": [{"type": "text", "text": text}],
-                "isError": output.is_error,
-                "timestamp": now_ms(),
-            });
-            match store.append(key, None, vec![result.clone()]).await {
-                Ok(appended) => last_seq = follow(last_seq, appended.entry.last_seq),
-                Err(e) => return fail(e.to_string()),
-            }
-            model_request
-                .messages
-                .extend(serde_json::from_value::<TranscriptMessage>(result).ok());
-            rt.emit(
-                &ctx.run_id,
-                key,
-                RunEventData::ToolResult {
-                    id,
-                    name,
-                    is_error: output.is_error,
-                    text,
-                },
-            );
-        }
+        let outcomes = self
+            .rt
+            .store()
+            .write_batch(turn)
+            .await
+            .map_err(|e| Ending::failed(e.to_string()))?;
+        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
+        request.messages.push(message);
+        Ok(())
     }
-    fail(format!(
-        "stopped after {MAX_MODEL_CALLS} model calls without a final reply"
-    ))
+
+    /// Runs one tool call (an unknown tool or unusable arguments answer an error the model can
+    /// act on) and reports it.
+    async fn call_tool(&self, id: String, name: String, arguments: Value) -> TranscriptMessage {
+        let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
+        rt.emit(
+            run_id,
+            key,
+            RunEventData::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+        );
+        let output = match self.tools.iter().find(|t| t.name() == name) {
+            Some(tool) if arguments.is_object() || arguments.is_null() => {
+                tool.call(&self.ctx, arguments).await
+            }
+            Some(tool) => {
+                ToolOutput::error(match tool::parse_args::<Value>(tool.as_ref(), arguments) {
+                    Err(message) => message,
+                    Ok(_) => format!("The arguments of {name} must be a JSON object."),
+                })
+            }
+            None => ToolOutput::error(format!(
+                "Unknown tool {name:?}. Available tools: {}.",
+                if self.tools.is_empty() {
+                    "none".to_string()
+                } else {
+                    let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                    names.join(", ")
+                }
+            )),
+        };
+        let text = output.text();
+        rt.emit(
+            run_id,
+            key,
+            RunEventData::ToolResult {
+                id: id.clone(),
+                name: name.clone(),
+                is_error: output.is_error,
+                text: text.clone(),
+            },
+        );
+        TranscriptMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id,
+            tool_name: name,
+            content: vec![ContentBlock::text(text)],
+            is_error: output.is_error,
+            details: None,
+            timestamp: rt.now_ms(),
+        })
+    }
+
+    /// Appends a tool result to the transcript and to the model's view.
+    async fn append(
+        &mut self,
+        message: TranscriptMessage,
+        request: &mut ModelRequest,
+    ) -> Result<(), Ending> {
+        let appended = self
+            .rt
+            .store()
+            .append(self.key, None, vec![message.clone()])
+            .await
+            .map_err(|e| Ending::failed(e.to_string()))?;
+        self.last_seq = follow(self.last_seq, appended.entry.last_seq);
+        request.messages.push(message);
+        Ok(())
+    }
 }
 
-/// The outbox record of the run's reply, when the run asked for delivery and ended `ok` with a
-/// reply other than `NO_REPLY` or `ANNOUNCE_SKIP` (the replies that mean "stay silent").
-async fn reply_delivery(
-    engine: &Engine,
-    request: &super::RunRequest,
-    record: &crate::store::RunRecord,
-) -> Option<crate::store::DeliveryRecord> {
-    let deliver = request.deliver.as_ref()?;
-    let text = record.result.as_deref().unwrap_or_default();
-    let silent = [NO_REPLY, ANNOUNCE_SKIP].contains(&text.trim());
-    if record.status != RunStatus::Ok || text.trim().is_empty() || silent {
-        return None;
-    }
-    let entry = engine.store().get(&record.session_key).await.ok().flatten();
-    let route = deliver
-        .route
-        .clone()
-        .or_else(|| entry.as_ref().and_then(route_of));
-    let out = Outbound {
-        kind: deliver.kind,
-        session_key: Some(record.session_key.clone()),
-        source_key: None,
-        run_id: Some(record.run_id.clone()),
-        route,
-        text: text.to_string(),
-        idempotency_key: Some(format!("{}:{}", deliver.kind, record.run_id)),
-    };
-    Some(engine.delivery_record(out, entry.as_ref()))
+/// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.
+fn follow(last: Option<i64>, seq: i64) -> Option<i64> {
+    last.filter(|&l| seq == l + 1).map(|_| seq)
 }
 
 /// The agent's prompt, then this run's extra prompt.
@@ -457,24 +534,21 @@ fn assistant_message(
     model: &str,
     response: &ModelResponse,
     error: Option<&str>,
-) -> Value {
+    now: i64,
+) -> TranscriptMessage {
     let mut usage = response.usage.clone();
     if usage.total_tokens == 0 {
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
     }
-    let mut message = json!({
-        "role": "assistant",
-        "content": response.content,
-        "provider": provider,
-        "model": model,
-        "usage": usage,
-        "stopReason": response.stop_reason,
-        "timestamp": now_ms(),
-    });
-    if let (Some(error), Value::Object(map)) = (error, &mut message) {
-        map.insert("errorMessage".into(), Value::from(error));
-    }
-    message
+    TranscriptMessage::Assistant(AssistantMessage {
+        content: response.content.clone(),
+        provider: provider.to_string(),
+        model: model.to_string(),
+        usage,
+        stop_reason: response.stop_reason,
+        error_message: error.map(str::to_string),
+        timestamp: now,
+    })
 }
 
 /// The transcript's newest seq after a batch that appended.
@@ -483,13 +557,4 @@ fn appended_seq(outcomes: &[WriteOutcome]) -> Option<i64> {
         WriteOutcome::Appended(a) => Some(a.entry.last_seq),
         _ => None,
     })
-}
-
-/// Used by tests and the runtime's callers to build a plain user message.
-pub fn user_message(text: &str, provenance: Option<Value>) -> Value {
-    let mut message = json!({"role": "user", "content": text, "timestamp": now_ms()});
-    if let (Some(p), Value::Object(map)) = (provenance, &mut message) {
-        map.insert("provenance".into(), p);
-    }
-    message
 }

@@ -1,13 +1,11 @@
 //! `sessions.list`: filters first, then the page (SPEC §7.1; deliberate change: the reference
 //! limited first and returned short pages).
 
-use crate::clock::now_ms;
 use switchboard_protocol::lenient::clamp_or;
 use switchboard_protocol::sessions::{SessionsListParams, SessionsListResult};
 
-use super::{row, with_seq};
-use crate::engine::Engine;
-use crate::error::CoreResult;
+use super::{Sessions, with_seq};
+use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, Scope, SessionKind};
 use crate::store::{Cursor, ListQuery};
 
@@ -15,65 +13,64 @@ pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 1000;
 pub const MAX_MESSAGE_LIMIT: i64 = 20;
 
-pub async fn list(engine: &Engine, p: SessionsListParams) -> CoreResult<SessionsListResult> {
-    let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
-    let message_limit = clamp_or(p.message_limit, 0, 0, MAX_MESSAGE_LIMIT) as usize;
-    let cursor = match p.cursor.as_deref().filter(|c| !c.is_empty()) {
+impl Sessions {
+    /// `sessions.list`: every filter, then the page.
+    pub async fn list(&self, p: SessionsListParams) -> CoreResult<SessionsListResult> {
+        let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
+        let message_limit = clamp_or(p.message_limit, 0, 0, MAX_MESSAGE_LIMIT) as usize;
+        let cursor = match p.cursor.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => Some(Cursor::decode(c).ok_or_else(|| {
-            Engine::invalid(format!(
+            CoreError::invalid(format!(
                 "cursor: {c:?} is not a cursor; pass the nextCursor of a previous sessions.list page"
             ))
         })?),
         None => None,
     };
-    let kinds = p
-        .kinds
-        .map(|k| {
-            k.into_vec()
-                .iter()
-                .filter_map(|s| SessionKind::parse(s.trim()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut exclude_keys = vec!["unknown".to_string()];
-    if engine.scope() == Scope::PerSender {
-        exclude_keys.push("global".to_string());
-    }
-    let spawned_by = match p.spawned_by.as_deref() {
-        Some(parent) => Some(
-            engine
-                .canonical_key(parent, p.agent_id.as_deref())?
-                .into_string(),
-        ),
-        None => None,
-    };
-    let query = ListQuery {
-        agent_id: p.agent_id.as_deref().map(keys::normalize_agent_id),
-        kinds,
-        updated_since: p
-            .active_minutes
-            .filter(|m| *m >= 1)
-            .map(|m| now_ms() - m.saturating_mul(60_000)),
-        search: p.search.filter(|s| !s.trim().is_empty()),
-        spawned_by,
-        label: p.label,
-        include_archived: p.include_archived.unwrap_or(false),
-        exclude_keys,
-        cursor,
-        limit,
-    };
-    let page = engine.store().list(query).await?;
-    let mut sessions: Vec<_> = page.entries.iter().map(|e| row(engine, e)).collect();
-    if message_limit > 0 {
-        let ids = page.entries.iter().map(|e| e.session_id.clone()).collect();
-        let messages = engine.store().last_messages(ids, message_limit).await?;
-        for (row, (_, msgs)) in sessions.iter_mut().zip(messages) {
-            row.messages = Some(msgs.into_iter().map(with_seq).collect());
+        let kinds = p
+            .kinds
+            .map(|k| {
+                k.into_vec()
+                    .iter()
+                    .filter_map(|s| SessionKind::parse(s.trim()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut exclude_keys = vec!["unknown".to_string()];
+        if self.config.scope() == Scope::PerSender {
+            exclude_keys.push("global".to_string());
         }
+        let spawned_by = match p.spawned_by.as_deref() {
+            Some(parent) => Some(self.resolver.canonical(parent, p.agent_id.as_deref())?),
+            None => None,
+        };
+        let query = ListQuery {
+            agent_id: p.agent_id.as_deref().map(keys::normalize_agent_id),
+            kinds,
+            updated_since: p
+                .active_minutes
+                .filter(|m| *m >= 1)
+                .map(|m| self.clock.now_ms() - m.saturating_mul(60_000)),
+            search: p.search.filter(|s| !s.trim().is_empty()),
+            spawned_by,
+            label: p.label,
+            include_archived: p.include_archived.unwrap_or(false),
+            exclude_keys,
+            cursor,
+            limit,
+        };
+        let page = self.store.list(query).await?;
+        let mut sessions: Vec<_> = page.entries.iter().map(|e| self.row(e)).collect();
+        if message_limit > 0 {
+            let ids = page.entries.iter().map(|e| e.session_id.clone()).collect();
+            let messages = self.store.last_messages(ids, message_limit).await?;
+            for (row, (_, msgs)) in sessions.iter_mut().zip(messages) {
+                row.messages = Some(msgs.into_iter().map(with_seq).collect());
+            }
+        }
+        Ok(SessionsListResult {
+            count: sessions.len(),
+            sessions,
+            next_cursor: page.next_cursor.map(|c| c.encode()),
+        })
     }
-    Ok(SessionsListResult {
-        count: sessions.len(),
-        sessions,
-        next_cursor: page.next_cursor.map(|c| c.encode()),
-    })
 }

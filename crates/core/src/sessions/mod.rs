@@ -1,32 +1,99 @@
-//! Session management for operators: the logic behind `sessions.*`, `chat.history`,
-//! `chat.inject` and `agents.list`. It canonicalises keys, builds rows and talks to the store;
-//! it knows nothing of sockets. Agent-facing session tools (with visibility rules) build on the
-//! same row and history code later.
+//! Sessions for operators: the core operations behind `sessions.*`, `chat.*`, `agent`,
+//! `agent.wait`, `agents.list` and the `/send` command, taking and answering protocol types, and
+//! the one reference resolver ([`Resolver`]) every door and tool shares. It knows nothing of
+//! sockets; the server only decodes and encodes.
+//!
+//! Must not: decide visibility or send policy itself (`crate::access` does), or run turns (the
+//! runtime does; `chat.send` and `agent` submit runs to it).
 
 mod history;
 mod list;
 mod manage;
+mod resolve;
+mod runs;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_protocol::agents::{AgentSummary, AgentsListResult};
 use switchboard_protocol::sessions::SessionRow;
 
-use crate::engine::Engine;
-use crate::error::{CoreError, CoreResult};
-use crate::keys::{self, SessionKind};
-use crate::store::{SessionEntry, StoredMessage};
+pub use resolve::{Reference, Refusal, Resolver, target_of};
 
-pub use history::{history, inject};
-pub use list::list;
-pub use manage::{create, delete, patch, reset, resolve};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::error::CoreResult;
+use crate::keys::SessionKind;
+use crate::runtime::Runtime;
+use crate::store::{SessionEntry, Store, StoredMessage};
+
+/// The sessions component.
+pub struct Sessions {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    runtime: Runtime,
+    resolver: Arc<Resolver>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Sessions {
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        runtime: Runtime,
+        resolver: Arc<Resolver>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            config,
+            store,
+            runtime,
+            resolver,
+            clock,
+        }
+    }
+
+    /// The reference resolver.
+    pub fn resolver(&self) -> &Arc<Resolver> {
+        &self.resolver
+    }
+
+    /// How many sessions the store holds (`health`).
+    pub async fn count(&self) -> CoreResult<u64> {
+        Ok(self.store.count().await?)
+    }
+
+    /// The row a caller sees for an entry.
+    pub fn row(&self, e: &SessionEntry) -> SessionRow {
+        row(e, self.store.as_ref())
+    }
+
+    /// `agents.list`: the configured agents (the default agent when none are).
+    pub fn agents_list(&self) -> AgentsListResult {
+        let config = &self.config;
+        let default_id = config.default_agent_id();
+        let agents = config
+            .agent_ids()
+            .into_iter()
+            .map(|id| {
+                let agent = config.agent(&id);
+                let main = config.main_session_key(&id);
+                AgentSummary {
+                    default: id == default_id,
+                    name: agent.name.clone(),
+                    model: agent.model.clone(),
+                    main_key: main.display().to_string(),
+                    id,
+                }
+            })
+            .collect();
+        AgentsListResult { default_id, agents }
+    }
+}
 
 /// The row a caller sees for an entry (SPEC §7.1).
-pub fn row(engine: &Engine, e: &SessionEntry) -> SessionRow {
-    let key_channel = || {
-        keys::SessionKey::from_canonical(e.key.clone())
-            .channel()
-            .map(str::to_string)
-    };
+pub fn row(e: &SessionEntry, store: &dyn Store) -> SessionRow {
+    let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),
         SessionKind::Group => e.channel.clone().or_else(key_channel),
@@ -37,11 +104,7 @@ pub fn row(engine: &Engine, e: &SessionEntry) -> SessionRow {
             .or_else(key_channel),
     };
     SessionRow {
-        key: if e.key == "global" {
-            "main".to_string()
-        } else {
-            e.key.clone()
-        },
+        key: e.key.display().to_string(),
         kind: e.kind.as_str().to_string(),
         channel: channel.unwrap_or_else(|| "unknown".to_string()),
         agent_id: e.agent_id.clone(),
@@ -64,10 +127,9 @@ pub fn row(engine: &Engine, e: &SessionEntry) -> SessionRow {
         last_channel: e.last_channel.clone(),
         last_to: e.last_to.clone(),
         delivery_context: e.delivery_context.clone(),
-        spawned_by: e.spawned_by.clone(),
+        spawned_by: e.spawned_by.as_ref().map(|k| k.as_str().to_string()),
         archived_at: e.archived_at,
-        transcript_path: engine
-            .store()
+        transcript_path: store
             .transcript_path(&e.agent_id, &e.session_id)
             .to_string_lossy()
             .into_owned(),
@@ -82,59 +144,4 @@ pub fn with_seq(m: StoredMessage) -> Value {
         map.insert("seq".to_string(), Value::from(m.seq));
     }
     message
-}
-
-/// Finds the entry a reference names: a key (any accepted form) or a sessionId.
-pub async fn find(
-    engine: &Engine,
-    reference: &str,
-    agent_id: Option<&str>,
-) -> CoreResult<SessionEntry> {
-    let reference = reference.trim();
-    if keys::looks_like_session_id(reference) {
-        if let Some(entry) = engine
-            .store()
-            .get_by_session_id(&reference.to_lowercase())
-            .await?
-        {
-            return Ok(entry);
-        }
-        return Err(not_found(reference));
-    }
-    let key = engine.canonical_key(reference, agent_id)?;
-    engine
-        .store()
-        .get(key.as_str())
-        .await?
-        .ok_or_else(|| not_found(reference))
-}
-
-pub(crate) fn not_found(reference: &str) -> CoreError {
-    CoreError::NotFound(format!(
-        "Session not found: {reference} (use the full sessionKey from sessions_list)"
-    ))
-}
-
-/// `agents.list`: the configured agents (the default agent when none are).
-pub fn agents_list(engine: &Engine) -> AgentsListResult {
-    let config = engine.config();
-    let agents = config
-        .agent_ids()
-        .into_iter()
-        .map(|id| {
-            let agent = config.agent(&id);
-            let main = keys::main_session_key(&id, &engine.key_context(&id));
-            AgentSummary {
-                default: id == engine.default_agent_id(),
-                name: agent.name.clone(),
-                model: agent.model.clone(),
-                main_key: main.display().to_string(),
-                id,
-            }
-        })
-        .collect();
-    AgentsListResult {
-        default_id: engine.default_agent_id().to_string(),
-        agents,
-    }
 }

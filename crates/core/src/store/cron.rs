@@ -1,5 +1,7 @@
 //! The stored form of a cron job (SPEC §9.3). The schedule is kept in its canonical text form and
-//! parsed by `crate::cron` when read, so the store knows nothing of schedules.
+//! parsed by the cron component when read, so the store knows nothing of schedules.
+
+use crate::ids::RunId;
 
 /// One row of `cron_jobs`.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,7 +19,7 @@ pub struct CronJobRecord {
     /// The newest slot the schedule fired (ms): slots at or before it never fire again.
     pub last_slot: Option<i64>,
     /// The run of the last firing (scheduled or manual).
-    pub last_run_id: Option<String>,
+    pub last_run_id: Option<RunId>,
     /// When the last firing was submitted (ms).
     pub last_fired_at: Option<i64>,
 }

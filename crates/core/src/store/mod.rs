@@ -19,9 +19,11 @@ use std::path::PathBuf;
 use std::pin::Pin;
 
 use serde_json::Value;
+use switchboard_protocol::message::TranscriptMessage;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
-use crate::keys::{ChatType, SessionKind};
+use crate::ids::RunId;
+use crate::keys::{ChatType, SessionKey, SessionKind};
 
 pub use cron::CronJobRecord;
 pub use mirror::{message_id, transcript_path};
@@ -65,8 +67,7 @@ impl From<std::io::Error> for StoreError {
 /// A session entry (SPEC §4.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEntry {
-    /// Canonical key.
-    pub key: String,
+    pub key: SessionKey,
     pub session_id: String,
     pub agent_id: String,
     pub kind: SessionKind,
@@ -76,7 +77,7 @@ pub struct SessionEntry {
     pub chat_type: Option<ChatType>,
     pub display_name: Option<String>,
     pub label: Option<String>,
-    pub spawned_by: Option<String>,
+    pub spawned_by: Option<SessionKey>,
     pub model: Option<String>,
     pub thinking_level: Option<String>,
     pub verbose_level: Option<String>,
@@ -100,14 +101,31 @@ pub struct SessionEntry {
 /// What a new session starts with; everything else takes its default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewSession {
-    pub key: String,
+    pub key: SessionKey,
     pub agent_id: String,
     pub kind: SessionKind,
     pub channel: Option<String>,
     pub chat_type: Option<ChatType>,
     pub label: Option<String>,
     pub display_name: Option<String>,
-    pub spawned_by: Option<String>,
+    pub spawned_by: Option<SessionKey>,
+}
+
+impl NewSession {
+    /// What a new session at `key` starts with: its agent (`default_agent` for `global`), kind,
+    /// channel and chat type read from the key; no label, display name or parent.
+    pub fn for_key(key: &SessionKey, default_agent: &str, main_key: &str) -> Self {
+        Self {
+            key: key.clone(),
+            agent_id: key.agent_id().unwrap_or(default_agent).to_string(),
+            kind: key.kind(main_key),
+            channel: key.channel().map(str::to_string),
+            chat_type: key.chat_type(main_key),
+            label: None,
+            display_name: None,
+            spawned_by: None,
+        }
+    }
 }
 
 /// A merge of changed fields: `Keep` leaves a field as stored (SPEC §4.1: updates merge).
@@ -120,7 +138,7 @@ pub struct EntryPatch {
     pub verbose_level: Patch<String>,
     pub send_policy: Patch<String>,
     /// Set once on a sub-agent session; a second different value is a conflict.
-    pub spawned_by: Patch<String>,
+    pub spawned_by: Patch<SessionKey>,
     pub system_sent: Option<bool>,
     pub aborted_last_run: Option<bool>,
     pub channel: Patch<String>,
@@ -145,7 +163,7 @@ pub struct TokenDelta {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
     pub updated_at: i64,
-    pub key: String,
+    pub key: SessionKey,
 }
 
 impl Cursor {
@@ -158,7 +176,7 @@ impl Cursor {
         let (at, key) = s.split_once(':')?;
         Some(Self {
             updated_at: at.parse().ok()?,
-            key: key.to_string(),
+            key: SessionKey::from_canonical(key.to_string()),
         })
     }
 }
@@ -172,7 +190,7 @@ pub struct ListQuery {
     pub updated_since: Option<i64>,
     /// Case-insensitive substring of key, label or display name.
     pub search: Option<String>,
-    pub spawned_by: Option<String>,
+    pub spawned_by: Option<SessionKey>,
     pub label: Option<String>,
     pub include_archived: bool,
     /// Keys never listed (`global`/`unknown` under the per-sender scope).
@@ -254,8 +272,8 @@ impl RunStatus {
 /// A durable run record: `agent.wait` answers from it however long ago the run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
-    pub run_id: String,
-    pub session_key: String,
+    pub run_id: RunId,
+    pub session_key: SessionKey,
     pub session_id: Option<String>,
     pub status: RunStatus,
     pub lane: String,
@@ -275,13 +293,13 @@ pub enum WriteOp {
     Create(Box<NewSession>),
     PutRun(RunRecord),
     Append {
-        key: String,
+        key: SessionKey,
         create: Option<NewSession>,
-        messages: Vec<Value>,
+        messages: Vec<TranscriptMessage>,
     },
     /// Boxed: an entry patch is much larger than the other ops.
     Patch {
-        key: String,
+        key: SessionKey,
         patch: Box<EntryPatch>,
     },
     /// Stores an outbox record (idempotent on its key).
@@ -313,17 +331,17 @@ pub trait Store: Send + Sync {
     /// Where transcripts are mirrored as JSONL.
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> PathBuf;
 
-    fn get(&self, key: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>>;
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;
     fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>>;
 
     /// Creates the session unless its key exists; answers the entry and whether it was created.
     fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)>;
-    fn patch(&self, key: &str, patch: EntryPatch) -> StoreFuture<'_, SessionEntry>;
+    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry>;
     /// Starts a new transcript (new sessionId); the old one stays stored and mirrored.
-    fn reset(&self, key: &str) -> StoreFuture<'_, SessionEntry>;
+    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
     /// Removes the entry; its transcripts stay stored and mirrored (archived, never lost).
-    fn delete(&self, key: &str) -> StoreFuture<'_, SessionEntry>;
+    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
     fn count(&self) -> StoreFuture<'_, u64>;
 
@@ -331,9 +349,9 @@ pub trait Store: Send + Sync {
     /// when the key is new (an error when it is new and `create` is `None`).
     fn append(
         &self,
-        key: &str,
+        key: &SessionKey,
         create: Option<NewSession>,
-        messages: Vec<Value>,
+        messages: Vec<TranscriptMessage>,
     ) -> StoreFuture<'_, Appended>;
     /// A page of a transcript, newest `limit` messages below `before`, oldest first. Reads only
     /// the rows it returns.
@@ -354,7 +372,7 @@ pub trait Store: Send + Sync {
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
-    fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
+    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>>;
     /// The run submitted with this idempotency key, if any.
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
     /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
@@ -372,7 +390,7 @@ pub trait Store: Send + Sync {
 
     /// Stores a sub-agent record (insert or replace by child key).
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
-    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>>;
+    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>>;
     /// Records whose announce or cleanup is not finished, oldest first.
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
@@ -391,7 +409,7 @@ pub trait Store: Send + Sync {
         &self,
         id: &str,
         slot: Option<i64>,
-        run_id: &str,
+        run_id: &RunId,
         at: i64,
     ) -> StoreFuture<'_, bool>;
 }

@@ -1,6 +1,9 @@
 //! Records of the delivery outbox (SPEC §9.1): every outbound message is stored before it is
 //! attempted, and its outcome stays recorded.
 
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryStatus {
@@ -56,11 +59,11 @@ pub struct DeliveryRecord {
     /// What produced it: `reply`, `announce`, `subagent-announce`, `send`.
     pub kind: String,
     /// The session it is delivered for: its route and send policy apply, if any.
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     /// The session that produced the text when it is not `session_key` (a sub-agent child).
-    pub source_key: Option<String>,
+    pub source_key: Option<SessionKey>,
     /// The run whose text it carries, if any.
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub channel: String,
     pub to: String,
     pub account_id: Option<String>,
@@ -89,7 +92,7 @@ pub struct DeliveryUpdate {
 /// Filters of `deliveries.list`, newest first.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DeliveryQuery {
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     pub status: Option<DeliveryStatus>,
     pub limit: usize,
 }

@@ -1,6 +1,9 @@
 //! Durable sub-agent records (SPEC §7.4): what was spawned, by whom, and how far its announce
 //! got, so a restart resumes every unfinished announce and none is sent twice.
 
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+
 /// How far a sub-agent's life has gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubagentState {
@@ -39,10 +42,10 @@ impl SubagentState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubagentRecord {
     /// `agent:<agentId>:subagent:<uuid>`.
-    pub child_key: String,
-    pub requester_key: String,
+    pub child_key: SessionKey,
+    pub requester_key: SessionKey,
     /// The child's task run.
-    pub run_id: String,
+    pub run_id: RunId,
     pub task: String,
     pub label: Option<String>,
     /// `provider/model` the child runs on.

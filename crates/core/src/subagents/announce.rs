@@ -5,48 +5,165 @@
 
 use std::time::Duration;
 
-use crate::engine::Engine;
+use super::Subagents;
+use crate::delivery::replies::{ANNOUNCE_SKIP, skips_announce};
+use crate::keys::SessionKey;
+use crate::runtime::RunRequest;
 use crate::runtime::lanes::Lane;
-use crate::runtime::{RunRequest, user_message};
 use crate::store::{RunStatus, SessionEntry, SubagentRecord};
-use crate::tools::sessions::ANNOUNCE_SKIP;
 
 /// Upper bound of the announce step (the agent's own timeout bounds it further).
 const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 const NOT_AVAILABLE: &str = "(not available)";
 
-/// The report to deliver, or `None` when the child answered `ANNOUNCE_SKIP`.
-pub(super) async fn text(
-    engine: &std::sync::Arc<Engine>,
-    record: &SubagentRecord,
-) -> Option<String> {
-    let status = status_word(record.outcome.as_deref());
-    let task_run = engine.run_record(&record.run_id).await.ok().flatten();
-    let last_output = match task_run.as_ref().and_then(|r| r.result.clone()) {
-        Some(text) if !text.trim().is_empty() => text,
-        _ => last_assistant_text(engine, &record.child_key)
-            .await
-            .unwrap_or_else(|| NOT_AVAILABLE.to_string()),
-    };
+impl Subagents {
+    /// The report to deliver, or `None` when the child answered `ANNOUNCE_SKIP`. `Err` only when
+    /// the gateway began shutting down meanwhile: the announce resumes at the next start.
+    pub(super) async fn announce_text(
+        &self,
+        record: &SubagentRecord,
+    ) -> Result<Option<String>, String> {
+        let status = status_word(record.outcome.as_deref());
+        let task_run = self.runtime.record(&record.run_id).await.ok().flatten();
+        let last_output = match task_run.as_ref().and_then(|r| r.result.clone()) {
+            Some(text) if !text.trim().is_empty() => text,
+            _ => self
+                .last_assistant_text(&record.child_key)
+                .await
+                .unwrap_or_else(|| NOT_AVAILABLE.to_string()),
+        };
+        let (result, notes) = match self.announce_step(record, status, &last_output).await {
+            Ok(reply) if skips_announce(&reply) => return Ok(None),
+            Ok(reply) => parse(&reply),
+            Err(_) if self.runtime.is_closing() => {
+                return Err("the gateway is shutting down".into());
+            }
+            Err(failure) => (
+                last_output.clone(),
+                format!("the announce step could not run: {failure}"),
+            ),
+        };
+        let entry = self.store.get(&record.child_key).await.ok().flatten();
+        let runtime_ms = task_run
+            .as_ref()
+            .and_then(|r| Some(r.ended_at? - r.started_at?))
+            .or_else(|| Some(record.ended_at? - record.created_at))
+            .unwrap_or(0);
+        let stats = self.stats(record, entry.as_ref(), runtime_ms);
+        Ok(Some(format!(
+            "Status: {status}\nResult: {result}\nNotes: {notes}\nStats: {stats}"
+        )))
+    }
 
-    let (result, notes) = match step(engine, record, status, &last_output).await {
-        Ok(reply) if reply.trim() == ANNOUNCE_SKIP => return None,
-        Ok(reply) => parse(&reply),
-        Err(failure) => (
-            last_output.clone(),
-            format!("the announce step could not run: {failure}"),
-        ),
-    };
-    let entry = engine.store().get(&record.child_key).await.ok().flatten();
-    let runtime_ms = task_run
-        .as_ref()
-        .and_then(|r| Some(r.ended_at? - r.started_at?))
-        .or_else(|| Some(record.ended_at? - record.created_at))
-        .unwrap_or(0);
-    let stats = stats(engine, record, entry.as_ref(), runtime_ms);
-    Some(format!(
-        "Status: {status}\nResult: {result}\nNotes: {notes}\nStats: {stats}"
-    ))
+    /// Runs the announce step in the child; answers its reply or why there is none.
+    async fn announce_step(
+        &self,
+        record: &SubagentRecord,
+        status: &str,
+        last_output: &str,
+    ) -> Result<String, String> {
+        let mut request = RunRequest::new(record.child_key.clone(), Lane::Subagent).with_message(
+            format!(
+                "[sub-agent announce step] Your task was: {}\nYour run ended with status {status}. \
+                 Your last output was:\n{last_output}",
+                record.task
+            ),
+            None,
+        );
+        request.extra_system_prompt = Some(format!(
+            "Sub-agent announce step. Report to session {} what became of your task, as two lines: \
+             \"Result: <what you found or did>\" and \"Notes: <caveats, or none>\". The runtime adds \
+             the status and statistics itself. Reply exactly {ANNOUNCE_SKIP} to report nothing.",
+            record.requester_key
+        ));
+        request.timeout = Some(STEP_TIMEOUT);
+        // A resumed step waits on the run it started before, instead of starting a second one.
+        request.idempotency_key = Some(format!("subagent-announce-step:{}", record.child_key));
+        let accepted = self
+            .runtime
+            .submit(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ended = self
+            .runtime
+            .wait(&accepted.run_id, Duration::MAX)
+            .await
+            .map_err(|e| e.to_string())?
+            .record;
+        match ended.status {
+            RunStatus::Ok => Ok(ended.result.unwrap_or_default()),
+            other => Err(format!(
+                "it ended {}{}",
+                other.as_str(),
+                ended.error.map(|e| format!(" ({e})")).unwrap_or_default()
+            )),
+        }
+    }
+
+    /// `runtime 1m5s • tokens 12.3k (in 10.1k / out 2.2k) • est $0.04 • sessionKey … •
+    /// sessionId … • transcript …` (`est $` only when the model has a configured cost).
+    fn stats(
+        &self,
+        record: &SubagentRecord,
+        entry: Option<&SessionEntry>,
+        runtime_ms: i64,
+    ) -> String {
+        let (input, output) = entry.map_or((0, 0), |e| (e.input_tokens, e.output_tokens));
+        let mut parts = vec![
+            format!("runtime {}", duration(runtime_ms)),
+            format!(
+                "tokens {} (in {} / out {})",
+                tokens(input + output),
+                tokens(input),
+                tokens(output)
+            ),
+        ];
+        let cost = self
+            .runtime
+            .providers()
+            .resolve(&record.model)
+            .ok()
+            .and_then(|target| target.cost);
+        if let Some(cost) = cost {
+            let usd = (input as f64 * cost.input + output as f64 * cost.output) / 1_000_000.0;
+            parts.push(if usd < 0.01 {
+                format!("est ${usd:.4}")
+            } else {
+                format!("est ${usd:.2}")
+            });
+        }
+        parts.push(format!("sessionKey {}", record.child_key));
+        if let Some(entry) = entry {
+            parts.push(format!("sessionId {}", entry.session_id));
+            let path = self
+                .store
+                .transcript_path(&entry.agent_id, &entry.session_id);
+            parts.push(format!("transcript {}", path.display()));
+        }
+        parts.join(" • ")
+    }
+
+    /// The child's newest assistant text in its transcript (a timed-out run keeps its partial
+    /// text there).
+    async fn last_assistant_text(&self, child: &SessionKey) -> Option<String> {
+        let entry = self.store.get(child).await.ok().flatten()?;
+        let page = self.store.history(&entry.session_id, 20, None).await.ok()?;
+        page.messages.iter().rev().find_map(|m| {
+            if m.message.get("role")?.as_str()? != "assistant" {
+                return None;
+            }
+            let text: Vec<&str> = m
+                .message
+                .get("content")?
+                .as_array()?
+                .iter()
+                .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("text"))
+                .filter_map(|b| b.get("text")?.as_str())
+                .collect();
+            let text = text.join("\n");
+            (!text.trim().is_empty()).then_some(text)
+        })
+    }
 }
 
 /// The runtime outcome as the report's Status.
@@ -56,50 +173,6 @@ pub(super) fn status_word(outcome: Option<&str>) -> &'static str {
         Some(RunStatus::Error | RunStatus::Aborted) => "error",
         Some(RunStatus::Timeout) => "timeout",
         _ => "unknown",
-    }
-}
-
-/// Runs the announce step in the child; answers its reply or why there is none.
-async fn step(
-    engine: &std::sync::Arc<Engine>,
-    record: &SubagentRecord,
-    status: &str,
-    last_output: &str,
-) -> Result<String, String> {
-    let mut request = RunRequest::new(record.child_key.as_str(), Lane::Subagent);
-    request.message = Some(user_message(
-        &format!(
-            "[sub-agent announce step] Your task was: {}\nYour run ended with status {status}. \
-             Your last output was:\n{last_output}",
-            record.task
-        ),
-        None,
-    ));
-    request.extra_system_prompt = Some(format!(
-        "Sub-agent announce step. Report to session {} what became of your task, as two lines: \
-         \"Result: <what you found or did>\" and \"Notes: <caveats, or none>\". The runtime adds \
-         the status and statistics itself. Reply exactly {ANNOUNCE_SKIP} to report nothing.",
-        record.requester_key
-    ));
-    request.timeout = Some(STEP_TIMEOUT);
-    // A resumed step waits on the run it started before, instead of starting a second one.
-    request.idempotency_key = Some(format!("subagent-announce-step:{}", record.child_key));
-    let accepted = engine
-        .submit_run(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let ended = engine
-        .wait_run(&accepted.run_id, Duration::MAX)
-        .await
-        .map_err(|e| e.to_string())?
-        .record;
-    match ended.status {
-        RunStatus::Ok => Ok(ended.result.unwrap_or_default()),
-        other => Err(format!(
-            "it ended {}{}",
-            other.as_str(),
-            ended.error.map(|e| format!(" ({e})")).unwrap_or_default()
-        )),
     }
 }
 
@@ -164,49 +237,6 @@ fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
         .then(|| &line[label.len()..])
 }
 
-/// `runtime 1m5s • tokens 12.3k (in 10.1k / out 2.2k) • est $0.04 • sessionKey … • sessionId …
-/// • transcript …` (`est $` only when the model has a configured cost).
-fn stats(
-    engine: &Engine,
-    record: &SubagentRecord,
-    entry: Option<&SessionEntry>,
-    runtime_ms: i64,
-) -> String {
-    let (input, output) = entry.map_or((0, 0), |e| (e.input_tokens, e.output_tokens));
-    let mut parts = vec![
-        format!("runtime {}", duration(runtime_ms)),
-        format!(
-            "tokens {} (in {} / out {})",
-            tokens(input + output),
-            tokens(input),
-            tokens(output)
-        ),
-    ];
-    let cost = engine
-        .runtime()
-        .providers
-        .resolve(&record.model)
-        .ok()
-        .and_then(|target| target.cost);
-    if let Some(cost) = cost {
-        let usd = (input as f64 * cost.input + output as f64 * cost.output) / 1_000_000.0;
-        parts.push(if usd < 0.01 {
-            format!("est ${usd:.4}")
-        } else {
-            format!("est ${usd:.2}")
-        });
-    }
-    parts.push(format!("sessionKey {}", record.child_key));
-    if let Some(entry) = entry {
-        parts.push(format!("sessionId {}", entry.session_id));
-        let path = engine
-            .store()
-            .transcript_path(&entry.agent_id, &entry.session_id);
-        parts.push(format!("transcript {}", path.display()));
-    }
-    parts.join(" • ")
-}
-
 fn duration(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 60_000 {
@@ -226,32 +256,6 @@ fn tokens(n: u64) -> String {
     } else {
         format!("{:.1}k", n as f64 / 1000.0)
     }
-}
-
-/// The child's newest assistant text in its transcript (a timed-out run keeps its partial text
-/// there).
-async fn last_assistant_text(engine: &Engine, child: &str) -> Option<String> {
-    let entry = engine.store().get(child).await.ok().flatten()?;
-    let page = engine
-        .store()
-        .history(&entry.session_id, 20, None)
-        .await
-        .ok()?;
-    page.messages.iter().rev().find_map(|m| {
-        if m.message.get("role")?.as_str()? != "assistant" {
-            return None;
-        }
-        let text: Vec<&str> = m
-            .message
-            .get("content")?
-            .as_array()?
-            .iter()
-            .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("text"))
-            .filter_map(|b| b.get("text")?.as_str())
-            .collect();
-        let text = text.join("\n");
-        (!text.trim().is_empty()).then_some(text)
-    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! Sub-agents after `sessions_spawn` (SPEC §7.4): watching the child's run, the announce step,
-//! its durable delivery to the requester, cleanup and archiving.
+//! Sub-agents after `sessions_spawn` (SPEC §7.4): the child's session and durable record, the
+//! task run, watching it, the announce step, its durable delivery to the requester, cleanup and
+//! archiving.
 //!
 //! Every step is recorded in the child's [`SubagentRecord`] before the next one starts, so a
-//! restart resumes each unfinished record where it stood (`resume`):
+//! restart resumes each unfinished record where it stood ([`Subagents::resume`]):
 //!
 //! 1. `running` — wait for the task run to end (a run interrupted by a crash is `aborted` after
 //!    the restart, so the wait always ends); record the outcome and, for `keep`, `archive_at` =
@@ -15,164 +16,305 @@
 //! 3. `announced` — `delete` removes the child; then `done`.
 //!
 //! Archiving kept children is a sweep over records whose `archive_at` has passed, on the engine's
-//! clock (a manual clock in tests).
+//! clock (a manual clock in tests). Supervisors and the sweeper are tasks of the engine's
+//! tracker; a supervisor stopped by shutdown resumes at the next start.
 
 mod announce;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
+use switchboard_protocol::message::Provenance;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::channels;
-use crate::delivery::{Outbound, route_of};
-use crate::engine::Engine;
-use crate::store::{EntryPatch, StoreError, SubagentRecord, SubagentState};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::delivery::{Outbound, Outbox, route_of};
+use crate::ids::RunId;
+use crate::keys::{SessionKey, SessionKind};
+use crate::runtime::lanes::Lane;
+use crate::runtime::{RunRequest, Runtime};
+use crate::store::{
+    EntryPatch, NewSession, Store, StoreError, SubagentRecord, SubagentState, WriteOp,
+};
 
 /// How often kept children are checked for archiving.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
-/// Follows one sub-agent to the end of its life on its own task.
-pub(crate) fn supervise(engine: Arc<Engine>, child_key: String) {
-    tokio::spawn(async move {
-        if let Err(problem) = follow(&engine, &child_key).await {
-            tracing::warn!(child = %child_key, %problem, "sub-agent announce stopped; it resumes at the next start");
-        }
-    });
+/// What the sub-agents component is built from.
+pub struct SubagentsParts {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub runtime: Runtime,
+    pub outbox: Arc<Outbox>,
+    pub clock: Arc<dyn Clock>,
+    pub tasks: TaskTracker,
+    /// Cancelled when the engine stops: the sweeper ends.
+    pub stop: CancellationToken,
 }
 
-/// Resumes every unfinished sub-agent (called when the engine opens).
-pub(crate) async fn resume(engine: &Arc<Engine>) -> Result<usize, StoreError> {
-    let records = engine.store().unfinished_subagents().await?;
-    let count = records.len();
-    for record in records {
-        supervise(engine.clone(), record.child_key);
+/// A checked spawn, ready to store.
+#[derive(Debug, Clone)]
+pub struct Spawn {
+    pub requester: SessionKey,
+    /// The requester's run that spawns.
+    pub requester_run: RunId,
+    pub agent_id: String,
+    pub task: String,
+    pub label: Option<String>,
+    /// `provider/model` the child runs on (already checked).
+    pub model: String,
+    pub delete_after: bool,
+    /// Stops the task run after this long; `None`: the agent's own timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// The sub-agents component.
+pub struct Subagents {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    runtime: Runtime,
+    outbox: Arc<Outbox>,
+    clock: Arc<dyn Clock>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+}
+
+impl Subagents {
+    pub fn new(parts: SubagentsParts) -> Arc<Self> {
+        Arc::new(Self {
+            config: parts.config,
+            store: parts.store,
+            runtime: parts.runtime,
+            outbox: parts.outbox,
+            clock: parts.clock,
+            tasks: parts.tasks,
+            stop: parts.stop,
+        })
     }
-    Ok(count)
-}
 
-async fn follow(engine: &Arc<Engine>, child: &str) -> Result<(), String> {
-    let store = engine.store();
-    let mut record = store
-        .get_subagent(child)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("no sub-agent record")?;
-    if record.state == SubagentState::Running {
-        let outcome = match engine.wait_run(&record.run_id, Duration::MAX).await {
-            Ok(wait) => wait.record.status.as_str().to_string(),
-            // The run was never stored: the process stopped between the record and the run.
-            Err(_) => "error".to_string(),
+    /// Whether `model` (`provider/model`) can run a sub-agent; the error names the valid models.
+    pub fn check_model(&self, model: &str) -> Result<(), String> {
+        self.runtime.providers().resolve(model).map(|_| ())
+    }
+
+    /// Stores the child session (`spawnedBy` = requester, its model override set) and its
+    /// durable record in one commit, queues the task run on lane `subagent`, and follows the
+    /// child to its announce. Answers the task run's id and the child's key.
+    pub async fn spawn(self: &Arc<Self>, spawn: Spawn) -> Result<(RunId, SessionKey), String> {
+        let child = SessionKey::from_canonical(format!(
+            "agent:{}:subagent:{}",
+            spawn.agent_id,
+            uuid::Uuid::new_v4()
+        ));
+        let run_id = RunId::new();
+        let new = NewSession {
+            key: child.clone(),
+            agent_id: spawn.agent_id.clone(),
+            kind: SessionKind::Other,
+            channel: None,
+            chat_type: None,
+            label: spawn.label.clone(),
+            display_name: None,
+            spawned_by: Some(spawn.requester.clone()),
         };
-        let ended = engine.now_ms();
-        record.outcome = Some(outcome);
-        record.ended_at = Some(ended);
-        if !record.delete_after {
-            let minutes = engine
-                .config()
-                .agents
-                .defaults
-                .subagents
-                .archive_after_minutes;
-            record.archive_at = Some(ended + minutes as i64 * 60_000);
+        let record = SubagentRecord {
+            child_key: child.clone(),
+            requester_key: spawn.requester.clone(),
+            run_id: run_id.clone(),
+            task: spawn.task.clone(),
+            label: spawn.label,
+            model: spawn.model.clone(),
+            delete_after: spawn.delete_after,
+            state: SubagentState::Running,
+            outcome: None,
+            created_at: self.clock.now_ms(),
+            ended_at: None,
+            delivery_id: None,
+            archive_at: None,
+            archived_at: None,
+        };
+        let model_override = EntryPatch {
+            model: Patch::Set(spawn.model),
+            ..EntryPatch::default()
+        };
+        self.store
+            .write_batch(vec![
+                WriteOp::Create(Box::new(new)),
+                WriteOp::Patch {
+                    key: child.clone(),
+                    patch: Box::new(model_override),
+                },
+                WriteOp::PutSubagent(Box::new(record)),
+            ])
+            .await
+            .map_err(|e| format!("could not store the sub-agent: {e}"))?;
+
+        let provenance = Provenance {
+            kind: "agent".into(),
+            from_session_key: Some(spawn.requester.as_str().to_string()),
+            run_id: Some(spawn.requester_run.as_str().to_string()),
+            ..Provenance::default()
+        };
+        let mut request = RunRequest::new(child.clone(), Lane::Subagent)
+            .with_message(spawn.task.clone(), Some(provenance));
+        request.run_id = Some(run_id.clone());
+        request.extra_system_prompt = Some(format!(
+            "You are a sub-agent spawned by session {} for one task: {}\nWork on it, then end \
+             with your final answer: your final message is reported back to that session. You \
+             cannot spawn sub-agents.",
+            spawn.requester, spawn.task
+        ));
+        request.timeout = spawn.timeout;
+        if let Err(e) = self.runtime.submit(request).await {
+            // The record stays: the supervisor announces the failure to the requester.
+            tracing::warn!(child = %child, error = %e, "could not queue a sub-agent's task run");
         }
-        record.state = SubagentState::Announcing;
-        save(engine, &record).await?;
+        self.supervise(child.clone());
+        Ok((run_id, child))
     }
-    if record.state == SubagentState::Announcing {
-        if let Some(text) = announce::text(engine, &record).await {
-            let delivery = engine
-                .deliver(Outbound {
-                    kind: "subagent-announce",
-                    session_key: Some(record.requester_key.clone()),
-                    source_key: Some(record.child_key.clone()),
-                    run_id: Some(record.run_id.clone()),
-                    route: Some(requester_route(engine, &record.requester_key).await?),
-                    text,
-                    idempotency_key: Some(format!("subagent-announce:{}", record.child_key)),
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            record.delivery_id = Some(delivery.id);
-        }
-        record.state = SubagentState::Announced;
-        save(engine, &record).await?;
-    }
-    if record.state == SubagentState::Announced {
-        if record.delete_after {
-            match store.delete(&record.child_key).await {
-                Ok(_) | Err(StoreError::NotFound(_)) => {}
-                Err(e) => return Err(e.to_string()),
+
+    /// Follows one sub-agent to the end of its life on its own task.
+    pub(crate) fn supervise(self: &Arc<Self>, child: SessionKey) {
+        let subagents = self.clone();
+        let busy = self.runtime.busy();
+        self.tasks.spawn(async move {
+            if let Err(problem) = subagents.follow(&child).await {
+                tracing::warn!(child = %child, %problem, "sub-agent announce stopped; it resumes at the next start");
             }
-        }
-        record.state = SubagentState::Done;
-        save(engine, &record).await?;
+            drop(busy);
+        });
     }
-    Ok(())
-}
 
-async fn save(engine: &Engine, record: &SubagentRecord) -> Result<(), String> {
-    engine
-        .store()
-        .put_subagent(record.clone())
-        .await
-        .map_err(|e| e.to_string())
-}
+    /// Resumes every unfinished sub-agent (when the engine opens); answers how many.
+    pub async fn resume(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let records = self.store.unfinished_subagents().await?;
+        let count = records.len();
+        for record in records {
+            self.supervise(record.child_key);
+        }
+        Ok(count)
+    }
 
-/// The requester's chat route, else `internal` into the requester session itself.
-async fn requester_route(engine: &Engine, requester: &str) -> Result<DeliveryContext, String> {
-    let entry = engine
-        .store()
-        .get(requester)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(entry
-        .as_ref()
-        .and_then(route_of)
-        .unwrap_or(DeliveryContext {
-            channel: channels::INTERNAL.into(),
-            to: requester.to_string(),
-            account_id: None,
-            thread_id: None,
-        }))
-}
+    async fn follow(&self, child: &SessionKey) -> Result<(), String> {
+        let mut record = self
+            .store
+            .get_subagent(child)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no sub-agent record")?;
+        if record.state == SubagentState::Running {
+            let outcome = match self.runtime.wait(&record.run_id, Duration::MAX).await {
+                Ok(wait) => wait.record.status.as_str().to_string(),
+                // The run was never stored: the process stopped between the record and the run.
+                Err(_) => "error".to_string(),
+            };
+            let ended = self.clock.now_ms();
+            record.outcome = Some(outcome);
+            record.ended_at = Some(ended);
+            if !record.delete_after {
+                let minutes = self.config.agents.defaults.subagents.archive_after_minutes;
+                record.archive_at = Some(ended + minutes as i64 * 60_000);
+            }
+            record.state = SubagentState::Announcing;
+            self.save(&record).await?;
+        }
+        if record.state == SubagentState::Announcing {
+            if self.runtime.is_closing() {
+                return Err("the gateway is shutting down".into());
+            }
+            if let Some(text) = self.announce_text(&record).await? {
+                let route = self.requester_route(&record.requester_key).await?;
+                let delivery = self
+                    .outbox
+                    .deliver(Outbound {
+                        kind: "subagent-announce",
+                        session_key: Some(record.requester_key.clone()),
+                        source_key: Some(record.child_key.clone()),
+                        run_id: Some(record.run_id.clone()),
+                        route: Some(route),
+                        text,
+                        idempotency_key: Some(format!("subagent-announce:{}", record.child_key)),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                record.delivery_id = Some(delivery.id);
+            }
+            record.state = SubagentState::Announced;
+            self.save(&record).await?;
+        }
+        if record.state == SubagentState::Announced {
+            if record.delete_after {
+                match self.store.delete(&record.child_key).await {
+                    Ok(_) | Err(StoreError::NotFound(_)) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            record.state = SubagentState::Done;
+            self.save(&record).await?;
+        }
+        Ok(())
+    }
 
-impl Engine {
+    async fn save(&self, record: &SubagentRecord) -> Result<(), String> {
+        self.store
+            .put_subagent(record.clone())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The requester's chat route, else `internal` into the requester session itself.
+    async fn requester_route(&self, requester: &SessionKey) -> Result<DeliveryContext, String> {
+        let entry = self.store.get(requester).await.map_err(|e| e.to_string())?;
+        Ok(entry
+            .as_ref()
+            .and_then(route_of)
+            .unwrap_or(DeliveryContext {
+                channel: channels::INTERNAL.into(),
+                to: requester.as_str().to_string(),
+                account_id: None,
+                thread_id: None,
+            }))
+    }
+
     /// Archives every kept sub-agent whose `archive_at` has passed on the engine's clock;
     /// answers how many. Archived sessions leave lists but stay readable by key.
     pub async fn sweep_archives(&self) -> Result<usize, StoreError> {
-        let now = self.now_ms();
-        let due = self.store().subagents_to_archive(now).await?;
+        let now = self.clock.now_ms();
+        let due = self.store.subagents_to_archive(now).await?;
         let mut archived = 0;
         for mut record in due {
             let patch = EntryPatch {
                 archived_at: Patch::Set(now),
                 ..EntryPatch::default()
             };
-            match self.store().patch(&record.child_key, patch).await {
+            match self.store.patch(&record.child_key, patch).await {
                 Ok(_) => archived += 1,
                 Err(StoreError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
             record.archived_at = Some(now);
-            self.store().put_subagent(record).await?;
+            self.store.put_subagent(record).await?;
         }
         Ok(archived)
     }
-}
 
-/// The archive sweeper: runs while the engine lives.
-pub(crate) async fn sweep(engine: Weak<Engine>) {
-    loop {
-        tokio::time::sleep(SWEEP_EVERY).await;
-        let Some(engine) = engine.upgrade() else {
-            return;
-        };
-        if engine.is_closed() {
-            return;
-        }
-        if let Err(e) = engine.sweep_archives().await {
-            tracing::warn!(error = %e, "could not archive finished sub-agents");
-        }
+    /// Starts the archive sweeper: every [`SWEEP_EVERY`] until the engine stops.
+    pub fn start_sweeper(self: &Arc<Self>) {
+        let subagents = self.clone();
+        self.tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(SWEEP_EVERY) => {}
+                    () = subagents.stop.cancelled() => return,
+                }
+                if let Err(e) = subagents.sweep_archives().await {
+                    tracing::warn!(error = %e, "could not archive finished sub-agents");
+                }
+            }
+        });
     }
 }

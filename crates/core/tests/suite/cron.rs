@@ -11,10 +11,13 @@ use serde_json::{Value, json};
 use switchboard_core::clock::ManualClock;
 use switchboard_core::config::{AgentEntry, Config, ModelRef};
 use switchboard_core::keys::SessionKind;
+use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, user_message};
 use switchboard_core::store::RunStatus;
-use switchboard_core::{CoreError, Engine, EngineOptions};
+use switchboard_core::{CoreError, Engine, RunId};
+use switchboard_protocol::message::Provenance;
+
+use super::support::{TestEngine, k};
 use switchboard_protocol::ErrorCode;
 use switchboard_protocol::cron::{CronAddParams, CronJob};
 
@@ -43,12 +46,11 @@ fn config() -> Config {
     config
 }
 
-/// An engine on a temp dir with a manual cron clock, its scheduler started (when enabled).
+/// An engine on a temp dir with a manual clock, its scheduler started (when enabled).
 struct World {
     engine: Arc<Engine>,
     clock: Arc<ManualClock>,
-    config: Config,
-    dir: tempfile::TempDir,
+    t: TestEngine,
 }
 
 impl World {
@@ -57,62 +59,57 @@ impl World {
     }
 
     async fn with(now: i64, config: Config) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        Self::open(dir, now, config).await
+        let t = TestEngine::builder()
+            .config(config)
+            .manual_clock(now)
+            .open()
+            .await;
+        Self::started(t)
     }
 
-    async fn open(dir: tempfile::TempDir, now: i64, config: Config) -> Self {
-        let clock = ManualClock::new(now);
-        let options = EngineOptions {
-            clock: Some(clock.clone()),
-            ..EngineOptions::default()
-        };
-        let engine = Engine::open_with(dir.path(), config.clone(), options)
-            .await
-            .unwrap();
-        engine.start_cron();
+    fn started(t: TestEngine) -> Self {
+        t.engine.cron().start();
         Self {
-            engine,
-            clock,
-            config,
-            dir,
+            engine: t.engine.clone(),
+            clock: t.clock.clone().unwrap(),
+            t,
         }
     }
 
     /// Stops the engine and opens it again on the same home dir, the clock at `now` (a
     /// gateway restart, or one that was down until `now`).
     async fn restart(self, now: i64) -> Self {
-        self.engine.close().await;
-        Self::open(self.dir, now, self.config).await
+        Self::started(self.t.restart(Some(now)).await)
     }
 
     async fn add(&self, params: Value) -> CronJob {
         let params: CronAddParams = serde_json::from_value(params).unwrap();
-        self.engine.cron_add(params).await.unwrap()
+        self.engine.cron().add(params).await.unwrap()
     }
 
     async fn add_err(&self, params: Value) -> CoreError {
         let params: CronAddParams = serde_json::from_value(params).unwrap();
-        self.engine.cron_add(params).await.unwrap_err()
+        self.engine.cron().add(params).await.unwrap_err()
     }
 
     /// Moves the clock to `t` and waits until the scheduler has fired what is due.
     async fn step(&self, t: i64) {
         self.clock.set(t);
-        tokio::time::timeout(GUARD, self.engine.cron_settled(t))
+        tokio::time::timeout(GUARD, self.engine.cron().settled(t))
             .await
             .expect("the scheduler did not settle");
     }
 
     async fn job(&self, id: &str) -> CronJob {
-        let list = self.engine.cron_list().await.unwrap();
+        let list = self.engine.cron().list().await.unwrap();
         list.jobs.into_iter().find(|j| j.id == id).unwrap()
     }
 
     /// Waits for the job's last run to end; answers (status, lane, result).
     async fn last_run(&self, id: &str) -> (RunStatus, String, Option<String>) {
         let run_id = self.job(id).await.last_run_id.expect("the job never fired");
-        let outcome = self.engine.wait_run(&run_id, GUARD).await.unwrap();
+        let run_id = RunId::from_string(run_id);
+        let outcome = self.engine.runtime().wait(&run_id, GUARD).await.unwrap();
         assert!(!outcome.wait_timed_out, "the run did not end");
         let r = outcome.record;
         (r.status, r.lane, r.result)
@@ -121,7 +118,7 @@ impl World {
     /// The transcript of `key`, oldest first; empty when the session does not exist.
     async fn transcript(&self, key: &str) -> Vec<Value> {
         let store = self.engine.store();
-        let Some(entry) = store.get(key).await.unwrap() else {
+        let Some(entry) = store.get(&k(key)).await.unwrap() else {
             return Vec::new();
         };
         let page = store.history(&entry.session_id, 1_000, None).await.unwrap();
@@ -145,7 +142,7 @@ impl World {
     }
 
     async fn has_session(&self, key: &str) -> bool {
-        self.engine.store().get(key).await.unwrap().is_some()
+        self.engine.store().get(&k(key)).await.unwrap().is_some()
     }
 }
 
@@ -157,7 +154,7 @@ fn assistant_text(message: &Value) -> String {
 #[tokio::test]
 async fn an_expression_job_fires_into_its_cron_session_on_lane_cron() {
     let w = World::new(T0 + 30 * SEC).await;
-    assert!(w.engine.cron_running());
+    assert!(w.engine.cron().is_running());
     let added = w
         .add(json!({"id": "Tick", "schedule": "*/5 * * * *", "message": "@reply tock"}))
         .await;
@@ -177,7 +174,7 @@ async fn an_expression_job_fires_into_its_cron_session_on_lane_cron() {
     let entry = w
         .engine
         .store()
-        .get(&added.session_key)
+        .get(&k(&added.session_key))
         .await
         .unwrap()
         .unwrap();
@@ -262,10 +259,10 @@ async fn jobs_persist_across_a_reopen() {
         json!({"id": "b", "schedule": {"everyMs": 7_200_000}, "message": "hi", "agentId": "echo"}),
     )
     .await;
-    let before = w.engine.cron_list().await.unwrap();
+    let before = w.engine.cron().list().await.unwrap();
 
     let w = w.restart(T0).await;
-    let after = w.engine.cron_list().await.unwrap();
+    let after = w.engine.cron().list().await.unwrap();
     assert_eq!(after, before);
     assert_eq!(
         serde_json::to_value(&after.jobs[1]).unwrap(),
@@ -316,13 +313,17 @@ async fn a_slot_whose_run_was_stored_before_a_crash_is_not_run_twice() {
     // What a stop between the two steps of a firing leaves: the slot's run is stored under its
     // idempotency key, but the job's last_slot was not raised.
     let engine = &w.engine;
-    let key = engine.canonical_key(&job.session_key, None).unwrap();
-    let mut request = RunRequest::new(key.as_str(), Lane::Cron);
-    request.create = Some(engine.new_session(&key));
-    request.message = Some(user_message("@reply x", Some(json!({"kind": "cron"}))));
+    let key = engine.resolver().canonical(&job.session_key, None).unwrap();
+    let provenance = Provenance {
+        kind: "cron".into(),
+        ..Provenance::default()
+    };
+    let mut request =
+        RunRequest::new(key.clone(), Lane::Cron).with_message("@reply x", Some(provenance));
+    request.create = Some(engine.resolver().new_session(&key));
     request.idempotency_key = Some(format!("cron:k:{}", T0 + MIN));
-    let first = engine.submit_run(request).await.unwrap();
-    engine.wait_run(&first.run_id, GUARD).await.unwrap();
+    let first = engine.runtime().submit(request).await.unwrap();
+    engine.runtime().wait(&first.run_id, GUARD).await.unwrap();
 
     let w = w.restart(T0 + MIN + SEC).await;
     w.step(T0 + MIN + SEC).await;
@@ -442,7 +443,7 @@ async fn bad_input_is_refused_with_what_is_accepted_and_nothing_is_stored() {
         assert_eq!(e.code(), ErrorCode::InvalidRequest, "{params}");
         assert_eq!(e.to_string(), message, "{params}");
     }
-    assert_eq!(w.engine.cron_list().await.unwrap().jobs, Vec::new());
+    assert_eq!(w.engine.cron().list().await.unwrap().jobs, Vec::new());
 
     // A duplicate id is refused and the first job is left as it was.
     let first = w
@@ -456,7 +457,7 @@ async fn bad_input_is_refused_with_what_is_accepted_and_nothing_is_stored() {
         e.to_string(),
         "id: a cron job with id \"dup\" already exists; pick another id, or remove it first (cron.remove)"
     );
-    assert_eq!(w.engine.cron_list().await.unwrap().jobs, vec![first]);
+    assert_eq!(w.engine.cron().list().await.unwrap().jobs, vec![first]);
     w.engine.close().await;
 }
 
@@ -465,21 +466,27 @@ async fn cron_disabled_keeps_jobs_but_never_fires_them() {
     let mut config = config();
     config.cron.enabled = false;
     let w = World::with(T0, config).await;
-    assert!(!w.engine.start_cron(), "the scheduler does not start");
-    assert!(!w.engine.cron_running());
+    assert!(!w.engine.cron().start(), "the scheduler does not start");
+    assert!(!w.engine.cron().is_running());
     let job = w
         .add(json!({"id": "off", "schedule": "every 1s", "message": "@reply no"}))
         .await;
     w.step(T0 + 10 * MIN).await;
     assert!(!w.has_session(&job.session_key).await);
-    let list = w.engine.cron_list().await.unwrap();
+    let list = w.engine.cron().list().await.unwrap();
     assert!(!list.enabled);
     assert_eq!(list.jobs.len(), 1);
     assert_eq!(list.jobs[0].last_slot, None);
 
     // cron.run is an operator's explicit act: it still runs the job.
-    let run = w.engine.cron_run("off").await.unwrap();
-    let ended = w.engine.wait_run(&run.run_id, GUARD).await.unwrap().record;
+    let run = w.engine.cron().run("off").await.unwrap();
+    let ended = w
+        .engine
+        .runtime()
+        .wait(&RunId::from_string(&run.run_id), GUARD)
+        .await
+        .unwrap()
+        .record;
     assert_eq!((ended.status, ended.lane.as_str()), (RunStatus::Ok, "cron"));
     assert_eq!(w.firings(&job.session_key).await.len(), 1);
     w.engine.close().await;
@@ -491,9 +498,15 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
     let job = w
         .add(json!({"id": "r", "schedule": "every 1h", "message": "@reply now"}))
         .await;
-    let run = w.engine.cron_run("r").await.unwrap();
+    let run = w.engine.cron().run("r").await.unwrap();
     assert_eq!(run.session_key, "agent:main:cron:r");
-    let ended = w.engine.wait_run(&run.run_id, GUARD).await.unwrap().record;
+    let ended = w
+        .engine
+        .runtime()
+        .wait(&RunId::from_string(&run.run_id), GUARD)
+        .await
+        .unwrap()
+        .record;
     assert_eq!(ended.result.as_deref(), Some("now"));
     assert_eq!(
         w.firings(&job.session_key).await,
@@ -504,7 +517,7 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
     assert_eq!(listed.last_slot, None, "a manual run takes no slot");
     assert_eq!(listed.next_run_at, Some(T0 + 60 * MIN));
 
-    let removed = w.engine.cron_remove("r").await.unwrap();
+    let removed = w.engine.cron().remove("r").await.unwrap();
     assert_eq!((removed.id.as_str(), removed.removed), ("r", true));
     w.step(T0 + 5 * 60 * MIN).await;
     assert_eq!(
@@ -512,11 +525,11 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
         1,
         "no firing after remove"
     );
-    assert!(w.engine.cron_list().await.unwrap().jobs.is_empty());
+    assert!(w.engine.cron().list().await.unwrap().jobs.is_empty());
 
     for e in [
-        w.engine.cron_remove("r").await.unwrap_err(),
-        w.engine.cron_run("r").await.unwrap_err(),
+        w.engine.cron().remove("r").await.unwrap_err(),
+        w.engine.cron().run("r").await.unwrap_err(),
     ] {
         assert_eq!(e.code(), ErrorCode::NotFound);
         assert_eq!(

@@ -118,6 +118,7 @@ fn tool_result(id: &str, name: &str, text: &str, is_error: bool) -> TranscriptMe
         tool_name: name.into(),
         content: vec![ContentBlock::text(text)],
         is_error,
+        details: None,
         timestamp: 3,
     })
 }

@@ -8,13 +8,17 @@ use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use switchboard_core::RunId;
 use switchboard_core::config::{Config, ProviderApi, ProviderConfig};
+use switchboard_core::keys::{self, KeyContext, Scope};
+use switchboard_core::runtime::RunEventData;
+use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, user_message};
-use switchboard_core::store::RunStatus;
-use switchboard_core::tools::{self, Tool, ToolContext, ToolFuture, ToolOutput};
-use switchboard_core::{Engine, EngineOptions, keys};
-use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+use switchboard_core::runtime::tool::{self, Tool, ToolContext, ToolFuture, ToolOutput};
+use switchboard_core::store::{NewSession, RunStatus};
+use switchboard_testkit::{Gate, MockLlm, MockReply, MockToolCall};
+
+use super::support::{GUARD, TestEngine, k, message};
 
 /// A test tool with typed parameters: looks a key up and says what it found.
 struct Lookup;
@@ -36,11 +40,11 @@ impl Tool for Lookup {
         "Look a key up."
     }
     fn parameters(&self) -> Value {
-        tools::schema_for::<LookupParams>()
+        tool::schema_for::<LookupParams>()
     }
     fn call<'a>(&'a self, _ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
         Box::pin(async move {
-            match tools::parse_args::<LookupParams>(self, arguments) {
+            match tool::parse_args::<LookupParams>(self, arguments) {
                 Ok(p) => ToolOutput::ok(json!({"key": p.key, "found": true, "limit": p.limit})),
                 Err(message) => ToolOutput::error(message),
             }
@@ -65,62 +69,43 @@ impl Tool for AwaitRun {
         "Run another session and wait for its reply."
     }
     fn parameters(&self) -> Value {
-        tools::schema_for::<AwaitParams>()
+        tool::schema_for::<AwaitParams>()
     }
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
         Box::pin(async move {
-            let p: AwaitParams = match tools::parse_args(self, arguments) {
+            let p: AwaitParams = match tool::parse_args(self, arguments) {
                 Ok(p) => p,
                 Err(message) => return ToolOutput::error(message),
             };
-            let engine = &ctx.engine;
-            let key = engine.canonical_key(&p.session_key, None).unwrap();
-            let mut request = RunRequest::new(key.as_str(), Lane::Nested);
-            request.create = Some(engine.new_session(&key));
-            request.message = Some(user_message(&p.message, None));
-            let accepted = engine.submit_run(request).await.unwrap();
+            let scope = KeyContext {
+                agent_id: "main",
+                main_key: "main",
+                scope: Scope::PerSender,
+            };
+            let key = keys::canonicalize(&p.session_key, &scope).unwrap();
+            let mut request =
+                RunRequest::new(key.clone(), Lane::Nested).with_message(p.message, None);
+            request.create = Some(NewSession::for_key(&key, "main", "main"));
+            let accepted = ctx.submit(request).await.unwrap();
             let outcome = ctx
-                .while_waiting(engine.wait_run(&accepted.run_id, Duration::from_secs(30)))
+                .wait_run(&accepted.run_id, Duration::from_secs(30))
                 .await;
             ToolOutput::ok(json!({"reply": outcome.unwrap().record.result}))
         })
     }
 }
 
-struct Harness {
-    engine: Arc<Engine>,
-    _dir: tempfile::TempDir,
-}
+/// The engine of these tests: the built-in tools plus `lookup` and `await_run`.
+struct Harness;
 
 impl Harness {
-    async fn open(config: Config) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let options = EngineOptions {
-            tools: vec![Arc::new(Lookup), Arc::new(AwaitRun)],
-            ..EngineOptions::default()
-        };
-        let engine = Engine::open_with(dir.path(), config, options)
+    async fn open(config: Config) -> TestEngine {
+        TestEngine::builder()
+            .config(config)
+            .tool(Arc::new(Lookup))
+            .tool(Arc::new(AwaitRun))
+            .open()
             .await
-            .unwrap();
-        Self { engine, _dir: dir }
-    }
-
-    /// Submits `message` into `session` and waits for the run's end.
-    async fn turn(&self, session: &str, message: &str) -> switchboard_core::store::RunRecord {
-        let run_id = self.submit(session, message, None).await;
-        self.engine
-            .wait_run(&run_id, Duration::from_secs(30))
-            .await
-            .unwrap()
-            .record
-    }
-
-    async fn submit(&self, session: &str, message: &str, timeout: Option<Duration>) -> String {
-        super::support::submit(&self.engine, session, message, timeout).await
-    }
-
-    async fn transcript(&self, session: &str) -> Vec<Value> {
-        super::support::transcript(&self.engine, session).await
     }
 }
 
@@ -265,7 +250,7 @@ async fn a_multi_step_tool_loop_in_both_wire_formats_streaming_and_not() {
             let entry = h
                 .engine
                 .store()
-                .get("agent:main:main")
+                .get(&k("agent:main:main"))
                 .await
                 .unwrap()
                 .unwrap();
@@ -351,7 +336,8 @@ async fn ten_concurrent_sends_make_ten_turns_that_never_interleave() {
     for id in &ids {
         let outcome = h
             .engine
-            .wait_run(id, Duration::from_secs(30))
+            .runtime()
+            .wait(id, Duration::from_secs(30))
             .await
             .unwrap();
         assert_eq!(outcome.record.status, RunStatus::Ok);
@@ -394,7 +380,8 @@ async fn ten_concurrent_sends_make_ten_turns_that_never_interleave() {
     }
     for id in &ordered {
         h.engine
-            .wait_run(id, Duration::from_secs(30))
+            .runtime()
+            .wait(id, Duration::from_secs(30))
             .await
             .unwrap();
     }
@@ -438,7 +425,8 @@ async fn a_run_past_its_timeout_keeps_its_partial_text() {
         .await;
     let record = h
         .engine
-        .wait_run(&run_id, Duration::from_secs(30))
+        .runtime()
+        .wait(&run_id, Duration::from_secs(30))
         .await
         .unwrap()
         .record;
@@ -458,36 +446,29 @@ async fn a_run_past_its_timeout_keeps_its_partial_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_ends_the_running_run_and_a_queued_one_never_starts() {
     let h = Harness::open(Config::default()).await;
+    let mut events = h.engine.runtime().subscribe();
     let running = h
         .submit("main", "@delay 20000\n@reply too late", None)
         .await;
     let queued = h.submit("main", "@reply second", None).await;
-    // Wait until the first run is running.
-    loop {
-        let record = h.engine.run_record(&running).await.unwrap().unwrap();
-        if record.status == RunStatus::Running {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let key = h.engine.canonical_key("main", None).unwrap();
+    started(&mut events, &running).await;
+    let key = h.engine.resolver().canonical("main", None).unwrap();
     assert_eq!(
-        h.engine.abort_runs(key.as_str(), Some(&queued)),
+        h.engine.runtime().abort(&key, Some(&queued)),
         vec![queued.clone()]
     );
-    assert_eq!(
-        h.engine.abort_runs(key.as_str(), None),
-        vec![running.clone()]
-    );
+    assert_eq!(h.engine.runtime().abort(&key, None), vec![running.clone()]);
     let first = h
         .engine
-        .wait_run(&running, Duration::from_secs(10))
+        .runtime()
+        .wait(&running, Duration::from_secs(10))
         .await
         .unwrap()
         .record;
     let second = h
         .engine
-        .wait_run(&queued, Duration::from_secs(10))
+        .runtime()
+        .wait(&queued, Duration::from_secs(10))
         .await
         .unwrap()
         .record;
@@ -496,7 +477,7 @@ async fn abort_ends_the_running_run_and_a_queued_one_never_starts() {
         (RunStatus::Aborted, RunStatus::Aborted)
     );
     assert!(second.started_at.is_none());
-    let entry = h.engine.store().get(key.as_str()).await.unwrap().unwrap();
+    let entry = h.engine.store().get(&key).await.unwrap().unwrap();
     assert!(entry.aborted_last_run);
     // Both acknowledged messages are in the transcript; neither run produced a reply.
     let t = h.transcript("main").await;
@@ -509,23 +490,23 @@ async fn an_idempotency_key_answers_the_first_run() {
     let h = Harness::open(Config::default()).await;
     let key = keys::SessionKey::from_canonical("agent:main:main".into());
     let request = || {
-        let mut r = RunRequest::new("agent:main:main", Lane::Main);
-        r.create = Some(h.engine.new_session(&key));
-        r.message = Some(user_message("@reply once", None));
+        let mut r = RunRequest::new(key.clone(), Lane::Main).with_message("@reply once", None);
+        r.create = Some(h.engine.resolver().new_session(&key));
         r.idempotency_key = Some("same-key".into());
         r
     };
-    let first = h.engine.submit_run(request()).await.unwrap();
-    let second = h.engine.submit_run(request()).await.unwrap();
+    let first = h.engine.runtime().submit(request()).await.unwrap();
+    let second = h.engine.runtime().submit(request()).await.unwrap();
     assert_eq!(
         (second.run_id.clone(), second.deduplicated),
         (first.run_id.clone(), true)
     );
     h.engine
-        .wait_run(&first.run_id, Duration::from_secs(10))
+        .runtime()
+        .wait(&first.run_id, Duration::from_secs(10))
         .await
         .unwrap();
-    let third = h.engine.submit_run(request()).await.unwrap();
+    let third = h.engine.runtime().submit(request()).await.unwrap();
     assert_eq!(third.run_id, first.run_id);
     assert_eq!(roles(&h.transcript("main").await), ["user", "assistant"]);
 }
@@ -535,30 +516,36 @@ async fn waiting_on_an_unknown_run_says_so_and_a_short_wait_tells_queued_from_ru
     let h = Harness::open(Config::default()).await;
     let missing = h
         .engine
-        .wait_run("nope", Duration::from_millis(10))
+        .runtime()
+        .wait(&RunId::from_string("nope"), Duration::ZERO)
         .await
         .unwrap_err();
     assert!(missing.to_string().contains("Run not found: nope"));
-    let slow = h.submit("main", "@delay 2000\n@reply late", None).await;
+    let mut events = h.engine.runtime().subscribe();
+    let slow = h.submit("main", "@delay 600000\n@reply late", None).await;
     let behind = h.submit("main", "@reply next", None).await;
+    started(&mut events, &slow).await;
+    // A zero wait looks once: the slow run holds the session, so the next one is still queued.
     let outcome = h
         .engine
-        .wait_run(&behind, Duration::from_millis(50))
+        .runtime()
+        .wait(&behind, Duration::ZERO)
         .await
         .unwrap();
     assert!(outcome.wait_timed_out);
     assert_eq!(outcome.record.status, RunStatus::Queued);
     let outcome = h
         .engine
-        .wait_run(&slow, Duration::from_millis(50))
+        .runtime()
+        .wait(&slow, Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(
         (outcome.wait_timed_out, outcome.record.status),
         (true, RunStatus::Running)
     );
-    let key = h.engine.canonical_key("main", None).unwrap();
-    h.engine.abort_runs(key.as_str(), None);
+    let key = h.engine.resolver().canonical("main", None).unwrap();
+    h.engine.runtime().abort(&key, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,7 +559,7 @@ async fn the_model_sees_messages_written_between_runs_by_others() {
     let note = json!({"role": "user", "content": "a note injected in between", "timestamp": 1});
     h.engine
         .store()
-        .append("agent:main:main", None, vec![note])
+        .append(&k("agent:main:main"), None, vec![message(note)])
         .await
         .unwrap();
     h.turn("main", "second question").await;
@@ -595,29 +582,25 @@ async fn a_message_written_during_a_run_reaches_the_next_runs_model() {
     let mock = MockLlm::start().await;
     let h = Harness::open(mock_config(&mock, ProviderApi::OpenAiCompletions, false)).await;
     mock.push(MockReply::text("first answer"));
-    mock.push(MockReply::Delay(
-        Duration::from_millis(300),
-        Box::new(MockReply::text("second answer")),
-    ));
+    // The second model call is held at a gate until the note is written.
+    let gate = Gate::new();
+    mock.push(MockReply::gated(&gate, MockReply::text("second answer")));
     mock.push(MockReply::text("third answer"));
     h.turn("main", "first question").await;
     let run_id = h.submit("main", "second question", None).await;
-    let second_request = async {
-        while mock.requests().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), second_request)
+    tokio::time::timeout(GUARD, mock.wait_requests(2))
         .await
         .expect("the second run called the model");
     let note = json!({"role": "user", "content": "an announce during the run", "timestamp": 1});
     h.engine
         .store()
-        .append("agent:main:main", None, vec![note])
+        .append(&k("agent:main:main"), None, vec![message(note)])
         .await
         .unwrap();
+    gate.open();
     h.engine
-        .wait_run(&run_id, Duration::from_secs(30))
+        .runtime()
+        .wait(&run_id, Duration::from_secs(30))
         .await
         .unwrap();
     h.turn("main", "third question").await;
@@ -633,4 +616,22 @@ async fn a_message_written_during_a_run_reaches_the_next_runs_model() {
         ]
     );
     mock.stop().await;
+}
+
+/// Waits until the run reports it started (its `running` record is committed by then).
+async fn started(
+    events: &mut tokio::sync::broadcast::Receiver<Arc<switchboard_core::runtime::RunEvent>>,
+    run_id: &RunId,
+) {
+    let wait = async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if event.run_id == *run_id && event.data == RunEventData::Started {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(GUARD, wait)
+        .await
+        .expect("the run never started");
 }

@@ -1,21 +1,16 @@
 //! `sessions_send` through real runs on the scripted model: waits, fire-and-forget, timeouts,
 //! the reply-back loop, the announce step, and the cycle guard.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use switchboard_core::Engine;
 use switchboard_core::config::{AgentEntry, Config};
-use switchboard_core::runtime::cancel::CancelToken;
 use switchboard_core::store::RunStatus;
-use switchboard_core::tools::invoke::invoke_tool_until;
+use tokio_util::sync::CancellationToken;
 
-struct World {
-    engine: Arc<Engine>,
-    _dir: tempfile::TempDir,
-}
+use super::support::{GUARD, TestEngine, message};
+
+/// The engine of these tests.
+type World = TestEngine;
 
 /// Agent `main` (default) with a system prompt; `pingpong` turns off the loop unless given.
 async fn world(main_prompt: &str, configure: impl FnOnce(&mut Config)) -> World {
@@ -28,30 +23,16 @@ async fn world(main_prompt: &str, configure: impl FnOnce(&mut Config)) -> World 
     }];
     config.session.agent_to_agent.max_ping_pong_turns = 0;
     configure(&mut config);
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(dir.path(), config).await.unwrap();
-    World { engine, _dir: dir }
+    TestEngine::open(config).await
 }
 
-impl World {
-    async fn create(&self, key: &str) {
-        let key = self.engine.canonical_key(key, None).unwrap();
-        self.engine
-            .store()
-            .create(self.engine.new_session(&key))
-            .await
-            .unwrap();
-    }
+/// What these tests read back.
+trait Reads {
+    async fn tool_result(&self, session: &str) -> Value;
+    async fn settle(&self, session: &str) -> Vec<Value>;
+}
 
-    /// One operator turn in `session`; answers the run's record.
-    async fn turn(&self, session: &str, message: &str) -> switchboard_core::store::RunRecord {
-        super::support::turn(&self.engine, session, message).await
-    }
-
-    async fn transcript(&self, session: &str) -> Vec<Value> {
-        super::support::transcript(&self.engine, session).await
-    }
-
+impl Reads for World {
     /// The JSON result of the first tool call in `session`'s transcript.
     async fn tool_result(&self, session: &str) -> Value {
         let t = self.transcript(session).await;
@@ -62,16 +43,12 @@ impl World {
         serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
     }
 
-    /// Waits until `session` holds `n` messages (background steps finish on their own time).
-    async fn settle(&self, session: &str, n: usize) -> Vec<Value> {
-        for _ in 0..500 {
-            let t = self.transcript(session).await;
-            if t.len() >= n {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return self.transcript(session).await;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// `session`'s transcript once every run and every follow-up step (reply-back turns,
+    /// announces) has ended.
+    async fn settle(&self, session: &str) -> Vec<Value> {
+        tokio::time::timeout(GUARD, self.engine.runtime().idle())
+            .await
+            .expect("the engine never became idle");
         self.transcript(session).await
     }
 }
@@ -120,7 +97,7 @@ async fn a_waiting_send_answers_ok_with_the_targets_reply_and_records_provenance
         (json!("ok"), json!("pong from helper"))
     );
     assert_eq!(result["sessionKey"], "agent:main:helper");
-    let helper = w.settle("helper", 4).await;
+    let helper = w.settle("helper").await;
     // The message arrived as a user message from main, with provenance; then the announce step.
     assert_eq!(helper[0]["provenance"]["kind"], "agent");
     assert_eq!(helper[0]["provenance"]["fromSessionKey"], "agent:main:main");
@@ -142,7 +119,7 @@ async fn fire_and_forget_answers_accepted_and_the_reply_lands_in_the_target() {
     let result = w.tool_result("main").await;
     assert_eq!(result["status"], "accepted");
     assert!(result["runId"].is_string());
-    let helper = w.settle("helper", 2).await;
+    let helper = w.settle("helper").await;
     assert_eq!(texts(&helper)[1], "assistant: done later");
 }
 
@@ -158,7 +135,7 @@ async fn a_timeout_says_the_run_goes_on_and_its_reply_appears_later() {
         result["error"].as_str().unwrap().contains("goes on"),
         "{result}"
     );
-    let slow = w.settle("slow", 2).await;
+    let slow = w.settle("slow").await;
     assert_eq!(texts(&slow)[1], "assistant: finally");
 }
 
@@ -168,17 +145,19 @@ async fn a_caller_that_stops_waiting_gets_a_timeout_and_the_run_and_its_follow_u
     w.create("main").await;
     w.create("slow").await;
     // An MCP client cancelled, or the caller's connection closed: stop waiting at once.
-    let stop_waiting = CancelToken::default();
+    let stop_waiting = CancellationToken::new();
     stop_waiting.cancel();
-    let output = invoke_tool_until(
-        &w.engine,
-        "main",
-        "sessions_send",
-        json!({"sessionKey": "slow", "message": "@delay 100\n@reply finally", "timeoutSeconds": 600}),
-        stop_waiting,
-    )
-    .await
-    .unwrap();
+    let output = w
+        .engine
+        .tools()
+        .call(
+            "main",
+            "sessions_send",
+            json!({"sessionKey": "slow", "message": "@delay 100\n@reply finally", "timeoutSeconds": 600}),
+            stop_waiting,
+        )
+        .await
+        .unwrap();
     assert_eq!(output.content["status"], "timeout", "{}", output.content);
     assert!(
         matches!(
@@ -189,7 +168,7 @@ async fn a_caller_that_stops_waiting_gets_a_timeout_and_the_run_and_its_follow_u
         output.content
     );
     // The run goes on, and so does what follows it (here the announce step).
-    let slow = w.settle("slow", 4).await;
+    let slow = w.settle("slow").await;
     assert_eq!(texts(&slow)[1], "assistant: finally");
     assert!(
         texts(&slow)[2].starts_with("user: [announce step]"),
@@ -209,8 +188,8 @@ async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() 
         &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
     )
     .await;
-    let peer = w.settle("peer", 6).await;
-    let main = w.settle("main", 6).await;
+    let peer = w.settle("peer").await;
+    let main = w.settle("main").await;
     // main: its own turn (user, call, result, reply), then turn 1 (peer's r1 in, "t1" out), then
     // turn 3 (peer's t2 in, REPLY_SKIP out).
     assert_eq!(
@@ -240,7 +219,7 @@ async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() 
         &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
     )
     .await;
-    let peer = w.settle("peer", 6).await;
+    let peer = w.settle("peer").await;
     assert_eq!(texts(&peer)[2..4], ["user: t1", "assistant: t2"]);
     // The announce is given (not skipped) and stays in the target transcript: no channel route.
     assert!(
@@ -248,7 +227,7 @@ async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() 
         "{:?}",
         texts(&peer)
     );
-    assert_eq!(w.settle("main", 6).await.len(), 6);
+    assert_eq!(w.settle("main").await.len(), 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,33 +265,26 @@ async fn a_fire_and_forget_loop_is_stopped_by_max_hops() {
     )
     .await;
     // main→a (hop 1), a→b (2), b→a (3), a→b (4), then b's send would be hop 5: refused.
-    let mut refusal = None;
-    for _ in 0..300 {
-        let b = w.transcript("b").await;
-        refusal = b
-            .iter()
-            .find(|m| {
-                m["role"] == "toolResult"
-                    && m["content"][0]["text"]
-                        .as_str()
-                        .unwrap_or("")
-                        .contains("maxHops")
-            })
-            .cloned();
-        if refusal.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Every hop is fire-and-forget: once the engine is idle, the chain has run its course.
+    let b = w.settle("b").await;
+    let refusal = b
+        .iter()
+        .find(|m| {
+            m["role"] == "toolResult"
+                && m["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("maxHops")
+        })
+        .cloned();
     let text = refusal.expect("b's last send is refused")["content"][0]["text"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(text.contains("session.agentToAgent.maxHops (4)"), "{text}");
     // And nothing keeps going: a got exactly one forwarded message from b (hop 3).
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let forwarded = w
-        .transcript("a")
+        .settle("a")
         .await
         .iter()
         .filter(|m| m["provenance"]["fromSessionKey"] == "agent:main:b" && m["content"] == "go")
@@ -354,7 +326,7 @@ async fn mistakes_in_the_call_get_errors_that_say_how_to_fix_it() {
     let entry = w
         .engine
         .store()
-        .get("agent:main:helper")
+        .get(&w.key("helper"))
         .await
         .unwrap()
         .unwrap();
@@ -432,7 +404,7 @@ async fn policy_sandbox_and_cross_agent_rules_refuse_with_the_setting_named() {
     let id = w
         .engine
         .store()
-        .get("agent:main:other")
+        .get(&w.key("other"))
         .await
         .unwrap()
         .unwrap()
@@ -506,10 +478,18 @@ async fn a_model_behind_a_mock_openai_server_calls_each_session_tool() {
     })
     .await;
     let seed = json!({"role": "user", "content": "deploy at noon", "timestamp": 1});
-    let key = w.engine.canonical_key("discord:group:dev", None).unwrap();
+    let key = w
+        .engine
+        .resolver()
+        .canonical("discord:group:dev", None)
+        .unwrap();
     w.engine
         .store()
-        .append(key.as_str(), Some(w.engine.new_session(&key)), vec![seed])
+        .append(
+            &key,
+            Some(w.engine.resolver().new_session(&key)),
+            vec![message(seed)],
+        )
         .await
         .unwrap();
 
@@ -517,11 +497,7 @@ async fn a_model_behind_a_mock_openai_server_calls_each_session_tool() {
         model: switchboard_protocol::sessions::Patch::Set("builtin/scripted".into()),
         ..Default::default()
     };
-    w.engine
-        .store()
-        .patch(key.as_str(), scripted)
-        .await
-        .unwrap();
+    w.engine.store().patch(&key, scripted).await.unwrap();
 
     let call = |id: &str, name: &str, args: Value| {
         MockReply::ToolCalls(vec![MockToolCall::new(id, name, args.to_string())])

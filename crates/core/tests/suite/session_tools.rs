@@ -11,27 +11,31 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::access::{self, Operation, Target};
 use switchboard_core::config::{self, Config, ProviderApi, ProviderConfig};
+use switchboard_core::runtime::tool::ToolOutput;
 use switchboard_core::store::{ListQuery, NewSession, RunRecord, RunStatus, SessionEntry};
-use switchboard_core::tools::ToolOutput;
-use switchboard_core::tools::invoke::invoke_tool;
 use switchboard_core::{CoreError, Engine};
 use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+use tokio_util::sync::CancellationToken;
 
 mod history;
 mod list;
+
+use super::support::{TestEngine, message};
 
 const CHILD: &str = "agent:main:subagent:5b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b11";
 
 struct H {
     engine: Arc<Engine>,
-    dir: tempfile::TempDir,
+    t: TestEngine,
 }
 
 impl H {
     async fn open(config: Config) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(dir.path(), config).await.unwrap();
-        Self { engine, dir }
+        let t = TestEngine::open(config).await;
+        Self {
+            engine: t.engine.clone(),
+            t,
+        }
     }
 
     async fn with(config: &str) -> Self {
@@ -39,8 +43,8 @@ impl H {
     }
 
     fn new_session(&self, key: &str) -> NewSession {
-        let key = self.engine.canonical_key(key, None).unwrap();
-        self.engine.new_session(&key)
+        let key = self.engine.resolver().canonical(key, None).unwrap();
+        self.engine.resolver().new_session(&key)
     }
 
     /// Creates (or appends to) a session with these messages.
@@ -50,6 +54,7 @@ impl H {
 
     async fn add_new(&self, new: NewSession, messages: Vec<Value>) -> SessionEntry {
         let key = new.key.clone();
+        let messages = messages.into_iter().map(message).collect();
         self.engine
             .store()
             .append(&key, Some(new), messages)
@@ -59,9 +64,7 @@ impl H {
     }
 
     async fn invoke(&self, session: &str, tool: &str, args: Value) -> ToolOutput {
-        invoke_tool(&self.engine, session, tool, args)
-            .await
-            .unwrap()
+        self.t.invoke(session, tool, args).await
     }
 
     /// A successful tool result.
@@ -102,7 +105,7 @@ impl H {
 
     /// Sets a session's `updatedAt` behind the store's back (the store always stamps "now").
     fn backdate(&self, key: &str, updated_at: i64) {
-        let db = rusqlite::Connection::open(self.dir.path().join("switchboard.db")).unwrap();
+        let db = rusqlite::Connection::open(self.t.dir.path().join("switchboard.db")).unwrap();
         db.busy_timeout(Duration::from_secs(10)).unwrap();
         let n = db
             .execute(
@@ -209,7 +212,7 @@ async fn visible_rows(h: &H, requester_key: &str) -> Vec<String> {
             };
             access::decide(config, &requester, target, Operation::List).is_ok()
         })
-        .map(|e| e.key.clone())
+        .map(|e| e.key.as_str().to_string())
         .collect()
 }
 
@@ -295,7 +298,15 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
     h.add("agent:locked:main", vec![user("hi")]).await;
     h.add(CHILD, vec![user("child")]).await;
 
-    let err = invoke_tool(&h.engine, "cron:missing", "sessions_list", json!({}))
+    let err = h
+        .engine
+        .tools()
+        .call(
+            "cron:missing",
+            "sessions_list",
+            json!({}),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::NotFound(_)), "{err}");
@@ -304,7 +315,10 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
         "{err}"
     );
 
-    let err = invoke_tool(&h.engine, "main", "exec", json!({}))
+    let err = h
+        .engine
+        .tools()
+        .call("main", "exec", json!({}), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::Invalid(_)));
@@ -318,27 +332,41 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
         assert!(text.contains(tool), "{text}");
     }
 
-    let err = invoke_tool(&h.engine, "main", "sessions_list", json!("limit=5"))
+    let err = h
+        .engine
+        .tools()
+        .call(
+            "main",
+            "sessions_list",
+            json!("limit=5"),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::Invalid(_)));
     assert!(err.to_string().contains("JSON"), "{err}");
 
-    let err = invoke_tool(
-        &h.engine,
-        "agent:locked:main",
-        "sessions_history",
-        json!({}),
-    )
-    .await
-    .unwrap_err();
+    let err = h
+        .engine
+        .tools()
+        .call(
+            "agent:locked:main",
+            "sessions_history",
+            json!({}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
     assert!(matches!(err, CoreError::Forbidden(_)), "{err}");
     assert!(err.to_string().contains("tools.allow/deny"), "{err}");
     // The agent's other tools still work.
     h.ok("agent:locked:main", "sessions_list", json!({})).await;
 
     // Sub-agent sessions get no session tools unless tools.subagents.tools.allow names them.
-    let err = invoke_tool(&h.engine, CHILD, "sessions_list", json!({}))
+    let err = h
+        .engine
+        .tools()
+        .call(CHILD, "sessions_list", json!({}), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::Forbidden(_)), "{err}");
@@ -347,7 +375,10 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
         "{err}"
     );
     // agents_list only serves sessions_spawn, which sub-agents cannot call: it goes too.
-    let err = invoke_tool(&h.engine, CHILD, "agents_list", json!({}))
+    let err = h
+        .engine
+        .tools()
+        .call(CHILD, "agents_list", json!({}), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::Forbidden(_)), "{err}");
@@ -415,12 +446,12 @@ async fn through_a_mock_openai_server_the_next_request_carries_the_tool_result()
     mock.stop().await;
 }
 
-#[test]
-fn schemas_are_shaped_for_models() {
-    let mut registry = switchboard_core::tools::ToolRegistry::default();
-    switchboard_core::tools::sessions::register(&mut registry);
+#[tokio::test]
+async fn schemas_are_shaped_for_models() {
+    let h = H::open(Config::default()).await;
+    let registry = h.engine.runtime();
     for name in ["sessions_list", "sessions_history", "agents_list"] {
-        let tool = registry.get(name).unwrap();
+        let tool = registry.tool(name).unwrap();
         let schema = tool.parameters();
         let text = schema.to_string();
         assert_eq!(schema["type"], "object", "{name}");
@@ -437,9 +468,9 @@ fn schemas_are_shaped_for_models() {
         }
         assert!(tool.description().len() > 100, "{name}");
     }
-    let history = registry.get("sessions_history").unwrap().parameters();
+    let history = registry.tool("sessions_history").unwrap().parameters();
     assert_eq!(history["required"], json!(["sessionKey"]));
     assert_eq!(history["properties"]["sessionKey"]["type"], "string");
-    let list = registry.get("sessions_list").unwrap().parameters();
+    let list = registry.tool("sessions_list").unwrap().parameters();
     assert!(list.get("required").is_none());
 }

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use switchboard_core::clock::ManualClock;
 use switchboard_core::config::{AgentEntry, Config, ModelRef, ProviderApi, ProviderConfig};
 use switchboard_core::store::{ListQuery, SubagentState};
-use switchboard_core::tools::invoke::invoke_tool;
-use switchboard_core::{Engine, EngineOptions};
-use switchboard_testkit::{MockLlm, MockReply};
+use switchboard_core::{Engine, SessionKey};
+use switchboard_testkit::{Gate, MockLlm, MockReply};
+
+use super::support::{TestEngine, invoke, k};
 
 /// The announce-step rule every agent here follows unless a test says otherwise.
 const REPORT: &str =
@@ -21,7 +22,7 @@ const REPORT: &str =
 struct World {
     engine: Arc<Engine>,
     clock: Arc<ManualClock>,
-    _dir: tempfile::TempDir,
+    _t: TestEngine,
 }
 
 async fn world(prompt: &str, configure: impl FnOnce(&mut Config)) -> World {
@@ -48,39 +49,29 @@ async fn world(prompt: &str, configure: impl FnOnce(&mut Config)) -> World {
         },
     ];
     configure(&mut config);
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(switchboard_core::clock::now_ms());
-    let options = EngineOptions {
-        clock: Some(clock.clone()),
-        ..EngineOptions::default()
-    };
-    let engine = Engine::open_with(dir.path(), config, options)
-        .await
-        .unwrap();
-    let main = engine.canonical_key("main", None).unwrap();
-    engine
-        .store()
-        .create(engine.new_session(&main))
-        .await
-        .unwrap();
+    let t = TestEngine::builder()
+        .config(config)
+        .manual_clock_now()
+        .open()
+        .await;
+    t.create("main").await;
     World {
-        engine,
-        clock,
-        _dir: dir,
+        engine: t.engine.clone(),
+        clock: t.clock.clone().unwrap(),
+        _t: t,
     }
 }
 
 impl World {
     async fn spawn(&self, args: Value) -> Value {
-        invoke_tool(&self.engine, "agent:main:main", "sessions_spawn", args)
+        invoke(&self.engine, "agent:main:main", "sessions_spawn", args)
             .await
-            .unwrap()
             .content
     }
 
     /// Waits until the child's record is `done` and its announce left the outbox (a hang guard,
     /// not a timing).
-    async fn settled(&self, child: &str) -> switchboard_core::store::SubagentRecord {
+    async fn settled(&self, child: &SessionKey) -> switchboard_core::store::SubagentRecord {
         for _ in 0..1200 {
             let record = self.engine.store().get_subagent(child).await.unwrap();
             if let Some(record) = record.filter(|r| r.state == SubagentState::Done) {
@@ -133,17 +124,19 @@ fn mock_provider(config: &mut Config, mock: &MockLlm) {
     );
 }
 
-fn child_key(result: &Value) -> String {
-    result["childSessionKey"].as_str().unwrap().to_string()
+fn child_key(result: &Value) -> SessionKey {
+    k(result["childSessionKey"].as_str().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accepted_comes_back_at_once_and_the_child_is_isolated_from_session_tools() {
     let mock = MockLlm::start().await;
     // Task run: a slow reply; announce step: a report.
-    mock.push(MockReply::Delay(
-        Duration::from_millis(800),
-        Box::new(MockReply::text("found three papers")),
+    // The task run's model call waits at a gate until the test has looked.
+    let gate = Gate::new();
+    mock.push(MockReply::gated(
+        &gate,
+        MockReply::text("found three papers"),
     ));
     mock.push(MockReply::text("Result: three papers\nNotes: none"));
     let w = world(REPORT, |c| {
@@ -159,11 +152,15 @@ async fn accepted_comes_back_at_once_and_the_child_is_isolated_from_session_tool
     // Answered while the child still runs.
     let run = w
         .engine
-        .run_record(result["runId"].as_str().unwrap())
+        .runtime()
+        .record(&switchboard_core::RunId::from_string(
+            result["runId"].as_str().unwrap(),
+        ))
         .await
         .unwrap()
         .unwrap();
     assert!(!run.status.is_final(), "{run:?}");
+    gate.open();
     let (prefix, uuid) = child.rsplit_once(':').unwrap();
     assert_eq!(prefix, "agent:main:subagent");
     assert!(uuid::Uuid::parse_str(uuid).is_ok(), "{child}");
@@ -339,17 +336,21 @@ async fn keep_archives_the_child_the_configured_minutes_after_it_finished() {
         }
     };
     w.clock.advance(59 * 60_000);
-    assert_eq!(w.engine.sweep_archives().await.unwrap(), 0);
+    assert_eq!(w.engine.subagents().sweep_archives().await.unwrap(), 0);
     assert!(listed(&w).await);
     w.clock.advance(60_000);
-    assert_eq!(w.engine.sweep_archives().await.unwrap(), 1);
+    assert_eq!(w.engine.subagents().sweep_archives().await.unwrap(), 1);
     assert!(!listed(&w).await, "an archived child left the list");
     let entry = w.engine.store().get(&child).await.unwrap().unwrap();
     assert!(
         entry.archived_at.is_some(),
         "still readable by key, marked archived"
     );
-    assert_eq!(w.engine.sweep_archives().await.unwrap(), 0, "archived once");
+    assert_eq!(
+        w.engine.subagents().sweep_archives().await.unwrap(),
+        0,
+        "archived once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,14 +394,13 @@ async fn refused_spawns_create_nothing_and_say_why() {
     );
     w.settled(&child).await;
     let before = w.session_count().await;
-    let nested = invoke_tool(
+    let nested = invoke(
         &w.engine,
         &child,
         "sessions_spawn",
         json!({"task": "deeper"}),
     )
     .await
-    .unwrap()
     .content;
     assert_eq!(nested["status"], "forbidden");
     assert_eq!(
@@ -440,20 +440,19 @@ async fn a_burst_of_a_thousand_spawns_announces_each_exactly_once() {
 async fn from_cron_and_hook_sessions_the_announce_lands_in_the_requester_session() {
     let w = world(REPORT, |_| {}).await;
     for requester in ["agent:main:cron:nightly", "agent:main:hook:deploy"] {
-        let key = w.engine.canonical_key(requester, None).unwrap();
+        let key = w.engine.resolver().canonical(requester, None).unwrap();
         w.engine
             .store()
-            .create(w.engine.new_session(&key))
+            .create(w.engine.resolver().new_session(&key))
             .await
             .unwrap();
-        let result = invoke_tool(
+        let result = invoke(
             &w.engine,
             requester,
             "sessions_spawn",
             json!({"task": "@reply ok"}),
         )
         .await
-        .unwrap()
         .content;
         let child = child_key(&result);
         let record = w.settled(&child).await;

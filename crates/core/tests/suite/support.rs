@@ -1,48 +1,198 @@
-//! Helpers shared by the core suites: run a turn in a session and read a transcript.
+//! What the core suites share: one builder of test engines ([`TestEngine::builder`]) — a real
+//! SQLite file in a temp dir, the real runtime and components, optionally a manual clock and
+//! extra tools — and helpers to run a turn, call a tool and read a transcript.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_core::Engine;
+use switchboard_core::clock::{Clock, ManualClock, SystemClock};
+use switchboard_core::config::Config;
+use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::runtime::{RunRequest, user_message};
+use switchboard_core::runtime::tool::{Tool, ToolOutput};
 use switchboard_core::store::RunRecord;
+use switchboard_core::{Engine, EngineOptions, RunId, SessionKey};
+use switchboard_protocol::message::TranscriptMessage;
+use tokio_util::sync::CancellationToken;
+
+/// Hang guard of the helpers' waits (nothing is expected to take long).
+pub const GUARD: Duration = Duration::from_secs(60);
+
+/// An engine on its own temp dir.
+pub struct TestEngine {
+    pub engine: Arc<Engine>,
+    /// The manual clock, when the builder asked for one.
+    pub clock: Option<Arc<ManualClock>>,
+    pub config: Config,
+    pub dir: tempfile::TempDir,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+/// How a [`TestEngine`] is built.
+#[derive(Default)]
+pub struct Builder {
+    config: Config,
+    tools: Vec<Arc<dyn Tool>>,
+    clock_at: Option<i64>,
+}
+
+impl Builder {
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// A tool beyond the built-in ones.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// A manual clock at `now` instead of the system clock.
+    pub fn manual_clock(mut self, now: i64) -> Self {
+        self.clock_at = Some(now);
+        self
+    }
+
+    /// A manual clock starting at the system's now.
+    pub fn manual_clock_now(self) -> Self {
+        self.manual_clock(SystemClock.now_ms())
+    }
+
+    pub async fn open(self) -> TestEngine {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = self.clock_at.map(ManualClock::new);
+        TestEngine::open_in(dir, self.config, self.tools, clock).await
+    }
+}
+
+impl TestEngine {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// An engine on the defaults.
+    pub async fn open(config: Config) -> Self {
+        Self::builder().config(config).open().await
+    }
+
+    async fn open_in(
+        dir: tempfile::TempDir,
+        config: Config,
+        tools: Vec<Arc<dyn Tool>>,
+        clock: Option<Arc<ManualClock>>,
+    ) -> Self {
+        let options = EngineOptions {
+            tools: tools.clone(),
+            clock: clock.clone().map(|c| c as Arc<dyn Clock>),
+        };
+        let engine = Engine::open_with(dir.path(), config.clone(), options)
+            .await
+            .unwrap();
+        Self {
+            engine,
+            clock,
+            config,
+            dir,
+            tools,
+        }
+    }
+
+    /// Stops the engine and opens a new one on the same home dir (a gateway restart); a manual
+    /// clock moves to `now` when given.
+    pub async fn restart(self, now: Option<i64>) -> Self {
+        self.engine.close().await;
+        let clock = self.clock.inspect(|c| {
+            if let Some(now) = now {
+                c.set(now);
+            }
+        });
+        Self::open_in(self.dir, self.config, self.tools, clock).await
+    }
+
+    /// The canonical key of `session` (any key form) for an operator.
+    pub fn key(&self, session: &str) -> SessionKey {
+        self.engine.resolver().canonical(session, None).unwrap()
+    }
+
+    /// Creates `session` (any key form) when it is new.
+    pub async fn create(&self, session: &str) {
+        let key = self.key(session);
+        let new = self.engine.resolver().new_session(&key);
+        self.engine.store().create(new).await.unwrap();
+    }
+
+    /// Submits `message` into `session` (created if new) on lane `main`; answers the run id once
+    /// the run is queued.
+    pub async fn submit(&self, session: &str, message: &str, timeout: Option<Duration>) -> RunId {
+        submit(&self.engine, session, message, timeout).await
+    }
+
+    /// One operator turn in `session`, waited for; answers the run's record.
+    pub async fn turn(&self, session: &str, message: &str) -> RunRecord {
+        turn(&self.engine, session, message).await
+    }
+
+    /// Every message of `session`'s current transcript, oldest first.
+    pub async fn transcript(&self, session: &str) -> Vec<Value> {
+        transcript(&self.engine, session).await
+    }
+
+    /// Calls `tool` as the agent of `session` (`tools.invoke`).
+    pub async fn invoke(&self, session: &str, tool: &str, args: Value) -> ToolOutput {
+        invoke(&self.engine, session, tool, args).await
+    }
+}
+
+/// A transcript message written as its JSON.
+pub fn message(json: Value) -> TranscriptMessage {
+    serde_json::from_value(json).unwrap()
+}
 
 /// Submits `message` into `session` (any key form; created if new) on lane `main`; answers the
 /// run id once the run is queued.
 pub async fn submit(
-    engine: &Arc<Engine>,
+    engine: &Engine,
     session: &str,
     message: &str,
     timeout: Option<Duration>,
-) -> String {
-    let key = engine.canonical_key(session, None).unwrap();
-    let mut request = RunRequest::new(key.as_str(), Lane::Main);
-    request.create = Some(engine.new_session(&key));
-    request.message = Some(user_message(message, None));
+) -> RunId {
+    let key = engine.resolver().canonical(session, None).unwrap();
+    let mut request = RunRequest::new(key.clone(), Lane::Main).with_message(message, None);
+    request.create = Some(engine.resolver().new_session(&key));
     request.timeout = timeout;
-    engine.submit_run(request).await.unwrap().run_id
+    engine.runtime().submit(request).await.unwrap().run_id
 }
 
 /// One operator turn in `session`, waited for; answers the run's record.
-pub async fn turn(engine: &Arc<Engine>, session: &str, message: &str) -> RunRecord {
+pub async fn turn(engine: &Engine, session: &str, message: &str) -> RunRecord {
     let run_id = submit(engine, session, message, None).await;
-    engine
-        .wait_run(&run_id, Duration::from_secs(60))
-        .await
-        .unwrap()
-        .record
+    engine.runtime().wait(&run_id, GUARD).await.unwrap().record
 }
 
 /// Every message of `session`'s current transcript (any key form), oldest first.
 pub async fn transcript(engine: &Engine, session: &str) -> Vec<Value> {
-    let key = engine.canonical_key(session, None).unwrap();
-    let entry = engine.store().get(key.as_str()).await.unwrap().unwrap();
+    let key = engine.resolver().canonical(session, None).unwrap();
+    let entry = engine.store().get(&key).await.unwrap().unwrap();
     let page = engine
         .store()
         .history(&entry.session_id, 10_000, None)
         .await
         .unwrap();
     page.messages.into_iter().map(|m| m.message).collect()
+}
+
+/// Calls `tool` as the agent of `session`, as `tools.invoke` does.
+pub async fn invoke(engine: &Engine, session: &str, tool: &str, args: Value) -> ToolOutput {
+    engine
+        .tools()
+        .call(session, tool, args, CancellationToken::new())
+        .await
+        .unwrap()
+}
+
+/// A canonical key from a literal that already is one.
+pub fn k(key: &str) -> SessionKey {
+    SessionKey::from_canonical(key.to_string())
 }

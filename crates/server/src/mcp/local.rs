@@ -1,18 +1,18 @@
 //! The in-process invoker: the gateway's own engine (used by `/mcp`).
 
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use serde_json::Value;
 use switchboard_core::Engine;
-use switchboard_core::runtime::cancel::CancelToken;
-use switchboard_core::tools::ToolOutput;
-use switchboard_core::tools::invoke::{invoke_tool_until, list_tools};
+use switchboard_core::runtime::tool::ToolOutput;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::tools::ToolDescriptor;
+use switchboard_protocol::tools::ToolsListParams;
 
 use super::Invoker;
 
-/// Calls `switchboard_core::tools::invoke` directly, as `tools.list` / `tools.invoke` do.
+/// Calls the engine's tool invoker directly, as `tools.list` / `tools.invoke` do.
 pub struct LocalInvoker {
     engine: Arc<Engine>,
 }
@@ -25,7 +25,12 @@ impl LocalInvoker {
 
 impl Invoker for LocalInvoker {
     async fn list_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, ErrorShape> {
-        list_tools(&self.engine, session)
+        let params = ToolsListParams {
+            session_key: session.to_string(),
+        };
+        self.engine
+            .tools()
+            .list(params)
             .await
             .map(|listed| listed.tools)
             .map_err(|e| e.to_shape())
@@ -36,9 +41,11 @@ impl Invoker for LocalInvoker {
         session: &str,
         tool: &str,
         args: Value,
-        stop_waiting: CancelToken,
+        stop_waiting: CancellationToken,
     ) -> Result<ToolOutput, ErrorShape> {
-        invoke_tool_until(&self.engine, session, tool, args, stop_waiting)
+        self.engine
+            .tools()
+            .call(session, tool, args, stop_waiting)
             .await
             .map_err(|e| e.to_shape())
     }

@@ -6,7 +6,7 @@
 //! - [`RemoteInvoker`] calls a running gateway's `tools.list` / `tools.invoke` over the protocol
 //!   (`switchboard mcp --session KEY`, stdio).
 //!
-//! Both end in `switchboard_core::tools::invoke`, so the tools, their schemas, their results and
+//! Both end in the engine's tool invoker, so the tools, their schemas, their results and
 //! the access rules are exactly those of `tools.invoke` and of the session's own agent. Nothing
 //! here knows a tool by name: a tool registered in the core registry shows up with no change.
 //!
@@ -32,8 +32,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use switchboard_core::runtime::cancel::CancelToken;
-use switchboard_core::tools::ToolOutput;
+use switchboard_core::runtime::tool::ToolOutput;
 use switchboard_protocol::tools::ToolDescriptor;
 use switchboard_protocol::{ErrorCode, ErrorShape};
 use tokio_util::sync::CancellationToken;
@@ -63,7 +62,7 @@ pub trait Invoker: Send + Sync + 'static {
         session: &str,
         tool: &str,
         args: Value,
-        stop_waiting: CancelToken,
+        stop_waiting: CancellationToken,
     ) -> impl Future<Output = Result<ToolOutput, ErrorShape>> + Send;
 }
 
@@ -268,7 +267,7 @@ impl<I: Invoker> ServerHandler for McpServer<I> {
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let total = wait_seconds(&args);
         let tool = request.name.to_string();
-        let stop_waiting = CancelToken::default();
+        let stop_waiting = CancellationToken::new();
         let call = self
             .invoker
             .call_tool(&session, &tool, args, stop_waiting.clone());
@@ -306,7 +305,7 @@ impl<I: Invoker> ServerHandler for McpServer<I> {
 async fn supervise<T, R, P>(
     call: impl Future<Output = T>,
     cancelled: &CancellationToken,
-    stop_waiting: &CancelToken,
+    stop_waiting: &CancellationToken,
     mut report: Option<R>,
 ) -> (T, bool)
 where

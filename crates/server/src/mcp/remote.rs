@@ -3,10 +3,10 @@
 //! side by side and a gateway restart between calls goes unnoticed.
 
 use serde_json::{Value, json};
-use switchboard_core::runtime::cancel::CancelToken;
-use switchboard_core::tools::ToolOutput;
+use switchboard_core::runtime::tool::ToolOutput;
 use switchboard_protocol::tools::{ToolDescriptor, ToolsListResult};
 use switchboard_protocol::{ErrorCode, ErrorShape};
+use tokio_util::sync::CancellationToken;
 
 use super::Invoker;
 use crate::client::{ClientError, GatewayClient};
@@ -69,7 +69,7 @@ impl Invoker for RemoteInvoker {
         session: &str,
         tool: &str,
         args: Value,
-        stop_waiting: CancelToken,
+        stop_waiting: CancellationToken,
     ) -> Result<ToolOutput, ErrorShape> {
         let mut client = self.connect().await?;
         let params = json!({"sessionKey": session, "tool": tool, "args": args});

@@ -2,6 +2,7 @@
 //! The whole server is tested through a real MCP client in the CLI's suite (`suite/mcp.rs`).
 
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -112,7 +113,7 @@ async fn a_pending_call_reports_progress_at_once_and_then_regularly() {
     let (outcome, cancelled) = supervise(
         call,
         &CancellationToken::new(),
-        &CancelToken::default(),
+        &CancellationToken::new(),
         Some(recorder(&reports)),
     )
     .await;
@@ -123,7 +124,7 @@ async fn a_pending_call_reports_progress_at_once_and_then_regularly() {
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_call_stops_waiting_and_is_still_awaited_to_its_end() {
     let reports = Reports::default();
-    let stop_waiting = CancelToken::default();
+    let stop_waiting = CancellationToken::new();
     let cancelled = CancellationToken::new();
     let waiter = stop_waiting.clone();
     // Like sessions_send: it waits until told to stop, then finishes what it does.

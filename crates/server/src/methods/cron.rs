@@ -1,26 +1,29 @@
-//! `cron.add`, `cron.list`, `cron.remove`, `cron.run` (SPEC §9.3). Validation, storage and
-//! firing are the engine's (`switchboard_core::cron`); this adapter decodes and encodes.
-
-use std::sync::Arc;
+//! `cron.add`, `cron.list`, `cron.remove`, `cron.run` (SPEC §9.3): delegations to the cron
+//! component.
 
 use switchboard_core::Engine;
 use switchboard_protocol::cron::{CronAddParams, CronAddResult, CronJobIdParams};
 
-use super::{MethodResult, core_err, to_value};
+use super::{MethodResult, answer};
 
 pub async fn add(engine: &Engine, p: CronAddParams) -> MethodResult {
-    let job = engine.cron_add(p).await.map_err(core_err)?;
-    to_value(CronAddResult { ok: true, job })
+    answer(
+        engine
+            .cron()
+            .add(p)
+            .await
+            .map(|job| CronAddResult { ok: true, job }),
+    )
 }
 
 pub async fn list(engine: &Engine) -> MethodResult {
-    to_value(engine.cron_list().await.map_err(core_err)?)
+    answer(engine.cron().list().await)
 }
 
 pub async fn remove(engine: &Engine, p: CronJobIdParams) -> MethodResult {
-    to_value(engine.cron_remove(&p.id).await.map_err(core_err)?)
+    answer(engine.cron().remove(&p.id).await)
 }
 
-pub async fn run(engine: &Arc<Engine>, p: CronJobIdParams) -> MethodResult {
-    to_value(engine.cron_run(&p.id).await.map_err(core_err)?)
+pub async fn run(engine: &Engine, p: CronJobIdParams) -> MethodResult {
+    answer(engine.cron().run(&p.id).await)
 }

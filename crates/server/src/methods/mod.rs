@@ -1,19 +1,19 @@
 //! Gateway methods: one dispatch table for the WebSocket and `POST /rpc`. Params are decoded
 //! into the protocol crate's types; a bad field is an `INVALID_REQUEST` that names it.
 
-mod delivery;
-pub(crate) use delivery::info as delivery_info;
 mod cron;
+mod delivery;
 mod runs;
 mod sessions;
 mod system;
 mod tools;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchboard_core::CoreError;
-use switchboard_core::runtime::cancel::CancelToken;
 use switchboard_protocol::{ErrorCode, ErrorShape};
+use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
 
@@ -46,14 +46,7 @@ pub const METHODS: &[&str] = &[
 ];
 
 /// Events a client may receive.
-pub const EVENTS: &[&str] = &[
-    "connect.challenge",
-    "tick",
-    "shutdown",
-    "agent",
-    "chat",
-    "delivery",
-];
+pub const EVENTS: &[&str] = switchboard_protocol::events::EVENTS;
 
 pub type MethodResult = Result<Value, ErrorShape>;
 
@@ -67,32 +60,33 @@ pub async fn dispatch(
     method: &str,
     params: Option<Value>,
     interim: Interim<'_>,
-    gone: &CancelToken,
+    gone: &CancellationToken,
 ) -> MethodResult {
     let engine = state.engine.as_ref();
+    let p = params;
     match method {
         "health" => system::health(state).await,
-        "agents.list" => system::agents_list(engine),
-        "sessions.list" => sessions::list(engine, parse(method, params)?).await,
-        "sessions.create" => sessions::create(engine, parse(method, params)?).await,
-        "sessions.resolve" => sessions::resolve(engine, parse(method, params)?).await,
-        "sessions.patch" => sessions::patch(engine, parse(method, params)?).await,
-        "sessions.reset" => sessions::reset(engine, parse(method, params)?).await,
-        "sessions.delete" => sessions::delete(engine, parse(method, params)?).await,
-        "chat.history" => sessions::history(engine, parse(method, params)?).await,
-        "chat.inject" => sessions::inject(engine, parse(method, params)?).await,
-        "chat.send" => runs::chat_send(&state.engine, parse(method, params)?).await,
-        "chat.abort" => runs::chat_abort(engine, parse(method, params)?).await,
-        "agent" => runs::agent(&state.engine, parse(method, params)?, interim).await,
-        "agent.wait" => runs::agent_wait(engine, parse(method, params)?).await,
-        "tools.invoke" => tools::invoke(&state.engine, parse(method, params)?, gone).await,
-        "tools.list" => tools::list(engine, parse(method, params)?).await,
-        "send" => delivery::send(engine, parse(method, params)?).await,
-        "deliveries.list" => delivery::list(engine, parse(method, params)?).await,
-        "cron.add" => cron::add(engine, parse(method, params)?).await,
+        "agents.list" => to_value(engine.sessions().agents_list()),
+        "sessions.list" => sessions::list(engine, parse(method, p)?).await,
+        "sessions.create" => sessions::create(engine, parse(method, p)?).await,
+        "sessions.resolve" => sessions::resolve(engine, parse(method, p)?).await,
+        "sessions.patch" => sessions::patch(engine, parse(method, p)?).await,
+        "sessions.reset" => sessions::reset(engine, parse(method, p)?).await,
+        "sessions.delete" => sessions::delete(engine, parse(method, p)?).await,
+        "chat.history" => sessions::history(engine, parse(method, p)?).await,
+        "chat.inject" => sessions::inject(engine, parse(method, p)?).await,
+        "chat.send" => runs::chat_send(engine, parse(method, p)?).await,
+        "chat.abort" => runs::chat_abort(engine, parse(method, p)?).await,
+        "agent" => runs::agent(engine, parse(method, p)?, interim).await,
+        "agent.wait" => runs::agent_wait(engine, parse(method, p)?).await,
+        "tools.invoke" => tools::invoke(engine, parse(method, p)?, gone).await,
+        "tools.list" => tools::list(engine, parse(method, p)?).await,
+        "send" => delivery::send(engine, parse(method, p)?).await,
+        "deliveries.list" => delivery::list(engine, parse(method, p)?).await,
+        "cron.add" => cron::add(engine, parse(method, p)?).await,
         "cron.list" => cron::list(engine).await,
-        "cron.remove" => cron::remove(engine, parse(method, params)?).await,
-        "cron.run" => cron::run(&state.engine, parse(method, params)?).await,
+        "cron.remove" => cron::remove(engine, parse(method, p)?).await,
+        "cron.run" => cron::run(engine, parse(method, p)?).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",
@@ -124,7 +118,7 @@ pub fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result
     })
 }
 
-pub(crate) fn to_value<T: serde::Serialize>(value: T) -> MethodResult {
+pub(crate) fn to_value<T: Serialize>(value: T) -> MethodResult {
     serde_json::to_value(value).map_err(|e| {
         ErrorShape::new(
             ErrorCode::Internal,
@@ -135,4 +129,9 @@ pub(crate) fn to_value<T: serde::Serialize>(value: T) -> MethodResult {
 
 pub(crate) fn core_err(e: CoreError) -> ErrorShape {
     e.to_shape()
+}
+
+/// A core operation's answer as a method's: the value encoded, the error mapped once.
+pub(crate) fn answer<T: Serialize>(result: Result<T, CoreError>) -> MethodResult {
+    to_value(result.map_err(core_err)?)
 }

@@ -1,39 +1,41 @@
 //! One WebSocket connection speaking the reference's protocol v4 (SPEC §5.1).
 //!
 //! Life of a connection: the server sends `connect.challenge`; the first frame must be a
-//! `connect` request with an acceptable protocol range and the token, answered by `hello-ok`.
-//! After that every `req` is handled on its own task (a slow method never blocks the others) and
-//! answered through one outgoing queue, which a single writer task drains into the socket, so
-//! frames never interleave. Bad frames get an error that says what was wrong; the connection is
-//! closed (with a reason) only where going on makes no sense: before a successful `connect`, and
-//! for a frame over `maxPayload`.
+//! `connect` request with an acceptable protocol range and the token, answered by `hello-ok`
+//! (`handshake.rs`). After that every `req` is handled on its own task (a slow method never
+//! blocks the others) and answered through one outgoing queue, which a single writer task drains
+//! into the socket, so frames never interleave. Bad frames get an error that says what was wrong;
+//! the connection is closed (with a reason) only where going on makes no sense: before a
+//! successful `connect`, and for a frame over `maxPayload`.
+//!
+//! Concurrency: the writer and the request tasks are tracked by the server's `TaskTracker`;
+//! `gone` is cancelled when the connection ends, so its in-flight methods stop waiting (nothing
+//! they started is cut off; their answers go nowhere).
 
+mod events;
+mod handshake;
+
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
-use switchboard_core::clock::now_ms;
-use switchboard_core::runtime::cancel::CancelToken;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
+use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use switchboard_core::runtime::{RunEvent, RunEventData};
-use switchboard_core::store::RunStatus;
-use switchboard_protocol::frames::{
-    ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
-};
-use switchboard_protocol::{
-    ErrorCode, ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, RequestFrame, ResponseFrame,
-};
+use serde_json::Value;
+use switchboard_core::delivery::{DeliveryEvent, info};
+use switchboard_core::runtime::RunEvent;
+use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent};
+use switchboard_protocol::sessions::{SessionsSubscribeParams, SessionsSubscribeResult};
+use switchboard_protocol::{ErrorCode, ErrorShape, Frame, RequestFrame, ResponseFrame};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
-use crate::methods::{self, EVENTS, METHODS};
+use crate::methods;
 
-/// How long a client has to send `connect`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read from the socket at a time.
 const READ_BUFFER: usize = 8 * 1024;
 /// Outgoing frames queued per connection before request handlers wait.
@@ -68,7 +70,7 @@ struct Conn {
     subscriptions: std::sync::Mutex<Subscriptions>,
     /// Cancelled when the client is gone: its in-flight methods stop waiting (nothing they
     /// started is cut off; their answers go nowhere).
-    gone: CancelToken,
+    gone: CancellationToken,
 }
 
 /// Run events go only to the connections that want them: sessions named with
@@ -77,7 +79,7 @@ struct Conn {
 #[derive(Default)]
 struct Subscriptions {
     all: bool,
-    keys: std::collections::HashSet<String>,
+    keys: HashSet<String>,
 }
 
 impl Conn {
@@ -89,9 +91,7 @@ impl Conn {
         let subs = self.subscriptions();
         subs.all || subs.keys.contains(session_key)
     }
-}
 
-impl Conn {
     async fn send(&self, frame: &Frame) {
         if let Ok(text) = serde_json::to_string(frame) {
             let _ = self.out.send(Outgoing::Frame(text)).await;
@@ -116,14 +116,13 @@ impl Conn {
         }
     }
 
-    async fn event(&self, event: &str, payload: Value, numbered: bool) {
+    /// Sends an event; `numbered` ones carry the connection's next `seq`.
+    async fn event(&self, event: ServerEvent, numbered: bool) {
         let seq = numbered.then(|| self.event_seq.fetch_add(1, Ordering::Relaxed) + 1);
-        self.send(&Frame::Event(EventFrame {
-            event: event.to_string(),
-            payload,
-            seq,
-        }))
-        .await;
+        match event.into_frame(seq) {
+            Ok(frame) => self.send(&Frame::Event(frame)).await,
+            Err(e) => tracing::warn!(error = %e, "an event could not be encoded"),
+        }
     }
 
     async fn close(&self, code: u16, reason: impl Into<String>) {
@@ -135,7 +134,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
     let conn_id = state.next_conn.fetch_add(1, Ordering::Relaxed);
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
-    let writer = tokio::spawn(async move {
+    let writer = state.tasks.spawn(async move {
         while let Some(out) = rx.recv().await {
             let sent = match out {
                 Outgoing::Frame(text) => sink.send(Message::Text(Utf8Bytes::from(text))).await,
@@ -158,88 +157,99 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         out: tx,
         event_seq: AtomicU64::new(0),
         subscriptions: Default::default(),
-        gone: CancelToken::default(),
+        gone: CancellationToken::new(),
     });
-
-    let nonce = uuid::Uuid::new_v4().to_string();
-    let challenge = ConnectChallenge {
-        nonce,
-        ts: now_ms(),
-    };
-    conn.event("connect.challenge", json!(challenge), false)
-        .await;
-
-    let connected = match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
-        Err(_) => {
-            conn.close(
-                close_code::POLICY,
-                "connect timeout: send a connect request first",
-            )
-            .await;
-            false
-        }
-        Ok(None) | Ok(Some(Err(_))) => false,
-        Ok(Some(Ok(message))) => handshake(&state, &conn, conn_id, message).await,
-    };
-
-    if connected {
-        let mut tick = tokio::time::interval_at(
-            tokio::time::Instant::now() + state.tick_interval,
-            state.tick_interval,
-        );
-        let mut stopping = state.stopping.subscribe();
-        let mut runs = state.engine.subscribe();
-        let mut deliveries = state.engine.subscribe_deliveries();
-        loop {
-            tokio::select! {
-                event = deliveries.recv() => match event {
-                    Ok(event) => {
-                        let r = &event.record;
-                        let concerns = [r.session_key.as_deref(), Some(r.to.as_str())];
-                        if concerns.into_iter().flatten().any(|key| conn.wants(key)) {
-                            let payload = json!(crate::methods::delivery_info(r.clone()));
-                            conn.event("delivery", payload, true).await;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(conn_id, missed, "a slow client missed delivery events");
-                    }
-                    Err(broadcast::error::RecvError::Closed) => {}
-                },
-                event = runs.recv() => match event {
-                    Ok(event) if conn.wants(&event.session_key) => {
-                        for (name, payload) in run_event_frames(&event) {
-                            conn.event(name, payload, true).await;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(conn_id, missed, "a slow client missed run events");
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Closed) => {}
-                },
-                message = stream.next() => match message {
-                    Some(Ok(message)) => {
-                        if !handle(&state, &conn, message).await {
-                            break;
-                        }
-                    }
-                    None | Some(Err(_)) => break,
-                },
-                _ = tick.tick() => conn.event("tick", json!({"ts": now_ms()}), true).await,
-                changed = stopping.changed() => {
-                    let stop = changed.is_err() || *stopping.borrow();
-                    if stop {
-                        conn.event("shutdown", json!({"reason": "gateway stopping"}), true).await;
-                        conn.close(close_code::RESTART, "gateway stopping").await;
-                        break;
-                    }
-                }
-            }
-        }
+    if handshake::connect(&state, &conn, conn_id, &mut stream).await {
+        serve(&state, &conn, conn_id, &mut stream).await;
     }
     conn.gone.cancel();
     drop(conn);
     let _ = writer.await;
+}
+
+/// A connected client: its requests, its events, ticks, until it leaves or the gateway stops.
+async fn serve(
+    state: &Arc<ServerState>,
+    conn: &Arc<Conn>,
+    conn_id: u64,
+    stream: &mut SplitStream<WebSocket>,
+) {
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + state.tick_interval,
+        state.tick_interval,
+    );
+    let mut stopping = state.stopping.subscribe();
+    let mut runs = state.engine.runtime().subscribe();
+    let mut deliveries = state.engine.outbox().subscribe();
+    loop {
+        tokio::select! {
+            event = deliveries.recv() => on_delivery(conn, conn_id, event).await,
+            event = runs.recv() => on_run(state, conn, conn_id, event).await,
+            message = stream.next() => match message {
+                Some(Ok(message)) => {
+                    if !handle(state, conn, message).await {
+                        break;
+                    }
+                }
+                None | Some(Err(_)) => break,
+            },
+            _ = tick.tick() => {
+                let ts = state.engine.now_ms();
+                conn.event(ServerEvent::Tick(TickEvent { ts }), true).await;
+            }
+            changed = stopping.changed() => {
+                if changed.is_err() || *stopping.borrow() {
+                    let reason = "gateway stopping".to_string();
+                    conn.event(ServerEvent::Shutdown(ShutdownEvent { reason }), true).await;
+                    conn.close(close_code::RESTART, "gateway stopping").await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn on_delivery(
+    conn: &Conn,
+    conn_id: u64,
+    event: Result<Arc<DeliveryEvent>, broadcast::error::RecvError>,
+) {
+    match event {
+        Ok(event) => {
+            let r = &event.record;
+            let concerns = [
+                r.session_key.as_ref().map(|k| k.as_str()),
+                Some(r.to.as_str()),
+            ];
+            if concerns.into_iter().flatten().any(|key| conn.wants(key)) {
+                conn.event(ServerEvent::Delivery(info(r.clone())), true)
+                    .await;
+            }
+        }
+        Err(broadcast::error::RecvError::Lagged(missed)) => {
+            tracing::warn!(conn_id, missed, "a slow client missed delivery events");
+        }
+        Err(broadcast::error::RecvError::Closed) => {}
+    }
+}
+
+async fn on_run(
+    state: &ServerState,
+    conn: &Conn,
+    conn_id: u64,
+    event: Result<Arc<RunEvent>, broadcast::error::RecvError>,
+) {
+    match event {
+        Ok(event) if conn.wants(event.session_key.as_str()) => {
+            for frame in events::run_events(&event, state.engine.now_ms()) {
+                conn.event(frame, true).await;
+            }
+        }
+        Err(broadcast::error::RecvError::Lagged(missed)) => {
+            tracing::warn!(conn_id, missed, "a slow client missed run events");
+        }
+        Ok(_) | Err(broadcast::error::RecvError::Closed) => {}
+    }
 }
 
 /// Handles one frame of a connected client; false when the connection must end.
@@ -260,27 +270,7 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                 Ok(req) => {
                     follow_own_runs(state, conn, &req);
                     let (state, conn) = (state.clone(), conn.clone());
-                    tokio::spawn(async move {
-                        let interim_conn = conn.clone();
-                        let interim_id = req.id.clone();
-                        let interim = move |payload: Value| {
-                            interim_conn
-                                .respond_now(ResponseFrame::ok(interim_id.clone(), payload));
-                        };
-                        let response = match methods::dispatch(
-                            &state,
-                            &req.method,
-                            req.params,
-                            &interim,
-                            &conn.gone,
-                        )
-                        .await
-                        {
-                            Ok(payload) => ResponseFrame::ok(req.id, payload),
-                            Err(error) => ResponseFrame::err(req.id, error),
-                        };
-                        conn.respond(response).await;
-                    });
+                    state.tasks.clone().spawn(answer(state, conn, req));
                 }
                 Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
             }
@@ -298,6 +288,21 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
     }
 }
 
+/// Runs one method and answers it (an interim answer first where the method has one).
+async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
+    let interim_conn = conn.clone();
+    let interim_id = req.id.clone();
+    let interim = move |payload: Value| {
+        interim_conn.respond_now(ResponseFrame::ok(interim_id.clone(), payload));
+    };
+    let response =
+        match methods::dispatch(&state, &req.method, req.params, &interim, &conn.gone).await {
+            Ok(payload) => ResponseFrame::ok(req.id, payload),
+            Err(error) => ResponseFrame::err(req.id, error),
+        };
+    conn.respond(response).await;
+}
+
 fn is_subscription(method: &str) -> bool {
     matches!(method, "sessions.subscribe" | "sessions.unsubscribe")
 }
@@ -305,19 +310,11 @@ fn is_subscription(method: &str) -> bool {
 /// `sessions.subscribe {sessionKeys?, all?}` / `sessions.unsubscribe {sessionKeys?, all?}`:
 /// connection state, so answered here rather than by the method table.
 fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Value, ErrorShape> {
-    #[derive(serde::Deserialize, Default)]
-    #[serde(rename_all = "camelCase", default)]
-    struct Params {
-        session_keys: Vec<String>,
-        all: Option<bool>,
-    }
-    let p: Params = methods::parse(&req.method, req.params.clone())?;
+    let p: SessionsSubscribeParams = methods::parse(&req.method, req.params.clone())?;
+    let resolver = state.engine.resolver();
     let mut keys = Vec::with_capacity(p.session_keys.len());
     for key in &p.session_keys {
-        let key = state
-            .engine
-            .canonical_key(key, None)
-            .map_err(|e| e.to_shape())?;
+        let key = resolver.canonical(key, None).map_err(|e| e.to_shape())?;
         keys.push(key.into_string());
     }
     let mut subs = conn.subscriptions();
@@ -333,9 +330,13 @@ fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Val
             subs.keys.remove(key);
         }
     }
-    let mut listed: Vec<&String> = subs.keys.iter().collect();
+    let mut listed: Vec<String> = subs.keys.iter().cloned().collect();
     listed.sort();
-    Ok(json!({"ok": true, "all": subs.all, "sessionKeys": listed}))
+    methods::to_value(SessionsSubscribeResult {
+        ok: true,
+        all: subs.all,
+        session_keys: listed,
+    })
 }
 
 /// A client that starts a run in a session receives that session's events.
@@ -350,154 +351,9 @@ fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
     let agent = params
         .and_then(|p| p.get("agentId"))
         .and_then(Value::as_str);
-    if let Some(Ok(key)) = key.map(|k| state.engine.canonical_key(k, agent)) {
+    if let Some(Ok(key)) = key.map(|k| state.engine.resolver().canonical(k, agent)) {
         conn.subscriptions().keys.insert(key.into_string());
     }
-}
-
-/// Handles the first frame; true when the client is now connected.
-async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Message) -> bool {
-    let text = match message {
-        Message::Text(text) => text,
-        Message::Binary(_) => {
-            conn.respond(ResponseFrame::err("", binary_error())).await;
-            conn.close(close_code::POLICY, "expected a connect request")
-                .await;
-            return false;
-        }
-        _ => {
-            conn.close(close_code::POLICY, "expected a connect request")
-                .await;
-            return false;
-        }
-    };
-    if !check_size(state, conn, text.len()).await {
-        return false;
-    }
-    let req = match parse_request(text.as_str()) {
-        Ok(req) => req,
-        Err((id, error)) => {
-            conn.respond(ResponseFrame::err(id, error)).await;
-            conn.close(close_code::POLICY, "expected a connect request")
-                .await;
-            return false;
-        }
-    };
-    if req.method != "connect" {
-        let error = ErrorShape::new(
-            ErrorCode::Unauthorized,
-            format!(
-                "{} before connect: the first request must be connect (with auth.token)",
-                req.method
-            ),
-        );
-        conn.respond(ResponseFrame::err(req.id, error)).await;
-        conn.close(close_code::POLICY, "connect required").await;
-        return false;
-    }
-    let params: ConnectParams = match methods::parse("connect", req.params) {
-        Ok(p) => p,
-        Err(error) => {
-            conn.respond(ResponseFrame::err(req.id, error)).await;
-            conn.close(close_code::POLICY, "invalid connect").await;
-            return false;
-        }
-    };
-    if params.min_protocol > PROTOCOL_VERSION || params.max_protocol < PROTOCOL_VERSION {
-        let error = ErrorShape::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "protocol range {}..{} is not supported; this gateway speaks protocol {PROTOCOL_VERSION}",
-                params.min_protocol, params.max_protocol
-            ),
-        );
-        conn.respond(ResponseFrame::err(req.id, error)).await;
-        conn.close(close_code::PROTOCOL, "protocol mismatch").await;
-        return false;
-    }
-    let token = params
-        .auth
-        .as_ref()
-        .and_then(|a| a.token.as_deref().or(a.password.as_deref()));
-    if !state.auth.check(token) {
-        let what = if token.is_some() {
-            "wrong token"
-        } else {
-            "missing token (auth.token)"
-        };
-        let error = ErrorShape::new(
-            ErrorCode::Unauthorized,
-            format!(
-                "unauthorized: {what}; use the gateway token (printed where it is stored at start-up)"
-            ),
-        );
-        conn.respond(ResponseFrame::err(req.id, error)).await;
-        conn.close(close_code::POLICY, "unauthorized").await;
-        return false;
-    }
-    let mut hello = HelloOk {
-        kind: "hello-ok".into(),
-        protocol: PROTOCOL_VERSION,
-        server: ServerInfo {
-            name: "switchboard".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            conn_id: conn_id.to_string(),
-        },
-        features: Features {
-            methods: METHODS.iter().map(|m| m.to_string()).collect(),
-            events: EVENTS.iter().map(|e| e.to_string()).collect(),
-        },
-        policy: Policy {
-            max_payload: state.max_payload,
-            max_buffered_bytes: state.max_payload.saturating_mul(4),
-            tick_interval_ms: state.tick_interval.as_millis() as u64,
-        },
-        session_key: None,
-    };
-    if params.role.as_deref().map(str::trim) == Some("node") {
-        match node_session(state, &params).await {
-            Ok(key) => {
-                conn.subscriptions().keys.insert(key.clone());
-                hello.session_key = Some(key);
-            }
-            Err(error) => {
-                conn.respond(ResponseFrame::err(req.id, error)).await;
-                conn.close(close_code::POLICY, "invalid node connect").await;
-                return false;
-            }
-        }
-    }
-    conn.respond(ResponseFrame::ok(req.id, json!(hello))).await;
-    true
-}
-
-/// A node client's session, `node-<nodeId>` of the default agent, created on first connect
-/// (SPEC §9.3); the connection follows its runs.
-async fn node_session(state: &ServerState, params: &ConnectParams) -> Result<String, ErrorShape> {
-    let node_id = params.node_id.as_deref().map(str::trim).unwrap_or_default();
-    if node_id.is_empty() {
-        return Err(ErrorShape::new(
-            ErrorCode::InvalidRequest,
-            "connect: role \"node\" needs nodeId (the device's id; its session is node-<nodeId>)",
-        ));
-    }
-    let engine = &state.engine;
-    let key = engine
-        .canonical_key(&format!("node-{node_id}"), None)
-        .map_err(|e| {
-            ErrorShape::new(
-                ErrorCode::InvalidRequest,
-                format!("connect: nodeId {node_id:?} does not make a session key: {e}"),
-            )
-        })?;
-    let mut new = engine.new_session(&key);
-    new.display_name = params.client.display_name.clone();
-    engine
-        .store()
-        .create(new)
-        .await
-        .map_err(|e| ErrorShape::new(ErrorCode::Internal, e.to_string()))?;
-    Ok(key.into_string())
 }
 
 /// False (and the connection closed with a reason) when a frame exceeds `maxPayload`.
@@ -567,71 +423,4 @@ fn truncate(s: &str, max: usize) -> String {
         .take_while(|(i, _)| *i < max)
         .map(|(_, c)| c)
         .collect()
-}
-
-/// The reference's event shapes for a run event: `agent` (lifecycle, assistant, tool streams) and
-/// `chat` (the accumulated reply as it grows, then its final state).
-fn run_event_frames(event: &RunEvent) -> Vec<(&'static str, Value)> {
-    let (run_id, key) = (&event.run_id, &event.session_key);
-    let agent = |stream: &str, data: Value| {
-        (
-            "agent",
-            json!({"runId": run_id, "sessionKey": key, "stream": stream, "ts": now_ms(), "data": data}),
-        )
-    };
-    let chat = |state: &str, text: Option<&str>, error: Option<&str>| {
-        let mut payload = json!({"runId": run_id, "sessionKey": key, "state": state});
-        if let Some(text) = text {
-            payload["message"] =
-                json!({"role": "assistant", "content": [{"type": "text", "text": text}]});
-        }
-        if let Some(error) = error {
-            payload["errorMessage"] = json!(error);
-        }
-        ("chat", payload)
-    };
-    match &event.data {
-        RunEventData::Queued => vec![agent("lifecycle", json!({"phase": "queued"}))],
-        RunEventData::Started => vec![agent("lifecycle", json!({"phase": "start"}))],
-        RunEventData::Delta { text, accumulated } => vec![
-            agent("assistant", json!({"delta": text, "text": accumulated})),
-            chat("delta", Some(accumulated), None),
-        ],
-        RunEventData::Thinking { text } => vec![agent("thinking", json!({"delta": text}))],
-        RunEventData::ToolCall {
-            id,
-            name,
-            arguments,
-        } => vec![agent(
-            "tool",
-            json!({"phase": "call", "toolCallId": id, "name": name, "arguments": arguments}),
-        )],
-        RunEventData::ToolResult {
-            id,
-            name,
-            is_error,
-            text,
-        } => vec![agent(
-            "tool",
-            json!({"phase": "result", "toolCallId": id, "name": name, "isError": is_error, "text": text}),
-        )],
-        RunEventData::Ended {
-            status,
-            result,
-            error,
-        } => {
-            let state = match status {
-                RunStatus::Ok => "final",
-                RunStatus::Aborted => "aborted",
-                _ => "error",
-            };
-            vec![
-                agent(
-                    "lifecycle",
-                    json!({"phase": "end", "status": status.as_str(), "error": error}),
-                ),
-                chat(state, result.as_deref(), error.as_deref()),
-            ]
-        }
-    }
 }

@@ -226,7 +226,7 @@ async fn bad_cron_params_are_invalid_requests_and_nothing_is_stored() {
 #[tokio::test]
 async fn the_scheduler_fires_a_job_on_the_system_clock() {
     let gw = TestGateway::start().await;
-    assert!(gw.engine.start_cron());
+    assert!(gw.engine.cron().start());
     gw.call(
         "cron.add",
         json!({"id": "fast", "schedule": "every 1s", "message": "@reply beat"}),

@@ -8,14 +8,19 @@ use super::harness::TestGateway;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_pages_backwards_through_a_100k_message_session() {
     let gw = TestGateway::start().await;
-    let key = gw.engine.canonical_key("big", None).unwrap();
+    let key = gw.engine.resolver().canonical("big", None).unwrap();
     for start in (0..100_000).step_by(2000) {
         let batch = (start..start + 2000)
-            .map(|i| json!({"role": "user", "content": format!("m{}", i + 1), "timestamp": 1}))
+            .map(|i| {
+                serde_json::from_value(
+                    json!({"role": "user", "content": format!("m{}", i + 1), "timestamp": 1}),
+                )
+                .unwrap()
+            })
             .collect();
         gw.engine
             .store()
-            .append(key.as_str(), Some(gw.engine.new_session(&key)), batch)
+            .append(&key, Some(gw.engine.resolver().new_session(&key)), batch)
             .await
             .unwrap();
     }

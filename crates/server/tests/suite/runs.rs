@@ -255,11 +255,7 @@ async fn agent_over_http_rpc_answers_the_outcome() {
 
 #[tokio::test]
 async fn run_events_go_only_to_subscribed_clients() {
-    let gw = TestGateway::start_ticking(
-        switchboard_core::config::Config::default(),
-        std::time::Duration::from_millis(100),
-    )
-    .await;
+    let gw = TestGateway::start().await;
     let mut bystander = gw.client().await;
     let mut everything = gw.client().await;
     everything
@@ -283,9 +279,33 @@ async fn run_events_go_only_to_subscribed_clients() {
     );
     let seen = everything.next_event().await.unwrap();
     assert_eq!(seen.payload["runId"], outcome["runId"]);
-    // The bystander only ever gets ticks.
-    let first = bystander.next_event().await.unwrap();
-    assert_eq!(first.event, "tick");
+    // The bystander gets nothing of cron:a. Once it follows cron:b, whose run starts after
+    // cron:a's ended, the first run event it receives is cron:b's: events reach a connection in
+    // the order they happened, so a leaked cron:a event would come first.
+    bystander
+        .request("sessions.subscribe", json!({"sessionKeys": ["cron:b"]}))
+        .await
+        .unwrap();
+    let other = client
+        .request(
+            "agent",
+            json!({"sessionKey": "cron:b", "message": "@reply hi"}),
+        )
+        .await
+        .unwrap();
+    let first = loop {
+        let event = bystander.next_event().await.unwrap();
+        if event.event != "tick" {
+            break event;
+        }
+    };
+    assert_eq!(
+        (
+            first.payload["sessionKey"].clone(),
+            first.payload["runId"].clone()
+        ),
+        (json!("agent:main:cron:b"), other["runId"].clone())
+    );
     // Unsubscribing stops the flow for the client that subscribed to all.
     let after = everything
         .request("sessions.unsubscribe", json!({"all": true}))

@@ -541,6 +541,7 @@ mod tests {
                 tool_name: "t".into(),
                 content: vec![ContentBlock::text("")],
                 is_error: true,
+                details: None,
                 timestamp: 0,
             })
         };

@@ -78,7 +78,7 @@ pub(super) fn record_firing(
     conn: &Connection,
     id: &str,
     slot: Option<i64>,
-    run_id: &str,
+    run_id: &crate::ids::RunId,
     at: i64,
 ) -> Result<bool, StoreError> {
     let changed = conn
@@ -117,6 +117,8 @@ mod tests {
         }
     }
 
+    use crate::ids::RunId;
+
     #[tokio::test]
     async fn jobs_are_stored_once_and_last_slot_only_rises() {
         let dir = tempfile::tempdir().unwrap();
@@ -128,20 +130,20 @@ mod tests {
 
         assert!(
             store
-                .cron_record_firing("a", Some(61_000), "r1", 61_500)
+                .cron_record_firing("a", Some(61_000), &RunId::from_string("r1"), 61_500)
                 .await
                 .unwrap()
         );
         // A manual firing records its run but takes no slot; an older slot never lowers it.
         assert!(
             store
-                .cron_record_firing("a", None, "r2", 70_000)
+                .cron_record_firing("a", None, &RunId::from_string("r2"), 70_000)
                 .await
                 .unwrap()
         );
         assert!(
             store
-                .cron_record_firing("a", Some(1_000), "r3", 80_000)
+                .cron_record_firing("a", Some(1_000), &RunId::from_string("r3"), 80_000)
                 .await
                 .unwrap()
         );
@@ -166,7 +168,7 @@ mod tests {
         ));
         assert!(
             !store
-                .cron_record_firing("a", Some(121_000), "r4", 0)
+                .cron_record_firing("a", Some(121_000), &RunId::from_string("r4"), 0)
                 .await
                 .unwrap()
         );

@@ -7,6 +7,7 @@ mod outbox;
 mod queries;
 mod schema;
 mod subagents;
+mod types;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::Value;
+use switchboard_protocol::message::TranscriptMessage;
 
 use super::CronJobRecord;
 use super::mirror;
@@ -24,6 +25,9 @@ use super::{
     ListQuery, NewSession, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
     SubagentRecord, WriteOp, WriteOutcome,
 };
+use crate::clock::{Clock, SystemClock};
+use crate::ids::RunId;
+use crate::keys::SessionKey;
 use writer::{Job, JobDone, MirrorOp};
 
 #[cfg(test)]
@@ -40,6 +44,8 @@ pub struct SqliteStore {
 
 struct Inner {
     home: PathBuf,
+    /// Every time the store writes (`createdAt`, `updatedAt`, …) is read from here.
+    clock: Arc<dyn Clock>,
     db_path: PathBuf,
     jobs: Mutex<Option<Sender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -49,9 +55,14 @@ struct Inner {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) `<home>/switchboard.db`, migrates it, repairs any transcript mirror a
-    /// crash left short, and starts the writer thread.
+    /// [`SqliteStore::open_with_clock`] on the system clock.
     pub fn open(home: &Path) -> Result<Self, StoreError> {
+        Self::open_with_clock(home, Arc::new(SystemClock))
+    }
+
+    /// Opens (or creates) `<home>/switchboard.db`, migrates it, repairs any transcript mirror a
+    /// crash left short, and starts the writer thread. Times written come from `clock`.
+    pub fn open_with_clock(home: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         std::fs::create_dir_all(home)?;
         let db_path = home.join("switchboard.db");
         let conn = Connection::open(&db_path)?;
@@ -72,6 +83,7 @@ impl SqliteStore {
         Ok(Self {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),
+                clock,
                 db_path,
                 jobs: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(handle)),
@@ -96,15 +108,17 @@ impl SqliteStore {
         }
     }
 
-    /// Runs `f` on the writer thread inside the current group transaction.
+    /// Runs `f` on the writer thread inside the current group transaction, with the time of the
+    /// write (ms, on the store's clock).
     fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Connection, i64, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let clock = self.inner.clock.clone();
         let job: Job = Box::new(move |conn| {
             let mut mirror = Vec::new();
-            let result = f(conn, &mut mirror);
+            let result = f(conn, clock.now_ms(), &mut mirror);
             let ok = result.is_ok();
             JobDone {
                 ok,
@@ -197,9 +211,9 @@ impl Store for SqliteStore {
         mirror::transcript_path(&self.inner.home, agent_id, session_id)
     }
 
-    fn get(&self, key: &str) -> StoreFuture<'_, Option<SessionEntry>> {
-        let key = key.to_string();
-        self.read(move |c| queries::get_entry(c, &key))
+    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
+        let key = key.clone();
+        self.read(move |c| queries::get_entry(c, key.as_str()))
     }
 
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
@@ -213,22 +227,22 @@ impl Store for SqliteStore {
     }
 
     fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
-        self.write(move |c, m| queries::create(c, new, m))
+        self.write(move |c, now, m| queries::create(c, new, now, m))
     }
 
-    fn patch(&self, key: &str, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
-        let key = key.to_string();
-        self.write(move |c, _| queries::patch(c, &key, &patch))
+    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |c, now, _| queries::patch(c, key.as_str(), &patch, now))
     }
 
-    fn reset(&self, key: &str) -> StoreFuture<'_, SessionEntry> {
-        let key = key.to_string();
-        self.write(move |c, m| queries::reset(c, &key, m))
+    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |c, now, m| queries::reset(c, key.as_str(), now, m))
     }
 
-    fn delete(&self, key: &str) -> StoreFuture<'_, SessionEntry> {
-        let key = key.to_string();
-        self.write(move |c, _| queries::delete(c, &key))
+    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |c, now, _| queries::delete(c, key.as_str(), now))
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
@@ -241,12 +255,12 @@ impl Store for SqliteStore {
 
     fn append(
         &self,
-        key: &str,
+        key: &SessionKey,
         create: Option<NewSession>,
-        messages: Vec<Value>,
+        messages: Vec<TranscriptMessage>,
     ) -> StoreFuture<'_, Appended> {
-        let key = key.to_string();
-        self.write(move |c, m| queries::append(c, &key, create, messages, m))
+        let key = key.clone();
+        self.write(move |c, now, m| queries::append(c, key.as_str(), create, messages, now, m))
     }
 
     fn history(
@@ -268,41 +282,16 @@ impl Store for SqliteStore {
     }
 
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _| queries::put_run(c, &run))
+        self.write(move |c, _, _| queries::put_run(c, &run))
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        self.write(move |c, m| {
-            ops.into_iter()
-                .map(|op| match op {
-                    WriteOp::Create(new) => queries::create(c, *new, m)
-                        .map(|(entry, created)| WriteOutcome::Created(Box::new(entry), created)),
-                    WriteOp::PutRun(run) => {
-                        queries::put_run(c, &run).map(|()| WriteOutcome::PutRun)
-                    }
-                    WriteOp::Append {
-                        key,
-                        create,
-                        messages,
-                    } => queries::append(c, &key, create, messages, m).map(WriteOutcome::Appended),
-                    WriteOp::Patch { key, patch } => {
-                        queries::patch(c, &key, patch.as_ref()).map(WriteOutcome::Patched)
-                    }
-                    WriteOp::Enqueue(record) => outbox::enqueue(c, &record)
-                        .map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored))),
-                    WriteOp::UpdateDelivery { id, update } => outbox::update(c, &id, &update)
-                        .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
-                    WriteOp::PutSubagent(record) => {
-                        subagents::put(c, &record).map(|()| WriteOutcome::PutSubagent)
-                    }
-                })
-                .collect()
-        })
+        self.write(move |c, now, m| ops.into_iter().map(|op| write_op(c, op, now, m)).collect())
     }
 
-    fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
-        let id = run_id.to_string();
-        self.read(move |c| queries::get_run(c, &id))
+    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>> {
+        let id = run_id.clone();
+        self.read(move |c| queries::get_run(c, id.as_str()))
     }
 
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
@@ -311,11 +300,11 @@ impl Store for SqliteStore {
     }
 
     fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
-        self.write(|c, _| queries::abort_interrupted_runs(c))
+        self.write(|c, now, _| queries::abort_interrupted_runs(c, now))
     }
 
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
-        self.write(move |c, _| outbox::enqueue(c, &record))
+        self.write(move |c, _, _| outbox::enqueue(c, &record))
     }
 
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
@@ -324,7 +313,7 @@ impl Store for SqliteStore {
 
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
         let id = id.to_string();
-        self.write(move |c, _| outbox::update(c, &id, &update))
+        self.write(move |c, now, _| outbox::update(c, &id, &update, now))
     }
 
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
@@ -337,11 +326,11 @@ impl Store for SqliteStore {
     }
 
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _| subagents::put(c, &record))
+        self.write(move |c, _, _| subagents::put(c, &record))
     }
 
-    fn get_subagent(&self, child_key: &str) -> StoreFuture<'_, Option<SubagentRecord>> {
-        let key = child_key.to_string();
+    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>> {
+        let key = child_key.clone();
         self.read(move |c| subagents::get(c, &key))
     }
 
@@ -354,7 +343,7 @@ impl Store for SqliteStore {
     }
 
     fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _| cron::insert(c, &job))
+        self.write(move |c, _, _| cron::insert(c, &job))
     }
 
     fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
@@ -368,17 +357,47 @@ impl Store for SqliteStore {
 
     fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
         let id = id.to_string();
-        self.write(move |c, _| cron::remove(c, &id))
+        self.write(move |c, _, _| cron::remove(c, &id))
     }
 
     fn cron_record_firing(
         &self,
         id: &str,
         slot: Option<i64>,
-        run_id: &str,
+        run_id: &RunId,
         at: i64,
     ) -> StoreFuture<'_, bool> {
-        let (id, run_id) = (id.to_string(), run_id.to_string());
-        self.write(move |c, _| cron::record_firing(c, &id, slot, &run_id, at))
+        let (id, run_id) = (id.to_string(), run_id.clone());
+        self.write(move |c, _, _| cron::record_firing(c, &id, slot, &run_id, at))
+    }
+}
+
+/// One op of a batch, inside the batch's transaction.
+fn write_op(
+    c: &Connection,
+    op: WriteOp,
+    now: i64,
+    m: &mut Vec<MirrorOp>,
+) -> Result<WriteOutcome, StoreError> {
+    match op {
+        WriteOp::Create(new) => queries::create(c, *new, now, m)
+            .map(|(entry, created)| WriteOutcome::Created(Box::new(entry), created)),
+        WriteOp::PutRun(run) => queries::put_run(c, &run).map(|()| WriteOutcome::PutRun),
+        WriteOp::Append {
+            key,
+            create,
+            messages,
+        } => queries::append(c, key.as_str(), create, messages, now, m).map(WriteOutcome::Appended),
+        WriteOp::Patch { key, patch } => {
+            queries::patch(c, key.as_str(), patch.as_ref(), now).map(WriteOutcome::Patched)
+        }
+        WriteOp::Enqueue(record) => {
+            outbox::enqueue(c, &record).map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored)))
+        }
+        WriteOp::UpdateDelivery { id, update } => outbox::update(c, &id, &update, now)
+            .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
+        WriteOp::PutSubagent(record) => {
+            subagents::put(c, &record).map(|()| WriteOutcome::PutSubagent)
+        }
     }
 }

@@ -97,6 +97,7 @@ pub(super) fn update(
     conn: &Connection,
     id: &str,
     update: &DeliveryUpdate,
+    now: i64,
 ) -> Result<DeliveryRecord, StoreError> {
     // Only the attempt that read the record pending with one attempt fewer may write its outcome:
     // a second, stale attempt fails here and its batch (a transcript append) rolls back.
@@ -113,7 +114,7 @@ pub(super) fn update(
             update.next_attempt_at,
             update.detail,
             update.delivered_at,
-            crate::clock::now_ms(),
+            now,
         ])?;
     if changed == 0 {
         return Err(StoreError::Conflict(format!(

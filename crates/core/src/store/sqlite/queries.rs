@@ -1,12 +1,13 @@
 //! The SQL of the store. Writes run on the writer thread inside its transaction; reads run on
 //! pooled read-only connections.
 
-pub(super) use crate::clock::now_ms;
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use serde_json::Value;
+use switchboard_protocol::message::TranscriptMessage;
 
 use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, run_from_row};
 use super::writer::MirrorOp;
+use crate::keys::SessionKey;
 use crate::store::{
     Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord,
     SessionEntry, StoreError, StoredMessage,
@@ -88,16 +89,16 @@ fn new_transcript(
 pub(super) fn create(
     conn: &Connection,
     new: NewSession,
+    now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<(SessionEntry, bool), StoreError> {
-    if let Some(existing) = get_entry(conn, &new.key)? {
+    if let Some(existing) = get_entry(conn, new.key.as_str())? {
         return Ok((existing, false));
     }
     if let Some(label) = &new.label {
-        check_label_free(conn, &new.agent_id, label, &new.key)?;
+        check_label_free(conn, &new.agent_id, label, new.key.as_str())?;
     }
-    let now = now_ms();
-    let session_id = new_transcript(conn, &new.key, &new.agent_id, now, mirror)?;
+    let session_id = new_transcript(conn, new.key.as_str(), &new.agent_id, now, mirror)?;
     conn.prepare_cached(
         "INSERT INTO sessions (key, session_id, agent_id, kind, created_at, updated_at, channel, \
          chat_type, display_name, label, spawned_by) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -114,7 +115,7 @@ pub(super) fn create(
         new.label,
         new.spawned_by,
     ])?;
-    let entry = get_entry(conn, &new.key)?.ok_or_else(|| {
+    let entry = get_entry(conn, new.key.as_str())?.ok_or_else(|| {
         StoreError::Backend("a session vanished inside its own transaction".into())
     })?;
     Ok((entry, true))
@@ -134,6 +135,7 @@ pub(super) fn patch(
     conn: &Connection,
     key: &str,
     patch: &EntryPatch,
+    now: i64,
 ) -> Result<SessionEntry, StoreError> {
     let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
     if let Patch::Set(label) = &patch.label {
@@ -177,7 +179,7 @@ pub(super) fn patch(
         e.output_tokens += d.output;
         e.total_tokens += d.input + d.output;
     }
-    e.updated_at = now_ms().max(e.updated_at);
+    e.updated_at = now.max(e.updated_at);
     write_entry(conn, &e)?;
     Ok(e)
 }
@@ -227,10 +229,10 @@ fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
 pub(super) fn reset(
     conn: &Connection,
     key: &str,
+    now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<SessionEntry, StoreError> {
     let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
-    let now = now_ms();
     e.session_id = new_transcript(conn, key, &e.agent_id, now, mirror)?;
     e.updated_at = now.max(e.updated_at);
     e.input_tokens = 0;
@@ -243,7 +245,7 @@ pub(super) fn reset(
     get_entry(conn, key)?.ok_or_else(|| not_found(key))
 }
 
-pub(super) fn delete(conn: &Connection, key: &str) -> Result<SessionEntry, StoreError> {
+pub(super) fn delete(conn: &Connection, key: &str, now: i64) -> Result<SessionEntry, StoreError> {
     let e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
     conn.prepare_cached(
         "INSERT INTO deleted_sessions (key, session_id, agent_id, deleted_at, label, display_name) \
@@ -253,7 +255,7 @@ pub(super) fn delete(conn: &Connection, key: &str) -> Result<SessionEntry, Store
         e.key,
         e.session_id,
         e.agent_id,
-        now_ms(),
+        now,
         e.label,
         e.display_name
     ])?;
@@ -266,15 +268,15 @@ pub(super) fn append(
     conn: &Connection,
     key: &str,
     create_with: Option<NewSession>,
-    messages: Vec<Value>,
+    messages: Vec<TranscriptMessage>,
+    now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<Appended, StoreError> {
     let (mut entry, created) = match (get_entry(conn, key)?, create_with) {
         (Some(e), _) => (e, false),
-        (None, Some(new)) => create(conn, new, mirror)?,
+        (None, Some(new)) => create(conn, new, now, mirror)?,
         (None, None) => return Err(not_found(key)),
     };
-    let now = now_ms();
     let mut seq = entry.last_seq;
     let mut seqs = Vec::with_capacity(messages.len());
     let mut lines = Vec::with_capacity(messages.len());
@@ -284,23 +286,19 @@ pub(super) fn append(
         )?;
         for message in messages {
             seq += 1;
-            let role = message
-                .get("role")
-                .and_then(Value::as_str)
-                .unwrap_or("user");
-            let ts = message
-                .get("timestamp")
-                .and_then(Value::as_i64)
-                .unwrap_or(now);
+            // The store's edge: the typed message becomes its transcript JSON here.
+            let body = serde_json::to_value(&message).map_err(|e| {
+                StoreError::Backend(format!("message {seq} could not be encoded: {e}"))
+            })?;
             insert.execute(params![
                 entry.session_id,
                 seq,
-                role,
-                ts,
-                message.to_string()
+                message.role(),
+                message.timestamp(),
+                body.to_string()
             ])?;
             seqs.push(seq);
-            lines.push((seq, message));
+            lines.push((seq, body));
         }
     }
     conn.prepare_cached("UPDATE transcripts SET last_seq = ?2 WHERE session_id = ?1")?
@@ -583,15 +581,14 @@ pub(super) fn get_run_by_idempotency(
         .optional()?)
 }
 
-pub(super) fn abort_interrupted_runs(conn: &Connection) -> Result<u64, StoreError> {
-    let now = now_ms();
+pub(super) fn abort_interrupted_runs(conn: &Connection, now: i64) -> Result<u64, StoreError> {
     let keys = conn
         .prepare_cached(
             "UPDATE runs SET status = 'aborted', ended_at = ?1, \
              error = 'interrupted: the gateway stopped while this run was live' \
              WHERE status IN ('queued', 'running') RETURNING session_key",
         )?
-        .query_map([now], |r| r.get::<_, String>(0))?
+        .query_map([now], |r| r.get::<_, SessionKey>(0))?
         .collect::<Result<Vec<_>, _>>()?;
     let mut flag =
         conn.prepare_cached("UPDATE sessions SET aborted_last_run = 1 WHERE key = ?1")?;

@@ -53,7 +53,7 @@ pub(super) fn put(conn: &Connection, r: &SubagentRecord) -> Result<(), StoreErro
 
 pub(super) fn get(
     conn: &Connection,
-    child_key: &str,
+    child_key: &crate::keys::SessionKey,
 ) -> Result<Option<SubagentRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM subagents WHERE child_key = ?1");
     Ok(conn

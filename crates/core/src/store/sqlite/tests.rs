@@ -1,17 +1,18 @@
 use pretty_assertions::assert_eq;
 use rusqlite::{Connection, StatementStatus};
-use serde_json::{Value, json};
+use serde_json::json;
+use switchboard_protocol::message::TranscriptMessage;
 use switchboard_protocol::sessions::Patch;
 
 use super::queries::{self, HISTORY_SQL};
 use super::*;
-use crate::keys::SessionKind;
+use crate::keys::{SessionKey, SessionKind};
 use crate::store::{EntryPatch, ListQuery, RunStatus};
 
 /// A new session of kind `Other` for agent `main` (also used by other modules' tests).
 pub(crate) fn new_session(key: &str) -> NewSession {
     NewSession {
-        key: key.to_string(),
+        key: k(key),
         agent_id: "main".to_string(),
         kind: SessionKind::Other,
         channel: None,
@@ -22,8 +23,16 @@ pub(crate) fn new_session(key: &str) -> NewSession {
     }
 }
 
-fn user(text: &str) -> Value {
-    json!({"role": "user", "content": text, "timestamp": 1_700_000_000_000_i64})
+/// A canonical key from a literal.
+pub(crate) fn k(key: &str) -> SessionKey {
+    SessionKey::from_canonical(key.to_string())
+}
+
+fn user(text: &str) -> TranscriptMessage {
+    serde_json::from_value(
+        json!({"role": "user", "content": text, "timestamp": 1_700_000_000_000_i64}),
+    )
+    .unwrap()
 }
 
 async fn seed(store: &SqliteStore, key: &str, n: usize) -> String {
@@ -33,7 +42,7 @@ async fn seed(store: &SqliteStore, key: &str, n: usize) -> String {
             .map(|i| user(&format!("m{}", i + 1)))
             .collect();
         let appended = store
-            .append(key, Some(new_session(key)), batch)
+            .append(&k(key), Some(new_session(key)), batch)
             .await
             .unwrap();
         session_id = appended.entry.session_id;
@@ -113,24 +122,27 @@ async fn patches_merge_fields_and_spawned_by_is_set_once() {
         label: Patch::Set("scout".into()),
         ..Default::default()
     };
-    store.patch(key, label).await.unwrap();
+    store.patch(&k(key), label).await.unwrap();
     let model = EntryPatch {
         model: Patch::Set("openai/gpt".into()),
         ..Default::default()
     };
-    let e = store.patch(key, model).await.unwrap();
+    let e = store.patch(&k(key), model).await.unwrap();
     assert_eq!(
         (e.label.as_deref(), e.model.as_deref()),
         (Some("scout"), Some("openai/gpt"))
     );
 
     let parent = |p: &str| EntryPatch {
-        spawned_by: Patch::Set(p.into()),
+        spawned_by: Patch::Set(k(p)),
         ..Default::default()
     };
-    store.patch(key, parent("agent:main:main")).await.unwrap();
+    store
+        .patch(&k(key), parent("agent:main:main"))
+        .await
+        .unwrap();
     let again = store
-        .patch(key, parent("agent:main:other"))
+        .patch(&k(key), parent("agent:main:other"))
         .await
         .unwrap_err();
     assert!(again.to_string().contains("set once"), "{again}");
@@ -139,7 +151,7 @@ async fn patches_merge_fields_and_spawned_by_is_set_once() {
     store.create(new_session("agent:main:two")).await.unwrap();
     let taken = store
         .patch(
-            "agent:main:two",
+            &k("agent:main:two"),
             EntryPatch {
                 label: Patch::Set("scout".into()),
                 ..Default::default()
@@ -167,13 +179,13 @@ async fn a_failing_write_in_a_group_rolls_back_alone() {
             if i % 10 == 0 {
                 // Appending to a missing session without creating it fails inside the group.
                 store
-                    .append("agent:main:missing", None, vec![user("x")])
+                    .append(&k("agent:main:missing"), None, vec![user("x")])
                     .await
                     .map(|_| ())
             } else {
                 let key = format!("agent:main:s{i}");
                 store
-                    .append(&key, Some(new_session(&key)), vec![user("x")])
+                    .append(&k(&key), Some(new_session(&key)), vec![user("x")])
                     .await
                     .map(|_| ())
             }
@@ -216,7 +228,7 @@ async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
     assert_eq!(std::fs::read(&path_b).unwrap(), expected_b);
     // And appends after the repair continue the file.
     store
-        .append("agent:main:b", None, vec![user("six")])
+        .append(&k("agent:main:b"), None, vec![user("six")])
         .await
         .unwrap();
     assert!(mirror::is_complete(&path_b, 6));
@@ -229,8 +241,8 @@ async fn runs_left_live_by_a_dead_process_become_aborted() {
     let store = SqliteStore::open(dir.path()).unwrap();
     store.create(new_session("agent:main:main")).await.unwrap();
     let run = RunRecord {
-        run_id: "r1".into(),
-        session_key: "agent:main:main".into(),
+        run_id: RunId::from_string("r1"),
+        session_key: k("agent:main:main"),
         session_id: None,
         status: RunStatus::Running,
         lane: "main".into(),
@@ -243,7 +255,7 @@ async fn runs_left_live_by_a_dead_process_become_aborted() {
     };
     store.put_run(run.clone()).await.unwrap();
     let dup = RunRecord {
-        run_id: "r2".into(),
+        run_id: RunId::from_string("r2"),
         ..run
     };
     assert!(
@@ -258,12 +270,16 @@ async fn runs_left_live_by_a_dead_process_become_aborted() {
 
     let store = SqliteStore::open(dir.path()).unwrap();
     assert_eq!(store.abort_interrupted_runs().await.unwrap(), 1);
-    let run = store.get_run("r1").await.unwrap().unwrap();
+    let run = store
+        .get_run(&RunId::from_string("r1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.status, RunStatus::Aborted);
     assert!(run.error.unwrap().contains("interrupted"));
     assert!(
         store
-            .get("agent:main:main")
+            .get(&k("agent:main:main"))
             .await
             .unwrap()
             .unwrap()

@@ -10,16 +10,17 @@
 //! skipped while reading, and more rows are read until the page is full (or the transcript's
 //! start, or [`MAX_SCAN`] rows), so pages do not come up short without a `nextBefore`.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value, json};
-use switchboard_protocol::lenient::{self, clamp_or};
+use std::sync::Arc;
 
-use super::resolve;
+use serde_json::{Map, Value, json};
+use switchboard_protocol::lenient::clamp_or;
+use switchboard_protocol::session_tools::{HistoryParams, HistoryResult, ToolFailure};
+
+use super::{Answer, SessionTools, store_failure};
 use crate::access::Operation;
-use crate::sessions::{row, with_seq};
+use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::sessions::{Reference, row, with_seq};
 use crate::store::StoredMessage;
-use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, parse_args};
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
@@ -30,39 +31,17 @@ pub const MAX_BYTES: usize = 80 * 1024;
 /// Rows read per call at most while skipping tool results.
 const MAX_SCAN: usize = 2_000;
 
-pub struct SessionsHistory;
+pub struct SessionsHistory(pub Arc<SessionTools>);
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    /// The session to read: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
-    /// its sessionId, or "main" for your own main session.
-    #[serde(alias = "session_key", alias = "key", alias = "sessionId")]
-    #[schemars(required, with = "String")]
-    session_key: Option<String>,
-    /// Alternative to sessionKey: the session's label (as shown by sessions_list).
-    label: Option<String>,
-    /// With label: the agent whose sessions the label is looked up in (default: yours).
-    #[serde(alias = "agent_id")]
-    agent_id: Option<String>,
-    /// How many messages to return, newest last (default 50, at most 200).
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    limit: Option<i64>,
-    /// Include tool results (role "toolResult"). Default false.
-    #[serde(default, deserialize_with = "opt_bool")]
-    include_tools: Option<bool>,
-    /// Page backwards: only messages with a seq below this. Pass the nextBefore of a previous
-    /// result.
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    before: Option<i64>,
-}
+impl TypedTool for SessionsHistory {
+    type Params = HistoryParams;
+    type Output = Answer<HistoryResult>;
 
-impl Tool for SessionsHistory {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "sessions_history"
     }
 
-    fn description(&self) -> &str {
+    fn description(&self) -> &'static str {
         "Read the transcript of one session (another chat, a cron job, a sub-agent you spawned). \
          Messages come oldest first, each with its seq; tool results are left out unless \
          includeTools is true. Long texts are cut and big results trimmed to keep your context \
@@ -71,57 +50,56 @@ impl Tool for SessionsHistory {
          before=nextBefore to read further back. Find session keys with sessions_list."
     }
 
-    fn parameters(&self) -> Value {
-        resolve::schema::<Params>()
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
-        Box::pin(async move {
-            let p: Params = match parse_args(self, arguments) {
-                Ok(p) => p,
-                Err(message) => return resolve::error(message),
-            };
-            match history(ctx, p).await {
-                Ok(value) => ToolOutput::ok(value),
-                Err(output) => output,
-            }
-        })
+    async fn run(&self, ctx: &ToolContext, p: HistoryParams) -> Self::Output {
+        match self.history(ctx, p).await {
+            Ok(result) => Answer::Done(result),
+            Err(failure) => Answer::Failed(failure),
+        }
     }
 }
 
-async fn history(ctx: &ToolContext, p: Params) -> Result<Value, ToolOutput> {
-    let entry = resolve::reference(
-        ctx,
-        p.session_key.as_deref(),
-        p.label.as_deref(),
-        p.agent_id.as_deref(),
-        Operation::History,
-    )
-    .await?;
-    let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
-    let include_tools = p.include_tools.unwrap_or(false);
-    let page = read(
-        ctx,
-        &entry.session_id,
-        limit,
-        p.before.filter(|b| *b > 0),
-        include_tools,
-    )
-    .await?;
-    let capped = cap(page.messages.into_iter().map(with_seq).collect());
-    let next_before = capped.next_before.or(page.next_before);
-    let mut result = json!({
-        "sessionKey": row(&ctx.engine, &entry).key,
-        "messages": capped.messages,
-        "truncated": capped.dropped > 0,
-        "droppedMessages": capped.dropped,
-        "contentTruncated": capped.content_truncated,
-        "bytes": capped.bytes,
-    });
-    if let (Some(before), Value::Object(map)) = (next_before, &mut result) {
-        map.insert("nextBefore".into(), Value::from(before));
+impl SessionsHistory {
+    async fn history(
+        &self,
+        ctx: &ToolContext,
+        p: HistoryParams,
+    ) -> Result<HistoryResult, ToolFailure> {
+        let reference = Reference {
+            key: p.session_key.as_deref(),
+            label: p.label.as_deref(),
+            agent_id: p.agent_id.as_deref(),
+        };
+        let entry = self
+            .0
+            .resolver
+            .for_agent(
+                &self.0.requester(ctx),
+                &ctx.caller().agent_id,
+                reference,
+                Operation::History,
+            )
+            .await?;
+        let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
+        let include_tools = p.include_tools.unwrap_or(false);
+        let page = read(
+            ctx,
+            &entry.session_id,
+            limit,
+            p.before.filter(|b| *b > 0),
+            include_tools,
+        )
+        .await?;
+        let capped = cap(page.messages.into_iter().map(with_seq).collect());
+        Ok(HistoryResult {
+            session_key: row(&entry, ctx.store()).key,
+            messages: capped.messages,
+            truncated: capped.dropped > 0,
+            dropped_messages: capped.dropped,
+            content_truncated: capped.content_truncated,
+            bytes: capped.bytes,
+            next_before: capped.next_before.or(page.next_before),
+        })
     }
-    Ok(result)
 }
 
 /// Up to `limit` messages below `before`, oldest first, and where to continue.
@@ -138,13 +116,13 @@ async fn read(
     limit: usize,
     before: Option<i64>,
     include_tools: bool,
-) -> Result<Page, ToolOutput> {
-    let store = ctx.engine.store();
+) -> Result<Page, ToolFailure> {
+    let store = ctx.store();
     if include_tools {
         let page = store
             .history(session_id, limit, before)
             .await
-            .map_err(resolve::store_error)?;
+            .map_err(store_failure)?;
         return Ok(Page {
             messages: page.messages,
             next_before: page.next_before,
@@ -160,7 +138,7 @@ async fn read(
         let page = store
             .history(session_id, batch, cursor)
             .await
-            .map_err(resolve::store_error)?;
+            .map_err(store_failure)?;
         scanned += page.messages.len();
         let mut older: Vec<StoredMessage> = page
             .messages
@@ -273,7 +251,7 @@ fn placeholder(message: &Value, bytes: usize) -> Value {
 
 /// A message without heavy fields and with long texts cut; `true` when text was cut. Used for the
 /// messages of `sessions_list` rows too.
-pub(super) fn sanitize(mut message: Value) -> (Value, bool) {
+pub(crate) fn sanitize(mut message: Value) -> (Value, bool) {
     let mut cut = false;
     if let Value::Object(map) = &mut message {
         for heavy in ["usage", "cost", "details"] {
@@ -363,25 +341,6 @@ fn cut_text(text: &mut String) -> bool {
     text.truncate(at);
     text.push_str(&format!("… [truncated {removed} chars]"));
     true
-}
-
-/// An optional bool given as `true`, `"true"`, `1`… (models are not always exact).
-fn opt_bool<'de, D: Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
-    match Option::<Value>::deserialize(de)? {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(b)),
-        Some(Value::Number(n)) => Ok(Some(n.as_f64().is_some_and(|n| n != 0.0))),
-        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "1" => Ok(Some(true)),
-            "false" | "no" | "0" | "" => Ok(Some(false)),
-            other => Err(serde::de::Error::custom(format!(
-                "expected true or false, got {other:?}"
-            ))),
-        },
-        Some(other) => Err(serde::de::Error::custom(format!(
-            "expected true or false, got {other}"
-        ))),
-    }
 }
 
 #[cfg(test)]

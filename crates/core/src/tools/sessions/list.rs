@@ -9,18 +9,18 @@
 //! `nextCursor` is the position of the last row returned, which means the same thing whatever
 //! filters the next call repeats.
 
-use crate::clock::now_ms;
-use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use switchboard_protocol::lenient::{self, clamp_or};
+use std::sync::Arc;
 
-use super::{history, resolve};
+use serde_json::Value;
+use switchboard_protocol::lenient::clamp_or;
+use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
+
+use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
 use crate::keys::{self, Scope, SessionKind};
-use crate::sessions::{row, with_seq};
+use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::sessions::{row, target_of, with_seq};
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
-use crate::tools::{Tool, ToolContext, ToolFuture, ToolOutput, parse_args};
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
@@ -28,37 +28,17 @@ pub const MAX_MESSAGE_LIMIT: i64 = 20;
 /// Store rows read per query at most while filling a page past invisible rows.
 const MAX_BATCH: usize = 1_000;
 
-pub struct SessionsList;
+pub struct SessionsList(pub Arc<SessionTools>);
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-struct Params {
-    /// Only these kinds: any of "main", "group", "cron", "hook", "node", "other" (an array, or
-    /// one string). Omit for every kind.
-    #[serde(default)]
-    #[schemars(with = "Option<Vec<String>>")]
-    kinds: Option<Value>,
-    /// How many sessions to return (default 50, at most 200).
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    limit: Option<i64>,
-    /// Only sessions updated in the last N minutes (N ≥ 1). Omit for any age.
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    active_minutes: Option<i64>,
-    /// Also return the last N messages of each session (0–20, default 0), tool results left out.
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    message_limit: Option<i64>,
-    /// Only sessions whose key, label or display name contains this text (case-insensitive).
-    search: Option<String>,
-    /// The nextCursor of a previous sessions_list result, to get the next page.
-    cursor: Option<String>,
-}
+impl TypedTool for SessionsList {
+    type Params = ListParams;
+    type Output = Answer<ListResult>;
 
-impl Tool for SessionsList {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "sessions_list"
     }
 
-    fn description(&self) -> &str {
+    fn description(&self) -> &'static str {
         "List the sessions (conversations) you can see, most recently active first: your main \
          chat (`main`), group chats, cron jobs, hooks, nodes and sub-agents. Use it to find a \
          session's key before sessions_history or sessions_send. Each row has `key` (pass it as \
@@ -67,169 +47,162 @@ impl Tool for SessionsList {
          `nextCursor` is present there are more: call again with cursor=nextCursor."
     }
 
-    fn parameters(&self) -> Value {
-        resolve::schema::<Params>()
+    async fn run(&self, ctx: &ToolContext, p: ListParams) -> Self::Output {
+        match self.list(ctx, p).await {
+            Ok(result) => Answer::Done(result),
+            Err(failure) => Answer::Failed(failure),
+        }
     }
+}
 
-    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
-        Box::pin(async move {
-            let p: Params = match parse_args(self, arguments) {
-                Ok(p) => p,
-                Err(message) => return resolve::error(message),
-            };
-            match list(ctx, p).await {
-                Ok(value) => ToolOutput::ok(value),
-                Err(output) => output,
+impl SessionsList {
+    async fn list(&self, ctx: &ToolContext, p: ListParams) -> Result<ListResult, ToolFailure> {
+        let config = &self.0.config;
+        let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
+        let message_limit = clamp_or(p.message_limit, 0, 0, MAX_MESSAGE_LIMIT) as usize;
+        let cursor = match p.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+            Some(c) => Some(Cursor::decode(c).ok_or_else(|| {
+                ToolFailure::error(format!(
+                    "cursor: {c:?} is not a cursor; pass the nextCursor of a previous sessions_list \
+                     result, or omit it for the first page"
+                ))
+            })?),
+            None => None,
+        };
+        let requester = self.0.requester(ctx);
+
+        let mut exclude_keys = vec![keys::UNKNOWN_KEY.to_string()];
+        if config.scope() == Scope::PerSender {
+            exclude_keys.push(keys::GLOBAL_KEY.to_string());
+        }
+        // Necessary conditions of visibility, pushed into SQL; `decide` has the last word.
+        let agent_id = (!config.tools.agent_to_agent.enabled).then(|| requester.agent_id.clone());
+        let only_spawned = requester.sandboxed && !requester.sees_all;
+        let base = ListQuery {
+            agent_id,
+            kinds: kinds(p.kinds.as_ref()),
+            updated_since: p
+                .active_minutes
+                .filter(|m| *m >= 1)
+                .map(|m| ctx.now_ms().saturating_sub(m.saturating_mul(60_000))),
+            search: p
+                .search
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+            spawned_by: only_spawned.then(|| ctx.caller().session_key.clone()),
+            label: None,
+            include_archived: false,
+            exclude_keys,
+            cursor,
+            limit,
+        };
+        // The requester's own row is not `spawnedBy` itself: read it on its own and merge it in.
+        let own = match only_spawned {
+            true => ctx
+                .store()
+                .get(&ctx.caller().session_key)
+                .await
+                .map_err(store_failure)?
+                .filter(|e| matches(&base, e)),
+            false => None,
+        };
+        let (entries, next_cursor) = self
+            .visible_page(ctx, &requester, base, own)
+            .await
+            .map_err(store_failure)?;
+
+        let mut rows: Vec<_> = entries.iter().map(|e| row(e, ctx.store())).collect();
+        if message_limit > 0 && !entries.is_empty() {
+            // One batched query for every row.
+            let ids = entries.iter().map(|e| e.session_id.clone()).collect();
+            let messages = ctx
+                .store()
+                .last_messages(ids, message_limit)
+                .await
+                .map_err(store_failure)?;
+            for (row, (_, messages)) in rows.iter_mut().zip(messages) {
+                row.messages = Some(
+                    messages
+                        .into_iter()
+                        .map(|m| history::sanitize(with_seq(m)).0)
+                        .collect(),
+                );
             }
+        }
+        Ok(ListResult {
+            count: rows.len(),
+            sessions: rows,
+            next_cursor: next_cursor.map(|c| c.encode()),
         })
     }
-}
 
-async fn list(ctx: &ToolContext, p: Params) -> Result<Value, ToolOutput> {
-    let engine = &ctx.engine;
-    let config = engine.config();
-    let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
-    let message_limit = clamp_or(p.message_limit, 0, 0, MAX_MESSAGE_LIMIT) as usize;
-    let cursor = match p.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
-        Some(c) => Some(Cursor::decode(c).ok_or_else(|| {
-            resolve::error(format!(
-                "cursor: {c:?} is not a cursor; pass the nextCursor of a previous sessions_list \
-                 result, or omit it for the first page"
-            ))
-        })?),
-        None => None,
-    };
-    let requester = resolve::requester(ctx);
-
-    let mut exclude_keys = vec![keys::UNKNOWN_KEY.to_string()];
-    if engine.scope() == Scope::PerSender {
-        exclude_keys.push(keys::GLOBAL_KEY.to_string());
-    }
-    // Necessary conditions of visibility, pushed into SQL; `decide` has the last word.
-    let agent_id = (!config.tools.agent_to_agent.enabled).then(|| requester.agent_id.clone());
-    let only_spawned = requester.sandboxed && !requester.sees_all;
-    let base = ListQuery {
-        agent_id,
-        kinds: kinds(p.kinds.as_ref()),
-        updated_since: p
-            .active_minutes
-            .filter(|m| *m >= 1)
-            .map(|m| now_ms().saturating_sub(m.saturating_mul(60_000))),
-        search: p
-            .search
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty()),
-        spawned_by: only_spawned.then(|| requester.key.clone()),
-        label: None,
-        include_archived: false,
-        exclude_keys,
-        cursor,
-        limit,
-    };
-    // The requester's own row is not `spawnedBy` itself: read it on its own and merge it in.
-    let own = match only_spawned {
-        true => engine
-            .store()
-            .get(&requester.key)
-            .await
-            .map_err(resolve::store_error)?
-            .filter(|e| matches(&base, e)),
-        false => None,
-    };
-    let (entries, next_cursor) = visible_page(ctx, &requester, base, own)
-        .await
-        .map_err(resolve::store_error)?;
-
-    let mut rows: Vec<_> = entries.iter().map(|e| row(engine, e)).collect();
-    if message_limit > 0 && !entries.is_empty() {
-        // One batched query for every row.
-        let ids = entries.iter().map(|e| e.session_id.clone()).collect();
-        let messages = engine
-            .store()
-            .last_messages(ids, message_limit)
-            .await
-            .map_err(resolve::store_error)?;
-        for (row, (_, messages)) in rows.iter_mut().zip(messages) {
-            row.messages = Some(
-                messages
-                    .into_iter()
-                    .map(|m| history::sanitize(with_seq(m)).0)
-                    .collect(),
-            );
-        }
-    }
-    let mut result = json!({"count": rows.len(), "sessions": rows});
-    if let (Some(cursor), Value::Object(map)) = (next_cursor, &mut result) {
-        map.insert("nextCursor".into(), Value::from(cursor.encode()));
-    }
-    Ok(result)
-}
-
-/// The first `base.limit` visible entries from `base.cursor` on (with `extra` merged in at its
-/// place), and the cursor of the next page when there is one.
-async fn visible_page(
-    ctx: &ToolContext,
-    requester: &Requester,
-    base: ListQuery,
-    mut extra: Option<SessionEntry>,
-) -> Result<(Vec<SessionEntry>, Option<Cursor>), StoreError> {
-    let config = ctx.engine.config();
-    let limit = base.limit;
-    let visible = |e: &SessionEntry| {
-        access::decide(config, requester, resolve::target_of(e), Operation::List).is_ok()
-    };
-    // One row past the page tells whether a next page exists without promising an empty one.
-    let mut out: Vec<SessionEntry> = Vec::with_capacity(limit + 1);
-    let mut cursor = base.cursor.clone();
-    let mut batch = limit + 1;
-    'scan: loop {
-        let query = ListQuery {
-            cursor: cursor.clone(),
-            limit: batch,
-            ..base.clone()
+    /// The first `base.limit` visible entries from `base.cursor` on (with `extra` merged in at
+    /// its place), and the cursor of the next page when there is one.
+    async fn visible_page(
+        &self,
+        ctx: &ToolContext,
+        requester: &Requester,
+        base: ListQuery,
+        mut extra: Option<SessionEntry>,
+    ) -> Result<(Vec<SessionEntry>, Option<Cursor>), StoreError> {
+        let config = &self.0.config;
+        let limit = base.limit;
+        let visible = |e: &SessionEntry| {
+            access::decide(config, requester, target_of(e), Operation::List).is_ok()
         };
-        let page = ctx.engine.store().list(query).await?;
-        let more = page.next_cursor.is_some();
-        for entry in page.entries {
-            if extra.as_ref().is_some_and(|x| x.key == entry.key) {
-                extra = None;
-            }
-            if let Some(x) = extra.take_if(|x| precedes(x, &entry))
-                && visible(&x)
-            {
-                out.push(x);
-                if out.len() > limit {
-                    break 'scan;
+        // One row past the page tells whether a next page exists without promising an empty one.
+        let mut out: Vec<SessionEntry> = Vec::with_capacity(limit + 1);
+        let mut cursor = base.cursor.clone();
+        let mut batch = limit + 1;
+        'scan: loop {
+            let query = ListQuery {
+                cursor: cursor.clone(),
+                limit: batch,
+                ..base.clone()
+            };
+            let page = ctx.store().list(query).await?;
+            let more = page.next_cursor.is_some();
+            for entry in page.entries {
+                if extra.as_ref().is_some_and(|x| x.key == entry.key) {
+                    extra = None;
+                }
+                if let Some(x) = extra.take_if(|x| precedes(x, &entry))
+                    && visible(&x)
+                {
+                    out.push(x);
+                    if out.len() > limit {
+                        break 'scan;
+                    }
+                }
+                cursor = Some(Cursor {
+                    updated_at: entry.updated_at,
+                    key: entry.key.clone(),
+                });
+                if visible(&entry) {
+                    out.push(entry);
+                    if out.len() > limit {
+                        break 'scan;
+                    }
                 }
             }
-            cursor = Some(Cursor {
-                updated_at: entry.updated_at,
-                key: entry.key.clone(),
+            if !more {
+                if let Some(x) = extra.take().filter(|x| visible(x)) {
+                    out.push(x);
+                }
+                break;
+            }
+            batch = (batch * 2).min(MAX_BATCH);
+        }
+        if out.len() > limit {
+            out.truncate(limit);
+            let next = out.last().map(|e| Cursor {
+                updated_at: e.updated_at,
+                key: e.key.clone(),
             });
-            if visible(&entry) {
-                out.push(entry);
-                if out.len() > limit {
-                    break 'scan;
-                }
-            }
+            return Ok((out, next));
         }
-        if !more {
-            if let Some(x) = extra.take().filter(|x| visible(x)) {
-                out.push(x);
-            }
-            break;
-        }
-        batch = (batch * 2).min(MAX_BATCH);
+        Ok((out, None))
     }
-    if out.len() > limit {
-        out.truncate(limit);
-        let next = out.last().map(|e| Cursor {
-            updated_at: e.updated_at,
-            key: e.key.clone(),
-        });
-        return Ok((out, next));
-    }
-    Ok((out, None))
 }
 
 /// List order: most recently updated first, then by key.
@@ -249,11 +222,11 @@ fn matches(q: &ListQuery, e: &SessionEntry) -> bool {
         && q.updated_since.is_none_or(|since| e.updated_at >= since)
         && q.label.as_ref().is_none_or(|l| e.label.as_ref() == Some(l))
         && search.as_deref().is_none_or(|s| {
-            contains(Some(&e.key), s)
+            contains(Some(e.key.as_str()), s)
                 || contains(e.label.as_deref(), s)
                 || contains(e.display_name.as_deref(), s)
         })
-        && !q.exclude_keys.contains(&e.key)
+        && !q.exclude_keys.iter().any(|k| e.key == *k)
         && q.cursor.as_ref().is_none_or(|c| {
             e.updated_at < c.updated_at || (e.updated_at == c.updated_at && e.key > c.key)
         })
@@ -283,6 +256,7 @@ fn kinds(value: Option<&Value>) -> Vec<SessionKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn kinds_accept_arrays_single_strings_and_ignore_unknown_values() {

@@ -1,30 +1,101 @@
 //! The session tools (SPEC §7): `sessions_list`, `sessions_history`, `sessions_send`,
-//! `sessions_spawn`, `agents_list`. Every one resolves references the same way and asks
+//! `sessions_spawn`, `agents_list`. Each is a [`TypedTool`]: its params and result are the
+//! protocol's (`switchboard_protocol::session_tools`), decoding and encoding happen once in the
+//! runtime's `Typed` wrapper. Every tool resolves references through the one resolver, which asks
 //! `crate::access` before touching another session.
 
 mod agents_list;
-mod flow;
-pub use flow::{ANNOUNCE_SKIP, REPLY_SKIP};
 mod history;
 mod list;
-pub(crate) mod resolve;
 mod send;
 mod spawn;
 
 use std::sync::Arc;
 
-use super::{Tool, ToolRegistry};
+use serde::Serialize;
+use switchboard_protocol::session_tools::{SendResult, SpawnResult, ToolFailure};
+
+use crate::access::{self, Requester};
+use crate::config::Config;
+use crate::exchange::Exchanges;
+use crate::runtime::tool::{ToolContext, ToolRegistry, ToolResult, Typed};
+use crate::sessions::{Refusal, Resolver};
+use crate::subagents::Subagents;
+
+/// What the session tools are built with.
+pub struct SessionTools {
+    pub config: Arc<Config>,
+    pub resolver: Arc<Resolver>,
+    pub exchanges: Arc<Exchanges>,
+    pub subagents: Arc<Subagents>,
+}
 
 /// Registers the session tools.
-pub fn register(registry: &mut ToolRegistry) {
-    let tools: [Arc<dyn Tool>; 5] = [
-        Arc::new(list::SessionsList),
-        Arc::new(history::SessionsHistory),
-        Arc::new(send::SessionsSend),
-        Arc::new(spawn::SessionsSpawn),
-        Arc::new(agents_list::AgentsList),
-    ];
-    for tool in tools {
-        registry.register(tool);
+pub fn register(registry: &mut ToolRegistry, deps: Arc<SessionTools>) {
+    registry.register(Arc::new(Typed(list::SessionsList(deps.clone()))));
+    registry.register(Arc::new(Typed(history::SessionsHistory(deps.clone()))));
+    registry.register(Arc::new(Typed(send::SessionsSend(deps.clone()))));
+    registry.register(Arc::new(Typed(spawn::SessionsSpawn(deps.clone()))));
+    registry.register(Arc::new(Typed(agents_list::AgentsList(deps))));
+}
+
+impl SessionTools {
+    /// The requester facts of the calling session.
+    fn requester(&self, ctx: &ToolContext) -> Requester {
+        access::requester(&self.config, ctx.caller().session_key.as_str())
     }
+}
+
+/// A tool's own result, or its failure (`{"status":"error"|"forbidden","error"}`).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Answer<T> {
+    Done(T),
+    Failed(ToolFailure),
+}
+
+impl<T: Serialize> ToolResult for Answer<T> {
+    fn is_error(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+
+    fn invalid(message: String) -> Self {
+        Self::Failed(ToolFailure::error(message))
+    }
+}
+
+impl ToolResult for SendResult {
+    fn is_error(&self) -> bool {
+        SendResult::is_error(self)
+    }
+
+    fn invalid(message: String) -> Self {
+        ToolFailure::error(message).into()
+    }
+}
+
+impl ToolResult for SpawnResult {
+    fn is_error(&self) -> bool {
+        SpawnResult::is_error(self)
+    }
+
+    fn invalid(message: String) -> Self {
+        ToolFailure::error(message).into()
+    }
+}
+
+/// A resolver's refusal as the tools' failure.
+impl From<Refusal> for ToolFailure {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Invalid(message) => ToolFailure::error(message),
+            Refusal::Forbidden(message) => ToolFailure::forbidden(message),
+            store @ Refusal::Store(_) => ToolFailure::error(store.to_string()),
+        }
+    }
+}
+
+/// A store failure as a tool failure (not the caller's fault).
+fn store_failure(e: crate::store::StoreError) -> ToolFailure {
+    ToolFailure::from(Refusal::Store(e))
 }

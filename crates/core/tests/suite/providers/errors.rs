@@ -24,7 +24,9 @@ fn rate_limited(headers: &[(&str, &str)]) -> MockReply {
     }
 }
 
-#[tokio::test]
+/// Paused time: the waits are virtual, so the test takes no real time and moves the clock
+/// only through the waits the code under test makes.
+#[tokio::test(start_paused = true)]
 async fn rate_limits_are_retried_after_the_time_asked() {
     let mock = MockLlm::start().await;
     for case in CASES {
@@ -58,7 +60,9 @@ async fn rate_limits_are_retried_after_the_time_asked() {
     mock.stop().await;
 }
 
-#[tokio::test]
+/// Paused time: the waits are virtual, so the test takes no real time and moves the clock
+/// only through the waits the code under test makes.
+#[tokio::test(start_paused = true)]
 async fn retry_after_in_seconds_is_honoured() {
     let mock = MockLlm::start().await;
     let target = target(&mock, CASES[2]);
@@ -264,7 +268,9 @@ async fn a_stream_cut_midway_is_an_error_and_not_retried() {
     mock.stop().await;
 }
 
-#[tokio::test]
+/// Paused time: the waits are virtual, so the test takes no real time and moves the clock
+/// only through the waits the code under test makes.
+#[tokio::test(start_paused = true)]
 async fn a_stalled_stream_times_out_instead_of_hanging() {
     let mock = MockLlm::start().await;
     for api in [

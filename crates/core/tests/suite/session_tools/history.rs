@@ -323,7 +323,7 @@ async fn access_a_sandboxed_session_sees_only_what_it_spawned_whatever_the_refer
     let parent = "agent:main:main";
     h.add(parent, vec![user("parent")]).await;
     let mut child = h.new_session(CHILD);
-    child.spawned_by = Some(parent.into());
+    child.spawned_by = Some(switchboard_core::SessionKey::from_canonical(parent.into()));
     child.label = Some("helper".into());
     h.add_new(child, vec![user("child task")]).await;
     let mut secret = h.new_session("cron:secret");

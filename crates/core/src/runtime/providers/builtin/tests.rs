@@ -1,7 +1,9 @@
 //! The built-in models, driven through the `Provider` trait with hand-built conversations.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
@@ -58,6 +60,7 @@ fn result(id: &str, name: &str, text: &str) -> TranscriptMessage {
         tool_name: name.into(),
         content: vec![ContentBlock::text(text)],
         is_error: false,
+        details: None,
         timestamp: 0,
     })
 }
@@ -455,7 +458,7 @@ async fn quoted_when_substrings_may_escape_quotes() {
     assert_eq!(reply(system, vec![user("x")]).await, "matched");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn delay_waits_before_its_step_only() {
     let script = "@delay 40\n@tool a {}\n@reply quick";
     let started = Instant::now();
@@ -472,9 +475,9 @@ async fn delay_waits_before_its_step_only() {
     assert_eq!(reply("", messages).await, "quick");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn slow_streams_words_with_a_pause_between_them() {
-    // Real (short) sleeps: the crate's tokio has no `test-util`, so the clock cannot be paused.
+    // Paused time: the sleeps take no real time and the clock only moves through them.
     let script = "@slow 25\n@reply one two three";
     let started = Instant::now();
     let (outcome, events) = run_timed(&request("scripted", "", vec![user(script)])).await;

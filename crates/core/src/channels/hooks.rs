@@ -1,0 +1,83 @@
+//! `POST /hooks/agent` (SPEC §9.3): a turn in `hook:<uuid>` (or the session the hook names),
+//! behind the hook token.
+
+use switchboard_protocol::inbound::{HookAgentParams, InboundAccepted};
+use switchboard_protocol::message::Provenance;
+
+use super::inbound::{Inbound, accepted};
+use super::webhook;
+use crate::error::{CoreError, CoreResult};
+use crate::keys::{self, SessionKey};
+use crate::runtime::RunRequest;
+use crate::runtime::lanes::Lane;
+
+const HOOK_EXPECTED: &str =
+    "expected a JSON object {\"message\": string, \"sessionKey\"?: string, \"agentId\"?: string}";
+
+impl Inbound {
+    /// Checks the hook token and the body, then starts the run. Errors: `NotFound` (hooks are
+    /// off), `Unauthorized` (token), `Invalid` (body, agent, key), `Forbidden` (send policy).
+    pub async fn hook(&self, token: Option<&str>, body: &[u8]) -> CoreResult<InboundAccepted> {
+        let hooks = &self.config.hooks;
+        if !hooks.enabled {
+            return Err(CoreError::NotFound(
+                "hooks are off (set hooks.enabled to true)".into(),
+            ));
+        }
+        let expected = hooks.token.as_deref().unwrap_or_default();
+        match token {
+            None => {
+                return Err(CoreError::Unauthorized(
+                    "missing token: send Authorization: Bearer <hooks.token>".into(),
+                ));
+            }
+            Some(given) if !crate::access::token_matches(expected, given) => {
+                return Err(CoreError::Unauthorized("wrong hook token".into()));
+            }
+            Some(_) => {}
+        }
+        let payload: HookAgentParams = webhook::parse_body(body, HOOK_EXPECTED)?;
+        if payload.message.trim().is_empty() {
+            return Err(CoreError::invalid(
+                "message: must not be empty (the text the agent runs on)",
+            ));
+        }
+        let key = self.hook_key(&payload)?;
+        self.resolver.check_send(&key).await?;
+        let provenance = Provenance {
+            kind: "hook".into(),
+            ..Provenance::default()
+        };
+        let mut request = RunRequest::new(key.clone(), Lane::Main)
+            .with_message(payload.message, Some(provenance));
+        request.create = Some(self.resolver.new_session(&key));
+        Ok(accepted(self.runtime.submit(request).await?))
+    }
+
+    /// The key given (canonical for the hook's agent), else a new `hook:<uuid>`.
+    fn hook_key(&self, payload: &HookAgentParams) -> CoreResult<SessionKey> {
+        let agent_id = payload.agent_id.as_deref().map(keys::normalize_agent_id);
+        let configured = self.config.agent_ids();
+        // With no agents configured, any id runs on the defaults.
+        if let Some(id) = &agent_id
+            && !self.config.agents.list.is_empty()
+            && !configured.contains(id)
+        {
+            return Err(CoreError::Invalid(format!(
+                "agentId: {id:?} is not a configured agent (configured: {})",
+                configured.join(", ")
+            )));
+        }
+        let agent = agent_id.unwrap_or_else(|| self.config.default_agent_id());
+        match payload.session_key.as_deref().map(str::trim) {
+            Some(given) if !given.is_empty() => self
+                .config
+                .canonical_key(given, Some(&agent))
+                .map_err(|e| CoreError::Invalid(format!("sessionKey: {e}"))),
+            _ => Ok(SessionKey::from_canonical(format!(
+                "agent:{agent}:hook:{}",
+                uuid::Uuid::new_v4()
+            ))),
+        }
+    }
+}

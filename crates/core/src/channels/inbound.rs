@@ -1,0 +1,86 @@
+//! The HTTP sources of sessions as core operations (SPEC §9.2, §9.3): a webhook channel message
+//! and a hook. Each checks its token and its payload first — nothing is stored unless every
+//! check passed — then starts a run. Errors are `CoreError`s; the server maps them onto HTTP
+//! statuses in the one place that maps them all.
+
+use std::sync::Arc;
+
+use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
+
+use super::webhook::{self, Message, PAYLOAD_EXPECTED};
+use crate::config::Config;
+use crate::error::CoreResult;
+use crate::runtime::lanes::Lane;
+use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
+use crate::sessions::Resolver;
+use crate::store::{Store, WriteOp};
+
+/// The inbound doors' component.
+pub struct Inbound {
+    pub(super) config: Arc<Config>,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) runtime: Runtime,
+    pub(super) resolver: Arc<Resolver>,
+}
+
+impl Inbound {
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        runtime: Runtime,
+        resolver: Arc<Resolver>,
+    ) -> Self {
+        Self {
+            config,
+            store,
+            runtime,
+            resolver,
+        }
+    }
+
+    /// `POST /channels/webhook/<accountId>`: routes the chat message to its session, records
+    /// the route on it, and starts a run whose reply goes back there. Errors: `NotFound` (the
+    /// channel is off, unknown account), `Unauthorized` (token), `Invalid` (payload).
+    pub async fn webhook(
+        &self,
+        account_id: &str,
+        token: Option<&str>,
+        body: &[u8],
+    ) -> CoreResult<InboundAccepted> {
+        let (account_id, account) = webhook::account(&self.config, account_id)?;
+        webhook::check_token(account, &account_id, token)?;
+        let payload: WebhookInbound = webhook::parse_body(body, PAYLOAD_EXPECTED)?;
+        let message = Message::check(payload)?;
+        let agent_id = account
+            .agent_id
+            .clone()
+            .unwrap_or_else(|| self.config.default_agent_id());
+        let key = message.session_key(&self.config, &agent_id, &account_id)?;
+        let route = message.route(&account_id);
+        self.store
+            .write_batch(vec![
+                WriteOp::Create(Box::new(self.resolver.new_session(&key))),
+                WriteOp::Patch {
+                    key: key.clone(),
+                    patch: Box::new(webhook::route_patch(&route)),
+                },
+            ])
+            .await?;
+        let mut request =
+            RunRequest::new(key, Lane::Main).with_message(message.text_for_model(), None);
+        request.deliver = Some(Deliver {
+            kind: "reply",
+            route: Some(route),
+        });
+        Ok(accepted(self.runtime.submit(request).await?))
+    }
+}
+
+/// The 202 answer of an inbound door.
+pub(super) fn accepted(run: Accepted) -> InboundAccepted {
+    InboundAccepted {
+        ok: true,
+        run_id: run.run_id.into_string(),
+        session_key: run.session_key.into_string(),
+    }
+}

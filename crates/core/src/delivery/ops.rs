@@ -1,0 +1,115 @@
+//! The outbox's gateway methods: `send` (deliver a text to a channel target) and
+//! `deliveries.list` (what became of outbound messages).
+
+use switchboard_protocol::delivery::{
+    DeliveriesListParams, DeliveriesListResult, DeliveryInfo, SendParams,
+};
+use switchboard_protocol::sessions::DeliveryContext;
+
+use super::{Outbound, Outbox};
+use crate::channels;
+use crate::error::{CoreError, CoreResult};
+use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
+
+const DEFAULT_LIMIT: i64 = 50;
+const MAX_LIMIT: i64 = 500;
+
+impl Outbox {
+    /// `send`: stores the delivery (answered once committed) and lets the outbox send it; a
+    /// repeated `idempotencyKey` answers the first record.
+    pub async fn send(&self, p: SendParams) -> CoreResult<DeliveryInfo> {
+        let channel = p.channel.trim().to_lowercase();
+        if !channels::DELIVERABLE.contains(&channel.as_str()) {
+            return Err(CoreError::invalid(format!(
+                "send: channel {channel:?} is not connected to this gateway; expected one of: {}",
+                channels::DELIVERABLE.join(", ")
+            )));
+        }
+        if p.idempotency_key.trim().is_empty() {
+            return Err(CoreError::invalid(
+                "send: idempotencyKey must not be empty (it makes a retried send harmless)",
+            ));
+        }
+        if p.message.trim().is_empty() {
+            return Err(CoreError::invalid("send: message must not be empty"));
+        }
+        let mut to = p.to.trim().to_string();
+        if to.is_empty() {
+            return Err(CoreError::invalid(
+                "send: to must name the chat or session to deliver to",
+            ));
+        }
+        if channel != channels::WEBHOOK {
+            // webchat and internal deliver into a session: it must exist (checked now, not later).
+            to = self.resolver.find(&to, None).await?.key.into_string();
+        }
+        let record = self
+            .deliver(Outbound {
+                kind: "send",
+                session_key: None,
+                source_key: None,
+                run_id: None,
+                route: Some(DeliveryContext {
+                    channel,
+                    to,
+                    account_id: p.account_id.map(|a| a.trim().to_lowercase()),
+                    thread_id: p.thread_id,
+                }),
+                text: p.message,
+                idempotency_key: Some(format!("send:{}", p.idempotency_key.trim())),
+            })
+            .await?;
+        Ok(info(record))
+    }
+
+    /// `deliveries.list`: records newest first, filtered by session and status.
+    pub async fn list(&self, p: DeliveriesListParams) -> CoreResult<DeliveriesListResult> {
+        let status = match p.status.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(name) => Some(DeliveryStatus::parse(name).ok_or_else(|| {
+                CoreError::invalid(format!(
+                    "deliveries.list: status {name:?} is not a delivery status; expected one of: {}",
+                    DeliveryStatus::ALL.map(DeliveryStatus::as_str).join(", ")
+                ))
+            })?),
+        };
+        let session_key = match p.session_key.as_deref() {
+            Some(key) => Some(self.resolver.canonical(key, None)?),
+            None => None,
+        };
+        let limit = p.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+        let records = self
+            .store
+            .list_deliveries(DeliveryQuery {
+                session_key,
+                status,
+                limit,
+            })
+            .await?;
+        Ok(DeliveriesListResult {
+            deliveries: records.into_iter().map(info).collect(),
+        })
+    }
+}
+
+/// A record as the wire shows it.
+pub fn info(r: DeliveryRecord) -> DeliveryInfo {
+    DeliveryInfo {
+        id: r.id,
+        kind: r.kind,
+        status: r.status.as_str().to_string(),
+        channel: r.channel,
+        to: r.to,
+        account_id: r.account_id,
+        thread_id: r.thread_id,
+        session_key: r.session_key.map(String::from),
+        run_id: r.run_id.map(String::from),
+        text: r.text,
+        attempts: r.attempts,
+        next_attempt_at: (r.status == DeliveryStatus::Pending).then_some(r.next_attempt_at),
+        detail: r.detail,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        delivered_at: r.delivered_at,
+    }
+}

@@ -1,0 +1,102 @@
+//! Identifier newtypes that travel through the runtime, the store and the records: [`RunId`]
+//! here, [`SessionKey`](crate::keys::SessionKey) in `keys`. Plain strings on the wire; a type of
+//! their own inside, so a run id is never passed where a session key belongs.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+/// The id of one run (a v7 UUID for the runs this gateway starts; any non-empty string a caller
+/// chose when it names one).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    /// A new, time-ordered id.
+    pub fn new() -> Self {
+        Self(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// Wraps an id read back from the store or given by a caller.
+    pub fn from_string(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl Default for RunId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Reads as the string it is (`len`, comparisons, `Option::as_deref`).
+impl std::ops::Deref for RunId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RunId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Maps keyed by `RunId` can be queried with a `&str`.
+impl Borrow<str> for RunId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<RunId> for String {
+    fn from(id: RunId) -> Self {
+        id.0
+    }
+}
+
+impl PartialEq<str> for RunId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for RunId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for RunId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<RunId> for String {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<RunId> for &str {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}

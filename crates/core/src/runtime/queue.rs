@@ -1,0 +1,180 @@
+//! Submitting runs and the per-session queues: one FIFO queue and at most one worker task per
+//! session with work, so runs of one session never overlap and never reorder.
+
+use std::collections::VecDeque;
+
+use switchboard_protocol::message::{TranscriptMessage, UserContent, UserMessage};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{Accepted, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
+use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::store::{RunRecord, RunStatus, StoreError};
+
+/// A session's pending runs and the one it is running.
+#[derive(Default)]
+pub(super) struct SessionQueue {
+    pending: VecDeque<Queued>,
+    pub(super) active: Option<(RunId, CancellationToken)>,
+}
+
+/// A run waiting for its session's worker.
+pub(super) struct Queued {
+    pub run_id: RunId,
+    pub request: RunRequest,
+    /// The run's message, stamped when it was acknowledged.
+    pub message: Option<TranscriptMessage>,
+    pub cancel: CancellationToken,
+    pub record: RunRecord,
+}
+
+impl Runtime {
+    /// Stores a queued run and puts it in its session's queue. Answers once the record is
+    /// committed. A repeated `idempotency_key` answers the first run and does nothing.
+    ///
+    /// Errors: `NotFound` when the session does not exist and the request does not create it;
+    /// `Unavailable` once shutdown began; store failures.
+    pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
+        if self.is_closing() {
+            return Err(CoreError::Unavailable(
+                "the gateway is shutting down; the run was not started".into(),
+            ));
+        }
+        if let Some(key) = &request.idempotency_key
+            && let Some(accepted) = self.find_idempotent(key).await?
+        {
+            return Ok(accepted);
+        }
+        let store = self.store();
+        let entry = match store.get(&request.session_key).await? {
+            Some(entry) => entry,
+            None => match request.create.clone() {
+                Some(new) => store.create(new).await?.0,
+                None => {
+                    return Err(CoreError::session_not_found(request.session_key.as_str()));
+                }
+            },
+        };
+        let run_id = request.run_id.clone().unwrap_or_default();
+        let now = self.now_ms();
+        let record = RunRecord {
+            run_id: run_id.clone(),
+            session_key: entry.key.clone(),
+            session_id: Some(entry.session_id.clone()),
+            status: RunStatus::Queued,
+            lane: request.lane.as_str().to_string(),
+            created_at: now,
+            started_at: None,
+            ended_at: None,
+            result: None,
+            error: None,
+            idempotency_key: request.idempotency_key.clone(),
+        };
+        if let Err(e) = store.put_run(record.clone()).await {
+            // Two submits raced with one key: the other one won.
+            if let (Some(key), StoreError::Conflict(_)) = (&request.idempotency_key, &e)
+                && let Some(accepted) = self.find_idempotent(key).await?
+            {
+                return Ok(accepted);
+            }
+            return Err(e.into());
+        }
+        let cancel = CancellationToken::new();
+        lock(&self.inner.live).insert(
+            run_id.clone(),
+            LiveRun {
+                session_key: entry.key.clone(),
+                state: watch::channel(record.clone()).0,
+                cancel: cancel.clone(),
+            },
+        );
+        self.inner.live_count.send_modify(|n| *n += 1);
+        if let Some(key) = &request.idempotency_key {
+            lock(&self.inner.idempotency).insert(key.clone(), run_id.clone());
+        }
+        self.emit(&run_id, &entry.key, RunEventData::Queued);
+        let message = request.message.clone().map(|m| {
+            TranscriptMessage::User(UserMessage {
+                content: UserContent::Text(m.text),
+                timestamp: now,
+                provenance: m.provenance,
+            })
+        });
+        let queued = Queued {
+            run_id: run_id.clone(),
+            request,
+            message,
+            cancel,
+            record,
+        };
+        self.enqueue(entry.key.clone(), queued);
+        Ok(Accepted {
+            run_id,
+            session_key: entry.key,
+            accepted_at: now,
+            deduplicated: false,
+        })
+    }
+
+    async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
+        let live = lock(&self.inner.idempotency).get(key).cloned();
+        let record = match live {
+            Some(run_id) => self.store().get_run(&run_id).await?,
+            None => self.store().get_run_by_idempotency(key).await?,
+        };
+        Ok(record.map(|r| Accepted {
+            run_id: r.run_id,
+            session_key: r.session_key,
+            accepted_at: r.created_at,
+            deduplicated: true,
+        }))
+    }
+
+    /// Appends to the session's queue; starts its worker when the session was idle.
+    fn enqueue(&self, session_key: SessionKey, queued: Queued) {
+        let start_worker = {
+            let mut queues = lock(&self.inner.queues);
+            let is_new = !queues.contains_key(&session_key);
+            queues
+                .entry(session_key.clone())
+                .or_default()
+                .pending
+                .push_back(queued);
+            is_new
+        };
+        if start_worker {
+            let runtime = self.clone();
+            self.inner
+                .tasks
+                .spawn(async move { runtime.session_worker(session_key).await });
+        }
+    }
+
+    /// The one worker of a session: runs its queue in order, then exits.
+    async fn session_worker(self, session_key: SessionKey) {
+        loop {
+            let next = {
+                let mut queues = lock(&self.inner.queues);
+                let Some(queue) = queues.get_mut(&session_key) else {
+                    return;
+                };
+                match queue.pending.pop_front() {
+                    Some(job) => {
+                        queue.active = Some((job.run_id.clone(), job.cancel.clone()));
+                        job
+                    }
+                    None => {
+                        queues.remove(&session_key);
+                        return;
+                    }
+                }
+            };
+            run::execute(&self, next).await;
+            if let Some(queue) = lock(&self.inner.queues).get_mut(&session_key) {
+                queue.active = None;
+            }
+        }
+    }
+}

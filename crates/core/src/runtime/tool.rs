@@ -1,0 +1,287 @@
+//! The tool contract: what a tool is ([`Tool`], or [`TypedTool`] behind [`Typed`]), what a call
+//! is given ([`ToolContext`]), what it answers ([`ToolOutput`]), and the [`ToolRegistry`] of all
+//! tools. The runtime owns the contract; the tools themselves live above it (`crate::tools`) and
+//! are installed by the composition root.
+//!
+//! A tool never sees the engine. Its [`ToolContext`] is the narrow host handle of one call: who
+//! calls ([`Caller`]: session, agent, run, the chain of sessions that led here), the store, the
+//! clock, and submitting and waiting on runs — waits hand the caller's lane slot back, so a tool
+//! that waits on another run can never starve the lanes. Everything else a tool needs (the
+//! config, other components) it is given when it is built. Tools never panic the gateway: every
+//! failure becomes an error result the model can act on.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::lanes::LeaseHolder;
+use super::providers::ToolSpec;
+use super::{Accepted, RunRequest, Runtime, WaitOutcome};
+use crate::error::CoreResult;
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::store::Store;
+
+/// What a tool answers: JSON (sent to the model as text) and whether it is an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Value,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: Value) -> Self {
+        Self {
+            content,
+            is_error: false,
+        }
+    }
+
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            content: Value::String(message.into()),
+            is_error: true,
+        }
+    }
+
+    /// The text the model reads.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+
+/// Who calls a tool: complete before the call starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// The requester session.
+    pub session_key: SessionKey,
+    /// Its agent.
+    pub agent_id: String,
+    /// The run the call belongs to (`invoke-<uuid>` for a call outside a run).
+    pub run_id: RunId,
+    /// Sessions that led to this run, the requester's own first (the cycle guard, SPEC §6.3).
+    pub chain: Vec<SessionKey>,
+}
+
+/// The host handle of one tool call (see the module doc).
+pub struct ToolContext {
+    caller: Caller,
+    runtime: Runtime,
+    lease: LeaseHolder,
+    stop_waiting: CancellationToken,
+}
+
+impl ToolContext {
+    pub(super) fn new(
+        caller: Caller,
+        runtime: Runtime,
+        lease: LeaseHolder,
+        stop_waiting: CancellationToken,
+    ) -> Self {
+        Self {
+            caller,
+            runtime,
+            lease,
+            stop_waiting,
+        }
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The store, to read sessions and transcripts and to write in one commit.
+    pub fn store(&self) -> &dyn Store {
+        self.runtime.store()
+    }
+
+    /// Now (ms) on the gateway's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.runtime.now_ms()
+    }
+
+    /// Submits a run (answers once it is committed and queued).
+    pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
+        self.runtime.submit(request).await
+    }
+
+    /// Awaits `wait` (another run's completion) without holding this call's lane slot, so the
+    /// awaited run can always be scheduled.
+    pub async fn while_waiting<F: Future>(&self, wait: F) -> F::Output {
+        self.lease.while_waiting(wait).await
+    }
+
+    /// Waits up to `timeout` for the run to end, without holding this call's lane slot. When the
+    /// caller stops waiting first (an MCP client's cancellation, a closed connection), answers
+    /// as a timeout would: the run goes on.
+    pub async fn wait_run(&self, run_id: &RunId, timeout: Duration) -> CoreResult<WaitOutcome> {
+        let runtime = &self.runtime;
+        self.while_waiting(async {
+            tokio::select! {
+                waited = runtime.wait(run_id, timeout) => waited,
+                () = self.stop_waiting.cancelled() => runtime.wait(run_id, Duration::ZERO).await,
+            }
+        })
+        .await
+    }
+}
+
+/// A tool an agent can call.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    /// Written for the model: what it does, when to use it.
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments (see [`schema_for`]).
+    fn parameters(&self) -> Value;
+    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a>;
+}
+
+/// The parameters schema of `P` as models read it (see `switchboard_protocol::session_tools`).
+pub fn schema_for<P: JsonSchema>() -> Value {
+    switchboard_protocol::session_tools::tool_schema::<P>()
+}
+
+/// A typed tool result: how it says it is an error, and the result that reports arguments the
+/// tool could not use.
+pub trait ToolResult: Serialize {
+    fn is_error(&self) -> bool;
+    /// The result for arguments that do not match the schema; `message` says how to fix them.
+    fn invalid(message: String) -> Self;
+}
+
+/// A tool with typed parameters and a typed result: [`Typed`] decodes the arguments (a bad call
+/// gets [`ToolResult::invalid`] with a message that tells the model how to fix it), runs the
+/// tool, and encodes the result. Decoding and encoding live here once, not in every tool.
+pub trait TypedTool: Send + Sync + 'static {
+    type Params: DeserializeOwned + JsonSchema + Send;
+    type Output: ToolResult + Send;
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn run(
+        &self,
+        ctx: &ToolContext,
+        params: Self::Params,
+    ) -> impl Future<Output = Self::Output> + Send;
+}
+
+/// A [`TypedTool`] as a [`Tool`].
+pub struct Typed<T>(pub T);
+
+impl<T: TypedTool> Tool for Typed<T> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<T::Params>()
+    }
+
+    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let output = match parse_args::<T::Params>(self, arguments) {
+                Ok(params) => self.0.run(ctx, params).await,
+                Err(message) => T::Output::invalid(message),
+            };
+            match serde_json::to_value(&output) {
+                Ok(content) => ToolOutput {
+                    is_error: output.is_error(),
+                    content,
+                },
+                Err(e) => ToolOutput::error(format!("the result could not be encoded: {e}")),
+            }
+        })
+    }
+}
+
+/// Decodes arguments into `P`, or an error message that tells the model how to fix the call.
+pub fn parse_args<P: DeserializeOwned>(tool: &dyn Tool, arguments: Value) -> Result<P, String> {
+    let arguments = match arguments {
+        Value::Null => Value::Object(Default::default()),
+        Value::String(raw) => {
+            return Err(format!(
+                "The arguments of {} were not valid JSON: {}. Send a JSON object matching the schema: {}",
+                tool.name(),
+                clip(&raw, 200),
+                tool.parameters()
+            ));
+        }
+        other => other,
+    };
+    if !arguments.is_object() {
+        return Err(format!(
+            "The arguments of {} must be a JSON object, got {}. Schema: {}",
+            tool.name(),
+            clip(&arguments.to_string(), 200),
+            tool.parameters()
+        ));
+    }
+    serde_path_to_error::deserialize(arguments).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at `{path}`")
+        };
+        format!(
+            "Invalid arguments for {}{at}: {}. Fix the call to match the schema: {}",
+            tool.name(),
+            e.inner(),
+            tool.parameters()
+        )
+    })
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// All tools known to the gateway, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.name().to_string(), tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+}
+
+/// The spec the model sees for a tool.
+pub fn spec(tool: &dyn Tool) -> ToolSpec {
+    ToolSpec {
+        name: tool.name().to_string(),
+        description: tool.description().to_string(),
+        parameters: tool.parameters(),
+    }
+}

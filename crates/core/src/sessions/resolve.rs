@@ -1,0 +1,290 @@
+//! The one reference resolver (SPEC §2.3, §8.1): what a session reference names — a full key, a
+//! legacy key, `main`, a sessionId, or a label (+ agentId) — for operators (who see every
+//! session) and for a session's agent (the access decision applied). Used by the gateway
+//! methods, the session tools, `tools.invoke`, MCP and the inbound doors alike.
+//!
+//! For an agent, the reference is resolved with the *requester's* key context (`main` and
+//! legacy keys belong to the calling agent), then `access::decide` is asked about the resolved
+//! entry. So a sessionId or a label can never reach a session its key could not, and a refusal
+//! says nothing the caller did not already give: when the reference was a sessionId or a label,
+//! the resolved key in the denial message is replaced with that reference. A key that names no
+//! session is checked against the rules too (as a session nobody spawned), so "forbidden" vs
+//! "not found" does not tell a sandboxed caller which hidden keys exist.
+
+use std::sync::Arc;
+
+use crate::access::{self, Operation, Requester, SendDecision, Target};
+use crate::config::Config;
+use crate::error::{CoreError, CoreResult};
+use crate::keys::{self, SessionKey};
+use crate::store::{NewSession, SessionEntry, Store, StoreError};
+
+/// A reference as a tool or a method gives it: a key (any accepted form, or a sessionId), or a
+/// label with an optional agent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reference<'a> {
+    pub key: Option<&'a str>,
+    pub label: Option<&'a str>,
+    pub agent_id: Option<&'a str>,
+}
+
+/// Why an agent's reference resolves to nothing it may use.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// The reference was malformed or named nothing; the message says what to do.
+    #[error("{0}")]
+    Invalid(String),
+    /// Access rules refused the target; the message names the setting.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The store could not be read.
+    #[error("could not read the session store: {0}")]
+    Store(StoreError),
+}
+
+impl From<StoreError> for Refusal {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// The resolver component.
+pub struct Resolver {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+}
+
+impl Resolver {
+    pub fn new(config: Arc<Config>, store: Arc<dyn Store>) -> Self {
+        Self { config, store }
+    }
+
+    /// An operator's key (`agent_id` picks the agent legacy keys and `main` belong to; the
+    /// default agent when absent), canonical.
+    pub fn canonical(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
+        Ok(self.config.canonical_key(input, agent_id)?)
+    }
+
+    /// What a new session at `key` starts with: agent, kind, channel and chat type from the key.
+    pub fn new_session(&self, key: &SessionKey) -> NewSession {
+        NewSession::for_key(
+            key,
+            &self.config.default_agent_id(),
+            &self.config.session.main_key,
+        )
+    }
+
+    /// The entry an operator's reference names: a key (any accepted form) or a sessionId.
+    /// Errors: `NotFound`; `Key` for a malformed key.
+    pub async fn find(&self, reference: &str, agent_id: Option<&str>) -> CoreResult<SessionEntry> {
+        let reference = reference.trim();
+        if keys::looks_like_session_id(reference) {
+            return self
+                .store
+                .get_by_session_id(&reference.to_lowercase())
+                .await?
+                .ok_or_else(|| CoreError::session_not_found(reference));
+        }
+        let key = self.canonical(reference, agent_id)?;
+        self.store
+            .get(&key)
+            .await?
+            .ok_or_else(|| CoreError::session_not_found(reference))
+    }
+
+    /// The key an operator's message goes to: a sessionId's session (which must exist), or the
+    /// canonical key (whose session a run may create).
+    pub async fn target_key(
+        &self,
+        reference: &str,
+        agent_id: Option<&str>,
+    ) -> CoreResult<SessionKey> {
+        if keys::looks_like_session_id(reference.trim()) {
+            return Ok(self.find(reference, agent_id).await?.key);
+        }
+        self.canonical(reference, agent_id)
+    }
+
+    /// The entry with `label` among `agent_id`'s sessions (the default agent when absent), for
+    /// an operator. Errors: `NotFound`.
+    pub async fn by_label(&self, label: &str, agent_id: Option<&str>) -> CoreResult<SessionEntry> {
+        let agent = agent_id
+            .map(keys::normalize_agent_id)
+            .unwrap_or_else(|| self.config.default_agent_id());
+        self.store
+            .get_by_label(&agent, label)
+            .await?
+            .ok_or_else(|| {
+                CoreError::NotFound(format!("No session with label {label:?} for agent {agent}"))
+            })
+    }
+
+    /// Refuses a message into `key` when the send policy denies it (`Forbidden`): the check
+    /// `chat.send`, `agent` and hooks make. A key with no session yet is judged from the key.
+    pub async fn check_send(&self, key: &SessionKey) -> CoreResult<()> {
+        let entry = self.store.get(key).await?;
+        match access::send_policy(&self.config, key.as_str(), entry.as_ref()) {
+            SendDecision::Allow => Ok(()),
+            SendDecision::Deny { reason } => Err(CoreError::Forbidden(reason)),
+        }
+    }
+
+    /// The entry a session tool's `sessionKey` or `label` (+ `agentId`) names — exactly one of
+    /// them; neither is `sessionKey required` — if `requester` (of the agent `agent`) may
+    /// perform `op` on it.
+    pub async fn for_agent(
+        &self,
+        requester: &Requester,
+        agent: &str,
+        reference: Reference<'_>,
+        op: Operation,
+    ) -> Result<SessionEntry, Refusal> {
+        let key = reference.key.map(str::trim).filter(|s| !s.is_empty());
+        let label = reference.label.map(str::trim).filter(|s| !s.is_empty());
+        match (key, label) {
+            (Some(_), Some(_)) => Err(Refusal::Invalid(
+                "Give either sessionKey or label (with an optional agentId), not both".into(),
+            )),
+            (Some(key), None) => self.key_for_agent(requester, agent, key, op).await,
+            (None, Some(label)) => {
+                self.label_for_agent(requester, agent, label, reference.agent_id, op)
+                    .await
+            }
+            (None, None) => Err(Refusal::Invalid("sessionKey required".into())),
+        }
+    }
+
+    /// A `sessionKey` reference — a full key, a legacy key, `main`, or a sessionId.
+    async fn key_for_agent(
+        &self,
+        requester: &Requester,
+        agent: &str,
+        reference: &str,
+        op: Operation,
+    ) -> Result<SessionEntry, Refusal> {
+        if keys::looks_like_session_id(reference) {
+            let entry = self
+                .store
+                .get_by_session_id(&reference.to_lowercase())
+                .await?
+                .ok_or_else(|| {
+                    Refusal::Invalid(CoreError::session_not_found(reference).to_string())
+                })?;
+            self.check(requester, &entry, op, reference)?;
+            return Ok(entry);
+        }
+        let key = keys::canonicalize(reference, &self.config.key_context(agent))
+            .map_err(|e| Refusal::Invalid(format!("sessionKey: {e}")))?;
+        match self.store.get(&key).await? {
+            Some(entry) => {
+                self.check(requester, &entry, op, key.as_str())?;
+                Ok(entry)
+            }
+            None => {
+                // Ask about the key as a session nobody spawned, so a hidden key and a missing
+                // one answer alike.
+                let owner = key
+                    .agent_id()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| self.config.default_agent_id());
+                let hypothetical = Target {
+                    key: key.as_str(),
+                    agent_id: &owner,
+                    spawned_by: None,
+                };
+                if let Err(denial) = access::decide(&self.config, requester, hypothetical, op) {
+                    return Err(Refusal::Forbidden(denial.message));
+                }
+                Err(Refusal::Invalid(format!(
+                    "No session found: {} (use sessions_list to find sessions)",
+                    key.display()
+                )))
+            }
+        }
+    }
+
+    /// A `label` reference, among `agent_id`'s sessions (default: the requester's agent).
+    async fn label_for_agent(
+        &self,
+        requester: &Requester,
+        caller_agent: &str,
+        label: &str,
+        agent_id: Option<&str>,
+        op: Operation,
+    ) -> Result<SessionEntry, Refusal> {
+        let agent = match agent_id.map(str::trim).filter(|a| !a.is_empty()) {
+            Some(a) => keys::normalize_agent_id(a),
+            None => caller_agent.to_string(),
+        };
+        let shown = format!("label {label:?}");
+        match self.store.get_by_label(&agent, label).await? {
+            Some(entry) => {
+                self.check(requester, &entry, op, &shown)?;
+                Ok(entry)
+            }
+            None => {
+                // As for keys: a label the caller could not see anyway is refused, not reported
+                // missing (probing another agent's or a hidden session's labels learns nothing).
+                let main = self.config.main_session_key(&agent);
+                let hypothetical = Target {
+                    key: main.as_str(),
+                    agent_id: &agent,
+                    spawned_by: None,
+                };
+                if let Err(denial) = access::decide(&self.config, requester, hypothetical, op) {
+                    return Err(Refusal::Forbidden(hide_key(&denial.message, &main, &shown)));
+                }
+                Err(Refusal::Invalid(format!(
+                    "No session found with {shown} for agent {agent} (use sessions_list to find \
+                     sessions and their labels)"
+                )))
+            }
+        }
+    }
+
+    /// `Ok` when `op` on `entry` is allowed; otherwise `Forbidden` with the denial, naming the
+    /// target only as `shown` (what the caller gave).
+    fn check(
+        &self,
+        requester: &Requester,
+        entry: &SessionEntry,
+        op: Operation,
+        shown: &str,
+    ) -> Result<(), Refusal> {
+        access::decide(&self.config, requester, target_of(entry), op)
+            .map_err(|denial| Refusal::Forbidden(hide_key(&denial.message, &entry.key, shown)))
+    }
+}
+
+/// The access target of a stored entry.
+pub fn target_of(entry: &SessionEntry) -> Target<'_> {
+    Target {
+        key: entry.key.as_str(),
+        agent_id: &entry.agent_id,
+        spawned_by: entry.spawned_by.as_ref().map(SessionKey::as_str),
+    }
+}
+
+/// `message` with the key replaced by `shown`.
+fn hide_key(message: &str, key: &SessionKey, shown: &str) -> String {
+    message.replace(key.as_str(), shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denials_name_only_what_the_caller_gave() {
+        let key = SessionKey::from_canonical("agent:main:cron:secret".into());
+        assert_eq!(
+            hide_key(
+                "Session not visible from this sandboxed agent session: agent:main:cron:secret",
+                &key,
+                "0b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b11"
+            ),
+            "Session not visible from this sandboxed agent session: \
+             0b0e7a52-8c1e-4c8f-9d35-0f4c1a6e2b11"
+        );
+    }
+}

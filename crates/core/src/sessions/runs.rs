@@ -1,0 +1,201 @@
+//! The operator's runs: `chat.send` (with the `/send` command), `agent` (answered twice),
+//! `agent.wait` and `chat.abort`. Keys are resolved by the resolver, send policy is checked
+//! before anything is stored, runs are the runtime's.
+
+use std::time::Duration;
+
+use switchboard_protocol::runs::{
+    AgentAccepted, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams, ChatAbortResult,
+    ChatSendAnswer, ChatSendParams, ChatSendResult, RunResult, SendCommandResult,
+};
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
+
+use super::Sessions;
+use crate::access;
+use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::runtime::lanes::Lane;
+use crate::runtime::{Deliver, RunRequest, WaitOutcome};
+use crate::store::{EntryPatch, RunStatus};
+
+const DEFAULT_WAIT_MS: i64 = 30_000;
+const MAX_WAIT_MS: i64 = 600_000;
+
+impl Sessions {
+    /// `chat.send`: an operator message into a session (created when the key is new) starts a
+    /// run, answered `started` once it is committed; a standalone `/send on|off|inherit` sets
+    /// the session's send policy instead. Errors: `Forbidden` when the send policy refuses.
+    pub async fn chat_send(&self, p: ChatSendParams) -> CoreResult<ChatSendAnswer> {
+        let key = self.resolver.target_key(&p.session_key, None).await?;
+        if let Some(policy) = access::send_command(&p.message) {
+            let policy = policy.map_err(CoreError::Invalid)?;
+            return Ok(ChatSendAnswer::Command(
+                self.send_command(&key, policy).await?,
+            ));
+        }
+        self.resolver.check_send(&key).await?;
+        let mut request = self.operator_run(&key, p.message, Lane::Main);
+        request.idempotency_key = p.idempotency_key;
+        request.timeout = p
+            .timeout_ms
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64));
+        let accepted = self.runtime.submit(request).await?;
+        Ok(ChatSendAnswer::Started(ChatSendResult {
+            run_id: accepted.run_id.into_string(),
+            status: "started".into(),
+            session_key: accepted.session_key.into_string(),
+        }))
+    }
+
+    /// The owner's standalone `/send on|off|inherit`: sets the session's override, no run.
+    async fn send_command(
+        &self,
+        key: &SessionKey,
+        policy: Option<&'static str>,
+    ) -> CoreResult<SendCommandResult> {
+        let patch = EntryPatch {
+            send_policy: policy.map_or(Patch::Clear, |p| Patch::Set(p.to_string())),
+            ..EntryPatch::default()
+        };
+        self.store.create(self.resolver.new_session(key)).await?;
+        self.store.patch(key, patch).await?;
+        let shown = policy.unwrap_or("inherit (the configured policy)");
+        Ok(SendCommandResult {
+            status: "ok".into(),
+            command: "/send".into(),
+            session_key: key.display().to_string(),
+            send_policy: policy.map(str::to_string),
+            reply: format!("Send policy for {}: {shown}.", key.display()),
+        })
+    }
+
+    /// `agent`: starts a run; `accepted` is told as soon as it is committed, and the answer is the
+    /// run's outcome once it ends (its own timeout bounds it).
+    pub async fn agent(
+        &self,
+        p: AgentParams,
+        accepted: impl FnOnce(AgentAccepted),
+    ) -> CoreResult<AgentResult> {
+        let lane = match p.lane.as_deref() {
+            None => Lane::Main,
+            Some(name) => Lane::parse(name).ok_or_else(|| {
+                CoreError::Invalid(format!(
+                    "agent: lane {name:?} is not a lane; expected main, nested, subagent or cron"
+                ))
+            })?,
+        };
+        let agent_id = p.agent_id.as_deref();
+        let key = self.resolver.target_key(&p.session_key, agent_id).await?;
+        self.resolver.check_send(&key).await?;
+        let mut request = self.operator_run(&key, p.message, lane);
+        if let Some(new) = &mut request.create {
+            new.label = p.label;
+            new.spawned_by = match &p.spawned_by {
+                Some(parent) => Some(self.resolver.canonical(parent, agent_id)?),
+                None => None,
+            };
+        }
+        if p.deliver {
+            request.deliver = Some(Deliver {
+                kind: "reply",
+                route: explicit_route(p.channel, p.to, p.account_id)?,
+            });
+        }
+        request.idempotency_key = p.idempotency_key;
+        request.extra_system_prompt = p.extra_system_prompt;
+        request.model = p.model;
+        request.timeout = p
+            .timeout
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(s as u64));
+        let run = self.runtime.submit(request).await?;
+        accepted(AgentAccepted {
+            run_id: run.run_id.as_str().to_string(),
+            status: "accepted".into(),
+            accepted_at: run.accepted_at,
+        });
+        let outcome = self.runtime.wait(&run.run_id, Duration::MAX).await?;
+        Ok(AgentResult::new(run_result(outcome)))
+    }
+
+    /// `agent.wait`: the run's outcome, or its state when the wait (default 30 s, at most
+    /// 10 min) ends first.
+    pub async fn agent_wait(&self, p: AgentWaitParams) -> CoreResult<RunResult> {
+        let ms = p
+            .timeout_ms
+            .unwrap_or(DEFAULT_WAIT_MS)
+            .clamp(0, MAX_WAIT_MS) as u64;
+        let run_id = RunId::from_string(p.run_id.trim());
+        let outcome = self
+            .runtime
+            .wait(&run_id, Duration::from_millis(ms))
+            .await?;
+        Ok(run_result(outcome))
+    }
+
+    /// `chat.abort`: stops the session's running run (or the named one, queued or running).
+    pub async fn chat_abort(&self, p: ChatAbortParams) -> CoreResult<ChatAbortResult> {
+        let key = self.resolver.target_key(&p.session_key, None).await?;
+        let run_id = p.run_id.as_deref().map(RunId::from_string);
+        let aborted = self.runtime.abort(&key, run_id.as_ref());
+        Ok(ChatAbortResult {
+            ok: true,
+            aborted: !aborted.is_empty(),
+            run_ids: aborted.into_iter().map(RunId::into_string).collect(),
+            session_key: key.into_string(),
+        })
+    }
+
+    /// A run of an operator's message in `key`, creating the session when it is new.
+    fn operator_run(&self, key: &SessionKey, message: String, lane: Lane) -> RunRequest {
+        let mut request = RunRequest::new(key.clone(), lane).with_message(message, None);
+        request.create = Some(self.resolver.new_session(key));
+        request
+    }
+}
+
+/// `channel` + `to` of `agent {deliver: true}`: both or neither (then the session's route).
+fn explicit_route(
+    channel: Option<String>,
+    to: Option<String>,
+    account_id: Option<String>,
+) -> CoreResult<Option<DeliveryContext>> {
+    match (channel, to) {
+        (None, None) => Ok(None),
+        (Some(channel), Some(to)) => Ok(Some(DeliveryContext {
+            channel: channel.trim().to_lowercase(),
+            to,
+            account_id,
+            thread_id: None,
+        })),
+        _ => Err(CoreError::invalid(
+            "agent: give channel and to together (or neither, to deliver to the session's route)",
+        )),
+    }
+}
+
+fn run_result(outcome: WaitOutcome) -> RunResult {
+    let r = outcome.record;
+    let (status, state) = if outcome.wait_timed_out {
+        ("timeout".to_string(), Some(r.status.as_str().to_string()))
+    } else {
+        (r.status.as_str().to_string(), None)
+    };
+    RunResult {
+        run_id: r.run_id.into_string(),
+        status,
+        session_key: r.session_key.into_string(),
+        state,
+        wait_timed_out: outcome.wait_timed_out,
+        started_at: r.started_at,
+        ended_at: r.ended_at,
+        error: r.error,
+        reply: if r.status == RunStatus::Ok || r.result.is_some() {
+            r.result
+        } else {
+            None
+        },
+    }
+}

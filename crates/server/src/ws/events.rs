@@ -1,0 +1,87 @@
+//! What a connection is sent about runs and deliveries: the reference's event shapes, typed by
+//! the protocol crate (`agent` for lifecycle, assistant, thinking and tool streams; `chat` for
+//! the reply as it grows and its final state; `delivery` for an outbox record's outcome).
+
+use switchboard_core::runtime::{RunEvent, RunEventData};
+use switchboard_core::store::RunStatus;
+use switchboard_protocol::events::{
+    AgentEvent, AgentStream, AssistantDelta, ChatEvent, ChatMessage, ChatState, EndStatus,
+    Lifecycle, ServerEvent, ThinkingDelta, ToolStep,
+};
+
+/// The events a run event becomes, on the server's clock `ts`.
+pub(super) fn run_events(event: &RunEvent, ts: i64) -> Vec<ServerEvent> {
+    let (run_id, key) = (event.run_id.as_str(), event.session_key.as_str());
+    let agent = |stream: AgentStream| ServerEvent::Agent(AgentEvent::new(run_id, key, ts, stream));
+    let chat = |state: ChatState, text: Option<&str>, error: Option<&str>| {
+        ServerEvent::Chat(ChatEvent {
+            run_id: run_id.to_string(),
+            session_key: key.to_string(),
+            state,
+            message: text.map(ChatMessage::assistant),
+            error_message: error.map(str::to_string),
+        })
+    };
+    match &event.data {
+        RunEventData::Queued => vec![agent(AgentStream::Lifecycle(Lifecycle::Queued))],
+        RunEventData::Started => vec![agent(AgentStream::Lifecycle(Lifecycle::Start))],
+        RunEventData::Delta { text, accumulated } => vec![
+            agent(AgentStream::Assistant(AssistantDelta {
+                delta: text.clone(),
+                text: accumulated.clone(),
+            })),
+            chat(ChatState::Delta, Some(accumulated), None),
+        ],
+        RunEventData::Thinking { text } => vec![agent(AgentStream::Thinking(ThinkingDelta {
+            delta: text.clone(),
+        }))],
+        RunEventData::ToolCall {
+            id,
+            name,
+            arguments,
+        } => vec![agent(AgentStream::Tool(ToolStep::Call {
+            tool_call_id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        }))],
+        RunEventData::ToolResult {
+            id,
+            name,
+            is_error,
+            text,
+        } => vec![agent(AgentStream::Tool(ToolStep::Result {
+            tool_call_id: id.clone(),
+            name: name.clone(),
+            is_error: *is_error,
+            text: text.clone(),
+        }))],
+        RunEventData::Ended {
+            status,
+            result,
+            error,
+        } => {
+            let status = end_status(*status);
+            vec![
+                agent(AgentStream::Lifecycle(Lifecycle::End {
+                    status,
+                    error: error.clone(),
+                })),
+                chat(
+                    ChatState::ended(status),
+                    result.as_deref(),
+                    error.as_deref(),
+                ),
+            ]
+        }
+    }
+}
+
+fn end_status(status: RunStatus) -> EndStatus {
+    match status {
+        RunStatus::Ok => EndStatus::Ok,
+        RunStatus::Timeout => EndStatus::Timeout,
+        RunStatus::Aborted => EndStatus::Aborted,
+        // A run ends in one of the four final states; anything else reads as an error.
+        RunStatus::Error | RunStatus::Queued | RunStatus::Running => EndStatus::Error,
+    }
+}

@@ -1,0 +1,205 @@
+//! The handshake: `connect.challenge`, then the client's `connect` (protocol range, token, role)
+//! answered by `hello-ok`, or an error and a close with a reason.
+
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, close_code};
+use futures_util::StreamExt;
+use futures_util::stream::SplitStream;
+use serde_json::json;
+use switchboard_protocol::events::ServerEvent;
+use switchboard_protocol::frames::{
+    ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
+};
+use switchboard_protocol::{ErrorCode, ErrorShape, PROTOCOL_VERSION, RequestFrame, ResponseFrame};
+
+use super::{Conn, binary_error, check_size, parse_request};
+use crate::ServerState;
+use crate::methods::{self, EVENTS, METHODS};
+
+/// How long a client has to send `connect`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Challenges the client and handles its first frame; true when it is now connected.
+pub(super) async fn connect(
+    state: &ServerState,
+    conn: &Conn,
+    conn_id: u64,
+    stream: &mut SplitStream<WebSocket>,
+) -> bool {
+    let challenge = ConnectChallenge {
+        nonce: uuid::Uuid::new_v4().to_string(),
+        ts: state.engine.now_ms(),
+    };
+    conn.event(ServerEvent::ConnectChallenge(challenge), false)
+        .await;
+    match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
+        Err(_) => {
+            conn.close(
+                close_code::POLICY,
+                "connect timeout: send a connect request first",
+            )
+            .await;
+            false
+        }
+        Ok(None) | Ok(Some(Err(_))) => false,
+        Ok(Some(Ok(message))) => handshake(state, conn, conn_id, message).await,
+    }
+}
+
+/// Refuses the handshake: the error under the request's id, then a close with `reason`.
+async fn refuse(conn: &Conn, id: impl Into<String>, error: ErrorShape, code: u16, reason: &str) {
+    conn.respond(ResponseFrame::err(id, error)).await;
+    conn.close(code, reason).await;
+}
+
+/// Handles the first frame; true when the client is now connected.
+async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Message) -> bool {
+    let text = match message {
+        Message::Text(text) => text,
+        Message::Binary(_) => {
+            refuse(
+                conn,
+                "",
+                binary_error(),
+                close_code::POLICY,
+                "expected a connect request",
+            )
+            .await;
+            return false;
+        }
+        _ => {
+            conn.close(close_code::POLICY, "expected a connect request")
+                .await;
+            return false;
+        }
+    };
+    if !check_size(state, conn, text.len()).await {
+        return false;
+    }
+    let req = match parse_request(text.as_str()) {
+        Ok(req) => req,
+        Err((id, error)) => {
+            refuse(
+                conn,
+                id,
+                error,
+                close_code::POLICY,
+                "expected a connect request",
+            )
+            .await;
+            return false;
+        }
+    };
+    let Some((id, params)) = check_connect(state, conn, req).await else {
+        return false;
+    };
+    let mut hello = hello(state, conn_id);
+    if params.role.as_deref().map(str::trim) == Some("node") {
+        let sessions = state.engine.sessions();
+        let display_name = params.client.display_name.clone();
+        match sessions
+            .node_session(params.node_id.as_deref(), display_name)
+            .await
+        {
+            Ok(key) => {
+                conn.subscriptions().keys.insert(key.as_str().to_string());
+                hello.session_key = Some(key.into_string());
+            }
+            Err(e) => {
+                let reason = "invalid node connect";
+                refuse(conn, id, e.to_shape(), close_code::POLICY, reason).await;
+                return false;
+            }
+        }
+    }
+    conn.respond(ResponseFrame::ok(id, json!(hello))).await;
+    true
+}
+
+/// The `connect` request's params when it is one, speaks our protocol and carries the token;
+/// otherwise the client was told why and the connection is closing.
+async fn check_connect(
+    state: &ServerState,
+    conn: &Conn,
+    req: RequestFrame,
+) -> Option<(String, ConnectParams)> {
+    if req.method != "connect" {
+        let error = ErrorShape::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "{} before connect: the first request must be connect (with auth.token)",
+                req.method
+            ),
+        );
+        refuse(conn, req.id, error, close_code::POLICY, "connect required").await;
+        return None;
+    }
+    let params: ConnectParams = match methods::parse("connect", req.params) {
+        Ok(p) => p,
+        Err(error) => {
+            refuse(conn, req.id, error, close_code::POLICY, "invalid connect").await;
+            return None;
+        }
+    };
+    if params.min_protocol > PROTOCOL_VERSION || params.max_protocol < PROTOCOL_VERSION {
+        let error = ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "protocol range {}..{} is not supported; this gateway speaks protocol {PROTOCOL_VERSION}",
+                params.min_protocol, params.max_protocol
+            ),
+        );
+        refuse(
+            conn,
+            req.id,
+            error,
+            close_code::PROTOCOL,
+            "protocol mismatch",
+        )
+        .await;
+        return None;
+    }
+    let token = params
+        .auth
+        .as_ref()
+        .and_then(|a| a.token.as_deref().or(a.password.as_deref()));
+    if !state.auth.check(token) {
+        let what = if token.is_some() {
+            "wrong token"
+        } else {
+            "missing token (auth.token)"
+        };
+        let error = ErrorShape::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "unauthorized: {what}; use the gateway token (printed where it is stored at start-up)"
+            ),
+        );
+        refuse(conn, req.id, error, close_code::POLICY, "unauthorized").await;
+        return None;
+    }
+    Some((req.id, params))
+}
+
+fn hello(state: &ServerState, conn_id: u64) -> HelloOk {
+    HelloOk {
+        kind: "hello-ok".into(),
+        protocol: PROTOCOL_VERSION,
+        server: ServerInfo {
+            name: "switchboard".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            conn_id: conn_id.to_string(),
+        },
+        features: Features {
+            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+        },
+        policy: Policy {
+            max_payload: state.max_payload,
+            max_buffered_bytes: state.max_payload.saturating_mul(4),
+            tick_interval_ms: state.tick_interval.as_millis() as u64,
+        },
+        session_key: None,
+    }
+}

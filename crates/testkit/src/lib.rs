@@ -47,7 +47,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use anthropic::THINKING_SIGNATURE;
-pub use reply::{COMPLETION_TOKENS, MockReply, MockToolCall, PROMPT_TOKENS};
+pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
 
 use reply::{Ending, Turn, status_of, words};
 
@@ -103,6 +103,8 @@ pub struct MockLlm {
 struct Shared {
     state: Mutex<MockState>,
     shutdown: watch::Receiver<bool>,
+    /// How many requests arrived (see [`MockLlm::wait_requests`]).
+    received: watch::Sender<usize>,
 }
 
 struct MockState {
@@ -142,6 +144,7 @@ impl MockLlm {
                 requests: Vec::new(),
             }),
             shutdown: signal.clone(),
+            received: watch::channel(0).0,
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(openai_route))
@@ -192,6 +195,12 @@ impl MockLlm {
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()
+    }
+
+    /// Resolves once at least `n` requests have arrived (recorded before their replies start).
+    pub async fn wait_requests(&self, n: usize) {
+        let mut received = self.shared.received.subscribe();
+        let _ = received.wait_for(|count| *count >= n).await;
     }
 
     /// The first tool-pairing problem among the recorded requests (see
@@ -292,12 +301,23 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
         let fallback = state.fallback.clone();
         state.queue.pop_front().unwrap_or(fallback)
     };
+    shared.received.send_modify(|n| *n += 1);
     let mut shutdown = shared.shutdown.clone();
     loop {
         let turn = match reply {
             MockReply::Delay(wait, inner) => {
                 if !pause(wait, &mut shutdown).await {
                     return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
+                reply = *inner;
+                continue;
+            }
+            MockReply::Gated(gate, inner) => {
+                tokio::select! {
+                    () = gate.opened() => {}
+                    _ = shutdown.wait_for(|s| *s) => {
+                        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                    }
                 }
                 reply = *inner;
                 continue;
@@ -534,10 +554,37 @@ mod tests {
             let _ = socket.read_to_string(&mut out).await;
             out
         });
-        while mock.requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        tokio::time::timeout(Duration::from_secs(60), mock.wait_requests(1))
+            .await
+            .unwrap();
         mock.stop().await;
         assert!(client.await.unwrap().starts_with("HTTP/1.1 503"));
+    }
+
+    #[tokio::test]
+    async fn a_gated_reply_waits_for_its_gate() {
+        let mock = MockLlm::start().await;
+        let gate = Gate::new();
+        mock.push(MockReply::gated(&gate, MockReply::text("let through")));
+        let url = mock.addr();
+        let client = tokio::spawn(async move {
+            let mut socket = tokio::net::TcpStream::connect(url).await.unwrap();
+            let body = r#"{"model":"m"}"#;
+            let request = format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(request.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            let _ = socket.read_to_string(&mut out).await;
+            out
+        });
+        tokio::time::timeout(Duration::from_secs(60), mock.wait_requests(1))
+            .await
+            .unwrap();
+        gate.open();
+        let answer = client.await.unwrap();
+        assert!(answer.contains("let through"), "{answer}");
+        mock.stop().await;
     }
 }

@@ -31,6 +31,9 @@ pub enum MockReply {
     },
     /// Waits, then answers.
     Delay(Duration, Box<MockReply>),
+    /// Waits until the test opens the gate, then answers: holds a model call for exactly as
+    /// long as the test needs, without a timing.
+    Gated(Gate, Box<MockReply>),
     /// Never answers (until the client gives up or the mock stops).
     Hang,
     /// Streams this text, then ends the response without the format's terminal event — what a
@@ -47,6 +50,11 @@ impl MockReply {
         Self::Text(text.into())
     }
 
+    /// `reply` once `gate` is open.
+    pub fn gated(gate: &Gate, reply: MockReply) -> Self {
+        Self::Gated(gate.clone(), Box::new(reply))
+    }
+
     /// A status with an `{"error": {"message": …}}` body and no headers.
     pub fn status(status: u16, message: &str) -> Self {
         Self::Status {
@@ -54,6 +62,40 @@ impl MockReply {
             body: json!({"error": {"message": message}}),
             headers: Vec::new(),
         }
+    }
+}
+
+/// A gate a [`MockReply::Gated`] reply waits at until the test opens it.
+#[derive(Debug, Clone)]
+pub struct Gate(tokio::sync::watch::Sender<bool>);
+
+impl Gate {
+    pub fn new() -> Self {
+        Self(tokio::sync::watch::channel(false).0)
+    }
+
+    /// Lets every reply waiting at this gate go on.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once the gate is open.
+    pub(crate) async fn opened(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Gates are the same gate when they share their state.
+impl PartialEq for Gate {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same_channel(&other.0)
     }
 }
 

@@ -38,10 +38,15 @@ async fn kill_9_during_a_burst_loses_nothing_acknowledged() {
             }
         }));
     }
-    // Kill it mid-burst, once plenty has been acknowledged.
-    while acked.lock().unwrap().len() < 400 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    // Kill it mid-burst, once plenty has been acknowledged (a minute without is a hang).
+    let plenty = async {
+        while acked.lock().unwrap().len() < 400 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), plenty)
+        .await
+        .expect("the writers stalled before 400 acknowledgements");
     gateway.kill_9();
     for writer in writers {
         writer.await.unwrap();
@@ -176,6 +181,63 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
         .await
         .unwrap();
     assert_eq!(outcome["reply"], "back");
+    client.close().await;
+    gateway.stop();
+}
+
+/// The graceful shutdown (docs/architecture.md): on SIGTERM the gateway lets running runs finish
+/// within `gateway.shutdownGraceSeconds`, aborts the rest itself (recorded `aborted`, not
+/// "interrupted"), flushes the store and exits 0; the restart finds nothing to recover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_runs_finish_aborts_the_rest_and_the_restart_finds_nothing_lost() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.json5"),
+        "{ gateway: { shutdownGraceSeconds: 5 } }",
+    )
+    .unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let mut send = async |key: &str, message: &str| {
+        let started = client
+            .request("chat.send", json!({"sessionKey": key, "message": message}))
+            .await
+            .unwrap();
+        started["runId"].as_str().unwrap().to_string()
+    };
+    let quick = send("quick", "@delay 300\n@reply finished in the grace period").await;
+    let slow = send("main", "@delay 600000\n@reply never").await;
+    super::process::wait_running(&mut client, &quick).await;
+    super::process::wait_running(&mut client, &slow).await;
+    client.close().await;
+    let status = gateway.terminate();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let wait = json!({"runId": quick, "timeoutMs": 0});
+    let quick = client.request("agent.wait", wait).await.unwrap();
+    assert_eq!(
+        (quick["status"].clone(), quick["reply"].clone()),
+        (json!("ok"), json!("finished in the grace period"))
+    );
+    let wait = json!({"runId": slow, "timeoutMs": 0});
+    let slow = client.request("agent.wait", wait).await.unwrap();
+    assert_eq!(slow["status"], "aborted", "{slow}");
+    let error = slow["error"].as_str().unwrap();
+    assert!(!error.contains("interrupted"), "{error}");
+    // Both acknowledged messages are in their transcripts.
+    for (key, text) in [
+        ("quick", "@delay 300\n@reply finished in the grace period"),
+        ("main", "@delay 600000\n@reply never"),
+    ] {
+        let history = full_history(&mut client, key).await;
+        assert_eq!(history[0]["content"], text, "{key}");
+    }
     client.close().await;
     gateway.stop();
 }

@@ -72,6 +72,26 @@ impl GatewayProcess {
             .status();
         self.child.wait().unwrap();
     }
+
+    /// SIGTERM, then waits for the process to exit (a minute at most: longer is a hang) and
+    /// answers its exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the gateway did not exit after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 /// A test that fails before stopping its gateway must not leave the process behind.
@@ -85,17 +105,25 @@ impl Drop for GatewayProcess {
 }
 
 /// Waits until the run is running (not just queued); the caller kills the gateway under it.
+/// Each `agent.wait` blocks up to 20 ms; a run that ended instead is a failure, and a minute
+/// without it starting is a hang.
 pub async fn wait_running(client: &mut switchboard_server::client::GatewayClient, run_id: &str) {
-    loop {
-        let waited = client
-            .request(
-                "agent.wait",
-                serde_json::json!({"runId": run_id, "timeoutMs": 20}),
-            )
-            .await
-            .unwrap();
-        if waited["state"] == "running" {
-            return;
+    let wait = async {
+        loop {
+            let waited = client
+                .request(
+                    "agent.wait",
+                    serde_json::json!({"runId": run_id, "timeoutMs": 20}),
+                )
+                .await
+                .unwrap();
+            if waited["state"] == "running" {
+                return;
+            }
+            assert_eq!(waited["waitTimedOut"], true, "the run ended: {waited}");
         }
-    }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .expect("the run never started");
 }

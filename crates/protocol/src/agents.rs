@@ -31,3 +31,15 @@ pub struct HealthResult {
     pub sessions: u64,
     pub connections: u64,
 }
+
+/// `GET /health`: liveness without authentication (no counts, nothing about sessions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LivenessResult {
+    /// Always true: the gateway answers.
+    pub ok: bool,
+    /// The gateway's version.
+    pub version: String,
+    /// Milliseconds since the gateway started.
+    pub uptime_ms: u64,
+}

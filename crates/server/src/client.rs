@@ -4,8 +4,11 @@
 use std::collections::VecDeque;
 
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use switchboard_protocol::{ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, ResponseFrame};
+use serde_json::Value;
+use switchboard_protocol::frames::{ClientInfo, ConnectAuth, ConnectParams};
+use switchboard_protocol::{
+    ErrorShape, EventFrame, Frame, PROTOCOL_VERSION, RequestFrame, ResponseFrame,
+};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -60,7 +63,9 @@ impl GatewayClient {
                 challenge.event
             )));
         }
-        client.hello = client.request("connect", connect_params(token)).await?;
+        let params = serde_json::to_value(connect_params(token))
+            .map_err(|e| ClientError::Protocol(format!("could not encode connect: {e}")))?;
+        client.hello = client.request("connect", params).await?;
         Ok(client)
     }
 
@@ -90,8 +95,14 @@ impl GatewayClient {
     ) -> Result<String, ClientError> {
         self.next_id += 1;
         let id = format!("c{}", self.next_id);
-        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
-        self.send_text(frame.to_string()).await?;
+        let frame = Frame::Req(RequestFrame {
+            id: id.clone(),
+            method: method.to_string(),
+            params: Some(params),
+        });
+        let text = serde_json::to_string(&frame)
+            .map_err(|e| ClientError::Protocol(format!("could not encode the request: {e}")))?;
+        self.send_text(text).await?;
         Ok(id)
     }
 
@@ -188,13 +199,25 @@ fn is_accepted(res: &ResponseFrame) -> bool {
 }
 
 /// The `connect` params a backend client sends.
-pub fn connect_params(token: Option<&str>) -> Value {
-    json!({
-        "minProtocol": PROTOCOL_VERSION,
-        "maxProtocol": PROTOCOL_VERSION,
-        "client": {"id": "switchboard-cli", "version": env!("CARGO_PKG_VERSION"), "platform": std::env::consts::OS, "mode": "backend"},
-        "role": "operator",
-        "scopes": ["operator.admin", "operator.read", "operator.write"],
-        "auth": {"token": token},
-    })
+pub fn connect_params(token: Option<&str>) -> ConnectParams {
+    ConnectParams {
+        min_protocol: PROTOCOL_VERSION,
+        max_protocol: PROTOCOL_VERSION,
+        client: ClientInfo {
+            id: "switchboard-cli".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            platform: std::env::consts::OS.into(),
+            mode: "backend".into(),
+            display_name: None,
+        },
+        role: Some("operator".into()),
+        scopes: ["operator.admin", "operator.read", "operator.write"]
+            .map(String::from)
+            .to_vec(),
+        auth: Some(ConnectAuth {
+            token: token.map(str::to_string),
+            password: None,
+        }),
+        node_id: None,
+    }
 }

@@ -8,8 +8,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use switchboard_core::error::http_status;
+use switchboard_protocol::agents::LivenessResult;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
 use tokio_util::sync::CancellationToken;
@@ -104,10 +104,10 @@ pub async fn rpc(
 
 /// Liveness without authentication: no counts, nothing about sessions.
 pub async fn health(State(state): State<Arc<ServerState>>) -> Response {
-    Json(json!({
-        "ok": true,
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptimeMs": state.engine.uptime_ms(),
-    }))
+    Json(LivenessResult {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_ms: state.engine.uptime_ms(),
+    })
     .into_response()
 }

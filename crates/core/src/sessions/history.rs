@@ -50,12 +50,10 @@ impl Sessions {
     /// `chat.inject`: appends one message without a run, creating the session when the key is new.
     pub async fn inject(&self, p: ChatInjectParams) -> CoreResult<ChatInjectResult> {
         let message = inject_message(p.message, p.role.as_deref(), self.clock.now_ms())?;
-        let reference = p.session_key.trim();
-        let key = if keys::looks_like_session_id(reference) {
-            self.resolver.find(reference, None).await?.key
-        } else {
-            self.resolver.canonical(reference, p.agent_id.as_deref())?
-        };
+        let key = self
+            .resolver
+            .target_key(&p.session_key, p.agent_id.as_deref())
+            .await?;
         let new = self.resolver.new_session(&key);
         let appended = self.store.append(&key, Some(new), vec![message]).await?;
         let seq = appended

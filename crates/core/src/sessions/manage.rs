@@ -57,10 +57,7 @@ impl Sessions {
         let entry = if let Some(label) = &p.label {
             self.resolver.by_label(label, p.agent_id.as_deref()).await?
         } else if let Some(id) = &p.session_id {
-            self.store
-                .get_by_session_id(&id.trim().to_lowercase())
-                .await?
-                .ok_or_else(|| CoreError::session_not_found(id))?
+            self.resolver.by_session_id(id).await?
         } else {
             self.resolver
                 .find(p.key.as_deref().unwrap_or_default(), p.agent_id.as_deref())

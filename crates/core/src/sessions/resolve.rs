@@ -92,6 +92,14 @@ impl Resolver {
             .ok_or_else(|| CoreError::session_not_found(reference))
     }
 
+    /// The entry with this sessionId, for an operator. Errors: `NotFound`.
+    pub async fn by_session_id(&self, session_id: &str) -> CoreResult<SessionEntry> {
+        self.store
+            .get_by_session_id(&session_id.trim().to_lowercase())
+            .await?
+            .ok_or_else(|| CoreError::session_not_found(session_id))
+    }
+
     /// The key an operator's message goes to: a sessionId's session (which must exist), or the
     /// canonical key (whose session a run may create).
     pub async fn target_key(

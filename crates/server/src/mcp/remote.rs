@@ -2,9 +2,11 @@
 //! (used by `switchboard mcp --session KEY`). Each call opens its own connection, so calls run
 //! side by side and a gateway restart between calls goes unnoticed.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_core::runtime::tool::ToolOutput;
-use switchboard_protocol::tools::{ToolDescriptor, ToolsListResult};
+use switchboard_protocol::tools::{
+    ToolDescriptor, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult,
+};
 use switchboard_protocol::{ErrorCode, ErrorShape};
 use tokio_util::sync::CancellationToken;
 
@@ -50,9 +52,10 @@ impl RemoteInvoker {
 impl Invoker for RemoteInvoker {
     async fn list_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, ErrorShape> {
         let mut client = self.connect().await?;
-        let answer = client
-            .request("tools.list", json!({"sessionKey": session}))
-            .await;
+        let params = ToolsListParams {
+            session_key: session.to_string(),
+        };
+        let answer = client.request("tools.list", encode(&params)?).await;
         client.close().await;
         let listed: ToolsListResult =
             serde_json::from_value(answer.map_err(|e| self.unreachable(e))?).map_err(|e| {
@@ -72,7 +75,11 @@ impl Invoker for RemoteInvoker {
         stop_waiting: CancellationToken,
     ) -> Result<ToolOutput, ErrorShape> {
         let mut client = self.connect().await?;
-        let params = json!({"sessionKey": session, "tool": tool, "args": args});
+        let params = encode(&ToolsInvokeParams {
+            session_key: session.to_string(),
+            tool: tool.to_string(),
+            args,
+        })?;
         // Sent before anything may stop us: the gateway runs the call whatever happens here.
         let id = client
             .send_request("tools.invoke", params)
@@ -92,9 +99,25 @@ impl Invoker for RemoteInvoker {
             ));
         };
         let answer = answer.map_err(|e| self.unreachable(e))?;
+        let answer: ToolsInvokeResult = serde_json::from_value(answer).map_err(|e| {
+            ErrorShape::new(
+                ErrorCode::Internal,
+                format!("the gateway's tools.invoke answer was not understood: {e}"),
+            )
+        })?;
         Ok(ToolOutput {
-            is_error: answer["ok"] != Value::Bool(true),
-            content: answer.get("result").cloned().unwrap_or(Value::Null),
+            is_error: !answer.ok,
+            content: answer.result,
         })
     }
+}
+
+/// Params as they go on the wire.
+fn encode<T: serde::Serialize>(params: &T) -> Result<Value, ErrorShape> {
+    serde_json::to_value(params).map_err(|e| {
+        ErrorShape::new(
+            ErrorCode::Internal,
+            format!("could not encode the request: {e}"),
+        )
+    })
 }

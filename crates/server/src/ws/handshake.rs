@@ -6,7 +6,6 @@ use std::time::Duration;
 use axum::extract::ws::{Message, WebSocket, close_code};
 use futures_util::StreamExt;
 use futures_util::stream::SplitStream;
-use serde_json::json;
 use switchboard_protocol::events::ServerEvent;
 use switchboard_protocol::frames::{
     ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
@@ -113,7 +112,13 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
             }
         }
     }
-    conn.respond(ResponseFrame::ok(id, json!(hello))).await;
+    match methods::to_value(hello) {
+        Ok(hello) => conn.respond(ResponseFrame::ok(id, hello)).await,
+        Err(error) => {
+            refuse(conn, id, error, close_code::ERROR, "internal error").await;
+            return false;
+        }
+    }
     true
 }
 

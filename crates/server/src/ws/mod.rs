@@ -32,6 +32,7 @@ use switchboard_protocol::sessions::{SessionsSubscribeParams, SessionsSubscribeR
 use switchboard_protocol::{ErrorCode, ErrorShape, Frame, RequestFrame, ResponseFrame};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::ServerState;
 use crate::methods;
@@ -71,6 +72,8 @@ struct Conn {
     /// Cancelled when the client is gone: its in-flight methods stop waiting (nothing they
     /// started is cut off; their answers go nowhere).
     gone: CancellationToken,
+    /// The server's tracker, for the rare send that must wait for room in the queue.
+    tasks: TaskTracker,
 }
 
 /// Run events go only to the connections that want them: sessions named with
@@ -110,7 +113,7 @@ impl Conn {
         if let Err(mpsc::error::TrySendError::Full(out)) = self.out.try_send(Outgoing::Frame(text))
         {
             let sender = self.out.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let _ = sender.send(out).await;
             });
         }
@@ -158,6 +161,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         event_seq: AtomicU64::new(0),
         subscriptions: Default::default(),
         gone: CancellationToken::new(),
+        tasks: state.tasks.clone(),
     });
     if handshake::connect(&state, &conn, conn_id, &mut stream).await {
         serve(&state, &conn, conn_id, &mut stream).await;

@@ -669,9 +669,10 @@ async fn hooks_and_nodes_make_sessions_of_their_kinds_on_the_internal_channel() 
     assert_eq!(named["sessionKey"], "agent:main:hook:deploys");
 
     // A node connection gets node-<id>.
-    let mut params = switchboard_server::client::connect_params(Some(TOKEN));
-    params["role"] = json!("node");
-    params["nodeId"] = json!("Kitchen-Pi");
+    let mut connect = switchboard_server::client::connect_params(Some(TOKEN));
+    connect.role = Some("node".into());
+    connect.node_id = Some("Kitchen-Pi".into());
+    let mut params = serde_json::to_value(connect).unwrap();
     let mut node = switchboard_server::client::GatewayClient::open(&gw.url)
         .await
         .unwrap();

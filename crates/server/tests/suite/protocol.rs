@@ -59,7 +59,7 @@ async fn a_wrong_or_missing_token_is_unauthorized_and_closes() {
     for token in [Some("wrong-token"), None] {
         let mut client = opened(&gw).await;
         let res = client
-            .request_frame("connect", connect_params(token))
+            .request_frame("connect", json!(connect_params(token)))
             .await
             .unwrap();
         let error = res.error.unwrap();

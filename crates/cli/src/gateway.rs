@@ -2,12 +2,14 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use switchboard_core::Engine;
 use switchboard_core::config::GatewayBind;
 use switchboard_server::{GatewayAuth, ServerState};
+use tokio_util::sync::CancellationToken;
 
 use crate::settings::GlobalArgs;
 
@@ -50,17 +52,39 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
     tracing::info!(%local, "gateway ready");
-    // The shutdown sequence (docs/architecture.md): stop accepting and close the connections,
-    // let runs finish for the grace period then abort them, stop background work, flush the
-    // store; then the connections' last request tasks end.
-    switchboard_server::serve(state.clone(), listener, shutdown_signal()).await?;
-    let grace = std::time::Duration::from_secs(engine.config().gateway.shutdown_grace_seconds);
+    // The shutdown sequence (docs/architecture.md): on the signal the server stops accepting and
+    // closes its connections while the engine lets runs finish for the grace period, then aborts
+    // them, stops background work and flushes the store; a second signal aborts at once. Then
+    // the connections' last request tasks end.
+    let stop = CancellationToken::new();
+    let mut serving = tokio::spawn(switchboard_server::serve(
+        state.clone(),
+        listener,
+        stop.clone().cancelled_owned(),
+    ));
+    let ended_early = tokio::select! {
+        () = shutdown_signal() => None,
+        served = &mut serving => Some(served),
+    };
+    stop.cancel();
+    let grace = Duration::from_secs(engine.config().gateway.shutdown_grace_seconds);
     tracing::info!(
         grace_seconds = grace.as_secs(),
         "shutting down: letting runs finish"
     );
-    engine.shutdown(grace).await;
+    tokio::select! {
+        () = engine.shutdown(grace) => {}
+        () = shutdown_signal() => {
+            tracing::warn!("a second signal: aborting the runs now");
+            engine.shutdown(Duration::ZERO).await;
+        }
+    }
+    let served = match ended_early {
+        Some(served) => served,
+        None => serving.await,
+    };
     state.finish().await;
+    served.context("the server task failed")??;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
 }

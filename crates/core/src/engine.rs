@@ -106,7 +106,14 @@ impl Engine {
         let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
         // Pending deliveries and unfinished sub-agents left by the last process resume here.
         engine.outbox.start();
-        let resumed = engine.subagents.resume().await?;
+        let resumed = match engine.subagents.resume().await {
+            Ok(resumed) => resumed,
+            Err(e) => {
+                // Nothing may keep running for an engine that never opened.
+                engine.shutdown(Duration::ZERO).await;
+                return Err(e.into());
+            }
+        };
         if resumed > 0 {
             tracing::info!(
                 resumed,

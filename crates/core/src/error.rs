@@ -24,6 +24,9 @@ pub enum CoreError {
     /// The engine cannot take work now (it is shutting down); try again after a restart.
     #[error("{0}")]
     Unavailable(String),
+    /// A body over `gateway.maxPayloadBytes`; the message gives both sizes.
+    #[error("{0}")]
+    TooLarge(String),
     /// A bad session key.
     #[error(transparent)]
     Key(#[from] KeyError),
@@ -36,7 +39,7 @@ impl CoreError {
     /// The wire error code: the single place internal errors meet the protocol.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Invalid(_) | Self::Key(_) => ErrorCode::InvalidRequest,
+            Self::Invalid(_) | Self::Key(_) | Self::TooLarge(_) => ErrorCode::InvalidRequest,
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::Unauthorized(_) => ErrorCode::Unauthorized,
@@ -51,7 +54,10 @@ impl CoreError {
     /// The HTTP status of this error at an HTTP door, next to [`CoreError::code`] so the two
     /// never disagree.
     pub fn http_status(&self) -> u16 {
-        http_status(self.code())
+        match self {
+            Self::TooLarge(_) => 413,
+            other => http_status(other.code()),
+        }
     }
 
     pub fn to_shape(&self) -> ErrorShape {

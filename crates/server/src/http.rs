@@ -12,7 +12,6 @@ use switchboard_core::error::http_status;
 use switchboard_protocol::agents::LivenessResult;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
-use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
 use crate::methods;
@@ -76,8 +75,9 @@ pub async fn rpc(
             );
         }
     };
-    // A disconnected HTTP client drops this future; nothing else tells the method it left.
-    let gone = CancellationToken::new();
+    // A disconnected HTTP client drops this future; nothing else tells the method it left. A
+    // stopping gateway tells it to stop waiting, so the HTTP drain never waits on a long run.
+    let gone = state.stop.child_token();
     match methods::dispatch(&state, &request.method, request.params, &|_| {}, &gone).await {
         Ok(payload) => reply(
             StatusCode::OK,

@@ -1,8 +1,8 @@
 //! HTTP sources of sessions (SPEC §9.2, §9.3): `POST /channels/webhook/<accountId>` and
-//! `POST /hooks/agent`. Tokens, payloads, routing and runs are the engine's
-//! (`switchboard_core::channels::Inbound`); this adapter checks the size, hands over the bytes,
-//! and answers `{ok, runId, sessionKey}` (202) or `{ok: false, error: {code, message}}` with the
-//! HTTP status of the engine's error (the one mapping, next to the wire codes).
+//! `POST /hooks/agent`. Sizes, tokens, payloads, routing and runs are the engine's
+//! (`switchboard_core::channels::Inbound`); this adapter hands over the bytes and answers
+//! `{ok, runId, sessionKey}` (202) or `{ok: false, error: {code, message}}` with the HTTP status
+//! of the engine's error (the one mapping, next to the wire codes).
 
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use switchboard_core::CoreError;
+use switchboard_protocol::ErrorShape;
 use switchboard_protocol::inbound::{InboundAccepted, InboundRefused};
-use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use crate::ServerState;
 use crate::http::bearer;
@@ -30,17 +30,6 @@ fn answer(result: Result<InboundAccepted, CoreError>) -> Response {
     }
 }
 
-fn too_large(state: &ServerState, body: &Bytes) -> Option<Response> {
-    (body.len() > state.max_payload).then(|| {
-        let message = format!(
-            "body of {} bytes exceeds maxPayload ({} bytes)",
-            body.len(),
-            state.max_payload
-        );
-        refused(413, ErrorShape::new(ErrorCode::InvalidRequest, message))
-    })
-}
-
 /// `POST /channels/webhook/<accountId>`.
 pub async fn webhook(
     State(state): State<Arc<ServerState>>,
@@ -48,9 +37,6 @@ pub async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = too_large(&state, &body) {
-        return refused;
-    }
     answer(
         state
             .engine
@@ -66,8 +52,5 @@ pub async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = too_large(&state, &body) {
-        return refused;
-    }
     answer(state.engine.inbound().hook(bearer(&headers), &body).await)
 }

@@ -29,6 +29,9 @@ use tokio_util::task::TaskTracker;
 
 pub use auth::GatewayAuth;
 
+/// How long [`ServerState::finish`] waits for the connections' last tasks.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// What every connection and request handler shares.
 pub struct ServerState {
     pub engine: Arc<Engine>,
@@ -39,8 +42,9 @@ pub struct ServerState {
     pub tick_interval: Duration,
     /// Flips to true when the gateway starts shutting down; connections say goodbye.
     stopping: tokio::sync::watch::Sender<bool>,
-    /// Cancelled with `stopping`: ends `/mcp`'s open streams so the shutdown can complete.
-    mcp_stop: tokio_util::sync::CancellationToken,
+    /// Cancelled with `stopping`: `/mcp`'s open streams end and `/rpc` callers stop waiting, so
+    /// the HTTP drain can complete.
+    stop: tokio_util::sync::CancellationToken,
     /// The connections' writer and request tasks.
     tasks: TaskTracker,
     connections: AtomicU64,
@@ -64,7 +68,7 @@ impl ServerState {
             max_payload,
             tick_interval,
             stopping: tokio::sync::watch::channel(false).0,
-            mcp_stop: tokio_util::sync::CancellationToken::new(),
+            stop: tokio_util::sync::CancellationToken::new(),
             tasks: TaskTracker::new(),
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
@@ -75,11 +79,20 @@ impl ServerState {
         self.connections.load(Ordering::Relaxed)
     }
 
-    /// Waits for the connections' request tasks to end: after [`serve`] returned and the engine
-    /// shut down, each answers (to nobody) once the run it waits on has ended.
+    /// Waits for the connections' writer and request tasks to end: after [`serve`] returned and
+    /// the engine shut down, each answers (to nobody) once the run it waits on has ended. Bounded:
+    /// a client that stopped reading cannot hold the process.
     pub async fn finish(&self) {
         self.tasks.close();
-        self.tasks.wait().await;
+        if tokio::time::timeout(FINISH_TIMEOUT, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                tasks = self.tasks.len(),
+                "connection tasks still running at exit; leaving them"
+            );
+        }
     }
 }
 
@@ -138,11 +151,11 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let stopping = state.stopping.clone();
-    let mcp_stop = state.mcp_stop.clone();
+    let stop = state.stop.clone();
     let shutdown = async move {
         shutdown.await;
         let _ = stopping.send(true);
-        mcp_stop.cancel();
+        stop.cancel();
     };
     // Without TCP_NODELAY every small frame after another (a response, then run events) waits
     // for the client's delayed ACK: 40 ms per turn.

@@ -15,8 +15,9 @@ const HOOK_EXPECTED: &str =
     "expected a JSON object {\"message\": string, \"sessionKey\"?: string, \"agentId\"?: string}";
 
 impl Inbound {
-    /// Checks the hook token and the body, then starts the run. Errors: `NotFound` (hooks are
-    /// off), `Unauthorized` (token), `Invalid` (body, agent, key), `Forbidden` (send policy).
+    /// Checks the hook token and the body, then starts the run. Errors, in the order they are
+    /// checked: `NotFound` (hooks are off), `Unauthorized` (token), `TooLarge`, `Invalid` (body,
+    /// agent, key), `Forbidden` (send policy).
     pub async fn hook(&self, token: Option<&str>, body: &[u8]) -> CoreResult<InboundAccepted> {
         let hooks = &self.config.hooks;
         if !hooks.enabled {
@@ -36,6 +37,7 @@ impl Inbound {
             }
             Some(_) => {}
         }
+        self.check_size(body)?;
         let payload: HookAgentParams = webhook::parse_body(body, HOOK_EXPECTED)?;
         if payload.message.trim().is_empty() {
             return Err(CoreError::invalid(

@@ -9,7 +9,7 @@ use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
 
 use super::webhook::{self, Message, PAYLOAD_EXPECTED};
 use crate::config::Config;
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
 use crate::sessions::Resolver;
@@ -39,14 +39,16 @@ impl Inbound {
     }
 
     /// `POST /channels/webhook/<accountId>`: routes the chat message to its session, records
-    /// the route on it, and starts a run whose reply goes back there. Errors: `NotFound` (the
-    /// channel is off, unknown account), `Unauthorized` (token), `Invalid` (payload).
+    /// the route on it, and starts a run whose reply goes back there. Errors, in the order they
+    /// are checked: `TooLarge`, `NotFound` (the channel is off, unknown account), `Unauthorized`
+    /// (token), `Invalid` (payload), `Unavailable` (shutting down).
     pub async fn webhook(
         &self,
         account_id: &str,
         token: Option<&str>,
         body: &[u8],
     ) -> CoreResult<InboundAccepted> {
+        self.check_size(body)?;
         let (account_id, account) = webhook::account(&self.config, account_id)?;
         webhook::check_token(account, &account_id, token)?;
         let payload: WebhookInbound = webhook::parse_body(body, PAYLOAD_EXPECTED)?;
@@ -57,6 +59,12 @@ impl Inbound {
             .unwrap_or_else(|| self.config.default_agent_id());
         let key = message.session_key(&self.config, &agent_id, &account_id)?;
         let route = message.route(&account_id);
+        // Nothing is stored for a message whose run could not be started any more.
+        if self.runtime.is_closing() {
+            return Err(CoreError::Unavailable(
+                "the gateway is shutting down; send the message again after it restarts".into(),
+            ));
+        }
         self.store
             .write_batch(vec![
                 WriteOp::Create(Box::new(self.resolver.new_session(&key))),
@@ -73,6 +81,20 @@ impl Inbound {
             route: Some(route),
         });
         Ok(accepted(self.runtime.submit(request).await?))
+    }
+}
+
+impl Inbound {
+    /// Refuses a body over `gateway.maxPayloadBytes` (413).
+    pub(super) fn check_size(&self, body: &[u8]) -> CoreResult<()> {
+        let max = self.config.gateway.max_payload_bytes;
+        if body.len() > max {
+            return Err(CoreError::TooLarge(format!(
+                "body of {} bytes exceeds maxPayload ({max} bytes)",
+                body.len()
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -122,7 +122,8 @@ impl Cron {
                         after = slot;
                         tracing::info!(job = %job.id, slot, run = %accepted.run_id, "cron: fired");
                     }
-                    Err(CoreError::Store(StoreError::Closed)) => {
+                    // The store or the runtime is shutting down: the scheduler stops quietly.
+                    Err(CoreError::Store(StoreError::Closed) | CoreError::Unavailable(_)) => {
                         return Err(StoreError::Closed);
                     }
                     Err(e) => {

@@ -204,6 +204,9 @@ impl Outbox {
             let woken = self.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
+            if self.stop.is_cancelled() {
+                return;
+            }
             let next = match self.store.pending_deliveries(BATCH).await {
                 Ok(pending) => self.start_due(pending),
                 Err(e) => {

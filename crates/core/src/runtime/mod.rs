@@ -235,16 +235,31 @@ struct Inner {
     events: broadcast::Sender<Arc<RunEvent>>,
     /// Cancelled when shutdown begins: no new run is accepted after it.
     closing: CancellationToken,
+    /// Cancelled when the shutdown's grace period is over; every run's own token is a child of
+    /// it, so a run registered even after that moment starts out cancelled.
+    abort_all: CancellationToken,
     /// Counts live runs, so shutdown can wait until none is left.
     live_count: watch::Sender<usize>,
+    /// Counts submits in progress: a submit that passed the `closing` check before shutdown
+    /// began is waited for, so no run registers behind shutdown's back.
+    admitting: watch::Sender<usize>,
     /// Counts work in flight around runs (an exchange's follow-up, a sub-agent's supervisor):
     /// with no live run and nothing busy, the engine is idle.
     busy: watch::Sender<usize>,
 }
 
-/// Marks work in flight until dropped (see [`Runtime::busy`]).
+/// Counts one unit of work in flight until dropped (see [`Runtime::busy`]).
 pub struct Busy {
     count: watch::Sender<usize>,
+}
+
+impl Busy {
+    fn enter(count: &watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Self {
+            count: count.clone(),
+        }
+    }
 }
 
 impl Drop for Busy {
@@ -278,7 +293,9 @@ impl Runtime {
                 idempotency: Mutex::default(),
                 events: broadcast::channel(EVENT_BUFFER).0,
                 closing: CancellationToken::new(),
+                abort_all: CancellationToken::new(),
                 live_count: watch::channel(0).0,
+                admitting: watch::channel(0).0,
                 busy: watch::channel(0).0,
             }),
         }
@@ -424,48 +441,52 @@ impl Runtime {
         tool.call(&ctx, arguments).await
     }
 
-    /// Refuses new runs from now on, lets live runs go on for up to `grace`, then aborts every
-    /// run still live and waits until each has recorded its end (`aborted`, partial output kept).
+    /// Refuses new runs from now on, lets live runs (and submits already past the check) go on
+    /// for up to `grace`, then aborts every run still live and waits until each has recorded its
+    /// end (`aborted`, partial output kept).
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.closing.cancel();
-        let mut live = self.inner.live_count.subscribe();
-        let drained = tokio::time::timeout(grace, live.wait_for(|n| *n == 0))
-            .await
-            .map(|_| ());
-        if drained.is_err() {
-            let cancels: Vec<CancellationToken> = lock(&self.inner.live)
-                .values()
-                .map(|run| run.cancel.clone())
-                .collect();
+        if tokio::time::timeout(grace, self.drained()).await.is_err() {
+            let live = *self.inner.live_count.borrow();
             tracing::info!(
-                runs = cancels.len(),
+                runs = live,
                 "shutdown: aborting the runs still live after the grace period"
             );
-            for cancel in cancels {
-                cancel.cancel();
-            }
+            self.inner.abort_all.cancel();
+            self.drained().await;
+        }
+    }
+
+    /// Resolves once no run is live and no submit is in progress at the same moment.
+    async fn drained(&self) {
+        let mut live = self.inner.live_count.subscribe();
+        let mut admitting = self.inner.admitting.subscribe();
+        loop {
             let _ = live.wait_for(|n| *n == 0).await;
+            let _ = admitting.wait_for(|n| *n == 0).await;
+            if *live.borrow() == 0 && *admitting.borrow() == 0 {
+                return;
+            }
         }
     }
 
     /// Marks work that will submit or wait on runs (an agent-to-agent follow-up, a sub-agent's
     /// supervisor) as in flight until the guard is dropped, so [`Runtime::idle`] waits for it.
     pub fn busy(&self) -> Busy {
-        self.inner.busy.send_modify(|n| *n += 1);
-        Busy {
-            count: self.inner.busy.clone(),
-        }
+        Busy::enter(&self.inner.busy)
     }
 
-    /// Resolves once no run is live and no follow-up work is in flight at the same moment:
-    /// everything submitted so far, and everything it led to, has ended.
+    /// Resolves once no run is live, no submit is in progress and no follow-up work is in flight
+    /// at the same moment: everything submitted so far, and everything it led to, has ended.
     pub async fn idle(&self) {
-        let mut live = self.inner.live_count.subscribe();
         let mut busy = self.inner.busy.subscribe();
         loop {
-            let _ = live.wait_for(|n| *n == 0).await;
+            self.drained().await;
             let _ = busy.wait_for(|n| *n == 0).await;
-            if *live.borrow() == 0 && *busy.borrow() == 0 {
+            if *busy.borrow() == 0
+                && *self.inner.live_count.borrow() == 0
+                && *self.inner.admitting.borrow() == 0
+            {
                 return;
             }
         }

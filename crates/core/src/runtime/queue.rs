@@ -2,12 +2,15 @@
 //! session with work, so runs of one session never overlap and never reorder.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 
 use switchboard_protocol::message::{TranscriptMessage, UserContent, UserMessage};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Accepted, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
+use super::{Accepted, Busy, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -37,6 +40,8 @@ impl Runtime {
     /// Errors: `NotFound` when the session does not exist and the request does not create it;
     /// `Unavailable` once shutdown began; store failures.
     pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
+        // Counted before the check: a shutdown that begins from here on waits for this submit.
+        let _admission = Busy::enter(&self.inner.admitting);
         if self.is_closing() {
             return Err(CoreError::Unavailable(
                 "the gateway is shutting down; the run was not started".into(),
@@ -81,7 +86,7 @@ impl Runtime {
             }
             return Err(e.into());
         }
-        let cancel = CancellationToken::new();
+        let cancel = self.inner.abort_all.child_token();
         lock(&self.inner.live).insert(
             run_id.clone(),
             LiveRun {
@@ -171,7 +176,13 @@ impl Runtime {
                     }
                 }
             };
-            run::execute(&self, next).await;
+            let run_id = next.run_id.clone();
+            let ran = AssertUnwindSafe(run::execute(&self, next))
+                .catch_unwind()
+                .await;
+            if ran.is_err() {
+                run::recover_panicked(&self, &run_id).await;
+            }
             if let Some(queue) = lock(&self.inner.queues).get_mut(&session_key) {
                 queue.active = None;
             }

@@ -443,8 +443,13 @@ impl Turn<'_> {
     }
 
     /// Runs one tool call (an unknown tool or unusable arguments answer an error the model can
-    /// act on) and reports it.
-    async fn call_tool(&self, id: String, name: String, arguments: Value) -> TranscriptMessage {
+    /// act on); answers the result message and the event that reports it once it is recorded.
+    async fn call_tool(
+        &self,
+        id: String,
+        name: String,
+        arguments: Value,
+    ) -> (TranscriptMessage, RunEventData) {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
         rt.emit(
             run_id,
@@ -459,12 +464,10 @@ impl Turn<'_> {
             Some(tool) if arguments.is_object() || arguments.is_null() => {
                 tool.call(&self.ctx, arguments).await
             }
-            Some(tool) => {
-                ToolOutput::error(match tool::parse_args::<Value>(tool.as_ref(), arguments) {
-                    Err(message) => message,
-                    Ok(_) => format!("The arguments of {name} must be a JSON object."),
-                })
-            }
+            Some(tool) => tool.invalid(match tool::parse_args::<Value>(tool.as_ref(), arguments) {
+                Err(message) => message,
+                Ok(_) => format!("The arguments of {name} must be a JSON object."),
+            }),
             None => ToolOutput::error(format!(
                 "Unknown tool {name:?}. Available tools: {}.",
                 if self.tools.is_empty() {
@@ -476,30 +479,27 @@ impl Turn<'_> {
             )),
         };
         let text = output.text();
-        rt.emit(
-            run_id,
-            key,
-            RunEventData::ToolResult {
-                id: id.clone(),
-                name: name.clone(),
-                is_error: output.is_error,
-                text: text.clone(),
-            },
-        );
-        TranscriptMessage::ToolResult(ToolResultMessage {
+        let event = RunEventData::ToolResult {
+            id: id.clone(),
+            name: name.clone(),
+            is_error: output.is_error,
+            text: text.clone(),
+        };
+        let message = TranscriptMessage::ToolResult(ToolResultMessage {
             tool_call_id: id,
             tool_name: name,
             content: vec![ContentBlock::text(text)],
             is_error: output.is_error,
             details: None,
             timestamp: rt.now_ms(),
-        })
+        });
+        (message, event)
     }
 
-    /// Appends a tool result to the transcript and to the model's view.
+    /// Appends a tool result to the transcript and to the model's view, then reports it.
     async fn append(
         &mut self,
-        message: TranscriptMessage,
+        (message, event): (TranscriptMessage, RunEventData),
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
         let appended = self
@@ -510,8 +510,38 @@ impl Turn<'_> {
             .map_err(|e| Ending::failed(e.to_string()))?;
         self.last_seq = follow(self.last_seq, appended.entry.last_seq);
         request.messages.push(message);
+        self.rt.emit(&self.ctx.caller().run_id, self.key, event);
         Ok(())
     }
+}
+
+/// A run whose loop panicked (a bug, in a tool an embedder added for instance): recorded as an
+/// error so its waiters, the counters and shutdown never wait on it forever.
+pub(super) async fn recover_panicked(rt: &Runtime, run_id: &crate::ids::RunId) {
+    let live = lock(&rt.inner.live)
+        .get(run_id)
+        .map(|l| l.state.borrow().clone());
+    let Some(mut record) = live else {
+        return;
+    };
+    tracing::error!(%run_id, "a run stopped on a panic; it is recorded as an error");
+    let error = "internal error: the run stopped unexpectedly (see the gateway log)".to_string();
+    record.status = RunStatus::Error;
+    record.error = Some(error.clone());
+    record.ended_at = Some(rt.now_ms());
+    if let Err(e) = rt.store().put_run(record.clone()).await {
+        tracing::error!(%run_id, error = %e, "could not store the end of a run that panicked");
+    }
+    rt.retire(&record);
+    rt.emit(
+        run_id,
+        &record.session_key,
+        RunEventData::Ended {
+            status: record.status,
+            result: None,
+            error: Some(error),
+        },
+    );
 }
 
 /// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.

@@ -147,6 +147,12 @@ pub trait Tool: Send + Sync {
     /// JSON schema of the arguments (see [`schema_for`]).
     fn parameters(&self) -> Value;
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a>;
+
+    /// The answer to arguments that are not a JSON object (a model's malformed call), in the
+    /// tool's own result shape; `message` says how to fix the call.
+    fn invalid(&self, message: String) -> ToolOutput {
+        ToolOutput::error(message)
+    }
 }
 
 /// The parameters schema of `P` as models read it (see `switchboard_protocol::session_tools`).
@@ -195,18 +201,26 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
         Box::pin(async move {
-            let output = match parse_args::<T::Params>(self, arguments) {
-                Ok(params) => self.0.run(ctx, params).await,
-                Err(message) => T::Output::invalid(message),
-            };
-            match serde_json::to_value(&output) {
-                Ok(content) => ToolOutput {
-                    is_error: output.is_error(),
-                    content,
-                },
-                Err(e) => ToolOutput::error(format!("the result could not be encoded: {e}")),
+            match parse_args::<T::Params>(self, arguments) {
+                Ok(params) => encode(&self.0.run(ctx, params).await),
+                Err(message) => self.invalid(message),
             }
         })
+    }
+
+    fn invalid(&self, message: String) -> ToolOutput {
+        encode(&T::Output::invalid(message))
+    }
+}
+
+/// A typed result as the model reads it.
+fn encode<R: ToolResult>(output: &R) -> ToolOutput {
+    match serde_json::to_value(output) {
+        Ok(content) => ToolOutput {
+            is_error: output.is_error(),
+            content,
+        },
+        Err(e) => ToolOutput::error(format!("the result could not be encoded: {e}")),
     }
 }
 

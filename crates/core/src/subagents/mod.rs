@@ -105,6 +105,10 @@ impl Subagents {
     /// durable record in one commit, queues the task run on lane `subagent`, and follows the
     /// child to its announce. Answers the task run's id and the child's key.
     pub async fn spawn(self: &Arc<Self>, spawn: Spawn) -> Result<(RunId, SessionKey), String> {
+        // Nothing is stored for a child whose task run could not be queued any more.
+        if self.runtime.is_closing() {
+            return Err("the gateway is shutting down; no sub-agent was started".into());
+        }
         let child = SessionKey::from_canonical(format!(
             "agent:{}:subagent:{}",
             spawn.agent_id,

@@ -52,6 +52,24 @@ impl Tool for Lookup {
     }
 }
 
+/// A tool with a bug: it panics.
+struct Panics;
+
+impl Tool for Panics {
+    fn name(&self) -> &str {
+        "panics"
+    }
+    fn description(&self) -> &str {
+        "Always panics."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn call<'a>(&'a self, _ctx: &'a ToolContext, _arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move { panic!("a bug in a tool") })
+    }
+}
+
 /// Starts a run in another session and waits for it, the way `sessions_send` will.
 struct AwaitRun;
 
@@ -104,6 +122,7 @@ impl Harness {
             .config(config)
             .tool(Arc::new(Lookup))
             .tool(Arc::new(AwaitRun))
+            .tool(Arc::new(Panics))
             .open()
             .await
     }
@@ -634,4 +653,26 @@ async fn started(
     tokio::time::timeout(GUARD, wait)
         .await
         .expect("the run never started");
+}
+
+/// A run whose tool panics ends `error` (its worker records it), the session takes the next run,
+/// and nothing waits on the dead run: the engine becomes idle and closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_tool_ends_its_run_as_an_error_and_the_session_goes_on() {
+    let h = Harness::open(Config::default()).await;
+    let record = h.turn("main", "@tool panics {}\n@reply never").await;
+    assert_eq!(record.status, RunStatus::Error);
+    assert!(
+        record.error.as_deref().unwrap().contains("internal error"),
+        "{:?}",
+        record.error
+    );
+    let next = h.turn("main", "@reply still here").await;
+    assert_eq!(next.result.as_deref(), Some("still here"));
+    tokio::time::timeout(GUARD, h.engine.runtime().idle())
+        .await
+        .expect("a panicked run left the runtime busy");
+    tokio::time::timeout(GUARD, h.engine.close())
+        .await
+        .expect("a panicked run held the shutdown");
 }

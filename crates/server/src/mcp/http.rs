@@ -37,7 +37,7 @@ pub struct ActingSession(pub String);
 /// The `/mcp` route: the token and acting-session guard in front of rmcp's service.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
     let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(state.mcp_stop.clone())
+        .with_cancellation_token(state.stop.clone())
         .with_max_request_body_bytes(state.max_payload);
     if !state.auth.is_open() {
         // rmcp's default Host check (loopback names only) guards token-less servers against DNS

@@ -18,6 +18,7 @@ mod handshake;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
@@ -41,6 +42,11 @@ use crate::methods;
 const READ_BUFFER: usize = 8 * 1024;
 /// Outgoing frames queued per connection before request handlers wait.
 const OUTGOING_QUEUE: usize = 256;
+/// A client that does not take a frame within this long is gone: its connection is dropped (a
+/// stalled reader must not hold the server, its shutdown included).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the goodbye (`shutdown` event and close) may wait for room in the queue.
+const GOODBYE_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub async fn upgrade(State(state): State<Arc<ServerState>>, ws: WebSocketUpgrade) -> Response {
     // Frames up to 4× maxPayload are read so that we can answer "too large" with a reason;
@@ -139,22 +145,26 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
     let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
     let writer = state.tasks.spawn(async move {
         while let Some(out) = rx.recv().await {
-            let sent = match out {
-                Outgoing::Frame(text) => sink.send(Message::Text(Utf8Bytes::from(text))).await,
+            let (message, last) = match out {
+                Outgoing::Frame(text) => (Message::Text(Utf8Bytes::from(text)), false),
                 Outgoing::Close(code, reason) => {
                     let frame = CloseFrame {
                         code,
                         reason: Utf8Bytes::from(reason),
                     };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                    break;
+                    (Message::Close(Some(frame)), true)
                 }
             };
-            if sent.is_err() {
-                break;
+            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) if !last => {}
+                Ok(_) => break,
+                Err(_) => {
+                    tracing::info!("a client stopped reading; dropping its connection");
+                    return;
+                }
             }
         }
-        let _ = sink.close().await;
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
     });
     let conn = Arc::new(Conn {
         out: tx,
@@ -204,8 +214,11 @@ async fn serve(
             changed = stopping.changed() => {
                 if changed.is_err() || *stopping.borrow() {
                     let reason = "gateway stopping".to_string();
-                    conn.event(ServerEvent::Shutdown(ShutdownEvent { reason }), true).await;
-                    conn.close(close_code::RESTART, "gateway stopping").await;
+                    let goodbye = async {
+                        conn.event(ServerEvent::Shutdown(ShutdownEvent { reason }), true).await;
+                        conn.close(close_code::RESTART, "gateway stopping").await;
+                    };
+                    let _ = tokio::time::timeout(GOODBYE_TIMEOUT, goodbye).await;
                     break;
                 }
             }

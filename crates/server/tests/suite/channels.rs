@@ -598,6 +598,21 @@ async fn bad_webhook_requests_get_a_clear_4xx_and_store_nothing() {
             400,
             "missing field `message`",
         ),
+        // The hook door checks its token before the size: a stranger learns nothing more.
+        (
+            "/hooks/agent",
+            Some(TOKEN),
+            json!({"message": "x".repeat(5000)}).to_string(),
+            401,
+            "wrong hook token",
+        ),
+        (
+            "/hooks/agent",
+            Some(HOOK_TOKEN),
+            json!({"message": "x".repeat(5000)}).to_string(),
+            413,
+            "exceeds maxPayload (4096 bytes)",
+        ),
         (
             "/hooks/agent",
             Some(HOOK_TOKEN),

@@ -20,6 +20,10 @@
 #
 # Environment: BENCH_DIR, BENCH_KIT, SKIP_BUILD=1, KEEP_STATE=1 as for foundation.sh, and
 #   PHASES            the phases to run (default "fresh spawn sizes")
+#   GATEWAYS          the gateways to run (default "reference switchboard"). GATEWAYS=switchboard
+#                     skips every reference step: the install, its stores, its start and stop and
+#                     its measurements (the table shows "not run" in its column; the stores phase
+#                     then does nothing)
 #   SKIP_INSTALL=1    do not run the kit's install.sh (it is idempotent anyway)
 #   PARALLEL, PAR_TURNS, PAR_TIMEOUT_S   the parallel step (default 100 sessions, 1000 turns, 120 s)
 #   SENDS             sessions_send samples (default 20)
@@ -30,6 +34,7 @@
 set -euo pipefail
 
 PHASES=${PHASES:-fresh spawn sizes}
+GATEWAYS=${GATEWAYS:-reference switchboard}
 PARALLEL=${PARALLEL:-100}
 PAR_TURNS=${PAR_TURNS:-1000}
 PAR_TIMEOUT_S=${PAR_TIMEOUT_S:-120}
@@ -51,13 +56,18 @@ OC_VERSION=${OC_VERSION:-2026.9.6}
 # see bench/unique_event_ids.py).
 BIG_TURNS=${BIG_TURNS:-50000}
 export BENCH_HOME OC_VERSION
-trap '"$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
 listening() { python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.3).close()' "$1" 2>/dev/null; }
 phase() { [[ " $PHASES " == *" $1 "* ]]; }
+gateway() { [[ " $GATEWAYS " == *" $1 "* ]]; }
+for gw in $GATEWAYS; do
+    [[ $gw == reference || $gw == switchboard ]] || { echo "unknown gateway in GATEWAYS: $gw" >&2; exit 1; }
+done
+if gateway reference; then
+    trap '"$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
+    [[ "${SKIP_INSTALL:-0}" == 1 ]] || "$KIT/openclaw/install.sh" >"$RUN/install.log" 2>&1
+fi
 
-[[ "${SKIP_INSTALL:-0}" == 1 ]] || "$KIT/openclaw/install.sh" >"$RUN/install.log" 2>&1
-
-echo "== model server: bench/tool_mock.py on $MOCK_PORT (both gateways)"
+echo "== model server: bench/tool_mock.py on $MOCK_PORT ($GATEWAYS)"
 listening "$MOCK_PORT" && { echo "port $MOCK_PORT is taken; set MOCK_PORT" >&2; exit 1; }
 python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
 PIDS+=("$!")
@@ -200,17 +210,21 @@ ref_store() {
     echo "gen_sessions.py $* and the import in $((SECONDS - t0)) s" >"$dir/.bench-store-complete"
 }
 
-if phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
+if phase stores && ! gateway reference; then
+    echo "== stores: skipped (only the reference's stores; GATEWAYS=$GATEWAYS)"
+elif phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
     for n in $SIZES; do ref_store "s$((n / 1000))k" --count "$n" --turns 2; done
     ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
 fi
 
-if phase fresh; then
+if phase fresh && gateway reference; then
     echo "== fresh store: reference"
     ref_start "$BENCH_HOME/state/compare-fresh" --fresh
     ready reference ready
     fresh reference
     ref_stop
+fi
+if phase fresh && gateway switchboard; then
     echo "== fresh store: switchboard"
     our_start "$RUN/ours/fresh"
     ready switchboard ready
@@ -218,11 +232,13 @@ if phase fresh; then
     our_stop
 fi
 
-if phase spawn; then
+if phase spawn && gateway reference; then
     echo "== spawn burst: reference"
     ref_start "$BENCH_HOME/state/compare-spawn" --fresh
     spawn_burst reference
     ref_stop
+fi
+if phase spawn && gateway switchboard; then
     echo "== spawn burst: switchboard"
     our_start "$RUN/ours/spawn"
     spawn_burst switchboard
@@ -232,11 +248,14 @@ fi
 if phase sizes; then
     for n in $SIZES; do
         name="s$((n / 1000))k"
-        echo "== $n sessions: reference"
-        ref_store "$name" --count "$n" --turns 2
-        ref_start "$STORE"
-        sizes_on reference "$name"
-        ref_stop
+        if gateway reference; then
+            echo "== $n sessions: reference"
+            ref_store "$name" --count "$n" --turns 2
+            ref_start "$STORE"
+            sizes_on reference "$name"
+            ref_stop
+        fi
+        gateway switchboard || continue
         echo "== $n sessions: switchboard"
         "$BIN" --state-dir "$RUN/ours/$name" dev seed --sessions "$n" --messages-per-session 4 >/dev/null
         our_start "$RUN/ours/$name"
@@ -244,17 +263,21 @@ if phase sizes; then
         our_stop
         rm -rf "$RUN/ours/$name"
     done
-    echo "== 1k- and 100k-message sessions: reference"
-    ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
-    ref_start "$STORE"
-    sizes_on reference history
-    ref_stop
-    echo "== 1k- and 100k-message sessions: switchboard"
-    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist1k-000000 --big-messages 1000 >/dev/null
-    "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist100k-000000 --big-messages $((BIG_TURNS * 2)) >/dev/null
-    our_start "$RUN/ours/history"
-    sizes_on switchboard history
-    our_stop
+    if gateway reference; then
+        echo "== 1k- and 100k-message sessions: reference"
+        ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
+        ref_start "$STORE"
+        sizes_on reference history
+        ref_stop
+    fi
+    if gateway switchboard; then
+        echo "== 1k- and 100k-message sessions: switchboard"
+        "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist1k-000000 --big-messages 1000 >/dev/null
+        "$BIN" --state-dir "$RUN/ours/history" dev seed --big-session hist100k-000000 --big-messages $((BIG_TURNS * 2)) >/dev/null
+        our_start "$RUN/ours/history"
+        sizes_on switchboard history
+        our_stop
+    fi
 fi
 
 echo

@@ -113,16 +113,8 @@ pub struct WebhookOutbound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Value, json};
-
-    /// Serializes `value`, checks it against `expected`, and reads it back.
-    fn round_trip<T>(value: T, expected: Value)
-    where
-        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
-    }
+    use crate::test_support::round_trip;
+    use serde_json::json;
 
     #[test]
     fn deliveries_list_wraps_the_records() {

@@ -288,16 +288,8 @@ impl ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::round_trip;
     use serde_json::json;
-
-    /// Serializes `value`, checks it against `expected`, and reads it back.
-    fn round_trip<T>(value: T, expected: Value)
-    where
-        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
-    }
 
     fn agent(stream: AgentStream) -> AgentEvent {
         AgentEvent::new("r1", "agent:main:main", 5, stream)

@@ -145,16 +145,8 @@ impl InboundRefused {
 mod tests {
     use super::*;
     use crate::frames::ErrorCode;
+    use crate::test_support::round_trip;
     use serde_json::{Value, json};
-
-    /// Serializes `value`, checks it against `expected`, and reads it back.
-    fn round_trip<T>(value: T, expected: Value)
-    where
-        T: Serialize + serde::de::DeserializeOwned + PartialEq + fmt::Debug,
-    {
-        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
-    }
 
     #[test]
     fn ids_are_strings_or_integers() {

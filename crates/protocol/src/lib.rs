@@ -19,6 +19,9 @@ pub mod session_tools;
 pub mod sessions;
 pub mod tools;
 
+#[cfg(test)]
+mod test_support;
+
 pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};
 
 /// The gateway protocol version we speak (the reference's v4).

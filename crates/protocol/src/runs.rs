@@ -274,16 +274,8 @@ pub struct ChatAbortResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Value, json};
-
-    /// Serializes `value`, checks it against `expected`, and reads it back.
-    fn round_trip<T>(value: T, expected: Value)
-    where
-        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
-    }
+    use crate::test_support::round_trip;
+    use serde_json::json;
 
     #[test]
     fn chat_send_answers_a_run_or_the_send_command() {

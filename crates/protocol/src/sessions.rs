@@ -326,6 +326,7 @@ pub struct SessionsSubscribeResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::round_trip;
     use serde_json::json;
 
     #[test]
@@ -345,15 +346,6 @@ mod tests {
         assert_eq!(p.limit, Some(20));
         assert_eq!(p.active_minutes, Some(5));
         assert_eq!(p.kinds.unwrap().into_vec(), vec!["group".to_string()]);
-    }
-
-    /// Serializes `value`, checks it against `expected`, and reads it back.
-    fn round_trip<T>(value: T, expected: Value)
-    where
-        T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-        assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
     }
 
     fn row() -> (SessionRow, Value) {

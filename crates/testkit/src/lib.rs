@@ -486,14 +486,20 @@ mod tests {
 
     /// A bare HTTP/1.1 POST, read to the end (the mock closes after `Connection: close`).
     async fn post(mock: &MockLlm, path: &str, body: &str) -> String {
-        let mut socket = tokio::net::TcpStream::connect(mock.addr()).await.unwrap();
+        post_to(mock.addr(), path.to_string(), body.to_string()).await
+    }
+
+    /// [`post`] to an address, for a client task that outlives the borrow of the mock; what
+    /// was read before the connection broke off is the answer.
+    async fn post_to(addr: SocketAddr, path: String, body: String) -> String {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
         let request = format!(
             "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         socket.write_all(request.as_bytes()).await.unwrap();
         let mut out = String::new();
-        socket.read_to_string(&mut out).await.unwrap();
+        let _ = socket.read_to_string(&mut out).await;
         out
     }
 
@@ -541,19 +547,8 @@ mod tests {
     async fn stop_ends_a_hanging_reply() {
         let mock = MockLlm::start().await;
         mock.set_fallback(MockReply::Hang);
-        let addr = mock.addr();
-        let client = tokio::spawn(async move {
-            let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let body = r#"{"stream":true}"#;
-            let request = format!(
-                "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            socket.write_all(request.as_bytes()).await.unwrap();
-            let mut out = String::new();
-            let _ = socket.read_to_string(&mut out).await;
-            out
-        });
+        let body = r#"{"stream":true}"#.to_string();
+        let client = tokio::spawn(post_to(mock.addr(), "/v1/messages".into(), body));
         tokio::time::timeout(Duration::from_secs(60), mock.wait_requests(1))
             .await
             .unwrap();
@@ -561,27 +556,18 @@ mod tests {
         assert!(client.await.unwrap().starts_with("HTTP/1.1 503"));
     }
 
-    #[tokio::test]
+    /// Paused time: the hour passes as soon as nothing else can happen, so a reply that did not
+    /// wait for its gate would be in before it.
+    #[tokio::test(start_paused = true)]
     async fn a_gated_reply_waits_for_its_gate() {
         let mock = MockLlm::start().await;
         let gate = Gate::new();
         mock.push(MockReply::gated(&gate, MockReply::text("let through")));
-        let url = mock.addr();
-        let client = tokio::spawn(async move {
-            let mut socket = tokio::net::TcpStream::connect(url).await.unwrap();
-            let body = r#"{"model":"m"}"#;
-            let request = format!(
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            socket.write_all(request.as_bytes()).await.unwrap();
-            let mut out = String::new();
-            let _ = socket.read_to_string(&mut out).await;
-            out
-        });
-        tokio::time::timeout(Duration::from_secs(60), mock.wait_requests(1))
-            .await
-            .unwrap();
+        let body = r#"{"model":"m"}"#.to_string();
+        let mut client = tokio::spawn(post_to(mock.addr(), "/v1/chat/completions".into(), body));
+        mock.wait_requests(1).await;
+        let early = tokio::time::timeout(Duration::from_secs(3600), &mut client).await;
+        assert!(early.is_err(), "the reply did not wait for its gate");
         gate.open();
         let answer = client.await.unwrap();
         assert!(answer.contains("let through"), "{answer}");

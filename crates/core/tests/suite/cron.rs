@@ -13,7 +13,7 @@ use switchboard_core::config::{AgentEntry, Config, ModelRef};
 use switchboard_core::keys::SessionKind;
 use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
-use switchboard_core::store::RunStatus;
+use switchboard_core::store::{RunRecord, RunStatus};
 use switchboard_core::{CoreError, Engine, RunId};
 use switchboard_protocol::message::Provenance;
 
@@ -108,11 +108,16 @@ impl World {
     /// Waits for the job's last run to end; answers (status, lane, result).
     async fn last_run(&self, id: &str) -> (RunStatus, String, Option<String>) {
         let run_id = self.job(id).await.last_run_id.expect("the job never fired");
+        let r = self.ended(&run_id).await;
+        (r.status, r.lane, r.result)
+    }
+
+    /// The record of the run `run_id` (as the wire gives it) once it ended.
+    async fn ended(&self, run_id: &str) -> RunRecord {
         let run_id = RunId::from_string(run_id);
         let outcome = self.engine.runtime().wait(&run_id, GUARD).await.unwrap();
         assert!(!outcome.wait_timed_out, "the run did not end");
-        let r = outcome.record;
-        (r.status, r.lane, r.result)
+        outcome.record
     }
 
     /// The transcript of `key`, oldest first; empty when the session does not exist.
@@ -480,13 +485,7 @@ async fn cron_disabled_keeps_jobs_but_never_fires_them() {
 
     // cron.run is an operator's explicit act: it still runs the job.
     let run = w.engine.cron().run("off").await.unwrap();
-    let ended = w
-        .engine
-        .runtime()
-        .wait(&RunId::from_string(&run.run_id), GUARD)
-        .await
-        .unwrap()
-        .record;
+    let ended = w.ended(&run.run_id).await;
     assert_eq!((ended.status, ended.lane.as_str()), (RunStatus::Ok, "cron"));
     assert_eq!(w.firings(&job.session_key).await.len(), 1);
     w.engine.close().await;
@@ -500,13 +499,7 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
         .await;
     let run = w.engine.cron().run("r").await.unwrap();
     assert_eq!(run.session_key, "agent:main:cron:r");
-    let ended = w
-        .engine
-        .runtime()
-        .wait(&RunId::from_string(&run.run_id), GUARD)
-        .await
-        .unwrap()
-        .record;
+    let ended = w.ended(&run.run_id).await;
     assert_eq!(ended.result.as_deref(), Some("now"));
     assert_eq!(
         w.firings(&job.session_key).await,

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::sessions::SessionRow;
+use crate::test_support::round_trip;
 
 /// The property names and `required` list of `P`'s raw `schema_for!` output.
 fn raw_shape<P: JsonSchema>() -> (Vec<String>, Value) {
@@ -326,15 +327,6 @@ fn params_serialize_only_what_is_set() {
         .unwrap(),
         json!({"task": "t"})
     );
-}
-
-/// Serializes `value`, checks it against `expected`, and reads it back.
-fn round_trip<T>(value: T, expected: Value)
-where
-    T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-{
-    assert_eq!(serde_json::to_value(&value).unwrap(), expected);
-    assert_eq!(serde_json::from_value::<T>(expected).unwrap(), value);
 }
 
 #[test]

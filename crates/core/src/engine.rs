@@ -250,11 +250,6 @@ impl Engine {
         &self.home
     }
 
-    /// The clock every time is read from.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
     /// Now (ms) on the engine's clock.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()

@@ -3,13 +3,17 @@
 //! unless `tools.subagents.tools.allow` names them, minus `tools.subagents.tools.deny`.
 
 use super::{Decision, Denial};
-use crate::config::Config;
+use crate::config::{Config, ResolvedAgent};
 use crate::keys::SessionKey;
 
-/// Whether the agent `agent_id` may call `tool` in the session `key`; a refusal names the
-/// setting that blocks it.
-pub fn tool_allowed(config: &Config, key: &SessionKey, agent_id: &str, tool: &str) -> Decision {
-    let agent = config.agent(agent_id);
+/// Whether `agent` (resolved once by the caller, whatever the number of tools it asks about)
+/// may call `tool` in the session `key`; a refusal names the setting that blocks it.
+pub fn tool_allowed(
+    config: &Config,
+    key: &SessionKey,
+    agent: &ResolvedAgent,
+    tool: &str,
+) -> Decision {
     if !allowed(tool, &agent.tools_allow, &agent.tools_deny) {
         return refuse(
             key,
@@ -46,7 +50,7 @@ fn refuse(key: &SessionKey, tool: &str, reason: String) -> Decision {
 }
 
 /// The session tools (SPEC §7), which sub-agents do not get by default.
-pub fn is_session_tool(name: &str) -> bool {
+fn is_session_tool(name: &str) -> bool {
     name.starts_with("sessions_") || name == "agents_list"
 }
 

@@ -73,8 +73,8 @@ impl Inbound {
         let agent = agent_id.unwrap_or_else(|| self.config.default_agent_id());
         match payload.session_key.as_deref().map(str::trim) {
             Some(given) if !given.is_empty() => self
-                .config
-                .canonical_key(given, Some(&agent))
+                .resolver
+                .canonical(given, Some(&agent))
                 .map_err(|e| CoreError::Invalid(format!("sessionKey: {e}"))),
             _ => Ok(SessionKey::from_canonical(format!(
                 "agent:{agent}:hook:{}",

@@ -2,7 +2,7 @@
 //! `agents.defaults`, the default agent, and a copy safe to print.
 
 use super::{AgentEntry, Config, ModelRef, SandboxMode, SessionScope, SessionToolsVisibility};
-use crate::keys::{self, KeyContext, KeyError, Scope, SessionKey, normalize_agent_id};
+use crate::keys::{self, KeyContext, Scope, SessionKey, normalize_agent_id};
 
 /// What [`Config::redacted`] puts in place of every secret.
 pub const REDACTED: &str = "[redacted]";
@@ -56,20 +56,6 @@ impl Config {
             main_key: &self.session.main_key,
             scope: self.scope(),
         }
-    }
-
-    /// Canonicalises a key for an operator call; `agent_id` picks the agent that legacy keys and
-    /// `main` belong to (the default agent when absent).
-    pub fn canonical_key(
-        &self,
-        input: &str,
-        agent_id: Option<&str>,
-    ) -> Result<SessionKey, KeyError> {
-        let agent = match agent_id {
-            Some(agent) => normalize_agent_id(agent),
-            None => self.default_agent_id(),
-        };
-        keys::canonicalize(input, &self.key_context(&agent))
     }
 
     /// The main session key of `agent_id`.

@@ -42,7 +42,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::access;
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, ResolvedAgent};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -410,14 +410,15 @@ impl Runtime {
         }
     }
 
-    /// The tools the agent `agent_id` may call in the session `key` (access decides, SPEC §6.5).
-    pub fn tools_for(&self, key: &SessionKey, agent_id: &str) -> Vec<Arc<dyn Tool>> {
+    /// The tools `agent` may call in the session `key` (access decides, SPEC §6.5).
+    pub fn tools_for(&self, key: &SessionKey, agent: &ResolvedAgent) -> Vec<Arc<dyn Tool>> {
         let Some(tools) = self.inner.tools.get() else {
             return Vec::new();
         };
+        let config = &self.inner.config;
         tools
             .all()
-            .filter(|t| access::tool_allowed(&self.inner.config, key, agent_id, t.name()).is_ok())
+            .filter(|t| access::tool_allowed(config, key, agent, t.name()).is_ok())
             .cloned()
             .collect()
     }

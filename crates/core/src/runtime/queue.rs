@@ -39,7 +39,7 @@ impl Runtime {
     ///
     /// Errors: `NotFound` when the session does not exist and the request does not create it;
     /// `Unavailable` once shutdown began; store failures.
-    pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
+    pub async fn submit(&self, mut request: RunRequest) -> CoreResult<Accepted> {
         // Counted before the check: a shutdown that begins from here on waits for this submit.
         let _admission = Busy::enter(&self.inner.admitting);
         if self.is_closing() {
@@ -100,7 +100,7 @@ impl Runtime {
             lock(&self.inner.idempotency).insert(key.clone(), run_id.clone());
         }
         self.emit(&run_id, &entry.key, RunEventData::Queued);
-        let message = request.message.clone().map(|m| {
+        let message = request.message.take().map(|m| {
             TranscriptMessage::User(UserMessage {
                 content: UserContent::Text(m.text),
                 timestamp: now,

@@ -305,7 +305,7 @@ impl<'a> Turn<'a> {
             .map_err(|e| Ending::failed(e.to_string()))?;
         // The same set tools.invoke allows: access decides (the agent's allow/deny, minus session
         // tools for sub-agents unless tools.subagents.tools allows them).
-        let tools = rt.tools_for(key, &entry.agent_id);
+        let tools = rt.tools_for(key, &agent);
         let caller = Caller {
             session_key: key.clone(),
             agent_id: entry.agent_id.clone(),

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -183,26 +183,38 @@ pub trait TypedTool: Send + Sync + 'static {
     ) -> impl Future<Output = Self::Output> + Send;
 }
 
-/// A [`TypedTool`] as a [`Tool`].
-pub struct Typed<T>(pub T);
+/// A [`TypedTool`] as a [`Tool`]. Its schema is derived once: every run shows it to the model.
+pub struct Typed<T> {
+    tool: T,
+    schema: OnceLock<Value>,
+}
+
+impl<T: TypedTool> Typed<T> {
+    pub fn new(tool: T) -> Self {
+        Self {
+            tool,
+            schema: OnceLock::new(),
+        }
+    }
+}
 
 impl<T: TypedTool> Tool for Typed<T> {
     fn name(&self) -> &str {
-        self.0.name()
+        self.tool.name()
     }
 
     fn description(&self) -> &str {
-        self.0.description()
+        self.tool.description()
     }
 
     fn parameters(&self) -> Value {
-        schema_for::<T::Params>()
+        self.schema.get_or_init(schema_for::<T::Params>).clone()
     }
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
         Box::pin(async move {
             match parse_args::<T::Params>(self, arguments) {
-                Ok(params) => encode(&self.0.run(ctx, params).await),
+                Ok(params) => encode(&self.tool.run(ctx, params).await),
                 Err(message) => self.invalid(message),
             }
         })

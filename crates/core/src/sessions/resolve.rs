@@ -52,26 +52,33 @@ impl From<StoreError> for Refusal {
 pub struct Resolver {
     config: Arc<Config>,
     store: Arc<dyn Store>,
+    /// The config's default agent, resolved once (every operator reference may need it).
+    default_agent: String,
 }
 
 impl Resolver {
     pub fn new(config: Arc<Config>, store: Arc<dyn Store>) -> Self {
-        Self { config, store }
+        let default_agent = config.default_agent_id();
+        Self {
+            config,
+            store,
+            default_agent,
+        }
     }
 
     /// An operator's key (`agent_id` picks the agent legacy keys and `main` belong to; the
     /// default agent when absent), canonical.
     pub fn canonical(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
-        Ok(self.config.canonical_key(input, agent_id)?)
+        let agent = match agent_id {
+            Some(agent) => keys::normalize_agent_id(agent),
+            None => self.default_agent.clone(),
+        };
+        Ok(keys::canonicalize(input, &self.config.key_context(&agent))?)
     }
 
     /// What a new session at `key` starts with: agent, kind, channel and chat type from the key.
     pub fn new_session(&self, key: &SessionKey) -> NewSession {
-        NewSession::for_key(
-            key,
-            &self.config.default_agent_id(),
-            &self.config.session.main_key,
-        )
+        NewSession::for_key(key, &self.default_agent, &self.config.session.main_key)
     }
 
     /// The entry an operator's reference names: a key (any accepted form) or a sessionId.
@@ -118,7 +125,7 @@ impl Resolver {
     pub async fn by_label(&self, label: &str, agent_id: Option<&str>) -> CoreResult<SessionEntry> {
         let agent = agent_id
             .map(keys::normalize_agent_id)
-            .unwrap_or_else(|| self.config.default_agent_id());
+            .unwrap_or_else(|| self.default_agent.clone());
         self.store
             .get_by_label(&agent, label)
             .await?
@@ -194,7 +201,7 @@ impl Resolver {
                 let owner = key
                     .agent_id()
                     .map(str::to_string)
-                    .unwrap_or_else(|| self.config.default_agent_id());
+                    .unwrap_or_else(|| self.default_agent.clone());
                 let hypothetical = Target {
                     key: key.as_str(),
                     agent_id: &owner,

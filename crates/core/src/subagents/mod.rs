@@ -227,9 +227,6 @@ impl Subagents {
             self.save(&record).await?;
         }
         if record.state == SubagentState::Announcing {
-            if self.runtime.is_closing() {
-                return Err("the gateway is shutting down".into());
-            }
             if let Some(text) = self.announce_text(&record).await? {
                 let route = self.requester_route(&record.requester_key).await?;
                 let delivery = self

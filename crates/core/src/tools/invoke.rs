@@ -74,11 +74,12 @@ impl ToolInvoker {
         stop_waiting: CancellationToken,
     ) -> CoreResult<ToolOutput> {
         let entry = self.resolver.find(session, None).await?;
+        let agent = self.config.agent(&entry.agent_id);
         let tool = tool.trim();
         let Some(found) = self.runtime.tool(tool) else {
             let names: Vec<String> = self
                 .runtime
-                .tools_for(&entry.key, &entry.agent_id)
+                .tools_for(&entry.key, &agent)
                 .iter()
                 .map(|t| t.name().to_string())
                 .collect();
@@ -91,7 +92,7 @@ impl ToolInvoker {
                 }
             )));
         };
-        if let Err(denial) = access::tool_allowed(&self.config, &entry.key, &entry.agent_id, tool) {
+        if let Err(denial) = access::tool_allowed(&self.config, &entry.key, &agent, tool) {
             return Err(CoreError::Forbidden(denial.message));
         }
         if !(args.is_object() || args.is_null()) {
@@ -117,9 +118,10 @@ impl ToolInvoker {
     /// MCP's `tools/list` shows). Errors: `NotFound` for an unknown session.
     pub async fn list(&self, p: ToolsListParams) -> CoreResult<ToolsListResult> {
         let entry = self.resolver.find(&p.session_key, None).await?;
+        let agent = self.config.agent(&entry.agent_id);
         let tools = self
             .runtime
-            .tools_for(&entry.key, &entry.agent_id)
+            .tools_for(&entry.key, &agent)
             .iter()
             .map(|tool| ToolDescriptor {
                 name: tool.name().to_string(),

@@ -32,11 +32,11 @@ pub struct SessionTools {
 
 /// Registers the session tools.
 pub fn register(registry: &mut ToolRegistry, deps: Arc<SessionTools>) {
-    registry.register(Arc::new(Typed(list::SessionsList(deps.clone()))));
-    registry.register(Arc::new(Typed(history::SessionsHistory(deps.clone()))));
-    registry.register(Arc::new(Typed(send::SessionsSend(deps.clone()))));
-    registry.register(Arc::new(Typed(spawn::SessionsSpawn(deps.clone()))));
-    registry.register(Arc::new(Typed(agents_list::AgentsList(deps))));
+    registry.register(Arc::new(Typed::new(list::SessionsList(deps.clone()))));
+    registry.register(Arc::new(Typed::new(history::SessionsHistory(deps.clone()))));
+    registry.register(Arc::new(Typed::new(send::SessionsSend(deps.clone()))));
+    registry.register(Arc::new(Typed::new(spawn::SessionsSpawn(deps.clone()))));
+    registry.register(Arc::new(Typed::new(agents_list::AgentsList(deps))));
 }
 
 impl SessionTools {

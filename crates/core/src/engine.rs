@@ -95,15 +95,22 @@ impl Engine {
         let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
         let sqlite = SqliteStore::open_with_clock(home, clock.clone())?;
-        let store: Arc<dyn Store> = Arc::new(sqlite.clone());
-        let aborted = store.abort_interrupted_runs().await?;
-        if aborted > 0 {
+        let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
+        // Runs the last process left queued start again; the ones it left running end aborted.
+        let recovered = match engine.runtime.recover().await {
+            Ok(recovered) => recovered,
+            Err(e) => {
+                engine.shutdown(Duration::ZERO).await;
+                return Err(e);
+            }
+        };
+        if recovered.interrupted > 0 || recovered.resumed > 0 {
             tracing::warn!(
-                aborted,
-                "marked runs interrupted by the last stop as aborted"
+                interrupted = recovered.interrupted,
+                resumed = recovered.resumed,
+                "runs left by the last stop: the running ones ended aborted, the queued ones resumed"
             );
         }
-        let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
         // Pending deliveries and unfinished sub-agents left by the last process resume here.
         engine.outbox.start();
         let resumed = match engine.subagents.resume().await {

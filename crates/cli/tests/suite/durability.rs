@@ -186,8 +186,9 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
 }
 
 /// The graceful shutdown (docs/architecture.md): on SIGTERM the gateway lets running runs finish
-/// within `gateway.shutdownGraceSeconds`, aborts the rest itself (recorded `aborted`, not
-/// "interrupted"), flushes the store and exits 0; the restart finds nothing to recover.
+/// within `gateway.shutdownGraceSeconds`, aborts the rest itself (recorded `aborted`, the
+/// gateway's stop named as the reason, the transcript closed), keeps runs that never started
+/// queued, flushes the store and exits 0; the restart runs the queued ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_runs_finish_aborts_the_rest_and_the_restart_finds_nothing_lost() {
     let home = tempfile::tempdir().unwrap();
@@ -200,17 +201,24 @@ async fn sigterm_lets_runs_finish_aborts_the_rest_and_the_restart_finds_nothing_
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    let mut send = async |key: &str, message: &str| {
+    let send = async |client: &mut GatewayClient, key: &str, message: &str| {
         let started = client
             .request("chat.send", json!({"sessionKey": key, "message": message}))
             .await
             .unwrap();
         started["runId"].as_str().unwrap().to_string()
     };
-    let quick = send("quick", "@delay 300\n@reply finished in the grace period").await;
-    let slow = send("main", "@delay 600000\n@reply never").await;
+    let quick = send(
+        &mut client,
+        "quick",
+        "@delay 300\n@reply finished in the grace period",
+    )
+    .await;
+    let slow = send(&mut client, "main", "@delay 600000\n@reply never").await;
     super::process::wait_running(&mut client, &quick).await;
     super::process::wait_running(&mut client, &slow).await;
+    // Acknowledged behind the slow run: it must survive the stop and run after it.
+    let kept = send(&mut client, "main", "PLEASE-KEEP-ME\n@reply kept").await;
     client.close().await;
     let status = gateway.terminate();
     assert!(status.success(), "exit status after SIGTERM: {status}");
@@ -228,16 +236,43 @@ async fn sigterm_lets_runs_finish_aborts_the_rest_and_the_restart_finds_nothing_
     let wait = json!({"runId": slow, "timeoutMs": 0});
     let slow = client.request("agent.wait", wait).await.unwrap();
     assert_eq!(slow["status"], "aborted", "{slow}");
-    let error = slow["error"].as_str().unwrap();
-    assert!(!error.contains("interrupted"), "{error}");
-    // Both acknowledged messages are in their transcripts.
-    for (key, text) in [
-        ("quick", "@delay 300\n@reply finished in the grace period"),
-        ("main", "@delay 600000\n@reply never"),
-    ] {
-        let history = full_history(&mut client, key).await;
-        assert_eq!(history[0]["content"], text, "{key}");
-    }
+    assert_eq!(
+        slow["error"],
+        "interrupted: the gateway stopped while this run was running"
+    );
+    let wait = json!({"runId": kept, "timeoutMs": 30_000});
+    let kept = client.request("agent.wait", wait).await.unwrap();
+    assert_eq!(
+        (kept["status"].as_str(), kept["reply"].as_str()),
+        (Some("ok"), Some("kept"))
+    );
+    // Every acknowledged message is in its transcript, the cut-off run closed in between.
+    let quick = full_history(&mut client, "quick").await;
+    assert_eq!(
+        quick[0]["content"],
+        "@delay 300\n@reply finished in the grace period"
+    );
+    let main = full_history(&mut client, "main").await;
+    let shape: Vec<(&str, &str)> = main
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["stopReason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("user", ""),
+            ("assistant", "aborted"),
+            ("user", ""),
+            ("assistant", "stop")
+        ]
+    );
+    assert_eq!(main[0]["content"], "@delay 600000\n@reply never");
+    assert_eq!(main[2]["content"], "PLEASE-KEEP-ME\n@reply kept");
     client.close().await;
     gateway.stop();
 }

@@ -21,9 +21,11 @@
 //! worker before the tracker reports it done.
 
 mod conversation;
+mod cut;
 pub mod lanes;
 pub mod providers;
 mod queue;
+mod recover;
 mod run;
 pub mod tool;
 
@@ -78,6 +80,9 @@ pub struct RunRequest {
     /// The run's id when the caller must know it before submitting (a sub-agent record is
     /// stored first); a new v7 uuid when `None`.
     pub run_id: Option<RunId>,
+    /// Writes committed in the same transaction as the run's acknowledgement (an exchange's
+    /// record), so neither exists without the other.
+    pub commit_with: Vec<WriteOp>,
 }
 
 /// The user-role message of a run, before it has a time.
@@ -91,10 +96,24 @@ pub struct RunMessage {
 /// Where a run's reply goes once the run ends (SPEC §9.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deliver {
-    /// The outbox record's kind (`reply`, `announce`, …).
+    /// The outbox record's kind: one of [`Deliver::KINDS`].
     pub kind: &'static str,
     /// `None`: the session's route when the run ends.
     pub route: Option<DeliveryContext>,
+}
+
+impl Deliver {
+    /// The kinds of reply a run delivers: a reply to its own route, an exchange's announce.
+    pub const KINDS: [&'static str; 2] = ["reply", "announce"];
+
+    /// The kind stored as `kind` (a queued run read back after a restart); `reply` for one
+    /// this build does not know.
+    pub fn kind_named(kind: &str) -> &'static str {
+        Self::KINDS
+            .into_iter()
+            .find(|k| *k == kind)
+            .unwrap_or(Self::KINDS[0])
+    }
 }
 
 impl RunRequest {
@@ -111,6 +130,7 @@ impl RunRequest {
             chain: Vec::new(),
             deliver: None,
             run_id: None,
+            commit_with: Vec::new(),
         }
     }
 
@@ -367,10 +387,11 @@ impl Runtime {
                 }
             }
         }
+        // A run left queued by a shutdown is still queued in the store: the wait ended first.
         match self.inner.store.get_run(run_id).await? {
             Some(record) => Ok(WaitOutcome {
+                wait_timed_out: !record.status.is_final(),
                 record,
-                wait_timed_out: false,
             }),
             None => Err(CoreError::NotFound(format!("Run not found: {run_id}"))),
         }
@@ -513,9 +534,9 @@ impl Runtime {
         }
     }
 
-    /// Forgets a finished run (its final record is in the store by now).
-    fn retire(&self, record: &RunRecord) {
-        self.publish(record);
+    /// Forgets a queued run that shutdown keeps from starting: its record stays `queued` with
+    /// its input, and the next start resumes it.
+    fn forget(&self, record: &RunRecord) {
         let removed = lock(&self.inner.live).remove(&record.run_id).is_some();
         if removed {
             self.inner
@@ -525,6 +546,20 @@ impl Runtime {
         if let Some(key) = &record.idempotency_key {
             lock(&self.inner.idempotency).remove(key);
         }
+    }
+
+    /// Why a cancelled run ended: the gateway's stop, or someone's abort.
+    fn abort_reason(&self) -> String {
+        match self.inner.abort_all.is_cancelled() {
+            true => RunRecord::INTERRUPTED.to_string(),
+            false => "aborted".to_string(),
+        }
+    }
+
+    /// Forgets a finished run (its final record is in the store by now).
+    fn retire(&self, record: &RunRecord) {
+        self.publish(record);
+        self.forget(record);
     }
 }
 

@@ -10,11 +10,12 @@ use switchboard_protocol::message::{TranscriptMessage, UserContent, UserMessage}
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Accepted, Busy, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
+use super::lanes::Lane;
+use super::{Accepted, Busy, Deliver, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::{RunRecord, RunStatus, StoreError};
+use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, WriteOp};
 
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
@@ -34,8 +35,10 @@ pub(super) struct Queued {
 }
 
 impl Runtime {
-    /// Stores a queued run and puts it in its session's queue. Answers once the record is
-    /// committed. A repeated `idempotency_key` answers the first run and does nothing.
+    /// Stores a queued run with everything it needs to start (its message, stamped now) and
+    /// puts it in its session's queue. Answers once that is committed: an acknowledged run
+    /// starts even after a restart. A repeated `idempotency_key` answers the first run and does
+    /// nothing.
     ///
     /// Errors: `NotFound` when the session does not exist and the request does not create it;
     /// `Unavailable` once shutdown began; store failures.
@@ -62,10 +65,9 @@ impl Runtime {
                 }
             },
         };
-        let run_id = request.run_id.clone().unwrap_or_default();
         let now = self.now_ms();
         let record = RunRecord {
-            run_id: run_id.clone(),
+            run_id: request.run_id.clone().unwrap_or_default(),
             session_key: entry.key.clone(),
             session_id: Some(entry.session_id.clone()),
             status: RunStatus::Queued,
@@ -77,7 +79,17 @@ impl Runtime {
             error: None,
             idempotency_key: request.idempotency_key.clone(),
         };
-        if let Err(e) = store.put_run(record.clone()).await {
+        let message = request.message.take().map(|m| {
+            TranscriptMessage::User(UserMessage {
+                content: UserContent::Text(m.text),
+                timestamp: now,
+                provenance: m.provenance,
+            })
+        });
+        let input = input_of(&request, message.clone());
+        let mut batch = vec![WriteOp::QueueRun(record.clone(), Box::new(input))];
+        batch.append(&mut request.commit_with);
+        if let Err(e) = store.write_batch(batch).await {
             // Two submits raced with one key: the other one won.
             if let (Some(key), StoreError::Conflict(_)) = (&request.idempotency_key, &e)
                 && let Some(accepted) = self.find_idempotent(key).await?
@@ -86,11 +98,22 @@ impl Runtime {
             }
             return Err(e.into());
         }
+        Ok(self.admit(request, record, message))
+    }
+
+    /// Registers a stored queued run as live and puts it in its session's queue.
+    pub(super) fn admit(
+        &self,
+        request: RunRequest,
+        record: RunRecord,
+        message: Option<TranscriptMessage>,
+    ) -> Accepted {
+        let (run_id, session_key) = (record.run_id.clone(), record.session_key.clone());
         let cancel = self.inner.abort_all.child_token();
         lock(&self.inner.live).insert(
             run_id.clone(),
             LiveRun {
-                session_key: entry.key.clone(),
+                session_key: session_key.clone(),
                 state: watch::channel(record.clone()).0,
                 cancel: cancel.clone(),
             },
@@ -99,14 +122,8 @@ impl Runtime {
         if let Some(key) = &request.idempotency_key {
             lock(&self.inner.idempotency).insert(key.clone(), run_id.clone());
         }
-        self.emit(&run_id, &entry.key, RunEventData::Queued);
-        let message = request.message.take().map(|m| {
-            TranscriptMessage::User(UserMessage {
-                content: UserContent::Text(m.text),
-                timestamp: now,
-                provenance: m.provenance,
-            })
-        });
+        self.emit(&run_id, &session_key, RunEventData::Queued);
+        let accepted_at = record.created_at;
         let queued = Queued {
             run_id: run_id.clone(),
             request,
@@ -114,13 +131,13 @@ impl Runtime {
             cancel,
             record,
         };
-        self.enqueue(entry.key.clone(), queued);
-        Ok(Accepted {
+        self.enqueue(session_key.clone(), queued);
+        Accepted {
             run_id,
-            session_key: entry.key,
-            accepted_at: now,
+            session_key,
+            accepted_at,
             deduplicated: false,
-        })
+        }
     }
 
     async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
@@ -188,4 +205,46 @@ impl Runtime {
             }
         }
     }
+}
+
+/// What a queued run stores to start after a restart.
+fn input_of(request: &RunRequest, message: Option<TranscriptMessage>) -> RunInput {
+    RunInput {
+        message,
+        extra_system_prompt: request.extra_system_prompt.clone(),
+        timeout_ms: request
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        model: request.model.clone(),
+        chain: request
+            .chain
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect(),
+        deliver: request.deliver.as_ref().map(|d| DeliverInput {
+            kind: d.kind.to_string(),
+            route: d.route.clone(),
+        }),
+    }
+}
+
+/// The request of a queued run read back from the store (the inverse of [`input_of`]).
+pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
+    let lane = Lane::parse(&record.lane).unwrap_or(Lane::Main);
+    let mut request = RunRequest::new(record.session_key.clone(), lane);
+    request.extra_system_prompt = input.extra_system_prompt.clone();
+    request.timeout = input.timeout_ms.map(std::time::Duration::from_millis);
+    request.idempotency_key = record.idempotency_key.clone();
+    request.model = input.model.clone();
+    request.chain = input
+        .chain
+        .iter()
+        .map(|k| SessionKey::from_canonical(k.clone()))
+        .collect();
+    request.deliver = input.deliver.as_ref().map(|d| Deliver {
+        kind: Deliver::kind_named(&d.kind),
+        route: d.route.clone(),
+    });
+    request.run_id = Some(record.run_id.clone());
+    request
 }

@@ -15,6 +15,7 @@ use switchboard_protocol::message::{
 };
 use switchboard_protocol::sessions::Patch;
 
+use super::cut;
 use super::providers::complete_with_retries;
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, StreamEvent};
 use super::queue::Queued;
@@ -43,12 +44,14 @@ impl Ending {
     }
 }
 
-/// Text streamed in the current model turn that is not in the transcript yet.
+/// What the run did that is not in the transcript yet: text streamed in the current model
+/// turn, and tool calls still waiting for their result.
 #[derive(Default)]
 struct Partial {
     text: String,
     model: String,
     provider: String,
+    unanswered: Vec<(String, String)>,
 }
 
 pub(super) async fn execute(rt: &Runtime, job: Queued) {
@@ -61,15 +64,23 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     } = job;
     let key = request.session_key.clone();
 
-    // An abort wins over a free slot: a run aborted while queued never starts.
+    // An abort wins over a free slot: a run aborted while queued never starts. A run that did
+    // not start before shutdown began stays queued in the store and starts at the next start.
     let lease = tokio::select! {
         biased;
+        () = rt.inner.closing.cancelled() => {
+            // Cancelled by someone (not by the shutdown's abort of everything): an abort.
+            if !cancel.is_cancelled() || rt.inner.abort_all.is_cancelled() {
+                return rt.forget(&record);
+            }
+            None
+        }
         () = cancel.cancelled() => None,
         lease = rt.inner.lanes.lease(request.lane) => Some(lease),
     };
     // The run's message was acknowledged with the run: it enters the transcript however the run
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
-    // same commit that marks the run running.
+    // same commit that marks the run running (and clears its stored input).
     let mut start = Vec::new();
     if let Some(message) = message {
         start.push(WriteOp::Append {
@@ -81,12 +92,9 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     if lease.is_some() {
         record.status = RunStatus::Running;
         record.started_at = Some(rt.now_ms());
-        start.push(WriteOp::PutRun(record.clone()));
     }
-    let started = match start.is_empty() {
-        true => Ok(()),
-        false => rt.store().write_batch(start).await.map(|_| ()),
-    };
+    start.push(WriteOp::PutRun(record.clone()));
+    let started = rt.store().write_batch(start).await.map(|_| ());
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
         (None, Ok(())) => Ending {
@@ -105,7 +113,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
             let stopped = tokio::select! {
                 ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
-                () = cancel.cancelled() => Err((RunStatus::Aborted, "aborted".to_string())),
+                () = cancel.cancelled() => Err((RunStatus::Aborted, rt.abort_reason())),
             };
             match stopped {
                 Ok(ending) => ending,
@@ -175,7 +183,8 @@ async fn finish(
     );
 }
 
-/// Appends what was streamed before a timeout or abort, and ends the run.
+/// Closes the transcript of a run cut off by a timeout or an abort (results for its unanswered
+/// tool calls, an `aborted` message with what was streamed), and ends the run.
 async fn keep_partial(
     rt: &Runtime,
     key: &SessionKey,
@@ -187,17 +196,16 @@ async fn keep_partial(
         text,
         model,
         provider,
+        unanswered,
     } = std::mem::take(&mut *lock(partial));
-    if !text.is_empty() {
-        let cut = ModelResponse {
-            content: vec![ContentBlock::text(text.clone())],
-            usage: Usage::default(),
-            stop_reason: StopReason::Aborted,
-        };
-        let message = assistant_message(&provider, &model, &cut, Some(&reason), rt.now_ms());
-        if let Err(e) = rt.store().append(key, None, vec![message]).await {
-            tracing::warn!(error = %e, "could not keep the partial reply");
-        }
+    let streamed = cut::Streamed {
+        text: &text,
+        provider: &provider,
+        model: &model,
+    };
+    let closing = cut::closing_messages(&unanswered, streamed, &reason, rt.now_ms());
+    if let Err(e) = rt.store().append(key, None, closing).await {
+        tracing::warn!(error = %e, "could not keep the partial reply");
     }
     Ending {
         status,
@@ -256,11 +264,18 @@ async fn run_loop(
                 error: None,
             };
         }
+        lock(&turn.partial).unanswered = calls
+            .iter()
+            .map(|(id, name, _)| (id.clone(), name.clone()))
+            .collect();
         for (id, name, arguments) in calls {
-            let result = turn.call_tool(id, name, arguments).await;
+            let result = turn.call_tool(id.clone(), name, arguments).await;
             if let Err(ending) = turn.append(result, &mut model_request).await {
                 return ending;
             }
+            lock(&turn.partial)
+                .unanswered
+                .retain(|(call, _)| *call != id);
         }
     }
     Ending::failed(format!(
@@ -351,6 +366,7 @@ impl Turn<'_> {
             text: String::new(),
             model: self.target.model.clone(),
             provider: self.target.provider_id.clone(),
+            unanswered: Vec::new(),
         };
         let sink = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => {

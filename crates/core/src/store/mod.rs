@@ -9,8 +9,10 @@
 //! and has no gaps.
 
 mod cron;
+mod exchanges;
 mod mirror;
 mod outbox;
+mod runs;
 pub mod sqlite;
 mod subagents;
 
@@ -26,8 +28,10 @@ use crate::ids::RunId;
 use crate::keys::{ChatType, SessionKey, SessionKind};
 
 pub use cron::CronJobRecord;
+pub use exchanges::{ExchangeRecord, ExchangeState};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
+pub use runs::{DeliverInput, RunInput};
 pub use sqlite::SqliteStore;
 pub use subagents::{SubagentRecord, SubagentState};
 
@@ -286,12 +290,26 @@ pub struct RunRecord {
     pub idempotency_key: Option<String>,
 }
 
+impl RunRecord {
+    /// The error of a run the gateway's stop cut off (not anyone's abort).
+    pub const INTERRUPTED: &'static str =
+        "interrupted: the gateway stopped while this run was running";
+
+    /// True when the gateway's stop ended the run, not its work or anyone's abort.
+    pub fn interrupted(&self) -> bool {
+        self.status == RunStatus::Aborted && self.error.as_deref() == Some(Self::INTERRUPTED)
+    }
+}
+
 /// One write of a [`Store::write_batch`]: all of a batch commit together or not at all.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
     /// Creates the session unless its key exists (as [`Store::create`]).
     Create(Box<NewSession>),
+    /// Stores a run record; a stored run's input is cleared (it has started).
     PutRun(RunRecord),
+    /// Stores a new queued run with what it needs to start after a restart.
+    QueueRun(RunRecord, Box<RunInput>),
     Append {
         key: SessionKey,
         create: Option<NewSession>,
@@ -310,6 +328,7 @@ pub enum WriteOp {
         update: DeliveryUpdate,
     },
     PutSubagent(Box<SubagentRecord>),
+    PutExchange(Box<ExchangeRecord>),
 }
 
 /// What each op of a batch did, in order.
@@ -324,6 +343,7 @@ pub enum WriteOutcome {
     Enqueued(Box<DeliveryRecord>),
     DeliveryUpdated(Box<DeliveryRecord>),
     PutSubagent,
+    PutExchange,
 }
 
 /// The persistence interface of the engine.
@@ -375,9 +395,9 @@ pub trait Store: Send + Sync {
     fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>>;
     /// The run submitted with this idempotency key, if any.
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
-    /// Marks runs left `queued`/`running` by a dead process `aborted` and flags their sessions
-    /// `abortedLastRun`; answers how many.
-    fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64>;
+    /// Runs left `queued` or `running` (by a stopped process), in the order they were
+    /// submitted, each with its stored input (`None` once it started).
+    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>>;
 
     /// Stores an outbox record unless its idempotency key names one already; answers the stored
     /// record and whether it is new.
@@ -395,6 +415,19 @@ pub trait Store: Send + Sync {
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
+
+    /// Stores an exchange record (insert or replace by id).
+    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()>;
+    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>>;
+    /// Exchanges not done nor failed, oldest first.
+    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>>;
+    /// Exchanges where `session` is the requester or the target (all when `None`), newest
+    /// first, at most `limit`.
+    fn list_exchanges(
+        &self,
+        session: Option<SessionKey>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<ExchangeRecord>>;
 
     /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
     fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;

@@ -212,6 +212,9 @@ impl Subagents {
             .ok_or("no sub-agent record")?;
         if record.state == SubagentState::Running {
             let outcome = match self.runtime.wait(&record.run_id, Duration::MAX).await {
+                Ok(wait) if !wait.record.status.is_final() => {
+                    return Err("the gateway stopped before the child's run ended".into());
+                }
                 Ok(wait) => wait.record.status.as_str().to_string(),
                 // The run was never stored: the process stopped between the record and the run.
                 Err(_) => "error".to_string(),

@@ -498,10 +498,14 @@ async fn abort_ends_the_running_run_and_a_queued_one_never_starts() {
     assert!(second.started_at.is_none());
     let entry = h.engine.store().get(&key).await.unwrap().unwrap();
     assert!(entry.aborted_last_run);
-    // Both acknowledged messages are in the transcript; neither run produced a reply.
+    // Both acknowledged messages are in the transcript; neither run produced a reply, and the
+    // running one says it was aborted (with nothing streamed).
     let t = h.transcript("main").await;
-    assert_eq!(roles(&t), ["user", "user"]);
-    assert_eq!(t[1]["content"], "@reply second");
+    assert_eq!(roles(&t), ["user", "assistant", "user"]);
+    assert_eq!(t[1]["stopReason"], "aborted");
+    assert_eq!(t[1]["errorMessage"], "aborted");
+    assert_eq!(t[1]["content"], serde_json::json!([]));
+    assert_eq!(t[2]["content"], "@reply second");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! async runtime.
 
 mod cron;
+mod exchanges;
 mod outbox;
 mod queries;
 mod schema;
@@ -21,9 +22,9 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::CronJobRecord;
 use super::mirror;
 use super::{
-    Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, HistoryPage, ListPage,
-    ListQuery, NewSession, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
-    SubagentRecord, WriteOp, WriteOutcome,
+    Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, ExchangeRecord,
+    HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord, SessionEntry, Store,
+    StoreError, StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::ids::RunId;
@@ -282,7 +283,7 @@ impl Store for SqliteStore {
     }
 
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _, _| queries::put_run(c, &run))
+        self.write(move |c, _, _| queries::put_run(c, &run, None))
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
@@ -299,8 +300,8 @@ impl Store for SqliteStore {
         self.read(move |c| queries::get_run_by_idempotency(c, &key))
     }
 
-    fn abort_interrupted_runs(&self) -> StoreFuture<'_, u64> {
-        self.write(|c, now, _| queries::abort_interrupted_runs(c, now))
+    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
+        self.read(queries::live_runs)
     }
 
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
@@ -340,6 +341,27 @@ impl Store for SqliteStore {
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.read(move |c| subagents::to_archive(c, now))
+    }
+
+    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()> {
+        self.write(move |c, _, _| exchanges::put(c, &record))
+    }
+
+    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>> {
+        let id = id.to_string();
+        self.read(move |c| exchanges::get(c, &id))
+    }
+
+    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
+        self.read(exchanges::unfinished)
+    }
+
+    fn list_exchanges(
+        &self,
+        session: Option<SessionKey>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<ExchangeRecord>> {
+        self.read(move |c| exchanges::list(c, session.as_ref(), limit))
     }
 
     fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
@@ -382,7 +404,10 @@ fn write_op(
     match op {
         WriteOp::Create(new) => queries::create(c, *new, now, m)
             .map(|(entry, created)| WriteOutcome::Created(Box::new(entry), created)),
-        WriteOp::PutRun(run) => queries::put_run(c, &run).map(|()| WriteOutcome::PutRun),
+        WriteOp::PutRun(run) => queries::put_run(c, &run, None).map(|()| WriteOutcome::PutRun),
+        WriteOp::QueueRun(run, input) => {
+            queries::put_run(c, &run, Some(&input)).map(|()| WriteOutcome::PutRun)
+        }
         WriteOp::Append {
             key,
             create,
@@ -398,6 +423,9 @@ fn write_op(
             .map(|stored| WriteOutcome::DeliveryUpdated(Box::new(stored))),
         WriteOp::PutSubagent(record) => {
             subagents::put(c, &record).map(|()| WriteOutcome::PutSubagent)
+        }
+        WriteOp::PutExchange(record) => {
+            exchanges::put(c, &record).map(|()| WriteOutcome::PutExchange)
         }
     }
 }

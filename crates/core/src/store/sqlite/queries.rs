@@ -7,10 +7,9 @@ use switchboard_protocol::message::TranscriptMessage;
 
 use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, run_from_row};
 use super::writer::MirrorOp;
-use crate::keys::SessionKey;
 use crate::store::{
-    Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunRecord,
-    SessionEntry, StoreError, StoredMessage,
+    Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput,
+    RunRecord, SessionEntry, StoreError, StoredMessage,
 };
 use switchboard_protocol::sessions::Patch;
 
@@ -527,12 +526,21 @@ pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
     Ok(n.max(0) as u64)
 }
 
-pub(super) fn put_run(conn: &Connection, run: &RunRecord) -> Result<(), StoreError> {
+/// Stores a run record with its input (`None` clears a stored one: the run started).
+pub(super) fn put_run(
+    conn: &Connection,
+    run: &RunRecord,
+    input: Option<&RunInput>,
+) -> Result<(), StoreError> {
+    let input = input
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
          ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
          lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
-         result = excluded.result, error = excluded.error"
+         result = excluded.result, error = excluded.error, input = excluded.input"
     );
     conn.prepare_cached(&sql)?
         .execute(params![
@@ -547,6 +555,7 @@ pub(super) fn put_run(conn: &Connection, run: &RunRecord) -> Result<(), StoreErr
             run.result,
             run.error,
             run.idempotency_key,
+            input,
         ])
         .map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _)
@@ -581,21 +590,34 @@ pub(super) fn get_run_by_idempotency(
         .optional()?)
 }
 
-pub(super) fn abort_interrupted_runs(conn: &Connection, now: i64) -> Result<u64, StoreError> {
-    let keys = conn
-        .prepare_cached(
-            "UPDATE runs SET status = 'aborted', ended_at = ?1, \
-             error = 'interrupted: the gateway stopped while this run was live' \
-             WHERE status IN ('queued', 'running') RETURNING session_key",
-        )?
-        .query_map([now], |r| r.get::<_, SessionKey>(0))?
+/// Runs still `queued` or `running`, in submission order, with their stored input. An input
+/// that no longer decodes is `None` (the run cannot start again).
+pub(super) fn live_runs(
+    conn: &Connection,
+) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
+    let sql = format!(
+        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') ORDER BY rowid"
+    );
+    let rows = conn
+        .prepare_cached(&sql)?
+        .query_map([], |r| {
+            let input: Option<String> = r.get(11)?;
+            Ok((run_from_row(r)?, input))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
-    let mut flag =
-        conn.prepare_cached("UPDATE sessions SET aborted_last_run = 1 WHERE key = ?1")?;
-    for key in &keys {
-        flag.execute([key])?;
-    }
-    Ok(keys.len() as u64)
+    Ok(rows
+        .into_iter()
+        .map(|(run, input)| {
+            let input = input.and_then(|json| match serde_json::from_str(&json) {
+                Ok(input) => Some(input),
+                Err(e) => {
+                    tracing::warn!(run_id = %run.run_id, error = %e, "a queued run's stored input does not decode");
+                    None
+                }
+            });
+            (run, input)
+        })
+        .collect())
 }
 
 /// Transcripts whose mirror may be behind the database: (session_id, agent_id, created_at, last_seq).

@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -85,7 +85,9 @@ CREATE TABLE IF NOT EXISTS runs (
     ended_at INTEGER,
     result TEXT,
     error TEXT,
-    idempotency_key TEXT
+    idempotency_key TEXT,
+    -- A queued run's input (JSON), so it starts after a restart; NULL once it started.
+    input TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -135,6 +137,29 @@ CREATE TABLE IF NOT EXISTS subagents (
 CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
 CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
 
+-- Agent-to-agent exchanges (SPEC §7.3): durable so a restart resumes every unfinished one.
+CREATE TABLE IF NOT EXISTS exchanges (
+    id TEXT PRIMARY KEY,
+    requester_key TEXT NOT NULL,
+    requester_run TEXT NOT NULL,
+    target_key TEXT NOT NULL,
+    message TEXT NOT NULL,
+    chain TEXT NOT NULL,
+    state TEXT NOT NULL,
+    turn INTEGER NOT NULL DEFAULT 0,
+    step_run TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 1,
+    round1 TEXT,
+    latest TEXT,
+    previous_run TEXT,
+    detail TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS exchanges_unfinished ON exchanges (created_at) WHERE state NOT IN ('done', 'failed');
+CREATE INDEX IF NOT EXISTS exchanges_by_requester ON exchanges (requester_key, created_at DESC);
+CREATE INDEX IF NOT EXISTS exchanges_by_target ON exchanges (target_key, created_at DESC);
+
 -- Cron jobs (SPEC §9.3). last_slot: the newest schedule slot fired (ms); slots at or before it
 -- never fire again, across restarts.
 CREATE TABLE IF NOT EXISTS cron_jobs (
@@ -182,6 +207,10 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
         )));
     }
     conn.execute_batch(SCHEMA)?;
+    if version == 1 {
+        // Version 2 keeps a queued run's input with its record.
+        conn.execute_batch("ALTER TABLE runs ADD COLUMN input TEXT")?;
+    }
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }

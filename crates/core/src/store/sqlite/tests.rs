@@ -236,7 +236,7 @@ async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
 }
 
 #[tokio::test]
-async fn runs_left_live_by_a_dead_process_become_aborted() {
+async fn runs_left_live_by_a_dead_process_are_found_with_their_input() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
     store.create(new_session("agent:main:main")).await.unwrap();
@@ -256,7 +256,7 @@ async fn runs_left_live_by_a_dead_process_become_aborted() {
     store.put_run(run.clone()).await.unwrap();
     let dup = RunRecord {
         run_id: RunId::from_string("r2"),
-        ..run
+        ..run.clone()
     };
     assert!(
         store
@@ -266,25 +266,48 @@ async fn runs_left_live_by_a_dead_process_become_aborted() {
             .to_string()
             .contains("idempotencyKey")
     );
+    // A queued run keeps its input until it starts; the order of submission is kept.
+    let queued = |id: &str| RunRecord {
+        run_id: RunId::from_string(id),
+        status: RunStatus::Queued,
+        started_at: None,
+        idempotency_key: None,
+        ..run.clone()
+    };
+    let input = |text: &str| crate::store::RunInput {
+        message: Some(user(text)),
+        extra_system_prompt: Some("block".into()),
+        timeout_ms: Some(5_000),
+        model: None,
+        chain: vec!["agent:main:a".into()],
+        deliver: None,
+    };
+    store
+        .write_batch(vec![
+            WriteOp::QueueRun(queued("r4"), Box::new(input("first"))),
+            WriteOp::QueueRun(queued("r3"), Box::new(input("second"))),
+        ])
+        .await
+        .unwrap();
     drop(store);
 
     let store = SqliteStore::open(dir.path()).unwrap();
-    assert_eq!(store.abort_interrupted_runs().await.unwrap(), 1);
-    let run = store
-        .get_run(&RunId::from_string("r1"))
+    let live = store.live_runs().await.unwrap();
+    let ids: Vec<&str> = live.iter().map(|(r, _)| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["r1", "r4", "r3"], "submission order, not id order");
+    assert_eq!(live[0].1, None, "a started run keeps no input");
+    assert_eq!(live[1].1, Some(input("first")));
+    assert_eq!(live[2].1, Some(input("second")));
+    // Starting clears the input.
+    store
+        .put_run(RunRecord {
+            status: RunStatus::Running,
+            ..queued("r4")
+        })
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(run.status, RunStatus::Aborted);
-    assert!(run.error.unwrap().contains("interrupted"));
-    assert!(
-        store
-            .get(&k("agent:main:main"))
-            .await
-            .unwrap()
-            .unwrap()
-            .aborted_last_run
-    );
+    let live = store.live_runs().await.unwrap();
+    assert_eq!(live[1].1, None);
 }
 
 #[tokio::test]

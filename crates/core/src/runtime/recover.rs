@@ -1,0 +1,85 @@
+//! Recovery at start: the runs a stopped process left live (SPEC §12, docs/decisions.md).
+//!
+//! A run that never started was acknowledged with its input, so it goes back to its session's
+//! queue, in the order it was submitted, and runs as if nothing happened. A run that was running
+//! cannot be resumed mid-stream: it ends `aborted` with [`RunRecord::INTERRUPTED`], its input
+//! (appended when it started) and everything it committed stay in the transcript, and the
+//! transcript is closed like any cut-off run's (a result for each unanswered tool call, an
+//! `aborted` assistant message). Streamed text not yet committed died with the process.
+
+use super::{Runtime, cut, queue};
+use crate::error::CoreResult;
+use crate::store::{EntryPatch, RunRecord, RunStatus, WriteOp};
+
+/// Messages read back to find a cut-off run's unanswered tool calls.
+const TAIL: usize = 64;
+
+/// What recovery found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Recovered {
+    /// Runs that were running, now `aborted`.
+    pub interrupted: usize,
+    /// Queued runs back in their queues.
+    pub resumed: usize,
+}
+
+impl Runtime {
+    /// Ends the runs the last process left running and puts the ones it left queued back in
+    /// their sessions' queues. Called once, when the engine opens, before anything submits.
+    pub async fn recover(&self) -> CoreResult<Recovered> {
+        let mut recovered = Recovered::default();
+        for (record, input) in self.store().live_runs().await? {
+            match (record.status, input) {
+                (RunStatus::Queued, Some(input)) => {
+                    let request = queue::request_of(&record, &input);
+                    self.admit(request, record, input.message);
+                    recovered.resumed += 1;
+                }
+                _ => {
+                    self.end_interrupted(record).await?;
+                    recovered.interrupted += 1;
+                }
+            }
+        }
+        Ok(recovered)
+    }
+
+    /// Records a run the stop cut off as `aborted`, closing its transcript when it had started.
+    async fn end_interrupted(&self, mut record: RunRecord) -> CoreResult<()> {
+        let started = record.status == RunStatus::Running;
+        let key = record.session_key.clone();
+        record.status = RunStatus::Aborted;
+        record.ended_at = Some(self.now_ms());
+        record.error = Some(RunRecord::INTERRUPTED.to_string());
+        let mut ops = Vec::new();
+        let entry = self.store().get(&key).await?;
+        // Into the transcript the run worked on (not a newer one a reset started).
+        let same =
+            |e: &&crate::store::SessionEntry| Some(&e.session_id) == record.session_id.as_ref();
+        if let (true, Some(entry)) = (started, entry.as_ref().filter(same)) {
+            let tail = self.store().history(&entry.session_id, TAIL, None).await?;
+            let unanswered = cut::unanswered_calls(&tail.messages);
+            let streamed = cut::Streamed::default();
+            let closing =
+                cut::closing_messages(&unanswered, streamed, RunRecord::INTERRUPTED, self.now_ms());
+            ops.push(WriteOp::Append {
+                key: key.clone(),
+                create: None,
+                messages: closing,
+            });
+        }
+        if entry.is_some() {
+            let flag = EntryPatch {
+                aborted_last_run: Some(true),
+                ..EntryPatch::default()
+            };
+            ops.push(WriteOp::Patch {
+                key,
+                patch: Box::new(flag),
+            });
+        }
+        ops.push(WriteOp::PutRun(record));
+        self.store().write_batch(ops).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,35 @@
+//! What a queued run needs to start after a restart: stored with its record when it is
+//! acknowledged, cleared once it starts (its message is in the transcript by then).
+
+use serde::{Deserialize, Serialize};
+use switchboard_protocol::message::TranscriptMessage;
+use switchboard_protocol::sessions::DeliveryContext;
+
+/// The input of a queued run, as JSON in the `runs.input` column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInput {
+    /// The user-role message the run starts with, stamped when it was acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<TranscriptMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Session keys that led to the run (the cycle guard), the requester's first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver: Option<DeliverInput>,
+}
+
+/// Where the run's reply goes once it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverInput {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<DeliveryContext>,
+}

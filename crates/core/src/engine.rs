@@ -68,6 +68,7 @@ pub struct Engine {
     sessions: Arc<Sessions>,
     outbox: Arc<Outbox>,
     subagents: Arc<Subagents>,
+    exchanges: Arc<Exchanges>,
     inbound: Arc<Inbound>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
@@ -127,6 +128,14 @@ impl Engine {
                 "resumed sub-agents whose announce was not finished"
             );
         }
+        match engine.exchanges.resume().await {
+            Ok(0) => {}
+            Ok(resumed) => tracing::info!(resumed, "resumed unfinished agent-to-agent exchanges"),
+            Err(e) => {
+                engine.shutdown(Duration::ZERO).await;
+                return Err(e);
+            }
+        }
         engine.subagents.start_sweeper();
         Ok(Arc::new(engine))
     }
@@ -175,16 +184,17 @@ impl Engine {
             tasks: tasks.clone(),
             stop: stop.clone(),
         });
-        let exchanges = Exchanges::new(
+        let exchanges = Arc::new(Exchanges::new(
             config.clone(),
             store.clone(),
             runtime.clone(),
+            resolver.clone(),
             tasks.clone(),
-        );
+        ));
         let session_tools = SessionTools {
             config: config.clone(),
             resolver: resolver.clone(),
-            exchanges: Arc::new(exchanges),
+            exchanges: exchanges.clone(),
             subagents: subagents.clone(),
         };
         install_tools(&runtime, session_tools, extra_tools);
@@ -225,6 +235,7 @@ impl Engine {
             resolver,
             outbox,
             subagents,
+            exchanges,
             tasks,
             intake,
             stop,
@@ -285,6 +296,11 @@ impl Engine {
     /// Spawned sub-agents: their announces and archiving.
     pub fn subagents(&self) -> &Arc<Subagents> {
         &self.subagents
+    }
+
+    /// The agent-to-agent exchanges (`exchanges.list`, `exchanges.get`).
+    pub fn exchanges(&self) -> &Arc<Exchanges> {
+        &self.exchanges
     }
 
     /// `POST /channels/webhook/…` and `POST /hooks/agent`.

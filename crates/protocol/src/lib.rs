@@ -10,6 +10,7 @@ pub mod chat;
 pub mod cron;
 pub mod delivery;
 pub mod events;
+pub mod exchanges;
 pub mod frames;
 pub mod inbound;
 pub mod lenient;

@@ -20,25 +20,36 @@
 //! committed with the announce run's end; with no route the outbox records it as `recorded` and
 //! the announce stays in the target's transcript, where the spec puts it.
 //!
-//! The follow-up is a task of the engine's tracker; it waits for the primary run on its own, so
-//! a caller that stops waiting (or goes away) never loses it. It stops when a step cannot run
-//! (shutdown, a refused send policy, a failed turn).
+//! Durable (SPEC §12): the exchange is a record (`store::ExchangeRecord`, its id the primary
+//! run's) committed with the primary run and with every later step's run, so a record never
+//! names a run that does not exist and a step is never started twice. Its driver (`follow.rs`)
+//! is a task of the engine's tracker that waits for each step on its own (a caller that stops
+//! waiting never loses it); after a restart [`Exchanges::resume`] drives every unfinished one on
+//! from where it stopped. A step the gateway's stop cut off runs again (up to
+//! [`follow::MAX_ATTEMPTS`] starts); a step that cannot run (a refused send policy, a failed or
+//! aborted turn) ends the exchange `failed` with the reason kept in the record.
+
+mod follow;
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use switchboard_protocol::exchanges::{
+    ExchangeInfo, ExchangesGetParams, ExchangesListParams, ExchangesListResult,
+};
 use switchboard_protocol::message::Provenance;
 use tokio_util::task::TaskTracker;
 
-use crate::access::{self, SendDecision};
 use crate::config::Config;
-use crate::delivery::replies::{ANNOUNCE_SKIP, REPLY_SKIP, ends_exchange};
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::runtime::lanes::Lane;
-use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
-use crate::store::{RunRecord, RunStatus, SessionEntry, Store};
+use crate::runtime::{Accepted, Runtime};
+use crate::sessions::Resolver;
+use crate::store::{ExchangeRecord, ExchangeState, SessionEntry, Store, WriteOp};
+
+/// `exchanges.list` answers this many rows unless asked for fewer or more.
+const DEFAULT_LIMIT: i64 = 50;
+const MAX_LIMIT: i64 = 500;
 
 /// One send, as the exchange needs it.
 #[derive(Debug, Clone)]
@@ -59,6 +70,7 @@ pub struct Exchanges {
     config: Arc<Config>,
     store: Arc<dyn Store>,
     runtime: Runtime,
+    resolver: Arc<Resolver>,
     tasks: TaskTracker,
 }
 
@@ -67,12 +79,14 @@ impl Exchanges {
         config: Arc<Config>,
         store: Arc<dyn Store>,
         runtime: Runtime,
+        resolver: Arc<Resolver>,
         tasks: TaskTracker,
     ) -> Self {
         Self {
             config,
             store,
             runtime,
+            resolver,
             tasks,
         }
     }
@@ -93,42 +107,110 @@ impl Exchanges {
         )
     }
 
-    /// Submits the primary run into the target and starts the follow-up (reply-back loop and
-    /// announce) in the background; answers once the primary run is committed.
+    /// Submits the primary run into the target, committed together with the exchange's
+    /// record, and starts the follow-up (reply-back loop and announce) in the background;
+    /// answers once both are committed.
     pub async fn begin(&self, exchange: Exchange) -> CoreResult<Accepted> {
-        let requester_entry = self.store.get(&exchange.requester).await.ok().flatten();
-        let mut request = RunRequest::new(exchange.target.key.clone(), Lane::Nested).with_message(
-            exchange.message.clone(),
-            Some(agent_provenance(
-                &exchange.requester,
-                &exchange.requester_run,
-            )),
-        );
-        request.extra_system_prompt = Some(context_block(
-            &exchange.requester,
-            requester_entry.as_ref(),
-            &exchange.target,
-        ));
-        request.chain = exchange.chain.clone();
+        let run_id = RunId::default();
+        let now = self.runtime.now_ms();
+        let record = ExchangeRecord {
+            id: run_id.as_str().to_string(),
+            requester_key: exchange.requester,
+            requester_run: exchange.requester_run,
+            target_key: exchange.target.key.clone(),
+            message: exchange.message,
+            chain: exchange.chain,
+            state: ExchangeState::Primary,
+            turn: 0,
+            step_run: run_id.clone(),
+            attempt: 1,
+            round1: None,
+            latest: None,
+            previous_run: None,
+            detail: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let driver = self.driver();
+        let mut request = driver
+            .step_request(&record, true)
+            .await
+            .map_err(follow::Stop::into_error)?;
+        request.run_id = Some(run_id);
+        request.commit_with = vec![WriteOp::PutExchange(Box::new(record.clone()))];
         let busy = self.runtime.busy();
         let accepted = self.runtime.submit(request).await?;
-        let follow = FollowUp {
-            config: self.config.clone(),
-            store: self.store.clone(),
-            runtime: self.runtime.clone(),
-            requester: exchange.requester,
-            target: exchange.target.key,
-            request: exchange.message,
-            primary_run: accepted.run_id.clone(),
-            chain: exchange.chain,
-        };
         self.tasks.spawn(async move {
-            if let Err(problem) = follow.run().await {
-                tracing::info!(target = %follow.target, %problem, "agent-to-agent follow-up stopped");
-            }
+            driver.drive(record).await;
             drop(busy);
         });
         Ok(accepted)
+    }
+
+    /// Drives every exchange a stopped process left unfinished (when the engine opens);
+    /// answers how many.
+    pub async fn resume(&self) -> CoreResult<usize> {
+        let records = self.store.unfinished_exchanges().await?;
+        let count = records.len();
+        for record in records {
+            let driver = self.driver();
+            let busy = self.runtime.busy();
+            self.tasks.spawn(async move {
+                driver.drive(record).await;
+                drop(busy);
+            });
+        }
+        Ok(count)
+    }
+
+    /// `exchanges.get`: the exchange whose primary run is `id`.
+    pub async fn get(&self, p: ExchangesGetParams) -> CoreResult<ExchangeInfo> {
+        let record = self.store.get_exchange(p.id.trim()).await?;
+        let record = record.ok_or_else(|| {
+            CoreError::NotFound(format!(
+                "Exchange not found: {}; an exchange's id is the runId its sessions_send answered",
+                p.id
+            ))
+        })?;
+        Ok(info(record))
+    }
+
+    /// `exchanges.list`: the exchanges a session took part in (every one without
+    /// `sessionKey`), newest first.
+    pub async fn list(&self, p: ExchangesListParams) -> CoreResult<ExchangesListResult> {
+        let session = match p.session_key.as_deref() {
+            Some(key) => Some(self.resolver.canonical(key, None)?),
+            None => None,
+        };
+        let limit = p.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+        let records = self.store.list_exchanges(session, limit).await?;
+        Ok(ExchangesListResult {
+            exchanges: records.into_iter().map(info).collect(),
+        })
+    }
+
+    fn driver(&self) -> follow::Driver {
+        follow::Driver {
+            config: self.config.clone(),
+            store: self.store.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+/// An exchange as the wire shows it.
+fn info(r: ExchangeRecord) -> ExchangeInfo {
+    ExchangeInfo {
+        id: r.id,
+        requester_key: r.requester_key.into_string(),
+        target_key: r.target_key.into_string(),
+        state: r.state.as_str().to_string(),
+        turn: r.turn,
+        step_run_id: r.step_run.as_str().to_string(),
+        attempt: r.attempt,
+        detail: r.detail,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
     }
 }
 
@@ -195,141 +277,6 @@ fn cycle(chain: &[SessionKey], target: &SessionKey, waits: bool, max_hops: u64) 
         ));
     }
     None
-}
-
-/// The background steps of one exchange.
-struct FollowUp {
-    config: Arc<Config>,
-    store: Arc<dyn Store>,
-    runtime: Runtime,
-    requester: SessionKey,
-    target: SessionKey,
-    request: String,
-    primary_run: RunId,
-    chain: Vec<SessionKey>,
-}
-
-/// One step: `text` into `to` as a message from `from`, with `block` in its system prompt.
-struct Step<'a> {
-    to: &'a SessionKey,
-    from: &'a SessionKey,
-    from_run: &'a RunId,
-    text: &'a str,
-    block: String,
-    deliver: Option<Deliver>,
-}
-
-impl FollowUp {
-    async fn run(&self) -> Result<(), String> {
-        let first = self.finished(&self.primary_run).await?;
-        if first.status != RunStatus::Ok {
-            return Err(format!("the primary run ended {}", first.status.as_str()));
-        }
-        let round1 = first.result.clone().unwrap_or_default();
-        let latest = if self.requester != self.target {
-            self.reply_back(&first.run_id, &round1).await?
-        } else {
-            round1.clone()
-        };
-        let block = format!(
-            "Agent-to-agent announce step. Session {} asked: {}\nRound-1 reply: {round1}\nLatest \
-             reply: {latest}\nReply exactly {ANNOUNCE_SKIP} to stay silent; anything else is \
-             posted to this session's channel.",
-            self.requester.display(),
-            self.request
-        );
-        let announce = "[announce step] Write the announcement of this exchange for this \
-                        session's channel, or reply ANNOUNCE_SKIP.";
-        self.step(Step {
-            to: &self.target,
-            from: &self.requester,
-            from_run: &self.primary_run,
-            text: announce,
-            block,
-            deliver: Some(Deliver {
-                kind: "announce",
-                route: None,
-            }),
-        })
-        .await?;
-        Ok(())
-    }
-
-    /// The reply-back loop; answers the latest reply.
-    async fn reply_back(&self, first_run: &RunId, round1: &str) -> Result<String, String> {
-        let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
-        let mut latest = round1.to_string();
-        let mut previous = first_run.clone();
-        for turn in 1..=turns {
-            let (to, from) = if turn % 2 == 1 {
-                (&self.requester, &self.target)
-            } else {
-                (&self.target, &self.requester)
-            };
-            let block = format!(
-                "Agent-to-agent reply exchange with session {}. Turn {turn} of {turns}. The user \
-                 message is its latest reply. Reply to continue the exchange, or reply exactly \
-                 {REPLY_SKIP} to stop it.",
-                from.display()
-            );
-            let run = self
-                .step(Step {
-                    to,
-                    from,
-                    from_run: &previous,
-                    text: &latest,
-                    block,
-                    deliver: None,
-                })
-                .await?;
-            previous = run.run_id.clone();
-            if run.status != RunStatus::Ok {
-                return Err(format!("reply turn {turn} ended {}", run.status.as_str()));
-            }
-            let reply = run.result.unwrap_or_default();
-            if ends_exchange(&reply) {
-                break;
-            }
-            latest = reply;
-        }
-        Ok(latest)
-    }
-
-    /// Runs one step after the target's send policy allowed it; answers its final record.
-    async fn step(&self, step: Step<'_>) -> Result<RunRecord, String> {
-        let entry = self
-            .store
-            .get(step.to)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("the session is gone")?;
-        if let SendDecision::Deny { reason } =
-            access::send_policy(&self.config, step.to.as_str(), Some(&entry))
-        {
-            return Err(reason);
-        }
-        let mut request = RunRequest::new(step.to.clone(), Lane::Nested)
-            .with_message(step.text, Some(agent_provenance(step.from, step.from_run)));
-        request.extra_system_prompt = Some(step.block);
-        request.chain = self.chain.clone();
-        request.deliver = step.deliver;
-        let accepted = self
-            .runtime
-            .submit(request)
-            .await
-            .map_err(|e| e.to_string())?;
-        self.finished(&accepted.run_id).await
-    }
-
-    /// The record of a run once it ended (runs end by themselves: their timeout bounds them).
-    async fn finished(&self, run_id: &RunId) -> Result<RunRecord, String> {
-        let outcome = self
-            .runtime
-            .wait(run_id, Duration::MAX)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(outcome.record)
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 mod cron;
 mod providers;
+mod restart;
 mod runtime;
 mod send;
 mod session_tools;

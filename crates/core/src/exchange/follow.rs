@@ -1,0 +1,266 @@
+//! The driver of one exchange: waits for its current step's run, records what it answered, and
+//! commits the next step's run together with the updated record (so a restart finds either
+//! both or neither). See the module doc of `exchange` for the steps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{agent_provenance, context_block};
+use crate::access::{self, SendDecision};
+use crate::config::Config;
+use crate::delivery::replies::{ANNOUNCE_SKIP, REPLY_SKIP, ends_exchange, is_silent};
+use crate::error::CoreError;
+use crate::ids::RunId;
+use crate::runtime::lanes::Lane;
+use crate::runtime::{Deliver, RunRequest, Runtime};
+use crate::store::{ExchangeRecord, ExchangeState, RunRecord, RunStatus, Store, WriteOp};
+
+/// Starts of one step before the exchange gives up on it: a step the gateway's stop cut off
+/// runs again, a few times at most.
+pub(super) const MAX_ATTEMPTS: u32 = 3;
+
+/// Why the driver stopped before the exchange ended.
+pub(super) enum Stop {
+    /// The gateway is stopping: the record stays as it is and the next start resumes it.
+    Later(String),
+    /// The exchange cannot go on; the reason is recorded.
+    Failed(String),
+}
+
+impl Stop {
+    /// As the error of a send that could not begin.
+    pub(super) fn into_error(self) -> CoreError {
+        match self {
+            Self::Later(why) => CoreError::Unavailable(why),
+            Self::Failed(why) => CoreError::Invalid(why),
+        }
+    }
+}
+
+pub(super) struct Driver {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub runtime: Runtime,
+}
+
+impl Driver {
+    /// Drives the exchange to its end, or until the gateway stops.
+    pub(super) async fn drive(&self, mut x: ExchangeRecord) {
+        while !x.state.is_final() {
+            match self.advance(&mut x).await {
+                Ok(()) => {}
+                Err(Stop::Later(why)) => {
+                    tracing::info!(exchange = %x.id, %why, "agent-to-agent exchange resumes at the next start");
+                    return;
+                }
+                Err(Stop::Failed(why)) => {
+                    tracing::info!(exchange = %x.id, %why, "agent-to-agent exchange failed");
+                    x.state = ExchangeState::Failed;
+                    x.detail = Some(why);
+                    self.save(&mut x).await;
+                }
+            }
+        }
+    }
+
+    /// Waits for the current step and moves the record on to the next one.
+    async fn advance(&self, x: &mut ExchangeRecord) -> Result<(), Stop> {
+        let run = self.finished(&x.step_run).await?;
+        if run.interrupted() {
+            if x.attempt >= MAX_ATTEMPTS {
+                return Err(Stop::Failed(format!(
+                    "{} was cut off by the gateway's stop {MAX_ATTEMPTS} times",
+                    step_name(x)
+                )));
+            }
+            // Its message is in the transcript already: the step runs again on it.
+            x.attempt += 1;
+            return self.start_step(x, false).await;
+        }
+        if run.status != RunStatus::Ok {
+            let error = run
+                .error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            let status = run.status.as_str();
+            return Err(Stop::Failed(format!(
+                "{} ended {status}{error}",
+                step_name(x)
+            )));
+        }
+        let reply = run.result.clone().unwrap_or_default();
+        let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
+        match x.state {
+            ExchangeState::Primary => {
+                x.round1 = Some(reply.clone());
+                x.latest = Some(reply);
+                let loops = x.requester_key != x.target_key && turns > 0;
+                x.state = match loops {
+                    true => ExchangeState::Replying,
+                    false => ExchangeState::Announcing,
+                };
+            }
+            ExchangeState::Replying => {
+                x.turn += 1;
+                if ends_exchange(&reply) || x.turn >= turns {
+                    x.state = ExchangeState::Announcing;
+                }
+                if !ends_exchange(&reply) {
+                    x.latest = Some(reply);
+                }
+            }
+            ExchangeState::Announcing => {
+                x.state = ExchangeState::Done;
+                x.detail = Some(match is_silent(&reply) {
+                    true => format!("silent: the announce step replied {ANNOUNCE_SKIP}"),
+                    false => "announced".to_string(),
+                });
+                self.save(x).await;
+                return Ok(());
+            }
+            ExchangeState::Done | ExchangeState::Failed => return Ok(()),
+        }
+        x.previous_run = Some(run.run_id);
+        x.attempt = 1;
+        self.start_step(x, true).await
+    }
+
+    /// Commits the current step's run together with the record, once the step's target and
+    /// its send policy allow it.
+    async fn start_step(&self, x: &mut ExchangeRecord, with_message: bool) -> Result<(), Stop> {
+        let run_id = RunId::default();
+        x.step_run = run_id.clone();
+        x.updated_at = self.runtime.now_ms();
+        let mut request = self.step_request(x, with_message).await?;
+        request.run_id = Some(run_id);
+        request.commit_with = vec![WriteOp::PutExchange(Box::new(x.clone()))];
+        match self.runtime.submit(request).await {
+            Ok(_) => Ok(()),
+            Err(CoreError::Unavailable(why)) => Err(Stop::Later(why)),
+            Err(e) => Err(Stop::Failed(format!(
+                "{} could not start: {e}",
+                step_name(x)
+            ))),
+        }
+    }
+
+    /// The run of the record's current step: its message (unless it is in the transcript
+    /// already), its system-prompt block, and for the announce its delivery.
+    pub(super) async fn step_request(
+        &self,
+        x: &ExchangeRecord,
+        with_message: bool,
+    ) -> Result<RunRequest, Stop> {
+        let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
+        let (requester, target) = (&x.requester_key, &x.target_key);
+        let latest = x.latest.as_deref().unwrap_or_default();
+        let primary = RunId::from_string(x.id.clone());
+        let previous = x.previous_run.clone().unwrap_or_else(|| primary.clone());
+        let (to, from, from_run, text, block, deliver) = match x.state {
+            ExchangeState::Primary => {
+                let target_entry = self.entry(target).await?;
+                let requester_entry = self.store.get(requester).await.ok().flatten();
+                let block = context_block(requester, requester_entry.as_ref(), &target_entry);
+                let from_run = x.requester_run.clone();
+                (target, requester, from_run, x.message.clone(), block, None)
+            }
+            ExchangeState::Replying => {
+                let turn = x.turn + 1;
+                let (to, from) = match turn % 2 == 1 {
+                    true => (requester, target),
+                    false => (target, requester),
+                };
+                let block = format!(
+                    "Agent-to-agent reply exchange with session {}. Turn {turn} of {turns}. The \
+                     user message is its latest reply. Reply to continue the exchange, or reply \
+                     exactly {REPLY_SKIP} to stop it.",
+                    from.display()
+                );
+                (to, from, previous, latest.to_string(), block, None)
+            }
+            _ => {
+                let block = format!(
+                    "Agent-to-agent announce step. Session {} asked: {}\nRound-1 reply: {}\n\
+                     Latest reply: {latest}\nReply exactly {ANNOUNCE_SKIP} to stay silent; \
+                     anything else is posted to this session's channel.",
+                    requester.display(),
+                    x.message,
+                    x.round1.as_deref().unwrap_or_default(),
+                );
+                let text = "[announce step] Write the announcement of this exchange for this \
+                            session's channel, or reply ANNOUNCE_SKIP.";
+                let deliver = Deliver {
+                    kind: "announce",
+                    route: None,
+                };
+                (
+                    target,
+                    requester,
+                    primary,
+                    text.to_string(),
+                    block,
+                    Some(deliver),
+                )
+            }
+        };
+        if x.state != ExchangeState::Primary {
+            let entry = self.entry(to).await?;
+            if let SendDecision::Deny { reason } =
+                access::send_policy(&self.config, to.as_str(), Some(&entry))
+            {
+                return Err(Stop::Failed(reason));
+            }
+        }
+        let mut request = RunRequest::new(to.clone(), Lane::Nested);
+        if with_message {
+            request = request.with_message(text, Some(agent_provenance(from, &from_run)));
+        }
+        request.extra_system_prompt = Some(block);
+        request.chain = x.chain.clone();
+        request.deliver = deliver;
+        Ok(request)
+    }
+
+    async fn entry(
+        &self,
+        key: &crate::keys::SessionKey,
+    ) -> Result<crate::store::SessionEntry, Stop> {
+        match self.store.get(key).await {
+            Ok(Some(entry)) => Ok(entry),
+            Ok(None) => Err(Stop::Failed(format!(
+                "the session {} is gone",
+                key.display()
+            ))),
+            Err(e) => Err(Stop::Later(e.to_string())),
+        }
+    }
+
+    /// The record of a run once it ended (runs end by themselves: their timeout bounds them).
+    async fn finished(&self, run_id: &RunId) -> Result<RunRecord, Stop> {
+        match self.runtime.wait(run_id, Duration::MAX).await {
+            Ok(wait) if wait.record.status.is_final() => Ok(wait.record),
+            Ok(_) => Err(Stop::Later(
+                "the gateway stopped before the step ran".into(),
+            )),
+            Err(CoreError::NotFound(_)) => Err(Stop::Failed(format!("the run {run_id} is gone"))),
+            Err(e) => Err(Stop::Later(e.to_string())),
+        }
+    }
+
+    async fn save(&self, x: &mut ExchangeRecord) {
+        x.updated_at = self.runtime.now_ms();
+        if let Err(e) = self.store.put_exchange(x.clone()).await {
+            tracing::warn!(exchange = %x.id, error = %e, "could not record the exchange's end; it is driven again at the next start");
+        }
+    }
+}
+
+/// The current step, as the record's detail names it.
+fn step_name(x: &ExchangeRecord) -> String {
+    match x.state {
+        ExchangeState::Primary => "the primary run".to_string(),
+        ExchangeState::Replying => format!("reply turn {}", x.turn + 1),
+        _ => "the announce step".to_string(),
+    }
+}

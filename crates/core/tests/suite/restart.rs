@@ -1,0 +1,286 @@
+//! What a restart keeps (SPEC §12, docs/decisions.md "Runs across a restart"): queued runs start
+//! again in order, a running one ends aborted with its transcript closed, and an agent-to-agent
+//! exchange goes on from the step it was at, announcing exactly once.
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::config::{AgentEntry, Config};
+use switchboard_core::store::{DeliveryQuery, ExchangeState, RunStatus};
+use switchboard_protocol::exchanges::{ExchangeInfo, ExchangesListParams};
+
+use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
+
+use super::support::{GUARD, TestEngine};
+
+/// Polls `check` until it answers something (hang-guarded).
+async fn eventually<T>(mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    tokio::time::timeout(GUARD, async {
+        loop {
+            if let Some(found) = check().await {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the condition never held")
+}
+
+fn shape(t: &[Value]) -> Vec<String> {
+    t.iter()
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+                _ => String::new(),
+            };
+            let stop = m["stopReason"].as_str().unwrap_or("");
+            format!("{} {stop}: {text}", m["role"].as_str().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_runs_start_again_in_order_and_the_running_one_ends_aborted() {
+    let w = TestEngine::open(Config::default()).await;
+    let slow = w.submit("main", "@delay 600000\n@reply never", None).await;
+    let first = w.submit("main", "PLEASE-KEEP-ME\n@reply one", None).await;
+    let second = w.submit("main", "@reply two", None).await;
+    let runtime = w.engine.runtime().clone();
+    eventually(async || {
+        let record = runtime.record(&slow).await.unwrap()?;
+        (record.status == RunStatus::Running).then_some(())
+    })
+    .await;
+    let w = w.restart(None).await;
+
+    let runtime = w.engine.runtime();
+    let slow = runtime.wait(&slow, GUARD).await.unwrap().record;
+    assert_eq!(slow.status, RunStatus::Aborted);
+    assert!(slow.interrupted(), "{:?}", slow.error);
+    for (run, reply) in [(first, "one"), (second, "two")] {
+        let record = runtime.wait(&run, GUARD).await.unwrap().record;
+        assert_eq!(
+            (record.status, record.result.as_deref()),
+            (RunStatus::Ok, Some(reply))
+        );
+    }
+    assert_eq!(
+        shape(&w.transcript("main").await),
+        [
+            "user : @delay 600000\n@reply never",
+            "assistant aborted: ",
+            "user : PLEASE-KEEP-ME\n@reply one",
+            "assistant stop: one",
+            "user : @reply two",
+            "assistant stop: two",
+        ]
+    );
+    let entry = w.engine.store().get(&w.key("main")).await.unwrap().unwrap();
+    assert!(
+        !entry.aborted_last_run,
+        "the last run of the session ended well"
+    );
+}
+
+/// A tool that never answers: the run calling it is still running when the gateway stops.
+struct Hang;
+
+impl Tool for Hang {
+    fn name(&self) -> &str {
+        "hang"
+    }
+    fn description(&self) -> &str {
+        "Never answers."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn call<'a>(&'a self, _: &'a ToolContext, _: Value) -> ToolFuture<'a> {
+        Box::pin(std::future::pending::<ToolOutput>())
+    }
+}
+
+/// Agent `main` answers reply-back turns by number; `turn2` is the rules for turn 2.
+fn exchange_config(turn2: &str) -> Config {
+    let prompt = format!(
+        "@when \"Turn 1 of\" @reply t1\n{turn2}\n@when \"Turn 3 of\" @reply \
+         t3\n@when \"announce step\" @reply Posted: the end"
+    );
+    let mut config = Config::default();
+    config.agents.list = vec![AgentEntry {
+        id: "main".into(),
+        default: true,
+        system_prompt: Some(prompt),
+        ..AgentEntry::default()
+    }];
+    config.session.agent_to_agent.max_ping_pong_turns = 3;
+    config
+}
+
+async fn exchanges(w: &TestEngine) -> Vec<ExchangeInfo> {
+    let all = ExchangesListParams::default();
+    w.engine.exchanges().list(all).await.unwrap().exchanges
+}
+
+async fn announces(w: &TestEngine) -> Vec<String> {
+    let query = DeliveryQuery {
+        session_key: None,
+        status: None,
+        limit: 100,
+    };
+    let records = w.engine.store().list_deliveries(query).await.unwrap();
+    records
+        .into_iter()
+        .filter(|d| d.kind == "announce")
+        .map(|d| d.text)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_cut_off_mid_loop_runs_the_step_again_and_announces_once() {
+    let hang = "@when \"Turn 2 of\" @tool hang {}";
+    let mut w = TestEngine::builder()
+        .config(exchange_config(hang))
+        .tool(std::sync::Arc::new(Hang))
+        .open()
+        .await;
+    w.create("peer").await;
+    let send = json!({"sessionKey": "peer", "message": "@reply r1", "timeoutSeconds": 0});
+    w.turn("main", &format!("@tool sessions_send {send}\n@reply sent"))
+        .await;
+    // Turn 2 (the peer answering t1) hangs in a tool call: the gateway stops while it runs.
+    let runtime = w.engine.runtime().clone();
+    let step = eventually(async || {
+        let x = exchanges(&w).await.pop()?;
+        let run = switchboard_core::RunId::from_string(x.step_run_id.clone());
+        let record = runtime.record(&run).await.unwrap()?;
+        (x.turn == 1 && record.status == RunStatus::Running).then_some(x)
+    })
+    .await;
+    assert_eq!((step.state.as_str(), step.attempt), ("replying", 1));
+    // Run again, the step is past its one rule step (an assistant message is after its user
+    // message): the default reply answers it.
+    w.config = exchange_config("@default @reply t2");
+    let w = w.restart(None).await;
+
+    let done = eventually(async || {
+        let x = exchanges(&w).await.pop()?;
+        (x.state == "done").then_some(x)
+    })
+    .await;
+    assert_eq!(
+        (done.turn, done.attempt, done.detail.as_deref()),
+        (3, 1, Some("announced"))
+    );
+    tokio::time::timeout(GUARD, w.engine.runtime().idle())
+        .await
+        .unwrap();
+    let peer = shape(&w.transcript("peer").await);
+    // The cut-off step's transcript is closed (its tool call answered, an aborted message), then
+    // the step runs again on it.
+    assert_eq!(
+        peer[..4],
+        [
+            "user : @reply r1",
+            "assistant stop: r1",
+            "user : t1",
+            "assistant toolUse: "
+        ]
+    );
+    assert!(
+        peer[4].starts_with("toolResult : No result: the run stopped before hang finished (interrupted: the gateway stopped"),
+        "{}",
+        peer[4]
+    );
+    assert_eq!(
+        peer[5..],
+        [
+            "assistant aborted: ",
+            "assistant stop: t2",
+            "user : [announce step] Write the announcement of this exchange for this session's channel, or reply ANNOUNCE_SKIP.",
+            "assistant stop: Posted: the end",
+        ]
+    );
+    let main = shape(&w.transcript("main").await);
+    assert_eq!(main[main.len() - 2..], ["user : t2", "assistant stop: t3"]);
+    assert_eq!(announces(&w).await, ["Posted: the end"]);
+
+    // Driven again from a record that says the announce is still to come (a stop between the
+    // announce run's end and the record's): its run ended, so nothing is announced twice.
+    let mut record = w
+        .engine
+        .store()
+        .get_exchange(&done.id)
+        .await
+        .unwrap()
+        .unwrap();
+    record.state = ExchangeState::Announcing;
+    w.engine.store().put_exchange(record).await.unwrap();
+    let w = w.restart(None).await;
+    let again = eventually(async || {
+        let x = exchanges(&w).await.pop()?;
+        (x.state == "done").then_some(x)
+    })
+    .await;
+    assert_eq!(again.step_run_id, done.step_run_id);
+    tokio::time::timeout(GUARD, w.engine.runtime().idle())
+        .await
+        .unwrap();
+    assert_eq!(announces(&w).await, ["Posted: the end"]);
+    assert_eq!(shape(&w.transcript("peer").await).len(), peer.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_step_ends_the_exchange_failed_with_the_reason_kept() {
+    let fails = "@when \"Turn 2 of\" @error the peer fell over";
+    let w = TestEngine::open(exchange_config(fails)).await;
+    w.create("peer").await;
+    let send = json!({"sessionKey": "peer", "message": "@reply r1", "timeoutSeconds": 0});
+    w.turn("main", &format!("@tool sessions_send {send}\n@reply sent"))
+        .await;
+    let failed = eventually(async || {
+        let x = exchanges(&w).await.pop()?;
+        (x.state == "failed").then_some(x)
+    })
+    .await;
+    let detail = failed.detail.unwrap();
+    assert!(
+        detail.starts_with("reply turn 2 ended error") && detail.contains("the peer fell over"),
+        "{detail}"
+    );
+    assert!(announces(&w).await.is_empty());
+    // The exchange is found by the runId the send answered, and by either session.
+    let got = w
+        .engine
+        .exchanges()
+        .get(switchboard_protocol::exchanges::ExchangesGetParams {
+            id: failed.id.clone(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.state, "failed");
+    for session in ["main", "peer"] {
+        let p = ExchangesListParams {
+            session_key: Some(session.into()),
+            limit: None,
+        };
+        let rows = w.engine.exchanges().list(p).await.unwrap().exchanges;
+        assert_eq!(rows.len(), 1, "{session}");
+    }
+    let missing = switchboard_protocol::exchanges::ExchangesGetParams { id: "nope".into() };
+    let error = w
+        .engine
+        .exchanges()
+        .get(missing)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("Exchange not found: nope"), "{error}");
+}

@@ -73,7 +73,7 @@ impl SqliteStore {
         if repaired > 0 {
             tracing::info!(
                 repaired,
-                "rebuilt transcript mirrors left short by an unclean stop"
+                "rebuilt transcript mirrors that were missing, short or gapped"
             );
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -193,16 +193,26 @@ impl Inner {
     }
 }
 
-/// Rebuilds every mirror that may be behind the database; answers how many were rewritten.
+/// Rewrites every mirror that is missing, or that may be short or gapped (its progress mark is
+/// behind the database: a crash or a failed write came between), from the database; answers how
+/// many were rewritten. Files whose mark is current are only checked to exist: reading every
+/// file whole at each start would cost as much as the transcripts weigh.
 fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
     let mut repaired = 0;
-    for (session_id, agent_id, created_at, last_seq) in queries::unmirrored(conn)? {
-        let path = mirror::transcript_path(home, &agent_id, &session_id);
-        if !mirror::is_complete(&path, last_seq) {
-            writer::rebuild(conn, home, &path, &session_id, created_at)?;
+    for row in queries::mirror_rows(conn)? {
+        let path = mirror::transcript_path(home, &row.agent_id, &row.session_id);
+        let behind = row.mirrored_seq < row.last_seq;
+        let broken = match behind {
+            true => !mirror::is_complete(&path, row.last_seq),
+            false => !path.is_file(),
+        };
+        if broken {
+            writer::rebuild(conn, home, &path, &row.session_id, row.created_at)?;
             repaired += 1;
         }
-        queries::mark_mirrored(conn, &session_id, last_seq)?;
+        if behind || broken {
+            queries::mark_mirrored(conn, &row.session_id, row.last_seq)?;
+        }
     }
     Ok(repaired)
 }

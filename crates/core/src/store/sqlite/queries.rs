@@ -620,13 +620,30 @@ pub(super) fn live_runs(
         .collect())
 }
 
-/// Transcripts whose mirror may be behind the database: (session_id, agent_id, created_at, last_seq).
-pub(super) fn unmirrored(conn: &Connection) -> Result<Vec<(String, String, i64, i64)>, StoreError> {
+/// Every transcript, for the start-up check of its mirror.
+pub(super) struct MirrorRow {
+    pub session_id: String,
+    pub agent_id: String,
+    pub created_at: i64,
+    pub last_seq: i64,
+    /// The last seq known to be in the file (-1: not even the header).
+    pub mirrored_seq: i64,
+}
+
+pub(super) fn mirror_rows(conn: &Connection) -> Result<Vec<MirrorRow>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT session_id, agent_id, created_at, last_seq FROM transcripts WHERE mirrored_seq < last_seq",
+        "SELECT session_id, agent_id, created_at, last_seq, mirrored_seq FROM transcripts",
     )?;
     let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .query_map([], |r| {
+            Ok(MirrorRow {
+                session_id: r.get(0)?,
+                agent_id: r.get(1)?,
+                created_at: r.get(2)?,
+                last_seq: r.get(3)?,
+                mirrored_seq: r.get(4)?,
+            })
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

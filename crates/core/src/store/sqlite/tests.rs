@@ -236,6 +236,68 @@ async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
 }
 
 #[tokio::test]
+async fn a_mirror_deleted_while_stopped_is_rebuilt_at_start_even_with_a_current_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let a = seed(&store, "agent:main:a", 4).await;
+    store.close().await;
+    let path = mirror::transcript_path(dir.path(), "main", &a);
+    let expected = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+
+    let store = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), expected);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_mirror_write_is_retried_and_leaves_no_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let key = k("agent:main:a");
+    let a = seed(&store, key.as_str(), 5).await;
+    let path = mirror::transcript_path(dir.path(), "main", &a);
+    let append = async |text: &str| {
+        store.append(&key, None, vec![user(text)]).await.unwrap();
+    };
+    // The file cannot be written for a moment (a directory stands in its place: even root
+    // cannot append to that); the database takes the messages all the same.
+    let block = || {
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+    };
+    block();
+    append("m5").await;
+    append("m6").await;
+    std::fs::remove_dir(&path).unwrap();
+    // Writable again: the idle retry rewrites the file whole.
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while !mirror::is_complete(&path, 7) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the failed mirror write was never retried");
+    // A failed write followed by a good one: the good one rewrites the file, no hole.
+    block();
+    append("m7").await;
+    std::fs::remove_dir(&path).unwrap();
+    append("m8").await;
+    assert!(mirror::is_complete(&path, 9));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    let expected: Vec<String> = (1..=9)
+        .map(|seq| format!("\"{}\"", mirror::message_id(seq)))
+        .collect();
+    assert_eq!(ids, expected);
+    store.close().await;
+}
+
+#[tokio::test]
 async fn runs_left_live_by_a_dead_process_are_found_with_their_input() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();

@@ -7,7 +7,10 @@
 //!
 //! Mirror bookkeeping: after lines are appended, `transcripts.mirrored_seq` is advanced in the
 //! next transaction (or after a short idle pause, or at shutdown). A crash between the commit
-//! and that update leaves `mirrored_seq < last_seq`, which the start-up repair checks.
+//! and that update leaves `mirrored_seq < last_seq`, which the start-up repair checks. A mirror
+//! write that fails (a full disk, a file made read-only for a moment) never leaves a hole: the
+//! transcript is no longer trusted, its next write rewrites the file whole, and until then the
+//! rewrite is retried at every idle pause.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -57,11 +60,13 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
         home,
         verified: HashSet::new(),
         marks: HashMap::new(),
+        failed: HashMap::new(),
     };
     loop {
         let first = match jobs.recv_timeout(IDLE_FLUSH) {
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) => {
+                mirror.retry_failed(&conn);
                 mirror.flush_marks(&conn);
                 continue;
             }
@@ -76,6 +81,7 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
         }
         commit_batch(&conn, batch, &mut mirror);
     }
+    mirror.retry_failed(&conn);
     mirror.flush_marks(&conn);
 }
 
@@ -129,6 +135,8 @@ struct MirrorState {
     verified: HashSet<String>,
     /// session_id → seq now in the file, not yet recorded in `transcripts.mirrored_seq`.
     marks: HashMap<String, i64>,
+    /// Transcripts whose last mirror write failed: session_id → (agent_id, created_at).
+    failed: HashMap<String, (String, i64)>,
 }
 
 impl MirrorState {
@@ -184,8 +192,43 @@ impl MirrorState {
             } => self.append(conn, agent_id, session_id, *created_at, messages),
         };
         if let Err(e) = result {
-            // The database holds the messages; the start-up repair rebuilds the file.
-            tracing::warn!(error = %e, "could not write the transcript mirror");
+            // The database holds the messages: the file is rewritten whole at its next write or
+            // idle pause (or at the next start).
+            let (session_id, agent_id, created_at) = match op {
+                MirrorOp::Create {
+                    agent_id,
+                    session_id,
+                    created_at,
+                }
+                | MirrorOp::Append {
+                    agent_id,
+                    session_id,
+                    created_at,
+                    ..
+                } => (session_id, agent_id, *created_at),
+            };
+            tracing::warn!(error = %e, session_id, "could not write the transcript mirror; it is rewritten once writable");
+            self.verified.remove(session_id);
+            self.failed
+                .insert(session_id.clone(), (agent_id.clone(), created_at));
+        }
+    }
+
+    /// Rewrites the mirrors whose last write failed; the ones still failing wait for the next
+    /// pause.
+    fn retry_failed(&mut self, conn: &Connection) {
+        let failed = std::mem::take(&mut self.failed);
+        for (session_id, (agent_id, created_at)) in failed {
+            let path = mirror::transcript_path(&self.home, &agent_id, &session_id);
+            match rebuild(conn, &self.home, &path, &session_id, created_at) {
+                Ok(last) => {
+                    self.verified.insert(session_id.clone());
+                    self.marks.insert(session_id, last);
+                }
+                Err(_) => {
+                    self.failed.insert(session_id, (agent_id, created_at));
+                }
+            }
         }
     }
 
@@ -206,6 +249,7 @@ impl MirrorState {
             mirror::append_lines(&path, messages.iter().map(|(seq, m)| (*seq, m)))?;
         } else {
             rebuild(conn, &self.home, &path, session_id, created_at)?;
+            self.failed.remove(session_id);
         }
         self.verified.insert(session_id.to_string());
         self.marks.insert(session_id.to_string(), last);
@@ -213,15 +257,17 @@ impl MirrorState {
     }
 }
 
-/// Rewrites one transcript's mirror from the database.
+/// Rewrites one transcript's mirror from the database; answers the last seq in it.
 pub(super) fn rebuild(
     conn: &Connection,
     home: &Path,
     path: &Path,
     session_id: &str,
     created_at: i64,
-) -> std::io::Result<()> {
+) -> std::io::Result<i64> {
     let messages = queries::all_messages(conn, session_id)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
-    mirror::rebuild(path, session_id, created_at, home, messages.into_iter())
+    let last = messages.last().map_or(0, |(seq, _)| *seq);
+    mirror::rebuild(path, session_id, created_at, home, messages.into_iter())?;
+    Ok(last)
 }

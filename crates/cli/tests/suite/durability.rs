@@ -139,7 +139,7 @@ fn mirror_messages(path: &str) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
+async fn kill_9_during_a_run_ends_it_aborted_and_the_queued_one_runs_after_the_restart() {
     let home = tempfile::tempdir().unwrap();
     let gateway = GatewayProcess::start(home.path());
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
@@ -155,6 +155,15 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
     let run_id = started["runId"].as_str().unwrap().to_string();
     // Make sure the run is running, not just queued, when the process dies.
     super::process::wait_running(&mut client, &run_id).await;
+    // Acknowledged behind it: queued when the process dies.
+    let kept = client
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": "PLEASE-KEEP-ME\n@reply kept"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept["status"], "started");
     gateway.kill_9();
 
     let gateway = GatewayProcess::start(home.path());
@@ -170,8 +179,19 @@ async fn kill_9_during_a_run_leaves_it_aborted_and_the_session_flagged() {
         waited["error"].as_str().unwrap().contains("interrupted"),
         "{waited}"
     );
-    let list = client.request("sessions.list", json!({})).await.unwrap();
-    assert_eq!(list["sessions"][0]["abortedLastRun"], true);
+    // The queued run starts after the restart, in its place, its message kept.
+    let wait = json!({"runId": kept["runId"], "timeoutMs": 30_000});
+    let kept = client.request("agent.wait", wait).await.unwrap();
+    assert_eq!(
+        (kept["status"].as_str(), kept["reply"].as_str()),
+        (Some("ok"), Some("kept"))
+    );
+    let history = full_history(&mut client, "main").await;
+    let texts: Vec<&Value> = history.iter().map(|m| &m["content"]).collect();
+    assert_eq!(texts[0], "@delay 60000\n@reply never");
+    assert_eq!(history[1]["stopReason"], "aborted");
+    assert_eq!(texts[2], "PLEASE-KEEP-ME\n@reply kept");
+    assert_eq!(history[3]["content"][0]["text"], "kept");
     // The session works again after the restart.
     let outcome = client
         .request(

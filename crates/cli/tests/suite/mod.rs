@@ -1,6 +1,7 @@
 mod commands;
 mod demo;
 mod durability;
+mod exchange_durability;
 mod mcp;
 mod process;
 mod spawn;

@@ -1,0 +1,128 @@
+//! `kill -9` in the middle of an agent-to-agent exchange (SPEC §7.3): after the restart the
+//! reply-back loop goes on from the turn that was cut off and the announce is delivered once.
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_server::client::GatewayClient;
+
+use super::process::GatewayProcess;
+
+/// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
+async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..2400 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the expected state never came");
+}
+
+async fn exchange(client: &mut GatewayClient) -> Option<Value> {
+    let list = client.request("exchanges.list", json!({})).await.ok()?;
+    list["exchanges"].as_array()?.first().cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_a_reply_back_turn_resumes_the_loop_and_announces_once() {
+    let home = tempfile::tempdir().unwrap();
+    // One reply-back turn; the announce step posts.
+    std::fs::write(
+        home.path().join("config.json5"),
+        r#"{
+          session: { agentToAgent: { maxPingPongTurns: 1 } },
+          agents: { list: [{ id: "main", default: true,
+            systemPrompt: "@when \"announce step\" @reply Posted: done\n@default @reply ack" }] },
+        }"#,
+    )
+    .unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    for key in ["main", "peer"] {
+        client
+            .request("sessions.create", json!({"key": key}))
+            .await
+            .unwrap();
+    }
+    // The peer's reply is a script for turn 1: main's turn waits 3 s before it answers.
+    client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "sessions_send",
+                   "args": {"sessionKey": "peer", "message": "@reply @delay 3000", "timeoutSeconds": 0}}),
+        )
+        .await
+        .unwrap();
+    until(async || {
+        let x = exchange(&mut client).await?;
+        let run = x["stepRunId"].as_str()?.to_string();
+        let record = client
+            .request("agent.wait", json!({"runId": run, "timeoutMs": 0}))
+            .await
+            .ok()?;
+        (x["state"] == "replying" && record["state"] == "running").then_some(())
+    })
+    .await;
+    gateway.kill_9();
+
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let done = until(async || {
+        let x = exchange(&mut client).await?;
+        (x["state"] == "done").then_some(x)
+    })
+    .await;
+    assert_eq!(
+        (
+            done["turn"].clone(),
+            done["attempt"].clone(),
+            done["detail"].clone()
+        ),
+        (json!(1), json!(1), json!("announced"))
+    );
+    // The cut-off turn is closed in main's transcript and ran again on its message.
+    let history = client
+        .request("chat.history", json!({"sessionKey": "main", "limit": 100}))
+        .await
+        .unwrap();
+    let tail: Vec<(String, String)> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                other => other[0]["text"].as_str().unwrap_or("").to_string(),
+            };
+            (m["stopReason"].as_str().unwrap_or("").to_string(), text)
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("".to_string(), "@delay 3000".to_string()),
+            ("aborted".to_string(), "".to_string()),
+            ("stop".to_string(), "ack".to_string()),
+        ]
+    );
+    let deliveries = client.request("deliveries.list", json!({})).await.unwrap();
+    let announces: Vec<&Value> = deliveries["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "announce")
+        .collect();
+    assert_eq!(announces.len(), 1, "{deliveries}");
+    assert_eq!(announces[0]["text"], "Posted: done");
+    client.close().await;
+    gateway.stop();
+}

@@ -174,8 +174,10 @@ pub fn looks_like_session_id(input: &str) -> bool {
 ///
 /// Every part is trimmed and lower-cased; whitespace and control characters become `-`; `:` in the
 /// channel or thread becomes `-` (it would shift the segments) and empty `:` segments in the id are
-/// dropped; an empty channel or id becomes `unknown`; an empty thread is left out. Parts are cut to
-/// 64 (channel), 200 (id) and 100 (thread) bytes, so the result is always canonical:
+/// dropped; a segment of the id that reads as a structure word (`thread`, `topic`) is escaped
+/// with a trailing `_` (so `chat:thread:9` can never pose as chat `chat`'s thread `9`); an empty
+/// channel or id becomes `unknown`; an empty thread is left out. Parts are cut to 64 (channel),
+/// 200 (id, before escaping) and 100 (thread) bytes, so the result is always canonical:
 /// `canonicalize(group_key(..).as_str())` returns it unchanged.
 pub fn group_key(
     agent_id: &str,
@@ -238,7 +240,28 @@ fn clean_part(raw: &str, colon_to_dash: bool, max_bytes: usize) -> String {
         let kept = out.trim_end_matches(':').len();
         out.truncate(kept);
     }
+    if !colon_to_dash && out.split(':').any(is_marker_like) {
+        out = out
+            .split(':')
+            .map(|s| match is_marker_like(s) {
+                true => format!("{s}_"),
+                false => s.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(":");
+    }
     out
+}
+
+/// A segment of an outside id that reads as a key's structure word (`thread`, `topic`), or as one
+/// escaped already (`thread_`, `thread__`, …): each gets one more `_`, so a chat id can never
+/// name another chat's thread and two ids never build the same key.
+fn is_marker_like(segment: &str) -> bool {
+    ["thread", "topic"].iter().any(|word| {
+        segment
+            .strip_prefix(word)
+            .is_some_and(|rest| rest.bytes().all(|b| b == b'_'))
+    })
 }
 
 /// Check a rest's segments and rewrite the legacy `dm` marker to `direct`:

@@ -368,6 +368,31 @@ fn group_keys_are_built_canonical() {
             "agent:main:x-cron:group:1",
         ),
         ("main", "dm", Group, "1", None, "agent:main:x-dm:group:1"),
+        // An id cannot pose as another chat's thread or topic, and escaped ids stay apart.
+        (
+            "main",
+            "webhook",
+            Group,
+            "c1:thread:9",
+            None,
+            "agent:main:webhook:group:c1:thread_:9",
+        ),
+        (
+            "main",
+            "webhook",
+            Group,
+            "c1:Thread_:9",
+            Some("2"),
+            "agent:main:webhook:group:c1:thread__:9:thread:2",
+        ),
+        (
+            "main",
+            "telegram",
+            Group,
+            "topic:threads",
+            None,
+            "agent:main:telegram:group:topic_:threads",
+        ),
     ];
     for &(agent, channel, chat_type, chat_id, thread, want) in cases {
         let key = group_key(agent, channel, chat_type, chat_id, thread);

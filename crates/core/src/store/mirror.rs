@@ -5,11 +5,13 @@
 //! message), so rebuilding a file from the database yields the same bytes; that is what lets a
 //! restart repair a short file by rewriting it.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+
+use super::private;
 
 /// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl`.
 pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf {
@@ -66,9 +68,9 @@ pub(crate) fn ensure_file(
         return Ok(());
     }
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
+        private::create_dir(dir)?;
     }
-    let mut file = OpenOptions::new()
+    let mut file = private::options()
         .create_new(true)
         .write(true)
         .open(path)
@@ -108,11 +110,16 @@ pub(crate) fn rebuild(
     messages: impl Iterator<Item = (i64, Value)>,
 ) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
+        private::create_dir(dir)?;
     }
     let tmp = path.with_extension("jsonl.rebuild");
     {
-        let mut out = BufWriter::new(File::create(&tmp)?);
+        let file = private::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        let mut out = BufWriter::new(file);
         writeln!(out, "{}", header_line(session_id, created_at, cwd))?;
         for (seq, message) in messages {
             writeln!(out, "{}", message_line(seq, &message))?;

@@ -12,6 +12,7 @@ mod cron;
 mod exchanges;
 mod mirror;
 mod outbox;
+mod private;
 mod runs;
 pub mod sqlite;
 mod subagents;

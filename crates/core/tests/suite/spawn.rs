@@ -378,6 +378,24 @@ async fn refused_spawns_create_nothing_and_say_why() {
         missing["error"],
         "task required: the instruction for the sub-agent"
     );
+    // A label in use is refused without naming the session that holds it (the caller may not
+    // be allowed to see it).
+    w.engine
+        .store()
+        .patch(
+            &switchboard_core::SessionKey::from_canonical("agent:main:main".into()),
+            switchboard_core::store::EntryPatch {
+                label: switchboard_protocol::sessions::Patch::Set("taken".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let taken = w.spawn(json!({"task": "x", "label": "taken"})).await;
+    assert_eq!(
+        taken["error"],
+        "label \"taken\" is already used by another session of agent main; choose another"
+    );
     let cleanup = w.spawn(json!({"task": "x", "cleanup": "shred"})).await;
     assert!(
         cleanup["error"]

@@ -20,12 +20,12 @@ use rusqlite::{Connection, OpenFlags};
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::CronJobRecord;
-use super::mirror;
 use super::{
     Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, ExchangeRecord,
     HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord, SessionEntry, Store,
     StoreError, StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
+use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -64,8 +64,14 @@ impl SqliteStore {
     /// Opens (or creates) `<home>/switchboard.db`, migrates it, repairs any transcript mirror a
     /// crash left short, and starts the writer thread. Times written come from `clock`.
     pub fn open_with_clock(home: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(home)?;
+        // The state dir and the database are its owner's only (transcripts, tokens).
+        private::create_dir(home)?;
+        private::restrict(home)?;
         let db_path = home.join("switchboard.db");
+        if !db_path.exists() {
+            private::options().write(true).create(true).open(&db_path)?;
+        }
+        private::restrict(&db_path)?;
         let conn = Connection::open(&db_path)?;
         schema::configure(&conn)?;
         schema::migrate(&conn)?;

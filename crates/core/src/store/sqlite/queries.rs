@@ -56,9 +56,10 @@ fn check_label_free(
     key: &str,
 ) -> Result<(), StoreError> {
     match get_by_label(conn, agent_id, label)? {
+        // The other session is not named: the caller may be a sandboxed agent that must not
+        // learn a key it cannot see.
         Some(other) if other.key != key => Err(StoreError::Conflict(format!(
-            "label \"{label}\" is already used by session {} of agent {agent_id}; labels are unique per agent",
-            other.key
+            "label \"{label}\" is already used by another session of agent {agent_id}; labels are unique per agent, choose another"
         ))),
         _ => Ok(()),
     }

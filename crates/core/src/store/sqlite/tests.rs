@@ -162,7 +162,7 @@ async fn patches_merge_fields_and_spawned_by_is_set_once() {
     assert!(
         taken
             .to_string()
-            .contains("already used by session agent:main:subagent:x"),
+            .contains("label \"scout\" is already used by another session of agent main"),
         "{taken}"
     );
     store.close().await;
@@ -438,4 +438,29 @@ async fn cached_statements_are_not_re_prepared_when_parameters_change() {
     let stmt = conn.prepare_cached(&sql).unwrap();
     assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
     assert_eq!(stmt.get_status(StatementStatus::Run), 4);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_state_dir_the_database_and_the_transcripts_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let home = parent.path().join("state");
+    let store = SqliteStore::open(&home).unwrap();
+    let session_id = seed(&store, "agent:main:a", 2).await;
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let transcript = mirror::transcript_path(&home, "main", &session_id);
+    assert_eq!(mode(&home), 0o700);
+    assert_eq!(mode(transcript.parent().unwrap()), 0o700);
+    assert_eq!(mode(&transcript), 0o600);
+    for file in ["switchboard.db", "switchboard.db-wal", "switchboard.db-shm"] {
+        assert_eq!(mode(&home.join(file)), 0o600, "{file}");
+    }
+    // A rebuilt transcript keeps the mode.
+    std::fs::remove_file(&transcript).unwrap();
+    store.close().await;
+    let store = SqliteStore::open(&home).unwrap();
+    assert_eq!(mode(&transcript), 0o600);
+    store.close().await;
 }

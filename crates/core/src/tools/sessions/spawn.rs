@@ -145,9 +145,9 @@ impl SessionsSpawn {
             )));
         }
         match ctx.store().get_by_label(agent_id, label).await {
-            Ok(Some(other)) => Err(ToolFailure::error(format!(
-                "label {label:?} is already used by session {} of agent {agent_id}; choose another",
-                other.key
+            // The other session stays unnamed: a sandboxed caller must not learn its key.
+            Ok(Some(_)) => Err(ToolFailure::error(format!(
+                "label {label:?} is already used by another session of agent {agent_id}; choose another"
             ))),
             Ok(None) => Ok(()),
             Err(e) => Err(super::store_failure(e)),

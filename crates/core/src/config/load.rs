@@ -473,4 +473,94 @@ mod tests {
             proptest::prop_assert_eq!(expanded, Ok(expected));
         }
     }
+
+    /// Config-shaped JSON: the real section and field names with arbitrary values in them.
+    fn config_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        const KEYS: &[&str] = &[
+            "gateway",
+            "port",
+            "bind",
+            "auth",
+            "mode",
+            "token",
+            "agents",
+            "defaults",
+            "list",
+            "id",
+            "default",
+            "model",
+            "primary",
+            "fallbacks",
+            "session",
+            "scope",
+            "dmScope",
+            "mainKey",
+            "sendPolicy",
+            "rules",
+            "action",
+            "match",
+            "agentToAgent",
+            "maxPingPongTurns",
+            "models",
+            "providers",
+            "api",
+            "baseUrl",
+            "apiKey",
+            "channels",
+            "webhook",
+            "accounts",
+            "tools",
+            "allow",
+            "deny",
+            "subagents",
+            "sandbox",
+            "cron",
+            "hooks",
+            "timeoutSeconds",
+            "maxConcurrent",
+            "systemPrompt",
+            "contextWindow",
+            "maxPayloadBytes",
+        ];
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_map(serde_json::Value::from),
+            "[a-z/:*${}A-Z_ -]{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
+                    |fields| {
+                        serde_json::Value::Object(
+                            fields
+                                .into_iter()
+                                .map(|(k, v)| (k.to_string(), v))
+                                .collect(),
+                        )
+                    }
+                ),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a config file holds, loading it answers a config or an error that names
+        /// where the problem is and what is accepted; it never panics.
+        #[test]
+        fn any_config_loads_or_says_what_is_wrong(value in config_value(), noise in ".{0,40}") {
+            for text in [value.to_string(), noise] {
+                if let Err(e) = load_str(&text, "config.json5", &|_| None) {
+                    let message = e.to_string();
+                    proptest::prop_assert!(
+                        message.contains("config error at") || message.contains("config syntax error"),
+                        "{message}"
+                    );
+                }
+            }
+        }
+    }
 }

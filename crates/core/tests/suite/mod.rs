@@ -1,6 +1,7 @@
 mod cron;
 mod providers;
 mod restart;
+mod robustness;
 mod runtime;
 mod send;
 mod session_tools;

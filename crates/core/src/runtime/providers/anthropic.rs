@@ -582,4 +582,29 @@ mod tests {
             ]
         );
     }
+
+    proptest::proptest! {
+        /// Any stream, however broken, ends in a reply or an error that says what was wrong;
+        /// nothing panics.
+        #[test]
+        fn any_stream_gives_a_reply_or_a_clear_error(
+            events in proptest::collection::vec(super::super::fuzz::payload(), 0..8)
+        ) {
+            let endpoint = super::super::fuzz::endpoint();
+            let mut turn = Turn::default();
+            let sink = |_: StreamEvent| {};
+            for data in &events {
+                match turn.event("", data, &sink, endpoint) {
+                    Ok(Sse::Done) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        let message = e.to_string();
+                        proptest::prop_assert!(!message.is_empty());
+                        return Ok(());
+                    }
+                }
+            }
+            let _ = turn.finish();
+        }
+    }
 }

@@ -9,6 +9,8 @@
 
 mod anthropic;
 mod builtin;
+#[cfg(test)]
+mod fuzz;
 pub(crate) mod http;
 mod openai;
 mod registry;

@@ -525,4 +525,29 @@ mod tests {
         assert!(calls[2].0 > 5, "a missing id is generated");
         assert_eq!(reply.stop_reason, StopReason::ToolUse);
     }
+
+    proptest::proptest! {
+        /// Any stream, however broken, ends in a reply or an error that says what was wrong;
+        /// nothing panics.
+        #[test]
+        fn any_stream_gives_a_reply_or_a_clear_error(
+            chunks in proptest::collection::vec(super::super::fuzz::payload(), 0..8)
+        ) {
+            let endpoint = super::super::fuzz::endpoint();
+            let mut turn = Turn::default();
+            let sink = |_: StreamEvent| {};
+            for chunk in &chunks {
+                match turn.chunk(chunk, &sink, endpoint) {
+                    Ok(Sse::Done) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        let message = e.to_string();
+                        proptest::prop_assert!(message.contains("unreadable stream chunk") || message.contains("p:"), "{message}");
+                        return Ok(());
+                    }
+                }
+            }
+            let _ = turn.finish();
+        }
+    }
 }

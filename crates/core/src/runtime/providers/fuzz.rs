@@ -1,0 +1,106 @@
+//! What the stream parsers' property tests share: an endpoint to report errors through, and
+//! stream payloads that are mostly the format's own shapes with arbitrary values in them (so the
+//! deep paths run), plus plain noise.
+
+use proptest::prelude::*;
+use serde_json::{Map, Value};
+
+use super::http::Endpoint;
+use crate::config::ProviderConfig;
+
+/// One endpoint for every case (building a client per case would be most of the test's time).
+pub(super) fn endpoint() -> &'static Endpoint {
+    static ENDPOINT: std::sync::OnceLock<Endpoint> = std::sync::OnceLock::new();
+    ENDPOINT.get_or_init(|| {
+        let client = super::http::client(std::time::Duration::from_secs(1)).expect("a client");
+        Endpoint::new("p", &ProviderConfig::default(), "v1/x", Vec::new(), client)
+    })
+}
+
+/// Field names of both formats' stream events.
+const KEYS: &[&str] = &[
+    "type",
+    "index",
+    "id",
+    "name",
+    "choices",
+    "delta",
+    "content",
+    "tool_calls",
+    "function",
+    "arguments",
+    "finish_reason",
+    "usage",
+    "message",
+    "content_block",
+    "text",
+    "thinking",
+    "partial_json",
+    "input",
+    "stop_reason",
+    "error",
+    "prompt_tokens",
+    "completion_tokens",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_content",
+    "role",
+    "signature",
+];
+
+/// Values of the `type` fields the parsers look for.
+const TYPES: &[&str] = &[
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "error",
+    "ping",
+    "text",
+    "text_delta",
+    "tool_use",
+    "input_json_delta",
+    "thinking",
+    "thinking_delta",
+    "signature_delta",
+    "function",
+];
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        proptest::sample::select(TYPES).prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
+                |fields| {
+                    let map: Map<String, Value> = fields
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect();
+                    Value::Object(map)
+                }
+            ),
+        ]
+    })
+}
+
+/// One stream payload: format-shaped JSON most of the time, otherwise any text.
+pub(super) fn payload() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => value().prop_map(|v| v.to_string()),
+        1 => any::<String>(),
+        1 => Just("[DONE]".to_string()),
+    ]
+}

@@ -1,0 +1,132 @@
+//! Arbitrary tool arguments, as a model might send them, against the real session tools: every
+//! call gets an answer — a result, or an error that says what was wrong — and nothing panics.
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+use serde_json::Value;
+use switchboard_core::config::Config;
+
+use super::support::{GUARD, TestEngine};
+
+/// The session tools' own field names, with arbitrary values (so decoding goes deep).
+const KEYS: &[&str] = &[
+    "sessionKey",
+    "label",
+    "agentId",
+    "message",
+    "task",
+    "limit",
+    "kinds",
+    "activeMinutes",
+    "messageLimit",
+    "includeTools",
+    "timeoutSeconds",
+    "runTimeoutSeconds",
+    "model",
+    "cleanup",
+    "before",
+    "cursor",
+    "search",
+];
+
+fn args() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-5i64..5).prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        // No directive text: a spawned task or a sent message answers at once.
+        "[a-z:* ]{0,10}".prop_map(Value::from),
+    ];
+    let value = leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..4).prop_map(
+                |fields| Value::Object(
+                    fields
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect()
+                )
+            ),
+        ]
+    });
+    prop_oneof![
+        4 => proptest::collection::vec((proptest::sample::select(KEYS), value.clone()), 0..5)
+            .prop_map(|fields| Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        1 => value,
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_arguments_to_any_session_tool_get_an_answer_that_says_what_was_wrong() {
+    let mut config = Config::default();
+    // A waiting send must not hold the test: sends are answered before their target runs.
+    config.session.agent_to_agent.max_ping_pong_turns = 0;
+    let w = TestEngine::open(config).await;
+    w.create("main").await;
+    let mut runner = TestRunner::deterministic();
+    let strategy = args();
+    let tools = [
+        "sessions_list",
+        "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "agents_list",
+    ];
+    let (mut answered, mut refused) = (0, 0);
+    for tool in tools {
+        for _ in 0..48 {
+            let mut arguments = strategy.new_tree(&mut runner).unwrap().current();
+            if tool == "sessions_send"
+                && let Some(fields) = arguments.as_object_mut()
+            {
+                fields.insert("timeoutSeconds".into(), Value::from(0));
+            }
+            let call = w.engine.tools().call(
+                "main",
+                tool,
+                arguments.clone(),
+                tokio_util::sync::CancellationToken::new(),
+            );
+            let answer = tokio::time::timeout(GUARD, call)
+                .await
+                .unwrap_or_else(|_| panic!("{tool} {arguments} never answered"));
+            // Arguments that are not an object are refused before the tool runs.
+            let out = match answer {
+                Ok(out) => out,
+                Err(e) => {
+                    let error = e.to_string();
+                    assert!(
+                        error.contains("must be a JSON object") && error.contains("Schema"),
+                        "{error}"
+                    );
+                    refused += 1;
+                    continue;
+                }
+            };
+            let status = out.content["status"].as_str().unwrap_or("ok");
+            if out.is_error || status == "error" || status == "forbidden" {
+                let error = out.content["error"].as_str().unwrap_or_default();
+                assert!(
+                    error.len() > 10,
+                    "{tool} {arguments}: an error without a reason: {}",
+                    out.content
+                );
+                refused += 1;
+            } else {
+                answered += 1;
+            }
+        }
+    }
+    // The inputs reach both the tools' work and their refusals.
+    assert!(
+        answered > 20 && refused > 20,
+        "{answered} answered, {refused} refused"
+    );
+    tokio::time::timeout(GUARD, w.engine.runtime().idle())
+        .await
+        .expect("the runs the calls started never ended");
+}

@@ -8,6 +8,7 @@
 //! the operation, and encodes its answer or maps its `CoreError` (wire code and HTTP status, one
 //! mapping in `switchboard_core::error`). No decision is made here.
 
+pub mod access;
 pub mod auth;
 pub mod client;
 mod http;

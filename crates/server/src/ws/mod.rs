@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::ServerState;
+use crate::access::Grant;
 use crate::methods;
 
 /// Bytes read from the socket at a time.
@@ -80,7 +81,12 @@ struct Conn {
     gone: CancellationToken,
     /// The server's tracker, for the rare send that must wait for room in the queue.
     tasks: TaskTracker,
+    /// What `connect` granted; unset (nothing granted) until then.
+    grant: std::sync::OnceLock<Grant>,
 }
+
+/// The grant of a connection that has not connected: nothing.
+static NOTHING: Grant = Grant::Operator(Vec::new());
 
 /// Run events go only to the connections that want them: sessions named with
 /// `sessions.subscribe`, every session with `{all: true}`, and the sessions this connection
@@ -94,6 +100,10 @@ struct Subscriptions {
 impl Conn {
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
         self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn grant(&self) -> &Grant {
+        self.grant.get().unwrap_or(&NOTHING)
     }
 
     fn wants(&self, session_key: &str) -> bool {
@@ -172,6 +182,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         subscriptions: Default::default(),
         gone: CancellationToken::new(),
         tasks: state.tasks.clone(),
+        grant: std::sync::OnceLock::new(),
     });
     if handshake::connect(&state, &conn, conn_id, &mut stream).await {
         serve(&state, &conn, conn_id, &mut stream).await;
@@ -312,8 +323,10 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
     let interim = move |payload: Value| {
         interim_conn.respond_now(ResponseFrame::ok(interim_id.clone(), payload));
     };
+    let grant = conn.grant();
     let response =
-        match methods::dispatch(&state, &req.method, req.params, &interim, &conn.gone).await {
+        match methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone).await
+        {
             Ok(payload) => ResponseFrame::ok(req.id, payload),
             Err(error) => ResponseFrame::err(req.id, error),
         };
@@ -327,6 +340,7 @@ fn is_subscription(method: &str) -> bool {
 /// `sessions.subscribe {sessionKeys?, all?}` / `sessions.unsubscribe {sessionKeys?, all?}`:
 /// connection state, so answered here rather than by the method table.
 fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Value, ErrorShape> {
+    methods::authorize(state, conn.grant(), &req.method, req.params.as_ref())?;
     let p: SessionsSubscribeParams = methods::parse(&req.method, req.params.clone())?;
     let resolver = state.engine.resolver();
     let mut keys = Vec::with_capacity(p.session_keys.len());
@@ -356,9 +370,11 @@ fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Val
     })
 }
 
-/// A client that starts a run in a session receives that session's events.
+/// A client that starts a run in a session receives that session's events (when it may).
 fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
-    if !matches!(req.method.as_str(), "chat.send" | "agent") {
+    if !matches!(req.method.as_str(), "chat.send" | "agent")
+        || methods::authorize(state, conn.grant(), &req.method, req.params.as_ref()).is_err()
+    {
         return;
     }
     let params = req.params.as_ref();

@@ -1,3 +1,4 @@
+mod access;
 mod channels;
 mod cron;
 mod harness;

@@ -41,6 +41,16 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
+/// Whether the body is declared JSON (`application/json`, parameters such as a charset allowed):
+/// a browser page can send `text/plain` without asking first, never `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
 pub async fn rpc(
     State(state): State<Arc<ServerState>>,
     headers: HeaderMap,
@@ -51,6 +61,17 @@ pub async fn rpc(
             StatusCode::UNAUTHORIZED,
             ErrorCode::Unauthorized,
             "missing or wrong token: send Authorization: Bearer <gateway token>".into(),
+        );
+    }
+    if !is_json(&headers) {
+        let got = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none");
+        return failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::InvalidRequest,
+            format!("Content-Type must be application/json (got {got})"),
         );
     }
     if body.len() > state.max_payload {

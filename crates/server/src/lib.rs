@@ -11,6 +11,7 @@
 pub mod access;
 pub mod auth;
 pub mod client;
+mod guard;
 mod http;
 mod inbound;
 pub mod mcp;
@@ -50,6 +51,9 @@ pub struct ServerState {
     tasks: TaskTracker,
     connections: AtomicU64,
     next_conn: AtomicU64,
+    /// The port the gateway listens on, once [`serve`] has its listener (browser origins of
+    /// this port are the gateway's own).
+    port: std::sync::OnceLock<u16>,
 }
 
 impl ServerState {
@@ -73,7 +77,13 @@ impl ServerState {
             tasks: TaskTracker::new(),
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
+            port: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The port being served (0 before [`serve`]).
+    pub fn port(&self) -> u16 {
+        self.port.get().copied().unwrap_or(0)
     }
 
     pub fn connections(&self) -> u64 {
@@ -108,6 +118,10 @@ pub fn app(state: Arc<ServerState>) -> Router {
         .route("/channels/webhook/{account}", post(inbound::webhook))
         .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_check,
+        ))
         .with_state(state)
 }
 
@@ -151,6 +165,9 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(local) = listener.local_addr() {
+        let _ = state.port.set(local.port());
+    }
     let stopping = state.stopping.clone();
     let stop = state.stop.clone();
     let shutdown = async move {

@@ -14,10 +14,9 @@ use axum::Router;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
 use switchboard_protocol::ErrorCode;
 
 use super::{Acting, LocalInvoker, McpServer};
@@ -36,15 +35,13 @@ pub struct ActingSession(pub String);
 
 /// The `/mcp` route: the token and acting-session guard in front of rmcp's service.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
-    let mut config = StreamableHttpServerConfig::default()
+    // The gateway's own browser check (`crate::guard`) runs first on every door, `/mcp`
+    // included: Origin always, and the Host (DNS rebinding) when there is no token. rmcp's
+    // Host check would refuse a LAN gateway's own names, in plain text.
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(state.stop.clone())
-        .with_max_request_body_bytes(state.max_payload);
-    if !state.auth.is_open() {
-        // rmcp's default Host check (loopback names only) guards token-less servers against DNS
-        // rebinding; with a token, the token does, and a gateway bound to the LAN must answer
-        // its own host names.
-        config = config.disable_allowed_hosts();
-    }
+        .with_max_request_body_bytes(state.max_payload)
+        .disable_allowed_hosts();
     let invoker = Arc::new(LocalInvoker::new(state.engine.clone()));
     let service = StreamableHttpService::new(
         move || Ok(McpServer::new(invoker.clone(), Acting::PerConnection)),
@@ -112,12 +109,7 @@ fn refusal(status: StatusCode, message: &str) -> Response {
     } else {
         ErrorCode::InvalidRequest
     };
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32600, "message": message, "data": {"code": code.as_str()}},
-    });
-    (status, axum::Json(body)).into_response()
+    crate::guard::refusal("/mcp", status, code, message)
 }
 
 #[cfg(test)]

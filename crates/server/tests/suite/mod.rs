@@ -1,4 +1,5 @@
 mod access;
+mod browser;
 mod channels;
 mod cron;
 mod harness;

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use switchboard_core::error::http_status;
 use switchboard_protocol::agents::LivenessResult;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
@@ -15,6 +15,7 @@ use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use crate::ServerState;
 use crate::access::Grant;
+use crate::listen::{self, Pending};
 use crate::methods;
 
 fn reply(status: StatusCode, body: RpcResponse) -> Response {
@@ -51,10 +52,13 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// `POST /rpc`. The token is checked before a byte of the body is read, then the content type
+/// and the declared length; the body is read within the limits (`crate::body`).
 pub async fn rpc(
     State(state): State<Arc<ServerState>>,
+    pending: Option<Extension<Pending>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if !state.auth.check(bearer(&headers)) {
         return failure(
@@ -74,17 +78,11 @@ pub async fn rpc(
             format!("Content-Type must be application/json (got {got})"),
         );
     }
-    if body.len() > state.max_payload {
-        return failure(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::InvalidRequest,
-            format!(
-                "body of {} bytes exceeds maxPayload ({} bytes)",
-                body.len(),
-                state.max_payload
-            ),
-        );
-    }
+    listen::authenticated(pending.as_ref());
+    let body = match crate::body::read(&state, &headers, body).await {
+        Ok(body) => body,
+        Err(e) => return e.refusal("/rpc"),
+    };
     let request: RpcRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {

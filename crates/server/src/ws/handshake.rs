@@ -12,20 +12,23 @@ use switchboard_protocol::frames::{
 };
 use switchboard_protocol::{ErrorCode, ErrorShape, PROTOCOL_VERSION, RequestFrame, ResponseFrame};
 
-use super::{Conn, binary_error, check_size, parse_request};
+use super::{Conn, binary_error, parse_request, read_error};
 use crate::ServerState;
 use crate::access::{Grant, Role};
+use crate::listen::Pending;
 use crate::methods::{self, EVENTS};
 
 /// How long a client has to send `connect`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Challenges the client and handles its first frame; true when it is now connected.
+/// Challenges the client and handles its first frame; true when it is now connected (and its
+/// connection no longer counts as `pending`).
 pub(super) async fn connect(
     state: &ServerState,
     conn: &Conn,
     conn_id: u64,
     stream: &mut SplitStream<WebSocket>,
+    pending: Option<Pending>,
 ) -> bool {
     let challenge = ConnectChallenge {
         nonce: uuid::Uuid::new_v4().to_string(),
@@ -42,8 +45,12 @@ pub(super) async fn connect(
             .await;
             false
         }
-        Ok(None) | Ok(Some(Err(_))) => false,
-        Ok(Some(Ok(message))) => handshake(state, conn, conn_id, message).await,
+        Ok(Some(Err(e))) => {
+            read_error(conn, e).await;
+            false
+        }
+        Ok(None) => false,
+        Ok(Some(Ok(message))) => handshake(state, conn, conn_id, message, pending).await,
     }
 }
 
@@ -54,7 +61,13 @@ async fn refuse(conn: &Conn, id: impl Into<String>, error: ErrorShape, code: u16
 }
 
 /// Handles the first frame; true when the client is now connected.
-async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Message) -> bool {
+async fn handshake(
+    state: &ServerState,
+    conn: &Conn,
+    conn_id: u64,
+    message: Message,
+    pending: Option<Pending>,
+) -> bool {
     let text = match message {
         Message::Text(text) => text,
         Message::Binary(_) => {
@@ -74,9 +87,6 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
             return false;
         }
     };
-    if !check_size(state, conn, text.len()).await {
-        return false;
-    }
     let req = match parse_request(text.as_str()) {
         Ok(req) => req,
         Err((id, error)) => {
@@ -121,6 +131,10 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
     };
     hello.auth = Some(grant.hello());
     let _ = conn.grant.set(grant);
+    // Before hello-ok leaves: a client that has it may open its next connection at once.
+    if let Some(pending) = pending {
+        pending.authenticated();
+    }
     match methods::to_value(hello) {
         Ok(hello) => conn.respond(ResponseFrame::ok(id, hello)).await,
         Err(error) => {

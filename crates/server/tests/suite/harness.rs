@@ -7,7 +7,7 @@ use serde_json::Value;
 use switchboard_core::Engine;
 use switchboard_core::config::Config;
 use switchboard_server::client::{ClientError, GatewayClient};
-use switchboard_server::{GatewayAuth, ServerState};
+use switchboard_server::{GatewayAuth, Limits, ServerState};
 use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token-0123456789";
@@ -31,20 +31,31 @@ impl TestGateway {
     }
 
     pub async fn start_ticking(config: Config, tick: std::time::Duration) -> Self {
-        Self::start_full(config, GatewayAuth::token(TOKEN), tick).await
+        Self::start_full(config, GatewayAuth::token(TOKEN), tick, Limits::default()).await
+    }
+
+    /// A gateway with other timeouts or another cap on unauthenticated connections.
+    pub async fn start_limited(config: Config, limits: Limits) -> Self {
+        let tick = std::time::Duration::from_secs(30);
+        Self::start_full(config, GatewayAuth::token(TOKEN), tick, limits).await
     }
 
     /// A gateway without a token (`gateway.auth.mode: "none"`).
     pub async fn start_open(config: Config) -> Self {
         let tick = std::time::Duration::from_secs(30);
-        Self::start_full(config, GatewayAuth::open(), tick).await
+        Self::start_full(config, GatewayAuth::open(), tick, Limits::default()).await
     }
 
-    async fn start_full(mut config: Config, auth: GatewayAuth, tick: std::time::Duration) -> Self {
+    async fn start_full(
+        mut config: Config,
+        auth: GatewayAuth,
+        tick: std::time::Duration,
+        limits: Limits,
+    ) -> Self {
         config.gateway.port = 0;
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), config).await.unwrap();
-        let state = ServerState::with_tick_interval(engine.clone(), auth, tick);
+        let state = ServerState::with_options(engine.clone(), auth, tick, limits);
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let (addr, listener) = switchboard_server::bind(state.clone(), addr).await.unwrap();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -4,6 +4,7 @@ mod channels;
 mod cron;
 mod harness;
 mod history;
+mod hygiene;
 mod mcp;
 mod policy;
 mod protocol;

@@ -1,6 +1,7 @@
 mod commands;
 mod demo;
 mod durability;
+mod logging;
 mod mcp;
 mod process;
 mod spawn;

@@ -114,6 +114,20 @@ async fn bodies_are_refused_before_they_are_read() {
     let answer = until_closed(&gw, partial.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     assert_eq!(body_json(&answer)["error"]["code"], "UNAUTHORIZED");
+    // rmcp's own transport errors reach MCP clients as JSON-RPC too (here: no SSE in Accept).
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let request = post_head("/mcp?session=main", TOKEN, body.len())
+        .replace(", text/event-stream", "")
+        .replace("HTTP/1.1\r\n", "HTTP/1.1\r\nConnection: close\r\n");
+    let res = raw_http(gw.addr, &format!("{request}{body}")).await;
+    assert_eq!(res.status, 406, "{}", res.body);
+    assert_eq!(res.json["jsonrpc"], "2.0", "{}", res.body);
+    assert!(
+        res.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("text/event-stream")
+    );
     // The limit is maxPayloadBytes, not a fixed 2 MiB: a 3 MiB request is served.
     let body = json!({"method": "health", "pad": "x".repeat(3 * 1024 * 1024)}).to_string();
     let request = format!("{}{body}", post_head("/rpc", TOKEN, body.len()));

@@ -78,6 +78,27 @@ enum ConfigCommand {
     Show,
 }
 
+/// What is logged: `SWITCHBOARD_LOG`, else `RUST_LOG`, else `default` (tracing's filter syntax).
+/// Whatever was asked, the WebSocket library logs warnings and errors only: its debug and trace
+/// output dumps whole frames, and a `connect` frame carries the gateway token.
+fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
+    let asked = ["SWITCHBOARD_LOG", "RUST_LOG"].into_iter().find_map(|var| {
+        let spec = std::env::var(var).ok()?;
+        (!spec.trim().is_empty()).then_some((var, spec))
+    });
+    let filter = match asked {
+        Some((var, spec)) => tracing_subscriber::EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("warning: {var}={spec:?} is not a log filter ({e}); using {default:?}");
+            tracing_subscriber::EnvFilter::new(default)
+        }),
+        None => tracing_subscriber::EnvFilter::new(default),
+    };
+    ["tungstenite=warn", "tokio_tungstenite=warn"]
+        .into_iter()
+        .filter_map(|directive| directive.parse().ok())
+        .fold(filter, |filter, directive| filter.add_directive(directive))
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // An MCP server's stderr usually lands in its client's log: only what needs attention. The
@@ -86,10 +107,8 @@ fn main() -> std::process::ExitCode {
         Command::Mcp(_) => "warn,rmcp=error",
         _ => "info,rmcp=error",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(log_filter(default_level))
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -168,6 +168,19 @@ pub struct HelloOk {
     /// A node connection's session (`agent:<agentId>:node-<nodeId>`); absent for operators.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
+    /// The role and scopes this connection was granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<HelloAuth>,
+}
+
+/// `hello-ok`'s `auth`: what the gateway granted (the reference's `{role, scopes}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelloAuth {
+    /// `operator` or `node`.
+    pub role: String,
+    /// The operator scopes granted (`operator.read`, `operator.write`, `operator.admin`);
+    /// scopes the gateway does not know are not listed. Empty for nodes.
+    pub scopes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -141,6 +141,14 @@ impl GatewayClient {
             .map_err(|e| ClientError::Closed(Some(e.to_string())))
     }
 
+    /// Sends any WebSocket message, raw frames included (tests of what the server refuses).
+    pub async fn send_message(&mut self, message: Message) -> Result<(), ClientError> {
+        self.socket
+            .send(message)
+            .await
+            .map_err(|e| ClientError::Closed(Some(e.to_string())))
+    }
+
     pub async fn send_binary(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
         self.socket
             .send(Message::binary(bytes))

@@ -3,17 +3,19 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use switchboard_core::error::http_status;
 use switchboard_protocol::agents::LivenessResult;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use crate::ServerState;
+use crate::access::Grant;
+use crate::listen::{self, Pending};
 use crate::methods;
 
 fn reply(status: StatusCode, body: RpcResponse) -> Response {
@@ -40,10 +42,23 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
+/// Whether the body is declared JSON (`application/json`, parameters such as a charset allowed):
+/// a browser page can send `text/plain` without asking first, never `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `POST /rpc`. The token is checked before a byte of the body is read, then the content type
+/// and the declared length; the body is read within the limits (`crate::body`).
 pub async fn rpc(
     State(state): State<Arc<ServerState>>,
+    pending: Option<Extension<Pending>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if !state.auth.check(bearer(&headers)) {
         return failure(
@@ -52,17 +67,22 @@ pub async fn rpc(
             "missing or wrong token: send Authorization: Bearer <gateway token>".into(),
         );
     }
-    if body.len() > state.max_payload {
+    if !is_json(&headers) {
+        let got = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none");
         return failure(
-            StatusCode::PAYLOAD_TOO_LARGE,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::InvalidRequest,
-            format!(
-                "body of {} bytes exceeds maxPayload ({} bytes)",
-                body.len(),
-                state.max_payload
-            ),
+            format!("Content-Type must be application/json (got {got})"),
         );
     }
+    listen::authenticated(pending.as_ref());
+    let body = match crate::body::read(&state, &headers, body).await {
+        Ok(body) => body,
+        Err(e) => return e.refusal("/rpc"),
+    };
     let request: RpcRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -78,7 +98,10 @@ pub async fn rpc(
     // A disconnected HTTP client drops this future; nothing else tells the method it left. A
     // stopping gateway tells it to stop waiting, so the HTTP drain never waits on a long run.
     let gone = state.stop.child_token();
-    match methods::dispatch(&state, &request.method, request.params, &|_| {}, &gone).await {
+    // The bearer token is the operator's own: a caller that has it gets every scope.
+    let grant = Grant::full();
+    let params = request.params;
+    match methods::dispatch(&state, &grant, &request.method, params, &|_| {}, &gone).await {
         Ok(payload) => reply(
             StatusCode::OK,
             RpcResponse {

@@ -1,31 +1,40 @@
 //! HTTP sources of sessions (SPEC §9.2, §9.3): `POST /channels/webhook/<accountId>` and
 //! `POST /hooks/agent`. Sizes, tokens, payloads, routing and runs are the engine's
-//! (`switchboard_core::channels::Inbound`); this adapter hands over the bytes and answers
+//! (`switchboard_core::channels::Inbound`); this adapter has the engine check the token before
+//! it reads the body (within the limits, `crate::body`), hands over the bytes and answers
 //! `{ok, runId, sessionKey}` (202) or `{ok: false, error: {code, message}}` with the HTTP status
 //! of the engine's error (the one mapping, next to the wire codes).
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use switchboard_core::CoreError;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::inbound::{InboundAccepted, InboundRefused};
 
 use crate::ServerState;
 use crate::http::bearer;
+use crate::listen::{self, Pending};
 
 fn refused(status: u16, error: ErrorShape) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
     (status, Json(InboundRefused::new(error))).into_response()
 }
 
-fn answer(result: Result<InboundAccepted, CoreError>) -> Response {
+/// The engine's answer; an accepted message authenticated its connection.
+fn answer(
+    result: Result<InboundAccepted, CoreError>,
+    pending: Option<&Extension<Pending>>,
+) -> Response {
     match result {
-        Ok(run) => (StatusCode::ACCEPTED, Json(run)).into_response(),
+        Ok(run) => {
+            listen::authenticated(pending);
+            (StatusCode::ACCEPTED, Json(run)).into_response()
+        }
         Err(e) => refused(e.http_status(), e.to_shape()),
     }
 }
@@ -34,23 +43,38 @@ fn answer(result: Result<InboundAccepted, CoreError>) -> Response {
 pub async fn webhook(
     State(state): State<Arc<ServerState>>,
     Path(account_id): Path<String>,
+    pending: Option<Extension<Pending>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    answer(
-        state
-            .engine
-            .inbound()
-            .webhook(&account_id, bearer(&headers), &body)
-            .await,
-    )
+    let path = format!("/channels/webhook/{account_id}");
+    let inbound = state.engine.inbound();
+    if let Err(e) = inbound.check_webhook_token(&account_id, bearer(&headers)) {
+        return refused(e.http_status(), e.to_shape());
+    }
+    let body = match crate::body::read(&state, &headers, body).await {
+        Ok(body) => body,
+        Err(e) => return e.refusal(&path),
+    };
+    let result = inbound.webhook(&account_id, bearer(&headers), &body).await;
+    answer(result, pending.as_ref())
 }
 
 /// `POST /hooks/agent`: a run in `hook:<uuid>` (or the key given) with the hook token.
 pub async fn hook(
     State(state): State<Arc<ServerState>>,
+    pending: Option<Extension<Pending>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    answer(state.engine.inbound().hook(bearer(&headers), &body).await)
+    let inbound = state.engine.inbound();
+    if let Err(e) = inbound.check_hook_token(bearer(&headers)) {
+        return refused(e.http_status(), e.to_shape());
+    }
+    let body = match crate::body::read(&state, &headers, body).await {
+        Ok(body) => body,
+        Err(e) => return e.refusal("/hooks/agent"),
+    };
+    let result = inbound.hook(bearer(&headers), &body).await;
+    answer(result, pending.as_ref())
 }

@@ -8,10 +8,14 @@
 //! the operation, and encodes its answer or maps its `CoreError` (wire code and HTTP status, one
 //! mapping in `switchboard_core::error`). No decision is made here.
 
+pub mod access;
 pub mod auth;
+mod body;
 pub mod client;
+mod guard;
 mod http;
 mod inbound;
+mod listen;
 pub mod mcp;
 pub mod methods;
 mod ws;
@@ -23,11 +27,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use switchboard_core::Engine;
 use tokio_util::task::TaskTracker;
 
 pub use auth::GatewayAuth;
+pub use listen::Limits;
 
 /// How long [`ServerState::finish`] waits for the connections' last tasks.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,6 +44,8 @@ pub struct ServerState {
     pub max_payload: usize,
     /// How often connected clients get a `tick` event (the reference's liveness signal).
     pub tick_interval: Duration,
+    /// Timeouts and the cap on connections that have not authenticated.
+    pub limits: Limits,
     /// Flips to true when the gateway starts shutting down; connections say goodbye.
     stopping: tokio::sync::watch::Sender<bool>,
     /// Cancelled with `stopping`: `/mcp`'s open streams end and `/rpc` callers stop waiting, so
@@ -49,6 +55,9 @@ pub struct ServerState {
     tasks: TaskTracker,
     connections: AtomicU64,
     next_conn: AtomicU64,
+    /// The port the gateway listens on, once [`serve`] has its listener (browser origins of
+    /// this port are the gateway's own).
+    port: std::sync::OnceLock<u16>,
 }
 
 impl ServerState {
@@ -61,18 +70,34 @@ impl ServerState {
         auth: GatewayAuth,
         tick_interval: Duration,
     ) -> Arc<Self> {
+        Self::with_options(engine, auth, tick_interval, Limits::default())
+    }
+
+    pub fn with_options(
+        engine: Arc<Engine>,
+        auth: GatewayAuth,
+        tick_interval: Duration,
+        limits: Limits,
+    ) -> Arc<Self> {
         let max_payload = engine.config().gateway.max_payload_bytes;
         Arc::new(Self {
             engine,
             auth,
             max_payload,
             tick_interval,
+            limits,
             stopping: tokio::sync::watch::channel(false).0,
             stop: tokio_util::sync::CancellationToken::new(),
             tasks: TaskTracker::new(),
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
+            port: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The port being served (0 before [`serve`]).
+    pub fn port(&self) -> u16 {
+        self.port.get().copied().unwrap_or(0)
     }
 
     pub fn connections(&self) -> u64 {
@@ -107,6 +132,10 @@ pub fn app(state: Arc<ServerState>) -> Router {
         .route("/channels/webhook/{account}", post(inbound::webhook))
         .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_check,
+        ))
         .with_state(state)
 }
 
@@ -150,6 +179,9 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(local) = listener.local_addr() {
+        let _ = state.port.set(local.port());
+    }
     let stopping = state.stopping.clone();
     let stop = state.stop.clone();
     let shutdown = async move {
@@ -157,14 +189,6 @@ pub async fn serve(
         let _ = stopping.send(true);
         stop.cancel();
     };
-    // Without TCP_NODELAY every small frame after another (a response, then run events) waits
-    // for the client's delayed ACK: 40 ms per turn.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let router = app(state.clone());
+    listen::serve(state, listener, router, shutdown).await
 }

@@ -27,12 +27,43 @@ pub struct GatewayProcess {
 
 impl GatewayProcess {
     pub fn start(home: &Path) -> Self {
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
+            .env("SWITCHBOARD_LOG", "warn,rmcp=error")
+            .stderr(Stdio::inherit());
+        Self::spawn(home, command)
+    }
+
+    /// With the log filter variables given (the others removed) and its stderr collected in
+    /// `log` as it is written, by the thread answered (it ends when the process does).
+    pub fn start_logging(
+        home: &Path,
+        env: &[(&str, &str)],
+        log: std::sync::Arc<std::sync::Mutex<String>>,
+    ) -> (Self, std::thread::JoinHandle<()>) {
+        let mut command = Command::new(BIN);
+        command
+            .env_remove("SWITCHBOARD_LOG")
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stderr(Stdio::piped());
+        let mut gateway = Self::spawn(home, command);
+        let stderr = gateway.child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        (gateway, reader)
+    }
+
+    fn spawn(home: &Path, mut command: Command) -> Self {
+        let mut child = command
             .args(["gateway", "--port", "0", "--state-dir"])
             .arg(home)
-            .env("SWITCHBOARD_LOG", "warn,rmcp=error")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

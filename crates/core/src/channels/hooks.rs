@@ -19,24 +19,7 @@ impl Inbound {
     /// checked: `NotFound` (hooks are off), `Unauthorized` (token), `TooLarge`, `Invalid` (body,
     /// agent, key), `Forbidden` (send policy).
     pub async fn hook(&self, token: Option<&str>, body: &[u8]) -> CoreResult<InboundAccepted> {
-        let hooks = &self.config.hooks;
-        if !hooks.enabled {
-            return Err(CoreError::NotFound(
-                "hooks are off (set hooks.enabled to true)".into(),
-            ));
-        }
-        let expected = hooks.token.as_deref().unwrap_or_default();
-        match token {
-            None => {
-                return Err(CoreError::Unauthorized(
-                    "missing token: send Authorization: Bearer <hooks.token>".into(),
-                ));
-            }
-            Some(given) if !crate::access::token_matches(expected, given) => {
-                return Err(CoreError::Unauthorized("wrong hook token".into()));
-            }
-            Some(_) => {}
-        }
+        self.check_hook_token(token)?;
         self.check_size(body)?;
         let payload: HookAgentParams = webhook::parse_body(body, HOOK_EXPECTED)?;
         if payload.message.trim().is_empty() {
@@ -54,6 +37,27 @@ impl Inbound {
             .with_message(payload.message, Some(provenance));
         request.create = Some(self.resolver.new_session(&key));
         Ok(accepted(self.runtime.submit(request).await?))
+    }
+
+    /// The checks of [`Inbound::hook`] before the body (`NotFound`: hooks are off,
+    /// `Unauthorized`: the token), so the HTTP door can refuse a stranger before it reads it.
+    pub fn check_hook_token(&self, token: Option<&str>) -> CoreResult<()> {
+        let hooks = &self.config.hooks;
+        if !hooks.enabled {
+            return Err(CoreError::NotFound(
+                "hooks are off (set hooks.enabled to true)".into(),
+            ));
+        }
+        let expected = hooks.token.as_deref().unwrap_or_default();
+        match token {
+            None => Err(CoreError::Unauthorized(
+                "missing token: send Authorization: Bearer <hooks.token>".into(),
+            )),
+            Some(given) if !crate::access::token_matches(expected, given) => {
+                Err(CoreError::Unauthorized("wrong hook token".into()))
+            }
+            Some(_) => Ok(()),
+        }
     }
 
     /// The key given (canonical for the hook's agent), else a new `hook:<uuid>`.

@@ -85,6 +85,13 @@ impl Inbound {
 }
 
 impl Inbound {
+    /// The account and token checks of [`Inbound::webhook`] alone (`NotFound`, `Unauthorized`),
+    /// so the HTTP door can refuse a stranger before it reads a byte of the body.
+    pub fn check_webhook_token(&self, account_id: &str, token: Option<&str>) -> CoreResult<()> {
+        let (account_id, account) = webhook::account(&self.config, account_id)?;
+        webhook::check_token(account, &account_id, token)
+    }
+
     /// Refuses a body over `gateway.maxPayloadBytes` (413).
     pub(super) fn check_size(&self, body: &[u8]) -> CoreResult<()> {
         let max = self.config.gateway.max_payload_bytes;

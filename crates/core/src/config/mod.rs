@@ -35,6 +35,7 @@ pub use choices::{
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
 
 /// The provider id reserved for the providers built into switchboard (`builtin/echo`,
@@ -86,6 +87,17 @@ pub struct GatewayConfig {
     pub max_payload_bytes: usize,
     /// On SIGTERM/Ctrl-C, how long running runs may go on before they are aborted.
     pub shutdown_grace_seconds: u64,
+    /// Browser access: which web origins may call the gateway.
+    pub control_ui: ControlUiConfig,
+}
+
+/// `gateway.controlUi`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ControlUiConfig {
+    /// Web origins (`http(s)://host[:port]`) allowed besides the gateway's own loopback
+    /// origins; normalised to lower case without a trailing slash.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -96,6 +108,7 @@ impl Default for GatewayConfig {
             auth: GatewayAuth::default(),
             max_payload_bytes: 1024 * 1024,
             shutdown_grace_seconds: 10,
+            control_ui: ControlUiConfig::default(),
         }
     }
 }

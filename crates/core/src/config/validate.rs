@@ -42,6 +42,22 @@ const DELIVERY_MAX_ATTEMPTS: RangeInclusive<u64> = 1..=100;
 const DELIVERY_RETRY_MS: RangeInclusive<u64> = 10..=86_400_000;
 const DELIVERY_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=300;
 
+const ORIGIN_EXPECTED: &str = "a web origin: http:// or https://, a host, an optional port, no path (e.g. \"http://192.168.1.5:18790\")";
+
+/// A web origin as browsers send it in `Origin` (lower case, no trailing slash), or `None` when
+/// `text` is not `http(s)://host[:port]`.
+pub fn normalize_origin(text: &str) -> Option<String> {
+    let origin = text.trim().trim_end_matches('/').to_ascii_lowercase();
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))?;
+    let well_formed = !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'));
+    well_formed.then_some(origin)
+}
+
 fn integer(range: &RangeInclusive<u64>) -> String {
     format!("an integer {}–{}", range.start(), range.end())
 }
@@ -209,6 +225,16 @@ impl Checker<'_> {
             gateway.shutdown_grace_seconds,
             &SHUTDOWN_GRACE_SECONDS,
         );
+        for (i, origin) in gateway.control_ui.allowed_origins.iter_mut().enumerate() {
+            match normalize_origin(origin) {
+                Some(normalized) => *origin = normalized,
+                None => self.invalid(
+                    format!("gateway.controlUi.allowedOrigins[{i}]"),
+                    quote(origin),
+                    ORIGIN_EXPECTED,
+                ),
+            }
+        }
     }
 
     fn providers(&mut self, config: &mut Config) {

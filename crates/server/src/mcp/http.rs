@@ -10,18 +10,19 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Router;
+use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use axum::{Extension, Router};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
 use switchboard_protocol::ErrorCode;
 
 use super::{Acting, LocalInvoker, McpServer};
 use crate::ServerState;
+use crate::listen::{self, Pending};
 
 /// The header that may name the acting session instead of `?session=`.
 pub const SESSION_HEADER: &str = "x-switchboard-session";
@@ -36,15 +37,13 @@ pub struct ActingSession(pub String);
 
 /// The `/mcp` route: the token and acting-session guard in front of rmcp's service.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
-    let mut config = StreamableHttpServerConfig::default()
+    // The gateway's own browser check (`crate::guard`) runs first on every door, `/mcp`
+    // included: Origin always, and the Host (DNS rebinding) when there is no token. rmcp's
+    // Host check would refuse a LAN gateway's own names, in plain text.
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(state.stop.clone())
-        .with_max_request_body_bytes(state.max_payload);
-    if !state.auth.is_open() {
-        // rmcp's default Host check (loopback names only) guards token-less servers against DNS
-        // rebinding; with a token, the token does, and a gateway bound to the LAN must answer
-        // its own host names.
-        config = config.disable_allowed_hosts();
-    }
+        .with_max_request_body_bytes(state.max_payload)
+        .disable_allowed_hosts();
     let invoker = Arc::new(LocalInvoker::new(state.engine.clone()));
     let service = StreamableHttpService::new(
         move || Ok(McpServer::new(invoker.clone(), Acting::PerConnection)),
@@ -56,10 +55,12 @@ pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Rou
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
 }
 
-/// Checks the token and finds the acting session; refusals are JSON-RPC error bodies.
+/// Checks the token and finds the acting session, then reads the body within the limits
+/// (`crate::body`) before rmcp sees it; refusals are JSON-RPC error bodies, rmcp's own included.
 async fn guard(
     State(state): State<Arc<ServerState>>,
-    mut request: Request,
+    pending: Option<Extension<Pending>>,
+    request: Request,
     next: Next,
 ) -> Response {
     if !state.auth.check(crate::http::bearer(request.headers())) {
@@ -76,13 +77,43 @@ async fn guard(
     let query = Query::<HashMap<String, String>>::try_from_uri(request.uri())
         .map(|Query(q)| q)
         .unwrap_or_default();
-    match acting_session(query.get("session").map(String::as_str), request.headers()) {
-        Ok(session) => {
-            request.extensions_mut().insert(ActingSession(session));
-            next.run(request).await
-        }
-        Err(message) => refusal(StatusCode::BAD_REQUEST, &message),
+    listen::authenticated(pending.as_ref());
+    let session = match acting_session(query.get("session").map(String::as_str), request.headers())
+    {
+        Ok(session) => session,
+        Err(message) => return refusal(StatusCode::BAD_REQUEST, &message),
+    };
+    let (mut parts, body) = request.into_parts();
+    let body = match crate::body::read(&state, &parts.headers, body).await {
+        Ok(bytes) => Body::from(bytes),
+        Err(e) => return e.refusal("/mcp"),
+    };
+    parts.extensions.insert(ActingSession(session));
+    as_json_rpc(next.run(Request::from_parts(parts, body)).await).await
+}
+
+/// rmcp answers transport errors (a wrong `Accept`, an unknown session id, …) in plain text;
+/// MCP clients read only JSON-RPC, so such an answer becomes a JSON-RPC error with its text.
+async fn as_json_rpc(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json") || t.starts_with("text/event-stream"));
+    if status.is_success() || is_json {
+        return response;
     }
+    let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    refusal(status, &message)
 }
 
 /// The session named by `?session=` and/or the header (blank counts as absent).
@@ -107,17 +138,14 @@ fn acting_session(query: Option<&str>, headers: &HeaderMap) -> Result<String, St
 
 /// A refusal before MCP: a JSON-RPC error (id null) that MCP clients surface as the message.
 fn refusal(status: StatusCode, message: &str) -> Response {
-    let code = if status == StatusCode::UNAUTHORIZED {
-        ErrorCode::Unauthorized
-    } else {
-        ErrorCode::InvalidRequest
+    let code = match status {
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::SERVICE_UNAVAILABLE => ErrorCode::Unavailable,
+        s if s.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::InvalidRequest,
     };
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32600, "message": message, "data": {"code": code.as_str()}},
-    });
-    (status, axum::Json(body)).into_response()
+    crate::guard::refusal("/mcp", status, code, message)
 }
 
 #[cfg(test)]

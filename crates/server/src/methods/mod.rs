@@ -16,36 +16,64 @@ use switchboard_protocol::{ErrorCode, ErrorShape};
 use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
+use crate::access::{Grant, Scope};
 
-/// Every method this gateway answers (advertised in `hello-ok`).
-pub const METHODS: &[&str] = &[
-    "health",
-    "agents.list",
-    "sessions.list",
-    "sessions.create",
-    "sessions.resolve",
-    "sessions.patch",
-    "sessions.reset",
-    "sessions.delete",
-    "chat.history",
-    "chat.inject",
-    "chat.send",
-    "chat.abort",
-    "agent",
-    "agent.wait",
-    "sessions.subscribe",
-    "sessions.unsubscribe",
-    "tools.invoke",
-    "tools.list",
-    "send",
-    "deliveries.list",
-    "exchanges.list",
-    "exchanges.get",
-    "cron.add",
-    "cron.list",
-    "cron.remove",
-    "cron.run",
+/// Every method this gateway answers (advertised in `hello-ok`) and the operator scope it needs
+/// (docs/protocol.md has the table; `crate::access` applies it; nodes have their own rule).
+pub const METHODS: &[(&str, Scope)] = &[
+    ("health", Scope::Read),
+    ("agents.list", Scope::Read),
+    ("sessions.list", Scope::Read),
+    ("sessions.create", Scope::Write),
+    ("sessions.resolve", Scope::Read),
+    ("sessions.patch", Scope::Write),
+    ("sessions.reset", Scope::Admin),
+    ("sessions.delete", Scope::Admin),
+    ("chat.history", Scope::Read),
+    ("chat.inject", Scope::Write),
+    ("chat.send", Scope::Write),
+    ("chat.abort", Scope::Write),
+    ("agent", Scope::Write),
+    ("agent.wait", Scope::Write),
+    ("sessions.subscribe", Scope::Read),
+    ("sessions.unsubscribe", Scope::Read),
+    ("tools.invoke", Scope::Write),
+    ("tools.list", Scope::Read),
+    ("send", Scope::Write),
+    ("deliveries.list", Scope::Read),
+    ("exchanges.list", Scope::Read),
+    ("exchanges.get", Scope::Read),
+    ("cron.add", Scope::Admin),
+    ("cron.list", Scope::Read),
+    ("cron.remove", Scope::Admin),
+    ("cron.run", Scope::Admin),
 ];
+
+/// The methods' names, in table order.
+pub fn method_names() -> impl Iterator<Item = &'static str> {
+    METHODS.iter().map(|(name, _)| *name)
+}
+
+/// The scope `method` needs; `None` for a method this gateway does not answer.
+pub fn scope_of(method: &str) -> Option<Scope> {
+    METHODS
+        .iter()
+        .find(|(name, _)| *name == method)
+        .map(|(_, scope)| *scope)
+}
+
+/// Whether `grant` may call `method` with `params` (see `crate::access`).
+pub fn authorize(
+    state: &ServerState,
+    grant: &Grant,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(), ErrorShape> {
+    let resolver = state.engine.resolver();
+    grant.authorize(method, scope_of(method), params, |key, agent| {
+        resolver.canonical(key, agent).ok().map(|k| k.into_string())
+    })
+}
 
 /// Events a client may receive.
 pub const EVENTS: &[&str] = switchboard_protocol::events::EVENTS;
@@ -55,15 +83,18 @@ pub type MethodResult = Result<Value, ErrorShape>;
 /// Sends an early answer under the request's id (`agent` answers `accepted` first).
 pub type Interim<'a> = &'a (dyn Fn(Value) + Send + Sync);
 
-/// Runs one method. `gone` is cancelled when the caller goes away (its connection closed): a
-/// method that waits may stop waiting then; nothing it started is cut off.
+/// Runs one method for a caller with `grant` (checked first, whatever the door). `gone` is
+/// cancelled when the caller goes away (its connection closed): a method that waits may stop
+/// waiting then; nothing it started is cut off.
 pub async fn dispatch(
     state: &ServerState,
+    grant: &Grant,
     method: &str,
     params: Option<Value>,
     interim: Interim<'_>,
     gone: &CancellationToken,
 ) -> MethodResult {
+    authorize(state, grant, method, params.as_ref())?;
     let engine = state.engine.as_ref();
     let p = params;
     match method {
@@ -97,7 +128,10 @@ pub async fn dispatch(
         )),
         other => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
-            format!("unknown method: {other}; available: {}", METHODS.join(", ")),
+            format!(
+                "unknown method: {other}; available: {}",
+                method_names().collect::<Vec<_>>().join(", ")
+            ),
         )),
     }
 }

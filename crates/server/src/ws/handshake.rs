@@ -12,19 +12,23 @@ use switchboard_protocol::frames::{
 };
 use switchboard_protocol::{ErrorCode, ErrorShape, PROTOCOL_VERSION, RequestFrame, ResponseFrame};
 
-use super::{Conn, binary_error, check_size, parse_request};
+use super::{Conn, binary_error, parse_request, read_error};
 use crate::ServerState;
-use crate::methods::{self, EVENTS, METHODS};
+use crate::access::{Grant, Role};
+use crate::listen::Pending;
+use crate::methods::{self, EVENTS};
 
 /// How long a client has to send `connect`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Challenges the client and handles its first frame; true when it is now connected.
+/// Challenges the client and handles its first frame; true when it is now connected (and its
+/// connection no longer counts as `pending`).
 pub(super) async fn connect(
     state: &ServerState,
     conn: &Conn,
     conn_id: u64,
     stream: &mut SplitStream<WebSocket>,
+    pending: Option<Pending>,
 ) -> bool {
     let challenge = ConnectChallenge {
         nonce: uuid::Uuid::new_v4().to_string(),
@@ -41,8 +45,12 @@ pub(super) async fn connect(
             .await;
             false
         }
-        Ok(None) | Ok(Some(Err(_))) => false,
-        Ok(Some(Ok(message))) => handshake(state, conn, conn_id, message).await,
+        Ok(Some(Err(e))) => {
+            read_error(conn, e).await;
+            false
+        }
+        Ok(None) => false,
+        Ok(Some(Ok(message))) => handshake(state, conn, conn_id, message, pending).await,
     }
 }
 
@@ -53,7 +61,13 @@ async fn refuse(conn: &Conn, id: impl Into<String>, error: ErrorShape, code: u16
 }
 
 /// Handles the first frame; true when the client is now connected.
-async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Message) -> bool {
+async fn handshake(
+    state: &ServerState,
+    conn: &Conn,
+    conn_id: u64,
+    message: Message,
+    pending: Option<Pending>,
+) -> bool {
     let text = match message {
         Message::Text(text) => text,
         Message::Binary(_) => {
@@ -73,9 +87,6 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
             return false;
         }
     };
-    if !check_size(state, conn, text.len()).await {
-        return false;
-    }
     let req = match parse_request(text.as_str()) {
         Ok(req) => req,
         Err((id, error)) => {
@@ -90,27 +101,39 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
             return false;
         }
     };
-    let Some((id, params)) = check_connect(state, conn, req).await else {
+    let Some((id, params, role)) = check_connect(state, conn, req).await else {
         return false;
     };
     let mut hello = hello(state, conn_id);
-    if params.role.as_deref().map(str::trim) == Some("node") {
-        let sessions = state.engine.sessions();
-        let display_name = params.client.display_name.clone();
-        match sessions
-            .node_session(params.node_id.as_deref(), display_name)
-            .await
-        {
-            Ok(key) => {
-                conn.subscriptions().keys.insert(key.as_str().to_string());
-                hello.session_key = Some(key.into_string());
-            }
-            Err(e) => {
-                let reason = "invalid node connect";
-                refuse(conn, id, e.to_shape(), close_code::POLICY, reason).await;
-                return false;
+    let grant = match role {
+        Role::Operator => Grant::operator(&params.scopes),
+        Role::Node => {
+            let sessions = state.engine.sessions();
+            let display_name = params.client.display_name.clone();
+            match sessions
+                .node_session(params.node_id.as_deref(), display_name)
+                .await
+            {
+                Ok(key) => {
+                    conn.subscriptions().keys.insert(key.as_str().to_string());
+                    hello.session_key = Some(key.as_str().to_string());
+                    Grant::Node {
+                        session_key: key.into_string(),
+                    }
+                }
+                Err(e) => {
+                    let reason = "invalid node connect";
+                    refuse(conn, id, e.to_shape(), close_code::POLICY, reason).await;
+                    return false;
+                }
             }
         }
+    };
+    hello.auth = Some(grant.hello());
+    let _ = conn.grant.set(grant);
+    // Before hello-ok leaves: a client that has it may open its next connection at once.
+    if let Some(pending) = pending {
+        pending.authenticated();
     }
     match methods::to_value(hello) {
         Ok(hello) => conn.respond(ResponseFrame::ok(id, hello)).await,
@@ -122,13 +145,13 @@ async fn handshake(state: &ServerState, conn: &Conn, conn_id: u64, message: Mess
     true
 }
 
-/// The `connect` request's params when it is one, speaks our protocol and carries the token;
-/// otherwise the client was told why and the connection is closing.
+/// The `connect` request's params and role when it is one, speaks our protocol, names a known
+/// role and carries the token; otherwise the client was told why and the connection is closing.
 async fn check_connect(
     state: &ServerState,
     conn: &Conn,
     req: RequestFrame,
-) -> Option<(String, ConnectParams)> {
+) -> Option<(String, ConnectParams, Role)> {
     if req.method != "connect" {
         let error = ErrorShape::new(
             ErrorCode::Unauthorized,
@@ -165,6 +188,13 @@ async fn check_connect(
         .await;
         return None;
     }
+    let role = match Role::parse(params.role.as_deref()) {
+        Ok(role) => role,
+        Err(error) => {
+            refuse(conn, req.id, error, close_code::POLICY, "invalid role").await;
+            return None;
+        }
+    };
     let token = params
         .auth
         .as_ref()
@@ -184,7 +214,7 @@ async fn check_connect(
         refuse(conn, req.id, error, close_code::POLICY, "unauthorized").await;
         return None;
     }
-    Some((req.id, params))
+    Some((req.id, params, role))
 }
 
 fn hello(state: &ServerState, conn_id: u64) -> HelloOk {
@@ -197,7 +227,7 @@ fn hello(state: &ServerState, conn_id: u64) -> HelloOk {
             conn_id: conn_id.to_string(),
         },
         features: Features {
-            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            methods: methods::method_names().map(str::to_string).collect(),
             events: EVENTS.iter().map(|e| e.to_string()).collect(),
         },
         policy: Policy {
@@ -206,5 +236,6 @@ fn hello(state: &ServerState, conn_id: u64) -> HelloOk {
             tick_interval_ms: state.tick_interval.as_millis() as u64,
         },
         session_key: None,
+        auth: None,
     }
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
@@ -36,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::ServerState;
+use crate::access::Grant;
+use crate::listen::Pending;
 use crate::methods;
 
 /// Bytes read from the socket at a time.
@@ -48,10 +51,15 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the goodbye (`shutdown` event and close) may wait for room in the queue.
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub async fn upgrade(State(state): State<Arc<ServerState>>, ws: WebSocketUpgrade) -> Response {
-    // Frames up to 4× maxPayload are read so that we can answer "too large" with a reason;
-    // anything larger is cut off by the WebSocket layer itself.
-    let limit = state.max_payload.saturating_mul(4).max(64 * 1024);
+pub async fn upgrade(
+    State(state): State<Arc<ServerState>>,
+    pending: Option<Extension<Pending>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    // A frame or message over maxPayload is refused by tungstenite as soon as its header says
+    // so, before its payload is buffered; `read_error` turns that into a close 1009 that says
+    // why.
+    let limit = state.max_payload;
     // tungstenite zero-fills its whole read buffer on every read: its 128 KiB default cost a
     // quarter of the gateway's CPU under load. Frames are small; larger ones take more reads.
     ws.read_buffer_size(READ_BUFFER)
@@ -59,7 +67,7 @@ pub async fn upgrade(State(state): State<Arc<ServerState>>, ws: WebSocketUpgrade
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
             state.connections.fetch_add(1, Ordering::Relaxed);
-            run(state.clone(), socket).await;
+            run(state.clone(), socket, pending.map(|Extension(p)| p)).await;
             state.connections.fetch_sub(1, Ordering::Relaxed);
         })
 }
@@ -80,7 +88,12 @@ struct Conn {
     gone: CancellationToken,
     /// The server's tracker, for the rare send that must wait for room in the queue.
     tasks: TaskTracker,
+    /// What `connect` granted; unset (nothing granted) until then.
+    grant: std::sync::OnceLock<Grant>,
 }
+
+/// The grant of a connection that has not connected: nothing.
+static NOTHING: Grant = Grant::Operator(Vec::new());
 
 /// Run events go only to the connections that want them: sessions named with
 /// `sessions.subscribe`, every session with `{all: true}`, and the sessions this connection
@@ -94,6 +107,10 @@ struct Subscriptions {
 impl Conn {
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
         self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn grant(&self) -> &Grant {
+        self.grant.get().unwrap_or(&NOTHING)
     }
 
     fn wants(&self, session_key: &str) -> bool {
@@ -139,7 +156,7 @@ impl Conn {
     }
 }
 
-async fn run(state: Arc<ServerState>, socket: WebSocket) {
+async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending>) {
     let conn_id = state.next_conn.fetch_add(1, Ordering::Relaxed);
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
@@ -172,8 +189,9 @@ async fn run(state: Arc<ServerState>, socket: WebSocket) {
         subscriptions: Default::default(),
         gone: CancellationToken::new(),
         tasks: state.tasks.clone(),
+        grant: std::sync::OnceLock::new(),
     });
-    if handshake::connect(&state, &conn, conn_id, &mut stream).await {
+    if handshake::connect(&state, &conn, conn_id, &mut stream, pending).await {
         serve(&state, &conn, conn_id, &mut stream).await;
     }
     conn.gone.cancel();
@@ -205,7 +223,11 @@ async fn serve(
                         break;
                     }
                 }
-                None | Some(Err(_)) => break,
+                Some(Err(e)) => {
+                    read_error(conn, e).await;
+                    break;
+                }
+                None => break,
             },
             _ = tick.tick() => {
                 let ts = state.engine.now_ms();
@@ -273,9 +295,6 @@ async fn on_run(
 async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) -> bool {
     match message {
         Message::Text(text) => {
-            if !check_size(state, conn, text.len()).await {
-                return false;
-            }
             match parse_request(text.as_str()) {
                 Ok(req) if is_subscription(&req.method) => {
                     let response = match subscribe(state, conn, &req) {
@@ -293,10 +312,7 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
             }
             true
         }
-        Message::Binary(bytes) => {
-            if !check_size(state, conn, bytes.len()).await {
-                return false;
-            }
+        Message::Binary(_) => {
             conn.respond(ResponseFrame::err("", binary_error())).await;
             true
         }
@@ -312,8 +328,10 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
     let interim = move |payload: Value| {
         interim_conn.respond_now(ResponseFrame::ok(interim_id.clone(), payload));
     };
+    let grant = conn.grant();
     let response =
-        match methods::dispatch(&state, &req.method, req.params, &interim, &conn.gone).await {
+        match methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone).await
+        {
             Ok(payload) => ResponseFrame::ok(req.id, payload),
             Err(error) => ResponseFrame::err(req.id, error),
         };
@@ -327,6 +345,7 @@ fn is_subscription(method: &str) -> bool {
 /// `sessions.subscribe {sessionKeys?, all?}` / `sessions.unsubscribe {sessionKeys?, all?}`:
 /// connection state, so answered here rather than by the method table.
 fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Value, ErrorShape> {
+    methods::authorize(state, conn.grant(), &req.method, req.params.as_ref())?;
     let p: SessionsSubscribeParams = methods::parse(&req.method, req.params.clone())?;
     let resolver = state.engine.resolver();
     let mut keys = Vec::with_capacity(p.session_keys.len());
@@ -356,9 +375,11 @@ fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Val
     })
 }
 
-/// A client that starts a run in a session receives that session's events.
+/// A client that starts a run in a session receives that session's events (when it may).
 fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
-    if !matches!(req.method.as_str(), "chat.send" | "agent") {
+    if !matches!(req.method.as_str(), "chat.send" | "agent")
+        || methods::authorize(state, conn.grant(), &req.method, req.params.as_ref()).is_err()
+    {
         return;
     }
     let params = req.params.as_ref();
@@ -373,22 +394,33 @@ fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
     }
 }
 
-/// False (and the connection closed with a reason) when a frame exceeds `maxPayload`.
-async fn check_size(state: &ServerState, conn: &Conn, len: usize) -> bool {
-    if len <= state.max_payload {
-        return true;
-    }
-    let reason = format!(
-        "frame of {len} bytes exceeds maxPayload ({} bytes)",
-        state.max_payload
-    );
-    conn.respond(ResponseFrame::err(
-        "",
-        ErrorShape::new(ErrorCode::InvalidRequest, reason.clone()),
-    ))
-    .await;
-    conn.close(close_code::SIZE, truncate(&reason, 120)).await;
-    false
+/// A frame the WebSocket layer refused: the client is told why with the close code RFC 6455
+/// gives it — 1009 for a frame or message over `maxPayload` (with an `INVALID_REQUEST` first,
+/// as for any bad frame), 1007 for text that is not UTF-8, 1002 for any other protocol error
+/// (a reserved opcode, an unmasked frame, …). An I/O error means the client is gone.
+async fn read_error(conn: &Conn, error: axum::Error) {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    use tokio_tungstenite::tungstenite::error::CapacityError;
+    let inner = error.into_inner();
+    let Some(error) = inner.downcast_ref::<WsError>() else {
+        return;
+    };
+    let (code, reason) = match error {
+        WsError::Capacity(CapacityError::MessageTooLong { size, max_size }) => {
+            let reason = format!("frame of {size} bytes exceeds maxPayload ({max_size} bytes)");
+            let shape = ErrorShape::new(ErrorCode::InvalidRequest, reason.clone());
+            conn.respond(ResponseFrame::err("", shape)).await;
+            (close_code::SIZE, reason)
+        }
+        WsError::Capacity(e) => (close_code::SIZE, e.to_string()),
+        WsError::Utf8(_) => (
+            close_code::INVALID,
+            "text frame is not valid UTF-8".to_string(),
+        ),
+        WsError::Protocol(e) => (close_code::PROTOCOL, format!("protocol error: {e}")),
+        _ => return,
+    };
+    conn.close(code, truncate(&reason, 120)).await;
 }
 
 /// A `req` frame, or the id (when one could be read) and an error that says what was wrong.

@@ -7,7 +7,7 @@ use serde_json::Value;
 use switchboard_core::Engine;
 use switchboard_core::config::Config;
 use switchboard_server::client::{ClientError, GatewayClient};
-use switchboard_server::{GatewayAuth, ServerState};
+use switchboard_server::{GatewayAuth, Limits, ServerState};
 use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "test-token-0123456789";
@@ -30,12 +30,32 @@ impl TestGateway {
         Self::start_ticking(config, std::time::Duration::from_secs(30)).await
     }
 
-    pub async fn start_ticking(mut config: Config, tick: std::time::Duration) -> Self {
+    pub async fn start_ticking(config: Config, tick: std::time::Duration) -> Self {
+        Self::start_full(config, GatewayAuth::token(TOKEN), tick, Limits::default()).await
+    }
+
+    /// A gateway with other timeouts or another cap on unauthenticated connections.
+    pub async fn start_limited(config: Config, limits: Limits) -> Self {
+        let tick = std::time::Duration::from_secs(30);
+        Self::start_full(config, GatewayAuth::token(TOKEN), tick, limits).await
+    }
+
+    /// A gateway without a token (`gateway.auth.mode: "none"`).
+    pub async fn start_open(config: Config) -> Self {
+        let tick = std::time::Duration::from_secs(30);
+        Self::start_full(config, GatewayAuth::open(), tick, Limits::default()).await
+    }
+
+    async fn start_full(
+        mut config: Config,
+        auth: GatewayAuth,
+        tick: std::time::Duration,
+        limits: Limits,
+    ) -> Self {
         config.gateway.port = 0;
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), config).await.unwrap();
-        let state =
-            ServerState::with_tick_interval(engine.clone(), GatewayAuth::token(TOKEN), tick);
+        let state = ServerState::with_options(engine.clone(), auth, tick, limits);
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let (addr, listener) = switchboard_server::bind(state.clone(), addr).await.unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -103,5 +123,60 @@ impl TestGateway {
             let _ = task.await;
         }
         self.engine.close().await;
+    }
+}
+
+/// What a raw HTTP exchange answered: the status, the head, and the body as JSON (`Null` when
+/// it is not JSON) with its text.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub head: String,
+    pub json: Value,
+    pub body: String,
+}
+
+/// Whether `bytes` hold a whole response: a 101's head, or a head and `Content-Length` bytes.
+fn is_complete(bytes: &[u8]) -> bool {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+    if head.starts_with("http/1.1 101") {
+        return true;
+    }
+    head.lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .is_some_and(|len| bytes.len() >= end + 4 + len)
+}
+
+/// Writes `request` (a whole HTTP/1.1 request, head and body) on a new TCP connection and reads
+/// the answer: its head and `Content-Length` bytes, or until the server closes; for a 101
+/// the head alone.
+pub async fn raw_http(addr: SocketAddr, request: &str) -> RawResponse {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        // A reset ends the answer as a close does.
+        let n = stream.read(&mut buf).await.unwrap_or_default();
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        if is_complete(&bytes) {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    RawResponse {
+        status: head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0),
+        head: head.to_string(),
+        json: serde_json::from_str(body).unwrap_or(Value::Null),
+        body: body.to_string(),
     }
 }

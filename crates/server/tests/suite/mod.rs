@@ -1,7 +1,10 @@
+mod access;
+mod browser;
 mod channels;
 mod cron;
 mod harness;
 mod history;
+mod hygiene;
 mod mcp;
 mod policy;
 mod protocol;

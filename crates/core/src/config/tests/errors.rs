@@ -61,6 +61,10 @@ fn a_bad_value_names_path_value_and_allowed_set() {
             "config error at gateway.maxPayloadBytes: 10 is not allowed; expected an integer 1024–67108864",
         ),
         (
+            r#"{ gateway: { controlUi: { allowedOrigins: ["http://ok:1", "evil.com/page"] } } }"#,
+            r#"config error at gateway.controlUi.allowedOrigins[1]: "evil.com/page" is not allowed; expected a web origin: http:// or https://, a host, an optional port, no path (e.g. "http://192.168.1.5:18790")"#,
+        ),
+        (
             "{ gateway: 5 }",
             "config error at gateway: expected an object, got 5",
         ),

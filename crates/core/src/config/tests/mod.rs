@@ -304,3 +304,15 @@ fn files_load_and_a_missing_file_means_defaults() {
         "{err}"
     );
 }
+
+#[test]
+fn allowed_origins_are_normalised_as_browsers_send_them() {
+    let config =
+        load(r#"{ gateway: { controlUi: { allowedOrigins: [" HTTP://Box.LAN:18790/ "] } } }"#)
+            .unwrap()
+            .config;
+    assert_eq!(
+        config.gateway.control_ui.allowed_origins,
+        vec!["http://box.lan:18790".to_string()]
+    );
+}

@@ -1,0 +1,69 @@
+//! What the gateway logs: `RUST_LOG` is honoured (`SWITCHBOARD_LOG` wins when both are set), and
+//! the token never appears, even at trace level.
+
+use std::sync::{Arc, Mutex};
+
+use switchboard_server::client::GatewayClient;
+
+use super::process::GatewayProcess;
+
+/// Runs a gateway with `env`, uses it with its token on every door, stops it, and answers
+/// everything it logged and the token.
+async fn logged(env: &[(&str, &str)]) -> (String, String) {
+    let home = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let (gateway, reader) = GatewayProcess::start_logging(home.path(), env, log.clone());
+    let token = gateway.token.clone();
+    let mut client = GatewayClient::connect(&gateway.url, Some(&token))
+        .await
+        .unwrap();
+    let health = client
+        .request("health", serde_json::Value::Null)
+        .await
+        .unwrap();
+    assert_eq!(health["ok"], true);
+    client.close().await;
+    let http = gateway.url.replace("ws://", "http://");
+    let http = http.trim_end_matches('/');
+    let client = switchboard_core::http_client(std::time::Duration::from_secs(30)).unwrap();
+    let rpc = client
+        .post(format!("{http}/rpc"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"method": "sessions.list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rpc.status(), 200);
+    let mcp = client
+        .post(format!("{http}/mcp?session=main"))
+        .bearer_auth(&token)
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(mcp.status().is_success(), "{}", mcp.status());
+    assert!(gateway.terminate().success());
+    reader.join().unwrap();
+    let text = log.lock().unwrap().clone();
+    (text, token)
+}
+
+#[tokio::test]
+async fn rust_log_is_honoured_and_the_token_is_never_logged() {
+    let (log, token) = logged(&[("RUST_LOG", "trace")]).await;
+    // The default is info: debug lines show that RUST_LOG was read.
+    assert!(
+        log.contains("DEBUG"),
+        "RUST_LOG=trace was not honoured:\n{log}"
+    );
+    assert!(!log.contains(&token), "the token was logged");
+    // SWITCHBOARD_LOG wins over RUST_LOG.
+    let (log, token) = logged(&[("RUST_LOG", "trace"), ("SWITCHBOARD_LOG", "warn")]).await;
+    assert!(!log.contains("TRACE") && !log.contains("DEBUG"), "{log}");
+    assert!(!log.contains(&token));
+}

@@ -1,0 +1,227 @@
+//! Roles and scopes: every method × {operator with read, write, admin, no scopes, node}, the
+//! grant stated in hello-ok, and an unknown role refused at connect.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_protocol::{ErrorCode, ErrorShape};
+use switchboard_server::client::{ClientError, GatewayClient, connect_params};
+
+use super::harness::{TOKEN, TestGateway};
+
+/// The scope each method needs, written out here so that a change to the server's table (or a
+/// method added without a scope) fails this test.
+const NEEDS: &[(&str, &str)] = &[
+    ("health", "operator.read"),
+    ("agents.list", "operator.read"),
+    ("sessions.list", "operator.read"),
+    ("sessions.create", "operator.write"),
+    ("sessions.resolve", "operator.read"),
+    ("sessions.patch", "operator.write"),
+    ("sessions.reset", "operator.admin"),
+    ("sessions.delete", "operator.admin"),
+    ("chat.history", "operator.read"),
+    ("chat.inject", "operator.write"),
+    ("chat.send", "operator.write"),
+    ("chat.abort", "operator.write"),
+    ("agent", "operator.write"),
+    ("agent.wait", "operator.write"),
+    ("sessions.subscribe", "operator.read"),
+    ("sessions.unsubscribe", "operator.read"),
+    ("tools.invoke", "operator.write"),
+    ("tools.list", "operator.read"),
+    ("send", "operator.write"),
+    ("deliveries.list", "operator.read"),
+    ("exchanges.list", "operator.read"),
+    ("exchanges.get", "operator.read"),
+    ("cron.add", "operator.admin"),
+    ("cron.list", "operator.read"),
+    ("cron.remove", "operator.admin"),
+    ("cron.run", "operator.admin"),
+];
+
+fn rank(scope: &str) -> u8 {
+    match scope {
+        "operator.read" => 1,
+        "operator.write" => 2,
+        "operator.admin" => 3,
+        other => panic!("not a scope: {other}"),
+    }
+}
+
+/// Connects with `params` (a `connect` request's params); answers the client and hello-ok.
+async fn connect_with(gw: &TestGateway, params: Value) -> (GatewayClient, Value) {
+    let mut client = GatewayClient::open(&gw.url).await.unwrap();
+    assert_eq!(
+        client.next_event().await.unwrap().event,
+        "connect.challenge"
+    );
+    let hello = client.request("connect", params).await.unwrap();
+    (client, hello)
+}
+
+fn operator(scopes: Option<&[&str]>) -> Value {
+    let mut params = serde_json::to_value(connect_params(Some(TOKEN))).unwrap();
+    match scopes {
+        Some(scopes) => params["scopes"] = json!(scopes),
+        None => {
+            params.as_object_mut().unwrap().remove("scopes");
+        }
+    }
+    params
+}
+
+fn node(id: &str) -> Value {
+    let mut params = serde_json::to_value(connect_params(Some(TOKEN))).unwrap();
+    params["role"] = json!("node");
+    params["nodeId"] = json!(id);
+    params["scopes"] = json!([]);
+    params
+}
+
+/// The gateway's error for a call, or `None` when it answered.
+async fn outcome(client: &mut GatewayClient, method: &str, params: Value) -> Option<ErrorShape> {
+    match client.request(method, params).await {
+        Ok(_) => None,
+        Err(ClientError::Gateway(e)) => Some(e),
+        Err(e) => panic!("{method}: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn every_method_against_every_grant() {
+    let gw = TestGateway::start().await;
+    let (_, hello) = connect_with(&gw, operator(Some(&["operator.admin"]))).await;
+    let advertised: Vec<&str> = hello["features"]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let listed: Vec<&str> = NEEDS.iter().map(|(m, _)| *m).collect();
+    assert_eq!(
+        advertised, listed,
+        "every advertised method has a scope here"
+    );
+
+    // (name, the scopes asked for, the rank granted)
+    type Case<'a> = (&'a str, Option<&'a [&'a str]>, Option<u8>);
+    let grants: [Case; 5] = [
+        ("read", Some(&["operator.read"]), Some(1)),
+        ("write", Some(&["operator.write"]), Some(2)),
+        ("admin", Some(&["operator.admin"]), Some(3)),
+        ("empty scopes", Some(&[]), None),
+        ("no scopes field", None, None),
+    ];
+    for (name, scopes, granted) in grants {
+        let (mut client, _) = connect_with(&gw, operator(scopes)).await;
+        for (method, needs) in NEEDS {
+            // `{}` is a harmless call: allowed methods that change anything refuse it as
+            // invalid params, after the access check.
+            let error = outcome(&mut client, method, json!({})).await;
+            let allowed = granted.is_some_and(|g| g >= rank(needs));
+            match error {
+                Some(e) if e.code == ErrorCode::Forbidden => {
+                    assert!(!allowed, "{name} may call {method}, got {e:?}");
+                    assert!(e.message.contains(needs), "{name} {method}: {}", e.message);
+                    assert_eq!(e.details.unwrap()["requiredScope"], *needs);
+                }
+                other => assert!(allowed, "{name} must not call {method}, got {other:?}"),
+            }
+        }
+        client.close().await;
+    }
+
+    // A node: every method on another session is refused, naming what a node may do.
+    let (mut client, hello) = connect_with(&gw, node("pi")).await;
+    let own = hello["sessionKey"].as_str().unwrap().to_string();
+    for (method, _) in NEEDS {
+        let e = outcome(&mut client, method, json!({"sessionKey": "main"}))
+            .await
+            .unwrap_or_else(|| panic!("a node called {method} on main"));
+        assert_eq!(e.code, ErrorCode::Forbidden, "{method}: {e:?}");
+        assert!(e.message.contains("role node"), "{}", e.message);
+        assert!(e.message.contains(&own), "{}", e.message);
+    }
+    // On its own session it may read and run; not inject, reset or route elsewhere.
+    let history = client
+        .request("chat.history", json!({"sessionKey": own}))
+        .await
+        .unwrap();
+    assert_eq!(history["sessionKey"], own.as_str());
+    for (method, params) in [
+        ("chat.inject", json!({"sessionKey": own, "message": "x"})),
+        ("sessions.reset", json!({"key": own})),
+        (
+            "agent",
+            json!({"sessionKey": own, "message": "x", "channel": "webhook", "to": "ops"}),
+        ),
+    ] {
+        let e = outcome(&mut client, method, params).await.unwrap();
+        assert_eq!(e.code, ErrorCode::Forbidden, "{method}: {e:?}");
+    }
+    client.close().await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn hello_ok_states_the_grant() {
+    let gw = TestGateway::start().await;
+    let cases = [
+        (
+            operator(Some(&["operator.read"])),
+            json!({"role": "operator", "scopes": ["operator.read"]}),
+        ),
+        (
+            // The reference CLI's scopes: the ones this gateway does not know are not granted.
+            operator(Some(&[
+                "operator.admin",
+                "operator.read",
+                "operator.write",
+                "operator.approvals",
+                "operator.pairing",
+            ])),
+            json!({"role": "operator",
+                   "scopes": ["operator.read", "operator.write", "operator.admin"]}),
+        ),
+        (operator(None), json!({"role": "operator", "scopes": []})),
+        (node("kitchen"), json!({"role": "node", "scopes": []})),
+    ];
+    for (params, auth) in cases {
+        let (client, hello) = connect_with(&gw, params).await;
+        assert_eq!(hello["auth"], auth);
+        client.close().await;
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_role_is_refused_at_connect() {
+    let gw = TestGateway::start().await;
+    let mut params = operator(Some(&["operator.admin"]));
+    params["role"] = json!("superuser");
+    let mut client = GatewayClient::open(&gw.url).await.unwrap();
+    client.next_event().await.unwrap();
+    let res = client.request_frame("connect", params).await.unwrap();
+    let error = res.error.unwrap();
+    assert_eq!(error.code, ErrorCode::InvalidRequest);
+    assert!(
+        error.message.contains("unknown role \"superuser\"")
+            && error.message.contains("\"operator\"")
+            && error.message.contains("\"node\""),
+        "{}",
+        error.message
+    );
+    let closed = loop {
+        match client.next_frame().await {
+            Ok(_) => {}
+            Err(ClientError::Closed(reason)) => break reason.unwrap_or_default(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert!(
+        closed.starts_with("1008") && closed.contains("invalid role"),
+        "{closed}"
+    );
+    gw.assert_serving().await;
+    gw.stop().await;
+}

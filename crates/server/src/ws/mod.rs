@@ -473,3 +473,70 @@ fn truncate(s: &str, max: usize) -> String {
         .map(|(_, c)| c)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    use super::parse_request;
+    use switchboard_protocol::ErrorCode;
+
+    const KEYS: &[&str] = &[
+        "type", "id", "method", "params", "event", "payload", "ok", "seq",
+    ];
+    const WORDS: &[&str] = &["req", "res", "event", "connect", "health", "chat.send", ""];
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            proptest::sample::select(WORDS).prop_map(Value::from),
+            ".{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
+                    |fields| {
+                        let map: Map<String, Value> = fields
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect();
+                        Value::Object(map)
+                    }
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any text frame is a request or an INVALID_REQUEST that says what a frame must look
+        /// like; nothing panics.
+        #[test]
+        fn any_frame_is_a_request_or_says_what_is_expected(
+            text in prop_oneof![
+                3 => value().prop_map(|v| v.to_string()),
+                1 => any::<String>(),
+                // A well-formed request with any params: the decoder accepts it as is.
+                1 => value().prop_map(|params| {
+                    serde_json::json!({"type": "req", "id": "1", "method": "health", "params": params})
+                        .to_string()
+                }),
+            ]
+        ) {
+            match parse_request(&text) {
+                Ok(req) => {
+                    let json: Value = serde_json::from_str(&text).unwrap();
+                    prop_assert_eq!(&json["type"], "req");
+                    prop_assert_eq!(json["method"].as_str(), Some(req.method.as_str()));
+                }
+                Err((_, e)) => {
+                    prop_assert_eq!(e.code, ErrorCode::InvalidRequest);
+                    prop_assert!(e.message.contains(r#"expected {"type":"req""#), "{}", e.message);
+                }
+            }
+        }
+    }
+}

@@ -27,6 +27,7 @@
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
 mod anthropic;
+pub mod fuzz;
 mod openai;
 mod pairing;
 mod reply;

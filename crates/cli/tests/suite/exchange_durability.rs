@@ -1,24 +1,12 @@
 //! `kill -9` in the middle of an agent-to-agent exchange (SPEC §7.3): after the restart the
 //! reply-back loop goes on from the turn that was cut off and the announce is delivered once.
 
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
-use super::process::GatewayProcess;
-
-/// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
-async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..2400 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the expected state never came");
-}
+use super::process::{GatewayProcess, until};
 
 async fn exchange(client: &mut GatewayClient) -> Option<Value> {
     let list = client.request("exchanges.list", json!({})).await.ok()?;

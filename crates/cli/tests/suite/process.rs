@@ -158,3 +158,14 @@ pub async fn wait_running(client: &mut switchboard_server::client::GatewayClient
         .await
         .expect("the run never started");
 }
+
+/// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
+pub async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..2400 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the expected state never came");
+}

@@ -9,23 +9,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
-use super::process::GatewayProcess;
+use super::process::{GatewayProcess, until};
 
 async fn connect(gateway: &GatewayProcess) -> GatewayClient {
     GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap()
-}
-
-/// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
-async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..2400 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the expected state never came");
 }
 
 async fn announces(client: &mut GatewayClient, key: &str) -> Vec<Value> {

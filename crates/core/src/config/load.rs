@@ -476,7 +476,6 @@ mod tests {
 
     /// Config-shaped JSON: the real section and field names with arbitrary values in them.
     fn config_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
-        use proptest::prelude::*;
         const KEYS: &[&str] = &[
             "gateway",
             "port",
@@ -523,28 +522,7 @@ mod tests {
             "contextWindow",
             "maxPayloadBytes",
         ];
-        let leaf = prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<bool>().prop_map(serde_json::Value::Bool),
-            any::<i64>().prop_map(serde_json::Value::from),
-            any::<f64>().prop_map(serde_json::Value::from),
-            "[a-z/:*${}A-Z_ -]{0,12}".prop_map(serde_json::Value::from),
-        ];
-        leaf.prop_recursive(5, 64, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
-                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
-                    |fields| {
-                        serde_json::Value::Object(
-                            fields
-                                .into_iter()
-                                .map(|(k, v)| (k.to_string(), v))
-                                .collect(),
-                        )
-                    }
-                ),
-            ]
-        })
+        switchboard_testkit::fuzz::json(KEYS, &["${HOME}", "local/m", "*", "token"], 5)
     }
 
     proptest::proptest! {

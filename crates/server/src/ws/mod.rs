@@ -477,7 +477,7 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use serde_json::{Map, Value};
+    use serde_json::Value;
 
     use super::parse_request;
     use switchboard_protocol::ErrorCode;
@@ -488,27 +488,7 @@ mod tests {
     const WORDS: &[&str] = &["req", "res", "event", "connect", "health", "chat.send", ""];
 
     fn value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            proptest::sample::select(WORDS).prop_map(Value::from),
-            ".{0,8}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 5, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
-                    |fields| {
-                        let map: Map<String, Value> = fields
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), v))
-                            .collect();
-                        Value::Object(map)
-                    }
-                ),
-            ]
-        })
+        switchboard_testkit::fuzz::json(KEYS, WORDS, 3)
     }
 
     proptest! {

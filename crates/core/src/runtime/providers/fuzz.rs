@@ -3,7 +3,6 @@
 //! deep paths run), plus plain noise.
 
 use proptest::prelude::*;
-use serde_json::{Map, Value};
 
 use super::http::Endpoint;
 use crate::config::ProviderConfig;
@@ -68,38 +67,10 @@ const TYPES: &[&str] = &[
     "function",
 ];
 
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        proptest::sample::select(TYPES).prop_map(Value::from),
-        ".{0,12}".prop_map(Value::from),
-    ]
-}
-
-fn value() -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
-                |fields| {
-                    let map: Map<String, Value> = fields
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect();
-                    Value::Object(map)
-                }
-            ),
-        ]
-    })
-}
-
 /// One stream payload: format-shaped JSON most of the time, otherwise any text.
 pub(super) fn payload() -> impl Strategy<Value = String> {
     prop_oneof![
-        4 => value().prop_map(|v| v.to_string()),
+        4 => switchboard_testkit::fuzz::json(KEYS, TYPES, 4).prop_map(|v| v.to_string()),
         1 => any::<String>(),
         1 => Just("[DONE]".to_string()),
     ]

@@ -97,14 +97,23 @@ impl Engine {
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
         let sqlite = SqliteStore::open_with_clock(home, clock.clone())?;
         let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
-        // Runs the last process left queued start again; the ones it left running end aborted.
-        let recovered = match engine.runtime.recover().await {
-            Ok(recovered) => recovered,
-            Err(e) => {
-                engine.shutdown(Duration::ZERO).await;
-                return Err(e);
-            }
-        };
+        if let Err(e) = engine.resume().await {
+            // Nothing may keep running for an engine that never opened.
+            engine.shutdown(Duration::ZERO).await;
+            return Err(e);
+        }
+        engine.subagents.start_sweeper();
+        Ok(Arc::new(engine))
+    }
+
+    /// Takes up what the last process left: the unfinished sub-agents and exchanges are read
+    /// first, then the queued runs start again (the running ones end aborted), then the outbox,
+    /// the sub-agents and the exchanges go on. Reading first matters: a resumed run may start a
+    /// new exchange or sub-agent at once, and that one already has its driver.
+    async fn resume(&self) -> CoreResult<()> {
+        let subagents = self.subagents.unfinished().await?;
+        let exchanges = self.exchanges.unfinished().await?;
+        let recovered = self.runtime.recover().await?;
         if recovered.interrupted > 0 || recovered.resumed > 0 {
             tracing::warn!(
                 interrupted = recovered.interrupted,
@@ -112,32 +121,18 @@ impl Engine {
                 "runs left by the last stop: the running ones ended aborted, the queued ones resumed"
             );
         }
-        // Pending deliveries and unfinished sub-agents left by the last process resume here.
-        engine.outbox.start();
-        let resumed = match engine.subagents.resume().await {
-            Ok(resumed) => resumed,
-            Err(e) => {
-                // Nothing may keep running for an engine that never opened.
-                engine.shutdown(Duration::ZERO).await;
-                return Err(e.into());
-            }
-        };
-        if resumed > 0 {
-            tracing::info!(
-                resumed,
-                "resumed sub-agents whose announce was not finished"
-            );
+        self.outbox.start();
+        if !subagents.is_empty() {
+            let count = subagents.len();
+            tracing::info!(count, "resuming sub-agents whose announce was not finished");
         }
-        match engine.exchanges.resume().await {
-            Ok(0) => {}
-            Ok(resumed) => tracing::info!(resumed, "resumed unfinished agent-to-agent exchanges"),
-            Err(e) => {
-                engine.shutdown(Duration::ZERO).await;
-                return Err(e);
-            }
+        self.subagents.resume(subagents);
+        if !exchanges.is_empty() {
+            let count = exchanges.len();
+            tracing::info!(count, "resuming unfinished agent-to-agent exchanges");
         }
-        engine.subagents.start_sweeper();
-        Ok(Arc::new(engine))
+        self.exchanges.resume(exchanges);
+        Ok(())
     }
 
     /// Builds the components on an open store; starts nothing.

@@ -1,7 +1,6 @@
 //! `kill -9` in the middle of an agent-to-agent exchange (SPEC §7.3): after the restart the
 //! reply-back loop goes on from the turn that was cut off and the announce is delivered once.
 
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
@@ -36,12 +35,13 @@ async fn kill_9_during_a_reply_back_turn_resumes_the_loop_and_announces_once() {
             .await
             .unwrap();
     }
-    // The peer's reply is a script for turn 1: main's turn waits 3 s before it answers.
+    // The peer's reply is a script for turn 1: main's turn waits 10 s before it answers (time
+    // enough to see it running on a loaded machine; it runs again after the restart).
     client
         .request(
             "tools.invoke",
             json!({"sessionKey": "main", "tool": "sessions_send",
-                   "args": {"sessionKey": "peer", "message": "@reply @delay 3000", "timeoutSeconds": 0}}),
+                   "args": {"sessionKey": "peer", "message": "@reply @delay 10000", "timeoutSeconds": 0}}),
         )
         .await
         .unwrap();
@@ -97,7 +97,7 @@ async fn kill_9_during_a_reply_back_turn_resumes_the_loop_and_announces_once() {
     assert_eq!(
         tail,
         [
-            ("".to_string(), "@delay 3000".to_string()),
+            ("".to_string(), "@delay 10000".to_string()),
             ("aborted".to_string(), "".to_string()),
             ("stop".to_string(), "ack".to_string()),
         ]

@@ -127,16 +127,29 @@ impl Driver {
     }
 
     /// Commits the current step's run together with the record, once the step's target and
-    /// its send policy allow it.
+    /// its send policy allow it. The record changes only when the run is committed (a failed
+    /// exchange never names a run that does not exist), and the step's idempotency key makes a
+    /// second driver of the same record find the same run instead of starting another.
     async fn start_step(&self, x: &mut ExchangeRecord, with_message: bool) -> Result<(), Stop> {
-        let run_id = RunId::default();
-        x.step_run = run_id.clone();
-        x.updated_at = self.runtime.now_ms();
-        let mut request = self.step_request(x, with_message).await?;
-        request.run_id = Some(run_id);
-        request.commit_with = vec![WriteOp::PutExchange(Box::new(x.clone()))];
+        let mut next = x.clone();
+        next.step_run = RunId::default();
+        next.updated_at = self.runtime.now_ms();
+        let mut request = self.step_request(&next, with_message).await?;
+        request.run_id = Some(next.step_run.clone());
+        request.idempotency_key = Some(format!(
+            "exchange:{}:{}:{}:{}",
+            next.id,
+            next.state.as_str(),
+            next.turn,
+            next.attempt
+        ));
+        request.commit_with = vec![WriteOp::PutExchange(Box::new(next.clone()))];
         match self.runtime.submit(request).await {
-            Ok(_) => Ok(()),
+            Ok(accepted) => {
+                next.step_run = accepted.run_id;
+                *x = next;
+                Ok(())
+            }
             Err(CoreError::Unavailable(why)) => Err(Stop::Later(why)),
             Err(e) => Err(Stop::Failed(format!(
                 "{} could not start: {e}",

@@ -147,11 +147,13 @@ impl Exchanges {
         Ok(accepted)
     }
 
-    /// Drives every exchange a stopped process left unfinished (when the engine opens);
-    /// answers how many.
-    pub async fn resume(&self) -> CoreResult<usize> {
-        let records = self.store.unfinished_exchanges().await?;
-        let count = records.len();
+    /// The exchanges a stopped process left unfinished (read when the engine opens).
+    pub async fn unfinished(&self) -> CoreResult<Vec<ExchangeRecord>> {
+        Ok(self.store.unfinished_exchanges().await?)
+    }
+
+    /// Drives each of `records` (from [`Exchanges::unfinished`]) on from where it stopped.
+    pub fn resume(&self, records: Vec<ExchangeRecord>) {
         for record in records {
             let driver = self.driver();
             let busy = self.runtime.busy();
@@ -160,7 +162,6 @@ impl Exchanges {
                 drop(busy);
             });
         }
-        Ok(count)
     }
 
     /// `exchanges.get`: the exchange whose primary run is `id`.

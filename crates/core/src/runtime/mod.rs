@@ -20,6 +20,7 @@
 //! finish for a grace period, then cancels the rest: each ends `aborted` and is recorded by its
 //! worker before the tracker reports it done.
 
+mod abort;
 mod conversation;
 mod cut;
 pub mod lanes;
@@ -405,29 +406,6 @@ impl Runtime {
         match live {
             Some(record) => Ok(Some(record)),
             None => Ok(self.inner.store.get_run(run_id).await?),
-        }
-    }
-
-    /// Aborts the session's running run (and, with `run_id`, only that run, queued or running).
-    /// Answers the ids of the runs told to stop.
-    pub fn abort(&self, session_key: &SessionKey, run_id: Option<&RunId>) -> Vec<RunId> {
-        if let Some(run_id) = run_id {
-            let live = lock(&self.inner.live);
-            return match live.get(run_id) {
-                Some(run) if run.session_key == *session_key => {
-                    run.cancel.cancel();
-                    vec![run_id.clone()]
-                }
-                _ => Vec::new(),
-            };
-        }
-        let queues = lock(&self.inner.queues);
-        match queues.get(session_key).and_then(|q| q.active.as_ref()) {
-            Some((id, cancel)) => {
-                cancel.cancel();
-                vec![id.clone()]
-            }
-            None => Vec::new(),
         }
     }
 

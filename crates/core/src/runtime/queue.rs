@@ -20,8 +20,10 @@ use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, Wri
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
 pub(super) struct SessionQueue {
-    pending: VecDeque<Queued>,
+    pub(super) pending: VecDeque<Queued>,
     pub(super) active: Option<(RunId, CancellationToken)>,
+    /// Runs taken from the front so far (where a run held out of the queue goes back).
+    pub(super) popped: u64,
 }
 
 /// A run waiting for its session's worker.
@@ -156,14 +158,27 @@ impl Runtime {
 
     /// Appends to the session's queue; starts its worker when the session was idle.
     fn enqueue(&self, session_key: SessionKey, queued: Queued) {
+        self.insert(session_key, queued, None);
+    }
+
+    /// Puts a run in its session's queue — at the back, or `at` `(index, popped then)`: where
+    /// it stood when it was taken out, moved up by the runs taken from the front since — and
+    /// starts the session's worker when it was idle.
+    pub(super) fn insert(&self, session_key: SessionKey, queued: Queued, at: Option<(usize, u64)>) {
         let start_worker = {
             let mut queues = lock(&self.inner.queues);
             let is_new = !queues.contains_key(&session_key);
-            queues
-                .entry(session_key.clone())
-                .or_default()
-                .pending
-                .push_back(queued);
+            let queue = queues.entry(session_key.clone()).or_default();
+            match at {
+                Some((index, popped)) if !is_new => {
+                    let moved_up =
+                        usize::try_from(queue.popped.saturating_sub(popped)).unwrap_or(usize::MAX);
+                    let index = index.saturating_sub(moved_up).min(queue.pending.len());
+                    queue.pending.insert(index, queued);
+                }
+                Some(_) => queue.pending.push_front(queued),
+                None => queue.pending.push_back(queued),
+            }
             is_new
         };
         if start_worker {
@@ -184,6 +199,7 @@ impl Runtime {
                 };
                 match queue.pending.pop_front() {
                     Some(job) => {
+                        queue.popped += 1;
                         queue.active = Some((job.run_id.clone(), job.cancel.clone()));
                         job
                     }
@@ -208,7 +224,7 @@ impl Runtime {
 }
 
 /// What a queued run stores to start after a restart.
-fn input_of(request: &RunRequest, message: Option<TranscriptMessage>) -> RunInput {
+pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>) -> RunInput {
     RunInput {
         message,
         extra_system_prompt: request.extra_system_prompt.clone(),

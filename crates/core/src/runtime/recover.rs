@@ -1,7 +1,8 @@
 //! Recovery at start: the runs a stopped process left live (SPEC §12, docs/decisions.md).
 //!
 //! A run that never started was acknowledged with its input, so it goes back to its session's
-//! queue, in the order it was submitted, and runs as if nothing happened. A run that was running
+//! queue, in the order it was submitted, and runs as if nothing happened. One aborted while it
+//! was queued is not run; its message joins the transcript if it had not yet. A run that was running
 //! cannot be resumed mid-stream: it ends `aborted` with [`RunRecord::INTERRUPTED`], its input
 //! (appended when it started) and everything it committed stay in the transcript, and the
 //! transcript is closed like any cut-off run's (a result for each unanswered tool call, an
@@ -9,7 +10,7 @@
 
 use super::{Runtime, cut, queue};
 use crate::error::CoreResult;
-use crate::store::{EntryPatch, RunRecord, RunStatus, WriteOp};
+use crate::store::{EntryPatch, RunInput, RunRecord, RunStatus, WriteOp};
 
 /// Messages read back to find a cut-off run's unanswered tool calls.
 const TAIL: usize = 64;
@@ -28,20 +29,45 @@ impl Runtime {
     /// their sessions' queues. Called once, when the engine opens, before anything submits.
     pub async fn recover(&self) -> CoreResult<Recovered> {
         let mut recovered = Recovered::default();
+        let mut queued = Vec::new();
+        // Every run that ends here is recorded before any queued one starts again: a failure
+        // half way must not leave acknowledged runs started and then stopped by the failed open.
         for (record, input) in self.store().live_runs().await? {
             match (record.status, input) {
-                (RunStatus::Queued, Some(input)) => {
-                    let request = queue::request_of(&record, &input);
-                    self.admit(request, record, input.message);
-                    recovered.resumed += 1;
+                (RunStatus::Queued, Some(input)) => queued.push((record, input)),
+                (RunStatus::Aborted, Some(input)) => {
+                    self.keep_aborted_message(record, input).await?
                 }
-                _ => {
+                (_, _) => {
                     self.end_interrupted(record).await?;
                     recovered.interrupted += 1;
                 }
             }
         }
+        for (record, input) in queued {
+            let request = queue::request_of(&record, &input);
+            self.admit(request, record, input.message);
+            recovered.resumed += 1;
+        }
         Ok(recovered)
+    }
+
+    /// A run aborted while queued whose message had not reached the transcript: it gets there
+    /// now, and the run keeps its `aborted` record.
+    async fn keep_aborted_message(&self, record: RunRecord, input: RunInput) -> CoreResult<()> {
+        let mut ops = Vec::new();
+        if let (Some(message), Some(_)) =
+            (input.message, self.store().get(&record.session_key).await?)
+        {
+            ops.push(WriteOp::Append {
+                key: record.session_key.clone(),
+                create: None,
+                messages: vec![message],
+            });
+        }
+        ops.push(WriteOp::PutRun(record));
+        self.store().write_batch(ops).await?;
+        Ok(())
     }
 
     /// Records a run the stop cut off as `aborted`, closing its transcript when it had started.
@@ -50,7 +76,12 @@ impl Runtime {
         let key = record.session_key.clone();
         record.status = RunStatus::Aborted;
         record.ended_at = Some(self.now_ms());
-        record.error = Some(RunRecord::INTERRUPTED.to_string());
+        // A run that never started was not cut off by the stop: its input was lost (a database
+        // from before inputs were kept) or it was aborted while queued.
+        record.error = Some(match started {
+            true => RunRecord::INTERRUPTED.to_string(),
+            false => super::abort::ABORTED_QUEUED.to_string(),
+        });
         let mut ops = Vec::new();
         let entry = self.store().get(&key).await?;
         // Into the transcript the run worked on (not a newer one a reset started).

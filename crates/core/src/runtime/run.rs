@@ -100,7 +100,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         (None, Ok(())) => Ending {
             status: RunStatus::Aborted,
             result: None,
-            error: Some("aborted before it started".into()),
+            error: Some(super::abort::ABORTED_QUEUED.into()),
         },
         (Some(lease), Ok(())) => {
             rt.publish(&record);
@@ -245,13 +245,21 @@ async fn run_loop(
             Ok(response) => response,
             Err(ending) => return ending,
         };
-        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
-            return ending;
-        }
         let calls: Vec<(String, String, Value)> = response
             .tool_calls()
             .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
             .collect();
+        // Noted before the reply is written, and each call crossed off before its result is:
+        // a write is sent to the store in the same poll that starts it, and commits even when
+        // the run is cut off while it waits, so the cut-off run's closing (`keep_partial`)
+        // answers exactly the calls that have no result in the transcript.
+        lock(&turn.partial).unanswered = calls
+            .iter()
+            .map(|(id, name, _)| (id.clone(), name.clone()))
+            .collect();
+        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
+            return ending;
+        }
         if calls.is_empty() {
             if let Some(seq) = turn.last_seq {
                 rt.inner
@@ -264,18 +272,14 @@ async fn run_loop(
                 error: None,
             };
         }
-        lock(&turn.partial).unanswered = calls
-            .iter()
-            .map(|(id, name, _)| (id.clone(), name.clone()))
-            .collect();
         for (id, name, arguments) in calls {
             let result = turn.call_tool(id.clone(), name, arguments).await;
-            if let Err(ending) = turn.append(result, &mut model_request).await {
-                return ending;
-            }
             lock(&turn.partial)
                 .unanswered
                 .retain(|(call, _)| *call != id);
+            if let Err(ending) = turn.append(result, &mut model_request).await {
+                return ending;
+            }
         }
     }
     Ending::failed(format!(

@@ -139,7 +139,7 @@ impl Sessions {
     pub async fn chat_abort(&self, p: ChatAbortParams) -> CoreResult<ChatAbortResult> {
         let key = self.resolver.target_key(&p.session_key, None).await?;
         let run_id = p.run_id.as_deref().map(RunId::from_string);
-        let aborted = self.runtime.abort(&key, run_id.as_ref());
+        let aborted = self.runtime.abort(&key, run_id.as_ref()).await?;
         Ok(ChatAbortResult {
             ok: true,
             aborted: !aborted.is_empty(),

@@ -396,8 +396,9 @@ pub trait Store: Send + Sync {
     fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>>;
     /// The run submitted with this idempotency key, if any.
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
-    /// Runs left `queued` or `running` (by a stopped process), in the order they were
-    /// submitted, each with its stored input (`None` once it started).
+    /// Runs left `queued` or `running` (by a stopped process), and runs aborted while queued
+    /// whose message has not reached the transcript yet, in the order they were submitted, each
+    /// with its stored input (`None` once it started).
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>>;
 
     /// Stores an outbox record unless its idempotency key names one already; answers the stored

@@ -193,14 +193,16 @@ impl Subagents {
         });
     }
 
-    /// Resumes every unfinished sub-agent (when the engine opens); answers how many.
-    pub async fn resume(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let records = self.store.unfinished_subagents().await?;
-        let count = records.len();
+    /// The sub-agents a stopped process left unfinished (read when the engine opens).
+    pub async fn unfinished(&self) -> Result<Vec<SubagentRecord>, StoreError> {
+        self.store.unfinished_subagents().await
+    }
+
+    /// Follows each of `records` (from [`Subagents::unfinished`]) to its end.
+    pub fn resume(self: &Arc<Self>, records: Vec<SubagentRecord>) {
         for record in records {
             self.supervise(record.child_key);
         }
-        Ok(count)
     }
 
     async fn follow(&self, child: &SessionKey) -> Result<(), String> {

@@ -473,10 +473,13 @@ async fn abort_ends_the_running_run_and_a_queued_one_never_starts() {
     started(&mut events, &running).await;
     let key = h.engine.resolver().canonical("main", None).unwrap();
     assert_eq!(
-        h.engine.runtime().abort(&key, Some(&queued)),
+        h.engine.runtime().abort(&key, Some(&queued)).await.unwrap(),
         vec![queued.clone()]
     );
-    assert_eq!(h.engine.runtime().abort(&key, None), vec![running.clone()]);
+    assert_eq!(
+        h.engine.runtime().abort(&key, None).await.unwrap(),
+        vec![running.clone()]
+    );
     let first = h
         .engine
         .runtime()
@@ -568,7 +571,7 @@ async fn waiting_on_an_unknown_run_says_so_and_a_short_wait_tells_queued_from_ru
         (true, RunStatus::Running)
     );
     let key = h.engine.resolver().canonical("main", None).unwrap();
-    h.engine.runtime().abort(&key, None);
+    h.engine.runtime().abort(&key, None).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -213,7 +213,13 @@ fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
             false => !path.is_file(),
         };
         if broken {
-            writer::rebuild(conn, home, &path, &row.session_id, row.created_at)?;
+            // One file that cannot be written must not keep the gateway from starting: its
+            // mark stays behind, so the next start tries again.
+            if let Err(e) = writer::rebuild(conn, home, &path, &row.session_id, row.created_at) {
+                let session_id = &row.session_id;
+                tracing::warn!(session_id, error = %e, "could not rebuild a transcript mirror");
+                continue;
+            }
             repaired += 1;
         }
         if behind || broken {

@@ -591,13 +591,15 @@ pub(super) fn get_run_by_idempotency(
         .optional()?)
 }
 
-/// Runs still `queued` or `running`, in submission order, with their stored input. An input
-/// that no longer decodes is `None` (the run cannot start again).
+/// Runs still `queued` or `running`, and runs aborted while queued whose message is still only
+/// in their input, in submission order, with their stored input. An input that no longer
+/// decodes is `None` (the run cannot start again).
 pub(super) fn live_runs(
     conn: &Connection,
 ) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
     let sql = format!(
-        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') ORDER BY rowid"
+        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') \
+         OR input IS NOT NULL ORDER BY rowid"
     );
     let rows = conn
         .prepare_cached(&sql)?

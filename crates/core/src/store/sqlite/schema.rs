@@ -90,6 +90,8 @@ CREATE TABLE IF NOT EXISTS runs (
     input TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
+-- What a start takes up again (`live_runs`): the same condition as its query.
+CREATE INDEX IF NOT EXISTS runs_to_recover ON runs (created_at) WHERE status IN ('queued', 'running') OR input IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 -- The delivery outbox (SPEC §9.1): stored before the first attempt, outcome kept.
@@ -206,12 +208,24 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
             "the database has schema version {version}, newer than this build's {SCHEMA_VERSION}; upgrade switchboard"
         )));
     }
-    conn.execute_batch(SCHEMA)?;
-    if version == 1 {
-        // Version 2 keeps a queued run's input with its record.
-        conn.execute_batch("ALTER TABLE runs ADD COLUMN input TEXT")?;
+    // One transaction: a crash half way leaves the old version whole, to be migrated again.
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let migrated = (|| {
+        if version == 1 {
+            // Version 2 keeps a queued run's input with its record (before the schema's indexes
+            // that read it).
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN input TEXT")?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+    })();
+    match migrated {
+        Ok(()) => conn.execute_batch("COMMIT")?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
     }
-    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
 

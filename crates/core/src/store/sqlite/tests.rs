@@ -278,19 +278,25 @@ async fn a_failed_mirror_write_is_retried_and_leaves_no_hole() {
     })
     .await
     .expect("the failed mirror write was never retried");
-    // A failed write followed by a good one: the good one rewrites the file, no hole.
+    // A failed write followed by good ones in one commit: the first rewrites the file (with the
+    // second's message already in it), the second adds nothing twice.
     block();
     append("m7").await;
     std::fs::remove_dir(&path).unwrap();
-    append("m8").await;
-    assert!(mirror::is_complete(&path, 9));
+    let two = |text: &str| WriteOp::Append {
+        key: key.clone(),
+        create: None,
+        messages: vec![user(text)],
+    };
+    store.write_batch(vec![two("m8"), two("m9")]).await.unwrap();
+    assert!(mirror::is_complete(&path, 10));
     let text = std::fs::read_to_string(&path).unwrap();
     let ids: Vec<String> = text
         .lines()
         .skip(1)
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
         .collect();
-    let expected: Vec<String> = (1..=9)
+    let expected: Vec<String> = (1..=10)
         .map(|seq| format!("\"{}\"", mirror::message_id(seq)))
         .collect();
     assert_eq!(ids, expected);
@@ -463,4 +469,31 @@ async fn the_state_dir_the_database_and_the_transcripts_are_owner_only() {
     let store = SqliteStore::open(&home).unwrap();
     assert_eq!(mode(&transcript), 0o600);
     store.close().await;
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE runs (run_id TEXT PRIMARY KEY, session_key TEXT NOT NULL, session_id TEXT, \
+             status TEXT NOT NULL, lane TEXT NOT NULL, created_at INTEGER NOT NULL, started_at INTEGER, \
+             ended_at INTEGER, result TEXT, error TEXT, idempotency_key TEXT);
+             INSERT INTO runs (run_id, session_key, status, lane, created_at) \
+             VALUES ('old', 'agent:main:main', 'queued', 'main', 1);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let live = store.live_runs().await.unwrap();
+    assert_eq!(live.len(), 1);
+    assert_eq!((live[0].0.run_id.as_str(), &live[0].1), ("old", &None));
+    store.close().await;
+    let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
 }

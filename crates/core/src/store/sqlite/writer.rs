@@ -10,12 +10,13 @@
 //! and that update leaves `mirrored_seq < last_seq`, which the start-up repair checks. A mirror
 //! write that fails (a full disk, a file made read-only for a moment) never leaves a hole: the
 //! transcript is no longer trusted, its next write rewrites the file whole, and until then the
-//! rewrite is retried at every idle pause.
+//! rewrite is retried once a second. The writer knows the last seq in each file it touched, so a
+//! rewrite that already holds a later job's messages is never appended to again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 use serde_json::Value;
@@ -26,6 +27,8 @@ use crate::store::mirror;
 
 const MAX_BATCH: usize = 512;
 const IDLE_FLUSH: Duration = Duration::from_millis(200);
+/// How often a mirror whose write failed is tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 /// What a job asks of the mirror once its transaction has committed.
 pub(super) enum MirrorOp {
@@ -58,9 +61,10 @@ pub(super) type Job = Box<dyn FnOnce(&Connection) -> JobDone + Send>;
 pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
     let mut mirror = MirrorState {
         home,
-        verified: HashSet::new(),
+        in_file: HashMap::new(),
         marks: HashMap::new(),
         failed: HashMap::new(),
+        retry_at: Instant::now(),
     };
     loop {
         let first = match jobs.recv_timeout(IDLE_FLUSH) {
@@ -80,7 +84,10 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
             }
         }
         commit_batch(&conn, batch, &mut mirror);
+        // Under steady traffic the writer is never idle: failed mirrors are retried here too.
+        mirror.retry_failed(&conn);
     }
+    mirror.retry_at = Instant::now();
     mirror.retry_failed(&conn);
     mirror.flush_marks(&conn);
 }
@@ -131,12 +138,14 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
 
 struct MirrorState {
     home: PathBuf,
-    /// Transcripts whose file was checked complete in this process.
-    verified: HashSet<String>,
+    /// session_id → the last seq known to be in its file (checked or written in this process).
+    in_file: HashMap<String, i64>,
     /// session_id → seq now in the file, not yet recorded in `transcripts.mirrored_seq`.
     marks: HashMap<String, i64>,
     /// Transcripts whose last mirror write failed: session_id → (agent_id, created_at).
     failed: HashMap<String, (String, i64)>,
+    /// No retry of a failed mirror before this moment (at most one a [`RETRY_EVERY`]).
+    retry_at: Instant,
 }
 
 impl MirrorState {
@@ -180,7 +189,7 @@ impl MirrorState {
             } => {
                 let path = mirror::transcript_path(&self.home, agent_id, session_id);
                 mirror::ensure_file(&path, session_id, *created_at, &self.home).map(|()| {
-                    self.verified.insert(session_id.clone());
+                    self.in_file.insert(session_id.clone(), 0);
                     self.marks.insert(session_id.clone(), 0);
                 })
             }
@@ -193,7 +202,7 @@ impl MirrorState {
         };
         if let Err(e) = result {
             // The database holds the messages: the file is rewritten whole at its next write or
-            // idle pause (or at the next start).
+            // retry (or at the next start).
             let (session_id, agent_id, created_at) = match op {
                 MirrorOp::Create {
                     agent_id,
@@ -208,30 +217,42 @@ impl MirrorState {
                 } => (session_id, agent_id, *created_at),
             };
             tracing::warn!(error = %e, session_id, "could not write the transcript mirror; it is rewritten once writable");
-            self.verified.remove(session_id);
+            self.in_file.remove(session_id);
             self.failed
                 .insert(session_id.clone(), (agent_id.clone(), created_at));
         }
     }
 
-    /// Rewrites the mirrors whose last write failed; the ones still failing wait for the next
-    /// pause.
+    /// Rewrites the mirrors whose last write failed, at most once a [`RETRY_EVERY`]; the ones
+    /// still failing wait for the next try.
     fn retry_failed(&mut self, conn: &Connection) {
+        if self.failed.is_empty() || Instant::now() < self.retry_at {
+            return;
+        }
+        self.retry_at = Instant::now() + RETRY_EVERY;
         let failed = std::mem::take(&mut self.failed);
         for (session_id, (agent_id, created_at)) in failed {
             let path = mirror::transcript_path(&self.home, &agent_id, &session_id);
             match rebuild(conn, &self.home, &path, &session_id, created_at) {
                 Ok(last) => {
-                    self.verified.insert(session_id.clone());
+                    tracing::info!(
+                        session_id,
+                        "transcript mirror rewritten after a failed write"
+                    );
+                    self.in_file.insert(session_id.clone(), last);
                     self.marks.insert(session_id, last);
                 }
-                Err(_) => {
+                Err(e) => {
+                    tracing::debug!(session_id, error = %e, "transcript mirror still not writable");
                     self.failed.insert(session_id, (agent_id, created_at));
                 }
             }
         }
     }
 
+    /// Appends the lines of `messages` that the file does not hold yet; rewrites the file whole
+    /// when it is not known to end right before them (a failed write, a file changed
+    /// underneath, a gap).
     fn append(
         &mut self,
         conn: &Connection,
@@ -240,19 +261,28 @@ impl MirrorState {
         created_at: i64,
         messages: &[(i64, Value)],
     ) -> std::io::Result<()> {
-        let Some(last) = messages.last().map(|(seq, _)| *seq) else {
+        let (Some((first, _)), Some((last, _))) = (messages.first(), messages.last()) else {
             return Ok(());
         };
-        let first = messages.first().map(|(seq, _)| *seq).unwrap_or(last);
+        let (first, last) = (*first, *last);
         let path = mirror::transcript_path(&self.home, agent_id, session_id);
-        if self.verified.contains(session_id) || mirror::is_complete(&path, first - 1) {
-            mirror::append_lines(&path, messages.iter().map(|(seq, m)| (*seq, m)))?;
-        } else {
-            rebuild(conn, &self.home, &path, session_id, created_at)?;
-            self.failed.remove(session_id);
-        }
-        self.verified.insert(session_id.to_string());
-        self.marks.insert(session_id.to_string(), last);
+        let known = match self.in_file.get(session_id) {
+            Some(seq) => Some(*seq),
+            None => mirror::is_complete(&path, first - 1).then_some(first - 1),
+        };
+        let written = match known {
+            // A rewrite earlier in this batch already wrote them.
+            Some(seq) if seq >= last => seq,
+            Some(seq) if seq + 1 >= first => {
+                let new = messages.iter().filter(|(s, _)| *s > seq);
+                mirror::append_lines(&path, new.map(|(s, m)| (*s, m)))?;
+                last
+            }
+            _ => rebuild(conn, &self.home, &path, session_id, created_at)?,
+        };
+        self.failed.remove(session_id);
+        self.in_file.insert(session_id.to_string(), written);
+        self.marks.insert(session_id.to_string(), written);
         Ok(())
     }
 }

@@ -720,3 +720,32 @@ async fn hooks_and_nodes_make_sessions_of_their_kinds_on_the_internal_channel() 
     gw.assert_serving().await;
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_chat_id_cannot_name_another_chats_thread() {
+    let (socket, url) = listener().await;
+    let _receiver = Receiver::default().start(socket).await;
+    let gw = TestGateway::start_with(config(&url)).await;
+    let thread = json!({"from": "a", "chatType": "group", "chatId": "c1", "threadId": "9", "text": "@reply in the thread"});
+    let posing =
+        json!({"from": "b", "chatType": "group", "chatId": "c1:thread:9", "text": "@reply posing"});
+    let thread = inbound(&gw, &thread).await;
+    let posing = inbound(&gw, &posing).await;
+    assert_eq!(thread["sessionKey"], "agent:main:webhook:group:c1:thread:9");
+    assert_eq!(
+        posing["sessionKey"],
+        "agent:main:webhook:group:c1:thread_:9"
+    );
+    for answer in [&thread, &posing] {
+        wait_run(&gw, answer["runId"].as_str().unwrap()).await;
+    }
+    // Each message is only in its own chat's transcript.
+    let history = gw
+        .call("chat.history", json!({"sessionKey": thread["sessionKey"]}))
+        .await;
+    assert_eq!(
+        history["messages"].as_array().unwrap().len(),
+        2,
+        "{history}"
+    );
+}

@@ -36,7 +36,7 @@ pub(super) fn decide(
             Ok(())
         };
     }
-    if requester.sandboxed && !requester.sees_all && !sandbox_may_reach(requester, target) {
+    if requester.sandboxed && !requester.sees_all && !sandbox_may_reach(requester, target, op) {
         return deny(format!(
             "Session not visible from this sandboxed agent session: {}",
             shown(target.key)
@@ -48,9 +48,11 @@ pub(super) fn decide(
     Ok(())
 }
 
-/// A spawned-only sandboxed session reaches itself and its direct children, nothing else.
-fn sandbox_may_reach(requester: &Requester, target: Target<'_>) -> bool {
-    target.key == requester.key || target.spawned_by == Some(requester.key.as_str())
+/// A spawned-only sandboxed session reaches its direct children, and itself except in a list
+/// (its list is of the sessions it spawned), nothing else.
+fn sandbox_may_reach(requester: &Requester, target: Target<'_>, op: Operation) -> bool {
+    (target.key == requester.key && op != Operation::List)
+        || target.spawned_by == Some(requester.key.as_str())
 }
 
 fn cross_agent(config: &Config, requester: &Requester, target: Target<'_>) -> Decision {

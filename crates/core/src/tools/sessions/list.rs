@@ -3,7 +3,8 @@
 //! Every filter applies before `limit` (deliberate change: the reference limited first and
 //! returned short pages). Visibility is a filter too: what SQL can express is pushed into the
 //! query (another agent's rows when cross-agent access is off; for a sandboxed session that only
-//! sees what it spawned, `spawnedBy` = its key, plus its own row), then every row is asked of
+//! sees what it spawned, `spawnedBy` = its key — the sessions it spawned, not itself), then every
+//! row is asked of
 //! `access::decide(.., List)`, and further store pages are read until the page is full or the
 //! store is exhausted. So a page is short only at the end, and invisible rows are simply absent.
 //! `nextCursor` is the position of the last row returned, which means the same thing whatever
@@ -96,18 +97,8 @@ impl SessionsList {
             cursor,
             limit,
         };
-        // The requester's own row is not `spawnedBy` itself: read it on its own and merge it in.
-        let own = match only_spawned {
-            true => ctx
-                .store()
-                .get(&ctx.caller().session_key)
-                .await
-                .map_err(store_failure)?
-                .filter(|e| matches(&base, e)),
-            false => None,
-        };
         let (entries, next_cursor) = self
-            .visible_page(ctx, &requester, base, own)
+            .visible_page(ctx, &requester, base)
             .await
             .map_err(store_failure)?;
 
@@ -143,7 +134,6 @@ impl SessionsList {
         ctx: &ToolContext,
         requester: &Requester,
         base: ListQuery,
-        mut extra: Option<SessionEntry>,
     ) -> Result<(Vec<SessionEntry>, Option<Cursor>), StoreError> {
         let config = &self.0.config;
         let limit = base.limit;
@@ -163,17 +153,6 @@ impl SessionsList {
             let page = ctx.store().list(query).await?;
             let more = page.next_cursor.is_some();
             for entry in page.entries {
-                if extra.as_ref().is_some_and(|x| x.key == entry.key) {
-                    extra = None;
-                }
-                if let Some(x) = extra.take_if(|x| precedes(x, &entry))
-                    && visible(&x)
-                {
-                    out.push(x);
-                    if out.len() > limit {
-                        break 'scan;
-                    }
-                }
                 cursor = Some(Cursor {
                     updated_at: entry.updated_at,
                     key: entry.key.clone(),
@@ -186,9 +165,6 @@ impl SessionsList {
                 }
             }
             if !more {
-                if let Some(x) = extra.take().filter(|x| visible(x)) {
-                    out.push(x);
-                }
                 break;
             }
             batch = (batch * 2).min(MAX_BATCH);
@@ -203,33 +179,6 @@ impl SessionsList {
         }
         Ok((out, None))
     }
-}
-
-/// List order: most recently updated first, then by key.
-fn precedes(a: &SessionEntry, b: &SessionEntry) -> bool {
-    a.updated_at > b.updated_at || (a.updated_at == b.updated_at && a.key < b.key)
-}
-
-/// Whether `e` passes the filters of `q` (as the store applies them), for a row read on its own.
-fn matches(q: &ListQuery, e: &SessionEntry) -> bool {
-    let search = q.search.as_deref().map(str::to_lowercase);
-    let contains = |field: Option<&str>, needle: &str| {
-        field.is_some_and(|f| f.to_lowercase().contains(needle))
-    };
-    (q.include_archived || e.archived_at.is_none())
-        && q.agent_id.as_ref().is_none_or(|a| *a == e.agent_id)
-        && (q.kinds.is_empty() || q.kinds.contains(&e.kind))
-        && q.updated_since.is_none_or(|since| e.updated_at >= since)
-        && q.label.as_ref().is_none_or(|l| e.label.as_ref() == Some(l))
-        && search.as_deref().is_none_or(|s| {
-            contains(Some(e.key.as_str()), s)
-                || contains(e.label.as_deref(), s)
-                || contains(e.display_name.as_deref(), s)
-        })
-        && !q.exclude_keys.iter().any(|k| e.key == *k)
-        && q.cursor.as_ref().is_none_or(|c| {
-            e.updated_at < c.updated_at || (e.updated_at == c.updated_at && e.key > c.key)
-        })
 }
 
 /// `kinds` as the model sent it: an array or one string (commas allowed); unknown values are

@@ -141,6 +141,9 @@ pub struct SessionsListResult {
     pub sessions: Vec<SessionRow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Something in the request was ignored, and what is accepted instead (an unknown kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

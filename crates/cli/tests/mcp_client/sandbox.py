@@ -1,7 +1,7 @@
 """A sandboxed acting session stays sandboxed through MCP: acting as a session of an agent with
-sandbox.mode "all", it sees and reads only itself and the sessions it spawned (one of them
-spawned here, through MCP); every other session — by key or by sessionId — is refused without
-leaking it."""
+sandbox.mode "all", it lists only the sessions it spawned (one of them spawned here, through
+MCP) and reads only those and itself; every other session — by key or by sessionId — is refused
+without leaking it."""
 
 import anyio
 
@@ -17,7 +17,7 @@ async def sandboxed(args) -> None:
     async with connect(args, boxed) as (session, _):
         rows = structured(await session.call_tool("sessions_list", {"limit": 200}))
         keys = sorted(row["key"] for row in rows["sessions"])
-        expect(keys == sorted([boxed, child]), "only itself and its spawned child", keys)
+        expect(keys == [child], "only its spawned child", keys)
 
         history = structured(await session.call_tool("sessions_history", {"sessionKey": child}))
         expect(history["sessionKey"] == child and history["messages"],
@@ -42,8 +42,8 @@ async def sandboxed(args) -> None:
                "sessions_spawn to be accepted", spawned)
         rows = structured(await session.call_tool("sessions_list", {"limit": 200}))
         keys = sorted(row["key"] for row in rows["sessions"])
-        expect(keys == sorted([boxed, child, spawned["childSessionKey"]]),
-               "itself and the two children it spawned", keys)
+        expect(keys == sorted([child, spawned["childSessionKey"]]),
+               "the two children it spawned", keys)
 
 
 async def main() -> None:

@@ -211,7 +211,11 @@ fn a_sandboxed_session_reaches_itself_but_lists_only_what_it_spawned() {
     };
     for op in Operation::ALL {
         let decided = decide(&config, &req, me, op);
-        assert_eq!(decided.is_ok(), op != Operation::List, "{op:?}: {decided:?}");
+        assert_eq!(
+            decided.is_ok(),
+            op != Operation::List,
+            "{op:?}: {decided:?}"
+        );
     }
 }
 

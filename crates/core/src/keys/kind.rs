@@ -45,12 +45,56 @@ impl SessionKind {
     }
 
     /// Parse a wire name, ignoring surrounding whitespace and ASCII case; `None` for anything else
-    /// (`sessions_list` ignores unknown kinds rather than failing).
+    /// (a `kinds` filter says so: [`KindsFilter`]).
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim();
         Self::ALL
             .into_iter()
             .find(|kind| kind.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+/// A `kinds` filter as a caller wrote it: the kinds it names (each once) and, when some words
+/// name no kind, a warning that says which and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KindsFilter {
+    /// Empty = every kind (nothing was asked for).
+    pub kinds: Vec<SessionKind>,
+    pub warning: Option<String>,
+}
+
+impl KindsFilter {
+    /// Reads `words` (each may hold several kinds separated by commas). A filter whose words
+    /// name only unknown kinds is an error: listing everything would answer another question.
+    pub fn parse<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
+        let mut filter = Self::default();
+        let mut unknown = Vec::new();
+        for word in words.into_iter().flat_map(|w| w.split(',')).map(str::trim) {
+            match SessionKind::parse(word) {
+                Some(kind) if !filter.kinds.contains(&kind) => filter.kinds.push(kind),
+                Some(_) => {}
+                None if word.is_empty() => {}
+                None => unknown.push(format!("{word:?}")),
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(filter);
+        }
+        let accepted = Self::accepted();
+        let unknown = unknown.join(", ");
+        if filter.kinds.is_empty() {
+            return Err(format!(
+                "kinds: {unknown} is not a session kind; accepted: {accepted}"
+            ));
+        }
+        filter.warning = Some(format!(
+            "kinds: ignored {unknown} (not a session kind; accepted: {accepted})"
+        ));
+        Ok(filter)
+    }
+
+    fn accepted() -> String {
+        SessionKind::ALL.map(SessionKind::as_str).join(", ")
     }
 }
 

@@ -73,7 +73,7 @@ pub use canonical::{
 };
 pub use error::{ACCEPTED_FORMS, KeyError};
 pub use key::SessionKey;
-pub use kind::{ChatType, SessionKind};
+pub use kind::{ChatType, KindsFilter, SessionKind};
 
 /// The agent id used when none is configured, and what an empty id normalises to.
 pub const DEFAULT_AGENT_ID: &str = "main";

@@ -6,7 +6,7 @@ use switchboard_protocol::sessions::{SessionsListParams, SessionsListResult};
 
 use super::{Sessions, with_seq};
 use crate::error::{CoreError, CoreResult};
-use crate::keys::{self, Scope, SessionKind};
+use crate::keys::{self, KindsFilter, Scope};
 use crate::store::{Cursor, ListQuery};
 
 pub const DEFAULT_LIMIT: i64 = 100;
@@ -26,15 +26,9 @@ impl Sessions {
         })?),
         None => None,
     };
-        let kinds = p
-            .kinds
-            .map(|k| {
-                k.into_vec()
-                    .iter()
-                    .filter_map(|s| SessionKind::parse(s.trim()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let words = p.kinds.map(|k| k.into_vec()).unwrap_or_default();
+        let filter = KindsFilter::parse(words.iter().map(String::as_str))
+            .map_err(|e| CoreError::invalid(format!("sessions.list: {e}")))?;
         let mut exclude_keys = vec!["unknown".to_string()];
         if self.config.scope() == Scope::PerSender {
             exclude_keys.push("global".to_string());
@@ -45,7 +39,7 @@ impl Sessions {
         };
         let query = ListQuery {
             agent_id: p.agent_id.as_deref().map(keys::normalize_agent_id),
-            kinds,
+            kinds: filter.kinds,
             updated_since: p
                 .active_minutes
                 .filter(|m| *m >= 1)
@@ -71,6 +65,7 @@ impl Sessions {
             count: sessions.len(),
             sessions,
             next_cursor: page.next_cursor.map(|c| c.encode()),
+            warning: filter.warning,
         })
     }
 }

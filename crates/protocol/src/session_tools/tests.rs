@@ -382,14 +382,16 @@ fn list_and_history_results_have_the_tool_shapes() {
             count: 1,
             sessions: vec![row.clone()],
             next_cursor: Some("c".into()),
+            warning: Some("kinds: ignored \"x\"".into()),
         },
-        json!({"count": 1, "sessions": [row_json.clone()], "nextCursor": "c"}),
+        json!({"count": 1, "sessions": [row_json.clone()], "nextCursor": "c", "warning": "kinds: ignored \"x\""}),
     );
     round_trip(
         ListResult {
             count: 1,
             sessions: vec![row],
             next_cursor: None,
+            warning: None,
         },
         json!({"count": 1, "sessions": [row_json]}),
     );

@@ -99,6 +99,24 @@ async fn every_key_form_lists_with_its_kind_and_channel() {
         let kinds: BTreeSet<_> = rows(&list).into_iter().map(|r| r.1).collect();
         assert_eq!(kinds, BTreeSet::from([kind.to_string()]), "{kind}");
     }
+    // An unknown kind is named, never silently read as "every kind".
+    let accepted = "accepted: main, group, cron, hook, node, other";
+    let mixed = gw
+        .call("sessions.list", json!({"kinds": ["cron", "crons"]}))
+        .await;
+    let kinds: BTreeSet<_> = rows(&mixed).into_iter().map(|r| r.1).collect();
+    assert_eq!(kinds, BTreeSet::from(["cron".to_string()]));
+    assert_eq!(
+        mixed["warning"],
+        format!("kinds: ignored \"crons\" (not a session kind; {accepted})")
+    );
+    let only_unknown = gw
+        .call_err("sessions.list", json!({"kinds": "crons"}))
+        .await;
+    assert_eq!(
+        only_unknown.message,
+        format!("sessions.list: kinds: \"crons\" is not a session kind; {accepted}")
+    );
     gw.stop().await;
 }
 

@@ -18,7 +18,7 @@ use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
 
 use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
-use crate::keys::{self, Scope, SessionKind};
+use crate::keys::{self, KindsFilter, Scope};
 use crate::runtime::tool::{ToolContext, TypedTool};
 use crate::sessions::{row, target_of, with_seq};
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
@@ -71,6 +71,7 @@ impl SessionsList {
             None => None,
         };
         let requester = self.0.requester(ctx);
+        let filter = kinds(p.kinds.as_ref()).map_err(ToolFailure::error)?;
 
         let mut exclude_keys = vec![keys::UNKNOWN_KEY.to_string()];
         if config.scope() == Scope::PerSender {
@@ -81,7 +82,7 @@ impl SessionsList {
         let only_spawned = requester.sandboxed && !requester.sees_all;
         let base = ListQuery {
             agent_id,
-            kinds: kinds(p.kinds.as_ref()),
+            kinds: filter.kinds,
             updated_since: p
                 .active_minutes
                 .filter(|m| *m >= 1)
@@ -124,11 +125,12 @@ impl SessionsList {
             count: rows.len(),
             sessions: rows,
             next_cursor: next_cursor.map(|c| c.encode()),
+            warning: filter.warning,
         })
     }
 
-    /// The first `base.limit` visible entries from `base.cursor` on (with `extra` merged in at
-    /// its place), and the cursor of the next page when there is one.
+    /// The first `base.limit` visible entries from `base.cursor` on, and the cursor of the next
+    /// page when there is one.
     async fn visible_page(
         &self,
         ctx: &ToolContext,
@@ -181,25 +183,14 @@ impl SessionsList {
     }
 }
 
-/// `kinds` as the model sent it: an array or one string (commas allowed); unknown values are
-/// ignored, and none known means every kind.
-fn kinds(value: Option<&Value>) -> Vec<SessionKind> {
+/// `kinds` as the model sent it: an array or one string (commas allowed).
+fn kinds(value: Option<&Value>) -> Result<KindsFilter, String> {
     let words: Vec<&str> = match value {
         Some(Value::String(s)) => vec![s.as_str()],
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    let mut out = Vec::new();
-    for kind in words
-        .iter()
-        .flat_map(|w| w.split(','))
-        .filter_map(SessionKind::parse)
-    {
-        if !out.contains(&kind) {
-            out.push(kind);
-        }
-    }
-    out
+    KindsFilter::parse(words)
 }
 
 #[cfg(test)]
@@ -208,17 +199,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn kinds_accept_arrays_single_strings_and_ignore_unknown_values() {
+    fn kinds_accept_arrays_and_single_strings_and_name_what_they_ignore() {
+        use crate::keys::SessionKind;
+        let mixed = kinds(Some(&json!(["group", "Cron", "bogus", 3]))).unwrap();
+        assert_eq!(mixed.kinds, vec![SessionKind::Group, SessionKind::Cron]);
         assert_eq!(
-            kinds(Some(&json!(["group", "Cron", "bogus", 3]))),
-            vec![SessionKind::Group, SessionKind::Cron]
+            mixed.warning.as_deref(),
+            Some(
+                "kinds: ignored \"bogus\" (not a session kind; accepted: main, group, cron, hook, node, other)"
+            )
         );
-        assert_eq!(kinds(Some(&json!("hook"))), vec![SessionKind::Hook]);
         assert_eq!(
-            kinds(Some(&json!("main, node"))),
-            vec![SessionKind::Main, SessionKind::Node]
+            kinds(Some(&json!("hook"))).unwrap().kinds,
+            vec![SessionKind::Hook]
         );
-        assert!(kinds(Some(&json!(["nope"]))).is_empty());
-        assert!(kinds(None).is_empty());
+        let two = kinds(Some(&json!("main, node"))).unwrap();
+        assert_eq!(
+            (two.kinds, two.warning),
+            (vec![SessionKind::Main, SessionKind::Node], None)
+        );
+        assert_eq!(
+            kinds(Some(&json!(["nope"]))).unwrap_err(),
+            "kinds: \"nope\" is not a session kind; accepted: main, group, cron, hook, node, other"
+        );
+        assert_eq!(kinds(None).unwrap(), KindsFilter::default());
     }
 }

@@ -283,7 +283,8 @@ pub struct HistoryResult {
     /// Transcript messages, oldest first, each with its `seq`; heavy fields removed, long texts
     /// cut with a visible marker, a message too large even alone replaced by a placeholder.
     pub messages: Vec<Value>,
-    /// True when older messages were dropped to keep the answer small (`droppedMessages` > 0).
+    /// True when anything was cut or dropped: older messages (`droppedMessages` > 0), a long
+    /// text (`contentTruncated`), or a heavy field (usage, cost, details, signatures, image data).
     pub truncated: bool,
     /// How many of the oldest messages of this page were dropped; `nextBefore` reaches them.
     pub dropped_messages: usize,

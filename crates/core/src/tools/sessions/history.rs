@@ -93,7 +93,8 @@ impl SessionsHistory {
         Ok(HistoryResult {
             session_key: row(&entry, ctx.store()).key,
             messages: capped.messages,
-            truncated: capped.dropped > 0,
+            // Anything cut or dropped, as the reference counts it; the finer fields say which.
+            truncated: capped.dropped > 0 || capped.content_truncated || capped.stripped,
             dropped_messages: capped.dropped,
             content_truncated: capped.content_truncated,
             bytes: capped.bytes,
@@ -168,6 +169,8 @@ struct Capped {
     messages: Vec<Value>,
     dropped: usize,
     content_truncated: bool,
+    /// A heavy field (usage, cost, details, a signature, image data) was removed.
+    stripped: bool,
     bytes: usize,
     /// Set when messages were dropped: the seq of the oldest message kept.
     next_before: Option<i64>,
@@ -175,9 +178,10 @@ struct Capped {
 
 /// Trims every message, then keeps the newest ones whose array fits in [`MAX_BYTES`].
 fn cap(messages: Vec<Value>) -> Capped {
-    let mut content_truncated = false;
+    let (mut content_truncated, mut stripped) = (false, false);
     let mut trimmed: Vec<(Value, usize)> = Vec::with_capacity(messages.len());
     for message in messages {
+        stripped |= carries_heavy(&message);
         let (mut message, cut) = sanitize(message);
         content_truncated |= cut;
         let mut size = json_len(&message);
@@ -214,6 +218,7 @@ fn cap(messages: Vec<Value>) -> Capped {
         messages,
         dropped,
         content_truncated,
+        stripped,
         bytes,
         next_before,
     }
@@ -265,6 +270,37 @@ pub(crate) fn sanitize(mut message: Value) -> (Value, bool) {
         }
     }
     (message, cut)
+}
+
+/// Whether [`sanitize`] will remove a heavy field from `message` (at its top, in its blocks, or
+/// in a tool result's nested blocks).
+fn carries_heavy(message: &Value) -> bool {
+    const TOP: [&str; 3] = ["usage", "cost", "details"];
+    const BLOCK: [&str; 6] = [
+        "thinkingSignature",
+        "signature",
+        "textSignature",
+        "details",
+        "usage",
+        "cost",
+    ];
+    fn block_heavy(block: &Value) -> bool {
+        let Value::Object(map) = block else {
+            return false;
+        };
+        let data = |m: &Map<String, Value>| matches!(m.get("data"), Some(Value::String(_)));
+        BLOCK.iter().any(|k| map.contains_key(*k))
+            || (map.get("type").and_then(Value::as_str) == Some("image")
+                && (data(map) || matches!(map.get("source"), Some(Value::Object(s)) if data(s))))
+            || map.get("content").is_some_and(content_heavy)
+    }
+    fn content_heavy(content: &Value) -> bool {
+        matches!(content, Value::Array(blocks) if blocks.iter().any(block_heavy))
+    }
+    let Value::Object(map) = message else {
+        return false;
+    };
+    TOP.iter().any(|k| map.contains_key(*k)) || map.get("content").is_some_and(content_heavy)
 }
 
 fn sanitize_content(content: &mut Value) -> bool {

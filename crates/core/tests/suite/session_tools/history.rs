@@ -53,7 +53,8 @@ async fn history_is_capped_at_80_kib_and_before_paging_reaches_every_message() {
         );
         assert_eq!(page["contentTruncated"], false);
         let dropped = page["droppedMessages"].as_u64().unwrap() as usize;
-        assert_eq!(page["truncated"], dropped > 0);
+        // `usage` is removed from every assistant message: something was cut on every page.
+        assert_eq!(page["truncated"], true);
         if pages == 1 {
             assert!(dropped > 0, "200 messages of 1,000 chars are over 80 KiB");
             assert_eq!(page_seqs.len() + dropped, 200);
@@ -120,7 +121,10 @@ async fn long_text_is_cut_with_a_marker_and_a_huge_message_becomes_a_placeholder
         .await;
     assert_eq!(seqs(&page), [1, 2, 3, 4]);
     assert_eq!(page["contentTruncated"], true);
-    assert_eq!(page["truncated"], false);
+    assert_eq!(
+        page["truncated"], true,
+        "texts were cut even though no message was dropped"
+    );
     assert_eq!(page["droppedMessages"], 0);
     assert!(page.get("nextBefore").is_none());
     let m = &page["messages"];
@@ -145,6 +149,28 @@ async fn long_text_is_cut_with_a_marker_and_a_huge_message_becomes_a_placeholder
     assert!(m[3]["content"][0].get("thinkingSignature").is_none());
     assert!(m[3].get("usage").is_none());
     assert!(page["bytes"].as_u64().unwrap() < 20 * 1024);
+
+    // Only a heavy field removed (an image's data): truncated, though no text was cut.
+    let picture = json!({"role": "user", "content": [
+        {"type": "image", "data": "QUJD", "mimeType": "image/png"}
+    ], "timestamp": 11});
+    h.add("cron:picture", vec![picture]).await;
+    let args = json!({"sessionKey": "cron:picture"});
+    let page = h.ok("main", "sessions_history", args).await;
+    assert_eq!(
+        (page["truncated"].clone(), page["contentTruncated"].clone()),
+        (json!(true), json!(false))
+    );
+    // Nothing cut or removed: not truncated.
+    h.add("cron:light", vec![user("hi"), user("there")]).await;
+    let page = h
+        .ok(
+            "main",
+            "sessions_history",
+            json!({"sessionKey": "cron:light"}),
+        )
+        .await;
+    assert_eq!(page["truncated"], false, "{page}");
 }
 
 #[tokio::test]

@@ -56,8 +56,26 @@ async fn kinds_filter_on_canonical_keys_in_a_real_run_and_through_invoke() {
         set(h.keys(main, json!({"kinds": ["other"]})).await),
         expect(&[CHILD, "agent:main:my-notes"])
     );
-    // Unknown kinds are ignored: alone they filter nothing, next to a known one they do nothing.
-    assert_eq!(h.keys(main, json!({"kinds": ["bogus"]})).await.len(), 8);
+    // An unknown kind is named: next to a known one it is ignored with a warning that lists the
+    // accepted kinds; alone it is an error (never "every kind").
+    let accepted = "accepted: main, group, cron, hook, node, other";
+    let (status, error) = h
+        .fails(main, "sessions_list", json!({"kinds": ["bogus"]}))
+        .await;
+    assert_eq!(
+        (status.as_str(), error),
+        (
+            "error",
+            format!("kinds: \"bogus\" is not a session kind; {accepted}")
+        )
+    );
+    let mixed = h
+        .ok(main, "sessions_list", json!({"kinds": ["group", "bogus"]}))
+        .await;
+    assert_eq!(
+        mixed["warning"],
+        format!("kinds: ignored \"bogus\" (not a session kind; {accepted})")
+    );
     assert_eq!(
         set(h.keys(main, json!({"kinds": ["group", "bogus"]})).await),
         expect(&[

@@ -78,6 +78,9 @@ fn inject_message(
     now: i64,
 ) -> CoreResult<TranscriptMessage> {
     match message {
+        InjectMessage::Text(text) if text.trim().is_empty() => Err(CoreError::invalid(
+            "chat.inject: message is empty; give the text (or a transcript message object)",
+        )),
         InjectMessage::Text(text) => match role.unwrap_or("assistant") {
             "assistant" => Ok(TranscriptMessage::Assistant(AssistantMessage {
                 content: vec![ContentBlock::text(text)],

@@ -14,23 +14,51 @@ use crate::store::EntryPatch;
 
 /// Labels are short handles for humans and models.
 const MAX_LABEL_CHARS: usize = 64;
+/// A display name is a chat's title, not a document.
+const MAX_DISPLAY_NAME_CHARS: usize = 200;
 
 fn check_label(label: &str) -> CoreResult<()> {
     let n = label.chars().count();
-    if label.trim().is_empty() || n > MAX_LABEL_CHARS {
+    if label.trim().is_empty() || n > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
         return Err(CoreError::invalid(format!(
-            "label: {label:?} is not allowed; expected 1–{MAX_LABEL_CHARS} characters, unique per agent"
+            "label: {label:?} is not allowed; expected 1–{MAX_LABEL_CHARS} characters without \
+             control characters, unique per agent"
+        )));
+    }
+    Ok(())
+}
+
+fn check_display_name(name: &str) -> CoreResult<()> {
+    let n = name.chars().count();
+    if n > MAX_DISPLAY_NAME_CHARS || name.chars().any(char::is_control) {
+        let shown: String = name.chars().take(40).collect();
+        return Err(CoreError::invalid(format!(
+            "displayName: {shown:?}… ({n} characters) is not allowed; expected at most \
+             {MAX_DISPLAY_NAME_CHARS} characters without control characters"
         )));
     }
     Ok(())
 }
 
 impl Sessions {
+    /// A model a run could use now (`provider/model` of a configured provider), refused at the
+    /// call instead of failing the session's next run.
+    pub(super) fn check_model(&self, model: &str) -> CoreResult<()> {
+        self.runtime
+            .providers()
+            .resolve(model)
+            .map(|_| ())
+            .map_err(|e| CoreError::invalid(format!("model: {e}")))
+    }
+
     /// Creates an empty session; idempotent for an existing key.
     pub async fn create(&self, p: SessionsCreateParams) -> CoreResult<SessionsCreateResult> {
         let key = self.resolver.canonical(&p.key, p.agent_id.as_deref())?;
         if let Some(label) = &p.label {
             check_label(label)?;
+        }
+        if let Some(name) = &p.display_name {
+            check_display_name(name)?;
         }
         let mut new = self.resolver.new_session(&key);
         new.label = p.label;
@@ -74,6 +102,12 @@ impl Sessions {
         let entry = self.resolver.find(&p.key, None).await?;
         if let Patch::Set(label) = &p.label {
             check_label(label)?;
+        }
+        if let Patch::Set(name) = &p.display_name {
+            check_display_name(name)?;
+        }
+        if let Patch::Set(model) = &p.model {
+            self.check_model(model)?;
         }
         if let Patch::Set(policy) = &p.send_policy
             && policy != "allow"

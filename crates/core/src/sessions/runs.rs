@@ -35,6 +35,7 @@ impl Sessions {
             ));
         }
         self.resolver.check_send(&key).await?;
+        check_message("chat.send", &p.message)?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
@@ -89,6 +90,10 @@ impl Sessions {
         let agent_id = p.agent_id.as_deref();
         let key = self.resolver.target_key(&p.session_key, agent_id).await?;
         self.resolver.check_send(&key).await?;
+        check_message("agent", &p.message)?;
+        if let Some(model) = &p.model {
+            self.check_model(model)?;
+        }
         let mut request = self.operator_run(&key, p.message, lane);
         if let Some(new) = &mut request.create {
             new.label = p.label;
@@ -197,5 +202,15 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
         } else {
             None
         },
+    }
+}
+
+/// A message that starts a run says something: an empty one would run the model on nothing.
+fn check_message(method: &str, message: &str) -> CoreResult<()> {
+    match message.trim().is_empty() {
+        true => Err(CoreError::invalid(format!(
+            "{method}: message is empty; send the text for the agent"
+        ))),
+        false => Ok(()),
     }
 }

@@ -285,7 +285,7 @@ async fn create_resolve_patch_reset_and_delete() {
     // Patches merge: the label survives a model change.
     gw.call(
         "sessions.patch",
-        json!({"key": "research", "model": "openai/gpt-4o-mini", "sendPolicy": "deny"}),
+        json!({"key": "research", "model": "builtin/echo", "sendPolicy": "deny"}),
     )
     .await;
     let row = &gw.call("sessions.list", json!({})).await["sessions"][0];
@@ -295,8 +295,48 @@ async fn create_resolve_patch_reset_and_delete() {
             row["model"].clone(),
             row["sendPolicy"].clone()
         ),
-        (json!("scout"), json!("openai/gpt-4o-mini"), json!("deny"))
+        (json!("scout"), json!("builtin/echo"), json!("deny"))
     );
+    // Refused at the call, not at the next run: a model no provider serves, a label or display
+    // name a chat could not show.
+    let refusals = [
+        (
+            json!({"key": "research", "model": "openai/gpt-4o-mini"}),
+            "model: unknown model \"openai/gpt-4o-mini\"; available: builtin/echo, builtin/scripted",
+        ),
+        (
+            json!({"key": "research", "label": "two\nlines"}),
+            "without control characters",
+        ),
+        (
+            json!({"key": "research", "displayName": "x".repeat(201)}),
+            "at most 200 characters",
+        ),
+    ];
+    for (params, says) in refusals {
+        let e = gw.call_err("sessions.patch", params.clone()).await;
+        assert!(e.message.contains(says), "{params}: {}", e.message);
+    }
+    for (method, params, says) in [
+        (
+            "chat.send",
+            json!({"sessionKey": "main", "message": "  "}),
+            "chat.send: message is empty",
+        ),
+        (
+            "chat.inject",
+            json!({"sessionKey": "main", "message": ""}),
+            "chat.inject: message is empty",
+        ),
+        (
+            "agent",
+            json!({"sessionKey": "main", "message": "hi", "model": "nope/x"}),
+            "model: unknown model \"nope/x\"",
+        ),
+    ] {
+        let e = gw.call_err(method, params.clone()).await;
+        assert!(e.message.contains(says), "{method} {params}: {}", e.message);
+    }
     gw.call(
         "sessions.patch",
         json!({"key": "research", "sendPolicy": null}),

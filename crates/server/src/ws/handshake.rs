@@ -163,6 +163,18 @@ async fn check_connect(
         refuse(conn, req.id, error, close_code::POLICY, "connect required").await;
         return None;
     }
+    if req.params.as_ref().is_none_or(|p| p.is_null()) {
+        let error = ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "connect: params are required: {{\"minProtocol\": {PROTOCOL_VERSION}, \"maxProtocol\": \
+                 {PROTOCOL_VERSION}, \"client\": {{\"id\", \"version\", \"platform\", \"mode\"}}, \
+                 \"role\": \"operator\", \"scopes\": [\"operator.read\", …], \"auth\": {{\"token\"}}}}"
+            ),
+        );
+        refuse(conn, req.id, error, close_code::POLICY, "invalid connect").await;
+        return None;
+    }
     let params: ConnectParams = match methods::parse("connect", req.params) {
         Ok(p) => p,
         Err(error) => {

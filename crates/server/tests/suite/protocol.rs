@@ -94,6 +94,32 @@ async fn a_request_before_connect_is_refused_with_a_reason() {
 }
 
 #[tokio::test]
+async fn a_connect_without_params_says_what_they_must_hold() {
+    let gw = TestGateway::start().await;
+    // `params: null`, as a client that forgot them sends it.
+    {
+        let mut client = opened(&gw).await;
+        let res = client
+            .request_frame("connect", serde_json::Value::Null)
+            .await
+            .unwrap();
+        let error = res.error.unwrap();
+        assert_eq!(error.code, ErrorCode::InvalidRequest);
+        assert!(
+            error.message.starts_with("connect: params are required")
+                && error.message.contains("\"minProtocol\": 4")
+                && error.message.contains("\"auth\""),
+            "{}",
+            error.message
+        );
+        let (_, reason) = drain(&mut client).await;
+        assert!(reason.unwrap().contains("invalid connect"));
+    }
+    gw.assert_serving().await;
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn a_frame_that_is_not_json_gets_an_error_and_the_connection_goes_on() {
     let gw = TestGateway::start().await;
     let mut client = gw.client().await;

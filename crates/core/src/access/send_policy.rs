@@ -194,6 +194,7 @@ mod tests {
             context_tokens: None,
             archived_at: None,
             last_seq: 0,
+            last_model: None,
         }
     }
 

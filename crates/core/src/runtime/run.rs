@@ -438,6 +438,7 @@ impl Turn<'_> {
                 output: response.usage.output,
             }),
             context_tokens: Patch::Set(response.usage.input + response.usage.output),
+            last_model: Patch::Set(self.target.reference.clone()),
             ..EntryPatch::default()
         };
         let turn = vec![

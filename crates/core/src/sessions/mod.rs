@@ -65,7 +65,7 @@ impl Sessions {
 
     /// The row a caller sees for an entry.
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
-        row(e, self.store.as_ref())
+        row(e, self.store.as_ref(), &self.config)
     }
 
     /// `agents.list`: the configured agents (the default agent when none are).
@@ -91,8 +91,10 @@ impl Sessions {
     }
 }
 
-/// The row a caller sees for an entry (SPEC §7.1).
-pub fn row(e: &SessionEntry, store: &dyn Store) -> SessionRow {
+/// The row a caller sees for an entry (SPEC §7.1). `model` is the session's effective model: the
+/// one its last model call used, else the one a run would use now (its override, else its
+/// agent's).
+pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),
@@ -114,7 +116,11 @@ pub fn row(e: &SessionEntry, store: &dyn Store) -> SessionRow {
         chat_type: e.chat_type.map(|c| c.as_str().to_string()),
         display_name: e.display_name.clone(),
         label: e.label.clone(),
-        model: e.model.clone(),
+        model: e
+            .last_model
+            .clone()
+            .or_else(|| e.model.clone())
+            .or_else(|| Some(config.agent(&e.agent_id).model.clone())),
         context_tokens: e.context_tokens,
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),

@@ -101,6 +101,8 @@ pub struct SessionEntry {
     pub archived_at: Option<i64>,
     /// `seq` of the newest message in the current transcript (0 when empty).
     pub last_seq: i64,
+    /// `provider/model` of the session's last model call.
+    pub last_model: Option<String>,
 }
 
 /// What a new session starts with; everything else takes its default.
@@ -156,6 +158,7 @@ pub struct EntryPatch {
     pub add_tokens: Option<TokenDelta>,
     pub context_tokens: Patch<u64>,
     pub archived_at: Patch<i64>,
+    pub last_model: Patch<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

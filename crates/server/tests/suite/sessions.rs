@@ -418,3 +418,31 @@ async fn agents_list_names_the_default_agent() {
     assert_eq!(agents["agents"][0]["mainKey"], "agent:main:main");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn rows_carry_the_effective_model() {
+    let gw = TestGateway::start().await;
+    let model_of = async |key: &str| {
+        let list = gw.call("sessions.list", json!({"search": key})).await;
+        list["sessions"][0]["model"].clone()
+    };
+    // No run yet: the model a run would use now (the agent's, then the session's override).
+    inject(&gw, "fresh", "hello").await;
+    assert_eq!(model_of("fresh").await, "builtin/scripted");
+    gw.call(
+        "sessions.patch",
+        json!({"key": "fresh", "model": "builtin/echo"}),
+    )
+    .await;
+    assert_eq!(model_of("fresh").await, "builtin/echo");
+    // After a run: the model that run used, even when it was only that run's choice.
+    let outcome = gw
+        .call(
+            "agent",
+            json!({"sessionKey": "ran", "message": "hi", "model": "builtin/echo"}),
+        )
+        .await;
+    assert_eq!(outcome["status"], "ok", "{outcome}");
+    assert_eq!(model_of("ran").await, "builtin/echo");
+    gw.stop().await;
+}

@@ -168,6 +168,7 @@ pub(super) fn patch(
     apply(&mut e.delivery_context, &patch.delivery_context);
     apply(&mut e.context_tokens, &patch.context_tokens);
     apply(&mut e.archived_at, &patch.archived_at);
+    apply(&mut e.last_model, &patch.last_model);
     if let Some(v) = patch.system_sent {
         e.system_sent = v;
     }
@@ -195,7 +196,7 @@ fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
          system_sent = ?11, aborted_last_run = ?12, send_policy = ?13, last_channel = ?14, \
          last_to = ?15, last_account_id = ?16, last_thread_id = ?17, delivery_context = ?18, \
          input_tokens = ?19, output_tokens = ?20, total_tokens = ?21, context_tokens = ?22, \
-         archived_at = ?23 WHERE key = ?1",
+         archived_at = ?23, last_model = ?24 WHERE key = ?1",
     )?
     .execute(params![
         e.key,
@@ -221,6 +222,7 @@ fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
         e.total_tokens as i64,
         e.context_tokens.map(|v| v as i64),
         e.archived_at,
+        e.last_model,
     ])?;
     Ok(())
 }

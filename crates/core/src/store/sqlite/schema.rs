@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens INTEGER NOT NULL DEFAULT 0,
     context_tokens INTEGER,
-    archived_at INTEGER
+    archived_at INTEGER,
+    -- `provider/model` of the session's last model call.
+    last_model TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC, key);
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, updated_at DESC, key);
@@ -216,6 +218,10 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
             // that read it).
             conn.execute_batch("ALTER TABLE runs ADD COLUMN input TEXT")?;
         }
+        if (1..3).contains(&version) {
+            // Version 3 remembers the model of a session's last model call (its rows show it).
+            conn.execute_batch("ALTER TABLE sessions ADD COLUMN last_model TEXT")?;
+        }
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
     })();
@@ -234,7 +240,7 @@ pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind,
     s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
     s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
     s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
-    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq";
+    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model";
 
 pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
 
@@ -271,6 +277,7 @@ pub(super) fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionEntry> {
         context_tokens: row.get::<_, Option<i64>>(25)?.map(|v| v.max(0) as u64),
         archived_at: row.get(26)?,
         last_seq: row.get(27)?,
+        last_model: row.get(28)?,
     })
 }
 

@@ -474,26 +474,42 @@ async fn the_state_dir_the_database_and_the_transcripts_are_owner_only() {
 #[tokio::test]
 async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE runs (run_id TEXT PRIMARY KEY, session_key TEXT NOT NULL, session_id TEXT, \
-             status TEXT NOT NULL, lane TEXT NOT NULL, created_at INTEGER NOT NULL, started_at INTEGER, \
-             ended_at INTEGER, result TEXT, error TEXT, idempotency_key TEXT);
-             INSERT INTO runs (run_id, session_key, status, lane, created_at) \
-             VALUES ('old', 'agent:main:main', 'queued', 'main', 1);
-             PRAGMA user_version = 1;",
+    let store = SqliteStore::open(dir.path()).unwrap();
+    store.create(new_session("agent:main:main")).await.unwrap();
+    let queued = RunRecord {
+        run_id: RunId::from_string("old"),
+        session_key: k("agent:main:main"),
+        session_id: None,
+        status: RunStatus::Queued,
+        lane: "main".into(),
+        created_at: 1,
+        started_at: None,
+        ended_at: None,
+        result: None,
+        error: None,
+        idempotency_key: None,
+    };
+    store.put_run(queued).await.unwrap();
+    store.close().await;
+    // What version 1 looked like: no run input, no last model.
+    Connection::open(dir.path().join("switchboard.db"))
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX runs_to_recover; ALTER TABLE runs DROP COLUMN input; \
+             ALTER TABLE sessions DROP COLUMN last_model; PRAGMA user_version = 1;",
         )
         .unwrap();
-    }
+
     let store = SqliteStore::open(dir.path()).unwrap();
     let live = store.live_runs().await.unwrap();
     assert_eq!(live.len(), 1);
     assert_eq!((live[0].0.run_id.as_str(), &live[0].1), ("old", &None));
+    let entry = store.get(&k("agent:main:main")).await.unwrap().unwrap();
+    assert_eq!(entry.last_model, None);
     store.close().await;
     let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
 }

@@ -91,7 +91,7 @@ impl SessionsHistory {
         .await?;
         let capped = cap(page.messages.into_iter().map(with_seq).collect());
         Ok(HistoryResult {
-            session_key: row(&entry, ctx.store()).key,
+            session_key: row(&entry, ctx.store(), &self.0.config).key,
             messages: capped.messages,
             // Anything cut or dropped, as the reference counts it; the finer fields say which.
             truncated: capped.dropped > 0 || capped.content_truncated || capped.stripped,

@@ -103,7 +103,10 @@ impl SessionsList {
             .await
             .map_err(store_failure)?;
 
-        let mut rows: Vec<_> = entries.iter().map(|e| row(e, ctx.store())).collect();
+        let mut rows: Vec<_> = entries
+            .iter()
+            .map(|e| row(e, ctx.store(), config))
+            .collect();
         if message_limit > 0 && !entries.is_empty() {
             // One batched query for every row.
             let ids = entries.iter().map(|e| e.session_id.clone()).collect();

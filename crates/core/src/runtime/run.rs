@@ -439,6 +439,8 @@ impl Turn<'_> {
             }),
             context_tokens: Patch::Set(response.usage.input + response.usage.output),
             last_model: Patch::Set(self.target.reference.clone()),
+            // The model has now seen the session's system prompt, if it has one.
+            system_sent: (!request.system.is_empty()).then_some(true),
             ..EntryPatch::default()
         };
         let turn = vec![

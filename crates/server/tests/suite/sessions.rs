@@ -439,10 +439,18 @@ async fn rows_carry_the_effective_model() {
     let outcome = gw
         .call(
             "agent",
-            json!({"sessionKey": "ran", "message": "hi", "model": "builtin/echo"}),
+            json!({"sessionKey": "ran", "message": "hi", "model": "builtin/echo",
+                   "extraSystemPrompt": "Be brief."}),
         )
         .await;
     assert_eq!(outcome["status"], "ok", "{outcome}");
     assert_eq!(model_of("ran").await, "builtin/echo");
+    // systemSent: true once a model call carried a system prompt, absent before.
+    let row_of = async |key: &str| {
+        let list = gw.call("sessions.list", json!({"search": key})).await;
+        list["sessions"][0].clone()
+    };
+    assert_eq!(row_of("ran").await["systemSent"], true);
+    assert!(row_of("fresh").await.get("systemSent").is_none());
     gw.stop().await;
 }

@@ -181,9 +181,9 @@ fn cap(messages: Vec<Value>) -> Capped {
     let (mut content_truncated, mut stripped) = (false, false);
     let mut trimmed: Vec<(Value, usize)> = Vec::with_capacity(messages.len());
     for message in messages {
-        stripped |= carries_heavy(&message);
-        let (mut message, cut) = sanitize(message);
-        content_truncated |= cut;
+        let (mut message, trim) = sanitize(message);
+        content_truncated |= trim.cut;
+        stripped |= trim.stripped;
         let mut size = json_len(&message);
         // `[` + `]`: a message over this could never be returned, whatever the limit.
         if size > MAX_BYTES - 2 {
@@ -254,90 +254,88 @@ fn placeholder(message: &Value, bytes: usize) -> Value {
     out
 }
 
-/// A message without heavy fields and with long texts cut; `true` when text was cut. Used for the
+/// What [`sanitize`] did to a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Trim {
+    /// A text was cut (or arguments shortened).
+    pub cut: bool,
+    /// A heavy field was removed (usage, cost, details, a signature, image data).
+    pub stripped: bool,
+}
+
+impl std::ops::BitOrAssign for Trim {
+    fn bitor_assign(&mut self, other: Self) {
+        self.cut |= other.cut;
+        self.stripped |= other.stripped;
+    }
+}
+
+/// Heavy fields of a message, and of a content block.
+const HEAVY: [&str; 3] = ["usage", "cost", "details"];
+const HEAVY_IN_BLOCK: [&str; 6] = [
+    "thinkingSignature",
+    "signature",
+    "textSignature",
+    "details",
+    "usage",
+    "cost",
+];
+
+/// Removes `fields` from `map`; true when one was there.
+fn strip(map: &mut Map<String, Value>, fields: &[&str]) -> bool {
+    fields
+        .iter()
+        .fold(false, |stripped, f| map.remove(*f).is_some() | stripped)
+}
+
+/// A message without heavy fields and with long texts cut, and what was done. Used for the
 /// messages of `sessions_list` rows too.
-pub(crate) fn sanitize(mut message: Value) -> (Value, bool) {
-    let mut cut = false;
+pub(crate) fn sanitize(mut message: Value) -> (Value, Trim) {
+    let mut trim = Trim::default();
     if let Value::Object(map) = &mut message {
-        for heavy in ["usage", "cost", "details"] {
-            map.remove(heavy);
-        }
+        trim.stripped = strip(map, &HEAVY);
         if let Some(content) = map.get_mut("content") {
-            cut |= sanitize_content(content);
+            trim |= sanitize_content(content);
         }
         if let Some(Value::String(error)) = map.get_mut("errorMessage") {
-            cut |= cut_text(error);
+            trim.cut |= cut_text(error);
         }
     }
-    (message, cut)
+    (message, trim)
 }
 
-/// Whether [`sanitize`] will remove a heavy field from `message` (at its top, in its blocks, or
-/// in a tool result's nested blocks).
-fn carries_heavy(message: &Value) -> bool {
-    const TOP: [&str; 3] = ["usage", "cost", "details"];
-    const BLOCK: [&str; 6] = [
-        "thinkingSignature",
-        "signature",
-        "textSignature",
-        "details",
-        "usage",
-        "cost",
-    ];
-    fn block_heavy(block: &Value) -> bool {
-        let Value::Object(map) = block else {
-            return false;
-        };
-        let data = |m: &Map<String, Value>| matches!(m.get("data"), Some(Value::String(_)));
-        BLOCK.iter().any(|k| map.contains_key(*k))
-            || (map.get("type").and_then(Value::as_str) == Some("image")
-                && (data(map) || matches!(map.get("source"), Some(Value::Object(s)) if data(s))))
-            || map.get("content").is_some_and(content_heavy)
-    }
-    fn content_heavy(content: &Value) -> bool {
-        matches!(content, Value::Array(blocks) if blocks.iter().any(block_heavy))
-    }
-    let Value::Object(map) = message else {
-        return false;
-    };
-    TOP.iter().any(|k| map.contains_key(*k)) || map.get("content").is_some_and(content_heavy)
-}
-
-fn sanitize_content(content: &mut Value) -> bool {
+fn sanitize_content(content: &mut Value) -> Trim {
     match content {
-        Value::String(text) => cut_text(text),
-        Value::Array(blocks) => blocks
-            .iter_mut()
-            .fold(false, |cut, block| sanitize_block(block) | cut),
-        _ => false,
+        Value::String(text) => Trim {
+            cut: cut_text(text),
+            stripped: false,
+        },
+        Value::Array(blocks) => blocks.iter_mut().fold(Trim::default(), |mut trim, block| {
+            trim |= sanitize_block(block);
+            trim
+        }),
+        _ => Trim::default(),
     }
 }
 
-fn sanitize_block(block: &mut Value) -> bool {
+fn sanitize_block(block: &mut Value) -> Trim {
     let Value::Object(map) = block else {
-        return false;
+        return Trim::default();
     };
-    for heavy in [
-        "thinkingSignature",
-        "signature",
-        "textSignature",
-        "details",
-        "usage",
-        "cost",
-    ] {
-        map.remove(heavy);
-    }
-    let mut cut = false;
+    let mut trim = Trim {
+        cut: false,
+        stripped: strip(map, &HEAVY_IN_BLOCK),
+    };
     for field in ["text", "thinking"] {
         if let Some(Value::String(text)) = map.get_mut(field) {
-            cut |= cut_text(text);
+            trim.cut |= cut_text(text);
         }
     }
     match map.get("type").and_then(Value::as_str) {
         Some("image") => {
-            omit_data(map);
+            trim.stripped |= omit_data(map);
             if let Some(Value::Object(source)) = map.get_mut("source") {
-                omit_data(source);
+                trim.stripped |= omit_data(source);
             }
         }
         Some("toolCall") => {
@@ -347,7 +345,7 @@ fn sanitize_block(block: &mut Value) -> bool {
                     let mut text = raw;
                     cut_text(&mut text);
                     *arguments = Value::String(text);
-                    cut = true;
+                    trim.cut = true;
                 }
             }
         }
@@ -355,17 +353,20 @@ fn sanitize_block(block: &mut Value) -> bool {
     }
     // Tool results nest content blocks.
     if let Some(inner) = map.get_mut("content") {
-        cut |= sanitize_content(inner);
+        trim |= sanitize_content(inner);
     }
-    cut
+    trim
 }
 
-fn omit_data(map: &mut Map<String, Value>) {
+/// Replaces image data with its size; true when there was data.
+fn omit_data(map: &mut Map<String, Value>) -> bool {
     if let Some(data) = map.get_mut("data")
         && let Value::String(raw) = data
     {
         *data = json!({"omitted": true, "bytes": raw.len()});
+        return true;
     }
+    false
 }
 
 /// Cuts `text` to [`MAX_TEXT_CHARS`] characters plus a visible marker; `true` when it was cut.
@@ -386,7 +387,7 @@ mod tests {
     #[test]
     fn heavy_fields_go_and_long_text_is_cut_with_a_marker() {
         let long = "x".repeat(10_000);
-        let (m, cut) = sanitize(json!({
+        let (m, trim) = sanitize(json!({
             "role": "assistant",
             "content": [
                 {"type": "text", "text": long},
@@ -396,7 +397,7 @@ mod tests {
             "usage": {"input": 1, "cost": {"total": 1}},
             "stopReason": "stop", "timestamp": 1, "seq": 3,
         }));
-        assert!(cut);
+        assert!(trim.cut && trim.stripped);
         let text = m["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.ends_with("… [truncated 6000 chars]"), "{text}");
         assert_eq!(
@@ -409,8 +410,8 @@ mod tests {
             m["content"][2]["data"],
             json!({"omitted": true, "bytes": 8})
         );
-        let (short, cut) = sanitize(json!({"role": "user", "content": "hi", "timestamp": 1}));
-        assert!(!cut);
+        let (short, trim) = sanitize(json!({"role": "user", "content": "hi", "timestamp": 1}));
+        assert_eq!(trim, Trim::default());
         assert_eq!(short["content"], "hi");
     }
 

@@ -3,9 +3,11 @@
 //! `stopReason: "aborted"` keeps whatever was streamed (empty when nothing was) and says why.
 
 use switchboard_protocol::message::{
-    AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
+    ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
 };
 
+use super::providers::ModelResponse;
+use super::run::assistant_message;
 use crate::store::StoredMessage;
 
 /// Tool calls of the transcript's last assistant message that have no result after it:
@@ -62,15 +64,18 @@ pub(super) fn closing_messages(
         true => Vec::new(),
         false => vec![ContentBlock::text(streamed.text.to_string())],
     };
-    messages.push(TranscriptMessage::Assistant(AssistantMessage {
+    let cut = ModelResponse {
         content,
-        provider: streamed.provider.to_string(),
-        model: streamed.model.to_string(),
         usage: Usage::default(),
         stop_reason: StopReason::Aborted,
-        error_message: Some(reason.to_string()),
-        timestamp: now,
-    }));
+    };
+    messages.push(assistant_message(
+        streamed.provider,
+        streamed.model,
+        &cut,
+        Some(reason),
+        now,
+    ));
     messages
 }
 

@@ -582,7 +582,7 @@ fn system_prompt(agent: Option<&str>, extra: Option<&str>) -> String {
     parts.join("\n\n")
 }
 
-fn assistant_message(
+pub(super) fn assistant_message(
     provider: &str,
     model: &str,
     response: &ModelResponse,

@@ -24,8 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use switchboard_core::config::normalize_origin;
-use switchboard_protocol::frames::RpcResponse;
-use switchboard_protocol::{ErrorCode, ErrorShape};
+use switchboard_protocol::ErrorCode;
 
 use crate::ServerState;
 
@@ -47,12 +46,7 @@ pub(crate) fn refusal(
         });
         return (status, axum::Json(body)).into_response();
     }
-    let body = RpcResponse {
-        ok: false,
-        payload: None,
-        error: Some(ErrorShape::new(code, message)),
-    };
-    (status, axum::Json(body)).into_response()
+    crate::http::failure(status, code, message)
 }
 
 /// The middleware: refuses a request from a browser page the gateway does not trust.

@@ -22,7 +22,8 @@ fn reply(status: StatusCode, body: RpcResponse) -> Response {
     (status, Json(body)).into_response()
 }
 
-fn failure(status: StatusCode, code: ErrorCode, message: String) -> Response {
+/// A refusal in the gateway's error shape: `{ok: false, error: {code, message}}`.
+pub(crate) fn failure(status: StatusCode, code: ErrorCode, message: String) -> Response {
     reply(
         status,
         RpcResponse {

@@ -103,10 +103,11 @@ impl Driver {
             }
             ExchangeState::Replying => {
                 x.turn += 1;
-                if ends_exchange(&reply) || x.turn >= turns {
+                let ends = ends_exchange(&reply);
+                if ends || x.turn >= turns {
                     x.state = ExchangeState::Announcing;
                 }
-                if !ends_exchange(&reply) {
+                if !ends {
                     x.latest = Some(reply);
                 }
             }

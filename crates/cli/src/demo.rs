@@ -250,14 +250,8 @@ impl Demo {
         outln!("  Then, in the background: the reply-back loop (turn 1 in main, turn 2 in");
         outln!("  research, whose REPLY_SKIP ends it), then the announce step in research");
         outln!("  (no channel route, so it stays recorded in research's transcript).");
-        let research = self
-            .wait_for(RESEARCH, "the announce step", research_seen, |new| {
-                let announced = new.iter().position(|m| {
-                    m["role"] == "user" && message_text(m).starts_with("[announce step]")
-                });
-                announced.is_some_and(|i| new[i + 1..].iter().any(|m| m["role"] == "assistant"))
-            })
-            .await?;
+        self.wait_for_exchange(str_of(&result, "runId")).await?;
+        let research = self.transcript(RESEARCH).await?.split_off(research_seen);
         let main = self.transcript("main").await?;
         outln!("  research transcript, new messages:");
         print_messages(&research);
@@ -337,6 +331,23 @@ impl Demo {
 
     /// Polls `key`'s transcript until the messages after the first `seen` satisfy `done`;
     /// answers those messages.
+    /// Polls `exchanges.get` until the exchange of the send `id` ended (done or failed).
+    async fn wait_for_exchange(&mut self, id: &str) -> Result<()> {
+        let deadline = Instant::now() + STEP_DEADLINE;
+        loop {
+            let x = self.call("exchanges.get", json!({"id": id})).await?;
+            match x["state"].as_str() {
+                Some("done") => return Ok(()),
+                Some("failed") => bail!("the exchange failed: {}", str_of(&x, "detail")),
+                _ if Instant::now() >= deadline => bail!(
+                    "the exchange did not end within {}s",
+                    STEP_DEADLINE.as_secs()
+                ),
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
     async fn wait_for(
         &mut self,
         key: &str,

@@ -61,7 +61,6 @@ fn the_demo_shows_every_session_tool_and_exits_0() {
         "reply: research here. On \"Is the 14:02 deploy done?\"",
         "#3 user (from agent:main:main): Thanks, research: noted.",
         "#4 assistant: REPLY_SKIP",
-        "user (from agent:main:main): [announce step]",
         "assistant: Announcement: main asked about the 14:02 deploy",
         // a spawn, accepted, and its report in main
         "[4/4] sessions_spawn",

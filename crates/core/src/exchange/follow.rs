@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{agent_provenance, context_block};
+use super::agent_provenance;
+use super::prompts::{Sides, channel};
 use crate::access::{self, SendDecision};
 use crate::config::Config;
-use crate::delivery::replies::{ANNOUNCE_SKIP, REPLY_SKIP, ends_exchange, is_silent};
+use crate::delivery::replies::{ANNOUNCE_SKIP, ends_exchange, is_silent};
 use crate::error::CoreError;
 use crate::ids::RunId;
 use crate::runtime::lanes::Lane;
@@ -91,6 +92,10 @@ impl Driver {
         }
         let reply = run.result.clone().unwrap_or_default();
         let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
+        // Whether the next step's session gets a user message: a reply turn always does (the
+        // other side's latest reply); the announce only when the requester spoke last and the
+        // target has not seen it (the loop stopped at its turn limit on a requester's turn).
+        let mut with_message = true;
         match x.state {
             ExchangeState::Primary => {
                 x.round1 = Some(reply.clone());
@@ -100,12 +105,14 @@ impl Driver {
                     true => ExchangeState::Replying,
                     false => ExchangeState::Announcing,
                 };
+                with_message = loops;
             }
             ExchangeState::Replying => {
                 x.turn += 1;
                 let ends = ends_exchange(&reply);
                 if ends || x.turn >= turns {
                     x.state = ExchangeState::Announcing;
+                    with_message = !ends && x.turn % 2 == 1;
                 }
                 if !ends {
                     x.latest = Some(reply);
@@ -124,7 +131,7 @@ impl Driver {
         }
         x.previous_run = Some(run.run_id);
         x.attempt = 1;
-        self.start_step(x, true).await
+        self.start_step(x, with_message).await
     }
 
     /// Commits the current step's run together with the record, once the step's target and
@@ -159,69 +166,60 @@ impl Driver {
         }
     }
 
-    /// The run of the record's current step: its message (unless it is in the transcript
-    /// already), its system-prompt block, and for the announce its delivery.
+    /// The run of the record's current step: its message (the other side's text, unless it is
+    /// in the transcript already or there is none), its system-prompt block (every instruction
+    /// of the step), and for the announce its delivery.
     pub(super) async fn step_request(
         &self,
         x: &ExchangeRecord,
         with_message: bool,
     ) -> Result<RunRequest, Stop> {
-        let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
         let (requester, target) = (&x.requester_key, &x.target_key);
         let latest = x.latest.as_deref().unwrap_or_default();
         let primary = RunId::from_string(x.id.clone());
         let previous = x.previous_run.clone().unwrap_or_else(|| primary.clone());
+        let target_entry = self.entry(target).await?;
+        let requester_entry = match x.state {
+            ExchangeState::Primary => self.store.get(requester).await.ok().flatten(),
+            _ => Some(self.entry(requester).await?),
+        };
+        let sides = Sides {
+            requester,
+            requester_channel: requester_entry.as_ref().map(channel),
+            target,
+            target_channel: channel(&target_entry),
+        };
         let (to, from, from_run, text, block, deliver) = match x.state {
             ExchangeState::Primary => {
-                let target_entry = self.entry(target).await?;
-                let requester_entry = self.store.get(requester).await.ok().flatten();
-                let block = context_block(requester, requester_entry.as_ref(), &target_entry);
+                let block = sides.primary_block();
                 let from_run = x.requester_run.clone();
                 (target, requester, from_run, x.message.clone(), block, None)
             }
             ExchangeState::Replying => {
                 let turn = x.turn + 1;
-                let (to, from) = match turn % 2 == 1 {
-                    true => (requester, target),
-                    false => (target, requester),
-                };
-                let block = format!(
-                    "Agent-to-agent reply exchange with session {}. Turn {turn} of {turns}. The \
-                     user message is its latest reply. Reply to continue the exchange, or reply \
-                     exactly {REPLY_SKIP} to stop it.",
-                    from.display()
-                );
+                let turns = self.config.session.agent_to_agent.max_ping_pong_turns;
+                let block = sides.turn_block(turn, turns);
+                let (to, from) = sides.turn_sides(turn);
                 (to, from, previous, latest.to_string(), block, None)
             }
             _ => {
-                let block = format!(
-                    "Agent-to-agent announce step. Session {} asked: {}\nRound-1 reply: {}\n\
-                     Latest reply: {latest}\nReply exactly {ANNOUNCE_SKIP} to stay silent; \
-                     anything else is posted to this session's channel.",
-                    requester.display(),
-                    x.message,
-                    x.round1.as_deref().unwrap_or_default(),
-                );
-                let text = "[announce step] Write the announcement of this exchange for this \
-                            session's channel, or reply ANNOUNCE_SKIP.";
+                let round1 = x.round1.as_deref().unwrap_or_default();
+                let block = sides.announce_block(&x.message, round1, latest);
                 let deliver = Deliver {
                     kind: "announce",
                     route: None,
                 };
-                (
-                    target,
-                    requester,
-                    primary,
-                    text.to_string(),
-                    block,
-                    Some(deliver),
-                )
+                let text = latest.to_string();
+                (target, requester, previous, text, block, Some(deliver))
             }
         };
         if x.state != ExchangeState::Primary {
-            let entry = self.entry(to).await?;
+            let entry = match to == target {
+                true => Some(&target_entry),
+                false => requester_entry.as_ref(),
+            };
             if let SendDecision::Deny { reason } =
-                access::send_policy(&self.config, to.as_str(), Some(&entry))
+                access::send_policy(&self.config, to.as_str(), entry)
             {
                 return Err(Stop::Failed(reason));
             }

@@ -30,6 +30,7 @@
 //! aborted turn) ends the exchange `failed` with the reason kept in the record.
 
 mod follow;
+mod prompts;
 
 use std::sync::Arc;
 
@@ -223,32 +224,6 @@ fn agent_provenance(from: &SessionKey, run: &RunId) -> Provenance {
         run_id: Some(run.as_str().to_string()),
         ..Provenance::default()
     }
-}
-
-/// The agent-to-agent block of the target run's system prompt: who sends, to whom, on which
-/// channels.
-fn context_block(
-    requester_key: &SessionKey,
-    requester: Option<&SessionEntry>,
-    target: &SessionEntry,
-) -> String {
-    format!(
-        "Agent-to-agent message: session {} (channel {}) sent you the message below. You are \
-         session {} (channel {}). Answer it as its agent; your reply is returned to the sender.",
-        requester_key.display(),
-        requester.map(channel).unwrap_or_else(|| "unknown".into()),
-        target.key.display(),
-        channel(target),
-    )
-}
-
-fn channel(entry: &SessionEntry) -> String {
-    entry
-        .channel
-        .clone()
-        .or_else(|| entry.last_channel.clone())
-        .or_else(|| entry.key.channel().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Why this send must not start, if it must not: a waiting send into its own chain, or too many

@@ -215,8 +215,7 @@ async fn an_exchange_cut_off_mid_loop_runs_the_step_again_and_announces_once() {
     })
     .await;
     assert_eq!((step.state.as_str(), step.attempt), ("replying", 1));
-    // Run again, the step is past its one rule step (an assistant message is after its user
-    // message): the default reply answers it.
+    // Run again without its hanging rule, the step is answered by the default rule.
     w.config = exchange_config("@default @reply t2");
     let w = w.restart(None).await;
 
@@ -251,7 +250,9 @@ async fn an_exchange_cut_off_mid_loop_runs_the_step_again_and_announces_once() {
         [
             "assistant aborted: ",
             "assistant stop: t2",
-            "user : [announce step] Write the announcement of this exchange for this session's channel, or reply ANNOUNCE_SKIP.",
+            // The loop stopped at its limit on main's turn: main's reply is the announce's
+            // user message.
+            "user : t3",
             "assistant stop: Posted: the end",
         ]
     );

@@ -128,7 +128,7 @@ impl Harness {
     }
 }
 
-fn mock_config(mock: &MockLlm, api: ProviderApi, stream: bool) -> Config {
+pub(super) fn mock_config(mock: &MockLlm, api: ProviderApi, stream: bool) -> Config {
     let mut config = Config::default();
     let base_url = match api {
         ProviderApi::OpenAiCompletions => mock.openai_base_url(),

@@ -98,16 +98,19 @@ async fn a_waiting_send_answers_ok_with_the_targets_reply_and_records_provenance
     );
     assert_eq!(result["sessionKey"], "agent:main:helper");
     let helper = w.settle("helper").await;
-    // The message arrived as a user message from main, with provenance; then the announce step.
+    // The message arrived as a user message from main, with provenance; then the announce
+    // step, which adds no user message (the target saw every reply), stayed silent: the
+    // scripted model answers ANNOUNCE_SKIP when a step offers it.
     assert_eq!(helper[0]["provenance"]["kind"], "agent");
     assert_eq!(helper[0]["provenance"]["fromSessionKey"], "agent:main:main");
     assert_eq!(helper[0]["provenance"]["runId"], json!(record.run_id));
-    assert_eq!(helper[1]["content"][0]["text"], "pong from helper");
-    assert!(
-        helper[2]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("[announce step]")
+    assert_eq!(
+        texts(&helper),
+        [
+            "user: @reply pong from helper",
+            "assistant: pong from helper",
+            "assistant: ANNOUNCE_SKIP"
+        ]
     );
 }
 
@@ -170,30 +173,31 @@ async fn a_caller_that_stops_waiting_gets_a_timeout_and_the_run_and_its_follow_u
     // The run goes on, and so does what follows it (here the announce step).
     let slow = w.settle("slow").await;
     assert_eq!(texts(&slow)[1], "assistant: finally");
-    assert!(
-        texts(&slow)[2].starts_with("user: [announce step]"),
-        "{:?}",
-        texts(&slow)
-    );
+    assert_eq!(texts(&slow)[2..], ["assistant: ANNOUNCE_SKIP"]);
+}
+
+/// main sends `@reply r1` to `peer` with `M` reply-back turns; both transcripts once settled.
+async fn exchange(prompt: &str, turns: u32) -> (Vec<String>, Vec<Value>) {
+    let w = world(prompt, |c| {
+        c.session.agent_to_agent.max_ping_pong_turns = turns
+    })
+    .await;
+    w.create("peer").await;
+    let message = send(json!({"sessionKey": "peer", "message": "@reply r1"}));
+    w.turn("main", &message).await;
+    let peer = w.settle("peer").await;
+    (texts(&w.settle("main").await), peer)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() {
     // Every reply-back turn answers with its turn number; turn 3 says REPLY_SKIP.
     let prompt = "@when \"Turn 3 of\" @reply REPLY_SKIP\n@when \"Turn 1 of\" @reply t1\n@when \"Turn 2 of\" @reply t2\n@when \"Turn 4 of\" @reply t4\n@when \"announce step\" @reply ANNOUNCE_SKIP";
-    let w = world(prompt, |c| c.session.agent_to_agent.max_ping_pong_turns = 5).await;
-    w.create("peer").await;
-    w.turn(
-        "main",
-        &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
-    )
-    .await;
-    let peer = w.settle("peer").await;
-    let main = w.settle("main").await;
+    let (main, peer) = exchange(prompt, 5).await;
     // main: its own turn (user, call, result, reply), then turn 1 (peer's r1 in, "t1" out), then
     // turn 3 (peer's t2 in, REPLY_SKIP out).
     assert_eq!(
-        texts(&main)[4..],
+        main[4..],
         [
             "user: r1",
             "assistant: t1",
@@ -203,31 +207,35 @@ async fn the_reply_back_loop_alternates_and_stops_on_reply_skip_or_at_m_turns() 
     );
     // peer: the request and r1, turn 2 (t1 in, t2 out), then the announce step, skipped.
     assert_eq!(
-        texts(&peer)[1..4],
-        ["assistant: r1", "user: t1", "assistant: t2"]
+        texts(&peer)[1..],
+        [
+            "assistant: r1",
+            "user: t1",
+            "assistant: t2",
+            "assistant: ANNOUNCE_SKIP"
+        ]
     );
-    assert!(texts(&peer)[4].starts_with("user: [announce step]"));
-    assert_eq!(texts(&peer)[5], "assistant: ANNOUNCE_SKIP");
-    assert_eq!(peer.len(), 6);
 
     // At M turns the loop stops by itself: with M = 2 no REPLY_SKIP is needed.
-    let prompt = "@when \"Turn 1 of 2\" @reply t1\n@when \"Turn 2 of 2\" @reply t2\n@when \"announce step\" @reply Posted: {{user}}";
-    let w = world(prompt, |c| c.session.agent_to_agent.max_ping_pong_turns = 2).await;
-    w.create("peer").await;
-    w.turn(
-        "main",
-        &send(json!({"sessionKey": "peer", "message": "@reply r1"})),
-    )
-    .await;
-    let peer = w.settle("peer").await;
-    assert_eq!(texts(&peer)[2..4], ["user: t1", "assistant: t2"]);
-    // The announce is given (not skipped) and stays in the target transcript: no channel route.
-    assert!(
-        texts(&peer)[5].starts_with("assistant: Posted: [announce step]"),
-        "{:?}",
-        texts(&peer)
+    let posted = "@when \"announce step\" @reply Posted: {{user}}";
+    let prompt =
+        format!("@when \"Turn 1 of 2\" @reply t1\n@when \"Turn 2 of 2\" @reply t2\n{posted}");
+    let (main, peer) = exchange(&prompt, 2).await;
+    // The target saw every reply: the announce adds no user message. It is given (not skipped)
+    // and stays in the target transcript: no channel route.
+    assert_eq!(
+        texts(&peer)[2..],
+        ["user: t1", "assistant: t2", "assistant: Posted: t1"]
     );
-    assert_eq!(w.settle("main").await.len(), 6);
+    assert_eq!(main.len(), 6);
+
+    // With M = 1 the requester spoke last: its reply is the announce's user message.
+    let (_, peer) = exchange(&format!("@when \"Turn 1 of 1\" @reply t1\n{posted}"), 1).await;
+    assert_eq!(
+        texts(&peer)[1..],
+        ["assistant: r1", "user: t1", "assistant: Posted: t1"]
+    );
+    assert_eq!(peer[2]["provenance"]["fromSessionKey"], "agent:main:main");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,7 +263,8 @@ async fn a_waiting_chain_back_to_its_start_is_refused_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fire_and_forget_loop_is_stopped_by_max_hops() {
     // Whatever a session receives from another agent, it forwards to the other session.
-    let prompt = "@when \"You are session agent:main:a \" @tool sessions_send {\"sessionKey\": \"agent:main:b\", \"message\": \"go\", \"timeoutSeconds\": 0}\n@when \"You are session agent:main:b \" @tool sessions_send {\"sessionKey\": \"agent:main:a\", \"message\": \"go\", \"timeoutSeconds\": 0}\n@when \"announce step\" @reply ANNOUNCE_SKIP";
+    // (The announce rule comes first: the announce block names the session too.)
+    let prompt = "@when \"announce step\" @reply ANNOUNCE_SKIP\n@when \"You are session agent:main:a \" @tool sessions_send {\"sessionKey\": \"agent:main:b\", \"message\": \"go\", \"timeoutSeconds\": 0}\n@when \"You are session agent:main:b \" @tool sessions_send {\"sessionKey\": \"agent:main:a\", \"message\": \"go\", \"timeoutSeconds\": 0}";
     let w = world(prompt, |c| c.session.agent_to_agent.max_hops = 4).await;
     w.create("a").await;
     w.create("b").await;
@@ -551,5 +560,152 @@ async fn a_model_behind_a_mock_openai_server_calls_each_session_tool() {
         assert!(carried, "request {} carries the result of {id}", i + 1);
     }
     mock.assert_tool_results_answer_tool_calls();
+    mock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_default_scripted_model_the_loop_and_the_announce_skip_by_themselves() {
+    // The README tour: a send with the default settings (five reply-back turns offered).
+    let w = world("", |c| c.session.agent_to_agent.max_ping_pong_turns = 5).await;
+    w.create("dev").await;
+    w.turn(
+        "main",
+        &send(json!({"sessionKey": "dev", "message": "@reply hi from dev"})),
+    )
+    .await;
+    let dev = w.settle("dev").await;
+    assert_eq!(
+        texts(&dev),
+        [
+            "user: @reply hi from dev",
+            "assistant: hi from dev",
+            "assistant: ANNOUNCE_SKIP"
+        ]
+    );
+    let main = w.settle("main").await;
+    assert_eq!(
+        texts(&main)[4..],
+        ["user: hi from dev", "assistant: REPLY_SKIP"]
+    );
+}
+
+/// The user-role messages of a transcript, as text.
+fn user_texts(t: &[Value]) -> Vec<String> {
+    texts(t)
+        .into_iter()
+        .filter_map(|m| m.strip_prefix("user: ").map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_instruction_is_in_the_system_block_and_user_messages_carry_the_other_sides_text()
+ {
+    use switchboard_core::config::ProviderApi;
+    use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+    let mock = MockLlm::start().await;
+    let mut config = super::runtime::mock_config(&mock, ProviderApi::AnthropicMessages, false);
+    config.session.agent_to_agent.max_ping_pong_turns = 1;
+    let w = TestEngine::open(config).await;
+    w.create("discord:group:dev").await;
+    let args = json!({"sessionKey": "discord:group:dev", "message": "status?"});
+    // main calls the tool; dev answers; main ends its turn; main's reply-back turn (1 of 1);
+    // the announce in dev. Each session runs one run at a time, so the order is fixed.
+    for reply in [
+        MockReply::ToolCalls(vec![MockToolCall::new(
+            "c1",
+            "sessions_send",
+            args.to_string(),
+        )]),
+        MockReply::text("all green"),
+        MockReply::text("thanks"),
+        MockReply::text("one more thing"),
+        MockReply::text("Announcement: dev is green"),
+    ] {
+        mock.push(reply);
+    }
+    w.turn("main", "ask dev").await;
+    let dev = w.settle("discord:group:dev").await;
+    let main = w.settle("main").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+    let system = |n: usize| {
+        requests[n].body["system"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let last_user = |n: usize| {
+        let m = requests[n].messages().last().unwrap().clone();
+        assert_eq!(m["role"], "user");
+        m["content"][0]["text"].as_str().unwrap().to_string()
+    };
+    // The reply-back turn, in main: dev's reply as the user message, the rest in the block.
+    assert_eq!(last_user(3), "all green");
+    for needle in [
+        "Turn 1 of 1: it is your turn",
+        "You are session agent:main:main (channel",
+        "the other side is session agent:main:discord:group:dev (channel discord)",
+        "reply exactly REPLY_SKIP to stop",
+    ] {
+        assert!(system(3).contains(needle), "{needle:?} in {}", system(3));
+    }
+    // The announce, in dev: main spoke last (the loop's limit), so its reply is the message.
+    assert_eq!(last_user(4), "one more thing");
+    for needle in [
+        "Agent-to-agent announce step. You are session agent:main:discord:group:dev (channel discord)",
+        "Session agent:main:main (channel",
+        "asked you:\nstatus?\nYour first reply:\nall green\nThe latest reply of the exchange:\none more thing",
+        "posted to your channel discord",
+        "reply exactly ANNOUNCE_SKIP to stay silent",
+    ] {
+        assert!(system(4).contains(needle), "{needle:?} in {}", system(4));
+    }
+    // No transcript reads like machinery: the user messages are the other side's words.
+    assert_eq!(user_texts(&dev), ["status?", "one more thing"]);
+    assert_eq!(user_texts(&main), ["ask dev", "all green"]);
+    assert_eq!(
+        texts(&dev).last().unwrap(),
+        "assistant: Announcement: dev is green"
+    );
+    mock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announce_after_the_targets_own_reply_adds_no_user_message_and_the_model_is_asked_anyway()
+ {
+    use switchboard_core::config::ProviderApi;
+    use switchboard_testkit::{MockLlm, MockReply};
+    let mock = MockLlm::start().await;
+    let config = super::runtime::mock_config(&mock, ProviderApi::AnthropicMessages, false);
+    let w = TestEngine::open(config).await;
+    w.create("main").await;
+    w.create("dev").await;
+    mock.push(MockReply::text("all green"));
+    mock.push(MockReply::text("REPLY_SKIP"));
+    mock.push(MockReply::text("ANNOUNCE_SKIP"));
+    let send = json!({"sessionKey": "dev", "message": "status?", "timeoutSeconds": 0});
+    let out = w.invoke("main", "sessions_send", send).await;
+    assert_eq!(out.content["status"], "accepted", "{}", out.content);
+    let dev = w.settle("dev").await;
+    assert_eq!(
+        texts(&dev),
+        [
+            "user: status?",
+            "assistant: all green",
+            "assistant: ANNOUNCE_SKIP"
+        ]
+    );
+    // The Anthropic request for the announce ends with a user turn asking for a reply (the API
+    // would take a trailing assistant turn as a prefill); the transcript does not carry it.
+    let announce = mock.requests()[2].clone();
+    let messages = announce.messages();
+    assert_eq!(messages[messages.len() - 2]["role"], "assistant");
+    assert_eq!(messages[messages.len() - 1]["role"], "user");
+    assert!(
+        announce.body["system"]
+            .as_str()
+            .unwrap()
+            .contains("announce step")
+    );
     mock.stop().await;
 }

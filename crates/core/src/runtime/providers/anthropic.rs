@@ -199,11 +199,21 @@ fn messages(transcript: &[TranscriptMessage]) -> Vec<Value> {
             _ => turns.push((role, blocks)),
         }
     }
+    // A run without a message of its own (an announce step after the session's own reply, a
+    // step run again after a stop) would end on an assistant turn, which the API takes as a
+    // prefill to continue. A neutral user turn asks for a new reply; the step's instructions
+    // are in the system prompt, and the transcript does not carry this turn.
+    if turns.last().is_some_and(|(role, _)| *role == "assistant") {
+        turns.push(("user", vec![json!({"type": "text", "text": CONTINUE})]));
+    }
     turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
 }
+
+/// The user turn after a transcript that ends with the assistant (see [`messages`]).
+const CONTINUE: &str = "(Your turn: answer as the system prompt asks.)";
 
 fn user_blocks(content: &UserContent) -> Vec<Value> {
     match content {
@@ -580,6 +590,31 @@ mod tests {
                     {"type": "text", "text": "c"},
                 ]}),
             ]
+        );
+    }
+
+    #[test]
+    fn a_transcript_ending_with_the_assistant_gets_a_user_turn_asking_for_a_reply() {
+        let reply = TranscriptMessage::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text("done")],
+            provider: String::new(),
+            model: String::new(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp: 0,
+        });
+        let out = messages(&[user("a"), reply]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[1]["role"], "assistant");
+        assert_eq!(
+            out[2],
+            json!({"role": "user", "content": [{"type": "text", "text": CONTINUE}]})
+        );
+        assert_eq!(
+            messages(&[user("a")]).len(),
+            1,
+            "no extra turn after a user one"
         );
     }
 

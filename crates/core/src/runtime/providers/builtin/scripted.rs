@@ -21,6 +21,16 @@ use super::{
 const GRAMMAR: &str = "@tool NAME {json} | @tools [{\"name\": \"NAME\", \"arguments\": {...}}, ...] \
      | @badtool NAME RAW | @reply TEXT | @error MESSAGE | @delay MS | @slow MS";
 
+/// The sentences by which the agent-to-agent steps offer a skip token, and the token the
+/// model then answers (docs/scripted-model.md, "Runtime steps").
+const SKIP_OFFERS: [(&str, &str); 2] = [
+    ("reply exactly REPLY_SKIP to stop", "REPLY_SKIP"),
+    (
+        "reply exactly ANNOUNCE_SKIP to stay silent",
+        "ANNOUNCE_SKIP",
+    ),
+];
+
 /// What the model does in one assistant turn.
 #[derive(Debug, Clone, PartialEq)]
 enum Step {
@@ -168,12 +178,7 @@ fn plan(request: &ModelRequest) -> Plan {
     let rules = Rules::parse(&request.system);
     let script = match script_of_user(&turn.user) {
         Err(error) => return Plan::now(Action::Text(explain(&error))),
-        Ok(script) if !script.is_empty() => script,
-        Ok(_) => match rules.matching() {
-            Err(error) => return Plan::now(Action::Text(explain(&error))),
-            Ok(Some(step)) => vec![Line::Step(step)],
-            Ok(None) => Vec::new(),
-        },
+        Ok(script) => script,
     };
     let (delay, pace) = modifiers(&script, turn.step);
     let next = script
@@ -186,7 +191,7 @@ fn plan(request: &ModelRequest) -> Plan {
     let action = match next {
         Some(step) => act(step, &turn),
         None if turn.after_tool_call => Action::Text(turn.result.clone().unwrap_or_default()),
-        None => match rules.default() {
+        None => match rules.unscripted() {
             Err(error) => return Plan::now(Action::Text(explain(&error))),
             Ok(Some(step)) => act(&step, &turn),
             Ok(None) => Action::Text(default_reply(&turn.user_prose())),
@@ -448,6 +453,22 @@ impl<'a> Rules<'a> {
         parse_step(directive)
             .map(Some)
             .map_err(|error| format!("system-prompt rule @when {needle:?}: {error}"))
+    }
+
+    /// The step when the message's script has none for this turn: the first matching `@when`,
+    /// else `@default`, else the skip token a runtime step offers (so a scripted agent ends a
+    /// reply-back loop and keeps an announce silent unless told otherwise).
+    fn unscripted(&self) -> Result<Option<Step>, String> {
+        if let Some(step) = self.matching()? {
+            return Ok(Some(step));
+        }
+        if let Some(step) = self.default()? {
+            return Ok(Some(step));
+        }
+        Ok(SKIP_OFFERS
+            .iter()
+            .find(|(offer, _)| self.rest.contains(offer))
+            .map(|(_, token)| Step::Reply(token.to_string())))
     }
 
     /// The `@default` step, if the system prompt has one.

@@ -385,6 +385,42 @@ async fn default_rule_applies_when_a_script_is_exhausted() {
 }
 
 #[tokio::test]
+async fn when_rules_apply_once_a_script_is_exhausted_before_the_default() {
+    let system = "@when \"announce step\" @reply posted\n@default @reply fallback\nannounce step";
+    let messages = vec![
+        user("@reply one"),
+        assistant(vec![ContentBlock::text("one")]),
+    ];
+    assert_eq!(reply(system, messages.clone()).await, "posted");
+    assert_eq!(
+        reply("@default @reply fallback", messages).await,
+        "fallback"
+    );
+}
+
+#[tokio::test]
+async fn an_offered_skip_token_is_the_answer_when_nothing_says_otherwise() {
+    let turn = "Turn 1 of 5. Reply to continue, or reply exactly REPLY_SKIP to stop it.";
+    let announce = "Announce step. Or reply exactly ANNOUNCE_SKIP to stay silent.";
+    assert_eq!(reply(turn, vec![user("hi")]).await, "REPLY_SKIP");
+    assert_eq!(reply(announce, vec![user("hi")]).await, "ANNOUNCE_SKIP");
+    // After its own reply, with no new message (the announce step): still the skip token.
+    let answered = vec![user("@reply hi"), assistant(vec![ContentBlock::text("hi")])];
+    assert_eq!(reply(announce, answered).await, "ANNOUNCE_SKIP");
+    // A script in the message, or a rule, says otherwise.
+    assert_eq!(reply(turn, vec![user("@reply more")]).await, "more");
+    let ruled = format!("@default @reply ack\n{turn}");
+    assert_eq!(reply(&ruled, vec![user("hi")]).await, "ack");
+    // Naming the token in another sentence (the sub-agent announce) offers nothing.
+    let other = "Reply exactly ANNOUNCE_SKIP to report nothing.";
+    assert!(
+        reply(other, vec![user("hi")])
+            .await
+            .starts_with("I am the scripted model")
+    );
+}
+
+#[tokio::test]
 async fn malformed_directives_are_explained_not_crashed() {
     let cases = [
         (

@@ -110,6 +110,6 @@ pub(super) fn accepted(run: Accepted) -> InboundAccepted {
     InboundAccepted {
         ok: true,
         run_id: run.run_id.into_string(),
-        session_key: run.session_key.into_string(),
+        session_key: run.session_key.display().to_string(),
     }
 }

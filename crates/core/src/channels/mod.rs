@@ -96,7 +96,7 @@ impl Channels {
                         .source_key
                         .as_ref()
                         .or(record.session_key.as_ref())
-                        .map(|k| k.as_str().to_string()),
+                        .map(|k| k.display().to_string()),
                     run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
                     ..Provenance::default()
                 };

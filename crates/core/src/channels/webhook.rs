@@ -265,7 +265,7 @@ pub(super) async fn send(
         to: record.to.clone(),
         thread_id: record.thread_id.clone(),
         text: record.text.clone(),
-        session_key: record.session_key.as_ref().map(|k| k.as_str().to_string()),
+        session_key: record.session_key.as_ref().map(|k| k.display().to_string()),
         run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
     };
     let mut request = http

@@ -201,7 +201,7 @@ impl Cron {
             ok: true,
             id: job.id,
             run_id: accepted.run_id.into_string(),
-            session_key: accepted.session_key.into_string(),
+            session_key: accepted.session_key.display().to_string(),
             status: "started".into(),
         })
     }

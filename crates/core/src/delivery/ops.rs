@@ -102,7 +102,7 @@ pub fn info(r: DeliveryRecord) -> DeliveryInfo {
         to: r.to,
         account_id: r.account_id,
         thread_id: r.thread_id,
-        session_key: r.session_key.map(String::from),
+        session_key: r.session_key.map(|k| k.display().to_string()),
         run_id: r.run_id.map(String::from),
         text: r.text,
         attempts: r.attempts,

@@ -204,8 +204,8 @@ impl Exchanges {
 fn info(r: ExchangeRecord) -> ExchangeInfo {
     ExchangeInfo {
         id: r.id,
-        requester_key: r.requester_key.into_string(),
-        target_key: r.target_key.into_string(),
+        requester_key: r.requester_key.display().to_string(),
+        target_key: r.target_key.display().to_string(),
         state: r.state.as_str().to_string(),
         turn: r.turn,
         step_run_id: r.step_run.as_str().to_string(),
@@ -220,7 +220,7 @@ fn info(r: ExchangeRecord) -> ExchangeInfo {
 fn agent_provenance(from: &SessionKey, run: &RunId) -> Provenance {
     Provenance {
         kind: "agent".into(),
-        from_session_key: Some(from.as_str().to_string()),
+        from_session_key: Some(from.display().to_string()),
         run_id: Some(run.as_str().to_string()),
         ..Provenance::default()
     }

@@ -179,7 +179,7 @@ impl Sessions {
             .transcript_path(&entry.agent_id, &entry.session_id);
         Ok(SessionsDeleteResult {
             ok: true,
-            key: entry.key.into_string(),
+            key: entry.key.display().to_string(),
             deleted: true,
             session_id: entry.session_id,
             archived_transcript_path: path.to_string_lossy().into_owned(),

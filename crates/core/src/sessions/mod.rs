@@ -133,7 +133,7 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
         last_channel: e.last_channel.clone(),
         last_to: e.last_to.clone(),
         delivery_context: e.delivery_context.clone(),
-        spawned_by: e.spawned_by.as_ref().map(|k| k.as_str().to_string()),
+        spawned_by: e.spawned_by.as_ref().map(|k| k.display().to_string()),
         archived_at: e.archived_at,
         transcript_path: store
             .transcript_path(&e.agent_id, &e.session_id)

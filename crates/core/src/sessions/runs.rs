@@ -46,7 +46,7 @@ impl Sessions {
         Ok(ChatSendAnswer::Started(ChatSendResult {
             run_id: accepted.run_id.into_string(),
             status: "started".into(),
-            session_key: accepted.session_key.into_string(),
+            session_key: accepted.session_key.display().to_string(),
         }))
     }
 
@@ -149,7 +149,7 @@ impl Sessions {
             ok: true,
             aborted: !aborted.is_empty(),
             run_ids: aborted.into_iter().map(RunId::into_string).collect(),
-            session_key: key.into_string(),
+            session_key: key.display().to_string(),
         })
     }
 
@@ -191,7 +191,7 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
     RunResult {
         run_id: r.run_id.into_string(),
         status,
-        session_key: r.session_key.into_string(),
+        session_key: r.session_key.display().to_string(),
         state,
         wait_timed_out: outcome.wait_timed_out,
         started_at: r.started_at,

@@ -159,7 +159,7 @@ impl Subagents {
 
         let provenance = Provenance {
             kind: "agent".into(),
-            from_session_key: Some(spawn.requester.as_str().to_string()),
+            from_session_key: Some(spawn.requester.display().to_string()),
             run_id: Some(spawn.requester_run.as_str().to_string()),
             ..Provenance::default()
         };

@@ -130,7 +130,7 @@ impl ToolInvoker {
             })
             .collect();
         Ok(ToolsListResult {
-            session_key: entry.key.into_string(),
+            session_key: entry.key.display().to_string(),
             tools,
         })
     }

@@ -11,7 +11,7 @@ use switchboard_protocol::events::{
 
 /// The events a run event becomes, on the server's clock `ts`.
 pub(super) fn run_events(event: &RunEvent, ts: i64) -> Vec<ServerEvent> {
-    let (run_id, key) = (event.run_id.as_str(), event.session_key.as_str());
+    let (run_id, key) = (event.run_id.as_str(), event.session_key.display());
     let agent = |stream: AgentStream| ServerEvent::Agent(AgentEvent::new(run_id, key, ts, stream));
     let chat = |state: ChatState, text: Option<&str>, error: Option<&str>| {
         ServerEvent::Chat(ChatEvent {

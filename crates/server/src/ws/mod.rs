@@ -366,7 +366,11 @@ fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Val
             subs.keys.remove(key);
         }
     }
-    let mut listed: Vec<String> = subs.keys.iter().cloned().collect();
+    let shown = |k: &String| match k.as_str() {
+        switchboard_core::keys::GLOBAL_KEY => switchboard_core::keys::DEFAULT_MAIN_KEY.to_string(),
+        _ => k.clone(),
+    };
+    let mut listed: Vec<String> = subs.keys.iter().map(shown).collect();
     listed.sort();
     methods::to_value(SessionsSubscribeResult {
         ok: true,

@@ -153,6 +153,23 @@ async fn a_frame_that_is_not_json_gets_an_error_and_the_connection_goes_on() {
         client.request("health", Value::Null).await.unwrap()["ok"],
         true
     );
+    // Before the handshake, a frame that is not JSON gets the same error, then a close whose
+    // reason says what the first frame must be.
+    let mut early = opened(&gw).await;
+    early.send_text("hello?".into()).await.unwrap();
+    let (errors, reason) = drain(&mut early).await;
+    assert!(
+        errors.len() == 1
+            && errors[0].message.starts_with("frame is not JSON")
+            && errors[0].message.contains(r#"expected {"type":"req""#),
+        "{errors:?}"
+    );
+    assert!(
+        reason
+            .as_deref()
+            .is_some_and(|r| r.contains("expected a connect request")),
+        "{reason:?}"
+    );
     gw.assert_serving().await;
     gw.stop().await;
 }

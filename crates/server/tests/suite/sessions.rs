@@ -454,3 +454,88 @@ async fn rows_carry_the_effective_model() {
     assert!(row_of("fresh").await.get("systemSent").is_none());
     gw.stop().await;
 }
+
+/// Every string in `value`, at any depth.
+fn strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn under_global_scope_no_answer_row_or_event_names_global() {
+    let mut config = Config::default();
+    config.session.scope = SessionScope::Global;
+    let gw = TestGateway::start_with(config).await;
+    let mut client = gw.client().await;
+    client
+        .request("sessions.subscribe", json!({"all": true}))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let sent = client
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": "@reply hi", "idempotencyKey": "g1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent["sessionKey"], "main");
+    strings(&sent, &mut seen);
+    // A sub-agent spawned from the shared bucket: its row's spawnedBy, the announce's
+    // provenance, the agent answer and the wait.
+    let spawn = "@tool sessions_spawn {\"task\": \"@reply Result: 42\"}\n@reply spawned";
+    let agent = client
+        .request(
+            "agent",
+            json!({"sessionKey": "agent:main:main", "message": spawn, "idempotencyKey": "g2"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(agent["sessionKey"], "main", "{agent}");
+    strings(&agent, &mut seen);
+    let run_id = agent["runId"].as_str().unwrap().to_string();
+    let waited = gw
+        .call("agent.wait", json!({"runId": run_id, "timeoutMs": 10000}))
+        .await;
+    assert_eq!(waited["sessionKey"], "main", "{waited}");
+    strings(&waited, &mut seen);
+    // Events of both runs, until the sub-agent's report reached main.
+    let history = loop {
+        let event = client.next_event().await.unwrap();
+        assert_ne!(event.payload["sessionKey"], "global", "{}", event.payload);
+        strings(&event.payload, &mut seen);
+        let history = gw.call("chat.history", json!({"sessionKey": "main"})).await;
+        let announced = history["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["provenance"]["kind"] == "subagent-announce");
+        if announced {
+            break history;
+        }
+    };
+    strings(&history, &mut seen);
+    let list = gw.call("sessions.list", json!({})).await;
+    let child = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["key"].as_str().unwrap().contains(":subagent:"))
+        .expect("the child is listed");
+    assert_eq!(child["spawnedBy"], "main", "{child}");
+    strings(&list, &mut seen);
+    for (tool, args) in [
+        ("sessions_list", json!({})),
+        ("sessions_history", json!({"sessionKey": "main"})),
+    ] {
+        let params = json!({"tool": tool, "args": args, "sessionKey": "main"});
+        strings(&gw.call("tools.invoke", params).await, &mut seen);
+    }
+    let leaks: Vec<&String> = seen.iter().filter(|s| s.contains("global")).collect();
+    assert!(leaks.is_empty(), "`global` reached the caller: {leaks:?}");
+    gw.stop().await;
+}

@@ -45,9 +45,11 @@ impl ToolOutput {
         }
     }
 
+    /// `{"status": "error", "error": message}`: the shape of every tool failure, so a model
+    /// (or an MCP client) reads every error the same way.
     pub fn error(message: impl Into<String>) -> Self {
         Self {
-            content: Value::String(message.into()),
+            content: serde_json::json!({"status": "error", "error": message.into()}),
             is_error: true,
         }
     }

@@ -229,8 +229,13 @@ async fn a_multi_step_tool_loop_in_both_wire_formats_streaming_and_not() {
                 "{case}"
             );
             // Malformed JSON, a missing field and an unknown tool come back as errors that say how
-            // to fix the call, and the run goes on.
-            let text = |i: usize| t[i]["content"][0]["text"].as_str().unwrap().to_string();
+            // to fix the call (each `{"status": "error", "error"}`), and the run goes on.
+            let text = |i: usize| {
+                let raw = t[i]["content"][0]["text"].as_str().unwrap();
+                let error: Value = serde_json::from_str(raw).unwrap();
+                assert_eq!(error["status"], "error", "{case}: {raw}");
+                error["error"].as_str().unwrap().to_string()
+            };
             assert_eq!(t[4]["isError"], true, "{case}");
             assert!(
                 text(4).contains("not valid JSON") && text(4).contains("\"key\""),

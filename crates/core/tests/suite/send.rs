@@ -709,3 +709,49 @@ async fn an_announce_after_the_targets_own_reply_adds_no_user_message_and_the_mo
     );
     mock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sessions_send_failure_reaches_the_model_as_an_object_with_status_and_error() {
+    use switchboard_core::config::ProviderApi;
+    use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+    let mock = MockLlm::start().await;
+    let config = super::runtime::mock_config(&mock, ProviderApi::OpenAiCompletions, true);
+    let w = TestEngine::open(config).await;
+    let calls = [
+        ("c1", "sessions_send", "{\"sessionKey\": \"x\",,"),
+        ("c2", "sessions_send", "{}"),
+        (
+            "c3",
+            "sessions_send",
+            "{\"sessionKey\": \"nope\", \"message\": \"hi\"}",
+        ),
+        ("c4", "sessions_sendd", "{}"),
+    ];
+    mock.push(MockReply::ToolCalls(
+        calls
+            .iter()
+            .map(|(id, name, args)| MockToolCall::new(*id, *name, *args))
+            .collect(),
+    ));
+    mock.push(MockReply::text("done"));
+    w.turn("main", "go").await;
+    let t = w.transcript("main").await;
+    let results: Vec<&Value> = t.iter().filter(|m| m["role"] == "toolResult").collect();
+    assert_eq!(results.len(), calls.len());
+    for (result, needle) in results.iter().zip([
+        "not valid JSON",
+        "message required",
+        "nope",
+        "Unknown tool \"sessions_sendd\"",
+    ]) {
+        let raw = result["content"][0]["text"].as_str().unwrap();
+        let answer: Value = serde_json::from_str(raw).unwrap_or_else(|_| panic!("not JSON: {raw}"));
+        assert_eq!(result["isError"], true, "{raw}");
+        assert_eq!(answer["status"], "error", "{raw}");
+        assert!(
+            answer["error"].as_str().unwrap().contains(needle),
+            "{needle:?} in {raw}"
+        );
+    }
+    mock.stop().await;
+}

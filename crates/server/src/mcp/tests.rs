@@ -29,13 +29,25 @@ fn a_tool_result_is_text_and_structured_content_with_its_error_flag() {
     assert_eq!(refused.is_error, Some(true));
     assert!(refused.structured_content.is_some());
 
-    // structuredContent must be an object: a plain-text error goes as text only.
-    let text = mcp_result(ToolOutput::error("The arguments of x were not valid JSON"));
-    assert_eq!(text.is_error, Some(true));
+    // Every tool error is an object, so it is structured content too.
+    let error = mcp_result(ToolOutput::error("The arguments of x were not valid JSON"));
+    assert_eq!(error.is_error, Some(true));
+    let expected = json!({"status": "error", "error": "The arguments of x were not valid JSON"});
+    assert_eq!(error.structured_content, Some(expected.clone()));
+    assert_eq!(
+        error.content[0].as_text().map(|t| t.text.as_str()),
+        Some(expected.to_string().as_str())
+    );
+
+    // structuredContent must be an object: a plain-text result goes as text only.
+    let text = mcp_result(ToolOutput {
+        content: json!("plain"),
+        is_error: false,
+    });
     assert_eq!(text.structured_content, None);
     assert_eq!(
         text.content[0].as_text().map(|t| t.text.as_str()),
-        Some("The arguments of x were not valid JSON")
+        Some("plain")
     );
 }
 

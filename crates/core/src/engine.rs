@@ -145,11 +145,8 @@ impl Engine {
         extra_tools: Vec<Arc<dyn Tool>>,
     ) -> CoreResult<Self> {
         let store: Arc<dyn Store> = Arc::new(sqlite.clone());
-        let (tasks, intake, stop) = (
-            TaskTracker::new(),
-            CancellationToken::new(),
-            CancellationToken::new(),
-        );
+        let tasks = TaskTracker::new();
+        let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
         let channels = Channels::new(config.clone(), store.clone(), clock.clone())
             .map_err(CoreError::Invalid)?;
@@ -206,6 +203,7 @@ impl Engine {
                 store.clone(),
                 runtime.clone(),
                 resolver.clone(),
+                outbox.clone(),
             )),
             cron: Cron::new(CronParts {
                 config: config.clone(),

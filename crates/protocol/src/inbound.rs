@@ -107,18 +107,23 @@ pub struct HookAgentParams {
 pub struct InboundAccepted {
     /// Always true.
     pub ok: bool,
-    /// The run the message started.
-    pub run_id: String,
+    /// The run the message started (none for a chat command such as `/send off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// The session it runs in (canonical key).
     pub session_key: String,
+    /// A chat command's confirmation or refusal, also delivered back to the chat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
 }
 
 impl InboundAccepted {
     pub fn new(run_id: impl Into<String>, session_key: impl Into<String>) -> Self {
         Self {
             ok: true,
-            run_id: run_id.into(),
+            run_id: Some(run_id.into()),
             session_key: session_key.into(),
+            reply: None,
         }
     }
 }

@@ -7,3 +7,4 @@ mod mcp;
 mod process;
 mod spawn;
 mod spawn_durability;
+mod warnings;

@@ -6,10 +6,14 @@
 use std::sync::Arc;
 
 use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
+use switchboard_protocol::sessions::DeliveryContext;
 
 use super::webhook::{self, Message, PAYLOAD_EXPECTED};
+use crate::access;
 use crate::config::Config;
+use crate::delivery::{Outbound, Outbox};
 use crate::error::{CoreError, CoreResult};
+use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
 use crate::sessions::Resolver;
@@ -21,6 +25,7 @@ pub struct Inbound {
     pub(super) store: Arc<dyn Store>,
     pub(super) runtime: Runtime,
     pub(super) resolver: Arc<Resolver>,
+    pub(super) outbox: Arc<Outbox>,
 }
 
 impl Inbound {
@@ -29,12 +34,14 @@ impl Inbound {
         store: Arc<dyn Store>,
         runtime: Runtime,
         resolver: Arc<Resolver>,
+        outbox: Arc<Outbox>,
     ) -> Self {
         Self {
             config,
             store,
             runtime,
             resolver,
+            outbox,
         }
     }
 
@@ -59,6 +66,15 @@ impl Inbound {
             .unwrap_or_else(|| self.config.default_agent_id());
         let key = message.session_key(&self.config, &agent_id, &account_id)?;
         let route = message.route(&account_id);
+        if let Some(command) = access::send_command(&message.text) {
+            let owner = account.owners.contains(&message.from);
+            let chat = Chat {
+                key,
+                route,
+                setting: format!("channels.webhook.accounts.{account_id}.owners"),
+            };
+            return self.send_command(chat, owner, command).await;
+        }
         // Nothing is stored for a message whose run could not be started any more.
         if self.runtime.is_closing() {
             return Err(CoreError::Unavailable(
@@ -105,11 +121,54 @@ impl Inbound {
     }
 }
 
+/// The chat a command came from.
+struct Chat {
+    key: SessionKey,
+    route: DeliveryContext,
+    /// The setting that names the chat's owners.
+    setting: String,
+}
+
+impl Inbound {
+    /// A standalone `/send on|off|inherit` from a chat: an owner's sets the session's override
+    /// (SPEC §8.2), anyone else's is refused; either way the answer goes back to the chat and no
+    /// run starts. The confirmation is not the session's delivery, so its send policy (perhaps
+    /// just set to deny) does not hold it back.
+    async fn send_command(
+        &self,
+        chat: Chat,
+        owner: bool,
+        command: Result<Option<&'static str>, String>,
+    ) -> CoreResult<InboundAccepted> {
+        let reply = match (owner, command) {
+            (false, _) => format!(
+                "Only an owner of this chat can change its send policy ({} lists them).",
+                chat.setting
+            ),
+            (true, Err(usage)) => usage,
+            (true, Ok(policy)) => self.resolver.set_send_override(&chat.key, policy).await?,
+        };
+        self.outbox
+            .deliver(Outbound {
+                kind: "command",
+                session_key: None,
+                source_key: Some(chat.key.clone()),
+                run_id: None,
+                route: Some(chat.route),
+                text: reply.clone(),
+                idempotency_key: None,
+            })
+            .await?;
+        Ok(InboundAccepted {
+            ok: true,
+            run_id: None,
+            session_key: chat.key.display().to_string(),
+            reply: Some(reply),
+        })
+    }
+}
+
 /// The 202 answer of an inbound door.
 pub(super) fn accepted(run: Accepted) -> InboundAccepted {
-    InboundAccepted {
-        ok: true,
-        run_id: run.run_id.into_string(),
-        session_key: run.session_key.display().to_string(),
-    }
+    InboundAccepted::new(run.run_id.into_string(), run.session_key.display())
 }

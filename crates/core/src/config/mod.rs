@@ -454,6 +454,9 @@ pub struct WebhookAccount {
     pub token: Option<String>,
     /// The agent that answers; absent = the default agent.
     pub agent_id: Option<String>,
+    /// Senders (`from`) who own this account's chats: they may use owner commands such as
+    /// `/send on|off|inherit`. Empty = nobody, through this channel.
+    pub owners: Vec<String>,
 }
 
 /// `channels.telegram`.

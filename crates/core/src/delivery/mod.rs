@@ -295,6 +295,10 @@ impl Outbox {
             ),
         };
         tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
+        if update.status == DeliveryStatus::Failed {
+            let reason = update.detail.as_deref().unwrap_or_default();
+            tracing::warn!(id = %record.id, kind = %record.kind, channel = %record.channel, %reason, "delivery failed");
+        }
         let mut ops = writes;
         ops.push(WriteOp::UpdateDelivery {
             id: record.id.clone(),

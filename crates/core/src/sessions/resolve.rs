@@ -17,7 +17,8 @@ use crate::access::{self, Operation, Requester, SendDecision, Target};
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, SessionKey};
-use crate::store::{NewSession, SessionEntry, Store, StoreError};
+use crate::store::{EntryPatch, NewSession, SessionEntry, Store, StoreError, WriteOp};
+use switchboard_protocol::sessions::Patch;
 
 /// A reference as a tool or a method gives it: a key (any accepted form, or a sessionId), or a
 /// label with an optional agent.
@@ -79,6 +80,31 @@ impl Resolver {
     /// What a new session at `key` starts with: agent, kind, channel and chat type from the key.
     pub fn new_session(&self, key: &SessionKey) -> NewSession {
         NewSession::for_key(key, &self.default_agent, &self.config.session.main_key)
+    }
+
+    /// Applies an owner's `/send on|off|inherit` (`policy`: the new override, `None` clears it)
+    /// to `key`, creating the session when it is new, in one commit; answers the confirmation
+    /// the chat is told.
+    pub async fn set_send_override(
+        &self,
+        key: &SessionKey,
+        policy: Option<&'static str>,
+    ) -> CoreResult<String> {
+        let patch = EntryPatch {
+            send_policy: policy.map_or(Patch::Clear, |p| Patch::Set(p.to_string())),
+            ..EntryPatch::default()
+        };
+        self.store
+            .write_batch(vec![
+                WriteOp::Create(Box::new(self.new_session(key))),
+                WriteOp::Patch {
+                    key: key.clone(),
+                    patch: Box::new(patch),
+                },
+            ])
+            .await?;
+        let shown = policy.unwrap_or("inherit (the configured policy)");
+        Ok(format!("Send policy for {}: {shown}.", key.display()))
     }
 
     /// The entry an operator's reference names: a key (any accepted form) or a sessionId.

@@ -8,7 +8,7 @@ use switchboard_protocol::runs::{
     AgentAccepted, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams, ChatAbortResult,
     ChatSendAnswer, ChatSendParams, ChatSendResult, RunResult, SendCommandResult,
 };
-use switchboard_protocol::sessions::{DeliveryContext, Patch};
+use switchboard_protocol::sessions::DeliveryContext;
 
 use super::Sessions;
 use crate::access;
@@ -17,7 +17,7 @@ use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::{EntryPatch, RunStatus};
+use crate::store::RunStatus;
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
@@ -56,19 +56,13 @@ impl Sessions {
         key: &SessionKey,
         policy: Option<&'static str>,
     ) -> CoreResult<SendCommandResult> {
-        let patch = EntryPatch {
-            send_policy: policy.map_or(Patch::Clear, |p| Patch::Set(p.to_string())),
-            ..EntryPatch::default()
-        };
-        self.store.create(self.resolver.new_session(key)).await?;
-        self.store.patch(key, patch).await?;
-        let shown = policy.unwrap_or("inherit (the configured policy)");
+        let reply = self.resolver.set_send_override(key, policy).await?;
         Ok(SendCommandResult {
             status: "ok".into(),
             command: "/send".into(),
             session_key: key.display().to_string(),
             send_policy: policy.map(str::to_string),
-            reply: format!("Send policy for {}: {shown}.", key.display()),
+            reply,
         })
     }
 

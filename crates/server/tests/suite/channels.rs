@@ -78,6 +78,7 @@ fn config(url: &str) -> Config {
             url: Some(url.to_string()),
             token: Some(ACCOUNT_TOKEN.into()),
             agent_id: None,
+            owners: Vec::new(),
         },
     );
     config.hooks.enabled = true;
@@ -748,4 +749,90 @@ async fn a_chat_id_cannot_name_another_chats_thread() {
         2,
         "{history}"
     );
+}
+
+/// Polls the receiver until it took `n` posts (a hang guard, not a timing).
+async fn posts_until(receiver: &Receiver, n: usize) -> Vec<Post> {
+    for _ in 0..600 {
+        let posts = receiver.posts();
+        if posts.len() >= n {
+            return posts;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the receiver never took {n} posts: {:?}", receiver.posts());
+}
+
+#[tokio::test]
+async fn send_on_off_inherit_works_from_a_channel_chat_for_its_owners_only() {
+    let (socket, url) = listener().await;
+    let receiver = Receiver::default().start(socket).await;
+    let mut config = config(&url);
+    config
+        .channels
+        .webhook
+        .accounts
+        .get_mut("acme")
+        .unwrap()
+        .owners = vec!["ana".into()];
+    let gw = TestGateway::start_with(config).await;
+    let key = "agent:main:webhook:group:ops";
+    let from = |who: &str, text: &str| json!({"from": who, "chatType": "group", "chatId": "ops", "text": text});
+
+    // A stranger's command is refused, told in the chat, and changes nothing; no run starts.
+    let refused = inbound(&gw, &from("mallory", "/send off")).await;
+    assert!(refused.get("runId").is_none(), "{refused}");
+    let reply = refused["reply"].as_str().unwrap();
+    assert!(
+        reply.contains("Only an owner") && reply.contains("channels.webhook.accounts.acme.owners"),
+        "{reply}"
+    );
+    assert_eq!(posts_until(&receiver, 1).await[0].1["text"], reply);
+    let listed = gw.call("sessions.list", json!({})).await;
+    assert!(!listed.to_string().contains(key), "{listed}");
+
+    // The owner's turns the session's policy off; the confirmation still reaches the chat.
+    let done = inbound(&gw, &from("ana", "/send off")).await;
+    assert_eq!(done["reply"], format!("Send policy for {key}: deny."));
+    assert_eq!(row(&gw, key).await["sendPolicy"], "deny");
+    let posts = posts_until(&receiver, 2).await;
+    assert_eq!(
+        (posts[1].1["kind"].clone(), posts[1].1["text"].clone()),
+        (json!("command"), done["reply"].clone())
+    );
+    // Now a message runs but its reply is held back by the policy.
+    let run = inbound(&gw, &from("ana", "@reply hidden")).await;
+    wait_run(&gw, run["runId"].as_str().unwrap()).await;
+    let denied = deliveries_until(&gw, json!({"sessionKey": key}), |r| {
+        r.iter()
+            .any(|d| d["kind"] == "reply" && d["status"] == "denied")
+    })
+    .await;
+    assert!(denied.iter().all(|d| d["status"] != "delivered"));
+    // `inherit` clears the override; a bad argument gets the usage.
+    let cleared = inbound(&gw, &from("ana", "/send inherit")).await;
+    assert!(
+        cleared["reply"].as_str().unwrap().contains("inherit"),
+        "{cleared}"
+    );
+    assert!(
+        row(&gw, key)
+            .await
+            .get("sendPolicy")
+            .is_none_or(Value::is_null)
+    );
+    let usage = inbound(&gw, &from("ana", "/send maybe")).await;
+    assert!(
+        usage["reply"]
+            .as_str()
+            .unwrap()
+            .contains("expected /send on|off|inherit"),
+        "{usage}"
+    );
+    assert_eq!(
+        posts_until(&receiver, 4).await.len(),
+        4,
+        "the held-back reply was not posted"
+    );
+    gw.stop().await;
 }

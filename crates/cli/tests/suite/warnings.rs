@@ -1,0 +1,73 @@
+//! What the gateway warns about while it serves: a delivery that cannot be made names its
+//! channel (an announce into a chat of a channel this gateway does not connect).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use switchboard_server::client::GatewayClient;
+
+use super::process::{GatewayProcess, until};
+
+#[tokio::test]
+async fn an_announce_to_a_channel_this_gateway_does_not_connect_logs_a_warning_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.json5"),
+        r#"{ agents: { list: [{ id: "main", default: true,
+             systemPrompt: "@when \"announce step\" @reply Heads up, discord" }] } }"#,
+    )
+    .unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let env = [("SWITCHBOARD_LOG", "warn")];
+    let (gateway, reader) = GatewayProcess::start_logging(home.path(), &env, log.clone());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let dev = "discord:group:dev";
+    for key in ["main", dev] {
+        client
+            .request("sessions.create", json!({"key": key}))
+            .await
+            .unwrap();
+    }
+    let args = json!({"sessionKey": dev, "message": "@reply hi", "timeoutSeconds": 30});
+    let sent = client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "sessions_send", "args": args}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent["result"]["status"], "ok", "{sent}");
+    let line = until(async || {
+        let log = log.lock().unwrap().clone();
+        log.lines()
+            .find(|l| l.contains("delivery failed"))
+            .map(plain)
+    })
+    .await;
+    assert!(
+        line.contains("WARN")
+            && line.contains("kind=announce")
+            && line.contains("channel=discord")
+            && line.contains("not connected to this gateway"),
+        "{line}"
+    );
+    client.close().await;
+    assert!(gateway.terminate().success());
+    reader.join().unwrap();
+}
+
+/// The line without terminal colour sequences (`ESC [ … m`), whether or not the log has any.
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

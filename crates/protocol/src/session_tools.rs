@@ -32,7 +32,10 @@ pub struct ListParams {
     /// Only these kinds: any of "main", "group", "cron", "hook", "node", "other" (an array, or
     /// one string). Omit for every kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<String>>")]
+    #[schemars(
+        with = "Option<Vec<String>>",
+        extend("items" = {"type": "string", "enum": ["main", "group", "cron", "hook", "node", "other"]})
+    )]
     pub kinds: Option<Value>,
     /// How many sessions to return (default 50, at most 200).
     #[serde(
@@ -67,17 +70,19 @@ pub struct ListParams {
 // No top-level description in the model's schema (see `ListParams`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(description = "")]
+#[schemars(
+    description = "",
+    extend("oneOf" = [{"required": ["sessionKey"]}, {"required": ["label"]}])
+)]
 pub struct HistoryParams {
     /// The session to read: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
-    /// its sessionId, or "main" for your own main session.
+    /// its sessionId, or "main" for your own main session. Give this or `label`, not both.
     #[serde(
         alias = "session_key",
         alias = "key",
         alias = "sessionId",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schemars(required, with = "String")]
     pub session_key: Option<String>,
     /// Alternative to sessionKey: the session's label (as shown by sessions_list).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,6 +117,10 @@ pub struct HistoryParams {
 /// Arguments of `sessions_send`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(extend(
+    "required" = ["message"],
+    "oneOf" = [{"required": ["sessionKey"]}, {"required": ["label"]}]
+))]
 pub struct SendParams {
     /// The target session: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
     /// "main" for your agent's main session, or its sessionId. Give this or `label`, not both.
@@ -123,7 +132,7 @@ pub struct SendParams {
     /// With `label`: the agent whose session carries the label (default: yours).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    /// The message to send. Required.
+    /// The message to send: the text the target's agent receives as its user message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Seconds to wait for the reply (default 30, at most 600). 0 sends without waiting.
@@ -138,8 +147,10 @@ pub struct SendParams {
 /// Arguments of `sessions_spawn`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(extend("required" = ["task"]))]
 pub struct SpawnParams {
-    /// What the sub-agent should do, written as a complete instruction. Required.
+    /// What the sub-agent should do, written as a complete instruction: it is all the
+    /// sub-agent is told.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// A short name for the sub-agent's session (unique per agent, at most 64 characters).
@@ -161,6 +172,7 @@ pub struct SpawnParams {
     /// "keep" (default) archives the sub-agent's session later; "delete" removes it once its
     /// result was announced.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["keep", "delete"]))]
     pub cleanup: Option<String>,
 }
 
@@ -175,15 +187,17 @@ pub struct AgentsListParams {}
 // The schema the model sees
 // ---------------------------------------------------------------------------------------------
 
-/// The parameters schema of `P`, shaped for models: integers are `number` (models send `5.0` and
-/// `"5"`), no `$schema`/`title`/`format` noise, no `"default": null` on optional fields, and each
-/// property's description on one line (doc comments wrap). Always an object schema with
-/// `properties`.
+/// The parameters schema of `P`, shaped for models and strict clients: integers are `number`
+/// (models send `5.0` and `"5"`), no `$schema`/`title`/`format`/top-level description noise,
+/// optional fields typed as what they are (omitted, never `null`: no `[X, "null"]`, no
+/// `"default": null`), and each property's description on one line (doc comments wrap). Always
+/// an object schema with `properties`.
 pub fn tool_schema<P: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(P)).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
         map.remove("title");
+        map.remove("description");
         map.entry("type").or_insert(Value::from("object"));
         map.entry("properties").or_insert(Value::Object(Map::new()));
     }
@@ -193,6 +207,13 @@ pub fn tool_schema<P: JsonSchema>() -> Value {
             if let Value::Object(map) = property {
                 if map.get("default") == Some(&Value::Null) {
                     map.remove("default");
+                }
+                if let Some(Value::Array(kinds)) = map.get_mut("type") {
+                    kinds.retain(|kind| kind != "null");
+                    if let [only] = kinds.as_slice() {
+                        let only = only.clone();
+                        map.insert("type".into(), only);
+                    }
                 }
                 if let Some(Value::String(text)) = map.get_mut("description") {
                     *text = text.replace('\n', " ");

@@ -34,6 +34,41 @@ pub struct ToolDescriptor {
     pub description: String,
     /// JSON schema of the arguments (an object schema).
     pub input_schema: Value,
+    /// What calling it does, for clients that ask before acting (MCP `annotations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolHints>,
+}
+
+/// MCP's tool annotations: hints, not guarantees, about what a call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolHints {
+    /// It only reads: nothing changes.
+    pub read_only_hint: bool,
+    /// It may delete or overwrite (meaningful when not read-only).
+    pub destructive_hint: bool,
+    /// A second identical call changes nothing more.
+    pub idempotent_hint: bool,
+    /// It may reach beyond the gateway (a chat channel).
+    pub open_world_hint: bool,
+}
+
+impl ToolHints {
+    /// A tool that only reads the gateway.
+    pub const READS: Self = Self {
+        read_only_hint: true,
+        destructive_hint: false,
+        idempotent_hint: true,
+        open_world_hint: false,
+    };
+
+    /// A tool that acts: it starts runs (and what they say may reach a chat channel).
+    pub const ACTS: Self = Self {
+        read_only_hint: false,
+        destructive_hint: false,
+        idempotent_hint: false,
+        open_world_hint: true,
+    };
 }
 
 /// The answer of `tools.list`.

@@ -32,10 +32,18 @@ async def tools_and_calls(args) -> None:
         got = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
                for t in listed.tools]
         # Exactly what the gateway's tools.list (the core registry) says for this session.
-        expect(got == facts["expectedTools"], "the tools and schemas of tools.list", got)
+        expected = [{k: v for k, v in t.items() if k != "annotations"}
+                    for t in facts["expectedTools"]]
+        expect(got == expected, "the tools and schemas of tools.list", got)
+        hints = {t.name: t.annotations.model_dump(by_alias=True, exclude_none=True)
+                 for t in listed.tools if t.annotations}
+        expect(hints == {t["name"]: t["annotations"] for t in facts["expectedTools"]
+                         if "annotations" in t},
+               "the annotations of tools.list", hints)
         expect(SESSION_TOOLS <= {t["name"] for t in got}, f"at least {SESSION_TOOLS}", got)
         for tool in got:
             expect(tool["inputSchema"].get("type") == "object", "object input schemas", tool)
+        strict_schemas(listed.tools)
 
         rows = structured(await session.call_tool("sessions_list", {"limit": 50}))
         keys = [row["key"] for row in rows["sessions"]]
@@ -87,6 +95,53 @@ async def tools_and_calls(args) -> None:
             error = await mcp_error(session.send_request(request, types.CallToolResult))
         expect(error.error.code == -32602 and "must be a JSON object" in error.error.message,
                "arguments that are not an object to be invalid params", error.error)
+
+
+# (tool, arguments, whether a strict validator accepts them)
+SCHEMA_CASES = [
+    ("sessions_send", {"sessionKey": "main", "message": "hi"}, True),
+    ("sessions_send", {"label": "ops", "message": "hi", "timeoutSeconds": 0}, True),
+    ("sessions_send", {"sessionKey": "main"}, False),  # message is required
+    ("sessions_send", {"message": "hi"}, False),  # a target is required
+    ("sessions_send", {"sessionKey": "main", "label": "ops", "message": "hi"}, False),  # not both
+    ("sessions_send", {"sessionKey": None, "message": "hi"}, False),  # omitted, never null
+    ("sessions_spawn", {"task": "t", "cleanup": "delete"}, True),
+    ("sessions_spawn", {"task": "t", "cleanup": "maybe"}, False),
+    ("sessions_spawn", {"label": "x"}, False),  # task is required
+    ("sessions_list", {"kinds": ["group", "cron"], "limit": 5}, True),
+    ("sessions_list", {"kinds": ["bogus"]}, False),
+    ("sessions_history", {"sessionKey": "main", "limit": 5}, True),
+    ("sessions_history", {"label": "ops"}, True),
+    ("sessions_history", {}, False),
+    ("agents_list", {}, True),
+]
+
+
+def strict_schemas(tools) -> None:
+    """Every input schema is valid JSON Schema (2020-12), a strict validator accepts exactly
+    the calls the tools accept, every field is described, and the annotations say which tools
+    only read."""
+    from jsonschema import Draft202012Validator
+
+    by_name = {tool.name: tool for tool in tools}
+    for tool in tools:
+        Draft202012Validator.check_schema(tool.input_schema)
+        for name, field in tool.input_schema.get("properties", {}).items():
+            expect(field.get("description"), f"a description on {tool.name}.{name}", field)
+            expect(isinstance(field.get("type"), str),
+                   f"{tool.name}.{name} typed as one type (not [X, \"null\"])", field)
+    for name, arguments, accepted in SCHEMA_CASES:
+        valid = Draft202012Validator(by_name[name].input_schema).is_valid(arguments)
+        expect(valid == accepted, f"{name} {arguments} {'accepted' if accepted else 'refused'}",
+               by_name[name].input_schema)
+    for name in ("sessions_list", "sessions_history", "agents_list", "sessions_send",
+                 "sessions_spawn"):
+        hints = by_name[name].annotations
+        expect(hints is not None, f"annotations on {name}", by_name[name])
+        hints = hints.model_dump(by_alias=True, exclude_none=True)
+        reads = name not in ("sessions_send", "sessions_spawn")
+        expect(hints.get("readOnlyHint") is reads, f"readOnlyHint {reads} on {name}", hints)
+        expect(hints.get("destructiveHint") is False, f"destructiveHint false on {name}", hints)
 
 
 async def unknown_session(args) -> None:

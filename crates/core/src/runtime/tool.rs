@@ -29,6 +29,7 @@ use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::Store;
+pub use switchboard_protocol::tools::ToolHints;
 
 /// What a tool answers: JSON (sent to the model as text) and whether it is an error.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +151,11 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a>;
 
+    /// What calling it does (MCP annotations); `None` says nothing.
+    fn hints(&self) -> Option<ToolHints> {
+        None
+    }
+
     /// The answer to arguments that are not a JSON object (a model's malformed call), in the
     /// tool's own result shape; `message` says how to fix the call.
     fn invalid(&self, message: String) -> ToolOutput {
@@ -178,6 +184,8 @@ pub trait TypedTool: Send + Sync + 'static {
     type Output: ToolResult + Send;
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
+    /// What calling it does (MCP annotations).
+    fn hints(&self) -> ToolHints;
     fn run(
         &self,
         ctx: &ToolContext,
@@ -211,6 +219,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn parameters(&self) -> Value {
         self.schema.get_or_init(schema_for::<T::Params>).clone()
+    }
+
+    fn hints(&self) -> Option<ToolHints> {
+        Some(self.tool.hints())
     }
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {

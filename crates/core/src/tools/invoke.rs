@@ -127,6 +127,7 @@ impl ToolInvoker {
                 name: tool.name().to_string(),
                 description: tool.description().to_string(),
                 input_schema: tool.parameters(),
+                annotations: tool.hints(),
             })
             .collect();
         Ok(ToolsListResult {

@@ -450,7 +450,14 @@ async fn through_a_mock_openai_server_the_next_request_carries_the_tool_result()
 async fn schemas_are_shaped_for_models() {
     let h = H::open(Config::default()).await;
     let registry = h.engine.runtime();
-    for name in ["sessions_list", "sessions_history", "agents_list"] {
+    let names = [
+        "sessions_list",
+        "sessions_history",
+        "agents_list",
+        "sessions_send",
+        "sessions_spawn",
+    ];
+    for name in names {
         let tool = registry.tool(name).unwrap();
         let schema = tool.parameters();
         let text = schema.to_string();
@@ -465,12 +472,29 @@ async fn schemas_are_shaped_for_models() {
                 property["description"].is_string(),
                 "{name}.{field} has a description"
             );
+            assert!(
+                property["type"].is_string(),
+                "{name}.{field}: one type, never [X, \"null\"]"
+            );
         }
+        assert!(tool.hints().is_some(), "{name} has annotations");
         assert!(tool.description().len() > 100, "{name}");
     }
     let history = registry.tool("sessions_history").unwrap().parameters();
-    assert_eq!(history["required"], json!(["sessionKey"]));
+    let one_target = json!([{"required": ["sessionKey"]}, {"required": ["label"]}]);
+    assert_eq!(history["oneOf"], one_target);
     assert_eq!(history["properties"]["sessionKey"]["type"], "string");
+    let send = registry.tool("sessions_send").unwrap().parameters();
+    assert_eq!(
+        (&send["required"], &send["oneOf"]),
+        (&json!(["message"]), &one_target)
+    );
+    let spawn = registry.tool("sessions_spawn").unwrap().parameters();
+    assert_eq!(spawn["required"], json!(["task"]));
+    assert_eq!(
+        spawn["properties"]["cleanup"]["enum"],
+        json!(["keep", "delete"])
+    );
     let list = registry.tool("sessions_list").unwrap().parameters();
     assert!(list.get("required").is_none());
 }

@@ -45,7 +45,7 @@ fn raw_schemas_keep_their_properties_and_required_lists() {
                 "limit",
                 "sessionKey"
             ]),
-            json!(["sessionKey"])
+            json!([])
         )
     );
     assert_eq!(
@@ -58,7 +58,7 @@ fn raw_schemas_keep_their_properties_and_required_lists() {
                 "sessionKey",
                 "timeoutSeconds"
             ]),
-            json!([])
+            json!(["message"])
         )
     );
     assert_eq!(
@@ -72,7 +72,7 @@ fn raw_schemas_keep_their_properties_and_required_lists() {
                 "runTimeoutSeconds",
                 "task"
             ]),
-            json!([])
+            json!(["task"])
         )
     );
     assert_eq!(raw_shape::<AgentsListParams>(), (vec![], json!([])));
@@ -88,28 +88,28 @@ fn the_list_schema_is_what_the_model_saw() {
             "properties": {
                 "activeMinutes": {
                     "description": "Only sessions updated in the last N minutes (N ≥ 1). Omit for any age.",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "cursor": {
                     "description": "The nextCursor of a previous sessions_list result, to get the next page.",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "kinds": {
                     "description": "Only these kinds: any of \"main\", \"group\", \"cron\", \"hook\", \"node\", \"other\" (an array, or one string). Omit for every kind.",
-                    "items": {"type": "string"},
-                    "type": ["array", "null"]
+                    "items": {"type": "string", "enum": ["main", "group", "cron", "hook", "node", "other"]},
+                    "type": "array"
                 },
                 "limit": {
                     "description": "How many sessions to return (default 50, at most 200).",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "messageLimit": {
                     "description": "Also return the last N messages of each session (0–20, default 0), tool results left out.",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "search": {
                     "description": "Only sessions whose key, label or display name contains this text (case-insensitive).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 }
             },
             "type": "object"
@@ -125,30 +125,30 @@ fn the_history_schema_is_what_the_model_saw() {
             "properties": {
                 "agentId": {
                     "description": "With label: the agent whose sessions the label is looked up in (default: yours).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "before": {
                     "description": "Page backwards: only messages with a seq below this. Pass the nextBefore of a previous result.",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "includeTools": {
                     "description": "Include tool results (role \"toolResult\"). Default false.",
-                    "type": ["boolean", "null"]
+                    "type": "boolean"
                 },
                 "label": {
                     "description": "Alternative to sessionKey: the session's label (as shown by sessions_list).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "limit": {
                     "description": "How many messages to return, newest last (default 50, at most 200).",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "sessionKey": {
-                    "description": "The session to read: its key from sessions_list (e.g. \"agent:main:discord:group:dev\"), its sessionId, or \"main\" for your own main session.",
+                    "description": "The session to read: its key from sessions_list (e.g. \"agent:main:discord:group:dev\"), its sessionId, or \"main\" for your own main session. Give this or `label`, not both.",
                     "type": "string"
                 }
             },
-            "required": ["sessionKey"],
+            "oneOf": [{"required": ["sessionKey"]}, {"required": ["label"]}],
             "type": "object"
         })
     );
@@ -159,29 +159,30 @@ fn the_send_schema_is_what_the_model_saw() {
     assert_eq!(
         tool_schema::<SendParams>(),
         json!({
-            "description": "Arguments of `sessions_send`.",
             "properties": {
                 "agentId": {
                     "description": "With `label`: the agent whose session carries the label (default: yours).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "label": {
                     "description": "The target session's label, instead of sessionKey.",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "message": {
-                    "description": "The message to send. Required.",
-                    "type": ["string", "null"]
+                    "description": "The message to send: the text the target's agent receives as its user message.",
+                    "type": "string"
                 },
                 "sessionKey": {
                     "description": "The target session: its key from sessions_list (e.g. \"agent:main:discord:group:dev\"), \"main\" for your agent's main session, or its sessionId. Give this or `label`, not both.",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "timeoutSeconds": {
                     "description": "Seconds to wait for the reply (default 30, at most 600). 0 sends without waiting.",
-                    "type": ["number", "null"]
+                    "type": "number"
                 }
             },
+            "oneOf": [{"required": ["sessionKey"]}, {"required": ["label"]}],
+            "required": ["message"],
             "type": "object"
         })
     );
@@ -192,33 +193,34 @@ fn the_spawn_schema_is_what_the_model_saw() {
     assert_eq!(
         tool_schema::<SpawnParams>(),
         json!({
-            "description": "Arguments of `sessions_spawn`.",
             "properties": {
                 "agentId": {
                     "description": "The agent to run the sub-agent as (default: yours). agents_list shows which ids work.",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "cleanup": {
                     "description": "\"keep\" (default) archives the sub-agent's session later; \"delete\" removes it once its result was announced.",
-                    "type": ["string", "null"]
+                    "enum": ["keep", "delete"],
+                    "type": "string"
                 },
                 "label": {
                     "description": "A short name for the sub-agent's session (unique per agent, at most 64 characters).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "model": {
                     "description": "`provider/model` for the sub-agent (default: the agent's sub-agent model, else its model).",
-                    "type": ["string", "null"]
+                    "type": "string"
                 },
                 "runTimeoutSeconds": {
                     "description": "Stop the sub-agent after this many seconds (0 or absent: the agent's own timeout).",
-                    "type": ["number", "null"]
+                    "type": "number"
                 },
                 "task": {
-                    "description": "What the sub-agent should do, written as a complete instruction. Required.",
-                    "type": ["string", "null"]
+                    "description": "What the sub-agent should do, written as a complete instruction: it is all the sub-agent is told.",
+                    "type": "string"
                 }
             },
+            "required": ["task"],
             "type": "object"
         })
     );

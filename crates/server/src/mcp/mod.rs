@@ -27,7 +27,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode as JsonRpcCode, Implementation, InitializeResult, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -151,7 +151,17 @@ fn mcp_tool(descriptor: ToolDescriptor) -> Tool {
         // Every registered tool has an object schema; an odd one still lists as "any object".
         _ => JsonObject::from_iter([("type".to_string(), json!("object"))]),
     };
-    Tool::new(descriptor.name, descriptor.description, Arc::new(schema))
+    let tool = Tool::new(descriptor.name, descriptor.description, Arc::new(schema));
+    match descriptor.annotations {
+        Some(hints) => tool.annotate(
+            ToolAnnotations::new()
+                .read_only(hints.read_only_hint)
+                .destructive(hints.destructive_hint)
+                .idempotent(hints.idempotent_hint)
+                .open_world(hints.open_world_hint),
+        ),
+        None => tool,
+    }
 }
 
 /// A tool's JSON result as MCP content: the JSON as text, the object itself as

@@ -8,6 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
+use switchboard_protocol::tools::ToolHints;
 
 #[test]
 fn a_tool_result_is_text_and_structured_content_with_its_error_flag() {
@@ -165,9 +166,20 @@ fn tools_keep_their_name_description_and_schema() {
         name: "sessions_list".into(),
         description: "List sessions.".into(),
         input_schema: schema.clone(),
+        annotations: None,
     });
     assert_eq!(
         serde_json::to_value(&tool).unwrap(),
         json!({"name": "sessions_list", "description": "List sessions.", "inputSchema": schema})
+    );
+    let acting = mcp_tool(ToolDescriptor {
+        name: "sessions_send".into(),
+        description: "Send.".into(),
+        input_schema: schema.clone(),
+        annotations: Some(ToolHints::ACTS),
+    });
+    assert_eq!(
+        serde_json::to_value(&acting).unwrap()["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
     );
 }

@@ -23,7 +23,7 @@ async fn mcp_over_http_needs_the_token_and_an_acting_session() {
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("Authorization: Bearer")
+            .contains("Authorization: Bearer <gateway token>")
     );
     let (status, body) = http(gw.addr, "POST", "/mcp", Some(TOKEN), INITIALIZE).await;
     assert_eq!(status, 400);

@@ -8,7 +8,7 @@ use switchboard_protocol::session_tools::{AgentChoice, AgentsListParams, AgentsL
 
 use super::{Answer, SessionTools};
 use crate::keys;
-use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 
 pub struct AgentsList(pub Arc<SessionTools>);
 
@@ -19,6 +19,10 @@ impl TypedTool for AgentsList {
 
     fn name(&self) -> &'static str {
         "agents_list"
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::READS
     }
 
     fn description(&self) -> &'static str {

@@ -18,7 +18,7 @@ use switchboard_protocol::session_tools::{HistoryParams, HistoryResult, ToolFail
 
 use super::{Answer, SessionTools, store_failure};
 use crate::access::Operation;
-use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::sessions::{Reference, row, with_seq};
 use crate::store::StoredMessage;
 
@@ -39,6 +39,10 @@ impl TypedTool for SessionsHistory {
 
     fn name(&self) -> &'static str {
         "sessions_history"
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::READS
     }
 
     fn description(&self) -> &'static str {

@@ -19,7 +19,7 @@ use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
 use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
 use crate::keys::{self, KindsFilter, Scope};
-use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::sessions::{row, target_of, with_seq};
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
 
@@ -37,6 +37,10 @@ impl TypedTool for SessionsList {
 
     fn name(&self) -> &'static str {
         "sessions_list"
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::READS
     }
 
     fn description(&self) -> &'static str {

@@ -17,7 +17,7 @@ use switchboard_protocol::session_tools::{
 use super::SessionTools;
 use crate::access::{self, Operation, SendDecision};
 use crate::exchange::Exchange;
-use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::sessions::Reference;
 use crate::store::RunStatus;
 
@@ -32,6 +32,10 @@ impl TypedTool for SessionsSend {
 
     fn name(&self) -> &'static str {
         "sessions_send"
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::ACTS
     }
 
     fn description(&self) -> &'static str {

@@ -16,7 +16,7 @@ use switchboard_protocol::session_tools::{SpawnParams, SpawnResult, ToolFailure}
 use super::SessionTools;
 use crate::access::{self, Operation, Target};
 use crate::keys;
-use crate::runtime::tool::{ToolContext, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::subagents::Spawn;
 
 /// Longest `runTimeoutSeconds` accepted (a day).
@@ -31,6 +31,10 @@ impl TypedTool for SessionsSpawn {
 
     fn name(&self) -> &'static str {
         "sessions_spawn"
+    }
+
+    fn hints(&self) -> ToolHints {
+        ToolHints::ACTS
     }
 
     fn description(&self) -> &'static str {

@@ -41,7 +41,7 @@ use crate::runtime::providers::Providers;
 use crate::runtime::tool::{Tool, ToolRegistry};
 use crate::runtime::{Runtime, RuntimeParts};
 use crate::sessions::{Resolver, Sessions};
-use crate::store::{SqliteStore, Store};
+use crate::store::{SqliteStore, Store, WriteOp};
 use crate::subagents::{Subagents, SubagentsParts};
 use crate::tools::ToolInvoker;
 use crate::tools::sessions::{self as session_tools, SessionTools};
@@ -111,6 +111,7 @@ impl Engine {
     /// the sub-agents and the exchanges go on. Reading first matters: a resumed run may start a
     /// new exchange or sub-agent at once, and that one already has its driver.
     async fn resume(&self) -> CoreResult<()> {
+        self.create_main_sessions().await?;
         let subagents = self.subagents.unfinished().await?;
         let exchanges = self.exchanges.unfinished().await?;
         let recovered = self.runtime.recover().await?;
@@ -132,6 +133,21 @@ impl Engine {
             tracing::info!(count, "resuming unfinished agent-to-agent exchanges");
         }
         self.exchanges.resume(exchanges);
+        Ok(())
+    }
+
+    /// Every configured agent's main session exists from the first start on (one commit; the
+    /// ones that exist are left as they are), so `agent:<id>:main` can be named at once — by
+    /// an MCP client acting as it, or as a send's target.
+    async fn create_main_sessions(&self) -> CoreResult<()> {
+        let creates = self
+            .config
+            .agent_ids()
+            .iter()
+            .map(|id| self.config.main_session_key(id))
+            .map(|key| WriteOp::Create(Box::new(self.resolver.new_session(&key))))
+            .collect();
+        self.store().write_batch(creates).await?;
         Ok(())
     }
 

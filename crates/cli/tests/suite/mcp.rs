@@ -107,7 +107,8 @@ fn seeded_gateway(home: &Path) -> (GatewayProcess, PathBuf) {
     let url = gateway.url.clone();
     let call = |method: &str, params: Value| call(home, &url, method, params);
 
-    call("sessions.create", json!({"key": "agent:main:main"}));
+    // Each agent's main session exists from the first start: the MCP clients act as
+    // agent:main:main and agent:boxed:main with no sessions.create.
     let group = "agent:main:discord:group:dev";
     call(
         "chat.inject",
@@ -119,7 +120,6 @@ fn seeded_gateway(home: &Path) -> (GatewayProcess, PathBuf) {
             json!({"key": format!("agent:main:cron:slow-{transport}")}),
         );
     }
-    call("sessions.create", json!({"key": "agent:boxed:main"}));
     let hidden = "agent:boxed:cron:nightly";
     call(
         "chat.inject",

@@ -73,14 +73,19 @@ async fn history_pages_backwards_through_a_100k_message_session() {
 async fn a_key_without_a_session_has_an_empty_history_and_an_unknown_session_id_is_not_found() {
     let gw = TestGateway::start().await;
     let empty = gw
-        .call("chat.history", json!({"sessionKey": "main", "limit": 50}))
+        .call(
+            "chat.history",
+            json!({"sessionKey": "cron:nothing", "limit": 50}),
+        )
         .await;
     assert_eq!(
         empty,
-        json!({"sessionKey": "agent:main:main", "messages": []})
+        json!({"sessionKey": "agent:main:cron:nothing", "messages": []})
     );
-    // Nothing was created by reading.
-    assert_eq!(gw.call("sessions.list", json!({})).await["count"], 0);
+    // Nothing was created by reading: only the main session, there from the start.
+    let list = gw.call("sessions.list", json!({})).await;
+    assert_eq!(list["count"], 1, "{list}");
+    assert_eq!(list["sessions"][0]["key"], "agent:main:main");
     let missing = gw
         .call_err(
             "chat.history",

@@ -48,8 +48,10 @@ async fn handshake_answers_hello_ok_and_serves_sessions_list() {
         .collect();
     assert!(methods.contains(&"sessions.list") && methods.contains(&"chat.history"));
     assert_eq!(client.hello["policy"]["maxPayload"], 1024 * 1024);
+    // The default agent's main session exists from the first start.
     let list = client.request("sessions.list", json!({})).await.unwrap();
-    assert_eq!(list, json!({"count": 0, "sessions": []}));
+    assert_eq!(list["count"], 1, "{list}");
+    assert_eq!(list["sessions"][0]["key"], "agent:main:main");
     gw.stop().await;
 }
 
@@ -193,7 +195,8 @@ async fn an_oversize_frame_is_refused_and_the_connection_closed_with_the_reason(
         "{reason}"
     );
     // Nothing was stored, and the gateway goes on.
-    assert_eq!(gw.call("sessions.list", json!({})).await["count"], 0);
+    let history = gw.call("chat.history", json!({"sessionKey": "main"})).await;
+    assert_eq!(history["messages"], json!([]));
     gw.stop().await;
 }
 
@@ -270,9 +273,10 @@ async fn http_rpc_needs_the_bearer_token_and_health_answers() {
     )
     .await;
     assert_eq!(status, 200);
+    assert_eq!(body["ok"], true);
     assert_eq!(
-        body,
-        json!({"ok": true, "payload": {"count": 0, "sessions": []}})
+        body["payload"]["sessions"][0]["key"], "agent:main:main",
+        "{body}"
     );
     let (status, body) = http(gw.addr, "POST", "/rpc", Some(TOKEN), "nope").await;
     assert_eq!(status, 400);

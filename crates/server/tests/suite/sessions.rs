@@ -206,14 +206,15 @@ async fn filters_apply_before_the_limit_and_cursor_paging_returns_each_session_o
             None => break,
         }
     }
+    // 57 injected and the main session, there from the start.
     assert_eq!(pages, 6);
     let unique: BTreeSet<_> = seen.iter().cloned().collect();
-    assert_eq!((seen.len(), unique.len()), (57, 57));
+    assert_eq!((seen.len(), unique.len()), (58, 58));
 
     let recent = gw
         .call("sessions.list", json!({"activeMinutes": 1, "limit": 1000}))
         .await;
-    assert_eq!(recent["count"], 57);
+    assert_eq!(recent["count"], 58);
     let with_messages = gw
         .call(
             "sessions.list",
@@ -537,5 +538,28 @@ async fn under_global_scope_no_answer_row_or_event_names_global() {
     }
     let leaks: Vec<&String> = seen.iter().filter(|s| s.contains("global")).collect();
     assert!(leaks.is_empty(), "`global` reached the caller: {leaks:?}");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn every_configured_agents_main_session_exists_from_the_first_start() {
+    let mut config = Config::default();
+    config.agents.list = ["main", "ops"]
+        .map(|id| switchboard_core::config::AgentEntry {
+            id: id.into(),
+            default: id == "main",
+            ..Default::default()
+        })
+        .to_vec();
+    let gw = TestGateway::start_with(config).await;
+    let mut keys = listed_keys(&gw).await;
+    keys.sort();
+    assert_eq!(keys, ["agent:main:main", "agent:ops:main"]);
+    // What an MCP client acting as it asks first works with no sessions.create.
+    let tools = gw
+        .call("tools.list", json!({"sessionKey": "agent:ops:main"}))
+        .await;
+    assert_eq!(tools["sessionKey"], "agent:ops:main");
+    assert!(!tools["tools"].as_array().unwrap().is_empty());
     gw.stop().await;
 }

@@ -179,10 +179,16 @@ async fn access_cross_agent_rows_follow_the_allow_list() {
         .await
         .into_iter()
         .collect();
-    let expected: BTreeSet<String> = ["agent:main:cron:a", "agent:ops:cron:a"]
-        .iter()
-        .map(|k| k.to_string())
-        .collect();
+    // Each agent's main session exists from the start: the allowed agents' are listed too.
+    let expected: BTreeSet<String> = [
+        "agent:main:cron:a",
+        "agent:main:main",
+        "agent:ops:cron:a",
+        "agent:ops:main",
+    ]
+    .iter()
+    .map(|k| k.to_string())
+    .collect();
     assert_eq!(keys, expected);
     let (status, error) = h
         .fails(
@@ -294,6 +300,8 @@ async fn active_minutes_keeps_recent_sessions_only() {
         .unwrap()
         .as_millis() as i64;
     h.backdate("agent:main:cron:old", now - 3 * 3_600_000);
+    // The main session exists from the start: make it older than every window below.
+    h.backdate("agent:main:main", now - 5 * 3_600_000);
     let recent = h
         .keys("agent:main:cron:new", json!({"activeMinutes": 60}))
         .await;
@@ -307,7 +315,7 @@ async fn active_minutes_keeps_recent_sessions_only() {
         h.keys("agent:main:cron:new", json!({"activeMinutes": 0}))
             .await
             .len(),
-        2
+        3
     );
 }
 

@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
-use switchboard_server::client::GatewayClient;
+use switchboard_server::client::{ClientError, GatewayClient};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::settings::GlobalArgs;
@@ -19,18 +19,19 @@ pub struct ChatArgs {
 }
 
 pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
-    let (url, token) = global.target()?;
-    let mut client = GatewayClient::connect(&url, token.as_deref())
-        .await
-        .with_context(|| format!("is the gateway running? (switchboard gateway; url {url})"))?;
+    let mut client = crate::settings::connect(global).await?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     eprintln!(
-        "chatting in {} — type a message, Ctrl-D to leave",
+        "chatting in {} — type a message; Ctrl-C stops a reply, Ctrl-D (or Ctrl-C here) leaves",
         args.session
     );
     loop {
         eprint!("> ");
-        let Some(line) = lines.next_line().await? else {
+        let line = tokio::select! {
+            line = lines.next_line() => line?,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(line) = line else {
             break;
         };
         if line.trim().is_empty() {
@@ -41,12 +42,45 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
             "message": line,
             "idempotencyKey": format!("cli-{}", uuid_like()),
         });
-        let started = client.request("chat.send", params).await?;
-        let run_id = started["runId"].as_str().unwrap_or_default().to_string();
-        stream_reply(&mut client, &run_id).await?;
+        // A refused message (bad input, a policy) is said, and the chat goes on.
+        let started = match client.request("chat.send", params).await {
+            Ok(started) => started,
+            Err(ClientError::Gateway(error)) => {
+                eprintln!("[refused: {}]", error.message);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(run_id) = started["runId"].as_str().map(str::to_string) else {
+            // A command such as `/send off` answers at once, with no run.
+            outln!("{}", started["reply"].as_str().unwrap_or_default());
+            continue;
+        };
+        let interrupted = tokio::select! {
+            streamed = stream_reply(&mut client, &run_id) => {
+                streamed?;
+                false
+            }
+            _ = tokio::signal::ctrl_c() => true,
+        };
+        if interrupted {
+            abort(&mut client, &args.session, &run_id).await;
+        }
     }
     client.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C while a reply streams: aborts that run and says what became of it.
+async fn abort(client: &mut GatewayClient, session: &str, run_id: &str) {
+    let params = json!({"sessionKey": session, "runId": run_id});
+    match client.request("chat.abort", params).await {
+        Ok(answer) if answer["aborted"] == true => {
+            eprintln!("\n[aborted the run {run_id}]");
+        }
+        Ok(_) => eprintln!("\n[the run {run_id} had already ended]"),
+        Err(e) => eprintln!("\n[could not abort the run {run_id}: {e}; it keeps running]"),
+    }
 }
 
 /// Prints assistant deltas and tool activity of `run_id` until it ends.

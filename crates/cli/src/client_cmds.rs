@@ -30,33 +30,39 @@ pub enum SessionsCommand {
     Delete(DeleteArgs),
 }
 
-// The arguments of each `sessions` subcommand. They carry no doc comments of their own: the
-// variant's doc comment above is the subcommand's help.
+// The arguments of each `sessions` subcommand. The structs carry no doc comment of their own:
+// the variant's doc comment above is the subcommand's help.
 
 #[derive(Args)]
 pub struct ListArgs {
+    /// How many sessions to show (default 50, at most 200).
     #[arg(long)]
     limit: Option<u32>,
-    /// Comma-separated kinds: main,group,cron,hook,node,other.
+    /// Only these kinds, comma-separated: main,group,cron,hook,node,other.
     #[arg(long)]
     kinds: Option<String>,
+    /// Only sessions whose key, label or display name contains this text.
     #[arg(long)]
     search: Option<String>,
+    /// Only the sessions of this agent.
     #[arg(long)]
     agent: Option<String>,
+    /// Only sessions updated in the last N minutes.
     #[arg(long)]
     active_minutes: Option<u32>,
-    /// `nextCursor` of a previous page.
+    /// `nextCursor` of a previous page, for the next one.
     #[arg(long)]
     cursor: Option<String>,
 }
 
 #[derive(Args)]
 pub struct HistoryArgs {
+    /// The session to read: a key (e.g. discord:group:dev), `main`, a label or a sessionId.
     key: String,
+    /// How many messages to show, newest last (default 50).
     #[arg(long)]
     limit: Option<u32>,
-    /// Only messages before this seq.
+    /// Only messages before this seq (the `nextBefore` of a previous page).
     #[arg(long)]
     before: Option<i64>,
     /// Include tool results.
@@ -69,7 +75,9 @@ pub struct HistoryArgs {
 
 #[derive(Args)]
 pub struct SendArgs {
+    /// The target session: a key (e.g. discord:group:dev), `main` or a sessionId.
     key: String,
+    /// The message its agent receives.
     message: String,
     /// Seconds to wait for the reply (0 = do not wait).
     #[arg(long, default_value_t = 30)]
@@ -81,6 +89,7 @@ pub struct SendArgs {
 
 #[derive(Args)]
 pub struct SpawnArgs {
+    /// What the sub-agent should do: it is all the sub-agent is told.
     task: String,
     /// A short name for the sub-agent's session.
     #[arg(long)]
@@ -105,20 +114,25 @@ pub struct SpawnArgs {
 
 #[derive(Args)]
 pub struct PatchArgs {
+    /// The session to change: a key, `main` or a sessionId.
     key: String,
+    /// A short name for the session (unique per agent; empty clears it).
     #[arg(long)]
     label: Option<String>,
-    /// allow | deny | inherit
+    /// Whether agents and replies may send into it: allow | deny | inherit.
     #[arg(long)]
     send_policy: Option<String>,
+    /// `provider/model` for its next runs.
     #[arg(long)]
     model: Option<String>,
+    /// The name shown for it (at most 200 characters).
     #[arg(long)]
     display_name: Option<String>,
 }
 
 #[derive(Args)]
 pub struct DeleteArgs {
+    /// The session to remove: a key or a sessionId (a main session cannot be removed).
     key: String,
 }
 
@@ -129,10 +143,7 @@ pub enum AgentsCommand {
 }
 
 async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
-    let (url, token) = global.target()?;
-    GatewayClient::connect(&url, token.as_deref())
-        .await
-        .with_context(|| format!("is the gateway running? (switchboard gateway; url {url})"))
+    crate::settings::connect(global).await
 }
 
 async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {

@@ -15,11 +15,12 @@ use crate::settings::GlobalArgs;
 
 #[derive(Args)]
 pub struct GatewayArgs {
-    /// `loopback`, `lan` or an IP address (overrides gateway.bind).
-    #[arg(long)]
+    /// Where to listen: `loopback`, `lan` or an IP address (overrides gateway.bind).
+    #[arg(long, help_heading = "Gateway options")]
     bind: Option<String>,
-    /// Port (overrides gateway.port; 0 picks a free one).
-    #[arg(long)]
+    /// Port to listen on (overrides gateway.port; 0 picks a free one). The URL is recorded in
+    /// the state dir, where client commands find it.
+    #[arg(long, help_heading = "Gateway options")]
     port: Option<u16>,
 }
 
@@ -51,6 +52,11 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
+    let reachable = match local.ip().is_unspecified() {
+        true => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port()),
+        false => local,
+    };
+    crate::settings::record_url(&home, &format!("ws://{reachable}"))?;
     tracing::info!(%local, "gateway ready");
     // The shutdown sequence (docs/architecture.md): on the signal the server stops accepting and
     // closes its connections while the engine lets runs finish for the grace period, then aborts
@@ -84,6 +90,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
         None => serving.await,
     };
     state.finish().await;
+    crate::settings::forget_url(&home);
     served.context("the server task failed")??;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,8 @@ mod mcp;
 mod settings;
 mod table;
 
+use std::io::IsTerminal;
+
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -107,9 +109,12 @@ fn main() -> std::process::ExitCode {
         Command::Mcp(_) => "warn,rmcp=error",
         _ => "info,rmcp=error",
     };
+    // Colour only on a terminal (and not under NO_COLOR): a log file or a pipe gets plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(default_level))
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

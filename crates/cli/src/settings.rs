@@ -7,23 +7,41 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use switchboard_core::config::{self, LoadedConfig};
+use switchboard_protocol::ErrorCode;
+use switchboard_server::client::{ClientError, GatewayClient};
+
+/// Where a running gateway records the URL it listens on, in its state dir.
+const URL_FILE: &str = "gateway-url";
 
 #[derive(Args, Clone)]
 pub struct GlobalArgs {
-    /// State directory (database, transcripts, token).
-    #[arg(long, global = true, env = "SWITCHBOARD_HOME")]
+    /// State directory: database, transcripts, token, and the URL a running gateway recorded
+    /// (default: ~/.switchboard).
+    #[arg(long, global = true, env = "SWITCHBOARD_HOME", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Config file (default: <state dir>/config.json5 when it exists).
-    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG")]
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Gateway URL for client commands (default: the local gateway).
-    #[arg(long, global = true, env = "SWITCHBOARD_URL")]
+    /// Gateway URL (ws://, wss://, http:// or https://; default: the URL the gateway of the
+    /// state dir recorded, else ws://127.0.0.1:<gateway.port>).
+    #[arg(
+        long,
+        global = true,
+        env = "SWITCHBOARD_URL",
+        help_heading = "Client options"
+    )]
     pub url: Option<String>,
-    /// Gateway token for client commands (default: the configured or stored token).
-    #[arg(long, global = true, env = "SWITCHBOARD_TOKEN", hide_env_values = true)]
+    /// Gateway token (default: gateway.auth.token, else the token stored in the state dir).
+    #[arg(
+        long,
+        global = true,
+        env = "SWITCHBOARD_TOKEN",
+        hide_env_values = true,
+        help_heading = "Client options"
+    )]
     pub token: Option<String>,
     /// Print JSON instead of tables.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Client options")]
     pub json: bool,
 }
 
@@ -62,10 +80,12 @@ impl GlobalArgs {
             .load_config()
             .context("reading the config to find the gateway")?;
         let gateway = &loaded.config.gateway;
-        let url = self
-            .url
-            .clone()
-            .unwrap_or_else(|| format!("ws://127.0.0.1:{}", gateway.port));
+        let recorded = std::fs::read_to_string(self.home().join(URL_FILE)).ok();
+        let url = match (&self.url, recorded) {
+            (Some(url), _) => websocket_url(url)?,
+            (None, Some(recorded)) if !recorded.trim().is_empty() => recorded.trim().to_string(),
+            (None, _) => format!("ws://127.0.0.1:{}", gateway.port),
+        };
         let token = self
             .token
             .clone()
@@ -73,6 +93,59 @@ impl GlobalArgs {
             .or_else(|| switchboard_server::auth::stored_token(&self.home()));
         Ok((url, token))
     }
+}
+
+/// A URL given for the gateway as a WebSocket URL: `http(s)://` becomes `ws(s)://` (the same
+/// port serves both); anything else is explained.
+fn websocket_url(url: &str) -> Result<String> {
+    let url = url.trim();
+    for (from, to) in [("http://", "ws://"), ("https://", "wss://")] {
+        if let Some(rest) = url.strip_prefix(from) {
+            return Ok(format!("{to}{rest}"));
+        }
+    }
+    if url.starts_with("ws://") || url.starts_with("wss://") {
+        return Ok(url.to_string());
+    }
+    anyhow::bail!(
+        "--url {url:?}: expected a gateway URL such as ws://127.0.0.1:18790 (ws://, wss://, \
+         http:// or https://)"
+    )
+}
+
+/// Records where the gateway of `home` listens, for the client commands of the same state dir.
+pub fn record_url(home: &std::path::Path, url: &str) -> Result<()> {
+    std::fs::write(home.join(URL_FILE), format!("{url}\n"))
+        .with_context(|| format!("recording the gateway URL in {}", home.display()))
+}
+
+/// Forgets the recorded URL (a stopped gateway); a file left by a killed one is harmless: the
+/// connection is refused and the client says so.
+pub fn forget_url(home: &std::path::Path) {
+    let _ = std::fs::remove_file(home.join(URL_FILE));
+}
+
+/// Connects to the gateway client commands talk to. An error says what happened: nothing
+/// listening (is it running?), a refused token (where the token is), or the connection's own
+/// error.
+pub async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
+    let (url, token) = global.target()?;
+    GatewayClient::connect(&url, token.as_deref())
+        .await
+        .map_err(|e| match &e {
+            ClientError::Connect { refused: true, .. } => anyhow::anyhow!(
+                "{e}\nis the gateway running? Start it with `switchboard gateway` (with the same \
+                 --state-dir), or pass --url"
+            ),
+            ClientError::Gateway(shape) if shape.code == ErrorCode::Unauthorized => {
+                anyhow::anyhow!(
+                    "{e}\nthe gateway refused the token: pass --token (or SWITCHBOARD_TOKEN); a \
+                     local gateway's token is in {}",
+                    global.home().join("gateway-token").display()
+                )
+            }
+            _ => anyhow::anyhow!("{e}").context(format!("connecting to the gateway at {url}")),
+        })
 }
 
 pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {

@@ -64,11 +64,18 @@ impl CoreError {
         ErrorShape::new(self.code(), self.to_string())
     }
 
-    /// A session reference that names no session.
+    /// A session reference of an operator (a method, the CLI) that names no session; the hint
+    /// names what an operator runs.
     pub fn session_not_found(reference: &str) -> Self {
         Self::NotFound(format!(
-            "Session not found: {reference} (use the full sessionKey from sessions_list)"
+            "Session not found: {reference} (list the sessions with `switchboard sessions list` \
+             or the sessions.list method, and use the full key)"
         ))
+    }
+
+    /// The same for a model's tool call; the hint names the model's tool.
+    pub fn tool_session_not_found(reference: &str) -> String {
+        format!("Session not found: {reference} (use the full sessionKey from sessions_list)")
     }
 
     /// Reports an invalid input with what is accepted.

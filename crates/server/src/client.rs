@@ -18,7 +18,12 @@ type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("cannot connect to {url}: {message}")]
-    Connect { url: String, message: String },
+    Connect {
+        url: String,
+        message: String,
+        /// Nothing listens there: the connection was refused.
+        refused: bool,
+    },
     /// The gateway answered with an error.
     #[error("{}: {}", .0.code.as_str(), .0.message)]
     Gateway(ErrorShape),
@@ -43,6 +48,8 @@ impl GatewayClient {
             .await
             .map_err(|e| ClientError::Connect {
                 url: url.to_string(),
+                refused: matches!(&e, tokio_tungstenite::tungstenite::Error::Io(io)
+                    if io.kind() == std::io::ErrorKind::ConnectionRefused),
                 message: e.to_string(),
             })?;
         Ok(Self {

@@ -2,6 +2,7 @@ mod commands;
 mod demo;
 mod durability;
 mod exchange_durability;
+mod first_hour;
 mod logging;
 mod mcp;
 mod process;

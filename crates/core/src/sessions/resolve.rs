@@ -208,9 +208,7 @@ impl Resolver {
                 .store
                 .get_by_session_id(&reference.to_lowercase())
                 .await?
-                .ok_or_else(|| {
-                    Refusal::Invalid(CoreError::session_not_found(reference).to_string())
-                })?;
+                .ok_or_else(|| Refusal::Invalid(CoreError::tool_session_not_found(reference)))?;
             self.check(requester, &entry, op, reference)?;
             return Ok(entry);
         }

@@ -277,11 +277,7 @@ async fn create_resolve_patch_reset_and_delete() {
         )
         .await;
     assert_eq!(missing.code, ErrorCode::NotFound);
-    assert!(
-        missing
-            .message
-            .contains("use the full sessionKey from sessions_list")
-    );
+    assert!(missing.message.contains("`switchboard sessions list`"));
 
     // Patches merge: the label survives a model change.
     gw.call(

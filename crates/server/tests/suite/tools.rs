@@ -132,7 +132,8 @@ async fn unknown_tools_missing_sessions_and_bad_args_are_clear_errors() {
     assert_eq!(error.code, ErrorCode::NotFound);
     assert_eq!(
         error.message,
-        "Session not found: cron:nope (use the full sessionKey from sessions_list)"
+        "Session not found: cron:nope (list the sessions with `switchboard sessions list` or \
+         the sessions.list method, and use the full key)"
     );
 
     let error = gw

@@ -45,6 +45,12 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     engine.cron().start();
     let state = ServerState::new(engine.clone(), auth.clone());
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
+    // Recorded before the banner: whoever reads the banner finds it.
+    let reachable = match local.ip().is_unspecified() {
+        true => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port()),
+        false => local,
+    };
+    crate::settings::record_url(&home, &format!("ws://{reachable}"))?;
     outln!(
         "switchboard {} gateway listening on ws://{local}",
         env!("CARGO_PKG_VERSION")
@@ -52,11 +58,6 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
-    let reachable = match local.ip().is_unspecified() {
-        true => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port()),
-        false => local,
-    };
-    crate::settings::record_url(&home, &format!("ws://{reachable}"))?;
     tracing::info!(%local, "gateway ready");
     // The shutdown sequence (docs/architecture.md): on the signal the server stops accepting and
     // closes its connections while the engine lets runs finish for the grace period, then aborts

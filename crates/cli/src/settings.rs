@@ -114,8 +114,11 @@ fn websocket_url(url: &str) -> Result<String> {
 }
 
 /// Records where the gateway of `home` listens, for the client commands of the same state dir.
+/// Written whole, then renamed into place: a client never reads half of it.
 pub fn record_url(home: &std::path::Path, url: &str) -> Result<()> {
-    std::fs::write(home.join(URL_FILE), format!("{url}\n"))
+    let partial = home.join(format!("{URL_FILE}.partial"));
+    std::fs::write(&partial, format!("{url}\n"))
+        .and_then(|()| std::fs::rename(&partial, home.join(URL_FILE)))
         .with_context(|| format!("recording the gateway URL in {}", home.display()))
 }
 
@@ -168,11 +171,10 @@ pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
         outln!("{}: ok", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    for unknown in &loaded.unknown_paths {
-        eprintln!(
-            "config error at {unknown}: unknown setting (see docs/configuration.md for the known ones)"
-        );
+    for unknown in &loaded.unknown {
+        eprintln!("{unknown}");
     }
+    eprintln!("(docs/configuration.md lists every setting)");
     Ok(ExitCode::FAILURE)
 }
 

@@ -249,3 +249,39 @@ async fn chat_survives_a_refused_message_and_ctrl_c_aborts_the_run_it_waits_on()
     assert!(aborted, "{messages}");
     gateway.stop();
 }
+
+#[test]
+fn config_check_lists_every_problem_in_file_order_with_a_did_you_mean() {
+    let home = tempfile::tempdir().unwrap();
+    let check = |text: &str| {
+        std::fs::write(home.path().join("config.json5"), text).unwrap();
+        let output = client(home.path(), &["config", "check"]);
+        assert!(!output.status.success(), "{text}");
+        text_of_lines(&output.stderr)
+    };
+    // An unknown key is listed even though a value is bad too; the file's order, with lines.
+    let lines = check(
+        "{\n  gateway: { bnd: \"lan\" },\n  agents: { defaults: { timeoutSeconds: 0 } },\n  sesion: {},\n}\n",
+    );
+    assert_eq!(
+        lines[..3],
+        [
+            "line 2: config error at gateway.bnd: unknown setting; did you mean `bind`?",
+            "line 3: config error at agents.defaults.timeoutSeconds: 0 is not allowed; expected an integer 1–86400",
+            "line 4: config error at sesion: unknown setting; did you mean `session`?",
+        ]
+    );
+    // A missing comma is reported where it belongs: the end of line 4.
+    let lines = check("{\n  gateway: {\n    port: 18790,\n  }\n  agents: {},\n}\n");
+    assert!(
+        lines[0].contains("at line 4, column 4: a comma is missing here"),
+        "{lines:?}"
+    );
+}
+
+fn text_of_lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

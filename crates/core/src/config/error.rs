@@ -70,7 +70,25 @@ pub enum ConfigError {
         /// What to put there.
         expected: String,
     },
-    /// Several of the above, one per line, in the order they were found.
+    /// A key switchboard does not know (ignored by the gateway, an error for `config check`
+    /// and whenever the file has errors anyway), with the closest known key.
+    #[error(
+        "config error at {path}: unknown setting{}",
+        .suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
+    )]
+    Unknown {
+        /// Where the key is.
+        path: String,
+        /// The closest known key at the same place, when one is close.
+        suggestion: Option<String>,
+    },
+    /// A problem and the line of the file it stands at (1-based).
+    #[error("line {line}: {error}")]
+    At {
+        line: usize,
+        error: Box<ConfigError>,
+    },
+    /// Several of the above, one per line, in the order they stand in the file.
     #[error("{}", join_lines(.0))]
     Many(Vec<ConfigError>),
 }
@@ -90,16 +108,29 @@ impl ConfigError {
             ConfigError::MissingEnv { path, .. }
             | ConfigError::Invalid { path, .. }
             | ConfigError::WrongType { path, .. }
-            | ConfigError::Missing { path, .. } => Some(path),
+            | ConfigError::Missing { path, .. }
+            | ConfigError::Unknown { path, .. } => Some(path),
+            ConfigError::At { error, .. } => error.path(),
             ConfigError::Io { .. } | ConfigError::Syntax { .. } | ConfigError::Many(_) => None,
         }
     }
 
-    /// Each single problem: the members of [`ConfigError::Many`], or the error itself.
+    /// Each single problem: the members of [`ConfigError::Many`], or the error itself (without
+    /// the line it stands at: see [`ConfigError::line`]).
     pub fn problems(&self) -> Vec<&ConfigError> {
         match self {
             ConfigError::Many(all) => all.iter().flat_map(ConfigError::problems).collect(),
+            ConfigError::At { error, .. } => error.problems(),
             single => vec![single],
+        }
+    }
+
+    /// The line of the file the problem stands at, when it was found.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::At { line, .. } => Some(*line),
+            ConfigError::Syntax { line, .. } => Some(*line),
+            _ => None,
         }
     }
 
@@ -109,12 +140,12 @@ impl ConfigError {
         let mut kept: Vec<ConfigError> = Vec::with_capacity(problems.len());
         for problem in problems {
             // Several unset variables in one string are several problems at one path.
+            let is_env = |e: &ConfigError| {
+                matches!(e.problems().first(), Some(ConfigError::MissingEnv { .. }))
+            };
             let duplicate = problem.path().is_some_and(|path| {
-                kept.iter().any(|k| {
-                    k.path() == Some(path)
-                        && !(matches!(k, ConfigError::MissingEnv { .. })
-                            && matches!(problem, ConfigError::MissingEnv { .. }))
-                })
+                kept.iter()
+                    .any(|k| k.path() == Some(path) && !(is_env(k) && is_env(&problem)))
             });
             if !duplicate {
                 kept.push(problem);
@@ -161,6 +192,48 @@ pub(crate) fn push_key(parent: &str, key: &str) -> String {
         (true, false) => format!("{parent}.{key}"),
         (false, _) => format!("{parent}[{}]", quote(key)),
     }
+}
+
+/// The segments of a path [`render_path`] wrote: `a.b[0].c`, `models.providers["eu.openai"]`.
+pub(crate) fn parse_path(path: &str) -> Vec<Seg> {
+    let mut segs = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let Some(end) = closing_bracket(inner) else {
+                break;
+            };
+            let token = &inner[..end];
+            segs.push(match token.parse::<usize>() {
+                Ok(index) => Seg::Index(index),
+                Err(_) => Seg::Key(serde_json::from_str(token).unwrap_or_else(|_| token.into())),
+            });
+            rest = &inner[end + 1..];
+        } else {
+            let body = rest.strip_prefix('.').unwrap_or(rest);
+            let end = body.find(['.', '[']).unwrap_or(body.len());
+            segs.push(Seg::Key(body[..end].to_owned()));
+            rest = &body[end..];
+        }
+    }
+    segs
+}
+
+/// Where the `]` that closes a bracket segment is (a quoted key may hold `]`).
+fn closing_bracket(inner: &str) -> Option<usize> {
+    if !inner.starts_with('"') {
+        return inner.find(']');
+    }
+    let mut escaped = false;
+    for (i, c) in inner.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return inner[i..].find(']').map(|j| i + j),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `parent[index]`.

@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::error::{self, Seg, render_path};
+use super::report;
 use super::{Config, ConfigError, ProviderApi, SendAction, validate};
 
 /// A loaded, validated configuration and what was ignored on the way.
@@ -22,6 +23,9 @@ pub struct LoadedConfig {
     /// sorted by key at each level. The gateway warns about each; `config check` treats them as
     /// errors.
     pub unknown_paths: Vec<String>,
+    /// The same unknown keys as `config check` reports them, in file order, each with its line
+    /// and the closest known key (a [`ConfigError::Unknown`] inside [`ConfigError::At`]).
+    pub unknown: Vec<String>,
     /// Where the text came from (a file path, or a description such as "built-in defaults").
     pub origin: String,
 }
@@ -29,8 +33,8 @@ pub struct LoadedConfig {
 impl LoadedConfig {
     /// Logs one warning per unknown path (what the gateway does at start-up).
     pub fn warn_unknown_paths(&self) {
-        for path in &self.unknown_paths {
-            tracing::warn!(origin = %self.origin, %path, "ignoring unknown config setting");
+        for problem in &self.unknown {
+            tracing::warn!(origin = %self.origin, "ignoring unknown config setting: {problem}");
         }
     }
 }
@@ -64,6 +68,7 @@ pub fn load_file_or_default(
         Err(source) if source.kind() == std::io::ErrorKind::NotFound => Ok(LoadedConfig {
             config: Config::default(),
             unknown_paths: Vec::new(),
+            unknown: Vec::new(),
             origin: format!("built-in defaults ({} not found)", path.display()),
         }),
         Err(source) => Err(ConfigError::Io {
@@ -101,17 +106,27 @@ pub fn load_str(
     check_required(&value, &mut problems);
     let (mut config, unknown) = deserialize_collecting(value, &mut problems);
     problems.extend(validate::validate(&mut config, &unset_secrets));
-    ConfigError::collect(problems)?;
-
     let mut unknown_paths: Vec<String> = Vec::with_capacity(unknown.len());
-    for path in unknown {
+    let mut unknown_problems = Vec::with_capacity(unknown.len());
+    for segs in unknown {
+        let path = render_path(&segs);
         if !unknown_paths.contains(&path) {
             unknown_paths.push(path);
+            unknown_problems.push(report::unknown(&segs));
         }
     }
+    // A file with errors anyway: its unknown keys are listed with them (one may be the cause).
+    if !problems.is_empty() {
+        problems.append(&mut unknown_problems);
+    }
+    ConfigError::collect(report::in_file_order(problems, text))?;
     Ok(LoadedConfig {
         config,
         unknown_paths,
+        unknown: report::in_file_order(unknown_problems, text)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         origin: origin.to_owned(),
     })
 }
@@ -132,13 +147,49 @@ fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError> {
                 full.strip_suffix(&suffix).unwrap_or(&full).to_owned()
             }
         };
+        let (line, column) = (position.line + 1, position.column + 1);
+        // A missing comma is noticed at the next item; it belongs after the previous one.
+        if message == "expected comma"
+            && let Some((before_line, before_column)) = end_before(text, line, column)
+        {
+            return ConfigError::Syntax {
+                origin: origin.to_owned(),
+                line: before_line,
+                column: before_column,
+                message: format!(
+                    "a comma is missing here (the next item starts at line {line}, column \
+                     {column})"
+                ),
+            };
+        }
         ConfigError::Syntax {
             origin: origin.to_owned(),
-            line: position.line + 1,
-            column: position.column + 1,
+            line,
+            column,
             message,
         }
     })
+}
+
+/// The 1-based line and column just after the last character before `line:column` that is not
+/// blank (where a separator the parser missed belongs).
+fn end_before(text: &str, line: usize, column: usize) -> Option<(usize, usize)> {
+    let start_of_line: usize = text
+        .split_inclusive('\n')
+        .take(line - 1)
+        .map(str::len)
+        .sum();
+    let offset = text[start_of_line..]
+        .char_indices()
+        .nth(column - 1)
+        .map_or(text.len(), |(i, _)| start_of_line + i);
+    let before = text[..offset].trim_end();
+    if before.is_empty() {
+        return None;
+    }
+    let found_line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Some((found_line, before[line_start..].chars().count() + 1))
 }
 
 /// Paths whose value is a secret: a `${VAR}` there that is unset means "not set" rather than an
@@ -314,14 +365,14 @@ const MAX_TYPE_PROBLEMS: usize = 100;
 fn deserialize_collecting(
     mut value: Value,
     problems: &mut Vec<ConfigError>,
-) -> (Config, Vec<String>) {
+) -> (Config, Vec<Vec<Seg>>) {
     for _ in 0..MAX_TYPE_PROBLEMS {
         let mut unknown = Vec::new();
         let result = {
             let mut record = |path: serde_ignored::Path<'_>| {
                 let mut segs = Vec::new();
                 ignored_segs(&path, &mut segs);
-                unknown.push(render_path(&segs));
+                unknown.push(segs);
             };
             let deserializer = serde_ignored::Deserializer::new(&value, &mut record);
             serde_path_to_error::deserialize::<_, Config>(deserializer)

@@ -17,6 +17,7 @@
 mod choices;
 mod error;
 mod load;
+mod report;
 mod resolve;
 mod validate;
 mod values;

@@ -46,17 +46,17 @@ fn model_refs_take_both_forms() {
                                         local: { api: "openai-completions" } } },
                  agents: { defaults: { model: "openai/gpt-5" } } }"#
         ),
-        r#"config error at agents.defaults.model: "openai/gpt-5" is not allowed; expected one of "builtin/echo", "builtin/scripted", "local/<any model>", "openai/gpt-4o-mini""#
+        r#"line 3: config error at agents.defaults.model: "openai/gpt-5" is not allowed; expected one of "builtin/echo", "builtin/scripted", "local/<any model>", "openai/gpt-4o-mini""#
     );
     assert_eq!(
         error_text(
             r#"{ agents: { defaults: { model: { primary: "builtin/echo", fallbacks: ["nope"] } } } }"#
         ),
-        r#"config error at agents.defaults.model.fallbacks[0]: "nope" is not allowed; expected a "provider/model" reference"#
+        r#"line 1: config error at agents.defaults.model.fallbacks[0]: "nope" is not allowed; expected a "provider/model" reference"#
     );
     assert_eq!(
         error_text("{ agents: { defaults: { model: 7 } } }"),
-        r#"config error at agents.defaults.model: expected a "provider/model" string or { primary: "provider/model", fallbacks: [...] }, got 7"#
+        r#"line 1: config error at agents.defaults.model: expected a "provider/model" string or { primary: "provider/model", fallbacks: [...] }, got 7"#
     );
 }
 

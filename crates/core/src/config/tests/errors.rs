@@ -34,98 +34,98 @@ fn a_bad_value_names_path_value_and_allowed_set() {
     let cases = [
         (
             r#"{ agents: { defaults: { sandbox: { mode: "sometimes" } } } }"#,
-            r#"config error at agents.defaults.sandbox.mode: "sometimes" is not allowed; expected one of "off", "non-main", "all""#,
+            r#"line 1: config error at agents.defaults.sandbox.mode: "sometimes" is not allowed; expected one of "off", "non-main", "all""#,
         ),
         (
             r#"{ gateway: { port: "abc" } }"#,
-            r#"config error at gateway.port: expected an integer 1–65535 (0 picks a free port), got "abc""#,
+            r#"line 1: config error at gateway.port: expected an integer 1–65535 (0 picks a free port), got "abc""#,
         ),
         (
             "{ gateway: { port: 70000 } }",
-            "config error at gateway.port: 70000 is not allowed; expected an integer 1–65535 (0 picks a free port)",
+            "line 1: config error at gateway.port: 70000 is not allowed; expected an integer 1–65535 (0 picks a free port)",
         ),
         (
             r#"{ gateway: { bind: "everywhere" } }"#,
-            r#"config error at gateway.bind: "everywhere" is not allowed; expected "loopback", "lan" or an IP address"#,
+            r#"line 1: config error at gateway.bind: "everywhere" is not allowed; expected "loopback", "lan" or an IP address"#,
         ),
         (
             "{ agents: { defaults: { timeoutSeconds: 0 } } }",
-            "config error at agents.defaults.timeoutSeconds: 0 is not allowed; expected an integer 1–86400",
+            "line 1: config error at agents.defaults.timeoutSeconds: 0 is not allowed; expected an integer 1–86400",
         ),
         (
             "{ agents: { defaults: { maxConcurrent: -1 } } }",
-            "config error at agents.defaults.maxConcurrent: -1 is not allowed; expected an integer 1–256",
+            "line 1: config error at agents.defaults.maxConcurrent: -1 is not allowed; expected an integer 1–256",
         ),
         (
             "{ gateway: { maxPayloadBytes: 10 } }",
-            "config error at gateway.maxPayloadBytes: 10 is not allowed; expected an integer 1024–67108864",
+            "line 1: config error at gateway.maxPayloadBytes: 10 is not allowed; expected an integer 1024–67108864",
         ),
         (
             r#"{ gateway: { controlUi: { allowedOrigins: ["http://ok:1", "evil.com/page"] } } }"#,
-            r#"config error at gateway.controlUi.allowedOrigins[1]: "evil.com/page" is not allowed; expected a web origin: http:// or https://, a host, an optional port, no path (e.g. "http://192.168.1.5:18790")"#,
+            r#"line 1: config error at gateway.controlUi.allowedOrigins[1]: "evil.com/page" is not allowed; expected a web origin: http:// or https://, a host, an optional port, no path (e.g. "http://192.168.1.5:18790")"#,
         ),
         (
             "{ gateway: 5 }",
-            "config error at gateway: expected an object, got 5",
+            "line 1: config error at gateway: expected an object, got 5",
         ),
         (
             "{ cron: { enabled: \"yes\" } }",
-            "config error at cron.enabled: expected true or false, got \"yes\"",
+            "line 1: config error at cron.enabled: expected true or false, got \"yes\"",
         ),
         (
             r#"{ session: { mainKey: "my main" } }"#,
-            r#"config error at session.mainKey: "my main" is not allowed; expected a non-empty key without ':' or whitespace"#,
+            r#"line 1: config error at session.mainKey: "my main" is not allowed; expected a non-empty key without ':' or whitespace"#,
         ),
         (
             r#"{ session: { sendPolicy: { rules: [ { match: { chatType: "private" }, action: "deny" } ] } } }"#,
-            r#"config error at session.sendPolicy.rules[0].match.chatType: "private" is not allowed; expected one of "direct", "dm", "group", "channel""#,
+            r#"line 1: config error at session.sendPolicy.rules[0].match.chatType: "private" is not allowed; expected one of "direct", "dm", "group", "channel""#,
         ),
         (
             r#"{ session: { sendPolicy: { rules: [ { match: { channel: "x" } } ] } } }"#,
-            r#"config error at session.sendPolicy.rules[0].action: missing; expected one of "allow", "deny""#,
+            r#"line 1: config error at session.sendPolicy.rules[0].action: missing; expected one of "allow", "deny""#,
         ),
         (
             r#"{ models: { providers: { p: { baseUrl: "ftp://x" } } } }"#,
-            "config error at models.providers.p.api: missing; expected one of \"openai-completions\", \"anthropic-messages\"\n\
-             config error at models.providers.p.baseUrl: \"ftp://x\" is not allowed; expected an http:// or https:// URL",
+            "line 1: config error at models.providers.p.api: missing; expected one of \"openai-completions\", \"anthropic-messages\"\n\
+             line 1: config error at models.providers.p.baseUrl: \"ftp://x\" is not allowed; expected an http:// or https:// URL",
         ),
         (
             r#"{ models: { providers: { p: { api: "openai-completions", baseUrl: "ftp://x" } } } }"#,
-            r#"config error at models.providers.p.baseUrl: "ftp://x" is not allowed; expected an http:// or https:// URL"#,
+            r#"line 1: config error at models.providers.p.baseUrl: "ftp://x" is not allowed; expected an http:// or https:// URL"#,
         ),
         (
             r#"{ models: { providers: { builtin: { api: "openai-completions" } } } }"#,
-            r#"config error at models.providers.builtin: "builtin" is not allowed; expected a provider id other than "builtin" (reserved for builtin/echo and builtin/scripted)"#,
+            r#"line 1: config error at models.providers.builtin: "builtin" is not allowed; expected a provider id other than "builtin" (reserved for builtin/echo and builtin/scripted)"#,
         ),
         (
             r#"{ models: { providers: { "my provider": { api: "openai-completions" } } } }"#,
-            r#"config error at models.providers["my provider"]: "my provider" is not allowed; expected a provider id matching ^[a-z0-9][a-z0-9_.-]*$"#,
+            r#"line 1: config error at models.providers["my provider"]: "my provider" is not allowed; expected a provider id matching ^[a-z0-9][a-z0-9_.-]*$"#,
         ),
         (
             r#"{ models: { providers: { p: { api: "openai-completions", models: [ { id: "m", cost: { input: -1, output: 1 } } ] } } } }"#,
-            "config error at models.providers.p.models[0].cost.input: -1 is not allowed; expected a number >= 0 (USD per million tokens)",
+            "line 1: config error at models.providers.p.models[0].cost.input: -1 is not allowed; expected a number >= 0 (USD per million tokens)",
         ),
         (
             r#"{ gateway: { bind: "lan", auth: { mode: "none" } } }"#,
-            r#"config error at gateway.auth.mode: "none" is not allowed; expected "token" while gateway.bind is "lan" (binding beyond loopback requires a token)"#,
+            r#"line 1: config error at gateway.auth.mode: "none" is not allowed; expected "token" while gateway.bind is "lan" (binding beyond loopback requires a token)"#,
         ),
         (
             r#"{ agents: { list: [ { name: "nameless" } ] } }"#,
-            "config error at agents.list[0].id: missing; expected an agent id (letters, digits, '-' and '_')",
+            "line 1: config error at agents.list[0].id: missing; expected an agent id (letters, digits, '-' and '_')",
         ),
         (
             r#"{ models: { providers: { p: 5 } }, agents: { list: ["main"] } }"#,
-            "config error at agents.list[0]: expected an object, got \"main\"\n\
-             config error at models.providers.p: expected an object, got 5",
+            "line 1: config error at agents.list[0]: expected an object, got \"main\"\n\
+             line 1: config error at models.providers.p: expected an object, got 5",
         ),
         (
             r#"{ tools: { agentToAgent: { allow: ["a", 5] } } }"#,
-            "config error at tools.agentToAgent.allow[1]: expected a string, got 5",
+            "line 1: config error at tools.agentToAgent.allow[1]: expected a string, got 5",
         ),
         (
             r#"{ channels: { telegram: { enabled: true, apiBase: "api.telegram.org" } } }"#,
-            "config error at channels.telegram.apiBase: \"api.telegram.org\" is not allowed; expected an http:// or https:// URL\n\
-             config error at channels.telegram.botToken: missing; expected a token (required while channels.telegram.enabled is true)",
+            "line 1: config error at channels.telegram.apiBase: \"api.telegram.org\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.telegram.botToken: missing; expected a token (required while channels.telegram.enabled is true)",
         ),
     ];
     for (text, expected) in cases {
@@ -146,18 +146,33 @@ fn several_bad_values_are_reported_together() {
     }"#;
     let err = load(text).unwrap_err();
     assert_eq!(err.problems().len(), 9, "{err}");
+    // In file order, each with its line.
     assert_eq!(
         err.to_string(),
         [
-            r#"config error at agents.defaults.sandbox.mode: "sometimes" is not allowed; expected one of "off", "non-main", "all""#,
-            r#"config error at agents.list[1].sandbox.mode: "never" is not allowed; expected one of "off", "non-main", "all""#,
-            r#"config error at gateway.bind: "nowhere" is not allowed; expected "loopback", "lan" or an IP address"#,
-            r#"config error at gateway.port: expected an integer 1–65535 (0 picks a free port), got "abc""#,
-            "config error at agents.defaults.timeoutSeconds: 0 is not allowed; expected an integer 1–86400",
-            r#"config error at agents.list[1].id: "main" is not allowed; expected an id no other agent has (agents.list[0] is already "main")"#,
-            "config error at agents.list[1].default: true is not allowed; expected false: only one agent can be the default (agents.list[0] is)",
-            "config error at hooks.token: missing; expected a token (required while hooks.enabled is true)",
-            "config error at cron.maxConcurrentRuns: 0 is not allowed; expected an integer 1–64",
+            r#"line 2: config error at gateway.bind: "nowhere" is not allowed; expected "loopback", "lan" or an IP address"#,
+            r#"line 2: config error at gateway.port: expected an integer 1–65535 (0 picks a free port), got "abc""#,
+            r#"line 4: config error at agents.defaults.sandbox.mode: "sometimes" is not allowed; expected one of "off", "non-main", "all""#,
+            "line 4: config error at agents.defaults.timeoutSeconds: 0 is not allowed; expected an integer 1–86400",
+            r#"line 5: config error at agents.list[1].sandbox.mode: "never" is not allowed; expected one of "off", "non-main", "all""#,
+            r#"line 5: config error at agents.list[1].id: "main" is not allowed; expected an id no other agent has (agents.list[0] is already "main")"#,
+            "line 5: config error at agents.list[1].default: true is not allowed; expected false: only one agent can be the default (agents.list[0] is)",
+            "line 7: config error at cron.maxConcurrentRuns: 0 is not allowed; expected an integer 1–64",
+            "line 8: config error at hooks.token: missing; expected a token (required while hooks.enabled is true)",
+        ]
+        .join("\n")
+    );
+}
+
+#[test]
+fn unknown_keys_are_listed_with_bad_values_with_the_closest_known_key() {
+    let text = "{\n  gateway: { port: \"abc\", bnd: \"lan\" },\n  agents: { defaults: { modle: \"x\" } },\n}";
+    assert_eq!(
+        error_text(text),
+        [
+            r#"line 2: config error at gateway.port: expected an integer 1–65535 (0 picks a free port), got "abc""#,
+            "line 2: config error at gateway.bnd: unknown setting; did you mean `bind`?",
+            "line 3: config error at agents.defaults.modle: unknown setting; did you mean `model`?",
         ]
         .join("\n")
     );
@@ -166,9 +181,10 @@ fn several_bad_values_are_reported_together() {
 #[test]
 fn a_syntax_error_shows_line_and_column() {
     let text = "{\n  gateway: { port: 1 }\n  cron: {}\n}";
+    // The missing comma belongs at the end of line 2, where the parser cannot see it.
     assert_eq!(
         error_text(text),
-        "config syntax error in test.json5 at line 3, column 3: expected comma"
+        "config syntax error in test.json5 at line 2, column 23: a comma is missing here (the next item starts at line 3, column 3)"
     );
     assert_eq!(
         error_text("{ gateway: {"),
@@ -184,14 +200,14 @@ fn a_syntax_error_shows_line_and_column() {
 fn a_missing_variable_names_the_path_and_the_variable() {
     assert_eq!(
         error_text(r#"{ agents: { list: [ { id: "a", systemPrompt: "hi ${NOT_SET}" } ] } }"#),
-        "config error at agents.list[0].systemPrompt: environment variable NOT_SET is not set (or is empty)"
+        "line 1: config error at agents.list[0].systemPrompt: environment variable NOT_SET is not set (or is empty)"
     );
     let err = load(r#"{ channels: { webhook: { accounts: { a: { url: "https://${HOST}/${PATH_PART}" } } } } }"#)
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "config error at channels.webhook.accounts.a.url: environment variable HOST is not set (or is empty)\n\
-         config error at channels.webhook.accounts.a.url: environment variable PATH_PART is not set (or is empty)"
+        "line 1: config error at channels.webhook.accounts.a.url: environment variable HOST is not set (or is empty)\n\
+         line 1: config error at channels.webhook.accounts.a.url: environment variable PATH_PART is not set (or is empty)"
     );
     assert_eq!(err.problems().len(), 2);
     let empty = |name: &str| (name == "EMPTY").then(String::new);
@@ -199,7 +215,7 @@ fn a_missing_variable_names_the_path_and_the_variable() {
     assert_eq!(
         err.map(|_| ()).map_err(|e| e.to_string()),
         Err(
-            "config error at session.mainKey: environment variable EMPTY is not set (or is empty)"
+            "line 1: config error at session.mainKey: environment variable EMPTY is not set (or is empty)"
                 .to_owned()
         )
     );

@@ -270,12 +270,12 @@ fn an_unset_secret_is_absent_unless_it_is_required() {
 
     assert_eq!(
         error_text(r#"{ hooks: { enabled: true, token: "${HOOK_TOKEN}" } }"#),
-        "config error at hooks.token: missing; expected a token (required while hooks.enabled is true); \
+        "line 1: config error at hooks.token: missing; expected a token (required while hooks.enabled is true); \
          environment variable HOOK_TOKEN is not set"
     );
     assert_eq!(
         error_text("{ hooks: { enabled: true } }"),
-        "config error at hooks.token: missing; expected a token (required while hooks.enabled is true)"
+        "line 1: config error at hooks.token: missing; expected a token (required while hooks.enabled is true)"
     );
 }
 

@@ -1,0 +1,243 @@
+//! How config problems are reported: in the order they stand in the file (each with its line),
+//! and unknown keys with the closest known key ("did you mean `port`?").
+
+use serde_json::Value;
+
+use super::error::{Seg, render_path};
+use super::{AgentEntry, Config, ConfigError, ModelEntry, ProviderConfig, SendPolicyRule};
+use super::{WebhookAccount, error};
+
+/// The problems, each with the line it stands at, in file order (those whose line cannot be
+/// found last, in the order they were found).
+pub(crate) fn in_file_order(problems: Vec<ConfigError>, text: &str) -> Vec<ConfigError> {
+    let mut placed: Vec<(usize, ConfigError)> = problems
+        .into_iter()
+        .map(
+            |problem| match problem.segs().and_then(|s| nearest_line(text, &s)) {
+                Some(line) => (
+                    line,
+                    ConfigError::At {
+                        line,
+                        error: Box::new(problem),
+                    },
+                ),
+                None => (usize::MAX, problem),
+            },
+        )
+        .collect();
+    placed.sort_by_key(|(line, _)| *line);
+    placed.into_iter().map(|(_, problem)| problem).collect()
+}
+
+/// An unknown key, with the closest known key at the same place when one is close enough.
+pub(crate) fn unknown(segs: &[Seg]) -> ConfigError {
+    let suggestion = match segs.split_last() {
+        Some((Seg::Key(key), parent)) => closest(key, &known_keys(parent)),
+        _ => None,
+    };
+    ConfigError::Unknown {
+        path: render_path(segs),
+        suggestion,
+    }
+}
+
+/// The line of the value at `segs`, else of the closest parent that is written (a missing
+/// setting is reported where its object is).
+fn nearest_line(text: &str, segs: &[Seg]) -> Option<usize> {
+    (1..=segs.len())
+        .rev()
+        .find_map(|n| line_of(text, &segs[..n]))
+}
+
+/// The 1-based line of the value at `segs`: each key is looked for after the previous one, and
+/// an array index moves to that element of the array.
+fn line_of(text: &str, segs: &[Seg]) -> Option<usize> {
+    let mut offset = 0;
+    let mut found = None;
+    for seg in segs {
+        let at = match seg {
+            Seg::Key(key) => offset + find_key(&text[offset..], key)?,
+            Seg::Index(i) => offset + element(&text[offset..], *i)?,
+        };
+        offset = at + 1;
+        found = Some(at);
+    }
+    found.map(|at| text[..at].matches('\n').count() + 1)
+}
+
+/// Where element `index` of the first array in `text` starts (strings and nesting skipped).
+fn element(text: &str, index: usize) -> Option<usize> {
+    let open = text.find('[')?;
+    let (mut depth, mut commas, mut quote) = (0usize, 0usize, None);
+    let mut escaped = false;
+    for (i, c) in text[open..].char_indices() {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        let starts = depth == 1 && commas == index && i > 0;
+        if starts && !c.is_whitespace() && c != ',' && c != ']' {
+            return Some(open + i);
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '[' | '{' => depth += 1,
+            ']' | '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return None;
+                }
+            }
+            ',' if depth == 1 => commas += 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where `key` stands as an object key in `text`: bare or quoted, followed by `:`.
+fn find_key(text: &str, key: &str) -> Option<usize> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(key) {
+        let at = from + pos;
+        let before = text[..at].chars().next_back();
+        let after = text[at + key.len()..].trim_start_matches(['"', '\'']);
+        if !before.is_some_and(is_word) && after.trim_start().starts_with(':') {
+            return Some(at);
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// The keys an object at `parent` may have: the fields of the config type there.
+fn known_keys(parent: &[Seg]) -> Vec<String> {
+    let template = template();
+    let mut node = &template;
+    for seg in parent {
+        node = match (seg, node) {
+            (Seg::Key(key), Value::Object(map)) => map.get(key).or_else(|| map.get("*")),
+            (Seg::Index(_), Value::Array(items)) => items.first(),
+            _ => None,
+        }
+        .unwrap_or(&Value::Null);
+    }
+    match node {
+        Value::Object(map) => map.keys().filter(|k| *k != "*").cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The default config with one entry in each keyed map and list of objects (under `*` and at
+/// index 0), so the fields of their entries are known too.
+fn template() -> Value {
+    let mut config = Config::default();
+    let mut provider = ProviderConfig::default();
+    provider.models.push(ModelEntry::default());
+    config.models.providers.insert("*".into(), provider);
+    config.agents.list.push(AgentEntry::default());
+    config
+        .channels
+        .webhook
+        .accounts
+        .insert("*".into(), WebhookAccount::default());
+    config
+        .session
+        .send_policy
+        .rules
+        .push(SendPolicyRule::default());
+    serde_json::to_value(config).unwrap_or(Value::Null)
+}
+
+/// The known key closest to `key` (case aside, then by edit distance), if it is close: at most
+/// a third of its length apart, and never more than 3 edits.
+fn closest(key: &str, known: &[String]) -> Option<String> {
+    let lower = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (distance(&lower, &k.to_lowercase()), k))
+        .filter(|(d, k)| *d <= (k.len() / 3).clamp(1, 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.clone())
+}
+
+/// Edit distance where swapping two neighbours is one edit (`prot` → `port`).
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+impl ConfigError {
+    /// The path of a problem as segments, parsed back from its dotted form.
+    fn segs(&self) -> Option<Vec<Seg>> {
+        self.path().map(error::parse_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_get_the_closest_known_one() {
+        let key = |k: &str| Seg::Key(k.into());
+        let suggest = |segs: &[Seg]| match unknown(segs) {
+            ConfigError::Unknown { suggestion, .. } => suggestion,
+            _ => None,
+        };
+        assert_eq!(
+            suggest(&[key("gateway"), key("bnd")]).as_deref(),
+            Some("bind")
+        );
+        assert_eq!(suggest(&[key("gatway")]).as_deref(), Some("gateway"));
+        assert_eq!(
+            suggest(&[key("gateway"), key("prot")]).as_deref(),
+            Some("port")
+        );
+        let list = [
+            key("agents"),
+            key("list"),
+            Seg::Index(2),
+            key("systemPromt"),
+        ];
+        assert_eq!(suggest(&list).as_deref(), Some("systemPrompt"));
+        let provider = [key("models"), key("providers"), key("eu"), key("apikey")];
+        assert_eq!(suggest(&provider).as_deref(), Some("apiKey"));
+        assert_eq!(suggest(&[key("gateway"), key("banana")]), None);
+    }
+
+    #[test]
+    fn lines_are_found_key_after_key() {
+        let text = "{\n  gateway: { port: 1 },\n  agents: {\n    list: [\n      { id: \"a\" },\n      { \"id\": \"b\" },\n    ],\n  },\n}";
+        let key = |k: &str| Seg::Key(k.into());
+        assert_eq!(line_of(text, &[key("gateway"), key("port")]), Some(2));
+        let second = [key("agents"), key("list"), Seg::Index(1), key("id")];
+        assert_eq!(line_of(text, &second), Some(6));
+        assert_eq!(line_of(text, &[key("session")]), None);
+    }
+}

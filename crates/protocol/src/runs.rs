@@ -200,6 +200,12 @@ pub struct AgentAccepted {
     pub status: String,
     /// When the run was accepted (ms).
     pub accepted_at: i64,
+    /// The run's session, as callers know it (the reference's clients abort through it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// The agent that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 impl AgentAccepted {
@@ -210,16 +216,57 @@ impl AgentAccepted {
             run_id: run_id.into(),
             status: Self::STATUS.into(),
             accepted_at,
+            session_key: None,
+            agent_id: None,
         }
     }
 }
 
-/// The reply text of a run, as `agent`'s `result`.
+/// The reply of a run, as `agent`'s `result`: our `text`, and the reference's `payloads` (what
+/// its CLI prints) and `meta`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentReplyText {
     /// The run's final assistant text.
     pub text: String,
+    /// The reply as the reference's clients read it: one text payload.
+    #[serde(default)]
+    pub payloads: Vec<ReplyPayload>,
+    /// How the run went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RunMeta>,
+}
+
+/// One part of a reply (the reference's `ReplyPayload`; switchboard sends text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplyPayload {
+    pub text: String,
+}
+
+/// `result.meta` of `agent`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunMeta {
+    /// From the run's start to its end (ms).
+    pub duration_ms: i64,
+    /// Which session and model answered.
+    pub agent_meta: AgentMeta,
+}
+
+/// `result.meta.agentMeta` of `agent`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentMeta {
+    /// The session's transcript id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The provider of the session's last model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model of that call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// `agent`'s final answer: the run's outcome, a summary line and the reply.
@@ -248,7 +295,11 @@ impl AgentResult {
             .or(run.error.as_deref())
             .map(|s| s.chars().take(Self::SUMMARY_CHARS).collect())
             .unwrap_or_default();
-        let result = run.reply.clone().map(|text| AgentReplyText { text });
+        let result = run.reply.clone().map(|text| AgentReplyText {
+            payloads: vec![ReplyPayload { text: text.clone() }],
+            text,
+            meta: None,
+        });
         Self {
             run,
             summary,
@@ -329,7 +380,7 @@ mod tests {
             json!({
                 "runId": "r1", "status": "ok", "sessionKey": "agent:main:main",
                 "startedAt": 10, "endedAt": 20, "reply": "pong",
-                "summary": "pong", "result": {"text": "pong"},
+                "summary": "pong", "result": {"text": "pong", "payloads": [{"text": "pong"}]},
             }),
         );
         let failed = RunResult {

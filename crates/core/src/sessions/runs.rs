@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use switchboard_protocol::runs::{
-    AgentAccepted, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams, ChatAbortResult,
-    ChatSendAnswer, ChatSendParams, ChatSendResult, RunResult, SendCommandResult,
+    AgentAccepted, AgentMeta, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams,
+    ChatAbortResult, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta, RunResult,
+    SendCommandResult,
 };
 use switchboard_protocol::sessions::DeliveryContext;
 
@@ -37,6 +38,7 @@ impl Sessions {
         self.resolver.check_send(&key).await?;
         check_message("chat.send", &p.message)?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
+        request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
             .timeout_ms
@@ -102,6 +104,7 @@ impl Sessions {
                 route: explicit_route(p.channel, p.to, p.account_id)?,
             });
         }
+        request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.extra_system_prompt = p.extra_system_prompt;
         request.model = p.model;
@@ -111,12 +114,40 @@ impl Sessions {
             .map(|s| Duration::from_secs(s as u64));
         let run = self.runtime.submit(request).await?;
         accepted(AgentAccepted {
-            run_id: run.run_id.as_str().to_string(),
-            status: "accepted".into(),
-            accepted_at: run.accepted_at,
+            session_key: Some(key.display().to_string()),
+            agent_id: key.agent_id().map(str::to_string),
+            ..AgentAccepted::new(run.run_id.as_str(), run.accepted_at)
         });
         let outcome = self.runtime.wait(&run.run_id, Duration::MAX).await?;
-        Ok(AgentResult::new(run_result(outcome)))
+        let meta = self.run_meta(&outcome).await;
+        let mut answer = AgentResult::new(run_result(outcome));
+        if let Some(result) = &mut answer.result {
+            result.meta = Some(meta);
+        }
+        Ok(answer)
+    }
+
+    /// `result.meta` of `agent`: the run's duration, its session, and the model of the
+    /// session's last call (this run's, unless another run followed it at once).
+    async fn run_meta(&self, outcome: &WaitOutcome) -> RunMeta {
+        let r = &outcome.record;
+        let entry = self.store.get(&r.session_key).await.ok().flatten();
+        let model = entry.and_then(|e| e.last_model);
+        let (provider, model) = match model.as_deref().and_then(|m| m.split_once('/')) {
+            Some((provider, name)) => (Some(provider.to_string()), Some(name.to_string())),
+            None => (None, model),
+        };
+        RunMeta {
+            duration_ms: r
+                .ended_at
+                .zip(r.started_at)
+                .map_or(0, |(end, start)| end - start),
+            agent_meta: AgentMeta {
+                session_id: r.session_id.clone(),
+                provider,
+                model,
+            },
+        }
     }
 
     /// `agent.wait`: the run's outcome, or its state when the wait (default 30 s, at most
@@ -197,6 +228,15 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
             None
         },
     }
+}
+
+/// The run id an operator's idempotency key gives its run, as the reference does (its clients
+/// wait on the key): a key of at most 128 printable characters without spaces; any other key
+/// still deduplicates, and the run gets an id of its own.
+fn run_id_of(idempotency_key: Option<&str>) -> Option<RunId> {
+    let key = idempotency_key?;
+    let usable = !key.is_empty() && key.len() <= 128 && key.chars().all(|c| c.is_ascii_graphic());
+    usable.then(|| RunId::from_string(key))
 }
 
 /// A message that starts a run says something: an empty one would run the model on nothing.

@@ -34,6 +34,48 @@ async fn agent_answers_accepted_then_the_outcome_under_the_same_id() {
         (json!("ok"), json!("hello there"))
     );
     assert_eq!(outcome["summary"], "hello there");
+    // The reference's shapes too: the key is the run id, the accepted answer names the session
+    // and the agent, and the result carries payloads (what its CLI prints) and meta.
+    assert_eq!(accepted["runId"], "k1");
+    assert_eq!(
+        (accepted["sessionKey"].clone(), accepted["agentId"].clone()),
+        (json!("agent:main:main"), json!("main"))
+    );
+    assert_eq!(
+        outcome["result"]["payloads"],
+        json!([{"text": "hello there"}])
+    );
+    assert_eq!(outcome["result"]["text"], "hello there");
+    let meta = &outcome["result"]["meta"];
+    assert!(
+        meta["durationMs"].as_i64().is_some_and(|ms| ms >= 0),
+        "{meta}"
+    );
+    assert_eq!(
+        (
+            meta["agentMeta"]["provider"].clone(),
+            meta["agentMeta"]["model"].clone()
+        ),
+        (json!("builtin"), json!("scripted"))
+    );
+    assert!(meta["agentMeta"]["sessionId"].is_string(), "{meta}");
+    // chat.send's key is its run id as well: a client waits on the key it sent.
+    let sent = client
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": "@reply again", "idempotencyKey": "ref-2"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent["runId"], "ref-2");
+    let waited = client
+        .request("agent.wait", json!({"runId": "ref-2", "timeoutMs": 10000}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (waited["status"].clone(), waited["reply"].clone()),
+        (json!("ok"), json!("again"))
+    );
 
     // The same idempotency key does no work twice.
     let again = client
@@ -51,7 +93,7 @@ async fn agent_answers_accepted_then_the_outcome_under_the_same_id() {
         .request("chat.history", json!({"sessionKey": "main"}))
         .await
         .unwrap();
-    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(history["messages"].as_array().unwrap().len(), 4);
 
     let bad_lane = client
         .request_frame(

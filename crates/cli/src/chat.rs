@@ -7,7 +7,6 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
 use switchboard_server::client::{ClientError, GatewayClient};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::settings::GlobalArgs;
 
@@ -20,7 +19,7 @@ pub struct ChatArgs {
 
 pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
     let mut client = crate::settings::connect(global).await?;
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = typed_lines();
     eprintln!(
         "chatting in {} — type a message; Ctrl-C stops a reply, Ctrl-D (or Ctrl-C here) leaves",
         args.session
@@ -28,7 +27,7 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
     loop {
         eprint!("> ");
         let line = tokio::select! {
-            line = lines.next_line() => line?,
+            line = lines.recv() => line.transpose()?,
             _ = tokio::signal::ctrl_c() => None,
         };
         let Some(line) = line else {
@@ -69,6 +68,20 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
     }
     client.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines typed, read on a thread of their own: tokio's stdin would hold the runtime's
+/// shutdown until a pending read ends, so leaving on Ctrl-C at the prompt would wait for Enter.
+fn typed_lines() -> tokio::sync::mpsc::Receiver<std::io::Result<String>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            if tx.blocking_send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 /// Ctrl-C while a reply streams: aborts that run and says what became of it.

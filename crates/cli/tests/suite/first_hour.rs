@@ -238,8 +238,15 @@ async fn chat_survives_a_refused_message_and_ctrl_c_aborts_the_run_it_waits_on()
     until(async || said_contains(&said, "[aborted the run")).await;
     writeln!(stdin, "@reply still here").unwrap();
     until(async || said_contains(&said, "still here")).await;
+    // Ctrl-C at the prompt leaves, though stdin stays open (no Enter needed).
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let left = until(async || child.try_wait().unwrap()).await;
+    assert!(left.success(), "{}", said.lock().unwrap());
     drop(stdin);
-    assert!(child.wait().unwrap().success(), "{}", said.lock().unwrap());
     let messages = main_history(home.path());
     let aborted = messages["messages"]
         .as_array()

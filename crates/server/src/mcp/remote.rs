@@ -37,14 +37,22 @@ impl RemoteInvoker {
     fn unreachable(&self, e: ClientError) -> ErrorShape {
         match e {
             ClientError::Gateway(shape) => shape,
-            other => ErrorShape::new(
-                ErrorCode::Unavailable,
-                format!(
-                    "cannot reach the switchboard gateway at {}: {other} (is `switchboard \
-                     gateway` running? set --url/SWITCHBOARD_URL and --token/SWITCHBOARD_TOKEN)",
-                    self.url
-                ),
-            ),
+            other => {
+                // Only a refused connection asks whether the gateway runs.
+                let hint = match &other {
+                    ClientError::Connect { refused: true, .. } => {
+                        "is `switchboard gateway` running? set --url/SWITCHBOARD_URL"
+                    }
+                    _ => "check --url/SWITCHBOARD_URL and --token/SWITCHBOARD_TOKEN",
+                };
+                ErrorShape::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "cannot reach the switchboard gateway at {}: {other} ({hint})",
+                        self.url
+                    ),
+                )
+            }
         }
     }
 }

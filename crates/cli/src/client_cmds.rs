@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use switchboard_server::client::GatewayClient;
 
 use crate::settings::GlobalArgs;
 use crate::table;
@@ -142,12 +141,8 @@ pub enum AgentsCommand {
     List,
 }
 
-async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
-    crate::settings::connect(global).await
-}
-
 async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {
-    let mut client = connect(global).await?;
+    let mut client = crate::settings::connect(global).await?;
     let result = client.request(method, params).await;
     client.close().await;
     Ok(result?)
@@ -157,7 +152,7 @@ async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Val
 /// The acting session is created first (idempotent): the operator acts as it, while the tools
 /// themselves never create the sessions they name.
 async fn invoke(global: &GlobalArgs, acting: &str, tool: &str, args: Value) -> Result<Value> {
-    let mut client = connect(global).await?;
+    let mut client = crate::settings::connect(global).await?;
     client
         .request("sessions.create", json!({"key": acting}))
         .await?;

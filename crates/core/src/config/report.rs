@@ -118,8 +118,8 @@ fn find_key(text: &str, key: &str) -> Option<usize> {
 
 /// The keys an object at `parent` may have: the fields of the config type there.
 fn known_keys(parent: &[Seg]) -> Vec<String> {
-    let template = template();
-    let mut node = &template;
+    static TEMPLATE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let mut node = TEMPLATE.get_or_init(template);
     for seg in parent {
         node = match (seg, node) {
             (Seg::Key(key), Value::Object(map)) => map.get(key).or_else(|| map.get("*")),

@@ -49,8 +49,9 @@ impl ToolOutput {
     /// `{"status": "error", "error": message}`: the shape of every tool failure, so a model
     /// (or an MCP client) reads every error the same way.
     pub fn error(message: impl Into<String>) -> Self {
+        let failure = switchboard_protocol::session_tools::ToolFailure::error(message);
         Self {
-            content: serde_json::json!({"status": "error", "error": message.into()}),
+            content: serde_json::to_value(failure).unwrap_or(Value::Null),
             is_error: true,
         }
     }

@@ -13,6 +13,7 @@ use switchboard_protocol::sessions::DeliveryContext;
 
 use super::Sessions;
 use crate::access;
+use crate::config::ModelRef;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -133,7 +134,7 @@ impl Sessions {
         let r = &outcome.record;
         let entry = self.store.get(&r.session_key).await.ok().flatten();
         let model = entry.and_then(|e| e.last_model);
-        let (provider, model) = match model.as_deref().and_then(|m| m.split_once('/')) {
+        let (provider, model) = match model.as_deref().and_then(ModelRef::split) {
             Some((provider, name)) => (Some(provider.to_string()), Some(name.to_string())),
             None => (None, model),
         };

@@ -28,6 +28,7 @@ use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use switchboard_core::delivery::{DeliveryEvent, info};
+use switchboard_core::keys::SessionKey;
 use switchboard_core::runtime::RunEvent;
 use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent};
 use switchboard_protocol::sessions::{SessionsSubscribeParams, SessionsSubscribeResult};
@@ -366,10 +367,7 @@ fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Val
             subs.keys.remove(key);
         }
     }
-    let shown = |k: &String| match k.as_str() {
-        switchboard_core::keys::GLOBAL_KEY => switchboard_core::keys::DEFAULT_MAIN_KEY.to_string(),
-        _ => k.clone(),
-    };
+    let shown = |k: &String| SessionKey::from_canonical(k.clone()).display().to_string();
     let mut listed: Vec<String> = subs.keys.iter().map(shown).collect();
     listed.sort();
     methods::to_value(SessionsSubscribeResult {

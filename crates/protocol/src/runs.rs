@@ -20,6 +20,29 @@ pub struct ChatSendParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub timeout_ms: Option<i64>,
+    /// Images sent with the message, stored as image blocks of the user message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<ChatAttachment>,
+}
+
+/// One attachment of `chat.send`/`agent`, in the reference's shape. Only images are accepted
+/// (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, at most 5 MB decoded); anything else
+/// is refused with an error that says so.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatAttachment {
+    /// `image` (absent = taken from `mimeType`).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The media type; absent = recognised from the bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The file's name, for error messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+    /// The bytes in base64 (a `data:<type>;base64,` prefix is accepted).
+    #[serde(default)]
+    pub content: String,
 }
 
 /// `agent`: start a run; answered with `accepted`, then with the outcome under the same id.
@@ -64,6 +87,9 @@ pub struct AgentParams {
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
+    /// Images sent with the message (as `chat.send`'s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<ChatAttachment>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -153,3 +153,14 @@ string_enum! {
     }
     default = Allow;
 }
+
+string_enum! {
+    /// `models.providers.<id>.models[].input[]`: what a model takes in.
+    pub enum ModelInput {
+        /// Text.
+        Text = "text",
+        /// Images (`chat.send` attachments).
+        Image = "image",
+    }
+    default = Text;
+}

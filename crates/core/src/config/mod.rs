@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use choices::{
-    AuthMode, ChatType, DmScope, ProviderApi, SandboxMode, SendAction, SessionScope,
+    AuthMode, ChatType, DmScope, ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope,
     SessionToolsVisibility,
 };
 pub use error::ConfigError;
@@ -179,6 +179,9 @@ pub struct ModelEntry {
     pub max_tokens: Option<u64>,
     /// Prices, for the `est $` figure of announces.
     pub cost: Option<ModelCost>,
+    /// What the model takes in; absent = text and images. A model without `image` refuses
+    /// image attachments.
+    pub input: Option<Vec<ModelInput>>,
 }
 
 /// `models.providers.<id>.models[].cost`: USD per million tokens.

@@ -10,9 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelRef,
-    ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
-    ToolPolicy,
+    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
+    ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
+    SessionToolsVisibility, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -96,6 +96,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "agents.defaults.subagents.archiveAfterMinutes" => integer(&ARCHIVE_AFTER_MINUTES),
         "agents.list[].id" => AGENT_ID_EXPECTED.to_owned(),
         "models.providers.*.models[].id" => MODEL_ID_EXPECTED.to_owned(),
+        "models.providers.*.models[].input[]" => one_of(ModelInput::NAMES),
         "session.scope" => one_of(SessionScope::NAMES),
         "session.mainKey" => MAIN_KEY_EXPECTED.to_owned(),
         "session.dmScope" => one_of(DmScope::NAMES),

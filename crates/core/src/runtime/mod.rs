@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_protocol::message::Provenance;
+use switchboard_protocol::message::{ContentBlock, Provenance};
 use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -90,6 +90,8 @@ pub struct RunRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunMessage {
     pub text: String,
+    /// Image blocks sent with the text (`chat.send` attachments).
+    pub images: Vec<ContentBlock>,
     /// Where it came from when not from a person (SPEC §4.2).
     pub provenance: Option<Provenance>,
 }
@@ -140,9 +142,17 @@ impl RunRequest {
     pub fn with_message(mut self, text: impl Into<String>, provenance: Option<Provenance>) -> Self {
         self.message = Some(RunMessage {
             text: text.into(),
+            images: Vec::new(),
             provenance,
         });
         self
+    }
+
+    /// Adds image blocks to the run's user message.
+    pub fn add_images(&mut self, images: Vec<ContentBlock>) {
+        if let Some(message) = &mut self.message {
+            message.images.extend(images);
+        }
     }
 }
 

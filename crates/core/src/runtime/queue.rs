@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use switchboard_protocol::message::{TranscriptMessage, UserContent, UserMessage};
+use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent, UserMessage};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +83,14 @@ impl Runtime {
         };
         let message = request.message.take().map(|m| {
             TranscriptMessage::User(UserMessage {
-                content: UserContent::Text(m.text),
+                content: match m.images.is_empty() {
+                    true => UserContent::Text(m.text),
+                    false => UserContent::Blocks(
+                        std::iter::once(ContentBlock::text(m.text))
+                            .chain(m.images)
+                            .collect(),
+                    ),
+                },
                 timestamp: now,
                 provenance: m.provenance,
             })

@@ -6,6 +6,7 @@
 //! Must not: decide visibility or send policy itself (`crate::access` does), or run turns (the
 //! runtime does; `chat.send` and `agent` submit runs to it).
 
+mod attachments;
 mod history;
 mod list;
 mod manage;

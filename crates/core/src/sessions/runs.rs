@@ -4,14 +4,15 @@
 
 use std::time::Duration;
 
+use switchboard_protocol::message::ContentBlock;
 use switchboard_protocol::runs::{
     AgentAccepted, AgentMeta, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams,
-    ChatAbortResult, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta, RunResult,
-    SendCommandResult,
+    ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
+    RunResult, SendCommandResult,
 };
 use switchboard_protocol::sessions::DeliveryContext;
 
-use super::Sessions;
+use super::{Sessions, attachments};
 use crate::access;
 use crate::config::ModelRef;
 use crate::error::{CoreError, CoreResult};
@@ -38,7 +39,11 @@ impl Sessions {
         }
         self.resolver.check_send(&key).await?;
         check_message("chat.send", &p.message)?;
+        let images = self
+            .images_for(&key, None, "chat.send", &p.attachments)
+            .await?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
+        request.add_images(images);
         request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
@@ -91,7 +96,11 @@ impl Sessions {
         if let Some(model) = &p.model {
             self.check_model(model)?;
         }
+        let images = self
+            .images_for(&key, p.model.as_deref(), "agent", &p.attachments)
+            .await?;
         let mut request = self.operator_run(&key, p.message, lane);
+        request.add_images(images);
         if let Some(new) = &mut request.create {
             new.label = p.label;
             new.spawned_by = match &p.spawned_by {
@@ -180,6 +189,40 @@ impl Sessions {
     }
 
     /// A run of an operator's message in `key`, creating the session when it is new.
+    /// The image blocks of `attachments`, refused when the model the run would use (`model`,
+    /// else the session's, else its agent's) does not take images.
+    async fn images_for(
+        &self,
+        key: &SessionKey,
+        model: Option<&str>,
+        method: &str,
+        attachments: &[ChatAttachment],
+    ) -> CoreResult<Vec<ContentBlock>> {
+        let images = attachments::image_blocks(method, attachments)?;
+        if images.is_empty() {
+            return Ok(images);
+        }
+        let entry = self.store.get(key).await?;
+        let model = match (model, entry) {
+            (Some(model), _) => model.to_string(),
+            (None, Some(entry)) => entry
+                .model
+                .unwrap_or_else(|| self.config.agent(&entry.agent_id).model.clone()),
+            (None, None) => {
+                let agent = key.agent_id().map(str::to_string);
+                let agent = agent.unwrap_or_else(|| self.config.default_agent_id());
+                self.config.agent(&agent).model.clone()
+            }
+        };
+        match self.runtime.providers().resolve(&model) {
+            Ok(target) if !target.images => Err(CoreError::invalid(format!(
+                "{method}: the model {model} does not take images (its input in \
+                 models.providers has no \"image\"); send text only or use a model that does"
+            ))),
+            _ => Ok(images),
+        }
+    }
+
     fn operator_run(&self, key: &SessionKey, message: String, lane: Lane) -> RunRequest {
         let mut request = RunRequest::new(key.clone(), lane).with_message(message, None);
         request.create = Some(self.resolver.new_session(key));

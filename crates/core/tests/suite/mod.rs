@@ -1,3 +1,4 @@
+mod attachments;
 mod cron;
 mod providers;
 mod restart;

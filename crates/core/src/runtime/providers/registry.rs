@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, Config, ModelCost, ProviderApi};
+use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, Config, ModelCost, ModelInput, ProviderApi};
 
 use super::retry::RetryPolicy;
 use super::{Provider, anthropic, builtin, http, openai};
@@ -25,14 +25,28 @@ pub struct ModelTarget {
     pub max_tokens: Option<u64>,
     pub context_window: Option<u64>,
     pub cost: Option<ModelCost>,
+    /// Whether the model takes images.
+    pub images: bool,
 }
 
-/// What the config says of one model: max tokens, context window, cost.
-#[derive(Clone, Default)]
+/// What the config says of one model: max tokens, context window, cost, input.
+#[derive(Clone)]
 struct ModelFacts {
     max_tokens: Option<u64>,
     context_window: Option<u64>,
     cost: Option<ModelCost>,
+    images: bool,
+}
+
+impl Default for ModelFacts {
+    fn default() -> Self {
+        Self {
+            max_tokens: None,
+            context_window: None,
+            cost: None,
+            images: true,
+        }
+    }
 }
 
 struct Entry {
@@ -60,7 +74,13 @@ impl Providers {
                 },
                 models: BUILTIN_MODELS
                     .iter()
-                    .map(|m| (m.to_string(), ModelFacts::default()))
+                    .map(|m| {
+                        let facts = ModelFacts {
+                            images: false,
+                            ..ModelFacts::default()
+                        };
+                        (m.to_string(), facts)
+                    })
                     .collect(),
             },
         );
@@ -91,6 +111,10 @@ impl Providers {
                             max_tokens: m.max_tokens,
                             context_window: m.context_window,
                             cost: m.cost.clone(),
+                            images: m
+                                .input
+                                .as_ref()
+                                .is_none_or(|input| input.contains(&ModelInput::Image)),
                         },
                     )
                 })
@@ -127,6 +151,7 @@ impl Providers {
             max_tokens,
             context_window,
             cost,
+            images,
         } = facts;
         Ok(ModelTarget {
             provider: entry.provider.clone(),
@@ -137,6 +162,7 @@ impl Providers {
             max_tokens,
             context_window,
             cost,
+            images,
         })
     }
 

@@ -89,6 +89,21 @@ pub struct ToolsInvokeResult {
     /// The tool's answer, exactly as the model would read it: a result object (see
     /// `session_tools`) or an error text.
     pub result: Value,
+    /// The tool's name (the reference's shape).
+    pub tool_name: String,
+    /// The reference's shape of the same answer: `{content: [{type: "text", text}], details}`,
+    /// `text` being what the model reads and `details` the result object.
+    pub output: ToolInvokeOutput,
+}
+
+/// `output` of `tools.invoke`, as the reference's clients read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInvokeOutput {
+    /// One text block: the text the model reads.
+    pub content: Vec<crate::message::ContentBlock>,
+    /// The tool's result object.
+    pub details: Value,
 }
 
 #[cfg(test)]
@@ -98,13 +113,24 @@ mod tests {
 
     #[test]
     fn invoke_answers_ok_and_the_tool_result() {
+        let failure = json!({"status": "error", "error": "sessionKey required"});
         let result = ToolsInvokeResult {
             ok: false,
-            result: json!({"status": "error", "error": "sessionKey required"}),
+            result: failure.clone(),
+            tool_name: "sessions_send".into(),
+            output: ToolInvokeOutput {
+                content: vec![crate::message::ContentBlock::text(failure.to_string())],
+                details: failure.clone(),
+            },
         };
         let expected = json!({
             "ok": false,
-            "result": {"status": "error", "error": "sessionKey required"},
+            "result": failure,
+            "toolName": "sessions_send",
+            "output": {
+                "content": [{"type": "text", "text": failure.to_string()}],
+                "details": failure,
+            },
         });
         assert_eq!(serde_json::to_value(&result).unwrap(), expected);
         assert_eq!(

@@ -10,8 +10,10 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchboard_protocol::message::ContentBlock;
 use switchboard_protocol::tools::{
-    ToolDescriptor, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams, ToolsListResult,
+    ToolDescriptor, ToolInvokeOutput, ToolsInvokeParams, ToolsInvokeResult, ToolsListParams,
+    ToolsListResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -50,8 +52,14 @@ impl ToolInvoker {
         let output = self
             .call(&p.session_key, &p.tool, p.args, stop_waiting)
             .await?;
+        let text = output.text();
         Ok(ToolsInvokeResult {
             ok: !output.is_error,
+            tool_name: p.tool,
+            output: ToolInvokeOutput {
+                content: vec![ContentBlock::text(text)],
+                details: output.content.clone(),
+            },
             result: output.content,
         })
     }

@@ -46,6 +46,17 @@ async fn session_tools_answer_through_tools_invoke() {
         .await;
     assert_eq!(by_name, list);
     assert_eq!(list["result"]["count"], 1);
+    // The reference's shape of the same answer: the text the model reads, the object as details.
+    assert_eq!(list["toolName"], "sessions_list");
+    assert_eq!(list["output"]["details"], list["result"]);
+    let text = list["output"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        (
+            list["output"]["content"][0]["type"].clone(),
+            serde_json::from_str::<Value>(text).unwrap()
+        ),
+        (json!("text"), list["result"].clone())
+    );
     let row = &list["result"]["sessions"][0];
     assert_eq!(
         (
@@ -100,7 +111,7 @@ async fn session_tools_answer_through_tools_invoke() {
         )
         .await;
     assert_eq!(
-        by_id,
+        json!({"ok": by_id["ok"], "result": by_id["result"]}),
         json!({"ok": true, "result": {"requester": "main", "allowAny": false,
             "agents": [{"id": "main", "configured": true}]}})
     );
@@ -162,7 +173,7 @@ async fn unknown_tools_missing_sessions_and_bad_args_are_clear_errors() {
     );
     let missing = invoke(&gw, "main", "sessions_history", json!({})).await;
     assert_eq!(
-        missing,
+        json!({"ok": missing["ok"], "result": missing["result"]}),
         json!({"ok": false, "result": {"status": "error", "error": "sessionKey required"}})
     );
     let absent = invoke(
@@ -214,7 +225,7 @@ async fn access_tools_invoke_is_no_way_around_the_sandbox() {
     )
     .await;
     assert_eq!(
-        refused,
+        json!({"ok": refused["ok"], "result": refused["result"]}),
         json!({"ok": false, "result": {"status": "forbidden", "error":
             format!("Session not visible from this sandboxed agent session: {secret_id}")}})
     );

@@ -1,5 +1,7 @@
-//! `cron.add`, `cron.list`, `cron.remove`, `cron.run` (SPEC §5.3, §9.3): scheduled agent turns.
-//! The schedule grammar is documented in `docs/cron.md`.
+//! `cron.add`, `cron.get`, `cron.list`, `cron.status`, `cron.remove`, `cron.run` (SPEC §5.3,
+//! §9.3): scheduled agent turns. The schedule grammar is documented in `docs/cron.md`. Jobs are
+//! answered in the reference's shape as well (`name`, `enabled`, `schedule: {kind, …}`,
+//! `payload`, `delivery`, `state`), so its `cron` commands work.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,13 +36,106 @@ pub struct CronAddParams {
     /// are evaluated in UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
+    /// The job's name (the reference's); absent = its id. Without an `id`, a name that is a
+    /// valid id becomes the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// False = stored but never fired by the schedule (`cron.run` still fires it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The reference's session target: only `isolated` (a session of the job's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_target: Option<String>,
+    /// The reference's wake mode (`now` or `next-heartbeat`); an isolated job runs at its slot
+    /// either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_mode: Option<String>,
+    /// The reference's payload: `{kind: "agentTurn", message}` (instead of `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// The reference's delivery: `{mode: "announce" | "none"}` (instead of `deliver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Value>,
 }
 
-/// `cron.remove` and `cron.run`: the job to act on.
+/// `cron.list`: which jobs, and a page of them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronListParams {
+    /// Include disabled jobs (default false, as the reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_disabled: Option<bool>,
+    /// Only this agent's jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Page size; absent = every job.
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub limit: Option<i64>,
+    /// Jobs to skip (in id order).
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub offset: Option<i64>,
+}
+
+/// The answer of `cron.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronStatusResult {
+    /// `cron.enabled`: whether the scheduler fires jobs.
+    pub enabled: bool,
+    /// Stored jobs.
+    pub jobs: usize,
+    /// The earliest next slot of an enabled job (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_wake_at_ms: Option<i64>,
+}
+
+/// A job's schedule in the reference's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleView {
+    /// `cron` or `every`.
+    pub kind: String,
+    /// The cron expression (`cron`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expr: Option<String>,
+    /// Always `UTC` (`cron`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// The interval (`every`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_ms: Option<i64>,
+}
+
+/// A job's run state in the reference's shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronJobState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_at_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_at_ms: Option<i64>,
+    /// The last firing's run status once it ended (`ok`, `error`, `timeout`, `aborted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_status: Option<String>,
+    /// When the last firing's run started, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_at_ms: Option<i64>,
+}
+
+/// `cron.get`, `cron.remove` and `cron.run`: the job to act on.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronJobIdParams {
-    /// The job's id, as `cron.add` answered it.
+    /// The job's id, as `cron.add` answered it (`jobId` is accepted too).
+    #[serde(alias = "jobId")]
     pub id: String,
 }
 
@@ -54,9 +149,28 @@ pub struct CronJob {
     pub agent_id: String,
     /// The session every firing runs in: `agent:<agentId>:cron:<id>`.
     pub session_key: String,
+    /// The job's name (its id unless named).
+    pub name: String,
+    /// False = the schedule does not fire it.
+    pub enabled: bool,
+    /// The schedule, in the reference's shape: `{kind: "cron", expr, tz}` or `{kind: "every",
+    /// everyMs}`.
+    pub schedule: ScheduleView,
     /// The schedule in its canonical text form (`"*/5 * * * *"`, `"every 30s"`); `cron.add`
     /// accepts it as it is.
-    pub schedule: String,
+    pub schedule_text: String,
+    /// Always `isolated`: the job runs in a session of its own.
+    pub session_target: String,
+    /// Always `now`.
+    pub wake_mode: String,
+    /// `{kind: "agentTurn", message}`.
+    pub payload: Value,
+    /// `{mode: "announce"}` when replies are delivered, else `{mode: "none"}`.
+    pub delivery: Value,
+    /// Next and last runs, the reference's way.
+    pub state: CronJobState,
+    /// `createdAt` again, under the reference's name.
+    pub created_at_ms: i64,
     /// `cron` (an expression) or `every` (a fixed interval).
     pub kind: String,
     /// The interval in milliseconds (`every` jobs only).
@@ -93,14 +207,23 @@ pub struct CronAddResult {
     pub job: CronJob,
 }
 
-/// The answer of `cron.list`.
+/// The answer of `cron.list`: a page of jobs with the reference's paging fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronListResult {
     /// `cron.enabled`: false = jobs are kept but the scheduler does not fire them.
     pub enabled: bool,
-    /// Every job, by id.
+    /// The page's jobs, by id.
     pub jobs: Vec<CronJob>,
+    /// Jobs matching the filters, over all pages.
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+    pub has_more: bool,
+    /// The offset of the next page; `null` on the last.
+    pub next_offset: Option<usize>,
+    /// Changes whenever a job is added or removed (pages of one revision fit together).
+    pub snapshot_revision: String,
 }
 
 /// The answer of `cron.remove`.

@@ -12,14 +12,17 @@
 //! second submit of the same slot answers the first run) and the job's `last_slot` (slots at or
 //! before it are never due again). See `docs/cron.md` for the missed-slot rule.
 
+mod reference;
 pub mod schedule;
 mod scheduler;
+mod view;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use switchboard_protocol::cron::{
-    CronAddParams, CronJob, CronListResult, CronRemoveResult, CronRunResult,
+    CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunResult,
+    CronStatusResult,
 };
 use switchboard_protocol::message::Provenance;
 use tokio::sync::{Notify, watch};
@@ -30,12 +33,14 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::delivery::route_of;
 use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
 use crate::keys::normalize_agent_id;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
 use crate::sessions::Resolver;
 use crate::store::{CronJobRecord, Store};
 use schedule::Schedule;
+use view::{job_view, session_key};
 
 /// Longest job id.
 const MAX_ID_CHARS: usize = 64;
@@ -120,10 +125,14 @@ pub(crate) enum Trigger {
 
 impl Cron {
     /// `cron.add`: validates everything, then stores the job; nothing is stored on bad input.
+    /// Takes our shape and the reference's (`reference.rs` folds it into ours).
     pub async fn add(&self, p: CronAddParams) -> CoreResult<CronJob> {
-        let id = match p.id.as_deref() {
-            Some(id) => check_id(id)?,
-            None => uuid::Uuid::new_v4().to_string(),
+        let p = reference::fold(p)?;
+        let name = p.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+        let id = match (p.id.as_deref(), name) {
+            (Some(id), _) => check_id(id)?,
+            (None, Some(name)) => self.id_from_name(name).await?,
+            (None, None) => uuid::Uuid::new_v4().to_string(),
         };
         let schedule = Schedule::from_param(&p.schedule).map_err(CoreError::Invalid)?;
         check_tz(p.tz.as_deref())?;
@@ -144,6 +153,8 @@ impl Cron {
         let record = CronJobRecord {
             id,
             agent_id,
+            name: name.map(str::to_string),
+            enabled: p.enabled.unwrap_or(true),
             schedule: schedule.to_string(),
             message: p.message,
             deliver: p.deliver.unwrap_or(false),
@@ -154,26 +165,107 @@ impl Cron {
         };
         self.store.cron_insert(record.clone()).await?;
         self.changed();
-        Ok(job_view(&record, &schedule, now))
+        Ok(job_view(&record, &schedule, now, None))
     }
 
-    /// `cron.list`: every job by id, with its next slot.
-    pub async fn list(&self) -> CoreResult<CronListResult> {
-        let now = self.clock.now_ms();
-        let jobs = self.store.cron_list().await?;
+    /// The id of a job added by name only: the name itself when it is a valid id no job has,
+    /// so its session reads `agent:<agentId>:cron:<name>`; else a generated one.
+    async fn id_from_name(&self, name: &str) -> CoreResult<String> {
+        if let Ok(id) = check_id(name)
+            && self.store.cron_get(&id).await?.is_none()
+        {
+            return Ok(id);
+        }
+        Ok(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// `cron.list`: the jobs by id (enabled ones unless `includeDisabled`), a page at a time.
+    pub async fn list(&self, p: CronListParams) -> CoreResult<CronListResult> {
+        let agent = p.agent_id.as_deref().map(normalize_agent_id);
+        let mut jobs: Vec<CronJob> = self
+            .views()
+            .await?
+            .into_iter()
+            .filter(|j| j.enabled || p.include_disabled == Some(true))
+            .filter(|j| agent.as_ref().is_none_or(|a| &j.agent_id == a))
+            .collect();
+        let total = jobs.len();
+        let snapshot_revision = revision(&jobs);
+        let offset = p.offset.unwrap_or(0).clamp(0, total as i64) as usize;
+        let limit = match p.limit {
+            Some(limit) if limit < 1 => {
+                return Err(CoreError::invalid(format!(
+                    "limit: {limit}; expected at least 1 (or no limit: every job)"
+                )));
+            }
+            Some(limit) => limit as usize,
+            None => total.max(1),
+        };
+        let page: Vec<CronJob> = jobs.drain(offset..).take(limit).collect();
+        let end = offset + page.len();
         Ok(CronListResult {
             enabled: self.config.cron.enabled,
-            jobs: jobs
-                .iter()
-                .filter_map(|job| match Schedule::parse(&job.schedule) {
-                    Ok(schedule) => Some(job_view(job, &schedule, now)),
-                    Err(e) => {
-                        tracing::warn!(job = %job.id, error = %e, "stored cron job has a bad schedule");
-                        None
-                    }
-                })
-                .collect(),
+            jobs: page,
+            total,
+            offset,
+            limit,
+            has_more: end < total,
+            next_offset: (end < total).then_some(end),
+            snapshot_revision,
         })
+    }
+
+    /// `cron.get`: one job. An unknown id is `INVALID_REQUEST` "cron job not found: <id>", as the
+    /// reference answers (its CLI tells a missing job by that text).
+    pub async fn get(&self, id: &str) -> CoreResult<CronJob> {
+        let id = id.trim();
+        let job = self.store.cron_get(id).await?.ok_or_else(|| {
+            CoreError::Invalid(format!(
+                "cron job not found: {id} (cron.list shows the jobs)"
+            ))
+        })?;
+        let schedule = Schedule::parse(&job.schedule).map_err(CoreError::Invalid)?;
+        let last_run = self.last_run(&job).await;
+        Ok(job_view(
+            &job,
+            &schedule,
+            self.clock.now_ms(),
+            last_run.as_ref(),
+        ))
+    }
+
+    /// `cron.status`: whether the scheduler fires, how many jobs, when it next wakes.
+    pub async fn status(&self) -> CoreResult<CronStatusResult> {
+        let jobs = self.views().await?;
+        Ok(CronStatusResult {
+            enabled: self.config.cron.enabled,
+            jobs: jobs.len(),
+            next_wake_at_ms: jobs.iter().filter_map(|j| j.state.next_run_at_ms).min(),
+        })
+    }
+
+    /// Every stored job answered, by id; a job whose stored schedule no longer parses is left
+    /// out with a warning.
+    async fn views(&self) -> CoreResult<Vec<CronJob>> {
+        let now = self.clock.now_ms();
+        let mut views = Vec::new();
+        for job in self.store.cron_list().await? {
+            match Schedule::parse(&job.schedule) {
+                Ok(schedule) => {
+                    let last_run = self.last_run(&job).await;
+                    views.push(job_view(&job, &schedule, now, last_run.as_ref()));
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.id, error = %e, "stored cron job has a bad schedule");
+                }
+            }
+        }
+        Ok(views)
+    }
+
+    async fn last_run(&self, job: &CronJobRecord) -> Option<crate::store::RunRecord> {
+        let run: &RunId = job.last_run_id.as_ref()?;
+        self.store.get_run(run).await.ok().flatten()
     }
 
     /// `cron.remove`: deletes the job (its session and transcript stay).
@@ -275,11 +367,6 @@ impl Cron {
     }
 }
 
-/// The session a job's firings run in.
-fn session_key(job: &CronJobRecord) -> String {
-    format!("agent:{}:cron:{}", job.agent_id, job.id)
-}
-
 /// A job id: trimmed, lower-cased, `[a-z0-9][a-z0-9_-]{0,63}`.
 fn check_id(input: &str) -> CoreResult<String> {
     let id = input.trim().to_ascii_lowercase();
@@ -307,25 +394,12 @@ fn check_tz(tz: Option<&str>) -> CoreResult<()> {
     }
 }
 
-fn job_view(job: &CronJobRecord, schedule: &Schedule, now: i64) -> CronJob {
-    let after = job.last_slot.unwrap_or(job.created_at);
-    let next_run_at = schedule
-        .due(after, now, job.created_at)
-        .or_else(|| schedule.next_after(after.max(now), job.created_at));
-    CronJob {
-        id: job.id.clone(),
-        agent_id: job.agent_id.clone(),
-        session_key: session_key(job),
-        schedule: job.schedule.clone(),
-        kind: schedule.kind().into(),
-        every_ms: schedule.every_ms(),
-        tz: "UTC".into(),
-        message: job.message.clone(),
-        deliver: job.deliver,
-        created_at: job.created_at,
-        next_run_at,
-        last_slot: job.last_slot,
-        last_run_id: job.last_run_id.as_ref().map(|r| r.as_str().to_string()),
-        last_fired_at: job.last_fired_at,
+/// A revision of the job set: it changes when a job is added, removed or toggled.
+fn revision(jobs: &[CronJob]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for job in jobs {
+        (&job.id, job.created_at, job.enabled).hash(&mut hasher);
     }
+    format!("{}-{:016x}", jobs.len(), hasher.finish())
 }

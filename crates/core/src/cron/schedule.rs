@@ -150,6 +150,14 @@ impl Schedule {
         }
     }
 
+    /// The cron expression (`cron` schedules).
+    pub fn expression(&self) -> Option<String> {
+        match self {
+            Self::Cron { expr, .. } => Some(expr.clone()),
+            Self::Every { .. } => None,
+        }
+    }
+
     pub fn every_ms(&self) -> Option<i64> {
         match self {
             Self::Every { every_ms } => Some(*every_ms),

@@ -100,7 +100,7 @@ impl Cron {
         retry_at.retain(|id, _| jobs.iter().any(|job| &job.id == id));
         let mut next: Option<i64> = None;
         let mut wake_at = |t: i64| next = Some(next.map_or(t, |n| n.min(t)));
-        for job in jobs {
+        for job in jobs.into_iter().filter(|job| job.enabled) {
             let schedule = match Schedule::parse(&job.schedule) {
                 Ok(schedule) => schedule,
                 Err(e) => {

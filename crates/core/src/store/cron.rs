@@ -9,6 +9,10 @@ pub struct CronJobRecord {
     /// Unique; names the session `agent:<agent_id>:cron:<id>`.
     pub id: String,
     pub agent_id: String,
+    /// A name for people (the reference's); `None` = the id.
+    pub name: Option<String>,
+    /// False = the scheduler skips the job (`cron.run` still fires it).
+    pub enabled: bool,
     /// Canonical schedule text (`"*/5 * * * *"`, `"every 30s"`).
     pub schedule: String,
     pub message: String,

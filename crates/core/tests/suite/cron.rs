@@ -101,7 +101,7 @@ impl World {
     }
 
     async fn job(&self, id: &str) -> CronJob {
-        let list = self.engine.cron().list().await.unwrap();
+        let list = self.engine.cron().list(Default::default()).await.unwrap();
         list.jobs.into_iter().find(|j| j.id == id).unwrap()
     }
 
@@ -212,7 +212,7 @@ async fn an_interval_job_fires_once_per_interval_and_six_field_expressions_count
         .add(json!({"id": "beat", "schedule": {"every": "30s"}, "message": "ping", "agentId": "echo"}))
         .await;
     assert_eq!(
-        (every.schedule.as_str(), every.kind.as_str()),
+        (every.schedule_text.as_str(), every.kind.as_str()),
         ("every 30s", "every")
     );
     assert_eq!(every.every_ms, Some(30 * SEC));
@@ -264,17 +264,25 @@ async fn jobs_persist_across_a_reopen() {
         json!({"id": "b", "schedule": {"everyMs": 7_200_000}, "message": "hi", "agentId": "echo"}),
     )
     .await;
-    let before = w.engine.cron().list().await.unwrap();
+    let before = w.engine.cron().list(Default::default()).await.unwrap();
 
     let w = w.restart(T0).await;
-    let after = w.engine.cron().list().await.unwrap();
+    let after = w.engine.cron().list(Default::default()).await.unwrap();
     assert_eq!(after, before);
     assert_eq!(
         serde_json::to_value(&after.jobs[1]).unwrap(),
         json!({
             "id": "b", "agentId": "echo", "sessionKey": "agent:echo:cron:b",
-            "schedule": "every 2h", "kind": "every", "everyMs": 7_200_000, "tz": "UTC",
+            "scheduleText": "every 2h", "kind": "every", "everyMs": 7_200_000, "tz": "UTC",
             "message": "hi", "deliver": false, "createdAt": T0, "nextRunAt": T0 + 120 * MIN,
+            // The reference's shape of the same job.
+            "name": "b", "enabled": true,
+            "schedule": {"kind": "every", "everyMs": 7_200_000},
+            "sessionTarget": "isolated", "wakeMode": "now",
+            "payload": {"kind": "agentTurn", "message": "hi"},
+            "delivery": {"mode": "none"},
+            "state": {"nextRunAtMs": T0 + 120 * MIN},
+            "createdAtMs": T0,
         })
     );
     assert!(after.jobs[0].deliver);
@@ -448,7 +456,10 @@ async fn bad_input_is_refused_with_what_is_accepted_and_nothing_is_stored() {
         assert_eq!(e.code(), ErrorCode::InvalidRequest, "{params}");
         assert_eq!(e.to_string(), message, "{params}");
     }
-    assert_eq!(w.engine.cron().list().await.unwrap().jobs, Vec::new());
+    assert_eq!(
+        w.engine.cron().list(Default::default()).await.unwrap().jobs,
+        Vec::new()
+    );
 
     // A duplicate id is refused and the first job is left as it was.
     let first = w
@@ -462,7 +473,10 @@ async fn bad_input_is_refused_with_what_is_accepted_and_nothing_is_stored() {
         e.to_string(),
         "id: a cron job with id \"dup\" already exists; pick another id, or remove it first (cron.remove)"
     );
-    assert_eq!(w.engine.cron().list().await.unwrap().jobs, vec![first]);
+    assert_eq!(
+        w.engine.cron().list(Default::default()).await.unwrap().jobs,
+        vec![first]
+    );
     w.engine.close().await;
 }
 
@@ -478,7 +492,7 @@ async fn cron_disabled_keeps_jobs_but_never_fires_them() {
         .await;
     w.step(T0 + 10 * MIN).await;
     assert!(!w.has_session(&job.session_key).await);
-    let list = w.engine.cron().list().await.unwrap();
+    let list = w.engine.cron().list(Default::default()).await.unwrap();
     assert!(!list.enabled);
     assert_eq!(list.jobs.len(), 1);
     assert_eq!(list.jobs[0].last_slot, None);
@@ -518,7 +532,15 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
         1,
         "no firing after remove"
     );
-    assert!(w.engine.cron().list().await.unwrap().jobs.is_empty());
+    assert!(
+        w.engine
+            .cron()
+            .list(Default::default())
+            .await
+            .unwrap()
+            .jobs
+            .is_empty()
+    );
 
     for e in [
         w.engine.cron().remove("r").await.unwrap_err(),

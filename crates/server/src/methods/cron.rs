@@ -1,8 +1,8 @@
-//! `cron.add`, `cron.list`, `cron.remove`, `cron.run` (SPEC §9.3): delegations to the cron
-//! component.
+//! `cron.add`, `cron.get`, `cron.list`, `cron.status`, `cron.remove`, `cron.run` (SPEC §9.3):
+//! delegations to the cron component.
 
 use switchboard_core::Engine;
-use switchboard_protocol::cron::{CronAddParams, CronAddResult, CronJobIdParams};
+use switchboard_protocol::cron::{CronAddParams, CronAddResult, CronJobIdParams, CronListParams};
 
 use super::{MethodResult, answer};
 
@@ -16,8 +16,16 @@ pub async fn add(engine: &Engine, p: CronAddParams) -> MethodResult {
     )
 }
 
-pub async fn list(engine: &Engine) -> MethodResult {
-    answer(engine.cron().list().await)
+pub async fn get(engine: &Engine, p: CronJobIdParams) -> MethodResult {
+    answer(engine.cron().get(&p.id).await)
+}
+
+pub async fn list(engine: &Engine, p: CronListParams) -> MethodResult {
+    answer(engine.cron().list(p).await)
+}
+
+pub async fn status(engine: &Engine) -> MethodResult {
+    answer(engine.cron().status().await)
 }
 
 pub async fn remove(engine: &Engine, p: CronJobIdParams) -> MethodResult {

@@ -44,7 +44,9 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("exchanges.list", Scope::Read),
     ("exchanges.get", Scope::Read),
     ("cron.add", Scope::Admin),
+    ("cron.get", Scope::Read),
     ("cron.list", Scope::Read),
+    ("cron.status", Scope::Read),
     ("cron.remove", Scope::Admin),
     ("cron.run", Scope::Admin),
 ];
@@ -119,7 +121,9 @@ pub async fn dispatch(
         "exchanges.list" => answer(engine.exchanges().list(parse(method, p)?).await),
         "exchanges.get" => answer(engine.exchanges().get(parse(method, p)?).await),
         "cron.add" => cron::add(engine, parse(method, p)?).await,
-        "cron.list" => cron::list(engine).await,
+        "cron.get" => cron::get(engine, parse(method, p)?).await,
+        "cron.list" => cron::list(engine, parse(method, p)?).await,
+        "cron.status" => cron::status(engine).await,
         "cron.remove" => cron::remove(engine, parse(method, p)?).await,
         "cron.run" => cron::run(engine, parse(method, p)?).await,
         "connect" => Err(ErrorShape::new(

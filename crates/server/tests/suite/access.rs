@@ -34,7 +34,9 @@ const NEEDS: &[(&str, &str)] = &[
     ("exchanges.list", "operator.read"),
     ("exchanges.get", "operator.read"),
     ("cron.add", "operator.admin"),
+    ("cron.get", "operator.read"),
     ("cron.list", "operator.read"),
+    ("cron.status", "operator.read"),
     ("cron.remove", "operator.admin"),
     ("cron.run", "operator.admin"),
 ];

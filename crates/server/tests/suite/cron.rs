@@ -15,7 +15,13 @@ const GUARD: Duration = Duration::from_secs(60);
 /// A listed job with the fields that depend on the clock taken out.
 fn without_times(mut job: Value) -> Value {
     let map = job.as_object_mut().unwrap();
-    for field in ["createdAt", "nextRunAt", "lastFiredAt"] {
+    for field in [
+        "createdAt",
+        "nextRunAt",
+        "lastFiredAt",
+        "createdAtMs",
+        "state",
+    ] {
         map.remove(field);
     }
     job
@@ -47,8 +53,12 @@ async fn add_list_run_and_remove_over_the_websocket() {
         without_times(added["job"].clone()),
         json!({
             "id": "nightly", "agentId": "main", "sessionKey": "agent:main:cron:nightly",
-            "schedule": "0 3 * * *", "kind": "cron", "tz": "UTC", "message": "@reply done",
-            "deliver": true,
+            "scheduleText": "0 3 * * *", "kind": "cron", "tz": "UTC", "message": "@reply done",
+            "deliver": true, "name": "nightly", "enabled": true,
+            "schedule": {"kind": "cron", "expr": "0 3 * * *", "tz": "UTC"},
+            "sessionTarget": "isolated", "wakeMode": "now",
+            "payload": {"kind": "agentTurn", "message": "@reply done"},
+            "delivery": {"mode": "announce"},
         })
     );
     assert!(
@@ -215,7 +225,7 @@ async fn bad_cron_params_are_invalid_requests_and_nothing_is_stored() {
     assert!(
         unknown
             .message
-            .contains("cron.add, cron.list, cron.remove, cron.run"),
+            .contains("cron.add, cron.get, cron.list, cron.status, cron.remove, cron.run"),
         "{}",
         unknown.message
     );
@@ -248,5 +258,132 @@ async fn the_scheduler_fires_a_job_on_the_system_clock() {
         .await;
     assert_eq!(waited["reply"], "beat");
     assert_eq!(waited["sessionKey"], "agent:main:cron:fast");
+    gw.stop().await;
+}
+
+/// What OpenClaw's `openclaw cron add <name> --every <d> --message <m>` sends.
+fn reference_add(name: &str, every_ms: i64, message: &str) -> Value {
+    json!({
+        "name": name, "enabled": true,
+        "schedule": {"kind": "every", "everyMs": every_ms},
+        "sessionTarget": "isolated", "wakeMode": "now",
+        "payload": {"kind": "agentTurn", "message": message},
+        "delivery": {"mode": "announce"}
+    })
+}
+
+#[tokio::test]
+async fn the_reference_clients_cron_calls_add_get_page_and_fire() {
+    let gw = TestGateway::start().await;
+    assert!(gw.engine.cron().start());
+    let added = gw
+        .call("cron.add", reference_add("nightly", 600_000, "report"))
+        .await;
+    let job = &added["job"];
+    assert_eq!(
+        (
+            job["id"].clone(),
+            job["name"].clone(),
+            job["schedule"].clone(),
+            job["payload"].clone(),
+            job["delivery"].clone(),
+            job["sessionKey"].clone()
+        ),
+        (
+            json!("nightly"),
+            json!("nightly"),
+            json!({"kind": "every", "everyMs": 600_000}),
+            json!({"kind": "agentTurn", "message": "report"}),
+            json!({"mode": "announce"}),
+            json!("agent:main:cron:nightly")
+        )
+    );
+    assert!(job["state"]["nextRunAtMs"].as_i64().unwrap() > job["createdAtMs"].as_i64().unwrap());
+    // The CLI reads cron.status after an add (a disabled scheduler gets a warning) and looks
+    // jobs up with cron.get; a missing one is told by "cron job not found: <id>".
+    let status = gw.call("cron.status", json!({})).await;
+    assert_eq!(
+        (status["enabled"].clone(), status["jobs"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(
+        status["nextWakeAtMs"], job["state"]["nextRunAtMs"],
+        "{status}"
+    );
+    assert_eq!(
+        gw.call("cron.get", json!({"id": "nightly"})).await["id"],
+        "nightly"
+    );
+    let missing = gw.call_err("cron.get", json!({"id": "nope"})).await;
+    assert_eq!(missing.code, ErrorCode::InvalidRequest);
+    assert!(
+        missing.message.starts_with("cron job not found: nope"),
+        "{}",
+        missing.message
+    );
+
+    // A second job by the same name gets its own id; a disabled one is listed only on request.
+    let twin = gw
+        .call("cron.add", reference_add("nightly", 600_000, "again"))
+        .await;
+    assert_eq!(twin["job"]["id"].as_str().unwrap().len(), 36);
+    let mut off = reference_add("paused", 600_000, "x");
+    off["enabled"] = json!(false);
+    gw.call("cron.add", off).await;
+    let page = gw
+        .call(
+            "cron.list",
+            json!({"includeDisabled": false, "limit": 1, "offset": 0}),
+        )
+        .await;
+    assert_eq!(
+        (
+            page["total"].clone(),
+            page["jobs"].as_array().unwrap().len(),
+            page["hasMore"].clone(),
+            page["nextOffset"].clone()
+        ),
+        (json!(2), 1, json!(true), json!(1))
+    );
+    let last = gw
+        .call(
+            "cron.list",
+            json!({"includeDisabled": false, "limit": 1, "offset": 1}),
+        )
+        .await;
+    assert_eq!(
+        (last["hasMore"].clone(), last["nextOffset"].clone()),
+        (json!(false), Value::Null)
+    );
+    assert_eq!(page["snapshotRevision"], last["snapshotRevision"]);
+    let all = gw.call("cron.list", json!({"includeDisabled": true})).await;
+    assert_eq!(all["total"], 3);
+    assert_ne!(all["snapshotRevision"], page["snapshotRevision"]);
+
+    // A job added this way fires, and its state tells the last run's outcome.
+    gw.call("cron.add", reference_add("beat", 1_000, "@reply tick"))
+        .await;
+    let state = tokio::time::timeout(GUARD, async {
+        loop {
+            let job = gw.call("cron.get", json!({"id": "beat"})).await;
+            if job["state"]["lastRunStatus"].is_string() {
+                return job["state"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the job never fired");
+    assert_eq!(state["lastRunStatus"], "ok");
+    assert!(state["lastRunAtMs"].as_i64().is_some(), "{state}");
+
+    let refused = gw
+        .call_err(
+            "cron.add",
+            json!({"name": "x", "schedule": {"kind": "at", "at": "2030-01-01T00:00:00Z"},
+                "payload": {"kind": "agentTurn", "message": "x"}}),
+        )
+        .await;
+    assert!(refused.message.contains("one-shot"), "{}", refused.message);
     gw.stop().await;
 }

@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::store::{CronJobRecord, StoreError};
 
-const COLUMNS: &str =
-    "id, agent_id, schedule, message, deliver, created_at, last_slot, last_run_id, last_fired_at";
+const COLUMNS: &str = "id, agent_id, schedule, message, deliver, created_at, last_slot, \
+    last_run_id, last_fired_at, name, enabled";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<CronJobRecord> {
     Ok(CronJobRecord {
@@ -19,12 +19,15 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<CronJobRecord> {
         last_slot: row.get(6)?,
         last_run_id: row.get(7)?,
         last_fired_at: row.get(8)?,
+        name: row.get(9)?,
+        enabled: row.get(10)?,
     })
 }
 
 pub(super) fn insert(conn: &Connection, job: &CronJobRecord) -> Result<(), StoreError> {
-    let sql =
-        format!("INSERT INTO cron_jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    let sql = format!(
+        "INSERT INTO cron_jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    );
     let inserted = conn.prepare_cached(&sql)?.execute(params![
         job.id,
         job.agent_id,
@@ -35,6 +38,8 @@ pub(super) fn insert(conn: &Connection, job: &CronJobRecord) -> Result<(), Store
         job.last_slot,
         job.last_run_id,
         job.last_fired_at,
+        job.name,
+        job.enabled,
     ]);
     match inserted {
         Ok(_) => Ok(()),
@@ -107,6 +112,8 @@ mod tests {
         CronJobRecord {
             id: id.to_string(),
             agent_id: "main".into(),
+            name: Some(format!("The {id} job")),
+            enabled: id != "off",
             schedule: "every 1m".into(),
             message: "tick".into(),
             deliver: true,
@@ -160,6 +167,13 @@ mod tests {
             .map(|j| j.id)
             .collect();
         assert_eq!(ids, ["a", "b"]);
+        store.cron_insert(job("off")).await.unwrap();
+        let off = store.cron_get("off").await.unwrap().unwrap();
+        assert_eq!(off, job("off"));
+        assert_eq!(
+            (off.name.as_deref(), off.enabled),
+            (Some("The off job"), false)
+        );
 
         assert_eq!(store.cron_remove("a").await.unwrap().id, "a");
         assert!(matches!(

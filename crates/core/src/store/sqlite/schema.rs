@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -175,7 +175,9 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
     created_at INTEGER NOT NULL,
     last_slot INTEGER,
     last_run_id TEXT,
-    last_fired_at INTEGER
+    last_fired_at INTEGER,
+    name TEXT,
+    enabled INTEGER NOT NULL DEFAULT 1
 );
 ";
 
@@ -221,6 +223,13 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
         if (1..3).contains(&version) {
             // Version 3 remembers the model of a session's last model call (its rows show it).
             conn.execute_batch("ALTER TABLE sessions ADD COLUMN last_model TEXT")?;
+        }
+        if (1..4).contains(&version) {
+            // Version 4 keeps a cron job's name and whether it is enabled (the reference's).
+            conn.execute_batch(
+                "ALTER TABLE cron_jobs ADD COLUMN name TEXT;
+                 ALTER TABLE cron_jobs ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1",
+            )?;
         }
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)

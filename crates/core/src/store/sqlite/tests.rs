@@ -496,7 +496,8 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         .unwrap()
         .execute_batch(
             "DROP INDEX runs_to_recover; ALTER TABLE runs DROP COLUMN input; \
-             ALTER TABLE sessions DROP COLUMN last_model; PRAGMA user_version = 1;",
+             ALTER TABLE sessions DROP COLUMN last_model; ALTER TABLE cron_jobs DROP COLUMN name; \
+             ALTER TABLE cron_jobs DROP COLUMN enabled; PRAGMA user_version = 1;",
         )
         .unwrap();
 
@@ -511,5 +512,13 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
+    let cron_columns: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('cron_jobs') WHERE name IN ('name', 'enabled')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(cron_columns, 2);
 }

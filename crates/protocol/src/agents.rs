@@ -21,6 +21,9 @@ pub struct AgentsListResult {
     pub agents: Vec<AgentSummary>,
 }
 
+/// `health`: ours (`version`, `protocol`, `uptimeMs`, `sessionCount`, `connections`) and the
+/// reference's (`ts`, `durationMs`, channels, agents, `sessions: {path, count, recent}`), which
+/// its `openclaw health` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthResult {
@@ -28,8 +31,61 @@ pub struct HealthResult {
     pub version: String,
     pub protocol: u32,
     pub uptime_ms: u64,
-    pub sessions: u64,
+    /// Every stored session.
+    pub session_count: u64,
+    /// Open client connections.
     pub connections: u64,
+    /// When the answer was made (ms).
+    pub ts: i64,
+    /// How long making it took.
+    pub duration_ms: i64,
+    /// Per channel: `{configured, enabled, accounts: {<id>: {accountId, configured, enabled}}}`.
+    pub channels: serde_json::Map<String, serde_json::Value>,
+    /// The channels in display order.
+    pub channel_order: Vec<String>,
+    /// Display names by channel id.
+    pub channel_labels: std::collections::BTreeMap<String, String>,
+    /// Always 0: this gateway runs no heartbeat turns.
+    pub heartbeat_seconds: u64,
+    pub default_agent_id: String,
+    /// Every configured agent, the default first.
+    pub agents: Vec<HealthAgent>,
+    /// All sessions: **changed meaning** — a number before, now the reference's object (the
+    /// number is `sessionCount`).
+    pub sessions: HealthSessions,
+}
+
+/// One agent in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthAgent {
+    pub agent_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub is_default: bool,
+    /// `{enabled: false, everyMs: null}`: no heartbeat turns.
+    pub heartbeat: serde_json::Value,
+    pub sessions: HealthSessions,
+}
+
+/// Sessions in `health`: where they are kept, how many, the most recently updated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthSessions {
+    /// The session index file (`agents/<id>/sessions/sessions.json`), or the database for all.
+    pub path: String,
+    pub count: u64,
+    pub recent: Vec<RecentSession>,
+}
+
+/// A recently updated session in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecentSession {
+    pub key: String,
+    pub updated_at: Option<i64>,
+    /// Milliseconds since its last update.
+    pub age: Option<i64>,
 }
 
 /// `GET /health`: liveness without authentication (no counts, nothing about sessions).

@@ -7,6 +7,7 @@
 //! runtime does; `chat.send` and `agent` submit runs to it).
 
 mod attachments;
+mod health;
 mod history;
 mod list;
 mod manage;
@@ -19,6 +20,7 @@ use serde_json::Value;
 use switchboard_protocol::agents::{AgentSummary, AgentsListResult};
 use switchboard_protocol::sessions::SessionRow;
 
+pub use health::{HealthParts, channel_health};
 pub use resolve::{Reference, Refusal, Resolver, target_of};
 
 use crate::clock::Clock;

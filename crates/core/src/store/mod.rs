@@ -368,6 +368,8 @@ pub trait Store: Send + Sync {
     fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
     fn count(&self) -> StoreFuture<'_, u64>;
+    /// Sessions per agent id (archived ones included, as `count`).
+    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
 
     /// Appends messages to the session's current transcript, creating the session from `create`
     /// when the key is new (an error when it is new and `create` is `None`).

@@ -8,6 +8,7 @@ mod hygiene;
 mod mcp;
 mod policy;
 mod protocol;
+mod reference;
 mod runs;
 mod sessions;
 mod tools;

@@ -276,6 +276,10 @@ impl Store for SqliteStore {
         self.read(queries::count)
     }
 
+    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+        self.read(queries::count_by_agent)
+    }
+
     fn append(
         &self,
         key: &SessionKey,

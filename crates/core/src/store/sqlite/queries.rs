@@ -529,6 +529,16 @@ pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
     Ok(n.max(0) as u64)
 }
 
+pub(super) fn count_by_agent(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT agent_id, count(*) FROM sessions GROUP BY agent_id ORDER BY agent_id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Stores a run record with its input (`None` clears a stored one: the run started).
 pub(super) fn put_run(
     conn: &Connection,

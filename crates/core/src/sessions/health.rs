@@ -1,0 +1,123 @@
+//! What `health` says of sessions, agents and channels, in the reference's shape (its
+//! `openclaw health` prints it): per agent the session count, the index path and the five most
+//! recently updated sessions; the channels as configured.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
+
+use super::Sessions;
+use crate::config::Config;
+use crate::error::CoreResult;
+use crate::store::ListQuery;
+
+/// Recent sessions listed per agent (the reference lists five too).
+const RECENT: usize = 5;
+
+/// The session and agent parts of `health`.
+pub struct HealthParts {
+    pub default_agent_id: String,
+    pub agents: Vec<HealthAgent>,
+    pub sessions: HealthSessions,
+    pub session_count: u64,
+}
+
+impl Sessions {
+    /// Sessions per agent, their index files and the most recent ones.
+    pub async fn health(&self) -> CoreResult<HealthParts> {
+        let now = self.clock.now_ms();
+        let counts: BTreeMap<String, u64> =
+            self.store.count_by_agent().await?.into_iter().collect();
+        let default_agent_id = self.config.default_agent_id();
+        let mut ids = self.config.agent_ids();
+        ids.sort_by_key(|id| *id != default_agent_id);
+        let mut agents = Vec::with_capacity(ids.len());
+        let mut recent_all: Vec<RecentSession> = Vec::new();
+        for id in ids {
+            let recent = self.recent(Some(&id), now).await?;
+            recent_all.extend(recent.iter().cloned());
+            agents.push(HealthAgent {
+                name: self.config.agent(&id).name.clone(),
+                is_default: id == default_agent_id,
+                heartbeat: json!({"enabled": false, "everyMs": null}),
+                sessions: HealthSessions {
+                    path: self.index_path(&id),
+                    count: counts.get(&id).copied().unwrap_or(0),
+                    recent,
+                },
+                agent_id: id,
+            });
+        }
+        recent_all.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
+        recent_all.truncate(RECENT);
+        let session_count = counts.values().sum();
+        let sessions = HealthSessions {
+            path: self.index_path(&default_agent_id),
+            count: session_count,
+            recent: recent_all,
+        };
+        Ok(HealthParts {
+            default_agent_id,
+            agents,
+            sessions,
+            session_count,
+        })
+    }
+
+    async fn recent(&self, agent_id: Option<&str>, now: i64) -> CoreResult<Vec<RecentSession>> {
+        let page = self
+            .store
+            .list(ListQuery {
+                agent_id: agent_id.map(str::to_string),
+                kinds: Vec::new(),
+                updated_since: None,
+                search: None,
+                spawned_by: None,
+                label: None,
+                include_archived: false,
+                exclude_keys: Vec::new(),
+                cursor: None,
+                limit: RECENT,
+            })
+            .await?;
+        Ok(page
+            .entries
+            .iter()
+            .map(|e| RecentSession {
+                key: e.key.display().to_string(),
+                updated_at: Some(e.updated_at),
+                age: Some(now.saturating_sub(e.updated_at).max(0)),
+            })
+            .collect())
+    }
+
+    /// `agents/<id>/sessions/sessions.json` under the state dir: the agent's session index.
+    fn index_path(&self, agent_id: &str) -> String {
+        let transcript = self.store.transcript_path(agent_id, "x");
+        let dir = transcript.parent().unwrap_or(&transcript);
+        dir.join("sessions.json").display().to_string()
+    }
+}
+
+/// The `channels`, `channelOrder` and `channelLabels` of `health`, from the config.
+pub fn channel_health(
+    config: &Config,
+) -> (Map<String, Value>, Vec<String>, BTreeMap<String, String>) {
+    let webhook = &config.channels.webhook;
+    let accounts: Map<String, Value> = webhook
+        .accounts
+        .keys()
+        .map(|id| {
+            let account = json!({"accountId": id, "configured": true, "enabled": webhook.enabled});
+            (id.clone(), account)
+        })
+        .collect();
+    let mut channels = Map::new();
+    channels.insert(
+        "webhook".into(),
+        json!({"configured": !accounts.is_empty(), "enabled": webhook.enabled, "accounts": accounts}),
+    );
+    let labels = BTreeMap::from([("webhook".to_string(), "Webhook".to_string())]);
+    (channels, vec!["webhook".into()], labels)
+}

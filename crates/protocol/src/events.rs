@@ -24,8 +24,19 @@ pub const AGENT: &str = "agent";
 pub const CHAT: &str = "chat";
 /// An outbox record changed.
 pub const DELIVERY: &str = "delivery";
+/// A session was created, changed, reset or deleted, or a run in it was queued, started or
+/// ended (to connections that called `sessions.subscribe`).
+pub const SESSIONS_CHANGED: &str = "sessions.changed";
 /// Every event a server sends (the `features.events` of `hello-ok`), in that order.
-pub const EVENTS: &[&str] = &[CONNECT_CHALLENGE, TICK, SHUTDOWN, AGENT, CHAT, DELIVERY];
+pub const EVENTS: &[&str] = &[
+    CONNECT_CHALLENGE,
+    TICK,
+    SHUTDOWN,
+    AGENT,
+    CHAT,
+    DELIVERY,
+    SESSIONS_CHANGED,
+];
 
 /// Any server event: `{"event": name, "payload": …}`, the named part of an [`EventFrame`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +54,8 @@ pub enum ServerEvent {
     Chat(ChatEvent),
     #[serde(rename = "delivery")]
     Delivery(DeliveryInfo),
+    #[serde(rename = "sessions.changed")]
+    SessionsChanged(SessionsChanged),
 }
 
 impl ServerEvent {
@@ -55,6 +68,7 @@ impl ServerEvent {
             Self::Agent(_) => AGENT,
             Self::Chat(_) => CHAT,
             Self::Delivery(_) => DELIVERY,
+            Self::SessionsChanged(_) => SESSIONS_CHANGED,
         }
     }
 
@@ -68,6 +82,7 @@ impl ServerEvent {
             Self::Agent(p) => serde_json::to_value(p),
             Self::Chat(p) => serde_json::to_value(p),
             Self::Delivery(p) => serde_json::to_value(p),
+            Self::SessionsChanged(p) => serde_json::to_value(p),
         }?;
         Ok(EventFrame {
             event,
@@ -75,6 +90,24 @@ impl ServerEvent {
             seq,
         })
     }
+}
+
+/// `sessions.changed`, in the reference's shape: which session, why, and for run phases which
+/// run. Clients reload the rows they show (`sessions.list`, `sessions.describe`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsChanged {
+    pub session_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// `create`, `update`, `reset` or `delete`.
+    pub reason: String,
+    /// A run's `queued`, `start` or `end` (with `reason: "update"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub ts: i64,
 }
 
 /// `tick`: the connection is alive.
@@ -477,6 +510,18 @@ mod tests {
                     "to": "agent:main:main", "sessionKey": "agent:main:main", "runId": "r1",
                     "text": "hi", "attempts": 1, "createdAt": 1, "updatedAt": 2, "deliveredAt": 2,
                 }),
+            ),
+            (
+                ServerEvent::SessionsChanged(SessionsChanged {
+                    session_key: "agent:main:main".into(),
+                    agent_id: Some("main".into()),
+                    reason: "update".into(),
+                    phase: Some("end".into()),
+                    run_id: Some("r1".into()),
+                    ts: 5,
+                }),
+                json!({"sessionKey": "agent:main:main", "agentId": "main", "reason": "update",
+                    "phase": "end", "runId": "r1", "ts": 5}),
             ),
         ];
         assert_eq!(events.len(), EVENTS.len());

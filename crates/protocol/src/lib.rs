@@ -15,6 +15,7 @@ pub mod frames;
 pub mod inbound;
 pub mod lenient;
 pub mod message;
+pub mod overview;
 pub mod runs;
 pub mod session_tools;
 pub mod sessions;

@@ -144,6 +144,9 @@ pub struct SessionsListResult {
     /// Something in the request was ignored, and what is accepted instead (an unknown kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// The model of sessions that name none (the reference's; its TUI shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<crate::overview::SessionDefaults>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -140,6 +140,17 @@ impl Config {
         }
     }
 
+    /// The configured context window of `provider/model`, if the config names one.
+    pub fn context_window(&self, reference: &str) -> Option<u64> {
+        let (provider, model) = ModelRef::split(reference)?;
+        let provider = self.models.providers.get(&provider.to_lowercase())?;
+        provider
+            .models
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window)
+    }
+
     /// A copy with every secret — gateway, hook, channel and account tokens, API keys, and every
     /// provider header value (they often carry credentials) — replaced by [`REDACTED`]. For
     /// `config show` and anything else that prints a config.

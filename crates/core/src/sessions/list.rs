@@ -66,6 +66,7 @@ impl Sessions {
             sessions,
             next_cursor: page.next_cursor.map(|c| c.encode()),
             warning: filter.warning,
+            defaults: Some(self.defaults()),
         })
     }
 }

@@ -11,6 +11,7 @@ mod health;
 mod history;
 mod list;
 mod manage;
+mod overview;
 mod resolve;
 mod runs;
 
@@ -108,6 +109,11 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
             .or_else(|| e.channel.clone())
             .or_else(key_channel),
     };
+    let model = e
+        .last_model
+        .clone()
+        .or_else(|| e.model.clone())
+        .unwrap_or_else(|| config.agent(&e.agent_id).model.clone());
     SessionRow {
         key: e.key.display().to_string(),
         kind: e.kind.as_str().to_string(),
@@ -119,12 +125,8 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
         chat_type: e.chat_type.map(|c| c.as_str().to_string()),
         display_name: e.display_name.clone(),
         label: e.label.clone(),
-        model: e
-            .last_model
-            .clone()
-            .or_else(|| e.model.clone())
-            .or_else(|| Some(config.agent(&e.agent_id).model.clone())),
-        context_tokens: e.context_tokens,
+        context_tokens: e.context_tokens.or_else(|| config.context_window(&model)),
+        model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),
         total_tokens: Some(e.total_tokens).filter(|n| *n > 0),

@@ -385,6 +385,7 @@ fn list_and_history_results_have_the_tool_shapes() {
             sessions: vec![row.clone()],
             next_cursor: Some("c".into()),
             warning: Some("kinds: ignored \"x\"".into()),
+            defaults: None,
         },
         json!({"count": 1, "sessions": [row_json.clone()], "nextCursor": "c", "warning": "kinds: ignored \"x\""}),
     );
@@ -394,6 +395,7 @@ fn list_and_history_results_have_the_tool_shapes() {
             sessions: vec![row],
             next_cursor: None,
             warning: None,
+            defaults: None,
         },
         json!({"count": 1, "sessions": [row_json]}),
     );

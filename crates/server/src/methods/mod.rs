@@ -3,6 +3,7 @@
 
 mod cron;
 mod delivery;
+mod overview;
 mod runs;
 mod sessions;
 mod system;
@@ -49,7 +50,23 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("cron.status", Scope::Read),
     ("cron.remove", Scope::Admin),
     ("cron.run", Scope::Admin),
+    ("status", Scope::Read),
+    ("system-presence", Scope::Read),
+    ("config.get", Scope::Read),
+    ("models.list", Scope::Read),
+    ("agent.identity.get", Scope::Read),
+    ("sessions.describe", Scope::Read),
+    ("sessions.messages.subscribe", Scope::Read),
+    ("sessions.messages.unsubscribe", Scope::Read),
+    ("usage.cost", Scope::Read),
 ];
+
+/// `{key}` (or `{sessionKey}`): one session.
+#[derive(serde::Deserialize)]
+pub struct KeyParams {
+    #[serde(alias = "sessionKey")]
+    pub key: String,
+}
 
 /// The methods' names, in table order.
 pub fn method_names() -> impl Iterator<Item = &'static str> {
@@ -96,9 +113,49 @@ pub async fn dispatch(
     interim: Interim<'_>,
     gone: &CancellationToken,
 ) -> MethodResult {
+    if let Some(error) = overview::unavailable(method) {
+        return Err(error);
+    }
     authorize(state, grant, method, params.as_ref())?;
+    let key_param = params
+        .as_ref()
+        .and_then(|p| p.get("key"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let result = run(state, method, params, interim, gone).await;
+    if let Ok(payload) = &result {
+        tell_change(state, method, key_param, payload);
+    }
+    result
+}
+
+/// `sessions.changed` for a session a method created, patched, reset or deleted.
+fn tell_change(state: &ServerState, method: &str, key: Option<String>, payload: &Value) {
+    let reason = match method {
+        "sessions.create" => "create",
+        "sessions.patch" => "update",
+        "sessions.reset" => "reset",
+        "sessions.delete" => "delete",
+        _ => return,
+    };
+    let key = payload
+        .get("key")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or(key);
+    if let Some(Ok(key)) = key.map(|k| state.engine.resolver().canonical(&k, None)) {
+        state.session_changed(key.as_str(), reason);
+    }
+}
+
+async fn run(
+    state: &ServerState,
+    method: &str,
+    p: Option<Value>,
+    interim: Interim<'_>,
+    gone: &CancellationToken,
+) -> MethodResult {
     let engine = state.engine.as_ref();
-    let p = params;
     match method {
         "health" => system::health(state).await,
         "agents.list" => to_value(engine.sessions().agents_list()),
@@ -126,6 +183,13 @@ pub async fn dispatch(
         "cron.status" => cron::status(engine).await,
         "cron.remove" => cron::remove(engine, parse(method, p)?).await,
         "cron.run" => cron::run(engine, parse(method, p)?).await,
+        "status" => overview::status(engine).await,
+        "system-presence" => overview::presence(engine),
+        "config.get" => overview::config_get(engine),
+        "models.list" => to_value(engine.sessions().models()),
+        "agent.identity.get" => overview::identity(engine, parse(method, p)?).await,
+        "sessions.describe" => overview::describe(engine, parse(method, p)?).await,
+        "usage.cost" => overview::usage_cost(engine).await,
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -14,8 +14,10 @@
 
 mod events;
 mod handshake;
+mod subscriptions;
 
-use std::collections::HashSet;
+use subscriptions::{Subscriptions, follow_own_runs, is_subscription, run_change, subscribe};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -28,10 +30,8 @@ use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use switchboard_core::delivery::{DeliveryEvent, info};
-use switchboard_core::keys::SessionKey;
 use switchboard_core::runtime::RunEvent;
 use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent};
-use switchboard_protocol::sessions::{SessionsSubscribeParams, SessionsSubscribeResult};
 use switchboard_protocol::{ErrorCode, ErrorShape, Frame, RequestFrame, ResponseFrame};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -95,15 +95,6 @@ struct Conn {
 
 /// The grant of a connection that has not connected: nothing.
 static NOTHING: Grant = Grant::Operator(Vec::new());
-
-/// Run events go only to the connections that want them: sessions named with
-/// `sessions.subscribe`, every session with `{all: true}`, and the sessions this connection
-/// starts runs in (`chat.send`, `agent`).
-#[derive(Default)]
-struct Subscriptions {
-    all: bool,
-    keys: HashSet<String>,
-}
 
 impl Conn {
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
@@ -214,8 +205,15 @@ async fn serve(
     let mut stopping = state.stopping.subscribe();
     let mut runs = state.engine.runtime().subscribe();
     let mut deliveries = state.engine.outbox().subscribe();
+    let mut changes = state.session_changes();
     loop {
         tokio::select! {
+            change = changes.recv() => {
+                let wanted = conn.subscriptions().changes;
+                if let (true, Ok(change)) = (wanted, change) {
+                    conn.event(ServerEvent::SessionsChanged((*change).clone()), true).await;
+                }
+            }
             event = deliveries.recv() => on_delivery(conn, conn_id, event).await,
             event = runs.recv() => on_run(state, conn, conn_id, event).await,
             message = stream.next() => match message {
@@ -280,15 +278,22 @@ async fn on_run(
     event: Result<Arc<RunEvent>, broadcast::error::RecvError>,
 ) {
     match event {
-        Ok(event) if conn.wants(event.session_key.as_str()) => {
-            for frame in events::run_events(&event, state.engine.now_ms()) {
-                conn.event(frame, true).await;
+        Ok(event) => {
+            let ts = state.engine.now_ms();
+            if conn.wants(event.session_key.as_str()) {
+                for frame in events::run_events(&event, ts) {
+                    conn.event(frame, true).await;
+                }
+            }
+            let changes = conn.subscriptions().changes;
+            if changes && let Some(change) = run_change(&event, ts) {
+                conn.event(ServerEvent::SessionsChanged(change), true).await;
             }
         }
         Err(broadcast::error::RecvError::Lagged(missed)) => {
             tracing::warn!(conn_id, missed, "a slow client missed run events");
         }
-        Ok(_) | Err(broadcast::error::RecvError::Closed) => {}
+        Err(broadcast::error::RecvError::Closed) => {}
     }
 }
 
@@ -337,63 +342,6 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
             Err(error) => ResponseFrame::err(req.id, error),
         };
     conn.respond(response).await;
-}
-
-fn is_subscription(method: &str) -> bool {
-    matches!(method, "sessions.subscribe" | "sessions.unsubscribe")
-}
-
-/// `sessions.subscribe {sessionKeys?, all?}` / `sessions.unsubscribe {sessionKeys?, all?}`:
-/// connection state, so answered here rather than by the method table.
-fn subscribe(state: &ServerState, conn: &Conn, req: &RequestFrame) -> Result<Value, ErrorShape> {
-    methods::authorize(state, conn.grant(), &req.method, req.params.as_ref())?;
-    let p: SessionsSubscribeParams = methods::parse(&req.method, req.params.clone())?;
-    let resolver = state.engine.resolver();
-    let mut keys = Vec::with_capacity(p.session_keys.len());
-    for key in &p.session_keys {
-        let key = resolver.canonical(key, None).map_err(|e| e.to_shape())?;
-        keys.push(key.into_string());
-    }
-    let mut subs = conn.subscriptions();
-    if req.method == "sessions.subscribe" {
-        subs.all |= p.all.unwrap_or(false);
-        subs.keys.extend(keys);
-    } else {
-        if p.all.unwrap_or(false) {
-            subs.all = false;
-            subs.keys.clear();
-        }
-        for key in &keys {
-            subs.keys.remove(key);
-        }
-    }
-    let shown = |k: &String| SessionKey::from_canonical(k.clone()).display().to_string();
-    let mut listed: Vec<String> = subs.keys.iter().map(shown).collect();
-    listed.sort();
-    methods::to_value(SessionsSubscribeResult {
-        ok: true,
-        all: subs.all,
-        session_keys: listed,
-    })
-}
-
-/// A client that starts a run in a session receives that session's events (when it may).
-fn follow_own_runs(state: &ServerState, conn: &Conn, req: &RequestFrame) {
-    if !matches!(req.method.as_str(), "chat.send" | "agent")
-        || methods::authorize(state, conn.grant(), &req.method, req.params.as_ref()).is_err()
-    {
-        return;
-    }
-    let params = req.params.as_ref();
-    let key = params
-        .and_then(|p| p.get("sessionKey"))
-        .and_then(Value::as_str);
-    let agent = params
-        .and_then(|p| p.get("agentId"))
-        .and_then(Value::as_str);
-    if let Some(Ok(key)) = key.map(|k| state.engine.resolver().canonical(k, agent)) {
-        conn.subscriptions().keys.insert(key.into_string());
-    }
 }
 
 /// A frame the WebSocket layer refused: the client is told why with the close code RFC 6455

@@ -39,6 +39,15 @@ const NEEDS: &[(&str, &str)] = &[
     ("cron.status", "operator.read"),
     ("cron.remove", "operator.admin"),
     ("cron.run", "operator.admin"),
+    ("status", "operator.read"),
+    ("system-presence", "operator.read"),
+    ("config.get", "operator.read"),
+    ("models.list", "operator.read"),
+    ("agent.identity.get", "operator.read"),
+    ("sessions.describe", "operator.read"),
+    ("sessions.messages.subscribe", "operator.read"),
+    ("sessions.messages.unsubscribe", "operator.read"),
+    ("usage.cost", "operator.read"),
 ];
 
 fn rank(scope: &str) -> u8 {

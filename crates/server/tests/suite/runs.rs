@@ -140,6 +140,7 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
     let mut streams = Vec::new();
     let mut chat_states = Vec::new();
     let mut last_text = String::new();
+    let mut changes = Vec::new();
     loop {
         let event = watcher.next_event().await.unwrap();
         if event.payload["runId"] != run_id.as_str() {
@@ -162,6 +163,10 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
                 }
             }
             "chat" => chat_states.push(event.payload["state"].as_str().unwrap().to_string()),
+            // A subscribed client also hears that the session's row changed with each phase.
+            "sessions.changed" => {
+                changes.push(event.payload["phase"].as_str().unwrap().to_string())
+            }
             other => panic!("unexpected event {other}"),
         }
     }
@@ -191,6 +196,13 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
         "one two three"
     );
     assert!(chat_states.iter().all(|s| s == "delta") && !chat_states.is_empty());
+    let ended = watcher.next_event().await.unwrap();
+    changes.push(ended.payload["phase"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        (ended.event.as_str(), ended.payload["sessionKey"].clone()),
+        ("sessions.changed", json!("agent:main:discord:group:ops"))
+    );
+    assert_eq!(changes, ["queued", "start", "end"]);
 
     let waited = client
         .request("agent.wait", json!({"runId": run_id, "timeoutMs": 5000}))

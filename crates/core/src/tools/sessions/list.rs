@@ -133,6 +133,7 @@ impl SessionsList {
             sessions: rows,
             next_cursor: next_cursor.map(|c| c.encode()),
             warning: filter.warning,
+            defaults: None,
         })
     }
 

@@ -1,0 +1,116 @@
+//! The methods the reference's CLI, TUI and Control UI call on start and on every screen
+//! (`status`, `system-presence`, `config.get`, `models.list`, `agent.identity.get`,
+//! `sessions.describe`, `usage.cost`), and a clear `UNAVAILABLE` for those this gateway has no
+//! counterpart of, so no client retries them in a loop.
+
+use switchboard_core::Engine;
+use switchboard_protocol::overview::{
+    AgentIdentityParams, ConfigGetResult, PresenceEntry, SessionsDescribeParams,
+};
+use switchboard_protocol::{ErrorCode, ErrorShape};
+
+use super::{MethodResult, answer, to_value};
+
+/// Methods of the reference this gateway knows and does not offer, and why.
+pub const UNAVAILABLE: &[(&str, &str)] = &[
+    (
+        "sessions.compact",
+        "compaction comes with long-conversation support; nothing is compacted",
+    ),
+    (
+        "logs.tail",
+        "the gateway's log goes to its standard error (use the service's log viewer)",
+    ),
+    (
+        "cron.update",
+        "remove the job (cron.remove) and add it again",
+    ),
+    ("config.set", "edit the config file and restart the gateway"),
+    (
+        "config.patch",
+        "edit the config file and restart the gateway",
+    ),
+    (
+        "config.apply",
+        "edit the config file and restart the gateway",
+    ),
+    ("skills.status", "this gateway has no skills"),
+    (
+        "node.list",
+        "nodes connect with role \"node\"; sessions.list {kinds: [\"node\"]} shows them",
+    ),
+    (
+        "device.pair.list",
+        "this gateway pairs no devices; clients use the gateway token",
+    ),
+    ("channels.status", "health lists the channels"),
+    ("last-heartbeat", "this gateway runs no heartbeat turns"),
+    ("wake", "this gateway runs no heartbeat turns"),
+];
+
+/// The `UNAVAILABLE` answer of `method`, when it is one of [`UNAVAILABLE`].
+pub fn unavailable(method: &str) -> Option<ErrorShape> {
+    UNAVAILABLE
+        .iter()
+        .find(|(name, _)| *name == method)
+        .map(|(name, why)| {
+            ErrorShape::new(
+                ErrorCode::Unavailable,
+                format!("{name} is not available on this gateway: {why}"),
+            )
+        })
+}
+
+pub async fn status(engine: &Engine) -> MethodResult {
+    answer(engine.sessions().status().await)
+}
+
+pub fn presence(engine: &Engine) -> MethodResult {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    to_value(vec![PresenceEntry {
+        text: format!("Gateway: {host} · switchboard {version}"),
+        host,
+        version,
+        platform: std::env::consts::OS.to_string(),
+        mode: "gateway".into(),
+        reason: "self".into(),
+        ts: engine.now_ms(),
+        instance_id: None,
+    }])
+}
+
+pub fn config_get(engine: &Engine) -> MethodResult {
+    let config = serde_json::to_value(engine.config().redacted()).map_err(|e| {
+        ErrorShape::new(
+            ErrorCode::Internal,
+            format!("could not encode the config: {e}"),
+        )
+    })?;
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        config.to_string().hash(&mut hasher);
+        format!("{:016x}", hasher.finish())
+    };
+    to_value(ConfigGetResult {
+        config,
+        valid: true,
+        hash,
+    })
+}
+
+pub async fn identity(engine: &Engine, p: AgentIdentityParams) -> MethodResult {
+    answer(engine.sessions().identity(p).await)
+}
+
+pub async fn describe(engine: &Engine, p: SessionsDescribeParams) -> MethodResult {
+    answer(engine.sessions().describe(p).await)
+}
+
+pub async fn usage_cost(engine: &Engine) -> MethodResult {
+    answer(engine.sessions().usage_cost().await)
+}

@@ -125,7 +125,7 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
         chat_type: e.chat_type.map(|c| c.as_str().to_string()),
         display_name: e.display_name.clone(),
         label: e.label.clone(),
-        context_tokens: e.context_tokens.or_else(|| config.context_window(&model)),
+        context_tokens: config.context_window(&model),
         model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),

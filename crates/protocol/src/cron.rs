@@ -250,4 +250,6 @@ pub struct CronRunResult {
     pub session_key: String,
     /// `started`.
     pub status: String,
+    /// Always true: the run is queued (the reference's field; its CLI reads it).
+    pub enqueued: bool,
 }

@@ -295,6 +295,7 @@ impl Cron {
             run_id: accepted.run_id.into_string(),
             session_key: accepted.session_key.display().to_string(),
             status: "started".into(),
+            enqueued: true,
         })
     }
 

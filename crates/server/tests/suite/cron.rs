@@ -377,6 +377,15 @@ async fn the_reference_clients_cron_calls_add_get_page_and_fire() {
     assert_eq!(state["lastRunStatus"], "ok");
     assert!(state["lastRunAtMs"].as_i64().is_some(), "{state}");
 
+    // `openclaw cron run` sends a mode and reads `enqueued`.
+    let ran = gw
+        .call("cron.run", json!({"id": "nightly", "mode": "force"}))
+        .await;
+    assert_eq!(
+        (ran["ok"].clone(), ran["enqueued"].clone()),
+        (json!(true), json!(true))
+    );
+
     let refused = gw
         .call_err(
             "cron.add",

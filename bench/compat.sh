@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs the reference's own CLI (OpenClaw, installed by the bench kit) against a switchboard
+# gateway and prints one PASS/FAIL line per command, then a Markdown table for
+# docs/compatibility.md. Not part of `cargo test`: it needs the bench kit and the reference's npm
+# package (installed on first use by ../shared/bench/openclaw/install.sh).
+#
+#   bench/compat.sh                 # builds the release binary first
+#   SKIP_BUILD=1 bench/compat.sh    # uses target/release/switchboard as it is
+#
+# Exit status: 0 when every line passed, 1 otherwise. Needs tmux for the TUI line.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+OC_KIT="$KIT/openclaw"
+bash "$OC_KIT/install.sh" >"$RUN/install.log" 2>&1 || {
+    echo "could not install the reference CLI; see $RUN/install.log" >&2
+    exit 1
+}
+SB_STATE="$RUN/switchboard"
+OC_STATE="$RUN/openclaw"
+mkdir -p "$SB_STATE" "$OC_STATE"
+CLEANUP_DIRS=()
+start_gateway "$SB_STATE"
+printf '{"gateway":{"mode":"remote","remote":{"url":"%s","token":"%s"}}}\n' "$GW_URL" "$GW_TOKEN" \
+    >"$OC_STATE/openclaw.json"
+
+oc() { timeout 120 bash "$OC_KIT/cli.sh" --state "$OC_STATE" -- "$@"; }
+
+PASSED=0
+FAILED=0
+ROWS=()
+# check NAME EXPECTED-REGEX COMMAND...: runs the command; passes when it exits 0 and its output
+# matches the regex.
+check() {
+    local name=$1 expect=$2
+    shift 2
+    local out="$RUN/$(echo "$name" | tr -c 'a-zA-Z0-9' '_').out" status
+    "$@" >"$out" 2>&1
+    status=$?
+    if [[ $status == 0 ]] && grep -Eq -- "$expect" "$out"; then
+        echo "PASS  $name"
+        PASSED=$((PASSED + 1))
+        ROWS+=("| \`$name\` | pass | |")
+    else
+        local why
+        why=$(grep -v '^\s*$' "$out" | tail -n 1 | cut -c1-160 | tr '|' '/')
+        echo "FAIL  $name (exit $status): $why"
+        FAILED=$((FAILED + 1))
+        ROWS+=("| \`$name\` | **fail** | exit $status: $why |")
+    fi
+}
+
+tui_exchange() {
+    command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
+    local session="compat-tui-$$"
+    tmux new-session -d -s "$session" -x 160 -y 40 \
+        "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui --session agent:main:main --message '@reply tui-pong-7'"
+    local i screen=""
+    for i in $(seq 1 60); do
+        screen=$(tmux capture-pane -p -t "$session" 2>/dev/null)
+        if grep -q '^tui-pong-7' <<<"$screen" && grep -q 'tokens' <<<"$screen"; then break; fi
+        sleep 1
+    done
+    tmux kill-session -t "$session" 2>/dev/null
+    echo "$screen"
+}
+
+check "agent --message" '^agent-pong-1$' \
+    oc agent --session-key agent:main:main --message '@reply agent-pong-1'
+check "agent --json" '"text": "agent-pong-2"' \
+    oc agent --session-key agent:main:main --message '@reply agent-pong-2' --json
+check "gateway call health" '"ok": true' oc gateway call health --json
+check "gateway call sessions.list" 'agent:main:main' oc gateway call sessions.list --json
+check "gateway call chat.history" 'agent-pong-1' \
+    oc gateway call chat.history --params '{"sessionKey":"agent:main:main"}' --json
+check "health" 'Session store \(main\): .*/switchboard/agents/main/sessions/sessions\.json' oc health
+check "status" 'Gateway.*reachable' oc status
+check "gateway probe" 'Read probe: ok' oc gateway probe
+check "cron add --every" '"id": "nightly"' oc cron add nightly --every 10m --message 'nightly report'
+check "cron add --cron" '"expr": "0 \* \* \* \*"' \
+    oc cron add hourly --cron '0 * * * *' --message 'hourly report'
+check "cron list" 'nightly.*every 10m' oc cron list
+check "cron run" '"ok": true' oc cron run nightly
+check "gateway call usage.cost" '"totals"' oc gateway call usage.cost --json
+check "sessions delete" '"status": "deleted"' \
+    bash -c "$(declare -f oc); OC_KIT='$OC_KIT' OC_STATE='$OC_STATE'; \
+        oc gateway call sessions.create --params '{\"key\":\"agent:main:compat\"}' --json >/dev/null && \
+        oc sessions delete agent:main:compat --yes --json"
+check "tui (one exchange)" '^tui-pong-7' tui_exchange
+
+echo
+echo "passed $PASSED, failed $FAILED (outputs in $RUN)"
+{
+    echo "| command | result | detail |"
+    echo "|---|---|---|"
+    printf '%s\n' "${ROWS[@]}"
+} >"$RUN/table.md"
+echo "table: $RUN/table.md"
+[[ $FAILED == 0 ]]

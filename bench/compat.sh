@@ -88,6 +88,24 @@ check "sessions delete" '"status": "deleted"' \
         oc sessions delete agent:main:compat --yes --json"
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
 
+# The importer reads a stopped gateway's state dir: a labelled session must keep its key and label.
+doctor_import() {
+    oc gateway call sessions.create --params '{"key":"agent:main:labelled","label":"Kept label"}' \
+        --json >/dev/null || return 1
+    stop_gateway
+    local copy="$RUN/import-copy"
+    cp -r "$SB_STATE" "$copy"
+    timeout 300 bash "$OC_KIT/cli.sh" --state "$copy" -- doctor --session-sqlite import \
+        --session-sqlite-all-agents || return 1
+    python3 - "$copy/agents/main/agent/openclaw-agent.sqlite" <<'PY'
+import json, sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute("SELECT session_key, entry_json FROM session_nodes")
+for key, entry in rows:
+    print(f"imported {key} label={json.loads(entry).get('label')}")
+PY
+}
+check "doctor --session-sqlite import" 'imported agent:main:labelled label=Kept label' doctor_import
+
 echo
 echo "passed $PASSED, failed $FAILED (outputs in $RUN)"
 {

@@ -112,6 +112,7 @@ impl Engine {
     /// new exchange or sub-agent at once, and that one already has its driver.
     async fn resume(&self) -> CoreResult<()> {
         self.create_main_sessions().await?;
+        self.write_session_indexes().await;
         let subagents = self.subagents.unfinished().await?;
         let exchanges = self.exchanges.unfinished().await?;
         let recovered = self.runtime.recover().await?;
@@ -261,7 +262,20 @@ impl Engine {
         self.stop.cancel();
         self.tasks.close();
         self.tasks.wait().await;
+        self.write_session_indexes().await;
         self.sqlite.close().await;
+    }
+
+    /// Rewrites the agents' `sessions.json` (the reference's session index, read by its importer);
+    /// a failure is logged, never fatal: the index is derived data.
+    async fn write_session_indexes(&self) {
+        let agents = self.config.agent_ids();
+        match crate::store::write_indexes(self.store(), &agents).await {
+            Ok(count) => tracing::debug!(count, "session indexes written"),
+            // A second shutdown: the first one wrote them.
+            Err(crate::store::StoreError::Closed) => {}
+            Err(e) => tracing::warn!(error = %e, "could not write the session indexes"),
+        }
     }
 
     /// Stops at once: [`Engine::shutdown`] with no grace period.

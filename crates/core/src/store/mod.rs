@@ -10,12 +10,15 @@
 
 mod cron;
 mod exchanges;
+mod index;
 mod mirror;
 mod outbox;
 mod private;
 mod runs;
 pub mod sqlite;
 mod subagents;
+
+pub use index::write_indexes;
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 mod attachments;
 mod cron;
+mod index;
 mod providers;
 mod restart;
 mod robustness;

@@ -87,6 +87,7 @@ check "sessions delete" '"status": "deleted"' \
         oc gateway call sessions.create --params '{\"key\":\"agent:main:compat\"}' --json >/dev/null && \
         oc sessions delete agent:main:compat --yes --json"
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
+check "logs" 'gateway ready' oc logs --limit 20
 
 # The importer reads a stopped gateway's state dir: a labelled session must keep its key and label.
 doctor_import() {

@@ -113,7 +113,7 @@ fn main() -> std::process::ExitCode {
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(default_level))
-        .with_writer(std::io::stderr)
+        .with_writer(|| switchboard_server::logs::Tee)
         .with_ansi(colour)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

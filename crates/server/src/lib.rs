@@ -16,6 +16,7 @@ mod guard;
 mod http;
 mod inbound;
 mod listen;
+pub mod logs;
 pub mod mcp;
 pub mod methods;
 mod ws;

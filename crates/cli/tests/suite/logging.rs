@@ -8,8 +8,9 @@ use switchboard_server::client::GatewayClient;
 use super::process::GatewayProcess;
 
 /// Runs a gateway with `env`, uses it with its token on every door, stops it, and answers
-/// everything it logged and the token.
-async fn logged(env: &[(&str, &str)]) -> (String, String) {
+/// everything it logged, the token, and what `logs.tail` answered (each line checked to be in
+/// the log).
+async fn logged(env: &[(&str, &str)]) -> (String, String, Vec<String>) {
     let home = tempfile::tempdir().unwrap();
     let log = Arc::new(Mutex::new(String::new()));
     let (gateway, reader) = GatewayProcess::start_logging(home.path(), env, log.clone());
@@ -22,6 +23,25 @@ async fn logged(env: &[(&str, &str)]) -> (String, String) {
         .await
         .unwrap();
     assert_eq!(health["ok"], true);
+    // `logs.tail` (the reference's `openclaw logs`) answers the lines written to stderr so far
+    // (the first may come just after the banner the harness waited for).
+    let mut tail = serde_json::Value::Null;
+    for _ in 0..25 {
+        tail = client
+            .request("logs.tail", serde_json::json!({"limit": 50}))
+            .await
+            .unwrap();
+        if tail["cursor"].as_u64() > Some(0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let tail_lines: Vec<String> = tail["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
     client.close().await;
     let http = gateway.url.replace("ws://", "http://");
     let http = http.trim_end_matches('/');
@@ -50,12 +70,20 @@ async fn logged(env: &[(&str, &str)]) -> (String, String) {
     assert!(gateway.terminate().success());
     reader.join().unwrap();
     let text = log.lock().unwrap().clone();
-    (text, token)
+    for line in &tail_lines {
+        assert!(text.contains(line.as_str()), "{line:?} is not in the log");
+    }
+    assert!(!tail_lines.iter().any(|l| l.contains(&token)));
+    (text, token, tail_lines)
 }
 
 #[tokio::test]
 async fn rust_log_is_honoured_and_the_token_is_never_logged() {
-    let (log, token) = logged(&[("RUST_LOG", "trace")]).await;
+    let (log, token, tail) = logged(&[("RUST_LOG", "trace")]).await;
+    assert!(
+        !tail.is_empty(),
+        "logs.tail answered nothing; the log was:\n{log}"
+    );
     // The default is info: debug lines show that RUST_LOG was read.
     assert!(
         log.contains("DEBUG"),
@@ -63,7 +91,7 @@ async fn rust_log_is_honoured_and_the_token_is_never_logged() {
     );
     assert!(!log.contains(&token), "the token was logged");
     // SWITCHBOARD_LOG wins over RUST_LOG.
-    let (log, token) = logged(&[("RUST_LOG", "trace"), ("SWITCHBOARD_LOG", "warn")]).await;
+    let (log, token, _) = logged(&[("RUST_LOG", "trace"), ("SWITCHBOARD_LOG", "warn")]).await;
     assert!(!log.contains("TRACE") && !log.contains("DEBUG"), "{log}");
     assert!(!log.contains(&token));
 }

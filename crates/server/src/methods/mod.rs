@@ -59,6 +59,7 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("sessions.messages.subscribe", Scope::Read),
     ("sessions.messages.unsubscribe", Scope::Read),
     ("usage.cost", Scope::Read),
+    ("logs.tail", Scope::Admin),
 ];
 
 /// `{key}` (or `{sessionKey}`): one session.
@@ -190,6 +191,7 @@ async fn run(
         "agent.identity.get" => overview::identity(engine, parse(method, p)?).await,
         "sessions.describe" => overview::describe(engine, parse(method, p)?).await,
         "usage.cost" => overview::usage_cost(engine).await,
+        "logs.tail" => overview::logs_tail(parse(method, p)?),
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",

@@ -18,10 +18,6 @@ pub const UNAVAILABLE: &[(&str, &str)] = &[
         "compaction comes with long-conversation support; nothing is compacted",
     ),
     (
-        "logs.tail",
-        "the gateway's log goes to its standard error (use the service's log viewer)",
-    ),
-    (
         "cron.update",
         "remove the job (cron.remove) and add it again",
     ),
@@ -113,4 +109,8 @@ pub async fn describe(engine: &Engine, p: SessionsDescribeParams) -> MethodResul
 
 pub async fn usage_cost(engine: &Engine) -> MethodResult {
     answer(engine.sessions().usage_cost().await)
+}
+
+pub fn logs_tail(p: crate::logs::LogsTailParams) -> MethodResult {
+    to_value(crate::logs::LOGS.tail(&p))
 }

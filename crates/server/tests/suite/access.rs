@@ -48,6 +48,7 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.messages.subscribe", "operator.read"),
     ("sessions.messages.unsubscribe", "operator.read"),
     ("usage.cost", "operator.read"),
+    ("logs.tail", "operator.admin"),
 ];
 
 fn rank(scope: &str) -> u8 {

@@ -1,0 +1,211 @@
+//! The gateway's recent log, for `logs.tail` (the reference's `openclaw logs [--follow]`): the
+//! binary writes its log to standard error through [`Tee`], which also keeps the last MiB of lines
+//! in memory ([`LOGS`]). Cursors are byte offsets into everything written since the process
+//! started, so a follower asks "what came after N" and learns when lines it never saw were
+//! dropped (`reset`, `skippedBytes`). Secrets are never logged (docs/security.md), so nothing here
+//! needs redacting.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::{LazyLock, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes of log kept in memory.
+const CAPACITY: usize = 1 << 20;
+/// Lines answered when the caller gives no limit, and the most it may ask for.
+const DEFAULT_LIMIT: usize = 200;
+const MAX_LIMIT: usize = 5_000;
+/// Bytes answered when the caller gives no maxBytes, and the most it may ask for.
+const DEFAULT_MAX_BYTES: usize = 250_000;
+
+/// The process's log ring.
+pub static LOGS: LazyLock<LogRing> = LazyLock::new(LogRing::default);
+
+/// The last [`CAPACITY`] bytes of log lines with their offsets.
+#[derive(Default)]
+pub struct LogRing {
+    inner: Mutex<Ring>,
+}
+
+#[derive(Default)]
+struct Ring {
+    /// (offset of the line's first byte, the line without its newline).
+    lines: VecDeque<(u64, String)>,
+    bytes: usize,
+    /// Bytes written since the start: the cursor of "now".
+    end: u64,
+}
+
+/// `logs.tail` params.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogsTailParams {
+    /// The `cursor` of an earlier answer: only what came after it.
+    #[serde(default)]
+    pub cursor: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+}
+
+/// `logs.tail` answer, in the reference's shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogsTail {
+    pub source: String,
+    /// `memory`: the gateway's own buffer.
+    pub source_kind: String,
+    /// Pass it back to get what comes next.
+    pub cursor: u64,
+    pub size: u64,
+    pub lines: Vec<String>,
+    /// Older lines matched but were left out (limit or maxBytes).
+    pub truncated: bool,
+    /// Lines after the given cursor were dropped before this call (or the gateway restarted).
+    pub reset: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_bytes: Option<u64>,
+}
+
+impl LogRing {
+    /// Keeps the lines of `text` (ANSI colour codes removed).
+    pub fn append(&self, text: &[u8]) {
+        let text = String::from_utf8_lossy(text);
+        let mut ring = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        for line in text.split_inclusive('\n') {
+            let len = line.len() as u64;
+            let clean = strip_ansi(line.trim_end_matches(['\n', '\r']));
+            if !clean.is_empty() {
+                ring.bytes += clean.len();
+                let offset = ring.end;
+                ring.lines.push_back((offset, clean));
+            }
+            ring.end += len;
+        }
+        while ring.bytes > CAPACITY {
+            match ring.lines.pop_front() {
+                Some((_, line)) => ring.bytes -= line.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// The lines after `cursor` (all kept lines without one), newest last, within the limits.
+    pub fn tail(&self, p: &LogsTailParams) -> LogsTail {
+        let limit = p.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        let max_bytes = p.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).clamp(1, CAPACITY);
+        let ring = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let oldest = ring.lines.front().map_or(ring.end, |(o, _)| *o);
+        let (from, reset, skipped) = match p.cursor {
+            None => (0, false, None),
+            Some(c) if c > ring.end => (0, true, None),
+            Some(c) if c < oldest => (c, true, Some(oldest - c)),
+            Some(c) => (c, false, None),
+        };
+        let matching: Vec<&String> = ring
+            .lines
+            .iter()
+            .filter(|(offset, _)| *offset >= from)
+            .map(|(_, line)| line)
+            .collect();
+        let mut lines = Vec::new();
+        let mut bytes = 0;
+        for line in matching.iter().rev() {
+            if lines.len() == limit || bytes + line.len() > max_bytes {
+                break;
+            }
+            bytes += line.len();
+            lines.push((*line).clone());
+        }
+        let truncated = lines.len() < matching.len();
+        lines.reverse();
+        LogsTail {
+            source: "switchboard gateway (recent log in memory)".into(),
+            source_kind: "memory".into(),
+            cursor: ring.end,
+            size: ring.end,
+            lines,
+            truncated,
+            reset,
+            skipped_bytes: skipped,
+        }
+    }
+}
+
+/// A log writer: standard error, and [`LOGS`].
+pub struct Tee;
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        LOGS.append(buf);
+        io::stderr().write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+/// `text` without ANSI escape sequences (`ESC [ … letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_follower_gets_what_came_after_its_cursor_and_hears_of_a_gap() {
+        let ring = LogRing::default();
+        ring.append(b"\x1b[32mINFO\x1b[0m one\nINFO two\n");
+        let first = ring.tail(&LogsTailParams::default());
+        assert_eq!(first.lines, ["INFO one", "INFO two"]);
+        assert!(!first.reset && !first.truncated);
+        ring.append(b"INFO three\n");
+        let next = ring.tail(&LogsTailParams {
+            cursor: Some(first.cursor),
+            ..LogsTailParams::default()
+        });
+        assert_eq!(next.lines, ["INFO three"]);
+        let limited = ring.tail(&LogsTailParams {
+            limit: Some(2),
+            ..LogsTailParams::default()
+        });
+        assert_eq!((limited.lines.len(), limited.truncated), (2, true));
+        // A cursor from before a restart (beyond the end) starts over, saying so.
+        let stale = ring.tail(&LogsTailParams {
+            cursor: Some(next.cursor + 1_000),
+            ..LogsTailParams::default()
+        });
+        assert!(stale.reset);
+        assert_eq!(stale.lines.len(), 3);
+        // Lines dropped for space are reported as skipped bytes.
+        let big = "x".repeat(1_000);
+        for _ in 0..(CAPACITY / 1_000 + 10) {
+            ring.append(format!("{big}\n").as_bytes());
+        }
+        let gap = ring.tail(&LogsTailParams {
+            cursor: Some(0),
+            limit: Some(1),
+            ..LogsTailParams::default()
+        });
+        assert!(gap.reset && gap.skipped_bytes.unwrap() > 0);
+    }
+}

@@ -59,7 +59,7 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("sessions.messages.subscribe", Scope::Read),
     ("sessions.messages.unsubscribe", Scope::Read),
     ("usage.cost", Scope::Read),
-    ("logs.tail", Scope::Admin),
+    ("logs.tail", Scope::Read),
 ];
 
 /// `{key}` (or `{sessionKey}`): one session.

@@ -48,7 +48,7 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.messages.subscribe", "operator.read"),
     ("sessions.messages.unsubscribe", "operator.read"),
     ("usage.cost", "operator.read"),
-    ("logs.tail", "operator.admin"),
+    ("logs.tail", "operator.read"),
 ];
 
 fn rank(scope: &str) -> u8 {

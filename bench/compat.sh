@@ -16,10 +16,13 @@ bash "$OC_KIT/install.sh" >"$RUN/install.log" 2>&1 || {
     echo "could not install the reference CLI; see $RUN/install.log" >&2
     exit 1
 }
+source "$OC_KIT/env.sh" # NODE, OC_APP: the kit's Node and the reference's npm project
 SB_STATE="$RUN/switchboard"
 OC_STATE="$RUN/openclaw"
 mkdir -p "$SB_STATE" "$OC_STATE"
 CLEANUP_DIRS=()
+# The Control UI is served from its own loopback port: the gateway must accept that origin.
+echo '{gateway: {controlUi: {allowedOrigins: ["http://127.0.0.1:18931"]}}}' >"$SB_STATE/config.json5"
 start_gateway "$SB_STATE"
 printf '{"gateway":{"mode":"remote","remote":{"url":"%s","token":"%s"}}}\n' "$GW_URL" "$GW_TOKEN" \
     >"$OC_STATE/openclaw.json"
@@ -89,6 +92,22 @@ check "sessions delete" '"status": "deleted"' \
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
 check "logs" 'gateway ready' oc logs --limit 20
 
+# The Control UI: its built assets served from loopback, the page in headless Chromium; it must
+# show the transcript and send from its composer (the reply lands in chat.history).
+control_ui() {
+    command -v chromium >/dev/null || { echo "chromium not installed (apt install chromium)"; return 1; }
+    local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid
+    python3 -m http.server "$port" --bind 127.0.0.1 --directory "$assets" >"$RUN/ui-http.log" 2>&1 &
+    ui_pid=$!
+    PIDS+=("$ui_pid")
+    sleep 1
+    PLAYWRIGHT_CORE="$OC_APP/node_modules/playwright-core/index.mjs" "$NODE" \
+        "$ROOT/bench/control_ui.mjs" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" \
+        '@reply control-ui-pong' "$RUN/control-ui.png" || return 1
+    kill "$ui_pid" 2>/dev/null
+    oc gateway call chat.history --params '{"sessionKey":"agent:main:main"}' --json
+}
+
 # The importer reads a stopped gateway's state dir: a labelled session must keep its key and label.
 doctor_import() {
     oc gateway call sessions.create --params '{"key":"agent:main:labelled","label":"Kept label"}' \
@@ -105,6 +124,7 @@ for key, entry in rows:
     print(f"imported {key} label={json.loads(entry).get('label')}")
 PY
 }
+check "control ui (headless chromium)" '"text": "control-ui-pong"' control_ui
 check "doctor --session-sqlite import" 'imported agent:main:labelled label=Kept label' doctor_import
 
 echo

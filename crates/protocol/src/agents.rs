@@ -9,9 +9,20 @@ pub struct AgentSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub default: bool,
-    pub model: String,
+    /// The agent's model in the reference's shape, `{primary, fallbacks}`. **Changed meaning:**
+    /// it was the `provider/model` string.
+    pub model: AgentModel,
     /// The agent's main session key.
     pub main_key: String,
+}
+
+/// An agent's model: the one tried first and the ones tried after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModel {
+    /// `provider/model`.
+    pub primary: String,
+    pub fallbacks: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ mod runs;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard_protocol::agents::{AgentSummary, AgentsListResult};
+use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
 use switchboard_protocol::sessions::SessionRow;
 
 pub use health::{HealthParts, channel_health};
@@ -85,7 +85,10 @@ impl Sessions {
                 AgentSummary {
                     default: id == default_id,
                     name: agent.name.clone(),
-                    model: agent.model.clone(),
+                    model: AgentModel {
+                        primary: agent.model.clone(),
+                        fallbacks: agent.model_fallbacks.clone(),
+                    },
                     main_key: main.display().to_string(),
                     id,
                 }

@@ -20,6 +20,7 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.reset", "operator.admin"),
     ("sessions.delete", "operator.admin"),
     ("chat.history", "operator.read"),
+    ("chat.startup", "operator.read"),
     ("chat.inject", "operator.write"),
     ("chat.send", "operator.write"),
     ("chat.abort", "operator.write"),

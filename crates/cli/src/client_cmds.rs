@@ -380,7 +380,10 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
             vec![
                 a["id"].as_str().unwrap_or_default().to_string(),
                 a["name"].as_str().unwrap_or("").to_string(),
-                a["model"]["primary"].as_str().unwrap_or_default().to_string(),
+                a["model"]["primary"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 if a["default"].as_bool() == Some(true) {
                     "yes".into()
                 } else {

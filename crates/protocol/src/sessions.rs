@@ -327,6 +327,9 @@ pub struct SessionsSubscribeResult {
     pub all: bool,
     /// The sessions named so far, as canonical keys, sorted.
     pub session_keys: Vec<String>,
+    /// True after a subscribe, false after an unsubscribe (the reference's field; its Control UI
+    /// retries a subscription until it reads true).
+    pub subscribed: bool,
 }
 
 #[cfg(test)]
@@ -470,8 +473,9 @@ mod tests {
                 ok: true,
                 all: false,
                 session_keys: vec!["agent:main:main".into()],
+                subscribed: true,
             },
-            json!({"ok": true, "all": false, "sessionKeys": ["agent:main:main"]}),
+            json!({"ok": true, "all": false, "sessionKeys": ["agent:main:main"], "subscribed": true}),
         );
     }
 }

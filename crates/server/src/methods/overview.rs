@@ -22,19 +22,46 @@ pub const UNAVAILABLE: &[(&str, &str)] = &[
         "remove the job (cron.remove) and add it again",
     ),
     ("config.set", "edit the config file and restart the gateway"),
-    ("update.status", "update switchboard with the package it came from"),
-    ("exec.approval.list", "this gateway runs no commands, so nothing awaits approval"),
+    (
+        "update.status",
+        "update switchboard with the package it came from",
+    ),
+    (
+        "exec.approval.list",
+        "this gateway runs no commands, so nothing awaits approval",
+    ),
     ("plugin.approval.list", "this gateway has no plugins"),
-    ("openclaw.approval.list", "nothing awaits approval on this gateway"),
-    ("question.list", "agents here ask no questions outside their sessions"),
-    ("tasks.list", "background work shows as sessions (sessions.list, kind subagent)"),
-    ("models.authStatus", "providers authenticate with the keys in models.providers"),
+    (
+        "openclaw.approval.list",
+        "nothing awaits approval on this gateway",
+    ),
+    (
+        "question.list",
+        "agents here ask no questions outside their sessions",
+    ),
+    (
+        "tasks.list",
+        "background work shows as sessions (sessions.list, kind subagent)",
+    ),
+    (
+        "models.authStatus",
+        "providers authenticate with the keys in models.providers",
+    ),
     ("talk.catalog", "this gateway has no voice"),
     ("progressCard.get", "this gateway keeps no progress cards"),
-    ("chat.metadata", "sessions.describe has the session's metadata"),
+    (
+        "chat.metadata",
+        "sessions.describe has the session's metadata",
+    ),
     ("sessions.branches.list", "sessions have no branches here"),
-    ("sessions.companion.state", "this gateway has no companion sessions"),
-    ("sessions.observer.visibility", "sessions.list shows what this connection may see"),
+    (
+        "sessions.companion.state",
+        "this gateway has no companion sessions",
+    ),
+    (
+        "sessions.observer.visibility",
+        "sessions.list shows what this connection may see",
+    ),
     (
         "config.patch",
         "edit the config file and restart the gateway",

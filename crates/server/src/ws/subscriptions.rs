@@ -86,6 +86,8 @@ pub(super) fn subscribe(
         ok: true,
         all: subs.all,
         session_keys: listed,
+        // The subscription this call asked for is active (false after an unsubscribe).
+        subscribed: req.method.ends_with(".subscribe"),
     })
 }
 

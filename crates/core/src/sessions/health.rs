@@ -70,15 +70,8 @@ impl Sessions {
             .store
             .list(ListQuery {
                 agent_id: agent_id.map(str::to_string),
-                kinds: Vec::new(),
-                updated_since: None,
-                search: None,
-                spawned_by: None,
-                label: None,
                 include_archived: false,
-                exclude_keys: Vec::new(),
-                cursor: None,
-                limit: RECENT,
+                ..ListQuery::every(None, RECENT)
             })
             .await?;
         Ok(page

@@ -156,18 +156,7 @@ impl Sessions {
         loop {
             let page = self
                 .store
-                .list(ListQuery {
-                    agent_id: None,
-                    kinds: Vec::new(),
-                    updated_since: None,
-                    search: None,
-                    spawned_by: None,
-                    label: None,
-                    include_archived: true,
-                    exclude_keys: Vec::new(),
-                    cursor,
-                    limit: USAGE_PAGE,
-                })
+                .list(ListQuery::every(cursor, USAGE_PAGE))
                 .await?;
             for entry in &page.entries {
                 self.add_usage(entry, &mut by_model);

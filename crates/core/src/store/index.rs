@@ -28,20 +28,7 @@ pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<us
     let mut cursor = None;
     let mut count = 0;
     loop {
-        let page = store
-            .list(ListQuery {
-                agent_id: None,
-                kinds: Vec::new(),
-                updated_since: None,
-                search: None,
-                spawned_by: None,
-                label: None,
-                include_archived: true,
-                exclude_keys: Vec::new(),
-                cursor,
-                limit: PAGE,
-            })
-            .await?;
+        let page = store.list(ListQuery::every(cursor, PAGE)).await?;
         for entry in &page.entries {
             let file = store.transcript_path(&entry.agent_id, &entry.session_id);
             let agent = by_agent.entry(entry.agent_id.clone()).or_default();

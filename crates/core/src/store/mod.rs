@@ -210,6 +210,24 @@ pub struct ListQuery {
     pub limit: usize,
 }
 
+impl ListQuery {
+    /// Every session (archived ones too), a page of `limit` from `cursor`, newest first.
+    pub fn every(cursor: Option<Cursor>, limit: usize) -> Self {
+        Self {
+            agent_id: None,
+            kinds: Vec::new(),
+            updated_since: None,
+            search: None,
+            spawned_by: None,
+            label: None,
+            include_archived: true,
+            exclude_keys: Vec::new(),
+            cursor,
+            limit,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage {
     pub entries: Vec<SessionEntry>,

@@ -87,7 +87,7 @@ echo "== cold start, 10k sessions ($COLD_RUNS starts)"
 cold_start "$S10K" 10k
 echo "== sessions.list, 10k sessions"
 start_gateway "$S10K"
-latency 10k health '{}'   # the client's floor: a round trip that touches no table
+latency 10k health '{}'   # per-agent session counts and the five most recent (the reference's shape)
 latency 10k sessions.list '{"limit":200}'
 latency 10k sessions.list '{}'
 rss_now 10k
@@ -98,6 +98,7 @@ S100K="$RUN/s100k"
 seed 100k "$S100K" --sessions 100000
 echo "== sessions.list, 100k sessions"
 start_gateway "$S100K"
+latency 100k health '{}'
 latency 100k sessions.list '{"limit":200}'
 latency 100k sessions.list '{}'
 rss_now 100k

@@ -112,7 +112,6 @@ impl Engine {
     /// new exchange or sub-agent at once, and that one already has its driver.
     async fn resume(&self) -> CoreResult<()> {
         self.create_main_sessions().await?;
-        self.write_session_indexes().await;
         let subagents = self.subagents.unfinished().await?;
         let exchanges = self.exchanges.unfinished().await?;
         let recovered = self.runtime.recover().await?;

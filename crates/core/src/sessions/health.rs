@@ -14,6 +14,12 @@ use crate::store::ListQuery;
 
 /// Recent sessions listed per agent (the reference lists five too).
 const RECENT: usize = 5;
+/// How long per-agent session counts are reused: counting walks an index of every session
+/// (about 9 ms at 100k), and a health summary a second old is as good.
+const COUNTS_FOR_MS: i64 = 1_000;
+
+/// Sessions per agent and when they were counted (ms).
+pub(super) type Counts = (i64, Vec<(String, u64)>);
 
 /// The session and agent parts of `health`.
 pub struct HealthParts {
@@ -27,8 +33,7 @@ impl Sessions {
     /// Sessions per agent, their index files and the most recent ones.
     pub async fn health(&self) -> CoreResult<HealthParts> {
         let now = self.clock.now_ms();
-        let counts: BTreeMap<String, u64> =
-            self.store.count_by_agent().await?.into_iter().collect();
+        let counts: BTreeMap<String, u64> = self.counts(now).await?.into_iter().collect();
         let default_agent_id = self.config.default_agent_id();
         let mut ids = self.config.agent_ids();
         ids.sort_by_key(|id| *id != default_agent_id);
@@ -63,6 +68,23 @@ impl Sessions {
             sessions,
             session_count,
         })
+    }
+
+    /// Sessions per agent, counted at most once per [`COUNTS_FOR_MS`].
+    async fn counts(&self, now: i64) -> CoreResult<Vec<(String, u64)>> {
+        let cached = self
+            .counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some((at, counts)) = cached
+            && (0..COUNTS_FOR_MS).contains(&(now - at))
+        {
+            return Ok(counts);
+        }
+        let counts = self.store.count_by_agent().await?;
+        *self.counts.lock().unwrap_or_else(|p| p.into_inner()) = Some((now, counts.clone()));
+        Ok(counts)
     }
 
     async fn recent(&self, agent_id: Option<&str>, now: i64) -> CoreResult<Vec<RecentSession>> {

@@ -38,6 +38,8 @@ pub struct Sessions {
     runtime: Runtime,
     resolver: Arc<Resolver>,
     clock: Arc<dyn Clock>,
+    /// Sessions per agent for `health`, and when they were counted (see `health.rs`).
+    counts: std::sync::Mutex<Option<health::Counts>>,
 }
 
 impl Sessions {
@@ -54,6 +56,7 @@ impl Sessions {
             runtime,
             resolver,
             clock,
+            counts: std::sync::Mutex::new(None),
         }
     }
 

@@ -3,51 +3,103 @@
 //! `sessionId`, `sessionFile`, `updatedAt`, label and counters). Its importer (`openclaw doctor
 //! --session-sqlite import`) reads it to give transcripts their original keys and labels.
 //!
-//! Like the mirror it is derived data: rebuilt from the database when the gateway starts and when
-//! it stops (the importer runs on a stopped gateway), written atomically (a temp file renamed
-//! over the old one), so a reader never sees half a file. It is not rewritten on every turn:
-//! that would put an O(sessions) write on the hot path.
+//! Like the mirror it is derived data: rebuilt from the database when the gateway stops (the
+//! importer runs on a stopped gateway), streamed page by page into a temp file renamed over the
+//! old one, so a reader never sees half a file and memory stays bounded. It is not rewritten on
+//! every turn, nor at start: both would put O(sessions) work on a measured path (a turn, the cold
+//! start).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{ListQuery, SessionEntry, Store, StoreError, private};
 
 /// Sessions read per page while rebuilding.
 const PAGE: usize = 1_000;
 
-/// Rewrites every agent's `sessions.json`; answers how many sessions they list.
+/// Rewrites every agent's `sessions.json`; answers how many sessions they list. Memory stays
+/// bounded by a page: each agent's file is streamed, one page of that agent's sessions at a time.
 pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<usize, StoreError> {
-    let mut by_agent: BTreeMap<String, Map<String, Value>> = agent_ids
-        .iter()
-        .map(|id| (id.clone(), Map::new()))
-        .collect();
-    let mut cursor = None;
     let mut count = 0;
-    loop {
-        let page = store.list(ListQuery::every(cursor, PAGE)).await?;
-        for entry in &page.entries {
-            let file = store.transcript_path(&entry.agent_id, &entry.session_id);
-            let agent = by_agent.entry(entry.agent_id.clone()).or_default();
-            agent.insert(entry.key.as_str().to_string(), index_entry(entry, &file));
-            count += 1;
-        }
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            break;
-        }
-    }
-    for (agent_id, entries) in by_agent {
-        let transcript = store.transcript_path(&agent_id, "index");
+    for agent_id in agent_ids {
+        let transcript = store.transcript_path(agent_id, "index");
         let Some(dir) = transcript.parent() else {
             continue;
         };
-        write_atomically(&dir.join("sessions.json"), &Value::Object(entries))?;
+        let path = dir.join("sessions.json");
+        let mut out = IndexWriter::create(&path)?;
+        let mut cursor = None;
+        loop {
+            let query = ListQuery {
+                agent_id: Some(agent_id.clone()),
+                ..ListQuery::every(cursor, PAGE)
+            };
+            let page = store.list(query).await?;
+            for entry in &page.entries {
+                let file = store.transcript_path(&entry.agent_id, &entry.session_id);
+                out.entry(entry.key.as_str(), &index_entry(entry, &file))?;
+                count += 1;
+            }
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        out.finish(&path)?;
     }
     Ok(count)
+}
+
+/// One index file being written: a JSON object, entry by entry, into a temp file that replaces
+/// the old index when complete.
+struct IndexWriter {
+    tmp: std::path::PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    first: bool,
+}
+
+impl IndexWriter {
+    fn create(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            private::create_dir(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let file = private::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        let mut out = std::io::BufWriter::new(file);
+        out.write_all(b"{")?;
+        Ok(Self {
+            tmp,
+            out,
+            first: true,
+        })
+    }
+
+    fn entry(&mut self, key: &str, entry: &Value) -> Result<(), StoreError> {
+        let sep: &[u8] = if self.first { b"\n  " } else { b",\n  " };
+        self.first = false;
+        self.out.write_all(sep)?;
+        let encode = |e: serde_json::Error| {
+            StoreError::Backend(format!("could not encode the session index: {e}"))
+        };
+        serde_json::to_writer(&mut self.out, key).map_err(encode)?;
+        self.out.write_all(b": ")?;
+        serde_json::to_writer(&mut self.out, entry).map_err(encode)?;
+        Ok(())
+    }
+
+    fn finish(mut self, path: &Path) -> Result<(), StoreError> {
+        self.out.write_all(b"\n}\n")?;
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&self.tmp, path)?;
+        Ok(())
+    }
 }
 
 /// One entry in the reference's shape.
@@ -102,22 +154,4 @@ fn index_entry(e: &SessionEntry, file: &Path) -> Value {
         }
     }
     entry
-}
-
-fn write_atomically(path: &Path, value: &Value) -> Result<(), StoreError> {
-    if let Some(dir) = path.parent() {
-        private::create_dir(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    let mut file = private::options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)?;
-    let text = serde_json::to_vec_pretty(value)
-        .map_err(|e| StoreError::Backend(format!("could not encode the session index: {e}")))?;
-    file.write_all(&text)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }

@@ -554,3 +554,45 @@ async fn run_now_fires_outside_the_schedule_and_remove_stops_a_job() {
     }
     w.engine.close().await;
 }
+
+/// What `openclaw cron add nightly --every 10m --message …` sends, exactly.
+#[tokio::test]
+async fn a_job_added_as_the_reference_cli_adds_it_fires_every_ten_minutes() {
+    let w = World::new(T0).await;
+    let job = w
+        .add(json!({
+            "name": "nightly", "enabled": true,
+            "schedule": {"kind": "every", "everyMs": 600_000},
+            "sessionTarget": "isolated", "wakeMode": "now",
+            "payload": {"kind": "agentTurn", "message": "@reply nightly report"},
+            "delivery": {"mode": "announce", "channel": "last"}
+        }))
+        .await;
+    assert_eq!(
+        (job.id.as_str(), job.next_run_at),
+        ("nightly", Some(T0 + 10 * MIN))
+    );
+    w.step(T0 + 9 * MIN).await;
+    assert_eq!(
+        w.job("nightly").await.last_run_id,
+        None,
+        "not before its slot"
+    );
+    w.step(T0 + 10 * MIN).await;
+    let (status, lane, result) = w.last_run("nightly").await;
+    assert_eq!(
+        (status, lane.as_str(), result.as_deref()),
+        (RunStatus::Ok, "cron", Some("nightly report"))
+    );
+    let first = w.job("nightly").await.last_run_id;
+    w.step(T0 + 20 * MIN).await;
+    assert_ne!(
+        w.job("nightly").await.last_run_id,
+        first,
+        "the next slot fires too"
+    );
+    w.last_run("nightly").await;
+    let fired = w.transcript("agent:main:cron:nightly").await;
+    assert_eq!(fired.len(), 4, "two firings, each a message and its reply");
+    w.engine.close().await;
+}

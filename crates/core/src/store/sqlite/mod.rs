@@ -11,6 +11,7 @@ mod subagents;
 mod types;
 mod writer;
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -201,16 +202,23 @@ impl Inner {
 
 /// Rewrites every mirror that is missing, or that may be short or gapped (its progress mark is
 /// behind the database: a crash or a failed write came between), from the database; answers how
-/// many were rewritten. Files whose mark is current are only checked to exist: reading every
-/// file whole at each start would cost as much as the transcripts weigh.
+/// many were rewritten. Files whose mark is current are only checked to exist, by listing each
+/// agent's transcript folder once (a `stat` per file cost 45 ms of every start at 10k sessions):
+/// reading every file whole at each start would cost as much as the transcripts weigh.
 fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
     let mut repaired = 0;
+    let mut listed: HashMap<String, HashSet<std::ffi::OsString>> = HashMap::new();
     for row in queries::mirror_rows(conn)? {
         let path = mirror::transcript_path(home, &row.agent_id, &row.session_id);
         let behind = row.mirrored_seq < row.last_seq;
         let broken = match behind {
             true => !mirror::is_complete(&path, row.last_seq),
-            false => !path.is_file(),
+            false => {
+                let files = listed
+                    .entry(row.agent_id.clone())
+                    .or_insert_with(|| files_in(path.parent()));
+                !path.file_name().is_some_and(|name| files.contains(name))
+            }
         };
         if broken {
             // One file that cannot be written must not keep the gateway from starting: its
@@ -227,6 +235,18 @@ fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
         }
     }
     Ok(repaired)
+}
+
+/// The names of the regular files in `dir` (none when it cannot be read).
+fn files_in(dir: Option<&Path>) -> HashSet<std::ffi::OsString> {
+    let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
+        return HashSet::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name())
+        .collect()
 }
 
 impl Store for SqliteStore {

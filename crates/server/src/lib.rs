@@ -29,7 +29,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use switchboard_core::Engine;
-use switchboard_protocol::events::SessionsChanged;
 use tokio_util::task::TaskTracker;
 
 pub use auth::GatewayAuth;
@@ -60,8 +59,6 @@ pub struct ServerState {
     /// The port the gateway listens on, once [`serve`] has its listener (browser origins of
     /// this port are the gateway's own).
     port: std::sync::OnceLock<u16>,
-    /// Sessions created, patched, reset or deleted through a method (`sessions.changed`).
-    changes: tokio::sync::broadcast::Sender<Arc<SessionsChanged>>,
 }
 
 impl ServerState {
@@ -96,26 +93,7 @@ impl ServerState {
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
             port: std::sync::OnceLock::new(),
-            changes: tokio::sync::broadcast::channel(256).0,
         })
-    }
-
-    /// Tells subscribed connections that `key` changed for `reason`.
-    pub fn session_changed(&self, key: &str, reason: &str) {
-        let key = switchboard_core::keys::SessionKey::from_canonical(key.to_string());
-        let _ = self.changes.send(Arc::new(SessionsChanged {
-            session_key: key.display().to_string(),
-            agent_id: key.agent_id().map(str::to_string),
-            reason: reason.to_string(),
-            phase: None,
-            run_id: None,
-            ts: self.engine.now_ms(),
-        }));
-    }
-
-    /// Method-made session changes from now on.
-    pub fn session_changes(&self) -> tokio::sync::broadcast::Receiver<Arc<SessionsChanged>> {
-        self.changes.subscribe()
     }
 
     /// The port being served (0 before [`serve`]).

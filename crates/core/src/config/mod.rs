@@ -198,6 +198,13 @@ pub struct ModelCost {
     pub cache_write: Option<f64>,
 }
 
+impl ModelCost {
+    /// The price in USD of `input` and `output` tokens.
+    pub fn usd(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
+}
+
 /// `agents`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

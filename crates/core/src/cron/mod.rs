@@ -40,7 +40,7 @@ use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
 use crate::sessions::Resolver;
 use crate::store::{CronJobRecord, Store};
 use schedule::Schedule;
-use view::{job_view, session_key};
+use view::{job_view, next_run_at, session_key};
 
 /// Longest job id.
 const MAX_ID_CHARS: usize = 64;
@@ -234,13 +234,22 @@ impl Cron {
         ))
     }
 
-    /// `cron.status`: whether the scheduler fires, how many jobs, when it next wakes.
+    /// `cron.status`: whether the scheduler fires, how many jobs, when it next wakes (from the
+    /// stored jobs alone: no run is read).
     pub async fn status(&self) -> CoreResult<CronStatusResult> {
-        let jobs = self.views().await?;
+        let now = self.clock.now_ms();
+        let jobs = self.store.cron_list().await?;
+        let next_wake_at_ms = jobs
+            .iter()
+            .filter_map(|job| {
+                let schedule = Schedule::parse(&job.schedule).ok()?;
+                next_run_at(job, &schedule, now)
+            })
+            .min();
         Ok(CronStatusResult {
             enabled: self.config.cron.enabled,
             jobs: jobs.len(),
-            next_wake_at_ms: jobs.iter().filter_map(|j| j.state.next_run_at_ms).min(),
+            next_wake_at_ms,
         })
     }
 

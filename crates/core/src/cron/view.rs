@@ -13,7 +13,7 @@ pub(super) fn session_key(job: &CronJobRecord) -> String {
 }
 
 /// The next slot the scheduler fires (or one due now); `None` for a disabled job.
-fn next_run_at(job: &CronJobRecord, schedule: &Schedule, now: i64) -> Option<i64> {
+pub(super) fn next_run_at(job: &CronJobRecord, schedule: &Schedule, now: i64) -> Option<i64> {
     if !job.enabled {
         return None;
     }

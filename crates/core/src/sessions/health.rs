@@ -10,7 +10,7 @@ use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
 use super::Sessions;
 use crate::config::Config;
 use crate::error::CoreResult;
-use crate::store::ListQuery;
+use crate::store::{ListQuery, index_path};
 
 /// Recent sessions listed per agent (the reference lists five too).
 const RECENT: usize = 5;
@@ -47,7 +47,7 @@ impl Sessions {
                 is_default: id == default_agent_id,
                 heartbeat: json!({"enabled": false, "everyMs": null}),
                 sessions: HealthSessions {
-                    path: self.index_path(&id),
+                    path: index_path(self.store.as_ref(), &id).display().to_string(),
                     count: counts.get(&id).copied().unwrap_or(0),
                     recent,
                 },
@@ -58,7 +58,9 @@ impl Sessions {
         recent_all.truncate(RECENT);
         let session_count = counts.values().sum();
         let sessions = HealthSessions {
-            path: self.index_path(&default_agent_id),
+            path: index_path(self.store.as_ref(), &default_agent_id)
+                .display()
+                .to_string(),
             count: session_count,
             recent: recent_all,
         };
@@ -105,13 +107,6 @@ impl Sessions {
                 age: Some(now.saturating_sub(e.updated_at).max(0)),
             })
             .collect())
-    }
-
-    /// `agents/<id>/sessions/sessions.json` under the state dir: the agent's session index.
-    fn index_path(&self, agent_id: &str) -> String {
-        let transcript = self.store.transcript_path(agent_id, "x");
-        let dir = transcript.parent().unwrap_or(&transcript);
-        dir.join("sessions.json").display().to_string()
     }
 }
 

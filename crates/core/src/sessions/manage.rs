@@ -64,6 +64,9 @@ impl Sessions {
         new.label = p.label;
         new.display_name = p.display_name;
         let (entry, created) = self.store.create(new).await?;
+        if created {
+            self.changed(&entry.key, "create");
+        }
         let session = self.row(&entry);
         Ok(SessionsCreateResult {
             ok: true,
@@ -141,6 +144,7 @@ impl Sessions {
             ..EntryPatch::default()
         };
         let entry = self.store.patch(&entry.key, patch).await?;
+        self.changed(&entry.key, "update");
         let session = self.row(&entry);
         Ok(SessionsPatchResult {
             ok: true,
@@ -153,6 +157,7 @@ impl Sessions {
         let entry = self.resolver.find(&p.key, None).await?;
         let previous = entry.session_id.clone();
         let entry = self.store.reset(&entry.key).await?;
+        self.changed(&entry.key, "reset");
         let path = self.store.transcript_path(&entry.agent_id, &previous);
         Ok(SessionsResetResult {
             ok: true,
@@ -174,6 +179,7 @@ impl Sessions {
             )));
         }
         let entry = self.store.delete(&entry.key).await?;
+        self.changed(&entry.key, "delete");
         let path = self
             .store
             .transcript_path(&entry.agent_id, &entry.session_id);

@@ -19,17 +19,22 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
+use switchboard_protocol::events::SessionsChanged;
 use switchboard_protocol::sessions::SessionRow;
 
 pub use health::{HealthParts, channel_health};
+
 pub use resolve::{Reference, Refusal, Resolver, target_of};
 
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::CoreResult;
-use crate::keys::SessionKind;
+use crate::keys::{SessionKey, SessionKind};
 use crate::runtime::Runtime;
 use crate::store::{SessionEntry, Store, StoredMessage};
+
+/// Session changes buffered per subscriber before a slow one starts missing them.
+const CHANGES_BUFFERED: usize = 256;
 
 /// The sessions component.
 pub struct Sessions {
@@ -40,6 +45,8 @@ pub struct Sessions {
     clock: Arc<dyn Clock>,
     /// Sessions per agent for `health`, and when they were counted (see `health.rs`).
     counts: std::sync::Mutex<Option<health::Counts>>,
+    /// Sessions created, patched, reset or deleted by an operation here (`sessions.changed`).
+    changes: tokio::sync::broadcast::Sender<Arc<SessionsChanged>>,
 }
 
 impl Sessions {
@@ -57,7 +64,25 @@ impl Sessions {
             resolver,
             clock,
             counts: std::sync::Mutex::new(None),
+            changes: tokio::sync::broadcast::channel(CHANGES_BUFFERED).0,
         }
+    }
+
+    /// Session changes made from now on (runs tell theirs through the runtime's events).
+    pub fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<Arc<SessionsChanged>> {
+        self.changes.subscribe()
+    }
+
+    /// Tells subscribers that `key` changed for `reason`.
+    fn changed(&self, key: &SessionKey, reason: &str) {
+        let _ = self.changes.send(Arc::new(SessionsChanged {
+            session_key: key.display().to_string(),
+            agent_id: key.agent_id().map(str::to_string),
+            reason: reason.to_string(),
+            phase: None,
+            run_id: None,
+            ts: self.clock.now_ms(),
+        }));
     }
 
     /// The reference resolver.
@@ -115,11 +140,7 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
             .or_else(|| e.channel.clone())
             .or_else(key_channel),
     };
-    let model = e
-        .last_model
-        .clone()
-        .or_else(|| e.model.clone())
-        .unwrap_or_else(|| config.agent(&e.agent_id).model.clone());
+    let model = effective_model(e, config);
     SessionRow {
         key: e.key.display().to_string(),
         kind: e.kind.as_str().to_string(),
@@ -152,6 +173,15 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
             .into_owned(),
         messages: None,
     }
+}
+
+/// The session's effective model: the one its last model call used, else the one a run would
+/// use now (its override, else its agent's).
+pub fn effective_model(e: &SessionEntry, config: &Config) -> String {
+    e.last_model
+        .clone()
+        .or_else(|| e.model.clone())
+        .unwrap_or_else(|| config.agent(&e.agent_id).model)
 }
 
 /// A stored message in transcript format with its `seq`.

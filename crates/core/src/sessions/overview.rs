@@ -13,7 +13,7 @@ use switchboard_protocol::overview::{
 
 use super::Sessions;
 use super::health::channel_health;
-use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, ModelCost, ModelInput, ModelRef};
+use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, ModelInput, ModelRef};
 use crate::error::{CoreError, CoreResult};
 use crate::store::{ListQuery, SessionEntry};
 
@@ -186,31 +186,23 @@ impl Sessions {
         if entry.total_tokens == 0 && entry.input_tokens == 0 && entry.output_tokens == 0 {
             return;
         }
-        let model = entry
-            .last_model
-            .clone()
-            .or_else(|| entry.model.clone())
-            .unwrap_or_else(|| self.config.agent(&entry.agent_id).model);
-        let t = by_model.entry(model.clone()).or_default();
+        let model = super::effective_model(entry, &self.config);
+        let price = self
+            .runtime
+            .providers()
+            .resolve(&model)
+            .ok()
+            .and_then(|t| t.cost);
+        let t = by_model.entry(model).or_default();
         t.input += entry.input_tokens;
         t.output += entry.output_tokens;
         t.total_tokens += entry
             .total_tokens
             .max(entry.input_tokens + entry.output_tokens);
-        match self.price(&model) {
-            Some(cost) => {
-                t.total_cost += (entry.input_tokens as f64 * cost.input
-                    + entry.output_tokens as f64 * cost.output)
-                    / 1_000_000.0;
-            }
+        match price {
+            Some(cost) => t.total_cost += cost.usd(entry.input_tokens, entry.output_tokens),
             None => t.missing_cost_entries += 1,
         }
-    }
-
-    fn price(&self, reference: &str) -> Option<ModelCost> {
-        let (provider, model) = ModelRef::split(reference)?;
-        let provider = self.config.models.providers.get(provider)?;
-        provider.models.iter().find(|m| m.id == model)?.cost.clone()
     }
 }
 

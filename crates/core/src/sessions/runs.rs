@@ -65,6 +65,7 @@ impl Sessions {
         policy: Option<&'static str>,
     ) -> CoreResult<SendCommandResult> {
         let reply = self.resolver.set_send_override(key, policy).await?;
+        self.changed(key, "update");
         Ok(SendCommandResult {
             status: "ok".into(),
             command: "/send".into(),
@@ -188,7 +189,6 @@ impl Sessions {
         })
     }
 
-    /// A run of an operator's message in `key`, creating the session when it is new.
     /// The image blocks of `attachments`, refused when the model the run would use (`model`,
     /// else the session's, else its agent's) does not take images.
     async fn images_for(
@@ -223,6 +223,7 @@ impl Sessions {
         }
     }
 
+    /// A run of an operator's message in `key`, creating the session when it is new.
     fn operator_run(&self, key: &SessionKey, message: String, lane: Lane) -> RunRequest {
         let mut request = RunRequest::new(key.clone(), lane).with_message(message, None);
         request.create = Some(self.resolver.new_session(key));

@@ -24,11 +24,7 @@ const PAGE: usize = 1_000;
 pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<usize, StoreError> {
     let mut count = 0;
     for agent_id in agent_ids {
-        let transcript = store.transcript_path(agent_id, "index");
-        let Some(dir) = transcript.parent() else {
-            continue;
-        };
-        let path = dir.join("sessions.json");
+        let path = index_path(store, agent_id);
         let mut out = IndexWriter::create(&path)?;
         let mut cursor = None;
         loop {
@@ -50,6 +46,12 @@ pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<us
         out.finish(&path)?;
     }
     Ok(count)
+}
+
+/// `agents/<agentId>/sessions/sessions.json`: next to the agent's transcript mirror files.
+pub fn index_path(store: &dyn Store, agent_id: &str) -> std::path::PathBuf {
+    let transcript = store.transcript_path(agent_id, "index");
+    transcript.with_file_name("sessions.json")
 }
 
 /// One index file being written: a JSON object, entry by entry, into a temp file that replaces

@@ -18,7 +18,7 @@ mod runs;
 pub mod sqlite;
 mod subagents;
 
-pub use index::write_indexes;
+pub use index::{index_path, write_indexes};
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -125,7 +125,7 @@ impl Subagents {
             .ok()
             .and_then(|target| target.cost);
         if let Some(cost) = cost {
-            let usd = (input as f64 * cost.input + output as f64 * cost.output) / 1_000_000.0;
+            let usd = cost.usd(input, output);
             parts.push(if usd < 0.01 {
                 format!("est ${usd:.4}")
             } else {

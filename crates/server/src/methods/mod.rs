@@ -119,35 +119,7 @@ pub async fn dispatch(
         return Err(error);
     }
     authorize(state, grant, method, params.as_ref())?;
-    let key_param = params
-        .as_ref()
-        .and_then(|p| p.get("key"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let result = run(state, method, params, interim, gone).await;
-    if let Ok(payload) = &result {
-        tell_change(state, method, key_param, payload);
-    }
-    result
-}
-
-/// `sessions.changed` for a session a method created, patched, reset or deleted.
-fn tell_change(state: &ServerState, method: &str, key: Option<String>, payload: &Value) {
-    let reason = match method {
-        "sessions.create" => "create",
-        "sessions.patch" => "update",
-        "sessions.reset" => "reset",
-        "sessions.delete" => "delete",
-        _ => return,
-    };
-    let key = payload
-        .get("key")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or(key);
-    if let Some(Ok(key)) = key.map(|k| state.engine.resolver().canonical(&k, None)) {
-        state.session_changed(key.as_str(), reason);
-    }
+    run(state, method, params, interim, gone).await
 }
 
 async fn run(

@@ -205,7 +205,7 @@ async fn serve(
     let mut stopping = state.stopping.subscribe();
     let mut runs = state.engine.runtime().subscribe();
     let mut deliveries = state.engine.outbox().subscribe();
-    let mut changes = state.session_changes();
+    let mut changes = state.engine.sessions().subscribe_changes();
     loop {
         tokio::select! {
             change = changes.recv() => {

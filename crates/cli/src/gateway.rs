@@ -55,6 +55,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
         "switchboard {} gateway listening on ws://{local}",
         env!("CARGO_PKG_VERSION")
     );
+    outln!("  web:    {}", auth.page_url(reachable));
     outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());

@@ -14,6 +14,10 @@ pub struct AgentSummary {
     pub model: AgentModel,
     /// The agent's main session key.
     pub main_key: String,
+    /// The agents it may spawn sub-agents as besides itself (`subagents.allowAgents`; `*` is
+    /// any).
+    #[serde(default)]
+    pub allow_agents: Vec<String>,
 }
 
 /// An agent's model: the one tried first and the ones tried after it.

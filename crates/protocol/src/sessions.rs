@@ -74,6 +74,26 @@ pub struct SessionRow {
     pub transcript_path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Value>>,
+    /// `running` (a run is working) or `queued` (runs wait for the session or a lane); absent
+    /// when the session is idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_state: Option<String>,
+    /// A sub-agent's session: how far its task got (`sessions_spawn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<SubagentStatus>,
+}
+
+/// How far a sub-agent's task got: `running`, then `announcing` once it ended, then
+/// `announced` and `done`; `outcome` is the task run's final status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStatus {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    pub task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
 }
 
 /// `kinds` may be one string or an array of strings.
@@ -386,6 +406,8 @@ mod tests {
             archived_at: None,
             transcript_path: "/h/s2.jsonl".into(),
             messages: None,
+            run_state: None,
+            subagent: None,
         };
         let json = json!({
             "key": "agent:main:hook:h1", "kind": "hook", "channel": "internal",

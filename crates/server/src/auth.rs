@@ -35,6 +35,15 @@ impl GatewayAuth {
         }
     }
 
+    /// The web page's address on `addr`, carrying the token in the fragment (`#token=…`), which
+    /// browsers never send to the server: printed by `switchboard gateway`, never logged.
+    pub fn page_url(&self, addr: std::net::SocketAddr) -> String {
+        match &self.token {
+            Some(token) => format!("http://{addr}/#token={}", fragment_encode(token)),
+            None => format!("http://{addr}/"),
+        }
+    }
+
     /// No authentication: only allowed on loopback.
     pub fn open() -> Self {
         Self {
@@ -123,6 +132,20 @@ pub fn stored_token(home: &Path) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// `text` with every byte but letters, digits and `-._~` percent-encoded.
+fn fragment_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(char::from(b))
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +161,16 @@ mod tests {
         assert!(first.check(Some(&token)) && second.check(Some(&token)));
         assert!(!first.check(Some("wrong")) && !first.check(None));
         assert!(!format!("{first:?}").contains(&token));
+    }
+
+    #[test]
+    fn the_page_url_carries_the_token_in_the_fragment_encoded() {
+        let addr: std::net::SocketAddr = "127.0.0.1:18790".parse().unwrap();
+        let url = GatewayAuth::token("a b&c#d").page_url(addr);
+        assert_eq!(url, "http://127.0.0.1:18790/#token=a%20b%26c%23d");
+        assert_eq!(
+            GatewayAuth::open().page_url(addr),
+            "http://127.0.0.1:18790/"
+        );
     }
 }

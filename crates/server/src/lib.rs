@@ -19,6 +19,7 @@ mod listen;
 pub mod logs;
 pub mod mcp;
 pub mod methods;
+pub mod web;
 mod ws;
 
 use std::net::SocketAddr;
@@ -122,11 +123,12 @@ impl ServerState {
     }
 }
 
-/// The gateway's routes: `/` (WebSocket upgrade), `POST /rpc`, `GET /health`,
+/// The gateway's routes: `/` (the web page, or a WebSocket upgrade), `/ui/<file>`, `POST /rpc`, `GET /health`,
 /// `POST /channels/webhook/<accountId>`, `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP).
 pub fn app(state: Arc<ServerState>) -> Router {
     Router::new()
-        .route("/", get(ws::upgrade))
+        .route("/", get(web::root))
+        .route("/ui/{file}", get(web::file))
         .route("/ws", get(ws::upgrade))
         .route("/rpc", post(http::rpc))
         .route("/health", get(http::health))

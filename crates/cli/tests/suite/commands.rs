@@ -17,6 +17,22 @@ fn gateway_prints_where_to_connect_and_client_commands_work() {
         "{:?}",
         gateway.banner
     );
+    // The page's address carries the token in the fragment, which browsers never send.
+    let port = gateway
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    let page = format!("http://127.0.0.1:{port}/#token={}", gateway.token);
+    assert!(
+        gateway
+            .banner
+            .iter()
+            .any(|l| l.trim() == format!("web:    {page}")),
+        "{:?}",
+        gateway.banner
+    );
     let token_file = home.path().join("gateway-token").display().to_string();
     assert!(
         gateway

@@ -9,3 +9,4 @@ mod process;
 mod spawn;
 mod spawn_durability;
 mod warnings;
+mod web;

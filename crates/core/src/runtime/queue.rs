@@ -196,6 +196,27 @@ impl Runtime {
         }
     }
 
+    /// What the session's runs are doing now: `running` (one is working), `queued` (runs wait
+    /// for the session's worker or a lane), `None` when idle.
+    pub fn run_state(&self, session_key: &SessionKey) -> Option<&'static str> {
+        let (active, pending) = {
+            let queues = lock(&self.inner.queues);
+            let queue = queues.get(session_key)?;
+            let active = queue.active.as_ref().map(|(id, _)| id.clone());
+            (active, !queue.pending.is_empty())
+        };
+        let is_running = |id: &RunId| {
+            lock(&self.inner.live)
+                .get(id)
+                .is_some_and(|run| run.state.borrow().status == RunStatus::Running)
+        };
+        match active {
+            Some(id) if is_running(&id) => Some("running"),
+            Some(_) => Some("queued"),
+            None => pending.then_some("queued"),
+        }
+    }
+
     /// The one worker of a session: runs its queue in order, then exits.
     async fn session_worker(self, session_key: SessionKey) {
         loop {

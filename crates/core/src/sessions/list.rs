@@ -53,7 +53,7 @@ impl Sessions {
             limit,
         };
         let page = self.store.list(query).await?;
-        let mut sessions: Vec<_> = page.entries.iter().map(|e| self.row(e)).collect();
+        let mut sessions = self.rows(&page.entries).await?;
         if message_limit > 0 {
             let ids = page.entries.iter().map(|e| e.session_id.clone()).collect();
             let messages = self.store.last_messages(ids, message_limit).await?;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
 use switchboard_protocol::events::SessionsChanged;
-use switchboard_protocol::sessions::SessionRow;
+use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
 pub use health::{HealthParts, channel_health};
 
@@ -95,9 +95,32 @@ impl Sessions {
         Ok(self.store.count().await?)
     }
 
-    /// The row a caller sees for an entry.
+    /// The row a caller sees for an entry, with what its runs are doing now.
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
-        row(e, self.store.as_ref(), &self.config)
+        let mut row = row(e, self.store.as_ref(), &self.config);
+        row.run_state = self.runtime.run_state(&e.key).map(str::to_string);
+        row
+    }
+
+    /// [`Sessions::row`] for each entry, and for a sub-agent's session how far its task got (a
+    /// lookup only for rows that have a parent).
+    pub async fn rows(&self, entries: &[SessionEntry]) -> CoreResult<Vec<SessionRow>> {
+        let mut rows = Vec::with_capacity(entries.len());
+        for e in entries {
+            let mut row = self.row(e);
+            if e.spawned_by.is_some()
+                && let Some(r) = self.store.get_subagent(&e.key).await?
+            {
+                row.subagent = Some(SubagentStatus {
+                    state: r.state.as_str().to_string(),
+                    outcome: r.outcome,
+                    task: r.task,
+                    ended_at: r.ended_at,
+                });
+            }
+            rows.push(row);
+        }
+        Ok(rows)
     }
 
     /// `agents.list`: the configured agents (the default agent when none are).
@@ -118,6 +141,7 @@ impl Sessions {
                         fallbacks: agent.model_fallbacks.clone(),
                     },
                     main_key: main.display().to_string(),
+                    allow_agents: agent.allow_agents.clone(),
                     id,
                 }
             })
@@ -172,6 +196,8 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
             .to_string_lossy()
             .into_owned(),
         messages: None,
+        run_state: None,
+        subagent: None,
     }
 }
 

@@ -35,7 +35,7 @@ impl Sessions {
     /// `sessions.describe`: the session's row, or `null` when it does not exist.
     pub async fn describe(&self, p: SessionsDescribeParams) -> CoreResult<SessionsDescribeResult> {
         let session = match self.resolver.find(&p.key, p.agent_id.as_deref()).await {
-            Ok(entry) => Some(self.row(&entry)),
+            Ok(entry) => self.rows(std::slice::from_ref(&entry)).await?.pop(),
             Err(CoreError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };

@@ -374,6 +374,8 @@ fn list_and_history_results_have_the_tool_shapes() {
         archived_at: None,
         transcript_path: "/t/s1.jsonl".into(),
         messages: None,
+        run_state: None,
+        subagent: None,
     };
     let row_json = json!({
         "key": "main", "kind": "main", "channel": "unknown", "agentId": "main",

@@ -259,7 +259,9 @@ async fn on_delivery(
                 r.session_key.as_ref().map(|k| k.as_str()),
                 Some(r.to.as_str()),
             ];
-            if concerns.into_iter().flatten().any(|key| conn.wants(key)) {
+            // A session list (`sessions.subscribe {}`) shows pending and failed deliveries.
+            let listing = conn.subscriptions().changes;
+            if listing || concerns.into_iter().flatten().any(|key| conn.wants(key)) {
                 conn.event(ServerEvent::Delivery(info(r.clone())), true)
                     .await;
             }

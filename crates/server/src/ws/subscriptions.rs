@@ -18,7 +18,7 @@ use crate::methods;
 
 /// Run events go only to the connections that want them: sessions named with
 /// `sessions.subscribe`, every session with `{all: true}`, and the sessions this connection
-/// starts runs in (`chat.send`, `agent`). `changes`: the connection gets `sessions.changed`.
+/// starts runs in (`chat.send`, `agent`). `changes`: the connection gets `sessions.changed` and every `delivery` event.
 #[derive(Default)]
 pub(super) struct Subscriptions {
     pub(super) all: bool,

@@ -1,0 +1,136 @@
+//! The web page in real headless Chromium: `tests/web/page.mjs` (Playwright's `playwright-core`,
+//! pinned below) drives the page of a real `switchboard gateway` process through every scenario
+//! of the page: the token, the live list, streaming, send policy, sub-agents, agent-to-agent
+//! exchanges, hostile text, 10,000 sessions, a gateway restart. The model of the streaming
+//! scenario is the mock LLM over HTTP (OpenAI wire format); the others use `builtin/scripted`.
+//!
+//! playwright-core is installed on first use into the test target dir with npm (one install for
+//! every process: a file lock). Without Chromium (`/usr/bin/chromium`, or `CHROMIUM`) or Node the
+//! test cannot run: it says so, naming what is missing, on the terminal, and does nothing else.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use switchboard_testkit::{MockLlm, MockReply};
+
+use super::process::BIN;
+
+/// The browser driver: Playwright's library without its browser downloads, pinned.
+const PLAYWRIGHT: &str = "playwright-core@1.64.1";
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
+
+/// The streamed reply of the streaming scenario (page.mjs expects these words).
+const STREAMED: &str = "Streaming replies arrive word by word.";
+
+/// Chromium: `CHROMIUM` when set, else Debian's.
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    path.exists().then_some(path)
+}
+
+fn has_node() -> bool {
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Says on the terminal (not in the captured output of a passing test) that the page tests did
+/// not run, and why.
+fn not_run(missing: &str) {
+    let line =
+        format!("\nweb page tests NOT RUN: {missing} (.ci/run installs it; see docs/web.md)\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// A folder with playwright-core installed, made once.
+fn playwright() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.join(format!("web-{}", PLAYWRIGHT.replace('@', "-")));
+    let installed = dir.join("installed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = File::create(tmp.join("web-node.lock")).unwrap();
+    lock.lock().unwrap();
+    if !installed.exists() {
+        let output = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(PLAYWRIGHT)
+            .output()
+            .unwrap_or_else(|e| panic!("running npm to install {PLAYWRIGHT}: {e}"));
+        assert!(
+            output.status.success(),
+            "installing {PLAYWRIGHT} with npm failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::write(&installed, PLAYWRIGHT).unwrap();
+    }
+    // Bare imports resolve from the script's folder: the script runs from beside node_modules.
+    std::fs::copy(SCRIPT, dir.join("page.mjs")).unwrap();
+    dir
+}
+
+/// Agents on the scripted model, and `writer` on the mock model over HTTP.
+fn config(home: &Path, mock: &MockLlm) {
+    let config = format!(
+        r#"{{
+  models: {{ providers: {{ mock: {{ api: "openai-completions", baseUrl: "{}",
+                                   models: [{{ id: "writer" }}] }} }} }},
+  agents: {{ list: [ {{ id: "main", default: true }},
+                     {{ id: "writer", model: "mock/writer" }} ] }},
+}}"#,
+        mock.openai_base_url()
+    );
+    std::fs::write(home.join("config.json5"), config).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_in_headless_chromium() {
+    let Some(chromium) = chromium() else {
+        return not_run(
+            "Chromium not found at /usr/bin/chromium (apt-get install chromium, or set CHROMIUM)",
+        );
+    };
+    if !has_node() {
+        return not_run("node not found on PATH (apt-get install nodejs npm)");
+    }
+    let dir = tokio::task::spawn_blocking(playwright).await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mock = MockLlm::start().await;
+    let chunks = STREAMED.split_inclusive(' ').map(str::to_string).collect();
+    mock.set_fallback(MockReply::Slow {
+        chunks,
+        delay: Duration::from_millis(300),
+    });
+    config(home.path(), &mock);
+    let mut node = Command::new("node");
+    node.arg(dir.join("page.mjs"))
+        .current_dir(&dir)
+        .env("SWITCHBOARD_BIN", BIN)
+        .env("STATE_DIR", home.path())
+        .env("CHROMIUM", &chromium)
+        .envs(std::env::var_os("WEB_SCREENSHOT").map(|p| ("SCREENSHOT", p)));
+    // The mock model answers on this runtime while the script runs.
+    let output = tokio::task::spawn_blocking(move || node.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let failure = home.path().join("failure.png");
+    if failure.exists() {
+        let kept = dir.join("failure.png");
+        let _ = std::fs::copy(&failure, &kept);
+        eprintln!("a screenshot of the failure: {}", kept.display());
+    }
+    assert!(output.status.success(), "the page failed:\n{report}");
+    let passed = stdout.lines().filter(|l| l.starts_with("ok ")).count();
+    assert_eq!(passed, 9, "every scenario reports ok:\n{report}");
+    mock.stop().await;
+}

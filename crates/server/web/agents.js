@@ -1,0 +1,32 @@
+// The Agents screen: configured agents, their models and which agents each may spawn; also
+// fills the list's agent filter.
+import { el, sessionLink } from './dom.js';
+
+export class Agents {
+  constructor(gateway, rows, filter) {
+    this.gateway = gateway;
+    this.rows = rows;
+    this.filter = filter;
+  }
+
+  async load() {
+    const { agents } = await this.gateway.request('agents.list', {});
+    this.rows.replaceChildren(...agents.map((a) => el('tr', {},
+      el('td', {}, el('strong', {}, a.name || a.id), a.name ? ` (${a.id})` : '', a.default ? ' · default' : ''),
+      el('td', {}, el('code', {}, a.model.primary)),
+      el('td', {}, a.model.fallbacks.join(', ') || '—'),
+      el('td', {}, spawnable(a)),
+      el('td', {}, sessionLink(a.mainKey)),
+    )));
+    const chosen = this.filter.value;
+    this.filter.replaceChildren(el('option', { value: '' }, 'all agents'),
+      ...agents.map((a) => el('option', { value: a.id }, a.id)));
+    this.filter.value = chosen;
+  }
+}
+
+function spawnable(agent) {
+  if (agent.allowAgents.some((a) => a.trim() === '*')) return 'any agent';
+  const others = agent.allowAgents.filter((a) => a !== agent.id);
+  return [agent.id, ...others].join(', ');
+}

@@ -1,0 +1,92 @@
+// The page: where the token comes from, the connection, and which screen shows what.
+import { Gateway } from './gateway.js';
+import { SessionList } from './sessions.js';
+import { Transcript } from './transcript.js';
+import { Composer } from './composer.js';
+import { Agents } from './agents.js';
+
+const TOKEN_KEY = 'switchboard.token';
+const $ = (id) => document.getElementById(id);
+
+/** The token of a `#token=…` fragment (then removed from the address bar), else the stored one. */
+function takeToken() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const given = params.get('token');
+  if (given) {
+    localStorage.setItem(TOKEN_KEY, given);
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + (rest ? '#' + rest : ''));
+  }
+  return localStorage.getItem(TOKEN_KEY);
+}
+
+function selectedKey() {
+  return new URLSearchParams(location.hash.slice(1)).get('s');
+}
+
+function main() {
+  const token = takeToken();
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const gateway = new Gateway(`${scheme}//${location.host}/`, status);
+  const sessions = new SessionList(gateway, $('session-list'), $('list-end'));
+  const transcript = new Transcript(gateway, sessions);
+  const composer = new Composer(gateway, transcript);
+  const agents = new Agents(gateway, $('agent-rows'), $('agent-filter'));
+
+  function status(state, text) {
+    const conn = $('conn');
+    conn.textContent = text;
+    conn.dataset.state = state;
+    if (state === 'refused') askToken(`The gateway refused the token: ${text}`);
+  }
+
+  function askToken(why) {
+    $('login').hidden = false;
+    $('login-why').textContent = why;
+    $('token-input').focus();
+  }
+
+  function open() {
+    const key = selectedKey();
+    sessions.select(key);
+    transcript.open(key);
+    composer.show(key);
+  }
+
+  gateway.onReady = async () => {
+    $('login').hidden = true;
+    await Promise.allSettled([sessions.start(), agents.load()]);
+    transcript.reconnected();
+  };
+
+  $('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const value = $('token-input').value.trim();
+    if (!value) return;
+    localStorage.setItem(TOKEN_KEY, value);
+    $('token-input').value = '';
+    $('login').hidden = true;
+    gateway.start(value);
+  });
+  for (const [id, show] of [['show-sessions', false], ['show-agents', true]]) {
+    $(id).addEventListener('click', () => {
+      $('agents').hidden = !show;
+      $('sessions').hidden = show;
+      $('transcript').hidden = show;
+      $('show-sessions').setAttribute('aria-pressed', String(!show));
+      $('show-agents').setAttribute('aria-pressed', String(show));
+    });
+  }
+  $('search').addEventListener('input', () => sessions.filter({ search: $('search').value }));
+  $('kind-filter').addEventListener('change', () => sessions.filter({ kind: $('kind-filter').value }));
+  $('agent-filter').addEventListener('change', () => sessions.filter({ agent: $('agent-filter').value }));
+  window.addEventListener('hashchange', open);
+
+  open();
+  if (!token) askToken('This page needs the gateway token.');
+  // Without a token the gateway may still be open (gateway.auth.mode "none" on loopback).
+  gateway.start(token);
+}
+
+main();

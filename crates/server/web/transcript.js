@@ -1,0 +1,196 @@
+// One session's transcript: the newest page of `chat.history`, older pages as it is scrolled up
+// (`before`), and the runs as they stream (`agent` events of the session, subscribed with
+// `sessions.messages.subscribe`): text as the model writes it, tool calls and results as they
+// happen; the stored messages replace the streamed ones once the run ends.
+import { el, sessionLink, when, debounce } from './dom.js';
+import { message, toolCall, toolResult } from './messages.js';
+import { Exchanges } from './exchanges.js';
+
+const PAGE = 50;
+const $ = (id) => document.getElementById(id);
+
+export class Transcript {
+  constructor(gateway, sessions) {
+    this.gateway = gateway;
+    this.sessions = sessions;
+    this.key = null;
+    this.box = $('messages');
+    this.older = el('button', { type: 'button', class: 'older', onclick: () => this.loadOlder() }, 'Load older messages');
+    this.list = el('div', { class: 'list' });
+    this.liveArea = el('div', { class: 'live' });
+    this.box.replaceChildren(this.older, this.list, this.liveArea);
+    this.runs = new Map();
+    this.exchanges = new Exchanges(gateway, $('exchanges'));
+    this.refreshSoon = debounce(() => this.refresh(), 50);
+    this.rowListeners = [];
+    gateway.on('agent', (ev) => this.live(ev));
+    sessions.onRow((row) => row.key === this.key && this.showRow(row));
+    this.box.addEventListener('scroll', () => {
+      if (this.box.scrollTop < 40) this.loadOlder();
+    });
+  }
+
+  /** Tells `fn(row)` when the open session's row is known or changes. */
+  onRow(fn) {
+    this.rowListeners.push(fn);
+  }
+
+  async open(key) {
+    if (key === this.key) return;
+    const previous = this.key;
+    this.key = key;
+    $('transcript-empty').hidden = !!key;
+    $('transcript-view').hidden = !key;
+    this.reset();
+    if (previous && this.gateway.ready) {
+      this.gateway.request('sessions.messages.unsubscribe', { key: previous }).catch(() => {});
+    }
+    if (key && this.gateway.ready) await this.load();
+  }
+
+  /** After a reconnect: follow the open session again and catch up. */
+  reconnected() {
+    if (!this.key) return;
+    this.reset();
+    this.load();
+  }
+
+  reset() {
+    this.messages = new Map();
+    this.sessionId = null;
+    this.nextBefore = null;
+    this.row = null;
+    this.list.replaceChildren();
+    this.liveArea.replaceChildren();
+    this.runs.clear();
+    this.older.hidden = true;
+    $('session-title').textContent = this.key || '';
+    $('session-meta').textContent = '';
+  }
+
+  async load() {
+    const key = this.key;
+    try {
+      await this.gateway.request('sessions.messages.subscribe', { key });
+      const described = await this.gateway.request('sessions.describe', { key });
+      if (key !== this.key) return;
+      if (!described.session) {
+        $('session-meta').textContent = 'No such session (yet): sending a message creates it.';
+      } else this.showRow(described.session);
+      await this.refresh(true);
+      this.exchanges.show(key);
+    } catch (e) {
+      if (key === this.key) $('session-meta').textContent = `Could not open ${key}: ${e.message}`;
+    }
+  }
+
+  showRow(row) {
+    this.row = row;
+    $('session-title').textContent = row.label || row.displayName || row.key;
+    const parts = [row.key, row.kind, row.channel, `agent ${row.agentId}`, row.model, row.runState || 'idle'];
+    const meta = $('session-meta');
+    meta.replaceChildren(parts.filter(Boolean).join(' · '));
+    if (row.spawnedBy) meta.append(' · spawned by ', sessionLink(row.spawnedBy));
+    if (row.subagent) meta.append(` · sub-agent ${row.subagent.state}${row.subagent.outcome ? ' (' + row.subagent.outcome + ')' : ''}`);
+    for (const fn of this.rowListeners) fn(row);
+  }
+
+  /** The newest page; messages not shown yet are added (all of them after a reset). */
+  async refresh(first = false) {
+    const key = this.key;
+    if (!key) return;
+    const page = await this.gateway.request('chat.history', { sessionKey: key, limit: PAGE });
+    if (key !== this.key) return;
+    if (this.sessionId && page.sessionId !== this.sessionId) {
+      this.reset();
+      return this.refresh(true);
+    }
+    this.sessionId = page.sessionId;
+    if (first) this.setOlder(page.nextBefore);
+    const stick = this.atBottom();
+    for (const m of page.messages) this.add(m, 'end');
+    if (stick || first) this.toBottom();
+  }
+
+  setOlder(nextBefore) {
+    this.nextBefore = nextBefore ?? null;
+    this.older.hidden = this.nextBefore === null;
+  }
+
+  async loadOlder() {
+    if (this.nextBefore === null || this.loadingOlder || !this.key) return;
+    this.loadingOlder = true;
+    const key = this.key;
+    try {
+      const page = await this.gateway.request('chat.history', { sessionKey: key, limit: PAGE, before: this.nextBefore });
+      if (key !== this.key) return;
+      const height = this.box.scrollHeight;
+      for (const m of [...page.messages].reverse()) this.add(m, 'start');
+      this.box.scrollTop += this.box.scrollHeight - height;
+      this.setOlder(page.nextBefore);
+    } finally {
+      this.loadingOlder = false;
+    }
+  }
+
+  add(m, where) {
+    if (this.messages.has(m.seq)) return;
+    const node = message(m, this.row);
+    this.messages.set(m.seq, node);
+    if (where === 'start') this.list.prepend(node);
+    else this.list.append(node);
+  }
+
+  atBottom() {
+    return this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < 60;
+  }
+
+  toBottom() {
+    this.box.scrollTop = this.box.scrollHeight;
+  }
+
+  live(ev) {
+    if (ev.sessionKey !== this.key) return;
+    const d = ev.data || {};
+    if (ev.stream === 'lifecycle') return this.lifecycle(ev.runId, d);
+    const run = this.run(ev.runId);
+    const stick = this.atBottom();
+    if (ev.stream === 'assistant') {
+      if (!run.bubble) {
+        run.text = el('div', { class: 'text' });
+        run.bubble = el('article', { class: 'msg assistant streaming' },
+          el('div', { class: 'head' }, el('strong', {}, 'assistant'), el('span', { class: 'badge state running' }, 'writing…')), run.text);
+        run.box.append(run.bubble);
+      }
+      run.text.textContent = d.text;
+    } else if (ev.stream === 'tool') {
+      run.bubble = null;
+      run.box.append(d.phase === 'call' ? toolCall(d.name, d.arguments, d.toolCallId) : toolResult(d.name, d.text, d.isError));
+    }
+    if (stick) this.toBottom();
+  }
+
+  run(runId) {
+    if (!this.runs.has(runId)) {
+      const box = el('div', { class: 'run', 'data-run': runId });
+      this.liveArea.append(box);
+      this.runs.set(runId, { box, bubble: null });
+    }
+    return this.runs.get(runId);
+  }
+
+  async lifecycle(runId, d) {
+    if (d.phase !== 'end') return this.refreshSoon();
+    try {
+      await this.refresh();
+    } finally {
+      const run = this.runs.get(runId);
+      if (run) run.box.remove();
+      this.runs.delete(runId);
+      if (d.status && d.status !== 'ok') {
+        this.list.append(el('p', { class: 'run-end error' }, `run ${d.status}${d.error ? ': ' + d.error : ''} · ${when(Date.now())}`));
+      }
+      this.exchanges.show(this.key);
+    }
+  }
+}

@@ -84,9 +84,10 @@ function main() {
   window.addEventListener('hashchange', open);
 
   open();
-  if (!token) askToken('This page needs the gateway token.');
   // Without a token the gateway may still be open (gateway.auth.mode "none" on loopback).
   gateway.start(token);
+  if (token) sessions.prefetch(token);
+  else askToken('This page needs the gateway token.');
 }
 
 main();

@@ -1,5 +1,5 @@
 // Building the page's elements. Text always goes in as text nodes: nothing a model, a channel
-// or a tool wrote is ever parsed as HTML (the page has no innerHTML anywhere).
+// or a tool wrote is ever parsed as HTML (no page file assigns markup to an element).
 
 /** An element with attributes (`class`, `title`, `on<event>` handlers, `data-*`, others as
  * attributes) and children (strings become text nodes; null and false are skipped). */

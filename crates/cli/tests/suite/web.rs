@@ -134,3 +134,50 @@ async fn the_page_works_in_headless_chromium() {
     assert_eq!(passed, 9, "every scenario reports ok:\n{report}");
     mock.stop().await;
 }
+
+/// What `switchboard gateway` prints is enough: Chromium's `--dump-dom` of the printed URL, a
+/// plain page load with no script of ours driving it, lists an existing session by its label.
+#[test]
+fn dump_dom_of_the_printed_url_lists_the_sessions() {
+    let Some(chromium) = chromium() else {
+        return not_run(
+            "Chromium not found at /usr/bin/chromium (apt-get install chromium, or set CHROMIUM)",
+        );
+    };
+    let home = tempfile::tempdir().unwrap();
+    let gateway = super::process::GatewayProcess::start(home.path());
+    let params = r#"{"key": "agent:main:dumped", "label": "Label seen by dump-dom"}"#;
+    let created = super::process::run(
+        home.path(),
+        &gateway.url,
+        &["call", "sessions.create", "--params", params],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let page = gateway
+        .banner
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("web:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let profile = tempfile::tempdir().unwrap();
+    let dumped = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(&page)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dumped.stdout);
+    assert!(
+        dom.contains("Label seen by dump-dom"),
+        "the dumped page lists the session:\n{dom}"
+    );
+    gateway.stop();
+}

@@ -688,3 +688,37 @@ async fn a_panicking_tool_ends_its_run_as_an_error_and_the_session_goes_on() {
         .await
         .expect("a panicked run held the shutdown");
 }
+
+/// A row says what its session's runs are doing (the web page's running/idle): `running` while
+/// its run works, `queued` while its run waits for a lane another session holds, nothing once
+/// idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_tells_running_from_queued_from_idle() {
+    let mock = MockLlm::start().await;
+    let mut config = mock_config(&mock, ProviderApi::OpenAiCompletions, false);
+    config.agents.defaults.max_concurrent = 1;
+    let h = Harness::open(config).await;
+    let gate = Gate::new();
+    mock.push(MockReply::gated(&gate, MockReply::text("first answer")));
+    mock.set_fallback(MockReply::text("later answer"));
+    let (main, other) = (k("agent:main:main"), k("agent:main:other"));
+    h.create("other").await;
+    let mut events = h.engine.runtime().subscribe();
+    let first = h.submit("main", "hold the lane", None).await;
+    started(&mut events, &first).await;
+    let second = h.submit("other", "wait for it", None).await;
+    let runtime = h.engine.runtime();
+    assert_eq!(runtime.run_state(&main), Some("running"));
+    assert_eq!(runtime.run_state(&other), Some("queued"));
+    let entry = h.engine.store().get(&other).await.unwrap().unwrap();
+    let row = h.engine.sessions().row(&entry);
+    assert_eq!(row.run_state.as_deref(), Some("queued"));
+    gate.open();
+    for run in [first, second] {
+        runtime.wait(&run, Duration::from_secs(30)).await.unwrap();
+    }
+    tokio::time::timeout(GUARD, runtime.idle()).await.unwrap();
+    assert_eq!(runtime.run_state(&main), None);
+    assert_eq!(runtime.run_state(&other), None);
+    mock.stop().await;
+}

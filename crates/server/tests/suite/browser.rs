@@ -190,3 +190,52 @@ async fn without_a_token_only_this_machines_host_names_are_served() {
     );
     gw.stop().await;
 }
+
+async fn get(gw: &TestGateway, path: &str, extra: &str) -> RawResponse {
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}\r\n",
+        gw.addr
+    );
+    raw_http(gw.addr, &request).await
+}
+
+#[tokio::test]
+async fn the_page_is_served_at_root_with_a_strict_policy_and_the_socket_still_answers_there() {
+    let gw = TestGateway::start().await;
+    let page = get(&gw, "/", "").await;
+    assert_eq!(page.status, 200, "{}", page.head);
+    let head = page.head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'; script-src 'self'"),
+        "{head}"
+    );
+    assert!(head.contains("x-frame-options: deny"), "{head}");
+    assert!(page.body.contains("/ui/app.js"), "{}", page.body);
+
+    let script = get(&gw, "/ui/app.js", "").await;
+    assert_eq!(script.status, 200);
+    assert!(script.head.to_ascii_lowercase().contains("text/javascript"));
+    let etag = script
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("etag: ").or(l.strip_prefix("ETag: ")))
+        .unwrap()
+        .to_string();
+    let again = get(&gw, "/ui/app.js", &format!("If-None-Match: {etag}\r\n")).await;
+    assert_eq!(again.status, 304, "an unchanged file is not sent again");
+
+    let missing = get(&gw, "/ui/nope.js", "").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("app.js"), "{}", missing.body);
+
+    // An upgrade on `/` still reaches the protocol, a broken one still says why.
+    assert_eq!(upgrade(&gw, None).await.status, 101);
+    let broken = get(&gw, "/", "Upgrade: websocket\r\nConnection: Upgrade\r\n").await;
+    assert_eq!(broken.status, 400, "{}", broken.body);
+    let mut client = gw.client().await;
+    assert_eq!(
+        client.request("health", json!({})).await.unwrap()["ok"],
+        true
+    );
+}

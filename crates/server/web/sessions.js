@@ -114,9 +114,6 @@ export class SessionList {
   take(page) {
     for (const row of page.sessions) this.put(row);
     this.cursor = page.nextCursor || null;
-    this.end.textContent = this.cursor
-      ? `${this.rows.size} sessions loaded; scroll for more`
-      : `${this.rows.size} sessions`;
     this.render();
   }
 
@@ -230,6 +227,8 @@ export class SessionList {
       return node;
     };
     this.list.replaceChildren(...top.map((row) => tree(row, 0)));
+    const n = this.rows.size;
+    this.end.textContent = this.cursor ? `${n} sessions loaded; scroll for more` : `${n} sessions`;
     // A short list may not fill the screen: keep paging while its end is in view.
     if (this.cursor) requestAnimationFrame(() => this.moreIfVisible());
   }

@@ -21,9 +21,13 @@ export class Transcript {
     this.box.replaceChildren(this.older, this.list, this.liveArea);
     this.runs = new Map();
     this.exchanges = new Exchanges(gateway, $('exchanges'));
-    this.refreshSoon = debounce(() => this.refresh(), 50);
+    this.refreshSoon = debounce(() => this.refresh().catch(() => {}), 50);
     this.rowListeners = [];
     gateway.on('agent', (ev) => this.live(ev));
+    // Messages written without a run of this session: deliveries into it (announces, replies)
+    // and changes made by methods.
+    gateway.on('delivery', (d) => (d.to === this.key || d.sessionKey === this.key) && this.refreshSoon());
+    gateway.on('sessions.changed', (ev) => ev.sessionKey === this.key && !ev.phase && this.refreshSoon());
     sessions.onRow((row) => row.key === this.key && this.showRow(row));
     this.box.addEventListener('scroll', () => {
       if (this.box.scrollTop < 40) this.loadOlder();
@@ -128,6 +132,8 @@ export class Transcript {
       for (const m of [...page.messages].reverse()) this.add(m, 'start');
       this.box.scrollTop += this.box.scrollHeight - height;
       this.setOlder(page.nextBefore);
+    } catch {
+      // Disconnected: the reconnect reloads the transcript.
     } finally {
       this.loadingOlder = false;
     }
@@ -183,6 +189,8 @@ export class Transcript {
     if (d.phase !== 'end') return this.refreshSoon();
     try {
       await this.refresh();
+    } catch {
+      // Disconnected: the reconnect reloads the transcript.
     } finally {
       const run = this.runs.get(runId);
       if (run) run.box.remove();

@@ -131,7 +131,7 @@ async fn the_page_works_in_headless_chromium() {
     }
     assert!(output.status.success(), "the page failed:\n{report}");
     let passed = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    assert_eq!(passed, 9, "every scenario reports ok:\n{report}");
+    assert_eq!(passed, 11, "every scenario reports ok:\n{report}");
     mock.stop().await;
 }
 

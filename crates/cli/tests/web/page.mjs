@@ -128,6 +128,34 @@ const scenarios = {
     await page.locator('#composer-status').filter({ hasText: 'Send policy: inherit' }).waitFor(WAIT);
   },
 
+  async 'labels are edited and runs aborted from the composer'() {
+    await openSession('agent:main:demo');
+    await page.locator('#session-meta').filter({ hasText: 'agent:main:demo' }).waitFor(WAIT);
+    await page.fill('#label', 'Renamed on the page');
+    await page.click('#save-label');
+    await row('agent:main:demo').locator('.title').filter({ hasText: 'Renamed on the page' }).waitFor(WAIT);
+    await send('@delay 60000\n@reply too late');
+    await row('agent:main:demo').locator('.badge.state.running').waitFor(WAIT);
+    await page.click('#abort');
+    await page.locator('#composer-status').filter({ hasText: 'Aborted' }).waitFor(WAIT);
+    await page.locator('.list .run-end').filter({ hasText: 'run aborted' }).waitFor(WAIT);
+    await row('agent:main:demo').locator('.badge.state.idle').waitFor(WAIT);
+  },
+
+  async 'older messages load on scroll'() {
+    for (let n = 0; n < 120; n++) await rpc('chat.inject', { sessionKey: 'agent:main:long', message: `note ${n}` });
+    await openSession('agent:main:long');
+    await waitText('.list .msg .text', 'note 119');
+    check(await page.locator('.list .msg').count() === 50, 'the newest page first');
+    check(!(await page.locator('.list .msg').filter({ hasText: /^.*note 0$/ }).count()), 'not the oldest yet');
+    for (const shown of [100, 120]) {
+      await page.evaluate(() => { document.getElementById('messages').scrollTop = 0; });
+      await page.waitForFunction((n) => document.querySelectorAll('.list .msg').length === n, shown, WAIT);
+    }
+    check((await page.locator('.list .msg .text').first().textContent()) === 'note 0', 'the oldest message comes last, at the top');
+    check(await page.locator('.older').isHidden(), 'nothing older is offered');
+  },
+
   async 'a spawned sub-agent appears under its parent and reports'() {
     await openSession('agent:main:main');
     await send('@tool sessions_spawn {"task": "@reply child report ready", "label": "kid"}');

@@ -1,0 +1,44 @@
+// The web page's weight and its time to a usable list, in headless Chromium. Each run opens the
+// page in a new browser context (no cache) and waits for the first row of the session list.
+//   node web_page.mjs <page url with #token=…> <row selector> <runs>
+// PLAYWRIGHT_CORE: the playwright-core folder; CHROMIUM: the browser (default /usr/bin/chromium).
+// Prints one JSON line: per-run times to a listed row and to the load event (ms since the
+// navigation started, the page's own clock), the bytes and requests of a cold load, and the
+// rows shown.
+import { createRequire } from 'node:module';
+
+const [url, selector, runs = '5'] = process.argv.slice(2);
+const { chromium } = createRequire(import.meta.url)(process.env.PLAYWRIGHT_CORE);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+});
+const listed = [];
+const loaded = [];
+let bytes = 0;
+let requests = 0;
+let rows = 0;
+for (let run = 0; run < Number(runs); run++) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const sizes = [];
+  page.on('response', (r) => sizes.push(r.body().then((b) => b.length, () => 0)));
+  await page.goto(url, { waitUntil: 'commit' });
+  await page.waitForSelector(selector, { timeout: 60000 });
+  listed.push(await page.evaluate(() => performance.now()));
+  await page.waitForLoadState('load');
+  loaded.push(await page.evaluate(() => performance.getEntriesByType('navigation')[0].loadEventEnd));
+  rows = await page.locator(selector).count();
+  const all = await Promise.all(sizes);
+  bytes = all.reduce((a, b) => a + b, 0);
+  requests = all.length;
+  await context.close();
+}
+await browser.close();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round = (xs) => xs.map((x) => Math.round(x * 10) / 10);
+console.log(JSON.stringify({
+  url: url.split('#')[0], selector, runs: Number(runs),
+  listedMs: round(listed), listedMedianMs: Math.round(median(listed) * 10) / 10,
+  loadMs: round(loaded), bytes, requests, rows,
+}));

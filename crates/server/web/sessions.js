@@ -152,8 +152,23 @@ export class SessionList {
       this.put({ ...row, runState: ev.phase === 'end' ? undefined : ev.phase === 'start' ? 'running' : 'queued' });
       this.render();
     }
-    if (!this.describing.has(key)) this.describing.set(key, debounce(() => this.describe(key), 100));
-    this.describing.get(key)();
+    this.describeSoon(key);
+  }
+
+  /** Fetches the row of `key` now, and once more after that when it changed again meanwhile:
+   * one request in flight per session however many events arrive. */
+  describeSoon(key) {
+    const pending = this.describing.get(key);
+    if (pending) {
+      pending.again = true;
+      return;
+    }
+    const state = { again: false };
+    this.describing.set(key, state);
+    this.describe(key).finally(() => {
+      this.describing.delete(key);
+      if (state.again) this.describeSoon(key);
+    });
   }
 
   async describe(key) {
@@ -196,6 +211,8 @@ export class SessionList {
     if (DELIVERY_OPEN.has(d.status)) this.deliveries.set(d.id, d);
     else this.deliveries.delete(d.id);
     for (const key of [before?.sessionKey, d.sessionKey]) if (key) this.nodes.delete(key);
+    // A message delivered into a listed session (an announce, a reply) updated it.
+    if (d.status === 'delivered' && this.rows.has(d.to)) this.describeSoon(d.to);
     this.render();
   }
 

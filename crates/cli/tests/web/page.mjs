@@ -145,6 +145,7 @@ const scenarios = {
   async 'older messages load on scroll'() {
     for (let n = 0; n < 120; n++) await rpc('chat.inject', { sessionKey: 'agent:main:long', message: `note ${n}` });
     await openSession('agent:main:long');
+    await row('agent:main:long').waitFor(WAIT);
     await waitText('.list .msg .text', 'note 119');
     check(await page.locator('.list .msg').count() === 50, 'the newest page first');
     check(!(await page.locator('.list .msg').filter({ hasText: /^.*note 0$/ }).count()), 'not the oldest yet');
@@ -179,6 +180,7 @@ const scenarios = {
     await asked.waitFor(WAIT);
     check(await asked.locator('a.session-link', { hasText: 'agent:main:main' }).count() > 0, 'the request links to its sender');
     await waitText('.list .msg.assistant .text', 'pong from peer');
+    await row('agent:main:peer').locator('.title').filter({ hasText: 'peer' }).waitFor(WAIT);
   },
 
   async 'hostile text stays text'() {

@@ -56,6 +56,8 @@ impl Sessions {
             .await?;
         let new = self.resolver.new_session(&key);
         let appended = self.store.append(&key, Some(new), vec![message]).await?;
+        let reason = if appended.created { "create" } else { "update" };
+        self.changed(&appended.entry.key, reason);
         let seq = appended
             .seqs
             .first()

@@ -2,8 +2,8 @@
 // page in a new browser context (no cache) and waits for the first row of the session list.
 //   node web_page.mjs <page url with #token=…> <row selector> <runs>
 // PLAYWRIGHT_CORE: the playwright-core folder; CHROMIUM: the browser (default /usr/bin/chromium).
-// Prints one JSON line: per-run times to a listed row and to the load event (ms since the
-// navigation started, the page's own clock), the bytes and requests of a cold load, and the
+// Prints one JSON line: per-run times to the first row in the DOM and to the load event (ms
+// since the navigation started, the page's own clock), the bytes and requests of a cold load, and the
 // rows shown.
 import { createRequire } from 'node:module';
 
@@ -15,19 +15,37 @@ const browser = await chromium.launch({
 });
 const listed = [];
 const loaded = [];
+const htmlAt = [];
+const rpcMs = [];
 let bytes = 0;
 let requests = 0;
 let rows = 0;
 for (let run = 0; run < Number(runs); run++) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
+  // The moment the first row enters the DOM, on the page's own clock.
+  await page.addInitScript((sel) => {
+    new MutationObserver((_, observer) => {
+      if (document.querySelector(sel)) {
+        window.__listedAt = performance.now();
+        observer.disconnect();
+      }
+    }).observe(document, { childList: true, subtree: true });
+  }, selector);
   const sizes = [];
   page.on('response', (r) => sizes.push(r.body().then((b) => b.length, () => 0)));
   await page.goto(url, { waitUntil: 'commit' });
   await page.waitForSelector(selector, { timeout: 60000 });
-  listed.push(await page.evaluate(() => performance.now()));
+  listed.push(await page.evaluate(() => window.__listedAt));
   await page.waitForLoadState('load');
-  loaded.push(await page.evaluate(() => performance.getEntriesByType('navigation')[0].loadEventEnd));
+  const timing = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const rpc = performance.getEntriesByType('resource').find((r) => r.name.endsWith('/rpc'));
+    return { html: nav.responseEnd, load: nav.loadEventEnd, rpc: rpc ? rpc.duration : null };
+  });
+  loaded.push(timing.load);
+  htmlAt.push(timing.html);
+  rpcMs.push(timing.rpc);
   rows = await page.locator(selector).count();
   const all = await Promise.all(sizes);
   bytes = all.reduce((a, b) => a + b, 0);
@@ -40,5 +58,5 @@ const round = (xs) => xs.map((x) => Math.round(x * 10) / 10);
 console.log(JSON.stringify({
   url: url.split('#')[0], selector, runs: Number(runs),
   listedMs: round(listed), listedMedianMs: Math.round(median(listed) * 10) / 10,
-  loadMs: round(loaded), bytes, requests, rows,
+  loadMs: round(loaded), htmlMs: round(htmlAt), firstPageRpcMs: round(rpcMs), bytes, requests, rows,
 }));

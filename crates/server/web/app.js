@@ -38,7 +38,9 @@ function main() {
     const conn = $('conn');
     conn.textContent = text;
     conn.dataset.state = state;
-    if (state === 'refused') askToken(`The gateway refused the token: ${text}`);
+    if (state === 'refused') {
+      askToken(gateway.token ? `The gateway refused the token: ${text}` : 'This page needs the gateway token.');
+    }
   }
 
   function askToken(why) {

@@ -84,11 +84,22 @@ const scenarios = {
     const hash = await page.evaluate(() => location.hash);
     check(!hash.includes('token'), `the token left the address bar (hash ${hash})`);
     check(await page.evaluate(() => localStorage.getItem('switchboard.token')) === gateway.token, 'the token is remembered');
+    await page.click('#show-agents');
+    const writer = page.locator('#agent-rows tr').filter({ hasText: 'writer' });
+    await writer.waitFor(WAIT);
+    check((await writer.textContent()).includes('mock/writer'), 'the agents screen shows each model');
+    const main = await page.locator('#agent-rows tr').filter({ hasText: 'default' }).textContent();
+    check(main.includes('builtin/scripted') && main.includes('main'), `the default agent and what it may spawn: ${main}`);
+    await page.click('#show-sessions');
+    await row('agent:main:demo').waitFor(WAIT);
   },
 
   async 'a refused token asks for the token'() {
     const context = await page.context().browser().newContext();
     const other = await context.newPage();
+    await other.goto(gateway.base);
+    await other.locator('#login-why').filter({ hasText: 'needs the gateway token' }).waitFor(WAIT);
+    await other.goto('about:blank');
     await other.goto(gateway.base + '#token=wrong-token');
     await other.locator('#login').waitFor({ state: 'visible', ...WAIT });
     check((await other.textContent('#login-why')).includes('refused'), 'the form says the token was refused');

@@ -102,23 +102,32 @@ impl Sessions {
         row
     }
 
-    /// [`Sessions::row`] for each entry, and for a sub-agent's session how far its task got (a
-    /// lookup only for rows that have a parent).
+    /// [`Sessions::row`] for each entry, and for a sub-agent's session how far its task got (one
+    /// store read for all the rows that have a parent).
     pub async fn rows(&self, entries: &[SessionEntry]) -> CoreResult<Vec<SessionRow>> {
-        let mut rows = Vec::with_capacity(entries.len());
-        for e in entries {
-            let mut row = self.row(e);
-            if e.spawned_by.is_some()
-                && let Some(r) = self.store.get_subagent(&e.key).await?
-            {
+        let mut rows: Vec<SessionRow> = entries.iter().map(|e| self.row(e)).collect();
+        let children: Vec<SessionKey> = entries
+            .iter()
+            .filter(|e| e.spawned_by.is_some())
+            .map(|e| e.key.clone())
+            .collect();
+        if children.is_empty() {
+            return Ok(rows);
+        }
+        let at: std::collections::HashMap<&SessionKey, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (&e.key, i))
+            .collect();
+        for record in self.store.get_subagents(children).await? {
+            if let Some(row) = at.get(&record.child_key).map(|i| &mut rows[*i]) {
                 row.subagent = Some(SubagentStatus {
-                    state: r.state.as_str().to_string(),
-                    outcome: r.outcome,
-                    task: r.task,
-                    ended_at: r.ended_at,
+                    state: record.state.as_str().to_string(),
+                    outcome: record.outcome,
+                    task: record.task,
+                    ended_at: record.ended_at,
                 });
             }
-            rows.push(row);
         }
         Ok(rows)
     }

@@ -439,6 +439,8 @@ pub trait Store: Send + Sync {
     /// Stores a sub-agent record (insert or replace by child key).
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
     fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>>;
+    /// The records of those of `child_keys` that are sub-agents, in one read.
+    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Records whose announce or cleanup is not finished, oldest first.
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.

@@ -252,6 +252,33 @@ async fn status_comes_from_the_runtime_whatever_the_model_writes() {
     assert!(status_of(&slow).starts_with("Status: timeout\n"));
     let run = w.engine.store().get_subagent(&slow).await.unwrap().unwrap();
     assert_eq!(run.outcome.as_deref(), Some("timeout"));
+    // A list of the children says how each task ended (the web page nests them with it).
+    let params = switchboard_protocol::sessions::SessionsListParams {
+        spawned_by: Some("agent:main:main".into()),
+        ..Default::default()
+    };
+    let rows = w.engine.sessions().list(params).await.unwrap().sessions;
+    let mut outcomes: Vec<(String, String, Option<String>)> = rows
+        .into_iter()
+        .map(|r| {
+            let s = r.subagent.expect("a child row says how its task went");
+            (r.key, s.state, s.outcome)
+        })
+        .collect();
+    outcomes.sort();
+    let mut expected: Vec<(String, String, Option<String>)> =
+        [(&ok, "ok"), (&failed, "error"), (&slow, "timeout")]
+            .into_iter()
+            .map(|(key, outcome)| {
+                (
+                    key.to_string(),
+                    "done".to_string(),
+                    Some(outcome.to_string()),
+                )
+            })
+            .collect();
+    expected.sort();
+    assert_eq!(outcomes, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

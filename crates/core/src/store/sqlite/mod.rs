@@ -381,6 +381,16 @@ impl Store for SqliteStore {
         self.read(move |c| subagents::get(c, &key))
     }
 
+    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(move |c| {
+            let mut found = Vec::with_capacity(child_keys.len());
+            for key in &child_keys {
+                found.extend(subagents::get(c, key)?);
+            }
+            Ok(found)
+        })
+    }
+
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.read(subagents::unfinished)
     }

@@ -22,6 +22,9 @@ use super::process::BIN;
 const PLAYWRIGHT: &str = "playwright-core@1.64.1";
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
 
+/// The name the not-run line gives for the scenarios' test.
+const PAGE_TEST: &str = "the_page_works_in_headless_chromium";
+
 /// The streamed reply of the streaming scenario (page.mjs expects these words).
 const STREAMED: &str = "Streaming replies arrive word by word.";
 
@@ -42,9 +45,10 @@ fn has_node() -> bool {
 
 /// Says on the terminal (not in the captured output of a passing test) that the page tests did
 /// not run, and why.
-fn not_run(missing: &str) {
-    let line =
-        format!("\nweb page tests NOT RUN: {missing} (.ci/run installs it; see docs/web.md)\n");
+fn not_run(test: &str, missing: &str) {
+    let line = format!(
+        "\nweb page test {test} NOT RUN: {missing} (.ci/run installs it; see docs/web.md)\n"
+    );
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
@@ -94,11 +98,15 @@ fn config(home: &Path, mock: &MockLlm) {
 async fn the_page_works_in_headless_chromium() {
     let Some(chromium) = chromium() else {
         return not_run(
+            PAGE_TEST,
             "Chromium not found at /usr/bin/chromium (apt-get install chromium, or set CHROMIUM)",
         );
     };
     if !has_node() {
-        return not_run("node not found on PATH (apt-get install nodejs npm)");
+        return not_run(
+            PAGE_TEST,
+            "node not found on PATH (apt-get install nodejs npm)",
+        );
     }
     let dir = tokio::task::spawn_blocking(playwright).await.unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -141,6 +149,7 @@ async fn the_page_works_in_headless_chromium() {
 fn dump_dom_of_the_printed_url_lists_the_sessions() {
     let Some(chromium) = chromium() else {
         return not_run(
+            "dump_dom_of_the_printed_url_lists_the_sessions",
             "Chromium not found at /usr/bin/chromium (apt-get install chromium, or set CHROMIUM)",
         );
     };

@@ -1,7 +1,8 @@
 // The web page's weight and its time to a usable list, in headless Chromium. Each run opens the
 // page in a new browser context (no cache) and waits for the first row of the session list.
 //   node web_page.mjs <page url with #token=…> <row selector> <runs>
-// PLAYWRIGHT_CORE: the playwright-core folder; CHROMIUM: the browser (default /usr/bin/chromium).
+// PLAYWRIGHT_CORE: the playwright-core folder; CHROMIUM: the browser (default /usr/bin/chromium);
+// PAGE_END: a selector of the list's end, to also time the next five pages as it scrolls.
 // Prints one JSON line: per-run times to the first row in the DOM and to the load event (ms
 // since the navigation started, the page's own clock), the bytes and requests of a cold load, and the
 // rows shown.
@@ -17,6 +18,7 @@ const listed = [];
 const loaded = [];
 const htmlAt = [];
 const rpcMs = [];
+const pages = [];
 let bytes = 0;
 let requests = 0;
 let rows = 0;
@@ -33,7 +35,9 @@ for (let run = 0; run < Number(runs); run++) {
     }).observe(document, { childList: true, subtree: true });
   }, selector);
   const sizes = [];
-  page.on('response', (r) => sizes.push(r.body().then((b) => b.length, () => 0)));
+  // A body that never arrives (the reference's 404 avatar) counts 0 after 2 s.
+  const late = () => new Promise((resolve) => setTimeout(() => resolve(0), 2000));
+  page.on('response', (r) => sizes.push(Promise.race([r.body().then((b) => b.length, () => 0), late()])));
   await page.goto(url, { waitUntil: 'commit' });
   await page.waitForSelector(selector, { timeout: 60000 });
   listed.push(await page.evaluate(() => window.__listedAt));
@@ -47,6 +51,22 @@ for (let run = 0; run < Number(runs); run++) {
   htmlAt.push(timing.html);
   rpcMs.push(timing.rpc);
   rows = await page.locator(selector).count();
+  if (run === Number(runs) - 1 && process.env.PAGE_END) {
+    // Paging: scroll the list's end into view, time until the next page's rows are in the DOM.
+    for (let n = 0; n < 5; n++) {
+      pages.push(await page.evaluate(([sel, end]) => new Promise((resolve) => {
+        const before = document.querySelectorAll(sel).length;
+        const t0 = performance.now();
+        new MutationObserver((_, observer) => {
+          if (document.querySelectorAll(sel).length > before) {
+            observer.disconnect();
+            resolve(performance.now() - t0);
+          }
+        }).observe(document.body, { childList: true, subtree: true });
+        document.querySelector(end).scrollIntoView();
+      }), [selector, process.env.PAGE_END]));
+    }
+  }
   const all = await Promise.all(sizes);
   bytes = all.reduce((a, b) => a + b, 0);
   requests = all.length;
@@ -58,5 +78,5 @@ const round = (xs) => xs.map((x) => Math.round(x * 10) / 10);
 console.log(JSON.stringify({
   url: url.split('#')[0], selector, runs: Number(runs),
   listedMs: round(listed), listedMedianMs: Math.round(median(listed) * 10) / 10,
-  loadMs: round(loaded), htmlMs: round(htmlAt), firstPageRpcMs: round(rpcMs), bytes, requests, rows,
+  loadMs: round(loaded), htmlMs: round(htmlAt), firstPageRpcMs: round(rpcMs), nextPageMs: round(pages), bytes, requests, rows,
 }));

@@ -205,15 +205,16 @@ impl Runtime {
             let active = queue.active.as_ref().map(|(id, _)| id.clone());
             (active, !queue.pending.is_empty())
         };
-        let is_running = |id: &RunId| {
+        // The active run's status; `None` once it ended (its worker clears `active` just after).
+        let status = active.and_then(|id| {
             lock(&self.inner.live)
-                .get(id)
-                .is_some_and(|run| run.state.borrow().status == RunStatus::Running)
-        };
-        match active {
-            Some(id) if is_running(&id) => Some("running"),
-            Some(_) => Some("queued"),
-            None => pending.then_some("queued"),
+                .get(&id)
+                .map(|run| run.state.borrow().status)
+        });
+        match status {
+            Some(RunStatus::Running) => Some("running"),
+            Some(RunStatus::Queued) => Some("queued"),
+            _ => pending.then_some("queued"),
         }
     }
 

@@ -18,5 +18,5 @@ echo "== seeding $SESSIONS sessions"
 start_gateway "$STATE"
 PAGE="http://${GW_URL#ws://}/#token=$GW_TOKEN"
 echo "== page $(echo "$PAGE" | sed 's/#token=.*/#token=…/'), $RUNS cold loads"
-emit "$(node "$ROOT/bench/web_page.mjs" "$PAGE" '#session-list li.session' "$RUNS")"
+emit "$(PAGE_END='#list-end' node "$ROOT/bench/web_page.mjs" "$PAGE" '#session-list li.session' "$RUNS")"
 stop_gateway

@@ -29,6 +29,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::channels::telegram::Telegram;
 use crate::channels::{Channels, Inbound};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
@@ -70,6 +71,7 @@ pub struct Engine {
     subagents: Arc<Subagents>,
     exchanges: Arc<Exchanges>,
     inbound: Arc<Inbound>,
+    telegram: Arc<Telegram>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
     /// Every background task of every component.
@@ -78,6 +80,34 @@ pub struct Engine {
     intake: CancellationToken,
     /// Cancelled once the runs ended: the background loops stop (outbox, sweeper).
     stop: CancellationToken,
+}
+
+/// The doors messages come in by: the HTTP sources ([`Inbound`]) and the Telegram poller, which
+/// stops taking updates when intake stops.
+fn doors(
+    config: &Arc<Config>,
+    store: &Arc<dyn Store>,
+    runtime: &Runtime,
+    (resolver, outbox): (&Arc<Resolver>, &Arc<Outbox>),
+    (tasks, intake): (&TaskTracker, &CancellationToken),
+) -> CoreResult<(Arc<Inbound>, Arc<Telegram>)> {
+    let inbound = Arc::new(Inbound::new(
+        config.clone(),
+        runtime.clone(),
+        resolver.clone(),
+        outbox.clone(),
+    ));
+    let timeout = Duration::from_secs(config.delivery.timeout_seconds);
+    let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
+    let telegram = Telegram::new(
+        config.clone(),
+        store.clone(),
+        inbound.clone(),
+        runtime.clone(),
+        http,
+        (tasks.clone(), intake.clone()),
+    );
+    Ok((inbound, telegram))
 }
 
 impl Engine {
@@ -206,6 +236,13 @@ impl Engine {
             subagents: subagents.clone(),
         };
         install_tools(&runtime, session_tools, extra_tools);
+        let (inbound, telegram) = doors(
+            &config,
+            &store,
+            &runtime,
+            (&resolver, &outbox),
+            (&tasks, &intake),
+        )?;
         Ok(Self {
             sessions: Arc::new(Sessions::new(
                 config.clone(),
@@ -214,13 +251,8 @@ impl Engine {
                 resolver.clone(),
                 clock.clone(),
             )),
-            inbound: Arc::new(Inbound::new(
-                config.clone(),
-                store.clone(),
-                runtime.clone(),
-                resolver.clone(),
-                outbox.clone(),
-            )),
+            telegram,
+            inbound,
             cron: Cron::new(CronParts {
                 config: config.clone(),
                 store,
@@ -333,6 +365,11 @@ impl Engine {
     /// `tools.invoke`, `tools.list`, MCP.
     pub fn tools(&self) -> &Arc<ToolInvoker> {
         &self.tools
+    }
+
+    /// The Telegram channel: [`Telegram::start`] starts polling when it is enabled.
+    pub fn telegram(&self) -> &Arc<Telegram> {
+        &self.telegram
     }
 
     /// `cron.*` and the scheduler.

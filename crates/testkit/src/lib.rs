@@ -31,6 +31,7 @@ pub mod fuzz;
 mod openai;
 mod pairing;
 mod reply;
+pub mod telegram;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -49,6 +50,7 @@ use tokio::task::JoinHandle;
 
 pub use anthropic::THINKING_SIGNATURE;
 pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
+pub use telegram::{FakeFailure, FakeTelegram};
 
 use reply::{Ending, Turn, status_of, words};
 
@@ -129,14 +131,7 @@ impl MockLlm {
     /// # Panics
     /// If the loopback listener cannot be bound (a broken test environment).
     pub async fn start() -> MockLlm {
-        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-            Ok(listener) => listener,
-            Err(e) => panic!("MockLlm: cannot bind 127.0.0.1:0: {e}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(addr) => addr,
-            Err(e) => panic!("MockLlm: no local address: {e}"),
-        };
+        let (listener, addr) = bind("MockLlm").await;
         let (shutdown, signal) = watch::channel(false);
         let shared = Arc::new(Shared {
             state: Mutex::new(MockState {
@@ -151,15 +146,7 @@ impl MockLlm {
             .route("/v1/chat/completions", post(openai_route))
             .route("/v1/messages", post(anthropic_route))
             .with_state(shared.clone());
-        let mut stopped = signal;
-        let server = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            });
-            if let Err(e) = serve.await {
-                eprintln!("MockLlm: server error: {e}");
-            }
-        });
+        let server = serve("MockLlm", listener, app, signal);
         MockLlm {
             addr,
             shared,
@@ -478,6 +465,38 @@ async fn pause(wait: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
         () = tokio::time::sleep(wait) => true,
         _ = shutdown.wait_for(|s| *s) => false,
     }
+}
+
+/// A listener on `127.0.0.1:0` and its address.
+///
+/// # Panics
+/// If loopback cannot be bound (a broken test environment).
+pub(crate) async fn bind(name: &str) -> (tokio::net::TcpListener, SocketAddr) {
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(listener) => listener,
+        Err(e) => panic!("{name}: cannot bind 127.0.0.1:0: {e}"),
+    };
+    match listener.local_addr() {
+        Ok(addr) => (listener, addr),
+        Err(e) => panic!("{name}: no local address: {e}"),
+    }
+}
+
+/// Serves `app` on `listener` until `stopped` turns true.
+pub(crate) fn serve(
+    name: &'static str,
+    listener: tokio::net::TcpListener,
+    app: Router,
+    mut stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        });
+        if let Err(e) = serve.await {
+            eprintln!("{name}: server error: {e}");
+        }
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
-use switchboard_protocol::sessions::DeliveryContext;
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::webhook::{self, Message, PAYLOAD_EXPECTED};
 use crate::access;
@@ -17,12 +17,11 @@ use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
 use crate::sessions::Resolver;
-use crate::store::{Store, WriteOp};
+use crate::store::WriteOp;
 
 /// The inbound doors' component.
 pub struct Inbound {
     pub(super) config: Arc<Config>,
-    pub(super) store: Arc<dyn Store>,
     pub(super) runtime: Runtime,
     pub(super) resolver: Arc<Resolver>,
     pub(super) outbox: Arc<Outbox>,
@@ -31,14 +30,12 @@ pub struct Inbound {
 impl Inbound {
     pub fn new(
         config: Arc<Config>,
-        store: Arc<dyn Store>,
         runtime: Runtime,
         resolver: Arc<Resolver>,
         outbox: Arc<Outbox>,
     ) -> Self {
         Self {
             config,
-            store,
             runtime,
             resolver,
             outbox,
@@ -75,28 +72,60 @@ impl Inbound {
             };
             return self.send_command(chat, owner, command).await;
         }
-        // Nothing is stored for a message whose run could not be started any more.
+        let turn = ChatTurn {
+            key,
+            route,
+            text: message.text_for_model(),
+            display_name: None,
+            idempotency_key: None,
+            commit_with: Vec::new(),
+        };
+        Ok(accepted(self.chat_turn(turn).await?))
+    }
+}
+
+/// A chat message that starts a run whose reply goes back to the chat.
+pub(super) struct ChatTurn {
+    pub key: SessionKey,
+    pub route: DeliveryContext,
+    /// What the agent reads.
+    pub text: String,
+    /// The chat's title, for the session's `displayName`.
+    pub display_name: Option<String>,
+    /// The same key twice starts one run (a channel's message id).
+    pub idempotency_key: Option<String>,
+    /// Written in the same commit as the run (a polling channel's cursor).
+    pub commit_with: Vec<WriteOp>,
+}
+
+impl Inbound {
+    /// Starts the run of a chat message: the session is created if new, and the chat's route
+    /// (and title) is recorded on it in the same commit as the queued run. Errors:
+    /// `Unavailable` once shutdown began (nothing is stored then); store failures.
+    pub(super) async fn chat_turn(&self, turn: ChatTurn) -> CoreResult<Accepted> {
         if self.runtime.is_closing() {
             return Err(CoreError::Unavailable(
                 "the gateway is shutting down; send the message again after it restarts".into(),
             ));
         }
-        self.store
-            .write_batch(vec![
-                WriteOp::Create(Box::new(self.resolver.new_session(&key))),
-                WriteOp::Patch {
-                    key: key.clone(),
-                    patch: Box::new(webhook::route_patch(&route)),
-                },
-            ])
-            .await?;
+        let mut patch = webhook::route_patch(&turn.route);
+        if let Some(title) = turn.display_name {
+            patch.display_name = Patch::Set(title);
+        }
         let mut request =
-            RunRequest::new(key, Lane::Main).with_message(message.text_for_model(), None);
+            RunRequest::new(turn.key.clone(), Lane::Main).with_message(turn.text, None);
+        request.create = Some(self.resolver.new_session(&turn.key));
+        request.idempotency_key = turn.idempotency_key;
+        request.commit_with = vec![WriteOp::Patch {
+            key: turn.key,
+            patch: Box::new(patch),
+        }];
+        request.commit_with.extend(turn.commit_with);
         request.deliver = Some(Deliver {
             kind: "reply",
-            route: Some(route),
+            route: Some(turn.route),
         });
-        Ok(accepted(self.runtime.submit(request).await?))
+        self.runtime.submit(request).await
     }
 }
 

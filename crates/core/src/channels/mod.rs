@@ -15,6 +15,7 @@
 
 mod hooks;
 mod inbound;
+pub mod telegram;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -28,16 +29,19 @@ use switchboard_protocol::message::{
 pub use inbound::Inbound;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, DmScope};
+use crate::error::CoreError;
 use crate::keys::SessionKey;
+use crate::keys::{self, ChatType};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 
 pub const WEBHOOK: &str = "webhook";
 pub const WEBCHAT: &str = "webchat";
 pub const INTERNAL: &str = "internal";
+pub const TELEGRAM: &str = "telegram";
 
 /// The channels a delivery can go to.
-pub const DELIVERABLE: &[&str] = &[WEBHOOK, WEBCHAT, INTERNAL];
+pub const DELIVERABLE: &[&str] = &[WEBHOOK, WEBCHAT, INTERNAL, TELEGRAM];
 
 /// Why one attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +49,9 @@ pub enum ChannelError {
     /// Worth another attempt later (receiver down, 5xx, 429, timeout).
     #[error("{0}")]
     Retry(String),
+    /// Worth another attempt, not before this long (a 429's `retry_after`).
+    #[error("{1}")]
+    RetryAfter(Duration, String),
     /// Another attempt would fail the same way (no such account, 4xx, unknown channel).
     #[error("{0}")]
     Permanent(String),
@@ -111,6 +118,9 @@ impl Channels {
                     messages: vec![message],
                 }])
             }
+            TELEGRAM => telegram::send(&self.config, &self.http, record)
+                .await
+                .map(|()| Vec::new()),
             other => Err(ChannelError::Permanent(format!(
                 "channel {other} is not connected to this gateway (deliverable channels: {})",
                 DELIVERABLE.join(", ")
@@ -140,4 +150,38 @@ fn delivered_message(text: &str, now: i64) -> TranscriptMessage {
         error_message: None,
         timestamp: now,
     })
+}
+
+/// The session of a direct chat with `peer` on `channel`, per `session.dmScope` (SPEC §2.1).
+pub(crate) fn direct_key(
+    config: &Config,
+    agent_id: &str,
+    channel: &str,
+    account_id: &str,
+    peer: &str,
+    thread: Option<&str>,
+) -> Result<SessionKey, CoreError> {
+    let peer_part = webhook::peer_segment(peer);
+    let rest = match config.session.dm_scope {
+        DmScope::Main => return Ok(config.main_session_key(agent_id)),
+        DmScope::PerChannelPeer => {
+            return Ok(keys::group_key(
+                agent_id,
+                channel,
+                ChatType::Direct,
+                peer,
+                thread,
+            ));
+        }
+        DmScope::PerAccountChannelPeer => format!(
+            "{channel}:{}:direct:{peer_part}",
+            webhook::peer_segment(account_id)
+        ),
+        DmScope::PerPeer => format!("direct:{peer_part}"),
+    };
+    keys::canonicalize(
+        &format!("agent:{agent_id}:{rest}"),
+        &config.key_context(agent_id),
+    )
+    .map_err(|e| CoreError::Invalid(format!("from: {e}")))
 }

@@ -16,7 +16,7 @@ use switchboard_protocol::inbound::WebhookInbound;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::{ChannelError, WEBHOOK};
-use crate::config::{Config, DmScope, WebhookAccount};
+use crate::config::{Config, WebhookAccount};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 use crate::store::{DeliveryRecord, EntryPatch};
@@ -164,23 +164,8 @@ impl Message {
                 self.chat_id.as_deref().unwrap_or_default(),
                 thread,
             ),
-            (ChatType::Direct, DmScope::Main) => config.main_session_key(agent_id),
-            (ChatType::Direct, DmScope::PerChannelPeer) => {
-                keys::group_key(agent_id, WEBHOOK, ChatType::Direct, &self.from, thread)
-            }
-            (ChatType::Direct, scope) => {
-                let peer = peer_segment(&self.from);
-                let rest = match scope {
-                    DmScope::PerAccountChannelPeer => {
-                        format!("{WEBHOOK}:{}:direct:{peer}", peer_segment(account_id))
-                    }
-                    _ => format!("direct:{peer}"),
-                };
-                keys::canonicalize(
-                    &format!("agent:{agent_id}:{rest}"),
-                    &config.key_context(agent_id),
-                )
-                .map_err(|e| CoreError::Invalid(format!("from: {e}")))?
+            (ChatType::Direct, _) => {
+                super::direct_key(config, agent_id, WEBHOOK, account_id, &self.from, thread)?
             }
         };
         Ok(key)
@@ -206,7 +191,7 @@ impl Message {
 }
 
 /// A peer or account id as one key segment: lower case, no `:` or whitespace.
-fn peer_segment(raw: &str) -> String {
+pub(super) fn peer_segment(raw: &str) -> String {
     let cleaned: String = raw
         .trim()
         .to_lowercase()

@@ -119,6 +119,19 @@ string_enum! {
 }
 
 string_enum! {
+    /// `channels.telegram.dmPolicy`: who may talk to the bot in a private chat.
+    pub enum TelegramDmPolicy {
+        /// Only the users in `allowFrom` (ids or usernames); nobody when it is empty.
+        Allowlist = "allowlist",
+        /// Anyone.
+        Open = "open",
+        /// Nobody: private messages are ignored.
+        Disabled = "disabled",
+    }
+    default = Allowlist;
+}
+
+string_enum! {
     /// `session.sendPolicy.rules[].match.chatType`.
     pub enum ChatType {
         /// A direct chat.

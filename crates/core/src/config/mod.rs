@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use choices::{
     AuthMode, ChatType, DmScope, ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility,
+    SessionToolsVisibility, TelegramDmPolicy,
 };
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
@@ -484,6 +484,12 @@ pub struct TelegramChannel {
     pub agent_id: Option<String>,
     /// `getUpdates` long-poll timeout.
     pub poll_timeout_seconds: u64,
+    /// Who may talk to the bot in a private chat.
+    pub dm_policy: TelegramDmPolicy,
+    /// With `dmPolicy: "allowlist"`: user ids (`42`) or usernames (`@alice`) who may.
+    pub allow_from: Vec<String>,
+    /// In groups, answer only messages that mention the bot (`@botname`) or reply to it.
+    pub require_mention: bool,
 }
 
 impl Default for TelegramChannel {
@@ -494,6 +500,9 @@ impl Default for TelegramChannel {
             api_base: "https://api.telegram.org".to_owned(),
             agent_id: None,
             poll_timeout_seconds: 30,
+            dm_policy: TelegramDmPolicy::default(),
+            allow_from: Vec::new(),
+            require_mention: true,
         }
     }
 }

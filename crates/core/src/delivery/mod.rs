@@ -263,7 +263,12 @@ impl Outbox {
         let config = &self.config.delivery;
         let attempts = record.attempts + 1;
         let now = self.clock.now_ms();
-        let (update, writes) = match self.channels.send(&record).await {
+        let sent = self.channels.send(&record).await;
+        let not_before = match &sent {
+            Err(ChannelError::RetryAfter(after, _)) => after.as_millis() as i64,
+            _ => 0,
+        };
+        let (update, writes) = match sent {
             Ok(writes) => (
                 DeliveryUpdate {
                     status: DeliveryStatus::Delivered,
@@ -275,19 +280,17 @@ impl Outbox {
                 writes,
             ),
             Err(ChannelError::Permanent(reason)) => (failed(attempts, now, reason), Vec::new()),
-            Err(ChannelError::Retry(reason)) if attempts >= config.max_attempts => (
-                failed(
-                    attempts,
-                    now,
-                    format!("gave up after {attempts} attempts; last error: {reason}"),
-                ),
-                Vec::new(),
-            ),
-            Err(ChannelError::Retry(reason)) => (
+            Err(ChannelError::Retry(reason) | ChannelError::RetryAfter(_, reason))
+                if attempts >= config.max_attempts =>
+            {
+                let reason = format!("gave up after {attempts} attempts; last error: {reason}");
+                (failed(attempts, now, reason), Vec::new())
+            }
+            Err(ChannelError::Retry(reason) | ChannelError::RetryAfter(_, reason)) => (
                 DeliveryUpdate {
                     status: DeliveryStatus::Pending,
                     attempts,
-                    next_attempt_at: now + backoff_ms(config, attempts) as i64,
+                    next_attempt_at: now + (backoff_ms(config, attempts) as i64).max(not_before),
                     detail: Some(reason),
                     delivered_at: None,
                 },

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
 
 use super::Sessions;
+use crate::channels::telegram::Status;
 use crate::config::Config;
 use crate::error::CoreResult;
 use crate::store::{ListQuery, index_path};
@@ -113,6 +114,7 @@ impl Sessions {
 /// The `channels`, `channelOrder` and `channelLabels` of `health`, from the config.
 pub fn channel_health(
     config: &Config,
+    telegram: &Status,
 ) -> (Map<String, Value>, Vec<String>, BTreeMap<String, String>) {
     let webhook = &config.channels.webhook;
     let accounts: Map<String, Value> = webhook
@@ -128,6 +130,21 @@ pub fn channel_health(
         "webhook".into(),
         json!({"configured": !accounts.is_empty(), "enabled": webhook.enabled, "accounts": accounts}),
     );
-    let labels = BTreeMap::from([("webhook".to_string(), "Webhook".to_string())]);
-    (channels, vec!["webhook".into()], labels)
+    let bot = &config.channels.telegram;
+    let last_error = match telegram {
+        Status::Failed(why) => Some(why.clone()),
+        _ => None,
+    };
+    let account = json!({
+        "accountId": "default", "configured": bot.bot_token.is_some(), "enabled": bot.enabled,
+        "running": *telegram == Status::Polling, "state": telegram.as_str(), "lastError": last_error,
+    });
+    let mut telegram = account.clone();
+    telegram["accounts"] = json!({ "default": account });
+    channels.insert("telegram".into(), telegram);
+    let labels = BTreeMap::from([
+        ("webhook".to_string(), "Webhook".to_string()),
+        ("telegram".to_string(), "Telegram".to_string()),
+    ]);
+    (channels, vec!["webhook".into(), "telegram".into()], labels)
 }

@@ -354,6 +354,11 @@ pub enum WriteOp {
     },
     PutSubagent(Box<SubagentRecord>),
     PutExchange(Box<ExchangeRecord>),
+    /// Sets a channel account's cursor (`channel_cursors`); it only moves forward.
+    SetCursor {
+        name: String,
+        position: i64,
+    },
 }
 
 /// What each op of a batch did, in order.
@@ -369,6 +374,7 @@ pub enum WriteOutcome {
     DeliveryUpdated(Box<DeliveryRecord>),
     PutSubagent,
     PutExchange,
+    SetCursor,
 }
 
 /// The persistence interface of the engine.
@@ -439,6 +445,8 @@ pub trait Store: Send + Sync {
     /// Stores a sub-agent record (insert or replace by child key).
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
     fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>>;
+    /// A channel account's cursor ([`WriteOp::SetCursor`]), if it has one.
+    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>>;
     /// The records of those of `child_keys` that are sub-agents, in one read.
     fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>>;
     /// Records whose announce or cleanup is not finished, oldest first.

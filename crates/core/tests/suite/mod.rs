@@ -9,3 +9,4 @@ mod send;
 mod session_tools;
 mod spawn;
 mod support;
+mod telegram;

@@ -13,7 +13,8 @@ pub async fn health(state: &ServerState) -> MethodResult {
     let started = Instant::now();
     let engine = &state.engine;
     let parts = engine.sessions().health().await.map_err(core_err)?;
-    let (channels, channel_order, channel_labels) = channel_health(engine.config());
+    let (channels, channel_order, channel_labels) =
+        channel_health(engine.config(), &engine.telegram().status());
     to_value(HealthResult {
         ok: true,
         version: env!("CARGO_PKG_VERSION").to_string(),

@@ -381,6 +381,18 @@ impl Store for SqliteStore {
         self.read(move |c| subagents::get(c, &key))
     }
 
+    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
+        let name = name.to_string();
+        self.read(move |c| {
+            use rusqlite::OptionalExtension as _;
+            Ok(
+                c.prepare_cached("SELECT position FROM channel_cursors WHERE name = ?1")?
+                    .query_row([name], |r| r.get(0))
+                    .optional()?,
+            )
+        })
+    }
+
     fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.read(move |c| {
             let mut found = Vec::with_capacity(child_keys.len());
@@ -482,6 +494,14 @@ fn write_op(
         }
         WriteOp::PutExchange(record) => {
             exchanges::put(c, &record).map(|()| WriteOutcome::PutExchange)
+        }
+        WriteOp::SetCursor { name, position } => {
+            c.prepare_cached(
+                "INSERT INTO channel_cursors (name, position) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
+            )?
+            .execute(rusqlite::params![name, position])?;
+            Ok(WriteOutcome::SetCursor)
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -178,6 +178,13 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
     last_fired_at INTEGER,
     name TEXT,
     enabled INTEGER NOT NULL DEFAULT 1
+);
+
+-- Where each polling channel account is in its source (schema 5): Telegram's next update offset.
+-- Advanced in the same commit as the run (or the reply) its last update made.
+CREATE TABLE IF NOT EXISTS channel_cursors (
+    name TEXT PRIMARY KEY,
+    position INTEGER NOT NULL
 );
 ";
 

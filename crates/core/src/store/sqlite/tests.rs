@@ -512,7 +512,15 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
+    let cursors: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'channel_cursors'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(cursors, 1, "schema 5 adds the channel cursors");
     let cron_columns: i64 = conn
         .query_row(
             "SELECT count(*) FROM pragma_table_info('cron_jobs') WHERE name IN ('name', 'enabled')",

@@ -1,0 +1,285 @@
+//! The Telegram channel (SPEC §9.2) over the Bot API: long polling in, `sendMessage` out.
+//!
+//! In: one task polls `getUpdates` from the stored offset. Each update is decided
+//! (`route.rs`); a message that starts a run is committed together with the next offset
+//! (`WriteOp::SetCursor` in the run's own commit), anything else advances the offset alone. So
+//! an update is handled once: a `kill -9` before the commit sees it again after the restart, one
+//! after it does not. The run's idempotency key (`telegram:<update_id>`) guards the same update
+//! against a second poller. While the run works the chat shows "typing…".
+//!
+//! Out: the outbox calls [`send`]: the text in parts of at most 4,096 characters (split on
+//! paragraphs, then lines, then sentences, then words), as plain text. A 429 is retried after
+//! its `retry_after`; a 403 (the bot was blocked or removed) and other 4xx are permanent.
+//!
+//! A token the Bot API refuses (401) stops the poller: `health` and the log say so, and the
+//! gateway keeps serving.
+
+mod api;
+mod route;
+mod split;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use api::{ApiError, Bot};
+
+use super::inbound::ChatTurn;
+use super::{ChannelError, Inbound};
+use crate::config::Config;
+use crate::error::CoreResult;
+use crate::runtime::Runtime;
+use crate::store::{DeliveryRecord, Store, WriteOp};
+
+/// The channel's state for `health`: polling, or failed and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Off,
+    Starting,
+    Polling,
+    Failed(String),
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Starting => "starting",
+            Self::Polling => "polling",
+            Self::Failed(_) => "failed",
+        }
+    }
+}
+
+/// The Telegram channel component.
+pub struct Telegram {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    inbound: Arc<Inbound>,
+    runtime: Runtime,
+    bot: Option<Bot>,
+    status: Mutex<Status>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+}
+
+/// The cursor of the one bot `channels.telegram` configures.
+const CURSOR: &str = "telegram:default";
+/// Waits between failed polls grow to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Telegram shows "typing…" for about 5 s; it is sent again this often while a run works.
+const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+impl Telegram {
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        inbound: Arc<Inbound>,
+        runtime: Runtime,
+        http: reqwest::Client,
+        (tasks, stop): (TaskTracker, CancellationToken),
+    ) -> Arc<Self> {
+        let channel = &config.channels.telegram;
+        let bot = match (channel.enabled, channel.bot_token.as_deref()) {
+            (true, Some(token)) => Some(Bot::new(http, &channel.api_base, token)),
+            _ => None,
+        };
+        Arc::new(Self {
+            config,
+            store,
+            inbound,
+            runtime,
+            bot,
+            status: Mutex::new(Status::Off),
+            tasks,
+            stop,
+        })
+    }
+
+    /// Starts polling when the channel is enabled.
+    pub fn start(self: &Arc<Self>) {
+        if self.bot.is_none() {
+            return;
+        }
+        self.set_status(Status::Starting);
+        let this = self.clone();
+        self.tasks.spawn(async move {
+            let stop = this.stop.clone();
+            tokio::select! {
+                () = this.poll() => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+
+    pub fn status(&self) -> Status {
+        self.status.lock().map(|s| s.clone()).unwrap_or(Status::Off)
+    }
+
+    fn set_status(&self, status: Status) {
+        if let Ok(mut s) = self.status.lock() {
+            *s = status;
+        }
+    }
+
+    /// `getMe`, then `getUpdates` from the stored offset until the gateway stops.
+    async fn poll(self: &Arc<Self>) {
+        let Some(bot) = self.bot.clone() else { return };
+        let mut backoff = Duration::from_millis(500);
+        let me = loop {
+            match bot.get_me().await {
+                Ok(me) => break me,
+                Err(e) if self.refused(&e) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "telegram: getMe failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        };
+        self.set_status(Status::Polling);
+        tracing::info!(
+            bot = me.username.as_deref().unwrap_or("?"),
+            "telegram: polling"
+        );
+        let timeout = self.config.channels.telegram.poll_timeout_seconds;
+        loop {
+            let offset = match self.store.cursor(CURSOR).await {
+                Ok(offset) => offset.unwrap_or(0),
+                Err(e) => {
+                    tracing::warn!(error = %e, "telegram: cannot read the update offset");
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            let updates = match bot.get_updates(offset, timeout).await {
+                Ok(updates) => updates,
+                Err(e) if self.refused(&e) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "telegram: getUpdates failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(500);
+            for update in updates {
+                if let Err(e) = self.handle(&me, update).await {
+                    // Not committed: the same update comes again with the next poll.
+                    tracing::warn!(error = %e, "telegram: an update could not be handled; retrying");
+                    tokio::time::sleep(backoff).await;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A 401 (or 404, a token of no bot): the channel is failed until the config changes.
+    fn refused(&self, e: &ApiError) -> bool {
+        if !matches!(e.code, 401 | 404) {
+            return false;
+        }
+        let why = format!(
+            "the Bot API refused channels.telegram.botToken ({e}); fix the token and restart"
+        );
+        tracing::error!("telegram: {why}");
+        self.set_status(Status::Failed(why));
+        true
+    }
+
+    /// One update: a run committed with the next offset, or the next offset alone.
+    async fn handle(self: &Arc<Self>, me: &api::User, update: api::Update) -> CoreResult<()> {
+        let cursor = WriteOp::SetCursor {
+            name: CURSOR.into(),
+            position: update.update_id + 1,
+        };
+        let channel = &self.config.channels.telegram;
+        let decided = match &update.message {
+            Some(message) => route::decide(&self.config, channel, me, message)?,
+            None => Err("not a message"),
+        };
+        let turn = match decided {
+            Ok(turn) => turn,
+            Err(why) => {
+                tracing::debug!(update = update.update_id, why, "telegram: update ignored");
+                self.store.write_batch(vec![cursor]).await?;
+                return Ok(());
+            }
+        };
+        let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
+        let accepted = self
+            .inbound
+            .chat_turn(ChatTurn {
+                key: turn.key,
+                route: turn.route,
+                text: turn.text,
+                display_name: turn.title,
+                idempotency_key: Some(format!("telegram:{}", update.update_id)),
+                commit_with: vec![cursor.clone()],
+            })
+            .await?;
+        if accepted.deduplicated {
+            // The run was committed before, without this offset (another poller's commit).
+            self.store.write_batch(vec![cursor]).await?;
+            return Ok(());
+        }
+        self.show_typing(typing, accepted.run_id);
+        Ok(())
+    }
+
+    /// "typing…" in the chat until the run ends (bounded by the gateway's stop).
+    fn show_typing(self: &Arc<Self>, (chat, thread): (String, Option<String>), run: crate::RunId) {
+        let Some(bot) = self.bot.clone() else { return };
+        let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
+        self.tasks.spawn(async move {
+            let ended = runtime.wait(&run, Duration::from_secs(3600));
+            tokio::pin!(ended);
+            loop {
+                let _ = bot.typing(&chat, thread.as_deref()).await;
+                tokio::select! {
+                    _ = &mut ended => return,
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(TYPING_EVERY) => {}
+                }
+            }
+        });
+    }
+}
+
+/// One delivery attempt to a Telegram chat: every part of the text, in order.
+pub(crate) async fn send(
+    config: &Config,
+    http: &reqwest::Client,
+    record: &DeliveryRecord,
+) -> Result<(), ChannelError> {
+    let channel = &config.channels.telegram;
+    let token = match (channel.enabled, channel.bot_token.as_deref()) {
+        (true, Some(token)) => token,
+        _ => {
+            return Err(ChannelError::Permanent(
+                "the telegram channel is off (set channels.telegram.enabled and botToken)".into(),
+            ));
+        }
+    };
+    let bot = Bot::new(http.clone(), &channel.api_base, token);
+    for part in split::parts(&record.text, split::LIMIT) {
+        bot.send_message(&record.to, record.thread_id.as_deref(), &part)
+            .await
+            .map_err(classify)?;
+    }
+    Ok(())
+}
+
+/// 429 and 5xx (and no answer) are worth another attempt; other refusals are not.
+fn classify(e: ApiError) -> ChannelError {
+    match (e.code, e.retry_after) {
+        (429, Some(after)) => ChannelError::RetryAfter(Duration::from_secs(after), e.to_string()),
+        (0 | 429 | 500..=599, _) => ChannelError::Retry(e.to_string()),
+        (403, _) => ChannelError::Permanent(format!(
+            "{e} (the bot was blocked or removed from the chat)"
+        )),
+        _ => ChannelError::Permanent(e.to_string()),
+    }
+}

@@ -1,0 +1,122 @@
+//! Which updates start a run, and in which session (the reference's routing): private chats by
+//! `session.dmScope` and `dmPolicy`; groups and supergroups in
+//! `agent:<agentId>:telegram:group:<chatId>` (`:topic:<threadId>` in a forum topic), only when the
+//! bot is mentioned or replied to (unless `requireMention` is off). The reply goes back to the
+//! same chat and topic.
+
+use switchboard_protocol::sessions::DeliveryContext;
+
+use super::api::{Message, User};
+use crate::config::{Config, TelegramChannel, TelegramDmPolicy};
+use crate::error::CoreError;
+use crate::keys::{self, ChatType, SessionKey};
+
+pub(super) use crate::channels::TELEGRAM;
+/// The account id of the single bot `channels.telegram` configures.
+pub(super) const ACCOUNT: &str = "default";
+
+/// A message that starts a run.
+pub(super) struct Turn {
+    pub key: SessionKey,
+    pub route: DeliveryContext,
+    pub text: String,
+    pub title: Option<String>,
+}
+
+/// What to do with a message: start a run, or nothing (and why, for the log).
+pub(super) fn decide(
+    config: &Config,
+    channel: &TelegramChannel,
+    me: &User,
+    message: &Message,
+) -> Result<Result<Turn, &'static str>, CoreError> {
+    let Some(text) = message.text.as_ref().or(message.caption.as_ref()) else {
+        return Ok(Err("no text"));
+    };
+    let Some(from) = message.from.as_ref().filter(|f| !f.is_bot) else {
+        return Ok(Err("not from a person"));
+    };
+    let agent_id = channel
+        .agent_id
+        .clone()
+        .unwrap_or_else(|| config.default_agent_id());
+    let chat_id = message.chat.id.to_string();
+    let mut route = DeliveryContext {
+        channel: TELEGRAM.into(),
+        to: chat_id.clone(),
+        account_id: Some(ACCOUNT.into()),
+        thread_id: None,
+    };
+    match message.chat.kind.as_str() {
+        "private" => {
+            if !may_dm(channel, from) {
+                return Ok(Err(
+                    "the sender may not talk to the bot (channels.telegram.dmPolicy)",
+                ));
+            }
+            let peer = from.id.to_string();
+            let key =
+                crate::channels::direct_key(config, &agent_id, TELEGRAM, ACCOUNT, &peer, None)?;
+            Ok(Ok(Turn {
+                key,
+                route,
+                text: text.clone(),
+                title: None,
+            }))
+        }
+        "group" | "supergroup" => {
+            if channel.require_mention && !addressed(me, message, text) {
+                return Ok(Err("a group message that does not mention the bot"));
+            }
+            let mut key = keys::group_key(&agent_id, TELEGRAM, ChatType::Group, &chat_id, None);
+            if let Some(thread) = message
+                .message_thread_id
+                .filter(|_| message.is_topic_message)
+            {
+                key = SessionKey::from_canonical(format!("{}:topic:{thread}", key.as_str()));
+                route.thread_id = Some(thread.to_string());
+            }
+            let who = from
+                .username
+                .as_deref()
+                .map_or_else(|| from.id.to_string(), |u| format!("@{u}"));
+            Ok(Ok(Turn {
+                key,
+                route,
+                text: format!("[from {who}]\n{text}"),
+                title: message.chat.title.clone(),
+            }))
+        }
+        _ => Ok(Err("a channel post")),
+    }
+}
+
+/// `dmPolicy`: open, disabled, or the sender's id or username in `allowFrom`.
+fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
+    match channel.dm_policy {
+        TelegramDmPolicy::Open => true,
+        TelegramDmPolicy::Disabled => false,
+        TelegramDmPolicy::Allowlist => channel.allow_from.iter().any(|allowed| {
+            let allowed = allowed.trim();
+            allowed == from.id.to_string()
+                || from
+                    .username
+                    .as_deref()
+                    .is_some_and(|u| allowed.trim_start_matches('@').eq_ignore_ascii_case(u))
+        }),
+    }
+}
+
+/// The bot is mentioned (`@name`) or the message replies to one of its messages.
+fn addressed(me: &User, message: &Message, text: &str) -> bool {
+    let mentioned = me.username.as_deref().is_some_and(|name| {
+        text.to_lowercase()
+            .contains(&format!("@{}", name.to_lowercase()))
+    });
+    let replied = message
+        .reply_to_message
+        .as_ref()
+        .and_then(|m| m.from.as_ref())
+        .is_some_and(|f| f.id == me.id);
+    mentioned || replied
+}

@@ -1,0 +1,274 @@
+//! The Telegram channel against a fake Bot API (`switchboard_testkit::FakeTelegram`, loopback
+//! HTTP in the real shapes): private and group messages in, replies out through the outbox,
+//! the stored update offset across a restart, 429s, blocked chats, long replies in parts, and a
+//! token the Bot API refuses.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::channels::telegram::Status;
+use switchboard_core::config::{Config, TelegramDmPolicy};
+use switchboard_testkit::{FakeFailure, FakeTelegram};
+
+use super::support::{GUARD, TestEngine};
+
+const TOKEN: &str = "123456:test-token";
+
+fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
+    let mut config = Config::default();
+    let telegram = &mut config.channels.telegram;
+    telegram.enabled = true;
+    telegram.bot_token = Some(TOKEN.into());
+    telegram.api_base = fake.api_base();
+    telegram.dm_policy = policy;
+    telegram.poll_timeout_seconds = 1;
+    config.delivery.retry_initial_ms = 50;
+    config
+}
+
+async fn started(config: Config) -> TestEngine {
+    let h = TestEngine::open(config).await;
+    h.engine.telegram().start();
+    h
+}
+
+/// Waits until `n` messages were sent; answers their texts and their bodies.
+async fn sent(fake: &FakeTelegram, n: usize) -> Vec<Value> {
+    tokio::time::timeout(GUARD, fake.wait_sent(n))
+        .await
+        .expect("the bot sent the messages")
+}
+
+fn text(v: &Value) -> &str {
+    v["text"].as_str().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_message_is_answered_in_the_same_chat() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    fake.private_message(42, "alice", "@reply pong-1");
+    let replies = sent(&fake, 1).await;
+    assert_eq!(replies[0]["chat_id"], json!(42));
+    assert_eq!(text(&replies[0]), "pong-1");
+    // The chat showed "typing…" while the run worked.
+    assert!(fake.calls().iter().any(|c| c.method == "sendChatAction"
+        && c.body["chat_id"] == json!(42)
+        && c.body["action"] == "typing"));
+    // The session records the route (dmScope main: the agent's main session).
+    let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    assert_eq!(entry.last_channel.as_deref(), Some("telegram"));
+    assert_eq!(entry.last_to.as_deref(), Some("42"));
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = config(&fake, TelegramDmPolicy::Allowlist);
+    config.channels.telegram.allow_from = vec!["@Bob".into()];
+    let h = started(config).await;
+    fake.private_message(42, "mallory", "@reply should not run");
+    fake.group_message(
+        -1001,
+        "Dev room",
+        43,
+        "carol",
+        "@reply not for the bot",
+        None,
+    );
+    let bot = switchboard_testkit::telegram::BOT_USERNAME;
+    fake.group_message(
+        -1001,
+        "Dev room",
+        43,
+        "carol",
+        &format!("hey @{bot}\n@reply group-ok"),
+        None,
+    );
+    fake.group_reply_to_bot(-1001, "Dev room", 44, "dave", "@reply reply-ok");
+    fake.private_message(45, "bob", "@reply bob-ok");
+    let replies = sent(&fake, 3).await;
+    let mut texts: Vec<&str> = replies.iter().map(text).collect();
+    texts.sort();
+    assert_eq!(texts, ["bob-ok", "group-ok", "reply-ok"]);
+    let group = h
+        .engine
+        .store()
+        .get(&h.key("agent:main:telegram:group:-1001"))
+        .await;
+    let group = group.unwrap().expect("the group's session");
+    assert_eq!(group.display_name.as_deref(), Some("Dev room"));
+    let transcript = h.transcript("agent:main:telegram:group:-1001").await;
+    let asked: Vec<&str> = transcript
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].starts_with("[from @carol]\n"), "{asked:?}");
+    let main: Vec<Value> = h.transcript("main").await;
+    let dms: Vec<&Value> = main
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| &m["content"])
+        .collect();
+    assert_eq!(
+        dms,
+        [&json!("@reply bob-ok")],
+        "mallory's message never reached the agent"
+    );
+    // Every update was confirmed, the ignored ones included.
+    tokio::time::timeout(GUARD, async {
+        while fake.unconfirmed() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every update was confirmed");
+    assert_eq!(fake.sent().len(), 3);
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forum_topic_is_its_own_session_and_the_reply_stays_in_the_topic() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = config(&fake, TelegramDmPolicy::Open);
+    config.channels.telegram.require_mention = false;
+    let h = started(config).await;
+    fake.group_message(-1002, "Forum", 43, "carol", "@reply in-topic", Some(77));
+    let replies = sent(&fake, 1).await;
+    assert_eq!(replies[0]["chat_id"], json!(-1002));
+    assert_eq!(replies[0]["message_thread_id"], json!(77));
+    assert_eq!(text(&replies[0]), "in-topic");
+    let key = h.key("agent:main:telegram:group:-1002:topic:77");
+    assert!(h.engine.store().get(&key).await.unwrap().is_some());
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    fake.fail_next(
+        "sendMessage",
+        FakeFailure::TooManyRequests { retry_after: 1 },
+    );
+    fake.private_message(42, "alice", "@reply after-429");
+    let replies = sent(&fake, 1).await;
+    assert_eq!(text(&replies[0]), "after-429");
+    let attempts: Vec<bool> = fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "sendMessage")
+        .map(|c| c.body.get("__failed").is_some())
+        .collect();
+    assert_eq!(attempts, [true, false], "refused once, then delivered");
+
+    fake.fail_next("sendMessage", FakeFailure::Blocked);
+    fake.private_message(43, "bob", "@reply never-arrives");
+    let failed = tokio::time::timeout(GUARD, async {
+        loop {
+            let query = switchboard_core::store::DeliveryQuery {
+                session_key: None,
+                status: Some(switchboard_core::store::DeliveryStatus::Failed),
+                limit: 10,
+            };
+            let found = h.engine.store().list_deliveries(query).await.unwrap();
+            if let Some(record) = found.into_iter().next() {
+                return record;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the delivery to the blocked chat failed");
+    assert_eq!(failed.attempts, 1, "a 403 is not retried");
+    assert!(
+        failed.detail.as_deref().unwrap().contains("blocked"),
+        "{failed:?}"
+    );
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_10000_character_reply_arrives_as_ordered_parts() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let sentence = "This sentence is part of a very long reply. ";
+    let long = sentence.repeat(10_000 / sentence.len() + 1);
+    fake.private_message(42, "alice", &format!("@reply {long}"));
+    let parts = sent(&fake, 3).await;
+    assert!(parts.iter().all(|p| text(p).chars().count() <= 4096));
+    let joined: Vec<&str> = parts.iter().map(text).collect();
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(squash(&joined.join(" ")), squash(long.trim()));
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offset_is_kept_across_a_restart_so_no_update_runs_twice() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    fake.private_message(42, "alice", "@reply first");
+    sent(&fake, 1).await;
+    let h = h.restart(None).await;
+    h.engine.telegram().start();
+    fake.private_message(42, "alice", "@reply second");
+    let replies = sent(&fake, 2).await;
+    let texts: Vec<&str> = replies.iter().map(text).collect();
+    assert_eq!(texts, ["first", "second"]);
+    // The restarted poller asked from the stored offset, past the first update.
+    let polls: Vec<i64> = fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "getUpdates")
+        .map(|c| c.body["offset"].as_i64().unwrap())
+        .collect();
+    assert!(polls.iter().skip(1).all(|o| *o > 0), "{polls:?}");
+    let asked = h
+        .transcript("main")
+        .await
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(asked, 2, "each update ran once");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
+    let fake = FakeTelegram::start("999:the-real-token").await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let status = tokio::time::timeout(GUARD, async {
+        loop {
+            if let Status::Failed(why) = h.engine.telegram().status() {
+                return why;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the channel reports itself failed");
+    assert!(
+        status.contains("401") && status.contains("botToken"),
+        "{status}"
+    );
+    assert!(!status.contains(TOKEN), "the token is never shown");
+    let (channels, order, _) = switchboard_core::sessions::channel_health(
+        h.engine.config(),
+        &h.engine.telegram().status(),
+    );
+    assert!(order.contains(&"telegram".to_string()));
+    assert_eq!(channels["telegram"]["state"], "failed");
+    assert_eq!(channels["telegram"]["lastError"], json!(status));
+    let record = h.turn("main", "@reply still serving").await;
+    assert_eq!(record.result.as_deref(), Some("still serving"));
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -1,0 +1,417 @@
+//! [`FakeTelegram`]: a fake Telegram Bot API on `127.0.0.1:0` that speaks the real HTTP shapes
+//! (`POST /bot<token>/<method>` with a JSON body, answers `{"ok": true, "result": …}` or
+//! `{"ok": false, "error_code", "description", "parameters"?}`), so a channel's real client code
+//! runs against it with no network beyond loopback.
+//!
+//! - Updates are queued by the test ([`FakeTelegram::private_message`], [`FakeTelegram::group_message`],
+//!   [`FakeTelegram::push_update`]) and numbered; `getUpdates {offset, timeout}` confirms (drops)
+//!   every update below `offset`, answers the rest, and holds an empty answer up to `timeout`
+//!   seconds (long polling) until an update arrives or the fake stops.
+//! - `sendMessage`, `sendChatAction` and `getMe` answer as Telegram does; every call is recorded
+//!   ([`FakeTelegram::calls`], [`FakeTelegram::sent`]).
+//! - A queued failure ([`FakeTelegram::fail_next`]) answers the next call of a method with 429
+//!   (`parameters.retry_after`), 403 (blocked), 400 or 500.
+//! - A wrong token is 401 `Unauthorized`, an unknown method 404, as the real API answers.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The bot's user id and username (`getMe`).
+pub const BOT_ID: i64 = 7_000_000_001;
+pub const BOT_USERNAME: &str = "switchboard_test_bot";
+
+/// A failure the next call of a method answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FakeFailure {
+    /// 429 `Too Many Requests: retry after N` with `parameters.retry_after`.
+    TooManyRequests { retry_after: u64 },
+    /// 403 `Forbidden: bot was blocked by the user`.
+    Blocked,
+    /// 400 with this description (e.g. `Bad Request: can't parse entities`).
+    BadRequest(String),
+    /// 500 `Internal Server Error`.
+    Server,
+}
+
+/// One call the fake received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelegramCall {
+    pub method: String,
+    pub body: Value,
+}
+
+struct FakeState {
+    /// Updates not yet confirmed by an offset past them.
+    updates: VecDeque<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    calls: Vec<TelegramCall>,
+    failures: VecDeque<(String, FakeFailure)>,
+}
+
+struct Shared {
+    token: String,
+    state: Mutex<FakeState>,
+    /// Bumped on every queued update and every call (long polls and waiters watch it).
+    changed: watch::Sender<u64>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, FakeState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+/// The fake Bot API server (see the module doc).
+pub struct FakeTelegram {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl FakeTelegram {
+    /// Serves a bot whose token is `token` on `127.0.0.1:0`.
+    ///
+    /// # Panics
+    /// If the loopback listener cannot be bound.
+    pub async fn start(token: &str) -> FakeTelegram {
+        let (listener, addr) = crate::bind("FakeTelegram").await;
+        let (shutdown, signal) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            token: token.to_string(),
+            state: Mutex::new(FakeState {
+                updates: VecDeque::new(),
+                next_update_id: 100_001,
+                next_message_id: 1,
+                calls: Vec::new(),
+                failures: VecDeque::new(),
+            }),
+            changed: watch::channel(0).0,
+            shutdown: signal.clone(),
+        });
+        let app = Router::new()
+            .route("/{bot}/{method}", post(route))
+            .with_state(shared.clone());
+        let server = crate::serve("FakeTelegram", listener, app, signal);
+        FakeTelegram {
+            addr,
+            shared,
+            shutdown,
+            server: Some(server),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`: the channel's `apiBase`.
+    pub fn api_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues an update; `update` gets its `update_id`. Answers the id.
+    pub fn push_update(&self, mut update: Value) -> i64 {
+        let id = {
+            let mut state = self.shared.lock();
+            let id = state.next_update_id;
+            state.next_update_id += 1;
+            update["update_id"] = json!(id);
+            state.updates.push_back(update);
+            id
+        };
+        self.shared.bump();
+        id
+    }
+
+    /// A private message from user `from` (chat id = user id). Answers the update id.
+    pub fn private_message(&self, from: i64, username: &str, text: &str) -> i64 {
+        let chat =
+            json!({"id": from, "type": "private", "first_name": username, "username": username});
+        self.message(chat, from, username, text, None, None)
+    }
+
+    /// A message in group `chat_id` ("supergroup", titled `title`), in forum topic `thread` when
+    /// given, replying to the bot's message when `reply_to_bot`. Answers the update id.
+    pub fn group_message(
+        &self,
+        chat_id: i64,
+        title: &str,
+        from: i64,
+        username: &str,
+        text: &str,
+        thread: Option<i64>,
+    ) -> i64 {
+        let mut chat = json!({"id": chat_id, "type": "supergroup", "title": title});
+        if thread.is_some() {
+            chat["is_forum"] = json!(true);
+        }
+        self.message(chat, from, username, text, thread, None)
+    }
+
+    /// A group message that replies to a message of the bot.
+    pub fn group_reply_to_bot(
+        &self,
+        chat_id: i64,
+        title: &str,
+        from: i64,
+        username: &str,
+        text: &str,
+    ) -> i64 {
+        let chat = json!({"id": chat_id, "type": "supergroup", "title": title});
+        let replied = json!({
+            "message_id": 1, "date": 0, "chat": chat.clone(), "text": "earlier",
+            "from": {"id": BOT_ID, "is_bot": true, "first_name": "bot", "username": BOT_USERNAME},
+        });
+        self.message(chat, from, username, text, None, Some(replied))
+    }
+
+    fn message(
+        &self,
+        chat: Value,
+        from: i64,
+        username: &str,
+        text: &str,
+        thread: Option<i64>,
+        reply_to: Option<Value>,
+    ) -> i64 {
+        let message_id = {
+            let mut state = self.shared.lock();
+            state.next_message_id += 1;
+            state.next_message_id
+        };
+        let mut message = json!({
+            "message_id": message_id,
+            "date": 1_790_000_000,
+            "chat": chat,
+            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "text": text,
+        });
+        if let Some(thread) = thread {
+            message["message_thread_id"] = json!(thread);
+            message["is_topic_message"] = json!(true);
+        }
+        if let Some(reply_to) = reply_to {
+            message["reply_to_message"] = reply_to;
+        }
+        self.push_update(json!({"message": message}))
+    }
+
+    /// The next call of `method` fails as `failure` (queued in order).
+    pub fn fail_next(&self, method: &str, failure: FakeFailure) {
+        self.shared
+            .lock()
+            .failures
+            .push_back((method.to_string(), failure));
+    }
+
+    /// Every call received, in order.
+    pub fn calls(&self) -> Vec<TelegramCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// The bodies of the `sendMessage` calls that succeeded, in order.
+    pub fn sent(&self) -> Vec<Value> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.method == "sendMessage" && c.body.get("__failed").is_none())
+            .map(|c| c.body.clone())
+            .collect()
+    }
+
+    /// Updates queued and not yet confirmed by an offset past them.
+    pub fn unconfirmed(&self) -> usize {
+        self.shared.lock().updates.len()
+    }
+
+    /// Waits until `check` holds for the calls received (it is checked on every call).
+    pub async fn wait_for(&self, mut check: impl FnMut(&[TelegramCall]) -> bool) {
+        let mut changed = self.shared.changed.subscribe();
+        loop {
+            if check(&self.shared.lock().calls) {
+                return;
+            }
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until `n` messages were sent successfully; answers them.
+    pub async fn wait_sent(&self, n: usize) -> Vec<Value> {
+        self.wait_for(|calls| {
+            calls
+                .iter()
+                .filter(|c| c.method == "sendMessage" && c.body.get("__failed").is_none())
+                .count()
+                >= n
+        })
+        .await;
+        self.sent()
+    }
+
+    /// Stops the server (long polls end empty).
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn failed(code: u16, description: &str, parameters: Option<Value>) -> Response {
+    let mut body = json!({"ok": false, "error_code": code, "description": description});
+    if let Some(parameters) = parameters {
+        body["parameters"] = parameters;
+    }
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    answer(status, body)
+}
+
+async fn route(
+    State(shared): State<Arc<Shared>>,
+    Path((bot, method)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
+    if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
+        return failed(401, "Unauthorized", None);
+    }
+    let body: Value = match body.is_empty() {
+        true => json!({}),
+        false => match serde_json::from_slice(&body) {
+            Ok(body) => body,
+            Err(e) => return failed(400, &format!("Bad Request: invalid JSON: {e}"), None),
+        },
+    };
+    if method == "getUpdates" {
+        return get_updates(&shared, &body).await;
+    }
+    let failure = {
+        let mut state = shared.lock();
+        let at = state.failures.iter().position(|(m, _)| *m == method);
+        let failure = at.and_then(|i| state.failures.remove(i)).map(|(_, f)| f);
+        let mut recorded = body.clone();
+        if failure.is_some() {
+            recorded["__failed"] = json!(true);
+        }
+        state.calls.push(TelegramCall {
+            method: method.clone(),
+            body: recorded,
+        });
+        failure
+    };
+    shared.bump();
+    match failure {
+        Some(FakeFailure::TooManyRequests { retry_after }) => failed(
+            429,
+            &format!("Too Many Requests: retry after {retry_after}"),
+            Some(json!({"retry_after": retry_after})),
+        ),
+        Some(FakeFailure::Blocked) => failed(403, "Forbidden: bot was blocked by the user", None),
+        Some(FakeFailure::BadRequest(description)) => failed(400, &description, None),
+        Some(FakeFailure::Server) => failed(500, "Internal Server Error", None),
+        None => succeed(&shared, &method, &body),
+    }
+}
+
+fn succeed(shared: &Shared, method: &str, body: &Value) -> Response {
+    let result = match method {
+        "getMe" => json!({
+            "id": BOT_ID, "is_bot": true, "first_name": "Switchboard test bot",
+            "username": BOT_USERNAME, "can_join_groups": true,
+        }),
+        "sendChatAction" => json!(true),
+        "sendMessage" => {
+            let Some(chat_id) = body.get("chat_id").filter(|c| c.is_i64() || c.is_string()) else {
+                return failed(400, "Bad Request: chat_id is empty", None);
+            };
+            let Some(text) = body
+                .get("text")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            else {
+                return failed(400, "Bad Request: message text is empty", None);
+            };
+            if text.chars().count() > 4096 {
+                return failed(400, "Bad Request: message is too long", None);
+            }
+            let message_id = {
+                let mut state = shared.lock();
+                state.next_message_id += 1;
+                state.next_message_id
+            };
+            json!({
+                "message_id": message_id, "date": 1_790_000_000, "text": text,
+                "chat": {"id": chat_id, "type": "private"},
+                "from": {"id": BOT_ID, "is_bot": true, "first_name": "bot", "username": BOT_USERNAME},
+            })
+        }
+        _ => return failed(404, "Not Found", None),
+    };
+    answer(StatusCode::OK, json!({"ok": true, "result": result}))
+}
+
+/// `getUpdates`: confirms what is below `offset`, answers the rest, or holds up to `timeout`.
+async fn get_updates(shared: &Shared, body: &Value) -> Response {
+    let offset = body.get("offset").and_then(Value::as_i64).unwrap_or(0);
+    let timeout = body.get("timeout").and_then(Value::as_u64).unwrap_or(0);
+    let limit = body.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
+    shared.lock().calls.push(TelegramCall {
+        method: "getUpdates".into(),
+        body: body.clone(),
+    });
+    shared.bump();
+    let mut changed = shared.changed.subscribe();
+    let mut shutdown = shared.shutdown.clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    loop {
+        let ready: Vec<Value> = {
+            let mut state = shared.lock();
+            while state
+                .updates
+                .front()
+                .is_some_and(|u| u["update_id"].as_i64().unwrap_or(0) < offset)
+            {
+                state.updates.pop_front();
+            }
+            state.updates.iter().take(limit).cloned().collect()
+        };
+        if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
+            return answer(StatusCode::OK, json!({"ok": true, "result": ready}));
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.wait_for(|s| *s) => {
+                return answer(StatusCode::OK, json!({"ok": true, "result": []}));
+            }
+        }
+    }
+}

@@ -8,5 +8,6 @@ mod mcp;
 mod process;
 mod spawn;
 mod spawn_durability;
+mod telegram;
 mod warnings;
 mod web;

@@ -1,0 +1,117 @@
+//! The Telegram channel through the gateway binary, against the test kit's fake Bot API: a
+//! private message is answered within seconds, and a `kill -9` between receiving a message and
+//! replying to it ends in exactly one reply, with no update run twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_testkit::FakeTelegram;
+
+use super::process::GatewayProcess;
+
+const TOKEN: &str = "123456:cli-test-token";
+/// How long a reply may take before the test fails (a bound, not a timing).
+const BOUND: Duration = Duration::from_secs(60);
+
+fn write_config(home: &Path, fake: &FakeTelegram) {
+    let config = format!(
+        r#"{{ channels: {{ telegram: {{ enabled: true, botToken: "{TOKEN}", apiBase: "{}",
+                                     dmPolicy: "open", pollTimeoutSeconds: 1 }} }} }}"#,
+        fake.api_base()
+    );
+    std::fs::write(home.join("config.json5"), config).unwrap();
+}
+
+async fn replies(fake: &FakeTelegram, n: usize) -> Vec<Value> {
+    tokio::time::timeout(BOUND, fake.wait_sent(n))
+        .await
+        .expect("the bot replied")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_message_gets_its_reply_from_the_gateway() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), &fake);
+    let gateway = GatewayProcess::start(home.path());
+    fake.private_message(42, "alice", "@reply pong-7");
+    let sent = replies(&fake, 1).await;
+    assert_eq!(sent[0]["chat_id"], json!(42));
+    assert!(
+        sent[0]["text"].as_str().unwrap().contains("pong-7"),
+        "{sent:?}"
+    );
+    gateway.stop();
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_run() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), &fake);
+    let gateway = GatewayProcess::start(home.path());
+    // The first message holds the session; the second is received and queued behind it.
+    fake.private_message(42, "alice", "@delay 60000\n@reply too slow");
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|calls| calls.iter().any(|c| c.method == "sendChatAction")),
+    )
+    .await
+    .expect("the first run started");
+    let second = fake.private_message(42, "alice", "@reply exactly-once");
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|calls| {
+            calls
+                .iter()
+                .any(|c| c.method == "getUpdates" && c.body["offset"].as_i64() > Some(second))
+        }),
+    )
+    .await
+    .expect("the second update was committed and confirmed");
+    gateway.kill_9();
+    let polls_before = fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "getUpdates")
+        .count();
+
+    let gateway = GatewayProcess::start(home.path());
+    let sent = replies(&fake, 1).await;
+    let texts: Vec<&str> = sent.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        texts,
+        ["exactly-once"],
+        "the queued run resumed and replied once"
+    );
+    // After the restart the poller asked from past the second update: it is never read again.
+    let after: Vec<i64> = fake.calls()[..]
+        .iter()
+        .filter(|c| c.method == "getUpdates")
+        .skip(polls_before)
+        .map(|c| c.body["offset"].as_i64().unwrap())
+        .collect();
+    assert!(after.iter().all(|o| *o > second), "{after:?}");
+    let history = super::process::run(
+        home.path(),
+        &gateway.url,
+        &[
+            "call",
+            "chat.history",
+            "--params",
+            r#"{"sessionKey": "main"}"#,
+        ],
+    );
+    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let asked = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
+        .count();
+    assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+    fake.stop().await;
+}

@@ -69,6 +69,7 @@ impl Inbound {
                 key,
                 route,
                 setting: format!("channels.webhook.accounts.{account_id}.owners"),
+                idempotency_key: None,
             };
             return self.send_command(chat, owner, command).await;
         }
@@ -151,11 +152,13 @@ impl Inbound {
 }
 
 /// The chat a command came from.
-struct Chat {
-    key: SessionKey,
-    route: DeliveryContext,
+pub(super) struct Chat {
+    pub key: SessionKey,
+    pub route: DeliveryContext,
     /// The setting that names the chat's owners.
-    setting: String,
+    pub setting: String,
+    /// The same key twice answers once (a channel's message id).
+    pub idempotency_key: Option<String>,
 }
 
 impl Inbound {
@@ -163,7 +166,7 @@ impl Inbound {
     /// (SPEC §8.2), anyone else's is refused; either way the answer goes back to the chat and no
     /// run starts. The confirmation is not the session's delivery, so its send policy (perhaps
     /// just set to deny) does not hold it back.
-    async fn send_command(
+    pub(super) async fn send_command(
         &self,
         chat: Chat,
         owner: bool,
@@ -185,7 +188,7 @@ impl Inbound {
                 run_id: None,
                 route: Some(chat.route),
                 text: reply.clone(),
-                idempotency_key: None,
+                idempotency_key: chat.idempotency_key,
             })
             .await?;
         Ok(InboundAccepted {

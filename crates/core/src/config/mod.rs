@@ -490,6 +490,9 @@ pub struct TelegramChannel {
     pub allow_from: Vec<String>,
     /// In groups, answer only messages that mention the bot (`@botname`) or reply to it.
     pub require_mention: bool,
+    /// User ids (`42`) or usernames (`@alice`) who own the bot's chats: they may use owner
+    /// commands such as `/send on|off|inherit`. Empty = nobody, through this channel.
+    pub owners: Vec<String>,
 }
 
 impl Default for TelegramChannel {
@@ -503,6 +506,7 @@ impl Default for TelegramChannel {
             dm_policy: TelegramDmPolicy::default(),
             allow_from: Vec::new(),
             require_mention: true,
+            owners: Vec::new(),
         }
     }
 }

@@ -272,3 +272,33 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_switch_the_send_policy_from_the_chat_and_others_are_told_no() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = config(&fake, TelegramDmPolicy::Open);
+    config.channels.telegram.owners = vec!["@Alice".into()];
+    let h = started(config).await;
+    fake.private_message(43, "mallory", "/send off");
+    let refused = sent(&fake, 1).await;
+    assert!(
+        text(&refused[0]).contains("channels.telegram.owners"),
+        "{refused:?}"
+    );
+    let bot = switchboard_testkit::telegram::BOT_USERNAME;
+    fake.group_message(-1003, "Ops", 42, "alice", &format!("/send@{bot} off"), None);
+    let answers = sent(&fake, 2).await;
+    assert_eq!(answers[1]["chat_id"], json!(-1003));
+    let group = h.key("agent:main:telegram:group:-1003");
+    let entry = h.engine.store().get(&group).await.unwrap().unwrap();
+    assert_eq!(entry.send_policy.as_deref(), Some("deny"));
+    // Neither command started a run.
+    assert!(
+        h.transcript("agent:main:telegram:group:-1003")
+            .await
+            .is_empty()
+    );
+    assert!(h.transcript("main").await.is_empty());
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -26,7 +26,7 @@ use tokio_util::task::TaskTracker;
 
 pub use api::{ApiError, Bot};
 
-use super::inbound::ChatTurn;
+use super::inbound::{Chat, ChatTurn};
 use super::{ChannelError, Inbound};
 use crate::config::Config;
 use crate::error::CoreResult;
@@ -208,6 +208,22 @@ impl Telegram {
                 return Ok(());
             }
         };
+        let (Some(message), idempotency) =
+            (&update.message, format!("telegram:{}", update.update_id))
+        else {
+            return Ok(());
+        };
+        let (from, text) = (
+            message.from.clone(),
+            message.text.clone().unwrap_or_default(),
+        );
+        let turn = match from.map(|from| route::command(channel, me, turn, &from, &text)) {
+            Some(route::Said::Command(command)) => {
+                return self.command(command, idempotency, cursor).await;
+            }
+            Some(route::Said::Message(turn)) => turn,
+            None => return Ok(()),
+        };
         let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
         let accepted = self
             .inbound
@@ -216,7 +232,7 @@ impl Telegram {
                 route: turn.route,
                 text: turn.text,
                 display_name: turn.title,
-                idempotency_key: Some(format!("telegram:{}", update.update_id)),
+                idempotency_key: Some(idempotency),
                 commit_with: vec![cursor.clone()],
             })
             .await?;
@@ -226,6 +242,26 @@ impl Telegram {
             return Ok(());
         }
         self.show_typing(typing, accepted.run_id);
+        Ok(())
+    }
+
+    /// An owner command: answered in the chat (through the outbox, once per update), no run.
+    async fn command(
+        &self,
+        command: route::Command,
+        idempotency: String,
+        cursor: WriteOp,
+    ) -> CoreResult<()> {
+        let chat = Chat {
+            key: command.chat.key,
+            route: command.chat.route,
+            setting: "channels.telegram.owners".into(),
+            idempotency_key: Some(idempotency),
+        };
+        self.inbound
+            .send_command(chat, command.owner, command.send)
+            .await?;
+        self.store.write_batch(vec![cursor]).await?;
         Ok(())
     }
 

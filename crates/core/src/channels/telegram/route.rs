@@ -23,6 +23,51 @@ pub(super) struct Turn {
     pub title: Option<String>,
 }
 
+/// An owner command from a chat the bot may talk in (`/send on|off|inherit`).
+pub(super) struct Command {
+    pub chat: Turn,
+    /// The sender is in `channels.telegram.owners`.
+    pub owner: bool,
+    /// The parsed `/send`: the policy, or what is accepted.
+    pub send: Result<Option<&'static str>, String>,
+}
+
+/// A message that starts a run, or an owner command.
+pub(super) enum Said {
+    Message(Turn),
+    Command(Command),
+}
+
+/// `/send …` (or `/send@thisbot …`, as Telegram writes commands in groups), if it is one.
+pub(super) fn command(
+    channel: &TelegramChannel,
+    me: &User,
+    turn: Turn,
+    from: &User,
+    text: &str,
+) -> Said {
+    let text = text.trim();
+    let own = me.username.as_deref().map(|name| format!("/send@{name}"));
+    let plain = match own.as_deref().and_then(|own| strip_ci(text, own)) {
+        Some(rest) => format!("/send{rest}"),
+        None => text.to_string(),
+    };
+    match crate::access::send_command(&plain) {
+        Some(send) => Said::Command(Command {
+            owner: is_listed(&channel.owners, from),
+            chat: turn,
+            send,
+        }),
+        None => Said::Message(turn),
+    }
+}
+
+fn strip_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
 /// What to do with a message: start a run, or nothing (and why, for the log).
 pub(super) fn decide(
     config: &Config,
@@ -65,7 +110,8 @@ pub(super) fn decide(
             }))
         }
         "group" | "supergroup" => {
-            if channel.require_mention && !addressed(me, message, text) {
+            let slash = text.trim_start().starts_with('/');
+            if channel.require_mention && !slash && !addressed(me, message, text) {
                 return Ok(Err("a group message that does not mention the bot"));
             }
             let mut key = keys::group_key(&agent_id, TELEGRAM, ChatType::Group, &chat_id, None);
@@ -96,15 +142,20 @@ fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
     match channel.dm_policy {
         TelegramDmPolicy::Open => true,
         TelegramDmPolicy::Disabled => false,
-        TelegramDmPolicy::Allowlist => channel.allow_from.iter().any(|allowed| {
-            let allowed = allowed.trim();
-            allowed == from.id.to_string()
-                || from
-                    .username
-                    .as_deref()
-                    .is_some_and(|u| allowed.trim_start_matches('@').eq_ignore_ascii_case(u))
-        }),
+        TelegramDmPolicy::Allowlist => is_listed(&channel.allow_from, from),
     }
+}
+
+/// The sender's id or username (with or without `@`, any case) is in `list`.
+fn is_listed(list: &[String], from: &User) -> bool {
+    list.iter().any(|listed| {
+        let listed = listed.trim();
+        listed == from.id.to_string()
+            || from
+                .username
+                .as_deref()
+                .is_some_and(|u| listed.trim_start_matches('@').eq_ignore_ascii_case(u))
+    })
 }
 
 /// The bot is mentioned (`@name`) or the message replies to one of its messages.

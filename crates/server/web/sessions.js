@@ -211,8 +211,14 @@ export class SessionList {
     if (DELIVERY_OPEN.has(d.status)) this.deliveries.set(d.id, d);
     else this.deliveries.delete(d.id);
     for (const key of [before?.sessionKey, d.sessionKey]) if (key) this.nodes.delete(key);
-    // A message delivered into a listed session (an announce, a reply) updated it.
+    // A message delivered into a listed session (an announce, a reply) updated it; a sub-agent's
+    // report also moved its child on (announced), which no session event says.
     if (d.status === 'delivered' && this.rows.has(d.to)) this.describeSoon(d.to);
+    if (d.kind === 'subagent-announce') {
+      for (const row of this.rows.values()) {
+        if (row.spawnedBy === d.to && row.subagent && row.subagent.state !== 'done') this.describeSoon(row.key);
+      }
+    }
     this.render();
   }
 

@@ -39,7 +39,12 @@ impl Outbox {
                 "send: to must name the chat or session to deliver to",
             ));
         }
-        if channel != channels::WEBHOOK {
+        if channel == channels::TELEGRAM && !self.config.channels.telegram.enabled {
+            return Err(CoreError::invalid(
+                "send: the telegram channel is off (set channels.telegram.enabled and botToken)",
+            ));
+        }
+        if channel == channels::WEBCHAT || channel == channels::INTERNAL {
             // webchat and internal deliver into a session: it must exist (checked now, not later).
             to = self.resolver.find(&to, None).await?.key.into_string();
         }

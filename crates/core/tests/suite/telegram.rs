@@ -302,3 +302,34 @@ async fn owners_switch_the_send_policy_from_the_chat_and_others_are_told_no() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_send_reaches_a_telegram_group_once() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let send = || switchboard_protocol::delivery::SendParams {
+        channel: "telegram".into(),
+        to: "-1001".into(),
+        account_id: None,
+        thread_id: Some("5".into()),
+        message: "from the operator".into(),
+        idempotency_key: "op-1".into(),
+    };
+    let first = h.engine.outbox().send(send()).await.unwrap();
+    let again = h.engine.outbox().send(send()).await.unwrap();
+    assert_eq!(first.id, again.id, "the same key is the same delivery");
+    let delivered = sent(&fake, 1).await;
+    assert_eq!(delivered[0]["chat_id"], json!(-1001));
+    assert_eq!(delivered[0]["message_thread_id"], json!(5));
+    assert_eq!(text(&delivered[0]), "from the operator");
+    // A later send is delivered after it, so the one above was not sent twice.
+    let mut later = send();
+    later.message = "second".into();
+    later.idempotency_key = "op-2".into();
+    h.engine.outbox().send(later).await.unwrap();
+    let all = sent(&fake, 2).await;
+    let texts: Vec<&str> = all.iter().map(text).collect();
+    assert_eq!(texts, ["from the operator", "second"]);
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -86,8 +86,7 @@ pub struct Engine {
 /// stops taking updates when intake stops.
 fn doors(
     config: &Arc<Config>,
-    store: &Arc<dyn Store>,
-    runtime: &Runtime,
+    (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox): (&Arc<Resolver>, &Arc<Outbox>),
     (tasks, intake): (&TaskTracker, &CancellationToken),
 ) -> CoreResult<(Arc<Inbound>, Arc<Telegram>)> {
@@ -102,7 +101,7 @@ fn doors(
     let telegram = Telegram::new(
         config.clone(),
         store.clone(),
-        inbound.clone(),
+        (inbound.clone(), sessions.clone()),
         runtime.clone(),
         http,
         (tasks.clone(), intake.clone()),
@@ -236,21 +235,21 @@ impl Engine {
             subagents: subagents.clone(),
         };
         install_tools(&runtime, session_tools, extra_tools);
+        let sessions = Arc::new(Sessions::new(
+            config.clone(),
+            store.clone(),
+            runtime.clone(),
+            resolver.clone(),
+            clock.clone(),
+        ));
         let (inbound, telegram) = doors(
             &config,
-            &store,
-            &runtime,
+            (&store, &runtime, &sessions),
             (&resolver, &outbox),
             (&tasks, &intake),
         )?;
         Ok(Self {
-            sessions: Arc::new(Sessions::new(
-                config.clone(),
-                store.clone(),
-                runtime.clone(),
-                resolver.clone(),
-                clock.clone(),
-            )),
+            sessions,
             telegram,
             inbound,
             cron: Cron::new(CronParts {

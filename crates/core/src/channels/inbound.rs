@@ -180,23 +180,31 @@ impl Inbound {
             (true, Err(usage)) => usage,
             (true, Ok(policy)) => self.resolver.set_send_override(&chat.key, policy).await?,
         };
+        let session_key = chat.key.display().to_string();
+        self.answer_command(chat, reply.clone()).await?;
+        Ok(InboundAccepted {
+            ok: true,
+            run_id: None,
+            session_key,
+            reply: Some(reply),
+        })
+    }
+
+    /// A command's answer, back to the chat it came from. It is not the session's delivery, so
+    /// the session's send policy does not hold it back.
+    pub(super) async fn answer_command(&self, chat: Chat, text: String) -> CoreResult<()> {
         self.outbox
             .deliver(Outbound {
                 kind: "command",
                 session_key: None,
-                source_key: Some(chat.key.clone()),
+                source_key: Some(chat.key),
                 run_id: None,
                 route: Some(chat.route),
-                text: reply.clone(),
+                text,
                 idempotency_key: chat.idempotency_key,
             })
             .await?;
-        Ok(InboundAccepted {
-            ok: true,
-            run_id: None,
-            session_key: chat.key.display().to_string(),
-            reply: Some(reply),
-        })
+        Ok(())
     }
 }
 

@@ -333,3 +333,41 @@ async fn an_operator_send_reaches_a_telegram_group_once() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_ask_for_status_and_a_new_session_and_other_bots_commands_are_not_ours() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = config(&fake, TelegramDmPolicy::Open);
+    config.channels.telegram.owners = vec!["42".into()];
+    let h = started(config).await;
+    fake.private_message(42, "alice", "@reply hello");
+    sent(&fake, 1).await;
+    let before = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    fake.private_message(42, "alice", "/status");
+    let status = sent(&fake, 2).await;
+    assert!(
+        text(&status[1])
+            .starts_with("agent:main:main · model builtin/scripted · send policy inherit"),
+        "{status:?}"
+    );
+    fake.private_message(43, "mallory", "/new");
+    let refused = sent(&fake, 3).await;
+    assert!(text(&refused[2]).contains("Only an owner"), "{refused:?}");
+    fake.group_message(-1004, "Other", 42, "alice", "/new@some_other_bot", None);
+    fake.private_message(42, "alice", "/new");
+    let fresh = sent(&fake, 4).await;
+    assert!(
+        text(&fresh[3]).starts_with("New session: agent:main:main"),
+        "{fresh:?}"
+    );
+    let after = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    assert_ne!(
+        after.session_id, before.session_id,
+        "/new reset the session"
+    );
+    // The other bot's command reached nobody: no session for that group.
+    let other = h.key("agent:main:telegram:group:-1004");
+    assert!(h.engine.store().get(&other).await.unwrap().is_none());
+    fake.stop().await;
+    h.engine.close().await;
+}

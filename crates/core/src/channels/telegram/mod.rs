@@ -29,9 +29,12 @@ pub use api::{ApiError, Bot};
 use super::inbound::{Chat, ChatTurn};
 use super::{ChannelError, Inbound};
 use crate::config::Config;
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::runtime::Runtime;
+use crate::sessions::Sessions;
 use crate::store::{DeliveryRecord, Store, WriteOp};
+use switchboard_protocol::overview::SessionsDescribeParams;
+use switchboard_protocol::sessions::SessionKeyParams;
 
 /// The channel's state for `health`: polling, or failed and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +61,7 @@ pub struct Telegram {
     config: Arc<Config>,
     store: Arc<dyn Store>,
     inbound: Arc<Inbound>,
+    sessions: Arc<Sessions>,
     runtime: Runtime,
     bot: Option<Bot>,
     status: Mutex<Status>,
@@ -76,7 +80,7 @@ impl Telegram {
     pub fn new(
         config: Arc<Config>,
         store: Arc<dyn Store>,
-        inbound: Arc<Inbound>,
+        (inbound, sessions): (Arc<Inbound>, Arc<Sessions>),
         runtime: Runtime,
         http: reqwest::Client,
         (tasks, stop): (TaskTracker, CancellationToken),
@@ -90,6 +94,7 @@ impl Telegram {
             config,
             store,
             inbound,
+            sessions,
             runtime,
             bot,
             status: Mutex::new(Status::Off),
@@ -258,11 +263,60 @@ impl Telegram {
             setting: "channels.telegram.owners".into(),
             idempotency_key: Some(idempotency),
         };
-        self.inbound
-            .send_command(chat, command.owner, command.send)
-            .await?;
+        match command.order {
+            route::Order::Send(send) => {
+                self.inbound.send_command(chat, command.owner, send).await?;
+            }
+            _ if !command.owner => {
+                let text = "Only an owner of this chat can use /status and /new \
+                            (channels.telegram.owners lists them).";
+                self.inbound.answer_command(chat, text.into()).await?;
+            }
+            route::Order::Status => {
+                let text = self.status_of(&chat.key).await?;
+                self.inbound.answer_command(chat, text).await?;
+            }
+            route::Order::New => {
+                let key = SessionKeyParams {
+                    key: chat.key.as_str().to_string(),
+                };
+                let text = match self.sessions.reset(key).await {
+                    Ok(reset) => format!(
+                        "New session: {} (sessionId {}).",
+                        reset.key, reset.session_id
+                    ),
+                    Err(CoreError::NotFound(_)) => {
+                        "Nothing to reset: this chat has no session yet.".into()
+                    }
+                    Err(e) => return Err(e),
+                };
+                self.inbound.answer_command(chat, text).await?;
+            }
+        }
         self.store.write_batch(vec![cursor]).await?;
         Ok(())
+    }
+
+    /// `/status`: the chat's session as one line.
+    async fn status_of(&self, key: &crate::keys::SessionKey) -> CoreResult<String> {
+        let params = SessionsDescribeParams {
+            key: key.as_str().to_string(),
+            agent_id: None,
+        };
+        let Some(row) = self.sessions.describe(params).await?.session else {
+            return Ok(format!(
+                "{}: no session yet; write to start one.",
+                key.display()
+            ));
+        };
+        let policy = row.send_policy.as_deref().unwrap_or("inherit");
+        let tokens = row.total_tokens.unwrap_or(0);
+        Ok(format!(
+            "{} · model {} · send policy {policy} · {} · {tokens} tokens so far",
+            row.key,
+            row.model.as_deref().unwrap_or("?"),
+            row.run_state.as_deref().unwrap_or("idle"),
+        ))
     }
 
     /// "typing…" in the chat until the run ends (bounded by the gateway's stop).

@@ -23,13 +23,43 @@ pub(super) struct Turn {
     pub title: Option<String>,
 }
 
-/// An owner command from a chat the bot may talk in (`/send on|off|inherit`).
+/// An owner command the bot understands.
+pub(super) enum Order {
+    /// `/send on|off|inherit`: the policy, or what is accepted.
+    Send(Result<Option<&'static str>, String>),
+    /// `/status`: the chat's session, its model, policy and size.
+    Status,
+    /// `/new`: a fresh transcript for the chat's session (`sessions.reset`).
+    New,
+}
+
+impl Order {
+    /// `/send …`, `/status` or `/new`, also as Telegram writes them in groups (`/new@thisbot`);
+    /// `None` for anything else (another bot's command included).
+    pub(super) fn parse(text: &str, me: &User) -> Option<Self> {
+        let text = text.trim();
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let word = word.to_lowercase();
+        let word = match (word.split_once('@'), me.username.as_deref()) {
+            (Some((command, bot)), Some(name)) if bot.eq_ignore_ascii_case(name) => command,
+            (Some(_), _) => return None,
+            (None, _) => word.as_str(),
+        };
+        match word {
+            "/send" => crate::access::send_command(&format!("/send {rest}")).map(Self::Send),
+            "/status" => Some(Self::Status),
+            "/new" => Some(Self::New),
+            _ => None,
+        }
+    }
+}
+
+/// An owner command from a chat the bot may talk in.
 pub(super) struct Command {
     pub chat: Turn,
     /// The sender is in `channels.telegram.owners`.
     pub owner: bool,
-    /// The parsed `/send`: the policy, or what is accepted.
-    pub send: Result<Option<&'static str>, String>,
+    pub order: Order,
 }
 
 /// A message that starts a run, or an owner command.
@@ -38,7 +68,7 @@ pub(super) enum Said {
     Command(Command),
 }
 
-/// `/send …` (or `/send@thisbot …`, as Telegram writes commands in groups), if it is one.
+/// Tells an owner command from a message for the agent.
 pub(super) fn command(
     channel: &TelegramChannel,
     me: &User,
@@ -46,26 +76,14 @@ pub(super) fn command(
     from: &User,
     text: &str,
 ) -> Said {
-    let text = text.trim();
-    let own = me.username.as_deref().map(|name| format!("/send@{name}"));
-    let plain = match own.as_deref().and_then(|own| strip_ci(text, own)) {
-        Some(rest) => format!("/send{rest}"),
-        None => text.to_string(),
-    };
-    match crate::access::send_command(&plain) {
-        Some(send) => Said::Command(Command {
+    match Order::parse(text, me) {
+        Some(order) => Said::Command(Command {
             owner: is_listed(&channel.owners, from),
             chat: turn,
-            send,
+            order,
         }),
         None => Said::Message(turn),
     }
-}
-
-fn strip_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
 }
 
 /// What to do with a message: start a run, or nothing (and why, for the log).
@@ -110,8 +128,8 @@ pub(super) fn decide(
             }))
         }
         "group" | "supergroup" => {
-            let slash = text.trim_start().starts_with('/');
-            if channel.require_mention && !slash && !addressed(me, message, text) {
+            let ours = Order::parse(text, me).is_some();
+            if channel.require_mention && !ours && !addressed(me, message, text) {
                 return Ok(Err("a group message that does not mention the bot"));
             }
             let mut key = keys::group_key(&agent_id, TELEGRAM, ChatType::Group, &chat_id, None);

@@ -132,6 +132,19 @@ string_enum! {
 }
 
 string_enum! {
+    /// `channels.telegram.groupPolicy`: which groups the bot answers in.
+    pub enum TelegramGroupPolicy {
+        /// Only the groups listed in `groups` (`"*"` lists every group).
+        Allowlist = "allowlist",
+        /// Every group the bot is in.
+        Open = "open",
+        /// None: group messages are ignored.
+        Disabled = "disabled",
+    }
+    default = Allowlist;
+}
+
+string_enum! {
     /// `session.sendPolicy.rules[].match.chatType`.
     pub enum ChatType {
         /// A direct chat.

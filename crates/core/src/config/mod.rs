@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use choices::{
     AuthMode, ChatType, DmScope, ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy,
+    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy,
 };
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
@@ -493,6 +493,21 @@ pub struct TelegramChannel {
     /// User ids (`42`) or usernames (`@alice`) who own the bot's chats: they may use owner
     /// commands such as `/send on|off|inherit`. Empty = nobody, through this channel.
     pub owners: Vec<String>,
+    /// Which groups the bot answers in.
+    pub group_policy: TelegramGroupPolicy,
+    /// Groups by chat id (`"-1001234"`), or `"*"` for every group: listed groups pass
+    /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
+    pub groups: BTreeMap<String, TelegramGroup>,
+    /// In groups, only these senders (ids or usernames) may talk to the bot; empty = anyone.
+    pub group_allow_from: Vec<String>,
+}
+
+/// `channels.telegram.groups.<chatId>`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TelegramGroup {
+    /// Overrides `channels.telegram.requireMention` in this group.
+    pub require_mention: Option<bool>,
 }
 
 impl Default for TelegramChannel {
@@ -507,6 +522,9 @@ impl Default for TelegramChannel {
             allow_from: Vec::new(),
             require_mention: true,
             owners: Vec::new(),
+            group_policy: TelegramGroupPolicy::default(),
+            groups: BTreeMap::new(),
+            group_allow_from: Vec::new(),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
     ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, ToolPolicy,
+    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -108,6 +108,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "session.agentToAgent.maxHops" => integer(&MAX_HOPS),
         "channels.telegram.pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
         "channels.telegram.dmPolicy" => one_of(TelegramDmPolicy::NAMES),
+        "channels.telegram.groupPolicy" => one_of(TelegramGroupPolicy::NAMES),
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),

@@ -6,7 +6,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channels::telegram::Status;
-use switchboard_core::config::{Config, TelegramDmPolicy};
+use switchboard_core::config::{Config, TelegramDmPolicy, TelegramGroup, TelegramGroupPolicy};
 use switchboard_testkit::{FakeFailure, FakeTelegram};
 
 use super::support::{GUARD, TestEngine};
@@ -21,6 +21,8 @@ fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
     telegram.api_base = fake.api_base();
     telegram.dm_policy = policy;
     telegram.poll_timeout_seconds = 1;
+    // Every group passes groupPolicy "allowlist" (the policy test lists its own).
+    telegram.groups.insert("*".into(), TelegramGroup::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -368,6 +370,64 @@ async fn owners_ask_for_status_and_a_new_session_and_other_bots_commands_are_not
     // The other bot's command reached nobody: no session for that group.
     let other = h.key("agent:main:telegram:group:-1004");
     assert!(h.engine.store().get(&other).await.unwrap().is_none());
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_listed_groups_and_allowed_senders_reach_the_agent() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let telegram = &mut config.channels.telegram;
+    telegram.groups.clear();
+    let quiet = TelegramGroup {
+        require_mention: Some(false),
+    };
+    telegram.groups.insert("-1005".into(), quiet);
+    telegram.group_allow_from = vec!["@alice".into(), "44".into()];
+    let h = started(config).await;
+    let bot = switchboard_testkit::telegram::BOT_USERNAME;
+    // Not listed: ignored even with a mention.
+    fake.group_message(
+        -1006,
+        "Elsewhere",
+        42,
+        "alice",
+        &format!("hey @{bot}\n@reply nope"),
+        None,
+    );
+    // Listed, but the sender is not in groupAllowFrom.
+    fake.group_message(-1005, "Team", 43, "carol", "@reply not-carol", None);
+    // Listed with requireMention off, an allowed sender: no mention needed.
+    fake.group_message(-1005, "Team", 44, "dave", "@reply team-ok", None);
+    let replies = sent(&fake, 1).await;
+    assert_eq!(text(&replies[0]), "team-ok");
+    let asked = h.transcript("agent:main:telegram:group:-1005").await;
+    let users: Vec<&Value> = asked.iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "only dave's message ran: {users:?}");
+    let elsewhere = h.key("agent:main:telegram:group:-1006");
+    assert!(h.engine.store().get(&elsewhere).await.unwrap().is_none());
+    fake.stop().await;
+    h.engine.close().await;
+
+    // groupPolicy "disabled": no group reaches the agent, listed or not.
+    let fake = FakeTelegram::start(TOKEN).await;
+    let mut config = super::telegram::config(&fake, TelegramDmPolicy::Open);
+    config.channels.telegram.group_policy = TelegramGroupPolicy::Disabled;
+    let h = started(config).await;
+    fake.group_message(
+        -1007,
+        "Off",
+        42,
+        "alice",
+        &format!("hey @{bot}\n@reply no-groups"),
+        None,
+    );
+    fake.private_message(42, "alice", "@reply dm-ok");
+    let replies = sent(&fake, 1).await;
+    assert_eq!(text(&replies[0]), "dm-ok");
+    let off = h.key("agent:main:telegram:group:-1007");
+    assert!(h.engine.store().get(&off).await.unwrap().is_none());
     fake.stop().await;
     h.engine.close().await;
 }

@@ -7,7 +7,7 @@
 use switchboard_protocol::sessions::DeliveryContext;
 
 use super::api::{Message, User};
-use crate::config::{Config, TelegramChannel, TelegramDmPolicy};
+use crate::config::{Config, TelegramChannel, TelegramDmPolicy, TelegramGroupPolicy};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 
@@ -128,8 +128,11 @@ pub(super) fn decide(
             }))
         }
         "group" | "supergroup" => {
+            if let Err(why) = group_allows(channel, &chat_id, from) {
+                return Ok(Err(why));
+            }
             let ours = Order::parse(text, me).is_some();
-            if channel.require_mention && !ours && !addressed(me, message, text) {
+            if require_mention(channel, &chat_id) && !ours && !addressed(me, message, text) {
                 return Ok(Err("a group message that does not mention the bot"));
             }
             let mut key = keys::group_key(&agent_id, TELEGRAM, ChatType::Group, &chat_id, None);
@@ -162,6 +165,32 @@ fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
         TelegramDmPolicy::Disabled => false,
         TelegramDmPolicy::Allowlist => is_listed(&channel.allow_from, from),
     }
+}
+
+/// `groupPolicy`, `groups` and `groupAllowFrom`: may this sender talk to the bot in this group?
+fn group_allows(channel: &TelegramChannel, chat_id: &str, from: &User) -> Result<(), &'static str> {
+    let listed = channel.groups.contains_key(chat_id) || channel.groups.contains_key("*");
+    match channel.group_policy {
+        TelegramGroupPolicy::Disabled => {
+            return Err("groups are off (channels.telegram.groupPolicy)");
+        }
+        TelegramGroupPolicy::Allowlist if !listed => {
+            return Err("a group not listed in channels.telegram.groups");
+        }
+        _ => {}
+    }
+    if !channel.group_allow_from.is_empty() && !is_listed(&channel.group_allow_from, from) {
+        return Err("a sender not in channels.telegram.groupAllowFrom");
+    }
+    Ok(())
+}
+
+/// The group's own `requireMention`, else `"*"`'s, else the channel's.
+fn require_mention(channel: &TelegramChannel, chat_id: &str) -> bool {
+    [chat_id, "*"]
+        .iter()
+        .find_map(|id| channel.groups.get(*id).and_then(|g| g.require_mention))
+        .unwrap_or(channel.require_mention)
 }
 
 /// The sender's id or username (with or without `@`, any case) is in `list`.

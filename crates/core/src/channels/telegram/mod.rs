@@ -150,15 +150,17 @@ impl Telegram {
             "telegram: polling"
         );
         let timeout = self.config.channels.telegram.poll_timeout_seconds;
-        loop {
-            let offset = match self.store.cursor(CURSOR).await {
-                Ok(offset) => offset.unwrap_or(0),
+        // Read once; from then on it moves with each update handled (and committed).
+        let mut offset = loop {
+            match self.store.cursor(CURSOR).await {
+                Ok(offset) => break offset.unwrap_or(0),
                 Err(e) => {
                     tracing::warn!(error = %e, "telegram: cannot read the update offset");
                     tokio::time::sleep(backoff).await;
-                    continue;
                 }
-            };
+            }
+        };
+        loop {
             let updates = match bot.get_updates(offset, timeout).await {
                 Ok(updates) => updates,
                 Err(e) if self.refused(&e) => return,
@@ -171,12 +173,14 @@ impl Telegram {
             };
             backoff = Duration::from_millis(500);
             for update in updates {
+                let next = update.update_id + 1;
                 if let Err(e) = self.handle(&me, update).await {
                     // Not committed: the same update comes again with the next poll.
                     tracing::warn!(error = %e, "telegram: an update could not be handled; retrying");
                     tokio::time::sleep(backoff).await;
                     break;
                 }
+                offset = offset.max(next);
             }
         }
     }
@@ -200,34 +204,22 @@ impl Telegram {
             name: CURSOR.into(),
             position: update.update_id + 1,
         };
+        let idempotency = format!("telegram:{}", update.update_id);
         let channel = &self.config.channels.telegram;
-        let decided = match &update.message {
+        let decision = match &update.message {
             Some(message) => route::decide(&self.config, channel, me, message)?,
-            None => Err("not a message"),
+            None => route::Decision::Ignore("not a message"),
         };
-        let turn = match decided {
-            Ok(turn) => turn,
-            Err(why) => {
+        let turn = match decision {
+            route::Decision::Run(turn) => turn,
+            route::Decision::Command(command) => {
+                return self.command(command, idempotency, cursor).await;
+            }
+            route::Decision::Ignore(why) => {
                 tracing::debug!(update = update.update_id, why, "telegram: update ignored");
                 self.store.write_batch(vec![cursor]).await?;
                 return Ok(());
             }
-        };
-        let (Some(message), idempotency) =
-            (&update.message, format!("telegram:{}", update.update_id))
-        else {
-            return Ok(());
-        };
-        let (from, text) = (
-            message.from.clone(),
-            message.text.clone().unwrap_or_default(),
-        );
-        let turn = match from.map(|from| route::command(channel, me, turn, &from, &text)) {
-            Some(route::Said::Command(command)) => {
-                return self.command(command, idempotency, cursor).await;
-            }
-            Some(route::Said::Message(turn)) => turn,
-            None => return Ok(()),
         };
         let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
         let accepted = self

@@ -62,43 +62,30 @@ pub(super) struct Command {
     pub order: Order,
 }
 
-/// A message that starts a run, or an owner command.
-pub(super) enum Said {
-    Message(Turn),
+/// What a message asks for.
+pub(super) enum Decision {
+    /// A run in the chat's session.
+    Run(Turn),
+    /// An owner command (it needs no mention in a group).
     Command(Command),
+    /// Nothing, and why (for the log).
+    Ignore(&'static str),
 }
 
-/// Tells an owner command from a message for the agent.
-pub(super) fn command(
-    channel: &TelegramChannel,
-    me: &User,
-    turn: Turn,
-    from: &User,
-    text: &str,
-) -> Said {
-    match Order::parse(text, me) {
-        Some(order) => Said::Command(Command {
-            owner: is_listed(&channel.owners, from),
-            chat: turn,
-            order,
-        }),
-        None => Said::Message(turn),
-    }
-}
-
-/// What to do with a message: start a run, or nothing (and why, for the log).
+/// What to do with a message: a run, an owner command, or nothing.
 pub(super) fn decide(
     config: &Config,
     channel: &TelegramChannel,
     me: &User,
     message: &Message,
-) -> Result<Result<Turn, &'static str>, CoreError> {
+) -> Result<Decision, CoreError> {
     let Some(text) = message.text.as_ref().or(message.caption.as_ref()) else {
-        return Ok(Err("no text"));
+        return Ok(Decision::Ignore("no text"));
     };
     let Some(from) = message.from.as_ref().filter(|f| !f.is_bot) else {
-        return Ok(Err("not from a person"));
+        return Ok(Decision::Ignore("not from a person"));
     };
+    let order = Order::parse(text, me);
     let agent_id = channel
         .agent_id
         .clone()
@@ -110,30 +97,32 @@ pub(super) fn decide(
         account_id: Some(ACCOUNT.into()),
         thread_id: None,
     };
-    match message.chat.kind.as_str() {
+    let turn = match message.chat.kind.as_str() {
         "private" => {
             if !may_dm(channel, from) {
-                return Ok(Err(
+                return Ok(Decision::Ignore(
                     "the sender may not talk to the bot (channels.telegram.dmPolicy)",
                 ));
             }
             let peer = from.id.to_string();
             let key =
                 crate::channels::direct_key(config, &agent_id, TELEGRAM, ACCOUNT, &peer, None)?;
-            Ok(Ok(Turn {
+            Turn {
                 key,
                 route,
                 text: text.clone(),
                 title: None,
-            }))
+            }
         }
         "group" | "supergroup" => {
             if let Err(why) = group_allows(channel, &chat_id, from) {
-                return Ok(Err(why));
+                return Ok(Decision::Ignore(why));
             }
-            let ours = Order::parse(text, me).is_some();
-            if require_mention(channel, &chat_id) && !ours && !addressed(me, message, text) {
-                return Ok(Err("a group message that does not mention the bot"));
+            let command = order.is_some();
+            if require_mention(channel, &chat_id) && !command && !addressed(me, message, text) {
+                return Ok(Decision::Ignore(
+                    "a group message that does not mention the bot",
+                ));
             }
             let mut key = keys::group_key(&agent_id, TELEGRAM, ChatType::Group, &chat_id, None);
             if let Some(thread) = message
@@ -147,15 +136,23 @@ pub(super) fn decide(
                 .username
                 .as_deref()
                 .map_or_else(|| from.id.to_string(), |u| format!("@{u}"));
-            Ok(Ok(Turn {
+            Turn {
                 key,
                 route,
                 text: format!("[from {who}]\n{text}"),
                 title: message.chat.title.clone(),
-            }))
+            }
         }
-        _ => Ok(Err("a channel post")),
-    }
+        _ => return Ok(Decision::Ignore("a channel post")),
+    };
+    Ok(match order {
+        Some(order) => Decision::Command(Command {
+            owner: is_listed(&channel.owners, from),
+            chat: turn,
+            order,
+        }),
+        None => Decision::Run(turn),
+    })
 }
 
 /// `dmPolicy`: open, disabled, or the sender's id or username in `allowFrom`.

@@ -141,7 +141,7 @@ pub enum AgentsCommand {
     List,
 }
 
-async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {
+pub(crate) async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {
     let mut client = crate::settings::connect(global).await?;
     let result = client.request(method, params).await;
     client.close().await;
@@ -177,7 +177,7 @@ fn tool_answer(global: &GlobalArgs, result: &Value) -> Result<ExitCode> {
     }
 }
 
-fn print_json(value: &Value) -> Result<ExitCode> {
+pub(crate) fn print_json(value: &Value) -> Result<ExitCode> {
     outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,7 @@ mod demo;
 mod dev;
 mod gateway;
 mod mcp;
+mod pairing;
 mod settings;
 mod table;
 
@@ -49,6 +50,9 @@ enum Command {
     /// Configured agents.
     #[command(subcommand)]
     Agents(client_cmds::AgentsCommand),
+    /// Who may talk to a bot: pending DM pairing requests, and approving one by its code.
+    #[command(subcommand)]
+    Pairing(pairing::PairingCommand),
     /// Check or show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -132,6 +136,7 @@ fn main() -> std::process::ExitCode {
             Command::Call(args) => client_cmds::call(&cli.global, &args.method, &args.params).await,
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
+            Command::Pairing(cmd) => pairing::run(&cli.global, cmd).await,
             Command::Chat(args) => chat::run(&cli.global, args).await,
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),

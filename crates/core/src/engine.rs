@@ -29,6 +29,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::channels::pairing::Pairing;
 use crate::channels::telegram::Telegram;
 use crate::channels::{Channels, Inbound};
 use crate::clock::{Clock, SystemClock};
@@ -87,7 +88,7 @@ pub struct Engine {
 fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
-    (resolver, outbox): (&Arc<Resolver>, &Arc<Outbox>),
+    (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
     (tasks, intake): (&TaskTracker, &CancellationToken),
 ) -> CoreResult<(Arc<Inbound>, Arc<Telegram>)> {
     let inbound = Arc::new(Inbound::new(
@@ -98,10 +99,11 @@ fn doors(
     ));
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
+    let pairing = Arc::new(Pairing::new(store.clone(), outbox.clone(), clock.clone()));
     let telegram = Telegram::new(
         config.clone(),
         store.clone(),
-        (inbound.clone(), sessions.clone()),
+        (inbound.clone(), sessions.clone(), pairing),
         runtime.clone(),
         http,
         (tasks.clone(), intake.clone()),
@@ -245,7 +247,7 @@ impl Engine {
         let (inbound, telegram) = doors(
             &config,
             (&store, &runtime, &sessions),
-            (&resolver, &outbox),
+            (&resolver, &outbox, &clock),
             (&tasks, &intake),
         )?;
         Ok(Self {
@@ -364,6 +366,11 @@ impl Engine {
     /// `tools.invoke`, `tools.list`, MCP.
     pub fn tools(&self) -> &Arc<ToolInvoker> {
         &self.tools
+    }
+
+    /// DM pairing (`pairing.list`, `pairing.approve`).
+    pub fn pairing(&self) -> &Arc<Pairing> {
+        self.telegram.pairing()
     }
 
     /// The Telegram channel: [`Telegram::start`] starts polling when it is enabled.

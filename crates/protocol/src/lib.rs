@@ -16,6 +16,7 @@ pub mod inbound;
 pub mod lenient;
 pub mod message;
 pub mod overview;
+pub mod pairing;
 pub mod runs;
 pub mod session_tools;
 pub mod sessions;

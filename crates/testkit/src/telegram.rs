@@ -57,7 +57,8 @@ struct FakeState {
     next_update_id: i64,
     next_message_id: i64,
     calls: Vec<TelegramCall>,
-    failures: VecDeque<(String, FakeFailure)>,
+    /// A method, how many of its calls still succeed first, and the failure.
+    failures: VecDeque<(String, usize, FakeFailure)>,
 }
 
 struct Shared {
@@ -214,10 +215,15 @@ impl FakeTelegram {
 
     /// The next call of `method` fails as `failure` (queued in order).
     pub fn fail_next(&self, method: &str, failure: FakeFailure) {
+        self.fail_after(method, 0, failure);
+    }
+
+    /// After `successes` more successful calls of `method`, the next one fails as `failure`.
+    pub fn fail_after(&self, method: &str, successes: usize, failure: FakeFailure) {
         self.shared
             .lock()
             .failures
-            .push_back((method.to_string(), failure));
+            .push_back((method.to_string(), successes, failure));
     }
 
     /// Every call received, in order.
@@ -233,6 +239,17 @@ impl FakeTelegram {
             .iter()
             .filter(|c| c.method == "sendMessage" && c.body.get("__failed").is_none())
             .map(|c| c.body.clone())
+            .collect()
+    }
+
+    /// For each call of `method`, in order: whether the fake refused it (a queued failure).
+    pub fn refusals(&self, method: &str) -> Vec<bool> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .map(|c| c.body.get("__failed").is_some())
             .collect()
     }
 
@@ -315,8 +332,15 @@ async fn route(
     }
     let failure = {
         let mut state = shared.lock();
-        let at = state.failures.iter().position(|(m, _)| *m == method);
-        let failure = at.and_then(|i| state.failures.remove(i)).map(|(_, f)| f);
+        let at = state.failures.iter().position(|(m, _, _)| *m == method);
+        let failure = match at {
+            Some(i) if state.failures[i].1 > 0 => {
+                state.failures[i].1 -= 1;
+                None
+            }
+            Some(i) => state.failures.remove(i).map(|(_, _, f)| f),
+            None => None,
+        };
         let mut recorded = body.clone();
         if failure.is_some() {
             recorded["__failed"] = json!(true);

@@ -15,9 +15,14 @@ const TOKEN: &str = "123456:cli-test-token";
 const BOUND: Duration = Duration::from_secs(60);
 
 fn write_config(home: &Path, fake: &FakeTelegram) {
+    write_config_with(home, fake, r#"dmPolicy: "open","#);
+}
+
+/// `extra`: more `channels.telegram` settings, each with its trailing comma.
+fn write_config_with(home: &Path, fake: &FakeTelegram, extra: &str) {
     let config = format!(
         r#"{{ channels: {{ telegram: {{ enabled: true, botToken: "{TOKEN}", apiBase: "{}",
-                                     dmPolicy: "open", pollTimeoutSeconds: 1 }} }} }}"#,
+                                     {extra} pollTimeoutSeconds: 1 }} }} }}"#,
         fake.api_base()
     );
     std::fs::write(home.join("config.json5"), config).unwrap();
@@ -112,6 +117,58 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
         .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
         .count();
     assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_is_let_in_with_switchboard_pairing_approve() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let home = tempfile::tempdir().unwrap();
+    // No dmPolicy: pairing is the default.
+    write_config_with(home.path(), &fake, "");
+    let gateway = GatewayProcess::start(home.path());
+    fake.private_message(42, "alice", "@reply not yet");
+    let answer = replies(&fake, 1).await.remove(0);
+    let text = answer["text"].as_str().unwrap().to_string();
+    let code = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Pairing code: "))
+        .unwrap_or_else(|| panic!("a code in {text:?}"))
+        .to_string();
+    let run = |args: &[&str]| {
+        let out = super::process::run(home.path(), &gateway.url, args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        (out.status.success(), stdout, stderr)
+    };
+    let (ok, listed, err) = run(&["pairing", "list", "telegram"]);
+    assert!(ok, "{err}");
+    assert!(
+        listed.contains(&code) && listed.contains("@alice"),
+        "{listed}"
+    );
+    let (ok, _, err) = run(&["pairing", "approve", "telegram", "WRONG234"]);
+    assert!(!ok);
+    assert!(
+        err.contains("no pending telegram pairing request has code WRONG234"),
+        "{err}"
+    );
+    let (ok, approved, err) = run(&["pairing", "approve", "telegram", &code, "--notify"]);
+    assert!(ok, "{err}");
+    assert!(
+        approved.contains("Approved @alice (42) on telegram"),
+        "{approved}"
+    );
+    let (ok, json, err) = run(&["--json", "pairing", "list"]);
+    assert!(ok, "{err}");
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["requests"], json!([]));
+    fake.private_message(42, "alice", "@reply pong-9");
+    let sent = replies(&fake, 3).await;
+    let texts: Vec<&str> = sent.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert!(texts[1].contains("approved"), "{texts:?}");
+    assert_eq!(texts[2], "pong-9");
     gateway.stop();
     fake.stop().await;
 }

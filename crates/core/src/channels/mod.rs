@@ -15,6 +15,7 @@
 
 mod hooks;
 mod inbound;
+pub mod pairing;
 pub mod telegram;
 pub mod webhook;
 
@@ -118,7 +119,7 @@ impl Channels {
                     messages: vec![message],
                 }])
             }
-            TELEGRAM => telegram::send(&self.config, &self.http, record)
+            TELEGRAM => telegram::send(&self.config, (&self.http, &self.store), record)
                 .await
                 .map(|()| Vec::new()),
             other => Err(ChannelError::Permanent(format!(

@@ -121,6 +121,9 @@ string_enum! {
 string_enum! {
     /// `channels.telegram.dmPolicy`: who may talk to the bot in a private chat.
     pub enum TelegramDmPolicy {
+        /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
+        /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
+        Pairing = "pairing",
         /// Only the users in `allowFrom` (ids or usernames); nobody when it is empty.
         Allowlist = "allowlist",
         /// Anyone.
@@ -128,7 +131,7 @@ string_enum! {
         /// Nobody: private messages are ignored.
         Disabled = "disabled",
     }
-    default = Allowlist;
+    default = Pairing;
 }
 
 string_enum! {

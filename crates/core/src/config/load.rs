@@ -200,6 +200,7 @@ const OPTIONAL_SECRETS: &[&str] = &[
     "hooks.token",
     "channels.webhook.accounts.*.token",
     "channels.telegram.botToken",
+    "channels.telegram.accounts.*.botToken",
 ];
 
 /// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are

@@ -19,6 +19,7 @@ mod error;
 mod load;
 mod report;
 mod resolve;
+mod telegram;
 mod validate;
 mod values;
 
@@ -36,6 +37,9 @@ pub use choices::{
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use telegram::{
+    DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel, TelegramGroup,
+};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
 
@@ -468,65 +472,6 @@ pub struct WebhookAccount {
     /// Senders (`from`) who own this account's chats: they may use owner commands such as
     /// `/send on|off|inherit`. Empty = nobody, through this channel.
     pub owners: Vec<String>,
-}
-
-/// `channels.telegram`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TelegramChannel {
-    /// Whether the bot polls for updates.
-    pub enabled: bool,
-    /// The bot token (required while enabled).
-    pub bot_token: Option<String>,
-    /// Base URL of the Bot API (tests point it at a local fake).
-    pub api_base: String,
-    /// The agent that answers; absent = the default agent.
-    pub agent_id: Option<String>,
-    /// `getUpdates` long-poll timeout.
-    pub poll_timeout_seconds: u64,
-    /// Who may talk to the bot in a private chat.
-    pub dm_policy: TelegramDmPolicy,
-    /// With `dmPolicy: "allowlist"`: user ids (`42`) or usernames (`@alice`) who may.
-    pub allow_from: Vec<String>,
-    /// In groups, answer only messages that mention the bot (`@botname`) or reply to it.
-    pub require_mention: bool,
-    /// User ids (`42`) or usernames (`@alice`) who own the bot's chats: they may use owner
-    /// commands such as `/send on|off|inherit`. Empty = nobody, through this channel.
-    pub owners: Vec<String>,
-    /// Which groups the bot answers in.
-    pub group_policy: TelegramGroupPolicy,
-    /// Groups by chat id (`"-1001234"`), or `"*"` for every group: listed groups pass
-    /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
-    pub groups: BTreeMap<String, TelegramGroup>,
-    /// In groups, only these senders (ids or usernames) may talk to the bot; empty = anyone.
-    pub group_allow_from: Vec<String>,
-}
-
-/// `channels.telegram.groups.<chatId>`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TelegramGroup {
-    /// Overrides `channels.telegram.requireMention` in this group.
-    pub require_mention: Option<bool>,
-}
-
-impl Default for TelegramChannel {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            bot_token: None,
-            api_base: "https://api.telegram.org".to_owned(),
-            agent_id: None,
-            poll_timeout_seconds: 30,
-            dm_policy: TelegramDmPolicy::default(),
-            allow_from: Vec::new(),
-            require_mention: true,
-            owners: Vec::new(),
-            group_policy: TelegramGroupPolicy::default(),
-            groups: BTreeMap::new(),
-            group_allow_from: Vec::new(),
-        }
-    }
 }
 
 /// `hooks`.

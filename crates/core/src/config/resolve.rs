@@ -172,6 +172,9 @@ impl Config {
             hide(&mut account.token);
         }
         hide(&mut copy.channels.telegram.bot_token);
+        for account in copy.channels.telegram.accounts.values_mut() {
+            hide(&mut account.bot_token);
+        }
         hide(&mut copy.hooks.token);
         copy
     }

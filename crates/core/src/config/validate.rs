@@ -8,11 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
+use super::REDACTED;
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
     ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
+    SessionToolsVisibility, TelegramChannel, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -73,6 +74,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "models.providers.*.api" => one_of(ProviderApi::NAMES),
         "models.providers.*.baseUrl"
         | "channels.telegram.apiBase"
+        | "channels.telegram.accounts.*.apiBase"
         | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
         "models.providers.*.timeoutSeconds" => integer(&PROVIDER_TIMEOUT_SECONDS),
         "models.providers.*.maxRetries" => integer(&PROVIDER_MAX_RETRIES),
@@ -107,8 +109,12 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "session.agentToAgent.maxPingPongTurns" => integer(&MAX_PING_PONG_TURNS),
         "session.agentToAgent.maxHops" => integer(&MAX_HOPS),
         "channels.telegram.pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
-        "channels.telegram.dmPolicy" => one_of(TelegramDmPolicy::NAMES),
-        "channels.telegram.groupPolicy" => one_of(TelegramGroupPolicy::NAMES),
+        "channels.telegram.dmPolicy" | "channels.telegram.accounts.*.dmPolicy" => {
+            one_of(TelegramDmPolicy::NAMES)
+        }
+        "channels.telegram.groupPolicy" | "channels.telegram.accounts.*.groupPolicy" => {
+            one_of(TelegramGroupPolicy::NAMES)
+        }
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),
@@ -569,22 +575,56 @@ impl Checker<'_> {
         }
         webhook.accounts = normalized;
 
-        let telegram = &mut config.channels.telegram;
+        self.telegram(&mut config.channels.telegram);
+    }
+
+    /// The top-level bot and each account: URLs, tokens (each enabled bot its own), agent ids.
+    fn telegram(&mut self, telegram: &mut TelegramChannel) {
         self.url("channels.telegram.apiBase", &telegram.api_base);
         self.range(
             "channels.telegram.pollTimeoutSeconds",
             telegram.poll_timeout_seconds,
             &POLL_TIMEOUT_SECONDS,
         );
-        if telegram.enabled {
+        if telegram.enabled && telegram.accounts.is_empty() {
             self.required_secret(
                 "channels.telegram.botToken",
                 &mut telegram.bot_token,
-                "required while channels.telegram.enabled is true",
+                "required while channels.telegram.enabled is true, unless accounts configures the bots",
             );
         }
         clear_if_empty(&mut telegram.bot_token);
         normalize_optional_agent(&mut telegram.agent_id);
+        let mut tokens: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(token) = &telegram.bot_token {
+            tokens.insert(token.clone(), "channels.telegram.botToken".into());
+        }
+        for (id, account) in &mut telegram.accounts {
+            let path = push_key("channels.telegram.accounts", id);
+            if !is_id(id) {
+                self.invalid(&path, quote(id), ACCOUNT_ID_EXPECTED);
+            }
+            if let Some(url) = &account.api_base {
+                self.url(&format!("{path}.apiBase"), url);
+            }
+            normalize_optional_agent(&mut account.agent_id);
+            if !(telegram.enabled && account.enabled) {
+                clear_if_empty(&mut account.bot_token);
+                continue;
+            }
+            let because = "each enabled account needs its own bot";
+            self.required_secret(&format!("{path}.botToken"), &mut account.bot_token, because);
+            let Some(token) = &account.bot_token else {
+                continue;
+            };
+            if let Some(other) = tokens.insert(token.clone(), format!("{path}.botToken")) {
+                self.invalid(
+                    format!("{path}.botToken"),
+                    REDACTED,
+                    format!("a token no other account uses ({other} has the same bot; two pollers of one bot take each other's updates)"),
+                );
+            }
+        }
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

@@ -153,6 +153,7 @@ impl Outbox {
             created_at: now,
             updated_at: now,
             delivered_at: None,
+            parts_sent: 0,
         }
     }
 

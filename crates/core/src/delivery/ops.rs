@@ -39,10 +39,24 @@ impl Outbox {
                 "send: to must name the chat or session to deliver to",
             ));
         }
-        if channel == channels::TELEGRAM && !self.config.channels.telegram.enabled {
-            return Err(CoreError::invalid(
-                "send: the telegram channel is off (set channels.telegram.enabled and botToken)",
-            ));
+        if channel == channels::TELEGRAM {
+            let telegram = &self.config.channels.telegram;
+            let account = p.account_id.as_deref().map(|a| a.trim().to_lowercase());
+            let account = account
+                .as_deref()
+                .unwrap_or(crate::config::TELEGRAM_DEFAULT_ACCOUNT);
+            if telegram.bot(account).is_none() {
+                let bots: Vec<String> = telegram.bots().into_iter().map(|(id, _)| id).collect();
+                return Err(CoreError::invalid(if bots.is_empty() {
+                    "send: the telegram channel is off (set channels.telegram.enabled and botToken)"
+                        .to_string()
+                } else {
+                    format!(
+                        "send: accountId: no telegram bot has account id {account} (running: {})",
+                        bots.join(", ")
+                    )
+                }));
+            }
         }
         if channel == channels::WEBCHAT || channel == channels::INTERNAL {
             // webchat and internal deliver into a session: it must exist (checked now, not later).

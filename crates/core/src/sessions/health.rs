@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
 
 use super::Sessions;
-use crate::channels::telegram::Status;
+use crate::channels::telegram::{Status, Telegram};
 use crate::config::Config;
 use crate::error::CoreResult;
 use crate::store::{ListQuery, index_path};
@@ -111,10 +111,11 @@ impl Sessions {
     }
 }
 
-/// The `channels`, `channelOrder` and `channelLabels` of `health`, from the config.
+/// The `channels`, `channelOrder` and `channelLabels` of `health`, from the config and the
+/// Telegram bots' states.
 pub fn channel_health(
     config: &Config,
-    telegram: &Status,
+    telegram: &Telegram,
 ) -> (Map<String, Value>, Vec<String>, BTreeMap<String, String>) {
     let webhook = &config.channels.webhook;
     let accounts: Map<String, Value> = webhook
@@ -130,18 +131,26 @@ pub fn channel_health(
         "webhook".into(),
         json!({"configured": !accounts.is_empty(), "enabled": webhook.enabled, "accounts": accounts}),
     );
-    let bot = &config.channels.telegram;
-    let last_error = match telegram {
-        Status::Failed(why) => Some(why.clone()),
-        _ => None,
+    let bot = |id: &str, status: &Status| {
+        let last_error = match status {
+            Status::Failed(why) => Some(why.clone()),
+            _ => None,
+        };
+        json!({
+            "accountId": id, "configured": true, "enabled": true,
+            "running": *status == Status::Polling, "state": status.as_str(), "lastError": last_error,
+        })
     };
-    let account = json!({
-        "accountId": "default", "configured": bot.bot_token.is_some(), "enabled": bot.enabled,
-        "running": *telegram == Status::Polling, "state": telegram.as_str(), "lastError": last_error,
-    });
-    let mut telegram = account.clone();
-    telegram["accounts"] = json!({ "default": account });
-    channels.insert("telegram".into(), telegram);
+    let bots: Map<String, Value> = telegram
+        .statuses()
+        .iter()
+        .map(|(id, status)| (id.clone(), bot(id, status)))
+        .collect();
+    let mut summary = bot(crate::config::TELEGRAM_DEFAULT_ACCOUNT, &telegram.status());
+    summary["configured"] = json!(!bots.is_empty());
+    summary["enabled"] = json!(config.channels.telegram.enabled);
+    summary["accounts"] = Value::Object(bots);
+    channels.insert("telegram".into(), summary);
     let labels = BTreeMap::from([
         ("webhook".to_string(), "Webhook".to_string()),
         ("telegram".to_string(), "Telegram".to_string()),

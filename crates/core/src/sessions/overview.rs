@@ -13,7 +13,7 @@ use switchboard_protocol::overview::{
 
 use super::Sessions;
 use super::health::channel_health;
-use crate::channels::telegram::Status;
+use crate::channels::telegram::Telegram;
 use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, ModelInput, ModelRef};
 use crate::error::{CoreError, CoreResult};
 use crate::store::{ListQuery, SessionEntry};
@@ -110,7 +110,7 @@ impl Sessions {
     }
 
     /// `status`: the gateway's version, channels, sessions and default model.
-    pub async fn status(&self, telegram: &Status) -> CoreResult<StatusResult> {
+    pub async fn status(&self, telegram: &Telegram) -> CoreResult<StatusResult> {
         let health = self.health().await?;
         let (channels, order, labels) = channel_health(&self.config, telegram);
         let channel_summary = order

@@ -13,6 +13,7 @@ mod exchanges;
 mod index;
 mod mirror;
 mod outbox;
+mod pairing;
 mod private;
 mod runs;
 pub mod sqlite;
@@ -35,6 +36,7 @@ pub use cron::CronJobRecord;
 pub use exchanges::{ExchangeRecord, ExchangeState};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
+pub use pairing::{PairingAdmission, PairingAsk, PairingRecord};
 pub use runs::{DeliverInput, RunInput};
 pub use sqlite::SqliteStore;
 pub use subagents::{SubagentRecord, SubagentState};
@@ -359,6 +361,12 @@ pub enum WriteOp {
         name: String,
         position: i64,
     },
+    /// Records how many parts of a delivery's text the channel took (a long text goes in
+    /// parts; a retry starts after them). It only moves forward.
+    DeliveryProgress {
+        id: String,
+        parts_sent: u32,
+    },
 }
 
 /// What each op of a batch did, in order.
@@ -375,6 +383,7 @@ pub enum WriteOutcome {
     PutSubagent,
     PutExchange,
     SetCursor,
+    DeliveryProgress,
 }
 
 /// The persistence interface of the engine.
@@ -466,6 +475,27 @@ pub trait Store: Send + Sync {
         session: Option<SessionKey>,
         limit: usize,
     ) -> StoreFuture<'_, Vec<ExchangeRecord>>;
+
+    /// Whether the sender (`channel`, `account`, `sender`) was approved by pairing.
+    fn pairing_approved(&self, channel: &str, account: &str, sender: &str)
+    -> StoreFuture<'_, bool>;
+    /// A request of a sender the policy does not know: see [`PairingAdmission`].
+    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission>;
+    /// Requests of `channel` (one account's, or all) made after `since` and not approved.
+    fn pairing_pending(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        since: i64,
+    ) -> StoreFuture<'_, Vec<PairingRecord>>;
+    /// Approves the pending request with `code` made after `since`; `NotFound` when none is.
+    fn pairing_approve(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        code: &str,
+        since: i64,
+    ) -> StoreFuture<'_, PairingRecord>;
 
     /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
     fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;

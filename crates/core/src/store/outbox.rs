@@ -77,6 +77,10 @@ pub struct DeliveryRecord {
     pub created_at: i64,
     pub updated_at: i64,
     pub delivered_at: Option<i64>,
+    /// Parts of a long text the channel already took ([`WriteOp::DeliveryProgress`]).
+    ///
+    /// [`WriteOp::DeliveryProgress`]: crate::store::WriteOp::DeliveryProgress
+    pub parts_sent: u32,
 }
 
 /// The outcome of one attempt, written back to the record.

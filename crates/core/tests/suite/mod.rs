@@ -10,3 +10,4 @@ mod session_tools;
 mod spawn;
 mod support;
 mod telegram;
+mod telegram_bots;

@@ -7,13 +7,14 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channels::telegram::Status;
 use switchboard_core::config::{Config, TelegramDmPolicy, TelegramGroup, TelegramGroupPolicy};
+use switchboard_core::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
 use switchboard_testkit::{FakeFailure, FakeTelegram};
 
 use super::support::{GUARD, TestEngine};
 
-const TOKEN: &str = "123456:test-token";
+pub(super) const TOKEN: &str = "123456:test-token";
 
-fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
+pub(super) fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
     let mut config = Config::default();
     let telegram = &mut config.channels.telegram;
     telegram.enabled = true;
@@ -27,21 +28,56 @@ fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
     config
 }
 
-async fn started(config: Config) -> TestEngine {
+pub(super) async fn started(config: Config) -> TestEngine {
     let h = TestEngine::open(config).await;
     h.engine.telegram().start();
     h
 }
 
 /// Waits until `n` messages were sent; answers their texts and their bodies.
-async fn sent(fake: &FakeTelegram, n: usize) -> Vec<Value> {
+pub(super) async fn sent(fake: &FakeTelegram, n: usize) -> Vec<Value> {
     tokio::time::timeout(GUARD, fake.wait_sent(n))
         .await
         .expect("the bot sent the messages")
 }
 
-fn text(v: &Value) -> &str {
+pub(super) fn text(v: &Value) -> &str {
     v["text"].as_str().unwrap()
+}
+
+/// Waits until a delivery in `status` matches `which`; answers its record.
+pub(super) async fn delivery(
+    h: &TestEngine,
+    status: DeliveryStatus,
+    which: impl Fn(&DeliveryRecord) -> bool,
+) -> DeliveryRecord {
+    tokio::time::timeout(GUARD, async {
+        loop {
+            let query = DeliveryQuery {
+                session_key: None,
+                status: Some(status),
+                limit: 100,
+            };
+            let found = h.engine.store().list_deliveries(query).await.unwrap();
+            if let Some(record) = found.into_iter().find(&which) {
+                return record;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a delivery reached the status")
+}
+
+/// Waits until every queued update was confirmed (handled, whatever became of it).
+pub(super) async fn drained(fake: &FakeTelegram) {
+    tokio::time::timeout(GUARD, async {
+        while fake.unconfirmed() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every update was confirmed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,13 +157,7 @@ async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
         "mallory's message never reached the agent"
     );
     // Every update was confirmed, the ignored ones included.
-    tokio::time::timeout(GUARD, async {
-        while fake.unconfirmed() > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("every update was confirmed");
+    drained(&fake).await;
     assert_eq!(fake.sent().len(), 3);
     fake.stop().await;
     h.engine.close().await;
@@ -161,32 +191,12 @@ async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
     fake.private_message(42, "alice", "@reply after-429");
     let replies = sent(&fake, 1).await;
     assert_eq!(text(&replies[0]), "after-429");
-    let attempts: Vec<bool> = fake
-        .calls()
-        .iter()
-        .filter(|c| c.method == "sendMessage")
-        .map(|c| c.body.get("__failed").is_some())
-        .collect();
+    let attempts = fake.refusals("sendMessage");
     assert_eq!(attempts, [true, false], "refused once, then delivered");
 
     fake.fail_next("sendMessage", FakeFailure::Blocked);
     fake.private_message(43, "bob", "@reply never-arrives");
-    let failed = tokio::time::timeout(GUARD, async {
-        loop {
-            let query = switchboard_core::store::DeliveryQuery {
-                session_key: None,
-                status: Some(switchboard_core::store::DeliveryStatus::Failed),
-                limit: 10,
-            };
-            let found = h.engine.store().list_deliveries(query).await.unwrap();
-            if let Some(record) = found.into_iter().next() {
-                return record;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the delivery to the blocked chat failed");
+    let failed = delivery(&h, DeliveryStatus::Failed, |_| true).await;
     assert_eq!(failed.attempts, 1, "a 403 is not retried");
     assert!(
         failed.detail.as_deref().unwrap().contains("blocked"),
@@ -197,17 +207,27 @@ async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_10000_character_reply_arrives_as_ordered_parts() {
+async fn a_10000_character_reply_arrives_as_ordered_parts_even_when_a_part_waits_for_a_429() {
     let fake = FakeTelegram::start(TOKEN).await;
     let h = started(config(&fake, TelegramDmPolicy::Open)).await;
     let sentence = "This sentence is part of a very long reply. ";
     let long = sentence.repeat(10_000 / sentence.len() + 1);
+    // The second part is refused once with a 429: the retry sends the rest, not the first again.
+    fake.fail_after(
+        "sendMessage",
+        1,
+        FakeFailure::TooManyRequests { retry_after: 1 },
+    );
     fake.private_message(42, "alice", &format!("@reply {long}"));
     let parts = sent(&fake, 3).await;
     assert!(parts.iter().all(|p| text(p).chars().count() <= 4096));
     let joined: Vec<&str> = parts.iter().map(text).collect();
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(squash(&joined.join(" ")), squash(long.trim()));
+    let delivered = delivery(&h, DeliveryStatus::Delivered, |r| r.to == "42").await;
+    assert_eq!(delivered.attempts, 2, "{delivered:?}");
+    let attempts = fake.refusals("sendMessage");
+    assert_eq!(attempts, [false, true, false, false], "no part went twice");
     fake.stop().await;
     h.engine.close().await;
 }
@@ -262,10 +282,8 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
         "{status}"
     );
     assert!(!status.contains(TOKEN), "the token is never shown");
-    let (channels, order, _) = switchboard_core::sessions::channel_health(
-        h.engine.config(),
-        &h.engine.telegram().status(),
-    );
+    let (channels, order, _) =
+        switchboard_core::sessions::channel_health(h.engine.config(), h.engine.telegram());
     assert!(order.contains(&"telegram".to_string()));
     assert_eq!(channels["telegram"]["state"], "failed");
     assert_eq!(channels["telegram"]["lastError"], json!(status));

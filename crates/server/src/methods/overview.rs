@@ -98,7 +98,7 @@ pub fn unavailable(method: &str) -> Option<ErrorShape> {
 }
 
 pub async fn status(engine: &Engine) -> MethodResult {
-    answer(engine.sessions().status(&engine.telegram().status()).await)
+    answer(engine.sessions().status(engine.telegram()).await)
 }
 
 pub fn presence(engine: &Engine) -> MethodResult {

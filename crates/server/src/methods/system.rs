@@ -14,7 +14,7 @@ pub async fn health(state: &ServerState) -> MethodResult {
     let engine = &state.engine;
     let parts = engine.sessions().health().await.map_err(core_err)?;
     let (channels, channel_order, channel_labels) =
-        channel_health(engine.config(), &engine.telegram().status());
+        channel_health(engine.config(), engine.telegram());
     to_value(HealthResult {
         ok: true,
         version: env!("CARGO_PKG_VERSION").to_string(),

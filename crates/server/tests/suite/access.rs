@@ -40,6 +40,8 @@ const NEEDS: &[(&str, &str)] = &[
     ("cron.status", "operator.read"),
     ("cron.remove", "operator.admin"),
     ("cron.run", "operator.admin"),
+    ("pairing.list", "operator.admin"),
+    ("pairing.approve", "operator.admin"),
     ("status", "operator.read"),
     ("system-presence", "operator.read"),
     ("config.get", "operator.read"),

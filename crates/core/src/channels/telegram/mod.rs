@@ -1,20 +1,25 @@
-//! The Telegram channel (SPEC §9.2) over the Bot API: long polling in, `sendMessage` out.
+//! The Telegram channel (SPEC §9.2) over the Bot API: long polling in, `sendMessage` out, for
+//! one bot (`channels.telegram`) or several (`channels.telegram.accounts.<id>`).
 //!
-//! In: one task polls `getUpdates` from the stored offset. Each update is decided
+//! In: one task per bot polls `getUpdates` from the bot's stored offset. Each update is decided
 //! (`route.rs`); a message that starts a run is committed together with the next offset
 //! (`WriteOp::SetCursor` in the run's own commit), anything else advances the offset alone. So
 //! an update is handled once: a `kill -9` before the commit sees it again after the restart, one
-//! after it does not. The run's idempotency key (`telegram:<update_id>`) guards the same update
-//! against a second poller. While the run works the chat shows "typing…".
+//! after it does not. The run's idempotency key (`telegram:<account>:<update_id>`) guards the
+//! same update against a second poller. While the run works the chat shows "typing…". A private
+//! sender that `dmPolicy: "pairing"` does not know yet gets a one-time code instead
+//! (`super::pairing`).
 //!
 //! Out: the outbox calls [`send`]: the text in parts of at most 4,096 characters (split on
-//! paragraphs, then lines, then sentences, then words), as plain text. A 429 is retried after
-//! its `retry_after`; a 403 (the bot was blocked or removed) and other 4xx are permanent.
+//! paragraphs, then lines, then sentences, then words), as plain text, each part taken recorded
+//! so that a retry sends only the rest. A 429 is retried after its `retry_after`; a 403 (the bot
+//! was blocked or removed) and other 4xx are permanent.
 //!
-//! A token the Bot API refuses (401) stops the poller: `health` and the log say so, and the
-//! gateway keeps serving.
+//! A token the Bot API refuses (401) stops that bot's poller: `health` and the log say so, and
+//! the gateway keeps serving.
 
 mod api;
+mod commands;
 mod route;
 mod split;
 
@@ -26,17 +31,16 @@ use tokio_util::task::TaskTracker;
 
 pub use api::{ApiError, Bot};
 
-use super::inbound::{Chat, ChatTurn};
-use super::{ChannelError, Inbound};
-use crate::config::Config;
-use crate::error::{CoreError, CoreResult};
+use super::inbound::ChatTurn;
+use super::pairing::{Pairing, Stranger, Verdict};
+use super::{ChannelError, Inbound, TELEGRAM};
+use crate::config::{Config, TelegramChannel};
+use crate::error::CoreResult;
 use crate::runtime::Runtime;
 use crate::sessions::Sessions;
 use crate::store::{DeliveryRecord, Store, WriteOp};
-use switchboard_protocol::overview::SessionsDescribeParams;
-use switchboard_protocol::sessions::SessionKeyParams;
 
-/// The channel's state for `health`: polling, or failed and why.
+/// A bot's state for `health`: polling, or failed and why.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
     Off,
@@ -62,15 +66,34 @@ pub struct Telegram {
     store: Arc<dyn Store>,
     inbound: Arc<Inbound>,
     sessions: Arc<Sessions>,
+    pairing: Arc<Pairing>,
     runtime: Runtime,
-    bot: Option<Bot>,
-    status: Mutex<Status>,
+    accounts: Vec<Arc<Account>>,
     tasks: TaskTracker,
     stop: CancellationToken,
 }
 
-/// The cursor of the one bot `channels.telegram` configures.
-const CURSOR: &str = "telegram:default";
+/// One bot: its account id, its resolved settings, its client and state.
+struct Account {
+    id: String,
+    settings: TelegramChannel,
+    bot: Bot,
+    status: Mutex<Status>,
+}
+
+impl Account {
+    fn set_status(&self, status: Status) {
+        if let Ok(mut s) = self.status.lock() {
+            *s = status;
+        }
+    }
+
+    /// The bot's cursor in `channel_cursors`.
+    fn cursor(&self) -> String {
+        format!("{TELEGRAM}:{}", self.id)
+    }
+}
+
 /// Waits between failed polls grow to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Telegram shows "typing…" for about 5 s; it is sent again this often while a run works.
@@ -80,79 +103,109 @@ impl Telegram {
     pub fn new(
         config: Arc<Config>,
         store: Arc<dyn Store>,
-        (inbound, sessions): (Arc<Inbound>, Arc<Sessions>),
+        (inbound, sessions, pairing): (Arc<Inbound>, Arc<Sessions>, Arc<Pairing>),
         runtime: Runtime,
         http: reqwest::Client,
         (tasks, stop): (TaskTracker, CancellationToken),
     ) -> Arc<Self> {
-        let channel = &config.channels.telegram;
-        let bot = match (channel.enabled, channel.bot_token.as_deref()) {
-            (true, Some(token)) => Some(Bot::new(http, &channel.api_base, token)),
-            _ => None,
-        };
+        let accounts = config
+            .channels
+            .telegram
+            .bots()
+            .into_iter()
+            .filter_map(|(id, settings)| {
+                let token = settings.bot_token.clone()?;
+                let bot = Bot::new(http.clone(), &settings.api_base, &token);
+                Some(Arc::new(Account {
+                    id,
+                    settings,
+                    bot,
+                    status: Mutex::new(Status::Off),
+                }))
+            })
+            .collect();
         Arc::new(Self {
             config,
             store,
             inbound,
             sessions,
+            pairing,
             runtime,
-            bot,
-            status: Mutex::new(Status::Off),
+            accounts,
             tasks,
             stop,
         })
     }
 
-    /// Starts polling when the channel is enabled.
+    /// Starts polling with every configured bot.
     pub fn start(self: &Arc<Self>) {
-        if self.bot.is_none() {
-            return;
+        for account in &self.accounts {
+            account.set_status(Status::Starting);
+            let (this, account) = (self.clone(), account.clone());
+            self.tasks.spawn(async move {
+                let stop = this.stop.clone();
+                tokio::select! {
+                    () = this.poll(&account) => {}
+                    () = stop.cancelled() => {}
+                }
+            });
         }
-        self.set_status(Status::Starting);
-        let this = self.clone();
-        self.tasks.spawn(async move {
-            let stop = this.stop.clone();
-            tokio::select! {
-                () = this.poll() => {}
-                () = stop.cancelled() => {}
-            }
-        });
     }
 
+    /// Each bot's account id and state.
+    pub fn statuses(&self) -> Vec<(String, Status)> {
+        self.accounts
+            .iter()
+            .map(|a| {
+                let status = a.status.lock().map(|s| s.clone()).unwrap_or(Status::Off);
+                (a.id.clone(), status)
+            })
+            .collect()
+    }
+
+    /// The channel's state: failed when a bot failed, polling when all poll, else the first
+    /// bot's (off with none).
     pub fn status(&self) -> Status {
-        self.status.lock().map(|s| s.clone()).unwrap_or(Status::Off)
-    }
-
-    fn set_status(&self, status: Status) {
-        if let Ok(mut s) = self.status.lock() {
-            *s = status;
+        let all = self.statuses();
+        if let Some((id, Status::Failed(why))) =
+            all.iter().find(|(_, s)| matches!(s, Status::Failed(_)))
+        {
+            return Status::Failed(if all.len() > 1 {
+                format!("{id}: {why}")
+            } else {
+                why.clone()
+            });
         }
+        all.first().map_or(Status::Off, |(_, s)| s.clone())
     }
 
-    /// `getMe`, then `getUpdates` from the stored offset until the gateway stops.
-    async fn poll(self: &Arc<Self>) {
-        let Some(bot) = self.bot.clone() else { return };
+    /// DM pairing, for `pairing.list` and `pairing.approve`.
+    pub fn pairing(&self) -> &Arc<Pairing> {
+        &self.pairing
+    }
+
+    /// `getMe`, then `getUpdates` from the bot's stored offset until the gateway stops.
+    async fn poll(self: &Arc<Self>, account: &Arc<Account>) {
+        let bot = &account.bot;
         let mut backoff = Duration::from_millis(500);
         let me = loop {
             match bot.get_me().await {
                 Ok(me) => break me,
-                Err(e) if self.refused(&e) => return,
+                Err(e) if refused(account, &e) => return,
                 Err(e) => {
-                    tracing::warn!(error = %e, "telegram: getMe failed; retrying");
+                    tracing::warn!(account = %account.id, error = %e, "telegram: getMe failed; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
         };
-        self.set_status(Status::Polling);
-        tracing::info!(
-            bot = me.username.as_deref().unwrap_or("?"),
-            "telegram: polling"
-        );
-        let timeout = self.config.channels.telegram.poll_timeout_seconds;
+        account.set_status(Status::Polling);
+        let name = me.username.as_deref().unwrap_or("?");
+        tracing::info!(account = %account.id, bot = name, "telegram: polling");
+        let timeout = account.settings.poll_timeout_seconds;
         // Read once; from then on it moves with each update handled (and committed).
         let mut offset = loop {
-            match self.store.cursor(CURSOR).await {
+            match self.store.cursor(&account.cursor()).await {
                 Ok(offset) => break offset.unwrap_or(0),
                 Err(e) => {
                     tracing::warn!(error = %e, "telegram: cannot read the update offset");
@@ -163,9 +216,9 @@ impl Telegram {
         loop {
             let updates = match bot.get_updates(offset, timeout).await {
                 Ok(updates) => updates,
-                Err(e) if self.refused(&e) => return,
+                Err(e) if refused(account, &e) => return,
                 Err(e) => {
-                    tracing::warn!(error = %e, "telegram: getUpdates failed; retrying");
+                    tracing::warn!(account = %account.id, error = %e, "telegram: getUpdates failed; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
@@ -174,7 +227,7 @@ impl Telegram {
             backoff = Duration::from_millis(500);
             for update in updates {
                 let next = update.update_id + 1;
-                if let Err(e) = self.handle(&me, update).await {
+                if let Err(e) = self.handle(account, &me, update).await {
                     // Not committed: the same update comes again with the next poll.
                     tracing::warn!(error = %e, "telegram: an update could not be handled; retrying");
                     tokio::time::sleep(backoff).await;
@@ -185,35 +238,37 @@ impl Telegram {
         }
     }
 
-    /// A 401 (or 404, a token of no bot): the channel is failed until the config changes.
-    fn refused(&self, e: &ApiError) -> bool {
-        if !matches!(e.code, 401 | 404) {
-            return false;
-        }
-        let why = format!(
-            "the Bot API refused channels.telegram.botToken ({e}); fix the token and restart"
-        );
-        tracing::error!("telegram: {why}");
-        self.set_status(Status::Failed(why));
-        true
-    }
-
     /// One update: a run committed with the next offset, or the next offset alone.
-    async fn handle(self: &Arc<Self>, me: &api::User, update: api::Update) -> CoreResult<()> {
+    async fn handle(
+        self: &Arc<Self>,
+        account: &Arc<Account>,
+        me: &api::User,
+        update: api::Update,
+    ) -> CoreResult<()> {
         let cursor = WriteOp::SetCursor {
-            name: CURSOR.into(),
+            name: account.cursor(),
             position: update.update_id + 1,
         };
-        let idempotency = format!("telegram:{}", update.update_id);
-        let channel = &self.config.channels.telegram;
-        let decision = match &update.message {
-            Some(message) => route::decide(&self.config, channel, me, message)?,
+        let source = match account.id.as_str() {
+            crate::config::TELEGRAM_DEFAULT_ACCOUNT => format!("telegram:{}", update.update_id),
+            id => format!("telegram:{id}:{}", update.update_id),
+        };
+        let (settings, id) = (&account.settings, account.id.as_str());
+        let mut decision = match &update.message {
+            Some(message) => route::decide(&self.config, (id, settings), me, message)?,
             None => route::Decision::Ignore("not a message"),
         };
+        if let Some(stranger) = update
+            .message
+            .as_ref()
+            .and_then(|m| route::stranger(settings, m))
+        {
+            decision = self.admit(decision, stranger, (id, &source)).await?;
+        }
         let turn = match decision {
             route::Decision::Run(turn) => turn,
             route::Decision::Command(command) => {
-                return self.command(command, idempotency, cursor).await;
+                return self.command(command, source, cursor).await;
             }
             route::Decision::Ignore(why) => {
                 tracing::debug!(update = update.update_id, why, "telegram: update ignored");
@@ -229,7 +284,7 @@ impl Telegram {
                 route: turn.route,
                 text: turn.text,
                 display_name: turn.title,
-                idempotency_key: Some(idempotency),
+                idempotency_key: Some(source),
                 commit_with: vec![cursor.clone()],
             })
             .await?;
@@ -238,82 +293,49 @@ impl Telegram {
             self.store.write_batch(vec![cursor]).await?;
             return Ok(());
         }
-        self.show_typing(typing, accepted.run_id);
+        self.show_typing(account, typing, accepted.run_id);
         Ok(())
     }
 
-    /// An owner command: answered in the chat (through the outbox, once per update), no run.
-    async fn command(
+    /// A private sender `dmPolicy: "pairing"` does not know: approved before (the decision
+    /// stands), or a code answered (once per update), or nothing.
+    async fn admit(
         &self,
-        command: route::Command,
-        idempotency: String,
-        cursor: WriteOp,
-    ) -> CoreResult<()> {
-        let chat = Chat {
-            key: command.chat.key,
-            route: command.chat.route,
-            setting: "channels.telegram.owners".into(),
-            idempotency_key: Some(idempotency),
+        decision: route::Decision,
+        (id, username): (String, Option<String>),
+        (account, source): (&str, &str),
+    ) -> CoreResult<route::Decision> {
+        let chat = match &decision {
+            route::Decision::Run(turn) => turn,
+            route::Decision::Command(command) => &command.chat,
+            route::Decision::Ignore(_) => return Ok(decision),
         };
-        match command.order {
-            route::Order::Send(send) => {
-                self.inbound.send_command(chat, command.owner, send).await?;
-            }
-            _ if !command.owner => {
-                let text = "Only an owner of this chat can use /status and /new \
-                            (channels.telegram.owners lists them).";
-                self.inbound.answer_command(chat, text.into()).await?;
-            }
-            route::Order::Status => {
-                let text = self.status_of(&chat.key).await?;
+        let stranger = Stranger {
+            channel: TELEGRAM,
+            account_id: account.into(),
+            id,
+            username,
+            source: source.into(),
+        };
+        match self.pairing.check(stranger).await? {
+            Verdict::Pass => Ok(decision),
+            Verdict::Answer(text) => {
+                let chat = commands::chat_of(chat, source);
                 self.inbound.answer_command(chat, text).await?;
+                Ok(route::Decision::Ignore("answered with a pairing code"))
             }
-            route::Order::New => {
-                let key = SessionKeyParams {
-                    key: chat.key.as_str().to_string(),
-                };
-                let text = match self.sessions.reset(key).await {
-                    Ok(reset) => format!(
-                        "New session: {} (sessionId {}).",
-                        reset.key, reset.session_id
-                    ),
-                    Err(CoreError::NotFound(_)) => {
-                        "Nothing to reset: this chat has no session yet.".into()
-                    }
-                    Err(e) => return Err(e),
-                };
-                self.inbound.answer_command(chat, text).await?;
-            }
+            Verdict::Silent(why) => Ok(route::Decision::Ignore(why)),
         }
-        self.store.write_batch(vec![cursor]).await?;
-        Ok(())
-    }
-
-    /// `/status`: the chat's session as one line.
-    async fn status_of(&self, key: &crate::keys::SessionKey) -> CoreResult<String> {
-        let params = SessionsDescribeParams {
-            key: key.as_str().to_string(),
-            agent_id: None,
-        };
-        let Some(row) = self.sessions.describe(params).await?.session else {
-            return Ok(format!(
-                "{}: no session yet; write to start one.",
-                key.display()
-            ));
-        };
-        let policy = row.send_policy.as_deref().unwrap_or("inherit");
-        let tokens = row.total_tokens.unwrap_or(0);
-        Ok(format!(
-            "{} · model {} · send policy {policy} · {} · {tokens} tokens so far",
-            row.key,
-            row.model.as_deref().unwrap_or("?"),
-            row.run_state.as_deref().unwrap_or("idle"),
-        ))
     }
 
     /// "typing…" in the chat until the run ends (bounded by the gateway's stop).
-    fn show_typing(self: &Arc<Self>, (chat, thread): (String, Option<String>), run: crate::RunId) {
-        let Some(bot) = self.bot.clone() else { return };
+    fn show_typing(
+        self: &Arc<Self>,
+        account: &Arc<Account>,
+        (chat, thread): (String, Option<String>),
+        run: crate::RunId,
+    ) {
+        let bot = account.bot.clone();
         let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
         self.tasks.spawn(async move {
             let ended = runtime.wait(&run, Duration::from_secs(3600));
@@ -330,28 +352,69 @@ impl Telegram {
     }
 }
 
-/// One delivery attempt to a Telegram chat: every part of the text, in order.
+/// A 401 (or 404, a token of no bot): the bot is failed until the config changes.
+fn refused(account: &Account, e: &ApiError) -> bool {
+    if !matches!(e.code, 401 | 404) {
+        return false;
+    }
+    let setting = match account.id.as_str() {
+        crate::config::TELEGRAM_DEFAULT_ACCOUNT => "channels.telegram.botToken".to_string(),
+        id => format!("channels.telegram.accounts.{id}.botToken"),
+    };
+    let why = format!("the Bot API refused {setting} ({e}); fix the token and restart");
+    tracing::error!("telegram: {why}");
+    account.set_status(Status::Failed(why));
+    true
+}
+
+/// One delivery attempt to a Telegram chat: the parts of the text not taken yet, in order,
+/// each one recorded as taken before the next is sent.
 pub(crate) async fn send(
     config: &Config,
-    http: &reqwest::Client,
+    (http, store): (&reqwest::Client, &Arc<dyn Store>),
     record: &DeliveryRecord,
 ) -> Result<(), ChannelError> {
     let channel = &config.channels.telegram;
-    let token = match (channel.enabled, channel.bot_token.as_deref()) {
-        (true, Some(token)) => token,
-        _ => {
-            return Err(ChannelError::Permanent(
-                "the telegram channel is off (set channels.telegram.enabled and botToken)".into(),
-            ));
-        }
+    let account = record
+        .account_id
+        .as_deref()
+        .unwrap_or(crate::config::TELEGRAM_DEFAULT_ACCOUNT);
+    let Some(settings) = channel.bot(account) else {
+        return Err(ChannelError::Permanent(off_or_unknown(channel, account)));
     };
-    let bot = Bot::new(http.clone(), &channel.api_base, token);
-    for part in split::parts(&record.text, split::LIMIT) {
-        bot.send_message(&record.to, record.thread_id.as_deref(), &part)
+    let token = settings.bot_token.as_deref().unwrap_or_default();
+    let bot = Bot::new(http.clone(), &settings.api_base, token);
+    let parts = split::parts(&record.text, split::LIMIT);
+    let last = parts.len();
+    for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
+        bot.send_message(&record.to, record.thread_id.as_deref(), part)
             .await
             .map_err(classify)?;
+        if done + 1 < last {
+            let progress = WriteOp::DeliveryProgress {
+                id: record.id.clone(),
+                parts_sent: (done + 1) as u32,
+            };
+            store
+                .write_batch(vec![progress])
+                .await
+                .map_err(|e| ChannelError::Retry(e.to_string()))?;
+        }
     }
     Ok(())
+}
+
+/// Why there is no bot to send with.
+fn off_or_unknown(channel: &TelegramChannel, account: &str) -> String {
+    let bots: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
+    if bots.is_empty() {
+        "the telegram channel is off (set channels.telegram.enabled and botToken)".into()
+    } else {
+        format!(
+            "no telegram bot has account id {account} (running: {})",
+            bots.join(", ")
+        )
+    }
 }
 
 /// 429 and 5xx (and no answer) are worth another attempt; other refusals are not.

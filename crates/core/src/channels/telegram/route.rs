@@ -12,8 +12,6 @@ use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 
 pub(super) use crate::channels::TELEGRAM;
-/// The account id of the single bot `channels.telegram` configures.
-pub(super) const ACCOUNT: &str = "default";
 
 /// A message that starts a run.
 pub(super) struct Turn {
@@ -75,7 +73,7 @@ pub(super) enum Decision {
 /// What to do with a message: a run, an owner command, or nothing.
 pub(super) fn decide(
     config: &Config,
-    channel: &TelegramChannel,
+    (account, channel): (&str, &TelegramChannel),
     me: &User,
     message: &Message,
 ) -> Result<Decision, CoreError> {
@@ -94,7 +92,7 @@ pub(super) fn decide(
     let mut route = DeliveryContext {
         channel: TELEGRAM.into(),
         to: chat_id.clone(),
-        account_id: Some(ACCOUNT.into()),
+        account_id: Some(account.into()),
         thread_id: None,
     };
     let turn = match message.chat.kind.as_str() {
@@ -106,7 +104,7 @@ pub(super) fn decide(
             }
             let peer = from.id.to_string();
             let key =
-                crate::channels::direct_key(config, &agent_id, TELEGRAM, ACCOUNT, &peer, None)?;
+                crate::channels::direct_key(config, &agent_id, TELEGRAM, account, &peer, None)?;
             Turn {
                 key,
                 route,
@@ -155,10 +153,23 @@ pub(super) fn decide(
     })
 }
 
-/// `dmPolicy`: open, disabled, or the sender's id or username in `allowFrom`.
+/// A private sender whom `dmPolicy: "pairing"` must admit (not in `allowFrom`): their id and
+/// username. `None` for anything else.
+pub(super) fn stranger(
+    channel: &TelegramChannel,
+    message: &Message,
+) -> Option<(String, Option<String>)> {
+    let from = message.from.as_ref()?;
+    let pairs = channel.dm_policy == TelegramDmPolicy::Pairing && message.chat.kind == "private";
+    (pairs && !is_listed(&channel.allow_from, from))
+        .then(|| (from.id.to_string(), from.username.clone()))
+}
+
+/// `dmPolicy`: open, disabled, the sender's id or username in `allowFrom`, or (pairing) decided
+/// by the pairing check after this one.
 fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
     match channel.dm_policy {
-        TelegramDmPolicy::Open => true,
+        TelegramDmPolicy::Open | TelegramDmPolicy::Pairing => true,
         TelegramDmPolicy::Disabled => false,
         TelegramDmPolicy::Allowlist => is_listed(&channel.allow_from, from),
     }

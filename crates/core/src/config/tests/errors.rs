@@ -125,7 +125,7 @@ fn a_bad_value_names_path_value_and_allowed_set() {
         (
             r#"{ channels: { telegram: { enabled: true, apiBase: "api.telegram.org" } } }"#,
             "line 1: config error at channels.telegram.apiBase: \"api.telegram.org\" is not allowed; expected an http:// or https:// URL\n\
-             line 1: config error at channels.telegram.botToken: missing; expected a token (required while channels.telegram.enabled is true)",
+             line 1: config error at channels.telegram.botToken: missing; expected a token (required while channels.telegram.enabled is true, unless accounts configures the bots)",
         ),
     ];
     for (text, expected) in cases {

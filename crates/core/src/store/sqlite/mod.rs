@@ -5,6 +5,7 @@
 mod cron;
 mod exchanges;
 mod outbox;
+mod pairing;
 mod queries;
 mod schema;
 mod subagents;
@@ -23,8 +24,9 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::CronJobRecord;
 use super::{
     Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, ExchangeRecord,
-    HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord, SessionEntry, Store,
-    StoreError, StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    HistoryPage, ListPage, ListQuery, NewSession, PairingAdmission, PairingAsk, PairingRecord,
+    RunInput, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
+    SubagentRecord, WriteOp, WriteOutcome,
 };
 use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
@@ -432,6 +434,44 @@ impl Store for SqliteStore {
         self.read(move |c| exchanges::list(c, session.as_ref(), limit))
     }
 
+    fn pairing_approved(
+        &self,
+        channel: &str,
+        account: &str,
+        sender: &str,
+    ) -> StoreFuture<'_, bool> {
+        let who = [channel, account, sender].map(str::to_string);
+        self.read(move |c| pairing::approved(c, (&who[0], &who[1], &who[2])))
+    }
+
+    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission> {
+        self.write(move |c, now, _| pairing::admit(c, &ask, now))
+    }
+
+    fn pairing_pending(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        since: i64,
+    ) -> StoreFuture<'_, Vec<PairingRecord>> {
+        let (channel, account) = (channel.to_string(), account.map(str::to_string));
+        self.read(move |c| pairing::pending(c, &channel, account.as_deref(), since))
+    }
+
+    fn pairing_approve(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        code: &str,
+        since: i64,
+    ) -> StoreFuture<'_, PairingRecord> {
+        let (channel, code) = (channel.to_string(), code.to_string());
+        let account = account.map(str::to_string);
+        self.write(move |c, now, _| {
+            pairing::approve(c, (&channel, account.as_deref(), &code), since, now)
+        })
+    }
+
     fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
         self.write(move |c, _, _| cron::insert(c, &job))
     }
@@ -502,6 +542,10 @@ fn write_op(
             )?
             .execute(rusqlite::params![name, position])?;
             Ok(WriteOutcome::SetCursor)
+        }
+        WriteOp::DeliveryProgress { id, parts_sent } => {
+            outbox::progress(c, &id, parts_sent)?;
+            Ok(WriteOutcome::DeliveryProgress)
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate
 
 const COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
     account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
-    updated_at, delivered_at, source_key";
+    updated_at, delivered_at, source_key, parts_sent";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
     let status: String = row.get(10)?;
@@ -29,6 +29,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
         updated_at: row.get(15)?,
         delivered_at: row.get(16)?,
         source_key: row.get(17)?,
+        parts_sent: row.get::<_, i64>(18)?.clamp(0, u32::MAX as i64) as u32,
     })
 }
 
@@ -48,7 +49,7 @@ pub(super) fn enqueue(
     }
     let sql = format!(
         "INSERT INTO deliveries ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
     );
     conn.prepare_cached(&sql)?.execute(params![
         record.id,
@@ -69,6 +70,7 @@ pub(super) fn enqueue(
         record.updated_at,
         record.delivered_at,
         record.source_key,
+        record.parts_sent,
     ])?;
     Ok((record.clone(), true))
 }
@@ -145,4 +147,11 @@ pub(super) fn list(
         )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// Raises the count of parts the channel took (never lowers it).
+pub(super) fn progress(conn: &Connection, id: &str, parts_sent: u32) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE deliveries SET parts_sent = max(parts_sent, ?2) WHERE id = ?1")?
+        .execute(params![id, parts_sent])?;
+    Ok(())
 }

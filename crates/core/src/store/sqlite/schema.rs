@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -115,7 +115,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
     detail TEXT,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    delivered_at INTEGER
+    delivered_at INTEGER,
+    parts_sent INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
@@ -186,6 +187,20 @@ CREATE TABLE IF NOT EXISTS channel_cursors (
     name TEXT PRIMARY KEY,
     position INTEGER NOT NULL
 );
+
+-- DM pairing (schema 6): who asked to talk to a bot with which one-time code, and whom an owner
+-- approved (`approved_at`).
+CREATE TABLE IF NOT EXISTS channel_pairings (
+    channel TEXT NOT NULL,
+    account_id TEXT NOT NULL,
+    sender_id TEXT NOT NULL,
+    username TEXT,
+    code TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    approved_at INTEGER,
+    source TEXT NOT NULL,
+    PRIMARY KEY (channel, account_id, sender_id)
+);
 ";
 
 /// Opens pragmas every connection needs.
@@ -236,6 +251,12 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
             conn.execute_batch(
                 "ALTER TABLE cron_jobs ADD COLUMN name TEXT;
                  ALTER TABLE cron_jobs ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1",
+            )?;
+        }
+        if (1..6).contains(&version) {
+            // Version 6 counts the parts of a long text a channel already took.
+            conn.execute_batch(
+                "ALTER TABLE deliveries ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0",
             )?;
         }
         conn.execute_batch(SCHEMA)?;

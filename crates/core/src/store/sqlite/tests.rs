@@ -497,7 +497,9 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         .execute_batch(
             "DROP INDEX runs_to_recover; ALTER TABLE runs DROP COLUMN input; \
              ALTER TABLE sessions DROP COLUMN last_model; ALTER TABLE cron_jobs DROP COLUMN name; \
-             ALTER TABLE cron_jobs DROP COLUMN enabled; PRAGMA user_version = 1;",
+             ALTER TABLE cron_jobs DROP COLUMN enabled; DROP TABLE channel_cursors; \
+             DROP TABLE channel_pairings; ALTER TABLE deliveries DROP COLUMN parts_sent; \
+             PRAGMA user_version = 1;",
         )
         .unwrap();
 
@@ -512,15 +514,26 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 5);
-    let cursors: i64 = conn
+    assert_eq!(version, 6);
+    let tables: i64 = conn
         .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE name = 'channel_cursors'",
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(cursors, 1, "schema 5 adds the channel cursors");
+    assert_eq!(
+        tables, 2,
+        "schema 5 adds the channel cursors, 6 the pairings"
+    );
+    let parts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('deliveries') WHERE name = 'parts_sent'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(parts, 1, "schema 6 counts the parts a channel took");
     let cron_columns: i64 = conn
         .query_row(
             "SELECT count(*) FROM pragma_table_info('cron_jobs') WHERE name IN ('name', 'enabled')",

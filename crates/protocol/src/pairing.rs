@@ -1,0 +1,71 @@
+//! `pairing.list` and `pairing.approve`: DM pairing on the wire. A channel with
+//! `dmPolicy: "pairing"` answers an unknown sender with a one-time code; an operator lists the
+//! pending requests and approves one by its code.
+
+use serde::{Deserialize, Serialize};
+
+/// `pairing.list`: the pending requests of a channel.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingListParams {
+    /// Default `telegram` (the one channel with pairing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// One bot's requests (`channels.telegram.accounts.<id>`); all bots' when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+}
+
+/// One pending (or just approved) request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingRequest {
+    pub channel: String,
+    pub account_id: String,
+    /// The sender's id on the channel (Telegram's user id).
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub code: String,
+    pub created_at: i64,
+    /// When the code stops being good (ms).
+    pub expires_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<i64>,
+}
+
+/// The answer of `pairing.list`, oldest request first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingListResult {
+    pub channel: String,
+    pub requests: Vec<PairingRequest>,
+}
+
+/// `pairing.approve`: let the sender of a pending request talk to the bot.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingApproveParams {
+    /// Default `telegram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The code the sender was given (any case).
+    pub code: String,
+    /// Needed only when the same code is pending on two bots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    /// Also tell the sender, in their chat, that they may talk to the bot now.
+    #[serde(default)]
+    pub notify: bool,
+}
+
+/// The answer of `pairing.approve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingApproveResult {
+    pub ok: bool,
+    pub approved: PairingRequest,
+    /// The id of the outbox record that tells the sender (with `notify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_delivery_id: Option<String>,
+}

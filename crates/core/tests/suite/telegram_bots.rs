@@ -52,11 +52,12 @@ async fn pending(h: &TestEngine) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let config = config(&fake, TelegramDmPolicy::default());
+    let mut config = config(&fake, TelegramDmPolicy::default());
     assert_eq!(
         config.channels.telegram.dm_policy,
         TelegramDmPolicy::Pairing
     );
+    config.channels.telegram.owners = vec!["@olga".into()];
     let h = started(config).await;
     fake.private_message(42, "alice", "@reply hi-1");
     let answer = sent(&fake, 1).await.remove(0);
@@ -125,6 +126,9 @@ async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() 
     // Erin's update was handled (drained) before this read, and nothing was queued for her.
     let records = settled_deliveries(&h).await;
     assert!(records.iter().all(|r| r.to != "46"), "{records:?}");
+    // An owner needs no code.
+    fake.private_message(50, "olga", "@reply owner-ok");
+    assert_eq!(text(&sent(&fake, 7).await[6]), "owner-ok");
     assert_eq!(pending(&h).await.len(), 3);
     fake.stop().await;
     h.engine.close().await;

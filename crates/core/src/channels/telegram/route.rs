@@ -153,16 +153,15 @@ pub(super) fn decide(
     })
 }
 
-/// A private sender whom `dmPolicy: "pairing"` must admit (not in `allowFrom`): their id and
-/// username. `None` for anything else.
+/// A private sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an
+/// owner): their id and username. `None` for anything else.
 pub(super) fn stranger(
     channel: &TelegramChannel,
     message: &Message,
 ) -> Option<(String, Option<String>)> {
     let from = message.from.as_ref()?;
     let pairs = channel.dm_policy == TelegramDmPolicy::Pairing && message.chat.kind == "private";
-    (pairs && !is_listed(&channel.allow_from, from))
-        .then(|| (from.id.to_string(), from.username.clone()))
+    (pairs && !let_in(channel, from)).then(|| (from.id.to_string(), from.username.clone()))
 }
 
 /// `dmPolicy`: open, disabled, the sender's id or username in `allowFrom`, or (pairing) decided
@@ -171,8 +170,13 @@ fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
     match channel.dm_policy {
         TelegramDmPolicy::Open | TelegramDmPolicy::Pairing => true,
         TelegramDmPolicy::Disabled => false,
-        TelegramDmPolicy::Allowlist => is_listed(&channel.allow_from, from),
+        TelegramDmPolicy::Allowlist => let_in(channel, from),
     }
+}
+
+/// In `allowFrom`, or an owner: let in without asking.
+fn let_in(channel: &TelegramChannel, from: &User) -> bool {
+    is_listed(&channel.allow_from, from) || is_listed(&channel.owners, from)
 }
 
 /// `groupPolicy`, `groups` and `groupAllowFrom`: may this sender talk to the bot in this group?

@@ -39,6 +39,7 @@ use crate::delivery::replies::Replies;
 use crate::delivery::{Outbox, OutboxParts};
 use crate::error::{CoreError, CoreResult};
 use crate::exchange::Exchanges;
+use crate::mcp::Mcp;
 use crate::runtime::providers::Providers;
 use crate::runtime::tool::{Tool, ToolRegistry};
 use crate::runtime::{Runtime, RuntimeParts};
@@ -73,6 +74,7 @@ pub struct Engine {
     exchanges: Arc<Exchanges>,
     inbound: Arc<Inbound>,
     telegram: Arc<Telegram>,
+    mcp: Arc<Mcp>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
     /// Every background task of every component.
@@ -128,6 +130,8 @@ impl Engine {
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
         let sqlite = SqliteStore::open_with_clock(home, clock.clone())?;
         let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
+        // MCP servers start now: a run waits for their first connection, not for a client.
+        engine.mcp.start();
         if let Err(e) = engine.resume().await {
             // Nothing may keep running for an engine that never opened.
             engine.shutdown(Duration::ZERO).await;
@@ -236,7 +240,7 @@ impl Engine {
             exchanges: exchanges.clone(),
             subagents: subagents.clone(),
         };
-        install_tools(&runtime, session_tools, extra_tools);
+        let mcp = install_tools(&runtime, session_tools, extra_tools, (&tasks, &stop));
         let sessions = Arc::new(Sessions::new(
             config.clone(),
             store.clone(),
@@ -253,6 +257,7 @@ impl Engine {
         Ok(Self {
             sessions,
             telegram,
+            mcp,
             inbound,
             cron: Cron::new(CronParts {
                 config: config.clone(),
@@ -263,11 +268,7 @@ impl Engine {
                 tasks: tasks.clone(),
                 stop: intake.clone(),
             }),
-            tools: Arc::new(ToolInvoker::new(
-                config.clone(),
-                resolver.clone(),
-                runtime.clone(),
-            )),
+            tools: invoker(&config, &resolver, &runtime),
             started_ms: clock.now_ms(),
             home: home.to_path_buf(),
             config,
@@ -368,6 +369,11 @@ impl Engine {
         &self.tools
     }
 
+    /// The MCP servers whose tools agents call (their states for `health`).
+    pub fn mcp(&self) -> &Arc<Mcp> {
+        &self.mcp
+    }
+
     /// DM pairing (`pairing.list`, `pairing.approve`).
     pub fn pairing(&self) -> &Arc<Pairing> {
         self.telegram.pairing()
@@ -399,12 +405,30 @@ impl Engine {
     }
 }
 
-/// The session tools and the embedder's, installed into the runtime.
-fn install_tools(runtime: &Runtime, session_tools: SessionTools, extra: Vec<Arc<dyn Tool>>) {
+/// `tools.invoke` and MCP's door to the tools.
+fn invoker(config: &Arc<Config>, resolver: &Arc<Resolver>, runtime: &Runtime) -> Arc<ToolInvoker> {
+    Arc::new(ToolInvoker::new(
+        config.clone(),
+        resolver.clone(),
+        runtime.clone(),
+    ))
+}
+
+/// The session tools and any extra ones in the runtime's registry, and the MCP servers' tools
+/// as its tool source (answered, to be started and watched).
+fn install_tools(
+    runtime: &Runtime,
+    session_tools: SessionTools,
+    extra: Vec<Arc<dyn Tool>>,
+    (tasks, stop): (&TaskTracker, &CancellationToken),
+) -> Arc<Mcp> {
     let mut registry = ToolRegistry::default();
     session_tools::register(&mut registry, Arc::new(session_tools));
     for tool in extra {
         registry.register(tool);
     }
     runtime.install_tools(registry);
+    let mcp = Mcp::new(runtime.config(), tasks.clone(), stop.clone());
+    runtime.install_tool_source(mcp.clone());
+    mcp
 }

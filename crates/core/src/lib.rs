@@ -21,6 +21,7 @@ pub mod error;
 pub mod exchange;
 pub mod ids;
 pub mod keys;
+pub mod mcp;
 pub mod runtime;
 pub mod sessions;
 pub mod store;

@@ -28,6 +28,7 @@
 
 mod anthropic;
 pub mod fuzz;
+pub mod mcp_servers;
 mod openai;
 mod pairing;
 mod reply;

@@ -1,5 +1,5 @@
 //! Which tools an agent may call in a session (SPEC §6.5, §7.4): the agent's `tools.allow` /
-//! `tools.deny` (exact names or a trailing `*`), and in a sub-agent session no session tools
+//! `tools.deny` (names or globs such as `time__*`), and in a sub-agent session no session tools
 //! unless `tools.subagents.tools.allow` names them, minus `tools.subagents.tools.deny`.
 
 use super::{Decision, Denial};
@@ -54,13 +54,15 @@ fn is_session_tool(name: &str) -> bool {
     name.starts_with("sessions_") || name == "agents_list"
 }
 
-/// `allow` empty = everything; `deny` wins. Patterns match exactly or with a trailing `*`.
-fn allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
-    let matches = |pattern: &String| match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pattern == name,
-    };
+/// `allow` empty = everything; `deny` wins. Patterns are globs: `*` stands for any run of
+/// characters (`time__*`, `*_file`), everything else for itself.
+pub fn glob_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
+    let matches = |pattern: &String| super::visibility::wildcard_match(pattern, name);
     (allow.is_empty() || allow.iter().any(matches)) && !deny.iter().any(matches)
+}
+
+fn allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
+    glob_allowed(name, allow, deny)
 }
 
 #[cfg(test)]
@@ -78,5 +80,11 @@ mod tests {
             &s(&["sessions_list"])
         ));
         assert!(!allowed("exec", &s(&["sessions_*"]), &[]));
+        assert!(allowed("time__get_current_time", &s(&["*__get_*"]), &[]));
+        assert!(!allowed(
+            "time__convert_time",
+            &s(&["time__*"]),
+            &s(&["*convert*"])
+        ));
     }
 }

@@ -17,6 +17,7 @@
 mod choices;
 mod error;
 mod load;
+mod mcp;
 mod report;
 mod resolve;
 mod telegram;
@@ -36,6 +37,7 @@ pub use choices::{
 };
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
+pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use telegram::{
     DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel, TelegramGroup,
@@ -66,7 +68,7 @@ pub struct Config {
     pub agents: AgentsConfig,
     /// Session keys, send policy and agent-to-agent limits.
     pub session: SessionConfig,
-    /// Session-tool policy.
+    /// Tool policy (session tools, sub-agents).
     pub tools: ToolsConfig,
     /// Chat channels.
     pub channels: ChannelsConfig,
@@ -76,6 +78,8 @@ pub struct Config {
     pub cron: CronConfig,
     /// Retries of the delivery outbox.
     pub delivery: DeliveryConfig,
+    /// MCP servers whose tools agents may call.
+    pub mcp: McpConfig,
 }
 
 /// `gateway`.

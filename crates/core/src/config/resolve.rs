@@ -176,6 +176,12 @@ impl Config {
             hide(&mut account.bot_token);
         }
         hide(&mut copy.hooks.token);
+        // MCP servers' environments and headers carry their API keys.
+        for server in copy.mcp.servers.values_mut() {
+            for value in server.env.values_mut().chain(server.headers.values_mut()) {
+                *value = REDACTED.to_owned();
+            }
+        }
         copy
     }
 }

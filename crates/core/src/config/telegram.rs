@@ -6,7 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{TelegramDmPolicy, TelegramGroupPolicy};
+use super::error::{push_key, quote};
+use super::validate::{
+    ACCOUNT_ID_EXPECTED, Checker, POLL_TIMEOUT_SECONDS, clear_if_empty, is_id,
+    normalize_optional_agent,
+};
+use super::{REDACTED, TelegramDmPolicy, TelegramGroupPolicy};
 
 /// The account id of the bot the top level of `channels.telegram` configures.
 pub const DEFAULT_ACCOUNT: &str = "default";
@@ -161,6 +166,57 @@ impl TelegramAccount {
             groups: self.groups.clone().unwrap_or(base.groups.clone()),
             group_allow_from: or(&self.group_allow_from, &base.group_allow_from),
             accounts: BTreeMap::new(),
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// The top-level bot and each account: URLs, tokens (each enabled bot its own), agent ids.
+    pub(super) fn telegram(&mut self, telegram: &mut TelegramChannel) {
+        self.url("channels.telegram.apiBase", &telegram.api_base);
+        self.range(
+            "channels.telegram.pollTimeoutSeconds",
+            telegram.poll_timeout_seconds,
+            &POLL_TIMEOUT_SECONDS,
+        );
+        if telegram.enabled && telegram.accounts.is_empty() {
+            self.required_secret(
+                "channels.telegram.botToken",
+                &mut telegram.bot_token,
+                "required while channels.telegram.enabled is true, unless accounts configures the bots",
+            );
+        }
+        clear_if_empty(&mut telegram.bot_token);
+        normalize_optional_agent(&mut telegram.agent_id);
+        let mut tokens: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(token) = &telegram.bot_token {
+            tokens.insert(token.clone(), "channels.telegram.botToken".into());
+        }
+        for (id, account) in &mut telegram.accounts {
+            let path = push_key("channels.telegram.accounts", id);
+            if !is_id(id) {
+                self.invalid(&path, quote(id), ACCOUNT_ID_EXPECTED);
+            }
+            if let Some(url) = &account.api_base {
+                self.url(&format!("{path}.apiBase"), url);
+            }
+            normalize_optional_agent(&mut account.agent_id);
+            if !(telegram.enabled && account.enabled) {
+                clear_if_empty(&mut account.bot_token);
+                continue;
+            }
+            let because = "each enabled account needs its own bot";
+            self.required_secret(&format!("{path}.botToken"), &mut account.bot_token, because);
+            let Some(token) = &account.bot_token else {
+                continue;
+            };
+            if let Some(other) = tokens.insert(token.clone(), format!("{path}.botToken")) {
+                self.invalid(
+                    format!("{path}.botToken"),
+                    REDACTED,
+                    format!("a token no other account uses ({other} has the same bot; two pollers of one bot take each other's updates)"),
+                );
+            }
         }
     }
 }

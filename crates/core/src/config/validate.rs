@@ -8,22 +8,21 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
-use super::REDACTED;
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
     ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramChannel, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
+    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
 pub(crate) const MODEL_ID_EXPECTED: &str = "the model id the provider knows (e.g. \"gpt-4o-mini\")";
 pub(crate) const AGENT_ID_EXPECTED: &str = "an agent id (letters, digits, '-' and '_')";
 const PORT_EXPECTED: &str = "an integer 1–65535 (0 picks a free port)";
-const URL_EXPECTED: &str = "an http:// or https:// URL";
+pub(super) const URL_EXPECTED: &str = "an http:// or https:// URL";
 const MAIN_KEY_EXPECTED: &str = "a non-empty key without ':' or whitespace";
 const PROVIDER_ID_EXPECTED: &str = "a provider id matching ^[a-z0-9][a-z0-9_.-]*$";
-const ACCOUNT_ID_EXPECTED: &str = "an account id matching ^[a-z0-9][a-z0-9_.-]*$";
+pub(super) const ACCOUNT_ID_EXPECTED: &str = "an account id matching ^[a-z0-9][a-z0-9_.-]*$";
 const COST_EXPECTED: &str = "a number >= 0 (USD per million tokens)";
 const POSITIVE_EXPECTED: &str = "a positive integer";
 
@@ -37,7 +36,7 @@ const SUBAGENT_MAX_CONCURRENT: RangeInclusive<u64> = 1..=1024;
 const ARCHIVE_AFTER_MINUTES: RangeInclusive<u64> = 0..=525_600;
 const MAX_PING_PONG_TURNS: RangeInclusive<u64> = 0..=5;
 const MAX_HOPS: RangeInclusive<u64> = 1..=64;
-const POLL_TIMEOUT_SECONDS: RangeInclusive<u64> = 0..=300;
+pub(super) const POLL_TIMEOUT_SECONDS: RangeInclusive<u64> = 0..=300;
 const CRON_MAX_CONCURRENT_RUNS: RangeInclusive<u64> = 1..=64;
 const DELIVERY_MAX_ATTEMPTS: RangeInclusive<u64> = 1..=100;
 const DELIVERY_RETRY_MS: RangeInclusive<u64> = 10..=86_400_000;
@@ -59,7 +58,7 @@ pub fn normalize_origin(text: &str) -> Option<String> {
     well_formed.then_some(origin)
 }
 
-fn integer(range: &RangeInclusive<u64>) -> String {
+pub(super) fn integer(range: &RangeInclusive<u64>) -> String {
     format!("an integer {}–{}", range.start(), range.end())
 }
 
@@ -119,6 +118,8 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),
         "delivery.timeoutSeconds" => integer(&DELIVERY_TIMEOUT_SECONDS),
+        "mcp.servers.*.timeoutSeconds" => super::mcp::timeout_expected(),
+        "mcp.servers.*.url" => URL_EXPECTED.to_owned(),
         _ => return None,
     };
     Some(text)
@@ -150,17 +151,18 @@ pub(crate) fn validate(
     check.tools(config);
     check.channels(config);
     check.hooks_and_cron(config);
+    check.mcp(&mut config.mcp);
     check.delivery(config);
     check.problems
 }
 
-struct Checker<'a> {
+pub(super) struct Checker<'a> {
     problems: Vec<ConfigError>,
     unset_secrets: &'a BTreeMap<String, String>,
 }
 
 impl Checker<'_> {
-    fn invalid(
+    pub(super) fn invalid(
         &mut self,
         path: impl Into<String>,
         value: impl Into<String>,
@@ -173,14 +175,19 @@ impl Checker<'_> {
         });
     }
 
-    fn range(&mut self, path: &str, value: u64, range: &RangeInclusive<u64>) {
+    pub(super) fn range(&mut self, path: &str, value: u64, range: &RangeInclusive<u64>) {
         if !range.contains(&value) {
             self.invalid(path, value.to_string(), integer(range));
         }
     }
 
     /// A secret that must be present because the feature using it is on.
-    fn required_secret(&mut self, path: &str, secret: &mut Option<String>, because: &str) {
+    pub(super) fn required_secret(
+        &mut self,
+        path: &str,
+        secret: &mut Option<String>,
+        because: &str,
+    ) {
         clear_if_empty(secret);
         if secret.is_none() {
             let mut expected = format!("a token ({because})");
@@ -194,13 +201,13 @@ impl Checker<'_> {
         }
     }
 
-    fn url(&mut self, path: &str, url: &str) {
+    pub(super) fn url(&mut self, path: &str, url: &str) {
         if !is_http_url(url) {
             self.invalid(path, quote(url), URL_EXPECTED);
         }
     }
 
-    fn names(&mut self, path: &str, names: &mut [String], what: &str) {
+    pub(super) fn names(&mut self, path: &str, names: &mut [String], what: &str) {
         for (index, name) in names.iter_mut().enumerate() {
             *name = name.trim().to_owned();
             if name.is_empty() {
@@ -209,7 +216,7 @@ impl Checker<'_> {
         }
     }
 
-    fn tool_policy(&mut self, path: &str, policy: &mut ToolPolicy) {
+    pub(super) fn tool_policy(&mut self, path: &str, policy: &mut ToolPolicy) {
         self.names(&format!("{path}.allow"), &mut policy.allow, "a tool name");
         self.names(&format!("{path}.deny"), &mut policy.deny, "a tool name");
     }
@@ -578,55 +585,6 @@ impl Checker<'_> {
         self.telegram(&mut config.channels.telegram);
     }
 
-    /// The top-level bot and each account: URLs, tokens (each enabled bot its own), agent ids.
-    fn telegram(&mut self, telegram: &mut TelegramChannel) {
-        self.url("channels.telegram.apiBase", &telegram.api_base);
-        self.range(
-            "channels.telegram.pollTimeoutSeconds",
-            telegram.poll_timeout_seconds,
-            &POLL_TIMEOUT_SECONDS,
-        );
-        if telegram.enabled && telegram.accounts.is_empty() {
-            self.required_secret(
-                "channels.telegram.botToken",
-                &mut telegram.bot_token,
-                "required while channels.telegram.enabled is true, unless accounts configures the bots",
-            );
-        }
-        clear_if_empty(&mut telegram.bot_token);
-        normalize_optional_agent(&mut telegram.agent_id);
-        let mut tokens: BTreeMap<String, String> = BTreeMap::new();
-        if let Some(token) = &telegram.bot_token {
-            tokens.insert(token.clone(), "channels.telegram.botToken".into());
-        }
-        for (id, account) in &mut telegram.accounts {
-            let path = push_key("channels.telegram.accounts", id);
-            if !is_id(id) {
-                self.invalid(&path, quote(id), ACCOUNT_ID_EXPECTED);
-            }
-            if let Some(url) = &account.api_base {
-                self.url(&format!("{path}.apiBase"), url);
-            }
-            normalize_optional_agent(&mut account.agent_id);
-            if !(telegram.enabled && account.enabled) {
-                clear_if_empty(&mut account.bot_token);
-                continue;
-            }
-            let because = "each enabled account needs its own bot";
-            self.required_secret(&format!("{path}.botToken"), &mut account.bot_token, because);
-            let Some(token) = &account.bot_token else {
-                continue;
-            };
-            if let Some(other) = tokens.insert(token.clone(), format!("{path}.botToken")) {
-                self.invalid(
-                    format!("{path}.botToken"),
-                    REDACTED,
-                    format!("a token no other account uses ({other} has the same bot; two pollers of one bot take each other's updates)"),
-                );
-            }
-        }
-    }
-
     fn hooks_and_cron(&mut self, config: &mut Config) {
         let hooks = &mut config.hooks;
         if hooks.enabled {
@@ -673,13 +631,13 @@ impl Checker<'_> {
 }
 
 /// An empty secret is an absent one (`token: ""`, or a variable set to nothing).
-fn clear_if_empty(secret: &mut Option<String>) {
+pub(super) fn clear_if_empty(secret: &mut Option<String>) {
     if secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
         *secret = None;
     }
 }
 
-fn normalize_optional_agent(agent_id: &mut Option<String>) {
+pub(super) fn normalize_optional_agent(agent_id: &mut Option<String>) {
     if let Some(id) = agent_id {
         if id.trim().is_empty() {
             *agent_id = None;
@@ -690,7 +648,7 @@ fn normalize_optional_agent(agent_id: &mut Option<String>) {
 }
 
 /// `^[a-z0-9][a-z0-9_.-]*$`.
-fn is_id(id: &str) -> bool {
+pub(super) fn is_id(id: &str) -> bool {
     let mut chars = id.chars();
     chars
         .next()
@@ -701,7 +659,7 @@ fn is_id(id: &str) -> bool {
 }
 
 /// `http://host…` or `https://host…` with a non-empty host and no whitespace.
-fn is_http_url(url: &str) -> bool {
+pub(super) fn is_http_url(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")

@@ -52,7 +52,7 @@ use crate::keys::SessionKey;
 use crate::store::{NewSession, RunRecord, RunStatus, Store, WriteOp, WriteOutcome};
 use lanes::{Lane, Lanes};
 use providers::Providers;
-use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry};
+use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 
 /// Events buffered per subscriber before a slow one starts missing them.
 const EVENT_BUFFER: usize = 4096;
@@ -256,6 +256,8 @@ struct Inner {
     /// Installed once by the composition root (tools are built from components that need the
     /// runtime themselves).
     tools: OnceLock<ToolRegistry>,
+    /// Tools that change while the gateway runs (MCP), installed once if configured.
+    tool_source: OnceLock<Arc<dyn ToolSource>>,
     lanes: Lanes,
     conversations: conversation::ConversationCache,
     queues: Mutex<HashMap<SessionKey, queue::SessionQueue>>,
@@ -317,6 +319,7 @@ impl Runtime {
                 replies: parts.replies,
                 tasks: parts.tasks,
                 tools: OnceLock::new(),
+                tool_source: OnceLock::new(),
                 lanes,
                 conversations: Default::default(),
                 queues: Mutex::default(),
@@ -338,6 +341,34 @@ impl Runtime {
         if self.inner.tools.set(tools).is_err() {
             tracing::warn!("the runtime's tools were already installed; ignoring a second set");
         }
+    }
+
+    /// Adds the tools of `source` (MCP servers) to every offer, after the registry's.
+    pub fn install_tool_source(&self, source: Arc<dyn ToolSource>) {
+        if self.inner.tool_source.set(source).is_err() {
+            tracing::warn!("the runtime's tool source was already installed; ignoring a second");
+        }
+    }
+
+    /// Waits until the tool source loaded what it could at start (see [`ToolSource::ready`]).
+    pub async fn tools_ready(&self) {
+        if let Some(source) = self.inner.tool_source.get() {
+            source.ready().await;
+        }
+    }
+
+    /// Every tool: the registry's, then the source's.
+    fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all: Vec<Arc<dyn Tool>> = self
+            .inner
+            .tools
+            .get()
+            .map(|r| r.all().cloned().collect())
+            .unwrap_or_default();
+        if let Some(source) = self.inner.tool_source.get() {
+            all.extend(source.tools());
+        }
+        all
     }
 
     pub fn providers(&self) -> &Arc<Providers> {
@@ -421,20 +452,20 @@ impl Runtime {
 
     /// The tools `agent` may call in the session `key` (access decides, SPEC §6.5).
     pub fn tools_for(&self, key: &SessionKey, agent: &ResolvedAgent) -> Vec<Arc<dyn Tool>> {
-        let Some(tools) = self.inner.tools.get() else {
-            return Vec::new();
-        };
         let config = &self.inner.config;
-        tools
-            .all()
+        self.all_tools()
+            .into_iter()
             .filter(|t| access::tool_allowed(config, key, agent, t.name()).is_ok())
-            .cloned()
             .collect()
     }
 
     /// The tool named `name`, whoever may call it.
     pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.inner.tools.get()?.get(name).cloned()
+        if let Some(tool) = self.inner.tools.get().and_then(|r| r.get(name)) {
+            return Some(tool.clone());
+        }
+        let source = self.inner.tool_source.get()?;
+        source.tools().into_iter().find(|t| t.name() == name)
     }
 
     /// Calls `tool` outside a run, as `caller` (`tools.invoke`, MCP): with a slot on lane `main`

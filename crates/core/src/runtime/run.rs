@@ -324,6 +324,7 @@ impl<'a> Turn<'a> {
             .map_err(|e| Ending::failed(e.to_string()))?;
         // The same set tools.invoke allows: access decides (the agent's allow/deny, minus session
         // tools for sub-agents unless tools.subagents.tools allows them).
+        rt.tools_ready().await;
         let tools = rt.tools_for(key, &agent);
         let caller = Caller {
             session_key: key.clone(),
@@ -508,12 +509,14 @@ impl Turn<'_> {
             is_error: output.is_error,
             text: text.clone(),
         };
+        let mut content = vec![ContentBlock::text(text)];
+        content.extend(output.images);
         let message = TranscriptMessage::ToolResult(ToolResultMessage {
             tool_call_id: id,
             tool_name: name,
-            content: vec![ContentBlock::text(text)],
+            content,
             is_error: output.is_error,
-            details: None,
+            details: output.details,
             timestamp: rt.now_ms(),
         });
         (message, event)

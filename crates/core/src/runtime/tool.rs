@@ -20,6 +20,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use switchboard_protocol::message::ContentBlock;
 use tokio_util::sync::CancellationToken;
 
 use super::lanes::LeaseHolder;
@@ -31,11 +32,14 @@ use crate::keys::SessionKey;
 use crate::store::Store;
 pub use switchboard_protocol::tools::ToolHints;
 
-/// What a tool answers: JSON (sent to the model as text) and whether it is an error.
+/// What a tool answers: JSON (sent to the model as text), whether it is an error, images to
+/// store with it (an MCP tool's), and structured data for programs (not sent to the model).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub content: Value,
     pub is_error: bool,
+    pub images: Vec<ContentBlock>,
+    pub details: Option<Value>,
 }
 
 impl ToolOutput {
@@ -43,6 +47,8 @@ impl ToolOutput {
         Self {
             content,
             is_error: false,
+            images: Vec::new(),
+            details: None,
         }
     }
 
@@ -51,8 +57,8 @@ impl ToolOutput {
     pub fn error(message: impl Into<String>) -> Self {
         let failure = switchboard_protocol::session_tools::ToolFailure::error(message);
         Self {
-            content: serde_json::to_value(failure).unwrap_or(Value::Null),
             is_error: true,
+            ..Self::ok(serde_json::to_value(failure).unwrap_or(Value::Null))
         }
     }
 
@@ -245,7 +251,7 @@ fn encode<R: ToolResult>(output: &R) -> ToolOutput {
     match serde_json::to_value(output) {
         Ok(content) => ToolOutput {
             is_error: output.is_error(),
-            content,
+            ..ToolOutput::ok(content)
         },
         Err(e) => ToolOutput::error(format!("the result could not be encoded: {e}")),
     }
@@ -295,6 +301,16 @@ fn clip(s: &str, max: usize) -> String {
     }
     let cut: String = s.chars().take(max).collect();
     format!("{cut}…")
+}
+
+/// Tools that come and go while the gateway runs (MCP servers' tools): the runtime asks for
+/// the current set whenever it offers tools.
+pub trait ToolSource: Send + Sync {
+    /// The tools offered now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Resolves once every server has finished its first attempt to connect (each bounded by
+    /// its timeout), so a run right after start sees the tools a working server has.
+    fn ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 }
 
 /// All tools known to the gateway, by name.

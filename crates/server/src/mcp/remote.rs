@@ -115,7 +115,7 @@ impl Invoker for RemoteInvoker {
         })?;
         Ok(ToolOutput {
             is_error: !answer.ok,
-            content: answer.result,
+            ..ToolOutput::ok(answer.result)
         })
     }
 }

@@ -24,8 +24,8 @@ fn a_tool_result_is_text_and_structured_content_with_its_error_flag() {
     );
 
     let refused = mcp_result(ToolOutput {
-        content: json!({"status": "forbidden", "error": "no"}),
         is_error: true,
+        ..ToolOutput::ok(json!({"status": "forbidden", "error": "no"}))
     });
     assert_eq!(refused.is_error, Some(true));
     assert!(refused.structured_content.is_some());
@@ -41,10 +41,7 @@ fn a_tool_result_is_text_and_structured_content_with_its_error_flag() {
     );
 
     // structuredContent must be an object: a plain-text result goes as text only.
-    let text = mcp_result(ToolOutput {
-        content: json!("plain"),
-        is_error: false,
-    });
+    let text = mcp_result(ToolOutput::ok(json!("plain")));
     assert_eq!(text.structured_content, None);
     assert_eq!(
         text.content[0].as_text().map(|t| t.text.as_str()),

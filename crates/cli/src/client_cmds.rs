@@ -141,6 +141,49 @@ pub enum AgentsCommand {
     List,
 }
 
+#[derive(Subcommand)]
+pub enum ToolsCommand {
+    /// The tools an agent may call (session tools and MCP servers' tools).
+    List(ToolsListArgs),
+}
+
+#[derive(Args)]
+pub struct ToolsListArgs {
+    /// Whose tools, in its main session (default: the default agent).
+    #[arg(long)]
+    agent: Option<String>,
+    /// In this session instead (any key form or a sessionId).
+    #[arg(long, conflicts_with = "agent")]
+    session: Option<String>,
+}
+
+pub async fn tools(global: &GlobalArgs, cmd: ToolsCommand) -> Result<ExitCode> {
+    let ToolsCommand::List(args) = cmd;
+    let params = json!({"sessionKey": args.session, "agentId": args.agent});
+    let result = request(global, "tools.list", params).await?;
+    if global.json {
+        return print_json(&result);
+    }
+    let rows: Vec<Vec<String>> = result["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let description = t["description"].as_str().unwrap_or_default();
+            let first = description.split(". ").next().unwrap_or_default();
+            let short: String = first.chars().take(72).collect();
+            vec![t["name"].as_str().unwrap_or_default().to_string(), short]
+        })
+        .collect();
+    outln!("{}", text_of(&result["sessionKey"]));
+    outln!("{}", table::render(&["TOOL", "WHAT IT DOES"], &rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
 pub(crate) async fn request(global: &GlobalArgs, method: &str, params: Value) -> Result<Value> {
     let mut client = crate::settings::connect(global).await?;
     let result = client.request(method, params).await;

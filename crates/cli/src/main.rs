@@ -50,6 +50,9 @@ enum Command {
     /// Configured agents.
     #[command(subcommand)]
     Agents(client_cmds::AgentsCommand),
+    /// The tools agents may call: `switchboard tools list --agent main`.
+    #[command(subcommand)]
+    Tools(client_cmds::ToolsCommand),
     /// Who may talk to a bot: pending DM pairing requests, and approving one by its code.
     #[command(subcommand)]
     Pairing(pairing::PairingCommand),
@@ -137,6 +140,7 @@ fn main() -> std::process::ExitCode {
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
             Command::Pairing(cmd) => pairing::run(&cli.global, cmd).await,
+            Command::Tools(cmd) => client_cmds::tools(&cli.global, cmd).await,
             Command::Chat(args) => chat::run(&cli.global, args).await,
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),

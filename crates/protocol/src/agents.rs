@@ -18,6 +18,10 @@ pub struct AgentSummary {
     /// any).
     #[serde(default)]
     pub allow_agents: Vec<String>,
+    /// The tools it may call in its main session (session tools and MCP servers' tools, after
+    /// its `tools.allow/deny`).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// An agent's model: the one tried first and the ones tried after it.
@@ -65,9 +69,34 @@ pub struct HealthResult {
     pub default_agent_id: String,
     /// Every configured agent, the default first.
     pub agents: Vec<HealthAgent>,
+    /// Each MCP server (`mcp.servers.<name>`): its state and the tools it offers.
+    #[serde(default)]
+    pub mcp: std::collections::BTreeMap<String, McpServerHealth>,
     /// All sessions: **changed meaning** — a number before, now the reference's object (the
     /// number is `sessionCount`).
     pub sessions: HealthSessions,
+}
+
+/// One MCP server in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerHealth {
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `starting`, `running`, `restarting` or `stopped`.
+    pub state: String,
+    /// The tools it offers, as models call them (`<server>__<tool>`).
+    pub tools: Vec<String>,
+    /// The process of a stdio server while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Why it last failed or went away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Reconnections since the gateway started.
+    pub restarts: u64,
+    /// Calls cancelled (timed out, or their run aborted): each sent `notifications/cancelled`.
+    pub cancelled: u64,
 }
 
 /// One agent in `health`.

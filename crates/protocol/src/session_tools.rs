@@ -469,6 +469,10 @@ pub struct AgentChoice {
     pub name: Option<String>,
     /// False for an allowed id with no configuration (it would run on the defaults).
     pub configured: bool,
+    /// The tools a sub-agent spawned as this agent may call (its agent's tools minus the
+    /// session tools, narrowed by `tools.subagents.tools`): what it can do for you.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 /// The answer of `agents_list`.

@@ -21,8 +21,13 @@ pub struct ToolsInvokeParams {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsListParams {
-    /// The acting session: a key (any accepted form) or a sessionId.
-    pub session_key: String,
+    /// The acting session: a key (any accepted form) or a sessionId. Absent: the main session
+    /// of `agentId` (or of the default agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// With no `sessionKey`: whose main session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// One callable tool: what the model (or an MCP client) is shown.

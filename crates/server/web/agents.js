@@ -1,5 +1,6 @@
-// The Agents screen: configured agents, their models and which agents each may spawn; also
-// fills the list's agent filter.
+// The Agents screen: configured agents, their models, which agents each may spawn and the tools
+// it may call (session tools, then MCP servers' `<server>__<tool>`); also fills the list's agent
+// filter.
 import { el, sessionLink } from './dom.js';
 
 export class Agents {
@@ -16,6 +17,7 @@ export class Agents {
       el('td', {}, el('code', {}, a.model.primary)),
       el('td', {}, a.model.fallbacks.join(', ') || '—'),
       el('td', {}, spawnable(a)),
+      el('td', { class: 'tools' }, tools(a)),
       el('td', {}, sessionLink(a.mainKey)),
     )));
     const chosen = this.filter.value;
@@ -29,4 +31,15 @@ function spawnable(agent) {
   if (agent.allowAgents.some((a) => a.trim() === '*')) return 'any agent';
   const others = agent.allowAgents.filter((a) => a !== agent.id);
   return [agent.id, ...others].join(', ');
+}
+
+// The session tools in one word, every other tool by name.
+function tools(agent) {
+  const names = agent.tools || [];
+  const session = names.filter((n) => n.startsWith('sessions_') || n === 'agents_list');
+  const others = names.filter((n) => !session.includes(n));
+  const parts = [];
+  if (session.length) parts.push(el('span', { title: session.join(', ') }, `${session.length} session tools`));
+  for (const name of others) parts.push(' ', el('code', {}, name));
+  return parts.length ? parts : ['none'];
 }

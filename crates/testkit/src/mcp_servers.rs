@@ -38,7 +38,8 @@ fn works(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn must(command: &mut Command, what: &str) {
+/// Runs `command`; panics with its output, saying `what` failed, unless it succeeds.
+pub fn must(command: &mut Command, what: &str) {
     let output = command
         .output()
         .unwrap_or_else(|e| panic!("{what}: cannot run it: {e}"));
@@ -71,18 +72,24 @@ fn once(tmp: &Path, name: &str, install: impl FnOnce(&Path)) -> PathBuf {
 
 /// A Python with `mcp-server-time` installed: run it as `<python> -m mcp_server_time`.
 pub fn time_server(tmp: &Path) -> Result<PathBuf, Missing> {
+    python_with(tmp, TIME_SERVER)
+}
+
+/// A venv's Python with the pip requirement `package` (`name==version`) installed, made once
+/// under `tmp`.
+pub fn python_with(tmp: &Path, package: &str) -> Result<PathBuf, Missing> {
     if !works("python3", &["-c", "import venv, ensurepip"]) {
         return Err(Missing(
             "python3 with venv and pip (apt-get install python3-venv python3-pip)".into(),
         ));
     }
-    let name = TIME_SERVER.replace("==", "-");
+    let name = format!("python-{}", package.replace("==", "-"));
     let dir = once(tmp, &name, |dir| {
         must(
             Command::new("python3")
                 .args(["-m", "venv"])
                 .arg(dir.join("venv")),
-            "creating a venv for mcp-server-time",
+            "creating a Python venv with `python3 -m venv`",
         );
         must(
             Command::new(dir.join("venv/bin/python")).args([
@@ -91,9 +98,9 @@ pub fn time_server(tmp: &Path) -> Result<PathBuf, Missing> {
                 "install",
                 "--disable-pip-version-check",
                 "--no-input",
-                TIME_SERVER,
+                package,
             ]),
-            &format!("installing {TIME_SERVER} with pip"),
+            &format!("installing {package} with pip"),
         );
     });
     Ok(dir.join("venv/bin/python"))
@@ -104,7 +111,7 @@ pub fn everything_server(tmp: &Path) -> Result<PathBuf, Missing> {
     if !works("node", &["--version"]) || !works("npm", &["--version"]) {
         return Err(Missing("node and npm (apt-get install nodejs npm)".into()));
     }
-    let name = EVERYTHING_SERVER.replace(['@', '/'], "-");
+    let name = format!("npm{}", EVERYTHING_SERVER.replace(['@', '/'], "-"));
     let dir = once(tmp, &name, |dir| {
         must(
             Command::new("npm")

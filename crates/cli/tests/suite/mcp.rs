@@ -7,7 +7,6 @@
 //! every test and process: a file lock), so `cargo test --workspace` needs no manual step. An
 //! install that fails fails the tests with pip's output; nothing is skipped.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -27,49 +26,12 @@ fn python() -> &'static Path {
     PYTHON.get_or_init(install_sdk)
 }
 
+/// The SDK in a venv under the target dir (the test kit installs it once, behind a lock). A
+/// machine that cannot make a venv fails the tests: nothing is skipped.
 fn install_sdk() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let venv = tmp.join(format!("python-{}", MCP_SDK.replace("==", "-")));
-    let python = venv.join("bin").join("python");
-    let installed = venv.join("installed");
-    std::fs::create_dir_all(tmp).unwrap();
-    // Another test process may be installing it right now.
-    let lock = File::create(tmp.join("python-mcp.lock")).unwrap();
-    lock.lock().unwrap();
-    if !installed.exists() {
-        let _ = std::fs::remove_dir_all(&venv);
-        must(
-            Command::new("python3").arg("-m").arg("venv").arg(&venv),
-            "creating a Python venv with `python3 -m venv` (Debian/Ubuntu: apt-get install \
-             python3-venv)",
-        );
-        must(
-            Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                MCP_SDK,
-            ]),
-            &format!("installing the MCP Python SDK ({MCP_SDK}) with pip"),
-        );
-        std::fs::write(&installed, MCP_SDK).unwrap();
-    }
-    python
-}
-
-fn must(command: &mut Command, what: &str) {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run it: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    switchboard_testkit::mcp_servers::python_with(tmp, MCP_SDK)
+        .unwrap_or_else(|missing| panic!("the MCP Python SDK needs {}", missing.0))
 }
 
 /// A gateway method through `switchboard call`.

@@ -5,6 +5,7 @@ mod exchange_durability;
 mod first_hour;
 mod logging;
 mod mcp;
+mod mcp_tools;
 mod process;
 mod spawn;
 mod spawn_durability;

@@ -90,6 +90,7 @@ const scenarios = {
     check((await writer.textContent()).includes('mock/writer'), 'the agents screen shows each model');
     const main = await page.locator('#agent-rows tr').filter({ hasText: 'default' }).textContent();
     check(main.includes('builtin/scripted') && main.includes('main'), `the default agent and what it may spawn: ${main}`);
+    check(main.includes('5 session tools'), `the default agent's tools: ${main}`);
     await page.click('#show-sessions');
     await row('agent:main:demo').waitFor(WAIT);
   },

@@ -123,6 +123,19 @@ impl ToolContext {
         self.runtime.now_ms()
     }
 
+    /// The names of the tools `agent` may call in the session `key` (what its runs are offered).
+    pub fn tool_names(
+        &self,
+        key: &SessionKey,
+        agent: &crate::config::ResolvedAgent,
+    ) -> Vec<String> {
+        self.runtime
+            .tools_for(key, agent)
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
+    }
+
     /// Submits a run (answers once it is committed and queued).
     pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
         self.runtime.submit(request).await

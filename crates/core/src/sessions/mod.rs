@@ -151,6 +151,12 @@ impl Sessions {
                     },
                     main_key: main.display().to_string(),
                     allow_agents: agent.allow_agents.clone(),
+                    tools: self
+                        .runtime
+                        .tools_for(&main, &agent)
+                        .iter()
+                        .map(|t| t.name().to_string())
+                        .collect(),
                     id,
                 }
             })

@@ -21,6 +21,7 @@ use crate::access;
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
+use crate::keys;
 use crate::runtime::Runtime;
 use crate::runtime::tool::{Caller, ToolOutput, parse_args};
 use crate::sessions::Resolver;
@@ -84,6 +85,7 @@ impl ToolInvoker {
         let entry = self.resolver.find(session, None).await?;
         let agent = self.config.agent(&entry.agent_id);
         let tool = tool.trim();
+        self.runtime.tools_ready().await;
         let Some(found) = self.runtime.tool(tool) else {
             let names: Vec<String> = self
                 .runtime
@@ -122,10 +124,28 @@ impl ToolInvoker {
             .await)
     }
 
-    /// `tools.list`: the tools the agent of `sessionKey` may call there, with their schemas (what
-    /// MCP's `tools/list` shows). Errors: `NotFound` for an unknown session.
+    /// `tools.list`: the tools the agent of `sessionKey` (default: the main session of
+    /// `agentId`, or of the default agent) may call there, with their schemas (what MCP's
+    /// `tools/list` shows). Errors: `NotFound` for an unknown session or agent.
     pub async fn list(&self, p: ToolsListParams) -> CoreResult<ToolsListResult> {
-        let entry = self.resolver.find(&p.session_key, None).await?;
+        let reference = match (p.session_key, p.agent_id) {
+            (Some(key), _) => key,
+            (None, agent) => {
+                let agent = agent.map_or_else(
+                    || self.config.default_agent_id(),
+                    |a| keys::normalize_agent_id(&a),
+                );
+                if !self.config.agent_ids().contains(&agent) {
+                    return Err(CoreError::NotFound(format!(
+                        "agentId: no agent {agent} (configured: {})",
+                        self.config.agent_ids().join(", ")
+                    )));
+                }
+                self.config.main_session_key(&agent).into_string()
+            }
+        };
+        self.runtime.tools_ready().await;
+        let entry = self.resolver.find(&reference, None).await?;
         let agent = self.config.agent(&entry.agent_id);
         let tools = self
             .runtime

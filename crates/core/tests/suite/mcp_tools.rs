@@ -313,6 +313,20 @@ async fn deny_rules_hide_tools_from_agents_and_sub_agents() {
         results[0].1.contains("everything__get-tiny-image"),
         "{results:?}"
     );
+    // agents_list tells the spawner what such a sub-agent can call.
+    let listed = h.invoke("main", "agents_list", json!({})).await.content;
+    let tools = listed["agents"][0]["tools"].as_array().unwrap().clone();
+    assert!(
+        tools.contains(&json!("everything__get-tiny-image")),
+        "{listed}"
+    );
+    assert!(!tools.contains(&json!("everything__echo")), "{listed}");
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("sessions_")),
+        "{listed}"
+    );
     h.engine.close().await;
 }
 

@@ -560,11 +560,13 @@ fn agents_list_result_has_the_tool_shape() {
                     id: "main".into(),
                     name: Some("Main".into()),
                     configured: true,
+                    tools: Vec::new(),
                 },
                 AgentChoice {
                     id: "ghost".into(),
                     name: None,
                     configured: false,
+                    tools: Vec::new(),
                 },
             ],
         },

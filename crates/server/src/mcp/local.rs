@@ -26,7 +26,8 @@ impl LocalInvoker {
 impl Invoker for LocalInvoker {
     async fn list_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, ErrorShape> {
         let params = ToolsListParams {
-            session_key: session.to_string(),
+            session_key: Some(session.to_string()),
+            agent_id: None,
         };
         self.engine
             .tools()

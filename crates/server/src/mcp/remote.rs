@@ -61,7 +61,8 @@ impl Invoker for RemoteInvoker {
     async fn list_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, ErrorShape> {
         let mut client = self.connect().await?;
         let params = ToolsListParams {
-            session_key: session.to_string(),
+            session_key: Some(session.to_string()),
+            agent_id: None,
         };
         let answer = client.request("tools.list", encode(&params)?).await;
         client.close().await;

@@ -134,7 +134,11 @@ async fn run(
     let engine = state.engine.as_ref();
     match method {
         "health" => system::health(state).await,
-        "agents.list" => to_value(engine.sessions().agents_list()),
+        "agents.list" => {
+            // Each agent's tools include the MCP servers' once they first connected.
+            engine.runtime().tools_ready().await;
+            to_value(engine.sessions().agents_list())
+        }
         "sessions.list" => sessions::list(engine, parse(method, p)?).await,
         "sessions.create" => sessions::create(engine, parse(method, p)?).await,
         "sessions.resolve" => sessions::resolve(engine, parse(method, p)?).await,

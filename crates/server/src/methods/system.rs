@@ -2,9 +2,10 @@
 
 use std::time::Instant;
 
+use switchboard_core::Engine;
 use switchboard_core::sessions::channel_health;
 use switchboard_protocol::PROTOCOL_VERSION;
-use switchboard_protocol::agents::HealthResult;
+use switchboard_protocol::agents::{HealthResult, McpServerHealth};
 
 use super::{MethodResult, core_err, to_value};
 use crate::ServerState;
@@ -31,5 +32,27 @@ pub async fn health(state: &ServerState) -> MethodResult {
         default_agent_id: parts.default_agent_id,
         agents: parts.agents,
         sessions: parts.sessions,
+        mcp: mcp_health(engine),
     })
+}
+
+/// Each MCP server's state, by name.
+fn mcp_health(engine: &Engine) -> std::collections::BTreeMap<String, McpServerHealth> {
+    engine
+        .mcp()
+        .statuses()
+        .into_iter()
+        .map(|s| {
+            let health = McpServerHealth {
+                transport: s.transport.to_string(),
+                state: s.state.as_str().to_string(),
+                tools: s.tools,
+                pid: s.pid,
+                last_error: s.last_error,
+                restarts: s.restarts,
+                cancelled: s.cancelled,
+            };
+            (s.name, health)
+        })
+        .collect()
 }

@@ -291,7 +291,19 @@ async fn tools_list_shows_the_sessions_callable_tools_with_their_schemas() {
         .await;
     assert_eq!(missing.code, ErrorCode::NotFound);
     assert!(missing.message.contains("Session not found: cron:missing"));
-    let bad = gw.call_err("tools.list", json!({})).await;
+    // No session: the default agent's main session; an agent by id: its main session.
+    let default = gw.call("tools.list", json!({})).await;
+    assert_eq!(default["sessionKey"], "agent:main:main");
+    let unknown = gw.call_err("tools.list", json!({"agentId": "ghost"})).await;
+    assert_eq!(unknown.code, ErrorCode::NotFound);
+    assert!(
+        unknown
+            .message
+            .contains("agentId: no agent ghost (configured: main)"),
+        "{}",
+        unknown.message
+    );
+    let bad = gw.call_err("tools.list", json!({"sessionKey": 7})).await;
     assert_eq!(bad.code, ErrorCode::InvalidRequest);
     assert!(bad.message.contains("sessionKey"), "{}", bad.message);
     gw.stop().await;

@@ -9,6 +9,7 @@ use super::*;
 
 mod agents;
 mod errors;
+mod mcp;
 
 pub(super) fn no_env(_: &str) -> Option<String> {
     None

@@ -1,13 +1,14 @@
 //! `agents_list` (SPEC §7.5): the agent ids `sessions_spawn` accepts from the calling agent —
 //! itself first, then its `subagents.allowAgents` (every configured agent when it holds `"*"`).
-//! Allow-listed ids that are not configured are shown with `configured: false`.
+//! Allow-listed ids that are not configured are shown with `configured: false`. Each id comes
+//! with the tools a sub-agent spawned as it may call.
 
 use std::sync::Arc;
 
 use switchboard_protocol::session_tools::{AgentChoice, AgentsListParams, AgentsListResult};
 
 use super::{Answer, SessionTools};
-use crate::keys;
+use crate::keys::{self, SessionKey};
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 
 pub struct AgentsList(pub Arc<SessionTools>);
@@ -29,16 +30,17 @@ impl TypedTool for AgentsList {
         "List the agent ids you may pass as agentId to sessions_spawn: yourself first, then the \
          agents you are allowed to spawn. `allowAny` is true when any configured agent is \
          allowed; `configured: false` marks an allowed id that has no configuration (it would \
-         run on the defaults). Takes no parameters."
+         run on the defaults); `tools` names what a sub-agent spawned as that agent can call. \
+         Takes no parameters."
     }
 
     async fn run(&self, ctx: &ToolContext, _: AgentsListParams) -> Self::Output {
-        Answer::Done(self.agents(&ctx.caller().agent_id))
+        Answer::Done(self.agents(ctx, &ctx.caller().agent_id))
     }
 }
 
 impl AgentsList {
-    fn agents(&self, requester: &str) -> AgentsListResult {
+    fn agents(&self, ctx: &ToolContext, requester: &str) -> AgentsListResult {
         let config = &self.0.config;
         let agent = config.agent(requester);
         let configured_ids = config.agent_ids();
@@ -58,10 +60,16 @@ impl AgentsList {
         }
         let agents = ids
             .into_iter()
-            .map(|id| AgentChoice {
-                name: config.agent(&id).name,
-                configured: configured_ids.contains(&id),
-                id,
+            .map(|id| {
+                let chosen = config.agent(&id);
+                // What a sub-agent spawned as `id` is offered (any child key says so).
+                let child = SessionKey::from_canonical(format!("agent:{id}:subagent:agents-list"));
+                AgentChoice {
+                    tools: ctx.tool_names(&child, &chosen),
+                    name: chosen.name,
+                    configured: configured_ids.contains(&id),
+                    id,
+                }
             })
             .collect();
         AgentsListResult {

@@ -142,6 +142,14 @@ impl EverythingHttp {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .unwrap_or_else(|e| panic!("a free loopback port: {e}"));
+        Self::start_on(script, port)
+    }
+
+    /// As [`EverythingHttp::start`], on `port` (a server started again where one was).
+    ///
+    /// # Panics
+    /// If it cannot be started or never listens.
+    pub fn start_on(script: &Path, port: u16) -> Self {
         let child = Command::new("node")
             .arg(script)
             .arg("streamableHttp")
@@ -160,6 +168,10 @@ impl EverythingHttp {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `http://127.0.0.1:PORT/mcp`.

@@ -51,6 +51,8 @@ impl State {
 #[derive(Default)]
 struct Live {
     peer: Option<Peer<RoleClient>>,
+    /// Counts connections: a call's failure names the one it used.
+    generation: u64,
     pid: Option<u32>,
     /// The last tools listed (kept while the server is down: a call then says it is down).
     tools: Vec<Arc<McpTool>>,
@@ -70,6 +72,9 @@ pub struct Server {
     /// Set once the first connection attempt ended, either way.
     pub(super) tried: watch::Sender<bool>,
     refresh: Notify,
+    /// The connection (by generation) a call could not reach: it is dropped and a new one made
+    /// (an HTTP session does not end by itself when its server goes away).
+    unreachable: watch::Sender<u64>,
 }
 
 /// What `health` shows of a server.
@@ -115,6 +120,7 @@ impl Server {
             cancelled: AtomicU64::new(0),
             tried: watch::channel(false).0,
             refresh: Notify::new(),
+            unreachable: watch::channel(0).0,
         })
     }
 
@@ -122,12 +128,12 @@ impl Server {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The connection, while the server runs.
-    pub(super) fn peer(&self) -> Option<Peer<RoleClient>> {
+    /// The connection and its generation, while the server runs.
+    pub(super) fn peer(&self) -> Option<(Peer<RoleClient>, u64)> {
         let live = self.live();
-        (*self.state.borrow() == State::Running)
-            .then(|| live.peer.clone())
-            .flatten()
+        let running = *self.state.borrow() == State::Running;
+        let peer = live.peer.clone().filter(|_| running)?;
+        Some((peer, live.generation))
     }
 
     pub(super) fn tools(&self) -> Vec<Arc<McpTool>> {
@@ -141,6 +147,12 @@ impl Server {
             Some(error) => format!("{state}: {error}"),
             None => state.to_string(),
         }
+    }
+
+    /// A call found connection `generation` broken: the supervisor replaces it (a later
+    /// connection is left alone).
+    pub(super) fn unreachable(&self, generation: u64) {
+        self.unreachable.send_replace(generation);
     }
 
     pub(super) fn count_cancelled(&self) {
@@ -231,6 +243,7 @@ impl Server {
         {
             let mut live = self.live();
             live.peer = Some(running.peer().clone());
+            live.generation += 1;
             live.pid = pid;
             live.tools = tools;
             live.last_error = None;
@@ -299,6 +312,8 @@ impl Server {
     /// the server says they changed.
     async fn serve(self: &Arc<Self>, running: Running, stop: &CancellationToken) {
         let peer = running.peer().clone();
+        let generation = self.live().generation;
+        let mut unreachable = self.unreachable.subscribe();
         let cancel = running.cancellation_token();
         let mut changes = listen(&peer).await;
         let ended = running.waiting();
@@ -315,6 +330,11 @@ impl Server {
                     let _ = ended.await;
                     return;
                 }
+                () = async { let _ = unreachable.wait_for(|g| *g == generation).await; } => {
+                    cancel.cancel();
+                    let _ = ended.await;
+                    break;
+                }
                 _ = &mut ended => break,
             }
         }
@@ -323,7 +343,7 @@ impl Server {
         live.pid = None;
         live.last_error = Some(match live.stderr.take() {
             Some(line) => format!("the server went away (its last words: {line})"),
-            None => "the server went away".into(),
+            None => "the server went away or could not be reached".into(),
         });
         drop(live);
         tracing::warn!(server = %self.name, "MCP server: connection ended; restarting");

@@ -84,7 +84,7 @@ impl Drop for Abandoned<'_> {
 impl McpTool {
     async fn call_remote(&self, arguments: Value) -> ToolOutput {
         let server = &self.server;
-        let Some(peer) = server.peer() else {
+        let Some((peer, generation)) = server.peer() else {
             return ToolOutput::error(format!(
                 "MCP server {} is not running ({}); the call to {} was not made. It is being \
                  restarted: try again shortly, or do without this tool.",
@@ -115,7 +115,7 @@ impl McpTool {
                     server.name
                 ))
             }
-            Ok(Err(e)) => ToolOutput::error(self.failure(&e)),
+            Ok(Err(e)) => ToolOutput::error(self.failure(&e, generation)),
             Ok(Ok(CallToolResponse::Complete(result))) => {
                 output(serde_json::to_value(&result).unwrap_or(Value::Null))
             }
@@ -127,15 +127,19 @@ impl McpTool {
         }
     }
 
-    fn failure(&self, e: &ServiceError) -> String {
+    fn failure(&self, e: &ServiceError, generation: u64) -> String {
         match e {
             ServiceError::McpError(error) => {
                 format!("{} failed: {}", self.name, error.message)
             }
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
-                "MCP server {} stopped during the call to {} ({e}); it is being restarted",
-                self.server.name, self.name
-            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.server.unreachable(generation);
+                format!(
+                    "MCP server {} could not be reached or stopped during the call to {} ({e}); \
+                     it is being reconnected",
+                    self.server.name, self.name
+                )
+            }
             other => format!("{} failed: {other}", self.name),
         }
     }

@@ -210,29 +210,78 @@ async fn the_everything_server_answers_over_streamable_http_with_text_and_images
         ..McpServerConfig::default()
     };
     let h = with_server("everything", server, |_| {}).await;
-    let record = h
-        .turn(
-            "main",
-            "@tool everything__get-sum {\"a\": 2, \"b\": 3}\n@tool everything__get-tiny-image {}\n@reply done",
-        )
-        .await;
+    let calls = [
+        r#"@tool everything__get-sum {"a": 2, "b": 3}"#,
+        "@tool everything__get-tiny-image {}",
+        r#"@tool everything__get-structured-content {"location": "Chicago"}"#,
+        r#"@tool everything__get-sum {"a": "two"}"#,
+        "@reply done",
+    ];
+    let record = h.turn("main", &calls.join("\n")).await;
     assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
     let results = tool_results(&h, "main").await;
-    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results.len(), 4, "{results:?}");
     assert!(results[0].1.contains('5') && !results[0].2, "{results:?}");
+    assert!(
+        results[3].2,
+        "a call the server refuses is an error result: {results:?}"
+    );
     let transcript = h.transcript("main").await;
-    let image = transcript
+    let stored: Vec<&Value> = transcript
         .iter()
         .filter(|m| m["role"] == "toolResult")
-        .flat_map(|m| m["content"].as_array().unwrap().clone())
+        .collect();
+    let image = stored[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
         .find(|b| b["type"] == "image")
         .expect("the tiny image is stored as an image block");
     assert_eq!(image["mimeType"], "image/png");
+    assert!(
+        stored[2]["details"]["temperature"].is_number(),
+        "{}",
+        stored[2]
+    );
     let status = status_when(&h, "everything", |s| s.state == State::Running).await;
     assert_eq!(status.transport, "http");
     assert!(
         status.tools.contains(&"everything__get-sum".to_string()),
         "{status:?}"
+    );
+    // The server goes away: a call says so and the run goes on; it comes back and is used again.
+    let port = remote.port();
+    drop(remote);
+    let record = h
+        .turn(
+            "main",
+            "@tool everything__echo {\"message\": \"anyone?\"}\n@reply {{result}}",
+        )
+        .await;
+    assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
+    let results = tool_results(&h, "main").await;
+    assert!(
+        results[4].2 && results[4].1.contains("everything"),
+        "{results:?}"
+    );
+    let _back = mcp_servers::EverythingHttp::start_on(&script, port);
+    status_when(&h, "everything", |s| {
+        s.state == State::Running && s.restarts >= 1
+    })
+    .await;
+    let record = h
+        .turn(
+            "main",
+            "@tool everything__echo {\"message\": \"back\"}\n@reply {{result}}",
+        )
+        .await;
+    assert!(
+        record
+            .result
+            .as_deref()
+            .unwrap_or_default()
+            .contains("back"),
+        "{record:?}"
     );
     h.engine.close().await;
 }
@@ -377,7 +426,22 @@ async fn a_server_killed_mid_call_gives_an_error_result_restarts_and_the_next_ca
         record.result.as_deref().unwrap_or_default().contains("42"),
         "{record:?}"
     );
+    // Stopping the gateway ends the server's process.
     h.engine.close().await;
+    let new_pid = again.pid.expect("the new process").to_string();
+    let alive = || {
+        std::process::Command::new("kill")
+            .args(["-0", &new_pid])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    tokio::time::timeout(GUARD, async {
+        while alive() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server's process ended with the gateway");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

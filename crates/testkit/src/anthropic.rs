@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::Frame;
-use crate::reply::{COMPLETION_TOKENS, Ending, MockToolCall, PROMPT_TOKENS, Turn, pieces};
+use crate::reply::{COMPLETION_TOKENS, Ending, MockToolCall, Turn, pieces};
 
 /// The signature the mock puts on thinking blocks.
 pub const THINKING_SIGNATURE: &str = "sig-mock";
@@ -38,7 +38,7 @@ pub(crate) fn json_reply(turn: &Turn, model: &str) -> Value {
         "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop_reason(turn), "stop_sequence": Value::Null,
         "usage": {
-            "input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS,
+            "input_tokens": turn.prompt(), "output_tokens": COMPLETION_TOKENS,
             "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
         },
     })
@@ -50,7 +50,10 @@ fn event(name: &str, data: Value) -> Frame {
 
 /// `POST /v1/messages` with `stream: true`: `message_start` … `message_stop`.
 pub(crate) fn stream(turn: &Turn, model: &str) -> Vec<Frame> {
-    let mut frames = vec![message_start(model), event("ping", json!({"type": "ping"}))];
+    let mut frames = vec![
+        message_start(model, turn.prompt()),
+        event("ping", json!({"type": "ping"})),
+    ];
     let mut index = 0;
     if !turn.thinking.is_empty() {
         frames.extend(thinking_block(index, turn));
@@ -74,13 +77,13 @@ pub(crate) fn stream(turn: &Turn, model: &str) -> Vec<Frame> {
 }
 
 /// The first event: the message with no content yet.
-fn message_start(model: &str) -> Frame {
+fn message_start(model: &str, prompt: u64) -> Frame {
     event(
         "message_start",
         json!({"type": "message_start", "message": {
             "id": "msg_mock", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": Value::Null, "stop_sequence": Value::Null,
-            "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 1,
+            "usage": {"input_tokens": prompt, "output_tokens": 1,
                       "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
         }}),
     )

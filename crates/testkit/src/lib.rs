@@ -27,6 +27,7 @@
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
 mod anthropic;
+mod context;
 pub mod fuzz;
 pub mod mcp_servers;
 mod openai;
@@ -50,6 +51,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use anthropic::THINKING_SIGNATURE;
+pub use context::prompt_tokens;
 pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
 pub use telegram::{FakeFailure, FakeTelegram};
 
@@ -77,6 +79,14 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// Whether an OpenAI stream asked for a usage chunk (`stream_options.include_usage`).
+    fn include_usage(&self) -> bool {
+        self.body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
     /// The first value of header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
@@ -115,6 +125,8 @@ struct MockState {
     queue: VecDeque<MockReply>,
     fallback: MockReply,
     requests: Vec<Recorded>,
+    /// Prompts over this many tokens are refused (see `context.rs`).
+    context_limit: Option<u64>,
 }
 
 impl Shared {
@@ -139,6 +151,7 @@ impl MockLlm {
                 queue: VecDeque::new(),
                 fallback: MockReply::text("ok"),
                 requests: Vec::new(),
+                context_limit: None,
             }),
             shutdown: signal.clone(),
             received: watch::channel(0).0,
@@ -174,6 +187,12 @@ impl MockLlm {
     /// Queues a reply; replies are consumed in order, whatever the format asked.
     pub fn push(&self, reply: MockReply) {
         self.shared.lock().queue.push_back(reply);
+    }
+
+    /// Refuses prompts of more than `limit` tokens ([`prompt_tokens`]) with the provider's
+    /// context-length error, consuming no reply; prompts within it report their count.
+    pub fn set_context_limit(&self, limit: Option<u64>) {
+        self.shared.lock().context_limit = limit;
     }
 
     /// The reply used when the queue is empty (default: `Text("ok")`).
@@ -256,39 +275,50 @@ async fn anthropic_route(
     answer(shared, MockApi::Anthropic, headers, body).await
 }
 
-/// Records the request, takes the next reply and renders it in the request's format.
-async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Bytes) -> Response {
-    let body = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+/// The request as [`MockLlm::requests`] keeps it, and the model it names.
+fn record(api: MockApi, headers: &HeaderMap, body: &Bytes) -> (Recorded, String) {
+    let body: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
-    let include_usage = body
-        .pointer("/stream_options/include_usage")
-        .and_then(Value::as_bool)
-        == Some(true);
     let model = body
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("mock")
         .to_string();
+    let headers = headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
     let recorded = Recorded {
         api,
         stream,
-        headers: headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
+        headers,
         body,
     };
-    let mut reply = {
+    (recorded, model)
+}
+
+/// Records the request, takes the next reply and renders it in the request's format.
+async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Bytes) -> Response {
+    let (recorded, model) = record(api, &headers, &body);
+    let (stream, include_usage) = (recorded.stream, recorded.include_usage());
+    let counted = prompt_tokens(&recorded.body);
+    let (mut reply, limit) = {
         let mut state = shared.lock();
         state.requests.push(recorded);
+        let limit = state.context_limit;
+        if limit.is_some_and(|limit| counted > limit) {
+            drop(state);
+            shared.received.send_modify(|n| *n += 1);
+            return context::refusal(api, counted, limit.unwrap_or_default());
+        }
         let fallback = state.fallback.clone();
-        state.queue.pop_front().unwrap_or(fallback)
+        (state.queue.pop_front().unwrap_or(fallback), limit)
     };
     shared.received.send_modify(|n| *n += 1);
     let mut shutdown = shared.shutdown.clone();
@@ -353,6 +383,10 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
                 ending: Ending::Error { kind, message },
                 ..Turn::default()
             },
+        };
+        let turn = Turn {
+            prompt_tokens: limit.map(|_| counted),
+            ..turn
         };
         return render(api, &turn, &model, stream, include_usage, shutdown);
     }

@@ -5,13 +5,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::Frame;
-use crate::reply::{COMPLETION_TOKENS, Ending, PROMPT_TOKENS, Turn, pieces};
+use crate::reply::{COMPLETION_TOKENS, Ending, Turn, pieces};
 
-fn usage() -> Value {
+fn usage(turn: &Turn) -> Value {
+    let prompt = turn.prompt();
     json!({
-        "prompt_tokens": PROMPT_TOKENS,
+        "prompt_tokens": prompt,
         "completion_tokens": COMPLETION_TOKENS,
-        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        "total_tokens": prompt + COMPLETION_TOKENS,
         "prompt_tokens_details": {"cached_tokens": 0},
     })
 }
@@ -48,7 +49,7 @@ pub(crate) fn json_reply(turn: &Turn, model: &str) -> Value {
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(turn)}],
-        "usage": usage(),
+        "usage": usage(turn),
     })
 }
 
@@ -98,7 +99,7 @@ pub(crate) fn stream(turn: &Turn, model: &str, include_usage: bool) -> Vec<Frame
             if include_usage {
                 let body = json!({
                     "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": model,
-                    "choices": [], "usage": usage(),
+                    "choices": [], "usage": usage(turn),
                 });
                 frames.push(Frame::now(format!("data: {body}\n\n")));
             }

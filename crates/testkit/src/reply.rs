@@ -135,6 +135,9 @@ pub(crate) struct Turn {
     /// Before each text chunk after the first.
     pub chunk_delay: Duration,
     pub ending: Ending,
+    /// The prompt tokens reported in its usage (counted with a context limit set), else
+    /// [`PROMPT_TOKENS`].
+    pub prompt_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -154,6 +157,11 @@ impl Turn {
             text: words(text),
             ..Self::default()
         }
+    }
+
+    /// The prompt tokens its usage reports.
+    pub fn prompt(&self) -> u64 {
+        self.prompt_tokens.unwrap_or(PROMPT_TOKENS)
     }
 
     pub fn joined_text(&self) -> String {

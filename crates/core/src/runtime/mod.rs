@@ -29,6 +29,7 @@ mod queue;
 mod recover;
 mod run;
 pub mod tool;
+pub mod window;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -258,6 +259,8 @@ struct Inner {
     tools: OnceLock<ToolRegistry>,
     /// Tools that change while the gateway runs (MCP), installed once if configured.
     tool_source: OnceLock<Arc<dyn ToolSource>>,
+    /// Each model's real token counts against the window's estimates.
+    calibration: window::Calibration,
     lanes: Lanes,
     conversations: conversation::ConversationCache,
     queues: Mutex<HashMap<SessionKey, queue::SessionQueue>>,
@@ -320,6 +323,7 @@ impl Runtime {
                 tasks: parts.tasks,
                 tools: OnceLock::new(),
                 tool_source: OnceLock::new(),
+                calibration: Default::default(),
                 lanes,
                 conversations: Default::default(),
                 queues: Mutex::default(),

@@ -16,10 +16,10 @@ use switchboard_protocol::message::{
 use switchboard_protocol::sessions::Patch;
 
 use super::cut;
-use super::providers::complete_with_retries;
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
+use super::window;
 use super::{RunEventData, RunRequest, Runtime, lock};
 use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
@@ -241,7 +241,7 @@ async fn run_loop(
             Err(ending) => return ending,
         };
     for _ in 0..MAX_MODEL_CALLS {
-        let response = match turn.call_model(&model_request).await {
+        let response = match turn.call_model(&mut model_request).await {
             Ok(response) => response,
             Err(ending) => return ending,
         };
@@ -365,7 +365,7 @@ impl<'a> Turn<'a> {
 impl Turn<'_> {
     /// One model call, its stream reported as events; a failure is kept in the transcript and
     /// ends the run.
-    async fn call_model(&self, request: &ModelRequest) -> Result<ModelResponse, Ending> {
+    async fn call_model(&self, request: &mut ModelRequest) -> Result<ModelResponse, Ending> {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
         *lock(&self.partial) = Partial {
             text: String::new(),
@@ -388,7 +388,8 @@ impl Turn<'_> {
             StreamEvent::ToolCallStarted { .. } => {}
         };
         let target = &self.target;
-        match complete_with_retries(target.provider.as_ref(), request, &sink, &target.retry).await {
+        let calibration = &rt.inner.calibration;
+        match window::complete(calibration, target, request, &sink).await {
             Ok(response) => {
                 lock(&self.partial).text.clear();
                 Ok(response)

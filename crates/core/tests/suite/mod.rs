@@ -1,6 +1,7 @@
 mod attachments;
 mod cron;
 mod index;
+mod long;
 mod mcp_tools;
 mod providers;
 mod restart;

@@ -1,0 +1,139 @@
+//! Long conversations on a model with a context limit: the mock LLM refuses, with the provider's
+//! own context-length error, any prompt over its limit (`MockLlm::set_context_limit`, counting
+//! the JSON it is sent), and reports the prompt tokens it counted, as a real model does.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use switchboard_core::config::{Config, ModelEntry, ProviderApi};
+use switchboard_core::store::RunStatus;
+use switchboard_testkit::{MockLlm, MockReply, prompt_tokens};
+
+use super::support::{TestEngine, message};
+
+/// The mock provider's model `m1` with `window` as its `contextWindow` (none: unset).
+fn config(mock: &MockLlm, api: ProviderApi, window: Option<u64>) -> Config {
+    let mut config = super::runtime::mock_config(mock, api, false);
+    let provider = config.models.providers.get_mut("mock").unwrap();
+    provider.models = vec![ModelEntry {
+        id: "m1".into(),
+        context_window: window,
+        ..ModelEntry::default()
+    }];
+    config
+}
+
+/// `n` stored messages of `chars` characters each, alternating user and assistant.
+async fn long_session(h: &TestEngine, session: &str, n: usize, chars: usize) {
+    h.create(session).await;
+    let messages = (0..n)
+        .map(|i| {
+            let text = format!("{i:04} {}", "x".repeat(chars - 5));
+            if i % 2 == 0 {
+                message(json!({"role": "user", "content": text, "timestamp": i}))
+            } else {
+                message(json!({"role": "assistant", "content": [{"type": "text", "text": text}],
+                    "provider": "mock", "model": "m1",
+                    "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
+                    "stopReason": "stop", "timestamp": i}))
+            }
+        })
+        .collect();
+    let key = h.key(session);
+    h.engine.store().append(&key, None, messages).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_4000_token_model_answers_in_a_session_of_200_long_messages_within_its_window() {
+    for api in [
+        ProviderApi::OpenAiCompletions,
+        ProviderApi::AnthropicMessages,
+    ] {
+        let mock = MockLlm::start().await;
+        mock.set_context_limit(Some(4000));
+        let h = TestEngine::open(config(&mock, api, Some(4000))).await;
+        long_session(&h, "main", 200, 400).await;
+        mock.push(MockReply::text("still here"));
+        let record = h.turn("main", "and now?").await;
+        assert_eq!(record.status, RunStatus::Ok, "{api:?}: {:?}", record.error);
+        assert_eq!(record.result.as_deref(), Some("still here"));
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 1, "{api:?}: it fitted the first time");
+        let sent = &requests[0];
+        assert!(
+            prompt_tokens(&sent.body) <= 4000,
+            "{api:?}: {}",
+            prompt_tokens(&sent.body)
+        );
+        // The newest messages went, the oldest stayed behind; the turn's own message is last.
+        let messages = sent.messages();
+        assert!(
+            messages.len() > 5 && messages.len() < 200,
+            "{api:?}: {}",
+            messages.len()
+        );
+        let last = messages.last().unwrap().to_string();
+        assert!(last.contains("and now?"), "{last}");
+        assert!(
+            messages[0].to_string().contains("\"user\""),
+            "{api:?}: starts with a user turn"
+        );
+        mock.stop().await;
+        h.engine.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_turn_conversation_never_fails_and_every_request_stays_under_the_limit() {
+    let mock = MockLlm::start().await;
+    mock.set_context_limit(Some(3000));
+    mock.set_fallback(MockReply::text("a fairly long answer ".repeat(20)));
+    let h = TestEngine::open(config(&mock, ProviderApi::OpenAiCompletions, Some(3000))).await;
+    for turn in 0..500 {
+        let record = h
+            .turn("main", &format!("turn {turn}: {}", "q".repeat(300)))
+            .await;
+        assert_eq!(
+            record.status,
+            RunStatus::Ok,
+            "turn {turn}: {:?}",
+            record.error
+        );
+    }
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 500, "no request was refused");
+    let largest = requests
+        .iter()
+        .map(|r| prompt_tokens(&r.body))
+        .max()
+        .unwrap();
+    assert!(largest <= 3000, "{largest}");
+    // Every message is kept in the store, reachable by paging.
+    assert_eq!(h.transcript("main").await.len(), 1000);
+    mock.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_configured_window_a_refusal_cuts_older_turns_and_the_turn_is_tried_again() {
+    let mock = MockLlm::start().await;
+    mock.set_context_limit(Some(3000));
+    let h = TestEngine::open(config(&mock, ProviderApi::AnthropicMessages, None)).await;
+    long_session(&h, "main", 100, 400).await;
+    mock.push(MockReply::text("made it"));
+    let record = h.turn("main", "hello again").await;
+    assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
+    assert_eq!(record.result.as_deref(), Some("made it"));
+    let requests = mock.requests();
+    assert!(requests.len() >= 2, "refused first");
+    assert!(prompt_tokens(&requests.last().unwrap().body) <= 3000);
+    // A turn that alone is too long fails with a clear error.
+    let record = h.turn("main", &"z".repeat(20_000)).await;
+    assert_eq!(record.status, RunStatus::Error);
+    let error = record.error.unwrap_or_default();
+    assert!(
+        error.contains("the newest turn alone is too long for mock/m1"),
+        "{error}"
+    );
+    mock.stop().await;
+    h.engine.close().await;
+}

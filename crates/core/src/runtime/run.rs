@@ -16,7 +16,7 @@ use switchboard_protocol::message::{
 use switchboard_protocol::sessions::Patch;
 
 use super::cut;
-use super::providers::{ModelRequest, ModelResponse, ModelTarget, StreamEvent};
+use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
 use super::window;
@@ -221,6 +221,8 @@ struct Turn<'a> {
     ctx: ToolContext,
     tools: Vec<Arc<dyn Tool>>,
     target: ModelTarget,
+    /// The models that run the turn, in order, when the current one fails.
+    fallbacks: Vec<ModelTarget>,
     partial: Arc<Mutex<Partial>>,
     /// The transcript's newest seq as this run appends, one message at a time; the window is
     /// kept for the next run when the run ends well. A write from elsewhere in between (an
@@ -316,6 +318,7 @@ impl<'a> Turn<'a> {
             .or(entry.model.clone())
             .unwrap_or(agent.model.clone());
         let target = rt.providers().resolve(&model_ref).map_err(Ending::failed)?;
+        let fallbacks = fallbacks(rt, &target.reference, &agent.model_fallbacks);
         let history = rt
             .inner
             .conversations
@@ -355,6 +358,7 @@ impl<'a> Turn<'a> {
             ctx,
             tools,
             target,
+            fallbacks,
             partial,
             last_seq: Some(entry.last_seq),
         };
@@ -363,9 +367,31 @@ impl<'a> Turn<'a> {
 }
 
 impl Turn<'_> {
-    /// One model call, its stream reported as events; a failure is kept in the transcript and
-    /// ends the run.
-    async fn call_model(&self, request: &mut ModelRequest) -> Result<ModelResponse, Ending> {
+    /// One model call, its stream reported as events. When the model fails after its retries
+    /// (or at once on an auth error), the next of its fallbacks runs the call, and the rest of
+    /// the run; the last failure is kept in the transcript and ends the run.
+    async fn call_model(&mut self, request: &mut ModelRequest) -> Result<ModelResponse, Ending> {
+        loop {
+            let error = match self.call_target(request).await {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if !falls_back(&error) || self.fallbacks.is_empty() {
+                return Err(self.keep_failure(&error).await);
+            }
+            let next = self.fallbacks.remove(0);
+            tracing::warn!(from = %self.target.reference, to = %next.reference, %error, "the model failed; its fallback runs the turn");
+            request.model = next.model.clone();
+            request.max_tokens = next.max_tokens;
+            self.target = next;
+        }
+    }
+
+    /// One call to the current model.
+    async fn call_target(
+        &self,
+        request: &mut ModelRequest,
+    ) -> Result<ModelResponse, ProviderError> {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
         *lock(&self.partial) = Partial {
             text: String::new(),
@@ -387,38 +413,37 @@ impl Turn<'_> {
             }
             StreamEvent::ToolCallStarted { .. } => {}
         };
-        let target = &self.target;
         let calibration = &rt.inner.calibration;
-        match window::complete(calibration, target, request, &sink).await {
-            Ok(response) => {
-                lock(&self.partial).text.clear();
-                Ok(response)
-            }
-            Err(error) => {
-                let text = std::mem::take(&mut lock(&self.partial).text);
-                let failed = ModelResponse {
-                    content: if text.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![ContentBlock::text(text)]
-                    },
-                    usage: Usage::default(),
-                    stop_reason: StopReason::Error,
-                };
-                let reason = format!("{}: {error}", target.provider_id);
-                let message = assistant_message(
-                    &target.provider_id,
-                    &target.model,
-                    &failed,
-                    Some(&reason),
-                    rt.now_ms(),
-                );
-                if let Err(e) = rt.store().append(key, None, vec![message]).await {
-                    tracing::warn!(error = %e, "could not keep the failed model turn");
-                }
-                Err(Ending::failed(format!("{}: {error}", target.reference)))
-            }
+        let response = window::complete(calibration, &self.target, request, &sink).await?;
+        lock(&self.partial).text.clear();
+        Ok(response)
+    }
+
+    /// The failed model turn in the transcript (with what it streamed); the run's ending.
+    async fn keep_failure(&self, error: &ProviderError) -> Ending {
+        let (rt, target) = (self.rt, &self.target);
+        let text = std::mem::take(&mut lock(&self.partial).text);
+        let failed = ModelResponse {
+            content: if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![ContentBlock::text(text)]
+            },
+            usage: Usage::default(),
+            stop_reason: StopReason::Error,
+        };
+        let reason = format!("{}: {error}", target.provider_id);
+        let message = assistant_message(
+            &target.provider_id,
+            &target.model,
+            &failed,
+            Some(&reason),
+            rt.now_ms(),
+        );
+        if let Err(e) = rt.store().append(self.key, None, vec![message]).await {
+            tracing::warn!(error = %e, "could not keep the failed model turn");
         }
+        Ending::failed(format!("{}: {error}", target.reference))
     }
 
     /// Appends the model's reply with its token counts, in one commit.
@@ -614,4 +639,31 @@ fn appended_seq(outcomes: &[WriteOutcome]) -> Option<i64> {
         WriteOutcome::Appended(a) => Some(a.entry.last_seq),
         _ => None,
     })
+}
+
+/// Whether the next model should run a call that failed with `error`: the provider is down, busy
+/// or out of quota after its retries, or refused the key (`auth`). A request the model refuses
+/// (bad request, too long) would fail on the next one too.
+fn falls_back(error: &ProviderError) -> bool {
+    error.is_transient()
+        || matches!(
+            error,
+            ProviderError::Auth { .. } | ProviderError::InvalidResponse { .. }
+        )
+}
+
+/// The agent's fallback models other than `primary`, resolved (an unresolvable one is skipped,
+/// with a warning).
+fn fallbacks(rt: &Runtime, primary: &str, configured: &[String]) -> Vec<ModelTarget> {
+    configured
+        .iter()
+        .filter(|r| r.as_str() != primary)
+        .filter_map(|r| match rt.providers().resolve(r) {
+            Ok(target) => Some(target),
+            Err(e) => {
+                tracing::warn!(model = %r, error = %e, "a fallback model cannot be used");
+                None
+            }
+        })
+        .collect()
 }

@@ -137,3 +137,55 @@ async fn without_a_configured_window_a_refusal_cuts_older_turns_and_the_turn_is_
     mock.stop().await;
     h.engine.close().await;
 }
+
+/// Agent model `mock/m1` with `mock/m2` as its fallback.
+fn with_fallback(mock: &MockLlm) -> Config {
+    let mut config = super::runtime::mock_config(mock, ProviderApi::OpenAiCompletions, true);
+    config.agents.defaults.model = serde_json::from_value(json!({
+        "primary": "mock/m1", "fallbacks": ["mock/m2"],
+    }))
+    .unwrap();
+    config
+}
+
+fn models_asked(mock: &MockLlm) -> Vec<String> {
+    mock.requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_primary_answers_500_the_fallback_runs_the_turn_and_the_row_says_so() {
+    let mock = MockLlm::start().await;
+    let h = TestEngine::open(with_fallback(&mock)).await;
+    for _ in 0..3 {
+        mock.push(MockReply::status(500, "upstream exploded"));
+    }
+    mock.push(MockReply::text("the fallback answers"));
+    let record = h.turn("main", "hello").await;
+    assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
+    assert_eq!(record.result.as_deref(), Some("the fallback answers"));
+    // The primary's own retries first (maxRetries 2), then the fallback.
+    assert_eq!(models_asked(&mock), ["m1", "m1", "m1", "m2"]);
+    let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    assert_eq!(entry.last_model.as_deref(), Some("mock/m2"));
+    let reply = h.transcript("main").await.pop().unwrap();
+    assert_eq!(
+        (reply["provider"].as_str(), reply["model"].as_str()),
+        (Some("mock"), Some("m2"))
+    );
+    // A refused key falls back at once, without retries.
+    mock.push(MockReply::status(401, "bad key"));
+    mock.push(MockReply::text("again the fallback"));
+    let record = h.turn("main", "hello again").await;
+    assert_eq!(record.result.as_deref(), Some("again the fallback"));
+    assert_eq!(models_asked(&mock)[4..], ["m1", "m2"]);
+    // A request the model refuses as wrong is not tried elsewhere.
+    mock.push(MockReply::status(400, "your request is malformed"));
+    let record = h.turn("main", "third").await;
+    assert_eq!(record.status, RunStatus::Error);
+    assert_eq!(models_asked(&mock)[6..], ["m1"]);
+    mock.stop().await;
+    h.engine.close().await;
+}

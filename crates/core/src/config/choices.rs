@@ -30,6 +30,14 @@ macro_rules! string_enum {
                     $( Self::$variant => $text, )+
                 }
             }
+
+            /// The value spelt `text` (exactly), if any.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $( $text => Some(Self::$variant), )+
+                    _ => None,
+                }
+            }
         }
 
         impl Default for $name {
@@ -116,6 +124,19 @@ string_enum! {
         PerAccountChannelPeer = "per-account-channel-peer",
     }
     default = Main;
+}
+
+string_enum! {
+    /// How much a model thinks before it answers (`thinkingLevel`): OpenAI's `reasoning_effort`,
+    /// Anthropic's extended thinking budget.
+    pub enum ThinkingLevel {
+        Off = "off",
+        Minimal = "minimal",
+        Low = "low",
+        Medium = "medium",
+        High = "high",
+    }
+    default = Off;
 }
 
 string_enum! {

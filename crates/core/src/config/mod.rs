@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 pub use choices::{
     AuthMode, ChatType, DmScope, ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy,
+    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ThinkingLevel,
 };
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
@@ -237,6 +237,8 @@ pub struct AgentDefaults {
     pub sandbox: SandboxConfig,
     /// Sub-agent settings.
     pub subagents: SubagentDefaults,
+    /// How much models think before answering, unless the agent or the session says otherwise.
+    pub thinking_level: ThinkingLevel,
 }
 
 impl Default for AgentDefaults {
@@ -247,6 +249,7 @@ impl Default for AgentDefaults {
             max_concurrent: 4,
             sandbox: SandboxConfig::default(),
             subagents: SubagentDefaults::default(),
+            thinking_level: ThinkingLevel::Off,
         }
     }
 }
@@ -303,6 +306,8 @@ pub struct AgentEntry {
     pub sandbox: SandboxOverride,
     /// Per-agent tool policy.
     pub tools: ToolPolicy,
+    /// Overrides `agents.defaults.thinkingLevel`.
+    pub thinking_level: Option<ThinkingLevel>,
 }
 
 /// `agents.list[].subagents`.

@@ -1,7 +1,9 @@
 //! Views of a [`Config`] that other modules ask for: one agent with its overrides merged onto
 //! `agents.defaults`, the default agent, and a copy safe to print.
 
-use super::{AgentEntry, Config, ModelRef, SandboxMode, SessionScope, SessionToolsVisibility};
+use super::{
+    AgentEntry, Config, ModelRef, SandboxMode, SessionScope, SessionToolsVisibility, ThinkingLevel,
+};
 use crate::keys::{self, KeyContext, Scope, SessionKey, normalize_agent_id};
 
 /// What [`Config::redacted`] puts in place of every secret.
@@ -38,6 +40,8 @@ pub struct ResolvedAgent {
     pub tools_allow: Vec<String>,
     /// Tools refused.
     pub tools_deny: Vec<String>,
+    /// How much its models think (a session's `thinkingLevel` overrides it).
+    pub thinking_level: ThinkingLevel,
 }
 
 impl Config {
@@ -130,6 +134,9 @@ impl Config {
                 .map(|agent| agent.subagents.allow_agents.clone())
                 .unwrap_or_default(),
             subagent_model,
+            thinking_level: entry
+                .and_then(|agent| agent.thinking_level)
+                .unwrap_or(defaults.thinking_level),
             tools_allow: entry
                 .map(|agent| agent.tools.allow.clone())
                 .unwrap_or_default(),

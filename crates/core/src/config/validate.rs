@@ -12,7 +12,7 @@ use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
     ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ToolPolicy,
+    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ThinkingLevel, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -101,6 +101,9 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "session.scope" => one_of(SessionScope::NAMES),
         "session.mainKey" => MAIN_KEY_EXPECTED.to_owned(),
         "session.dmScope" => one_of(DmScope::NAMES),
+        "agents.defaults.thinkingLevel" | "agents.list[].thinkingLevel" => {
+            one_of(ThinkingLevel::NAMES)
+        }
         "session.sendPolicy.rules[].match.chatType" => one_of(ChatType::NAMES),
         "session.sendPolicy.rules[].action" | "session.sendPolicy.default" => {
             one_of(SendAction::NAMES)

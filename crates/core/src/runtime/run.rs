@@ -21,6 +21,7 @@ use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
 use super::window;
 use super::{RunEventData, RunRequest, Runtime, lock};
+use crate::config::ThinkingLevel;
 use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 
@@ -351,6 +352,12 @@ impl<'a> Turn<'a> {
             messages: history,
             tools: tools.iter().map(|t| tool::spec(t.as_ref())).collect(),
             max_tokens: target.max_tokens,
+            // The session's level, else its agent's.
+            thinking: entry
+                .thinking_level
+                .as_deref()
+                .and_then(ThinkingLevel::parse)
+                .unwrap_or(agent.thinking_level),
         };
         let turn = Turn {
             rt,

@@ -133,11 +133,15 @@ impl Sessions {
             Patch::Clear => Patch::Clear,
             Patch::Keep => Patch::Keep,
         };
+        let thinking_level = match p.thinking_level {
+            Patch::Set(level) => Patch::Set(thinking_level(&level)?.as_str().to_string()),
+            other => other,
+        };
         let patch = EntryPatch {
             label: p.label,
             display_name: p.display_name,
             model: p.model,
-            thinking_level: p.thinking_level,
+            thinking_level,
             verbose_level: p.verbose_level,
             send_policy: p.send_policy,
             spawned_by,
@@ -218,4 +222,16 @@ impl Sessions {
         self.store.create(new).await?;
         Ok(key)
     }
+}
+
+/// A thinking level as `sessions.patch` and `/think` take it (any case); the error names the
+/// levels.
+pub(super) fn thinking_level(text: &str) -> CoreResult<crate::config::ThinkingLevel> {
+    use crate::config::ThinkingLevel;
+    ThinkingLevel::parse(&text.trim().to_lowercase()).ok_or_else(|| {
+        CoreError::Invalid(format!(
+            "thinkingLevel: {text:?} is not a level; expected one of {}",
+            ThinkingLevel::NAMES.join(", ")
+        ))
+    })
 }

@@ -10,7 +10,7 @@ use switchboard_protocol::runs::{
     ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
     RunResult, SendCommandResult,
 };
-use switchboard_protocol::sessions::DeliveryContext;
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::{Sessions, attachments};
 use crate::access;
@@ -20,7 +20,7 @@ use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::RunStatus;
+use crate::store::{EntryPatch, RunStatus};
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
@@ -31,6 +31,11 @@ impl Sessions {
     /// the session's send policy instead. Errors: `Forbidden` when the send policy refuses.
     pub async fn chat_send(&self, p: ChatSendParams) -> CoreResult<ChatSendAnswer> {
         let key = self.resolver.target_key(&p.session_key, None).await?;
+        if let Some(level) = think_command(&p.message) {
+            return Ok(ChatSendAnswer::Command(
+                self.think_command(&key, level).await?,
+            ));
+        }
         if let Some(policy) = access::send_command(&p.message) {
             let policy = policy.map_err(CoreError::Invalid)?;
             return Ok(ChatSendAnswer::Command(
@@ -71,6 +76,37 @@ impl Sessions {
             command: "/send".into(),
             session_key: key.display().to_string(),
             send_policy: policy.map(str::to_string),
+            reply,
+        })
+    }
+
+    /// `/think <level>`: sets the session's thinking level (`/think` alone says it), no run.
+    async fn think_command(&self, key: &SessionKey, level: &str) -> CoreResult<SendCommandResult> {
+        let entry = self.store.get(key).await?;
+        let reply = if level.is_empty() {
+            let agent = self.config.agent(key.agent_id().unwrap_or_default());
+            let current = entry
+                .and_then(|e| e.thinking_level)
+                .unwrap_or_else(|| format!("{} (the agent's)", agent.thinking_level));
+            format!("Thinking level: {current}. Set it with /think off|minimal|low|medium|high.")
+        } else {
+            let level = super::manage::thinking_level(level)?;
+            let patch = EntryPatch {
+                thinking_level: Patch::Set(level.as_str().to_string()),
+                ..EntryPatch::default()
+            };
+            if entry.is_none() {
+                self.store.create(self.resolver.new_session(key)).await?;
+            }
+            self.store.patch(key, patch).await?;
+            self.changed(key, "update");
+            format!("Thinking level set to {level}.")
+        };
+        Ok(SendCommandResult {
+            status: "ok".into(),
+            command: "/think".into(),
+            session_key: key.display().to_string(),
+            send_policy: None,
             reply,
         })
     }
@@ -292,4 +328,11 @@ fn check_message(method: &str, message: &str) -> CoreResult<()> {
         ))),
         false => Ok(()),
     }
+}
+
+/// `/think` or `/think <level>` alone in a message: the level asked (empty: say it).
+fn think_command(message: &str) -> Option<&str> {
+    let message = message.trim();
+    let rest = message.strip_prefix("/think")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }

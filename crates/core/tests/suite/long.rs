@@ -189,3 +189,77 @@ async fn when_the_primary_answers_500_the_fallback_runs_the_turn_and_the_row_say
     mock.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_levels_reach_the_wire_requests_of_both_formats() {
+    use switchboard_protocol::runs::ChatSendParams;
+    use switchboard_protocol::sessions::SessionsPatchParams;
+    for api in [
+        ProviderApi::OpenAiCompletions,
+        ProviderApi::AnthropicMessages,
+    ] {
+        let mock = MockLlm::start().await;
+        let mut settings = config(&mock, api, None);
+        settings.agents.defaults.thinking_level = switchboard_core::config::ThinkingLevel::Low;
+        let h = TestEngine::open(settings).await;
+        // The agent's level, then the session's own (set with /think), then off.
+        h.turn("main", "first").await;
+        let send = |message: &str| ChatSendParams {
+            session_key: "main".into(),
+            message: message.into(),
+            ..ChatSendParams::default()
+        };
+        h.engine
+            .sessions()
+            .chat_send(send("/think high"))
+            .await
+            .unwrap();
+        h.turn("main", "second").await;
+        h.engine
+            .sessions()
+            .chat_send(send("/think OFF"))
+            .await
+            .unwrap();
+        h.turn("main", "third").await;
+        let bodies: Vec<serde_json::Value> = mock.requests().into_iter().map(|r| r.body).collect();
+        assert_eq!(bodies.len(), 3, "/think starts no run");
+        match api {
+            ProviderApi::OpenAiCompletions => {
+                let efforts: Vec<&serde_json::Value> =
+                    bodies.iter().map(|b| &b["reasoning_effort"]).collect();
+                assert_eq!(
+                    efforts,
+                    [&json!("low"), &json!("high"), &serde_json::Value::Null]
+                );
+            }
+            ProviderApi::AnthropicMessages => {
+                let budgets: Vec<&serde_json::Value> = bodies
+                    .iter()
+                    .map(|b| &b["thinking"]["budget_tokens"])
+                    .collect();
+                assert_eq!(
+                    budgets,
+                    [&json!(2048), &json!(24_576), &serde_json::Value::Null]
+                );
+                assert_eq!(bodies[1]["thinking"]["type"], "enabled");
+                let max = bodies[1]["max_tokens"].as_u64().unwrap();
+                assert!(max > 24_576, "max_tokens leaves room for the answer: {max}");
+            }
+        }
+        let bad = SessionsPatchParams {
+            key: "main".into(),
+            thinking_level: switchboard_protocol::sessions::Patch::Set("deep".into()),
+            ..SessionsPatchParams::default()
+        };
+        let e = h
+            .engine
+            .sessions()
+            .patch(bad)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("thinkingLevel: \"deep\" is not a level; expected one of off, minimal, low, medium, high"), "{e}");
+        mock.stop().await;
+        h.engine.close().await;
+    }
+}

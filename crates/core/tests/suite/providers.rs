@@ -142,6 +142,7 @@ fn request(target: &ModelTarget, messages: Vec<TranscriptMessage>) -> ModelReque
             parameters: json!({"type": "object", "properties": {"limit": {"type": "integer"}}}),
         }],
         max_tokens: target.max_tokens,
+        thinking: switchboard_core::config::ThinkingLevel::Off,
     }
 }
 

@@ -150,6 +150,7 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             subagent_model: Some("builtin/scripted".to_owned()),
             tools_allow: vec![],
             tools_deny: vec!["exec".to_owned()],
+            thinking_level: ThinkingLevel::Off,
         }
     );
     assert_eq!(
@@ -168,6 +169,7 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             subagent_model: Some("builtin/echo".to_owned()),
             tools_allow: vec![],
             tools_deny: vec![],
+            thinking_level: ThinkingLevel::Off,
         }
     );
     let stranger = config.agent("stranger");

@@ -20,7 +20,7 @@ use super::http::{self, Endpoint, Sse};
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
 };
-use crate::config::ProviderConfig;
+use crate::config::{ProviderConfig, ThinkingLevel};
 
 /// The API version this module speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -129,6 +129,17 @@ impl Provider for Anthropic {
     }
 }
 
+/// Extended thinking's token budget for a level (the API's least is 1,024); `None` for off.
+fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some(1024),
+        ThinkingLevel::Low => Some(2048),
+        ThinkingLevel::Medium => Some(8192),
+        ThinkingLevel::High => Some(24_576),
+    }
+}
+
 /// The JSON body of one request.
 fn request_body(request: &ModelRequest, stream: bool) -> Value {
     let mut body = json!({
@@ -139,6 +150,15 @@ fn request_body(request: &ModelRequest, stream: bool) -> Value {
     });
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
+    }
+    if let Some(budget) = thinking_budget(request.thinking) {
+        // The budget counts inside max_tokens, which must leave room for the answer.
+        let max = request
+            .max_tokens
+            .unwrap_or(DEFAULT_MAX_TOKENS)
+            .max(budget + 1024);
+        body["max_tokens"] = json!(max);
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

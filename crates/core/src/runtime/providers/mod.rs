@@ -45,6 +45,8 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Largest completion, when the model entry sets one.
     pub max_tokens: Option<u64>,
+    /// How much the model should think first (`off`: as it does by default).
+    pub thinking: crate::config::ThinkingLevel,
 }
 
 /// What a provider reports while a reply streams in.

@@ -20,7 +20,7 @@ use super::http::{self, Endpoint, Sse};
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
 };
-use crate::config::ProviderConfig;
+use crate::config::{ProviderConfig, ThinkingLevel};
 
 pub struct OpenAi {
     endpoint: Endpoint,
@@ -146,6 +146,10 @@ fn request_body(request: &ModelRequest, stream: bool) -> Value {
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
+    }
+    if request.thinking != ThinkingLevel::Off {
+        // minimal, low, medium, high: the API's own words.
+        body["reasoning_effort"] = json!(request.thinking.as_str());
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

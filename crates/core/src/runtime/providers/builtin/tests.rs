@@ -72,6 +72,7 @@ fn request(model: &str, system: &str, messages: Vec<TranscriptMessage>) -> Model
         messages,
         tools: Vec::new(),
         max_tokens: None,
+        thinking: crate::config::ThinkingLevel::Off,
     }
 }
 

@@ -211,6 +211,29 @@ impl ModelCost {
     pub fn usd(&self, input: u64, output: u64) -> f64 {
         (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
     }
+
+    /// The price in USD of one model call's tokens, in the reference's shape:
+    /// `{input, output, cacheRead, cacheWrite, total}`. Cache reads and writes are priced as
+    /// input where no price of their own is set.
+    pub fn breakdown(
+        &self,
+        input: u64,
+        output: u64,
+        cache_read: u64,
+        cache_write: u64,
+    ) -> serde_json::Value {
+        let usd = |tokens: u64, per_million: f64| tokens as f64 * per_million / 1_000_000.0;
+        let parts = [
+            usd(input, self.input),
+            usd(output, self.output),
+            usd(cache_read, self.cache_read.unwrap_or(self.input)),
+            usd(cache_write, self.cache_write.unwrap_or(self.input)),
+        ];
+        serde_json::json!({
+            "input": parts[0], "output": parts[1], "cacheRead": parts[2], "cacheWrite": parts[3],
+            "total": parts.iter().sum::<f64>(),
+        })
+    }
 }
 
 /// `agents`.

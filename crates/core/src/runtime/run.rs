@@ -459,13 +459,19 @@ impl Turn<'_> {
         response: &ModelResponse,
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
-        let message = assistant_message(
+        let mut message = assistant_message(
             &self.target.provider_id,
             &self.target.model,
             response,
             None,
             self.rt.now_ms(),
         );
+        // Priced with the model that answered (a fallback's own prices).
+        if let (TranscriptMessage::Assistant(reply), Some(cost)) = (&mut message, &self.target.cost)
+        {
+            let u = &reply.usage;
+            reply.usage.cost = Some(cost.breakdown(u.input, u.output, u.cache_read, u.cache_write));
+        }
         let tokens = EntryPatch {
             add_tokens: Some(TokenDelta {
                 input: response.usage.input,

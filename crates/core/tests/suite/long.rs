@@ -145,6 +145,18 @@ fn with_fallback(mock: &MockLlm) -> Config {
         "primary": "mock/m1", "fallbacks": ["mock/m2"],
     }))
     .unwrap();
+    // Only the fallback has prices: each reply is priced by the model that answered.
+    config.models.providers.get_mut("mock").unwrap().models = vec![
+        ModelEntry {
+            id: "m1".into(),
+            ..ModelEntry::default()
+        },
+        ModelEntry {
+            id: "m2".into(),
+            cost: serde_json::from_value(json!({"input": 1.0, "output": 2.0})).unwrap(),
+            ..ModelEntry::default()
+        },
+    ];
     config
 }
 
@@ -175,6 +187,13 @@ async fn when_the_primary_answers_500_the_fallback_runs_the_turn_and_the_row_say
         (reply["provider"].as_str(), reply["model"].as_str()),
         (Some("mock"), Some("m2"))
     );
+    // 10 input tokens at $1 and 5 output tokens at $2 per million.
+    let cost = &reply["usage"]["cost"];
+    assert_eq!(
+        (cost["input"].as_f64(), cost["output"].as_f64()),
+        (Some(0.00001), Some(0.00001))
+    );
+    assert_eq!(cost["total"].as_f64(), Some(0.00002));
     // A refused key falls back at once, without retries.
     mock.push(MockReply::status(401, "bad key"));
     mock.push(MockReply::text("again the fallback"));

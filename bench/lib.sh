@@ -72,3 +72,18 @@ stop_gateway() {
     wait "$GW_PID" 2>/dev/null || true
 }
 
+
+# start_mock PORT: the bench kit's mock model (OpenAI format, streaming, instant) on PORT, once it
+# accepts connections; its log is $RUN/mock.log.
+start_mock() {
+    local port=$1
+    python3 "$KIT/mock_llm.py" --port "$port" >"$RUN/mock.log" 2>&1 &
+    PIDS+=("$!")
+    for _ in $(seq 1 100); do
+        python3 - "$port" <<'PY' && break
+import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+PY
+        sleep 0.05
+    done
+}

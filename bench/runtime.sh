@@ -27,15 +27,7 @@ MOCK_PORT=${MOCK_PORT:-18998}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/state")
 
-python3 "$KIT/mock_llm.py" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 1 100); do
-    python3 - "$MOCK_PORT" <<'PY' && break
-import socket, sys
-socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
-PY
-    sleep 0.05
-done
+start_mock "$MOCK_PORT"
 
 mkdir -p "$RUN/state"
 cat >"$RUN/config.json5" <<EOF5

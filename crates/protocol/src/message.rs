@@ -74,6 +74,10 @@ pub struct Provenance {
     /// The schedule slot that fired (ms; `trigger: "schedule"` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_at: Option<i64>,
+    /// `compaction`: the summary stands for the messages before this `seq` (they stay in the
+    /// transcript; the model is sent the summary instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers_until_seq: Option<i64>,
 }
 
 /// An assistant message with its provider, model, usage and stop reason.

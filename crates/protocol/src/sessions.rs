@@ -252,6 +252,20 @@ pub struct SessionKeyParams {
     pub key: String,
 }
 
+/// The answer of `sessions.compact`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsCompactResult {
+    pub ok: bool,
+    pub key: String,
+    /// False when there was nothing to compact (the newest turn is all there is).
+    pub compacted: bool,
+    /// The messages the summary stands for.
+    pub messages: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
 /// The answer of `sessions.create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

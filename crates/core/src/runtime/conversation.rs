@@ -44,8 +44,14 @@ impl ConversationCache {
                 let page = store
                     .history(session_id, (last_seq - seq) as usize, until)
                     .await?;
-                messages.extend(parse(session_id, page.messages));
-                messages
+                if page.messages.iter().any(is_compaction) {
+                    // A summary written from outside the run: the view starts over from it.
+                    let page = store.history(session_id, WINDOW, until).await?;
+                    parse(session_id, page.messages)
+                } else {
+                    messages.extend(parse(session_id, page.messages));
+                    messages
+                }
             }
             _ => {
                 let page = store.history(session_id, WINDOW, until).await?;
@@ -54,6 +60,11 @@ impl ConversationCache {
         };
         trim(&mut messages);
         Ok(messages)
+    }
+
+    /// Drops the kept window of a transcript (a compaction changed what its model is sent).
+    pub fn forget(&self, session_id: &str) {
+        lock(&self.windows).remove(session_id);
     }
 
     /// Keeps the window of a run that ended with the transcript at `last_seq`.
@@ -66,10 +77,37 @@ impl ConversationCache {
     }
 }
 
-/// The stored messages as the model sees them. A stored message that is not in the transcript
+/// A stored summary (`provenance.kind` `compaction`), and the seq before which it stands for
+/// the messages.
+fn compaction_of(message: &StoredMessage) -> Option<i64> {
+    let provenance = message.message.get("provenance")?;
+    (provenance.get("kind")?.as_str()? == COMPACTION)
+        .then(|| {
+            provenance
+                .get("coversUntilSeq")
+                .and_then(serde_json::Value::as_i64)
+        })
+        .flatten()
+}
+
+fn is_compaction(message: &StoredMessage) -> bool {
+    compaction_of(message).is_some()
+}
+
+/// The `provenance.kind` of a compaction summary.
+pub const COMPACTION: &str = "compaction";
+
+/// The stored messages as the model sees them: the newest summary first (when there is one),
+/// then the messages it does not stand for. A stored message that is not in the transcript
 /// format (written by hand into the database, or by an older version) is left out of the model's
 /// view and reported; it stays in the store.
-fn parse(session_id: &str, messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
+pub(super) fn parse(session_id: &str, mut messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
+    if let Some(at) = messages.iter().rposition(is_compaction) {
+        let summary = messages.remove(at);
+        let covers = compaction_of(&summary).unwrap_or(0);
+        messages.retain(|m| m.seq >= covers && !is_compaction(m));
+        messages.insert(0, summary);
+    }
     messages
         .into_iter()
         .filter_map(|m| match serde_json::from_value(m.message) {

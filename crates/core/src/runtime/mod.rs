@@ -21,6 +21,7 @@
 //! worker before the tracker reports it done.
 
 mod abort;
+pub mod compact;
 mod conversation;
 mod cut;
 pub mod lanes;

@@ -320,10 +320,8 @@ impl<'a> Turn<'a> {
             .unwrap_or(agent.model.clone());
         let target = rt.providers().resolve(&model_ref).map_err(Ending::failed)?;
         let fallbacks = fallbacks(rt, &target.reference, &agent.model_fallbacks);
-        let history = rt
-            .inner
-            .conversations
-            .take(store, &entry.session_id, entry.last_seq)
+        let (history, last_seq) = rt
+            .conversation_for(&entry, &target)
             .await
             .map_err(|e| Ending::failed(e.to_string()))?;
         // The same set tools.invoke allows: access decides (the agent's allow/deny, minus session
@@ -367,7 +365,7 @@ impl<'a> Turn<'a> {
             target,
             fallbacks,
             partial,
-            last_seq: Some(entry.last_seq),
+            last_seq: Some(last_seq),
         };
         Ok((turn, model_request, entry.session_id))
     }

@@ -54,7 +54,7 @@ pub fn message_tokens(message: &TranscriptMessage) -> f64 {
 }
 
 /// Estimated tokens of what a request sends besides its messages.
-fn fixed_tokens(request: &ModelRequest) -> f64 {
+pub fn fixed_tokens(request: &ModelRequest) -> f64 {
     let tools: f64 = request
         .tools
         .iter()
@@ -120,7 +120,31 @@ pub fn budget(
 /// the rest starts at a user message that is not a tool result. The newest user message and
 /// what follows it always stay (if even they do not fit, the provider says so). Answers how
 /// many were dropped.
+/// A compaction summary at the front stays in front: it stands for what left before.
 pub fn fit(messages: &mut Vec<TranscriptMessage>, budget: f64) -> usize {
+    let pin = pinned(messages);
+    let cut = leaving(messages, budget);
+    messages.drain(pin..pin + cut);
+    cut
+}
+
+/// How many messages [`fit`] would drop (a leading summary never).
+pub fn leaving(messages: &[TranscriptMessage], budget: f64) -> usize {
+    let pin = pinned(messages);
+    let pinned_tokens: f64 = messages[..pin].iter().map(message_tokens).sum();
+    cut_point(&messages[pin..], budget - pinned_tokens)
+}
+
+/// 1 when the first message is a compaction summary, else 0.
+fn pinned(messages: &[TranscriptMessage]) -> usize {
+    let summary = matches!(messages.first(), Some(TranscriptMessage::User(u))
+        if u.provenance.as_ref().is_some_and(|p| p.kind == super::conversation::COMPACTION));
+    usize::from(summary)
+}
+
+/// Where the part of `messages` that fits `budget` starts (0: all of it fits), as [`fit`]
+/// would cut.
+pub fn cut_point(messages: &[TranscriptMessage], budget: f64) -> usize {
     let mut total: f64 = messages.iter().map(message_tokens).sum();
     if total <= budget {
         return 0;
@@ -148,7 +172,6 @@ pub fn fit(messages: &mut Vec<TranscriptMessage>, budget: f64) -> usize {
         // The oldest kept message must start a turn.
         cut = starts.first().copied().unwrap_or(0);
     }
-    messages.drain(..cut);
     cut
 }
 

@@ -2,14 +2,15 @@
 //! `sessions.delete`, and a node client's session.
 
 use switchboard_protocol::sessions::{
-    Patch, SessionKeyParams, SessionsCreateParams, SessionsCreateResult, SessionsDeleteResult,
-    SessionsPatchParams, SessionsPatchResult, SessionsResetResult, SessionsResolveParams,
-    SessionsResolveResult,
+    Patch, SessionKeyParams, SessionsCompactResult, SessionsCreateParams, SessionsCreateResult,
+    SessionsDeleteResult, SessionsPatchParams, SessionsPatchResult, SessionsResetResult,
+    SessionsResolveParams, SessionsResolveResult,
 };
 
 use super::Sessions;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
+use crate::runtime::compact::When;
 use crate::store::EntryPatch;
 
 /// Labels are short handles for humans and models.
@@ -169,6 +170,24 @@ impl Sessions {
             session_id: entry.session_id,
             previous_session_id: previous,
             previous_transcript_path: path.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// `sessions.compact`: everything but the newest turn summarised into one message the model
+    /// is sent instead (the messages stay in the transcript). Errors: `NotFound`; `Unavailable`
+    /// when the session's model could not write the summary.
+    pub async fn compact(&self, p: SessionKeyParams) -> CoreResult<SessionsCompactResult> {
+        let entry = self.resolver.find(&p.key, None).await?;
+        let done = self.runtime.compact(&entry.key, When::Asked).await?;
+        if done.is_some() {
+            self.changed(&entry.key, "update");
+        }
+        Ok(SessionsCompactResult {
+            ok: true,
+            key: entry.key.display().to_string(),
+            compacted: done.is_some(),
+            messages: done.as_ref().map_or(0, |d| d.messages),
+            summary: done.map(|d| d.summary),
         })
     }
 

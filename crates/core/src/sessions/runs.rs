@@ -36,6 +36,9 @@ impl Sessions {
                 self.think_command(&key, level).await?,
             ));
         }
+        if p.message.trim() == "/compact" {
+            return Ok(ChatSendAnswer::Command(self.compact_command(&key).await?));
+        }
         if let Some(policy) = access::send_command(&p.message) {
             let policy = policy.map_err(CoreError::Invalid)?;
             return Ok(ChatSendAnswer::Command(
@@ -76,6 +79,29 @@ impl Sessions {
             command: "/send".into(),
             session_key: key.display().to_string(),
             send_policy: policy.map(str::to_string),
+            reply,
+        })
+    }
+
+    /// `/compact`: `sessions.compact` from the chat, no run.
+    async fn compact_command(&self, key: &SessionKey) -> CoreResult<SendCommandResult> {
+        let params = switchboard_protocol::sessions::SessionKeyParams {
+            key: key.as_str().to_string(),
+        };
+        let done = self.compact(params).await?;
+        let reply = if done.compacted {
+            format!(
+                "Compacted {} messages into a summary; they stay in the history.",
+                done.messages
+            )
+        } else {
+            "Nothing to compact yet.".to_string()
+        };
+        Ok(SendCommandResult {
+            status: "ok".into(),
+            command: "/compact".into(),
+            session_key: key.display().to_string(),
+            send_policy: None,
             reply,
         })
     }

@@ -52,20 +52,27 @@ async fn a_4000_token_model_answers_in_a_session_of_200_long_messages_within_its
         mock.set_context_limit(Some(4000));
         let h = TestEngine::open(config(&mock, api, Some(4000))).await;
         long_session(&h, "main", 200, 400).await;
+        // Most of it does not fit: the run first has the model summarise what will not.
+        mock.push(MockReply::text("notes: items 0000 to 0150 were discussed"));
         mock.push(MockReply::text("still here"));
         let record = h.turn("main", "and now?").await;
         assert_eq!(record.status, RunStatus::Ok, "{api:?}: {:?}", record.error);
         assert_eq!(record.result.as_deref(), Some("still here"));
         let requests = mock.requests();
-        assert_eq!(requests.len(), 1, "{api:?}: it fitted the first time");
-        let sent = &requests[0];
-        assert!(
-            prompt_tokens(&sent.body) <= 4000,
-            "{api:?}: {}",
-            prompt_tokens(&sent.body)
+        assert_eq!(
+            requests.len(),
+            2,
+            "{api:?}: the summary, then the turn, both fitting"
         );
-        // The newest messages went, the oldest stayed behind; the turn's own message is last.
-        let messages = sent.messages();
+        for sent in &requests {
+            assert!(
+                prompt_tokens(&sent.body) <= 4000,
+                "{api:?}: {}",
+                prompt_tokens(&sent.body)
+            );
+        }
+        // The turn is sent the summary, then the newest messages; its own message is last.
+        let messages = requests[1].messages();
         assert!(
             messages.len() > 5 && messages.len() < 200,
             "{api:?}: {}",
@@ -73,9 +80,28 @@ async fn a_4000_token_model_answers_in_a_session_of_200_long_messages_within_its
         );
         let last = messages.last().unwrap().to_string();
         assert!(last.contains("and now?"), "{last}");
+        let first = messages[0].to_string();
         assert!(
-            messages[0].to_string().contains("\"user\""),
-            "{api:?}: starts with a user turn"
+            first.contains("notes: items 0000 to 0150"),
+            "{api:?}: {first}"
+        );
+        // The summary is a stored message with its provenance; the originals are all kept.
+        let transcript = h.transcript("main").await;
+        let summaries: Vec<&serde_json::Value> = transcript
+            .iter()
+            .filter(|m| m["provenance"]["kind"] == "compaction")
+            .collect();
+        assert_eq!(summaries.len(), 1, "{api:?}");
+        assert!(
+            summaries[0]["provenance"]["coversUntilSeq"]
+                .as_i64()
+                .unwrap()
+                > 100
+        );
+        assert_eq!(
+            transcript.len(),
+            203,
+            "{api:?}: the 200, the turn's message, the summary, the reply"
         );
         mock.stop().await;
         h.engine.close().await;
@@ -99,8 +125,14 @@ async fn a_500_turn_conversation_never_fails_and_every_request_stays_under_the_l
             record.error
         );
     }
+    let transcript = h.transcript("main").await;
+    let summaries = transcript
+        .iter()
+        .filter(|m| m["provenance"]["kind"] == "compaction")
+        .count();
+    assert!(summaries >= 1, "a summary message appears");
     let requests = mock.requests();
-    assert_eq!(requests.len(), 500, "no request was refused");
+    assert_eq!(requests.len(), 500 + summaries, "no request was refused");
     let largest = requests
         .iter()
         .map(|r| prompt_tokens(&r.body))
@@ -108,7 +140,7 @@ async fn a_500_turn_conversation_never_fails_and_every_request_stays_under_the_l
         .unwrap();
     assert!(largest <= 3000, "{largest}");
     // Every message is kept in the store, reachable by paging.
-    assert_eq!(h.transcript("main").await.len(), 1000);
+    assert_eq!(transcript.len(), 1000 + summaries);
     mock.stop().await;
     h.engine.close().await;
 }
@@ -281,4 +313,48 @@ async fn thinking_levels_reach_the_wire_requests_of_both_formats() {
         mock.stop().await;
         h.engine.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_compact_and_the_compact_command_summarise_all_but_the_newest_turn() {
+    use switchboard_protocol::runs::ChatSendParams;
+    use switchboard_protocol::sessions::SessionKeyParams;
+    let mock = MockLlm::start().await;
+    let h = TestEngine::open(config(&mock, ProviderApi::OpenAiCompletions, None)).await;
+    long_session(&h, "main", 40, 100).await;
+    mock.push(MockReply::text("notes: forty messages about items"));
+    let key = SessionKeyParams { key: "main".into() };
+    let done = h.engine.sessions().compact(key).await.unwrap();
+    assert_eq!((done.compacted, done.messages), (true, 38));
+    assert_eq!(
+        done.summary.as_deref(),
+        Some("notes: forty messages about items")
+    );
+    // The next turn is sent the summary and the newest turn, not the 38 messages.
+    mock.push(MockReply::text("ok then"));
+    h.turn("main", "what now?").await;
+    let sent = mock.requests().last().unwrap().messages().to_vec();
+    let contents: Vec<String> = sent.iter().map(|m| m["content"].to_string()).collect();
+    assert_eq!(sent.len(), 4, "{contents:?}");
+    assert!(
+        contents[0].contains("forty messages about items"),
+        "{contents:?}"
+    );
+    assert!(contents[1].contains("0038"), "{contents:?}");
+    assert!(contents[3].contains("what now?"), "{contents:?}");
+    // From the chat: /compact is a command, not a run.
+    mock.push(MockReply::text("notes: even shorter"));
+    let send = ChatSendParams {
+        session_key: "main".into(),
+        message: "/compact".into(),
+        ..ChatSendParams::default()
+    };
+    let answer = serde_json::to_value(h.engine.sessions().chat_send(send).await.unwrap()).unwrap();
+    assert_eq!(answer["command"], "/compact", "{answer}");
+    let reply = answer["reply"].as_str().unwrap();
+    assert!(reply.starts_with("Compacted 3 messages"), "{answer}");
+    // Everything is still in the history: 40 + the turn's two + two summaries.
+    assert_eq!(h.transcript("main").await.len(), 44);
+    mock.stop().await;
+    h.engine.close().await;
 }

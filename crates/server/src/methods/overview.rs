@@ -14,10 +14,6 @@ use super::{MethodResult, answer, to_value};
 /// Methods of the reference this gateway knows and does not offer, and why.
 pub const UNAVAILABLE: &[(&str, &str)] = &[
     (
-        "sessions.compact",
-        "compaction comes with long-conversation support; nothing is compacted",
-    ),
-    (
         "cron.update",
         "remove the job (cron.remove) and add it again",
     ),

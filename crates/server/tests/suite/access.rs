@@ -19,6 +19,7 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.patch", "operator.write"),
     ("sessions.reset", "operator.admin"),
     ("sessions.delete", "operator.admin"),
+    ("sessions.compact", "operator.write"),
     ("chat.history", "operator.read"),
     ("chat.startup", "operator.read"),
     ("chat.inject", "operator.write"),

@@ -185,16 +185,12 @@ async fn the_start_up_methods_of_the_reference_clients_answer() {
     assert!((cost - 20.0 / 1_000_000.0).abs() < 1e-12, "{cost}");
 
     // What this gateway has no counterpart of says so, by name, as UNAVAILABLE.
-    let compact = gw
-        .call_err("sessions.compact", json!({"key": "main"}))
-        .await;
-    assert_eq!(compact.code, switchboard_protocol::ErrorCode::Unavailable);
+    let update = gw.call_err("cron.update", json!({"id": "nightly"})).await;
+    assert_eq!(update.code, switchboard_protocol::ErrorCode::Unavailable);
     assert!(
-        compact
-            .message
-            .starts_with("sessions.compact is not available"),
+        update.message.starts_with("cron.update is not available"),
         "{}",
-        compact.message
+        update.message
     );
     gw.stop().await;
     mock.stop().await;

@@ -50,6 +50,10 @@ pub struct SessionRow {
     pub output_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// What the current transcript's model calls cost (USD), priced as they were answered;
+    /// absent when nothing was priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -408,6 +412,7 @@ mod tests {
             input_tokens: None,
             output_tokens: None,
             total_tokens: None,
+            cost_usd: None,
             thinking_level: None,
             verbose_level: None,
             system_sent: None,

@@ -195,6 +195,7 @@ mod tests {
             archived_at: None,
             last_seq: 0,
             last_model: None,
+            cost_usd: 0.0,
         }
     }
 

@@ -465,16 +465,20 @@ impl Turn<'_> {
             self.rt.now_ms(),
         );
         // Priced with the model that answered (a fallback's own prices).
+        let mut cost_usd = None;
         if let (TranscriptMessage::Assistant(reply), Some(cost)) = (&mut message, &self.target.cost)
         {
             let u = &reply.usage;
-            reply.usage.cost = Some(cost.breakdown(u.input, u.output, u.cache_read, u.cache_write));
+            let priced = cost.breakdown(u.input, u.output, u.cache_read, u.cache_write);
+            cost_usd = priced["total"].as_f64();
+            reply.usage.cost = Some(priced);
         }
         let tokens = EntryPatch {
             add_tokens: Some(TokenDelta {
                 input: response.usage.input,
                 output: response.usage.output,
             }),
+            add_cost: cost_usd,
             context_tokens: Patch::Set(response.usage.input + response.usage.output),
             last_model: Patch::Set(self.target.reference.clone()),
             // The model has now seen the session's system prompt, if it has one.

@@ -196,6 +196,7 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),
         total_tokens: Some(e.total_tokens).filter(|n| *n > 0),
+        cost_usd: Some(e.cost_usd).filter(|usd| *usd > 0.0),
         thinking_level: e.thinking_level.clone(),
         verbose_level: e.verbose_level.clone(),
         system_sent: Some(e.system_sent).filter(|b| *b),

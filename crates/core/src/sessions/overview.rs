@@ -200,7 +200,10 @@ impl Sessions {
         t.total_tokens += entry
             .total_tokens
             .max(entry.input_tokens + entry.output_tokens);
+        // Priced as each call was answered when prices were configured then; else with the
+        // session's current model.
         match price {
+            _ if entry.cost_usd > 0.0 => t.total_cost += entry.cost_usd,
             Some(cost) => t.total_cost += cost.usd(entry.input_tokens, entry.output_tokens),
             None => t.missing_cost_entries += 1,
         }

@@ -108,6 +108,9 @@ pub struct SessionEntry {
     pub last_seq: i64,
     /// `provider/model` of the session's last model call.
     pub last_model: Option<String>,
+    /// What the current transcript's model calls cost (USD), each priced with the model that
+    /// answered it; 0 where no prices are configured.
+    pub cost_usd: f64,
 }
 
 /// What a new session starts with; everything else takes its default.
@@ -161,6 +164,8 @@ pub struct EntryPatch {
     pub delivery_context: Patch<DeliveryContext>,
     /// Added to the stored counters.
     pub add_tokens: Option<TokenDelta>,
+    /// Added to the stored cost (USD).
+    pub add_cost: Option<f64>,
     pub context_tokens: Patch<u64>,
     pub archived_at: Patch<i64>,
     pub last_model: Patch<String>,

@@ -226,6 +226,14 @@ async fn when_the_primary_answers_500_the_fallback_runs_the_turn_and_the_row_say
         (Some(0.00001), Some(0.00001))
     );
     assert_eq!(cost["total"].as_f64(), Some(0.00002));
+    let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    assert!(
+        (entry.cost_usd - 0.00002).abs() < 1e-12,
+        "the session's cost: {}",
+        entry.cost_usd
+    );
+    let row = h.engine.sessions().row(&entry);
+    assert_eq!(row.cost_usd, Some(entry.cost_usd), "rows show it");
     // A refused key falls back at once, without retries.
     mock.push(MockReply::status(401, "bad key"));
     mock.push(MockReply::text("again the fallback"));

@@ -362,6 +362,7 @@ fn list_and_history_results_have_the_tool_shapes() {
         input_tokens: None,
         output_tokens: None,
         total_tokens: None,
+        cost_usd: None,
         thinking_level: None,
         verbose_level: None,
         system_sent: None,

@@ -180,6 +180,9 @@ pub(super) fn patch(
         e.output_tokens += d.output;
         e.total_tokens += d.input + d.output;
     }
+    if let Some(usd) = patch.add_cost {
+        e.cost_usd += usd;
+    }
     e.updated_at = now.max(e.updated_at);
     write_entry(conn, &e)?;
     Ok(e)
@@ -196,7 +199,7 @@ fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
          system_sent = ?11, aborted_last_run = ?12, send_policy = ?13, last_channel = ?14, \
          last_to = ?15, last_account_id = ?16, last_thread_id = ?17, delivery_context = ?18, \
          input_tokens = ?19, output_tokens = ?20, total_tokens = ?21, context_tokens = ?22, \
-         archived_at = ?23, last_model = ?24 WHERE key = ?1",
+         archived_at = ?23, last_model = ?24, cost_usd = ?25 WHERE key = ?1",
     )?
     .execute(params![
         e.key,
@@ -223,6 +226,7 @@ fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
         e.context_tokens.map(|v| v as i64),
         e.archived_at,
         e.last_model,
+        e.cost_usd,
     ])?;
     Ok(())
 }
@@ -240,6 +244,7 @@ pub(super) fn reset(
     e.input_tokens = 0;
     e.output_tokens = 0;
     e.total_tokens = 0;
+    e.cost_usd = 0.0;
     e.context_tokens = None;
     e.system_sent = false;
     e.aborted_last_run = false;

@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     context_tokens INTEGER,
     archived_at INTEGER,
     -- `provider/model` of the session's last model call.
-    last_model TEXT
+    last_model TEXT,
+    cost_usd REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC, key);
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, updated_at DESC, key);
@@ -253,6 +254,10 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
                  ALTER TABLE cron_jobs ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1",
             )?;
         }
+        if (1..7).contains(&version) {
+            // Version 7 keeps what a session's model calls cost, priced as they were answered.
+            conn.execute_batch("ALTER TABLE sessions ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0")?;
+        }
         if (1..6).contains(&version) {
             // Version 6 counts the parts of a long text a channel already took.
             conn.execute_batch(
@@ -277,7 +282,7 @@ pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind,
     s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
     s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
     s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
-    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model";
+    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model, s.cost_usd";
 
 pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
 
@@ -315,6 +320,7 @@ pub(super) fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionEntry> {
         archived_at: row.get(26)?,
         last_seq: row.get(27)?,
         last_model: row.get(28)?,
+        cost_usd: row.get(29)?,
     })
 }
 

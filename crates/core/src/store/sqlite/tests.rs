@@ -499,6 +499,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              ALTER TABLE sessions DROP COLUMN last_model; ALTER TABLE cron_jobs DROP COLUMN name; \
              ALTER TABLE cron_jobs DROP COLUMN enabled; DROP TABLE channel_cursors; \
              DROP TABLE channel_pairings; ALTER TABLE deliveries DROP COLUMN parts_sent; \
+             ALTER TABLE sessions DROP COLUMN cost_usd; \
              PRAGMA user_version = 1;",
         )
         .unwrap();
@@ -514,7 +515,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",

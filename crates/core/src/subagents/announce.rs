@@ -101,7 +101,8 @@ impl Subagents {
     }
 
     /// `runtime 1m5s • tokens 12.3k (in 10.1k / out 2.2k) • est $0.04 • sessionKey … •
-    /// sessionId … • transcript …` (`est $` only when the model has a configured cost).
+    /// sessionId … • transcript …` (`est $` only when the child's calls were priced, or its model
+    /// has a configured cost).
     fn stats(
         &self,
         record: &SubagentRecord,
@@ -118,14 +119,13 @@ impl Subagents {
                 tokens(output)
             ),
         ];
-        let cost = self
-            .runtime
-            .providers()
-            .resolve(&record.model)
-            .ok()
-            .and_then(|target| target.cost);
-        if let Some(cost) = cost {
-            let usd = cost.usd(input, output);
+        // What the child's model calls cost as they were priced, else its model's prices.
+        let stored = entry.map(|e| e.cost_usd).filter(|usd| *usd > 0.0);
+        let priced = || {
+            let target = self.runtime.providers().resolve(&record.model).ok()?;
+            Some(target.cost?.usd(input, output))
+        };
+        if let Some(usd) = stored.or_else(priced) {
             parts.push(if usd < 0.01 {
                 format!("est ${usd:.4}")
             } else {

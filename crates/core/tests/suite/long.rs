@@ -366,3 +366,38 @@ async fn sessions_compact_and_the_compact_command_summarise_all_but_the_newest_t
     mock.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_report_states_what_its_calls_cost() {
+    let mock = MockLlm::start().await;
+    let mut settings = config(&mock, ProviderApi::OpenAiCompletions, None);
+    settings.models.providers.get_mut("mock").unwrap().models[0].cost =
+        serde_json::from_value(json!({"input": 1000.0, "output": 2000.0})).unwrap();
+    let h = TestEngine::open(settings).await;
+    mock.push(MockReply::text("the child's findings"));
+    let spawned = h
+        .invoke("main", "sessions_spawn", json!({"task": "find things"}))
+        .await;
+    assert_eq!(spawned.content["status"], "accepted", "{}", spawned.content);
+    let report = tokio::time::timeout(super::support::GUARD, async {
+        loop {
+            let found = h
+                .transcript("main")
+                .await
+                .into_iter()
+                .find(|m| m["provenance"]["kind"] == "subagent-announce");
+            if let Some(found) = found {
+                return found;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("the report");
+    // Each of the child's model calls (its task, then its report) is 10 input tokens at $1,000
+    // and 5 output tokens at $2,000 per million: $0.02 each, as priced when answered.
+    let text = report["content"].as_str().unwrap();
+    assert!(text.contains("tokens 30 (in 20 / out 10) • est $0.04"), "{text}");
+    mock.stop().await;
+    h.engine.close().await;
+}

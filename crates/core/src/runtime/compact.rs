@@ -187,9 +187,9 @@ impl Runtime {
     }
 }
 
-/// Whether a run should compact first: the messages since the last summary that are out of the
-/// model's view (left it in earlier turns, or about to leave it now) are more than [`SHARE`] of
-/// them. `history` is the run's window (a summary first, if any), `last_seq` the transcript's.
+/// Whether a run should compact first: the model's window is cutting the conversation now, and
+/// the messages since the last summary that are out of the model's view (left it in earlier
+/// turns, or about to leave it now) are more than [`SHARE`] of them. `history` is the run's window (a summary first, if any), `last_seq` the transcript's.
 fn due(history: &[TranscriptMessage], last_seq: i64, window: u64, target: &ModelTarget) -> bool {
     let covered = match history.first() {
         Some(TranscriptMessage::User(u)) if is_summary(u) => {
@@ -206,6 +206,12 @@ fn due(history: &[TranscriptMessage], last_seq: i64, window: u64, target: &Model
     };
     let probe = ModelRequest::text_only(target, String::new(), Vec::new());
     let now = leaving(history, budget(window, target.max_tokens, &probe, 1.0, 1.0));
+    // Messages out of view while the window holds fewer than it may load were cut by the
+    // budget; at the message cap with nothing to cut now, only the cap is at work.
+    let budget_cuts = now > 0 || (since > kept && (kept as usize) < WINDOW - 1);
+    if !budget_cuts {
+        return false;
+    }
     let out = (since - kept).max(0) + now as i64;
     since > 0 && out as f64 > since as f64 * SHARE
 }

@@ -397,7 +397,10 @@ async fn a_sub_agents_report_states_what_its_calls_cost() {
     // Each of the child's model calls (its task, then its report) is 10 input tokens at $1,000
     // and 5 output tokens at $2,000 per million: $0.02 each, as priced when answered.
     let text = report["content"].as_str().unwrap();
-    assert!(text.contains("tokens 30 (in 20 / out 10) • est $0.04"), "{text}");
+    assert!(
+        text.contains("tokens 30 (in 20 / out 10) • est $0.04"),
+        "{text}"
+    );
     mock.stop().await;
     h.engine.close().await;
 }

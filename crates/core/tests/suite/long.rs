@@ -379,21 +379,7 @@ async fn a_sub_agents_report_states_what_its_calls_cost() {
         .invoke("main", "sessions_spawn", json!({"task": "find things"}))
         .await;
     assert_eq!(spawned.content["status"], "accepted", "{}", spawned.content);
-    let report = tokio::time::timeout(super::support::GUARD, async {
-        loop {
-            let found = h
-                .transcript("main")
-                .await
-                .into_iter()
-                .find(|m| m["provenance"]["kind"] == "subagent-announce");
-            if let Some(found) = found {
-                return found;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-    })
-    .await
-    .expect("the report");
+    let report = h.first_of_kind("main", "subagent-announce").await;
     // Each of the child's model calls (its task, then its report) is 10 input tokens at $1,000
     // and 5 output tokens at $2,000 per million: $0.02 each, as priced when answered.
     let text = report["content"].as_str().unwrap();

@@ -170,21 +170,7 @@ async fn a_sub_agent_calls_an_mcp_tool_and_its_report_carries_the_result() {
         .as_str()
         .unwrap()
         .to_string();
-    let announce = tokio::time::timeout(GUARD, async {
-        loop {
-            let found = h
-                .transcript("main")
-                .await
-                .into_iter()
-                .find(|m| m["provenance"]["kind"] == "subagent-announce");
-            if let Some(found) = found {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    })
-    .await
-    .expect("the sub-agent reported");
+    let announce = h.first_of_kind("main", "subagent-announce").await;
     let results = tool_results(&h, &child).await;
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].2, "{results:?}");

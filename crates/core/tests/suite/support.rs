@@ -139,6 +139,26 @@ impl TestEngine {
         transcript(&self.engine, session).await
     }
 
+    /// The first message of `session` whose provenance is `kind`, once there is one (a hang
+    /// guard, not a timing).
+    pub async fn first_of_kind(&self, session: &str, kind: &str) -> Value {
+        tokio::time::timeout(GUARD, async {
+            loop {
+                let found = self
+                    .transcript(session)
+                    .await
+                    .into_iter()
+                    .find(|m| m["provenance"]["kind"] == kind);
+                if let Some(found) = found {
+                    return found;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {kind} message reached {session}"))
+    }
+
     /// Calls `tool` as the agent of `session` (`tools.invoke`).
     pub async fn invoke(&self, session: &str, tool: &str, args: Value) -> ToolOutput {
         invoke(&self.engine, session, tool, args).await

@@ -57,6 +57,17 @@ impl Runtime {
     /// Compacts the session `key` (see the module doc); `None` when there is nothing to do.
     /// Errors: the session does not exist; the summary's model call failed.
     pub async fn compact(&self, key: &SessionKey, when: When) -> CoreResult<Option<Compacted>> {
+        self.compact_within(key, when, None).await
+    }
+
+    /// [`Runtime::compact`] for a model whose window is `window` tokens when its entry does not
+    /// say (a context-length refusal said so): the text summarised is cut to fit it.
+    pub(super) async fn compact_within(
+        &self,
+        key: &SessionKey,
+        when: When,
+        window: Option<u64>,
+    ) -> CoreResult<Option<Compacted>> {
         let store = self.store();
         let entry = store
             .get(key)
@@ -85,7 +96,8 @@ impl Runtime {
         if cut == 0 || view[..cut].iter().all(is_summary_message) {
             return Ok(None);
         }
-        let summary = self.summarise(&target, &view[..cut]).await?;
+        let window = target.context_window.or(window);
+        let summary = self.summarise(&target, &view[..cut], window).await?;
         let message = TranscriptMessage::User(UserMessage {
             content: UserContent::Text(format!("{SUMMARY_HEADING}\n\n{summary}")),
             timestamp: self.now_ms(),
@@ -141,6 +153,46 @@ impl Runtime {
         }
     }
 
+    /// After a context-length refusal: everything but the newest turn summarised, and `messages`
+    /// made the model's view of the compacted conversation (with `last_seq`, the transcript's).
+    /// Answers false when nothing was compacted (nothing to, or the summary failed: logged).
+    pub(super) async fn compact_after_refusal(
+        &self,
+        key: &SessionKey,
+        refusal: &str,
+        messages: &mut Vec<TranscriptMessage>,
+        last_seq: &mut Option<i64>,
+    ) -> bool {
+        let window = super::window::counts(refusal).map(|(_, fits)| fits);
+        match self.compact_within(key, When::Asked, window).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::warn!(session = %key, error = %e, "compaction after a refusal failed; older messages are cut instead");
+                return false;
+            }
+        }
+        let store = self.store();
+        let Ok(Some(entry)) = store.get(key).await else {
+            return false;
+        };
+        let conversations = &self.inner.conversations;
+        match conversations
+            .take(store, &entry.session_id, entry.last_seq)
+            .await
+        {
+            Ok(view) => {
+                *messages = view;
+                *last_seq = Some(entry.last_seq);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(session = %key, error = %e, "cannot read the compacted conversation");
+                false
+            }
+        }
+    }
+
     /// The model a run of `entry` would use.
     fn target_of(&self, entry: &SessionEntry) -> CoreResult<ModelTarget> {
         let agent = self.config().agent(&entry.agent_id);
@@ -153,9 +205,10 @@ impl Runtime {
         &self,
         target: &ModelTarget,
         messages: &[TranscriptMessage],
+        window: Option<u64>,
     ) -> CoreResult<String> {
         let mut text = render(messages);
-        if let Some(window) = target.context_window {
+        if let Some(window) = window {
             // Room for the instructions and the summary itself: the newest part when too long.
             let room = ((window.saturating_sub(SUMMARY_TOKENS) as f64) * 0.6 * 3.0) as usize;
             let chars = text.chars().count();

@@ -376,11 +376,18 @@ impl Turn<'_> {
     /// (or at once on an auth error), the next of its fallbacks runs the call, and the rest of
     /// the run; the last failure is kept in the transcript and ends the run.
     async fn call_model(&mut self, request: &mut ModelRequest) -> Result<ModelResponse, Ending> {
+        let mut refused = false;
         loop {
-            let error = match self.call_target(request).await {
+            let error = match self.call_target(request, refused).await {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
+            if let (ProviderError::ContextLength { message }, false) = (&error, refused) {
+                // Too long for the model: compact, and try once more (cutting if need be).
+                refused = true;
+                self.compact_for_refusal(request, message).await;
+                continue;
+            }
             if !falls_back(&error) || self.fallbacks.is_empty() {
                 return Err(self.keep_failure(&error).await);
             }
@@ -392,10 +399,23 @@ impl Turn<'_> {
         }
     }
 
+    /// After the model refused the request as too long: compaction, and the request's messages
+    /// become the compacted conversation.
+    async fn compact_for_refusal(&mut self, request: &mut ModelRequest, refusal: &str) {
+        let (rt, key) = (self.rt, self.key);
+        let compacted = rt
+            .compact_after_refusal(key, refusal, &mut request.messages, &mut self.last_seq)
+            .await;
+        if compacted {
+            tracing::info!(session = %key, "the conversation was compacted after the model refused it as too long");
+        }
+    }
+
     /// One call to the current model.
     async fn call_target(
         &self,
         request: &mut ModelRequest,
+        cut_on_refusal: bool,
     ) -> Result<ModelResponse, ProviderError> {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
         *lock(&self.partial) = Partial {
@@ -419,7 +439,8 @@ impl Turn<'_> {
             StreamEvent::ToolCallStarted { .. } => {}
         };
         let calibration = &rt.inner.calibration;
-        let response = window::complete(calibration, &self.target, request, &sink).await?;
+        let response =
+            window::complete(calibration, &self.target, request, &sink, cut_on_refusal).await?;
         lock(&self.partial).text.clear();
         Ok(response)
     }

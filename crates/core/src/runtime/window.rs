@@ -184,10 +184,12 @@ pub async fn complete(
     target: &ModelTarget,
     request: &mut ModelRequest,
     events: EventSink<'_>,
+    cut_on_refusal: bool,
 ) -> Result<ModelResponse, ProviderError> {
     let factor = calibration.factor(&target.reference);
     let mut squeeze = 1.0;
-    let mut refused_once = false;
+    // Without `cut_on_refusal` the first refusal goes back to the caller (who compacts).
+    let mut refused_once = !cut_on_refusal;
     loop {
         if let Some(window) = target.context_window {
             let room = budget(window, target.max_tokens, request, factor, squeeze);
@@ -214,6 +216,14 @@ pub async fn complete(
                 fit(&mut request.messages, room);
                 squeeze = squeeze * sent as f64 / fits as f64;
             }
+            Err(ProviderError::ContextLength { message }) if !cut_on_refusal => {
+                calibration.learn(
+                    &target.reference,
+                    estimated,
+                    counts(&message).map_or(0, |c| c.0),
+                );
+                return Err(ProviderError::ContextLength { message });
+            }
             Err(ProviderError::ContextLength { message }) => {
                 return Err(ProviderError::ContextLength {
                     message: format!(
@@ -231,7 +241,7 @@ pub async fn complete(
 /// The two token counts of a context-length refusal, larger (sent) first: OpenAI's "maximum
 /// context length is 3000 tokens. However, your messages resulted in 9477 tokens", Anthropic's
 /// "prompt is too long: 9477 tokens > 3000 maximum".
-fn counts(message: &str) -> Option<(u64, u64)> {
+pub fn counts(message: &str) -> Option<(u64, u64)> {
     let numbers: Vec<u64> = message
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())

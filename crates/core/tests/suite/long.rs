@@ -146,18 +146,37 @@ async fn a_500_turn_conversation_never_fails_and_every_request_stays_under_the_l
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_configured_window_a_refusal_cuts_older_turns_and_the_turn_is_tried_again() {
+async fn a_context_length_refusal_compacts_and_the_turn_is_tried_again() {
     let mock = MockLlm::start().await;
     mock.set_context_limit(Some(3000));
+    // No contextWindow: only the provider's refusal says the conversation is too long.
     let h = TestEngine::open(config(&mock, ProviderApi::AnthropicMessages, None)).await;
     long_session(&h, "main", 100, 400).await;
+    mock.push(MockReply::text("notes: a hundred messages about items"));
     mock.push(MockReply::text("made it"));
     let record = h.turn("main", "hello again").await;
     assert_eq!(record.status, RunStatus::Ok, "{:?}", record.error);
     assert_eq!(record.result.as_deref(), Some("made it"));
+    // Refused, then the summary (cut to what the refusal said fits), then the turn again.
     let requests = mock.requests();
-    assert!(requests.len() >= 2, "refused first");
-    assert!(prompt_tokens(&requests.last().unwrap().body) <= 3000);
+    assert_eq!(requests.len(), 3);
+    assert!(prompt_tokens(&requests[0].body) > 3000);
+    for sent in &requests[1..] {
+        assert!(
+            prompt_tokens(&sent.body) <= 3000,
+            "{}",
+            prompt_tokens(&sent.body)
+        );
+    }
+    let first = requests[2].messages()[0].to_string();
+    assert!(first.contains("a hundred messages about items"), "{first}");
+    let summaries = h
+        .transcript("main")
+        .await
+        .iter()
+        .filter(|m| m["provenance"]["kind"] == "compaction")
+        .count();
+    assert_eq!(summaries, 1);
     // A turn that alone is too long fails with a clear error.
     let record = h.turn("main", &"z".repeat(20_000)).await;
     assert_eq!(record.status, RunStatus::Error);

@@ -46,16 +46,8 @@ impl Outbox {
                 .as_deref()
                 .unwrap_or(crate::config::TELEGRAM_DEFAULT_ACCOUNT);
             if telegram.bot(account).is_none() {
-                let bots: Vec<String> = telegram.bots().into_iter().map(|(id, _)| id).collect();
-                return Err(CoreError::invalid(if bots.is_empty() {
-                    "send: the telegram channel is off (set channels.telegram.enabled and botToken)"
-                        .to_string()
-                } else {
-                    format!(
-                        "send: accountId: no telegram bot has account id {account} (running: {})",
-                        bots.join(", ")
-                    )
-                }));
+                let why = channels::telegram::off_or_unknown(telegram, account);
+                return Err(CoreError::invalid(format!("send: {why}")));
             }
         }
         if channel == channels::WEBCHAT || channel == channels::INTERNAL {

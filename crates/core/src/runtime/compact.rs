@@ -9,7 +9,7 @@ use switchboard_protocol::message::{
 };
 
 use super::Runtime;
-use super::conversation::{self, COMPACTION, WINDOW};
+use super::conversation::{self, COMPACTION, WINDOW, is_summary};
 use super::providers::{ModelRequest, ModelTarget, StreamEvent, complete_with_retries};
 use super::window::{budget, cut_point, leaving};
 use crate::config::ThinkingLevel;
@@ -75,25 +75,25 @@ impl Runtime {
             .ok_or_else(|| CoreError::NotFound(format!("No session found: {}", key.display())))?;
         let target = self.target_of(&entry)?;
         let page = store.history(&entry.session_id, WINDOW, None).await?;
-        let seqs_in_view = view_seqs(&page.messages);
-        let view = conversation::parse(&entry.session_id, page.messages);
+        let selected = conversation::select(page.messages);
+        let seqs_in_view: Vec<i64> = selected.iter().map(|m| m.seq).collect();
+        let view = conversation::decode(&entry.session_id, selected);
         if view.len() != seqs_in_view.len() {
             return Ok(None); // a message the model cannot read: leave the session as it is
         }
         let cut = match when {
             When::Asked => view
                 .iter()
-                .rposition(|m| matches!(m, TranscriptMessage::User(u) if !is_summary(u)))
+                .rposition(|m| matches!(m, TranscriptMessage::User(_)) && !is_summary(m))
                 .unwrap_or(0),
             When::Needed => {
                 let Some(window) = target.context_window else {
                     return Ok(None);
                 };
-                let probe = ModelRequest::text_only(&target, String::new(), Vec::new());
-                cut_point(&view, budget(window, target.max_tokens, &probe, 1.0, 1.0))
+                cut_point(&view, room(&target, window))
             }
         };
-        if cut == 0 || view[..cut].iter().all(is_summary_message) {
+        if cut == 0 || view[..cut].iter().all(is_summary) {
             return Ok(None);
         }
         let window = target.context_window.or(window);
@@ -245,9 +245,11 @@ impl Runtime {
 /// turns, or about to leave it now) are more than [`SHARE`] of them. `history` is the run's window (a summary first, if any), `last_seq` the transcript's.
 fn due(history: &[TranscriptMessage], last_seq: i64, window: u64, target: &ModelTarget) -> bool {
     let covered = match history.first() {
-        Some(TranscriptMessage::User(u)) if is_summary(u) => {
-            u.provenance.as_ref().and_then(|p| p.covers_until_seq)
-        }
+        Some(TranscriptMessage::User(u)) => u
+            .provenance
+            .as_ref()
+            .filter(|p| p.kind == COMPACTION)
+            .and_then(|p| p.covers_until_seq),
         _ => None,
     };
     let summary = usize::from(covered.is_some());
@@ -257,8 +259,7 @@ fn due(history: &[TranscriptMessage], last_seq: i64, window: u64, target: &Model
         Some(from) => last_seq - from,
         None => last_seq,
     };
-    let probe = ModelRequest::text_only(target, String::new(), Vec::new());
-    let now = leaving(history, budget(window, target.max_tokens, &probe, 1.0, 1.0));
+    let now = leaving(history, room(target, window));
     // Messages out of view while the window holds fewer than it may load were cut by the
     // budget; at the message cap with nothing to cut now, only the cap is at work.
     let budget_cuts = now > 0 || (since > kept && (kept as usize) < WINDOW - 1);
@@ -269,38 +270,11 @@ fn due(history: &[TranscriptMessage], last_seq: i64, window: u64, target: &Model
     since > 0 && out as f64 > since as f64 * SHARE
 }
 
-/// The seqs of the messages [`conversation::parse`] keeps, in its order.
-fn view_seqs(messages: &[crate::store::StoredMessage]) -> Vec<i64> {
-    let kind = |m: &crate::store::StoredMessage| {
-        m.message["provenance"]["kind"].as_str() == Some(COMPACTION)
-            && m.message["provenance"]["coversUntilSeq"].is_i64()
-    };
-    match messages.iter().rposition(kind) {
-        Some(at) => {
-            let covers = messages[at].message["provenance"]["coversUntilSeq"]
-                .as_i64()
-                .unwrap_or(0);
-            std::iter::once(messages[at].seq)
-                .chain(
-                    messages
-                        .iter()
-                        .filter(|m| m.seq >= covers && !kind(m))
-                        .map(|m| m.seq),
-                )
-                .collect()
-        }
-        None => messages.iter().map(|m| m.seq).collect(),
-    }
-}
-
-fn is_summary(user: &UserMessage) -> bool {
-    user.provenance
-        .as_ref()
-        .is_some_and(|p| p.kind == COMPACTION)
-}
-
-fn is_summary_message(message: &TranscriptMessage) -> bool {
-    matches!(message, TranscriptMessage::User(u) if is_summary(u))
+/// The tokens a model's messages may take before compaction is considered: its window less
+/// the output budget, uncalibrated (the run's own cut allows for its system prompt and tools).
+fn room(target: &ModelTarget, window: u64) -> f64 {
+    let probe = ModelRequest::text_only(target, String::new(), Vec::new());
+    budget(window, target.max_tokens, &probe, 1.0, 1.0)
 }
 
 /// The messages as lines a model can summarise: who said what, which tools ran and what they
@@ -314,7 +288,7 @@ fn render(messages: &[TranscriptMessage]) -> String {
                     UserContent::Text(text) => text.clone(),
                     UserContent::Blocks(blocks) => blocks_text(blocks),
                 };
-                let who = if is_summary(user) {
+                let who = if is_summary(message) {
                     "earlier summary"
                 } else {
                     "user"

@@ -97,17 +97,33 @@ fn is_compaction(message: &StoredMessage) -> bool {
 /// The `provenance.kind` of a compaction summary.
 pub const COMPACTION: &str = "compaction";
 
-/// The stored messages as the model sees them: the newest summary first (when there is one),
-/// then the messages it does not stand for. A stored message that is not in the transcript
-/// format (written by hand into the database, or by an older version) is left out of the model's
-/// view and reported; it stays in the store.
-pub(super) fn parse(session_id: &str, mut messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
+/// Whether `message` is a compaction summary.
+pub(super) fn is_summary(message: &TranscriptMessage) -> bool {
+    matches!(message, TranscriptMessage::User(u)
+        if u.provenance.as_ref().is_some_and(|p| p.kind == COMPACTION))
+}
+
+/// The stored messages as the model sees them (see [`select`] and [`decode`]).
+pub(super) fn parse(session_id: &str, messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
+    decode(session_id, select(messages))
+}
+
+/// The stored messages the model is sent, with their seqs: the newest summary first (when there
+/// is one), then the messages it does not stand for.
+pub(super) fn select(mut messages: Vec<StoredMessage>) -> Vec<StoredMessage> {
     if let Some(at) = messages.iter().rposition(is_compaction) {
         let summary = messages.remove(at);
         let covers = compaction_of(&summary).unwrap_or(0);
         messages.retain(|m| m.seq >= covers && !is_compaction(m));
         messages.insert(0, summary);
     }
+    messages
+}
+
+/// Stored messages as transcript messages. One that is not in the transcript format (written by
+/// hand into the database, or by an older version) is left out of the model's view and
+/// reported; it stays in the store.
+pub(super) fn decode(session_id: &str, messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
     messages
         .into_iter()
         .filter_map(|m| match serde_json::from_value(m.message) {

@@ -137,9 +137,11 @@ pub fn leaving(messages: &[TranscriptMessage], budget: f64) -> usize {
 
 /// 1 when the first message is a compaction summary, else 0.
 fn pinned(messages: &[TranscriptMessage]) -> usize {
-    let summary = matches!(messages.first(), Some(TranscriptMessage::User(u))
-        if u.provenance.as_ref().is_some_and(|p| p.kind == super::conversation::COMPACTION));
-    usize::from(summary)
+    usize::from(
+        messages
+            .first()
+            .is_some_and(super::conversation::is_summary),
+    )
 }
 
 /// Where the part of `messages` that fits `budget` starts (0: all of it fits), as [`fit`]
@@ -176,9 +178,10 @@ pub fn cut_point(messages: &[TranscriptMessage], budget: f64) -> usize {
 }
 
 /// One model call of a run: the request's messages cut to the model's window first (older
-/// turns leave the run's request for good), the estimate calibrated by the answer's usage. A
-/// context-length refusal cuts harder and tries once more; a second one fails the call, saying
-/// the newest turn alone does not fit.
+/// turns leave the run's request for good), the estimate calibrated by the answer's usage (and
+/// by the counts a context-length refusal states). A refusal goes back to the caller (who
+/// compacts), or with `cut_on_refusal` cuts harder and tries once more; a second one fails the
+/// call, saying the newest turn alone does not fit.
 pub async fn complete(
     calibration: &Calibration,
     target: &ModelTarget,
@@ -188,8 +191,7 @@ pub async fn complete(
 ) -> Result<ModelResponse, ProviderError> {
     let factor = calibration.factor(&target.reference);
     let mut squeeze = 1.0;
-    // Without `cut_on_refusal` the first refusal goes back to the caller (who compacts).
-    let mut refused_once = !cut_on_refusal;
+    let mut refused_once = false;
     loop {
         if let Some(window) = target.context_window {
             let room = budget(window, target.max_tokens, request, factor, squeeze);
@@ -205,33 +207,32 @@ pub async fn complete(
                 calibration.learn(&target.reference, estimated, response.usage.input);
                 return Ok(response);
             }
-            Err(ProviderError::ContextLength { message }) if !refused_once => {
+            Err(ProviderError::ContextLength { message }) => {
+                // The refusal usually says both counts: what was sent and what fits.
+                let counted = counts(&message);
+                if let Some((sent, _)) = counted {
+                    calibration.learn(&target.reference, estimated, sent);
+                }
+                if !cut_on_refusal {
+                    return Err(ProviderError::ContextLength { message });
+                }
+                if refused_once {
+                    return Err(ProviderError::ContextLength {
+                        message: format!(
+                            "{message} (refused again after the older messages were left out: \
+                             the newest turn alone is too long for {}; set its contextWindow, or \
+                             send less)",
+                            target.reference
+                        ),
+                    });
+                }
                 refused_once = true;
                 tracing::warn!(model = %target.reference, %message, "the model refused the context; cutting older messages and trying once more");
-                // The refusal usually says both counts: what was sent and what fits.
-                let (sent, fits) = counts(&message).unwrap_or((2, 1));
-                calibration.learn(&target.reference, estimated, sent);
+                let (sent, fits) = counted.unwrap_or((2, 1));
                 let share = (fits as f64 / sent as f64).min(1.0) * (1.0 - 2.0 * MARGIN);
                 let room = estimated * share - fixed_tokens(request);
                 fit(&mut request.messages, room);
                 squeeze = squeeze * sent as f64 / fits as f64;
-            }
-            Err(ProviderError::ContextLength { message }) if !cut_on_refusal => {
-                calibration.learn(
-                    &target.reference,
-                    estimated,
-                    counts(&message).map_or(0, |c| c.0),
-                );
-                return Err(ProviderError::ContextLength { message });
-            }
-            Err(ProviderError::ContextLength { message }) => {
-                return Err(ProviderError::ContextLength {
-                    message: format!(
-                        "{message} (refused again after the older messages were left out: the \
-                         newest turn alone is too long for {}; set its contextWindow, or send less)",
-                        target.reference
-                    ),
-                });
             }
             Err(e) => return Err(e),
         }

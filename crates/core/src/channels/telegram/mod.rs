@@ -404,8 +404,8 @@ pub(crate) async fn send(
     Ok(())
 }
 
-/// Why there is no bot to send with.
-fn off_or_unknown(channel: &TelegramChannel, account: &str) -> String {
+/// Why there is no bot to send with (also `send`'s refusal).
+pub(crate) fn off_or_unknown(channel: &TelegramChannel, account: &str) -> String {
     let bots: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
     if bots.is_empty() {
         "the telegram channel is off (set channels.telegram.enabled and botToken)".into()

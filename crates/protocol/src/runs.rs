@@ -134,6 +134,12 @@ pub struct RunResult {
     /// The run's final assistant text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
+    /// The model that answered (`provider/model`; a fallback when the primary failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What the run's model calls cost in USD, from the configured prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -400,13 +406,15 @@ mod tests {
             ended_at: Some(20),
             error: None,
             reply: Some("pong".into()),
+            model: Some("mock/m1".into()),
+            cost_usd: Some(0.5),
         };
         round_trip(
             AgentResult::new(ok),
             json!({
                 "runId": "r1", "status": "ok", "sessionKey": "agent:main:main",
                 "startedAt": 10, "endedAt": 20, "reply": "pong",
-                "summary": "pong", "result": {"text": "pong", "payloads": [{"text": "pong"}]},
+                "model": "mock/m1", "costUsd": 0.5, "summary": "pong", "result": {"text": "pong", "payloads": [{"text": "pong"}]},
             }),
         );
         let failed = RunResult {
@@ -419,6 +427,8 @@ mod tests {
             ended_at: Some(20),
             error: Some("x".repeat(300)),
             reply: None,
+            model: None,
+            cost_usd: None,
         };
         let result = AgentResult::new(failed);
         assert_eq!(result.summary, "x".repeat(200));
@@ -440,6 +450,8 @@ mod tests {
             ended_at: None,
             error: None,
             reply: None,
+            model: None,
+            cost_usd: None,
         };
         round_trip(
             AgentResult::new(waiting),

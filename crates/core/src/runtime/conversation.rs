@@ -46,17 +46,13 @@ impl ConversationCache {
                     .await?;
                 if page.messages.iter().any(is_compaction) {
                     // A summary written from outside the run: the view starts over from it.
-                    let page = store.history(session_id, WINDOW, until).await?;
-                    parse(session_id, page.messages)
+                    load(store, session_id, last_seq).await?
                 } else {
                     messages.extend(parse(session_id, page.messages));
                     messages
                 }
             }
-            _ => {
-                let page = store.history(session_id, WINDOW, until).await?;
-                parse(session_id, page.messages)
-            }
+            _ => load(store, session_id, last_seq).await?,
         };
         trim(&mut messages);
         Ok(messages)
@@ -77,6 +73,26 @@ impl ConversationCache {
     }
 }
 
+/// The model's view of the transcript up to `last_seq`, read from the store: the newest
+/// [`WINDOW`] messages, led by the newest summary even when it is older than them.
+async fn load(
+    store: &dyn Store,
+    session_id: &str,
+    last_seq: i64,
+) -> Result<Vec<TranscriptMessage>, StoreError> {
+    let mut page = store
+        .history(session_id, WINDOW, Some(last_seq + 1))
+        .await?
+        .messages;
+    if !page.iter().any(is_compaction) {
+        let oldest = page.first().map_or(last_seq + 1, |m| m.seq);
+        if let Some(summary) = store.summary(session_id, oldest).await? {
+            page.insert(0, summary);
+        }
+    }
+    Ok(parse(session_id, page))
+}
+
 /// A stored summary (`provenance.kind` `compaction`), and the seq before which it stands for
 /// the messages.
 fn compaction_of(message: &StoredMessage) -> Option<i64> {
@@ -94,14 +110,7 @@ fn is_compaction(message: &StoredMessage) -> bool {
     compaction_of(message).is_some()
 }
 
-/// The `provenance.kind` of a compaction summary.
-pub const COMPACTION: &str = "compaction";
-
-/// Whether `message` is a compaction summary.
-pub(super) fn is_summary(message: &TranscriptMessage) -> bool {
-    matches!(message, TranscriptMessage::User(u)
-        if u.provenance.as_ref().is_some_and(|p| p.kind == COMPACTION))
-}
+pub use crate::store::{COMPACTION, is_summary};
 
 /// The stored messages as the model sees them (see [`select`] and [`decode`]).
 pub(super) fn parse(session_id: &str, messages: Vec<StoredMessage>) -> Vec<TranscriptMessage> {
@@ -136,17 +145,18 @@ pub(super) fn decode(session_id: &str, messages: Vec<StoredMessage>) -> Vec<Tran
         .collect()
 }
 
-/// At most [`WINDOW`] messages, starting at a user message (a window that starts inside a tool
-/// exchange would show results without their calls).
+/// At most [`WINDOW`] messages after a leading summary (which stays), starting at a user
+/// message (a window that starts inside a tool exchange would show results without their
+/// calls).
 fn trim(messages: &mut Vec<TranscriptMessage>) {
-    if messages.len() > WINDOW {
-        messages.drain(..messages.len() - WINDOW);
-    }
-    let start = messages
+    let head = usize::from(messages.first().is_some_and(is_summary));
+    let excess = messages.len().saturating_sub(head + WINDOW);
+    messages.drain(head..head + excess);
+    let start = messages[head..]
         .iter()
         .position(|m| matches!(m, TranscriptMessage::User(_)))
-        .unwrap_or(messages.len());
-    messages.drain(..start);
+        .map_or(messages.len(), |at| head + at);
+    messages.drain(head..start);
 }
 
 #[cfg(test)]

@@ -80,6 +80,8 @@ impl Runtime {
             result: None,
             error: None,
             idempotency_key: request.idempotency_key.clone(),
+            model: None,
+            cost_usd: None,
         };
         let message = request.message.take().map(|m| {
             TranscriptMessage::User(UserMessage {

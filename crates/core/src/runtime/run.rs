@@ -53,6 +53,16 @@ struct Partial {
     model: String,
     provider: String,
     unanswered: Vec<(String, String)>,
+    /// The model of the last answer recorded, and what the answers cost: kept on the run
+    /// record however the run ends.
+    spent: Spent,
+}
+
+/// Which model answered a run last and what its answers cost.
+#[derive(Default, Clone)]
+struct Spent {
+    model: Option<String>,
+    cost_usd: Option<f64>,
 }
 
 pub(super) async fn execute(rt: &Runtime, job: Queued) {
@@ -96,6 +106,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     }
     start.push(WriteOp::PutRun(record.clone()));
     let started = rt.store().write_batch(start).await.map(|_| ());
+    let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
         (None, Ok(())) => Ending {
@@ -109,7 +120,6 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
             let timeout = request.timeout.unwrap_or(Duration::from_secs(
                 rt.config().agents.defaults.timeout_seconds,
             ));
-            let partial = Arc::new(Mutex::new(Partial::default()));
             let looped = run_loop(rt, &request, &record.run_id, lease, partial.clone());
             let stopped = tokio::select! {
                 ending = looped => Ok(ending),
@@ -122,6 +132,9 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
             }
         }
     };
+    let spent = lock(&partial).spent.clone();
+    record.model = spent.model;
+    record.cost_usd = spent.cost_usd;
     finish(rt, &request, record, ending).await;
 }
 
@@ -193,12 +206,15 @@ async fn keep_partial(
     status: RunStatus,
     reason: String,
 ) -> Ending {
-    let Partial {
-        text,
-        model,
-        provider,
-        unanswered,
-    } = std::mem::take(&mut *lock(partial));
+    let (text, model, provider, unanswered) = {
+        let mut partial = lock(partial);
+        (
+            std::mem::take(&mut partial.text),
+            std::mem::take(&mut partial.model),
+            std::mem::take(&mut partial.provider),
+            std::mem::take(&mut partial.unanswered),
+        )
+    };
     let streamed = cut::Streamed {
         text: &text,
         provider: &provider,
@@ -418,12 +434,13 @@ impl Turn<'_> {
         cut_on_refusal: bool,
     ) -> Result<ModelResponse, ProviderError> {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
-        *lock(&self.partial) = Partial {
-            text: String::new(),
-            model: self.target.model.clone(),
-            provider: self.target.provider_id.clone(),
-            unanswered: Vec::new(),
-        };
+        {
+            let mut partial = lock(&self.partial);
+            partial.text.clear();
+            partial.model.clone_from(&self.target.model);
+            partial.provider.clone_from(&self.target.provider_id);
+            partial.unanswered.clear();
+        }
         let sink = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => {
                 let accumulated = {
@@ -524,6 +541,11 @@ impl Turn<'_> {
             .await
             .map_err(|e| Ending::failed(e.to_string()))?;
         self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
+        let spent = &mut lock(&self.partial).spent;
+        spent.model = Some(self.target.reference.clone());
+        if let Some(cost) = cost_usd {
+            spent.cost_usd = Some(spent.cost_usd.unwrap_or(0.0) + cost);
+        }
         request.messages.push(message);
         Ok(())
     }

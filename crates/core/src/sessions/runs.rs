@@ -334,6 +334,8 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
         } else {
             None
         },
+        model: r.model,
+        cost_usd: r.cost_usd,
     }
 }
 

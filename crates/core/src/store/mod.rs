@@ -41,6 +41,16 @@ pub use runs::{DeliverInput, RunInput};
 pub use sqlite::SqliteStore;
 pub use subagents::{SubagentRecord, SubagentState};
 
+/// The `provenance.kind` of a compaction summary: a user-role message that stands for the
+/// messages before its `coversUntilSeq` in what the model is sent.
+pub const COMPACTION: &str = "compaction";
+
+/// Whether `message` is a compaction summary.
+pub fn is_summary(message: &TranscriptMessage) -> bool {
+    matches!(message, TranscriptMessage::User(u)
+        if u.provenance.as_ref().is_some_and(|p| p.kind == COMPACTION))
+}
+
 /// The future every store method returns: boxed so `dyn Store` works.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -320,6 +330,12 @@ pub struct RunRecord {
     pub result: Option<String>,
     pub error: Option<String>,
     pub idempotency_key: Option<String>,
+    /// The model that gave the run's last answer (`provider/model`; a fallback when the
+    /// primary failed); `None` until a model answered.
+    pub model: Option<String>,
+    /// What the run's model calls cost in USD, priced as they were answered; `None` when no
+    /// answer was priced.
+    pub cost_usd: Option<f64>,
 }
 
 impl RunRecord {
@@ -428,6 +444,9 @@ pub trait Store: Send + Sync {
         limit: usize,
         before: Option<i64>,
     ) -> StoreFuture<'_, HistoryPage>;
+    /// The transcript's newest compaction summary ([`is_summary`]), when its seq is below
+    /// `before`: the model's view starts from it however long ago it was written.
+    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;
     /// The last `limit` non-tool-result messages of each transcript, in one query.
     fn last_messages(
         &self,

@@ -25,7 +25,17 @@ fn config(mock: &MockLlm, api: ProviderApi, window: Option<u64>) -> Config {
 /// `n` stored messages of `chars` characters each, alternating user and assistant.
 async fn long_session(h: &TestEngine, session: &str, n: usize, chars: usize) {
     h.create(session).await;
-    let messages = (0..n)
+    add_messages(h, session, 0..n, chars).await;
+}
+
+/// Stored messages numbered `numbers` (even: user, odd: assistant) appended to `session`.
+async fn add_messages(
+    h: &TestEngine,
+    session: &str,
+    numbers: std::ops::Range<usize>,
+    chars: usize,
+) {
+    let messages = numbers
         .map(|i| {
             let text = format!("{i:04} {}", "x".repeat(chars - 5));
             if i % 2 == 0 {
@@ -253,6 +263,11 @@ async fn when_the_primary_answers_500_the_fallback_runs_the_turn_and_the_row_say
     );
     let row = h.engine.sessions().row(&entry);
     assert_eq!(row.cost_usd, Some(entry.cost_usd), "rows show it");
+    // The run record says which model answered and what the run cost, as stored.
+    let stored = h.engine.store().get_run(&record.run_id).await.unwrap();
+    let stored = stored.expect("the run is stored");
+    assert_eq!(stored.model.as_deref(), Some("mock/m2"));
+    assert_eq!(stored.cost_usd, Some(0.00002));
     // A refused key falls back at once, without retries.
     mock.push(MockReply::status(401, "bad key"));
     mock.push(MockReply::text("again the fallback"));
@@ -382,6 +397,49 @@ async fn sessions_compact_and_the_compact_command_summarise_all_but_the_newest_t
     assert!(reply.starts_with("Compacted 3 messages"), "{answer}");
     // Everything is still in the history: 40 + the turn's two + two summaries.
     assert_eq!(h.transcript("main").await.len(), 44);
+    mock.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_older_than_the_newest_200_messages_still_leads_the_view_after_a_restart() {
+    let mock = MockLlm::start().await;
+    let h = TestEngine::open(config(&mock, ProviderApi::OpenAiCompletions, None)).await;
+    long_session(&h, "main", 40, 100).await;
+    mock.push(MockReply::text("notes: the first forty"));
+    let key = switchboard_protocol::sessions::SessionKeyParams { key: "main".into() };
+    assert!(h.engine.sessions().compact(key).await.unwrap().compacted);
+    add_messages(&h, "main", 40..340, 100).await;
+    let sent_after = |mock: &MockLlm| {
+        let sent = mock.requests().last().unwrap().messages().to_vec();
+        sent.iter()
+            .map(|m| m["content"].to_string())
+            .collect::<Vec<_>>()
+    };
+    mock.push(MockReply::text("first"));
+    h.turn("main", "before the restart").await;
+    let contents = sent_after(&mock);
+    assert!(
+        contents[0].contains("the first forty"),
+        "{:?}",
+        &contents[..2]
+    );
+    // The newest 200 messages (from a user message on) follow the summary, not the 300
+    // appended since it: 0141 is an answer, so the view goes on at 0142.
+    assert!(contents[1].contains("0142"), "{:?}", &contents[..2]);
+    assert_eq!(contents.len(), 1 + 199, "the summary and the window");
+    let h = h.restart(None).await;
+    mock.push(MockReply::text("second"));
+    h.turn("main", "after the restart").await;
+    let contents = sent_after(&mock);
+    assert!(
+        contents[0].contains("the first forty"),
+        "{:?}",
+        &contents[..2]
+    );
+    assert!(contents[1].contains("0144"), "{:?}", &contents[..2]);
+    assert!(contents.last().unwrap().contains("after the restart"));
+    assert_eq!(contents.len(), 1 + 199);
     mock.stop().await;
     h.engine.close().await;
 }

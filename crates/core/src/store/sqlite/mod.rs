@@ -322,6 +322,11 @@ impl Store for SqliteStore {
         self.read(move |c| queries::history(c, &id, limit, before))
     }
 
+    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::summary(c, &id, before))
+    }
+
     fn last_messages(
         &self,
         session_ids: Vec<String>,

@@ -285,6 +285,7 @@ pub(super) fn append(
         (None, None) => return Err(not_found(key)),
     };
     let mut seq = entry.last_seq;
+    let mut summary_seq = None;
     let mut seqs = Vec::with_capacity(messages.len());
     let mut lines = Vec::with_capacity(messages.len());
     {
@@ -293,6 +294,9 @@ pub(super) fn append(
         )?;
         for message in messages {
             seq += 1;
+            if super::super::is_summary(&message) {
+                summary_seq = Some(seq);
+            }
             // The store's edge: the typed message becomes its transcript JSON here.
             let body = serde_json::to_value(&message).map_err(|e| {
                 StoreError::Backend(format!("message {seq} could not be encoded: {e}"))
@@ -308,8 +312,11 @@ pub(super) fn append(
             lines.push((seq, body));
         }
     }
-    conn.prepare_cached("UPDATE transcripts SET last_seq = ?2 WHERE session_id = ?1")?
-        .execute(params![entry.session_id, seq])?;
+    conn.prepare_cached(
+        "UPDATE transcripts SET last_seq = ?2, summary_seq = coalesce(?3, summary_seq) \
+         WHERE session_id = ?1",
+    )?
+    .execute(params![entry.session_id, seq, summary_seq])?;
     entry.updated_at = now.max(entry.updated_at);
     conn.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE key = ?1")?
         .execute(params![key, entry.updated_at])?;
@@ -450,6 +457,25 @@ pub(super) fn history(
     })
 }
 
+/// The transcript's newest compaction summary, when it is before `before`.
+pub(super) fn summary(
+    conn: &Connection,
+    session_id: &str,
+    before: i64,
+) -> Result<Option<StoredMessage>, StoreError> {
+    let row = conn
+        .prepare_cached(
+            "SELECT m.seq, m.body FROM transcripts t JOIN messages m \
+             ON m.session_id = t.session_id AND m.seq = t.summary_seq \
+             WHERE t.session_id = ?1 AND t.summary_seq < ?2",
+        )?
+        .query_row(params![session_id, before], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .optional()?;
+    row.map(|(seq, body)| parse_message(seq, &body)).transpose()
+}
+
 fn parse_message(seq: i64, body: &str) -> Result<StoredMessage, StoreError> {
     let message = serde_json::from_str(body)
         .map_err(|e| StoreError::Backend(format!("stored message {seq} is not JSON: {e}")))?;
@@ -555,10 +581,11 @@ pub(super) fn put_run(
         .transpose()
         .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
          ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
          lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
-         result = excluded.result, error = excluded.error, input = excluded.input"
+         result = excluded.result, error = excluded.error, model = excluded.model, \
+         cost_usd = excluded.cost_usd, input = excluded.input"
     );
     conn.prepare_cached(&sql)?
         .execute(params![
@@ -573,6 +600,8 @@ pub(super) fn put_run(
             run.result,
             run.error,
             run.idempotency_key,
+            run.model,
+            run.cost_usd,
             input,
         ])
         .map_err(|e| match e {
@@ -621,7 +650,7 @@ pub(super) fn live_runs(
     let rows = conn
         .prepare_cached(&sql)?
         .query_map([], |r| {
-            let input: Option<String> = r.get(11)?;
+            let input: Option<String> = r.get(13)?;
             Ok((run_from_row(r)?, input))
         })?
         .collect::<Result<Vec<_>, _>>()?;

@@ -7,7 +7,7 @@ use crate::keys::{ChatType, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -55,7 +55,9 @@ CREATE TABLE IF NOT EXISTS transcripts (
     agent_id TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     last_seq INTEGER NOT NULL DEFAULT 0,
-    mirrored_seq INTEGER NOT NULL DEFAULT -1
+    mirrored_seq INTEGER NOT NULL DEFAULT -1,
+    -- The seq of the newest compaction summary (schema 8): the model's view starts there.
+    summary_seq INTEGER
 );
 CREATE INDEX IF NOT EXISTS transcripts_unmirrored ON transcripts (session_id) WHERE mirrored_seq < last_seq;
 
@@ -90,7 +92,10 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     idempotency_key TEXT,
     -- A queued run's input (JSON), so it starts after a restart; NULL once it started.
-    input TEXT
+    input TEXT,
+    -- The model that answered (schema 8) and what the run's calls cost.
+    model TEXT,
+    cost_usd REAL
 );
 CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
 -- What a start takes up again (`live_runs`): the same condition as its query.
@@ -258,6 +263,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
             // Version 7 keeps what a session's model calls cost, priced as they were answered.
             conn.execute_batch("ALTER TABLE sessions ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0")?;
         }
+        if (1..8).contains(&version) {
+            // Version 8 records which model answered a run and what its calls cost, and where a
+            // transcript's newest summary is.
+            conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN model TEXT; ALTER TABLE runs ADD COLUMN cost_usd REAL;
+                 ALTER TABLE transcripts ADD COLUMN summary_seq INTEGER",
+            )?;
+        }
         if (1..6).contains(&version) {
             // Version 6 counts the parts of a long text a channel already took.
             conn.execute_batch(
@@ -325,7 +338,7 @@ pub(super) fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionEntry> {
 }
 
 pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
-    started_at, ended_at, result, error, idempotency_key";
+    started_at, ended_at, result, error, idempotency_key, model, cost_usd";
 
 pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = row.get(3)?;
@@ -341,5 +354,7 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         result: row.get(8)?,
         error: row.get(9)?,
         idempotency_key: row.get(10)?,
+        model: row.get(11)?,
+        cost_usd: row.get(12)?,
     })
 }

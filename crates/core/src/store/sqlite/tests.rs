@@ -320,8 +320,16 @@ async fn runs_left_live_by_a_dead_process_are_found_with_their_input() {
         result: None,
         error: None,
         idempotency_key: Some("k1".into()),
+        model: Some("mock/m2".into()),
+        cost_usd: Some(0.25),
     };
     store.put_run(run.clone()).await.unwrap();
+    let stored = store.get_run(&run.run_id).await.unwrap();
+    assert_eq!(
+        stored.as_ref(),
+        Some(&run),
+        "the answering model and cost are kept"
+    );
     let dup = RunRecord {
         run_id: RunId::from_string("r2"),
         ..run.clone()
@@ -488,6 +496,8 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         result: None,
         error: None,
         idempotency_key: None,
+        model: None,
+        cost_usd: None,
     };
     store.put_run(queued).await.unwrap();
     store.close().await;
@@ -499,7 +509,8 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              ALTER TABLE sessions DROP COLUMN last_model; ALTER TABLE cron_jobs DROP COLUMN name; \
              ALTER TABLE cron_jobs DROP COLUMN enabled; DROP TABLE channel_cursors; \
              DROP TABLE channel_pairings; ALTER TABLE deliveries DROP COLUMN parts_sent; \
-             ALTER TABLE sessions DROP COLUMN cost_usd; \
+             ALTER TABLE sessions DROP COLUMN cost_usd; ALTER TABLE runs DROP COLUMN model; \
+             ALTER TABLE runs DROP COLUMN cost_usd; ALTER TABLE transcripts DROP COLUMN summary_seq; \
              PRAGMA user_version = 1;",
         )
         .unwrap();
@@ -515,7 +526,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",
@@ -543,4 +554,12 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         )
         .unwrap();
     assert_eq!(cron_columns, 2);
+    let run_columns: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('model', 'cost_usd')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(run_columns, 2, "schema 8 keeps a run's model and cost");
 }

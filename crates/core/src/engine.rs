@@ -44,7 +44,7 @@ use crate::runtime::providers::Providers;
 use crate::runtime::tool::{Tool, ToolRegistry};
 use crate::runtime::{Runtime, RuntimeParts};
 use crate::sessions::{Resolver, Sessions};
-use crate::store::{SqliteStore, Store, WriteOp};
+use crate::store::{Store, WriteOp};
 use crate::subagents::{Subagents, SubagentsParts};
 use crate::tools::ToolInvoker;
 use crate::tools::sessions::{self as session_tools, SessionTools};
@@ -64,7 +64,7 @@ pub struct Engine {
     config: Arc<Config>,
     home: PathBuf,
     clock: Arc<dyn Clock>,
-    sqlite: SqliteStore,
+    store: Arc<dyn Store>,
     started_ms: i64,
     runtime: Runtime,
     resolver: Arc<Resolver>,
@@ -128,8 +128,8 @@ impl Engine {
         let config = Arc::new(config);
         let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
-        let sqlite = SqliteStore::open_with_clock(home, clock.clone())?;
-        let engine = Self::wire(home, config, clock, sqlite, providers, options.tools)?;
+        let store = crate::store::open(home, &config.store, clock.clone()).await?;
+        let engine = Self::wire(home, config, clock, store, providers, options.tools)?;
         // MCP servers start now: a run waits for their first connection, not for a client.
         engine.mcp.start();
         if let Err(e) = engine.resume().await {
@@ -191,11 +191,10 @@ impl Engine {
         home: &Path,
         config: Arc<Config>,
         clock: Arc<dyn Clock>,
-        sqlite: SqliteStore,
+        store: Arc<dyn Store>,
         providers: Arc<Providers>,
         extra_tools: Vec<Arc<dyn Tool>>,
     ) -> CoreResult<Self> {
-        let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
@@ -261,7 +260,7 @@ impl Engine {
             inbound,
             cron: Cron::new(CronParts {
                 config: config.clone(),
-                store,
+                store: store.clone(),
                 runtime: runtime.clone(),
                 resolver: resolver.clone(),
                 clock: clock.clone(),
@@ -273,7 +272,7 @@ impl Engine {
             home: home.to_path_buf(),
             config,
             clock,
-            sqlite,
+            store,
             runtime,
             resolver,
             outbox,
@@ -296,7 +295,7 @@ impl Engine {
         self.tasks.close();
         self.tasks.wait().await;
         self.write_session_indexes().await;
-        self.sqlite.close().await;
+        self.store.close().await;
     }
 
     /// Rewrites the agents' `sessions.json` (the reference's session index, read by its importer);
@@ -392,12 +391,12 @@ impl Engine {
     /// The store, for embedders that seed or inspect it (the CLI's `dev seed`, tests). The
     /// gateway's doors go through the components instead.
     pub fn store(&self) -> &dyn Store {
-        &self.sqlite
+        self.store.as_ref()
     }
 
-    /// Reads served by the store since the engine opened (see `SqliteStore::reads`).
+    /// Reads served by the store since the engine opened (see [`Store::reads`]).
     pub fn store_reads(&self) -> u64 {
-        self.sqlite.reads()
+        self.store.reads()
     }
 
     pub fn uptime_ms(&self) -> u64 {

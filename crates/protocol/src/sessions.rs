@@ -74,8 +74,10 @@ pub struct SessionRow {
     pub spawned_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<i64>,
-    /// Absolute path of the session's JSONL transcript mirror; the file exists.
-    pub transcript_path: String,
+    /// Absolute path of the session's JSONL transcript mirror; the file exists. Absent on a
+    /// store that keeps no mirror (PostgreSQL: the database is the transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Value>>,
     /// `running` (a run is working) or `queued` (runs wait for the session or a lane); absent
@@ -322,8 +324,9 @@ pub struct SessionsResetResult {
     pub session_id: String,
     /// The sessionId before the reset.
     pub previous_session_id: String,
-    /// Absolute path of the previous transcript's JSONL mirror.
-    pub previous_transcript_path: String,
+    /// Absolute path of the previous transcript's JSONL mirror (absent without a mirror).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_transcript_path: Option<String>,
 }
 
 /// The answer of `sessions.delete`: the entry is gone; its transcript is archived, not lost.
@@ -338,8 +341,9 @@ pub struct SessionsDeleteResult {
     pub deleted: bool,
     /// The deleted session's last sessionId.
     pub session_id: String,
-    /// Absolute path of the archived transcript's JSONL mirror.
-    pub archived_transcript_path: String,
+    /// Absolute path of the archived transcript's JSONL mirror (absent without a mirror).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_transcript_path: Option<String>,
 }
 
 /// `sessions.subscribe` / `sessions.unsubscribe`: which sessions' run events (`agent`, `chat`,
@@ -423,7 +427,7 @@ mod tests {
             delivery_context: None,
             spawned_by: None,
             archived_at: None,
-            transcript_path: "/h/s2.jsonl".into(),
+            transcript_path: Some("/h/s2.jsonl".into()),
             messages: None,
             run_state: None,
             subagent: None,
@@ -474,7 +478,7 @@ mod tests {
                 key: "main".into(),
                 session_id: "s3".into(),
                 previous_session_id: "s1".into(),
-                previous_transcript_path: "/h/s1.jsonl".into(),
+                previous_transcript_path: Some("/h/s1.jsonl".into()),
             },
             json!({
                 "ok": true, "key": "main", "sessionId": "s3", "previousSessionId": "s1",
@@ -487,7 +491,7 @@ mod tests {
                 key: "agent:main:hook:h1".into(),
                 deleted: true,
                 session_id: "s2".into(),
-                archived_transcript_path: "/h/s2.jsonl".into(),
+                archived_transcript_path: Some("/h/s2.jsonl".into()),
             },
             json!({
                 "ok": true, "key": "agent:main:hook:h1", "deleted": true, "sessionId": "s2",

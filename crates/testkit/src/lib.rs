@@ -32,6 +32,7 @@ pub mod fuzz;
 pub mod mcp_servers;
 mod openai;
 mod pairing;
+pub mod postgres;
 mod reply;
 pub mod telegram;
 

@@ -20,6 +20,7 @@ mod load;
 mod mcp;
 mod report;
 mod resolve;
+mod store;
 mod telegram;
 mod validate;
 mod values;
@@ -39,6 +40,7 @@ pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{
     DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel, TelegramGroup,
 };
@@ -80,6 +82,8 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     /// MCP servers whose tools agents may call.
     pub mcp: McpConfig,
+    /// Where sessions, transcripts and runs are kept (SQLite, or a shared PostgreSQL).
+    pub store: StoreConfig,
 }
 
 /// `gateway`.

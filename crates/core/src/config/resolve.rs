@@ -183,6 +183,8 @@ impl Config {
             hide(&mut account.bot_token);
         }
         hide(&mut copy.hooks.token);
+        // A database URL may carry its password.
+        hide(&mut copy.store.url);
         // MCP servers' environments and headers carry their API keys.
         for server in copy.mcp.servers.values_mut() {
             for value in server.env.values_mut().chain(server.headers.values_mut()) {

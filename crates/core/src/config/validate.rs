@@ -156,6 +156,7 @@ pub(crate) fn validate(
     check.hooks_and_cron(config);
     check.mcp(&mut config.mcp);
     check.delivery(config);
+    check.store(&config.store);
     check.problems
 }
 

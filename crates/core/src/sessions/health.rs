@@ -11,7 +11,7 @@ use super::Sessions;
 use crate::channels::telegram::{Status, Telegram};
 use crate::config::Config;
 use crate::error::CoreResult;
-use crate::store::{ListQuery, index_path};
+use crate::store::{ListQuery, index_label};
 
 /// Recent sessions listed per agent (the reference lists five too).
 const RECENT: usize = 5;
@@ -48,7 +48,7 @@ impl Sessions {
                 is_default: id == default_agent_id,
                 heartbeat: json!({"enabled": false, "everyMs": null}),
                 sessions: HealthSessions {
-                    path: index_path(self.store.as_ref(), &id).display().to_string(),
+                    path: index_label(self.store.as_ref(), &id),
                     count: counts.get(&id).copied().unwrap_or(0),
                     recent,
                 },
@@ -59,9 +59,7 @@ impl Sessions {
         recent_all.truncate(RECENT);
         let session_count = counts.values().sum();
         let sessions = HealthSessions {
-            path: index_path(self.store.as_ref(), &default_agent_id)
-                .display()
-                .to_string(),
+            path: index_label(self.store.as_ref(), &default_agent_id),
             count: session_count,
             recent: recent_all,
         };

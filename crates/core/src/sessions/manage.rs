@@ -169,7 +169,7 @@ impl Sessions {
             key: self.row(&entry).key,
             session_id: entry.session_id,
             previous_session_id: previous,
-            previous_transcript_path: path.to_string_lossy().into_owned(),
+            previous_transcript_path: path.map(|p| p.to_string_lossy().into_owned()),
         })
     }
 
@@ -211,7 +211,7 @@ impl Sessions {
             key: entry.key.display().to_string(),
             deleted: true,
             session_id: entry.session_id,
-            archived_transcript_path: path.to_string_lossy().into_owned(),
+            archived_transcript_path: path.map(|p| p.to_string_lossy().into_owned()),
         })
     }
 

@@ -209,8 +209,7 @@ pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
         archived_at: e.archived_at,
         transcript_path: store
             .transcript_path(&e.agent_id, &e.session_id)
-            .to_string_lossy()
-            .into_owned(),
+            .map(|path| path.to_string_lossy().into_owned()),
         messages: None,
         run_state: None,
         subagent: None,

@@ -24,7 +24,10 @@ const PAGE: usize = 1_000;
 pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<usize, StoreError> {
     let mut count = 0;
     for agent_id in agent_ids {
-        let path = index_path(store, agent_id);
+        // A store without transcript files (PostgreSQL) has no index beside them either.
+        let Some(path) = index_path(store, agent_id) else {
+            return Ok(0);
+        };
         let mut out = IndexWriter::create(&path)?;
         let mut cursor = None;
         loop {
@@ -34,7 +37,9 @@ pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<us
             };
             let page = store.list(query).await?;
             for entry in &page.entries {
-                let file = store.transcript_path(&entry.agent_id, &entry.session_id);
+                let file = store
+                    .transcript_path(&entry.agent_id, &entry.session_id)
+                    .unwrap_or_default();
                 out.entry(entry.key.as_str(), &index_entry(entry, &file))?;
                 count += 1;
             }
@@ -48,10 +53,20 @@ pub async fn write_indexes(store: &dyn Store, agent_ids: &[String]) -> Result<us
     Ok(count)
 }
 
-/// `agents/<agentId>/sessions/sessions.json`: next to the agent's transcript mirror files.
-pub fn index_path(store: &dyn Store, agent_id: &str) -> std::path::PathBuf {
-    let transcript = store.transcript_path(agent_id, "index");
-    transcript.with_file_name("sessions.json")
+/// `agents/<agentId>/sessions/sessions.json`: next to the agent's transcript mirror files
+/// (`None` when the store keeps none).
+pub fn index_path(store: &dyn Store, agent_id: &str) -> Option<std::path::PathBuf> {
+    let transcript = store.transcript_path(agent_id, "index")?;
+    Some(transcript.with_file_name("sessions.json"))
+}
+
+/// What health and status show as where an agent's sessions are: the index file, or the
+/// database when there is none.
+pub fn index_label(store: &dyn Store, agent_id: &str) -> String {
+    index_path(store, agent_id).map_or_else(
+        || "(database)".to_string(),
+        |path| path.display().to_string(),
+    )
 }
 
 /// One index file being written: a JSON object, entry by entry, into a temp file that replaces

@@ -14,12 +14,14 @@ mod index;
 mod mirror;
 mod outbox;
 mod pairing;
+mod patch;
+pub mod postgres;
 mod private;
 mod runs;
 pub mod sqlite;
 mod subagents;
 
-pub use index::{index_path, write_indexes};
+pub use index::{index_label, index_path, write_indexes};
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -37,6 +39,7 @@ pub use exchanges::{ExchangeRecord, ExchangeState};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use pairing::{PairingAdmission, PairingAsk, PairingRecord};
+pub use postgres::{PgOptions, PgStore};
 pub use runs::{DeliverInput, RunInput};
 pub use sqlite::SqliteStore;
 pub use subagents::{SubagentRecord, SubagentState};
@@ -49,6 +52,31 @@ pub const COMPACTION: &str = "compaction";
 pub fn is_summary(message: &TranscriptMessage) -> bool {
     matches!(message, TranscriptMessage::User(u)
         if u.provenance.as_ref().is_some_and(|p| p.kind == COMPACTION))
+}
+
+/// Opens the store `config` names: the SQLite file under `home` (with its transcript mirrors),
+/// or the PostgreSQL database at `store.url`. Times written come from `clock`.
+pub async fn open(
+    home: &std::path::Path,
+    config: &crate::config::StoreConfig,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
+) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    use crate::config::StoreKind;
+    Ok(match (config.kind, &config.url) {
+        (StoreKind::Postgres, Some(url)) => {
+            let options = PgOptions {
+                url: url.clone(),
+                schema: config.schema.clone(),
+            };
+            std::sync::Arc::new(PgStore::open(&options, clock).await?)
+        }
+        (StoreKind::Postgres, None) => {
+            return Err(StoreError::Backend(
+                "store.kind is postgres but store.url is not set".into(),
+            ));
+        }
+        (StoreKind::Sqlite, _) => std::sync::Arc::new(SqliteStore::open_with_clock(home, clock)?),
+    })
 }
 
 /// The future every store method returns: boxed so `dyn Store` works.
@@ -70,6 +98,10 @@ pub enum StoreError {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// A concurrent write won (a deadlock or a serialization failure on a shared database):
+    /// the same write tried again may succeed. The store retries before it answers this.
+    #[error("storage busy: {0}")]
+    Busy(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -409,8 +441,13 @@ pub enum WriteOutcome {
 
 /// The persistence interface of the engine.
 pub trait Store: Send + Sync {
-    /// Where transcripts are mirrored as JSONL.
-    fn transcript_path(&self, agent_id: &str, session_id: &str) -> PathBuf;
+    /// Where a transcript is mirrored as JSONL; `None` when the store keeps no mirror.
+    fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf>;
+    /// Finishes the writes it holds and closes; later calls answer [`StoreError::Closed`].
+    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// Reads served since the store opened (a metric; tests use it to prove a request costs a
+    /// fixed number of queries whatever the number of rows).
+    fn reads(&self) -> u64;
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>>;
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;

@@ -135,10 +135,12 @@ impl Subagents {
         parts.push(format!("sessionKey {}", record.child_key));
         if let Some(entry) = entry {
             parts.push(format!("sessionId {}", entry.session_id));
-            let path = self
+            if let Some(path) = self
                 .store
-                .transcript_path(&entry.agent_id, &entry.session_id);
-            parts.push(format!("transcript {}", path.display()));
+                .transcript_path(&entry.agent_id, &entry.session_id)
+            {
+                parts.push(format!("transcript {}", path.display()));
+            }
         }
         parts.join(" • ")
     }

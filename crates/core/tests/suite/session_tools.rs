@@ -5,7 +5,6 @@
 //! tools' own behaviour and hold whatever those rules say.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -104,15 +103,16 @@ impl H {
     }
 
     /// Sets a session's `updatedAt` behind the store's back (the store always stamps "now").
-    fn backdate(&self, key: &str, updated_at: i64) {
-        let db = rusqlite::Connection::open(self.t.dir.path().join("switchboard.db")).unwrap();
-        db.busy_timeout(Duration::from_secs(10)).unwrap();
-        let n = db
-            .execute(
+    async fn backdate(&self, key: &str, updated_at: i64) {
+        let n = self
+            .t
+            .sql_behind(
                 "UPDATE sessions SET updated_at = ?2 WHERE key = ?1",
-                rusqlite::params![key, updated_at],
+                "UPDATE sessions SET updated_at = $2 WHERE key = $1",
+                key,
+                updated_at,
             )
-            .unwrap();
+            .await;
         assert_eq!(n, 1);
     }
 }

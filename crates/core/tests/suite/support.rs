@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_core::clock::{Clock, ManualClock, SystemClock};
-use switchboard_core::config::Config;
+use switchboard_core::config::{Config, StoreConfig, StoreKind};
 use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::tool::{Tool, ToolOutput};
@@ -19,6 +19,46 @@ use tokio_util::sync::CancellationToken;
 /// Hang guard of the helpers' waits (nothing is expected to take long).
 pub const GUARD: Duration = Duration::from_secs(60);
 
+/// Points `config` at the matrix's PostgreSQL (a fresh schema) when the suite runs on it.
+pub fn on_matrix_store(config: &mut Config) {
+    if let Some(db) = switchboard_testkit::postgres::matrix_database() {
+        config.store = StoreConfig {
+            kind: StoreKind::Postgres,
+            url: Some(db.url),
+            schema: db.schema,
+        };
+    }
+}
+
+impl TestEngine {
+    /// Whether the engine runs on PostgreSQL (the matrix's second leg).
+    pub fn on_postgres(&self) -> bool {
+        self.store.kind == StoreKind::Postgres
+    }
+
+    /// Runs `sqlite` (on the SQLite file) or `postgres` (in the engine's schema) behind the
+    /// store's back, with the same parameters; answers the rows changed. For tests that set what
+    /// the store never writes (an old `updatedAt`).
+    pub async fn sql_behind(&self, sqlite: &str, postgres: &str, key: &str, value: i64) -> u64 {
+        if !self.on_postgres() {
+            let db = rusqlite::Connection::open(self.dir.path().join("switchboard.db")).unwrap();
+            db.busy_timeout(Duration::from_secs(10)).unwrap();
+            return db.execute(sqlite, rusqlite::params![key, value]).unwrap() as u64;
+        }
+        let url = self.store.url.clone().unwrap();
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let schema = &self.store.schema;
+        client
+            .batch_execute(&format!("SET search_path TO {schema}"))
+            .await
+            .unwrap();
+        client.execute(postgres, &[&key, &value]).await.unwrap()
+    }
+}
+
 /// An engine on its own temp dir.
 pub struct TestEngine {
     pub engine: Arc<Engine>,
@@ -26,6 +66,8 @@ pub struct TestEngine {
     pub clock: Option<Arc<ManualClock>>,
     pub config: Config,
     pub dir: tempfile::TempDir,
+    /// Where the engine keeps its data: kept across restarts whatever `config` becomes.
+    pub store: StoreConfig,
     tools: Vec<Arc<dyn Tool>>,
 }
 
@@ -60,10 +102,14 @@ impl Builder {
         self.manual_clock(SystemClock.now_ms())
     }
 
-    pub async fn open(self) -> TestEngine {
+    /// Opens the engine: on SQLite in its temp dir, or — on the matrix's PostgreSQL leg — on a
+    /// schema of its own in the test database.
+    pub async fn open(mut self) -> TestEngine {
         let dir = tempfile::tempdir().unwrap();
         let clock = self.clock_at.map(ManualClock::new);
-        TestEngine::open_in(dir, self.config, self.tools, clock).await
+        on_matrix_store(&mut self.config);
+        let store = self.config.store.clone();
+        TestEngine::open_in(dir, (self.config, store), self.tools, clock).await
     }
 }
 
@@ -79,10 +125,11 @@ impl TestEngine {
 
     async fn open_in(
         dir: tempfile::TempDir,
-        config: Config,
+        (mut config, store): (Config, StoreConfig),
         tools: Vec<Arc<dyn Tool>>,
         clock: Option<Arc<ManualClock>>,
     ) -> Self {
+        config.store = store.clone();
         let options = EngineOptions {
             tools: tools.clone(),
             clock: clock.clone().map(|c| c as Arc<dyn Clock>),
@@ -95,6 +142,7 @@ impl TestEngine {
             clock,
             config,
             dir,
+            store,
             tools,
         }
     }
@@ -108,7 +156,7 @@ impl TestEngine {
                 c.set(now);
             }
         });
-        Self::open_in(self.dir, self.config, self.tools, clock).await
+        Self::open_in(self.dir, (self.config, self.store), self.tools, clock).await
     }
 
     /// The canonical key of `session` (any key form) for an operator.

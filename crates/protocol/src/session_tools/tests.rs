@@ -373,7 +373,7 @@ fn list_and_history_results_have_the_tool_shapes() {
         delivery_context: None,
         spawned_by: None,
         archived_at: None,
-        transcript_path: "/t/s1.jsonl".into(),
+        transcript_path: Some("/t/s1.jsonl".into()),
         messages: None,
         run_state: None,
         subagent: None,

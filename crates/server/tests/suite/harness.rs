@@ -22,6 +22,15 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
+    /// Whether the store mirrors transcripts to files (SQLite does; PostgreSQL, the matrix's
+    /// second leg, does not).
+    pub fn mirrors(&self) -> bool {
+        self.engine
+            .store()
+            .transcript_path("main", "probe")
+            .is_some()
+    }
+
     pub async fn start() -> Self {
         Self::start_with(Config::default()).await
     }
@@ -53,6 +62,14 @@ impl TestGateway {
         limits: Limits,
     ) -> Self {
         config.gateway.port = 0;
+        // The matrix's PostgreSQL leg: a schema of this test's own in the test database.
+        if let Some(db) = switchboard_testkit::postgres::matrix_database() {
+            config.store = switchboard_core::config::StoreConfig {
+                kind: switchboard_core::config::StoreKind::Postgres,
+                url: Some(db.url),
+                schema: db.schema,
+            };
+        }
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), config).await.unwrap();
         let state = ServerState::with_options(engine.clone(), auth, tick, limits);

@@ -252,8 +252,20 @@ fn files_in(dir: Option<&Path>) -> HashSet<std::ffi::OsString> {
 }
 
 impl Store for SqliteStore {
-    fn transcript_path(&self, agent_id: &str, session_id: &str) -> PathBuf {
-        mirror::transcript_path(&self.inner.home, agent_id, session_id)
+    fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
+        Some(mirror::transcript_path(
+            &self.inner.home,
+            agent_id,
+            session_id,
+        ))
+    }
+
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(SqliteStore::close(self))
+    }
+
+    fn reads(&self) -> u64 {
+        SqliteStore::reads(self)
     }
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {

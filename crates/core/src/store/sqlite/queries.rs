@@ -121,14 +121,6 @@ pub(super) fn create(
     Ok((entry, true))
 }
 
-fn apply<T: Clone>(field: &mut Option<T>, patch: &Patch<T>) {
-    match patch {
-        Patch::Keep => {}
-        Patch::Clear => *field = None,
-        Patch::Set(v) => *field = Some(v.clone()),
-    }
-}
-
 /// Merges the changed fields into the stored entry (read-modify-write on the single writer, so
 /// no concurrent change is lost).
 pub(super) fn patch(
@@ -141,48 +133,7 @@ pub(super) fn patch(
     if let Patch::Set(label) = &patch.label {
         check_label_free(conn, &e.agent_id, label, key)?;
     }
-    if let (Patch::Set(parent), Some(current)) = (&patch.spawned_by, &e.spawned_by)
-        && current != parent
-    {
-        return Err(StoreError::Conflict(format!(
-            "spawnedBy of {key} is already {current}; it is set once and never changed"
-        )));
-    }
-    if matches!(patch.spawned_by, Patch::Clear) && e.spawned_by.is_some() {
-        return Err(StoreError::Conflict(format!(
-            "spawnedBy of {key} cannot be cleared"
-        )));
-    }
-    apply(&mut e.label, &patch.label);
-    apply(&mut e.display_name, &patch.display_name);
-    apply(&mut e.model, &patch.model);
-    apply(&mut e.thinking_level, &patch.thinking_level);
-    apply(&mut e.verbose_level, &patch.verbose_level);
-    apply(&mut e.send_policy, &patch.send_policy);
-    apply(&mut e.spawned_by, &patch.spawned_by);
-    apply(&mut e.channel, &patch.channel);
-    apply(&mut e.last_channel, &patch.last_channel);
-    apply(&mut e.last_to, &patch.last_to);
-    apply(&mut e.last_account_id, &patch.last_account_id);
-    apply(&mut e.last_thread_id, &patch.last_thread_id);
-    apply(&mut e.delivery_context, &patch.delivery_context);
-    apply(&mut e.context_tokens, &patch.context_tokens);
-    apply(&mut e.archived_at, &patch.archived_at);
-    apply(&mut e.last_model, &patch.last_model);
-    if let Some(v) = patch.system_sent {
-        e.system_sent = v;
-    }
-    if let Some(v) = patch.aborted_last_run {
-        e.aborted_last_run = v;
-    }
-    if let Some(d) = patch.add_tokens {
-        e.input_tokens += d.input;
-        e.output_tokens += d.output;
-        e.total_tokens += d.input + d.output;
-    }
-    if let Some(usd) = patch.add_cost {
-        e.cost_usd += usd;
-    }
+    patch.apply(&mut e)?;
     e.updated_at = now.max(e.updated_at);
     write_entry(conn, &e)?;
     Ok(e)

@@ -1,0 +1,250 @@
+//! The connections of the PostgreSQL store: a small pool, and [`Db`], what every query runs on
+//! (a connection, or a transaction on one) with the connection's prepared statements.
+//!
+//! Each connection keeps the statements it prepared, so a query is one round trip after its
+//! first use, as SQLite's statement cache makes it one step.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement, Transaction};
+
+use crate::store::StoreError;
+
+/// Statements kept per connection; past that the cache starts over (dynamic list queries).
+const MAX_STATEMENTS: usize = 256;
+
+/// One connection and the statements it prepared.
+pub(super) struct Conn {
+    client: Client,
+    statements: Mutex<HashMap<String, Statement>>,
+}
+
+/// Connections to one database, at most `max` at once.
+pub(super) struct Pool {
+    config: tokio_postgres::Config,
+    idle: Mutex<Vec<Conn>>,
+    permits: Semaphore,
+}
+
+/// A connection taken from the pool; it goes back when dropped (unless it broke).
+pub(super) struct Pooled<'p> {
+    pool: &'p Pool,
+    conn: Option<Conn>,
+    _permit: SemaphorePermit<'p>,
+}
+
+impl Pool {
+    pub(super) fn new(config: tokio_postgres::Config, max: usize) -> Self {
+        Self {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(max),
+        }
+    }
+
+    /// An idle connection, or a new one.
+    pub(super) async fn get(&self) -> Result<Pooled<'_>, StoreError> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let conn = match idle {
+            Some(conn) if !conn.client.is_closed() => conn,
+            _ => self.connect().await?,
+        };
+        Ok(Pooled {
+            pool: self,
+            conn: Some(conn),
+            _permit: permit,
+        })
+    }
+
+    /// A connection of its own, outside the pool (`LISTEN` holds one).
+    pub(super) async fn connect(&self) -> Result<Conn, StoreError> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(unreachable)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a PostgreSQL connection ended");
+            }
+        });
+        Ok(Conn {
+            client,
+            statements: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Drops the idle connections (the store closes).
+    pub(super) fn close(&self) {
+        self.permits.close();
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.clear();
+        }
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && !conn.client.is_closed()
+            && let Ok(mut idle) = self.pool.idle.lock()
+        {
+            idle.push(conn);
+        }
+    }
+}
+
+impl Pooled<'_> {
+    /// The connection (only `drop` takes it away).
+    fn conn(&mut self) -> Result<&mut Conn, StoreError> {
+        self.conn.as_mut().ok_or(StoreError::Closed)
+    }
+
+    /// The connection as a [`Db`] outside any transaction (reads).
+    pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
+        let conn = self.conn()?;
+        Ok(Db {
+            link: Link::Client(&conn.client),
+            statements: &conn.statements,
+        })
+    }
+
+    /// A transaction on the connection.
+    pub(super) async fn begin(&mut self) -> Result<Db<'_>, StoreError> {
+        let conn = self.conn()?;
+        let tx = conn.client.transaction().await.map_err(backend)?;
+        Ok(Db {
+            link: Link::Tx(tx),
+            statements: &conn.statements,
+        })
+    }
+}
+
+enum Link<'a> {
+    Client(&'a Client),
+    Tx(Transaction<'a>),
+}
+
+/// Where a query runs: a connection, or a transaction on it.
+pub(super) struct Db<'a> {
+    link: Link<'a>,
+    statements: &'a Mutex<HashMap<String, Statement>>,
+}
+
+/// A query's parameters.
+pub(super) type Params<'a> = [&'a (dyn ToSql + Sync)];
+
+impl Db<'_> {
+    /// The prepared statement of `sql` on this connection.
+    async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        let cached = self
+            .statements
+            .lock()
+            .ok()
+            .and_then(|s| s.get(sql).cloned());
+        if let Some(statement) = cached {
+            return Ok(statement);
+        }
+        let statement = match &self.link {
+            Link::Client(c) => c.prepare(sql).await,
+            Link::Tx(t) => t.prepare(sql).await,
+        }
+        .map_err(backend)?;
+        if let Ok(mut statements) = self.statements.lock() {
+            if statements.len() >= MAX_STATEMENTS {
+                statements.clear();
+            }
+            statements.insert(sql.to_string(), statement.clone());
+        }
+        Ok(statement)
+    }
+
+    pub(super) async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
+        let statement = self.statement(sql).await?;
+        match &self.link {
+            Link::Client(c) => c.execute(&statement, params).await,
+            Link::Tx(t) => t.execute(&statement, params).await,
+        }
+        .map_err(backend)
+    }
+
+    pub(super) async fn query(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let statement = self.statement(sql).await?;
+        match &self.link {
+            Link::Client(c) => c.query(&statement, params).await,
+            Link::Tx(t) => t.query(&statement, params).await,
+        }
+        .map_err(backend)
+    }
+
+    pub(super) async fn query_opt(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Option<Row>, StoreError> {
+        let statement = self.statement(sql).await?;
+        match &self.link {
+            Link::Client(c) => c.query_opt(&statement, params).await,
+            Link::Tx(t) => t.query_opt(&statement, params).await,
+        }
+        .map_err(backend)
+    }
+
+    pub(super) async fn query_one(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Row, StoreError> {
+        self.query_opt(sql, params)
+            .await?
+            .ok_or_else(|| StoreError::Backend(format!("no row answered: {sql}")))
+    }
+
+    /// Statements without parameters (the schema), as one.
+    pub(super) async fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        match &self.link {
+            Link::Client(c) => c.batch_execute(sql).await,
+            Link::Tx(t) => t.batch_execute(sql).await,
+        }
+        .map_err(backend)
+    }
+
+    /// Commits a transaction (a connection's work is committed as it goes).
+    pub(super) async fn commit(self) -> Result<(), StoreError> {
+        match self.link {
+            Link::Client(_) => Ok(()),
+            Link::Tx(t) => t.commit().await.map_err(backend),
+        }
+    }
+}
+
+/// PostgreSQL's error as the store's, with the server's own message: a deadlock or a
+/// serialization failure is [`StoreError::Busy`] (the transaction is tried again), a unique
+/// violation a [`StoreError::Conflict`] (callers say which name is taken).
+pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
+    let Some(db) = e.as_db_error() else {
+        return StoreError::Backend(format!("PostgreSQL: {e}"));
+    };
+    let code = db.code();
+    if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE {
+        return StoreError::Busy(db.message().to_string());
+    }
+    if *code == SqlState::UNIQUE_VIOLATION {
+        return StoreError::Conflict(db.message().to_string());
+    }
+    StoreError::Backend(format!("PostgreSQL: {} ({})", db.message(), code.code()))
+}
+
+/// The server could not be reached: said with where, without the password.
+fn unreachable(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend(format!("could not connect to PostgreSQL: {e}"))
+}

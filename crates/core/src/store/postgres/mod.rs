@@ -1,0 +1,519 @@
+//! The PostgreSQL store: the same [`Store`] as SQLite's, on a database several gateways share.
+//!
+//! Every write is one transaction, committed before its future resolves; rows another
+//! transaction could change under it are locked first (`FOR UPDATE`), and a transaction that
+//! loses a deadlock or a serialization conflict is tried again from the start. Reads run on a
+//! pooled connection outside any transaction. Transcripts are not mirrored to JSONL files
+//! (`docs/scale-out.md`): the database is the one copy every gateway reads.
+
+mod cron;
+mod db;
+mod exchanges;
+mod outbox;
+mod pairing;
+mod queries;
+mod schema;
+mod subagents;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_protocol::message::TranscriptMessage;
+
+use super::{
+    Appended, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch,
+    ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, PairingAdmission, PairingAsk,
+    PairingRecord, RunInput, RunRecord, SessionEntry, Store, StoreError, StoreFuture,
+    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+};
+use crate::clock::Clock;
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use db::{Db, Pool};
+
+/// Connections a gateway opens at most.
+const MAX_CONNECTIONS: usize = 16;
+/// Tries of a write that keeps losing to concurrent ones before its error is answered.
+const MAX_TRIES: u32 = 8;
+
+/// A query's future, borrowing its [`Db`].
+type Fut<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
+
+/// Where a PostgreSQL store lives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgOptions {
+    /// `postgres://user:password@host:port/database` (or key=value pairs).
+    pub url: String,
+    /// The schema its tables are in (created when missing).
+    pub schema: String,
+}
+
+/// PostgreSQL-backed [`Store`]. Cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    clock: Arc<dyn Clock>,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl PgStore {
+    /// Connects, creates or upgrades the schema, and answers the store. Times written come
+    /// from `clock`.
+    pub async fn open(options: &PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let mut config: tokio_postgres::Config = options.url.parse().map_err(|e| {
+            StoreError::Backend(format!(
+                "the PostgreSQL url is not usable ({e}); give postgres://user:password@host:port/database"
+            ))
+        })?;
+        config.options(format!("-c search_path={}", options.schema));
+        config.application_name("switchboard");
+        config.connect_timeout(Duration::from_secs(10));
+        let pool = Pool::new(config, MAX_CONNECTIONS);
+        {
+            let mut conn = pool.get().await?;
+            schema::migrate(conn.begin().await?, &options.schema).await?;
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                clock,
+                reads: std::sync::atomic::AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Closes the pool: later calls answer [`StoreError::Closed`].
+    pub fn close(&self) {
+        self.inner.pool.close();
+    }
+
+    /// Reads served since the store opened.
+    pub fn reads(&self) -> u64 {
+        self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Runs `f` on a pooled connection.
+    fn read<'s, T, F>(&'s self, f: F) -> StoreFuture<'s, T>
+    where
+        T: Send + 's,
+        F: for<'c, 'd> FnOnce(&'c Db<'d>) -> Fut<'c, T> + Send + 's,
+    {
+        self.inner
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async move {
+            let mut conn = self.inner.pool.get().await?;
+            let db = conn.db()?;
+            f(&db).await
+        })
+    }
+
+    /// Runs `f` in a transaction with the time of the write, and commits; a transaction that
+    /// loses to a concurrent one ([`StoreError::Busy`]) is run again.
+    fn write<'s, T, F>(&'s self, f: F) -> StoreFuture<'s, T>
+    where
+        T: Send + 's,
+        F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 's,
+    {
+        Box::pin(async move {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let mut conn = self.inner.pool.get().await?;
+                let db = conn.begin().await?;
+                let now = self.inner.clock.now_ms();
+                let result = match f(&db, now).await {
+                    Ok(value) => db.commit().await.map(|()| value),
+                    // Dropping the transaction rolls it back.
+                    Err(e) => Err(e),
+                };
+                match result {
+                    Err(StoreError::Busy(why)) if tries < MAX_TRIES => {
+                        tracing::debug!(
+                            tries,
+                            why,
+                            "a write lost to a concurrent one; trying again"
+                        );
+                        tokio::time::sleep(Duration::from_millis(u64::from(tries) * 5)).await;
+                    }
+                    other => return other,
+                }
+            }
+        })
+    }
+}
+
+impl Store for PgStore {
+    fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
+        None
+    }
+
+    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        PgStore::close(self);
+        Box::pin(std::future::ready(()))
+    }
+
+    fn reads(&self) -> u64 {
+        PgStore::reads(self)
+    }
+
+    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
+        let key = key.clone();
+        self.read(move |db| Box::pin(async move { queries::get_entry(db, key.as_str()).await }))
+    }
+
+    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
+        let id = session_id.to_string();
+        self.read(move |db| Box::pin(async move { queries::get_by_session_id(db, &id).await }))
+    }
+
+    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>> {
+        let (agent, label) = (agent_id.to_string(), label.to_string());
+        self.read(move |db| {
+            Box::pin(async move { queries::get_by_label(db, &agent, &label).await })
+        })
+    }
+
+    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
+        self.write(move |db, now| {
+            let new = new.clone();
+            Box::pin(async move { queries::create(db, new, now).await })
+        })
+    }
+
+    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |db, now| {
+            let (key, patch) = (key.clone(), patch.clone());
+            Box::pin(async move { queries::patch(db, key.as_str(), &patch, now).await })
+        })
+    }
+
+    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |db, now| {
+            let key = key.clone();
+            Box::pin(async move { queries::reset(db, key.as_str(), now).await })
+        })
+    }
+
+    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        let key = key.clone();
+        self.write(move |db, now| {
+            let key = key.clone();
+            Box::pin(async move { queries::delete(db, key.as_str(), now).await })
+        })
+    }
+
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
+        self.read(move |db| Box::pin(async move { queries::list(db, &query).await }))
+    }
+
+    fn count(&self) -> StoreFuture<'_, u64> {
+        self.read(|db| Box::pin(queries::count(db)))
+    }
+
+    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+        self.read(|db| Box::pin(queries::count_by_agent(db)))
+    }
+
+    fn append(
+        &self,
+        key: &SessionKey,
+        create: Option<NewSession>,
+        messages: Vec<TranscriptMessage>,
+    ) -> StoreFuture<'_, Appended> {
+        let key = key.clone();
+        self.write(move |db, now| {
+            let (key, create, messages) = (key.clone(), create.clone(), messages.clone());
+            Box::pin(async move { queries::append(db, key.as_str(), create, messages, now).await })
+        })
+    }
+
+    fn history(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage> {
+        let id = session_id.to_string();
+        self.read(move |db| Box::pin(async move { queries::history(db, &id, limit, before).await }))
+    }
+
+    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
+        let id = session_id.to_string();
+        self.read(move |db| Box::pin(async move { queries::summary(db, &id, before).await }))
+    }
+
+    fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>> {
+        self.read(move |db| {
+            Box::pin(async move { queries::last_messages(db, &session_ids, limit).await })
+        })
+    }
+
+    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
+        self.write(move |db, _| {
+            let run = run.clone();
+            Box::pin(async move { queries::put_run(db, &run, None).await })
+        })
+    }
+
+    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
+        self.write(move |db, now| {
+            let ops = ops.clone();
+            Box::pin(async move {
+                let mut outcomes = Vec::with_capacity(ops.len());
+                for op in ops {
+                    outcomes.push(write_op(db, op, now).await?);
+                }
+                Ok(outcomes)
+            })
+        })
+    }
+
+    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>> {
+        let id = run_id.clone();
+        self.read(move |db| Box::pin(async move { queries::get_run(db, id.as_str()).await }))
+    }
+
+    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
+        let key = key.to_string();
+        self.read(move |db| {
+            Box::pin(async move { queries::get_run_by_idempotency(db, &key).await })
+        })
+    }
+
+    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
+        self.read(|db| Box::pin(queries::live_runs(db)))
+    }
+
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
+        self.write(move |db, _| {
+            let record = record.clone();
+            Box::pin(async move { outbox::enqueue(db, &record).await })
+        })
+    }
+
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |db| Box::pin(outbox::pending(db, limit)))
+    }
+
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
+        let id = id.to_string();
+        self.write(move |db, now| {
+            let (id, update) = (id.clone(), update.clone());
+            Box::pin(async move { outbox::update(db, &id, &update, now).await })
+        })
+    }
+
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
+        let id = id.to_string();
+        self.read(move |db| Box::pin(async move { outbox::get(db, &id).await }))
+    }
+
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.read(move |db| Box::pin(async move { outbox::list(db, &query).await }))
+    }
+
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
+        self.write(move |db, _| {
+            let record = record.clone();
+            Box::pin(async move { subagents::put(db, &record).await })
+        })
+    }
+
+    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>> {
+        let key = child_key.clone();
+        self.read(move |db| Box::pin(async move { subagents::get(db, &key).await }))
+    }
+
+    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
+        let name = name.to_string();
+        self.read(move |db| Box::pin(async move { outbox::cursor(db, &name).await }))
+    }
+
+    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(move |db| Box::pin(async move { subagents::get_many(db, &child_keys).await }))
+    }
+
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(|db| Box::pin(subagents::unfinished(db)))
+    }
+
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
+        self.read(move |db| Box::pin(subagents::to_archive(db, now)))
+    }
+
+    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()> {
+        self.write(move |db, _| {
+            let record = record.clone();
+            Box::pin(async move { exchanges::put(db, &record).await })
+        })
+    }
+
+    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>> {
+        let id = id.to_string();
+        self.read(move |db| Box::pin(async move { exchanges::get(db, &id).await }))
+    }
+
+    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
+        self.read(|db| Box::pin(exchanges::unfinished(db)))
+    }
+
+    fn list_exchanges(
+        &self,
+        session: Option<SessionKey>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<ExchangeRecord>> {
+        self.read(move |db| {
+            Box::pin(async move { exchanges::list(db, session.as_ref(), limit).await })
+        })
+    }
+
+    fn pairing_approved(
+        &self,
+        channel: &str,
+        account: &str,
+        sender: &str,
+    ) -> StoreFuture<'_, bool> {
+        let who = [channel, account, sender].map(str::to_string);
+        self.read(move |db| {
+            Box::pin(async move { pairing::approved(db, (&who[0], &who[1], &who[2])).await })
+        })
+    }
+
+    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission> {
+        self.write(move |db, now| {
+            let ask = ask.clone();
+            Box::pin(async move { pairing::admit(db, &ask, now).await })
+        })
+    }
+
+    fn pairing_pending(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        since: i64,
+    ) -> StoreFuture<'_, Vec<PairingRecord>> {
+        let (channel, account) = (channel.to_string(), account.map(str::to_string));
+        self.read(move |db| {
+            Box::pin(async move { pairing::pending(db, &channel, account.as_deref(), since).await })
+        })
+    }
+
+    fn pairing_approve(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        code: &str,
+        since: i64,
+    ) -> StoreFuture<'_, PairingRecord> {
+        let (channel, code) = (channel.to_string(), code.to_string());
+        let account = account.map(str::to_string);
+        self.write(move |db, now| {
+            let (channel, account, code) = (channel.clone(), account.clone(), code.clone());
+            Box::pin(async move {
+                pairing::approve(db, (&channel, account.as_deref(), &code), since, now).await
+            })
+        })
+    }
+
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
+        self.write(move |db, _| {
+            let job = job.clone();
+            Box::pin(async move { cron::insert(db, &job).await })
+        })
+    }
+
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
+        self.read(|db| Box::pin(cron::list(db)))
+    }
+
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
+        let id = id.to_string();
+        self.read(move |db| Box::pin(async move { cron::get(db, &id).await }))
+    }
+
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
+        let id = id.to_string();
+        self.write(move |db, _| {
+            let id = id.clone();
+            Box::pin(async move { cron::remove(db, &id).await })
+        })
+    }
+
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &RunId,
+        at: i64,
+    ) -> StoreFuture<'_, bool> {
+        let (id, run_id) = (id.to_string(), run_id.clone());
+        self.write(move |db, _| {
+            let (id, run_id) = (id.clone(), run_id.clone());
+            Box::pin(async move { cron::record_firing(db, &id, slot, &run_id, at).await })
+        })
+    }
+}
+
+/// One op of a batch, inside the batch's transaction.
+async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, StoreError> {
+    Ok(match op {
+        WriteOp::Create(new) => {
+            let (entry, created) = queries::create(db, *new, now).await?;
+            WriteOutcome::Created(Box::new(entry), created)
+        }
+        WriteOp::PutRun(run) => {
+            queries::put_run(db, &run, None).await?;
+            WriteOutcome::PutRun
+        }
+        WriteOp::QueueRun(run, input) => {
+            queries::put_run(db, &run, Some(&input)).await?;
+            WriteOutcome::PutRun
+        }
+        WriteOp::Append {
+            key,
+            create,
+            messages,
+        } => {
+            WriteOutcome::Appended(queries::append(db, key.as_str(), create, messages, now).await?)
+        }
+        WriteOp::Patch { key, patch } => {
+            WriteOutcome::Patched(queries::patch(db, key.as_str(), &patch, now).await?)
+        }
+        WriteOp::Enqueue(record) => {
+            WriteOutcome::Enqueued(Box::new(outbox::enqueue(db, &record).await?.0))
+        }
+        WriteOp::UpdateDelivery { id, update } => {
+            WriteOutcome::DeliveryUpdated(Box::new(outbox::update(db, &id, &update, now).await?))
+        }
+        WriteOp::PutSubagent(record) => {
+            subagents::put(db, &record).await?;
+            WriteOutcome::PutSubagent
+        }
+        WriteOp::PutExchange(record) => {
+            exchanges::put(db, &record).await?;
+            WriteOutcome::PutExchange
+        }
+        WriteOp::SetCursor { name, position } => {
+            outbox::set_cursor(db, &name, position).await?;
+            WriteOutcome::SetCursor
+        }
+        WriteOp::DeliveryProgress { id, parts_sent } => {
+            outbox::progress(db, &id, parts_sent).await?;
+            WriteOutcome::DeliveryProgress
+        }
+    })
+}

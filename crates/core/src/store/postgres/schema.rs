@@ -1,0 +1,314 @@
+//! The PostgreSQL schema, its migrations, and the mapping between rows and entries.
+//!
+//! The tables are SQLite's, with PostgreSQL's types: every integer is `BIGINT` (read as `i64`),
+//! flags are `BOOLEAN`, JSON is kept as the text it was written as, and keys compare byte by
+//! byte (`COLLATE "C"`, as SQLite does) so lists come in the same order on both stores. Versions are counted on
+//! their own (`schema_version`): a database of a newer version than this build is refused.
+
+use switchboard_protocol::sessions::DeliveryContext;
+use tokio_postgres::Row;
+
+use super::db::{Db, backend};
+use crate::keys::{ChatType, SessionKey, SessionKind};
+use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
+
+/// Bumped whenever the schema changes; [`migrate`] brings older databases forward.
+pub(super) const SCHEMA_VERSION: i64 = 1;
+
+/// Held while a gateway migrates, so gateways starting at once migrate one after another.
+const MIGRATION_LOCK: i64 = 0x5357_4254_4348_0001;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT COLLATE "C" PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    agent_id TEXT COLLATE "C" NOT NULL,
+    kind TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    channel TEXT,
+    chat_type TEXT,
+    display_name TEXT,
+    label TEXT,
+    spawned_by TEXT,
+    model TEXT,
+    thinking_level TEXT,
+    verbose_level TEXT,
+    system_sent BOOLEAN NOT NULL DEFAULT FALSE,
+    aborted_last_run BOOLEAN NOT NULL DEFAULT FALSE,
+    send_policy TEXT,
+    last_channel TEXT,
+    last_to TEXT,
+    last_account_id TEXT,
+    last_thread_id TEXT,
+    delivery_context TEXT,
+    input_tokens BIGINT NOT NULL DEFAULT 0,
+    output_tokens BIGINT NOT NULL DEFAULT 0,
+    total_tokens BIGINT NOT NULL DEFAULT 0,
+    context_tokens BIGINT,
+    archived_at BIGINT,
+    last_model TEXT,
+    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC, key);
+CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent_id, updated_at DESC, key);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (spawned_by) WHERE spawned_by IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS transcripts (
+    session_id TEXT COLLATE "C" PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL DEFAULT 0,
+    summary_seq BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    role TEXT NOT NULL,
+    ts BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+
+CREATE TABLE IF NOT EXISTS deleted_sessions (
+    key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    deleted_at BIGINT NOT NULL,
+    label TEXT,
+    display_name TEXT
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT COLLATE "C" PRIMARY KEY,
+    -- Submission order (`live_runs`), as SQLite's rowid.
+    submitted BIGINT GENERATED ALWAYS AS IDENTITY,
+    session_key TEXT NOT NULL,
+    session_id TEXT,
+    status TEXT NOT NULL,
+    lane TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    started_at BIGINT,
+    ended_at BIGINT,
+    result TEXT,
+    error TEXT,
+    idempotency_key TEXT,
+    model TEXT,
+    cost_usd DOUBLE PRECISION,
+    input TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_to_recover ON runs (submitted) WHERE status IN ('queued', 'running') OR input IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS deliveries (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    idempotency_key TEXT,
+    kind TEXT NOT NULL,
+    session_key TEXT,
+    source_key TEXT,
+    run_id TEXT,
+    channel TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    account_id TEXT,
+    thread_id TEXT,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts BIGINT NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL,
+    detail TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    delivered_at BIGINT,
+    parts_sent BIGINT NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_by_session ON deliveries (session_key, created_at DESC) WHERE session_key IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS subagents (
+    child_key TEXT COLLATE "C" PRIMARY KEY,
+    requester_key TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    label TEXT,
+    model TEXT NOT NULL,
+    delete_after BOOLEAN NOT NULL,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    created_at BIGINT NOT NULL,
+    ended_at BIGINT,
+    delivery_id TEXT,
+    archive_at BIGINT,
+    archived_at BIGINT
+);
+CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
+CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
+
+CREATE TABLE IF NOT EXISTS exchanges (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    requester_key TEXT NOT NULL,
+    requester_run TEXT NOT NULL,
+    target_key TEXT NOT NULL,
+    message TEXT NOT NULL,
+    chain TEXT NOT NULL,
+    state TEXT NOT NULL,
+    turn BIGINT NOT NULL DEFAULT 0,
+    step_run TEXT NOT NULL,
+    attempt BIGINT NOT NULL DEFAULT 1,
+    round1 TEXT,
+    latest TEXT,
+    previous_run TEXT,
+    detail TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS exchanges_unfinished ON exchanges (created_at) WHERE state NOT IN ('done', 'failed');
+CREATE INDEX IF NOT EXISTS exchanges_by_requester ON exchanges (requester_key, created_at DESC);
+CREATE INDEX IF NOT EXISTS exchanges_by_target ON exchanges (target_key, created_at DESC);
+
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    message TEXT NOT NULL,
+    deliver BOOLEAN NOT NULL DEFAULT FALSE,
+    created_at BIGINT NOT NULL,
+    last_slot BIGINT,
+    last_run_id TEXT,
+    last_fired_at BIGINT,
+    name TEXT,
+    enabled BOOLEAN NOT NULL DEFAULT TRUE
+);
+
+CREATE TABLE IF NOT EXISTS channel_cursors (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    position BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS channel_pairings (
+    channel TEXT NOT NULL,
+    account_id TEXT NOT NULL,
+    sender_id TEXT NOT NULL,
+    username TEXT,
+    code TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    approved_at BIGINT,
+    source TEXT NOT NULL,
+    PRIMARY KEY (channel, account_id, sender_id)
+);
+"#;
+
+/// Creates or upgrades the schema in `schema` (one transaction, under an advisory lock so that
+/// gateways starting together do it once). A newer schema than this build's is refused.
+pub(super) async fn migrate(db: Db<'_>, schema: &str) -> Result<(), StoreError> {
+    db.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    db.batch(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path TO {schema};
+         CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)"
+    ))
+    .await?;
+    let version: i64 = db
+        .query_opt("SELECT version FROM schema_version", &[])
+        .await?
+        .map(|row| row.get(0))
+        .unwrap_or(0);
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "the database has schema version {version}, newer than this build's {SCHEMA_VERSION}; upgrade switchboard"
+        )));
+    }
+    if version < SCHEMA_VERSION {
+        db.batch(SCHEMA).await?;
+        db.execute("DELETE FROM schema_version", &[]).await?;
+        db.execute(
+            "INSERT INTO schema_version (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )
+        .await?;
+    }
+    db.commit().await
+}
+
+/// The columns [`entry_from_row`] reads, in order (`s` = sessions, `t` = transcripts).
+pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind, s.created_at, s.updated_at, \
+    s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
+    s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
+    s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
+    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model, s.cost_usd";
+
+pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
+
+/// A row of [`ENTRY_COLUMNS`] as an entry.
+pub(super) fn entry_from_row(row: &Row) -> Result<SessionEntry, StoreError> {
+    let kind: String = get(row, 3)?;
+    let chat_type: Option<String> = get(row, 7)?;
+    let delivery: Option<String> = get(row, 21)?;
+    let count = |i| get::<i64>(row, i).map(|v| v.max(0) as u64);
+    Ok(SessionEntry {
+        key: SessionKey::from_canonical(get(row, 0)?),
+        session_id: get(row, 1)?,
+        agent_id: get(row, 2)?,
+        kind: SessionKind::parse(&kind).unwrap_or(SessionKind::Other),
+        created_at: get(row, 4)?,
+        updated_at: get(row, 5)?,
+        channel: get(row, 6)?,
+        chat_type: chat_type.as_deref().and_then(ChatType::parse),
+        display_name: get(row, 8)?,
+        label: get(row, 9)?,
+        spawned_by: get::<Option<String>>(row, 10)?.map(SessionKey::from_canonical),
+        model: get(row, 11)?,
+        thinking_level: get(row, 12)?,
+        verbose_level: get(row, 13)?,
+        system_sent: get(row, 14)?,
+        aborted_last_run: get(row, 15)?,
+        send_policy: get(row, 16)?,
+        last_channel: get(row, 17)?,
+        last_to: get(row, 18)?,
+        last_account_id: get(row, 19)?,
+        last_thread_id: get(row, 20)?,
+        delivery_context: delivery.and_then(|d| serde_json::from_str::<DeliveryContext>(&d).ok()),
+        input_tokens: count(22)?,
+        output_tokens: count(23)?,
+        total_tokens: count(24)?,
+        context_tokens: get::<Option<i64>>(row, 25)?.map(|v| v.max(0) as u64),
+        archived_at: get(row, 26)?,
+        last_seq: get(row, 27)?,
+        last_model: get(row, 28)?,
+        cost_usd: get(row, 29)?,
+    })
+}
+
+pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
+    started_at, ended_at, result, error, idempotency_key, model, cost_usd";
+
+/// A row of [`RUN_COLUMNS`] as a run record.
+pub(super) fn run_from_row(row: &Row) -> Result<RunRecord, StoreError> {
+    let status: String = get(row, 3)?;
+    Ok(RunRecord {
+        run_id: crate::ids::RunId::from_string(get::<String>(row, 0)?),
+        session_key: SessionKey::from_canonical(get(row, 1)?),
+        session_id: get(row, 2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Aborted),
+        lane: get(row, 4)?,
+        created_at: get(row, 5)?,
+        started_at: get(row, 6)?,
+        ended_at: get(row, 7)?,
+        result: get(row, 8)?,
+        error: get(row, 9)?,
+        idempotency_key: get(row, 10)?,
+        model: get(row, 11)?,
+        cost_usd: get(row, 12)?,
+    })
+}
+
+/// Column `i` of `row` as `T`; a type that does not match is a backend error naming the column.
+pub(super) fn get<'r, T: tokio_postgres::types::FromSql<'r>>(
+    row: &'r Row,
+    i: usize,
+) -> Result<T, StoreError> {
+    row.try_get(i).map_err(backend)
+}

@@ -1,0 +1,153 @@
+//! PostgreSQL for tests. The suites run against SQLite, and against PostgreSQL too when
+//! `SWITCHBOARD_TEST_DATABASE_URL` is set (the matrix's second leg; `.ci/run` starts a throw-away
+//! cluster and sets it): [`matrix_database`]. Tests that need PostgreSQL whatever the leg
+//! (several gateways on one database) take [`database`]: the same URL, else a cluster started
+//! here from Debian's `postgresql` binaries, stopped when the test process ends.
+//!
+//! Every test gets a schema of its own, so tests share a cluster without seeing each other.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The variable that names the matrix's database.
+pub const TEST_DATABASE_URL: &str = "SWITCHBOARD_TEST_DATABASE_URL";
+
+/// A database for one test: the server's URL and a schema nobody else uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestDatabase {
+    pub url: String,
+    pub schema: String,
+}
+
+/// The matrix's database with a fresh schema; `None` on the SQLite leg.
+pub fn matrix_database() -> Option<TestDatabase> {
+    let url = std::env::var(TEST_DATABASE_URL)
+        .ok()
+        .filter(|u| !u.is_empty())?;
+    Some(TestDatabase {
+        url,
+        schema: fresh_schema(),
+    })
+}
+
+/// A database for a test that needs PostgreSQL: the matrix's, else a cluster of this process.
+/// `Err` says why there is none (the test prints it as NOT RUN).
+pub fn database() -> Result<TestDatabase, String> {
+    if let Some(db) = matrix_database() {
+        return Ok(db);
+    }
+    let url = CLUSTER.get_or_init(start_cluster).clone()?;
+    Ok(TestDatabase {
+        url,
+        schema: fresh_schema(),
+    })
+}
+
+/// The line a test that cannot have PostgreSQL prints.
+pub fn not_run(test: &str, why: &str) -> String {
+    format!(
+        "\nPostgreSQL test {test} NOT RUN: {why} (apt-get install postgresql, or set {TEST_DATABASE_URL})\n"
+    )
+}
+
+fn fresh_schema() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "t{}_{}_{}",
+        std::process::id(),
+        nanos,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The URL of this process's cluster, or why it could not start.
+static CLUSTER: OnceLock<Result<String, String>> = OnceLock::new();
+/// The shell that holds the cluster: it stops it when our end of its stdin closes (this process
+/// ends, however it ends).
+static KEEPER: Mutex<Option<Child>> = Mutex::new(None);
+
+const KEEP: &str = r#"set -e
+dir=$1; port=$2; bin=$3; shift 3
+"$@" "$bin/initdb" -D "$dir/data" -U switchboard --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1
+"$@" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=400" start >/dev/null
+echo ready
+cat >/dev/null || true
+"$@" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+rm -rf "$dir"
+"#;
+
+fn start_cluster() -> Result<String, String> {
+    let bin = server_binaries().ok_or("PostgreSQL server binaries not found")?;
+    let dir = std::env::temp_dir().join(format!("switchboard-testpg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let port = free_port()?;
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", KEEP, "keeper"])
+        .arg(&dir)
+        .arg(port.to_string())
+        .arg(&bin);
+    if is_root() {
+        // PostgreSQL refuses to run as root: the package's own user runs it.
+        Command::new("chown")
+            .arg("postgres:")
+            .arg(&dir)
+            .status()
+            .map_err(|e| format!("chown: {e}"))?;
+        command.args(["runuser", "-u", "postgres", "--"]);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start sh: {e}"))?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim() != "ready" {
+        let log = std::fs::read_to_string(dir.join("initdb.log")).unwrap_or_default();
+        let _ = child.kill();
+        return Err(format!("the test cluster did not start: {log}"));
+    }
+    if let Ok(mut keeper) = KEEPER.lock() {
+        *keeper = Some(child);
+    }
+    Ok(format!("postgres://switchboard@127.0.0.1:{port}/postgres"))
+}
+
+/// The newest `/usr/lib/postgresql/<version>/bin` with `initdb`.
+fn server_binaries() -> Option<PathBuf> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}

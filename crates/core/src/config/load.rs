@@ -66,7 +66,11 @@ pub fn load_file_or_default(
     match std::fs::read_to_string(path) {
         Ok(text) => load_str(&text, &path.display().to_string(), env),
         Err(source) if source.kind() == std::io::ErrorKind::NotFound => Ok(LoadedConfig {
-            config: Config::default(),
+            config: {
+                let mut config = Config::default();
+                config.store.apply_env(env);
+                config.validated()?
+            },
             unknown_paths: Vec::new(),
             unknown: Vec::new(),
             origin: format!("built-in defaults ({} not found)", path.display()),
@@ -105,6 +109,7 @@ pub fn load_str(
     );
     check_required(&value, &mut problems);
     let (mut config, unknown) = deserialize_collecting(value, &mut problems);
+    config.store.apply_env(env);
     problems.extend(validate::validate(&mut config, &unset_secrets));
     let mut unknown_paths: Vec<String> = Vec::with_capacity(unknown.len());
     let mut unknown_problems = Vec::with_capacity(unknown.len());

@@ -10,6 +10,7 @@ use super::*;
 mod agents;
 mod errors;
 mod mcp;
+mod store;
 
 pub(super) fn no_env(_: &str) -> Option<String> {
     None

@@ -1,0 +1,105 @@
+//! The PostgreSQL store on its own: schema versions, and two stores (two gateways) writing one
+//! session at once. Runs on the matrix's database, else on a cluster the test kit starts; says
+//! NOT RUN when there is neither.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use switchboard_core::clock::SystemClock;
+use switchboard_core::store::{NewSession, PgOptions, PgStore, Store, StoreError};
+use switchboard_testkit::postgres::{TestDatabase, database, not_run};
+
+use super::support::{k, message};
+
+fn options(test: &str) -> Option<PgOptions> {
+    match database() {
+        Ok(TestDatabase { url, schema }) => Some(PgOptions { url, schema }),
+        Err(why) => {
+            eprintln!("{}", not_run(test, &why));
+            None
+        }
+    }
+}
+
+async fn open(options: &PgOptions) -> Result<PgStore, StoreError> {
+    PgStore::open(options, Arc::new(SystemClock)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_a_newer_schema_is_refused_saying_so() {
+    let Some(options) = options("a_database_of_a_newer_schema_is_refused_saying_so") else {
+        return;
+    };
+    let store = open(&options).await.unwrap();
+    store.close();
+    // Reopening the same version is fine; a newer one is refused.
+    open(&options).await.unwrap().close();
+    let (client, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let schema = &options.schema;
+    client
+        .batch_execute(&format!("UPDATE {schema}.schema_version SET version = 99"))
+        .await
+        .unwrap();
+    let refused = open(&options).await.err().map(|e| e.to_string());
+    let refused = refused.expect("a newer schema is refused");
+    assert!(
+        refused.contains("schema version 99, newer than this build's")
+            && refused.contains("upgrade switchboard"),
+        "{refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
+    let options = PgOptions {
+        url: "postgres://sb:hunter2@127.0.0.1:1/sb".into(),
+        schema: "public".into(),
+    };
+    let error = open(&options).await.err().map(|e| e.to_string()).unwrap();
+    assert!(error.contains("could not connect to PostgreSQL"), "{error}");
+    assert!(!error.contains("hunter2"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_appending_to_one_session_at_once_number_every_message_once() {
+    let test = "two_stores_appending_to_one_session_at_once_number_every_message_once";
+    let Some(options) = options(test) else {
+        return;
+    };
+    let (a, b) = (open(&options).await.unwrap(), open(&options).await.unwrap());
+    let key = k("agent:main:shared");
+    let new = NewSession::for_key(&key, "main", "main");
+    // Both create it: one creates, the other finds it.
+    let (first, second) = tokio::join!(a.create(new.clone()), b.create(new));
+    assert_eq!(
+        [first.unwrap().1, second.unwrap().1]
+            .iter()
+            .filter(|c| **c)
+            .count(),
+        1
+    );
+    let append = |store: PgStore, who: &'static str| {
+        let key = key.clone();
+        tokio::spawn(async move {
+            for i in 0..40 {
+                let text = message(
+                    json!({"role": "user", "content": format!("{who}{i}"), "timestamp": i}),
+                );
+                store.append(&key, None, vec![text]).await.unwrap();
+            }
+        })
+    };
+    let (x, y) = (append(a.clone(), "a"), append(b.clone(), "b"));
+    x.await.unwrap();
+    y.await.unwrap();
+    let entry = a.get(&key).await.unwrap().unwrap();
+    assert_eq!(entry.last_seq, 80);
+    let page = b.history(&entry.session_id, 100, None).await.unwrap();
+    let seqs: Vec<i64> = page.messages.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (1..=80).collect::<Vec<_>>());
+    a.close();
+    b.close();
+}

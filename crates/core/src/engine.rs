@@ -85,6 +85,42 @@ pub struct Engine {
     stop: CancellationToken,
 }
 
+/// How often a gateway sharing the store looks for the work of gateways that stopped.
+const ADOPT_EVERY: Duration = Duration::from_secs(3);
+
+/// Takes up, until the engine stops, the work of the gateways sharing the store that stopped:
+/// their running runs end `aborted`, their queued ones run here, their sub-agents' announces
+/// and their exchanges go on here (docs/scale-out.md).
+async fn adopt_orphans(engine: Arc<Engine>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(ADOPT_EVERY) => {}
+            () = engine.intake.cancelled() => return,
+        }
+        let orphans = match engine.store.orphans().await {
+            Ok(orphans) if !orphans.is_empty() => orphans,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not look for the work of stopped gateways");
+                continue;
+            }
+        };
+        let (subagents, exchanges) = (orphans.subagents.len(), orphans.exchanges.len());
+        match engine.runtime.take_up(orphans.runs).await {
+            Ok(runs) => tracing::warn!(
+                interrupted = runs.interrupted,
+                resumed = runs.resumed,
+                subagents,
+                exchanges,
+                "took up the work of a gateway that stopped"
+            ),
+            Err(e) => tracing::error!(error = %e, "could not take up a stopped gateway's runs"),
+        }
+        engine.subagents.resume(orphans.subagents);
+        engine.exchanges.resume(orphans.exchanges);
+    }
+}
+
 /// The doors messages come in by: the HTTP sources ([`Inbound`]) and the Telegram poller, which
 /// stops taking updates when intake stops.
 fn doors(
@@ -138,7 +174,12 @@ impl Engine {
             return Err(e);
         }
         engine.subagents.start_sweeper();
-        Ok(Arc::new(engine))
+        let engine = Arc::new(engine);
+        engine.runtime.start_bus(engine.stop.clone());
+        if engine.store.shared() {
+            engine.tasks.spawn(adopt_orphans(engine.clone()));
+        }
+        Ok(engine)
     }
 
     /// Takes up what the last process left: the unfinished sub-agents and exchanges are read

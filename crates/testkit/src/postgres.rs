@@ -105,6 +105,7 @@ fn start_cluster() -> Result<String, String> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("could not start sh: {e}"))?;
     let mut line = String::new();

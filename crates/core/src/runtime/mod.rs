@@ -28,6 +28,7 @@ pub mod lanes;
 pub mod providers;
 mod queue;
 mod recover;
+mod remote;
 mod run;
 pub mod tool;
 pub mod window;
@@ -48,7 +49,7 @@ use tokio_util::task::TaskTracker;
 use crate::access;
 use crate::clock::Clock;
 use crate::config::{Config, ResolvedAgent};
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{NewSession, RunRecord, RunStatus, Store, WriteOp, WriteOutcome};
@@ -270,6 +271,9 @@ struct Inner {
     idempotency: Mutex<HashMap<String, RunId>>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.
     events: broadcast::Sender<Arc<RunEvent>>,
+    /// The bus to the gateways sharing the store, and this runtime's name on it.
+    bus: Option<Arc<dyn crate::store::Bus>>,
+    origin: String,
     /// Cancelled when shutdown begins: no new run is accepted after it.
     closing: CancellationToken,
     /// Cancelled when the shutdown's grace period is over; every run's own token is a child of
@@ -314,6 +318,7 @@ struct LiveRun {
 impl Runtime {
     pub fn new(parts: RuntimeParts) -> Self {
         let lanes = Lanes::from_config(&parts.config);
+        let bus = parts.store.bus();
         Self {
             inner: Arc::new(Inner {
                 config: parts.config,
@@ -331,6 +336,8 @@ impl Runtime {
                 live: Mutex::default(),
                 idempotency: Mutex::default(),
                 events: broadcast::channel(EVENT_BUFFER).0,
+                bus,
+                origin: uuid::Uuid::new_v4().to_string(),
                 closing: CancellationToken::new(),
                 abort_all: CancellationToken::new(),
                 live_count: watch::channel(0).0,
@@ -435,13 +442,8 @@ impl Runtime {
             }
         }
         // A run left queued by a shutdown is still queued in the store: the wait ended first.
-        match self.inner.store.get_run(run_id).await? {
-            Some(record) => Ok(WaitOutcome {
-                wait_timed_out: !record.status.is_final(),
-                record,
-            }),
-            None => Err(CoreError::NotFound(format!("Run not found: {run_id}"))),
-        }
+        // On a shared store, another gateway may be running it.
+        self.wait_stored(run_id, timeout).await
     }
 
     /// The current record of a run (live state first, then the store).
@@ -544,11 +546,13 @@ impl Runtime {
     }
 
     fn emit(&self, run_id: &RunId, session_key: &SessionKey, data: RunEventData) {
-        let _ = self.inner.events.send(Arc::new(RunEvent {
+        let event = Arc::new(RunEvent {
             run_id: run_id.clone(),
             session_key: session_key.clone(),
             data,
-        }));
+        });
+        self.publish_remote(&event);
+        let _ = self.inner.events.send(event);
     }
 
     /// Publishes a run's new state to its waiters.

@@ -28,11 +28,18 @@ impl Runtime {
     /// Ends the runs the last process left running and puts the ones it left queued back in
     /// their sessions' queues. Called once, when the engine opens, before anything submits.
     pub async fn recover(&self) -> CoreResult<Recovered> {
+        let live = self.store().live_runs().await?;
+        self.take_up(live).await
+    }
+
+    /// Ends the `runs` that were running and queues the queued ones again, in order: the runs
+    /// of a stopped process (at start), or of a gateway that stopped sharing the store.
+    pub async fn take_up(&self, runs: Vec<(RunRecord, Option<RunInput>)>) -> CoreResult<Recovered> {
         let mut recovered = Recovered::default();
         let mut queued = Vec::new();
         // Every run that ends here is recorded before any queued one starts again: a failure
         // half way must not leave acknowledged runs started and then stopped by the failed open.
-        for (record, input) in self.store().live_runs().await? {
+        for (record, input) in runs {
             match (record.status, input) {
                 (RunStatus::Queued, Some(input)) => queued.push((record, input)),
                 (RunStatus::Aborted, Some(input)) => {

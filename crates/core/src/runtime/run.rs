@@ -89,6 +89,15 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         () = cancel.cancelled() => None,
         lease = rt.inner.lanes.lease(request.lane) => Some(lease),
     };
+    // Runs of one session never overlap, on any gateway sharing the store; an abort while
+    // waiting ends the run as one aborted while queued.
+    let (lease, held) = match lease {
+        Some(lease) => match hold_session(rt, &key, &cancel).await {
+            Some(held) => (Some(lease), held),
+            None => (None, None),
+        },
+        None => (None, None),
+    };
     // The run's message was acknowledged with the run: it enters the transcript however the run
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
     // same commit that marks the run running (and clears its stored input).
@@ -136,6 +145,25 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     record.model = spent.model;
     record.cost_usd = spent.cost_usd;
     finish(rt, &request, record, ending).await;
+    drop(held);
+}
+
+/// Waits until no other gateway runs the session (a shared store; at once otherwise) and
+/// answers what keeps it so; `None` when the run was aborted meanwhile. A store that cannot
+/// lock is logged and the run goes on: its writes will say what is wrong.
+async fn hold_session(
+    rt: &Runtime,
+    key: &SessionKey,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<Option<crate::store::SessionLock>> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        held = rt.store().lock_session(key) => Some(held.unwrap_or_else(|e| {
+            tracing::warn!(session = %key, error = %e, "could not lock the session across gateways");
+            None
+        })),
+    }
 }
 
 /// Writes the run's end (with its session flag and its reply's delivery, in one commit), tells

@@ -67,6 +67,7 @@ pub async fn open(
             let options = PgOptions {
                 url: url.clone(),
                 schema: config.schema.clone(),
+                gateway_id: postgres::gateway_id(home)?,
             };
             std::sync::Arc::new(PgStore::open(&options, clock).await?)
         }
@@ -439,8 +440,57 @@ pub enum WriteOutcome {
     DeliveryProgress,
 }
 
+/// Work another gateway sharing the store left when it stopped, now this gateway's.
+#[derive(Debug, Default)]
+pub struct Orphans {
+    /// As [`Store::live_runs`] answers them.
+    pub runs: Vec<(RunRecord, Option<RunInput>)>,
+    pub subagents: Vec<SubagentRecord>,
+    pub exchanges: Vec<ExchangeRecord>,
+}
+
+impl Orphans {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.subagents.is_empty() && self.exchanges.is_empty()
+    }
+}
+
+/// Held while a run works on a session no other gateway may run meanwhile; dropping it lets the
+/// next one in.
+pub type SessionLock = Box<dyn std::any::Any + Send + Sync>;
+
+/// Messages between the gateways sharing a store (a run's events, its end).
+pub trait Bus: Send + Sync {
+    /// Sends `message` to the other gateways, in the order published (best effort: a gateway
+    /// not listening at that moment misses it).
+    fn publish(&self, message: String);
+    /// What the other gateways publish from now on (this gateway's own messages included:
+    /// receivers tell them apart).
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>>;
+}
+
 /// The persistence interface of the engine.
 pub trait Store: Send + Sync {
+    /// Whether other gateways may share this store: then the engine takes up the work of those
+    /// that stop ([`Store::orphans`]), runs of a session wait for each other across gateways
+    /// ([`Store::lock_session`]) and run events travel on the [`Store::bus`].
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Claims the work of gateways that stopped (a shared store; none otherwise).
+    fn orphans(&self) -> StoreFuture<'_, Orphans> {
+        Box::pin(async { Ok(Orphans::default()) })
+    }
+    /// Waits until no other gateway runs `key`, and keeps it so until the lock drops (`None`:
+    /// the store is this gateway's alone, its own queues order the runs).
+    fn lock_session(&self, _key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// The bus to the other gateways, when the store is shared.
+    fn bus(&self) -> Option<std::sync::Arc<dyn Bus>> {
+        None
+    }
+
     /// Where a transcript is mirrored as JSONL; `None` when the store keeps no mirror.
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf>;
     /// Finishes the writes it holds and closes; later calls answer [`StoreError::Closed`].

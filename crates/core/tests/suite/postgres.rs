@@ -13,7 +13,11 @@ use super::support::{k, message};
 
 fn options(test: &str) -> Option<PgOptions> {
     match database() {
-        Ok(TestDatabase { url, schema }) => Some(PgOptions { url, schema }),
+        Ok(TestDatabase { url, schema }) => Some(PgOptions {
+            url,
+            schema,
+            gateway_id: "g-test".into(),
+        }),
         Err(why) => {
             eprintln!("{}", not_run(test, &why));
             None
@@ -31,9 +35,9 @@ async fn a_database_of_a_newer_schema_is_refused_saying_so() {
         return;
     };
     let store = open(&options).await.unwrap();
-    store.close();
+    store.close().await;
     // Reopening the same version is fine; a newer one is refused.
-    open(&options).await.unwrap().close();
+    open(&options).await.unwrap().close().await;
     let (client, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -57,6 +61,7 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
     let options = PgOptions {
         url: "postgres://sb:hunter2@127.0.0.1:1/sb".into(),
         schema: "public".into(),
+        gateway_id: "g-test".into(),
     };
     let error = open(&options).await.err().map(|e| e.to_string()).unwrap();
     assert!(error.contains("could not connect to PostgreSQL"), "{error}");
@@ -69,7 +74,13 @@ async fn two_stores_appending_to_one_session_at_once_number_every_message_once()
     let Some(options) = options(test) else {
         return;
     };
-    let (a, b) = (open(&options).await.unwrap(), open(&options).await.unwrap());
+    let a = open(&options).await.unwrap();
+    let b = open(&PgOptions {
+        gateway_id: "g-other".into(),
+        ..options.clone()
+    })
+    .await
+    .unwrap();
     let key = k("agent:main:shared");
     let new = NewSession::for_key(&key, "main", "main");
     // Both create it: one creates, the other finds it.
@@ -100,6 +111,6 @@ async fn two_stores_appending_to_one_session_at_once_number_every_message_once()
     let page = b.history(&entry.session_id, 100, None).await.unwrap();
     let seqs: Vec<i64> = page.messages.iter().map(|m| m.seq).collect();
     assert_eq!(seqs, (1..=80).collect::<Vec<_>>());
-    a.close();
-    b.close();
+    a.close().await;
+    b.close().await;
 }

@@ -23,9 +23,11 @@ pub(super) struct Conn {
     statements: Mutex<HashMap<String, Statement>>,
 }
 
-/// Connections to one database, at most `max` at once.
+/// Connections to one database, at most `max` at once, on behalf of one gateway.
 pub(super) struct Pool {
     config: tokio_postgres::Config,
+    /// The gateway whose work the queries claim (`owner` columns).
+    gateway: String,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
 }
@@ -38,9 +40,10 @@ pub(super) struct Pooled<'p> {
 }
 
 impl Pool {
-    pub(super) fn new(config: tokio_postgres::Config, max: usize) -> Self {
+    pub(super) fn new(config: tokio_postgres::Config, max: usize, gateway: String) -> Self {
         Self {
             config,
+            gateway,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
         }
@@ -65,9 +68,23 @@ impl Pool {
         })
     }
 
-    /// A connection of its own, outside the pool (`LISTEN` holds one).
+    /// A client and its connection, outside the pool (`LISTEN` reads the connection's
+    /// notifications itself).
+    pub(super) async fn connect_raw(
+        &self,
+    ) -> Result<
+        (
+            Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+        ),
+        StoreError,
+    > {
+        self.config.connect(NoTls).await.map_err(unreachable)
+    }
+
+    /// A connection of its own, outside the pool (a session lock holds one).
     pub(super) async fn connect(&self) -> Result<Conn, StoreError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(unreachable)?;
+        let (client, connection) = self.connect_raw().await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "a PostgreSQL connection ended");
@@ -100,28 +117,38 @@ impl Drop for Pooled<'_> {
 }
 
 impl Pooled<'_> {
-    /// The connection (only `drop` takes it away).
-    fn conn(&mut self) -> Result<&mut Conn, StoreError> {
-        self.conn.as_mut().ok_or(StoreError::Closed)
-    }
-
     /// The connection as a [`Db`] outside any transaction (reads).
     pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
-        let conn = self.conn()?;
+        let gateway = self.pool.gateway.as_str();
+        let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         Ok(Db {
             link: Link::Client(&conn.client),
             statements: &conn.statements,
+            gateway,
         })
     }
 
     /// A transaction on the connection.
     pub(super) async fn begin(&mut self) -> Result<Db<'_>, StoreError> {
-        let conn = self.conn()?;
+        let gateway = self.pool.gateway.as_str();
+        let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         let tx = conn.client.transaction().await.map_err(backend)?;
         Ok(Db {
             link: Link::Tx(tx),
             statements: &conn.statements,
+            gateway,
         })
+    }
+}
+
+impl Conn {
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// One statement outside the pool's [`Db`] (a session lock's connection).
+    pub(super) async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
+        self.client.execute(sql, params).await.map_err(backend)
     }
 }
 
@@ -134,12 +161,18 @@ enum Link<'a> {
 pub(super) struct Db<'a> {
     link: Link<'a>,
     statements: &'a Mutex<HashMap<String, Statement>>,
+    gateway: &'a str,
 }
 
 /// A query's parameters.
 pub(super) type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 impl Db<'_> {
+    /// The gateway this store works for: the owner its claims write.
+    pub(super) fn gateway(&self) -> &str {
+        self.gateway
+    }
+
     /// The prepared statement of `sql` on this connection.
     async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         let cached = self

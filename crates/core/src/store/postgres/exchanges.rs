@@ -47,8 +47,8 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
     let chain = serde_json::to_string(&chain)
         .map_err(|e| StoreError::Backend(format!("could not encode a chain: {e}")))?;
     let sql = format!(
-        "INSERT INTO exchanges ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+        "INSERT INTO exchanges ({COLUMNS}, owner) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
          ON CONFLICT (id) DO UPDATE SET requester_key = excluded.requester_key, \
          requester_run = excluded.requester_run, target_key = excluded.target_key, \
          message = excluded.message, chain = excluded.chain, state = excluded.state, \
@@ -76,6 +76,8 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
             &r.detail,
             &r.created_at,
             &r.updated_at,
+            // A new exchange is this gateway's to drive; a stored one keeps its owner.
+            &db.gateway(),
         ],
     )
     .await?;
@@ -91,11 +93,17 @@ pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>,
         .transpose()
 }
 
-pub(super) async fn unfinished(db: &Db<'_>) -> Result<Vec<ExchangeRecord>, StoreError> {
+/// Takes over the unfinished exchanges whose `owner` meets `condition` (`$1`: this gateway).
+pub(super) async fn claim(db: &Db<'_>, condition: &str) -> Result<Vec<ExchangeRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM exchanges WHERE state NOT IN ('done', 'failed') ORDER BY created_at, id"
+        "UPDATE exchanges SET owner = $1 WHERE state NOT IN ('done', 'failed') AND {condition} \
+         RETURNING {COLUMNS}"
     );
-    db.query(&sql, &[]).await?.iter().map(from_row).collect()
+    db.query(&sql, &[&db.gateway()])
+        .await?
+        .iter()
+        .map(from_row)
+        .collect()
 }
 
 pub(super) async fn list(

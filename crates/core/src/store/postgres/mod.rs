@@ -6,6 +6,8 @@
 //! pooled connection outside any transaction. Transcripts are not mirrored to JSONL files
 //! (`docs/scale-out.md`): the database is the one copy every gateway reads.
 
+mod bus;
+mod cluster;
 mod cron;
 mod db;
 mod exchanges;
@@ -18,26 +20,32 @@ mod subagents;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
     Appended, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch,
-    ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, PairingAdmission, PairingAsk,
-    PairingRecord, RunInput, RunRecord, SessionEntry, Store, StoreError, StoreFuture,
-    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans, PairingAdmission,
+    PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock, Store, StoreError,
+    StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::clock::Clock;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use db::{Db, Pool};
+use cluster::Whose;
+use db::{Conn, Db, Pool};
 
 /// Connections a gateway opens at most.
 const MAX_CONNECTIONS: usize = 16;
 /// Tries of a write that keeps losing to concurrent ones before its error is answered.
 const MAX_TRIES: u32 = 8;
+/// How long a gateway's claim on a delivery keeps others from attempting it (an attempt takes
+/// at most `delivery.timeoutSeconds`; a gateway that dies mid-attempt is retried after this).
+const DELIVERY_LEASE_MS: i64 = 60_000;
 
 /// A query's future, borrowing its [`Db`].
 type Fut<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
@@ -49,6 +57,10 @@ pub struct PgOptions {
     pub url: String,
     /// The schema its tables are in (created when missing).
     pub schema: String,
+    /// Who this gateway is among those sharing the database: the owner of the work it takes.
+    /// Kept across restarts (in the state dir), so a restarted gateway takes up its own work
+    /// at once.
+    pub gateway_id: String,
 }
 
 /// PostgreSQL-backed [`Store`]. Cheap to clone.
@@ -61,6 +73,11 @@ struct Inner {
     pool: Pool,
     clock: Arc<dyn Clock>,
     reads: std::sync::atomic::AtomicU64,
+    /// Cancelled at close: the heartbeat and the bus stop.
+    stop: CancellationToken,
+    /// Connections that held a session lock, kept for the next.
+    lockers: Mutex<Vec<Conn>>,
+    bus: OnceLock<Arc<bus::PgBus>>,
 }
 
 impl PgStore {
@@ -75,23 +92,45 @@ impl PgStore {
         config.options(format!("-c search_path={}", options.schema));
         config.application_name("switchboard");
         config.connect_timeout(Duration::from_secs(10));
-        let pool = Pool::new(config, MAX_CONNECTIONS);
+        let pool = Pool::new(config, MAX_CONNECTIONS, options.gateway_id.clone());
         {
             let mut conn = pool.get().await?;
             schema::migrate(conn.begin().await?, &options.schema).await?;
+            cluster::heartbeat(&conn.db()?).await?;
         }
-        Ok(Self {
+        let store = Self {
             inner: Arc::new(Inner {
                 pool,
                 clock,
                 reads: std::sync::atomic::AtomicU64::new(0),
+                stop: CancellationToken::new(),
+                lockers: Mutex::new(Vec::new()),
+                bus: OnceLock::new(),
             }),
-        })
+        };
+        let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
+        let _ = store.inner.bus.set(bus);
+        tokio::spawn(heartbeats(store.inner.clone()));
+        Ok(store)
     }
 
-    /// Closes the pool: later calls answer [`StoreError::Closed`].
-    pub fn close(&self) {
+    /// Says goodbye to the other gateways (they take up this one's queued work at once) and
+    /// closes the pool: later calls answer [`StoreError::Closed`].
+    pub async fn close(&self) {
+        if self.inner.stop.is_cancelled() {
+            return;
+        }
+        self.inner.stop.cancel();
+        if let Ok(mut conn) = self.inner.pool.get().await
+            && let Ok(db) = conn.db()
+            && let Err(e) = cluster::retire(&db).await
+        {
+            tracing::debug!(error = %e, "could not remove this gateway's heartbeat");
+        }
         self.inner.pool.close();
+        if let Ok(mut lockers) = self.inner.lockers.lock() {
+            lockers.clear();
+        }
     }
 
     /// Reads served since the store opened.
@@ -156,8 +195,49 @@ impl Store for PgStore {
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        PgStore::close(self);
-        Box::pin(std::future::ready(()))
+        Box::pin(PgStore::close(self))
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn orphans(&self) -> StoreFuture<'_, Orphans> {
+        self.write(|db, _| {
+            Box::pin(async move {
+                Ok(Orphans {
+                    runs: cluster::claim_runs(db, Whose::Orphaned).await?,
+                    subagents: cluster::claim_subagents(db, Whose::Orphaned).await?,
+                    exchanges: cluster::claim_exchanges(db, Whose::Orphaned).await?,
+                })
+            })
+        })
+    }
+
+    fn lock_session(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
+        let key = key.as_str().to_string();
+        Box::pin(async move {
+            let idle = self.inner.lockers.lock().ok().and_then(|mut l| l.pop());
+            let conn = match idle {
+                Some(conn) if !conn.is_closed() => conn,
+                _ => self.inner.pool.connect().await?,
+            };
+            // Waits while another gateway's run holds it; the server lets it go if this
+            // gateway's connection drops (a dead gateway holds nothing).
+            conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
+                .await?;
+            let held = HeldSession {
+                conn: Some(conn),
+                key,
+                inner: self.inner.clone(),
+            };
+            Ok(Some(Box::new(held) as SessionLock))
+        })
+    }
+
+    fn bus(&self) -> Option<Arc<dyn crate::store::Bus>> {
+        let bus = self.inner.bus.get()?.clone();
+        Some(bus)
     }
 
     fn reads(&self) -> u64 {
@@ -295,7 +375,7 @@ impl Store for PgStore {
     }
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
-        self.read(|db| Box::pin(queries::live_runs(db)))
+        self.write(|db, _| Box::pin(cluster::claim_runs(db, Whose::OwnAndOrphaned)))
     }
 
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
@@ -306,7 +386,9 @@ impl Store for PgStore {
     }
 
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.read(move |db| Box::pin(outbox::pending(db, limit)))
+        self.write(move |db, now| {
+            Box::pin(cluster::claim_deliveries(db, limit, now, DELIVERY_LEASE_MS))
+        })
     }
 
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
@@ -348,7 +430,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.read(|db| Box::pin(subagents::unfinished(db)))
+        self.write(|db, _| Box::pin(cluster::claim_subagents(db, Whose::OwnAndOrphaned)))
     }
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
@@ -368,7 +450,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.read(|db| Box::pin(exchanges::unfinished(db)))
+        self.write(|db, _| Box::pin(cluster::claim_exchanges(db, Whose::OwnAndOrphaned)))
     }
 
     fn list_exchanges(
@@ -468,6 +550,55 @@ impl Store for PgStore {
     }
 }
 
+/// Says the gateway is alive every [`cluster::HEARTBEAT`] until the store closes.
+async fn heartbeats(inner: Arc<Inner>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(cluster::HEARTBEAT) => {}
+            () = inner.stop.cancelled() => return,
+        }
+        let beat = async {
+            let mut conn = inner.pool.get().await?;
+            cluster::heartbeat(&conn.db()?).await
+        };
+        if let Err(e) = beat.await {
+            tracing::warn!(error = %e, "could not renew this gateway's heartbeat");
+        }
+    }
+}
+
+/// A session's advisory lock, held on a connection of its own; dropped, it unlocks and the
+/// connection is kept for the next lock.
+struct HeldSession {
+    conn: Option<Conn>,
+    key: String,
+    inner: Arc<Inner>,
+}
+
+impl Drop for HeldSession {
+    fn drop(&mut self) {
+        let (Some(conn), Ok(runtime)) = (self.conn.take(), tokio::runtime::Handle::try_current())
+        else {
+            return; // The connection closes with it, and the server unlocks.
+        };
+        let (key, inner) = (std::mem::take(&mut self.key), self.inner.clone());
+        runtime.spawn(async move {
+            let unlocked = conn
+                .execute(
+                    "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+                    &[&key],
+                )
+                .await;
+            if unlocked.is_ok()
+                && !inner.stop.is_cancelled()
+                && let Ok(mut lockers) = inner.lockers.lock()
+            {
+                lockers.push(conn);
+            }
+        });
+    }
+}
+
 /// One op of a batch, inside the batch's transaction.
 async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, StoreError> {
     Ok(match op {
@@ -516,4 +647,18 @@ async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, St
             WriteOutcome::DeliveryProgress
         }
     })
+}
+
+/// This gateway's id among those sharing a database: `<home>/gateway-id`, made on first use.
+pub fn gateway_id(home: &std::path::Path) -> Result<String, StoreError> {
+    let path = home.join("gateway-id");
+    if let Ok(id) = std::fs::read_to_string(&path)
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_string());
+    }
+    super::private::create_dir(home)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    std::fs::write(&path, format!("{id}\n"))?;
+    Ok(id)
 }

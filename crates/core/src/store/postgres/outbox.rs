@@ -109,17 +109,37 @@ async fn by_idempotency_key(db: &Db<'_>, key: &str) -> Result<Option<DeliveryRec
         .transpose()
 }
 
-pub(super) async fn pending(db: &Db<'_>, limit: usize) -> Result<Vec<DeliveryRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM deliveries WHERE status = 'pending' \
-         ORDER BY next_attempt_at, id LIMIT $1"
-    );
+/// Claims up to `limit` pending deliveries due by `now` that no live claim holds, for `lease`
+/// ms (one statement: two gateways never claim one record), and adds the soonest pending ones
+/// not yet due, unclaimed (they say when to look again).
+pub(super) async fn claim(
+    db: &Db<'_>,
+    limit: usize,
+    now: i64,
+    lease: i64,
+) -> Result<Vec<DeliveryRecord>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    db.query(&sql, &[&limit])
+    let claim = format!(
+        "UPDATE deliveries SET claimed_by = $1, claimed_until = $2 + $3 WHERE id IN \
+         (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= $2 \
+          AND (claimed_until IS NULL OR claimed_until < $2 OR claimed_by = $1) \
+          ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}"
+    );
+    let mut due: Vec<DeliveryRecord> = db
+        .query(&claim, &[&db.gateway(), &now, &lease, &limit])
         .await?
         .iter()
         .map(from_row)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    due.sort_by(|a, b| (a.next_attempt_at, &a.id).cmp(&(b.next_attempt_at, &b.id)));
+    let later = format!(
+        "SELECT {COLUMNS} FROM deliveries WHERE status = 'pending' AND next_attempt_at > $1 \
+         ORDER BY next_attempt_at, id LIMIT $2"
+    );
+    for row in db.query(&later, &[&now, &limit]).await? {
+        due.push(from_row(&row)?);
+    }
+    Ok(due)
 }
 
 pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<DeliveryRecord>, StoreError> {
@@ -143,7 +163,7 @@ pub(super) async fn update(
     // finds the attempts moved on.
     let sql = format!(
         "UPDATE deliveries SET status = $2, attempts = $3, next_attempt_at = $4, detail = $5, \
-         delivered_at = $6, updated_at = $7 \
+         delivered_at = $6, updated_at = $7, claimed_by = NULL, claimed_until = NULL \
          WHERE id = $1 AND status = 'pending' AND attempts = $8 RETURNING {COLUMNS}"
     );
     let attempts = i64::from(update.attempts);

@@ -523,7 +523,7 @@ pub(super) async fn put_run(
         .transpose()
         .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+        "INSERT INTO runs ({RUN_COLUMNS}, input, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
          ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
          lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
          result = excluded.result, error = excluded.error, model = excluded.model, \
@@ -546,6 +546,8 @@ pub(super) async fn put_run(
             &run.model,
             &run.cost_usd,
             &input,
+            // A new run is this gateway's to run; a stored one keeps its owner.
+            &db.gateway(),
         ],
     )
     .await
@@ -576,33 +578,6 @@ pub(super) async fn get_run_by_idempotency(
         .await?
         .map(|row| run_from_row(&row))
         .transpose()
-}
-
-/// Runs still `queued` or `running`, and runs aborted while queued whose message is still only
-/// in their input, in submission order, with their stored input. An input that no longer
-/// decodes is `None` (the run cannot start again).
-pub(super) async fn live_runs(
-    db: &Db<'_>,
-) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
-    let sql = format!(
-        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') \
-         OR input IS NOT NULL ORDER BY submitted"
-    );
-    let rows = db.query(&sql, &[]).await?;
-    let mut live = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let run = run_from_row(row)?;
-        let input: Option<String> = get(row, 13)?;
-        let input = input.and_then(|json| match serde_json::from_str(&json) {
-            Ok(input) => Some(input),
-            Err(e) => {
-                tracing::warn!(run_id = %run.run_id, error = %e, "a queued run's stored input does not decode");
-                None
-            }
-        });
-        live.push((run, input));
-    }
-    Ok(live)
 }
 
 fn not_found(key: &str) -> StoreError {

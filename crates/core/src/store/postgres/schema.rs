@@ -98,7 +98,9 @@ CREATE TABLE IF NOT EXISTS runs (
     idempotency_key TEXT,
     model TEXT,
     cost_usd DOUBLE PRECISION,
-    input TEXT
+    input TEXT,
+    -- The gateway that runs it (or will): another takes it up when that one's heartbeat stops.
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_to_recover ON runs (submitted) WHERE status IN ('queued', 'running') OR input IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -122,7 +124,10 @@ CREATE TABLE IF NOT EXISTS deliveries (
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
     delivered_at BIGINT,
-    parts_sent BIGINT NOT NULL DEFAULT 0
+    parts_sent BIGINT NOT NULL DEFAULT 0,
+    -- The gateway attempting it, until when: no other attempts it meanwhile.
+    claimed_by TEXT,
+    claimed_until BIGINT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
@@ -142,7 +147,8 @@ CREATE TABLE IF NOT EXISTS subagents (
     ended_at BIGINT,
     delivery_id TEXT,
     archive_at BIGINT,
-    archived_at BIGINT
+    archived_at BIGINT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
 CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
@@ -163,7 +169,8 @@ CREATE TABLE IF NOT EXISTS exchanges (
     previous_run TEXT,
     detail TEXT,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS exchanges_unfinished ON exchanges (created_at) WHERE state NOT IN ('done', 'failed');
 CREATE INDEX IF NOT EXISTS exchanges_by_requester ON exchanges (requester_key, created_at DESC);
@@ -181,6 +188,15 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
     last_fired_at BIGINT,
     name TEXT,
     enabled BOOLEAN NOT NULL DEFAULT TRUE
+);
+
+-- The gateways sharing the database, each with the time (the database's, in ms) it last said
+-- it is alive. Work owned by a gateway whose heartbeat is older than the lease is taken up by
+-- another (docs/scale-out.md).
+CREATE TABLE IF NOT EXISTS gateways (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    started_at BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS channel_cursors (

@@ -36,8 +36,8 @@ fn from_row(row: &Row) -> Result<SubagentRecord, StoreError> {
 /// Stores the record, replacing the one of the same child.
 pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO subagents ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+        "INSERT INTO subagents ({COLUMNS}, owner) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
          ON CONFLICT (child_key) DO UPDATE SET requester_key = excluded.requester_key, \
          run_id = excluded.run_id, task = excluded.task, label = excluded.label, \
          model = excluded.model, delete_after = excluded.delete_after, state = excluded.state, \
@@ -62,6 +62,8 @@ pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreErro
             &r.delivery_id,
             &r.archive_at,
             &r.archived_at,
+            // A new record is this gateway's to drive; a stored one keeps its owner.
+            &db.gateway(),
         ],
     )
     .await?;
@@ -102,11 +104,16 @@ pub(super) async fn get_many(
         .collect())
 }
 
-pub(super) async fn unfinished(db: &Db<'_>) -> Result<Vec<SubagentRecord>, StoreError> {
+/// Takes over the unfinished records whose `owner` meets `condition` (`$1`: this gateway).
+pub(super) async fn claim(db: &Db<'_>, condition: &str) -> Result<Vec<SubagentRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM subagents WHERE state != 'done' ORDER BY created_at, child_key"
+        "UPDATE subagents SET owner = $1 WHERE state != 'done' AND {condition} RETURNING {COLUMNS}"
     );
-    db.query(&sql, &[]).await?.iter().map(from_row).collect()
+    db.query(&sql, &[&db.gateway()])
+        .await?
+        .iter()
+        .map(from_row)
+        .collect()
 }
 
 pub(super) async fn to_archive(db: &Db<'_>, now: i64) -> Result<Vec<SubagentRecord>, StoreError> {

@@ -1,0 +1,132 @@
+//! The gateways' bus on PostgreSQL: `NOTIFY switchboard` to publish, `LISTEN` on a connection of
+//! its own to receive. One publisher task sends in order on one connection; the listener
+//! reconnects (after a pause) when its connection drops, and what was sent meanwhile is missed
+//! (waiters also read the store, so a missed end only delays them).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use tokio::sync::{broadcast, mpsc};
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::CancellationToken;
+
+use super::Inner;
+use crate::store::Bus;
+
+/// The channel every gateway listens on.
+const CHANNEL: &str = "switchboard";
+/// PostgreSQL refuses a notification payload of 8000 bytes or more.
+pub(super) const MAX_PAYLOAD: usize = 7_900;
+/// Received messages buffered per subscriber.
+const BUFFER: usize = 4096;
+
+pub(super) struct PgBus {
+    outgoing: mpsc::UnboundedSender<String>,
+    incoming: broadcast::Sender<Arc<str>>,
+}
+
+impl PgBus {
+    /// Starts the publisher and the listener; both stop with `stop`.
+    pub(super) fn start(inner: Arc<Inner>, stop: CancellationToken) -> Arc<Self> {
+        let (outgoing, queue) = mpsc::unbounded_channel();
+        let (incoming, _) = broadcast::channel(BUFFER);
+        tokio::spawn(publish(inner.clone(), queue, stop.clone()));
+        tokio::spawn(listen(inner, incoming.clone(), stop));
+        Arc::new(Self { outgoing, incoming })
+    }
+}
+
+impl Bus for PgBus {
+    fn publish(&self, message: String) {
+        if message.len() < MAX_PAYLOAD {
+            let _ = self.outgoing.send(message);
+        } else {
+            tracing::debug!(
+                len = message.len(),
+                "a bus message too long to send was dropped"
+            );
+        }
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.incoming.subscribe()
+    }
+}
+
+/// Sends the queued messages in order, each as one `pg_notify`.
+async fn publish(
+    inner: Arc<Inner>,
+    mut queue: mpsc::UnboundedReceiver<String>,
+    stop: CancellationToken,
+) {
+    loop {
+        let message = tokio::select! {
+            message = queue.recv() => match message {
+                Some(message) => message,
+                None => return,
+            },
+            () = stop.cancelled() => return,
+        };
+        let sent = async {
+            let mut conn = inner.pool.get().await?;
+            let db = conn.db()?;
+            db.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &message])
+                .await
+        };
+        if let Err(e) = sent.await {
+            tracing::debug!(error = %e, "could not publish on the bus");
+        }
+    }
+}
+
+/// Listens for the other gateways' messages until `stop`, reconnecting after a failure.
+async fn listen(inner: Arc<Inner>, incoming: broadcast::Sender<Arc<str>>, stop: CancellationToken) {
+    while !stop.is_cancelled() {
+        let session = listen_once(&inner, &incoming, &stop);
+        if let Err(e) = session.await {
+            tracing::warn!(error = %e, "the bus connection failed; listening again shortly");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+async fn listen_once(
+    inner: &Inner,
+    incoming: &broadcast::Sender<Arc<str>>,
+    stop: &CancellationToken,
+) -> Result<(), String> {
+    let (client, mut connection) = inner.pool.connect_raw().await.map_err(|e| e.to_string())?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pump = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(n)) => {
+                    let _ = tx.send(Arc::<str>::from(n.payload()));
+                }
+                Ok(_) => {}
+                Err(e) => return e.to_string(),
+            }
+        }
+        "the connection closed".to_string()
+    });
+    client
+        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            message = rx.recv() => match message {
+                Some(message) => {
+                    let _ = incoming.send(message);
+                }
+                None => return Err(pump.await.unwrap_or_else(|e| e.to_string())),
+            },
+            () = stop.cancelled() => return Ok(()),
+        }
+    }
+}

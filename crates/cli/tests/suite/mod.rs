@@ -1,3 +1,4 @@
+mod cluster;
 mod commands;
 mod demo;
 mod durability;

@@ -54,25 +54,32 @@ impl Bus for PgBus {
     }
 }
 
-/// Sends the queued messages in order, each as one `pg_notify`.
+/// Messages sent in one statement at most.
+const BATCH: usize = 64;
+
+/// Sends the queued messages in order: all those waiting (up to [`BATCH`]) in one statement.
 async fn publish(
     inner: Arc<Inner>,
     mut queue: mpsc::UnboundedReceiver<String>,
     stop: CancellationToken,
 ) {
+    let mut batch = Vec::with_capacity(BATCH);
     loop {
-        let message = tokio::select! {
-            message = queue.recv() => match message {
-                Some(message) => message,
-                None => return,
+        batch.clear();
+        tokio::select! {
+            received = queue.recv_many(&mut batch, BATCH) => if received == 0 {
+                return;
             },
             () = stop.cancelled() => return,
         };
         let sent = async {
             let mut conn = inner.pool.get().await?;
             let db = conn.db()?;
-            db.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &message])
-                .await
+            db.execute(
+                "SELECT pg_notify($1, m) FROM unnest($2::text[]) WITH ORDINALITY AS t(m, i) ORDER BY i",
+                &[&CHANNEL, &batch],
+            )
+            .await
         };
         if let Err(e) = sent.await {
             tracing::debug!(error = %e, "could not publish on the bus");

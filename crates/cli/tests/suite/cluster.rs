@@ -121,6 +121,27 @@ async fn a_run_sent_through_one_gateway_is_waited_for_read_and_streamed_through_
         .await
         .unwrap();
     assert_eq!(waited["reply"], "pong-2", "{waited}");
+
+    // An abort sent through C stops the run A runs.
+    let sent = a
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": "@delay 60000\n@reply never"}),
+        )
+        .await
+        .unwrap();
+    let run_id = sent["runId"].as_str().unwrap().to_string();
+    super::process::wait_running(&mut b, &run_id).await;
+    let aborted = c
+        .request("chat.abort", json!({"sessionKey": "main", "runId": run_id}))
+        .await
+        .unwrap();
+    assert!(aborted.to_string().contains(&run_id), "{aborted}");
+    let ended = b
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(ended["status"], "aborted", "{ended}");
     for gateway in gateways {
         gateway.stop();
     }

@@ -25,8 +25,31 @@ struct Held {
 
 impl Runtime {
     /// Aborts the session's running run (and, with `run_id`, only that run, queued or running).
-    /// Answers the ids of the runs told to stop; a queued one's abort is committed by then.
+    /// Answers the ids of the runs told to stop; a queued one's abort is committed by then. On
+    /// a shared store, a run this gateway does not run is told to stop through the bus: the
+    /// gateway running it stops it (answered here when the stored run is live).
     pub async fn abort(
+        &self,
+        session_key: &SessionKey,
+        run_id: Option<&RunId>,
+    ) -> CoreResult<Vec<RunId>> {
+        let aborted = self.abort_local(session_key, run_id).await?;
+        if !aborted.is_empty() || !self.inner.store.shared() {
+            return Ok(aborted);
+        }
+        self.publish_abort(session_key, run_id);
+        let Some(run_id) = run_id else {
+            return Ok(Vec::new());
+        };
+        let stored = self.inner.store.get_run(run_id).await?;
+        Ok(stored
+            .filter(|r| r.session_key == *session_key && !r.status.is_final())
+            .map(|r| vec![r.run_id])
+            .unwrap_or_default())
+    }
+
+    /// [`Runtime::abort`] of the runs of this gateway only.
+    pub(super) async fn abort_local(
         &self,
         session_key: &SessionKey,
         run_id: Option<&RunId>,

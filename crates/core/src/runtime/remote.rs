@@ -62,6 +62,17 @@ fn cut(text: &str) -> String {
     }
 }
 
+/// A received abort another gateway asked for: the session and the run.
+fn decode_abort(payload: &str, origin: &str) -> Option<(SessionKey, Option<RunId>)> {
+    let v: Value = serde_json::from_str(payload).ok()?;
+    let abort = v.get("abort")?;
+    if v["from"].as_str()? == origin {
+        return None;
+    }
+    let key = SessionKey::from_canonical(abort["sessionKey"].as_str()?.to_string());
+    Some((key, abort["runId"].as_str().map(RunId::from_string)))
+}
+
 /// A received message: who sent it and the event (an end without its result yet).
 fn decode(payload: &str) -> Option<(String, RunEvent)> {
     let v: Value = serde_json::from_str(payload).ok()?;
@@ -130,6 +141,12 @@ impl Runtime {
     }
 
     async fn relay(&self, payload: &str, texts: &mut HashMap<RunId, String>) {
+        if let Some((session_key, run_id)) = decode_abort(payload, &self.inner.origin) {
+            if let Err(e) = self.abort_local(&session_key, run_id.as_ref()).await {
+                tracing::warn!(session = %session_key, error = %e, "could not abort a run another gateway asked to stop");
+            }
+            return;
+        }
         let Some((from, mut event)) = decode(payload) else {
             return;
         };
@@ -158,6 +175,15 @@ impl Runtime {
             }
         }
         let _ = self.inner.events.send(Arc::new(event));
+    }
+
+    /// Asks the other gateways to abort the session's running run (or `run_id`).
+    pub(super) fn publish_abort(&self, session_key: &SessionKey, run_id: Option<&RunId>) {
+        if let Some(bus) = &self.inner.bus {
+            let abort =
+                json!({"sessionKey": session_key.as_str(), "runId": run_id.map(RunId::as_str)});
+            bus.publish(json!({"from": self.inner.origin, "abort": abort}).to_string());
+        }
     }
 
     /// Sends a local event to the other gateways.

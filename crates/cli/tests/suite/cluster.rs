@@ -7,8 +7,10 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::routing::post;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
@@ -29,7 +31,13 @@ fn shared_database(test: &str) -> Option<TestDatabase> {
 
 /// A gateway of the cluster: its own state dir, the shared database.
 fn gateway(db: &TestDatabase, home: &Path) -> GatewayProcess {
-    let config = json!({"store": {"kind": "postgres", "url": db.url, "schema": db.schema}});
+    gateway_with(db, home, &json!({}))
+}
+
+/// A gateway of the cluster with more settings.
+fn gateway_with(db: &TestDatabase, home: &Path, settings: &Value) -> GatewayProcess {
+    let mut config = settings.clone();
+    config["store"] = json!({"kind": "postgres", "url": db.url, "schema": db.schema});
     std::fs::write(home.join("config.json5"), config.to_string()).unwrap();
     GatewayProcess::start(home)
 }
@@ -198,6 +206,112 @@ async fn a_killed_gateways_running_child_ends_aborted_and_another_announces_it_o
         .filter(|m| m["provenance"]["kind"] == "subagent-announce")
         .count();
     assert_eq!(count, 1);
+    b.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_between_a_childs_end_and_its_announce_has_it_announced_once_by_another() {
+    let test =
+        "a_gateway_killed_between_a_childs_end_and_its_announce_has_it_announced_once_by_another";
+    let Some(db) = shared_database(test) else {
+        return;
+    };
+    // The requester is a webhook group whose receiver is down: the announce waits in the outbox.
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    drop(socket);
+    let webhook = json!({
+        "channels": {"webhook": {"enabled": true, "accounts": {"acme": {
+            "url": format!("http://{addr}/inbox"), "token": "acme-secret"}}}},
+        "delivery": {"retryInitialMs": 100, "retryMaxMs": 300, "maxAttempts": 100},
+    });
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = gateway_with(&db, home_a.path(), &webhook);
+    let b = gateway_with(&db, home_b.path(), &webhook);
+    let http = switchboard_core::http_client(Duration::from_secs(30)).unwrap();
+    let inbound = http
+        .post(format!("{}/channels/webhook/acme", a.url.replace("ws://", "http://")))
+        .bearer_auth("acme-secret")
+        .json(&json!({"from": "ana", "chatType": "group", "chatId": "ops", "text": "@reply NO_REPLY"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inbound.status().as_u16(), 202);
+    let group = "agent:main:webhook:group:ops";
+    let mut client_a = connect(&a).await;
+    let spawned = client_a
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": group, "tool": "sessions_spawn", "args": {"task": "@reply done"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spawned["result"]["status"], "accepted", "{spawned}");
+    // The child finished; its announce is in the outbox and failed at least once: A dies.
+    until(async || {
+        let list = client_a
+            .request("deliveries.list", json!({"sessionKey": group}))
+            .await
+            .unwrap();
+        list["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == "subagent-announce" && d["attempts"].as_u64() >= Some(1))
+            .cloned()
+    })
+    .await;
+    a.kill_9();
+
+    // The receiver comes back; B delivers the announce, once.
+    let posts: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = posts.clone();
+    let app = axum::Router::new().route(
+        "/inbox",
+        post(async move |body: String| {
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_str::<Value>(&body).unwrap());
+            "ok"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client_b = connect(&b).await;
+    let delivered = until(async || {
+        let list = client_b
+            .request(
+                "deliveries.list",
+                json!({"sessionKey": group, "status": "delivered"}),
+            )
+            .await
+            .unwrap();
+        list["deliveries"].as_array().unwrap().first().cloned()
+    })
+    .await;
+    assert_eq!(delivered["kind"], "subagent-announce");
+    // Once A's lease is over (10 s) B takes up A's sub-agent record too (every 3 s), and does
+    // not announce it a second time: a window for a wrong second announce, not a timing.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let received = posts.lock().unwrap().clone();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(
+        received[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Status: success\n")
+    );
+    let list = client_b
+        .request("deliveries.list", json!({"sessionKey": group}))
+        .await
+        .unwrap();
+    let announces = list["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "subagent-announce")
+        .count();
+    assert_eq!(announces, 1, "{list}");
     b.stop();
 }
 

@@ -46,6 +46,8 @@ use crate::store::{
 const BATCH: usize = 64;
 /// The longest the task sleeps without being woken.
 const IDLE_WAKE: Duration = Duration::from_secs(30);
+/// The same on a store other gateways share: what they enqueue wakes nobody here.
+const SHARED_IDLE_WAKE: Duration = Duration::from_secs(2);
 
 /// What to deliver, before it is a record.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,7 +229,11 @@ impl Outbox {
     /// is due (ms).
     fn start_due(self: &Arc<Self>, pending: Vec<DeliveryRecord>) -> i64 {
         let now = self.clock.now_ms();
-        let mut next = now.saturating_add(IDLE_WAKE.as_millis() as i64);
+        let idle = match self.store.shared() {
+            true => SHARED_IDLE_WAKE,
+            false => IDLE_WAKE,
+        };
+        let mut next = now.saturating_add(idle.as_millis() as i64);
         for record in pending {
             if record.next_attempt_at > now {
                 next = next.min(record.next_attempt_at);

@@ -17,6 +17,11 @@ pub(super) const LEASE_MS: i64 = 10_000;
 /// The database's clock in ms.
 const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
+/// The gateways alive: their heartbeat is younger than the lease.
+pub(super) fn live_gateways() -> String {
+    format!("SELECT id FROM gateways WHERE heartbeat_at > {DB_NOW} - {LEASE_MS}")
+}
+
 /// Which owners' work a claim takes: the gateways that stopped (and, at a start, this gateway's
 /// own from its last process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +35,7 @@ pub(super) enum Whose {
 impl Whose {
     /// The SQL condition on `owner` ($1 is this gateway).
     fn condition(self) -> String {
-        let dead = format!(
-            "(owner IS NULL OR owner NOT IN (SELECT id FROM gateways WHERE heartbeat_at > {DB_NOW} - {LEASE_MS}))"
-        );
+        let dead = format!("(owner IS NULL OR owner NOT IN ({}))", live_gateways());
         match self {
             Self::OwnAndOrphaned => format!("(owner = $1 OR {dead})"),
             Self::Orphaned => format!("(owner <> $1 AND {dead})"),

@@ -156,18 +156,35 @@ impl PgStore {
 
     /// Runs `f` in a transaction with the time of the write, and commits; a transaction that
     /// loses to a concurrent one ([`StoreError::Busy`]) is run again.
+    ///
+    /// The write starts at once, on a task of its own, and commits even when the caller stops
+    /// waiting for it (a run cut off by an abort): as on SQLite, what was sent to the store
+    /// lands whole, and the caller's record of what it sent stays true.
     fn write<'s, T, F>(&'s self, f: F) -> StoreFuture<'s, T>
     where
-        T: Send + 's,
-        F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 's,
+        T: Send + 'static,
+        F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 'static,
     {
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move { Self::transact(&inner, f).await });
         Box::pin(async move {
+            task.await
+                .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
+        })
+    }
+
+    /// Runs `f` in a transaction and commits, again while it loses to a concurrent one.
+    async fn transact<T, F>(inner: &Inner, f: F) -> Result<T, StoreError>
+    where
+        F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T>,
+    {
+        {
             let mut tries = 0;
             loop {
                 tries += 1;
-                let mut conn = self.inner.pool.get().await?;
+                let mut conn = inner.pool.get().await?;
                 let db = conn.begin().await?;
-                let now = self.inner.clock.now_ms();
+                let now = inner.clock.now_ms();
                 let result = match f(&db, now).await {
                     Ok(value) => db.commit().await.map(|()| value),
                     // Dropping the transaction rolls it back.
@@ -185,7 +202,7 @@ impl PgStore {
                     other => return other,
                 }
             }
-        })
+        }
     }
 }
 

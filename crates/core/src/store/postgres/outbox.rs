@@ -11,6 +11,8 @@ use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate
 const COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
     account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
     updated_at, delivered_at, source_key, parts_sent";
+/// How many columns [`COLUMNS`] names (a query's extra column comes after them).
+const COLUMN_COUNT: usize = 19;
 
 /// A stored count as a `u32` (a negative or oversized value is clamped, as SQLite's store does).
 fn count(row: &Row, i: usize) -> Result<u32, StoreError> {
@@ -119,11 +121,14 @@ pub(super) async fn claim(
     lease: i64,
 ) -> Result<Vec<DeliveryRecord>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // A claim of a gateway that stopped is void: its deliveries go on at once.
     let claim = format!(
         "UPDATE deliveries SET claimed_by = $1, claimed_until = $2 + $3 WHERE id IN \
          (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= $2 \
-          AND (claimed_until IS NULL OR claimed_until < $2 OR claimed_by = $1) \
-          ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}"
+          AND (claimed_until IS NULL OR claimed_until < $2 OR claimed_by = $1 \
+               OR claimed_by NOT IN ({})) \
+          ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}",
+        super::cluster::live_gateways()
     );
     let mut due: Vec<DeliveryRecord> = db
         .query(&claim, &[&db.gateway(), &now, &lease, &limit])
@@ -132,15 +137,26 @@ pub(super) async fn claim(
         .map(from_row)
         .collect::<Result<_, _>>()?;
     due.sort_by(|a, b| (a.next_attempt_at, &a.id).cmp(&(b.next_attempt_at, &b.id)));
+    // One another gateway holds is answered as due a little later, when this gateway looks
+    // again (and attempts it, should that gateway have stopped).
     let later = format!(
-        "SELECT {COLUMNS} FROM deliveries WHERE status = 'pending' AND next_attempt_at > $1 \
-         ORDER BY next_attempt_at, id LIMIT $2"
+        "SELECT {COLUMNS}, CASE WHEN next_attempt_at > $1 THEN next_attempt_at ELSE $1 + $3 END AS wake \
+         FROM deliveries WHERE status = 'pending' \
+         AND (next_attempt_at > $1 OR (claimed_until >= $1 AND claimed_by <> $4)) \
+         ORDER BY wake, id LIMIT $2"
     );
-    for row in db.query(&later, &[&now, &limit]).await? {
-        due.push(from_row(&row)?);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&now, &limit, &HELD_RECHECK_MS, &db.gateway()];
+    for row in db.query(&later, &params).await? {
+        let mut record = from_row(&row)?;
+        record.next_attempt_at = col(&row, COLUMN_COUNT)?;
+        due.push(record);
     }
     Ok(due)
 }
+
+/// How soon a gateway looks again at a due delivery another gateway holds.
+const HELD_RECHECK_MS: i64 = 3_000;
 
 pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<DeliveryRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM deliveries WHERE id = $1");

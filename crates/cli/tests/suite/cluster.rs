@@ -7,10 +7,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::routing::post;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
@@ -264,19 +262,7 @@ async fn a_gateway_killed_between_a_childs_end_and_its_announce_has_it_announced
     a.kill_9();
 
     // The receiver comes back; B delivers the announce, once.
-    let posts: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = posts.clone();
-    let app = axum::Router::new().route(
-        "/inbox",
-        post(async move |body: String| {
-            seen.lock()
-                .unwrap()
-                .push(serde_json::from_str::<Value>(&body).unwrap());
-            "ok"
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let posts = super::process::webhook_receiver(addr).await;
     let mut client_b = connect(&b).await;
     let delivered = until(async || {
         let list = client_b

@@ -169,3 +169,23 @@ pub async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
     }
     panic!("the expected state never came");
 }
+
+/// A webhook channel's receiver on `addr` (`POST /inbox`): the bodies it was sent, in order.
+pub async fn webhook_receiver(
+    addr: std::net::SocketAddr,
+) -> std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> {
+    let posts: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> = Default::default();
+    let seen = posts.clone();
+    let app = axum::Router::new().route(
+        "/inbox",
+        axum::routing::post(async move |body: String| {
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_str::<serde_json::Value>(&body).unwrap());
+            "ok"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    posts
+}

@@ -1,10 +1,8 @@
 //! `kill -9` around a sub-agent's announce (SPEC §7.4): the announce is durable, resumes after a
 //! restart and is delivered exactly once.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::routing::post;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
@@ -136,19 +134,7 @@ async fn kill_9_before_the_announce_was_delivered_delivers_it_once_after_the_res
     .await;
     gateway.kill_9();
 
-    let posts: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = posts.clone();
-    let app = axum::Router::new().route(
-        "/inbox",
-        post(async move |body: String| {
-            seen.lock()
-                .unwrap()
-                .push(serde_json::from_str::<Value>(&body).unwrap());
-            "ok"
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let posts = super::process::webhook_receiver(addr).await;
 
     let gateway = GatewayProcess::start(home.path());
     let mut client = connect(&gateway).await;

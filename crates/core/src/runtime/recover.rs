@@ -51,6 +51,8 @@ impl Runtime {
                 }
             }
         }
+        // (A failure above fails the whole take-up: at a start the open fails and is retried
+        // whole; for a stopped gateway's runs the claim stays this gateway's, see scale-out.md.)
         for (record, input) in queued {
             let request = queue::request_of(&record, &input);
             self.admit(request, record, input.message);
@@ -81,6 +83,9 @@ impl Runtime {
     async fn end_interrupted(&self, mut record: RunRecord) -> CoreResult<()> {
         let started = record.status == RunStatus::Running;
         let key = record.session_key.clone();
+        // A gateway that stopped let go of its session: another run may hold it now. Its
+        // transcript is closed while no run of any gateway writes to it.
+        let _held = self.store().lock_session(&key).await?;
         record.status = RunStatus::Aborted;
         record.ended_at = Some(self.now_ms());
         // A run that never started was not cut off by the stop: its input was lost (a database

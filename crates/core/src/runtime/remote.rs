@@ -50,7 +50,11 @@ pub(super) fn encode(origin: &str, event: &RunEvent) -> String {
         // The result is read from the store where it arrives: it may be long.
         RunEventData::Ended { .. } => json!({"t": "ended"}),
     };
-    json!({"from": origin, "runId": event.run_id.as_str(),
+    // PostgreSQL delivers one of two equal notifications sent together: the number keeps two
+    // equal deltas apart.
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    json!({"from": origin, "n": n, "runId": event.run_id.as_str(),
            "sessionKey": event.session_key.as_str(), "data": data})
     .to_string()
 }

@@ -90,11 +90,18 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         lease = rt.inner.lanes.lease(request.lane) => Some(lease),
     };
     // Runs of one session never overlap, on any gateway sharing the store; an abort while
-    // waiting ends the run as one aborted while queued.
+    // waiting ends the run as one aborted while queued, a shutdown leaves it queued, and a
+    // store that cannot lock fails the run (it never runs unlocked).
+    let mut unlocked = None;
     let (lease, held) = match lease {
         Some(lease) => match hold_session(rt, &key, &cancel).await {
-            Some(held) => (Some(lease), held),
-            None => (None, None),
+            Hold::Held(held) => (Some(lease), held),
+            Hold::Aborted => (None, None),
+            Hold::Closing => return rt.forget(&record),
+            Hold::Failed(e) => {
+                unlocked = Some(e);
+                (Some(lease), None)
+            }
         },
         None => (None, None),
     };
@@ -115,6 +122,12 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     }
     start.push(WriteOp::PutRun(record.clone()));
     let started = rt.store().write_batch(start).await.map(|_| ());
+    let started = match unlocked {
+        Some(e) => Err(crate::store::StoreError::Backend(format!(
+            "could not lock the session against other gateways: {e}"
+        ))),
+        None => started,
+    };
     let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
@@ -148,21 +161,45 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     drop(held);
 }
 
-/// Waits until no other gateway runs the session (a shared store; at once otherwise) and
-/// answers what keeps it so; `None` when the run was aborted meanwhile. A store that cannot
-/// lock is logged and the run goes on: its writes will say what is wrong.
+/// What waiting for a session's lock came to.
+enum Hold {
+    /// The session is this run's (with the lock a shared store gave).
+    Held(Option<crate::store::SessionLock>),
+    /// Aborted while waiting.
+    Aborted,
+    /// Shutdown began while waiting: the run stays queued.
+    Closing,
+    /// The store could not lock (tried three times).
+    Failed(crate::store::StoreError),
+}
+
+/// Waits until no other gateway runs the session (a shared store; at once otherwise).
 async fn hold_session(
     rt: &Runtime,
     key: &SessionKey,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Option<Option<crate::store::SessionLock>> {
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => None,
-        held = rt.store().lock_session(key) => Some(held.unwrap_or_else(|e| {
-            tracing::warn!(session = %key, error = %e, "could not lock the session across gateways");
-            None
-        })),
+) -> Hold {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        // The lock first: a store of this gateway's alone answers at once, as before locks.
+        let outcome = tokio::select! {
+            biased;
+            held = rt.store().lock_session(key) => held,
+            () = rt.inner.closing.cancelled(), if !cancel.is_cancelled() => return Hold::Closing,
+            () = cancel.cancelled() => return match rt.inner.abort_all.is_cancelled() {
+                true => Hold::Closing,
+                false => Hold::Aborted,
+            },
+        };
+        match outcome {
+            Ok(held) => return Hold::Held(held),
+            Err(e) if tries >= 3 => return Hold::Failed(e),
+            Err(e) => {
+                tracing::warn!(session = %key, error = %e, "could not lock the session across gateways; trying again");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
     }
 }
 

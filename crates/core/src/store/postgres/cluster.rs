@@ -15,7 +15,7 @@ pub(super) const HEARTBEAT: Duration = Duration::from_secs(2);
 pub(super) const LEASE_MS: i64 = 10_000;
 
 /// The database's clock in ms.
-const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// The gateways alive: their heartbeat is younger than the lease.
 pub(super) fn live_gateways() -> String {
@@ -45,12 +45,16 @@ impl Whose {
 
 /// Registers the gateway (or renews it), saying it is alive now.
 pub(super) async fn heartbeat(db: &Db<'_>) -> Result<(), StoreError> {
-    let sql = format!(
+    db.execute(&heartbeat_sql(), &[&db.gateway()]).await?;
+    Ok(())
+}
+
+/// The heartbeat's statement (`$1`: the gateway).
+pub(super) fn heartbeat_sql() -> String {
+    format!(
         "INSERT INTO gateways (id, started_at, heartbeat_at) VALUES ($1, {DB_NOW}, {DB_NOW}) \
          ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
-    );
-    db.execute(&sql, &[&db.gateway()]).await?;
-    Ok(())
+    )
 }
 
 /// The gateway stops: its row goes, so the others take up its queued work at once.

@@ -49,6 +49,11 @@ impl Pool {
         }
     }
 
+    /// The gateway the pool works for.
+    pub(super) fn gateway(&self) -> &str {
+        &self.gateway
+    }
+
     /// An idle connection, or a new one.
     pub(super) async fn get(&self) -> Result<Pooled<'_>, StoreError> {
         let permit = self

@@ -78,6 +78,8 @@ struct Inner {
     /// Connections that held a session lock, kept for the next.
     lockers: Mutex<Vec<Conn>>,
     bus: OnceLock<Arc<bus::PgBus>>,
+    /// The heartbeat task: waited for at close, so no beat lands after the goodbye.
+    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl PgStore {
@@ -106,11 +108,15 @@ impl PgStore {
                 stop: CancellationToken::new(),
                 lockers: Mutex::new(Vec::new()),
                 bus: OnceLock::new(),
+                heartbeat: Mutex::new(None),
             }),
         };
         let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
         let _ = store.inner.bus.set(bus);
-        tokio::spawn(heartbeats(store.inner.clone()));
+        let beats = tokio::spawn(heartbeats(store.inner.clone()));
+        if let Ok(mut heartbeat) = store.inner.heartbeat.lock() {
+            *heartbeat = Some(beats);
+        }
         Ok(store)
     }
 
@@ -121,6 +127,10 @@ impl PgStore {
             return;
         }
         self.inner.stop.cancel();
+        let beats = self.inner.heartbeat.lock().ok().and_then(|mut h| h.take());
+        if let Some(beats) = beats {
+            let _ = beats.await;
+        }
         if let Ok(mut conn) = self.inner.pool.get().await
             && let Ok(db) = conn.db()
             && let Err(e) = cluster::retire(&db).await
@@ -568,18 +578,28 @@ impl Store for PgStore {
 }
 
 /// Says the gateway is alive every [`cluster::HEARTBEAT`] until the store closes.
+/// On a connection of its own (a busy pool must not delay it past the lease), made again
+/// when it breaks.
 async fn heartbeats(inner: Arc<Inner>) {
+    let mut own: Option<Conn> = None;
     loop {
         tokio::select! {
             () = tokio::time::sleep(cluster::HEARTBEAT) => {}
             () = inner.stop.cancelled() => return,
         }
-        let beat = async {
-            let mut conn = inner.pool.get().await?;
-            cluster::heartbeat(&conn.db()?).await
+        if own.as_ref().is_none_or(Conn::is_closed) {
+            own = inner.pool.connect().await.ok();
+        }
+        let beat = match &own {
+            Some(conn) => {
+                conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway()])
+                    .await
+            }
+            None => Err(StoreError::Backend("no connection to the database".into())),
         };
-        if let Err(e) = beat.await {
+        if let Err(e) = beat {
             tracing::warn!(error = %e, "could not renew this gateway's heartbeat");
+            own = None;
         }
     }
 }

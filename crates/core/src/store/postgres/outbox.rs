@@ -121,11 +121,13 @@ pub(super) async fn claim(
     lease: i64,
 ) -> Result<Vec<DeliveryRecord>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    // A claim of a gateway that stopped is void: its deliveries go on at once.
+    // A claim of a gateway that stopped is void: its deliveries go on at once. Claims are
+    // timed by the database's clock, so gateways whose clocks disagree never both hold one.
+    let db_now = super::cluster::DB_NOW;
     let claim = format!(
-        "UPDATE deliveries SET claimed_by = $1, claimed_until = $2 + $3 WHERE id IN \
+        "UPDATE deliveries SET claimed_by = $1, claimed_until = {db_now} + $3 WHERE id IN \
          (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= $2 \
-          AND (claimed_until IS NULL OR claimed_until < $2 OR claimed_by = $1 \
+          AND (claimed_until IS NULL OR claimed_until < {db_now} OR claimed_by = $1 \
                OR claimed_by NOT IN ({})) \
           ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {COLUMNS}",
         super::cluster::live_gateways()
@@ -142,7 +144,7 @@ pub(super) async fn claim(
     let later = format!(
         "SELECT {COLUMNS}, CASE WHEN next_attempt_at > $1 THEN next_attempt_at ELSE $1 + $3 END AS wake \
          FROM deliveries WHERE status = 'pending' \
-         AND (next_attempt_at > $1 OR (claimed_until >= $1 AND claimed_by <> $4)) \
+         AND (next_attempt_at > $1 OR (claimed_until >= {db_now} AND claimed_by <> $4)) \
          ORDER BY wake, id LIMIT $2"
     );
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =

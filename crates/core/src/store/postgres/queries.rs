@@ -21,11 +21,15 @@ pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEn
         .transpose()
 }
 
-/// The entry, its rows locked until the transaction ends.
+/// The entry, its session row locked until the transaction ends. The lock is taken on the
+/// session alone first, then the entry read: a join locked at once could miss a row a
+/// concurrent reset moved to a new transcript, and answer "not found".
 async fn lock_entry(db: &Db<'_>, key: &str) -> Result<SessionEntry, StoreError> {
-    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = $1 FOR UPDATE");
-    match db.query_opt(&sql, &[&key]).await? {
-        Some(row) => entry_from_row(&row),
+    let locked = db
+        .query_opt("SELECT 1 FROM sessions WHERE key = $1 FOR UPDATE", &[&key])
+        .await?;
+    match locked {
+        Some(_) => get_entry(db, key).await?.ok_or_else(|| not_found(key)),
         None => Err(not_found(key)),
     }
 }

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 use switchboard_testkit::postgres::{TestDatabase, database, not_run};
 
-use super::process::{GatewayProcess, until};
+use super::process::{
+    GatewayProcess, WEBHOOK_GROUP, announce_failed_once, down_webhook, spawn_from_webhook_group,
+    until,
+};
 
 /// The database for `test`, or `None` after saying why it cannot run.
 fn shared_database(test: &str) -> Option<TestDatabase> {
@@ -215,50 +218,16 @@ async fn a_gateway_killed_between_a_childs_end_and_its_announce_has_it_announced
         return;
     };
     // The requester is a webhook group whose receiver is down: the announce waits in the outbox.
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = socket.local_addr().unwrap();
-    drop(socket);
-    let webhook = json!({
-        "channels": {"webhook": {"enabled": true, "accounts": {"acme": {
-            "url": format!("http://{addr}/inbox"), "token": "acme-secret"}}}},
-        "delivery": {"retryInitialMs": 100, "retryMaxMs": 300, "maxAttempts": 100},
-    });
+    let (addr, webhook) = down_webhook();
     let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = gateway_with(&db, home_a.path(), &webhook);
     let b = gateway_with(&db, home_b.path(), &webhook);
-    let http = switchboard_core::http_client(Duration::from_secs(30)).unwrap();
-    let inbound = http
-        .post(format!("{}/channels/webhook/acme", a.url.replace("ws://", "http://")))
-        .bearer_auth("acme-secret")
-        .json(&json!({"from": "ana", "chatType": "group", "chatId": "ops", "text": "@reply NO_REPLY"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(inbound.status().as_u16(), 202);
-    let group = "agent:main:webhook:group:ops";
+    let group = WEBHOOK_GROUP;
     let mut client_a = connect(&a).await;
-    let spawned = client_a
-        .request(
-            "tools.invoke",
-            json!({"sessionKey": group, "tool": "sessions_spawn", "args": {"task": "@reply done"}}),
-        )
-        .await
-        .unwrap();
+    let spawned = spawn_from_webhook_group(&a, &mut client_a).await;
     assert_eq!(spawned["result"]["status"], "accepted", "{spawned}");
     // The child finished; its announce is in the outbox and failed at least once: A dies.
-    until(async || {
-        let list = client_a
-            .request("deliveries.list", json!({"sessionKey": group}))
-            .await
-            .unwrap();
-        list["deliveries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["kind"] == "subagent-announce" && d["attempts"].as_u64() >= Some(1))
-            .cloned()
-    })
-    .await;
+    announce_failed_once(&mut client_a).await;
     a.kill_9();
 
     // The receiver comes back; B delivers the announce, once.

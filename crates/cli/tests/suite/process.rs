@@ -189,3 +189,71 @@ pub async fn webhook_receiver(
     tokio::spawn(async move { axum::serve(listener, app).await });
     posts
 }
+
+/// The webhook group whose announces the delivery tests hold back: its session key.
+pub const WEBHOOK_GROUP: &str = "agent:main:webhook:group:ops";
+
+/// A webhook receiver that is down: a free loopback address nobody listens on yet (see
+/// [`webhook_receiver`]), and the settings pointing the channel's account `acme` at it with
+/// fast retries.
+pub fn down_webhook() -> (std::net::SocketAddr, serde_json::Value) {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    drop(socket);
+    let settings = serde_json::json!({
+        "channels": {"webhook": {"enabled": true, "accounts": {"acme": {
+            "url": format!("http://{addr}/inbox"), "token": "acme-secret"}}}},
+        "delivery": {"retryInitialMs": 100, "retryMaxMs": 300, "maxAttempts": 100},
+    });
+    (addr, settings)
+}
+
+/// A message to the webhook group through `gateway` (so its session exists), then a sub-agent
+/// spawned from it: answers the spawn's answer.
+pub async fn spawn_from_webhook_group(
+    gateway: &GatewayProcess,
+    client: &mut switchboard_server::client::GatewayClient,
+) -> serde_json::Value {
+    let base = gateway.url.replace("ws://", "http://");
+    let http = switchboard_core::http_client(std::time::Duration::from_secs(30)).unwrap();
+    let inbound = http
+        .post(format!("{base}/channels/webhook/acme"))
+        .bearer_auth("acme-secret")
+        .json(&serde_json::json!({"from": "ana", "chatType": "group", "chatId": "ops", "text": "@reply NO_REPLY"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inbound.status().as_u16(), 202);
+    client
+        .request(
+            "tools.invoke",
+            serde_json::json!({"sessionKey": WEBHOOK_GROUP, "tool": "sessions_spawn",
+                               "args": {"task": "@reply done"}}),
+        )
+        .await
+        .unwrap()
+}
+
+/// Waits until the webhook group's sub-agent announce is pending after a failed attempt.
+pub async fn announce_failed_once(client: &mut switchboard_server::client::GatewayClient) {
+    until(async || {
+        let list = client
+            .request(
+                "deliveries.list",
+                serde_json::json!({"sessionKey": WEBHOOK_GROUP}),
+            )
+            .await
+            .unwrap();
+        list["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| {
+                d["kind"] == "subagent-announce"
+                    && d["status"] == "pending"
+                    && d["attempts"].as_u64() >= Some(1)
+            })
+            .cloned()
+    })
+    .await;
+}

@@ -1,13 +1,14 @@
 //! `kill -9` around a sub-agent's announce (SPEC §7.4): the announce is durable, resumes after a
 //! restart and is delivered exactly once.
 
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
-use super::process::{GatewayProcess, until};
+use super::process::{
+    GatewayProcess, WEBHOOK_GROUP, announce_failed_once, down_webhook, spawn_from_webhook_group,
+    until,
+};
 
 async fn connect(gateway: &GatewayProcess) -> GatewayClient {
     GatewayClient::connect(&gateway.url, Some(&gateway.token))
@@ -80,58 +81,19 @@ async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_before_the_announce_was_delivered_delivers_it_once_after_the_restart() {
     // The requester is a webhook group whose receiver is down: the announce waits in the outbox.
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = socket.local_addr().unwrap();
-    drop(socket);
+    let (addr, config) = down_webhook();
     let home = tempfile::tempdir().unwrap();
-    let config = json!({
-        "channels": {"webhook": {"enabled": true, "accounts": {"acme": {
-            "url": format!("http://{addr}/inbox"), "token": "acme-secret"}}}},
-        "delivery": {"retryInitialMs": 100, "retryMaxMs": 300, "maxAttempts": 100},
-    });
     std::fs::write(home.path().join("config.json5"), config.to_string()).unwrap();
     let gateway = GatewayProcess::start(home.path());
-    let base = gateway.url.replace("ws://", "http://");
-    let http = switchboard_core::http_client(Duration::from_secs(30)).unwrap();
-    let inbound = http
-        .post(format!("{base}/channels/webhook/acme"))
-        .bearer_auth("acme-secret")
-        .json(&json!({"from": "ana", "chatType": "group", "chatId": "ops", "text": "@reply NO_REPLY"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(inbound.status().as_u16(), 202);
-    let group = "agent:main:webhook:group:ops";
+    let group = WEBHOOK_GROUP;
     let mut client = connect(&gateway).await;
-    let spawned = client
-        .request(
-            "tools.invoke",
-            json!({"sessionKey": group, "tool": "sessions_spawn", "args": {"task": "@reply done"}}),
-        )
-        .await
-        .unwrap();
+    let spawned = spawn_from_webhook_group(&gateway, &mut client).await;
     let child = spawned["result"]["childSessionKey"]
         .as_str()
         .unwrap()
         .to_string();
     // The child finished and its announce failed at least once against the dead receiver.
-    until(async || {
-        let list = client
-            .request("deliveries.list", json!({"sessionKey": group}))
-            .await
-            .unwrap();
-        list["deliveries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| {
-                d["kind"] == "subagent-announce"
-                    && d["status"] == "pending"
-                    && d["attempts"].as_u64() >= Some(1)
-            })
-            .cloned()
-    })
-    .await;
+    announce_failed_once(&mut client).await;
     gateway.kill_9();
 
     let posts = super::process::webhook_receiver(addr).await;

@@ -17,7 +17,7 @@ use crate::store::Bus;
 /// The channel every gateway listens on.
 const CHANNEL: &str = "switchboard";
 /// PostgreSQL refuses a notification payload of 8000 bytes or more.
-pub(super) const MAX_PAYLOAD: usize = 7_900;
+const MAX_PAYLOAD: usize = 7_900;
 /// Received messages buffered per subscriber.
 const BUFFER: usize = 4096;
 

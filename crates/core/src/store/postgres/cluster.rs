@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::db::Db;
 use super::schema::{RUN_COLUMNS, get, run_from_row};
-use crate::store::{ExchangeRecord, RunInput, RunRecord, StoreError, SubagentRecord};
+use crate::store::{RunInput, RunRecord, StoreError};
 
 /// How often a gateway says it is alive.
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -34,7 +34,7 @@ pub(super) enum Whose {
 
 impl Whose {
     /// The SQL condition on `owner` ($1 is this gateway).
-    fn condition(self) -> String {
+    pub(super) fn condition(self) -> String {
         let dead = format!("(owner IS NULL OR owner NOT IN ({}))", live_gateways());
         match self {
             Self::OwnAndOrphaned => format!("(owner = $1 OR {dead})"),
@@ -94,38 +94,4 @@ pub(super) async fn claim_runs(
         .into_iter()
         .map(|(_, run, input)| (run, input))
         .collect())
-}
-
-/// Claims the sub-agents of `whose` whose announce or cleanup is not finished, oldest first.
-pub(super) async fn claim_subagents(
-    db: &Db<'_>,
-    whose: Whose,
-) -> Result<Vec<SubagentRecord>, StoreError> {
-    let mut claimed = super::subagents::claim(db, &whose.condition()).await?;
-    claimed.sort_by(|a, b| {
-        (a.created_at, a.child_key.as_str()).cmp(&(b.created_at, b.child_key.as_str()))
-    });
-    Ok(claimed)
-}
-
-/// Claims the exchanges of `whose` that are not done nor failed, oldest first.
-pub(super) async fn claim_exchanges(
-    db: &Db<'_>,
-    whose: Whose,
-) -> Result<Vec<ExchangeRecord>, StoreError> {
-    let mut claimed = super::exchanges::claim(db, &whose.condition()).await?;
-    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    Ok(claimed)
-}
-
-/// Claims up to `limit` pending deliveries due by `now` that no live claim holds, for `lease`
-/// ms, and answers them with the soonest not yet due (unclaimed: they only say when to look
-/// again).
-pub(super) async fn claim_deliveries(
-    db: &Db<'_>,
-    limit: usize,
-    now: i64,
-    lease: i64,
-) -> Result<Vec<crate::store::DeliveryRecord>, StoreError> {
-    super::outbox::claim(db, limit, now, lease).await
 }

@@ -2,6 +2,7 @@
 
 use tokio_postgres::Row;
 
+use super::cluster::Whose;
 use super::db::Db;
 use super::schema::get as col;
 use crate::ids::RunId;
@@ -93,17 +94,21 @@ pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>,
         .transpose()
 }
 
-/// Takes over the unfinished exchanges whose `owner` meets `condition` (`$1`: this gateway).
-pub(super) async fn claim(db: &Db<'_>, condition: &str) -> Result<Vec<ExchangeRecord>, StoreError> {
+/// Takes over the exchanges of `whose` that are not done nor failed, oldest first.
+pub(super) async fn claim(db: &Db<'_>, whose: Whose) -> Result<Vec<ExchangeRecord>, StoreError> {
     let sql = format!(
-        "UPDATE exchanges SET owner = $1 WHERE state NOT IN ('done', 'failed') AND {condition} \
-         RETURNING {COLUMNS}"
+        "UPDATE exchanges SET owner = $1 WHERE state NOT IN ('done', 'failed') AND {} \
+         RETURNING {COLUMNS}",
+        whose.condition()
     );
-    db.query(&sql, &[&db.gateway()])
+    let mut claimed = db
+        .query(&sql, &[&db.gateway()])
         .await?
         .iter()
         .map(from_row)
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(claimed)
 }
 
 pub(super) async fn list(

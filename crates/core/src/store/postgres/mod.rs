@@ -188,29 +188,23 @@ impl PgStore {
     where
         F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T>,
     {
-        {
-            let mut tries = 0;
-            loop {
-                tries += 1;
-                let mut conn = inner.pool.get().await?;
-                let db = conn.begin().await?;
-                let now = inner.clock.now_ms();
-                let result = match f(&db, now).await {
-                    Ok(value) => db.commit().await.map(|()| value),
-                    // Dropping the transaction rolls it back.
-                    Err(e) => Err(e),
-                };
-                match result {
-                    Err(StoreError::Busy(why)) if tries < MAX_TRIES => {
-                        tracing::debug!(
-                            tries,
-                            why,
-                            "a write lost to a concurrent one; trying again"
-                        );
-                        tokio::time::sleep(Duration::from_millis(u64::from(tries) * 5)).await;
-                    }
-                    other => return other,
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut conn = inner.pool.get().await?;
+            let db = conn.begin().await?;
+            let now = inner.clock.now_ms();
+            let result = match f(&db, now).await {
+                Ok(value) => db.commit().await.map(|()| value),
+                // Dropping the transaction rolls it back.
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(StoreError::Busy(why)) if tries < MAX_TRIES => {
+                    tracing::debug!(tries, why, "a write lost to a concurrent one; trying again");
+                    tokio::time::sleep(Duration::from_millis(u64::from(tries) * 5)).await;
                 }
+                other => return other,
             }
         }
     }
@@ -234,8 +228,8 @@ impl Store for PgStore {
             Box::pin(async move {
                 Ok(Orphans {
                     runs: cluster::claim_runs(db, Whose::Orphaned).await?,
-                    subagents: cluster::claim_subagents(db, Whose::Orphaned).await?,
-                    exchanges: cluster::claim_exchanges(db, Whose::Orphaned).await?,
+                    subagents: subagents::claim(db, Whose::Orphaned).await?,
+                    exchanges: exchanges::claim(db, Whose::Orphaned).await?,
                 })
             })
         })
@@ -413,9 +407,7 @@ impl Store for PgStore {
     }
 
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.write(move |db, now| {
-            Box::pin(cluster::claim_deliveries(db, limit, now, DELIVERY_LEASE_MS))
-        })
+        self.write(move |db, now| Box::pin(outbox::claim(db, limit, now, DELIVERY_LEASE_MS)))
     }
 
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
@@ -457,7 +449,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.write(|db, _| Box::pin(cluster::claim_subagents(db, Whose::OwnAndOrphaned)))
+        self.write(|db, _| Box::pin(subagents::claim(db, Whose::OwnAndOrphaned)))
     }
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
@@ -477,7 +469,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.write(|db, _| Box::pin(cluster::claim_exchanges(db, Whose::OwnAndOrphaned)))
+        self.write(|db, _| Box::pin(exchanges::claim(db, Whose::OwnAndOrphaned)))
     }
 
     fn list_exchanges(

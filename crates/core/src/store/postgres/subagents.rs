@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Row;
 
+use super::cluster::Whose;
 use super::db::Db;
 use super::schema::get as col;
 use crate::ids::RunId;
@@ -104,16 +105,22 @@ pub(super) async fn get_many(
         .collect())
 }
 
-/// Takes over the unfinished records whose `owner` meets `condition` (`$1`: this gateway).
-pub(super) async fn claim(db: &Db<'_>, condition: &str) -> Result<Vec<SubagentRecord>, StoreError> {
+/// Takes over the records of `whose` whose announce or cleanup is not finished, oldest first.
+pub(super) async fn claim(db: &Db<'_>, whose: Whose) -> Result<Vec<SubagentRecord>, StoreError> {
     let sql = format!(
-        "UPDATE subagents SET owner = $1 WHERE state != 'done' AND {condition} RETURNING {COLUMNS}"
+        "UPDATE subagents SET owner = $1 WHERE state != 'done' AND {} RETURNING {COLUMNS}",
+        whose.condition()
     );
-    db.query(&sql, &[&db.gateway()])
+    let mut claimed = db
+        .query(&sql, &[&db.gateway()])
         .await?
         .iter()
         .map(from_row)
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    claimed.sort_by(|a, b| {
+        (a.created_at, a.child_key.as_str()).cmp(&(b.created_at, b.child_key.as_str()))
+    });
+    Ok(claimed)
 }
 
 pub(super) async fn to_archive(db: &Db<'_>, now: i64) -> Result<Vec<SubagentRecord>, StoreError> {

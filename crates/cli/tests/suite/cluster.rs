@@ -15,8 +15,8 @@ use switchboard_server::client::GatewayClient;
 use switchboard_testkit::postgres::{TestDatabase, database, not_run};
 
 use super::process::{
-    GatewayProcess, WEBHOOK_GROUP, announce_failed_once, down_webhook, spawn_from_webhook_group,
-    until,
+    GatewayProcess, WEBHOOK_GROUP, announce_failed_once, down_webhook, first_delivered,
+    spawn_from_webhook_group, until,
 };
 
 /// The database for `test`, or `None` after saying why it cannot run.
@@ -233,17 +233,7 @@ async fn a_gateway_killed_between_a_childs_end_and_its_announce_has_it_announced
     // The receiver comes back; B delivers the announce, once.
     let posts = super::process::webhook_receiver(addr).await;
     let mut client_b = connect(&b).await;
-    let delivered = until(async || {
-        let list = client_b
-            .request(
-                "deliveries.list",
-                json!({"sessionKey": group, "status": "delivered"}),
-            )
-            .await
-            .unwrap();
-        list["deliveries"].as_array().unwrap().first().cloned()
-    })
-    .await;
+    let delivered = first_delivered(&mut client_b).await;
     assert_eq!(delivered["kind"], "subagent-announce");
     // Once A's lease is over (10 s) B takes up A's sub-agent record too (every 3 s), and does
     // not announce it a second time: a window for a wrong second announce, not a timing.

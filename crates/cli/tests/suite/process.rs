@@ -257,3 +257,20 @@ pub async fn announce_failed_once(client: &mut switchboard_server::client::Gatew
     })
     .await;
 }
+
+/// Waits until the webhook group has a delivered delivery; answers the first.
+pub async fn first_delivered(
+    client: &mut switchboard_server::client::GatewayClient,
+) -> serde_json::Value {
+    until(async || {
+        let list = client
+            .request(
+                "deliveries.list",
+                serde_json::json!({"sessionKey": WEBHOOK_GROUP, "status": "delivered"}),
+            )
+            .await
+            .unwrap();
+        list["deliveries"].as_array().unwrap().first().cloned()
+    })
+    .await
+}

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
 use super::process::{
-    GatewayProcess, WEBHOOK_GROUP, announce_failed_once, down_webhook, spawn_from_webhook_group,
+    GatewayProcess, announce_failed_once, down_webhook, first_delivered, spawn_from_webhook_group,
     until,
 };
 
@@ -85,7 +85,6 @@ async fn kill_9_before_the_announce_was_delivered_delivers_it_once_after_the_res
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.json5"), config.to_string()).unwrap();
     let gateway = GatewayProcess::start(home.path());
-    let group = WEBHOOK_GROUP;
     let mut client = connect(&gateway).await;
     let spawned = spawn_from_webhook_group(&gateway, &mut client).await;
     let child = spawned["result"]["childSessionKey"]
@@ -100,17 +99,7 @@ async fn kill_9_before_the_announce_was_delivered_delivers_it_once_after_the_res
 
     let gateway = GatewayProcess::start(home.path());
     let mut client = connect(&gateway).await;
-    let delivered = until(async || {
-        let list = client
-            .request(
-                "deliveries.list",
-                json!({"sessionKey": group, "status": "delivered"}),
-            )
-            .await
-            .unwrap();
-        list["deliveries"].as_array().unwrap().first().cloned()
-    })
-    .await;
+    let delivered = first_delivered(&mut client).await;
     assert_eq!(delivered["kind"], "subagent-announce");
     let received = posts.lock().unwrap().clone();
     assert_eq!(received.len(), 1, "{received:?}");

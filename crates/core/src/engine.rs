@@ -176,7 +176,7 @@ impl Engine {
         engine.subagents.start_sweeper();
         let engine = Arc::new(engine);
         engine.runtime.start_bus(engine.stop.clone());
-        if engine.store.shared() {
+        if engine.store.cluster().shared() {
             engine.tasks.spawn(adopt_orphans(engine.clone()));
         }
         Ok(engine)

@@ -21,8 +21,6 @@ use crate::store::StoreError;
 
 /// How long a job whose firing failed (the store refused the run) waits before its next try.
 const RETRY_MS: i64 = 5_000;
-/// On a store shared by several gateways, how often the jobs are read again at most.
-const SHARED_REREAD_MS: i64 = 2_000;
 
 impl Cron {
     /// Starts the scheduler unless `cron.enabled` is false; answers whether it runs. Calling it
@@ -83,9 +81,9 @@ impl Cron {
                 }
             };
             let mut next = next.unwrap_or(i64::MAX);
-            if self.store.shared() {
+            if let Some(every) = self.store.cluster().poll_every() {
                 // Jobs other gateways add or remove are seen within this long.
-                next = next.min(now.saturating_add(SHARED_REREAD_MS));
+                next = next.min(now.saturating_add(every.as_millis() as i64));
             }
             self.settled.send_replace(Settled { now, next, changes });
             tokio::select! {

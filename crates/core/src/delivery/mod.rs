@@ -46,8 +46,6 @@ use crate::store::{
 const BATCH: usize = 64;
 /// The longest the task sleeps without being woken.
 const IDLE_WAKE: Duration = Duration::from_secs(30);
-/// The same on a store other gateways share: what they enqueue wakes nobody here.
-const SHARED_IDLE_WAKE: Duration = Duration::from_secs(2);
 
 /// What to deliver, before it is a record.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +85,8 @@ pub struct OutboxParts {
 pub struct Outbox {
     config: Arc<Config>,
     store: Arc<dyn Store>,
+    /// Another gateway's deliveries are looked for as often as it says.
+    cluster: Arc<dyn crate::store::Cluster>,
     channels: Channels,
     resolver: Arc<Resolver>,
     clock: Arc<dyn Clock>,
@@ -101,6 +101,7 @@ impl Outbox {
     pub fn new(parts: OutboxParts) -> Arc<Self> {
         Arc::new(Self {
             config: parts.config,
+            cluster: parts.store.cluster(),
             store: parts.store,
             channels: parts.channels,
             resolver: parts.resolver,
@@ -229,10 +230,7 @@ impl Outbox {
     /// is due (ms).
     fn start_due(self: &Arc<Self>, pending: Vec<DeliveryRecord>) -> i64 {
         let now = self.clock.now_ms();
-        let idle = match self.store.shared() {
-            true => SHARED_IDLE_WAKE,
-            false => IDLE_WAKE,
-        };
+        let idle = self.cluster.poll_every().unwrap_or(IDLE_WAKE);
         let mut next = now.saturating_add(idle.as_millis() as i64);
         for record in pending {
             if record.next_attempt_at > now {

@@ -34,7 +34,7 @@ impl Runtime {
         run_id: Option<&RunId>,
     ) -> CoreResult<Vec<RunId>> {
         let aborted = self.abort_local(session_key, run_id).await?;
-        if !aborted.is_empty() || !self.inner.store.shared() {
+        if !aborted.is_empty() || !self.inner.cluster.shared() {
             return Ok(aborted);
         }
         self.publish_abort(session_key, run_id);

@@ -24,6 +24,7 @@ mod abort;
 pub mod compact;
 mod conversation;
 mod cut;
+mod fence;
 pub mod lanes;
 pub mod providers;
 mod queue;
@@ -252,6 +253,9 @@ pub struct Runtime {
 struct Inner {
     config: Arc<Config>,
     store: Arc<dyn Store>,
+    /// The gateways sharing the store: whose runs end elsewhere, under which epoch runs here
+    /// are held, whether this gateway may start one now.
+    cluster: Arc<dyn crate::store::Cluster>,
     providers: Arc<Providers>,
     clock: Arc<dyn Clock>,
     replies: Arc<dyn ReplyHandler>,
@@ -322,6 +326,7 @@ impl Runtime {
         Self {
             inner: Arc::new(Inner {
                 config: parts.config,
+                cluster: parts.store.cluster(),
                 store: parts.store,
                 providers: parts.providers,
                 clock: parts.clock,

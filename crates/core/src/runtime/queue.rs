@@ -82,6 +82,7 @@ impl Runtime {
             idempotency_key: request.idempotency_key.clone(),
             model: None,
             cost_usd: None,
+            epoch: self.inner.cluster.epoch(),
         };
         let message = request.message.take().map(|m| {
             TranscriptMessage::User(UserMessage {

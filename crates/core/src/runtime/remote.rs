@@ -220,7 +220,7 @@ impl Runtime {
             .unwrap_or(now + Duration::from_secs(365 * 86_400));
         // Only a shared store has runs that end elsewhere; here a stored live run is one a
         // shutdown left queued.
-        while !record.status.is_final() && self.inner.store.shared() {
+        while !record.status.is_final() && self.inner.cluster.shared() {
             let now = tokio::time::Instant::now();
             if now >= deadline {
                 break;

@@ -16,6 +16,7 @@ use switchboard_protocol::message::{
 use switchboard_protocol::sessions::Patch;
 
 use super::cut;
+use super::fence::{fence_of, fenced};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -122,6 +123,11 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     }
     start.push(WriteOp::PutRun(record.clone()));
     let started = rt.store().write_batch(start).await.map(|_| ());
+    if let Err(e) = &started
+        && super::fence::lost(&record, e)
+    {
+        return rt.forget(&record);
+    }
     let started = match unlocked {
         Some(e) => Err(crate::store::StoreError::Backend(format!(
             "could not lock the session against other gateways: {e}"
@@ -142,7 +148,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
             let timeout = request.timeout.unwrap_or(Duration::from_secs(
                 rt.config().agents.defaults.timeout_seconds,
             ));
-            let looped = run_loop(rt, &request, &record.run_id, lease, partial.clone());
+            let looped = run_loop(rt, &request, &record, lease, partial.clone());
             let stopped = tokio::select! {
                 ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
@@ -150,7 +156,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
             };
             match stopped {
                 Ok(ending) => ending,
-                Err((status, reason)) => keep_partial(rt, &key, &partial, status, reason).await,
+                Err((status, reason)) => keep_partial(rt, &record, &partial, status, reason).await,
             }
         }
     };
@@ -179,6 +185,13 @@ async fn hold_session(
     key: &SessionKey,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Hold {
+    // No run starts while another gateway may be taking this one's work.
+    if !super::fence::wait_leased(rt, cancel).await {
+        return match rt.inner.abort_all.is_cancelled() {
+            true => Hold::Closing,
+            false => Hold::Aborted,
+        };
+    }
     let mut tries = 0;
     loop {
         tries += 1;
@@ -241,6 +254,7 @@ async fn finish(
                 rt.inner.replies.committed(outcome);
             }
         }
+        Err(e) if super::fence::lost(&record, &e) => return rt.forget(&record),
         Err(e) => {
             // The session may have been deleted meanwhile; the run record alone must still land.
             let run_id = &record.run_id;
@@ -266,7 +280,7 @@ async fn finish(
 /// tool calls, an `aborted` message with what was streamed), and ends the run.
 async fn keep_partial(
     rt: &Runtime,
-    key: &SessionKey,
+    record: &crate::store::RunRecord,
     partial: &Mutex<Partial>,
     status: RunStatus,
     reason: String,
@@ -286,7 +300,16 @@ async fn keep_partial(
         model: &model,
     };
     let closing = cut::closing_messages(&unanswered, streamed, &reason, rt.now_ms());
-    if let Err(e) = rt.store().append(key, None, closing).await {
+    let closing = WriteOp::Append {
+        key: record.session_key.clone(),
+        create: None,
+        messages: closing,
+    };
+    if let Err(e) = rt
+        .store()
+        .write_batch(fenced(&fence_of(record), vec![closing]))
+        .await
+    {
         tracing::warn!(error = %e, "could not keep the partial reply");
     }
     Ending {
@@ -310,17 +333,19 @@ struct Turn<'a> {
     /// kept for the next run when the run ends well. A write from elsewhere in between (an
     /// announce) leaves a gap the window does not hold: then it is not kept.
     last_seq: Option<i64>,
+    /// Heads every write of the run: it commits only while the run is held here.
+    fence: WriteOp,
 }
 
 async fn run_loop(
     rt: &Runtime,
     request: &RunRequest,
-    run_id: &crate::ids::RunId,
+    record: &crate::store::RunRecord,
     lease: super::lanes::LeaseHolder,
     partial: Arc<Mutex<Partial>>,
 ) -> Ending {
     let (mut turn, mut model_request, session_id) =
-        match Turn::prepare(rt, request, run_id, lease, partial).await {
+        match Turn::prepare(rt, request, record, lease, partial).await {
             Ok(prepared) => prepared,
             Err(ending) => return ending,
         };
@@ -378,7 +403,7 @@ impl<'a> Turn<'a> {
     async fn prepare(
         rt: &'a Runtime,
         request: &'a RunRequest,
-        run_id: &crate::ids::RunId,
+        record: &crate::store::RunRecord,
         lease: super::lanes::LeaseHolder,
         partial: Arc<Mutex<Partial>>,
     ) -> Result<(Self, ModelRequest, String), Ending> {
@@ -412,7 +437,7 @@ impl<'a> Turn<'a> {
         let caller = Caller {
             session_key: key.clone(),
             agent_id: entry.agent_id.clone(),
-            run_id: run_id.clone(),
+            run_id: record.run_id.clone(),
             chain: request.chain.clone(),
         };
         let ctx = ToolContext::new(
@@ -447,6 +472,7 @@ impl<'a> Turn<'a> {
             fallbacks,
             partial,
             last_seq: Some(last_seq),
+            fence: fence_of(record),
         };
         Ok((turn, model_request, entry.session_id))
     }
@@ -548,7 +574,8 @@ impl Turn<'_> {
             Some(&reason),
             rt.now_ms(),
         );
-        if let Err(e) = rt.store().append(self.key, None, vec![message]).await {
+        let failed = fenced(&self.fence, vec![append(self.key, message)]);
+        if let Err(e) = rt.store().write_batch(failed).await {
             tracing::warn!(error = %e, "could not keep the failed model turn");
         }
         Ending::failed(format!("{}: {error}", target.reference))
@@ -589,6 +616,7 @@ impl Turn<'_> {
             ..EntryPatch::default()
         };
         let turn = vec![
+            self.fence.clone(),
             WriteOp::Append {
                 key: self.key.clone(),
                 create: None,
@@ -677,13 +705,13 @@ impl Turn<'_> {
         (message, event): (TranscriptMessage, RunEventData),
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
-        let appended = self
+        let outcomes = self
             .rt
             .store()
-            .append(self.key, None, vec![message.clone()])
+            .write_batch(fenced(&self.fence, vec![append(self.key, message.clone())]))
             .await
             .map_err(|e| Ending::failed(e.to_string()))?;
-        self.last_seq = follow(self.last_seq, appended.entry.last_seq);
+        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
         request.messages.push(message);
         self.rt.emit(&self.ctx.caller().run_id, self.key, event);
         Ok(())
@@ -720,6 +748,15 @@ pub(super) async fn recover_panicked(rt: &Runtime, run_id: &crate::ids::RunId) {
 }
 
 /// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.
+/// Appends `message` to the session's transcript.
+fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
+    WriteOp::Append {
+        key: key.clone(),
+        create: None,
+        messages: vec![message],
+    }
+}
+
 fn follow(last: Option<i64>, seq: i64) -> Option<i64> {
     last.filter(|&l| seq == l + 1).map(|_| seq)
 }

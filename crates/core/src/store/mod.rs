@@ -8,6 +8,7 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+mod cluster;
 mod cron;
 mod exchanges;
 mod index;
@@ -34,6 +35,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use crate::ids::RunId;
 use crate::keys::{ChatType, SessionKey, SessionKind};
 
+pub use cluster::{Alone, Cluster};
 pub use cron::CronJobRecord;
 pub use exchanges::{ExchangeRecord, ExchangeState};
 pub use mirror::{message_id, transcript_path};
@@ -103,6 +105,11 @@ pub enum StoreError {
     /// the same write tried again may succeed. The store retries before it answers this.
     #[error("storage busy: {0}")]
     Busy(String),
+    /// The write was for work this gateway no longer owns (SPEC §4.3): another gateway took it
+    /// up while this one could not renew its lease. Nothing was written; the caller drops the
+    /// work (the new owner carries it on) and must not retry.
+    #[error("not written: {0}")]
+    Fenced(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -369,6 +376,9 @@ pub struct RunRecord {
     /// What the run's model calls cost in USD, priced as they were answered; `None` when no
     /// answer was priced.
     pub cost_usd: Option<f64>,
+    /// The ownership epoch the run is held under (SPEC §4.3): a write of the run commits only
+    /// while the stored record still carries it. `0` on a store of one gateway.
+    pub epoch: i64,
 }
 
 impl RunRecord {
@@ -391,6 +401,13 @@ pub enum WriteOp {
     PutRun(RunRecord),
     /// Stores a new queued run with what it needs to start after a restart.
     QueueRun(RunRecord, Box<RunInput>),
+    /// Lets the batch commit only while the run is still held under `epoch`: a gateway that
+    /// lost the run to another writes nothing of it ([`StoreError::Fenced`]). A no-op on a
+    /// store of one gateway.
+    Fence {
+        run_id: RunId,
+        epoch: i64,
+    },
     Append {
         key: SessionKey,
         create: Option<NewSession>,
@@ -438,6 +455,8 @@ pub enum WriteOutcome {
     PutExchange,
     SetCursor,
     DeliveryProgress,
+    /// The run is still held under the epoch a [`WriteOp::Fence`] named.
+    Fenced,
 }
 
 /// Work another gateway sharing the store left when it stopped, now this gateway's.
@@ -471,11 +490,12 @@ pub trait Bus: Send + Sync {
 
 /// The persistence interface of the engine.
 pub trait Store: Send + Sync {
-    /// Whether other gateways may share this store: then the engine takes up the work of those
-    /// that stop ([`Store::orphans`]), runs of a session wait for each other across gateways
-    /// ([`Store::lock_session`]) and run events travel on the [`Store::bus`].
-    fn shared(&self) -> bool {
-        false
+    /// The gateways sharing this store ([`Alone`] by default): when it is shared the engine
+    /// takes up the work of those that stop ([`Store::orphans`]), runs of a session wait for
+    /// each other across gateways ([`Store::lock_session`]) and run events travel on the
+    /// [`Store::bus`].
+    fn cluster(&self) -> std::sync::Arc<dyn Cluster> {
+        std::sync::Arc::new(Alone)
     }
     /// Claims the work of gateways that stopped (a shared store; none otherwise).
     fn orphans(&self) -> StoreFuture<'_, Orphans> {

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
@@ -28,6 +29,9 @@ pub(super) struct Pool {
     config: tokio_postgres::Config,
     /// The gateway whose work the queries claim (`owner` columns).
     gateway: String,
+    /// The epoch this start of the gateway holds new work under (`cluster.rs`); 0 before it
+    /// registered.
+    epoch: AtomicI64,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
 }
@@ -44,6 +48,7 @@ impl Pool {
         Self {
             config,
             gateway,
+            epoch: AtomicI64::new(0),
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
         }
@@ -52,6 +57,16 @@ impl Pool {
     /// The gateway the pool works for.
     pub(super) fn gateway(&self) -> &str {
         &self.gateway
+    }
+
+    /// The epoch the gateway holds new work under now.
+    pub(super) fn epoch(&self) -> i64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The gateway registered (again) under `epoch`.
+    pub(super) fn set_epoch(&self, epoch: i64) {
+        self.epoch.store(epoch, Ordering::Release);
     }
 
     /// An idle connection, or a new one.
@@ -124,24 +139,26 @@ impl Drop for Pooled<'_> {
 impl Pooled<'_> {
     /// The connection as a [`Db`] outside any transaction (reads).
     pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
-        let gateway = self.pool.gateway.as_str();
+        let (gateway, epoch) = (self.pool.gateway.as_str(), self.pool.epoch());
         let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         Ok(Db {
             link: Link::Client(&conn.client),
             statements: &conn.statements,
             gateway,
+            epoch,
         })
     }
 
     /// A transaction on the connection.
     pub(super) async fn begin(&mut self) -> Result<Db<'_>, StoreError> {
-        let gateway = self.pool.gateway.as_str();
+        let (gateway, epoch) = (self.pool.gateway.as_str(), self.pool.epoch());
         let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         let tx = conn.client.transaction().await.map_err(backend)?;
         Ok(Db {
             link: Link::Tx(tx),
             statements: &conn.statements,
             gateway,
+            epoch,
         })
     }
 }
@@ -167,6 +184,7 @@ pub(super) struct Db<'a> {
     link: Link<'a>,
     statements: &'a Mutex<HashMap<String, Statement>>,
     gateway: &'a str,
+    epoch: i64,
 }
 
 /// A query's parameters.
@@ -176,6 +194,11 @@ impl Db<'_> {
     /// The gateway this store works for: the owner its claims write.
     pub(super) fn gateway(&self) -> &str {
         self.gateway
+    }
+
+    /// The epoch new work and claims are held under (taken when the query began).
+    pub(super) fn epoch(&self) -> i64 {
+        self.epoch
     }
 
     /// The prepared statement of `sql` on this connection.

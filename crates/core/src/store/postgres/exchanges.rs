@@ -2,7 +2,7 @@
 
 use tokio_postgres::Row;
 
-use super::cluster::Whose;
+use super::cluster::orphaned;
 use super::db::Db;
 use super::schema::get as col;
 use crate::ids::RunId;
@@ -48,8 +48,8 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
     let chain = serde_json::to_string(&chain)
         .map_err(|e| StoreError::Backend(format!("could not encode a chain: {e}")))?;
     let sql = format!(
-        "INSERT INTO exchanges ({COLUMNS}, owner) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+        "INSERT INTO exchanges ({COLUMNS}, owner, epoch) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
          ON CONFLICT (id) DO UPDATE SET requester_key = excluded.requester_key, \
          requester_run = excluded.requester_run, target_key = excluded.target_key, \
          message = excluded.message, chain = excluded.chain, state = excluded.state, \
@@ -79,6 +79,7 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
             &r.updated_at,
             // A new exchange is this gateway's to drive; a stored one keeps its owner.
             &db.gateway(),
+            &db.epoch(),
         ],
     )
     .await?;
@@ -95,14 +96,14 @@ pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>,
 }
 
 /// Takes over the exchanges of `whose` that are not done nor failed, oldest first.
-pub(super) async fn claim(db: &Db<'_>, whose: Whose) -> Result<Vec<ExchangeRecord>, StoreError> {
+pub(super) async fn claim(db: &Db<'_>) -> Result<Vec<ExchangeRecord>, StoreError> {
     let sql = format!(
-        "UPDATE exchanges SET owner = $1 WHERE state NOT IN ('done', 'failed') AND {} \
+        "UPDATE exchanges SET owner = $1, epoch = $2 WHERE state NOT IN ('done', 'failed') AND {} \
          RETURNING {COLUMNS}",
-        whose.condition()
+        orphaned("exchanges")
     );
     let mut claimed = db
-        .query(&sql, &[&db.gateway()])
+        .query(&sql, &[&db.gateway(), &db.epoch()])
         .await?
         .iter()
         .map(from_row)

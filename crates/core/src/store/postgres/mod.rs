@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
-    Appended, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch,
+    Appended, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch,
     ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans, PairingAdmission,
     PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock, Store, StoreError,
     StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
@@ -36,7 +36,6 @@ use super::{
 use crate::clock::Clock;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use cluster::Whose;
 use db::{Conn, Db, Pool};
 
 /// Connections a gateway opens at most.
@@ -80,6 +79,8 @@ struct Inner {
     bus: OnceLock<Arc<bus::PgBus>>,
     /// The heartbeat task: waited for at close, so no beat lands after the goodbye.
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// When the last heartbeat that renewed the lease was sent (the database stamped it later).
+    renewed: Mutex<std::time::Instant>,
 }
 
 impl PgStore {
@@ -95,10 +96,13 @@ impl PgStore {
         config.application_name("switchboard");
         config.connect_timeout(Duration::from_secs(10));
         let pool = Pool::new(config, MAX_CONNECTIONS, options.gateway_id.clone());
+        let registered = std::time::Instant::now();
         {
             let mut conn = pool.get().await?;
             schema::migrate(conn.begin().await?, &options.schema).await?;
-            cluster::heartbeat(&conn.db()?).await?;
+            let epoch = cluster::register(&conn.db()?).await?;
+            pool.set_epoch(epoch);
+            tracing::info!(epoch, "joined the gateways sharing the database");
         }
         let store = Self {
             inner: Arc::new(Inner {
@@ -109,6 +113,7 @@ impl PgStore {
                 lockers: Mutex::new(Vec::new()),
                 bus: OnceLock::new(),
                 heartbeat: Mutex::new(None),
+                renewed: Mutex::new(registered),
             }),
         };
         let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
@@ -219,17 +224,18 @@ impl Store for PgStore {
         Box::pin(PgStore::close(self))
     }
 
-    fn shared(&self) -> bool {
-        true
+    fn cluster(&self) -> Arc<dyn Cluster> {
+        Arc::new(self.clone())
     }
 
     fn orphans(&self) -> StoreFuture<'_, Orphans> {
         self.write(|db, _| {
             Box::pin(async move {
+                cluster::begin_claim(db).await?;
                 Ok(Orphans {
-                    runs: cluster::claim_runs(db, Whose::Orphaned).await?,
-                    subagents: subagents::claim(db, Whose::Orphaned).await?,
-                    exchanges: exchanges::claim(db, Whose::Orphaned).await?,
+                    runs: cluster::claim_runs(db).await?,
+                    subagents: subagents::claim(db).await?,
+                    exchanges: exchanges::claim(db).await?,
                 })
             })
         })
@@ -396,7 +402,12 @@ impl Store for PgStore {
     }
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
-        self.write(|db, _| Box::pin(cluster::claim_runs(db, Whose::OwnAndOrphaned)))
+        self.write(|db, _| {
+            Box::pin(async move {
+                cluster::begin_claim(db).await?;
+                cluster::claim_runs(db).await
+            })
+        })
     }
 
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
@@ -449,7 +460,12 @@ impl Store for PgStore {
     }
 
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.write(|db, _| Box::pin(subagents::claim(db, Whose::OwnAndOrphaned)))
+        self.write(|db, _| {
+            Box::pin(async move {
+                cluster::begin_claim(db).await?;
+                subagents::claim(db).await
+            })
+        })
     }
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
@@ -469,7 +485,12 @@ impl Store for PgStore {
     }
 
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.write(|db, _| Box::pin(exchanges::claim(db, Whose::OwnAndOrphaned)))
+        self.write(|db, _| {
+            Box::pin(async move {
+                cluster::begin_claim(db).await?;
+                exchanges::claim(db).await
+            })
+        })
     }
 
     fn list_exchanges(
@@ -571,7 +592,8 @@ impl Store for PgStore {
 
 /// Says the gateway is alive every [`cluster::HEARTBEAT`] until the store closes.
 /// On a connection of its own (a busy pool must not delay it past the lease), made again
-/// when it breaks.
+/// when it breaks. A beat that finds this start's row gone (another gateway declared it
+/// stopped) registers a new epoch: the work held under the old one is the other gateway's now.
 async fn heartbeats(inner: Arc<Inner>) {
     let mut own: Option<Conn> = None;
     loop {
@@ -582,17 +604,68 @@ async fn heartbeats(inner: Arc<Inner>) {
         if own.as_ref().is_none_or(Conn::is_closed) {
             own = inner.pool.connect().await.ok();
         }
+        let sent = std::time::Instant::now();
         let beat = match &own {
             Some(conn) => {
-                conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway()])
+                let epoch = inner.pool.epoch();
+                conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway(), &epoch])
                     .await
             }
             None => Err(StoreError::Backend("no connection to the database".into())),
         };
-        if let Err(e) = beat {
-            tracing::warn!(error = %e, "could not renew this gateway's heartbeat");
-            own = None;
+        match beat {
+            Ok(0) => rejoin(&inner, sent).await,
+            Ok(_) => {
+                if let Ok(mut renewed) = inner.renewed.lock() {
+                    *renewed = sent;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew this gateway's lease; it starts no new run until it can");
+                own = None;
+            }
         }
+    }
+}
+
+/// This start was declared stopped: registers a new epoch, so new work can be held again.
+async fn rejoin(inner: &Inner, sent: std::time::Instant) {
+    let old = inner.pool.epoch();
+    let registered = async {
+        let mut conn = inner.pool.get().await?;
+        cluster::register(&conn.db()?).await
+    };
+    match registered.await {
+        Ok(epoch) => {
+            inner.pool.set_epoch(epoch);
+            if let Ok(mut renewed) = inner.renewed.lock() {
+                *renewed = sent;
+            }
+            tracing::error!(
+                old_epoch = old,
+                epoch,
+                "this gateway lost its lease: another gateway declared it stopped and took up its \
+                 work; nothing held under the old epoch is written from here"
+            );
+        }
+        Err(e) => tracing::warn!(error = %e, "could not register this gateway again"),
+    }
+}
+
+impl Cluster for PgStore {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn epoch(&self) -> i64 {
+        self.inner.pool.epoch()
+    }
+
+    fn leased(&self) -> bool {
+        self.inner
+            .renewed
+            .lock()
+            .is_ok_and(|renewed| renewed.elapsed() < cluster::LEASE_HELD)
     }
 }
 
@@ -642,6 +715,10 @@ async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, St
         WriteOp::QueueRun(run, input) => {
             queries::put_run(db, &run, Some(&input)).await?;
             WriteOutcome::PutRun
+        }
+        WriteOp::Fence { run_id, epoch } => {
+            queries::fence(db, &run_id, epoch).await?;
+            WriteOutcome::Fenced
         }
         WriteOp::Append {
             key,

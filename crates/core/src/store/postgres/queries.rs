@@ -8,6 +8,7 @@ use tokio_postgres::types::ToSql;
 
 use super::db::Db;
 use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, get, run_from_row};
+use crate::ids::RunId;
 use crate::store::{
     Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput,
     RunRecord, SessionEntry, StoreError, StoredMessage, is_summary,
@@ -526,43 +527,72 @@ pub(super) async fn put_run(
         .map(serde_json::to_string)
         .transpose()
         .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
+    // A new run is this gateway's, under the epoch it was queued with; a stored one is
+    // written only while it still carries the writer's epoch (fenced, SPEC §4.3).
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+        "INSERT INTO runs ({RUN_COLUMNS}, input, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
          lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
          result = excluded.result, error = excluded.error, model = excluded.model, \
-         cost_usd = excluded.cost_usd, input = excluded.input"
+         cost_usd = excluded.cost_usd, input = excluded.input \
+         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch"
     );
-    db.execute(
-        &sql,
-        &[
-            &run.run_id.as_str(),
-            &run.session_key.as_str(),
-            &run.session_id,
-            &run.status.as_str(),
-            &run.lane,
-            &run.created_at,
-            &run.started_at,
-            &run.ended_at,
-            &run.result,
-            &run.error,
-            &run.idempotency_key,
-            &run.model,
-            &run.cost_usd,
-            &input,
-            // A new run is this gateway's to run; a stored one keeps its owner.
-            &db.gateway(),
-        ],
-    )
-    .await
-    .map_err(|e| match e {
-        StoreError::Conflict(_) => StoreError::Conflict(format!(
-            "idempotencyKey {:?} already names another run",
-            run.idempotency_key.as_deref().unwrap_or("")
-        )),
-        other => other,
-    })?;
+    let written = db
+        .execute(
+            &sql,
+            &[
+                &run.run_id.as_str(),
+                &run.session_key.as_str(),
+                &run.session_id,
+                &run.status.as_str(),
+                &run.lane,
+                &run.created_at,
+                &run.started_at,
+                &run.ended_at,
+                &run.result,
+                &run.error,
+                &run.idempotency_key,
+                &run.model,
+                &run.cost_usd,
+                &run.epoch,
+                &input,
+                &db.gateway(),
+            ],
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => StoreError::Conflict(format!(
+                "idempotencyKey {:?} already names another run",
+                run.idempotency_key.as_deref().unwrap_or("")
+            )),
+            other => other,
+        })?;
+    if written == 0 {
+        return Err(fenced(&run.run_id));
+    }
     Ok(())
+}
+
+/// Fails unless the run is still held under `epoch` (locking its record until the commit, so
+/// no claim takes it in between).
+pub(super) async fn fence(db: &Db<'_>, run_id: &RunId, epoch: i64) -> Result<(), StoreError> {
+    let held = db
+        .query_opt(
+            "SELECT 1 FROM runs WHERE run_id = $1 AND epoch IS NOT DISTINCT FROM $2 FOR SHARE",
+            &[&run_id.as_str(), &epoch],
+        )
+        .await?;
+    match held {
+        Some(_) => Ok(()),
+        None => Err(fenced(run_id)),
+    }
+}
+
+fn fenced(run_id: &RunId) -> StoreError {
+    StoreError::Fenced(format!(
+        "run {run_id} is no longer this gateway's: another gateway took it up while this one \
+         could not renew its lease"
+    ))
 }
 
 pub(super) async fn get_run(db: &Db<'_>, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

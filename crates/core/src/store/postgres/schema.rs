@@ -13,7 +13,7 @@ use crate::keys::{ChatType, SessionKey, SessionKind};
 use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
 
 /// Bumped whenever the schema changes; [`migrate`] brings older databases forward.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 /// Held while a gateway migrates, so gateways starting at once migrate one after another.
 const MIGRATION_LOCK: i64 = 0x5357_4254_4348_0001;
@@ -199,6 +199,18 @@ CREATE TABLE IF NOT EXISTS gateways (
     heartbeat_at BIGINT NOT NULL
 );
 
+-- Version 2, fenced ownership (docs/scale-out.md): each start of a gateway takes a new epoch,
+-- and the work it drives carries it; a write for owned work commits only while the record
+-- still carries the writer's epoch. `streak_since` is when the gateway's heartbeats last
+-- started to come without a gap: only a gateway that kept beating through a whole lease may
+-- declare another stopped.
+CREATE SEQUENCE IF NOT EXISTS gateway_epochs;
+ALTER TABLE gateways ADD COLUMN IF NOT EXISTS epoch BIGINT;
+ALTER TABLE gateways ADD COLUMN IF NOT EXISTS streak_since BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS epoch BIGINT;
+ALTER TABLE subagents ADD COLUMN IF NOT EXISTS epoch BIGINT;
+ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS epoch BIGINT;
+
 CREATE TABLE IF NOT EXISTS channel_cursors (
     name TEXT COLLATE "C" PRIMARY KEY,
     position BIGINT NOT NULL
@@ -299,7 +311,7 @@ pub(super) fn entry_from_row(row: &Row) -> Result<SessionEntry, StoreError> {
 }
 
 pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
-    started_at, ended_at, result, error, idempotency_key, model, cost_usd";
+    started_at, ended_at, result, error, idempotency_key, model, cost_usd, epoch";
 
 /// A row of [`RUN_COLUMNS`] as a run record.
 pub(super) fn run_from_row(row: &Row) -> Result<RunRecord, StoreError> {
@@ -318,6 +330,8 @@ pub(super) fn run_from_row(row: &Row) -> Result<RunRecord, StoreError> {
         idempotency_key: get(row, 10)?,
         model: get(row, 11)?,
         cost_usd: get(row, 12)?,
+        // A record from before epochs is held by nobody: the next claim takes it.
+        epoch: get::<Option<i64>>(row, 13)?.unwrap_or(0),
     })
 }
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Row;
 
-use super::cluster::Whose;
+use super::cluster::orphaned;
 use super::db::Db;
 use super::schema::get as col;
 use crate::ids::RunId;
@@ -37,8 +37,8 @@ fn from_row(row: &Row) -> Result<SubagentRecord, StoreError> {
 /// Stores the record, replacing the one of the same child.
 pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO subagents ({COLUMNS}, owner) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+        "INSERT INTO subagents ({COLUMNS}, owner, epoch) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (child_key) DO UPDATE SET requester_key = excluded.requester_key, \
          run_id = excluded.run_id, task = excluded.task, label = excluded.label, \
          model = excluded.model, delete_after = excluded.delete_after, state = excluded.state, \
@@ -65,6 +65,7 @@ pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreErro
             &r.archived_at,
             // A new record is this gateway's to drive; a stored one keeps its owner.
             &db.gateway(),
+            &db.epoch(),
         ],
     )
     .await?;
@@ -106,13 +107,13 @@ pub(super) async fn get_many(
 }
 
 /// Takes over the records of `whose` whose announce or cleanup is not finished, oldest first.
-pub(super) async fn claim(db: &Db<'_>, whose: Whose) -> Result<Vec<SubagentRecord>, StoreError> {
+pub(super) async fn claim(db: &Db<'_>) -> Result<Vec<SubagentRecord>, StoreError> {
     let sql = format!(
-        "UPDATE subagents SET owner = $1 WHERE state != 'done' AND {} RETURNING {COLUMNS}",
-        whose.condition()
+        "UPDATE subagents SET owner = $1, epoch = $2 WHERE state != 'done' AND {} RETURNING {COLUMNS}",
+        orphaned("subagents")
     );
     let mut claimed = db
-        .query(&sql, &[&db.gateway()])
+        .query(&sql, &[&db.gateway(), &db.epoch()])
         .await?
         .iter()
         .map(from_row)

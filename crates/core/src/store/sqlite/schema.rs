@@ -356,5 +356,7 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         idempotency_key: row.get(10)?,
         model: row.get(11)?,
         cost_usd: row.get(12)?,
+        // One gateway alone holds every run.
+        epoch: 0,
     })
 }

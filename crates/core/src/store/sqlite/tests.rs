@@ -322,6 +322,7 @@ async fn runs_left_live_by_a_dead_process_are_found_with_their_input() {
         idempotency_key: Some("k1".into()),
         model: Some("mock/m2".into()),
         cost_usd: Some(0.25),
+        epoch: 0,
     };
     store.put_run(run.clone()).await.unwrap();
     let stored = store.get_run(&run.run_id).await.unwrap();
@@ -498,6 +499,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         idempotency_key: None,
         model: None,
         cost_usd: None,
+        epoch: 0,
     };
     store.put_run(queued).await.unwrap();
     store.close().await;

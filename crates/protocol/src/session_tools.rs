@@ -479,11 +479,12 @@ pub struct AgentChoice {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsListResult {
-    /// The calling agent's id (also the first of `agents`).
+    /// The calling agent's id (also the first of `agents` when there are any).
     pub requester: String,
     /// True when the caller may spawn any configured agent (`allowAgents` holds `"*"`).
     pub allow_any: bool,
-    /// The caller first, then the agents it may spawn.
+    /// The caller first, then the agents it may spawn; empty when this session may not spawn
+    /// at all (a node session, a sub-agent).
     pub agents: Vec<AgentChoice>,
 }
 

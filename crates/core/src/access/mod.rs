@@ -41,6 +41,17 @@ pub struct Requester {
     pub sees_all: bool,
     /// The key is `agent:<id>:subagent:<uuid>`.
     pub is_subagent: bool,
+    /// Confined to itself, whatever the sandbox settings: a node session (kind `node`). It sees
+    /// and messages only its own session, lists nothing and spawns nothing — the visibility of a
+    /// sandboxed session that spawned nothing, and no way to spawn anything.
+    pub confined: bool,
+}
+
+impl Requester {
+    /// Whether it reaches only itself and (unless confined) the sessions it spawned directly.
+    pub fn sees_only_spawned(&self) -> bool {
+        self.confined || (self.sandboxed && !self.sees_all)
+    }
 }
 
 /// The session the tool names.

@@ -3,7 +3,7 @@
 
 use pretty_assertions::assert_eq;
 
-use super::{SUBAGENT_SPAWN_DENIED, agent_allowed, wildcard_match};
+use super::{NODE_SPAWN_DENIED, SUBAGENT_SPAWN_DENIED, agent_allowed, wildcard_match};
 use crate::access::{
     Decision, Denial, Operation, Requester, Target, decide, is_sandboxed, requester,
 };
@@ -47,6 +47,29 @@ impl A2a {
     }
 }
 
+/// What the requester session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RequesterKind {
+    /// `agent:main:discord:group:dev`.
+    Plain,
+    /// `agent:main:subagent:<uuid>`.
+    Subagent,
+    /// `agent:main:node-pi`: confined to itself whatever the sandbox settings.
+    Node,
+}
+
+impl RequesterKind {
+    const ALL: [RequesterKind; 3] = [Self::Plain, Self::Subagent, Self::Node];
+
+    fn key(self) -> &'static str {
+        match self {
+            Self::Plain => "agent:main:discord:group:dev",
+            Self::Subagent => "agent:main:subagent:11111111-1111-4111-8111-111111111111",
+            Self::Node => "agent:main:node-pi",
+        }
+    }
+}
+
 /// Who spawned the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SpawnedBy {
@@ -62,20 +85,31 @@ struct Case {
     other_agent: bool,
     a2a: A2a,
     spawned_by: SpawnedBy,
-    requester_is_subagent: bool,
+    requester: RequesterKind,
     op: Operation,
 }
 
-/// SPEC §8.1 restated, in the documented order: sub-agent spawn rule, sandbox, cross-agent.
+/// SPEC §8.1 restated, in the documented order: spawn rules, sandbox, cross-agent. A node
+/// session is a sandboxed session that spawned nothing and may spawn nothing, whatever the
+/// sandbox settings (issue 30).
 fn expected(case: &Case, target_key: &str) -> Option<String> {
+    let node = case.requester == RequesterKind::Node;
     if case.op == Operation::Spawn {
-        if case.requester_is_subagent {
-            return Some("sessions_spawn is not allowed from sub-agent sessions".to_owned());
-        }
-        return None;
+        return match case.requester {
+            RequesterKind::Subagent => {
+                Some("sessions_spawn is not allowed from sub-agent sessions".to_owned())
+            }
+            RequesterKind::Node => Some(
+                "sessions_spawn is not allowed from node sessions (a node session is confined \
+                 to itself)"
+                    .to_owned(),
+            ),
+            RequesterKind::Plain => None,
+        };
     }
-    let spawned_only = case.sandboxed && case.visibility == SessionToolsVisibility::Spawned;
-    if spawned_only && case.spawned_by != SpawnedBy::Me {
+    let spawned_only =
+        node || (case.sandboxed && case.visibility == SessionToolsVisibility::Spawned);
+    if spawned_only && (node || case.spawned_by != SpawnedBy::Me) {
         return Some(format!(
             "Session not visible from this sandboxed agent session: {target_key}"
         ));
@@ -122,23 +156,21 @@ fn config_for(case: &Case) -> Config {
 
 fn check(case: &Case) {
     let config = config_for(case);
-    let requester_key = if case.requester_is_subagent {
-        "agent:main:subagent:11111111-1111-4111-8111-111111111111"
-    } else {
-        "agent:main:discord:group:dev"
-    };
+    let requester_key = case.requester.key();
     let req = requester(&config, requester_key);
     assert_eq!(
         (
             req.sandboxed,
             req.sees_all,
             req.is_subagent,
+            req.confined,
             req.agent_id.as_str()
         ),
         (
             case.sandboxed,
             case.visibility == SessionToolsVisibility::All,
-            case.requester_is_subagent,
+            case.requester == RequesterKind::Subagent,
+            case.requester == RequesterKind::Node,
             ME
         ),
         "requester facts for {case:?}"
@@ -170,7 +202,7 @@ fn every_combination_follows_the_rules() {
             for other_agent in [false, true] {
                 for a2a in A2a::ALL {
                     for spawned_by in [SpawnedBy::Me, SpawnedBy::SomeoneElse, SpawnedBy::Nobody] {
-                        for requester_is_subagent in [false, true] {
+                        for requester in RequesterKind::ALL {
                             for op in Operation::ALL {
                                 check(&Case {
                                     sandboxed,
@@ -178,7 +210,7 @@ fn every_combination_follows_the_rules() {
                                     other_agent,
                                     a2a,
                                     spawned_by,
-                                    requester_is_subagent,
+                                    requester,
                                     op,
                                 });
                                 cases += 1;
@@ -189,7 +221,7 @@ fn every_combination_follows_the_rules() {
             }
         }
     }
-    assert_eq!(cases, 2 * 2 * 2 * 5 * 3 * 2 * 4);
+    assert_eq!(cases, 2 * 2 * 2 * 5 * 3 * 3 * 4);
 }
 
 fn sandboxed_config() -> Config {
@@ -339,6 +371,7 @@ fn the_global_requester_is_the_default_agent_and_not_sandboxed_under_non_main() 
             sandboxed: false,
             sees_all: false,
             is_subagent: false,
+            confined: false,
         }
     );
     let cron = requester(&config, "agent:ops:cron:nightly");
@@ -433,4 +466,76 @@ fn sub_agents_may_not_spawn_but_sandboxed_sessions_may() {
     );
     let sandboxed = requester(&config, "agent:main:cron:x");
     assert_eq!(decide(&config, &sandboxed, child, Operation::Spawn), Ok(()));
+}
+
+#[test]
+fn a_node_session_is_confined_to_itself_whatever_the_sandbox_settings() {
+    let mut config = Config::default();
+    config.tools.agent_to_agent.enabled = true;
+    let mut open = config.clone();
+    open.agents.defaults.sandbox.mode = SandboxMode::Off;
+    let mut wide = config.clone();
+    wide.agents.defaults.sandbox.mode = SandboxMode::All;
+    wide.agents.defaults.sandbox.session_tools_visibility = SessionToolsVisibility::All;
+    for config in [open, wide] {
+        for key in ["agent:main:node-pi", "agent:main:node:pi"] {
+            let node = requester(&config, key);
+            assert!(node.confined && node.sees_only_spawned(), "{key}: {node:?}");
+            let itself = Target {
+                key,
+                agent_id: "main",
+                spawned_by: None,
+            };
+            // Its own history and messages, as a sandboxed session; never in its own list.
+            for op in [Operation::History, Operation::Send] {
+                assert_eq!(decide(&config, &node, itself, op), Ok(()), "{key} {op:?}");
+            }
+            let victim = Target {
+                key: "agent:main:victim",
+                agent_id: "main",
+                spawned_by: None,
+            };
+            // A session recorded as its child (only an operator's patch can say so) is no door.
+            let child = Target {
+                spawned_by: Some(key),
+                ..victim
+            };
+            for target in [itself, victim, child] {
+                for op in Operation::ALL {
+                    let decided = decide(&config, &node, target, op);
+                    let own = target.key == key && op != Operation::List;
+                    let want = match op {
+                        Operation::Spawn => Err(NODE_SPAWN_DENIED.to_owned()),
+                        _ if own => Ok(()),
+                        _ => Err(format!(
+                            "Session not visible from this sandboxed agent session: {}",
+                            target.key
+                        )),
+                    };
+                    assert_eq!(
+                        decided.map_err(|d| d.message),
+                        want,
+                        "{key} {op:?} {target:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn only_node_keys_are_confined() {
+    let config = Config::default();
+    for key in [
+        "agent:main:main",
+        "agent:main:cron:nightly",
+        "agent:main:hook:1",
+        "agent:main:discord:group:node-pi",
+        "agent:main:nodes:x",
+        "agent:main:subagent:x",
+        "global",
+    ] {
+        let req = requester(&config, key);
+        assert!(!req.confined && !req.sees_only_spawned(), "{key}: {req:?}");
+    }
 }

@@ -7,11 +7,13 @@
 //!
 //! Checks run in a fixed order and the first refusal is the answer:
 //!
-//! 1. **Sub-agent spawn** — `Spawn` from a sub-agent session is refused. For `Spawn` nothing else
-//!    is checked here: the target is the would-be child, and which agents may be spawned is
-//!    `agents.list[].subagents.allowAgents`, decided by `sessions_spawn` itself.
+//! 1. **Spawn** — `Spawn` from a sub-agent session or from a confined (node) session is refused.
+//!    For `Spawn` nothing else is checked here: the target is the would-be child, and which agents
+//!    may be spawned is `agents.list[].subagents.allowAgents`, decided by `sessions_spawn` itself.
 //! 2. **Sandbox** — a sandboxed requester whose agent has `sessionToolsVisibility: "spawned"` sees
-//!    and messages only its own session and the sessions it spawned directly.
+//!    and messages only its own session and the sessions it spawned directly. A confined (node)
+//!    session is held to the same rule whatever the sandbox settings, without the children: it
+//!    reaches only itself, so a node cannot get out of its session through its agent's tools.
 //! 3. **Cross-agent** — a target of another agent needs `tools.agentToAgent.enabled` and both agent
 //!    ids matching `tools.agentToAgent.allow` (empty = every agent; `*` wildcards).
 
@@ -23,6 +25,11 @@ use crate::keys::{DEFAULT_MAIN_KEY, GLOBAL_KEY, SessionKey, SessionKind, normali
 pub(crate) const SUBAGENT_SPAWN_DENIED: &str =
     "sessions_spawn is not allowed from sub-agent sessions";
 
+/// The refusal of `sessions_spawn` from a node session: it is confined to itself, and a child
+/// would be a session outside it.
+pub(crate) const NODE_SPAWN_DENIED: &str =
+    "sessions_spawn is not allowed from node sessions (a node session is confined to itself)";
+
 pub(super) fn decide(
     config: &Config,
     requester: &Requester,
@@ -32,11 +39,13 @@ pub(super) fn decide(
     if op == Operation::Spawn {
         return if requester.is_subagent {
             deny(SUBAGENT_SPAWN_DENIED.to_owned())
+        } else if requester.confined {
+            deny(NODE_SPAWN_DENIED.to_owned())
         } else {
             Ok(())
         };
     }
-    if requester.sandboxed && !requester.sees_all && !sandbox_may_reach(requester, target, op) {
+    if requester.sees_only_spawned() && !sandbox_may_reach(requester, target, op) {
         return deny(format!(
             "Session not visible from this sandboxed agent session: {}",
             shown(target.key)
@@ -49,10 +58,12 @@ pub(super) fn decide(
 }
 
 /// A spawned-only sandboxed session reaches its direct children, and itself except in a list
-/// (its list is of the sessions it spawned), nothing else.
+/// (its list is of the sessions it spawned), nothing else. A confined session has no children
+/// (it cannot spawn; a row that names it as `spawnedBy` was made by someone else), so it reaches
+/// only itself.
 fn sandbox_may_reach(requester: &Requester, target: Target<'_>, op: Operation) -> bool {
     (target.key == requester.key && op != Operation::List)
-        || target.spawned_by == Some(requester.key.as_str())
+        || (!requester.confined && target.spawned_by == Some(requester.key.as_str()))
 }
 
 fn cross_agent(config: &Config, requester: &Requester, target: Target<'_>) -> Decision {
@@ -156,6 +167,8 @@ fn is_main_of(config: &Config, agent_id: &str, key: &str) -> bool {
 /// The requester facts of a canonical session key. The agent comes from the key (`global`, which
 /// belongs to no agent, means the default agent); sandboxing and visibility come from that agent's
 /// resolved settings, so a per-agent `sessionToolsVisibility` is honoured (SPEC §13.12).
+/// Confinement comes from the key alone: every run in a node session is confined, whoever
+/// started it, so no later message into the session (an operator's, an exchange's) unlocks it.
 pub fn requester(config: &Config, key: &str) -> Requester {
     let sk = SessionKey::from_canonical(key.to_owned());
     let agent_id = sk
@@ -168,6 +181,7 @@ pub fn requester(config: &Config, key: &str) -> Requester {
         sandboxed: is_sandboxed(config, &agent_id, key),
         sees_all,
         is_subagent: sk.is_subagent(),
+        confined: sk.kind(&config.session.main_key) == SessionKind::Node,
         agent_id,
     }
 }

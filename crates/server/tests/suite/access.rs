@@ -1,5 +1,6 @@
 //! Roles and scopes: every method × {operator with read, write, admin, no scopes, node}, the
-//! grant stated in hello-ok, and an unknown role refused at connect.
+//! grant stated in hello-ok, an unknown role refused at connect, and a node that cannot leave its
+//! session through its own agent's session tools.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -239,5 +240,140 @@ async fn an_unknown_role_is_refused_at_connect() {
         "{closed}"
     );
     gw.assert_serving().await;
+    gw.stop().await;
+}
+
+/// What a victim session holds; it must never reach a node.
+const SECRET: &str = "victim secret 7731: the launch code";
+
+/// Has `client` make the agent of `session` call `tool` with `args` (a scripted `@tool` line
+/// through `chat.send`), waits for the run (through an operator: a node may not call
+/// `agent.wait`), and answers the tool result it produced, parsed.
+async fn tool_result_of(
+    gw: &TestGateway,
+    client: &mut GatewayClient,
+    session: &str,
+    tool: &str,
+    args: &Value,
+) -> Value {
+    static SENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let message = format!("@tool {tool} {args}");
+    let sent = client
+        .request(
+            "chat.send",
+            json!({"sessionKey": session, "message": message, "idempotencyKey": format!("{tool}-{n}")}),
+        )
+        .await
+        .unwrap();
+    let waited = gw
+        .call(
+            "agent.wait",
+            json!({"runId": sent["runId"], "timeoutMs": 30_000}),
+        )
+        .await;
+    assert_eq!(waited["status"], "ok", "{tool}: {waited}");
+    let history = client
+        .request("chat.history", json!({"sessionKey": session}))
+        .await
+        .unwrap();
+    let result = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "toolResult")
+        .unwrap_or_else(|| panic!("{tool}: no tool result in {history}"));
+    assert_eq!(result["toolName"], tool, "{result}");
+    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_node_cannot_leave_its_session_through_its_agents_session_tools() {
+    // The default config: no sandbox, so only the node rule stands in the way.
+    let gw = TestGateway::start().await;
+    let victim = "agent:main:victim";
+    gw.call(
+        "chat.inject",
+        json!({"sessionKey": victim, "message": SECRET}),
+    )
+    .await;
+    let (mut client, hello) = connect_with(&gw, node("pi")).await;
+    let own = hello["sessionKey"].as_str().unwrap().to_string();
+    let victim_before = gw.call("chat.history", json!({"sessionKey": victim})).await;
+    let keys = |list: &Value| -> Vec<String> {
+        let rows = list["sessions"].as_array().unwrap();
+        rows.iter()
+            .map(|r| r["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let sessions_before = keys(&gw.call("sessions.list", json!({})).await);
+    assert!(
+        sessions_before.iter().any(|k| k == victim),
+        "{sessions_before:?}"
+    );
+
+    let hidden = format!("Session not visible from this sandboxed agent session: {victim}");
+    let forbidden = |error: &str| json!({"status": "forbidden", "error": error});
+    let spawn_task = format!("@tool sessions_history {{\"sessionKey\":\"{victim}\"}}");
+    let cases = [
+        (
+            "sessions_history",
+            json!({"sessionKey": victim, "includeTools": true}),
+            forbidden(&hidden),
+        ),
+        (
+            "sessions_send",
+            json!({"sessionKey": victim, "message": "@reply pwned", "timeoutSeconds": 5}),
+            forbidden(&hidden),
+        ),
+        (
+            "sessions_spawn",
+            json!({"task": spawn_task}),
+            forbidden(
+                "sessions_spawn is not allowed from node sessions (a node session is confined \
+                 to itself)",
+            ),
+        ),
+        // Not even itself, as for a sandboxed session that spawned nothing.
+        (
+            "sessions_list",
+            json!({"messageLimit": 5}),
+            json!({"count": 0, "sessions": []}),
+        ),
+        // No agent it could spawn.
+        (
+            "agents_list",
+            json!({}),
+            json!({"requester": "main", "allowAny": false, "agents": []}),
+        ),
+    ];
+    for (tool, args, want) in &cases {
+        let got = tool_result_of(&gw, &mut client, &own, tool, args).await;
+        assert_eq!(&got, want, "{tool}");
+    }
+    // An operator's message into the node session does not unlock it: the rule is the session's.
+    let mut operator = gw.client().await;
+    let (tool, args, want) = &cases[0];
+    let got = tool_result_of(&gw, &mut operator, &own, tool, args).await;
+    assert_eq!(&got, want, "{tool} sent by an operator");
+    operator.close().await;
+
+    // Nothing of the victim reached the node, nothing reached the victim, nothing was created.
+    let node_transcript = client
+        .request("chat.history", json!({"sessionKey": own}))
+        .await
+        .unwrap();
+    assert!(
+        !node_transcript.to_string().contains("7731"),
+        "{node_transcript}"
+    );
+    let victim_after = gw.call("chat.history", json!({"sessionKey": victim})).await;
+    assert_eq!(victim_after["messages"], victim_before["messages"]);
+    assert_eq!(
+        keys(&gw.call("sessions.list", json!({})).await),
+        sessions_before
+    );
+    client.close().await;
     gw.stop().await;
 }

@@ -1,7 +1,8 @@
 //! `agents_list` (SPEC §7.5): the agent ids `sessions_spawn` accepts from the calling agent —
 //! itself first, then its `subagents.allowAgents` (every configured agent when it holds `"*"`).
 //! Allow-listed ids that are not configured are shown with `configured: false`. Each id comes
-//! with the tools a sub-agent spawned as it may call.
+//! with the tools a sub-agent spawned as it may call. A session the access decision forbids to
+//! spawn at all (a node session, a sub-agent) gets no ids: none would be accepted.
 
 use std::sync::Arc;
 
@@ -35,7 +36,12 @@ impl TypedTool for AgentsList {
     }
 
     async fn run(&self, ctx: &ToolContext, _: AgentsListParams) -> Self::Output {
-        Answer::Done(self.agents(ctx, &ctx.caller().agent_id))
+        let mut result = self.agents(ctx, &ctx.caller().agent_id);
+        if self.0.may_spawn(&self.0.requester(ctx)).is_err() {
+            result.allow_any = false;
+            result.agents.clear();
+        }
+        Answer::Done(result)
     }
 }
 

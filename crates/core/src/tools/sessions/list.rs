@@ -3,7 +3,8 @@
 //! Every filter applies before `limit` (deliberate change: the reference limited first and
 //! returned short pages). Visibility is a filter too: what SQL can express is pushed into the
 //! query (another agent's rows when cross-agent access is off; for a sandboxed session that only
-//! sees what it spawned, `spawnedBy` = its key — the sessions it spawned, not itself), then every
+//! sees what it spawned, and a confined node session, `spawnedBy` = its key — the sessions it
+//! spawned, not itself), then every
 //! row is asked of
 //! `access::decide(.., List)`, and further store pages are read until the page is full or the
 //! store is exhausted. So a page is short only at the end, and invisible rows are simply absent.
@@ -83,7 +84,7 @@ impl SessionsList {
         }
         // Necessary conditions of visibility, pushed into SQL; `decide` has the last word.
         let agent_id = (!config.tools.agent_to_agent.enabled).then(|| requester.agent_id.clone());
-        let only_spawned = requester.sandboxed && !requester.sees_all;
+        let only_spawned = requester.sees_only_spawned();
         let base = ListQuery {
             agent_id,
             kinds: filter.kinds,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use switchboard_protocol::session_tools::{SendResult, SpawnResult, ToolFailure};
 
-use crate::access::{self, Requester};
+use crate::access::{self, Operation, Requester, Target};
 use crate::config::Config;
 use crate::exchange::Exchanges;
 use crate::runtime::tool::{ToolContext, ToolRegistry, ToolResult, Typed};
@@ -43,6 +43,18 @@ impl SessionTools {
     /// The requester facts of the calling session.
     fn requester(&self, ctx: &ToolContext) -> Requester {
         access::requester(&self.config, ctx.caller().session_key.as_str())
+    }
+
+    /// Whether `requester` may spawn at all (not a sub-agent, not a confined node session): the
+    /// access decision for `Spawn`, asked about its own key (which agents it may spawn is
+    /// `allowAgents`, the tool's question).
+    fn may_spawn(&self, requester: &Requester) -> access::Decision {
+        let itself = Target {
+            key: &requester.key,
+            agent_id: &requester.agent_id,
+            spawned_by: None,
+        };
+        access::decide(&self.config, requester, itself, Operation::Spawn)
     }
 }
 

@@ -1,9 +1,10 @@
 //! `sessions_spawn` (SPEC §7.4): an isolated sub-agent for one task, whose result is announced
 //! back to the requester.
 //!
-//! Everything is checked before anything is stored — the requester is not a sub-agent, the task
-//! is there, the agent is allowed (`subagents.allowAgents`, `"*"` = any), the model resolves, the
-//! label is free — so a refused spawn creates nothing. Then `crate::subagents` stores the child
+//! Everything is checked before anything is stored — the requester may spawn at all (not a
+//! sub-agent, not a node session: the access decision), the task is there, the agent is allowed
+//! (`subagents.allowAgents`, `"*"` = any), the model resolves, the label is free — so a refused
+//! spawn creates nothing. Then `crate::subagents` stores the child
 //! and its durable record in one commit, queues the task run on lane `subagent`, and follows it
 //! to its announce; the tool answers `accepted` at once.
 
@@ -14,7 +15,6 @@ use switchboard_protocol::lenient;
 use switchboard_protocol::session_tools::{SpawnParams, SpawnResult, ToolFailure};
 
 use super::SessionTools;
-use crate::access::{self, Operation, Target};
 use crate::keys;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::subagents::Spawn;
@@ -63,13 +63,7 @@ impl SessionsSpawn {
     /// The spawn the arguments ask for, once every rule allows it.
     async fn check(&self, ctx: &ToolContext, p: SpawnParams) -> Result<Spawn, ToolFailure> {
         let config = &self.0.config;
-        let requester = self.0.requester(ctx);
-        let self_target = Target {
-            key: &requester.key,
-            agent_id: &requester.agent_id,
-            spawned_by: None,
-        };
-        if let Err(denial) = access::decide(config, &requester, self_target, Operation::Spawn) {
+        if let Err(denial) = self.0.may_spawn(&self.0.requester(ctx)) {
             return Err(ToolFailure::forbidden(denial.message));
         }
         let Some(task) = p.task.filter(|t| !t.trim().is_empty()) else {

@@ -83,8 +83,89 @@ rm -rf "$dir"
 "#;
 
 fn start_cluster() -> Result<String, String> {
+    let (url, child, _) = launch("testpg")?;
+    if let Ok(mut keeper) = KEEPER.lock() {
+        *keeper = Some(child);
+    }
+    Ok(url)
+}
+
+/// A cluster of one test's own, which it may pause (every server process stopped with
+/// SIGSTOP, as a stalled machine would be) and resume; stopped when dropped.
+pub struct PrivateCluster {
+    pub db: TestDatabase,
+    dir: PathBuf,
+    keeper: Child,
+}
+
+/// Starts a [`PrivateCluster`]; `Err` says why there is none (print it with [`not_run`]).
+pub fn private_cluster() -> Result<PrivateCluster, String> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!("own{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let (url, keeper, dir) = launch(&name)?;
+    Ok(PrivateCluster {
+        db: TestDatabase {
+            url,
+            schema: fresh_schema(),
+        },
+        dir,
+        keeper,
+    })
+}
+
+impl PrivateCluster {
+    /// Stops the postmaster, then every process it started (nothing answers until
+    /// [`PrivateCluster::resume`]).
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets the server processes go on, children first.
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let Some(pid) = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|pid| pid.lines().next().map(str::trim).map(str::to_string))
+        else {
+            panic!(
+                "the test cluster has no postmaster.pid in {}",
+                self.dir.display()
+            );
+        };
+        let sig = format!("-{signal}");
+        let all = || {
+            let _ = Command::new("pkill").args([&sig, "-P", &pid]).status();
+        };
+        match signal {
+            "STOP" => {
+                let _ = Command::new("kill").args([&sig, &pid]).status();
+                all();
+            }
+            _ => {
+                all();
+                let _ = Command::new("kill").args([&sig, &pid]).status();
+            }
+        }
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        self.resume();
+        // Closing its stdin lets the keeper stop the cluster and remove its directory.
+        drop(self.keeper.stdin.take());
+        let _ = self.keeper.wait();
+    }
+}
+
+/// Starts a cluster in a temp dir named after `name`: its URL, the shell that keeps it, and
+/// the dir.
+fn launch(name: &str) -> Result<(String, Child, PathBuf), String> {
     let bin = server_binaries().ok_or("PostgreSQL server binaries not found")?;
-    let dir = std::env::temp_dir().join(format!("switchboard-testpg-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let port = free_port()?;
     let mut command = Command::new("sh");
@@ -117,10 +198,11 @@ fn start_cluster() -> Result<String, String> {
         let _ = child.kill();
         return Err(format!("the test cluster did not start: {log}"));
     }
-    if let Ok(mut keeper) = KEEPER.lock() {
-        *keeper = Some(child);
-    }
-    Ok(format!("postgres://switchboard@127.0.0.1:{port}/postgres"))
+    Ok((
+        format!("postgres://switchboard@127.0.0.1:{port}/postgres"),
+        child,
+        dir,
+    ))
 }
 
 /// The newest `/usr/lib/postgresql/<version>/bin` with `initdb`.

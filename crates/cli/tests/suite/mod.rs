@@ -1,4 +1,5 @@
 mod cluster;
+mod cluster_faults;
 mod commands;
 mod demo;
 mod durability;

@@ -431,6 +431,11 @@ impl Engine {
 
     /// The store, for embedders that seed or inspect it (the CLI's `dev seed`, tests). The
     /// gateway's doors go through the components instead.
+    /// Whether the store answers now (`health`, and the doors refuse calls while it does not).
+    pub fn store_health(&self) -> crate::store::StoreHealth {
+        self.store.health()
+    }
+
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
     }

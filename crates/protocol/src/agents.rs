@@ -72,6 +72,10 @@ pub struct HealthResult {
     /// Each MCP server (`mcp.servers.<name>`): its state and the tools it offers.
     #[serde(default)]
     pub mcp: std::collections::BTreeMap<String, McpServerHealth>,
+    /// The store: whether it answers now. While it is `unreachable`, `ok` is false and the
+    /// session counts and lists are empty (they could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreHealthInfo>,
     /// All sessions: **changed meaning** — a number before, now the reference's object (the
     /// number is `sessionCount`).
     pub sessions: HealthSessions,
@@ -132,14 +136,33 @@ pub struct RecentSession {
     pub age: Option<i64>,
 }
 
+/// The store in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreHealthInfo {
+    /// `sqlite` or `postgres`.
+    pub kind: String,
+    /// `ok`; `degraded` (it has not answered for a few seconds: calls are slow); `unreachable`
+    /// (not for longer than a lease: calls that need it are refused with `UNAVAILABLE`).
+    pub state: String,
+    /// Where it is, how long it has been quiet and its last error (never a password).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
 /// `GET /health`: liveness without authentication (no counts, nothing about sessions).
+/// Answered 503 while the store is unreachable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LivenessResult {
-    /// Always true: the gateway answers.
+    /// True while the gateway can serve: false while its store is unreachable.
     pub ok: bool,
     /// The gateway's version.
     pub version: String,
     /// Milliseconds since the gateway started.
     pub uptime_ms: u64,
+    /// The store's state: `ok`, `degraded` or `unreachable` (no detail: this door asks no
+    /// token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }

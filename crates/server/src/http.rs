@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use switchboard_core::error::http_status;
+use switchboard_core::store::StoreState;
 use switchboard_protocol::agents::LivenessResult;
 use switchboard_protocol::frames::{RpcRequest, RpcResponse};
 use switchboard_protocol::{ErrorCode, ErrorShape};
@@ -127,11 +128,19 @@ pub async fn rpc(
 }
 
 /// Liveness without authentication: no counts, nothing about sessions.
+/// 503 while the store is unreachable: a load balancer sends clients elsewhere.
 pub async fn health(State(state): State<Arc<ServerState>>) -> Response {
-    Json(LivenessResult {
-        ok: true,
+    let store = state.engine.store_health().state;
+    let ok = store != StoreState::Unreachable;
+    let status = match ok {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let body = Json(LivenessResult {
+        ok,
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_ms: state.engine.uptime_ms(),
-    })
-    .into_response()
+        store: Some(store.as_str().to_string()),
+    });
+    (status, body).into_response()
 }

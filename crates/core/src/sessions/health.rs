@@ -71,6 +71,35 @@ impl Sessions {
         })
     }
 
+    /// The parts of `health` when the store cannot be read: the agents, with no counts and
+    /// no recent sessions.
+    pub fn health_unread(&self) -> HealthParts {
+        let default_agent_id = self.config.default_agent_id();
+        let empty = |id: &str| HealthSessions {
+            path: index_label(self.store.as_ref(), id),
+            count: 0,
+            recent: Vec::new(),
+        };
+        let agents = self
+            .config
+            .agent_ids()
+            .into_iter()
+            .map(|id| HealthAgent {
+                name: self.config.agent(&id).name.clone(),
+                is_default: id == default_agent_id,
+                heartbeat: json!({"enabled": false, "everyMs": null}),
+                sessions: empty(&id),
+                agent_id: id,
+            })
+            .collect();
+        HealthParts {
+            sessions: empty(&default_agent_id),
+            default_agent_id,
+            agents,
+            session_count: 0,
+        }
+    }
+
     /// Sessions per agent, counted at most once per [`COUNTS_FOR_MS`].
     async fn counts(&self, now: i64) -> CoreResult<Vec<(String, u64)>> {
         let cached = self

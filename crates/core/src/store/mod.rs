@@ -11,6 +11,7 @@
 mod cluster;
 mod cron;
 mod exchanges;
+mod health;
 mod index;
 mod mirror;
 mod outbox;
@@ -38,6 +39,7 @@ use crate::keys::{ChatType, SessionKey, SessionKind};
 pub use cluster::{Alone, Cluster};
 pub use cron::CronJobRecord;
 pub use exchanges::{ExchangeRecord, ExchangeState};
+pub use health::{StoreHealth, StoreState};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use pairing::{PairingAdmission, PairingAsk, PairingRecord};
@@ -496,6 +498,11 @@ pub trait Store: Send + Sync {
     /// [`Store::bus`].
     fn cluster(&self) -> std::sync::Arc<dyn Cluster> {
         std::sync::Arc::new(Alone)
+    }
+    /// Whether the store answers now (a local file always does; its failures are errors of
+    /// the calls that meet them).
+    fn health(&self) -> StoreHealth {
+        StoreHealth::ok("sqlite")
     }
     /// Claims the work of gateways that stopped (a shared store; none otherwise).
     fn orphans(&self) -> StoreFuture<'_, Orphans> {

@@ -64,7 +64,12 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
         gateway_id: "g-test".into(),
     };
     let error = open(&options).await.err().map(|e| e.to_string()).unwrap();
-    assert!(error.contains("could not connect to PostgreSQL"), "{error}");
+    // Where, and the cause (the refused connection), not just "db error".
+    assert!(
+        error.contains("could not connect to PostgreSQL at 127.0.0.1:1/sb: "),
+        "{error}"
+    );
+    assert!(error.to_lowercase().contains("refused"), "{error}");
     assert!(!error.contains("hunter2"), "{error}");
 }
 

@@ -122,7 +122,29 @@ pub async fn dispatch(
         return Err(error);
     }
     authorize(state, grant, method, params.as_ref())?;
+    refuse_unreachable(state, method)?;
     run(state, method, params, interim, gone).await
+}
+
+/// Methods that answer without the store: they are served while it is unreachable.
+const WITHOUT_STORE: &[&str] = &["health", "logs.tail", "models.list", "config.get"];
+
+/// A new call that needs the store is refused at once while the store is unreachable (it
+/// would wait for the database for as long as it is away); nothing of it was run.
+fn refuse_unreachable(state: &ServerState, method: &str) -> Result<(), ErrorShape> {
+    let store = state.engine.store_health();
+    if store.state != switchboard_core::store::StoreState::Unreachable
+        || WITHOUT_STORE.contains(&method)
+    {
+        return Ok(());
+    }
+    let detail = store.detail.unwrap_or_default();
+    Err(ErrorShape::new(
+        ErrorCode::Unavailable,
+        format!(
+            "{method} was not run: the store is unreachable ({detail}); try again when health says the store is ok"
+        ),
+    ))
 }
 
 async fn run(

@@ -4,8 +4,9 @@ use std::time::Instant;
 
 use switchboard_core::Engine;
 use switchboard_core::sessions::channel_health;
+use switchboard_core::store::StoreState;
 use switchboard_protocol::PROTOCOL_VERSION;
-use switchboard_protocol::agents::{HealthResult, McpServerHealth};
+use switchboard_protocol::agents::{HealthResult, McpServerHealth, StoreHealthInfo};
 
 use super::{MethodResult, core_err, to_value};
 use crate::ServerState;
@@ -13,11 +14,17 @@ use crate::ServerState;
 pub async fn health(state: &ServerState) -> MethodResult {
     let started = Instant::now();
     let engine = &state.engine;
-    let parts = engine.sessions().health().await.map_err(core_err)?;
+    let store = engine.store_health();
+    // An unreachable store is not read (the answer would wait for it): counts stay empty.
+    let reachable = store.state != StoreState::Unreachable;
+    let parts = match reachable {
+        true => engine.sessions().health().await.map_err(core_err)?,
+        false => engine.sessions().health_unread(),
+    };
     let (channels, channel_order, channel_labels) =
         channel_health(engine.config(), engine.telegram());
     to_value(HealthResult {
-        ok: true,
+        ok: reachable,
         version: env!("CARGO_PKG_VERSION").to_string(),
         protocol: PROTOCOL_VERSION,
         uptime_ms: engine.uptime_ms(),
@@ -33,6 +40,11 @@ pub async fn health(state: &ServerState) -> MethodResult {
         agents: parts.agents,
         sessions: parts.sessions,
         mcp: mcp_health(engine),
+        store: Some(StoreHealthInfo {
+            kind: store.kind.to_string(),
+            state: store.state.as_str().to_string(),
+            detail: store.detail,
+        }),
     })
 }
 

@@ -32,6 +32,10 @@ pub(super) const LEASE_MS: i64 = 10_000;
 /// starts new runs: another gateway can declare it stopped only a whole lease after that beat
 /// landed, which was after it was sent.
 pub(super) const LEASE_HELD: Duration = Duration::from_secs(8);
+/// How long without a renewed lease before `health` calls the database degraded (two beats
+/// missed) and unreachable (a whole lease: new calls that need it are refused at once).
+pub(super) const QUIET_DEGRADED: Duration = Duration::from_secs(5);
+pub(super) const QUIET_UNREACHABLE: Duration = Duration::from_secs(10);
 /// A pause between two heartbeats longer than this starts a gateway's streak again: what it
 /// saw of the others before the pause is no evidence.
 pub(super) const GAP_MS: i64 = 5_000;

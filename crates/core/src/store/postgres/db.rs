@@ -54,6 +54,21 @@ impl Pool {
         }
     }
 
+    /// Where the database is, for errors and `health`: `PostgreSQL at host:port/database`
+    /// (never the user or the password).
+    pub(super) fn place(&self) -> String {
+        use tokio_postgres::config::Host;
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(host)) => host.clone(),
+            #[cfg(unix)]
+            Some(Host::Unix(path)) => path.display().to_string(),
+            None => "localhost".to_string(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let database = self.config.get_dbname().unwrap_or_default();
+        format!("PostgreSQL at {host}:{port}/{database}")
+    }
+
     /// The gateway the pool works for.
     pub(super) fn gateway(&self) -> &str {
         &self.gateway
@@ -99,7 +114,13 @@ impl Pool {
         ),
         StoreError,
     > {
-        self.config.connect(NoTls).await.map_err(unreachable)
+        self.config.connect(NoTls).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "could not connect to {}: {}",
+                self.place(),
+                describe(&e)
+            ))
+        })
     }
 
     /// A connection of its own, outside the pool (a session lock holds one).
@@ -293,7 +314,7 @@ impl Db<'_> {
 /// violation a [`StoreError::Conflict`] (callers say which name is taken).
 pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
-        return StoreError::Backend(format!("PostgreSQL: {e}"));
+        return StoreError::Backend(format!("PostgreSQL: {}", describe(&e)));
     };
     let code = db.code();
     if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE {
@@ -302,10 +323,22 @@ pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
     if *code == SqlState::UNIQUE_VIOLATION {
         return StoreError::Conflict(db.message().to_string());
     }
-    StoreError::Backend(format!("PostgreSQL: {} ({})", db.message(), code.code()))
+    StoreError::Backend(format!("PostgreSQL: {}", describe(&e)))
 }
 
-/// The server could not be reached: said with where, without the password.
-fn unreachable(e: tokio_postgres::Error) -> StoreError {
-    StoreError::Backend(format!("could not connect to PostgreSQL: {e}"))
+/// What went wrong, with its cause: the server's message and SQLSTATE, or the driver's error
+/// and what caused it (a refused connection, a closed socket), never just `db error`.
+pub(super) fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let detail = db.detail().map(|d| format!("; {d}")).unwrap_or_default();
+        return format!("{} (SQLSTATE {}){detail}", db.message(), db.code().code());
+    }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }

@@ -31,7 +31,7 @@ use super::{
     Appended, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch,
     ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans, PairingAdmission,
     PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock, Store, StoreError,
-    StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::clock::Clock;
 use crate::ids::RunId;
@@ -81,6 +81,8 @@ struct Inner {
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// When the last heartbeat that renewed the lease was sent (the database stamped it later).
     renewed: Mutex<std::time::Instant>,
+    /// The heartbeat's last error, until a beat gets through.
+    last_error: Mutex<Option<String>>,
 }
 
 impl PgStore {
@@ -114,6 +116,7 @@ impl PgStore {
                 bus: OnceLock::new(),
                 heartbeat: Mutex::new(None),
                 renewed: Mutex::new(registered),
+                last_error: Mutex::new(None),
             }),
         };
         let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
@@ -269,6 +272,22 @@ impl Store for PgStore {
 
     fn reads(&self) -> u64 {
         PgStore::reads(self)
+    }
+
+    fn health(&self) -> StoreHealth {
+        let quiet = self
+            .inner
+            .renewed
+            .lock()
+            .map(|renewed| renewed.elapsed())
+            .unwrap_or_default();
+        let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
+        StoreHealth::from_quiet(
+            ("postgres", &self.inner.pool.place()),
+            quiet,
+            (cluster::QUIET_DEGRADED, cluster::QUIET_UNREACHABLE),
+            last_error.as_deref(),
+        )
     }
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
@@ -619,9 +638,15 @@ async fn heartbeats(inner: Arc<Inner>) {
                 if let Ok(mut renewed) = inner.renewed.lock() {
                     *renewed = sent;
                 }
+                if let Ok(mut last) = inner.last_error.lock() {
+                    *last = None;
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "could not renew this gateway's lease; it starts no new run until it can");
+                if let Ok(mut last) = inner.last_error.lock() {
+                    *last = Some(e.to_string());
+                }
                 own = None;
             }
         }

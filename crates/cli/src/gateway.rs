@@ -1,5 +1,6 @@
 //! `switchboard gateway`: open the engine, bind, print where to connect, serve until a signal.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -56,7 +57,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
         "switchboard {} gateway listening on ws://{local}",
         env!("CARGO_PKG_VERSION")
     );
-    outln!("  web:    {}", auth.page_url(reachable));
+    outln!("  web:    {}", web_line(&auth, reachable));
     outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
@@ -97,6 +98,19 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     served.context("the server task failed")??;
     tracing::info!("gateway stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The page's address. With the token in it only when stdout is a terminal: a service manager or
+/// a redirect keeps what the gateway prints, and the token must not end up in its logs. Otherwise
+/// the page's plain address and where the token to sign in with is.
+fn web_line(auth: &GatewayAuth, reachable: SocketAddr) -> String {
+    if auth.is_open() || std::io::stdout().is_terminal() {
+        return auth.page_url(reachable);
+    }
+    format!(
+        "http://{reachable}/  (sign in with the token from {}, or open http://{reachable}/#token=<token>)",
+        auth.source
+    )
 }
 
 async fn shutdown_signal() {

@@ -16,7 +16,7 @@ use switchboard_protocol::{ErrorCode, ErrorShape};
 
 use crate::ServerState;
 use crate::access::Grant;
-use crate::listen::{self, Pending};
+use crate::admission::{self, Pending};
 use crate::methods;
 
 fn reply(status: StatusCode, body: RpcResponse) -> Response {
@@ -80,7 +80,7 @@ pub async fn rpc(
             format!("Content-Type must be application/json (got {got})"),
         );
     }
-    listen::authenticated(pending.as_ref());
+    admission::authenticated(pending.as_ref());
     let body = match crate::body::read(&state, &headers, body).await {
         Ok(body) => body,
         Err(e) => return e.refusal("/rpc"),

@@ -17,8 +17,8 @@ use switchboard_protocol::ErrorShape;
 use switchboard_protocol::inbound::{InboundAccepted, InboundRefused};
 
 use crate::ServerState;
+use crate::admission::{self, Pending};
 use crate::http::bearer;
-use crate::listen::{self, Pending};
 
 fn refused(status: u16, error: ErrorShape) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
@@ -32,7 +32,7 @@ fn answer(
 ) -> Response {
     match result {
         Ok(run) => {
-            listen::authenticated(pending);
+            admission::authenticated(pending);
             (StatusCode::ACCEPTED, Json(run)).into_response()
         }
         Err(e) => refused(e.http_status(), e.to_shape()),

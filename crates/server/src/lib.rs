@@ -9,6 +9,7 @@
 //! mapping in `switchboard_core::error`). No decision is made here.
 
 pub mod access;
+mod admission;
 pub mod auth;
 mod body;
 pub mod client;
@@ -46,7 +47,7 @@ pub struct ServerState {
     pub max_payload: usize,
     /// How often connected clients get a `tick` event (the reference's liveness signal).
     pub tick_interval: Duration,
-    /// Timeouts and the cap on connections that have not authenticated.
+    /// Timeouts and the caps on connections that have not authenticated.
     pub limits: Limits,
     /// Flips to true when the gateway starts shutting down; connections say goodbye.
     stopping: tokio::sync::watch::Sender<bool>,
@@ -72,7 +73,8 @@ impl ServerState {
         auth: GatewayAuth,
         tick_interval: Duration,
     ) -> Arc<Self> {
-        Self::with_options(engine, auth, tick_interval, Limits::default())
+        let limits = Limits::configured(&engine.config().gateway.limits);
+        Self::with_options(engine, auth, tick_interval, limits)
     }
 
     pub fn with_options(

@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::ServerState;
-use crate::listen::Pending;
+use crate::admission::Pending;
 
 /// Only the gateway's own scripts, styles and socket; images from the gateway or inline data
 /// (image blocks of a transcript); nothing may frame the page.

@@ -1,6 +1,7 @@
 //! The CLI against a real gateway process: the start banner, client commands, config checks.
 
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
 
 use super::process::{BIN, GatewayProcess, run};
 
@@ -17,23 +18,32 @@ fn gateway_prints_where_to_connect_and_client_commands_work() {
         "{:?}",
         gateway.banner
     );
-    // The page's address carries the token in the fragment, which browsers never send.
+    // Stdout is a pipe here, as under a service manager: the page's address without the token,
+    // and where the token is.
     let port = gateway
         .url
         .rsplit(':')
         .next()
         .unwrap()
         .trim_end_matches('/');
-    let page = format!("http://127.0.0.1:{port}/#token={}", gateway.token);
+    let token_file = home.path().join("gateway-token").display().to_string();
+    let base = format!("http://127.0.0.1:{port}/");
+    let web = format!(
+        "web:    {base}  (sign in with the token from {token_file}, or open {base}#token=<token>)"
+    );
+    assert!(
+        gateway.banner.iter().any(|l| l.trim() == web),
+        "{:?}",
+        gateway.banner
+    );
     assert!(
         gateway
             .banner
             .iter()
-            .any(|l| l.trim() == format!("web:    {page}")),
+            .all(|l| !l.contains(gateway.token.as_str())),
         "{:?}",
         gateway.banner
     );
-    let token_file = home.path().join("gateway-token").display().to_string();
     assert!(
         gateway
             .banner
@@ -264,4 +274,39 @@ fn the_gateway_warns_about_unknown_settings_at_start_up_and_still_runs() {
         "{warnings:?}"
     );
     assert!(banner.contains("gateway listening on ws://"), "{banner}");
+}
+
+/// On a terminal the banner's link carries the token, so a person at the console can click it
+/// (`script`, from util-linux, gives the gateway a pseudo-terminal as its stdout).
+#[test]
+fn on_a_terminal_the_web_link_carries_the_token() {
+    if Command::new("script").arg("--version").output().is_err() {
+        let line = "\ngateway banner test on_a_terminal_the_web_link_carries_the_token NOT RUN: \
+                    `script` not found (apt-get install bsdutils)\n";
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let gateway = format!(
+        "exec '{BIN}' --state-dir '{}' gateway --port 0",
+        home.path().display()
+    );
+    let mut script = Command::new("script")
+        .args(["-q", "-e", "-c", &gateway, "/dev/null"])
+        .env("SWITCHBOARD_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(script.stdout.take().unwrap()).lines();
+    let web = lines
+        .map_while(Result::ok)
+        .find(|l| l.contains("web:"))
+        .unwrap_or_default();
+    // Killing `script` closes the terminal; the gateway gets SIGHUP and ends with it.
+    script.kill().unwrap();
+    script.wait().unwrap();
+    let token = std::fs::read_to_string(home.path().join("gateway-token")).unwrap();
+    let link = format!("/#token={}", token.trim());
+    assert!(web.trim_end().ends_with(&link), "{web:?}");
 }

@@ -143,8 +143,9 @@ async fn the_page_works_in_headless_chromium() {
     mock.stop().await;
 }
 
-/// What `switchboard gateway` prints is enough: Chromium's `--dump-dom` of the printed URL, a
-/// plain page load with no script of ours driving it, lists an existing session by its label.
+/// What `switchboard gateway` prints is enough: Chromium's `--dump-dom` of the printed address
+/// with the stored token, a plain page load with no script of ours driving it, lists an existing
+/// session by its label.
 #[test]
 fn dump_dom_of_the_printed_url_lists_the_sessions() {
     let Some(chromium) = chromium() else {
@@ -162,13 +163,16 @@ fn dump_dom_of_the_printed_url_lists_the_sessions() {
         &["call", "sessions.create", "--params", params],
     );
     assert!(created.status.success(), "{created:?}");
-    let page = gateway
+    // The printed address, with the token from the token file (the banner carries it only on
+    // a terminal).
+    let address = gateway
         .banner
         .iter()
         .find_map(|l| l.trim().strip_prefix("web:"))
+        .and_then(|rest| rest.split_whitespace().next())
         .unwrap()
-        .trim()
         .to_string();
+    let page = format!("{address}#token={}", gateway.token);
     let profile = tempfile::tempdir().unwrap();
     let dumped = Command::new(chromium)
         .args([

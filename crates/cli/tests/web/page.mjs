@@ -8,7 +8,8 @@
 // picture of the page for the docs).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const { SWITCHBOARD_BIN: BIN, STATE_DIR: HOME, CHROMIUM, SCREENSHOT } = process.env;
@@ -17,7 +18,7 @@ const problems = [];
 let gateway = null;
 let page = null;
 
-/** Starts the gateway (on `port`, 0 = any) and answers its printed page URL. */
+/** Starts the gateway (on `port`, 0 = any); answers its page's address and the link with the token. */
 async function startGateway(port = 0) {
   const child = spawn(BIN, ['--state-dir', HOME, 'gateway', '--port', String(port)], {
     env: { ...process.env, SWITCHBOARD_LOG: 'warn' },
@@ -31,7 +32,10 @@ async function startGateway(port = 0) {
       if (found) resolve(found[1]);
     });
   });
-  gateway = { child, url, base: url.split('#')[0], token: new URLSearchParams(url.split('#')[1]).get('token') };
+  // Stdout is a pipe, so the printed address carries no token: it is in the state dir.
+  const base = url.split('#')[0];
+  const token = readFileSync(join(HOME, 'gateway-token'), 'utf8').trim();
+  gateway = { child, url: `${base}#token=${encodeURIComponent(token)}`, base, token };
   return gateway;
 }
 

@@ -102,6 +102,30 @@ pub struct GatewayConfig {
     pub shutdown_grace_seconds: u64,
     /// Browser access: which web origins may call the gateway.
     pub control_ui: ControlUiConfig,
+    /// Caps on connections that have not authenticated yet.
+    pub limits: GatewayLimits,
+}
+
+/// `gateway.limits`: how many connections may be open before their first authenticated request
+/// (docs/security.md, "Connections that never finish a request").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GatewayLimits {
+    /// In total. When it is reached, a new connection closes the oldest one that has no request
+    /// in flight; only when every one is serving a request is the new one refused (503).
+    pub max_unauthenticated: usize,
+    /// From one peer address (an IPv6 peer: its /64). A connection over it closes that
+    /// address's oldest idle ones that have had a second to authenticate.
+    pub max_unauthenticated_per_address: usize,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        Self {
+            max_unauthenticated: 256,
+            max_unauthenticated_per_address: 32,
+        }
+    }
 }
 
 /// `gateway.controlUi`.
@@ -122,6 +146,7 @@ impl Default for GatewayConfig {
             max_payload_bytes: 1024 * 1024,
             shutdown_grace_seconds: 10,
             control_ui: ControlUiConfig::default(),
+            limits: GatewayLimits::default(),
         }
     }
 }

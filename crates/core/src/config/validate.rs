@@ -28,6 +28,7 @@ const POSITIVE_EXPECTED: &str = "a positive integer";
 
 const MAX_PAYLOAD_BYTES: RangeInclusive<u64> = 1024..=64 * 1024 * 1024;
 const SHUTDOWN_GRACE_SECONDS: RangeInclusive<u64> = 0..=3600;
+const MAX_UNAUTHENTICATED: RangeInclusive<u64> = 1..=65_536;
 const PROVIDER_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=3600;
 const PROVIDER_MAX_RETRIES: RangeInclusive<u64> = 0..=10;
 const AGENT_TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=86_400;
@@ -70,6 +71,9 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "gateway.auth.mode" => one_of(AuthMode::NAMES),
         "gateway.maxPayloadBytes" => integer(&MAX_PAYLOAD_BYTES),
         "gateway.shutdownGraceSeconds" => integer(&SHUTDOWN_GRACE_SECONDS),
+        "gateway.limits.maxUnauthenticated" | "gateway.limits.maxUnauthenticatedPerAddress" => {
+            integer(&MAX_UNAUTHENTICATED)
+        }
         "models.providers.*.api" => one_of(ProviderApi::NAMES),
         "models.providers.*.baseUrl"
         | "channels.telegram.apiBase"
@@ -245,6 +249,24 @@ impl Checker<'_> {
             gateway.shutdown_grace_seconds,
             &SHUTDOWN_GRACE_SECONDS,
         );
+        let limits = &gateway.limits;
+        let total = u64::try_from(limits.max_unauthenticated).unwrap_or(u64::MAX);
+        let per_address = u64::try_from(limits.max_unauthenticated_per_address).unwrap_or(u64::MAX);
+        self.range(
+            "gateway.limits.maxUnauthenticated",
+            total,
+            &MAX_UNAUTHENTICATED,
+        );
+        if !MAX_UNAUTHENTICATED.contains(&per_address) {
+            let path = "gateway.limits.maxUnauthenticatedPerAddress";
+            self.range(path, per_address, &MAX_UNAUTHENTICATED);
+        } else if MAX_UNAUTHENTICATED.contains(&total) && per_address > total {
+            self.invalid(
+                "gateway.limits.maxUnauthenticatedPerAddress",
+                per_address.to_string(),
+                format!("an integer 1–{total} (at most gateway.limits.maxUnauthenticated)"),
+            );
+        }
         for (i, origin) in gateway.control_ui.allowed_origins.iter_mut().enumerate() {
             match normalize_origin(origin) {
                 Some(normalized) => *origin = normalized,

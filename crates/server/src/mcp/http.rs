@@ -22,7 +22,7 @@ use switchboard_protocol::ErrorCode;
 
 use super::{Acting, LocalInvoker, McpServer};
 use crate::ServerState;
-use crate::listen::{self, Pending};
+use crate::admission::{self, Pending};
 
 /// The header that may name the acting session instead of `?session=`.
 pub const SESSION_HEADER: &str = "x-switchboard-session";
@@ -77,7 +77,7 @@ async fn guard(
     let query = Query::<HashMap<String, String>>::try_from_uri(request.uri())
         .map(|Query(q)| q)
         .unwrap_or_default();
-    listen::authenticated(pending.as_ref());
+    admission::authenticated(pending.as_ref());
     let session = match acting_session(query.get("session").map(String::as_str), request.headers())
     {
         Ok(session) => session,

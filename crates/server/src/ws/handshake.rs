@@ -15,7 +15,7 @@ use switchboard_protocol::{ErrorCode, ErrorShape, PROTOCOL_VERSION, RequestFrame
 use super::{Conn, binary_error, parse_request, read_error};
 use crate::ServerState;
 use crate::access::{Grant, Role};
-use crate::listen::Pending;
+use crate::admission::Pending;
 use crate::methods::{self, EVENTS};
 
 /// How long a client has to send `connect`.
@@ -36,7 +36,21 @@ pub(super) async fn connect(
     };
     conn.event(ServerEvent::ConnectChallenge(challenge), false)
         .await;
-    match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
+    // Until `hello-ok` the connection holds a place among the unauthenticated ones, which a
+    // newer connection may take while this one has not sent `connect` (crate::admission).
+    let evicted = pending
+        .as_ref()
+        .map(|p| p.evicted().clone())
+        .unwrap_or_default();
+    let first = tokio::select! {
+        first = tokio::time::timeout(CONNECT_TIMEOUT, stream.next()) => first,
+        () = evicted.cancelled() => {
+            let reason = "too many connections are waiting to authenticate; connect again";
+            conn.close(close_code::AGAIN, reason).await;
+            return false;
+        }
+    };
+    match first {
         Err(_) => {
             conn.close(
                 close_code::POLICY,

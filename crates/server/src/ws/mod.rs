@@ -39,7 +39,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::ServerState;
 use crate::access::Grant;
-use crate::listen::Pending;
+use crate::admission::Pending;
 use crate::methods;
 
 /// Bytes read from the socket at a time.

@@ -40,7 +40,8 @@ impl TestGateway {
     }
 
     pub async fn start_ticking(config: Config, tick: std::time::Duration) -> Self {
-        Self::start_full(config, GatewayAuth::token(TOKEN), tick, Limits::default()).await
+        let limits = Limits::configured(&config.gateway.limits);
+        Self::start_full(config, GatewayAuth::token(TOKEN), tick, limits).await
     }
 
     /// A gateway with other timeouts or another cap on unauthenticated connections.
@@ -52,7 +53,8 @@ impl TestGateway {
     /// A gateway without a token (`gateway.auth.mode: "none"`).
     pub async fn start_open(config: Config) -> Self {
         let tick = std::time::Duration::from_secs(30);
-        Self::start_full(config, GatewayAuth::open(), tick, Limits::default()).await
+        let limits = Limits::configured(&config.gateway.limits);
+        Self::start_full(config, GatewayAuth::open(), tick, limits).await
     }
 
     async fn start_full(

@@ -2,6 +2,7 @@ mod access;
 mod browser;
 mod channels;
 mod cron;
+mod doors;
 mod harness;
 mod history;
 mod hygiene;

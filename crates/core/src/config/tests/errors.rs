@@ -61,6 +61,18 @@ fn a_bad_value_names_path_value_and_allowed_set() {
             "line 1: config error at gateway.maxPayloadBytes: 10 is not allowed; expected an integer 1024–67108864",
         ),
         (
+            "{ gateway: { limits: { maxUnauthenticated: 0 } } }",
+            "line 1: config error at gateway.limits.maxUnauthenticated: 0 is not allowed; expected an integer 1–65536",
+        ),
+        (
+            "{ gateway: { limits: { maxUnauthenticatedPerAddress: -3 } } }",
+            "line 1: config error at gateway.limits.maxUnauthenticatedPerAddress: -3 is not allowed; expected an integer 1–65536",
+        ),
+        (
+            "{ gateway: { limits: { maxUnauthenticated: 16, maxUnauthenticatedPerAddress: 32 } } }",
+            "line 1: config error at gateway.limits.maxUnauthenticatedPerAddress: 32 is not allowed; expected an integer 1–16 (at most gateway.limits.maxUnauthenticated)",
+        ),
+        (
             r#"{ gateway: { controlUi: { allowedOrigins: ["http://ok:1", "evil.com/page"] } } }"#,
             r#"line 1: config error at gateway.controlUi.allowedOrigins[1]: "evil.com/page" is not allowed; expected a web origin: http:// or https://, a host, an optional port, no path (e.g. "http://192.168.1.5:18790")"#,
         ),

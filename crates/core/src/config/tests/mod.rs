@@ -174,6 +174,8 @@ fn every_default_equals_the_spec() {
     assert_eq!(config.gateway.auth.mode, AuthMode::Token);
     assert_eq!(config.gateway.auth.token, None);
     assert_eq!(config.gateway.max_payload_bytes, 1_048_576);
+    assert_eq!(config.gateway.limits.max_unauthenticated, 256);
+    assert_eq!(config.gateway.limits.max_unauthenticated_per_address, 32);
     assert!(config.models.providers.is_empty());
     let defaults = &config.agents.defaults;
     assert_eq!(defaults.model, ModelRef::new("builtin/scripted"));

@@ -77,8 +77,12 @@ async fn load(url: String, token: String, index: usize, end: Instant) -> Vec<Sen
 }
 
 /// Starts the load on every gateway, runs `fault` after 3 s, and keeps the load on until
-/// `fault_for` plus 5 s have passed; answers every acknowledged turn.
-async fn under_load(gateways: &[Logged], fault_for: Duration, fault: impl FnOnce()) -> Vec<Sent> {
+/// `fault_for` plus 5 s have passed; answers every acknowledged turn and what `fault` saw.
+async fn under_load<T>(
+    gateways: &[Logged],
+    fault_for: Duration,
+    fault: impl Future<Output = T>,
+) -> (Vec<Sent>, T) {
     let end = Instant::now() + Duration::from_secs(3) + fault_for + Duration::from_secs(5);
     let loads: Vec<_> = gateways
         .iter()
@@ -86,12 +90,12 @@ async fn under_load(gateways: &[Logged], fault_for: Duration, fault: impl FnOnce
         .map(|(i, g)| tokio::spawn(load(g.gateway.url.clone(), g.gateway.token.clone(), i, end)))
         .collect();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    fault();
+    let seen = fault.await;
     let mut sent = Vec::new();
     for load in loads {
         sent.extend(load.await.unwrap());
     }
-    sent
+    (sent, seen)
 }
 
 /// Every acknowledged run's end, read through `client` (two minutes at most each: a hang).
@@ -140,6 +144,19 @@ async fn counts(client: &mut GatewayClient, sent: &[Sent]) -> HashMap<String, us
     counts
 }
 
+/// The status of a plain `GET` of `url` (`http://host:port/path`).
+async fn http_status(url: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut socket = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).await.unwrap();
+    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 fn count(counts: &HashMap<String, usize>, text: &str) -> usize {
     counts.get(text).copied().unwrap_or(0)
 }
@@ -154,17 +171,38 @@ async fn a_twenty_second_database_stall_takes_no_work_aborts_no_run_and_runs_not
     let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
     let gateways: Vec<Logged> = homes.iter().map(|h| start(&cluster.db, h.path())).collect();
 
-    let sent = under_load(&gateways, Duration::from_secs(20), || {
+    let g = &gateways[0].gateway;
+    let mut probe = GatewayClient::connect(&g.url, Some(&g.token))
+        .await
+        .unwrap();
+    let liveness = format!("{}/health", g.url.replacen("ws://", "http://", 1));
+    // 14 s into the stall the store is unreachable, and says so.
+    let stall = async {
         cluster.pause();
-        std::thread::sleep(Duration::from_secs(20));
+        tokio::time::sleep(Duration::from_secs(14)).await;
+        let health = probe.request("health", Value::Null).await.unwrap();
+        let refused = probe.request("sessions.list", json!({})).await.unwrap_err();
+        let status = http_status(&liveness).await;
+        tokio::time::sleep(Duration::from_secs(6)).await;
         cluster.resume();
-    })
-    .await;
+        (health, refused.to_string(), status)
+    };
+    let (sent, (health, refused, status)) =
+        under_load(&gateways, Duration::from_secs(20), stall).await;
     assert!(
         sent.len() >= 20,
         "too little load to mean anything: {}",
         sent.len()
     );
+    assert_eq!(
+        (&health["ok"], &health["store"]["state"], status),
+        (&json!(false), &json!("unreachable"), 503),
+        "{health}"
+    );
+    let detail = health["store"]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("PostgreSQL at 127.0.0.1:"), "{detail}");
+    let expected = "UNAVAILABLE: sessions.list was not run: the store is unreachable (PostgreSQL at 127.0.0.1:";
+    assert!(refused.starts_with(expected), "{refused}");
 
     let mut client =
         GatewayClient::connect(&gateways[0].gateway.url, Some(&gateways[0].gateway.token))
@@ -209,12 +247,12 @@ async fn a_gateway_paused_past_its_lease_has_its_work_done_once_and_its_late_wri
             .unwrap();
     };
 
-    let sent = under_load(&gateways, Duration::from_secs(30), || {
+    let pause = async {
         signal("-STOP");
-        std::thread::sleep(Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_secs(30)).await;
         signal("-CONT");
-    })
-    .await;
+    };
+    let (sent, ()) = under_load(&gateways, Duration::from_secs(30), pause).await;
 
     let mut client =
         GatewayClient::connect(&gateways[1].gateway.url, Some(&gateways[1].gateway.token))

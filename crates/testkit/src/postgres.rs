@@ -73,9 +73,23 @@ static CLUSTER: OnceLock<Result<String, String>> = OnceLock::new();
 static KEEPER: Mutex<Option<Child>> = Mutex::new(None);
 
 const KEEP: &str = r#"set -e
-dir=$1; port=$2; bin=$3; shift 3
+dir=$1; port=$2; bin=$3; tls=$4; shift 4
 "$@" "$bin/initdb" -D "$dir/data" -U switchboard --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1
-"$@" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=400" start >/dev/null
+extra=""
+if [ "$tls" = tls ]; then
+  # A CA of the test's, a server certificate it signed for localhost and 127.0.0.1, another
+  # CA that signed nothing; connections over TCP must use TLS.
+  cd "$dir"
+  "$@" openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=switchboard-test-ca >>initdb.log 2>&1
+  "$@" openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=another-ca >>initdb.log 2>&1
+  "$@" openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost >>initdb.log 2>&1
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
+  "$@" openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext >>initdb.log 2>&1
+  "$@" chmod 600 server.key
+  printf 'local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n' | "$@" tee data/pg_hba.conf >/dev/null
+  extra="-c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
+fi
+"$@" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=400 $extra" start >/dev/null
 echo ready
 cat >/dev/null || true
 "$@" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
@@ -83,7 +97,7 @@ rm -rf "$dir"
 "#;
 
 fn start_cluster() -> Result<String, String> {
-    let (url, child, _) = launch("testpg")?;
+    let (url, child, _) = launch("testpg", false)?;
     if let Ok(mut keeper) = KEEPER.lock() {
         *keeper = Some(child);
     }
@@ -102,7 +116,7 @@ pub struct PrivateCluster {
 pub fn private_cluster() -> Result<PrivateCluster, String> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = format!("own{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let (url, keeper, dir) = launch(&name)?;
+    let (url, keeper, dir) = launch(&name, false)?;
     Ok(PrivateCluster {
         db: TestDatabase {
             url,
@@ -111,6 +125,25 @@ pub fn private_cluster() -> Result<PrivateCluster, String> {
         dir,
         keeper,
     })
+}
+
+/// A [`PrivateCluster`] that takes connections over TCP with TLS only, its certificate (for
+/// `localhost` and `127.0.0.1`) signed by a CA of its own: answers the cluster, that CA's
+/// certificate file, and another CA's that signed nothing.
+pub fn private_tls_cluster() -> Result<(PrivateCluster, PathBuf, PathBuf), String> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!("tls{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let (url, keeper, dir) = launch(&name, true)?;
+    let (ca, other) = (dir.join("ca.crt"), dir.join("other-ca.crt"));
+    let cluster = PrivateCluster {
+        db: TestDatabase {
+            url,
+            schema: fresh_schema(),
+        },
+        dir,
+        keeper,
+    };
+    Ok((cluster, ca, other))
 }
 
 impl PrivateCluster {
@@ -163,7 +196,7 @@ impl Drop for PrivateCluster {
 
 /// Starts a cluster in a temp dir named after `name`: its URL, the shell that keeps it, and
 /// the dir.
-fn launch(name: &str) -> Result<(String, Child, PathBuf), String> {
+fn launch(name: &str, tls: bool) -> Result<(String, Child, PathBuf), String> {
     let bin = server_binaries().ok_or("PostgreSQL server binaries not found")?;
     let dir = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -173,7 +206,8 @@ fn launch(name: &str) -> Result<(String, Child, PathBuf), String> {
         .args(["-c", KEEP, "keeper"])
         .arg(&dir)
         .arg(port.to_string())
-        .arg(&bin);
+        .arg(&bin)
+        .arg(if tls { "tls" } else { "plain" });
     if is_root() {
         // PostgreSQL refuses to run as root: the package's own user runs it.
         Command::new("chown")

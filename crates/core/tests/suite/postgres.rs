@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use switchboard_core::clock::SystemClock;
 use switchboard_core::store::{NewSession, PgOptions, PgStore, Store, StoreError};
-use switchboard_testkit::postgres::{TestDatabase, database, not_run};
+use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
 
 use super::support::{k, message};
 
@@ -118,4 +118,67 @@ async fn two_stores_appending_to_one_session_at_once_number_every_message_once()
     assert_eq!(seqs, (1..=80).collect::<Vec<_>>());
     a.close().await;
     b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_verify_the_server_as_sslmode_asks() {
+    let test = "tls_connections_verify_the_server_as_sslmode_asks";
+    let (cluster, ca, other_ca) = match private_tls_cluster() {
+        Ok(cluster) => cluster,
+        Err(why) => return eprintln!("{}", not_run(test, &why)),
+    };
+    let with = |query: String| PgOptions {
+        url: format!("{}?{query}", cluster.db.url),
+        schema: cluster.db.schema.clone(),
+        gateway_id: "g-tls".into(),
+    };
+    // The server takes TCP connections over TLS only: one without is refused, naming why.
+    let plain = open(&with("sslmode=disable".into())).await.err().unwrap();
+    assert!(plain.to_string().contains("no encryption"), "{plain}");
+    // verify-full with the CA that signed the server's certificate: the store works.
+    let verified = with(format!("sslmode=verify-full&sslrootcert={}", ca.display()));
+    let store = open(&verified).await.unwrap();
+    let key = k("agent:main:tls");
+    let entry = store
+        .append(
+            &key,
+            Some(NewSession::for_key(&key, "main", "main")),
+            vec![message(
+                json!({"role": "user", "content": "over TLS", "timestamp": 1}),
+            )],
+        )
+        .await
+        .unwrap()
+        .entry;
+    assert_eq!(entry.last_seq, 1);
+    store.close().await;
+    // A certificate no trusted root signed is refused, saying so.
+    let untrusted = with(format!(
+        "sslmode=verify-full&sslrootcert={}",
+        other_ca.display()
+    ));
+    let refused = open(&untrusted).await.err().unwrap().to_string();
+    assert!(
+        refused.contains("could not connect to PostgreSQL at 127.0.0.1:"),
+        "{refused}"
+    );
+    assert!(refused.to_lowercase().contains("certificate"), "{refused}");
+    // require encrypts without checking the certificate (libpq's meaning).
+    open(&with("sslmode=require".into()))
+        .await
+        .unwrap()
+        .close()
+        .await;
+    // A CA file that is not there is named.
+    let missing = open(&with(
+        "sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem".into(),
+    ))
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        missing.contains("sslrootcert /nonexistent/ca.pem is not a readable PEM file"),
+        "{missing}"
+    );
 }

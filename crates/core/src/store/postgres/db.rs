@@ -10,13 +10,18 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
+use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement, Transaction};
+use tokio_postgres::{Client, Row, Socket, Statement, Transaction};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::store::StoreError;
 
 /// Statements kept per connection; past that the cache starts over (dynamic list queries).
 const MAX_STATEMENTS: usize = 256;
+
+/// A connection's stream: TLS or plain, as `sslmode` and the server agreed.
+type TlsStream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
 
 /// One connection and the statements it prepared.
 pub(super) struct Conn {
@@ -27,6 +32,8 @@ pub(super) struct Conn {
 /// Connections to one database, at most `max` at once, on behalf of one gateway.
 pub(super) struct Pool {
     config: tokio_postgres::Config,
+    /// Every connection is made through it (`tls.rs`; with `sslmode=disable` it is not used).
+    tls: MakeRustlsConnect,
     /// The gateway whose work the queries claim (`owner` columns).
     gateway: String,
     /// The epoch this start of the gateway holds new work under (`cluster.rs`); 0 before it
@@ -44,9 +51,15 @@ pub(super) struct Pooled<'p> {
 }
 
 impl Pool {
-    pub(super) fn new(config: tokio_postgres::Config, max: usize, gateway: String) -> Self {
+    pub(super) fn new(
+        config: tokio_postgres::Config,
+        tls: MakeRustlsConnect,
+        max: usize,
+        gateway: String,
+    ) -> Self {
         Self {
             config,
+            tls,
             gateway,
             epoch: AtomicI64::new(0),
             idle: Mutex::new(Vec::new()),
@@ -107,14 +120,8 @@ impl Pool {
     /// notifications itself).
     pub(super) async fn connect_raw(
         &self,
-    ) -> Result<
-        (
-            Client,
-            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
-        ),
-        StoreError,
-    > {
-        self.config.connect(NoTls).await.map_err(|e| {
+    ) -> Result<(Client, tokio_postgres::Connection<Socket, TlsStream>), StoreError> {
+        self.config.connect(self.tls.clone()).await.map_err(|e| {
             StoreError::Backend(format!(
                 "could not connect to {}: {}",
                 self.place(),

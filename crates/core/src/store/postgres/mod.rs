@@ -16,6 +16,7 @@ mod pairing;
 mod queries;
 mod schema;
 mod subagents;
+mod tls;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -89,7 +90,8 @@ impl PgStore {
     /// Connects, creates or upgrades the schema, and answers the store. Times written come
     /// from `clock`.
     pub async fn open(options: &PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
-        let mut config: tokio_postgres::Config = options.url.parse().map_err(|e| {
+        let (url, tls) = tls::split(&options.url)?;
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::Backend(format!(
                 "the PostgreSQL url is not usable ({e}); give postgres://user:password@host:port/database"
             ))
@@ -97,7 +99,13 @@ impl PgStore {
         config.options(format!("-c search_path={}", options.schema));
         config.application_name("switchboard");
         config.connect_timeout(Duration::from_secs(10));
-        let pool = Pool::new(config, MAX_CONNECTIONS, options.gateway_id.clone());
+        config.ssl_mode(tls.pg_mode());
+        let pool = Pool::new(
+            config,
+            tls.connector()?,
+            MAX_CONNECTIONS,
+            options.gateway_id.clone(),
+        );
         let registered = std::time::Instant::now();
         {
             let mut conn = pool.get().await?;

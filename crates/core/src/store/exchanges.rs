@@ -76,4 +76,7 @@ pub struct ExchangeRecord {
     pub detail: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The ownership epoch its driver holds it under (SPEC §4.3): an update commits only while
+    /// the stored record still carries it. `0` on a store of one gateway.
+    pub epoch: i64,
 }

@@ -62,4 +62,7 @@ pub struct SubagentRecord {
     /// When a kept child leaves the lists (finish + `archiveAfterMinutes`).
     pub archive_at: Option<i64>,
     pub archived_at: Option<i64>,
+    /// The ownership epoch its driver holds it under (SPEC §4.3): an update commits only while
+    /// the stored record still carries it. `0` on a store of one gateway.
+    pub epoch: i64,
 }

@@ -140,6 +140,7 @@ impl Subagents {
             delivery_id: None,
             archive_at: None,
             archived_at: None,
+            epoch: self.store.cluster().epoch(),
         };
         let model_override = EntryPatch {
             model: Patch::Set(spawn.model),
@@ -212,6 +213,9 @@ impl Subagents {
             .await
             .map_err(|e| e.to_string())?
             .ok_or("no sub-agent record")?;
+        if record.epoch != self.store.cluster().epoch() {
+            return Err("another gateway drives it now".into());
+        }
         if record.state == SubagentState::Running {
             let outcome = match self.runtime.wait(&record.run_id, Duration::MAX).await {
                 Ok(wait) if !wait.record.status.is_final() => {

@@ -10,7 +10,7 @@ use crate::keys::SessionKey;
 use crate::store::{ExchangeRecord, ExchangeState, StoreError};
 
 const COLUMNS: &str = "id, requester_key, requester_run, target_key, message, chain, state, turn, \
-    step_run, attempt, round1, latest, previous_run, detail, created_at, updated_at";
+    step_run, attempt, round1, latest, previous_run, detail, created_at, updated_at, epoch";
 
 /// A stored count as a `u32` (a negative or oversized value is clamped).
 fn count(row: &Row, i: usize) -> Result<u32, StoreError> {
@@ -39,6 +39,8 @@ fn from_row(row: &Row) -> Result<ExchangeRecord, StoreError> {
         detail: col(row, 13)?,
         created_at: col(row, 14)?,
         updated_at: col(row, 15)?,
+        // A record from before epochs is held by nobody: the next claim takes it.
+        epoch: col::<Option<i64>>(row, 16)?.unwrap_or(0),
     })
 }
 
@@ -48,7 +50,7 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
     let chain = serde_json::to_string(&chain)
         .map_err(|e| StoreError::Backend(format!("could not encode a chain: {e}")))?;
     let sql = format!(
-        "INSERT INTO exchanges ({COLUMNS}, owner, epoch) VALUES \
+        "INSERT INTO exchanges ({COLUMNS}, owner) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
          ON CONFLICT (id) DO UPDATE SET requester_key = excluded.requester_key, \
          requester_run = excluded.requester_run, target_key = excluded.target_key, \
@@ -56,34 +58,42 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
          turn = excluded.turn, step_run = excluded.step_run, attempt = excluded.attempt, \
          round1 = excluded.round1, latest = excluded.latest, \
          previous_run = excluded.previous_run, detail = excluded.detail, \
-         created_at = excluded.created_at, updated_at = excluded.updated_at"
+         created_at = excluded.created_at, updated_at = excluded.updated_at \
+         WHERE exchanges.epoch IS NOT DISTINCT FROM excluded.epoch"
     );
-    db.execute(
-        &sql,
-        &[
-            &r.id,
-            &r.requester_key.as_str(),
-            &r.requester_run.as_str(),
-            &r.target_key.as_str(),
-            &r.message,
-            &chain,
-            &r.state.as_str(),
-            &i64::from(r.turn),
-            &r.step_run.as_str(),
-            &i64::from(r.attempt),
-            &r.round1,
-            &r.latest,
-            &r.previous_run.as_deref(),
-            &r.detail,
-            &r.created_at,
-            &r.updated_at,
-            // A new exchange is this gateway's to drive; a stored one keeps its owner.
-            &db.gateway(),
-            &db.epoch(),
-        ],
-    )
-    .await?;
-    Ok(())
+    let written = db
+        .execute(
+            &sql,
+            &[
+                &r.id,
+                &r.requester_key.as_str(),
+                &r.requester_run.as_str(),
+                &r.target_key.as_str(),
+                &r.message,
+                &chain,
+                &r.state.as_str(),
+                &i64::from(r.turn),
+                &r.step_run.as_str(),
+                &i64::from(r.attempt),
+                &r.round1,
+                &r.latest,
+                &r.previous_run.as_deref(),
+                &r.detail,
+                &r.created_at,
+                &r.updated_at,
+                &r.epoch,
+                // A new exchange is this gateway's to drive; a stored one keeps its owner.
+                &db.gateway(),
+            ],
+        )
+        .await?;
+    match written {
+        0 => Err(StoreError::Fenced(format!(
+            "the exchange {} is no longer this gateway's: another gateway took it up",
+            r.id
+        ))),
+        _ => Ok(()),
+    }
 }
 
 pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>, StoreError> {

@@ -12,7 +12,7 @@ use crate::keys::SessionKey;
 use crate::store::{StoreError, SubagentRecord, SubagentState};
 
 const COLUMNS: &str = "child_key, requester_key, run_id, task, label, model, delete_after, state, \
-    outcome, created_at, ended_at, delivery_id, archive_at, archived_at";
+    outcome, created_at, ended_at, delivery_id, archive_at, archived_at, epoch";
 
 fn from_row(row: &Row) -> Result<SubagentRecord, StoreError> {
     let state: String = col(row, 7)?;
@@ -31,45 +31,55 @@ fn from_row(row: &Row) -> Result<SubagentRecord, StoreError> {
         delivery_id: col(row, 11)?,
         archive_at: col(row, 12)?,
         archived_at: col(row, 13)?,
+        // A record from before epochs is held by nobody: the next claim takes it.
+        epoch: col::<Option<i64>>(row, 14)?.unwrap_or(0),
     })
 }
 
 /// Stores the record, replacing the one of the same child.
 pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO subagents ({COLUMNS}, owner, epoch) VALUES \
+        "INSERT INTO subagents ({COLUMNS}, owner) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (child_key) DO UPDATE SET requester_key = excluded.requester_key, \
          run_id = excluded.run_id, task = excluded.task, label = excluded.label, \
          model = excluded.model, delete_after = excluded.delete_after, state = excluded.state, \
          outcome = excluded.outcome, created_at = excluded.created_at, \
          ended_at = excluded.ended_at, delivery_id = excluded.delivery_id, \
-         archive_at = excluded.archive_at, archived_at = excluded.archived_at"
+         archive_at = excluded.archive_at, archived_at = excluded.archived_at \
+         WHERE subagents.epoch IS NOT DISTINCT FROM excluded.epoch"
     );
-    db.execute(
-        &sql,
-        &[
-            &r.child_key.as_str(),
-            &r.requester_key.as_str(),
-            &r.run_id.as_str(),
-            &r.task,
-            &r.label,
-            &r.model,
-            &r.delete_after,
-            &r.state.as_str(),
-            &r.outcome,
-            &r.created_at,
-            &r.ended_at,
-            &r.delivery_id,
-            &r.archive_at,
-            &r.archived_at,
-            // A new record is this gateway's to drive; a stored one keeps its owner.
-            &db.gateway(),
-            &db.epoch(),
-        ],
-    )
-    .await?;
-    Ok(())
+    let written = db
+        .execute(
+            &sql,
+            &[
+                &r.child_key.as_str(),
+                &r.requester_key.as_str(),
+                &r.run_id.as_str(),
+                &r.task,
+                &r.label,
+                &r.model,
+                &r.delete_after,
+                &r.state.as_str(),
+                &r.outcome,
+                &r.created_at,
+                &r.ended_at,
+                &r.delivery_id,
+                &r.archive_at,
+                &r.archived_at,
+                &r.epoch,
+                // A new record is this gateway's to drive; a stored one keeps its owner.
+                &db.gateway(),
+            ],
+        )
+        .await?;
+    match written {
+        0 => Err(StoreError::Fenced(format!(
+            "the sub-agent {} is no longer this gateway's: another gateway took it up",
+            r.child_key
+        ))),
+        _ => Ok(()),
+    }
 }
 
 pub(super) async fn get(

@@ -30,6 +30,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ExchangeRecord> {
         detail: row.get(13)?,
         created_at: row.get(14)?,
         updated_at: row.get(15)?,
+        epoch: 0,
     })
 }
 

@@ -24,6 +24,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SubagentRecord> {
         delivery_id: row.get(11)?,
         archive_at: row.get(12)?,
         archived_at: row.get(13)?,
+        epoch: 0,
     })
 }
 

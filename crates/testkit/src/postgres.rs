@@ -109,6 +109,7 @@ fn start_cluster() -> Result<String, String> {
 pub struct PrivateCluster {
     pub db: TestDatabase,
     dir: PathBuf,
+    bin: PathBuf,
     keeper: Child,
 }
 
@@ -122,6 +123,7 @@ pub fn private_cluster() -> Result<PrivateCluster, String> {
             url,
             schema: fresh_schema(),
         },
+        bin: server_binaries().unwrap_or_default(),
         dir,
         keeper,
     })
@@ -140,6 +142,7 @@ pub fn private_tls_cluster() -> Result<(PrivateCluster, PathBuf, PathBuf), Strin
             url,
             schema: fresh_schema(),
         },
+        bin: server_binaries().unwrap_or_default(),
         dir,
         keeper,
     };
@@ -151,6 +154,30 @@ impl PrivateCluster {
     /// [`PrivateCluster::resume`]).
     pub fn pause(&self) {
         self.signal("STOP");
+    }
+
+    /// Restarts the server (a fast shutdown: every connection is cut), on the same port; answers
+    /// once it takes connections again.
+    pub fn restart(&self) {
+        let pg_ctl = self.bin.join("pg_ctl");
+        let mut command = match is_root() {
+            true => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(&pg_ctl);
+                c
+            }
+            false => Command::new(&pg_ctl),
+        };
+        let status = command
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "fast", "-w", "restart"])
+            .stdout(Stdio::null())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "the test cluster did not restart"
+        );
     }
 
     /// Lets the server processes go on, children first.

@@ -25,6 +25,7 @@ pub mod compact;
 mod conversation;
 mod cut;
 mod fence;
+mod hold;
 pub mod lanes;
 pub mod providers;
 mod queue;

@@ -17,6 +17,7 @@ use switchboard_protocol::sessions::Patch;
 
 use super::cut;
 use super::fence::{fence_of, fenced};
+use super::hold::{Hold, Settled, hold_session, settle_start};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -110,12 +111,8 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
     // same commit that marks the run running (and clears its stored input).
     let mut start = Vec::new();
-    if let Some(message) = message {
-        start.push(WriteOp::Append {
-            key: key.clone(),
-            create: None,
-            messages: vec![message],
-        });
+    if let Some(message) = message.clone() {
+        start.push(append(&key, message));
     }
     if lease.is_some() {
         record.status = RunStatus::Running;
@@ -123,10 +120,17 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     }
     start.push(WriteOp::PutRun(record.clone()));
     let started = rt.store().write_batch(start).await.map(|_| ());
-    if let Err(e) = &started
-        && super::fence::lost(&record, e)
-    {
-        return rt.forget(&record);
+    // A start that failed is read back: its message is kept exactly once, with the run's end.
+    let mut keep = None;
+    if let Err(e) = &started {
+        if super::fence::lost(&record, e) {
+            return rt.forget(&record);
+        }
+        match settle_start(rt, &record).await {
+            Settled::Landed => {}
+            Settled::NotLanded => keep = message,
+            Settled::Unknown => return rt.forget(&record),
+        }
     }
     let started = match unlocked {
         Some(e) => Err(crate::store::StoreError::Backend(format!(
@@ -163,57 +167,8 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     let spent = lock(&partial).spent.clone();
     record.model = spent.model;
     record.cost_usd = spent.cost_usd;
-    finish(rt, &request, record, ending).await;
+    finish(rt, &request, record, ending, keep).await;
     drop(held);
-}
-
-/// What waiting for a session's lock came to.
-enum Hold {
-    /// The session is this run's (with the lock a shared store gave).
-    Held(Option<crate::store::SessionLock>),
-    /// Aborted while waiting.
-    Aborted,
-    /// Shutdown began while waiting: the run stays queued.
-    Closing,
-    /// The store could not lock (tried three times).
-    Failed(crate::store::StoreError),
-}
-
-/// Waits until no other gateway runs the session (a shared store; at once otherwise).
-async fn hold_session(
-    rt: &Runtime,
-    key: &SessionKey,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Hold {
-    // No run starts while another gateway may be taking this one's work.
-    if !super::fence::wait_leased(rt, cancel).await {
-        return match rt.inner.abort_all.is_cancelled() {
-            true => Hold::Closing,
-            false => Hold::Aborted,
-        };
-    }
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        // The lock first: a store of this gateway's alone answers at once, as before locks.
-        let outcome = tokio::select! {
-            biased;
-            held = rt.store().lock_session(key) => held,
-            () = rt.inner.closing.cancelled(), if !cancel.is_cancelled() => return Hold::Closing,
-            () = cancel.cancelled() => return match rt.inner.abort_all.is_cancelled() {
-                true => Hold::Closing,
-                false => Hold::Aborted,
-            },
-        };
-        match outcome {
-            Ok(held) => return Hold::Held(held),
-            Err(e) if tries >= 3 => return Hold::Failed(e),
-            Err(e) => {
-                tracing::warn!(session = %key, error = %e, "could not lock the session across gateways; trying again");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    }
 }
 
 /// Writes the run's end (with its session flag and its reply's delivery, in one commit), tells
@@ -223,6 +178,7 @@ async fn finish(
     request: &RunRequest,
     mut record: crate::store::RunRecord,
     ending: Ending,
+    keep: Option<TranscriptMessage>,
 ) {
     let key = record.session_key.clone();
     record.status = ending.status;
@@ -233,13 +189,16 @@ async fn finish(
         aborted_last_run: Some(record.status == RunStatus::Aborted),
         ..EntryPatch::default()
     };
-    let mut end = vec![
+    // The message of a run whose start never landed enters the transcript with its end.
+    let kept = keep.map(|message| append(&key, message));
+    let mut end: Vec<WriteOp> = kept.into_iter().collect();
+    end.extend([
         WriteOp::PutRun(record.clone()),
         WriteOp::Patch {
             key: key.clone(),
             patch: Box::new(flag),
         },
-    ];
+    ]);
     // The reply's delivery is committed with the run's end: an acknowledged reply is never
     // left undelivered by a crash.
     let delivery = match &request.deliver {

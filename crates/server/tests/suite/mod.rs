@@ -5,6 +5,7 @@ mod cron;
 mod harness;
 mod history;
 mod hygiene;
+mod input_errors;
 mod mcp;
 mod policy;
 mod protocol;

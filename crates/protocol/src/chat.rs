@@ -12,14 +12,14 @@ pub struct ChatHistoryParams {
     /// Messages per page: default 200, clamped to 1–1000.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_positive",
         skip_serializing_if = "Option::is_none"
     )]
     pub limit: Option<i64>,
     /// Only messages with a `seq` below this one (page backwards with `nextBefore`).
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_positive",
         skip_serializing_if = "Option::is_none"
     )]
     pub before: Option<i64>,

@@ -16,7 +16,7 @@ pub struct ExchangesListParams {
     /// Default 50, at most 500.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_positive",
         skip_serializing_if = "Option::is_none"
     )]
     pub limit: Option<i64>,

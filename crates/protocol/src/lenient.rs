@@ -1,6 +1,8 @@
 //! Lenient numbers and booleans for params written by models and hand-made clients: `5`, `5.0`
 //! and `"5"` are all accepted, fractions are floored, and callers clamp to their range (SPEC §7);
-//! `true`, `"true"`, `"yes"` and `1` are all true.
+//! `true`, `"true"`, `"yes"` and `1` are all true. A count, a limit or a timeout below its least
+//! meaningful value (a negative timeout, a limit of 0) is refused, never clamped: it can only be
+//! a mistake, and clamping it would answer something the caller did not ask for.
 
 use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
@@ -10,6 +12,23 @@ pub fn opt_int<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error
     match Option::<Value>::deserialize(de)? {
         None | Some(Value::Null) => Ok(None),
         Some(value) => to_int(&value).map(Some).map_err(D::Error::custom),
+    }
+}
+
+/// As [`opt_int`], refusing a negative number (timeouts, where 0 means "the default").
+pub fn opt_non_negative<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error> {
+    at_least(opt_int(de)?, 0).map_err(D::Error::custom)
+}
+
+/// As [`opt_int`], refusing a number below 1 (limits, counts of minutes, sequence numbers).
+pub fn opt_positive<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error> {
+    at_least(opt_int(de)?, 1).map_err(D::Error::custom)
+}
+
+fn at_least(value: Option<i64>, min: i64) -> Result<Option<i64>, String> {
+    match value {
+        Some(n) if n < min => Err(format!("expected a number ≥ {min}, got {n}")),
+        other => Ok(other),
     }
 }
 
@@ -69,6 +88,33 @@ mod tests {
         assert!(to_int(&json!(true)).is_err());
         assert_eq!(clamp_or(Some(900), 50, 1, 200), 200);
         assert_eq!(clamp_or(None, 50, 1, 200), 50);
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Bounds {
+        #[serde(default, deserialize_with = "opt_non_negative")]
+        timeout: Option<i64>,
+        #[serde(default, deserialize_with = "opt_positive")]
+        limit: Option<i64>,
+    }
+
+    #[test]
+    fn numbers_below_their_least_value_are_refused() {
+        let read = |v: Value| serde_json::from_value::<Bounds>(v).map_err(|e| e.to_string());
+        assert_eq!(
+            read(json!({"timeout": 0, "limit": "1"})),
+            Ok(Bounds {
+                timeout: Some(0),
+                limit: Some(1)
+            })
+        );
+        let timeout = read(json!({"timeout": -5})).unwrap_err();
+        assert!(
+            timeout.contains("expected a number ≥ 0, got -5"),
+            "{timeout}"
+        );
+        let limit = read(json!({"limit": 0.5})).unwrap_err();
+        assert!(limit.contains("expected a number ≥ 1, got 0"), "{limit}");
     }
 
     #[derive(Debug, PartialEq, Deserialize)]

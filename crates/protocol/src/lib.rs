@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod chat;
 pub mod cron;
+pub mod decode;
 pub mod delivery;
 pub mod events;
 pub mod exchanges;

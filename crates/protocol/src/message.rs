@@ -45,11 +45,40 @@ pub struct UserMessage {
 }
 
 /// A user message's content: plain text or content blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UserContent {
     Text(String),
     Blocks(Vec<ContentBlock>),
+}
+
+/// Reads what an untagged `String | Vec<ContentBlock>` would, with an error that says which
+/// shapes are accepted (and which block is wrong) instead of "did not match any variant".
+impl<'de> Deserialize<'de> for UserContent {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(de)? {
+            Value::String(text) => Ok(Self::Text(text)),
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    serde_json::from_value(item).map_err(|e| {
+                        D::Error::custom(format!(
+                            "content[{i}]: {}",
+                            crate::decode::explain(&e.to_string())
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()
+                .map(Self::Blocks),
+            other => Err(D::Error::custom(format!(
+                "content: expected text or an array of content blocks ({{\"type\": \"text\", \
+                 \"text\"}}, …), got {}",
+                crate::decode::kind_of(&other)
+            ))),
+        }
+    }
 }
 
 /// Where a user-role message came from when it was not a person.

@@ -16,7 +16,7 @@ pub struct ChatSendParams {
     /// Upper bound of the run in milliseconds.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_non_negative",
         skip_serializing_if = "Option::is_none"
     )]
     pub timeout_ms: Option<i64>,
@@ -61,7 +61,7 @@ pub struct AgentParams {
     /// Upper bound of the run in seconds.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_non_negative",
         skip_serializing_if = "Option::is_none"
     )]
     pub timeout: Option<i64>,
@@ -99,7 +99,7 @@ pub struct AgentWaitParams {
     /// How long to wait: default 30000, at most 600000.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_non_negative",
         skip_serializing_if = "Option::is_none"
     )]
     pub timeout_ms: Option<i64>,

@@ -103,11 +103,38 @@ pub struct SubagentStatus {
 }
 
 /// `kinds` may be one string or an array of strings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
     Many(Vec<String>),
+}
+
+/// Reads what an untagged `String | Vec<String>` would, with an error that says so instead of
+/// "did not match any variant of untagged enum OneOrMany".
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let expected = "expected a string or an array of strings (e.g. \"group\" or \
+                        [\"main\", \"cron\"])";
+        match Value::deserialize(de)? {
+            Value::String(one) => Ok(Self::One(one)),
+            Value::Array(items) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s),
+                    other => Err(D::Error::custom(format!(
+                        "{expected}, got an array holding {other}"
+                    ))),
+                })
+                .collect::<Result<_, _>>()
+                .map(Self::Many),
+            other => Err(D::Error::custom(format!(
+                "{expected}, got {}",
+                crate::decode::kind_of(&other)
+            ))),
+        }
+    }
 }
 
 impl OneOrMany {
@@ -124,7 +151,7 @@ impl OneOrMany {
 pub struct SessionsListParams {
     /// Rows per page: default 50, clamped to 1–1000 (`sessions_list`: 1–200).
     #[serde(
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_positive",
         skip_serializing_if = "Option::is_none"
     )]
     pub limit: Option<i64>,
@@ -133,7 +160,7 @@ pub struct SessionsListParams {
     pub cursor: Option<String>,
     /// Only sessions updated in the last N minutes (N ≥ 1).
     #[serde(
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_positive",
         skip_serializing_if = "Option::is_none"
     )]
     pub active_minutes: Option<i64>,
@@ -151,7 +178,7 @@ pub struct SessionsListParams {
     pub label: Option<String>,
     /// Include the last N messages of each row (0–20), tool results removed.
     #[serde(
-        deserialize_with = "lenient::opt_int",
+        deserialize_with = "lenient::opt_non_negative",
         skip_serializing_if = "Option::is_none"
     )]
     pub message_limit: Option<i64>,

@@ -46,7 +46,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// Whether the body is declared JSON (`application/json`, parameters such as a charset allowed):
 /// a browser page can send `text/plain` without asking first, never `application/json`.
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -7,6 +7,7 @@ import warnings
 
 import anyio
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from common import (HANG_GUARD_SECONDS, arguments, connect, done, expect, mcp_error,
                     structured, tool_error)
@@ -144,13 +145,38 @@ def strict_schemas(tools) -> None:
         expect(hints.get("destructiveHint") is False, f"destructiveHint false on {name}", hints)
 
 
+def first_mcp_error(error: BaseException):
+    """The MCPError in `error` or, when task groups wrapped it, in its exception group."""
+    if isinstance(error, MCPError):
+        return error
+    for inner in getattr(error, "exceptions", ()):
+        found = first_mcp_error(inner)
+        if found is not None:
+            return found
+    return None
+
+
 async def unknown_session(args) -> None:
+    what = "an unknown acting session to be an error that says what to fix"
+    if args.transport == "http":
+        # Over HTTP the gateway checks the acting session before MCP: initialize fails.
+        try:
+            async with connect(args, "agent:main:nobody"):
+                raise AssertionError("expected initialize to fail for an unknown acting session")
+        except BaseException as raised:  # the SDK's task groups may wrap the MCPError
+            error = first_mcp_error(raised)
+            if error is None:
+                raise
+            message = error.error.message
+            expect("Session not found: agent:main:nobody" in message and "must exist" in message,
+                   what, message)
+        return
     async with connect(args, "agent:main:nobody") as (session, _):
         for call in (session.list_tools(), session.call_tool("sessions_list", {})):
             error = await mcp_error(call)
             message = error.error.message
             expect("Session not found: agent:main:nobody" in message and "must exist" in message,
-                   "an unknown acting session to be an error that says what to fix", message)
+                   what, message)
 
 
 async def cancelled_wait(args) -> None:

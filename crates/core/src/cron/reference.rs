@@ -140,7 +140,12 @@ fn payload_message(payload: &Value) -> CoreResult<String> {
 
 /// `{mode: "announce" | "none", channel?: "last"}` → whether replies are delivered.
 fn delivery_mode(delivery: &Value) -> CoreResult<bool> {
-    let mode = delivery.get("mode").and_then(Value::as_str).unwrap_or("");
+    let Value::Object(map) = delivery else {
+        return Err(invalid(format!(
+            "delivery: {delivery} is not an object; expected {{mode: \"announce\" | \"none\"}}"
+        )));
+    };
+    let mode = map.get("mode").and_then(Value::as_str).unwrap_or("");
     let deliver = match mode {
         "announce" => true,
         "none" => false,
@@ -150,9 +155,6 @@ fn delivery_mode(delivery: &Value) -> CoreResult<bool> {
                  goes to the agent's main session route) or \"none\""
             )));
         }
-    };
-    let Value::Object(map) = delivery else {
-        return Ok(deliver);
     };
     // `channel: "last"` (the reference CLI's default) is what announce does here anyway.
     let targeted = ["channel", "to", "accountId", "threadId"]
@@ -225,6 +227,7 @@ mod tests {
                 "delivery.channel",
             ),
             (json!({"wakeMode": "later"}), "wakeMode"),
+            (json!({"delivery": 5}), "delivery: 5 is not an object"),
         ];
         for (extra, expected) in cases {
             let err = fold(reference(extra)).unwrap_err().to_string();

@@ -111,8 +111,9 @@ fn inject_message(
             }
             serde_json::from_value(value).map_err(|e| {
                 CoreError::invalid(format!(
-                    "message: not a transcript message ({e}); expected text, or an object with role \
-                     \"user\" | \"assistant\" | \"toolResult\" in the transcript format"
+                    "message: not a transcript message ({}); expected text, or an object with \
+                     role \"user\" | \"assistant\" | \"toolResult\" in the transcript format",
+                    switchboard_protocol::decode::explain(&e.to_string())
                 ))
             })
         }

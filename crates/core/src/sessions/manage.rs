@@ -41,6 +41,21 @@ fn check_display_name(name: &str) -> CoreResult<()> {
     Ok(())
 }
 
+/// A `verboseLevel` as the reference reads it: `off` (also `false`, `no`, `0`), `on` (also
+/// `minimal`, `true`, `yes`, `1`) or `full` (also `all`, `everything`), any case; stored as
+/// `off`, `on` or `full`.
+fn verbose_level(level: &str) -> CoreResult<&'static str> {
+    match level.trim().to_ascii_lowercase().as_str() {
+        "off" | "false" | "no" | "0" => Ok("off"),
+        "on" | "minimal" | "true" | "yes" | "1" => Ok("on"),
+        "full" | "all" | "everything" => Ok("full"),
+        _ => Err(CoreError::invalid(format!(
+            "verboseLevel: {level:?} is not a level; expected \"off\", \"on\" or \"full\" \
+             (any case), or null to clear"
+        ))),
+    }
+}
+
 impl Sessions {
     /// A model a run could use now (`provider/model` of a configured provider), refused at the
     /// call instead of failing the session's next run.
@@ -54,7 +69,7 @@ impl Sessions {
 
     /// Creates an empty session; idempotent for an existing key.
     pub async fn create(&self, p: SessionsCreateParams) -> CoreResult<SessionsCreateResult> {
-        let key = self.resolver.canonical(&p.key, p.agent_id.as_deref())?;
+        let key = self.resolver.caller_key(&p.key, p.agent_id.as_deref())?;
         if let Some(label) = &p.label {
             check_label(label)?;
         }
@@ -85,6 +100,9 @@ impl Sessions {
             return Err(CoreError::invalid(
                 "give exactly one of key, sessionId or label (with an optional agentId)",
             ));
+        }
+        if let Some(agent) = &p.agent_id {
+            self.resolver.known_agent(agent)?;
         }
         let entry = if let Some(label) = &p.label {
             self.resolver.by_label(label, p.agent_id.as_deref()).await?
@@ -138,12 +156,16 @@ impl Sessions {
             Patch::Set(level) => Patch::Set(thinking_level(&level)?.as_str().to_string()),
             other => other,
         };
+        let verbose_level = match p.verbose_level {
+            Patch::Set(level) => Patch::Set(verbose_level(&level)?.to_string()),
+            other => other,
+        };
         let patch = EntryPatch {
             label: p.label,
             display_name: p.display_name,
             model: p.model,
             thinking_level,
-            verbose_level: p.verbose_level,
+            verbose_level,
             send_policy: p.send_policy,
             spawned_by,
             ..EntryPatch::default()

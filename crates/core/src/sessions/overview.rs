@@ -35,6 +35,9 @@ impl Sessions {
 
     /// `sessions.describe`: the session's row, or `null` when it does not exist.
     pub async fn describe(&self, p: SessionsDescribeParams) -> CoreResult<SessionsDescribeResult> {
+        if let Some(agent) = &p.agent_id {
+            self.resolver.known_agent(agent)?;
+        }
         let session = match self.resolver.find(&p.key, p.agent_id.as_deref()).await {
             Ok(entry) => self.rows(std::slice::from_ref(&entry)).await?.pop(),
             Err(CoreError::NotFound(_)) => None,

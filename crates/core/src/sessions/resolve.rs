@@ -134,16 +134,49 @@ impl Resolver {
     }
 
     /// The key an operator's message goes to: a sessionId's session (which must exist), or the
-    /// canonical key (whose session a run may create).
+    /// canonical key (whose session a run may create). An `agent_id` is the caller's, checked as
+    /// [`Resolver::caller_key`] checks it.
     pub async fn target_key(
         &self,
         reference: &str,
         agent_id: Option<&str>,
     ) -> CoreResult<SessionKey> {
         if keys::looks_like_session_id(reference.trim()) {
-            return Ok(self.find(reference, agent_id).await?.key);
+            let key = self.find(reference, None).await?.key;
+            if let Some(raw) = agent_id {
+                agent_agrees(&key, &self.known_agent(raw)?, raw)?;
+            }
+            return Ok(key);
         }
-        self.canonical(reference, agent_id)
+        self.caller_key(reference, agent_id)
+    }
+
+    /// A caller's `agentId`, normalised as the reference does (`Ops` is `ops`), which must name
+    /// a configured agent: a typo must not start sessions of an agent nobody configured.
+    /// Errors: `NotFound` naming the configured agents.
+    pub fn known_agent(&self, raw: &str) -> CoreResult<String> {
+        let agent = keys::normalize_agent_id(raw);
+        let known = self.config.agent_ids();
+        if known.contains(&agent) {
+            return Ok(agent);
+        }
+        Err(CoreError::NotFound(format!(
+            "agentId: no agent {raw:?} (configured: {})",
+            known.join(", ")
+        )))
+    }
+
+    /// An operator's key with the `agentId` it came with, as the reference reads the pair: the
+    /// agent must be configured ([`Resolver::known_agent`]) and a key that names its agent
+    /// (`agent:<id>:…`) must name the same one. Errors: `NotFound`, `Invalid`, `Key`.
+    pub fn caller_key(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
+        let Some(raw) = agent_id else {
+            return self.canonical(input, None);
+        };
+        let agent = self.known_agent(raw)?;
+        let key = self.canonical(input, Some(&agent))?;
+        agent_agrees(&key, &agent, raw)?;
+        Ok(key)
     }
 
     /// The entry with `label` among `agent_id`'s sessions (the default agent when absent), for
@@ -301,6 +334,18 @@ pub fn target_of(entry: &SessionEntry) -> Target<'_> {
         key: entry.key.as_str(),
         agent_id: &entry.agent_id,
         spawned_by: entry.spawned_by.as_ref().map(SessionKey::as_str),
+    }
+}
+
+/// `Ok` unless `key` belongs to another agent than the caller's `agent` (given as `raw`).
+fn agent_agrees(key: &SessionKey, agent: &str, raw: &str) -> CoreResult<()> {
+    match key.agent_id() {
+        Some(owner) if owner != agent => Err(CoreError::invalid(format!(
+            "agentId: {raw:?} does not match the agent of {} ({owner}); leave agentId out, or \
+             give a key of agent {agent}",
+            key.display()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -83,11 +83,22 @@ async fn guard(
         Ok(session) => session,
         Err(message) => return refusal(StatusCode::BAD_REQUEST, &message),
     };
+    if let Err(refused) = super::checks::acting_session(&state, &session).await {
+        return refused.into_response();
+    }
     let (mut parts, body) = request.into_parts();
-    let body = match crate::body::read(&state, &parts.headers, body).await {
-        Ok(bytes) => Body::from(bytes),
+    let bytes = match crate::body::read(&state, &parts.headers, body).await {
+        Ok(bytes) => bytes,
         Err(e) => return e.refusal("/mcp"),
     };
+    // A body of another type is rmcp's to refuse (415, naming the type it takes).
+    if parts.method == Method::POST
+        && crate::http::is_json(&parts.headers)
+        && let Err(refused) = super::checks::json_rpc_body(&bytes)
+    {
+        return refused.into_response();
+    }
+    let body = Body::from(bytes);
     parts.extensions.insert(ActingSession(session));
     as_json_rpc(next.run(Request::from_parts(parts, body)).await).await
 }
@@ -113,6 +124,12 @@ async fn as_json_rpc(response: Response) -> Response {
     } else {
         text
     };
+    // rmcp answers a body it cannot read 415, as if the content type were wrong: it is the
+    // body (`checks` catches most such bodies first, with what is wrong; this is the rest).
+    if status == StatusCode::UNSUPPORTED_MEDIA_TYPE && message.starts_with("fail to deserialize") {
+        let message = format!("{message}; expected one JSON-RPC 2.0 message that MCP defines");
+        return refusal(StatusCode::BAD_REQUEST, &message);
+    }
     refusal(status, &message)
 }
 

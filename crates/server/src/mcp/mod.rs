@@ -15,6 +15,7 @@
 //! as its timeout would — the run it waits for goes on. The call is never dropped half-way.
 //! Decisions (acting session, auth, error mapping): `docs/mcp.md`.
 
+mod checks;
 pub mod http;
 mod local;
 mod remote;
@@ -117,17 +118,22 @@ impl<I: Invoker> McpServer<I> {
                 Acting::Session(_) => "switchboard mcp --session KEY",
                 Acting::PerConnection => "/mcp?session=KEY or the X-Switchboard-Session header",
             };
-            format!(
-                "{} — this MCP server acts as the session {session:?}, which must exist: name an \
-                 existing one with {hint} (see `switchboard sessions list`), or create it with \
-                 `switchboard call sessions.create --params '{{\"key\":\"{session}\"}}'`",
-                e.message
-            )
+            unknown_session(&e.message, session, hint)
         } else {
             e.message
         };
         to_mcp_error(e.code, message)
     }
+}
+
+/// What an unknown acting session is told: the gateway's message, and how to name an existing
+/// session (`hint`: where it was chosen) or create one.
+pub(crate) fn unknown_session(message: &str, session: &str, hint: &str) -> String {
+    format!(
+        "{message} — this MCP server acts as the session {session:?}, which must exist: name an \
+         existing one with {hint} (see `switchboard sessions list`), or create it with \
+         `switchboard call sessions.create --params '{{\"key\":\"{session}\"}}'`"
+    )
 }
 
 /// The wire error codes onto JSON-RPC's: what the caller must fix is `invalid params` (-32602),

@@ -197,6 +197,16 @@ async fn run(
         "sessions.describe" => overview::describe(engine, parse(method, p)?).await,
         "usage.cost" => overview::usage_cost(engine).await,
         "logs.tail" => overview::logs_tail(parse(method, p)?),
+        "sessions.subscribe"
+        | "sessions.unsubscribe"
+        | "sessions.messages.subscribe"
+        | "sessions.messages.unsubscribe" => Err(ErrorShape::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "{method} chooses the events a WebSocket connection receives: call it on the \
+                 WebSocket; POST /rpc has no connection to send events to"
+            ),
+        )),
         "connect" => Err(ErrorShape::new(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",
@@ -211,24 +221,10 @@ async fn run(
     }
 }
 
-/// Decodes params (absent or `null` = `{}`), naming the offending field on failure.
+/// Decodes params (absent or `null` = `{}`, otherwise an object), naming the offending field on
+/// failure in the wire's words (`switchboard_protocol::decode`).
 pub fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorShape> {
-    let value = match params {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(v) => v,
-    };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!(" at {path}")
-        };
-        ErrorShape::new(
-            ErrorCode::InvalidRequest,
-            format!("{method}: invalid params{at}: {}", e.inner()),
-        )
-    })
+    switchboard_protocol::decode::params(method, params)
 }
 
 pub(crate) fn to_value<T: Serialize>(value: T) -> MethodResult {

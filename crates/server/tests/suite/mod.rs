@@ -6,6 +6,7 @@ mod doors;
 mod harness;
 mod history;
 mod hygiene;
+mod input_errors;
 mod mcp;
 mod policy;
 mod protocol;

@@ -304,3 +304,46 @@ async fn a_gateway_paused_past_its_lease_has_its_work_done_once_and_its_late_wri
         .sum();
     assert_eq!(took, 1, "the paused gateway was declared stopped once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restarted_under_load_loses_nothing_acknowledged_and_runs_nothing_twice() {
+    let test = "a_database_restarted_under_load_loses_nothing_acknowledged_and_runs_nothing_twice";
+    let cluster = match private_cluster() {
+        Ok(cluster) => cluster,
+        Err(why) => return eprintln!("{}", not_run(test, &why)),
+    };
+    let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
+    let gateways: Vec<Logged> = homes.iter().map(|h| start(&cluster.db, h.path())).collect();
+    let restart = async {
+        // pg_ctl waits for the server to come back: off the runtime's threads.
+        let cluster = &cluster;
+        tokio::task::block_in_place(|| cluster.restart());
+    };
+    let (sent, ()) = under_load(&gateways, Duration::from_secs(2), restart).await;
+
+    let g = &gateways[1].gateway;
+    let mut client = GatewayClient::connect(&g.url, Some(&g.token))
+        .await
+        .unwrap();
+    let ends = ends(&mut client, &sent).await;
+    let counts = counts(&mut client, &sent).await;
+    for s in &sent {
+        let end = &ends[&s.run_id];
+        // Every acknowledged message is in the transcript once, whatever its run came to.
+        assert_eq!(count(&counts, &s.text), 1, "{}'s message: {end}", s.reply);
+        match end["status"].as_str() {
+            Some("ok") => assert_eq!(count(&counts, &s.reply), 1, "{}'s reply", s.reply),
+            // A run whose write the restart cut ends with the storage error; its reply may
+            // have been written before the cut, never twice.
+            Some("error") => assert!(count(&counts, &s.reply) <= 1, "{end}"),
+            _ => panic!("{} ended otherwise: {end}", s.reply),
+        }
+    }
+    for (i, g) in gateways.iter().enumerate() {
+        let log = g.log.lock().unwrap().clone();
+        assert!(
+            !log.contains("declared a gateway stopped"),
+            "gateway {i} took work from a live gateway:\n{log}"
+        );
+    }
+}

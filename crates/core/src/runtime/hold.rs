@@ -1,12 +1,14 @@
-//! A run's hold on its session before it starts: its gateway's lease, the session's lock
-//! across gateways, and — when the database went away as the start was written — finding out
-//! whether the start landed, so its acknowledged message is kept exactly once.
+//! A run's hold on its session before it starts — its gateway's lease, the session's lock
+//! across gateways — and its start and end written across a database that goes away (a
+//! restart, a broken connection): a write that failed is read back, since it may have
+//! committed as the connection broke, so the acknowledged message is kept exactly once and
+//! every run's end lands.
 
 use std::time::Duration;
 
 use super::Runtime;
 use crate::keys::SessionKey;
-use crate::store::{RunRecord, RunStatus};
+use crate::store::{RunRecord, RunStatus, StoreError, WriteOp, WriteOutcome};
 
 /// How long a run whose start write failed waits for the store to say whether it landed.
 const SETTLE_FOR: Duration = Duration::from_secs(60);
@@ -88,6 +90,39 @@ pub(super) async fn settle_start(rt: &Runtime, record: &RunRecord) -> Settled {
             Err(e) => {
                 tracing::warn!(run_id = %record.run_id, error = %e, "could not read whether a run started; asking again");
                 tokio::time::sleep(SETTLE_EVERY).await;
+            }
+        }
+    }
+}
+
+/// Writes a run's `end` until it lands, for [`SETTLE_FOR`] at most: after a failed try, the
+/// run is read back (the try may have committed as the connection broke) and the write tried
+/// again once the store answers. `Ok(None)`: an earlier try had landed. A refusal that is not
+/// the store being away (a fence, a deleted session) is answered at once.
+pub(super) async fn write_end(
+    rt: &Runtime,
+    record: &RunRecord,
+    end: Vec<WriteOp>,
+) -> Result<Option<Vec<WriteOutcome>>, StoreError> {
+    let deadline = tokio::time::Instant::now() + SETTLE_FOR;
+    loop {
+        let error = match rt.store().write_batch(end.clone()).await {
+            Ok(outcomes) => return Ok(Some(outcomes)),
+            Err(e @ (StoreError::Backend(_) | StoreError::Busy(_))) => e,
+            Err(e) => return Err(e),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(error);
+        }
+        tracing::warn!(run_id = %record.run_id, %error, "could not store a run's end; trying again");
+        // Written again only once the store says the last try did not land.
+        loop {
+            tokio::time::sleep(SETTLE_EVERY).await;
+            match rt.store().get_run(&record.run_id).await {
+                Ok(Some(stored)) if stored.status.is_final() => return Ok(None),
+                Ok(_) => break,
+                Err(_) if tokio::time::Instant::now() >= deadline => return Err(error),
+                Err(_) => {}
             }
         }
     }

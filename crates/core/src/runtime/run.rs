@@ -17,7 +17,7 @@ use switchboard_protocol::sessions::Patch;
 
 use super::cut;
 use super::fence::{fence_of, fenced};
-use super::hold::{Hold, Settled, hold_session, settle_start};
+use super::hold::{Hold, Settled, hold_session, settle_start, write_end};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -207,12 +207,14 @@ async fn finish(
     };
     let delivers = delivery.is_some();
     end.extend(delivery);
-    match rt.store().write_batch(end).await {
-        Ok(outcomes) => {
+    match write_end(rt, &record, end).await {
+        Ok(Some(outcomes)) => {
             if let (true, Some(outcome)) = (delivers, outcomes.last()) {
                 rt.inner.replies.committed(outcome);
             }
         }
+        // An earlier try landed (its answer was lost): the outbox finds the delivery.
+        Ok(None) => {}
         Err(e) if super::fence::lost(&record, &e) => return rt.forget(&record),
         Err(e) => {
             // The session may have been deleted meanwhile; the run record alone must still land.

@@ -66,7 +66,7 @@ pub(super) async fn hold_session(
 
 /// Whether a start whose write failed (a connection that broke as it committed) landed after
 /// all, read back once the store answers again.
-pub(super) enum Settled {
+enum Settled {
     /// The run is marked running and its message is in the transcript.
     Landed,
     /// Nothing of the start was written: the run is still queued with its input.
@@ -76,7 +76,7 @@ pub(super) enum Settled {
     Unknown,
 }
 
-pub(super) async fn settle_start(rt: &Runtime, record: &RunRecord) -> Settled {
+async fn settle_start(rt: &Runtime, record: &RunRecord) -> Settled {
     let deadline = tokio::time::Instant::now() + SETTLE_FOR;
     loop {
         match rt.store().get_run(&record.run_id).await {
@@ -125,5 +125,27 @@ pub(super) async fn write_end(
                 Err(_) => {}
             }
         }
+    }
+}
+
+/// A start that failed is read back: what to keep for the run's end (its message when the
+/// start never landed), or `None` when the run is no longer this gateway's to end (fenced, or
+/// the store says nothing: it stays queued for the next start).
+pub(super) async fn after_start(
+    rt: &Runtime,
+    record: &RunRecord,
+    started: &Result<(), StoreError>,
+    message: Option<switchboard_protocol::message::TranscriptMessage>,
+) -> Option<Option<switchboard_protocol::message::TranscriptMessage>> {
+    let Err(e) = started else {
+        return Some(None);
+    };
+    if super::fence::lost(record, e) {
+        return None;
+    }
+    match settle_start(rt, record).await {
+        Settled::Landed => Some(None),
+        Settled::NotLanded => Some(message),
+        Settled::Unknown => None,
     }
 }

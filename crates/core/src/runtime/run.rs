@@ -17,7 +17,7 @@ use switchboard_protocol::sessions::Patch;
 
 use super::cut;
 use super::fence::{fence_of, fenced};
-use super::hold::{Hold, Settled, hold_session, settle_start, write_end};
+use super::hold::{Hold, after_start, hold_session, write_end};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -120,18 +120,9 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     }
     start.push(WriteOp::PutRun(record.clone()));
     let started = rt.store().write_batch(start).await.map(|_| ());
-    // A start that failed is read back: its message is kept exactly once, with the run's end.
-    let mut keep = None;
-    if let Err(e) = &started {
-        if super::fence::lost(&record, e) {
-            return rt.forget(&record);
-        }
-        match settle_start(rt, &record).await {
-            Settled::Landed => {}
-            Settled::NotLanded => keep = message,
-            Settled::Unknown => return rt.forget(&record),
-        }
-    }
+    let Some(keep) = after_start(rt, &record, &started, message).await else {
+        return rt.forget(&record);
+    };
     let started = match unlocked {
         Some(e) => Err(crate::store::StoreError::Backend(format!(
             "could not lock the session against other gateways: {e}"

@@ -11,6 +11,7 @@ mod cluster;
 mod cron;
 mod db;
 mod exchanges;
+mod lease;
 mod outbox;
 mod pairing;
 mod queries;
@@ -129,7 +130,7 @@ impl PgStore {
         };
         let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
         let _ = store.inner.bus.set(bus);
-        let beats = tokio::spawn(heartbeats(store.inner.clone()));
+        let beats = tokio::spawn(lease::heartbeats(store.inner.clone()));
         if let Ok(mut heartbeat) = store.inner.heartbeat.lock() {
             *heartbeat = Some(beats);
         }
@@ -614,74 +615,6 @@ impl Store for PgStore {
             let (id, run_id) = (id.clone(), run_id.clone());
             Box::pin(async move { cron::record_firing(db, &id, slot, &run_id, at).await })
         })
-    }
-}
-
-/// Says the gateway is alive every [`cluster::HEARTBEAT`] until the store closes.
-/// On a connection of its own (a busy pool must not delay it past the lease), made again
-/// when it breaks. A beat that finds this start's row gone (another gateway declared it
-/// stopped) registers a new epoch: the work held under the old one is the other gateway's now.
-async fn heartbeats(inner: Arc<Inner>) {
-    let mut own: Option<Conn> = None;
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(cluster::HEARTBEAT) => {}
-            () = inner.stop.cancelled() => return,
-        }
-        if own.as_ref().is_none_or(Conn::is_closed) {
-            own = inner.pool.connect().await.ok();
-        }
-        let sent = std::time::Instant::now();
-        let beat = match &own {
-            Some(conn) => {
-                let epoch = inner.pool.epoch();
-                conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway(), &epoch])
-                    .await
-            }
-            None => Err(StoreError::Backend("no connection to the database".into())),
-        };
-        match beat {
-            Ok(0) => rejoin(&inner, sent).await,
-            Ok(_) => {
-                if let Ok(mut renewed) = inner.renewed.lock() {
-                    *renewed = sent;
-                }
-                if let Ok(mut last) = inner.last_error.lock() {
-                    *last = None;
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not renew this gateway's lease; it starts no new run until it can");
-                if let Ok(mut last) = inner.last_error.lock() {
-                    *last = Some(e.to_string());
-                }
-                own = None;
-            }
-        }
-    }
-}
-
-/// This start was declared stopped: registers a new epoch, so new work can be held again.
-async fn rejoin(inner: &Inner, sent: std::time::Instant) {
-    let old = inner.pool.epoch();
-    let registered = async {
-        let mut conn = inner.pool.get().await?;
-        cluster::register(&conn.db()?).await
-    };
-    match registered.await {
-        Ok(epoch) => {
-            inner.pool.set_epoch(epoch);
-            if let Ok(mut renewed) = inner.renewed.lock() {
-                *renewed = sent;
-            }
-            tracing::error!(
-                old_epoch = old,
-                epoch,
-                "this gateway lost its lease: another gateway declared it stopped and took up its \
-                 work; nothing held under the old epoch is written from here"
-            );
-        }
-        Err(e) => tracing::warn!(error = %e, "could not register this gateway again"),
     }
 }
 

@@ -31,8 +31,9 @@ impl PgBus {
     pub(super) fn start(inner: Arc<Inner>, stop: CancellationToken) -> Arc<Self> {
         let (outgoing, queue) = mpsc::unbounded_channel();
         let (incoming, _) = broadcast::channel(BUFFER);
-        tokio::spawn(publish(inner.clone(), queue, stop.clone()));
-        tokio::spawn(listen(inner, incoming.clone(), stop));
+        let tasks = inner.pool.tasks.clone();
+        tasks.spawn(publish(inner.clone(), queue, stop.clone()));
+        tasks.spawn(listen(inner, incoming.clone(), stop));
         Arc::new(Self { outgoing, incoming })
     }
 }
@@ -108,7 +109,7 @@ async fn listen_once(
 ) -> Result<(), String> {
     let (client, mut connection) = inner.pool.connect_raw().await.map_err(|e| e.to_string())?;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let pump = tokio::spawn(async move {
+    let pump = inner.pool.tasks.spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {

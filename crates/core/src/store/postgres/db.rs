@@ -41,6 +41,10 @@ pub(super) struct Pool {
     epoch: AtomicI64,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
+    /// The tasks that drive connections, the bus and the heartbeat: waited for at close.
+    pub(super) tasks: tokio_util::task::TaskTracker,
+    /// Writes and unlocks in flight: finished before the gateway says goodbye.
+    pub(super) writes: tokio_util::task::TaskTracker,
 }
 
 /// A connection taken from the pool; it goes back when dropped (unless it broke).
@@ -64,6 +68,8 @@ impl Pool {
             epoch: AtomicI64::new(0),
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
+            tasks: tokio_util::task::TaskTracker::new(),
+            writes: tokio_util::task::TaskTracker::new(),
         }
     }
 
@@ -133,7 +139,7 @@ impl Pool {
     /// A connection of its own, outside the pool (a session lock holds one).
     pub(super) async fn connect(&self) -> Result<Conn, StoreError> {
         let (client, connection) = self.connect_raw().await?;
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "a PostgreSQL connection ended");
             }

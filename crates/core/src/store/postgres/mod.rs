@@ -48,6 +48,9 @@ const MAX_TRIES: u32 = 8;
 /// at most `delivery.timeoutSeconds`; a gateway that dies mid-attempt is retried after this).
 const DELIVERY_LEASE_MS: i64 = 60_000;
 
+/// How long closing waits for the connections' tasks to end.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// A query's future, borrowing its [`Db`].
 type Fut<'c, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'c>>;
 
@@ -130,7 +133,7 @@ impl PgStore {
         };
         let bus = bus::PgBus::start(store.inner.clone(), store.inner.stop.clone());
         let _ = store.inner.bus.set(bus);
-        let beats = tokio::spawn(lease::heartbeats(store.inner.clone()));
+        let beats = (store.inner.pool.tasks).spawn(lease::heartbeats(store.inner.clone()));
         if let Ok(mut heartbeat) = store.inner.heartbeat.lock() {
             *heartbeat = Some(beats);
         }
@@ -148,6 +151,14 @@ impl PgStore {
         if let Some(beats) = beats {
             let _ = beats.await;
         }
+        // What was sent to the store lands before the goodbye (a database that does not
+        // answer is waited for a bounded time: the writes' own connections end with the
+        // process).
+        self.inner.pool.writes.close();
+        let landed = tokio::time::timeout(CLOSE_WAIT, self.inner.pool.writes.wait()).await;
+        if landed.is_err() {
+            tracing::warn!("writes to PostgreSQL were still waiting for the database at the stop");
+        }
         if let Ok(mut conn) = self.inner.pool.get().await
             && let Ok(db) = conn.db()
             && let Err(e) = cluster::retire(&db).await
@@ -157,6 +168,13 @@ impl PgStore {
         self.inner.pool.close();
         if let Ok(mut lockers) = self.inner.lockers.lock() {
             lockers.clear();
+        }
+        // Connections still held (a session lock a run drops late) end with their holders;
+        // the rest end now that their clients are gone.
+        self.inner.pool.tasks.close();
+        let drained = tokio::time::timeout(CLOSE_WAIT, self.inner.pool.tasks.wait()).await;
+        if drained.is_err() {
+            tracing::debug!("some PostgreSQL connections were still open when the store closed");
         }
     }
 
@@ -193,7 +211,8 @@ impl PgStore {
         F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 'static,
     {
         let inner = self.inner.clone();
-        let task = tokio::spawn(async move { Self::transact(&inner, f).await });
+        let writes = inner.pool.writes.clone();
+        let task = writes.spawn(async move { Self::transact(&inner, f).await });
         Box::pin(async move {
             task.await
                 .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
@@ -650,7 +669,9 @@ impl Drop for HeldSession {
             return; // The connection closes with it, and the server unlocks.
         };
         let (key, inner) = (std::mem::take(&mut self.key), self.inner.clone());
-        runtime.spawn(async move {
+        let writes = inner.pool.writes.clone();
+        let _unlock = runtime.enter();
+        writes.spawn(async move {
             let unlocked = conn
                 .execute(
                     "SELECT pg_advisory_unlock(hashtextextended($1, 0))",

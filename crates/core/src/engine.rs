@@ -57,7 +57,13 @@ pub struct EngineOptions {
     /// The clock every time is read from; the system clock when `None` (tests pass a manual
     /// one).
     pub clock: Option<Arc<dyn Clock>>,
+    /// Wraps the opened store before any component is given it (tests that make chosen store
+    /// calls fail put their wrapper around the real store here).
+    pub wrap_store: Option<StoreWrapper>,
 }
+
+/// See [`EngineOptions::wrap_store`].
+pub type StoreWrapper = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
 
 /// The components, built and wired.
 pub struct Engine {
@@ -164,7 +170,10 @@ impl Engine {
         let config = Arc::new(config);
         let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
-        let store = crate::store::open(home, &config.store, clock.clone()).await?;
+        let mut store = crate::store::open(home, &config.store, clock.clone()).await?;
+        if let Some(wrap) = options.wrap_store {
+            store = wrap(store);
+        }
         let engine = Self::wire(home, config, clock, store, providers, options.tools)?;
         // MCP servers start now: a run waits for their first connection, not for a client.
         engine.mcp.start();

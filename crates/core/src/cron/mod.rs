@@ -33,7 +33,6 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::delivery::route_of;
 use crate::error::{CoreError, CoreResult};
-use crate::ids::RunId;
 use crate::keys::normalize_agent_id;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
@@ -225,7 +224,7 @@ impl Cron {
             ))
         })?;
         let schedule = Schedule::parse(&job.schedule).map_err(CoreError::Invalid)?;
-        let last_run = self.last_run(&job).await;
+        let last_run = self.last_run(&job).await?;
         Ok(job_view(
             &job,
             &schedule,
@@ -261,7 +260,7 @@ impl Cron {
         for job in self.store.cron_list().await? {
             match Schedule::parse(&job.schedule) {
                 Ok(schedule) => {
-                    let last_run = self.last_run(&job).await;
+                    let last_run = self.last_run(&job).await?;
                     views.push(job_view(&job, &schedule, now, last_run.as_ref()));
                 }
                 Err(e) => {
@@ -272,9 +271,13 @@ impl Cron {
         Ok(views)
     }
 
-    async fn last_run(&self, job: &CronJobRecord) -> Option<crate::store::RunRecord> {
-        let run: &RunId = job.last_run_id.as_ref()?;
-        self.store.get_run(run).await.ok().flatten()
+    /// The job's last run (`None` before its first firing); a store error is the caller's, not
+    /// a job that never ran.
+    async fn last_run(&self, job: &CronJobRecord) -> CoreResult<Option<crate::store::RunRecord>> {
+        let Some(run) = job.last_run_id.as_ref() else {
+            return Ok(None);
+        };
+        Ok(self.store.get_run(run).await?)
     }
 
     /// `cron.remove`: deletes the job (its session and transcript stay).
@@ -335,7 +338,7 @@ impl Cron {
             // session was last talked to (its route), or is recorded when it has none.
             request.deliver = Some(Deliver {
                 kind: "reply",
-                route: self.main_route(&job.agent_id).await,
+                route: self.main_route(&job.agent_id).await?,
             });
         }
         let accepted = self.runtime.submit(request).await?;
@@ -350,14 +353,15 @@ impl Cron {
         Ok(accepted)
     }
 
-    /// The delivery route of `agent_id`'s main session, if it has one.
+    /// The delivery route of `agent_id`'s main session, if it has one. A store error fails the
+    /// firing (the scheduler tries again) rather than record the reply with no route.
     async fn main_route(
         &self,
         agent_id: &str,
-    ) -> Option<switchboard_protocol::sessions::DeliveryContext> {
+    ) -> CoreResult<Option<switchboard_protocol::sessions::DeliveryContext>> {
         let main = self.config.main_session_key(agent_id);
-        let entry = self.store.get(&main).await.ok().flatten()?;
-        route_of(&entry)
+        let entry = self.store.get(&main).await?;
+        Ok(entry.as_ref().and_then(route_of))
     }
 
     /// The agent of a new job: the given one (normalised) if configured, else the default.

@@ -44,6 +44,8 @@ use crate::store::{
 
 /// Pending records looked at per pass; also the most attempts in flight at once.
 const BATCH: usize = 64;
+/// The wait before a record whose read failed is looked at again.
+const STORE_RETRY: Duration = Duration::from_secs(1);
 /// The longest the task sleeps without being woken.
 const IDLE_WAKE: Duration = Duration::from_secs(30);
 
@@ -215,7 +217,7 @@ impl Outbox {
                 Ok(pending) => self.start_due(pending),
                 Err(e) => {
                     tracing::warn!(error = %e, "outbox: could not read pending deliveries");
-                    self.clock.now_ms() + 1_000
+                    self.clock.now_ms() + STORE_RETRY.as_millis() as i64
                 }
             };
             tokio::select! {
@@ -244,17 +246,35 @@ impl Outbox {
             self.tasks.spawn(async move {
                 let id = record.id.clone();
                 // The list may predate an attempt that finished meanwhile: go by the stored record.
-                let current = outbox.store.get_delivery(&id).await.ok().flatten();
-                if let Some(record) = current.filter(|r| {
-                    r.status == DeliveryStatus::Pending && r.attempts == record.attempts
-                }) {
-                    outbox.attempt(record).await;
+                match outbox.store.get_delivery(&id).await {
+                    Ok(current) => {
+                        if let Some(record) = current.filter(|r| {
+                            r.status == DeliveryStatus::Pending && r.attempts == record.attempts
+                        }) {
+                            outbox.attempt(record).await;
+                        }
+                    }
+                    // The record stays pending and is tried again on a later pass; the pause
+                    // keeps a store that fails every read from being asked in a tight loop.
+                    Err(e) => {
+                        tracing::warn!(%id, error = %e, "outbox: could not read a delivery before its attempt; trying again");
+                        outbox.pause(STORE_RETRY).await;
+                    }
                 }
                 outbox.in_flight().remove(&id);
                 outbox.wake();
             });
         }
         next
+    }
+
+    /// Waits `wait` on the engine's clock, or until the engine stops.
+    async fn pause(&self, wait: Duration) {
+        let until = self.clock.now_ms() + wait.as_millis() as i64;
+        tokio::select! {
+            () = self.clock.sleep_until(until) => {}
+            () = self.stop.cancelled() => {}
+        }
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {

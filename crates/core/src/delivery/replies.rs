@@ -6,10 +6,19 @@
 //! from here.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{Outbound, Outbox, route_of};
+use crate::keys::SessionKey;
 use crate::runtime::{BoxFuture, Deliver, ReplyHandler};
-use crate::store::{RunRecord, RunStatus, Store, WriteOp, WriteOutcome};
+use crate::store::{
+    DeliveryStatus, RunRecord, RunStatus, SessionEntry, Store, StoreError, WriteOp, WriteOutcome,
+};
+
+/// Reads of the session a reply is routed by, before the reply is given up as failed.
+const READ_TRIES: u32 = 6;
+/// The wait after the first failed read; doubled after each (0.1 + 0.2 + … + 1.6 s ≈ 3 s in all).
+const FIRST_WAIT: Duration = Duration::from_millis(100);
 
 /// A reply that says "deliver nothing".
 pub const NO_REPLY: &str = "NO_REPLY";
@@ -47,6 +56,45 @@ impl Replies {
     pub fn new(outbox: Arc<Outbox>, store: Arc<dyn Store>) -> Self {
         Self { outbox, store }
     }
+
+    /// The session's entry, read again after a failure (a store that hiccups answers the next
+    /// read); the last error once [`READ_TRIES`] reads failed. Bounded, so the run's end — and a
+    /// shutdown waiting for it — is never held for long.
+    async fn session(&self, key: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
+        let mut wait = FIRST_WAIT;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.store.get(key).await {
+                Ok(entry) => return Ok(entry),
+                Err(e) if tries >= READ_TRIES => return Err(e),
+                Err(e) => {
+                    tracing::warn!(session = %key, error = %e, "could not read the session to route a reply; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+            }
+        }
+    }
+
+    /// The record of a reply whose session could not be read: `failed`, with the reason, so it
+    /// reads as what happened (neither "no route" nor sent against a send policy unread).
+    fn unroutable(
+        &self,
+        deliver: &Deliver,
+        record: &RunRecord,
+        text: &str,
+        error: &StoreError,
+    ) -> WriteOp {
+        tracing::error!(run = %record.run_id, error = %error, "could not read the session to route a reply; its delivery is recorded failed");
+        let out = outbound(deliver, record, text, deliver.route.clone());
+        let mut delivery = self.outbox.record(out, None);
+        delivery.status = DeliveryStatus::Failed;
+        delivery.detail = Some(format!(
+            "the session could not be read to route the reply: {error}"
+        ));
+        WriteOp::Enqueue(Box::new(delivery))
+    }
 }
 
 impl ReplyHandler for Replies {
@@ -60,20 +108,17 @@ impl ReplyHandler for Replies {
             if record.status != RunStatus::Ok || is_silent(text) {
                 return None;
             }
-            let entry = self.store.get(&record.session_key).await.ok().flatten();
+            // The session decides the route (when the run was given none) and the send policy:
+            // a read that failed is not a session without a route.
+            let entry = match self.session(&record.session_key).await {
+                Ok(entry) => entry,
+                Err(e) => return Some(self.unroutable(deliver, record, text, &e)),
+            };
             let route = deliver
                 .route
                 .clone()
                 .or_else(|| entry.as_ref().and_then(route_of));
-            let out = Outbound {
-                kind: deliver.kind,
-                session_key: Some(record.session_key.clone()),
-                source_key: None,
-                run_id: Some(record.run_id.clone()),
-                route,
-                text: text.to_string(),
-                idempotency_key: Some(format!("{}:{}", deliver.kind, record.run_id)),
-            };
+            let out = outbound(deliver, record, text, route);
             let delivery = self.outbox.record(out, entry.as_ref());
             Some(WriteOp::Enqueue(Box::new(delivery)))
         })
@@ -84,6 +129,24 @@ impl ReplyHandler for Replies {
             self.outbox.settled(record);
             self.outbox.wake();
         }
+    }
+}
+
+/// The delivery of a run's reply (its idempotency key: one per run and kind).
+fn outbound(
+    deliver: &Deliver,
+    record: &RunRecord,
+    text: &str,
+    route: Option<switchboard_protocol::sessions::DeliveryContext>,
+) -> Outbound {
+    Outbound {
+        kind: deliver.kind,
+        session_key: Some(record.session_key.clone()),
+        source_key: None,
+        run_id: Some(record.run_id.clone()),
+        route,
+        text: text.to_string(),
+        idempotency_key: Some(format!("{}:{}", deliver.kind, record.run_id)),
     }
 }
 

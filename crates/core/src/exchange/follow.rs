@@ -180,7 +180,13 @@ impl Driver {
         let previous = x.previous_run.clone().unwrap_or_else(|| primary.clone());
         let target_entry = self.entry(target).await?;
         let requester_entry = match x.state {
-            ExchangeState::Primary => self.store.get(requester).await.ok().flatten(),
+            // The requester may not be a stored session (an MCP client); a failed read is not
+            // that: the step waits for the store.
+            ExchangeState::Primary => self
+                .store
+                .get(requester)
+                .await
+                .map_err(|e| Stop::Later(e.to_string()))?,
             _ => Some(self.entry(requester).await?),
         };
         let sides = Sides {

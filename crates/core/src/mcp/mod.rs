@@ -38,7 +38,9 @@ impl Mcp {
             .servers
             .iter()
             .filter(|(_, server)| server.enabled)
-            .map(|(name, server)| Server::new(name.clone(), server.clone()))
+            .map(|(name, server)| {
+                Server::new(name.clone(), server.clone(), tasks.clone(), stop.clone())
+            })
             .collect();
         Arc::new(Self {
             servers,

@@ -17,6 +17,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::tool::{McpTool, offered_name};
 use crate::access::glob_allowed;
@@ -75,6 +76,10 @@ pub struct Server {
     /// The connection (by generation) a call could not reach: it is dropped and a new one made
     /// (an HTTP session does not end by itself when its server goes away).
     unreachable: watch::Sender<u64>,
+    /// The engine's tracker and stop token: the stderr reader is tracked and ends at shutdown
+    /// even when a grandchild of the server still holds the pipe open.
+    tasks: TaskTracker,
+    stop: CancellationToken,
 }
 
 /// What `health` shows of a server.
@@ -111,7 +116,12 @@ impl ClientHandler for Handler {
 type Running = RunningService<RoleClient, Handler>;
 
 impl Server {
-    pub fn new(name: String, config: McpServerConfig) -> Arc<Self> {
+    pub fn new(
+        name: String,
+        config: McpServerConfig,
+        tasks: TaskTracker,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
         Arc::new(Self {
             name,
             config,
@@ -121,6 +131,8 @@ impl Server {
             tried: watch::channel(false).0,
             refresh: Notify::new(),
             unreachable: watch::channel(0).0,
+            tasks,
+            stop,
         })
     }
 
@@ -297,11 +309,18 @@ impl Server {
     }
 
     /// The child's stderr, line by line, to the debug log; the last line is kept for `health`.
+    /// Until the pipe closes or the gateway stops (a grandchild may keep the pipe open after
+    /// the child was ended).
     fn keep_stderr(self: &Arc<Self>, stderr: tokio::process::ChildStderr) {
         let server = self.clone();
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            loop {
+                let line = tokio::select! {
+                    line = lines.next_line() => line,
+                    () = server.stop.cancelled() => return,
+                };
+                let Ok(Some(line)) = line else { return };
                 tracing::debug!(server = %server.name, "MCP server stderr: {line}");
                 server.live().stderr = Some(line);
             }

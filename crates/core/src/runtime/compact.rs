@@ -173,8 +173,14 @@ impl Runtime {
             }
         }
         let store = self.store();
-        let Ok(Some(entry)) = store.get(key).await else {
-            return false;
+        // Not reading the compacted view only means older messages are cut for this call.
+        let entry = match store.get(key).await {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::warn!(session = %key, error = %e, "cannot read the session after compaction; older messages are cut instead");
+                return false;
+            }
         };
         let conversations = &self.inner.conversations;
         match conversations

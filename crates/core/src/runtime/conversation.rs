@@ -7,11 +7,17 @@
 //! transcript's last `seq`, so a stale window is never used as it is. Reads stop at the `seq`
 //! the run was given: a message appended after it is left for the next run, never read in place
 //! of one before it.
+//!
+//! The window and the cache are bounded by bytes as well as by counts: a window holds at most
+//! [`MAX_WINDOW_BYTES`] of text (200 messages of 1 MB would be 200 MB, more than any model
+//! reads), one whose newest turn alone is larger is not kept (its next run reads it again), and
+//! windows are let go, any of them, to keep all of them under [`MAX_BYTES`].
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use switchboard_protocol::message::TranscriptMessage;
+use serde_json::Value;
+use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
 use super::lock;
 use crate::store::{Store, StoreError, StoredMessage};
@@ -20,10 +26,39 @@ use crate::store::{Store, StoreError, StoredMessage};
 pub const WINDOW: usize = 200;
 /// Transcripts whose window is kept; past that the cache starts over.
 const MAX_CACHED: usize = 1024;
+/// The most the kept windows hold in all (their texts, approximately).
+const MAX_BYTES: usize = 64 << 20;
+/// The most text a window holds (about 2M tokens: more than any model's context); only a
+/// newest turn larger than that makes a larger window, which is then not kept.
+const MAX_WINDOW_BYTES: usize = 8 << 20;
+/// What a message costs beyond its texts (the struct, its role and times).
+const PER_MESSAGE_BYTES: usize = 128;
+
+/// A kept window: the `seq` it covers, its messages, their approximate size.
+struct Window {
+    seq: i64,
+    messages: Vec<TranscriptMessage>,
+    bytes: usize,
+}
 
 #[derive(Default)]
 pub struct ConversationCache {
-    windows: Mutex<HashMap<String, (i64, Vec<TranscriptMessage>)>>,
+    state: Mutex<Windows>,
+}
+
+#[derive(Default)]
+struct Windows {
+    by_session: HashMap<String, Window>,
+    /// The sum of the kept windows' `bytes`.
+    bytes: usize,
+}
+
+impl Windows {
+    fn remove(&mut self, session_id: &str) -> Option<Window> {
+        let window = self.by_session.remove(session_id)?;
+        self.bytes -= window.bytes;
+        Some(window)
+    }
 }
 
 impl ConversationCache {
@@ -35,7 +70,9 @@ impl ConversationCache {
         session_id: &str,
         last_seq: i64,
     ) -> Result<Vec<TranscriptMessage>, StoreError> {
-        let cached = lock(&self.windows).remove(session_id);
+        let cached = lock(&self.state)
+            .remove(session_id)
+            .map(|w| (w.seq, w.messages));
         let until = Some(last_seq + 1);
         let mut messages = match cached {
             Some((seq, messages)) if seq == last_seq => messages,
@@ -60,16 +97,79 @@ impl ConversationCache {
 
     /// Drops the kept window of a transcript (a compaction changed what its model is sent).
     pub fn forget(&self, session_id: &str) {
-        lock(&self.windows).remove(session_id);
+        lock(&self.state).remove(session_id);
     }
 
-    /// Keeps the window of a run that ended with the transcript at `last_seq`.
+    /// Keeps the window of a run that ended with the transcript at `last_seq`, unless it is
+    /// larger than [`MAX_WINDOW_BYTES`]; other windows go to make room for it.
     pub fn put(&self, session_id: &str, last_seq: i64, messages: Vec<TranscriptMessage>) {
-        let mut windows = lock(&self.windows);
-        if windows.len() >= MAX_CACHED {
-            windows.clear();
+        let bytes = messages.iter().map(message_bytes).sum::<usize>();
+        let mut state = lock(&self.state);
+        state.remove(session_id);
+        if bytes > MAX_WINDOW_BYTES {
+            return;
         }
-        windows.insert(session_id.to_string(), (last_seq, messages));
+        if state.by_session.len() >= MAX_CACHED {
+            *state = Windows::default();
+        }
+        while state.bytes + bytes > MAX_BYTES {
+            let Some(victim) = state.by_session.keys().next().cloned() else {
+                break;
+            };
+            state.remove(&victim);
+        }
+        state.bytes += bytes;
+        let window = Window {
+            seq: last_seq,
+            messages,
+            bytes,
+        };
+        state.by_session.insert(session_id.to_string(), window);
+    }
+
+    /// The approximate bytes of the kept windows.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        lock(&self.state).bytes
+    }
+}
+
+/// The approximate heap bytes of a message: its texts, arguments and image data.
+fn message_bytes(message: &TranscriptMessage) -> usize {
+    let blocks = |blocks: &[ContentBlock]| blocks.iter().map(block_bytes).sum::<usize>();
+    PER_MESSAGE_BYTES
+        + match message {
+            TranscriptMessage::User(user) => match &user.content {
+                UserContent::Text(text) => text.len(),
+                UserContent::Blocks(content) => blocks(content),
+            },
+            TranscriptMessage::Assistant(a) => blocks(&a.content),
+            TranscriptMessage::ToolResult(r) => blocks(&r.content),
+        }
+}
+
+fn block_bytes(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text { text } => text.len(),
+        ContentBlock::Thinking {
+            thinking,
+            signature,
+        } => thinking.len() + signature.as_ref().map_or(0, String::len),
+        ContentBlock::ToolCall {
+            id,
+            name,
+            arguments,
+        } => id.len() + name.len() + value_bytes(arguments),
+        ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
+    }
+}
+
+fn value_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(value_bytes).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + value_bytes(v)).sum(),
+        _ => 8,
     }
 }
 
@@ -145,13 +245,26 @@ pub(super) fn decode(session_id: &str, messages: Vec<StoredMessage>) -> Vec<Tran
         .collect()
 }
 
-/// At most [`WINDOW`] messages after a leading summary (which stays), starting at a user
-/// message (a window that starts inside a tool exchange would show results without their
-/// calls).
+/// At most [`WINDOW`] messages and [`MAX_WINDOW_BYTES`] after a leading summary (which stays),
+/// starting at a user message (a window that starts inside a tool exchange would show results
+/// without their calls).
 fn trim(messages: &mut Vec<TranscriptMessage>) {
     let head = usize::from(messages.first().is_some_and(is_summary));
     let excess = messages.len().saturating_sub(head + WINDOW);
     messages.drain(head..head + excess);
+    // At most MAX_WINDOW_BYTES too (far more text than any model's context holds), the newest
+    // user message and what follows it always kept.
+    let newest_user = messages
+        .iter()
+        .rposition(|m| matches!(m, TranscriptMessage::User(_)))
+        .unwrap_or(head);
+    let mut bytes: usize = messages.iter().map(message_bytes).sum();
+    let mut cut = head;
+    while bytes > MAX_WINDOW_BYTES && cut < newest_user {
+        bytes -= message_bytes(&messages[cut]);
+        cut += 1;
+    }
+    messages.drain(head..cut);
     let start = messages[head..]
         .iter()
         .position(|m| matches!(m, TranscriptMessage::User(_)))
@@ -165,7 +278,7 @@ mod tests {
     use serde_json::json;
     use switchboard_protocol::message::TranscriptMessage;
 
-    use super::ConversationCache;
+    use super::{ConversationCache, MAX_BYTES, MAX_WINDOW_BYTES, message_bytes, trim};
     use crate::keys::SessionKey;
     use crate::store::Store;
     use crate::store::sqlite::SqliteStore;
@@ -215,5 +328,52 @@ mod tests {
         cache.put(&id, 2, topped_up);
         let next = cache.take(&store, &id, 3).await.unwrap();
         assert_eq!(texts(&next), ["\"one\"", "\"two\"", "\"announce\""]);
+    }
+
+    fn window(messages: usize, text_bytes: usize) -> Vec<TranscriptMessage> {
+        let text = "x".repeat(text_bytes);
+        (0..messages)
+            .map(|_| {
+                serde_json::from_value(json!({"role": "user", "content": text, "timestamp": 1}))
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// Large messages are not held in memory: a window past its own bound is not kept, and the
+    /// kept ones never add up past the cache's bound, however many sessions there are.
+    #[test]
+    fn the_cache_is_bounded_by_bytes() {
+        let cache = ConversationCache::default();
+        cache.put("huge", 1, window(10, MAX_WINDOW_BYTES / 5));
+        assert_eq!(cache.bytes(), 0);
+        let each = MAX_WINDOW_BYTES / 2;
+        for session in 0..(MAX_BYTES / each) * 3 {
+            cache.put(&format!("s{session}"), 1, window(1, each));
+            assert!(cache.bytes() <= MAX_BYTES, "{} bytes kept", cache.bytes());
+        }
+        // Small windows are still kept, and a window put again replaces its old size.
+        let small = ConversationCache::default();
+        small.put("a", 1, window(2, 1000));
+        small.put("a", 2, window(3, 1000));
+        small.put("b", 1, window(1, 1000));
+        let kept = small.bytes();
+        assert!((4000..5000).contains(&kept), "{kept}");
+        small.forget("a");
+        assert!((1000..1200).contains(&small.bytes()), "{}", small.bytes());
+    }
+
+    /// A window of large messages keeps the newest ones that fit its bytes; the newest user
+    /// message stays even when it alone is larger.
+    #[test]
+    fn a_window_is_cut_to_its_bytes_from_the_oldest_message() {
+        let mut messages = window(20, MAX_WINDOW_BYTES / 4);
+        trim(&mut messages);
+        assert_eq!(messages.len(), 3);
+        let bytes: usize = messages.iter().map(message_bytes).sum();
+        assert!(bytes <= MAX_WINDOW_BYTES, "{bytes}");
+        let mut one = window(1, MAX_WINDOW_BYTES * 2);
+        trim(&mut one);
+        assert_eq!(one.len(), 1);
     }
 }

@@ -169,8 +169,15 @@ impl Runtime {
                 error,
             } => {
                 texts.remove(&event.run_id);
-                let Ok(Some(record)) = self.inner.store.get_run(&event.run_id).await else {
-                    return;
+                // The end is relayed with the stored outcome or not at all (subscribers only
+                // watch; waiters read the stored record themselves).
+                let record = match self.inner.store.get_run(&event.run_id).await {
+                    Ok(Some(record)) => record,
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(run = %event.run_id, error = %e, "could not read the end of another gateway's run; its end event is not relayed");
+                        return;
+                    }
                 };
                 (*status, *result, *error) = (record.status, record.result, record.error);
             }

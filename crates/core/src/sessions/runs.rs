@@ -204,7 +204,15 @@ impl Sessions {
     /// session's last call (this run's, unless another run followed it at once).
     async fn run_meta(&self, outcome: &WaitOutcome) -> RunMeta {
         let r = &outcome.record;
-        let entry = self.store.get(&r.session_key).await.ok().flatten();
+        // Only the model's name is read from the entry, for display: the run has ended and its
+        // result is answered whatever becomes of this read.
+        let entry = match self.store.get(&r.session_key).await {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(session = %r.session_key, error = %e, "could not read the session for the agent result's model");
+                None
+            }
+        };
         let model = entry.and_then(|e| e.last_model);
         let (provider, model) = match model.as_deref().and_then(ModelRef::split) {
             Some((provider, name)) => (Some(provider.to_string()), Some(name.to_string())),

@@ -10,26 +10,32 @@ use crate::delivery::replies::{ANNOUNCE_SKIP, skips_announce};
 use crate::keys::SessionKey;
 use crate::runtime::RunRequest;
 use crate::runtime::lanes::Lane;
-use crate::store::{RunStatus, SessionEntry, SubagentRecord};
+use crate::store::{RunStatus, SessionEntry, StoreError, SubagentRecord};
 
 /// Upper bound of the announce step (the agent's own timeout bounds it further).
 const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 const NOT_AVAILABLE: &str = "(not available)";
 
 impl Subagents {
-    /// The report to deliver, or `None` when the child answered `ANNOUNCE_SKIP`. `Err` only when
-    /// the gateway began shutting down meanwhile: the announce resumes at the next start.
+    /// The report to deliver, or `None` when the child answered `ANNOUNCE_SKIP`. `Err` when the
+    /// gateway began shutting down meanwhile or the store could not say what the child did:
+    /// the announce is made again later, never from a result that could not be read.
     pub(super) async fn announce_text(
         &self,
         record: &SubagentRecord,
     ) -> Result<Option<String>, String> {
         let status = status_word(record.outcome.as_deref());
-        let task_run = self.runtime.record(&record.run_id).await.ok().flatten();
+        let task_run = self
+            .runtime
+            .record(&record.run_id)
+            .await
+            .map_err(|e| format!("could not read the task run: {e}"))?;
         let last_output = match task_run.as_ref().and_then(|r| r.result.clone()) {
             Some(text) if !text.trim().is_empty() => text,
             _ => self
                 .last_assistant_text(&record.child_key)
                 .await
+                .map_err(|e| format!("could not read the child's transcript: {e}"))?
                 .unwrap_or_else(|| NOT_AVAILABLE.to_string()),
         };
         let (result, notes) = match self.announce_step(record, status, &last_output).await {
@@ -43,7 +49,15 @@ impl Subagents {
                 format!("the announce step could not run: {failure}"),
             ),
         };
-        let entry = self.store.get(&record.child_key).await.ok().flatten();
+        // Only the Stats line is made from the entry (tokens, cost, sessionId): an announce is
+        // not held back for it, and the line says less when the entry cannot be read.
+        let entry = match self.store.get(&record.child_key).await {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(child = %record.child_key, error = %e, "could not read the child's entry for the announce's statistics");
+                None
+            }
+        };
         let runtime_ms = task_run
             .as_ref()
             .and_then(|r| Some(r.ended_at? - r.started_at?))
@@ -146,11 +160,13 @@ impl Subagents {
     }
 
     /// The child's newest assistant text in its transcript (a timed-out run keeps its partial
-    /// text there).
-    async fn last_assistant_text(&self, child: &SessionKey) -> Option<String> {
-        let entry = self.store.get(child).await.ok().flatten()?;
-        let page = self.store.history(&entry.session_id, 20, None).await.ok()?;
-        page.messages.iter().rev().find_map(|m| {
+    /// text there); `None` when it has none.
+    async fn last_assistant_text(&self, child: &SessionKey) -> Result<Option<String>, StoreError> {
+        let Some(entry) = self.store.get(child).await? else {
+            return Ok(None);
+        };
+        let page = self.store.history(&entry.session_id, 20, None).await?;
+        Ok(page.messages.iter().rev().find_map(|m| {
             if m.message.get("role")?.as_str()? != "assistant" {
                 return None;
             }
@@ -164,7 +180,7 @@ impl Subagents {
                 .collect();
             let text = text.join("\n");
             (!text.trim().is_empty()).then_some(text)
-        })
+        }))
     }
 }
 

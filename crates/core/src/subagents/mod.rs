@@ -43,6 +43,10 @@ use crate::store::{
 
 /// How often kept children are checked for archiving.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// Follows of one sub-agent before it is left for the next start, and the wait after the
+/// first failed one (doubled after each: 1 + 2 + 4 + 8 s).
+const FOLLOW_TRIES: u32 = 5;
+const FOLLOW_WAIT: Duration = Duration::from_secs(1);
 
 /// What the sub-agents component is built from.
 pub struct SubagentsParts {
@@ -182,13 +186,28 @@ impl Subagents {
         Ok((run_id, child))
     }
 
-    /// Follows one sub-agent to the end of its life on its own task.
+    /// Follows one sub-agent to the end of its life on its own task. A follow that failed (a
+    /// store that did not answer) is tried again from the stored record a few times, as a
+    /// restart would; past that, or once the gateway stops, it resumes at the next start.
     pub(crate) fn supervise(self: &Arc<Self>, child: SessionKey) {
         let subagents = self.clone();
         let busy = self.runtime.busy();
         self.tasks.spawn(async move {
-            if let Err(problem) = subagents.follow(&child).await {
-                tracing::warn!(child = %child, %problem, "sub-agent announce stopped; it resumes at the next start");
+            let mut wait = FOLLOW_WAIT;
+            for tries in 1.. {
+                let Err(problem) = subagents.follow(&child).await else {
+                    break;
+                };
+                if tries >= FOLLOW_TRIES || subagents.runtime.is_closing() {
+                    tracing::warn!(child = %child, %problem, "sub-agent announce stopped; it resumes at the next start");
+                    break;
+                }
+                tracing::warn!(child = %child, %problem, "sub-agent announce stopped; trying again");
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = subagents.stop.cancelled() => break,
+                }
+                wait *= 2;
             }
             drop(busy);
         });

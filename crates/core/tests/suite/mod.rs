@@ -11,6 +11,7 @@ mod runtime;
 mod send;
 mod session_tools;
 mod spawn;
+mod store_faults;
 mod support;
 mod telegram;
 mod telegram_bots;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_core::clock::{Clock, ManualClock, SystemClock};
 use switchboard_core::config::{Config, StoreConfig, StoreKind};
+use switchboard_core::engine::StoreWrapper;
 use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::tool::{Tool, ToolOutput};
@@ -15,6 +16,8 @@ use switchboard_core::store::RunRecord;
 use switchboard_core::{Engine, EngineOptions, RunId, SessionKey};
 use switchboard_protocol::message::TranscriptMessage;
 use tokio_util::sync::CancellationToken;
+
+pub mod failing;
 
 /// Hang guard of the helpers' waits (nothing is expected to take long).
 pub const GUARD: Duration = Duration::from_secs(60);
@@ -77,6 +80,7 @@ pub struct Builder {
     config: Config,
     tools: Vec<Arc<dyn Tool>>,
     clock_at: Option<i64>,
+    faults: Option<failing::Faults>,
 }
 
 impl Builder {
@@ -88,6 +92,13 @@ impl Builder {
     /// A tool beyond the built-in ones.
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// The store wrapped in a [`failing::FailingStore`] switched by `faults` (for this opening
+    /// only: a restart opens the real store alone).
+    pub fn faults(mut self, faults: &failing::Faults) -> Self {
+        self.faults = Some(faults.clone());
         self
     }
 
@@ -109,7 +120,8 @@ impl Builder {
         let clock = self.clock_at.map(ManualClock::new);
         on_matrix_store(&mut self.config);
         let store = self.config.store.clone();
-        TestEngine::open_in(dir, (self.config, store), self.tools, clock).await
+        let wrap = self.faults.map(|f| f.wrapper());
+        TestEngine::open_in(dir, (self.config, store), (self.tools, wrap), clock).await
     }
 }
 
@@ -126,13 +138,14 @@ impl TestEngine {
     async fn open_in(
         dir: tempfile::TempDir,
         (mut config, store): (Config, StoreConfig),
-        tools: Vec<Arc<dyn Tool>>,
+        (tools, wrap_store): (Vec<Arc<dyn Tool>>, Option<StoreWrapper>),
         clock: Option<Arc<ManualClock>>,
     ) -> Self {
         config.store = store.clone();
         let options = EngineOptions {
             tools: tools.clone(),
             clock: clock.clone().map(|c| c as Arc<dyn Clock>),
+            wrap_store,
         };
         let engine = Engine::open_with(dir.path(), config.clone(), options)
             .await
@@ -156,7 +169,8 @@ impl TestEngine {
                 c.set(now);
             }
         });
-        Self::open_in(self.dir, (self.config, self.store), self.tools, clock).await
+        let tools = (self.tools, None);
+        Self::open_in(self.dir, (self.config, self.store), tools, clock).await
     }
 
     /// The canonical key of `session` (any key form) for an operator.

@@ -108,6 +108,9 @@ impl Store for FailingStore {
     fn cluster(&self) -> Arc<dyn Cluster> {
         self.inner.cluster()
     }
+    fn health(&self) -> switchboard_core::store::StoreHealth {
+        self.inner.health()
+    }
     fn orphans(&self) -> StoreFuture<'_, Orphans> {
         self.inner.orphans()
     }

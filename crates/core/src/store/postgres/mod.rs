@@ -427,10 +427,29 @@ impl Store for PgStore {
         self.write(move |db, now| {
             let ops = ops.clone();
             Box::pin(async move {
-                let mut outcomes = Vec::with_capacity(ops.len());
-                for op in ops {
-                    outcomes.push(write_op(db, op, now).await?);
-                }
+                // The fences at the head go out together with the writes (pipelined on the
+                // connection, no round trip of their own); either failing rolls all back.
+                let fences = ops
+                    .iter()
+                    .take_while(|op| matches!(op, WriteOp::Fence { .. }));
+                let fences: Vec<WriteOp> = fences.cloned().collect();
+                let writes = ops[fences.len()..].to_vec();
+                let fenced = async {
+                    for fence in &fences {
+                        write_op(db, fence.clone(), now).await?;
+                    }
+                    Ok::<_, StoreError>(())
+                };
+                let written = async {
+                    let mut outcomes = Vec::with_capacity(writes.len());
+                    for op in writes {
+                        outcomes.push(write_op(db, op, now).await?);
+                    }
+                    Ok(outcomes)
+                };
+                let ((), written) = futures_util::try_join!(fenced, written)?;
+                let mut outcomes = vec![WriteOutcome::Fenced; fences.len()];
+                outcomes.extend(written);
                 Ok(outcomes)
             })
         })

@@ -115,9 +115,22 @@ pub struct PrivateCluster {
 
 /// Starts a [`PrivateCluster`]; `Err` says why there is none (print it with [`not_run`]).
 pub fn private_cluster() -> Result<PrivateCluster, String> {
+    private(false)
+}
+
+/// A [`PrivateCluster`] that takes connections over TCP with TLS only, its certificate (for
+/// `localhost` and `127.0.0.1`) signed by a CA of its own: answers the cluster, that CA's
+/// certificate file, and another CA's that signed nothing.
+pub fn private_tls_cluster() -> Result<(PrivateCluster, PathBuf, PathBuf), String> {
+    let cluster = private(true)?;
+    let (ca, other) = (cluster.dir.join("ca.crt"), cluster.dir.join("other-ca.crt"));
+    Ok((cluster, ca, other))
+}
+
+fn private(tls: bool) -> Result<PrivateCluster, String> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = format!("own{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let (url, keeper, dir) = launch(&name, false)?;
+    let (url, keeper, dir) = launch(&name, tls)?;
     Ok(PrivateCluster {
         db: TestDatabase {
             url,
@@ -127,26 +140,6 @@ pub fn private_cluster() -> Result<PrivateCluster, String> {
         dir,
         keeper,
     })
-}
-
-/// A [`PrivateCluster`] that takes connections over TCP with TLS only, its certificate (for
-/// `localhost` and `127.0.0.1`) signed by a CA of its own: answers the cluster, that CA's
-/// certificate file, and another CA's that signed nothing.
-pub fn private_tls_cluster() -> Result<(PrivateCluster, PathBuf, PathBuf), String> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!("tls{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let (url, keeper, dir) = launch(&name, true)?;
-    let (ca, other) = (dir.join("ca.crt"), dir.join("other-ca.crt"));
-    let cluster = PrivateCluster {
-        db: TestDatabase {
-            url,
-            schema: fresh_schema(),
-        },
-        bin: server_binaries().unwrap_or_default(),
-        dir,
-        keeper,
-    };
-    Ok((cluster, ca, other))
 }
 
 impl PrivateCluster {

@@ -3,6 +3,11 @@
 
 use std::time::Duration;
 
+/// Quiet this long (two missed heartbeats), a store is degraded.
+const DEGRADED_AFTER: Duration = Duration::from_secs(5);
+/// Quiet this long (a whole lease), it is unreachable: new calls that need it are refused.
+const UNREACHABLE_AFTER: Duration = Duration::from_secs(10);
+
 /// The store's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreState {
@@ -45,17 +50,17 @@ impl StoreHealth {
         }
     }
 
-    /// The health of a store at `place` whose last answer came `quiet` ago, given when it
-    /// turns degraded and unreachable, and its last error.
+    /// The health of a `kind` store at `place` whose last answer came `quiet` ago, with its
+    /// last error.
     pub fn from_quiet(
-        (kind, place): (&'static str, &str),
+        kind: &'static str,
+        place: &str,
         quiet: Duration,
-        (degraded, unreachable): (Duration, Duration),
         last_error: Option<&str>,
     ) -> Self {
         let state = match quiet {
-            q if q >= unreachable => StoreState::Unreachable,
-            q if q >= degraded => StoreState::Degraded,
+            q if q >= UNREACHABLE_AFTER => StoreState::Unreachable,
+            q if q >= DEGRADED_AFTER => StoreState::Degraded,
             _ => StoreState::Ok,
         };
         let detail = (state != StoreState::Ok).then(|| {
@@ -78,20 +83,19 @@ mod tests {
 
     #[test]
     fn quiet_time_decides_the_state_and_the_detail_names_the_place_and_the_error() {
-        let bounds = (Duration::from_secs(5), Duration::from_secs(10));
-        let at = ("postgres", "PostgreSQL at db:5432/app");
-        let ok = StoreHealth::from_quiet(at, Duration::from_secs(1), bounds, Some("x"));
+        let at = "PostgreSQL at db:5432/app";
+        let ok = StoreHealth::from_quiet("postgres", at, Duration::from_secs(1), Some("x"));
         assert_eq!((ok.state, ok.detail), (StoreState::Ok, None));
-        let slow = StoreHealth::from_quiet(at, Duration::from_secs(6), bounds, None);
+        let slow = StoreHealth::from_quiet("postgres", at, Duration::from_secs(6), None);
         assert_eq!(slow.state, StoreState::Degraded);
         assert_eq!(
             slow.detail.as_deref(),
             Some("PostgreSQL at db:5432/app has not answered for 6 s")
         );
         let gone = StoreHealth::from_quiet(
+            "postgres",
             at,
             Duration::from_secs(12),
-            bounds,
             Some("connection refused"),
         );
         assert_eq!(gone.state, StoreState::Unreachable);

@@ -32,10 +32,6 @@ pub(super) const LEASE_MS: i64 = 10_000;
 /// starts new runs: another gateway can declare it stopped only a whole lease after that beat
 /// landed, which was after it was sent.
 pub(super) const LEASE_HELD: Duration = Duration::from_secs(8);
-/// How long without a renewed lease before `health` calls the database degraded (two beats
-/// missed) and unreachable (a whole lease: new calls that need it are refused at once).
-pub(super) const QUIET_DEGRADED: Duration = Duration::from_secs(5);
-pub(super) const QUIET_UNREACHABLE: Duration = Duration::from_secs(10);
 /// A pause between two heartbeats longer than this starts a gateway's streak again: what it
 /// saw of the others before the pause is no evidence.
 pub(super) const GAP_MS: i64 = 5_000;
@@ -56,6 +52,19 @@ pub(super) fn orphaned(table: &str) -> String {
     format!(
         "({table}.epoch IS NULL OR NOT EXISTS (SELECT 1 FROM gateways g WHERE g.epoch = {table}.epoch))"
     )
+}
+
+/// The answer of a write for owned work that touched `written` rows: none means the record no
+/// longer carries the writer's epoch, and the write is refused naming `what` (`run R`).
+pub(super) fn held(written: u64, what: impl FnOnce() -> String) -> Result<(), StoreError> {
+    match written {
+        0 => Err(StoreError::Fenced(format!(
+            "{} is no longer this gateway's: another gateway took it up while this one could \
+             not renew its lease",
+            what()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Registers this start of the gateway under a new epoch (replacing its last start's row, whose

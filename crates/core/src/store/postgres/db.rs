@@ -34,6 +34,8 @@ pub(super) struct Pool {
     config: tokio_postgres::Config,
     /// Every connection is made through it (`tls.rs`; with `sslmode=disable` it is not used).
     tls: MakeRustlsConnect,
+    /// Where the database is (`place`), made once: `health` reads it at every call.
+    place: String,
     /// The gateway whose work the queries claim (`owner` columns).
     gateway: String,
     /// The epoch this start of the gateway holds new work under (`cluster.rs`); 0 before it
@@ -62,6 +64,7 @@ impl Pool {
         gateway: String,
     ) -> Self {
         Self {
+            place: place_of(&config),
             config,
             tls,
             gateway,
@@ -75,17 +78,8 @@ impl Pool {
 
     /// Where the database is, for errors and `health`: `PostgreSQL at host:port/database`
     /// (never the user or the password).
-    pub(super) fn place(&self) -> String {
-        use tokio_postgres::config::Host;
-        let host = match self.config.get_hosts().first() {
-            Some(Host::Tcp(host)) => host.clone(),
-            #[cfg(unix)]
-            Some(Host::Unix(path)) => path.display().to_string(),
-            None => "localhost".to_string(),
-        };
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
-        let database = self.config.get_dbname().unwrap_or_default();
-        format!("PostgreSQL at {host}:{port}/{database}")
+    pub(super) fn place(&self) -> &str {
+        &self.place
     }
 
     /// The gateway the pool works for.
@@ -326,17 +320,30 @@ impl Db<'_> {
 /// serialization failure is [`StoreError::Busy`] (the transaction is tried again), a unique
 /// violation a [`StoreError::Conflict`] (callers say which name is taken).
 pub(super) fn backend(e: tokio_postgres::Error) -> StoreError {
-    let Some(db) = e.as_db_error() else {
-        return StoreError::Backend(format!("PostgreSQL: {}", describe(&e)));
-    };
-    let code = db.code();
-    if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE {
-        return StoreError::Busy(db.message().to_string());
-    }
-    if *code == SqlState::UNIQUE_VIOLATION {
-        return StoreError::Conflict(db.message().to_string());
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        {
+            return StoreError::Busy(db.message().to_string());
+        }
+        if *code == SqlState::UNIQUE_VIOLATION {
+            return StoreError::Conflict(db.message().to_string());
+        }
     }
     StoreError::Backend(format!("PostgreSQL: {}", describe(&e)))
+}
+
+fn place_of(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let database = config.get_dbname().unwrap_or_default();
+    format!("PostgreSQL at {host}:{port}/{database}")
 }
 
 /// What went wrong, with its cause: the server's message and SQLSTATE, or the driver's error

@@ -87,13 +87,7 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
             ],
         )
         .await?;
-    match written {
-        0 => Err(StoreError::Fenced(format!(
-            "the exchange {} is no longer this gateway's: another gateway took it up",
-            r.id
-        ))),
-        _ => Ok(()),
-    }
+    super::cluster::held(written, || format!("the exchange {}", r.id))
 }
 
 pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>, StoreError> {

@@ -219,6 +219,22 @@ impl PgStore {
         })
     }
 
+    /// Runs the claim `f` in a transaction after [`cluster::begin_claim`] (one claim at a time,
+    /// by a gateway that still holds its epoch, after declaring the stopped ones).
+    fn claim<'s, T, F>(&'s self, f: F) -> StoreFuture<'s, T>
+    where
+        T: Send + 'static,
+        F: for<'c, 'd> Fn(&'c Db<'d>) -> Fut<'c, T> + Send + Sync + 'static,
+    {
+        self.write(move |db, _| {
+            let claimed = f(db);
+            Box::pin(async move {
+                cluster::begin_claim(db).await?;
+                claimed.await
+            })
+        })
+    }
+
     /// Runs `f` in a transaction and commits, again while it loses to a concurrent one.
     async fn transact<T, F>(inner: &Inner, f: F) -> Result<T, StoreError>
     where
@@ -260,9 +276,8 @@ impl Store for PgStore {
     }
 
     fn orphans(&self) -> StoreFuture<'_, Orphans> {
-        self.write(|db, _| {
+        self.claim(|db| {
             Box::pin(async move {
-                cluster::begin_claim(db).await?;
                 Ok(Orphans {
                     runs: cluster::claim_runs(db).await?,
                     subagents: subagents::claim(db).await?,
@@ -310,12 +325,8 @@ impl Store for PgStore {
             .map(|renewed| renewed.elapsed())
             .unwrap_or_default();
         let last_error = self.inner.last_error.lock().ok().and_then(|e| e.clone());
-        StoreHealth::from_quiet(
-            ("postgres", &self.inner.pool.place()),
-            quiet,
-            (cluster::QUIET_DEGRADED, cluster::QUIET_UNREACHABLE),
-            last_error.as_deref(),
-        )
+        let place = self.inner.pool.place();
+        StoreHealth::from_quiet("postgres", place, quiet, last_error.as_deref())
     }
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
@@ -468,12 +479,7 @@ impl Store for PgStore {
     }
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
-        self.write(|db, _| {
-            Box::pin(async move {
-                cluster::begin_claim(db).await?;
-                cluster::claim_runs(db).await
-            })
-        })
+        self.claim(|db| Box::pin(cluster::claim_runs(db)))
     }
 
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
@@ -526,12 +532,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.write(|db, _| {
-            Box::pin(async move {
-                cluster::begin_claim(db).await?;
-                subagents::claim(db).await
-            })
-        })
+        self.claim(|db| Box::pin(subagents::claim(db)))
     }
 
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
@@ -551,12 +552,7 @@ impl Store for PgStore {
     }
 
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.write(|db, _| {
-            Box::pin(async move {
-                cluster::begin_claim(db).await?;
-                exchanges::claim(db).await
-            })
-        })
+        self.claim(|db| Box::pin(exchanges::claim(db)))
     }
 
     fn list_exchanges(

@@ -567,10 +567,7 @@ pub(super) async fn put_run(
             )),
             other => other,
         })?;
-    if written == 0 {
-        return Err(fenced(&run.run_id));
-    }
-    Ok(())
+    super::cluster::held(written, || format!("run {}", run.run_id))
 }
 
 /// Fails unless the run is still held under `epoch` (locking its record until the commit, so
@@ -582,17 +579,7 @@ pub(super) async fn fence(db: &Db<'_>, run_id: &RunId, epoch: i64) -> Result<(),
             &[&run_id.as_str(), &epoch],
         )
         .await?;
-    match held {
-        Some(_) => Ok(()),
-        None => Err(fenced(run_id)),
-    }
-}
-
-fn fenced(run_id: &RunId) -> StoreError {
-    StoreError::Fenced(format!(
-        "run {run_id} is no longer this gateway's: another gateway took it up while this one \
-         could not renew its lease"
-    ))
+    super::cluster::held(u64::from(held.is_some()), || format!("run {run_id}"))
 }
 
 pub(super) async fn get_run(db: &Db<'_>, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

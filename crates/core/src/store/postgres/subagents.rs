@@ -73,13 +73,7 @@ pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreErro
             ],
         )
         .await?;
-    match written {
-        0 => Err(StoreError::Fenced(format!(
-            "the sub-agent {} is no longer this gateway's: another gateway took it up",
-            r.child_key
-        ))),
-        _ => Ok(()),
-    }
+    super::cluster::held(written, || format!("the sub-agent {}", r.child_key))
 }
 
 pub(super) async fn get(

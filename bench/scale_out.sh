@@ -28,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=()
 
 if [[ -z "${BENCH_DATABASE_URL:-}" ]]; then
-    eval "$("$ROOT/.ci/postgres")"
+    eval "$(SWITCHBOARD_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements" "$ROOT/.ci/postgres")"
     BENCH_DATABASE_URL=$SWITCHBOARD_TEST_DATABASE_URL
 fi
 start_mock "$MOCK_PORT"
@@ -49,6 +49,13 @@ EOF5
 }
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat"; }
+# What PostgreSQL did, counted by pg_stat_statements where the server loads it (else nothing):
+# pg_counts reset | pg_counts read → "statements WAL-bytes blocks-dirtied blocks-touched".
+pg_counts() {
+    local sql="SELECT pg_stat_statements_reset()"
+    [[ $1 == read ]] && sql="SELECT sum(calls), sum(wal_bytes), sum(shared_blks_dirtied), sum(shared_blks_hit + shared_blks_read) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'"
+    psql -qAtX -F ' ' "$BENCH_DATABASE_URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "$sql" 2>/dev/null | tail -1 || true
+}
 pg_cpu_ms() { # every postgres process of the cluster (the server and its backends)
     local total=0 pid
     for pid in $(pgrep -x postgres || true); do total=$((total + $(cpu_ms "$pid" 2>/dev/null || echo 0))); done
@@ -64,6 +71,7 @@ measure() {
     done
     for pid in "${GW_PIDS[@]}"; do before_gw=$((before_gw + $(cpu_ms "$pid"))); done
     before_pg=$(pg_cpu_ms)
+    [[ $label != sqlite ]] && pg_counts reset >/dev/null
     for i in $(seq 0 $((n - 1))); do
         python3 "$CLIENT" --url "${URLS[$i]}" --token "${TOKENS[$i]}" turn --session-key "par-$label-$i" \
             --repeat $((PAR_TURNS / n)) --concurrency $((PARALLEL / n)) >"$RUN/turns-$label-$i.json" &
@@ -72,11 +80,14 @@ measure() {
     wait "${outs[@]}"
     for pid in "${GW_PIDS[@]}"; do after_gw=$((after_gw + $(cpu_ms "$pid"))); done
     after_pg=$(pg_cpu_ms)
+    local counts=''
+    [[ $label != sqlite ]] && counts=$(pg_counts read)
     python3 "$CLIENT" --url "${URLS[0]}" --token "${TOKENS[0]}" call sessions.list '{"limit":50}' --repeat 20 >/dev/null
     python3 "$CLIENT" --url "${URLS[0]}" --token "${TOKENS[0]}" call sessions.list '{"limit":50}' --repeat "$LISTS" >"$RUN/list-$label.json"
-    emit "$(python3 - "$label" "$n" "$RUN" $((after_gw - before_gw)) $((after_pg - before_pg)) <<'PY'
+    emit "$(python3 - "$label" "$n" "$RUN" $((after_gw - before_gw)) $((after_pg - before_pg)) "$counts" <<'PY'
 import json, sys
 label, n, run, gw_cpu, pg_cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+counts = [float(c) for c in sys.argv[6].split()] if len(sys.argv[6].split()) == 4 else None
 parts = [json.load(open(f"{run}/turns-{label}-{i}.json")) for i in range(n)]
 ok = sum(p["ok"] for p in parts); errors = sum(p["errors"] for p in parts)
 wall = max(p["wallMs"] for p in parts) / 1000
@@ -85,7 +96,9 @@ print(json.dumps({"figure": label, "gateways": n, "turns": ok, "errors": errors,
                   "turnsPerSecond": round(ok / wall), "turnP50Ms": max(p["latencyMs"]["p50"] for p in parts),
                   "gatewayCpuMsPerTurn": round(gw_cpu / max(ok, 1), 2),
                   "postgresCpuMsPerTurn": round(pg_cpu / max(ok, 1), 2) if label != "sqlite" else 0,
-                  "listP50Ms": lst["latencyMs"]["p50"], "listP99Ms": lst["latencyMs"]["p99"]}))
+                  "listP50Ms": lst["latencyMs"]["p50"], "listP99Ms": lst["latencyMs"]["p99"],
+                  "postgresPerTurn": counts and dict(zip(["statements", "walBytes", "blocksDirtied", "blocksTouched"],
+                                                         [round(c / max(ok, 1), 1) for c in counts]))}))
 PY
 )"
 }
@@ -124,6 +137,8 @@ import json, sys
 print(f'{"store":<14}{"gateways":>9}{"turns/s":>9}{"turn p50":>10}{"gw CPU/turn":>13}{"pg CPU/turn":>13}{"list p50":>10}{"list p99":>10}')
 for line in open(sys.argv[1]):
     d = json.loads(line)
-    print(f'{d["figure"]:<14}{d["gateways"]:>9}{d["turnsPerSecond"]:>9}{d["turnP50Ms"]:>8} ms{d["gatewayCpuMsPerTurn"]:>10} ms{d["postgresCpuMsPerTurn"]:>10} ms{d["listP50Ms"]:>7} ms{d["listP99Ms"]:>7} ms')
+    c = d.get("postgresPerTurn") or {}
+    per_turn = "  per turn: " + ", ".join(f"{v} {k}" for k, v in c.items()) if c else ""
+    print(f'{d["figure"]:<14}{d["gateways"]:>9}{d["turnsPerSecond"]:>9}{d["turnP50Ms"]:>8} ms{d["gatewayCpuMsPerTurn"]:>10} ms{d["postgresCpuMsPerTurn"]:>10} ms{d["listP50Ms"]:>7} ms{d["listP99Ms"]:>7} ms{per_turn}')
 PY
 echo "results: $RESULTS"

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use super::db::Db;
 use super::schema::{RUN_COLUMNS, get, run_from_row};
+use crate::ids::RunId;
 use crate::store::{RunInput, RunRecord, StoreError};
 
 /// How often a gateway says it is alive.
@@ -38,6 +39,11 @@ pub(super) const GAP_MS: i64 = 5_000;
 /// Held by a transaction that declares gateways stopped and takes work, so claims happen one
 /// after another (each sees what the last one took).
 const CLAIM_LOCK: i64 = 0x5357_4254_4348_0002;
+/// Taken shared by each fenced batch of a run (from before its check until its commit) and
+/// exclusive by a claim that is about to take runs: no claim slips between a batch's check of
+/// its epoch and its commit. An advisory lock lives in memory only, where a row lock would
+/// write the run's row.
+const FENCE_LOCK: i64 = 0x5357_4254_4348_0003;
 
 /// The database's clock in ms.
 pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -52,6 +58,21 @@ pub(super) fn orphaned(table: &str) -> String {
     format!(
         "({table}.epoch IS NULL OR NOT EXISTS (SELECT 1 FROM gateways g WHERE g.epoch = {table}.epoch))"
     )
+}
+
+/// Fails unless the run is still held under `epoch`. The shared fence lock is taken first and
+/// kept until the commit; the check is a statement of its own, so it reads the runs as they are
+/// once the lock is held (a claim that committed while this waited is seen).
+pub(super) async fn fence(db: &Db<'_>, run_id: &RunId, epoch: i64) -> Result<(), StoreError> {
+    db.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&FENCE_LOCK])
+        .await?;
+    let held = db
+        .query_opt(
+            "SELECT 1 FROM runs WHERE run_id = $1 AND epoch IS NOT DISTINCT FROM $2",
+            &[&run_id.as_str(), &epoch],
+        )
+        .await?;
+    self::held(u64::from(held.is_some()), || format!("run {run_id}"))
 }
 
 /// The answer of a write for owned work that touched `written` rows: none means the record no
@@ -145,6 +166,12 @@ pub(super) async fn begin_claim(db: &Db<'_>) -> Result<(), StoreError> {
 pub(super) async fn claim_runs(
     db: &Db<'_>,
 ) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
+    // Waits for the fenced batches in flight only when there is a run to take.
+    let lock = format!(
+        "SELECT pg_advisory_xact_lock($1) WHERE EXISTS (SELECT 1 FROM runs WHERE {} LIMIT 1)",
+        orphaned("runs")
+    );
+    db.execute(&lock, &[&FENCE_LOCK]).await?;
     let sql = format!(
         "UPDATE runs SET owner = $1, epoch = $2 WHERE (status IN ('queued', 'running') OR input IS NOT NULL) \
          AND {} RETURNING {RUN_COLUMNS}, input, submitted",

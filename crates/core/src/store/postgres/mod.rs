@@ -719,7 +719,7 @@ async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, St
             WriteOutcome::PutRun
         }
         WriteOp::Fence { run_id, epoch } => {
-            queries::fence(db, &run_id, epoch).await?;
+            cluster::fence(db, &run_id, epoch).await?;
             WriteOutcome::Fenced
         }
         WriteOp::Append {

@@ -8,7 +8,6 @@ use tokio_postgres::types::ToSql;
 
 use super::db::Db;
 use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, get, run_from_row};
-use crate::ids::RunId;
 use crate::store::{
     Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput,
     RunRecord, SessionEntry, StoreError, StoredMessage, is_summary,
@@ -568,18 +567,6 @@ pub(super) async fn put_run(
             other => other,
         })?;
     super::cluster::held(written, || format!("run {}", run.run_id))
-}
-
-/// Fails unless the run is still held under `epoch` (locking its record until the commit, so
-/// no claim takes it in between).
-pub(super) async fn fence(db: &Db<'_>, run_id: &RunId, epoch: i64) -> Result<(), StoreError> {
-    let held = db
-        .query_opt(
-            "SELECT 1 FROM runs WHERE run_id = $1 AND epoch IS NOT DISTINCT FROM $2 FOR SHARE",
-            &[&run_id.as_str(), &epoch],
-        )
-        .await?;
-    super::cluster::held(u64::from(held.is_some()), || format!("run {run_id}"))
 }
 
 pub(super) async fn get_run(db: &Db<'_>, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

@@ -22,6 +22,7 @@ pub mod exchange;
 pub mod ids;
 pub mod keys;
 pub mod mcp;
+pub mod measure;
 pub mod runtime;
 pub mod sessions;
 pub mod store;

@@ -323,6 +323,12 @@ impl Outbox {
             ),
         };
         tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
+        let outcome = match update.status {
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+            _ => "retry",
+        };
+        crate::measure::outbox_attempt(&record.channel, outcome);
         if update.status == DeliveryStatus::Failed {
             let reason = update.detail.as_deref().unwrap_or_default();
             tracing::warn!(id = %record.id, kind = %record.kind, channel = %record.channel, %reason, "delivery failed");

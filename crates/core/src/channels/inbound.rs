@@ -16,7 +16,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
-use crate::sessions::Resolver;
+use crate::resolve::Resolver;
 use crate::store::WriteOp;
 
 /// The inbound doors' component.

@@ -36,7 +36,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::keys::normalize_agent_id;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
-use crate::sessions::Resolver;
+use crate::resolve::Resolver;
 use crate::store::{CronJobRecord, Store};
 use schedule::Schedule;
 use view::{job_view, next_run_at, session_key};

@@ -37,7 +37,7 @@ use crate::config::Config;
 use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::sessions::Resolver;
+use crate::resolve::Resolver;
 use crate::store::{
     DeliveryRecord, DeliveryStatus, DeliveryUpdate, SessionEntry, Store, WriteOp, WriteOutcome,
 };

@@ -24,7 +24,7 @@ use crate::ids::RunId;
 use crate::keys;
 use crate::runtime::Runtime;
 use crate::runtime::tool::{Caller, ToolOutput, parse_args};
-use crate::sessions::Resolver;
+use crate::resolve::Resolver;
 
 /// The tool invoker component.
 pub struct ToolInvoker {

@@ -21,7 +21,8 @@ use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
 use crate::keys::{self, KindsFilter, Scope};
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::{row, target_of, with_seq};
+use crate::resolve::target_of;
+use crate::sessions::{row, with_seq};
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
 
 pub const DEFAULT_LIMIT: i64 = 50;

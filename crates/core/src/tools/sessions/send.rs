@@ -18,7 +18,7 @@ use super::SessionTools;
 use crate::access::{self, Operation, SendDecision};
 use crate::exchange::Exchange;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::Reference;
+use crate::resolve::Reference;
 use crate::store::RunStatus;
 
 const DEFAULT_TIMEOUT_SECONDS: i64 = 30;

@@ -14,6 +14,7 @@
 //! holds each module to the imports it is allowed.
 
 pub mod access;
+pub mod channel;
 pub mod channels;
 pub mod clock;
 pub mod config;

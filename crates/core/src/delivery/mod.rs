@@ -12,7 +12,10 @@
 //! with their `delivered` mark, so those happen exactly once.
 //!
 //! This module decides *whether and when* (and, in `replies.rs`, what becomes of a run's reply);
-//! `crate::channels` knows *how* each channel sends.
+//! each channel knows *how* it sends. The outbox knows channels only through the channel seam
+//! (`crate::channel`): the registry the composition root built, looked up by the record's
+//! channel name. It never imports `crate::channels` (the implementations and inbound doors sit
+//! above it) nor `crate::sessions`.
 
 mod ops;
 pub mod replies;
@@ -31,7 +34,7 @@ pub use ops::info;
 pub use route::route_of;
 
 use crate::access::{self, SendDecision};
-use crate::channels::{self, ChannelError, Channels};
+use crate::channel::{self, ChannelError, Channels};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::CoreResult;
@@ -75,7 +78,8 @@ pub struct DeliveryEvent {
 pub struct OutboxParts {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
-    pub channels: Channels,
+    /// Every connected channel (the composition root's registry).
+    pub channels: Arc<Channels>,
     pub resolver: Arc<Resolver>,
     pub clock: Arc<dyn Clock>,
     pub tasks: TaskTracker,
@@ -89,7 +93,7 @@ pub struct Outbox {
     store: Arc<dyn Store>,
     /// Another gateway's deliveries are looked for as often as it says.
     cluster: Arc<dyn crate::store::Cluster>,
-    channels: Channels,
+    channels: Arc<Channels>,
     resolver: Arc<Resolver>,
     clock: Arc<dyn Clock>,
     tasks: TaskTracker,
@@ -125,7 +129,7 @@ impl Outbox {
                 DeliveryStatus::Recorded,
                 Some("no delivery route: the text stays in the session transcript".to_string()),
             ),
-            (Some(route), Some(key)) if route.channel != channels::INTERNAL => {
+            (Some(route), Some(key)) if route.channel != channel::INTERNAL => {
                 match access::send_policy(&self.config, key.as_str(), entry) {
                     SendDecision::Deny { reason } => (DeliveryStatus::Denied, Some(reason)),
                     SendDecision::Allow => (DeliveryStatus::Pending, None),

@@ -18,8 +18,8 @@ use switchboard_protocol::session_tools::{HistoryParams, HistoryResult, ToolFail
 
 use super::{Answer, SessionTools, store_failure};
 use crate::access::Operation;
-use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::resolve::Reference;
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::sessions::{row, with_seq};
 use crate::store::StoredMessage;
 

@@ -20,8 +20,8 @@ use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
 use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
 use crate::keys::{self, KindsFilter, Scope};
-use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::resolve::target_of;
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::sessions::{row, with_seq};
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
 

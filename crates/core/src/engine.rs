@@ -18,8 +18,8 @@
 //!    sweeper (the cron scheduler and the channels' doors start only when asked: [`Cron::start`],
 //!    [`Engine::start_channels`]).
 //!
-//! Adding a channel is a folder under `channels/` and a line in [`channel_registry`] (and one in
-//! [`doors`] when it has a door that runs by itself).
+//! Adding a channel is a folder under `channels/` and a line in `channel_registry` (and one in
+//! `doors` when it has a door that runs by itself).
 //!
 //! Shutdown ([`Engine::shutdown`], the sequence of `docs/architecture.md`): the cron scheduler
 //! stops firing; the runtime refuses new runs and lets live ones finish for the grace period, then
@@ -141,7 +141,7 @@ async fn adopt_orphans(engine: Arc<Engine>) {
 
 /// Every channel this gateway connects, in the order `send` lists them and `health` shows
 /// them; each outbound HTTP call is bounded by `delivery.timeoutSeconds`. The Telegram channel
-/// is answered too: its door is built later, above the sessions ([`doors`]).
+/// is answered too: its door is built later, above the sessions (`doors`).
 fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,

@@ -38,6 +38,8 @@ pub struct Pairing {
 /// A sender of one bot that the policy does not know.
 pub(super) struct Stranger {
     pub channel: &'static str,
+    /// What the channel calls a sender's id, for the code message (`Telegram user id`).
+    pub id_name: &'static str,
     pub account_id: String,
     pub id: String,
     pub username: Option<String>,
@@ -72,6 +74,7 @@ impl Pairing {
 
     /// Approved before, a new code, the same code again for a replayed message, or silence.
     pub(super) async fn check(&self, who: Stranger) -> CoreResult<Verdict> {
+        let id_name = who.id_name;
         let approved = self
             .store
             .pairing_approved(who.channel, &who.account_id, &who.id)
@@ -95,9 +98,9 @@ impl Pairing {
         };
         Ok(match self.store.pairing_admit(ask).await? {
             PairingAdmission::Approved => Verdict::Pass,
-            PairingAdmission::Created(record) => Verdict::Answer(code_message(&record)),
+            PairingAdmission::Created(record) => Verdict::Answer(code_message(&record, id_name)),
             PairingAdmission::Pending(record) if record.source == who.source => {
-                Verdict::Answer(code_message(&record))
+                Verdict::Answer(code_message(&record, id_name))
             }
             PairingAdmission::Pending(_) => Verdict::Silent("the sender's pairing code is pending"),
             PairingAdmission::Full => Verdict::Silent("too many pairing requests are pending"),
@@ -209,9 +212,9 @@ fn request(r: &PairingRecord) -> PairingRequest {
 }
 
 /// What a stranger is told.
-fn code_message(r: &PairingRecord) -> String {
+fn code_message(r: &PairingRecord, id_name: &str) -> String {
     format!(
-        "switchboard: access not configured.\nYour Telegram user id: {}\nPairing code: {}\n\
+        "switchboard: access not configured.\nYour {id_name}: {}\nPairing code: {}\n\
          Ask the bot owner to approve with: switchboard pairing approve {} {}",
         r.sender_id, r.code, r.channel, r.code
     )

@@ -195,6 +195,7 @@ impl Poller {
         };
         let stranger = Stranger {
             channel: TELEGRAM,
+            id_name: "Telegram user id",
             account_id: account.into(),
             id,
             username,

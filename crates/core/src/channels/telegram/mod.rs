@@ -1,19 +1,19 @@
 //! The Telegram channel (SPEC §9.2) over the Bot API: long polling in, `sendMessage` out, for
 //! one bot (`channels.telegram`) or several (`channels.telegram.accounts.<id>`).
 //!
-//! In ([`Telegram::door`], `poll.rs`): one task per bot polls `getUpdates` from the bot's stored offset. Each update is decided
-//! (`route.rs`); a message that starts a run is committed together with the next offset
-//! (`WriteOp::SetCursor` in the run's own commit), anything else advances the offset alone. So
-//! an update is handled once: a `kill -9` before the commit sees it again after the restart, one
-//! after it does not. The run's idempotency key (`telegram:<account>:<update_id>`) guards the
-//! same update against a second poller. While the run works the chat shows "typing…". A private
-//! sender that `dmPolicy: "pairing"` does not know yet gets a one-time code instead
+//! In ([`Telegram::door`], `poll.rs`): one task per bot polls `getUpdates` from the bot's stored
+//! offset. Each update is decided (`route.rs`); a message that starts a run is committed together
+//! with the next offset (`WriteOp::SetCursor` in the run's own commit), anything else advances the
+//! offset alone. So an update is handled once: a `kill -9` before the commit sees it again after
+//! the restart, one after it does not. The run's idempotency key (`telegram:<account>:<update_id>`)
+//! guards the same update against a second poller. While the run works the chat shows "typing…". A
+//! private sender that `dmPolicy: "pairing"` does not know yet gets a one-time code instead
 //! (`super::pairing`).
 //!
-//! Out: the outbox calls [`Telegram`]'s `send` (the channel seam): the text in parts of at most 4,096 characters (split on
-//! paragraphs, then lines, then sentences, then words), as plain text, each part taken recorded
-//! so that a retry sends only the rest. A 429 is retried after its `retry_after`; a 403 (the bot
-//! was blocked or removed) and other 4xx are permanent.
+//! Out: the outbox calls [`Telegram`]'s `send` (the channel seam): the text in parts of at most
+//! 4,096 characters (split on paragraphs, then lines, then sentences, then words), as plain text,
+//! each part taken recorded so that a retry sends only the rest. A 429 is retried after its
+//! `retry_after`; a 403 (the bot was blocked or removed) and other 4xx are permanent.
 //!
 //! A token the Bot API refuses (401) stops that bot's poller: `health` and the log say so, and
 //! the gateway keeps serving.

@@ -10,6 +10,7 @@
 
 mod cluster;
 mod cron;
+mod dialect;
 mod exchanges;
 mod health;
 mod index;
@@ -19,6 +20,7 @@ mod pairing;
 mod patch;
 pub mod postgres;
 mod private;
+mod rules;
 mod runs;
 pub mod sqlite;
 mod subagents;

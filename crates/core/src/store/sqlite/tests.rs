@@ -447,8 +447,8 @@ async fn cached_statements_are_not_re_prepared_when_parameters_change() {
     }
     let sql = format!(
         "SELECT {} FROM {} WHERE s.key = ?1",
-        super::schema::ENTRY_COLUMNS,
-        super::schema::ENTRY_FROM
+        crate::store::rules::rows::ENTRY_COLUMNS,
+        crate::store::rules::rows::ENTRY_FROM
     );
     let stmt = conn.prepare_cached(&sql).unwrap();
     assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);

@@ -66,7 +66,7 @@ pub(super) fn record_firing(
 mod tests {
     use pretty_assertions::assert_eq;
 
-    use crate::store::{CronJobRecord, SqliteStore, Store, StoreError};
+    use crate::store::{CronJobRecord, CronStore, SqliteStore, StoreError};
 
     fn job(id: &str) -> CronJobRecord {
         CronJobRecord {

@@ -6,8 +6,12 @@ use switchboard_protocol::sessions::Patch;
 
 use super::queries::{self, HISTORY_SQL};
 use super::*;
+use crate::ids::RunId;
 use crate::keys::{SessionKey, SessionKind};
-use crate::store::{EntryPatch, ListQuery, RunStatus};
+use crate::store::{
+    EntryPatch, ListQuery, NewSession, RunRecord, RunStatus, RunStore, SessionReads, SessionStore,
+    Store,
+};
 
 /// A new session of kind `Other` for agent `main` (also used by other modules' tests).
 pub(crate) fn new_session(key: &str) -> NewSession {

@@ -27,6 +27,8 @@ pub(crate) struct Dialect {
     pub ifnull: &'static str,
     /// A condition that always holds, to start a `WHERE` the filters extend.
     pub truth: &'static str,
+    /// The larger of two non-NULL values (`max` / `GREATEST`).
+    pub greatest: &'static str,
 }
 
 /// SQLite's spelling.
@@ -36,6 +38,7 @@ pub(crate) const SQLITE: Dialect = Dialect {
     find: "instr",
     ifnull: "ifnull",
     truth: "1 = 1",
+    greatest: "max",
 };
 
 /// PostgreSQL's spelling.
@@ -45,6 +48,7 @@ pub(crate) const POSTGRES: Dialect = Dialect {
     find: "strpos",
     ifnull: "coalesce",
     truth: "TRUE",
+    greatest: "GREATEST",
 };
 
 /// A value bound to a statement. `None` is a NULL of the variant's type.

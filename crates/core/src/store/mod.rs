@@ -1,8 +1,11 @@
 //! Storage of session entries, transcripts and run records (SPEC §4).
 //!
-//! `Store` is the only door to persistence: nothing outside this module knows which backend runs
-//! (today SQLite; a PostgreSQL store can back several gateways later). Every write is committed
-//! before its future resolves, so a caller acknowledges nothing that a `kill -9` could lose.
+//! `Store` is the only door to persistence, in the parts its callers need (`parts.rs`): nothing
+//! outside this module knows which backend runs (SQLite, or PostgreSQL shared by several
+//! gateways). The domain rules are written once (`rules/`) over a small dialect layer
+//! (`dialect.rs`); a backend adds only its SQL, transactions, locks and fences. Every write is
+//! committed before its future resolves, so a caller acknowledges nothing that a `kill -9`
+//! could lose.
 //!
 //! A session key points at its current transcript (`sessionId`); `sessions.reset` starts a new
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript

@@ -199,11 +199,8 @@ pub trait ClusterStore: Send + Sync {
 pub trait Store:
     SessionStore + RunStore + OutboxStore + CronStore + PairingStore + ClusterStore
 {
-    /// Whether the store answers now (a local file always does; its failures are errors of
-    /// the calls that meet them).
-    fn health(&self) -> StoreHealth {
-        StoreHealth::ok("sqlite")
-    }
+    /// Whether the store answers now, and which backend it is.
+    fn health(&self) -> StoreHealth;
     /// Finishes the writes it holds and closes; later calls answer
     /// [`super::StoreError::Closed`].
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;

@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::db::Db;
 use super::schema::{get, run_columns, run_from_row};
 use crate::ids::RunId;
-use crate::store::rules::work::decode_input;
+use crate::store::rules::work::{LIVE_RUN, decode_input};
 use crate::store::{RunInput, RunRecord, StoreError};
 
 /// How often a gateway says it is alive.
@@ -174,8 +174,8 @@ pub(super) async fn claim_runs(
     );
     db.execute(&lock, &[&FENCE_LOCK]).await?;
     let sql = format!(
-        "UPDATE runs SET owner = $1, epoch = $2 WHERE (status IN ('queued', 'running') OR input IS NOT NULL) \
-         AND {} RETURNING {}, input, submitted",
+        "UPDATE runs SET owner = $1, epoch = $2 WHERE {} AND {} RETURNING {}, input, submitted",
+        LIVE_RUN,
         orphaned("runs"),
         run_columns()
     );

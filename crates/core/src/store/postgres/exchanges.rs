@@ -7,6 +7,7 @@ use super::db::Db;
 use crate::keys::SessionKey;
 use crate::store::dialect::{Columns, POSTGRES};
 use crate::store::rules::rows::{self, EXCHANGE_COLUMN_COUNT};
+use crate::store::rules::work::{self, UNFINISHED_EXCHANGE};
 use crate::store::{ExchangeRecord, StoreError};
 
 /// An exchange's columns on PostgreSQL: the neutral ones, then the epoch it is held under.
@@ -56,7 +57,7 @@ pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<ExchangeRecord>,
 /// Takes over the exchanges of `whose` that are not done nor failed, oldest first.
 pub(super) async fn claim(db: &Db<'_>) -> Result<Vec<ExchangeRecord>, StoreError> {
     let sql = format!(
-        "UPDATE exchanges SET owner = $1, epoch = $2 WHERE state NOT IN ('done', 'failed') AND {} \
+        "UPDATE exchanges SET owner = $1, epoch = $2 WHERE {UNFINISHED_EXCHANGE} AND {} \
          RETURNING {}",
         orphaned("exchanges"),
         columns()
@@ -76,23 +77,11 @@ pub(super) async fn list(
     session: Option<&SessionKey>,
     limit: usize,
 ) -> Result<Vec<ExchangeRecord>, StoreError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = match session {
-        Some(key) => {
-            let sql = format!(
-                "SELECT {} FROM exchanges WHERE requester_key = $1 OR target_key = $1 \
-                 ORDER BY created_at DESC, id DESC LIMIT $2",
-                columns()
-            );
-            db.query(&sql, &[&key.as_str(), &limit]).await?
-        }
-        None => {
-            let sql = format!(
-                "SELECT {} FROM exchanges ORDER BY created_at DESC, id DESC LIMIT $1",
-                columns()
-            );
-            db.query(&sql, &[&limit]).await?
-        }
-    };
-    rows.iter().map(from_row).collect()
+    let (page, values) = work::exchanges_page(session, limit);
+    let sql = format!("SELECT {} FROM exchanges {page}", columns());
+    db.query_with(&sql, &values)
+        .await?
+        .iter()
+        .map(from_row)
+        .collect()
 }

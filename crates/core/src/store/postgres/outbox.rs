@@ -169,35 +169,24 @@ pub(super) async fn list(
 
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) async fn progress(db: &Db<'_>, id: &str, parts_sent: u32) -> Result<(), StoreError> {
-    db.execute(
-        "UPDATE deliveries SET parts_sent = GREATEST(parts_sent, $2) WHERE id = $1",
-        &[&id, &i64::from(parts_sent)],
-    )
-    .await?;
+    let values = [id.into(), i64::from(parts_sent).into()];
+    db.execute_with(&work::progress(POSTGRES), &values).await?;
     Ok(())
 }
 
 /// A channel account's cursor (`channel_cursors`), if one was set.
 pub(super) async fn cursor(db: &Db<'_>, name: &str) -> Result<Option<i64>, StoreError> {
-    db.query_opt(
-        "SELECT position FROM channel_cursors WHERE name = $1",
-        &[&name],
-    )
-    .await?
-    .as_ref()
-    .map(|row| col(row, 0))
-    .transpose()
+    db.query_opt_with(work::CURSOR, &[name.into()])
+        .await?
+        .as_ref()
+        .map(|row| col(row, 0))
+        .transpose()
 }
 
-/// Sets a channel account's cursor; it only moves forward (a gateway that read an older
-/// position never moves it back).
+/// Sets a channel account's cursor; it only moves forward.
 pub(super) async fn set_cursor(db: &Db<'_>, name: &str, position: i64) -> Result<(), StoreError> {
-    db.execute(
-        "INSERT INTO channel_cursors (name, position) VALUES ($1, $2) \
-         ON CONFLICT (name) DO UPDATE \
-         SET position = GREATEST(channel_cursors.position, excluded.position)",
-        &[&name, &position],
-    )
-    .await?;
+    let values = [name.into(), position.into()];
+    db.execute_with(&work::set_cursor(POSTGRES), &values)
+        .await?;
     Ok(())
 }

@@ -33,9 +33,7 @@ async fn get(
 }
 
 pub(super) async fn approved(db: &Db<'_>, who: (&str, &str, &str)) -> Result<bool, StoreError> {
-    Ok(get(db, who, false)
-        .await?
-        .is_some_and(|r| r.approved_at.is_some()))
+    Ok(rules::is_approved(get(db, who, false).await?.as_ref()))
 }
 
 /// Approved, a pending request of the same sender, no room, or a new request.

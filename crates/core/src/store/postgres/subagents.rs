@@ -9,6 +9,7 @@ use super::db::Db;
 use crate::keys::SessionKey;
 use crate::store::dialect::{Columns, POSTGRES};
 use crate::store::rules::rows::{self, SUBAGENT_COLUMN_COUNT};
+use crate::store::rules::work::{TO_ARCHIVE, UNFINISHED_SUBAGENT};
 use crate::store::{StoreError, SubagentRecord};
 
 /// A sub-agent's columns on PostgreSQL: the neutral ones, then the epoch it is held under.
@@ -85,7 +86,7 @@ pub(super) async fn get_many(
 /// Takes over the records of `whose` whose announce or cleanup is not finished, oldest first.
 pub(super) async fn claim(db: &Db<'_>) -> Result<Vec<SubagentRecord>, StoreError> {
     let sql = format!(
-        "UPDATE subagents SET owner = $1, epoch = $2 WHERE state != 'done' AND {} RETURNING {}",
+        "UPDATE subagents SET owner = $1, epoch = $2 WHERE {UNFINISHED_SUBAGENT} AND {} RETURNING {}",
         orphaned("subagents"),
         columns()
     );
@@ -102,12 +103,8 @@ pub(super) async fn claim(db: &Db<'_>) -> Result<Vec<SubagentRecord>, StoreError
 }
 
 pub(super) async fn to_archive(db: &Db<'_>, now: i64) -> Result<Vec<SubagentRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {} FROM subagents WHERE archive_at IS NOT NULL AND archived_at IS NULL \
-         AND archive_at <= $1 ORDER BY archive_at",
-        columns()
-    );
-    db.query(&sql, &[&now])
+    let sql = format!("SELECT {} FROM subagents {TO_ARCHIVE}", columns());
+    db.query_with(&sql, &[now.into()])
         .await?
         .iter()
         .map(from_row)

@@ -12,6 +12,11 @@ pub(crate) fn since(ask: &PairingAsk, now: i64) -> i64 {
     now - ask.ttl_ms
 }
 
+/// Whether a sender's stored request lets it talk to the bot: an owner approved it.
+pub(crate) fn is_approved(found: Option<&PairingRecord>) -> bool {
+    found.is_some_and(|r| r.approved_at.is_some())
+}
+
 /// What the sender's stored request decides: approved before, or a request still pending
 /// (answered again, code and all); `None` when a new request may be due.
 pub(crate) fn known(found: Option<PairingRecord>, since: i64) -> Option<PairingAdmission> {

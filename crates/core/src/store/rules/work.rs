@@ -1,6 +1,9 @@
-//! Runs, the outbox and cron: the refusals their writes answer, and what a stored run's input
-//! becomes when it is read back.
+//! Runs and the work they drive, the outbox and cron: which records are still live work, the
+//! refusals their writes answer, what a stored run's input becomes when it is read back, and
+//! the counters that only move forward.
 
+use crate::keys::SessionKey;
+use crate::store::dialect::{Dialect, Param};
 use crate::store::{DeliveryUpdate, RunInput, RunRecord, StoreError};
 
 /// The refusal of a run whose idempotency key another run holds.
@@ -57,4 +60,60 @@ pub(crate) fn cron_not_found(id: &str) -> StoreError {
     StoreError::NotFound(format!(
         "cron job not found: {id} (cron.list shows the jobs)"
     ))
+}
+
+/// The runs a start takes up again: still `queued` or `running` (a stopped process left them),
+/// or aborted while queued with their message still only in their input.
+pub(crate) const LIVE_RUN: &str = "(status IN ('queued', 'running') OR input IS NOT NULL)";
+
+/// The sub-agents whose announce or cleanup is not finished.
+pub(crate) const UNFINISHED_SUBAGENT: &str = "state != 'done'";
+
+/// The exchanges still to drive on: neither done nor failed.
+pub(crate) const UNFINISHED_EXCHANGE: &str = "state NOT IN ('done', 'failed')";
+
+/// Kept sub-agents due to leave the lists at `?1` and not archived yet, soonest first (after
+/// the columns and table).
+pub(crate) const TO_ARCHIVE: &str = "WHERE archive_at IS NOT NULL AND archived_at IS NULL \
+     AND archive_at <= ?1 ORDER BY archive_at";
+
+/// A channel account's cursor.
+pub(crate) const CURSOR: &str = "SELECT position FROM channel_cursors WHERE name = ?1";
+
+/// Sets a channel account's cursor (`?1` its name, `?2` the position): it only moves forward
+/// (a gateway that read an older position never moves it back).
+pub(crate) fn set_cursor(d: Dialect) -> String {
+    format!(
+        "INSERT INTO channel_cursors (name, position) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE \
+         SET position = {}(channel_cursors.position, excluded.position)",
+        d.greatest
+    )
+}
+
+/// Raises the count of parts the channel took of a delivery (`?1`) to `?2`, never lowers it.
+pub(crate) fn progress(d: Dialect) -> String {
+    format!(
+        "UPDATE deliveries SET parts_sent = {}(parts_sent, ?2) WHERE id = ?1",
+        d.greatest
+    )
+}
+
+/// What follows `SELECT <columns> FROM exchanges` to list the exchanges `session` took part in
+/// (as requester or target; every one when `None`), newest first, at most `limit`; with its
+/// values.
+pub(crate) fn exchanges_page(
+    session: Option<&SessionKey>,
+    limit: usize,
+) -> (&'static str, Vec<Param>) {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    match session {
+        Some(key) => (
+            "WHERE requester_key = ?1 OR target_key = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+            vec![key.as_str().into(), limit.into()],
+        ),
+        None => (
+            "ORDER BY created_at DESC, id DESC LIMIT ?1",
+            vec![limit.into()],
+        ),
+    }
 }

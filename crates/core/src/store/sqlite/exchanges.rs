@@ -1,11 +1,12 @@
 //! Queries of the agent-to-agent exchange records.
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
 use super::types::{all, bind, first};
 use crate::keys::SessionKey;
 use crate::store::dialect::SQLITE;
 use crate::store::rules::rows::{self, EXCHANGE_COLUMNS};
+use crate::store::rules::work::{self, UNFINISHED_EXCHANGE};
 use crate::store::{ExchangeRecord, StoreError};
 
 pub(super) fn put(conn: &Connection, r: &ExchangeRecord) -> Result<(), StoreError> {
@@ -25,7 +26,7 @@ pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<ExchangeRecord>,
 
 pub(super) fn unfinished(conn: &Connection) -> Result<Vec<ExchangeRecord>, StoreError> {
     let sql = format!(
-        "SELECT {EXCHANGE_COLUMNS} FROM exchanges WHERE state NOT IN ('done', 'failed') \
+        "SELECT {EXCHANGE_COLUMNS} FROM exchanges WHERE {UNFINISHED_EXCHANGE} \
          ORDER BY created_at, id"
     );
     all(conn, &sql, [], |r| rows::exchange(r))
@@ -36,20 +37,7 @@ pub(super) fn list(
     session: Option<&SessionKey>,
     limit: usize,
 ) -> Result<Vec<ExchangeRecord>, StoreError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    match session {
-        Some(key) => {
-            let sql = format!(
-                "SELECT {EXCHANGE_COLUMNS} FROM exchanges WHERE requester_key = ?1 OR target_key = ?1 \
-                 ORDER BY created_at DESC, id DESC LIMIT ?2"
-            );
-            all(conn, &sql, params![key, limit], |r| rows::exchange(r))
-        }
-        None => {
-            let sql = format!(
-                "SELECT {EXCHANGE_COLUMNS} FROM exchanges ORDER BY created_at DESC, id DESC LIMIT ?1"
-            );
-            all(conn, &sql, [limit], |r| rows::exchange(r))
-        }
-    }
+    let (page, values) = work::exchanges_page(session, limit);
+    let sql = format!("SELECT {EXCHANGE_COLUMNS} FROM exchanges {page}");
+    all(conn, &sql, bind(&values), |r| rows::exchange(r))
 }

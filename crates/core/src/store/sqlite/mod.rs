@@ -279,11 +279,7 @@ fn write_op(
             exchanges::put(c, &record).map(|()| WriteOutcome::PutExchange)
         }
         WriteOp::SetCursor { name, position } => {
-            c.prepare_cached(
-                "INSERT INTO channel_cursors (name, position) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
-            )?
-            .execute(rusqlite::params![name, position])?;
+            outbox::set_cursor(c, &name, position)?;
             Ok(WriteOutcome::SetCursor)
         }
         WriteOp::DeliveryProgress { id, parts_sent } => {

@@ -88,7 +88,19 @@ pub(super) fn list(
 
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) fn progress(conn: &Connection, id: &str, parts_sent: u32) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE deliveries SET parts_sent = max(parts_sent, ?2) WHERE id = ?1")?
+    conn.prepare_cached(&work::progress(SQLITE))?
         .execute(params![id, parts_sent])?;
+    Ok(())
+}
+
+/// A channel account's cursor (`channel_cursors`), if one was set.
+pub(super) fn cursor(conn: &Connection, name: &str) -> Result<Option<i64>, StoreError> {
+    first(conn, work::CURSOR, [name], |r| Ok(r.get(0)?))
+}
+
+/// Sets a channel account's cursor; it only moves forward.
+pub(super) fn set_cursor(conn: &Connection, name: &str, position: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(&work::set_cursor(SQLITE))?
+        .execute(params![name, position])?;
     Ok(())
 }

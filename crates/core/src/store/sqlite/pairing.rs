@@ -23,7 +23,7 @@ fn get(
 }
 
 pub(super) fn approved(conn: &Connection, who: (&str, &str, &str)) -> Result<bool, StoreError> {
-    Ok(get(conn, who)?.is_some_and(|r| r.approved_at.is_some()))
+    Ok(rules::is_approved(get(conn, who)?.as_ref()))
 }
 
 /// Approved, a pending request of the same sender, no room, or a new request.

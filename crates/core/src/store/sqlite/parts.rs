@@ -8,7 +8,6 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::{SqliteStore, cron, exchanges, outbox, pairing, queries, subagents, write_op};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::mirror;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
@@ -16,6 +15,7 @@ use crate::store::{
     RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture, StoredMessage,
     SubagentRecord, WriteOp, WriteOutcome,
 };
+use crate::store::{StoreHealth, mirror};
 
 impl SessionReads for SqliteStore {
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
@@ -201,14 +201,7 @@ impl OutboxStore for SqliteStore {
 
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
         let name = name.to_string();
-        self.read(move |c| {
-            use rusqlite::OptionalExtension as _;
-            Ok(
-                c.prepare_cached("SELECT position FROM channel_cursors WHERE name = ?1")?
-                    .query_row([name], |r| r.get(0))
-                    .optional()?,
-            )
-        })
+        self.read(move |c| outbox::cursor(c, &name))
     }
 }
 
@@ -286,6 +279,11 @@ impl PairingStore for SqliteStore {
 impl ClusterStore for SqliteStore {}
 
 impl Store for SqliteStore {
+    /// A local file always answers; its failures are errors of the calls that meet them.
+    fn health(&self) -> StoreHealth {
+        StoreHealth::ok("sqlite")
+    }
+
     fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(SqliteStore::close(self))
     }

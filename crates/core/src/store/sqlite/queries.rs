@@ -336,8 +336,8 @@ pub(super) fn live_runs(
     conn: &Connection,
 ) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
     let sql = format!(
-        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') \
-         OR input IS NOT NULL ORDER BY rowid"
+        "SELECT {RUN_COLUMNS}, input FROM runs WHERE {} ORDER BY rowid",
+        work::LIVE_RUN
     );
     all(conn, &sql, [], |r| {
         let run = rows::run(r)?;

@@ -6,6 +6,7 @@ use super::types::{all, bind, first};
 use crate::keys::SessionKey;
 use crate::store::dialect::SQLITE;
 use crate::store::rules::rows::{self, SUBAGENT_COLUMNS};
+use crate::store::rules::work::{TO_ARCHIVE, UNFINISHED_SUBAGENT};
 use crate::store::{StoreError, SubagentRecord};
 
 pub(super) fn put(conn: &Connection, r: &SubagentRecord) -> Result<(), StoreError> {
@@ -28,16 +29,13 @@ pub(super) fn get(
 
 pub(super) fn unfinished(conn: &Connection) -> Result<Vec<SubagentRecord>, StoreError> {
     let sql = format!(
-        "SELECT {SUBAGENT_COLUMNS} FROM subagents WHERE state != 'done' \
+        "SELECT {SUBAGENT_COLUMNS} FROM subagents WHERE {UNFINISHED_SUBAGENT} \
          ORDER BY created_at, child_key"
     );
     all(conn, &sql, [], |r| rows::subagent(r))
 }
 
 pub(super) fn to_archive(conn: &Connection, now: i64) -> Result<Vec<SubagentRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {SUBAGENT_COLUMNS} FROM subagents WHERE archive_at IS NOT NULL \
-         AND archived_at IS NULL AND archive_at <= ?1 ORDER BY archive_at"
-    );
+    let sql = format!("SELECT {SUBAGENT_COLUMNS} FROM subagents {TO_ARCHIVE}");
     all(conn, &sql, [now], |r| rows::subagent(r))
 }

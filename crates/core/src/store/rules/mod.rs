@@ -12,3 +12,6 @@ pub(crate) mod rows;
 pub(crate) mod sessions;
 pub(crate) mod transcript;
 pub(crate) mod work;
+
+#[cfg(test)]
+mod tests;

@@ -112,30 +112,14 @@ pub(super) async fn update(
     update: &DeliveryUpdate,
     now: i64,
 ) -> Result<DeliveryRecord, StoreError> {
-    // Only the attempt that read the record pending with one attempt fewer may write its outcome:
-    // a second, stale attempt fails here and its batch (a transcript append) rolls back. One
-    // statement: a concurrent gateway's update of the same record waits for this one, then
-    // finds the attempts moved on.
+    // One statement: a concurrent gateway's update of the same record waits for this one,
+    // then finds the attempts moved on. The attempt's claim ends with it.
     let sql = format!(
-        "UPDATE deliveries SET status = $2, attempts = $3, next_attempt_at = $4, detail = $5, \
-         delivered_at = $6, updated_at = $7, claimed_by = NULL, claimed_until = NULL \
-         WHERE id = $1 AND status = 'pending' AND attempts = $8 RETURNING {COLUMNS}"
+        "{} RETURNING {COLUMNS}",
+        work::record_attempt(", claimed_by = NULL, claimed_until = NULL")
     );
-    let attempts = i64::from(update.attempts);
     let row = db
-        .query_opt(
-            &sql,
-            &[
-                &id,
-                &update.status.as_str(),
-                &attempts,
-                &update.next_attempt_at,
-                &update.detail,
-                &update.delivered_at,
-                &now,
-                &(attempts - 1),
-            ],
-        )
+        .query_opt_with(&sql, &work::attempt_params(id, update, now))
         .await?;
     match row {
         Some(row) => rows::delivery(&row),

@@ -117,3 +117,30 @@ pub(crate) fn exchanges_page(
         ),
     }
 }
+
+/// The statement that records an attempt's outcome, `also` (a backend's own columns, each
+/// `, col = …`) set with it. Only the attempt that read the delivery pending with one attempt
+/// fewer (`?8`) may write its outcome: a second, stale attempt changes no row, and its batch
+/// (a transcript append) rolls back ([`not_pending`]).
+pub(crate) fn record_attempt(also: &str) -> String {
+    format!(
+        "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4, detail = ?5, \
+         delivered_at = ?6, updated_at = ?7{also} \
+         WHERE id = ?1 AND status = 'pending' AND attempts = ?8"
+    )
+}
+
+/// The values of [`record_attempt`] for delivery `id` at `now`.
+pub(crate) fn attempt_params(id: &str, update: &DeliveryUpdate, now: i64) -> Vec<Param> {
+    let attempts = i64::from(update.attempts);
+    vec![
+        id.into(),
+        update.status.as_str().into(),
+        attempts.into(),
+        update.next_attempt_at.into(),
+        update.detail.clone().into(),
+        update.delivered_at.into(),
+        now.into(),
+        (attempts - 1).into(),
+    ]
+}

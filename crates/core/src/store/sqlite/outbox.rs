@@ -48,22 +48,9 @@ pub(super) fn update(
     update: &DeliveryUpdate,
     now: i64,
 ) -> Result<DeliveryRecord, StoreError> {
-    // Only the attempt that read the record pending with one attempt fewer may write its outcome.
     let changed = conn
-        .prepare_cached(
-            "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4, detail = ?5, \
-             delivered_at = ?6, updated_at = ?7 \
-             WHERE id = ?1 AND status = 'pending' AND attempts = ?3 - 1",
-        )?
-        .execute(params![
-            id,
-            update.status.as_str(),
-            update.attempts,
-            update.next_attempt_at,
-            update.detail,
-            update.delivered_at,
-            now,
-        ])?;
+        .prepare_cached(&work::record_attempt(""))?
+        .execute(bind(&work::attempt_params(id, update, now)))?;
     if changed == 0 {
         return Err(work::not_pending(id, update));
     }

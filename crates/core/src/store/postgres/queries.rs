@@ -165,11 +165,19 @@ pub(super) async fn append(
     messages: Vec<TranscriptMessage>,
     now: i64,
 ) -> Result<Appended, StoreError> {
-    let created = match create_with {
-        Some(new) if get_entry(db, key).await?.is_none() => create(db, new, now).await?.1,
-        _ => false,
-    };
-    let entry = lock_entry(db, key).await?;
+    // Touching the session first locks its row (as `FOR UPDATE` would) for the appends to
+    // come, in the one statement that moves its `updated_at` anyway.
+    let touch = transcript::touch_session(POSTGRES);
+    let touched = [key.into(), now.into()];
+    let mut created = false;
+    if db.execute_with(&touch, &touched).await? == 0 {
+        let Some(new) = create_with else {
+            return Err(not_found(key));
+        };
+        created = create(db, new, now).await?.1;
+        db.execute_with(&touch, &touched).await?;
+    }
+    let entry = get_entry(db, key).await?.ok_or_else(|| not_found(key))?;
     let numbered = transcript::number(entry.last_seq, messages)?;
     for row in &numbered.rows {
         db.execute_with(transcript::INSERT_MESSAGE, &row.params(&entry.session_id))
@@ -181,8 +189,6 @@ pub(super) async fn append(
     )
     .await?;
     let appended = transcript::appended(entry, &numbered, now, created);
-    let touched = [key.into(), appended.entry.updated_at.into()];
-    db.execute_with(transcript::TOUCH_SESSION, &touched).await?;
     Ok(appended)
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
-use crate::store::dialect::Param;
+use crate::store::dialect::{Dialect, Param};
 use crate::store::{Appended, HistoryPage, SessionEntry, StoreError, StoredMessage, is_summary};
 
 /// One message to store: its `seq`, its role and time (columns of their own) and its JSON.
@@ -48,8 +48,14 @@ pub(crate) struct Numbered {
 pub(crate) const MARK_TRANSCRIPT: &str = "UPDATE transcripts SET last_seq = ?2, \
      summary_seq = coalesce(?3, summary_seq) WHERE session_id = ?1";
 
-/// The statement that moves a session's `updated_at` (`?1` its key).
-pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET updated_at = ?2 WHERE key = ?1";
+/// The statement that moves a session's `updated_at` forward to `?2`, never back (`?1` its
+/// key): [`super::sessions::touch`] as the database applies it.
+pub(crate) fn touch_session(d: Dialect) -> String {
+    format!(
+        "UPDATE sessions SET updated_at = {}(updated_at, ?2) WHERE key = ?1",
+        d.greatest
+    )
+}
 
 impl Numbered {
     /// The values of [`MARK_TRANSCRIPT`] for `session_id`.

@@ -166,7 +166,7 @@ pub(super) fn append(
         .execute(bind(&numbered.mark_params(&entry.session_id)))?;
     let appended = transcript::appended(entry, &numbered, now, created);
     let entry = &appended.entry;
-    conn.prepare_cached(transcript::TOUCH_SESSION)?
+    conn.prepare_cached(&transcript::touch_session(SQLITE))?
         .execute(params![key, entry.updated_at])?;
     let created_at = transcript_created_at(conn, &entry.session_id)?;
     mirror.push(MirrorOp::Append {

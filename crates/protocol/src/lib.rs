@@ -25,6 +25,8 @@ pub mod tools;
 
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod wire_tests;
 
 pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};
 

@@ -1,0 +1,128 @@
+//! Wire pins: JSON as the gateway sends it today, read into the protocol's types and written
+//! back. Results reach a socket as `to_string(to_value(result))` (the server's one encoder), so
+//! equal values are equal bytes. These pins were written before the fields they cover were
+//! typed, and must pass unchanged after: a typed field that loses, adds or renames anything
+//! fails here.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::chat::ChatHistoryResult;
+use crate::delivery::{DeliveryInfo, WebhookOutbound};
+use crate::exchanges::ExchangeInfo;
+use crate::runs::RunResult;
+use crate::sessions::SessionsListResult;
+
+/// Reads `wire` as a `T`, writes it back, and checks that nothing changed.
+fn pin<T: Serialize + DeserializeOwned>(wire: Value) {
+    let typed: T = serde_json::from_value(wire.clone()).unwrap();
+    let back = serde_json::to_value(&typed).unwrap();
+    assert_eq!(back, wire);
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        serde_json::to_string(&wire).unwrap()
+    );
+}
+
+/// One transcript message of each role and of each block kind, as the run loop stores them.
+fn transcript() -> Vec<Value> {
+    vec![
+        json!({"role": "user", "content": "hi", "timestamp": 1, "seq": 1}),
+        json!({"role": "user", "content": [{"type": "text", "text": "look"},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}],
+               "timestamp": 2, "seq": 2,
+               "provenance": {"kind": "agent", "fromSessionKey": "agent:main:x", "runId": "r0"}}),
+        json!({"role": "assistant", "seq": 3, "timestamp": 3,
+               "content": [{"type": "thinking", "thinking": "hm", "thinkingSignature": "s"},
+                           {"type": "text", "text": "calling"},
+                           {"type": "toolCall", "id": "c1", "name": "sessions_list",
+                            "arguments": {"limit": 2, "kinds": ["main"]}}],
+               "provider": "openai", "model": "gpt", "stopReason": "toolUse",
+               "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0,
+                         "totalTokens": 15, "cost": {"total": 0.01}}}),
+        json!({"role": "toolResult", "seq": 4, "timestamp": 4, "toolCallId": "c1",
+               "toolName": "sessions_list", "isError": false,
+               "content": [{"type": "text", "text": "{}"}], "details": {"count": 0}}),
+        json!({"role": "assistant", "seq": 5, "timestamp": 5, "content": [],
+               "provider": "openai", "model": "gpt", "stopReason": "error",
+               "errorMessage": "boom",
+               "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                         "totalTokens": 0}}),
+        json!({"role": "user", "seq": 6, "timestamp": 6, "content": "summary",
+               "provenance": {"kind": "compaction", "coversUntilSeq": 4}}),
+        json!({"role": "user", "seq": 7, "timestamp": 7, "content": "tick",
+               "provenance": {"kind": "cron", "jobId": "j1", "trigger": "schedule",
+                              "scheduledAt": 60000}}),
+    ]
+}
+
+#[test]
+fn chat_history_messages() {
+    pin::<ChatHistoryResult>(json!({
+        "sessionKey": "main", "sessionId": "s1", "messages": transcript(), "nextBefore": 1,
+    }));
+    pin::<ChatHistoryResult>(json!({"sessionKey": "main", "messages": []}));
+}
+
+fn row(messages: Option<Vec<Value>>) -> Value {
+    let mut row = json!({
+        "key": "main", "kind": "main", "channel": "unknown", "agentId": "main",
+        "sessionId": "s1", "createdAt": 1, "updatedAt": 2,
+    });
+    if let Some(messages) = messages {
+        row["messages"] = Value::Array(messages);
+    }
+    row
+}
+
+#[test]
+fn session_rows_with_their_last_messages() {
+    pin::<SessionsListResult>(json!({
+        "count": 2, "sessions": [row(Some(transcript())), row(None)],
+    }));
+}
+
+#[test]
+fn runs() {
+    for (status, state) in [
+        ("ok", None),
+        ("error", None),
+        ("aborted", None),
+        ("timeout", Some("queued")),
+        ("timeout", Some("running")),
+    ] {
+        let mut run = json!({"runId": "r1", "status": status, "sessionKey": "agent:main:main"});
+        if let Some(state) = state {
+            run["state"] = json!(state);
+            run["waitTimedOut"] = json!(true);
+        }
+        pin::<RunResult>(run);
+    }
+}
+
+#[test]
+fn deliveries() {
+    for kind in ["reply", "announce", "subagent-announce", "send"] {
+        for status in ["pending", "delivered", "failed", "denied", "recorded"] {
+            pin::<DeliveryInfo>(json!({
+                "id": "d1", "kind": kind, "status": status, "channel": "webhook", "to": "c1",
+                "text": "hello", "attempts": 1, "createdAt": 1, "updatedAt": 2,
+            }));
+        }
+        pin::<WebhookOutbound>(json!({
+            "id": "d1", "kind": kind, "accountId": "ops", "to": "c1", "text": "hello",
+        }));
+    }
+}
+
+#[test]
+fn exchanges() {
+    for state in ["primary", "replying", "announcing", "done", "failed"] {
+        pin::<ExchangeInfo>(json!({
+            "id": "r1", "requesterKey": "agent:main:main", "targetKey": "agent:main:x",
+            "state": state, "turn": 0, "stepRunId": "r1", "attempt": 0, "createdAt": 1,
+            "updatedAt": 2,
+        }));
+    }
+}

@@ -18,6 +18,7 @@ pub mod lenient;
 pub mod message;
 pub mod overview;
 pub mod pairing;
+pub mod reading;
 pub mod runs;
 pub mod session_tools;
 pub mod sessions;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lenient;
+use crate::message::HistoryMessage;
 
 /// A session's delivery route: where replies to it go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,10 +20,12 @@ pub struct DeliveryContext {
     pub thread_id: Option<String>,
 }
 
-/// One row of `sessions.list` / `sessions_list`.
+/// One row of `sessions.list` / `sessions_list`. `M` is how its last messages are shown: whole
+/// ([`HistoryMessage`]) to operators, trimmed ([`ReadMessage`](crate::reading::ReadMessage)) to a
+/// model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionRow {
+#[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
+pub struct SessionRow<M = HistoryMessage> {
     /// The session key in display form (`main` for the global bucket).
     pub key: String,
     /// `main | group | cron | hook | node | other`, classified on the key's rest.
@@ -79,7 +82,7 @@ pub struct SessionRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<Value>>,
+    pub messages: Option<Vec<M>>,
     /// `running` (a run is working) or `queued` (runs wait for the session or a lane); absent
     /// when the session is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,10 +191,10 @@ pub struct SessionsListParams {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionsListResult {
+#[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
+pub struct SessionsListResult<M = HistoryMessage> {
     pub count: usize,
-    pub sessions: Vec<SessionRow>,
+    pub sessions: Vec<SessionRow<M>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Something in the request was ignored, and what is accepted instead (an unknown kind).

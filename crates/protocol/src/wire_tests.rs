@@ -9,9 +9,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::chat::ChatHistoryResult;
+use crate::cron::{CronJobState, ScheduleView};
 use crate::delivery::{DeliveryInfo, WebhookOutbound};
 use crate::exchanges::ExchangeInfo;
+use crate::message::HistoryMessage;
 use crate::runs::RunResult;
+use crate::session_tools::{HistoryResult, ListResult};
 use crate::sessions::SessionsListResult;
 
 /// Reads `wire` as a `T`, writes it back, and checks that nothing changed.
@@ -63,6 +66,14 @@ fn chat_history_messages() {
         "sessionKey": "main", "sessionId": "s1", "messages": transcript(), "nextBefore": 1,
     }));
     pin::<ChatHistoryResult>(json!({"sessionKey": "main", "messages": []}));
+    // Each is read as a transcript message, not kept as foreign JSON.
+    for message in transcript() {
+        let read: HistoryMessage = serde_json::from_value(message.clone()).unwrap();
+        assert!(matches!(read, HistoryMessage::Transcript(_)), "{message}");
+    }
+    let foreign = json!({"role": "system", "text": "by hand", "seq": 9});
+    let read: HistoryMessage = serde_json::from_value(foreign.clone()).unwrap();
+    assert_eq!(read, HistoryMessage::Unrecognised(foreign));
 }
 
 fn row(messages: Option<Vec<Value>>) -> Value {
@@ -125,4 +136,67 @@ fn exchanges() {
             "updatedAt": 2,
         }));
     }
+}
+
+/// The messages of [`transcript`] as another session's model reads them: no usage, details or
+/// signatures, image data as its size, a long tool call's arguments as cut text, and a
+/// placeholder for a message too large even so.
+fn trimmed() -> Vec<Value> {
+    vec![
+        json!({"role": "user", "content": "hi", "timestamp": 1, "seq": 1}),
+        json!({"role": "user", "content": [{"type": "text", "text": "look"},
+                {"type": "image", "data": {"omitted": true, "bytes": 8}, "mimeType": "image/png"}],
+               "timestamp": 2, "seq": 2,
+               "provenance": {"kind": "agent", "fromSessionKey": "agent:main:x", "runId": "r0"}}),
+        json!({"role": "assistant", "seq": 3, "timestamp": 3,
+               "content": [{"type": "thinking", "thinking": "hm"},
+                           {"type": "text", "text": "calling… [truncated 6000 chars]"},
+                           {"type": "toolCall", "id": "c1", "name": "sessions_list",
+                            "arguments": "{\"a\":\"xxxx… [truncated 10 chars]"}],
+               "provider": "openai", "model": "gpt", "stopReason": "toolUse"}),
+        json!({"role": "toolResult", "seq": 4, "timestamp": 4, "toolCallId": "c1",
+               "toolName": "sessions_list", "isError": false,
+               "content": [{"type": "text", "text": "{}"}]}),
+        json!({"role": "assistant", "seq": 5, "timestamp": 5, "content": [],
+               "provider": "openai", "model": "gpt", "stopReason": "error",
+               "errorMessage": "boom"}),
+        json!({"role": "toolResult", "seq": 6, "timestamp": 6, "omitted": true, "bytes": 90000,
+               "content": [{"type": "text", "text": "[message 6 (toolResult) omitted: …]"}]}),
+    ]
+}
+
+#[test]
+fn what_another_sessions_model_reads() {
+    pin::<HistoryResult>(json!({
+        "sessionKey": "main", "messages": trimmed(), "truncated": true, "droppedMessages": 0,
+        "contentTruncated": true, "bytes": 1234, "nextBefore": 1,
+    }));
+    pin::<ListResult>(json!({"count": 1, "sessions": [row(Some(trimmed()))]}));
+}
+
+#[test]
+fn session_kinds_run_states_and_subagents() {
+    for kind in ["main", "group", "cron", "hook", "node", "other"] {
+        let mut row = row(None);
+        row["kind"] = json!(kind);
+        pin::<SessionsListResult>(json!({"count": 1, "sessions": [row]}));
+    }
+    for run_state in ["queued", "running"] {
+        for state in ["running", "announcing", "announced", "done"] {
+            let mut row = row(None);
+            row["runState"] = json!(run_state);
+            row["subagent"] = json!({"state": state, "outcome": "ok", "task": "t", "endedAt": 3});
+            pin::<SessionsListResult>(json!({"count": 1, "sessions": [row]}));
+        }
+    }
+}
+
+#[test]
+fn cron_schedules_and_last_runs() {
+    pin::<ScheduleView>(json!({"kind": "cron", "expr": "0 * * * *", "tz": "UTC"}));
+    pin::<ScheduleView>(json!({"kind": "every", "everyMs": 60000}));
+    for status in ["ok", "error", "timeout", "aborted"] {
+        pin::<CronJobState>(json!({"nextRunAtMs": 2, "lastRunAtMs": 1, "lastRunStatus": status}));
+    }
+    pin::<CronJobState>(json!({"runningAtMs": 1}));
 }

@@ -168,7 +168,7 @@ impl Sessions {
 /// The row a caller sees for an entry (SPEC §7.1). `model` is the session's effective model: the
 /// one its last model call used, else the one a run would use now (its override, else its
 /// agent's).
-pub fn row(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow {
+pub fn row<M>(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),

@@ -407,7 +407,7 @@ fn list_and_history_results_have_the_tool_shapes() {
     round_trip(
         HistoryResult {
             session_key: "agent:main:cron:daily".into(),
-            messages: vec![message.clone()],
+            messages: vec![serde_json::from_value(message.clone()).unwrap()],
             truncated: true,
             dropped_messages: 3,
             content_truncated: false,

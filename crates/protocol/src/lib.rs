@@ -5,6 +5,9 @@
 //! Field names are camelCase on the wire, like the reference gateway's protocol (version 4), so
 //! its clients can talk to us.
 
+#[macro_use]
+mod names;
+
 pub mod agents;
 pub mod chat;
 pub mod cron;

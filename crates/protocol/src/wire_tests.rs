@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::chat::ChatHistoryResult;
 use crate::cron::{CronJobState, ScheduleView};
-use crate::delivery::{DeliveryInfo, WebhookOutbound};
+use crate::delivery::{DeliveryInfo, DeliveryKind, WebhookOutbound};
 use crate::exchanges::ExchangeInfo;
 use crate::message::HistoryMessage;
 use crate::runs::RunResult;
@@ -114,7 +114,16 @@ fn runs() {
 
 #[test]
 fn deliveries() {
-    for kind in ["reply", "announce", "subagent-announce", "send"] {
+    // `later-kind`: one a newer gateway sharing the database wrote, kept as it is.
+    for kind in [
+        "reply",
+        "announce",
+        "subagent-announce",
+        "send",
+        "command",
+        "pairing",
+        "later-kind",
+    ] {
         for status in ["pending", "delivered", "failed", "denied", "recorded"] {
             pin::<DeliveryInfo>(json!({
                 "id": "d1", "kind": kind, "status": status, "channel": "webhook", "to": "c1",
@@ -199,4 +208,12 @@ fn cron_schedules_and_last_runs() {
         pin::<CronJobState>(json!({"nextRunAtMs": 2, "lastRunAtMs": 1, "lastRunStatus": status}));
     }
     pin::<CronJobState>(json!({"runningAtMs": 1}));
+}
+
+#[test]
+fn a_delivery_kind_this_build_does_not_know_is_kept_by_name() {
+    let kind: DeliveryKind = serde_json::from_value(json!("later-kind")).unwrap();
+    assert_eq!(kind, DeliveryKind::Other("later-kind".into()));
+    let known: DeliveryKind = serde_json::from_value(json!("subagent-announce")).unwrap();
+    assert_eq!(known, DeliveryKind::SubagentAnnounce);
 }

@@ -37,7 +37,7 @@ pub(super) fn job_view(
         last_run_at_ms: job.last_fired_at,
         last_run_status: last_run
             .filter(|r| r.status.is_final())
-            .map(|r| r.status.as_str().to_string()),
+            .map(|r| r.status.into()),
         running_at_ms: last_run
             .filter(|r| r.status == RunStatus::Running)
             .and_then(|r| r.started_at),
@@ -49,7 +49,7 @@ pub(super) fn job_view(
         name: job.name.clone().unwrap_or_else(|| job.id.clone()),
         enabled: job.enabled,
         schedule: ScheduleView {
-            kind: schedule.kind().into(),
+            kind: schedule.kind(),
             tz: expr.is_some().then(|| "UTC".to_string()),
             expr,
             every_ms,
@@ -61,7 +61,7 @@ pub(super) fn job_view(
         delivery: json!({"mode": if job.deliver { "announce" } else { "none" }}),
         state,
         created_at_ms: job.created_at,
-        kind: schedule.kind().into(),
+        kind: schedule.kind(),
         every_ms,
         tz: "UTC".into(),
         message: job.message.clone(),

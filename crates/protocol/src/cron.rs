@@ -107,6 +107,29 @@ wire_names! {
     }
 }
 
+/// What a job does at each firing, in the reference's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum CronPayload {
+    /// An agent turn with this message (the reference's only kind we run).
+    #[serde(rename = "agentTurn")]
+    AgentTurn { message: String },
+}
+
+/// Where a job's replies go, in the reference's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CronDelivery {
+    pub mode: CronDeliveryMode,
+}
+
+wire_names! {
+    /// `announce` (replies are delivered to the session's route) or `none`.
+    pub enum CronDeliveryMode {
+        Announce = "announce",
+        None = "none",
+    }
+}
+
 /// A job's schedule in the reference's shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -174,9 +197,9 @@ pub struct CronJob {
     /// Always `now`.
     pub wake_mode: String,
     /// `{kind: "agentTurn", message}`.
-    pub payload: Value,
+    pub payload: CronPayload,
     /// `{mode: "announce"}` when replies are delivered, else `{mode: "none"}`.
-    pub delivery: Value,
+    pub delivery: CronDelivery,
     /// Next and last runs, the reference's way.
     pub state: CronJobState,
     /// `createdAt` again, under the reference's name.

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::chat::ChatHistoryResult;
-use crate::cron::{CronJobState, ScheduleView};
+use crate::cron::{CronDelivery, CronJobState, CronPayload, ScheduleView};
 use crate::delivery::{DeliveryInfo, DeliveryKind, WebhookOutbound};
 use crate::exchanges::ExchangeInfo;
 use crate::message::HistoryMessage;
@@ -216,4 +216,11 @@ fn a_delivery_kind_this_build_does_not_know_is_kept_by_name() {
     assert_eq!(kind, DeliveryKind::Other("later-kind".into()));
     let known: DeliveryKind = serde_json::from_value(json!("subagent-announce")).unwrap();
     assert_eq!(known, DeliveryKind::SubagentAnnounce);
+}
+
+#[test]
+fn cron_payloads_and_deliveries() {
+    pin::<CronPayload>(json!({"kind": "agentTurn", "message": "@reply nightly report"}));
+    pin::<CronDelivery>(json!({"mode": "announce"}));
+    pin::<CronDelivery>(json!({"mode": "none"}));
 }

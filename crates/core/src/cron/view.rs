@@ -1,8 +1,9 @@
 //! A stored job as `cron.*` answer it: our fields and the reference's (`schedule: {kind, …}`,
 //! `payload`, `delivery`, `state`), with its next slot and its last firing's outcome.
 
-use serde_json::json;
-use switchboard_protocol::cron::{CronJob, CronJobState, ScheduleView};
+use switchboard_protocol::cron::{
+    CronDelivery, CronDeliveryMode, CronJob, CronJobState, CronPayload, ScheduleView,
+};
 
 use super::schedule::Schedule;
 use crate::store::{CronJobRecord, RunRecord, RunStatus};
@@ -57,8 +58,15 @@ pub(super) fn job_view(
         schedule_text: job.schedule.clone(),
         session_target: "isolated".into(),
         wake_mode: "now".into(),
-        payload: json!({"kind": "agentTurn", "message": job.message}),
-        delivery: json!({"mode": if job.deliver { "announce" } else { "none" }}),
+        payload: CronPayload::AgentTurn {
+            message: job.message.clone(),
+        },
+        delivery: CronDelivery {
+            mode: match job.deliver {
+                true => CronDeliveryMode::Announce,
+                false => CronDeliveryMode::None,
+            },
+        },
         state,
         created_at_ms: job.created_at,
         kind: schedule.kind(),

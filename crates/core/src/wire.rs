@@ -3,6 +3,7 @@
 //! components decide on them); these conversions are total, so nothing on the way out is
 //! spelled as a string.
 
+use switchboard_protocol::agents::{McpServerState, StoreState as WireStoreState};
 use switchboard_protocol::delivery::DeliveryStatus as WireDeliveryStatus;
 use switchboard_protocol::exchanges::ExchangeState as WireExchangeState;
 use switchboard_protocol::runs::{RunState, RunStatus as WireRunStatus};
@@ -11,7 +12,8 @@ use switchboard_protocol::sessions::{
 };
 
 use crate::keys::SessionKind;
-use crate::store::{DeliveryStatus, ExchangeState, RunStatus, SubagentState};
+use crate::mcp::State as McpState;
+use crate::store::{DeliveryStatus, ExchangeState, RunStatus, StoreState, SubagentState};
 
 impl From<RunStatus> for WireRunStatus {
     fn from(status: RunStatus) -> Self {
@@ -83,6 +85,27 @@ impl From<DeliveryStatus> for WireDeliveryStatus {
     }
 }
 
+impl From<StoreState> for WireStoreState {
+    fn from(state: StoreState) -> Self {
+        match state {
+            StoreState::Ok => Self::Ok,
+            StoreState::Degraded => Self::Degraded,
+            StoreState::Unreachable => Self::Unreachable,
+        }
+    }
+}
+
+impl From<&McpState> for McpServerState {
+    fn from(state: &McpState) -> Self {
+        match state {
+            McpState::Starting => Self::Starting,
+            McpState::Running => Self::Running,
+            McpState::Restarting => Self::Restarting,
+            McpState::Stopped => Self::Stopped,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +161,21 @@ mod tests {
         }
         for s in DeliveryStatus::ALL {
             assert_eq!(name(WireDeliveryStatus::from(s)), s.as_str());
+        }
+        for s in [
+            StoreState::Ok,
+            StoreState::Degraded,
+            StoreState::Unreachable,
+        ] {
+            assert_eq!(name(WireStoreState::from(s)), s.as_str());
+        }
+        for s in [
+            McpState::Starting,
+            McpState::Running,
+            McpState::Restarting,
+            McpState::Stopped,
+        ] {
+            assert_eq!(name(McpServerState::from(&s)), s.as_str());
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::agents::{McpServerHealth, StoreHealthInfo};
 use crate::chat::ChatHistoryResult;
 use crate::cron::{CronDelivery, CronJobState, CronPayload, ScheduleView};
 use crate::delivery::{DeliveryInfo, DeliveryKind, WebhookOutbound};
@@ -223,4 +224,17 @@ fn cron_payloads_and_deliveries() {
     pin::<CronPayload>(json!({"kind": "agentTurn", "message": "@reply nightly report"}));
     pin::<CronDelivery>(json!({"mode": "announce"}));
     pin::<CronDelivery>(json!({"mode": "none"}));
+}
+
+#[test]
+fn health_states() {
+    for state in ["starting", "running", "restarting", "stopped"] {
+        pin::<McpServerHealth>(json!({
+            "transport": "stdio", "state": state, "tools": ["fs__read"], "restarts": 0,
+            "cancelled": 0,
+        }));
+    }
+    for state in ["ok", "degraded", "unreachable"] {
+        pin::<StoreHealthInfo>(json!({"kind": "postgres", "state": state, "detail": "db"}));
+    }
 }

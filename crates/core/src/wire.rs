@@ -3,7 +3,7 @@
 //! components decide on them); these conversions are total, so nothing on the way out is
 //! spelled as a string.
 
-use switchboard_protocol::agents::{McpServerState, StoreState as WireStoreState};
+use switchboard_protocol::agents::StoreState as WireStoreState;
 use switchboard_protocol::delivery::DeliveryStatus as WireDeliveryStatus;
 use switchboard_protocol::exchanges::ExchangeState as WireExchangeState;
 use switchboard_protocol::runs::{RunState, RunStatus as WireRunStatus};
@@ -12,7 +12,6 @@ use switchboard_protocol::sessions::{
 };
 
 use crate::keys::SessionKind;
-use crate::mcp::State as McpState;
 use crate::store::{DeliveryStatus, ExchangeState, RunStatus, StoreState, SubagentState};
 
 impl From<RunStatus> for WireRunStatus {
@@ -95,17 +94,6 @@ impl From<StoreState> for WireStoreState {
     }
 }
 
-impl From<&McpState> for McpServerState {
-    fn from(state: &McpState) -> Self {
-        match state {
-            McpState::Starting => Self::Starting,
-            McpState::Running => Self::Running,
-            McpState::Restarting => Self::Restarting,
-            McpState::Stopped => Self::Stopped,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,14 +156,6 @@ mod tests {
             StoreState::Unreachable,
         ] {
             assert_eq!(name(WireStoreState::from(s)), s.as_str());
-        }
-        for s in [
-            McpState::Starting,
-            McpState::Running,
-            McpState::Restarting,
-            McpState::Stopped,
-        ] {
-            assert_eq!(name(McpServerState::from(&s)), s.as_str());
         }
     }
 }

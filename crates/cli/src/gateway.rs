@@ -44,7 +44,7 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("opening the store in {}", home.display()))?;
     engine.cron().start();
-    engine.telegram().start();
+    engine.start_channels();
     let state = ServerState::new(engine.clone(), auth.clone());
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
     // Recorded before the banner: whoever reads the banner finds it.

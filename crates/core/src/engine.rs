@@ -8,13 +8,18 @@
 //!
 //! 1. the clock, the store (SQLite), and the recovery of an unclean stop (runs left live by a
 //!    dead process become `aborted`);
-//! 2. the resolver (references → sessions), the channels and the outbox;
+//! 2. the resolver (references → sessions), the channel registry (every channel's sender and
+//!    state) and the outbox, which sends through it;
 //! 3. the runtime, whose replies go to `delivery::replies`;
 //! 4. the components above the runtime: sessions, the agent-to-agent exchanges, sub-agents, the
-//!    inbound doors, cron;
+//!    inbound doors (the HTTP ones, pairing, and each channel's own door), cron;
 //! 5. the tools (the session tools and any the embedder adds), installed into the runtime;
 //! 6. background work: the outbox task, the resumption of unfinished sub-agents, the archive
-//!    sweeper (the cron scheduler starts only when asked: [`Cron::start`]).
+//!    sweeper (the cron scheduler and the channels' doors start only when asked: [`Cron::start`],
+//!    [`Engine::start_channels`]).
+//!
+//! Adding a channel is a folder under `channels/` and a line in `channel_registry` (and one in
+//! `doors` when it has a door that runs by itself).
 //!
 //! Shutdown ([`Engine::shutdown`], the sequence of `docs/architecture.md`): the cron scheduler
 //! stops firing; the runtime refuses new runs and lets live ones finish for the grace period, then
@@ -29,9 +34,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::channel::{Channel, Channels, Door};
+use crate::channels::local::{Internal, Webchat};
 use crate::channels::pairing::Pairing;
 use crate::channels::telegram::Telegram;
-use crate::channels::{Channels, Inbound};
+use crate::channels::webhook::Webhook;
+use crate::channels::{DoorParts, Inbound};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::cron::{Cron, CronParts};
@@ -40,10 +48,11 @@ use crate::delivery::{Outbox, OutboxParts};
 use crate::error::{CoreError, CoreResult};
 use crate::exchange::Exchanges;
 use crate::mcp::Mcp;
+use crate::resolve::Resolver;
 use crate::runtime::providers::Providers;
 use crate::runtime::tool::{Tool, ToolRegistry};
 use crate::runtime::{Runtime, RuntimeParts};
-use crate::sessions::{Resolver, Sessions};
+use crate::sessions::Sessions;
 use crate::store::{Store, WriteOp};
 use crate::subagents::{Subagents, SubagentsParts};
 use crate::tools::ToolInvoker;
@@ -79,7 +88,10 @@ pub struct Engine {
     subagents: Arc<Subagents>,
     exchanges: Arc<Exchanges>,
     inbound: Arc<Inbound>,
-    telegram: Arc<Telegram>,
+    channels: Arc<Channels>,
+    pairing: Arc<Pairing>,
+    /// The channels' own inbound doors, started by [`Engine::start_channels`].
+    doors: Vec<Arc<dyn Door>>,
     mcp: Arc<Mcp>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
@@ -127,32 +139,57 @@ async fn adopt_orphans(engine: Arc<Engine>) {
     }
 }
 
-/// The doors messages come in by: the HTTP sources ([`Inbound`]) and the Telegram poller, which
-/// stops taking updates when intake stops.
+/// Every channel this gateway connects, in the order `send` lists them and `health` shows
+/// them; each outbound HTTP call is bounded by `delivery.timeoutSeconds`. The Telegram channel
+/// is answered too: its door is built later, above the sessions (`doors`).
+fn channel_registry(
+    config: &Arc<Config>,
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+) -> CoreResult<(Arc<Channels>, Arc<Telegram>)> {
+    let timeout = Duration::from_secs(config.delivery.timeout_seconds);
+    let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
+    let telegram = Telegram::new(config.clone(), store.clone(), http.clone());
+    let channels: Vec<Arc<dyn Channel>> = vec![
+        Arc::new(Webhook::new(config.clone(), http)),
+        Arc::new(Webchat::new(store.clone(), clock.clone())),
+        Arc::new(Internal::new(store.clone(), clock.clone())),
+        telegram.clone(),
+    ];
+    Ok((Arc::new(Channels::new(channels)), telegram))
+}
+
+/// The doors messages come in by: the HTTP sources ([`Inbound`]), DM pairing, and the
+/// channels' own doors (the Telegram poller), which stop taking messages when intake stops.
 fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
+    (channels, telegram): (&Arc<Channels>, &Arc<Telegram>),
     (tasks, intake): (&TaskTracker, &CancellationToken),
-) -> CoreResult<(Arc<Inbound>, Arc<Telegram>)> {
+) -> (Arc<Inbound>, Arc<Pairing>, Vec<Arc<dyn Door>>) {
     let inbound = Arc::new(Inbound::new(
         config.clone(),
         runtime.clone(),
         resolver.clone(),
         outbox.clone(),
     ));
-    let timeout = Duration::from_secs(config.delivery.timeout_seconds);
-    let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
-    let pairing = Arc::new(Pairing::new(store.clone(), outbox.clone(), clock.clone()));
-    let telegram = Telegram::new(
-        config.clone(),
+    let pairing = Arc::new(Pairing::new(
         store.clone(),
-        (inbound.clone(), sessions.clone(), pairing),
-        runtime.clone(),
-        http,
-        (tasks.clone(), intake.clone()),
-    );
-    Ok((inbound, telegram))
+        outbox.clone(),
+        clock.clone(),
+        channels.clone(),
+    ));
+    let parts = DoorParts {
+        inbound: inbound.clone(),
+        sessions: sessions.clone(),
+        pairing: pairing.clone(),
+        runtime: runtime.clone(),
+        tasks: tasks.clone(),
+        stop: intake.clone(),
+    };
+    let doors: Vec<Arc<dyn Door>> = vec![telegram.door(&parts)];
+    (inbound, pairing, doors)
 }
 
 impl Engine {
@@ -248,12 +285,11 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let channels = Channels::new(config.clone(), store.clone(), clock.clone())
-            .map_err(CoreError::Invalid)?;
+        let (channels, telegram) = channel_registry(&config, &store, &clock)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),
-            channels,
+            channels: channels.clone(),
             resolver: resolver.clone(),
             clock: clock.clone(),
             tasks: tasks.clone(),
@@ -297,15 +333,18 @@ impl Engine {
             resolver.clone(),
             clock.clone(),
         ));
-        let (inbound, telegram) = doors(
+        let (inbound, pairing, doors) = doors(
             &config,
             (&store, &runtime, &sessions),
             (&resolver, &outbox, &clock),
+            (&channels, &telegram),
             (&tasks, &intake),
-        )?;
+        );
         Ok(Self {
             sessions,
-            telegram,
+            channels,
+            pairing,
+            doors,
             mcp,
             inbound,
             cron: Cron::new(CronParts {
@@ -425,12 +464,20 @@ impl Engine {
 
     /// DM pairing (`pairing.list`, `pairing.approve`).
     pub fn pairing(&self) -> &Arc<Pairing> {
-        self.telegram.pairing()
+        &self.pairing
     }
 
-    /// The Telegram channel: [`Telegram::start`] starts polling when it is enabled.
-    pub fn telegram(&self) -> &Arc<Telegram> {
-        &self.telegram
+    /// Every connected channel: their states for `health` and `status`.
+    pub fn channels(&self) -> &Arc<Channels> {
+        &self.channels
+    }
+
+    /// Starts the channels' own inbound doors (the Telegram bots' polling); they stop with
+    /// intake at shutdown.
+    pub fn start_channels(&self) {
+        for door in &self.doors {
+            door.clone().start();
+        }
     }
 
     /// `cron.*` and the scheduler.

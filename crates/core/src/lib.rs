@@ -2,15 +2,19 @@
 //! of its plain async API; `docs/architecture.md` draws the whole picture.
 //!
 //! Layers point one way. At the bottom, modules that know nothing above them: `clock`, `ids`,
-//! `keys` (the key grammar), `config`, `store` (the `Store` trait and SQLite), `access` (pure
-//! decisions: visibility, send policy, tool policy). Then `runtime`: runs, lanes, providers and
-//! the tool contract; it defines the interfaces the layers above implement (`ReplyHandler`,
-//! `Tool`). Above it the components: `sessions` (operator operations and the one reference
-//! resolver), `delivery` (the outbox and what becomes of replies), `channels`, `exchange` (the
-//! agent-to-agent exchange), `subagents`, `tools` (the session tools), `cron`. `engine` is the
-//! composition root that builds and wires them.
+//! `keys` (the key grammar), `config`, `store` (the `Store` trait and its backends), `error`,
+//! `access` (pure decisions: visibility, send policy, tool policy), `resolve` (the one reference
+//! resolver) and `channel` (the channel seam: the `Channel` trait, its registry and status
+//! types). Then `runtime`: runs, lanes, providers and the tool contract; it defines the
+//! interfaces the layers above implement (`ReplyHandler`, `Tool`). Above it the components:
+//! `delivery` (the outbox and what becomes of replies; it sends through the channel seam),
+//! `sessions` (operator operations), `exchange` (the agent-to-agent exchange), `subagents`,
+//! `tools` (the session tools), `cron`, `channels` (the channel implementations and the inbound
+//! doors), `mcp`. `engine` is the composition root that builds and wires them. `.ci/structure`
+//! holds each module to the imports it is allowed.
 
 pub mod access;
+pub mod channel;
 pub mod channels;
 pub mod clock;
 pub mod config;
@@ -22,6 +26,8 @@ pub mod exchange;
 pub mod ids;
 pub mod keys;
 pub mod mcp;
+pub mod measure;
+pub mod resolve;
 pub mod runtime;
 pub mod sessions;
 pub mod store;

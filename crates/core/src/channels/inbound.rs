@@ -15,9 +15,9 @@ use crate::config::Config;
 use crate::delivery::{Outbound, Outbox};
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
+use crate::resolve::Resolver;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
-use crate::sessions::Resolver;
 use crate::store::WriteOp;
 
 /// The inbound doors' component.

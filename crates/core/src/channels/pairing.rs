@@ -14,7 +14,7 @@ use switchboard_protocol::pairing::{
 };
 use switchboard_protocol::sessions::DeliveryContext;
 
-use super::TELEGRAM;
+use crate::channel::Channels;
 use crate::clock::Clock;
 use crate::delivery::{Outbound, Outbox};
 use crate::error::{CoreError, CoreResult};
@@ -26,19 +26,21 @@ pub const CODE_TTL_MS: i64 = 60 * 60 * 1000;
 pub const MAX_PENDING: usize = 3;
 /// 32 characters: each random byte picks one without bias.
 const ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-/// The channels that pair.
-const PAIRING_CHANNELS: &[&str] = &[TELEGRAM];
 
 /// The pairing component.
 pub struct Pairing {
     store: Arc<dyn Store>,
     outbox: Arc<Outbox>,
     clock: Arc<dyn Clock>,
+    /// Which channels pair (the channel seam's pairing hook).
+    channels: Arc<Channels>,
 }
 
 /// A sender of one bot that the policy does not know.
 pub(super) struct Stranger {
     pub channel: &'static str,
+    /// What the channel calls a sender's id, for the code message (`Telegram user id`).
+    pub id_name: &'static str,
     pub account_id: String,
     pub id: String,
     pub username: Option<String>,
@@ -57,16 +59,23 @@ pub(super) enum Verdict {
 }
 
 impl Pairing {
-    pub fn new(store: Arc<dyn Store>, outbox: Arc<Outbox>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        outbox: Arc<Outbox>,
+        clock: Arc<dyn Clock>,
+        channels: Arc<Channels>,
+    ) -> Self {
         Self {
             store,
             outbox,
             clock,
+            channels,
         }
     }
 
     /// Approved before, a new code, the same code again for a replayed message, or silence.
     pub(super) async fn check(&self, who: Stranger) -> CoreResult<Verdict> {
+        let id_name = who.id_name;
         let approved = self
             .store
             .pairing_approved(who.channel, &who.account_id, &who.id)
@@ -90,9 +99,9 @@ impl Pairing {
         };
         Ok(match self.store.pairing_admit(ask).await? {
             PairingAdmission::Approved => Verdict::Pass,
-            PairingAdmission::Created(record) => Verdict::Answer(code_message(&record)),
+            PairingAdmission::Created(record) => Verdict::Answer(code_message(&record, id_name)),
             PairingAdmission::Pending(record) if record.source == who.source => {
-                Verdict::Answer(code_message(&record))
+                Verdict::Answer(code_message(&record, id_name))
             }
             PairingAdmission::Pending(_) => Verdict::Silent("the sender's pairing code is pending"),
             PairingAdmission::Full => Verdict::Silent("too many pairing requests are pending"),
@@ -101,7 +110,7 @@ impl Pairing {
 
     /// `pairing.list`: the pending requests, oldest first.
     pub async fn list(&self, p: PairingListParams) -> CoreResult<PairingListResult> {
-        let channel = channel(p.channel.as_deref())?;
+        let channel = channel(&self.channels, p.channel.as_deref())?;
         let account = p.account_id.map(|a| a.trim().to_lowercase());
         let since = self.clock.now_ms() - CODE_TTL_MS;
         let requests = self
@@ -117,7 +126,7 @@ impl Pairing {
     /// `pairing.approve`: the sender of the pending request with this code is let in (and told
     /// so, with `notify`).
     pub async fn approve(&self, p: PairingApproveParams) -> CoreResult<PairingApproveResult> {
-        let channel = channel(p.channel.as_deref())?;
+        let channel = channel(&self.channels, p.channel.as_deref())?;
         let code = p.code.trim().to_uppercase();
         if code.is_empty() {
             return Err(CoreError::invalid(
@@ -170,18 +179,22 @@ impl Pairing {
     }
 }
 
-/// The channel named (default `telegram`), which must pair.
-fn channel(name: Option<&str>) -> CoreResult<&'static str> {
+/// The channel named (default: the first that pairs, `telegram`), which must pair.
+fn channel(channels: &Channels, name: Option<&str>) -> CoreResult<&'static str> {
+    let pairing = channels.pairing();
     let name = name.map(|n| n.trim().to_lowercase());
-    let name = name.as_deref().unwrap_or(TELEGRAM);
-    PAIRING_CHANNELS
+    let name = match name.as_deref() {
+        Some(name) => name,
+        None => pairing.first().copied().unwrap_or_default(),
+    };
+    pairing
         .iter()
         .find(|c| **c == name)
         .copied()
         .ok_or_else(|| {
             CoreError::invalid(format!(
                 "channel: {name} has no pairing (channels with pairing: {})",
-                PAIRING_CHANNELS.join(", ")
+                pairing.join(", ")
             ))
         })
 }
@@ -200,9 +213,9 @@ fn request(r: &PairingRecord) -> PairingRequest {
 }
 
 /// What a stranger is told.
-fn code_message(r: &PairingRecord) -> String {
+fn code_message(r: &PairingRecord, id_name: &str) -> String {
     format!(
-        "switchboard: access not configured.\nYour Telegram user id: {}\nPairing code: {}\n\
+        "switchboard: access not configured.\nYour {id_name}: {}\nPairing code: {}\n\
          Ask the bot owner to approve with: switchboard pairing approve {} {}",
         r.sender_id, r.code, r.channel, r.code
     )
@@ -235,8 +248,27 @@ mod tests {
         }
     }
 
+    /// A channel that pairs, as Telegram does.
+    struct Pairs;
+
+    impl crate::channel::Channel for Pairs {
+        fn name(&self) -> &'static str {
+            "telegram"
+        }
+
+        fn send<'a>(&'a self, _: &'a crate::store::DeliveryRecord) -> crate::channel::Sent<'a> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+
+        fn pairs(&self) -> bool {
+            true
+        }
+    }
+
     #[test]
     fn only_telegram_pairs() {
+        let channels = Channels::new(vec![Arc::new(Pairs)]);
+        let channel = |name| channel(&channels, name);
         assert_eq!(channel(None).unwrap(), "telegram");
         assert_eq!(channel(Some(" Telegram ")).unwrap(), "telegram");
         let e = channel(Some("discord")).unwrap_err().to_string();

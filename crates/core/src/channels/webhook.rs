@@ -15,11 +15,59 @@ use switchboard_protocol::delivery::WebhookOutbound;
 use switchboard_protocol::inbound::WebhookInbound;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
-use super::{ChannelError, WEBHOOK};
+use std::sync::Arc;
+
+use crate::channel::{AccountStatus, Channel, ChannelError, ChannelStatus, Sent};
 use crate::config::{Config, WebhookAccount};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 use crate::store::{DeliveryRecord, EntryPatch};
+
+/// The channel's name in keys, routes and records.
+pub const WEBHOOK: &str = "webhook";
+
+/// The webhook channel: its outbound sender and its state (`channels.webhook`).
+pub struct Webhook {
+    config: Arc<Config>,
+    http: reqwest::Client,
+}
+
+impl Webhook {
+    /// `http` bounds each attempt by `delivery.timeoutSeconds`.
+    pub fn new(config: Arc<Config>, http: reqwest::Client) -> Self {
+        Self { config, http }
+    }
+}
+
+impl Channel for Webhook {
+    fn name(&self) -> &'static str {
+        WEBHOOK
+    }
+
+    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
+        Box::pin(async move {
+            send(&self.config, &self.http, record)
+                .await
+                .map(|()| Vec::new())
+        })
+    }
+
+    fn status(&self) -> Option<ChannelStatus> {
+        let webhook = &self.config.channels.webhook;
+        let accounts = webhook.accounts.keys().map(|id| AccountStatus {
+            account_id: id.clone(),
+            enabled: webhook.enabled,
+            link: None,
+        });
+        Some(ChannelStatus {
+            name: WEBHOOK,
+            label: "Webhook",
+            enabled: webhook.enabled,
+            link: None,
+            accounts: accounts.collect(),
+        })
+    }
+}
 
 pub(super) const PAYLOAD_EXPECTED: &str = "expected a JSON object {\"from\": string, \"chatType\": \"direct\"|\"group\"|\"channel\", \"chatId\"?: string (required for group and channel), \"text\": string, \"threadId\"?: string}";
 
@@ -212,7 +260,7 @@ pub(super) fn peer_segment(raw: &str) -> String {
 }
 
 /// One outbound attempt: `POST` to the account's `url`.
-pub(super) async fn send(
+async fn send(
     config: &Config,
     http: &reqwest::Client,
     record: &DeliveryRecord,

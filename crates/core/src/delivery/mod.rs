@@ -12,7 +12,10 @@
 //! with their `delivered` mark, so those happen exactly once.
 //!
 //! This module decides *whether and when* (and, in `replies.rs`, what becomes of a run's reply);
-//! `crate::channels` knows *how* each channel sends.
+//! each channel knows *how* it sends. The outbox knows channels only through the channel seam
+//! (`crate::channel`): the registry the composition root built, looked up by the record's
+//! channel name. It never imports `crate::channels` (the implementations and inbound doors sit
+//! above it) nor `crate::sessions`.
 
 mod ops;
 pub mod replies;
@@ -32,13 +35,13 @@ pub use ops::info;
 pub use route::route_of;
 
 use crate::access::{self, SendDecision};
-use crate::channels::{self, ChannelError, Channels};
+use crate::channel::{self, ChannelError, Channels};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::sessions::Resolver;
+use crate::resolve::Resolver;
 use crate::store::{
     DeliveryRecord, DeliveryStatus, DeliveryUpdate, SessionEntry, Store, WriteOp, WriteOutcome,
 };
@@ -76,7 +79,8 @@ pub struct DeliveryEvent {
 pub struct OutboxParts {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
-    pub channels: Channels,
+    /// Every connected channel (the composition root's registry).
+    pub channels: Arc<Channels>,
     pub resolver: Arc<Resolver>,
     pub clock: Arc<dyn Clock>,
     pub tasks: TaskTracker,
@@ -90,7 +94,7 @@ pub struct Outbox {
     store: Arc<dyn Store>,
     /// Another gateway's deliveries are looked for as often as it says.
     cluster: Arc<dyn crate::store::Cluster>,
-    channels: Channels,
+    channels: Arc<Channels>,
     resolver: Arc<Resolver>,
     clock: Arc<dyn Clock>,
     tasks: TaskTracker,
@@ -126,7 +130,7 @@ impl Outbox {
                 DeliveryStatus::Recorded,
                 Some("no delivery route: the text stays in the session transcript".to_string()),
             ),
-            (Some(route), Some(key)) if route.channel != channels::INTERNAL => {
+            (Some(route), Some(key)) if route.channel != channel::INTERNAL => {
                 match access::send_policy(&self.config, key.as_str(), entry) {
                     SendDecision::Deny { reason } => (DeliveryStatus::Denied, Some(reason)),
                     SendDecision::Allow => (DeliveryStatus::Pending, None),
@@ -324,6 +328,12 @@ impl Outbox {
             ),
         };
         tracing::debug!(id = %record.id, channel = %record.channel, status = update.status.as_str(), "delivery attempt");
+        let outcome = match update.status {
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+            _ => "retry",
+        };
+        crate::measure::outbox_attempt(&record.channel, outcome);
         if update.status == DeliveryStatus::Failed {
             let reason = update.detail.as_deref().unwrap_or_default();
             tracing::warn!(id = %record.id, kind = %record.kind, channel = %record.channel, %reason, "delivery failed");

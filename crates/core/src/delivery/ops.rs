@@ -7,7 +7,7 @@ use switchboard_protocol::delivery::{
 use switchboard_protocol::sessions::DeliveryContext;
 
 use super::{Outbound, Outbox};
-use crate::channels;
+use crate::channel;
 use crate::error::{CoreError, CoreResult};
 use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
 
@@ -19,12 +19,12 @@ impl Outbox {
     /// repeated `idempotencyKey` answers the first record.
     pub async fn send(&self, p: SendParams) -> CoreResult<DeliveryInfo> {
         let channel = p.channel.trim().to_lowercase();
-        if !channels::DELIVERABLE.contains(&channel.as_str()) {
+        let Some(connected) = self.channels.get(&channel) else {
             return Err(CoreError::invalid(format!(
                 "send: channel {channel:?} is not connected to this gateway; expected one of: {}",
-                channels::DELIVERABLE.join(", ")
+                self.channels.names().join(", ")
             )));
-        }
+        };
         if p.idempotency_key.trim().is_empty() {
             return Err(CoreError::invalid(
                 "send: idempotencyKey must not be empty (it makes a retried send harmless)",
@@ -39,18 +39,11 @@ impl Outbox {
                 "send: to must name the chat or session to deliver to",
             ));
         }
-        if channel == channels::TELEGRAM {
-            let telegram = &self.config.channels.telegram;
-            let account = p.account_id.as_deref().map(|a| a.trim().to_lowercase());
-            let account = account
-                .as_deref()
-                .unwrap_or(crate::config::TELEGRAM_DEFAULT_ACCOUNT);
-            if telegram.bot(account).is_none() {
-                let why = channels::telegram::off_or_unknown(telegram, account);
-                return Err(CoreError::invalid(format!("send: {why}")));
-            }
+        let account = p.account_id.as_deref().map(|a| a.trim().to_lowercase());
+        if let Err(why) = connected.check_account(account.as_deref()) {
+            return Err(CoreError::invalid(format!("send: {why}")));
         }
-        if channel == channels::WEBCHAT || channel == channels::INTERNAL {
+        if !channel::is_route(&channel) {
             // webchat and internal deliver into a session: it must exist (checked now, not later).
             to = self.resolver.find(&to, None).await?.key.into_string();
         }

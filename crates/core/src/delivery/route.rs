@@ -2,7 +2,7 @@
 
 use switchboard_protocol::sessions::DeliveryContext;
 
-use crate::channels;
+use crate::channel::is_route;
 use crate::store::SessionEntry;
 
 /// The session's delivery route: its recorded `deliveryContext` (from the last inbound channel
@@ -26,8 +26,4 @@ pub fn route_of(entry: &SessionEntry) -> Option<DeliveryContext> {
             thread_id: key.thread_id().map(str::to_string),
         })
     })
-}
-
-fn is_route(channel: &str) -> bool {
-    channel != channels::WEBCHAT && channel != channels::INTERNAL
 }

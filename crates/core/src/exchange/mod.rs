@@ -44,8 +44,8 @@ use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
+use crate::resolve::Resolver;
 use crate::runtime::{Accepted, Runtime};
-use crate::sessions::Resolver;
 use crate::store::{ExchangeRecord, ExchangeState, SessionEntry, Store, WriteOp};
 
 /// `exchanges.list` answers this many rows unless asked for fewer or more.

@@ -73,7 +73,9 @@ impl Lanes {
     /// Waits for a slot on `lane`; the returned holder keeps it while the run computes.
     pub async fn lease(&self, lane: Lane) -> LeaseHolder {
         let semaphore = self.semaphore(lane).clone();
+        let asked = std::time::Instant::now();
         let permit = acquire(&semaphore).await;
+        crate::measure::lane_waited(lane.as_str(), asked.elapsed());
         LeaseHolder {
             semaphore,
             permit: Arc::new(Mutex::new(permit)),

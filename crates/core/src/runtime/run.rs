@@ -217,6 +217,8 @@ async fn finish(
         }
     }
     rt.retire(&record);
+    let agent = record.session_key.agent_id().unwrap_or("unknown");
+    crate::measure::run_ended(agent, record.status.as_str());
     rt.emit(
         &record.run_id,
         &key,

@@ -1,6 +1,7 @@
 //! What `health` says of sessions, agents and channels, in the reference's shape (its
 //! `openclaw health` prints it): per agent the session count, the index path and the five most
-//! recently updated sessions; the channels as configured.
+//! recently updated sessions; the channels as their statuses say (the registry's, through the
+//! channel seam: this component names no channel).
 
 use std::collections::BTreeMap;
 
@@ -8,8 +9,7 @@ use serde_json::{Map, Value, json};
 use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
 
 use super::Sessions;
-use crate::channels::telegram::{Status, Telegram};
-use crate::config::Config;
+use crate::channel::{AccountStatus, ChannelStatus, LinkState};
 use crate::error::CoreResult;
 use crate::store::{ListQuery, index_label};
 
@@ -138,49 +138,50 @@ impl Sessions {
     }
 }
 
-/// The `channels`, `channelOrder` and `channelLabels` of `health`, from the config and the
-/// Telegram bots' states.
+/// The `channels`, `channelOrder` and `channelLabels` of `health`, from the channels'
+/// statuses (in the registry's order).
 pub fn channel_health(
-    config: &Config,
-    telegram: &Telegram,
+    statuses: &[ChannelStatus],
 ) -> (Map<String, Value>, Vec<String>, BTreeMap<String, String>) {
-    let webhook = &config.channels.webhook;
-    let accounts: Map<String, Value> = webhook
-        .accounts
-        .keys()
-        .map(|id| {
-            let account = json!({"accountId": id, "configured": true, "enabled": webhook.enabled});
-            (id.clone(), account)
-        })
-        .collect();
     let mut channels = Map::new();
-    channels.insert(
-        "webhook".into(),
-        json!({"configured": !accounts.is_empty(), "enabled": webhook.enabled, "accounts": accounts}),
-    );
-    let bot = |id: &str, status: &Status| {
-        let last_error = match status {
-            Status::Failed(why) => Some(why.clone()),
-            _ => None,
+    for status in statuses {
+        let accounts: Map<String, Value> = status
+            .accounts
+            .iter()
+            .map(|a| (a.account_id.clone(), account_health(a)))
+            .collect();
+        let mut entry = match &status.link {
+            Some(link) => link_health(&link.account_id, &link.state),
+            None => json!({}),
         };
-        json!({
-            "accountId": id, "configured": true, "enabled": true,
-            "running": *status == Status::Polling, "state": status.as_str(), "lastError": last_error,
-        })
-    };
-    let bots: Map<String, Value> = telegram
-        .statuses()
+        entry["configured"] = json!(status.configured());
+        entry["enabled"] = json!(status.enabled);
+        entry["accounts"] = Value::Object(accounts);
+        channels.insert(status.name.into(), entry);
+    }
+    let labels = statuses
         .iter()
-        .map(|(id, status)| (id.clone(), bot(id, status)))
+        .map(|s| (s.name.to_string(), s.label.to_string()))
         .collect();
-    let mut summary = bot(crate::config::TELEGRAM_DEFAULT_ACCOUNT, &telegram.status());
-    summary["configured"] = json!(!bots.is_empty());
-    summary["enabled"] = json!(config.channels.telegram.enabled);
-    summary["accounts"] = Value::Object(bots);
-    channels.insert("telegram".into(), summary);
-    let labels = BTreeMap::from([
-        ("webhook".to_string(), "Webhook".to_string()),
-        ("telegram".to_string(), "Telegram".to_string()),
-    ]);
-    (channels, vec!["webhook".into(), "telegram".into()], labels)
+    let order = statuses.iter().map(|s| s.name.to_string()).collect();
+    (channels, order, labels)
+}
+
+/// One account of a channel.
+fn account_health(account: &AccountStatus) -> Value {
+    let mut health = match &account.link {
+        Some(state) => link_health(&account.account_id, state),
+        None => json!({"accountId": account.account_id}),
+    };
+    health["configured"] = json!(true);
+    health["enabled"] = json!(account.enabled);
+    health
+}
+
+/// A connection's state, as the account `id`'s.
+fn link_health(id: &str, state: &LinkState) -> Value {
+    json!({
+        "accountId": id, "running": state.is_up(), "state": state.as_str(),
+        "lastError": state.last_error(),
+    })
 }

@@ -1,7 +1,8 @@
 //! Sessions for operators: the core operations behind `sessions.*`, `chat.*`, `agent`,
-//! `agent.wait`, `agents.list` and the `/send` command, taking and answering protocol types, and
-//! the one reference resolver ([`Resolver`]) every door and tool shares. It knows nothing of
-//! sockets; the server only decodes and encodes.
+//! `agent.wait`, `agents.list` and the `/send` command, taking and answering protocol types.
+//! References are resolved by the one reference resolver ([`Resolver`], `crate::resolve`, below
+//! this component) that every door and tool shares. It knows nothing of sockets; the server only
+//! decodes and encodes.
 //!
 //! Must not: decide visibility or send policy itself (`crate::access` does), or run turns (the
 //! runtime does; `chat.send` and `agent` submit runs to it).
@@ -12,7 +13,6 @@ mod history;
 mod list;
 mod manage;
 mod overview;
-mod resolve;
 mod runs;
 
 use std::sync::Arc;
@@ -24,12 +24,11 @@ use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
 pub use health::{HealthParts, channel_health};
 
-pub use resolve::{Reference, Refusal, Resolver, target_of};
-
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::CoreResult;
 use crate::keys::{SessionKey, SessionKind};
+use crate::resolve::Resolver;
 use crate::runtime::Runtime;
 use crate::store::{SessionEntry, Store, StoredMessage};
 

@@ -13,7 +13,7 @@ use switchboard_protocol::overview::{
 
 use super::Sessions;
 use super::health::channel_health;
-use crate::channels::telegram::Telegram;
+use crate::channel::ChannelStatus;
 use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, ModelInput, ModelRef};
 use crate::error::{CoreError, CoreResult};
 use crate::store::{ListQuery, SessionEntry};
@@ -112,10 +112,11 @@ impl Sessions {
         }
     }
 
-    /// `status`: the gateway's version, channels, sessions and default model.
-    pub async fn status(&self, telegram: &Telegram) -> CoreResult<StatusResult> {
+    /// `status`: the gateway's version, channels (as their statuses say), sessions and
+    /// default model.
+    pub async fn status(&self, channels: &[ChannelStatus]) -> CoreResult<StatusResult> {
         let health = self.health().await?;
-        let (channels, order, labels) = channel_health(&self.config, telegram);
+        let (channels, order, labels) = channel_health(channels);
         let channel_summary = order
             .iter()
             .map(|id| {

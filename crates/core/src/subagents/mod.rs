@@ -30,7 +30,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::channels;
+use crate::channel;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::delivery::{Outbound, Outbox, route_of};
@@ -303,7 +303,7 @@ impl Subagents {
             .as_ref()
             .and_then(route_of)
             .unwrap_or(DeliveryContext {
-                channel: channels::INTERNAL.into(),
+                channel: channel::INTERNAL.into(),
                 to: requester.as_str().to_string(),
                 account_id: None,
                 thread_id: None,

@@ -22,9 +22,9 @@ use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys;
+use crate::resolve::Resolver;
 use crate::runtime::Runtime;
 use crate::runtime::tool::{Caller, ToolOutput, parse_args};
-use crate::sessions::Resolver;
 
 /// The tool invoker component.
 pub struct ToolInvoker {

@@ -4,6 +4,7 @@ mod cron;
 mod index;
 mod long;
 mod mcp_tools;
+mod measure;
 mod postgres;
 mod providers;
 mod restart;

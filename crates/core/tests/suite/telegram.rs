@@ -5,7 +5,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use switchboard_core::channels::telegram::Status;
+use switchboard_core::channel::LinkState;
 use switchboard_core::config::{Config, TelegramDmPolicy, TelegramGroup, TelegramGroupPolicy};
 use switchboard_core::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
 use switchboard_testkit::{FakeFailure, FakeTelegram};
@@ -30,8 +30,18 @@ pub(super) fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
 
 pub(super) async fn started(config: Config) -> TestEngine {
     let h = TestEngine::open(config).await;
-    h.engine.telegram().start();
+    h.engine.start_channels();
     h
+}
+
+/// The Telegram channel's state as a whole, as `health` shows it.
+pub(super) fn telegram_state(h: &TestEngine) -> LinkState {
+    let status = h
+        .engine
+        .channels()
+        .status("telegram")
+        .expect("telegram reports its state");
+    status.link.expect("telegram keeps connections").state
 }
 
 /// Waits until `n` messages were sent; answers their texts and their bodies.
@@ -239,7 +249,7 @@ async fn the_offset_is_kept_across_a_restart_so_no_update_runs_twice() {
     fake.private_message(42, "alice", "@reply first");
     sent(&fake, 1).await;
     let h = h.restart(None).await;
-    h.engine.telegram().start();
+    h.engine.start_channels();
     fake.private_message(42, "alice", "@reply second");
     let replies = sent(&fake, 2).await;
     let texts: Vec<&str> = replies.iter().map(text).collect();
@@ -269,7 +279,7 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     let h = started(config(&fake, TelegramDmPolicy::Open)).await;
     let status = tokio::time::timeout(GUARD, async {
         loop {
-            if let Status::Failed(why) = h.engine.telegram().status() {
+            if let LinkState::Failed(why) = telegram_state(&h) {
                 return why;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -283,7 +293,7 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     );
     assert!(!status.contains(TOKEN), "the token is never shown");
     let (channels, order, _) =
-        switchboard_core::sessions::channel_health(h.engine.config(), h.engine.telegram());
+        switchboard_core::sessions::channel_health(&h.engine.channels().statuses());
     assert!(order.contains(&"telegram".to_string()));
     assert_eq!(channels["telegram"]["state"], "failed");
     assert_eq!(channels["telegram"]["lastError"], json!(status));

@@ -3,7 +3,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use switchboard_core::channels::telegram::Status;
+use switchboard_core::channel::LinkState;
 use switchboard_core::config::{ProviderApi, TelegramAccount, TelegramDmPolicy};
 use switchboard_core::store::DeliveryStatus;
 use switchboard_protocol::delivery::SendParams;
@@ -141,7 +141,7 @@ async fn a_code_survives_a_restart_and_a_replayed_update_answers_the_same_code()
     fake.private_message(42, "alice", "let me in");
     let code = code_in(&sent(&fake, 1).await[0]);
     let h = h.restart(None).await;
-    h.engine.telegram().start();
+    h.engine.start_channels();
     assert_eq!(pending(&h).await, [("42".to_string(), code.clone())]);
     let approve = PairingApproveParams {
         code,
@@ -187,10 +187,14 @@ async fn two_bots_poll_at_once_and_each_chat_is_answered_by_its_own_bot() {
             "{key}"
         );
     }
-    let statuses = h.engine.telegram().statuses();
-    let ids: Vec<&str> = statuses.iter().map(|(id, _)| id.as_str()).collect();
+    let statuses = h.engine.channels().status("telegram").unwrap().accounts;
+    let ids: Vec<&str> = statuses.iter().map(|a| a.account_id.as_str()).collect();
     assert_eq!(ids, ["default", "work"]);
-    assert!(statuses.iter().all(|(_, s)| *s == Status::Polling));
+    assert!(
+        statuses
+            .iter()
+            .all(|a| a.link == Some(LinkState::Up("polling")))
+    );
     // An operator send names the bot; an unknown one is refused with the running ones.
     let send = |account: &str| SendParams {
         channel: "telegram".into(),

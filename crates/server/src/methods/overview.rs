@@ -94,7 +94,8 @@ pub fn unavailable(method: &str) -> Option<ErrorShape> {
 }
 
 pub async fn status(engine: &Engine) -> MethodResult {
-    answer(engine.sessions().status(engine.telegram()).await)
+    let channels = engine.channels().statuses();
+    answer(engine.sessions().status(&channels).await)
 }
 
 pub fn presence(engine: &Engine) -> MethodResult {

@@ -21,8 +21,7 @@ pub async fn health(state: &ServerState) -> MethodResult {
         true => engine.sessions().health().await.map_err(core_err)?,
         false => engine.sessions().health_unread(),
     };
-    let (channels, channel_order, channel_labels) =
-        channel_health(engine.config(), engine.telegram());
+    let (channels, channel_order, channel_labels) = channel_health(&engine.channels().statuses());
     to_value(HealthResult {
         ok: reachable,
         version: env!("CARGO_PKG_VERSION").to_string(),

@@ -4,7 +4,7 @@
 use switchboard_protocol::overview::SessionsDescribeParams;
 use switchboard_protocol::sessions::SessionKeyParams;
 
-use super::{Telegram, route};
+use super::{Poller, route};
 use crate::channels::inbound::Chat;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
@@ -20,7 +20,7 @@ pub(super) fn chat_of(turn: &route::Turn, source: &str) -> Chat {
     }
 }
 
-impl Telegram {
+impl Poller {
     /// An owner command: answered in the chat, then the offset moves past its update.
     pub(super) async fn command(
         &self,
@@ -59,7 +59,7 @@ impl Telegram {
                 self.inbound.answer_command(chat, text).await?;
             }
         }
-        self.store.write_batch(vec![cursor]).await?;
+        self.telegram.store.write_batch(vec![cursor]).await?;
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use crate::config::{Config, TelegramChannel, TelegramDmPolicy, TelegramGroupPoli
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 
-pub(super) use crate::channels::TELEGRAM;
+use super::TELEGRAM;
 
 /// A message that starts a run.
 pub(super) struct Turn {

@@ -137,6 +137,19 @@ impl ProviderError {
         )
     }
 
+    /// The kind, as a label (`auth`, `rate_limited`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Auth { .. } => "auth",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::ContextLength { .. } => "context_length",
+            Self::Server { .. } => "server",
+            Self::Network { .. } => "network",
+            Self::BadRequest { .. } => "bad_request",
+            Self::InvalidResponse { .. } => "invalid_response",
+        }
+    }
+
     /// How long the provider asked us to wait, when it said.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -49,7 +49,11 @@ pub async fn complete_with_retries(
     };
     let mut retry = 0;
     loop {
-        match provider.complete(request, &sink).await {
+        let started = std::time::Instant::now();
+        let result = provider.complete(request, &sink).await;
+        let outcome = result.as_ref().map_or_else(ProviderError::kind, |_| "ok");
+        crate::measure::model_called(provider.id(), &request.model, outcome, started.elapsed());
+        match result {
             Ok(response) => return Ok(response),
             Err(error)
                 if error.is_transient()
@@ -58,6 +62,7 @@ pub async fn complete_with_retries(
             {
                 let wait = policy.delay(&error, retry);
                 tracing::warn!(provider = provider.id(), %error, retry = retry + 1, ?wait, "retrying the model call");
+                crate::measure::model_retried(provider.id());
                 tokio::time::sleep(wait).await;
                 retry += 1;
             }

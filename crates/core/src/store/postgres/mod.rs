@@ -192,11 +192,11 @@ impl PgStore {
         self.inner
             .reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::pin(async move {
+        Box::pin(crate::measure::store_op("postgres", "read", async move {
             let mut conn = self.inner.pool.get().await?;
             let db = conn.db()?;
             f(&db).await
-        })
+        }))
     }
 
     /// Runs `f` in a transaction with the time of the write, and commits; a transaction that
@@ -213,10 +213,10 @@ impl PgStore {
         let inner = self.inner.clone();
         let writes = inner.pool.writes.clone();
         let task = writes.spawn(async move { Self::transact(&inner, f).await });
-        Box::pin(async move {
+        Box::pin(crate::measure::store_op("postgres", "write", async move {
             task.await
                 .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
-        })
+        }))
     }
 
     /// Runs the claim `f` in a transaction after [`cluster::begin_claim`] (one claim at a time,

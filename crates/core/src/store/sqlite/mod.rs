@@ -142,13 +142,13 @@ impl SqliteStore {
             Ok(jobs) => jobs.as_ref().is_some_and(|s| s.send(job).is_ok()),
             Err(_) => false,
         };
-        Box::pin(async move {
+        Box::pin(crate::measure::store_op("sqlite", "write", async move {
             if !sent {
                 return Err(StoreError::Closed);
             }
             rx.await
                 .map_err(|_| StoreError::Backend("the write was not committed".into()))?
-        })
+        }))
     }
 
     /// How many reads the store has served since it opened (a metric; tests use it to prove a
@@ -166,7 +166,7 @@ impl SqliteStore {
             .reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let inner = self.inner.clone();
-        Box::pin(async move {
+        Box::pin(crate::measure::store_op("sqlite", "read", async move {
             tokio::task::spawn_blocking(move || {
                 let conn = inner.take_reader()?;
                 let result = f(&conn);
@@ -175,7 +175,7 @@ impl SqliteStore {
             })
             .await
             .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
-        })
+        }))
     }
 }
 

@@ -23,8 +23,9 @@ use switchboard_protocol::session_tools::{HistoryParams, HistoryResult, ToolFail
 
 use super::{Answer, SessionTools, store_failure};
 use crate::access::Operation;
+use crate::resolve::Reference;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::{Reference, row};
+use crate::sessions::row;
 use crate::store::StoredMessage;
 
 pub const DEFAULT_LIMIT: i64 = 50;

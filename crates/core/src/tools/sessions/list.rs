@@ -21,8 +21,9 @@ use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
 use super::{Answer, SessionTools, history, store_failure};
 use crate::access::{self, Operation, Requester};
 use crate::keys::{self, KindsFilter, Scope};
+use crate::resolve::target_of;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::{row, target_of};
+use crate::sessions::row;
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
 
 pub const DEFAULT_LIMIT: i64 = 50;

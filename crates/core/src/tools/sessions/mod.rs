@@ -18,8 +18,8 @@ use switchboard_protocol::session_tools::{SendResult, SpawnResult, ToolFailure};
 use crate::access::{self, Operation, Requester, Target};
 use crate::config::Config;
 use crate::exchange::Exchanges;
+use crate::resolve::{Refusal, Resolver};
 use crate::runtime::tool::{ToolContext, ToolRegistry, ToolResult, Typed};
-use crate::sessions::{Refusal, Resolver};
 use crate::subagents::Subagents;
 
 /// What the session tools are built with.

@@ -17,8 +17,8 @@ use switchboard_protocol::session_tools::{
 use super::SessionTools;
 use crate::access::{self, Operation, SendDecision};
 use crate::exchange::Exchange;
+use crate::resolve::Reference;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::Reference;
 use crate::store::RunStatus;
 
 const DEFAULT_TIMEOUT_SECONDS: i64 = 30;

@@ -10,6 +10,10 @@
 //! the resolved key in the denial message is replaced with that reference. A key that names no
 //! session is checked against the rules too (as a session nobody spawned), so "forbidden" vs
 //! "not found" does not tell a sandboxed caller which hidden keys exist.
+//!
+//! It sits below the components, beside `access` (it imports only `access`, `config`, `error`,
+//! `keys` and `store`), so every component that resolves a reference can hold it without
+//! importing `sessions`.
 
 use std::sync::Arc;
 

@@ -1,0 +1,135 @@
+//! The measurement seams record through the `metrics` facade: a turn counts its run's end, its
+//! lane wait, its model call and its store operations, labelled by what the seams know (never
+//! a session key).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use metrics::{
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
+use switchboard_core::config::Config;
+use switchboard_core::measure;
+use switchboard_core::store::RunStatus;
+
+use super::support::TestEngine;
+
+/// Every counter's total and every histogram's number of samples, by name and labels.
+#[derive(Default, Clone)]
+struct Seen(Arc<Mutex<BTreeMap<String, f64>>>);
+
+struct Series(Arc<Mutex<BTreeMap<String, f64>>>, String);
+
+impl Seen {
+    fn series(&self, key: &Key) -> Arc<Series> {
+        let mut labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        labels.sort();
+        Arc::new(Series(
+            self.0.clone(),
+            format!("{}{{{}}}", key.name(), labels.join(",")),
+        ))
+    }
+
+    /// The series of `name` whose labels include every one of `labels`, summed.
+    fn total(&self, name: &str, labels: &[&str]) -> f64 {
+        let seen = self.0.lock().unwrap();
+        seen.iter()
+            .filter(|(series, _)| series.starts_with(&format!("{name}{{")))
+            .filter(|(series, _)| labels.iter().all(|l| series.contains(l)))
+            .map(|(_, value)| value)
+            .sum()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.0.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+impl Series {
+    fn add(&self, value: f64) {
+        *self.0.lock().unwrap().entry(self.1.clone()).or_default() += value;
+    }
+}
+
+impl CounterFn for Series {
+    fn increment(&self, value: u64) {
+        self.add(value as f64);
+    }
+    fn absolute(&self, value: u64) {
+        self.0.lock().unwrap().insert(self.1.clone(), value as f64);
+    }
+}
+
+impl HistogramFn for Series {
+    fn record(&self, _value: f64) {
+        self.add(1.0);
+    }
+}
+
+impl Recorder for Seen {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.series(key))
+    }
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.series(key))
+    }
+}
+
+#[test]
+fn a_turn_is_measured_at_every_seam_it_crosses() {
+    let seen = Seen::default();
+    // A local recorder sees what this thread records: the engine runs on a runtime of this
+    // thread only.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ended = metrics::with_local_recorder(&seen, || {
+        rt.block_on(async {
+            let w = TestEngine::open(Config::default()).await;
+            let record = w.turn("main", "@reply measured").await;
+            w.engine.close().await;
+            record
+        })
+    });
+    assert_eq!(ended.status, RunStatus::Ok);
+    let names = seen.names();
+    assert_eq!(
+        seen.total(measure::RUNS, &["agent=main", "status=ok"]),
+        1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(measure::LANE_WAIT, &["lane=main"]),
+        1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(measure::MODEL_CALLS, &["outcome=ok"]),
+        1.0,
+        "{names:?}"
+    );
+    assert_eq!(seen.total(measure::MODEL_CALL_TIME, &[]), 1.0, "{names:?}");
+    assert!(
+        seen.total(measure::STORE_OPS, &["op=write", "outcome=ok"]) >= 2.0,
+        "{names:?}"
+    );
+    assert!(
+        seen.total(measure::STORE_OPS, &["op=read"]) >= 1.0,
+        "{names:?}"
+    );
+    assert!(
+        names.iter().all(|n| !n.contains("agent:main:main")),
+        "no session key is a label: {names:?}"
+    );
+}

@@ -280,7 +280,7 @@ mod tests {
 
     use super::{ConversationCache, MAX_BYTES, MAX_WINDOW_BYTES, message_bytes, trim};
     use crate::keys::SessionKey;
-    use crate::store::Store;
+    use crate::store::SessionStore;
     use crate::store::sqlite::SqliteStore;
     use crate::store::sqlite::tests::new_session;
 

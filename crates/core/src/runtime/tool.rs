@@ -4,8 +4,8 @@
 //! are installed by the composition root.
 //!
 //! A tool never sees the engine. Its [`ToolContext`] is the narrow host handle of one call: who
-//! calls ([`Caller`]: session, agent, run, the chain of sessions that led here), the store, the
-//! clock, and submitting and waiting on runs — waits hand the caller's lane slot back, so a tool
+//! calls ([`Caller`]: session, agent, run, the chain of sessions that led here), the store's
+//! session reads ([`SessionReads`], not the whole store), the clock, and submitting and waiting on runs — waits hand the caller's lane slot back, so a tool
 //! that waits on another run can never starve the lanes. Everything else a tool needs (the
 //! config, other components) it is given when it is built. Tools never panic the gateway: every
 //! failure becomes an error result the model can act on.
@@ -29,7 +29,7 @@ use super::{Accepted, RunRequest, Runtime, WaitOutcome};
 use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::Store;
+use crate::store::SessionReads;
 pub use switchboard_protocol::tools::ToolHints;
 
 /// What a tool answers: JSON (sent to the model as text), whether it is an error, images to
@@ -113,8 +113,9 @@ impl ToolContext {
         &self.caller
     }
 
-    /// The store, to read sessions and transcripts and to write in one commit.
-    pub fn store(&self) -> &dyn Store {
+    /// The store's session reads: sessions, transcripts and their mirrors. A tool writes
+    /// nothing through the store; it submits runs (which the runtime records).
+    pub fn store(&self) -> &dyn SessionReads {
         self.runtime.store()
     }
 

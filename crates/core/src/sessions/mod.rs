@@ -30,7 +30,7 @@ use crate::error::CoreResult;
 use crate::keys::{SessionKey, SessionKind};
 use crate::resolve::Resolver;
 use crate::runtime::Runtime;
-use crate::store::{SessionEntry, Store, StoredMessage};
+use crate::store::{SessionEntry, SessionReads, Store, StoredMessage};
 
 /// Session changes buffered per subscriber before a slow one starts missing them.
 const CHANGES_BUFFERED: usize = 256;
@@ -167,7 +167,7 @@ impl Sessions {
 /// The row a caller sees for an entry (SPEC §7.1). `model` is the session's effective model: the
 /// one its last model call used, else the one a run would use now (its override, else its
 /// agent's).
-pub fn row<M>(e: &SessionEntry, store: &dyn Store, config: &Config) -> SessionRow<M> {
+pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),

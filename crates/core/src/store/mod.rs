@@ -1,8 +1,11 @@
 //! Storage of session entries, transcripts and run records (SPEC §4).
 //!
-//! `Store` is the only door to persistence: nothing outside this module knows which backend runs
-//! (today SQLite; a PostgreSQL store can back several gateways later). Every write is committed
-//! before its future resolves, so a caller acknowledges nothing that a `kill -9` could lose.
+//! `Store` is the only door to persistence, in the parts its callers need (`parts.rs`): nothing
+//! outside this module knows which backend runs (SQLite, or PostgreSQL shared by several
+//! gateways). The domain rules are written once (`rules/`) over a small dialect layer
+//! (`dialect.rs`); a backend adds only its SQL, transactions, locks and fences. Every write is
+//! committed before its future resolves, so a caller acknowledges nothing that a `kill -9`
+//! could lose.
 //!
 //! A session key points at its current transcript (`sessionId`); `sessions.reset` starts a new
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
@@ -11,15 +14,18 @@
 pub mod bus;
 mod cluster;
 mod cron;
+mod dialect;
 mod exchanges;
 mod health;
 mod index;
 mod mirror;
 mod outbox;
 mod pairing;
+mod parts;
 mod patch;
 pub mod postgres;
 mod private;
+mod rules;
 mod runs;
 pub mod sqlite;
 mod subagents;
@@ -27,7 +33,6 @@ mod subagents;
 pub use index::{index_label, index_path, write_indexes};
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 
 use serde_json::Value;
@@ -45,6 +50,9 @@ pub use health::{StoreHealth, StoreState};
 pub use mirror::{message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use pairing::{PairingAdmission, PairingAsk, PairingRecord};
+pub use parts::{
+    ClusterStore, CronStore, OutboxStore, PairingStore, RunStore, SessionReads, SessionStore, Store,
+};
 pub use postgres::{PgOptions, PgStore};
 pub use runs::{DeliverInput, RunInput};
 pub use sqlite::SqliteStore;
@@ -399,7 +407,7 @@ impl RunRecord {
 /// One write of a [`Store::write_batch`]: all of a batch commit together or not at all.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
-    /// Creates the session unless its key exists (as [`Store::create`]).
+    /// Creates the session unless its key exists (as [`SessionStore::create`]).
     Create(Box<NewSession>),
     /// Stores a run record; a stored run's input is cleared (it has started).
     PutRun(RunRecord),
@@ -466,7 +474,7 @@ pub enum WriteOutcome {
 /// Work another gateway sharing the store left when it stopped, now this gateway's.
 #[derive(Debug, Default)]
 pub struct Orphans {
-    /// As [`Store::live_runs`] answers them.
+    /// As [`RunStore::live_runs`] answers them.
     pub runs: Vec<(RunRecord, Option<RunInput>)>,
     pub subagents: Vec<SubagentRecord>,
     pub exchanges: Vec<ExchangeRecord>,
@@ -481,166 +489,3 @@ impl Orphans {
 /// Held while a run works on a session no other gateway may run meanwhile; dropping it lets the
 /// next one in.
 pub type SessionLock = Box<dyn std::any::Any + Send + Sync>;
-
-/// The persistence interface of the engine.
-pub trait Store: Send + Sync {
-    /// The gateways sharing this store ([`Alone`] by default): when it is shared the engine
-    /// takes up the work of those that stop ([`Store::orphans`]), runs of a session wait for
-    /// each other across gateways ([`Store::lock_session`]) and run events travel on the
-    /// [`Store::bus`].
-    fn cluster(&self) -> std::sync::Arc<dyn Cluster> {
-        std::sync::Arc::new(Alone)
-    }
-    /// Whether the store answers now (a local file always does; its failures are errors of
-    /// the calls that meet them).
-    fn health(&self) -> StoreHealth {
-        StoreHealth::ok("sqlite")
-    }
-    /// Claims the work of gateways that stopped (a shared store; none otherwise).
-    fn orphans(&self) -> StoreFuture<'_, Orphans> {
-        Box::pin(async { Ok(Orphans::default()) })
-    }
-    /// Waits until no other gateway runs `key`, and keeps it so until the lock drops (`None`:
-    /// the store is this gateway's alone, its own queues order the runs).
-    fn lock_session(&self, _key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
-        Box::pin(async { Ok(None) })
-    }
-    /// The bus to the other gateways, when the store is shared.
-    fn bus(&self) -> Option<std::sync::Arc<dyn Bus>> {
-        None
-    }
-
-    /// Where a transcript is mirrored as JSONL; `None` when the store keeps no mirror.
-    fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf>;
-    /// Finishes the writes it holds and closes; later calls answer [`StoreError::Closed`].
-    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
-    /// Reads served since the store opened (a metric; tests use it to prove a request costs a
-    /// fixed number of queries whatever the number of rows).
-    fn reads(&self) -> u64;
-
-    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>>;
-    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;
-    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>>;
-
-    /// Creates the session unless its key exists; answers the entry and whether it was created.
-    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)>;
-    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry>;
-    /// Starts a new transcript (new sessionId); the old one stays stored and mirrored.
-    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
-    /// Removes the entry; its transcripts stay stored and mirrored (archived, never lost).
-    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
-    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
-    fn count(&self) -> StoreFuture<'_, u64>;
-    /// Sessions per agent id (archived ones included, as `count`).
-    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
-
-    /// Appends messages to the session's current transcript, creating the session from `create`
-    /// when the key is new (an error when it is new and `create` is `None`).
-    fn append(
-        &self,
-        key: &SessionKey,
-        create: Option<NewSession>,
-        messages: Vec<TranscriptMessage>,
-    ) -> StoreFuture<'_, Appended>;
-    /// A page of a transcript, newest `limit` messages below `before`, oldest first. Reads only
-    /// the rows it returns.
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage>;
-    /// The transcript's newest compaction summary ([`is_summary`]), when its seq is below
-    /// `before`: the model's view starts from it however long ago it was written.
-    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;
-    /// The last `limit` non-tool-result messages of each transcript, in one query.
-    fn last_messages(
-        &self,
-        session_ids: Vec<String>,
-        limit: usize,
-    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>>;
-
-    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()>;
-    /// Several writes in one transaction (one commit instead of one per write: the run loop's
-    /// hot path). The first failing op rolls the whole batch back.
-    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
-    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>>;
-    /// The run submitted with this idempotency key, if any.
-    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
-    /// Runs left `queued` or `running` (by a stopped process), and runs aborted while queued
-    /// whose message has not reached the transcript yet, in the order they were submitted, each
-    /// with its stored input (`None` once it started).
-    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>>;
-
-    /// Stores an outbox record unless its idempotency key names one already; answers the stored
-    /// record and whether it is new.
-    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)>;
-    /// Pending records, soonest `next_attempt_at` first.
-    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
-    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
-    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
-    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
-
-    /// Stores a sub-agent record (insert or replace by child key).
-    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
-    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>>;
-    /// A channel account's cursor ([`WriteOp::SetCursor`]), if it has one.
-    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>>;
-    /// The records of those of `child_keys` that are sub-agents, in one read.
-    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>>;
-    /// Records whose announce or cleanup is not finished, oldest first.
-    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
-    /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
-    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
-
-    /// Stores an exchange record (insert or replace by id).
-    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()>;
-    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>>;
-    /// Exchanges not done nor failed, oldest first.
-    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>>;
-    /// Exchanges where `session` is the requester or the target (all when `None`), newest
-    /// first, at most `limit`.
-    fn list_exchanges(
-        &self,
-        session: Option<SessionKey>,
-        limit: usize,
-    ) -> StoreFuture<'_, Vec<ExchangeRecord>>;
-
-    /// Whether the sender (`channel`, `account`, `sender`) was approved by pairing.
-    fn pairing_approved(&self, channel: &str, account: &str, sender: &str)
-    -> StoreFuture<'_, bool>;
-    /// A request of a sender the policy does not know: see [`PairingAdmission`].
-    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission>;
-    /// Requests of `channel` (one account's, or all) made after `since` and not approved.
-    fn pairing_pending(
-        &self,
-        channel: &str,
-        account: Option<&str>,
-        since: i64,
-    ) -> StoreFuture<'_, Vec<PairingRecord>>;
-    /// Approves the pending request with `code` made after `since`; `NotFound` when none is.
-    fn pairing_approve(
-        &self,
-        channel: &str,
-        account: Option<&str>,
-        code: &str,
-        since: i64,
-    ) -> StoreFuture<'_, PairingRecord>;
-
-    /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
-    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;
-    /// Every cron job, by id.
-    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>>;
-    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
-    /// Removes a cron job and answers it; an unknown id is `NotFound`.
-    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
-    /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
-    /// (`last_slot` only ever rises). Answers false when the job no longer exists.
-    fn cron_record_firing(
-        &self,
-        id: &str,
-        slot: Option<i64>,
-        run_id: &RunId,
-        at: i64,
-    ) -> StoreFuture<'_, bool>;
-}

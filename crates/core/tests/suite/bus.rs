@@ -9,7 +9,7 @@ use std::time::Duration;
 use switchboard_core::RunId;
 use switchboard_core::clock::SystemClock;
 use switchboard_core::store::bus::{BusMessage, Envelope, RunRef};
-use switchboard_core::store::{PgOptions, PgStore, Store};
+use switchboard_core::store::{ClusterStore, PgOptions, PgStore};
 use switchboard_testkit::postgres::{TestDatabase, database, not_run};
 use tokio::sync::broadcast;
 

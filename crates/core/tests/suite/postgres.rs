@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use switchboard_core::clock::SystemClock;
-use switchboard_core::store::{NewSession, PgOptions, PgStore, Store, StoreError};
+use switchboard_core::store::{
+    NewSession, PgOptions, PgStore, SessionReads, SessionStore, StoreError,
+};
 use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
 
 use super::support::{k, message};

@@ -20,8 +20,9 @@
 use std::time::Duration;
 
 use super::db::Db;
-use super::schema::{RUN_COLUMNS, get, run_from_row};
+use super::schema::{get, run_columns, run_from_row};
 use crate::ids::RunId;
+use crate::store::rules::work::{LIVE_RUN, decode_input};
 use crate::store::{RunInput, RunRecord, StoreError};
 
 /// How often a gateway says it is alive.
@@ -173,22 +174,17 @@ pub(super) async fn claim_runs(
     );
     db.execute(&lock, &[&FENCE_LOCK]).await?;
     let sql = format!(
-        "UPDATE runs SET owner = $1, epoch = $2 WHERE (status IN ('queued', 'running') OR input IS NOT NULL) \
-         AND {} RETURNING {RUN_COLUMNS}, input, submitted",
-        orphaned("runs")
+        "UPDATE runs SET owner = $1, epoch = $2 WHERE {} AND {} RETURNING {}, input, submitted",
+        LIVE_RUN,
+        orphaned("runs"),
+        run_columns()
     );
     let mut rows = Vec::new();
     for row in db.query(&sql, &[&db.gateway(), &db.epoch()]).await? {
         let run = run_from_row(&row)?;
         let input: Option<String> = get(&row, 14)?;
         let submitted: i64 = get(&row, 15)?;
-        let input = input.and_then(|json| match serde_json::from_str(&json) {
-            Ok(input) => Some(input),
-            Err(e) => {
-                tracing::warn!(run_id = %run.run_id, error = %e, "a queued run's stored input does not decode");
-                None
-            }
-        });
+        let input = decode_input(&run, input);
         rows.push((submitted, run, input));
     }
     rows.sort_by_key(|(submitted, _, _)| *submitted);

@@ -2,88 +2,53 @@
 //! acknowledged only once committed; reads run on pooled connections. Each write is one
 //! statement, so gateways sharing the database cannot interleave within it.
 
-use tokio_postgres::Row;
-
 use super::db::Db;
-use super::schema::get as col;
 use crate::ids::RunId;
+use crate::store::dialect::POSTGRES;
+use crate::store::rules::rows::{self, CRON_COLUMNS};
+use crate::store::rules::work::{cron_id_taken, cron_not_found};
 use crate::store::{CronJobRecord, StoreError};
-
-const COLUMNS: &str = "id, agent_id, schedule, message, deliver, created_at, last_slot, \
-    last_run_id, last_fired_at, name, enabled";
-
-fn from_row(row: &Row) -> Result<CronJobRecord, StoreError> {
-    Ok(CronJobRecord {
-        id: col(row, 0)?,
-        agent_id: col(row, 1)?,
-        schedule: col(row, 2)?,
-        message: col(row, 3)?,
-        deliver: col(row, 4)?,
-        created_at: col(row, 5)?,
-        last_slot: col(row, 6)?,
-        last_run_id: col::<Option<String>>(row, 7)?.map(RunId::from_string),
-        last_fired_at: col(row, 8)?,
-        name: col(row, 9)?,
-        enabled: col(row, 10)?,
-    })
-}
 
 /// Stores a new job; an id in use is a conflict (the stored job is left as it is).
 pub(super) async fn insert(db: &Db<'_>, job: &CronJobRecord) -> Result<(), StoreError> {
     // `DO NOTHING` rather than a unique violation: the conflict is answered without aborting
     // the transaction.
+    let values = rows::cron_params(job);
     let sql = format!(
-        "INSERT INTO cron_jobs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-         ON CONFLICT (id) DO NOTHING"
+        "INSERT INTO cron_jobs ({CRON_COLUMNS}) VALUES ({}) ON CONFLICT (id) DO NOTHING",
+        rows::placeholders(POSTGRES, 1, values.len())
     );
-    let inserted = db
-        .execute(
-            &sql,
-            &[
-                &job.id,
-                &job.agent_id,
-                &job.schedule,
-                &job.message,
-                &job.deliver,
-                &job.created_at,
-                &job.last_slot,
-                &job.last_run_id.as_deref(),
-                &job.last_fired_at,
-                &job.name,
-                &job.enabled,
-            ],
-        )
-        .await?;
-    if inserted == 0 {
-        return Err(StoreError::Conflict(format!(
-            "id: a cron job with id \"{}\" already exists; pick another id, or remove it first (cron.remove)",
-            job.id
-        )));
+    if db.execute_with(&sql, &values).await? == 0 {
+        return Err(cron_id_taken(&job.id));
     }
     Ok(())
 }
 
 pub(super) async fn list(db: &Db<'_>) -> Result<Vec<CronJobRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM cron_jobs ORDER BY id");
-    db.query(&sql, &[]).await?.iter().map(from_row).collect()
+    let sql = format!("SELECT {CRON_COLUMNS} FROM cron_jobs ORDER BY id");
+    db.query(&sql, &[])
+        .await?
+        .iter()
+        .map(rows::cron_job)
+        .collect()
 }
 
 pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<CronJobRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM cron_jobs WHERE id = $1");
+    let sql = format!("SELECT {CRON_COLUMNS} FROM cron_jobs WHERE id = $1");
     db.query_opt(&sql, &[&id])
         .await?
         .as_ref()
-        .map(from_row)
+        .map(rows::cron_job)
         .transpose()
 }
 
 /// Removes the job and answers it as it was (one statement: of two gateways removing it, one
 /// answers the job and the other `NotFound`).
 pub(super) async fn remove(db: &Db<'_>, id: &str) -> Result<CronJobRecord, StoreError> {
-    let sql = format!("DELETE FROM cron_jobs WHERE id = $1 RETURNING {COLUMNS}");
+    let sql = format!("DELETE FROM cron_jobs WHERE id = $1 RETURNING {CRON_COLUMNS}");
     match db.query_opt(&sql, &[&id]).await? {
-        Some(row) => from_row(&row),
-        None => Err(not_found(id)),
+        Some(row) => rows::cron_job(&row),
+        None => Err(cron_not_found(id)),
     }
 }
 
@@ -105,10 +70,4 @@ pub(super) async fn record_firing(
         )
         .await?;
     Ok(changed > 0)
-}
-
-fn not_found(id: &str) -> StoreError {
-    StoreError::NotFound(format!(
-        "cron job not found: {id} (cron.list shows the jobs)"
-    ))
 }

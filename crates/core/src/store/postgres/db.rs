@@ -16,6 +16,7 @@ use tokio_postgres::{Client, Row, Socket, Statement, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::store::StoreError;
+use crate::store::dialect::{POSTGRES, Param, spell};
 
 /// Statements kept per connection; past that the cache starts over (dynamic list queries).
 const MAX_STATEMENTS: usize = 256;
@@ -218,6 +219,34 @@ pub(super) struct Db<'a> {
 /// A query's parameters.
 pub(super) type Params<'a> = [&'a (dyn ToSql + Sync)];
 
+/// A neutral value as the driver's.
+type Value = Box<dyn ToSql + Sync + Send>;
+
+/// Neutral [`Param`]s as the driver's values (a NULL keeps its type: PostgreSQL types every
+/// parameter).
+pub(super) fn bind(params: &[Param]) -> Vec<Value> {
+    params
+        .iter()
+        .map(|p| -> Value {
+            match p.clone() {
+                Param::Int(v) => Box::new(v),
+                Param::Real(v) => Box::new(v),
+                Param::Flag(v) => Box::new(v),
+                Param::Text(v) => Box::new(v),
+                Param::Texts(v) => Box::new(v),
+            }
+        })
+        .collect()
+}
+
+/// The driver's values as a query's parameters.
+pub(super) fn refs(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|v| v.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
 impl Db<'_> {
     /// The gateway this store works for: the owner its claims write.
     pub(super) fn gateway(&self) -> &str {
@@ -296,6 +325,37 @@ impl Db<'_> {
         self.query_opt(sql, params)
             .await?
             .ok_or_else(|| StoreError::Backend(format!("no row answered: {sql}")))
+    }
+
+    /// A neutral statement (`rules/`, written with `?N`) with its [`Param`]s: the rows it
+    /// changed.
+    pub(super) async fn execute_with(
+        &self,
+        sql: &str,
+        params: &[Param],
+    ) -> Result<u64, StoreError> {
+        let values = bind(params);
+        self.execute(&spell(sql, POSTGRES), &refs(&values)).await
+    }
+
+    /// A neutral statement's rows.
+    pub(super) async fn query_with(
+        &self,
+        sql: &str,
+        params: &[Param],
+    ) -> Result<Vec<Row>, StoreError> {
+        let values = bind(params);
+        self.query(&spell(sql, POSTGRES), &refs(&values)).await
+    }
+
+    /// A neutral statement's row, if it answered one.
+    pub(super) async fn query_opt_with(
+        &self,
+        sql: &str,
+        params: &[Param],
+    ) -> Result<Option<Row>, StoreError> {
+        let values = bind(params);
+        self.query_opt(&spell(sql, POSTGRES), &refs(&values)).await
     }
 
     /// Statements without parameters (the schema), as one.

@@ -1,48 +1,11 @@
 //! Queries of the delivery outbox, and of the channel cursors written with it.
 
-use tokio_postgres::Row;
-
 use super::db::Db;
 use super::schema::get as col;
-use crate::ids::RunId;
-use crate::keys::SessionKey;
+use crate::store::dialect::POSTGRES;
+use crate::store::rules::rows::{self, DELIVERY_COLUMN_COUNT, DELIVERY_COLUMNS as COLUMNS};
+use crate::store::rules::work;
 use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate, StoreError};
-
-const COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
-    account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
-    updated_at, delivered_at, source_key, parts_sent";
-/// How many columns [`COLUMNS`] names (a query's extra column comes after them).
-const COLUMN_COUNT: usize = 19;
-
-/// A stored count as a `u32` (a negative or oversized value is clamped, as SQLite's store does).
-fn count(row: &Row, i: usize) -> Result<u32, StoreError> {
-    Ok(col::<i64>(row, i)?.clamp(0, i64::from(u32::MAX)) as u32)
-}
-
-fn from_row(row: &Row) -> Result<DeliveryRecord, StoreError> {
-    let status: String = col(row, 10)?;
-    Ok(DeliveryRecord {
-        id: col(row, 0)?,
-        idempotency_key: col(row, 1)?,
-        kind: col(row, 2)?,
-        session_key: col::<Option<String>>(row, 3)?.map(SessionKey::from_canonical),
-        run_id: col::<Option<String>>(row, 4)?.map(RunId::from_string),
-        channel: col(row, 5)?,
-        to: col(row, 6)?,
-        account_id: col(row, 7)?,
-        thread_id: col(row, 8)?,
-        text: col(row, 9)?,
-        status: DeliveryStatus::parse(&status).unwrap_or(DeliveryStatus::Failed),
-        attempts: count(row, 11)?,
-        next_attempt_at: col(row, 12)?,
-        detail: col(row, 13)?,
-        created_at: col(row, 14)?,
-        updated_at: col(row, 15)?,
-        delivered_at: col(row, 16)?,
-        source_key: col::<Option<String>>(row, 17)?.map(SessionKey::from_canonical),
-        parts_sent: count(row, 18)?,
-    })
-}
 
 /// Stores `record` unless its idempotency key names a stored one: that first record is answered
 /// (`false`) and nothing is stored. A concurrent gateway storing the same key waits on the
@@ -51,38 +14,12 @@ pub(super) async fn enqueue(
     db: &Db<'_>,
     record: &DeliveryRecord,
 ) -> Result<(DeliveryRecord, bool), StoreError> {
+    let values = rows::delivery_params(record);
     let sql = format!(
-        "INSERT INTO deliveries ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
-         ON CONFLICT DO NOTHING RETURNING id"
+        "INSERT INTO deliveries ({COLUMNS}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING id",
+        rows::placeholders(POSTGRES, 1, values.len())
     );
-    let inserted = db
-        .query_opt(
-            &sql,
-            &[
-                &record.id,
-                &record.idempotency_key,
-                &record.kind,
-                &record.session_key.as_deref(),
-                &record.run_id.as_deref(),
-                &record.channel,
-                &record.to,
-                &record.account_id,
-                &record.thread_id,
-                &record.text,
-                &record.status.as_str(),
-                &i64::from(record.attempts),
-                &record.next_attempt_at,
-                &record.detail,
-                &record.created_at,
-                &record.updated_at,
-                &record.delivered_at,
-                &record.source_key.as_deref(),
-                &i64::from(record.parts_sent),
-            ],
-        )
-        .await?;
-    if inserted.is_some() {
+    if db.query_opt_with(&sql, &values).await?.is_some() {
         return Ok((record.clone(), true));
     }
     // Nothing was inserted: the key (or, without one, the id) is stored already.
@@ -107,7 +44,7 @@ async fn by_idempotency_key(db: &Db<'_>, key: &str) -> Result<Option<DeliveryRec
     db.query_opt(&sql, &[&key])
         .await?
         .as_ref()
-        .map(from_row)
+        .map(rows::delivery)
         .transpose()
 }
 
@@ -136,7 +73,7 @@ pub(super) async fn claim(
         .query(&claim, &[&db.gateway(), &now, &lease, &limit])
         .await?
         .iter()
-        .map(from_row)
+        .map(rows::delivery)
         .collect::<Result<_, _>>()?;
     due.sort_by(|a, b| (a.next_attempt_at, &a.id).cmp(&(b.next_attempt_at, &b.id)));
     // One another gateway holds is answered as due a little later, when this gateway looks
@@ -150,8 +87,8 @@ pub(super) async fn claim(
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&now, &limit, &HELD_RECHECK_MS, &db.gateway()];
     for row in db.query(&later, &params).await? {
-        let mut record = from_row(&row)?;
-        record.next_attempt_at = col(&row, COLUMN_COUNT)?;
+        let mut record = rows::delivery(&row)?;
+        record.next_attempt_at = col(&row, DELIVERY_COLUMN_COUNT)?;
         due.push(record);
     }
     Ok(due)
@@ -165,7 +102,7 @@ pub(super) async fn get(db: &Db<'_>, id: &str) -> Result<Option<DeliveryRecord>,
     db.query_opt(&sql, &[&id])
         .await?
         .as_ref()
-        .map(from_row)
+        .map(rows::delivery)
         .transpose()
 }
 
@@ -175,37 +112,18 @@ pub(super) async fn update(
     update: &DeliveryUpdate,
     now: i64,
 ) -> Result<DeliveryRecord, StoreError> {
-    // Only the attempt that read the record pending with one attempt fewer may write its outcome:
-    // a second, stale attempt fails here and its batch (a transcript append) rolls back. One
-    // statement: a concurrent gateway's update of the same record waits for this one, then
-    // finds the attempts moved on.
+    // One statement: a concurrent gateway's update of the same record waits for this one,
+    // then finds the attempts moved on. The attempt's claim ends with it.
     let sql = format!(
-        "UPDATE deliveries SET status = $2, attempts = $3, next_attempt_at = $4, detail = $5, \
-         delivered_at = $6, updated_at = $7, claimed_by = NULL, claimed_until = NULL \
-         WHERE id = $1 AND status = 'pending' AND attempts = $8 RETURNING {COLUMNS}"
+        "{} RETURNING {COLUMNS}",
+        work::record_attempt(", claimed_by = NULL, claimed_until = NULL")
     );
-    let attempts = i64::from(update.attempts);
     let row = db
-        .query_opt(
-            &sql,
-            &[
-                &id,
-                &update.status.as_str(),
-                &attempts,
-                &update.next_attempt_at,
-                &update.detail,
-                &update.delivered_at,
-                &now,
-                &(attempts - 1),
-            ],
-        )
+        .query_opt_with(&sql, &work::attempt_params(id, update, now))
         .await?;
     match row {
-        Some(row) => from_row(&row),
-        None => Err(StoreError::Conflict(format!(
-            "delivery {id} is not pending with {} attempts (already attempted)",
-            update.attempts.saturating_sub(1)
-        ))),
+        Some(row) => rows::delivery(&row),
+        None => Err(work::not_pending(id, update)),
     }
 }
 
@@ -229,41 +147,30 @@ pub(super) async fn list(
     )
     .await?
     .iter()
-    .map(from_row)
+    .map(rows::delivery)
     .collect()
 }
 
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) async fn progress(db: &Db<'_>, id: &str, parts_sent: u32) -> Result<(), StoreError> {
-    db.execute(
-        "UPDATE deliveries SET parts_sent = GREATEST(parts_sent, $2) WHERE id = $1",
-        &[&id, &i64::from(parts_sent)],
-    )
-    .await?;
+    let values = [id.into(), i64::from(parts_sent).into()];
+    db.execute_with(&work::progress(POSTGRES), &values).await?;
     Ok(())
 }
 
 /// A channel account's cursor (`channel_cursors`), if one was set.
 pub(super) async fn cursor(db: &Db<'_>, name: &str) -> Result<Option<i64>, StoreError> {
-    db.query_opt(
-        "SELECT position FROM channel_cursors WHERE name = $1",
-        &[&name],
-    )
-    .await?
-    .as_ref()
-    .map(|row| col(row, 0))
-    .transpose()
+    db.query_opt_with(work::CURSOR, &[name.into()])
+        .await?
+        .as_ref()
+        .map(|row| col(row, 0))
+        .transpose()
 }
 
-/// Sets a channel account's cursor; it only moves forward (a gateway that read an older
-/// position never moves it back).
+/// Sets a channel account's cursor; it only moves forward.
 pub(super) async fn set_cursor(db: &Db<'_>, name: &str, position: i64) -> Result<(), StoreError> {
-    db.execute(
-        "INSERT INTO channel_cursors (name, position) VALUES ($1, $2) \
-         ON CONFLICT (name) DO UPDATE \
-         SET position = GREATEST(channel_cursors.position, excluded.position)",
-        &[&name, &position],
-    )
-    .await?;
+    let values = [name.into(), position.into()];
+    db.execute_with(&work::set_cursor(POSTGRES), &values)
+        .await?;
     Ok(())
 }

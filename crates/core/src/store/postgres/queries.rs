@@ -3,21 +3,23 @@
 //! gateways changing one session at once take turns and neither change is lost.
 
 use switchboard_protocol::message::TranscriptMessage;
-use switchboard_protocol::sessions::Patch;
-use tokio_postgres::types::ToSql;
 
 use super::db::Db;
-use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, get, run_from_row};
+use super::schema::{get, run_columns, run_from_row};
+use crate::store::dialect::POSTGRES;
+use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, WRITE_ENTRY};
+use crate::store::rules::sessions::{self as rules, not_found};
+use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput,
-    RunRecord, SessionEntry, StoreError, StoredMessage, is_summary,
+    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord,
+    SessionEntry, StoreError, StoredMessage,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {
     let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = $1");
     db.query_opt(&sql, &[&key])
         .await?
-        .map(|row| entry_from_row(&row))
+        .map(|row| rows::entry(&row))
         .transpose()
 }
 
@@ -41,7 +43,7 @@ pub(super) async fn get_by_session_id(
     let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = $1");
     db.query_opt(&sql, &[&session_id])
         .await?
-        .map(|row| entry_from_row(&row))
+        .map(|row| rows::entry(&row))
         .transpose()
 }
 
@@ -54,16 +56,8 @@ pub(super) async fn get_by_label(
         format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.agent_id = $1 AND s.label = $2");
     db.query_opt(&sql, &[&agent_id, &label])
         .await?
-        .map(|row| entry_from_row(&row))
+        .map(|row| rows::entry(&row))
         .transpose()
-}
-
-/// The conflict of a label another session of the agent uses. The other session is not named:
-/// the caller may be a sandboxed agent that must not learn a key it cannot see.
-fn label_taken(agent_id: &str, label: &str) -> StoreError {
-    StoreError::Conflict(format!(
-        "label \"{label}\" is already used by another session of agent {agent_id}; labels are unique per agent, choose another"
-    ))
 }
 
 async fn check_label_free(
@@ -72,10 +66,8 @@ async fn check_label_free(
     label: &str,
     key: &str,
 ) -> Result<(), StoreError> {
-    match get_by_label(db, agent_id, label).await? {
-        Some(other) if other.key.as_str() != key => Err(label_taken(agent_id, label)),
-        _ => Ok(()),
-    }
+    let holder = get_by_label(db, agent_id, label).await?;
+    rules::check_label(holder.as_ref(), agent_id, label, key)
 }
 
 async fn new_transcript(
@@ -84,12 +76,9 @@ async fn new_transcript(
     agent_id: &str,
     now: i64,
 ) -> Result<String, StoreError> {
-    let session_id = uuid::Uuid::new_v4().to_string();
-    db.execute(
-        "INSERT INTO transcripts (session_id, session_key, agent_id, created_at) VALUES ($1, $2, $3, $4)",
-        &[&session_id, &key, &agent_id, &now],
-    )
-    .await?;
+    let session_id = rules::new_session_id();
+    let values = rules::transcript_params(&session_id, key, agent_id, now);
+    db.execute_with(rules::INSERT_TRANSCRIPT, &values).await?;
     Ok(session_id)
 }
 
@@ -107,40 +96,19 @@ pub(super) async fn create(
     if let Some(label) = &new.label {
         check_label_free(db, &new.agent_id, label, key).await?;
     }
-    let session_id = uuid::Uuid::new_v4().to_string();
+    // The session first, so of two gateways creating it one inserts and the other waits, then
+    // finds it; its transcript only when it was inserted here.
+    let session_id = rules::new_session_id();
+    let sql = format!("{} ON CONFLICT (key) DO NOTHING", rules::INSERT_SESSION);
     let inserted = db
-        .execute(
-            "INSERT INTO sessions (key, session_id, agent_id, kind, created_at, updated_at, channel, \
-             chat_type, display_name, label, spawned_by) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10) \
-             ON CONFLICT (key) DO NOTHING",
-            &[
-                &key,
-                &session_id,
-                &new.agent_id,
-                &new.kind.as_str(),
-                &now,
-                &new.channel,
-                &new.chat_type.map(|c| c.as_str()),
-                &new.display_name,
-                &new.label,
-                &new.spawned_by.as_ref().map(|k| k.as_str()),
-            ],
-        )
+        .execute_with(&sql, &rules::session_params(&new, &session_id, now))
         .await
-        .map_err(|e| match (e, &new.label) {
-            (StoreError::Conflict(_), Some(label)) => label_taken(&new.agent_id, label),
-            (e, _) => e,
-        })?;
+        .map_err(|e| rules::label_conflict(e, &new.agent_id, new.label.as_deref()))?;
     if inserted == 1 {
-        db.execute(
-            "INSERT INTO transcripts (session_id, session_key, agent_id, created_at) VALUES ($1, $2, $3, $4)",
-            &[&session_id, &key, &new.agent_id, &now],
-        )
-        .await?;
+        let values = rules::transcript_params(&session_id, key, &new.agent_id, now);
+        db.execute_with(rules::INSERT_TRANSCRIPT, &values).await?;
     }
-    let entry = get_entry(db, key).await?.ok_or_else(|| {
-        StoreError::Backend("a session vanished inside its own transaction".into())
-    })?;
+    let entry = get_entry(db, key).await?.ok_or_else(rules::vanished)?;
     Ok((entry, inserted == 1))
 }
 
@@ -153,96 +121,36 @@ pub(super) async fn patch(
     now: i64,
 ) -> Result<SessionEntry, StoreError> {
     let mut e = lock_entry(db, key).await?;
-    if let Patch::Set(label) = &patch.label {
+    let label = rules::label_set(patch);
+    if let Some(label) = label {
         check_label_free(db, &e.agent_id, label, key).await?;
     }
-    patch.apply(&mut e)?;
-    e.updated_at = now.max(e.updated_at);
+    rules::patched(&mut e, patch, now)?;
     write_entry(db, &e)
         .await
-        .map_err(|err| match (err, &patch.label) {
-            (StoreError::Conflict(_), Patch::Set(label)) => label_taken(&e.agent_id, label),
-            (err, _) => err,
-        })?;
+        .map_err(|err| rules::label_conflict(err, &e.agent_id, label))?;
     Ok(e)
 }
 
 async fn write_entry(db: &Db<'_>, e: &SessionEntry) -> Result<(), StoreError> {
-    let delivery = e
-        .delivery_context
-        .as_ref()
-        .and_then(|d| serde_json::to_string(d).ok());
-    let count = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    db.execute(
-        "UPDATE sessions SET session_id = $2, updated_at = $3, channel = $4, display_name = $5, \
-         label = $6, spawned_by = $7, model = $8, thinking_level = $9, verbose_level = $10, \
-         system_sent = $11, aborted_last_run = $12, send_policy = $13, last_channel = $14, \
-         last_to = $15, last_account_id = $16, last_thread_id = $17, delivery_context = $18, \
-         input_tokens = $19, output_tokens = $20, total_tokens = $21, context_tokens = $22, \
-         archived_at = $23, last_model = $24, cost_usd = $25 WHERE key = $1",
-        &[
-            &e.key.as_str(),
-            &e.session_id,
-            &e.updated_at,
-            &e.channel,
-            &e.display_name,
-            &e.label,
-            &e.spawned_by.as_ref().map(|k| k.as_str()),
-            &e.model,
-            &e.thinking_level,
-            &e.verbose_level,
-            &e.system_sent,
-            &e.aborted_last_run,
-            &e.send_policy,
-            &e.last_channel,
-            &e.last_to,
-            &e.last_account_id,
-            &e.last_thread_id,
-            &delivery,
-            &count(e.input_tokens),
-            &count(e.output_tokens),
-            &count(e.total_tokens),
-            &e.context_tokens.map(count),
-            &e.archived_at,
-            &e.last_model,
-            &e.cost_usd,
-        ],
-    )
-    .await?;
+    db.execute_with(WRITE_ENTRY, &rows::entry_params(e)?)
+        .await?;
     Ok(())
 }
 
-/// New transcript for the key; counters and run flags start over, settings stay.
+/// A new transcript for the key ([`rules::reset`] says what starts over), its row locked.
 pub(super) async fn reset(db: &Db<'_>, key: &str, now: i64) -> Result<SessionEntry, StoreError> {
     let mut e = lock_entry(db, key).await?;
-    e.session_id = new_transcript(db, key, &e.agent_id, now).await?;
-    e.updated_at = now.max(e.updated_at);
-    e.input_tokens = 0;
-    e.output_tokens = 0;
-    e.total_tokens = 0;
-    e.cost_usd = 0.0;
-    e.context_tokens = None;
-    e.system_sent = false;
-    e.aborted_last_run = false;
+    let session_id = new_transcript(db, key, &e.agent_id, now).await?;
+    rules::reset(&mut e, session_id, now);
     write_entry(db, &e).await?;
     get_entry(db, key).await?.ok_or_else(|| not_found(key))
 }
 
 pub(super) async fn delete(db: &Db<'_>, key: &str, now: i64) -> Result<SessionEntry, StoreError> {
     let e = lock_entry(db, key).await?;
-    db.execute(
-        "INSERT INTO deleted_sessions (key, session_id, agent_id, deleted_at, label, display_name) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-        &[
-            &e.key.as_str(),
-            &e.session_id,
-            &e.agent_id,
-            &now,
-            &e.label,
-            &e.display_name,
-        ],
-    )
-    .await?;
+    db.execute_with(rules::INSERT_DELETED, &rules::deleted_params(&e, now))
+        .await?;
     db.execute("DELETE FROM sessions WHERE key = $1", &[&key])
         .await?;
     Ok(e)
@@ -261,153 +169,32 @@ pub(super) async fn append(
         Some(new) if get_entry(db, key).await?.is_none() => create(db, new, now).await?.1,
         _ => false,
     };
-    let mut entry = lock_entry(db, key).await?;
-    let mut seq = entry.last_seq;
-    let mut summary_seq = None;
-    let mut seqs = Vec::with_capacity(messages.len());
-    for message in messages {
-        seq += 1;
-        if is_summary(&message) {
-            summary_seq = Some(seq);
-        }
-        // The store's edge: the typed message becomes its transcript JSON here.
-        let body = serde_json::to_string(&message)
-            .map_err(|e| StoreError::Backend(format!("message {seq} could not be encoded: {e}")))?;
-        db.execute(
-            "INSERT INTO messages (session_id, seq, role, ts, body) VALUES ($1, $2, $3, $4, $5)",
-            &[
-                &entry.session_id,
-                &seq,
-                &message.role(),
-                &message.timestamp(),
-                &body,
-            ],
-        )
-        .await?;
-        seqs.push(seq);
+    let entry = lock_entry(db, key).await?;
+    let numbered = transcript::number(entry.last_seq, messages)?;
+    for row in &numbered.rows {
+        db.execute_with(transcript::INSERT_MESSAGE, &row.params(&entry.session_id))
+            .await?;
     }
-    db.execute(
-        "UPDATE transcripts SET last_seq = $2, summary_seq = coalesce($3, summary_seq) \
-         WHERE session_id = $1",
-        &[&entry.session_id, &seq, &summary_seq],
+    db.execute_with(
+        transcript::MARK_TRANSCRIPT,
+        &numbered.mark_params(&entry.session_id),
     )
     .await?;
-    entry.updated_at = now.max(entry.updated_at);
-    db.execute(
-        "UPDATE sessions SET updated_at = $2 WHERE key = $1",
-        &[&key, &entry.updated_at],
-    )
-    .await?;
-    entry.last_seq = seq;
-    Ok(Appended {
-        entry,
-        seqs,
-        created,
-    })
+    let appended = transcript::appended(entry, &numbered, now, created);
+    let touched = [key.into(), appended.entry.updated_at.into()];
+    db.execute_with(transcript::TOUCH_SESSION, &touched).await?;
+    Ok(appended)
 }
 
 pub(super) async fn list(db: &Db<'_>, q: &ListQuery) -> Result<ListPage, StoreError> {
-    let (sql, values) = list_sql(q);
-    let params: Vec<&(dyn ToSql + Sync)> = values
-        .iter()
-        .map(|v| v.as_ref() as &(dyn ToSql + Sync))
-        .collect();
-    let mut entries = db
-        .query(&sql, &params)
+    let statement = listing::statement(q, POSTGRES);
+    let entries = db
+        .query_with(&statement.sql, &statement.params)
         .await?
         .iter()
-        .map(entry_from_row)
+        .map(rows::entry)
         .collect::<Result<Vec<_>, _>>()?;
-    let next_cursor = if entries.len() > q.limit {
-        entries.truncate(q.limit);
-        entries.last().map(|e| Cursor {
-            updated_at: e.updated_at,
-            key: e.key.clone(),
-        })
-    } else {
-        None
-    };
-    Ok(ListPage {
-        entries,
-        next_cursor,
-    })
-}
-
-type Value = Box<dyn ToSql + Sync + Send>;
-
-/// A statement built clause by clause: `$` in a clause becomes the number of its value.
-#[derive(Default)]
-struct Args {
-    sql: String,
-    values: Vec<Value>,
-}
-
-impl Args {
-    fn push(&mut self, clause: &str, value: Value) -> usize {
-        self.values.push(value);
-        let n = self.values.len();
-        self.sql.push_str(&clause.replace('$', &format!("${n}")));
-        n
-    }
-}
-
-/// The list's statement and its parameters: the filters, then the cursor and the limit.
-fn list_sql(q: &ListQuery) -> (String, Vec<Value>) {
-    let mut a = Args {
-        sql: format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE TRUE"),
-        ..Args::default()
-    };
-    if !q.include_archived {
-        a.sql.push_str(" AND s.archived_at IS NULL");
-    }
-    if let Some(agent) = &q.agent_id {
-        a.push(" AND s.agent_id = $", Box::new(agent.clone()));
-    }
-    if !q.kinds.is_empty() {
-        let kinds: Vec<String> = q.kinds.iter().map(|k| k.as_str().to_string()).collect();
-        a.push(" AND s.kind = ANY($)", Box::new(kinds));
-    }
-    if let Some(since) = q.updated_since {
-        a.push(" AND s.updated_at >= $", Box::new(since));
-    }
-    if let Some(parent) = &q.spawned_by {
-        a.push(
-            " AND s.spawned_by = $",
-            Box::new(parent.as_str().to_string()),
-        );
-    }
-    if let Some(label) = &q.label {
-        a.push(" AND s.label = $", Box::new(label.clone()));
-    }
-    if let Some(search) = q
-        .search
-        .as_deref()
-        .map(str::to_lowercase)
-        .filter(|s| !s.is_empty())
-    {
-        // The three `$` become one parameter.
-        a.push(
-            " AND (strpos(lower(s.key), $) > 0 OR strpos(lower(coalesce(s.label, '')), $) > 0 OR \
-             strpos(lower(coalesce(s.display_name, '')), $) > 0)",
-            Box::new(search),
-        );
-    }
-    if !q.exclude_keys.is_empty() {
-        a.push(" AND s.key <> ALL($)", Box::new(q.exclude_keys.clone()));
-    }
-    if let Some(c) = &q.cursor {
-        // Newest first, then by key: the rows after the cursor.
-        let at = a.push(" AND (s.updated_at < $", Box::new(c.updated_at));
-        a.sql
-            .push_str(&format!(" OR (s.updated_at = ${at} AND s.key > "));
-        a.push("$))", Box::new(c.key.as_str().to_string()));
-    }
-    let limit = i64::try_from(q.limit).unwrap_or(i64::MAX - 1) + 1;
-    a.push(
-        " ORDER BY s.updated_at DESC, s.key ASC LIMIT $",
-        Box::new(limit),
-    );
-    (a.sql, a.values)
+    Ok(listing::page(entries, q.limit))
 }
 
 /// A history page: newest `limit` below `before`, oldest first; an index range read.
@@ -417,24 +204,14 @@ pub(super) async fn history(
     limit: usize,
     before: Option<i64>,
 ) -> Result<HistoryPage, StoreError> {
-    let before = before.unwrap_or(i64::MAX);
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = db
-        .query(
-            "SELECT seq, body FROM messages WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
-            &[&session_id, &before, &limit],
-        )
-        .await?;
-    let mut messages = rows
+    let values = transcript::history_params(session_id, limit, before);
+    let messages = db
+        .query_with(transcript::HISTORY, &values)
+        .await?
         .iter()
-        .map(|r| parse_message(get(r, 0)?, &get::<String>(r, 1)?))
+        .map(|r| transcript::parse_message(get(r, 0)?, &get::<String>(r, 1)?))
         .collect::<Result<Vec<_>, _>>()?;
-    messages.reverse();
-    let next_before = messages.first().map(|m| m.seq).filter(|seq| *seq > 1);
-    Ok(HistoryPage {
-        messages,
-        next_before,
-    })
+    Ok(transcript::history_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.
@@ -444,21 +221,10 @@ pub(super) async fn summary(
     before: i64,
 ) -> Result<Option<StoredMessage>, StoreError> {
     let row = db
-        .query_opt(
-            "SELECT m.seq, m.body FROM transcripts t JOIN messages m \
-             ON m.session_id = t.session_id AND m.seq = t.summary_seq \
-             WHERE t.session_id = $1 AND t.summary_seq < $2",
-            &[&session_id, &before],
-        )
+        .query_opt_with(transcript::SUMMARY, &[session_id.into(), before.into()])
         .await?;
-    row.map(|r| parse_message(get(&r, 0)?, &get::<String>(&r, 1)?))
+    row.map(|r| transcript::parse_message(get(&r, 0)?, &get::<String>(&r, 1)?))
         .transpose()
-}
-
-fn parse_message(seq: i64, body: &str) -> Result<StoredMessage, StoreError> {
-    let message = serde_json::from_str(body)
-        .map_err(|e| StoreError::Backend(format!("stored message {seq} is not JSON: {e}")))?;
-    Ok(StoredMessage { seq, message })
 }
 
 /// The last `limit` non-tool-result messages of each transcript: one statement, an index range
@@ -468,15 +234,6 @@ pub(super) async fn last_messages(
     session_ids: &[String],
     limit: usize,
 ) -> Result<Vec<(String, Vec<StoredMessage>)>, StoreError> {
-    let mut out: Vec<(String, Vec<StoredMessage>)> = session_ids
-        .iter()
-        .map(|id| (id.clone(), Vec::new()))
-        .collect();
-    let index: std::collections::HashMap<&str, usize> = session_ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = db
         .query(
@@ -485,19 +242,14 @@ pub(super) async fn last_messages(
               ORDER BY seq DESC LIMIT $2) m",
             &[&session_ids, &limit],
         )
-        .await?;
-    for row in &rows {
-        let id: String = get(row, 0)?;
-        if let Some(i) = index.get(id.as_str()) {
-            out[*i]
-                .1
-                .push(parse_message(get(row, 1)?, &get::<String>(row, 2)?)?);
-        }
-    }
-    for (_, messages) in &mut out {
-        messages.sort_by_key(|m| m.seq);
-    }
-    Ok(out)
+        .await?
+        .iter()
+        .map(|row| {
+            let message = transcript::parse_message(get(row, 1)?, &get::<String>(row, 2)?)?;
+            Ok((get::<String>(row, 0)?, message))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(transcript::gather_last(session_ids, rows))
 }
 
 pub(super) async fn count(db: &Db<'_>) -> Result<u64, StoreError> {
@@ -522,55 +274,29 @@ pub(super) async fn put_run(
     run: &RunRecord,
     input: Option<&RunInput>,
 ) -> Result<(), StoreError> {
-    let input = input
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
+    let mut values = rows::run_params(run);
+    values.push(run.epoch.into());
+    values.push(work::encode_input(input)?.into());
+    values.push(db.gateway().into());
     // A new run is this gateway's, under the epoch it was queued with; a stored one is
     // written only while it still carries the writer's epoch (fenced, SPEC §4.3).
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-         ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
-         lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
-         result = excluded.result, error = excluded.error, model = excluded.model, \
-         cost_usd = excluded.cost_usd, input = excluded.input \
-         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch"
+        "INSERT INTO runs ({}, input, owner) VALUES ({}) \
+         ON CONFLICT (run_id) DO UPDATE SET {} \
+         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch",
+        run_columns(),
+        rows::placeholders(POSTGRES, 1, values.len()),
+        rows::RUN_UPDATE,
     );
-    let written = db
-        .execute(
-            &sql,
-            &[
-                &run.run_id.as_str(),
-                &run.session_key.as_str(),
-                &run.session_id,
-                &run.status.as_str(),
-                &run.lane,
-                &run.created_at,
-                &run.started_at,
-                &run.ended_at,
-                &run.result,
-                &run.error,
-                &run.idempotency_key,
-                &run.model,
-                &run.cost_usd,
-                &run.epoch,
-                &input,
-                &db.gateway(),
-            ],
-        )
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
-                "idempotencyKey {:?} already names another run",
-                run.idempotency_key.as_deref().unwrap_or("")
-            )),
-            other => other,
-        })?;
+    let written = db.execute_with(&sql, &values).await.map_err(|e| match e {
+        StoreError::Conflict(_) => work::idempotency_taken(run),
+        other => other,
+    })?;
     super::cluster::held(written, || format!("run {}", run.run_id))
 }
 
 pub(super) async fn get_run(db: &Db<'_>, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
+    let sql = format!("SELECT {} FROM runs WHERE run_id = $1", run_columns());
     db.query_opt(&sql, &[&run_id])
         .await?
         .map(|row| run_from_row(&row))
@@ -581,13 +307,12 @@ pub(super) async fn get_run_by_idempotency(
     db: &Db<'_>,
     key: &str,
 ) -> Result<Option<RunRecord>, StoreError> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = $1");
+    let sql = format!(
+        "SELECT {} FROM runs WHERE idempotency_key = $1",
+        run_columns()
+    );
     db.query_opt(&sql, &[&key])
         .await?
         .map(|row| run_from_row(&row))
         .transpose()
-}
-
-fn not_found(key: &str) -> StoreError {
-    StoreError::NotFound(format!("Session not found: {key}"))
 }

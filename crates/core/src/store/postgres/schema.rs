@@ -1,16 +1,17 @@
-//! The PostgreSQL schema, its migrations, and the mapping between rows and entries.
+//! The PostgreSQL schema and its migrations, and a row read through [`Columns`] (rows become
+//! records in `rules::rows`, the same on every backend).
 //!
 //! The tables are SQLite's, with PostgreSQL's types: every integer is `BIGINT` (read as `i64`),
 //! flags are `BOOLEAN`, JSON is kept as the text it was written as, and keys compare byte by
 //! byte (`COLLATE "C"`, as SQLite does) so lists come in the same order on both stores. Versions are counted on
 //! their own (`schema_version`): a database of a newer version than this build is refused.
 
-use switchboard_protocol::sessions::DeliveryContext;
 use tokio_postgres::Row;
 
 use super::db::{Db, backend};
-use crate::keys::{ChatType, SessionKey, SessionKind};
-use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
+use crate::store::dialect::Columns;
+use crate::store::rules::rows;
+use crate::store::{RunRecord, StoreError};
 
 /// Bumped whenever the schema changes; [`migrate`] brings older databases forward.
 pub(super) const SCHEMA_VERSION: i64 = 2;
@@ -261,78 +262,34 @@ pub(super) async fn migrate(db: Db<'_>, schema: &str) -> Result<(), StoreError> 
     db.commit().await
 }
 
-/// The columns [`entry_from_row`] reads, in order (`s` = sessions, `t` = transcripts).
-pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind, s.created_at, s.updated_at, \
-    s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
-    s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
-    s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
-    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model, s.cost_usd";
-
-pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
-
-/// A row of [`ENTRY_COLUMNS`] as an entry.
-pub(super) fn entry_from_row(row: &Row) -> Result<SessionEntry, StoreError> {
-    let kind: String = get(row, 3)?;
-    let chat_type: Option<String> = get(row, 7)?;
-    let delivery: Option<String> = get(row, 21)?;
-    let count = |i| get::<i64>(row, i).map(|v| v.max(0) as u64);
-    Ok(SessionEntry {
-        key: SessionKey::from_canonical(get(row, 0)?),
-        session_id: get(row, 1)?,
-        agent_id: get(row, 2)?,
-        kind: SessionKind::parse(&kind).unwrap_or(SessionKind::Other),
-        created_at: get(row, 4)?,
-        updated_at: get(row, 5)?,
-        channel: get(row, 6)?,
-        chat_type: chat_type.as_deref().and_then(ChatType::parse),
-        display_name: get(row, 8)?,
-        label: get(row, 9)?,
-        spawned_by: get::<Option<String>>(row, 10)?.map(SessionKey::from_canonical),
-        model: get(row, 11)?,
-        thinking_level: get(row, 12)?,
-        verbose_level: get(row, 13)?,
-        system_sent: get(row, 14)?,
-        aborted_last_run: get(row, 15)?,
-        send_policy: get(row, 16)?,
-        last_channel: get(row, 17)?,
-        last_to: get(row, 18)?,
-        last_account_id: get(row, 19)?,
-        last_thread_id: get(row, 20)?,
-        delivery_context: delivery.and_then(|d| serde_json::from_str::<DeliveryContext>(&d).ok()),
-        input_tokens: count(22)?,
-        output_tokens: count(23)?,
-        total_tokens: count(24)?,
-        context_tokens: get::<Option<i64>>(row, 25)?.map(|v| v.max(0) as u64),
-        archived_at: get(row, 26)?,
-        last_seq: get(row, 27)?,
-        last_model: get(row, 28)?,
-        cost_usd: get(row, 29)?,
-    })
+/// A run's columns on PostgreSQL: the neutral ones, then the epoch it is held under.
+pub(super) fn run_columns() -> String {
+    format!("{}, epoch", rows::RUN_COLUMNS)
 }
 
-pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
-    started_at, ended_at, result, error, idempotency_key, model, cost_usd, epoch";
-
-/// A row of [`RUN_COLUMNS`] as a run record.
+/// A row of [`run_columns`] as a run record, with its epoch.
 pub(super) fn run_from_row(row: &Row) -> Result<RunRecord, StoreError> {
-    let status: String = get(row, 3)?;
-    Ok(RunRecord {
-        run_id: crate::ids::RunId::from_string(get::<String>(row, 0)?),
-        session_key: SessionKey::from_canonical(get(row, 1)?),
-        session_id: get(row, 2)?,
-        status: RunStatus::parse(&status).unwrap_or(RunStatus::Aborted),
-        lane: get(row, 4)?,
-        created_at: get(row, 5)?,
-        started_at: get(row, 6)?,
-        ended_at: get(row, 7)?,
-        result: get(row, 8)?,
-        error: get(row, 9)?,
-        idempotency_key: get(row, 10)?,
-        model: get(row, 11)?,
-        cost_usd: get(row, 12)?,
-        // A record from before epochs is held by nobody: the next claim takes it.
-        epoch: get::<Option<i64>>(row, 13)?.unwrap_or(0),
-    })
+    let mut run = rows::run(row)?;
+    run.epoch = rows::epoch(row.int(rows::RUN_COLUMN_COUNT)?);
+    Ok(run)
+}
+
+impl Columns for Row {
+    fn int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        get(self, i)
+    }
+
+    fn real(&self, i: usize) -> Result<Option<f64>, StoreError> {
+        get(self, i)
+    }
+
+    fn flag(&self, i: usize) -> Result<Option<bool>, StoreError> {
+        get(self, i)
+    }
+
+    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        get(self, i)
+    }
 }
 
 /// Column `i` of `row` as `T`; a type that does not match is a backend error naming the column.

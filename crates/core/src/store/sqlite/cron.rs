@@ -1,77 +1,43 @@
 //! The SQL of cron jobs (`cron_jobs`). Writes run on the writer thread inside its group
 //! transaction, so a job is acknowledged only once committed; reads run on pooled connections.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, params};
 
+use super::types::{all, bind, first};
+use crate::store::dialect::SQLITE;
+use crate::store::rules::rows::{self, CRON_COLUMNS};
+use crate::store::rules::work::{cron_id_taken, cron_not_found};
 use crate::store::{CronJobRecord, StoreError};
 
-const COLUMNS: &str = "id, agent_id, schedule, message, deliver, created_at, last_slot, \
-    last_run_id, last_fired_at, name, enabled";
-
-fn from_row(row: &Row<'_>) -> rusqlite::Result<CronJobRecord> {
-    Ok(CronJobRecord {
-        id: row.get(0)?,
-        agent_id: row.get(1)?,
-        schedule: row.get(2)?,
-        message: row.get(3)?,
-        deliver: row.get(4)?,
-        created_at: row.get(5)?,
-        last_slot: row.get(6)?,
-        last_run_id: row.get(7)?,
-        last_fired_at: row.get(8)?,
-        name: row.get(9)?,
-        enabled: row.get(10)?,
-    })
-}
-
 pub(super) fn insert(conn: &Connection, job: &CronJobRecord) -> Result<(), StoreError> {
+    let values = rows::cron_params(job);
     let sql = format!(
-        "INSERT INTO cron_jobs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        "INSERT INTO cron_jobs ({CRON_COLUMNS}) VALUES ({})",
+        rows::placeholders(SQLITE, 1, values.len())
     );
-    let inserted = conn.prepare_cached(&sql)?.execute(params![
-        job.id,
-        job.agent_id,
-        job.schedule,
-        job.message,
-        job.deliver,
-        job.created_at,
-        job.last_slot,
-        job.last_run_id,
-        job.last_fired_at,
-        job.name,
-        job.enabled,
-    ]);
-    match inserted {
+    match conn.prepare_cached(&sql)?.execute(bind(&values)) {
         Ok(_) => Ok(()),
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::ConstraintViolation =>
         {
-            Err(StoreError::Conflict(format!(
-                "id: a cron job with id \"{}\" already exists; pick another id, or remove it first (cron.remove)",
-                job.id
-            )))
+            Err(cron_id_taken(&job.id))
         }
         Err(e) => Err(e.into()),
     }
 }
 
 pub(super) fn list(conn: &Connection) -> Result<Vec<CronJobRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM cron_jobs ORDER BY id");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let sql = format!("SELECT {CRON_COLUMNS} FROM cron_jobs ORDER BY id");
+    all(conn, &sql, [], |r| rows::cron_job(r))
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<CronJobRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM cron_jobs WHERE id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], from_row)
-        .optional()?)
+    let sql = format!("SELECT {CRON_COLUMNS} FROM cron_jobs WHERE id = ?1");
+    first(conn, &sql, [id], |r| rows::cron_job(r))
 }
 
 pub(super) fn remove(conn: &Connection, id: &str) -> Result<CronJobRecord, StoreError> {
-    let job = get(conn, id)?.ok_or_else(|| not_found(id))?;
+    let job = get(conn, id)?.ok_or_else(|| cron_not_found(id))?;
     conn.prepare_cached("DELETE FROM cron_jobs WHERE id = ?1")?
         .execute([id])?;
     Ok(job)
@@ -96,17 +62,11 @@ pub(super) fn record_firing(
     Ok(changed > 0)
 }
 
-fn not_found(id: &str) -> StoreError {
-    StoreError::NotFound(format!(
-        "cron job not found: {id} (cron.list shows the jobs)"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
 
-    use crate::store::{CronJobRecord, SqliteStore, Store, StoreError};
+    use crate::store::{CronJobRecord, CronStore, SqliteStore, StoreError};
 
     fn job(id: &str) -> CronJobRecord {
         CronJobRecord {

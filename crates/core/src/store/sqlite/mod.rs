@@ -6,6 +6,7 @@ mod cron;
 mod exchanges;
 mod outbox;
 mod pairing;
+mod parts;
 mod queries;
 mod schema;
 mod subagents;
@@ -19,19 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
-use switchboard_protocol::message::TranscriptMessage;
 
-use super::CronJobRecord;
-use super::{
-    Appended, DeliveryQuery, DeliveryRecord, DeliveryUpdate, EntryPatch, ExchangeRecord,
-    HistoryPage, ListPage, ListQuery, NewSession, PairingAdmission, PairingAsk, PairingRecord,
-    RunInput, RunRecord, SessionEntry, Store, StoreError, StoreFuture, StoredMessage,
-    SubagentRecord, WriteOp, WriteOutcome,
-};
+use super::{StoreError, StoreFuture, WriteOp, WriteOutcome};
 use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
-use crate::ids::RunId;
-use crate::keys::SessionKey;
 use writer::{Job, JobDone, MirrorOp};
 
 #[cfg(test)]
@@ -40,7 +32,7 @@ pub(crate) mod tests;
 /// Read connections kept open for reuse.
 const MAX_IDLE_READERS: usize = 8;
 
-/// SQLite-backed [`Store`]. Cheap to clone.
+/// SQLite-backed [`Store`](super::Store). Cheap to clone.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -251,274 +243,6 @@ fn files_in(dir: Option<&Path>) -> HashSet<std::ffi::OsString> {
         .collect()
 }
 
-impl Store for SqliteStore {
-    fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
-        Some(mirror::transcript_path(
-            &self.inner.home,
-            agent_id,
-            session_id,
-        ))
-    }
-
-    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        Box::pin(SqliteStore::close(self))
-    }
-
-    fn reads(&self) -> u64 {
-        SqliteStore::reads(self)
-    }
-
-    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
-        let key = key.clone();
-        self.read(move |c| queries::get_entry(c, key.as_str()))
-    }
-
-    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
-        let id = session_id.to_string();
-        self.read(move |c| queries::get_by_session_id(c, &id))
-    }
-
-    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>> {
-        let (agent, label) = (agent_id.to_string(), label.to_string());
-        self.read(move |c| queries::get_by_label(c, &agent, &label))
-    }
-
-    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
-        self.write(move |c, now, m| queries::create(c, new, now, m))
-    }
-
-    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
-        let key = key.clone();
-        self.write(move |c, now, _| queries::patch(c, key.as_str(), &patch, now))
-    }
-
-    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
-        let key = key.clone();
-        self.write(move |c, now, m| queries::reset(c, key.as_str(), now, m))
-    }
-
-    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
-        let key = key.clone();
-        self.write(move |c, now, _| queries::delete(c, key.as_str(), now))
-    }
-
-    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
-        self.read(move |c| queries::list(c, &query))
-    }
-
-    fn count(&self) -> StoreFuture<'_, u64> {
-        self.read(queries::count)
-    }
-
-    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
-        self.read(queries::count_by_agent)
-    }
-
-    fn append(
-        &self,
-        key: &SessionKey,
-        create: Option<NewSession>,
-        messages: Vec<TranscriptMessage>,
-    ) -> StoreFuture<'_, Appended> {
-        let key = key.clone();
-        self.write(move |c, now, m| queries::append(c, key.as_str(), create, messages, now, m))
-    }
-
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage> {
-        let id = session_id.to_string();
-        self.read(move |c| queries::history(c, &id, limit, before))
-    }
-
-    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
-        let id = session_id.to_string();
-        self.read(move |c| queries::summary(c, &id, before))
-    }
-
-    fn last_messages(
-        &self,
-        session_ids: Vec<String>,
-        limit: usize,
-    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>> {
-        self.read(move |c| queries::last_messages(c, &session_ids, limit))
-    }
-
-    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _, _| queries::put_run(c, &run, None))
-    }
-
-    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        self.write(move |c, now, m| ops.into_iter().map(|op| write_op(c, op, now, m)).collect())
-    }
-
-    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>> {
-        let id = run_id.clone();
-        self.read(move |c| queries::get_run(c, id.as_str()))
-    }
-
-    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
-        let key = key.to_string();
-        self.read(move |c| queries::get_run_by_idempotency(c, &key))
-    }
-
-    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
-        self.read(queries::live_runs)
-    }
-
-    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
-        self.write(move |c, _, _| outbox::enqueue(c, &record))
-    }
-
-    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.read(move |c| outbox::pending(c, limit))
-    }
-
-    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
-        let id = id.to_string();
-        self.write(move |c, now, _| outbox::update(c, &id, &update, now))
-    }
-
-    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
-        let id = id.to_string();
-        self.read(move |c| outbox::get(c, &id))
-    }
-
-    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.read(move |c| outbox::list(c, &query))
-    }
-
-    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _, _| subagents::put(c, &record))
-    }
-
-    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>> {
-        let key = child_key.clone();
-        self.read(move |c| subagents::get(c, &key))
-    }
-
-    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
-        let name = name.to_string();
-        self.read(move |c| {
-            use rusqlite::OptionalExtension as _;
-            Ok(
-                c.prepare_cached("SELECT position FROM channel_cursors WHERE name = ?1")?
-                    .query_row([name], |r| r.get(0))
-                    .optional()?,
-            )
-        })
-    }
-
-    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.read(move |c| {
-            let mut found = Vec::with_capacity(child_keys.len());
-            for key in &child_keys {
-                found.extend(subagents::get(c, key)?);
-            }
-            Ok(found)
-        })
-    }
-
-    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.read(subagents::unfinished)
-    }
-
-    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
-        self.read(move |c| subagents::to_archive(c, now))
-    }
-
-    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _, _| exchanges::put(c, &record))
-    }
-
-    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>> {
-        let id = id.to_string();
-        self.read(move |c| exchanges::get(c, &id))
-    }
-
-    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.read(exchanges::unfinished)
-    }
-
-    fn list_exchanges(
-        &self,
-        session: Option<SessionKey>,
-        limit: usize,
-    ) -> StoreFuture<'_, Vec<ExchangeRecord>> {
-        self.read(move |c| exchanges::list(c, session.as_ref(), limit))
-    }
-
-    fn pairing_approved(
-        &self,
-        channel: &str,
-        account: &str,
-        sender: &str,
-    ) -> StoreFuture<'_, bool> {
-        let who = [channel, account, sender].map(str::to_string);
-        self.read(move |c| pairing::approved(c, (&who[0], &who[1], &who[2])))
-    }
-
-    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission> {
-        self.write(move |c, now, _| pairing::admit(c, &ask, now))
-    }
-
-    fn pairing_pending(
-        &self,
-        channel: &str,
-        account: Option<&str>,
-        since: i64,
-    ) -> StoreFuture<'_, Vec<PairingRecord>> {
-        let (channel, account) = (channel.to_string(), account.map(str::to_string));
-        self.read(move |c| pairing::pending(c, &channel, account.as_deref(), since))
-    }
-
-    fn pairing_approve(
-        &self,
-        channel: &str,
-        account: Option<&str>,
-        code: &str,
-        since: i64,
-    ) -> StoreFuture<'_, PairingRecord> {
-        let (channel, code) = (channel.to_string(), code.to_string());
-        let account = account.map(str::to_string);
-        self.write(move |c, now, _| {
-            pairing::approve(c, (&channel, account.as_deref(), &code), since, now)
-        })
-    }
-
-    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
-        self.write(move |c, _, _| cron::insert(c, &job))
-    }
-
-    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
-        self.read(cron::list)
-    }
-
-    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
-        let id = id.to_string();
-        self.read(move |c| cron::get(c, &id))
-    }
-
-    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
-        let id = id.to_string();
-        self.write(move |c, _, _| cron::remove(c, &id))
-    }
-
-    fn cron_record_firing(
-        &self,
-        id: &str,
-        slot: Option<i64>,
-        run_id: &RunId,
-        at: i64,
-    ) -> StoreFuture<'_, bool> {
-        let (id, run_id) = (id.to_string(), run_id.clone());
-        self.write(move |c, _, _| cron::record_firing(c, &id, slot, &run_id, at))
-    }
-}
-
 /// One op of a batch, inside the batch's transaction.
 fn write_op(
     c: &Connection,
@@ -555,11 +279,7 @@ fn write_op(
             exchanges::put(c, &record).map(|()| WriteOutcome::PutExchange)
         }
         WriteOp::SetCursor { name, position } => {
-            c.prepare_cached(
-                "INSERT INTO channel_cursors (name, position) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
-            )?
-            .execute(rusqlite::params![name, position])?;
+            outbox::set_cursor(c, &name, position)?;
             Ok(WriteOutcome::SetCursor)
         }
         WriteOp::DeliveryProgress { id, parts_sent } => {

@@ -1,98 +1,45 @@
 //! Queries of the delivery outbox.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, params};
 
+use super::types::{all, bind, first};
+use crate::store::dialect::SQLITE;
+use crate::store::rules::rows::{self, DELIVERY_COLUMNS};
+use crate::store::rules::work;
 use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate, StoreError};
 
-const COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
-    account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
-    updated_at, delivered_at, source_key, parts_sent";
-
-fn from_row(row: &Row<'_>) -> rusqlite::Result<DeliveryRecord> {
-    let status: String = row.get(10)?;
-    Ok(DeliveryRecord {
-        id: row.get(0)?,
-        idempotency_key: row.get(1)?,
-        kind: row.get(2)?,
-        session_key: row.get(3)?,
-        run_id: row.get(4)?,
-        channel: row.get(5)?,
-        to: row.get(6)?,
-        account_id: row.get(7)?,
-        thread_id: row.get(8)?,
-        text: row.get(9)?,
-        status: DeliveryStatus::parse(&status).unwrap_or(DeliveryStatus::Failed),
-        attempts: row.get::<_, i64>(11)?.clamp(0, u32::MAX as i64) as u32,
-        next_attempt_at: row.get(12)?,
-        detail: row.get(13)?,
-        created_at: row.get(14)?,
-        updated_at: row.get(15)?,
-        delivered_at: row.get(16)?,
-        source_key: row.get(17)?,
-        parts_sent: row.get::<_, i64>(18)?.clamp(0, u32::MAX as i64) as u32,
-    })
-}
-
+/// Stores `record` unless its idempotency key names a stored one: that first record is answered
+/// (`false`) and nothing is stored (the single writer makes the check and the insert one step).
 pub(super) fn enqueue(
     conn: &Connection,
     record: &DeliveryRecord,
 ) -> Result<(DeliveryRecord, bool), StoreError> {
     if let Some(key) = &record.idempotency_key {
-        let sql = format!("SELECT {COLUMNS} FROM deliveries WHERE idempotency_key = ?1");
-        if let Some(first) = conn
-            .prepare_cached(&sql)?
-            .query_row([key], from_row)
-            .optional()?
-        {
+        let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE idempotency_key = ?1");
+        if let Some(first) = first(conn, &sql, [key], |r| rows::delivery(r))? {
             return Ok((first, false));
         }
     }
+    let values = rows::delivery_params(record);
     let sql = format!(
-        "INSERT INTO deliveries ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+        "INSERT INTO deliveries ({DELIVERY_COLUMNS}) VALUES ({})",
+        rows::placeholders(SQLITE, 1, values.len())
     );
-    conn.prepare_cached(&sql)?.execute(params![
-        record.id,
-        record.idempotency_key,
-        record.kind,
-        record.session_key,
-        record.run_id,
-        record.channel,
-        record.to,
-        record.account_id,
-        record.thread_id,
-        record.text,
-        record.status.as_str(),
-        record.attempts,
-        record.next_attempt_at,
-        record.detail,
-        record.created_at,
-        record.updated_at,
-        record.delivered_at,
-        record.source_key,
-        record.parts_sent,
-    ])?;
+    conn.prepare_cached(&sql)?.execute(bind(&values))?;
     Ok((record.clone(), true))
 }
 
 pub(super) fn pending(conn: &Connection, limit: usize) -> Result<Vec<DeliveryRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM deliveries WHERE status = 'pending' \
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status = 'pending' \
          ORDER BY next_attempt_at, id LIMIT ?1"
     );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map([limit as i64], from_row)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    all(conn, &sql, [limit as i64], |r| rows::delivery(r))
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<DeliveryRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM deliveries WHERE id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], from_row)
-        .optional()?)
+    let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = ?1");
+    first(conn, &sql, [id], |r| rows::delivery(r))
 }
 
 pub(super) fn update(
@@ -101,30 +48,13 @@ pub(super) fn update(
     update: &DeliveryUpdate,
     now: i64,
 ) -> Result<DeliveryRecord, StoreError> {
-    // Only the attempt that read the record pending with one attempt fewer may write its outcome:
-    // a second, stale attempt fails here and its batch (a transcript append) rolls back.
     let changed = conn
-        .prepare_cached(
-            "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4, detail = ?5, \
-             delivered_at = ?6, updated_at = ?7 \
-             WHERE id = ?1 AND status = 'pending' AND attempts = ?3 - 1",
-        )?
-        .execute(params![
-            id,
-            update.status.as_str(),
-            update.attempts,
-            update.next_attempt_at,
-            update.detail,
-            update.delivered_at,
-            now,
-        ])?;
+        .prepare_cached(&work::record_attempt(""))?
+        .execute(bind(&work::attempt_params(id, update, now)))?;
     if changed == 0 {
-        return Err(StoreError::Conflict(format!(
-            "delivery {id} is not pending with {} attempts (already attempted)",
-            update.attempts.saturating_sub(1)
-        )));
+        return Err(work::not_pending(id, update));
     }
-    get(conn, id)?.ok_or_else(|| StoreError::NotFound(format!("Delivery not found: {id}")))
+    get(conn, id)?.ok_or_else(|| work::delivery_not_found(id))
 }
 
 pub(super) fn list(
@@ -132,26 +62,32 @@ pub(super) fn list(
     query: &DeliveryQuery,
 ) -> Result<Vec<DeliveryRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM deliveries WHERE (?1 IS NULL OR session_key = ?1) \
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE (?1 IS NULL OR session_key = ?1) \
          AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC, id DESC LIMIT ?3"
     );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map(
-            params![
-                query.session_key,
-                query.status.map(DeliveryStatus::as_str),
-                query.limit as i64
-            ],
-            from_row,
-        )?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    let values = params![
+        query.session_key,
+        query.status.map(DeliveryStatus::as_str),
+        query.limit as i64
+    ];
+    all(conn, &sql, values, |r| rows::delivery(r))
 }
 
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) fn progress(conn: &Connection, id: &str, parts_sent: u32) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE deliveries SET parts_sent = max(parts_sent, ?2) WHERE id = ?1")?
+    conn.prepare_cached(&work::progress(SQLITE))?
         .execute(params![id, parts_sent])?;
+    Ok(())
+}
+
+/// A channel account's cursor (`channel_cursors`), if one was set.
+pub(super) fn cursor(conn: &Connection, name: &str) -> Result<Option<i64>, StoreError> {
+    first(conn, work::CURSOR, [name], |r| Ok(r.get(0)?))
+}
+
+/// Sets a channel account's cursor; it only moves forward.
+pub(super) fn set_cursor(conn: &Connection, name: &str, position: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(&work::set_cursor(SQLITE))?
+        .execute(params![name, position])?;
     Ok(())
 }

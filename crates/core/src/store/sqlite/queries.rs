@@ -5,24 +5,24 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
-use super::schema::{ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, entry_from_row, run_from_row};
+use super::types::{all, bind, first};
 use super::writer::MirrorOp;
+use crate::store::dialect::SQLITE;
+use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, WRITE_ENTRY};
+use crate::store::rules::sessions::{self as rules, not_found};
+use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, Cursor, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput,
-    RunRecord, SessionEntry, StoreError, StoredMessage,
+    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord,
+    SessionEntry, StoreError, StoredMessage,
 };
-use switchboard_protocol::sessions::Patch;
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
-pub(crate) const HISTORY_SQL: &str =
-    "SELECT seq, body FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3";
+#[cfg(test)]
+pub(crate) const HISTORY_SQL: &str = transcript::HISTORY;
 
 pub(super) fn get_entry(conn: &Connection, key: &str) -> Result<Option<SessionEntry>, StoreError> {
     let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([key], entry_from_row)
-        .optional()?)
+    first(conn, &sql, [key], |r| rows::entry(r))
 }
 
 pub(super) fn get_by_session_id(
@@ -30,10 +30,7 @@ pub(super) fn get_by_session_id(
     session_id: &str,
 ) -> Result<Option<SessionEntry>, StoreError> {
     let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([session_id], entry_from_row)
-        .optional()?)
+    first(conn, &sql, [session_id], |r| rows::entry(r))
 }
 
 pub(super) fn get_by_label(
@@ -43,10 +40,7 @@ pub(super) fn get_by_label(
 ) -> Result<Option<SessionEntry>, StoreError> {
     let sql =
         format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.agent_id = ?1 AND s.label = ?2");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([agent_id, label], entry_from_row)
-        .optional()?)
+    first(conn, &sql, [agent_id, label], |r| rows::entry(r))
 }
 
 fn check_label_free(
@@ -55,14 +49,8 @@ fn check_label_free(
     label: &str,
     key: &str,
 ) -> Result<(), StoreError> {
-    match get_by_label(conn, agent_id, label)? {
-        // The other session is not named: the caller may be a sandboxed agent that must not
-        // learn a key it cannot see.
-        Some(other) if other.key != key => Err(StoreError::Conflict(format!(
-            "label \"{label}\" is already used by another session of agent {agent_id}; labels are unique per agent, choose another"
-        ))),
-        _ => Ok(()),
-    }
+    let holder = get_by_label(conn, agent_id, label)?;
+    rules::check_label(holder.as_ref(), agent_id, label, key)
 }
 
 fn new_transcript(
@@ -72,11 +60,14 @@ fn new_transcript(
     now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<String, StoreError> {
-    let session_id = uuid::Uuid::new_v4().to_string();
-    conn.prepare_cached(
-        "INSERT INTO transcripts (session_id, session_key, agent_id, created_at) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![session_id, key, agent_id, now])?;
+    let session_id = rules::new_session_id();
+    conn.prepare_cached(rules::INSERT_TRANSCRIPT)?
+        .execute(bind(&rules::transcript_params(
+            &session_id,
+            key,
+            agent_id,
+            now,
+        )))?;
     mirror.push(MirrorOp::Create {
         agent_id: agent_id.to_string(),
         session_id: session_id.clone(),
@@ -99,25 +90,9 @@ pub(super) fn create(
         check_label_free(conn, &new.agent_id, label, new.key.as_str())?;
     }
     let session_id = new_transcript(conn, new.key.as_str(), &new.agent_id, now, mirror)?;
-    conn.prepare_cached(
-        "INSERT INTO sessions (key, session_id, agent_id, kind, created_at, updated_at, channel, \
-         chat_type, display_name, label, spawned_by) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        new.key,
-        session_id,
-        new.agent_id,
-        new.kind.as_str(),
-        now,
-        new.channel,
-        new.chat_type.map(|c| c.as_str()),
-        new.display_name,
-        new.label,
-        new.spawned_by,
-    ])?;
-    let entry = get_entry(conn, new.key.as_str())?.ok_or_else(|| {
-        StoreError::Backend("a session vanished inside its own transaction".into())
-    })?;
+    conn.prepare_cached(rules::INSERT_SESSION)?
+        .execute(bind(&rules::session_params(&new, &session_id, now)))?;
+    let entry = get_entry(conn, new.key.as_str())?.ok_or_else(rules::vanished)?;
     Ok((entry, true))
 }
 
@@ -130,59 +105,21 @@ pub(super) fn patch(
     now: i64,
 ) -> Result<SessionEntry, StoreError> {
     let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
-    if let Patch::Set(label) = &patch.label {
+    if let Some(label) = rules::label_set(patch) {
         check_label_free(conn, &e.agent_id, label, key)?;
     }
-    patch.apply(&mut e)?;
-    e.updated_at = now.max(e.updated_at);
+    rules::patched(&mut e, patch, now)?;
     write_entry(conn, &e)?;
     Ok(e)
 }
 
 fn write_entry(conn: &Connection, e: &SessionEntry) -> Result<(), StoreError> {
-    let delivery = e
-        .delivery_context
-        .as_ref()
-        .and_then(|d| serde_json::to_string(d).ok());
-    conn.prepare_cached(
-        "UPDATE sessions SET session_id = ?2, updated_at = ?3, channel = ?4, display_name = ?5, \
-         label = ?6, spawned_by = ?7, model = ?8, thinking_level = ?9, verbose_level = ?10, \
-         system_sent = ?11, aborted_last_run = ?12, send_policy = ?13, last_channel = ?14, \
-         last_to = ?15, last_account_id = ?16, last_thread_id = ?17, delivery_context = ?18, \
-         input_tokens = ?19, output_tokens = ?20, total_tokens = ?21, context_tokens = ?22, \
-         archived_at = ?23, last_model = ?24, cost_usd = ?25 WHERE key = ?1",
-    )?
-    .execute(params![
-        e.key,
-        e.session_id,
-        e.updated_at,
-        e.channel,
-        e.display_name,
-        e.label,
-        e.spawned_by,
-        e.model,
-        e.thinking_level,
-        e.verbose_level,
-        e.system_sent,
-        e.aborted_last_run,
-        e.send_policy,
-        e.last_channel,
-        e.last_to,
-        e.last_account_id,
-        e.last_thread_id,
-        delivery,
-        e.input_tokens as i64,
-        e.output_tokens as i64,
-        e.total_tokens as i64,
-        e.context_tokens.map(|v| v as i64),
-        e.archived_at,
-        e.last_model,
-        e.cost_usd,
-    ])?;
+    conn.prepare_cached(WRITE_ENTRY)?
+        .execute(bind(&rows::entry_params(e)?))?;
     Ok(())
 }
 
-/// New transcript for the key; counters and run flags start over, settings stay.
+/// A new transcript for the key ([`rules::reset`] says what starts over).
 pub(super) fn reset(
     conn: &Connection,
     key: &str,
@@ -190,33 +127,16 @@ pub(super) fn reset(
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<SessionEntry, StoreError> {
     let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
-    e.session_id = new_transcript(conn, key, &e.agent_id, now, mirror)?;
-    e.updated_at = now.max(e.updated_at);
-    e.input_tokens = 0;
-    e.output_tokens = 0;
-    e.total_tokens = 0;
-    e.cost_usd = 0.0;
-    e.context_tokens = None;
-    e.system_sent = false;
-    e.aborted_last_run = false;
+    let session_id = new_transcript(conn, key, &e.agent_id, now, mirror)?;
+    rules::reset(&mut e, session_id, now);
     write_entry(conn, &e)?;
     get_entry(conn, key)?.ok_or_else(|| not_found(key))
 }
 
 pub(super) fn delete(conn: &Connection, key: &str, now: i64) -> Result<SessionEntry, StoreError> {
     let e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
-    conn.prepare_cached(
-        "INSERT INTO deleted_sessions (key, session_id, agent_id, deleted_at, label, display_name) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        e.key,
-        e.session_id,
-        e.agent_id,
-        now,
-        e.label,
-        e.display_name
-    ])?;
+    conn.prepare_cached(rules::INSERT_DELETED)?
+        .execute(bind(&rules::deleted_params(&e, now)))?;
     conn.prepare_cached("DELETE FROM sessions WHERE key = ?1")?
         .execute([key])?;
     Ok(e)
@@ -230,60 +150,32 @@ pub(super) fn append(
     now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<Appended, StoreError> {
-    let (mut entry, created) = match (get_entry(conn, key)?, create_with) {
+    let (entry, created) = match (get_entry(conn, key)?, create_with) {
         (Some(e), _) => (e, false),
         (None, Some(new)) => create(conn, new, now, mirror)?,
         (None, None) => return Err(not_found(key)),
     };
-    let mut seq = entry.last_seq;
-    let mut summary_seq = None;
-    let mut seqs = Vec::with_capacity(messages.len());
-    let mut lines = Vec::with_capacity(messages.len());
+    let numbered = transcript::number(entry.last_seq, messages)?;
     {
-        let mut insert = conn.prepare_cached(
-            "INSERT INTO messages (session_id, seq, role, ts, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
-        for message in messages {
-            seq += 1;
-            if super::super::is_summary(&message) {
-                summary_seq = Some(seq);
-            }
-            // The store's edge: the typed message becomes its transcript JSON here.
-            let body = serde_json::to_value(&message).map_err(|e| {
-                StoreError::Backend(format!("message {seq} could not be encoded: {e}"))
-            })?;
-            insert.execute(params![
-                entry.session_id,
-                seq,
-                message.role(),
-                message.timestamp(),
-                body.to_string()
-            ])?;
-            seqs.push(seq);
-            lines.push((seq, body));
+        let mut insert = conn.prepare_cached(transcript::INSERT_MESSAGE)?;
+        for row in &numbered.rows {
+            insert.execute(bind(&row.params(&entry.session_id)))?;
         }
     }
-    conn.prepare_cached(
-        "UPDATE transcripts SET last_seq = ?2, summary_seq = coalesce(?3, summary_seq) \
-         WHERE session_id = ?1",
-    )?
-    .execute(params![entry.session_id, seq, summary_seq])?;
-    entry.updated_at = now.max(entry.updated_at);
-    conn.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE key = ?1")?
+    conn.prepare_cached(transcript::MARK_TRANSCRIPT)?
+        .execute(bind(&numbered.mark_params(&entry.session_id)))?;
+    let appended = transcript::appended(entry, &numbered, now, created);
+    let entry = &appended.entry;
+    conn.prepare_cached(transcript::TOUCH_SESSION)?
         .execute(params![key, entry.updated_at])?;
-    entry.last_seq = seq;
     let created_at = transcript_created_at(conn, &entry.session_id)?;
     mirror.push(MirrorOp::Append {
         agent_id: entry.agent_id.clone(),
         session_id: entry.session_id.clone(),
         created_at,
-        messages: lines,
+        messages: numbered.lines(),
     });
-    Ok(Appended {
-        entry,
-        seqs,
-        created,
-    })
+    Ok(appended)
 }
 
 fn transcript_created_at(conn: &Connection, session_id: &str) -> Result<i64, StoreError> {
@@ -292,95 +184,13 @@ fn transcript_created_at(conn: &Connection, session_id: &str) -> Result<i64, Sto
         .query_row([session_id], |r| r.get(0))?)
 }
 
-/// Numbered SQL parameters: each `?` in a clause becomes `?N` of the value pushed with it.
-#[derive(Default)]
-struct Args {
-    sql: String,
-    values: Vec<Box<dyn ToSql>>,
-}
-
-impl Args {
-    fn push(&mut self, clause: &str, value: Box<dyn ToSql>) -> usize {
-        self.values.push(value);
-        let n = self.values.len();
-        self.sql.push_str(&clause.replace('?', &format!("?{n}")));
-        n
-    }
-}
-
 pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreError> {
-    let mut a = Args {
-        sql: format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE 1 = 1"),
-        ..Args::default()
-    };
-    if !q.include_archived {
-        a.sql.push_str(" AND s.archived_at IS NULL");
-    }
-    if let Some(agent) = &q.agent_id {
-        a.push(" AND s.agent_id = ?", Box::new(agent.clone()));
-    }
-    if !q.kinds.is_empty() {
-        a.sql.push_str(" AND s.kind IN (");
-        for (i, kind) in q.kinds.iter().enumerate() {
-            a.push(if i == 0 { "?" } else { ", ?" }, Box::new(kind.as_str()));
-        }
-        a.sql.push(')');
-    }
-    if let Some(since) = q.updated_since {
-        a.push(" AND s.updated_at >= ?", Box::new(since));
-    }
-    if let Some(parent) = &q.spawned_by {
-        a.push(" AND s.spawned_by = ?", Box::new(parent.clone()));
-    }
-    if let Some(label) = &q.label {
-        a.push(" AND s.label = ?", Box::new(label.clone()));
-    }
-    if let Some(search) = q
-        .search
-        .as_deref()
-        .map(str::to_lowercase)
-        .filter(|s| !s.is_empty())
-    {
-        // The three `?` become one parameter.
-        a.push(
-            " AND (instr(lower(s.key), ?) > 0 OR instr(lower(ifnull(s.label, '')), ?) > 0 OR \
-             instr(lower(ifnull(s.display_name, '')), ?) > 0)",
-            Box::new(search),
-        );
-    }
-    for key in &q.exclude_keys {
-        a.push(" AND s.key <> ?", Box::new(key.clone()));
-    }
-    if let Some(c) = &q.cursor {
-        let at = a.push(" AND (s.updated_at < ?", Box::new(c.updated_at));
-        a.sql
-            .push_str(&format!(" OR (s.updated_at = ?{at} AND s.key > "));
-        a.push("?))", Box::new(c.key.clone()));
-    }
-    a.push(
-        " ORDER BY s.updated_at DESC, s.key ASC LIMIT ?",
-        Box::new(q.limit as i64 + 1),
-    );
-    let mut stmt = conn.prepare_cached(&a.sql)?;
-    let mut entries = stmt
-        .query_map(
-            params_from_iter(a.values.iter().map(|v| v.as_ref())),
-            entry_from_row,
-        )?
+    let statement = listing::statement(q, SQLITE);
+    let mut stmt = conn.prepare_cached(&statement.sql)?;
+    let entries = stmt
+        .query_and_then(bind(&statement.params), |r| rows::entry(r))?
         .collect::<Result<Vec<_>, _>>()?;
-    let next_cursor = if entries.len() > q.limit {
-        entries.truncate(q.limit);
-        entries.last().map(|e| Cursor {
-            updated_at: e.updated_at,
-            key: e.key.clone(),
-        })
-    } else {
-        None
-    };
-    Ok(ListPage {
-        entries,
-        next_cursor,
-    })
+    Ok(listing::page(entries, q.limit))
 }
 
 pub(super) fn history(
@@ -389,23 +199,14 @@ pub(super) fn history(
     limit: usize,
     before: Option<i64>,
 ) -> Result<HistoryPage, StoreError> {
-    let mut stmt = conn.prepare_cached(HISTORY_SQL)?;
-    let before = before.unwrap_or(i64::MAX);
-    let mut messages = stmt
-        .query_map(params![session_id, before, limit as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?
-        .map(|r| {
-            r.map_err(StoreError::from)
-                .and_then(|(seq, body)| parse_message(seq, &body))
-        })
+    let mut stmt = conn.prepare_cached(transcript::HISTORY)?;
+    let messages = stmt
+        .query_and_then(
+            bind(&transcript::history_params(session_id, limit, before)),
+            |r| transcript::parse_message(r.get(0)?, &r.get::<_, String>(1)?),
+        )?
         .collect::<Result<Vec<_>, _>>()?;
-    messages.reverse();
-    let next_before = messages.first().map(|m| m.seq).filter(|seq| *seq > 1);
-    Ok(HistoryPage {
-        messages,
-        next_before,
-    })
+    Ok(transcript::history_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.
@@ -415,22 +216,13 @@ pub(super) fn summary(
     before: i64,
 ) -> Result<Option<StoredMessage>, StoreError> {
     let row = conn
-        .prepare_cached(
-            "SELECT m.seq, m.body FROM transcripts t JOIN messages m \
-             ON m.session_id = t.session_id AND m.seq = t.summary_seq \
-             WHERE t.session_id = ?1 AND t.summary_seq < ?2",
-        )?
+        .prepare_cached(transcript::SUMMARY)?
         .query_row(params![session_id, before], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
         })
         .optional()?;
-    row.map(|(seq, body)| parse_message(seq, &body)).transpose()
-}
-
-fn parse_message(seq: i64, body: &str) -> Result<StoredMessage, StoreError> {
-    let message = serde_json::from_str(body)
-        .map_err(|e| StoreError::Backend(format!("stored message {seq} is not JSON: {e}")))?;
-    Ok(StoredMessage { seq, message })
+    row.map(|(seq, body)| transcript::parse_message(seq, &body))
+        .transpose()
 }
 
 /// Every message of a transcript, oldest first (mirror rebuilds).
@@ -441,13 +233,10 @@ pub(super) fn all_messages(
     let mut stmt =
         conn.prepare_cached("SELECT seq, body FROM messages WHERE session_id = ?1 ORDER BY seq")?;
     let rows = stmt
-        .query_map([session_id], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        .query_and_then([session_id], |r| {
+            transcript::parse_message(r.get(0)?, &r.get::<_, String>(1)?)
+                .map(|m| (m.seq, m.message))
         })?
-        .map(|r| {
-            r.map_err(StoreError::from)
-                .and_then(|(seq, body)| parse_message(seq, &body).map(|m| (m.seq, m.message)))
-        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -462,15 +251,6 @@ pub(super) fn last_messages(
     session_ids: &[String],
     limit: usize,
 ) -> Result<Vec<(String, Vec<StoredMessage>)>, StoreError> {
-    let mut out: Vec<(String, Vec<StoredMessage>)> = session_ids
-        .iter()
-        .map(|id| (id.clone(), Vec::new()))
-        .collect();
-    let index: std::collections::HashMap<&str, usize> = session_ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
     let mut rows = Vec::new();
     for chunk in session_ids.chunks(LAST_MESSAGES_CHUNK) {
         let branch = "SELECT * FROM (SELECT session_id, seq, body FROM messages WHERE session_id = ? \
@@ -482,26 +262,16 @@ pub(super) fn last_messages(
             args.push(Box::new(limit as i64));
         }
         let mut stmt = conn.prepare_cached(&sql)?;
-        let found = stmt.query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?;
+        let found =
+            stmt.query_and_then(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
+                let message = transcript::parse_message(r.get(1)?, &r.get::<_, String>(2)?)?;
+                Ok::<_, StoreError>((r.get::<_, String>(0)?, message))
+            })?;
         for row in found {
             rows.push(row?);
         }
     }
-    for (session_id, seq, body) in rows {
-        if let Some(i) = index.get(session_id.as_str()) {
-            out[*i].1.push(parse_message(seq, &body)?);
-        }
-    }
-    for (_, messages) in &mut out {
-        messages.sort_by_key(|m| m.seq);
-    }
-    Ok(out)
+    Ok(transcript::gather_last(session_ids, rows))
 }
 
 pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
@@ -527,42 +297,20 @@ pub(super) fn put_run(
     run: &RunRecord,
     input: Option<&RunInput>,
 ) -> Result<(), StoreError> {
-    let input = input
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))?;
+    let mut values = rows::run_params(run);
+    values.push(work::encode_input(input)?.into());
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
-         ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, \
-         lane = excluded.lane, started_at = excluded.started_at, ended_at = excluded.ended_at, \
-         result = excluded.result, error = excluded.error, model = excluded.model, \
-         cost_usd = excluded.cost_usd, input = excluded.input"
+        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ({}) ON CONFLICT (run_id) DO UPDATE SET {}",
+        rows::placeholders(SQLITE, 1, values.len()),
+        rows::RUN_UPDATE,
     );
     conn.prepare_cached(&sql)?
-        .execute(params![
-            run.run_id,
-            run.session_key,
-            run.session_id,
-            run.status.as_str(),
-            run.lane,
-            run.created_at,
-            run.started_at,
-            run.ended_at,
-            run.result,
-            run.error,
-            run.idempotency_key,
-            run.model,
-            run.cost_usd,
-            input,
-        ])
+        .execute(bind(&values))
         .map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _)
                 if f.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                StoreError::Conflict(format!(
-                    "idempotencyKey {:?} already names another run",
-                    run.idempotency_key.as_deref().unwrap_or("")
-                ))
+                work::idempotency_taken(run)
             }
             other => other.into(),
         })?;
@@ -571,10 +319,7 @@ pub(super) fn put_run(
 
 pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([run_id], run_from_row)
-        .optional()?)
+    first(conn, &sql, [run_id], |r| rows::run(r))
 }
 
 pub(super) fn get_run_by_idempotency(
@@ -582,42 +327,23 @@ pub(super) fn get_run_by_idempotency(
     key: &str,
 ) -> Result<Option<RunRecord>, StoreError> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([key], run_from_row)
-        .optional()?)
+    first(conn, &sql, [key], |r| rows::run(r))
 }
 
 /// Runs still `queued` or `running`, and runs aborted while queued whose message is still only
-/// in their input, in submission order, with their stored input. An input that no longer
-/// decodes is `None` (the run cannot start again).
+/// in their input, in submission order, with their stored input.
 pub(super) fn live_runs(
     conn: &Connection,
 ) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
     let sql = format!(
-        "SELECT {RUN_COLUMNS}, input FROM runs WHERE status IN ('queued', 'running') \
-         OR input IS NOT NULL ORDER BY rowid"
+        "SELECT {RUN_COLUMNS}, input FROM runs WHERE {} ORDER BY rowid",
+        work::LIVE_RUN
     );
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map([], |r| {
-            let input: Option<String> = r.get(13)?;
-            Ok((run_from_row(r)?, input))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows
-        .into_iter()
-        .map(|(run, input)| {
-            let input = input.and_then(|json| match serde_json::from_str(&json) {
-                Ok(input) => Some(input),
-                Err(e) => {
-                    tracing::warn!(run_id = %run.run_id, error = %e, "a queued run's stored input does not decode");
-                    None
-                }
-            });
-            (run, input)
-        })
-        .collect())
+    all(conn, &sql, [], |r| {
+        let run = rows::run(r)?;
+        let input = work::decode_input(&run, r.get(rows::RUN_COLUMN_COUNT)?);
+        Ok((run, input))
+    })
 }
 
 /// Every transcript, for the start-up check of its mirror.
@@ -656,8 +382,4 @@ pub(super) fn mark_mirrored(
     conn.prepare_cached("UPDATE transcripts SET mirrored_seq = ?2 WHERE session_id = ?1")?
         .execute(params![session_id, seq])?;
     Ok(())
-}
-
-fn not_found(key: &str) -> StoreError {
-    StoreError::NotFound(format!("Session not found: {key}"))
 }

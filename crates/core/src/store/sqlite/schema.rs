@@ -1,10 +1,9 @@
-//! The SQLite schema and the mapping between rows and entries.
+//! The SQLite schema and its migrations (rows become records in `rules::rows`, the same on
+//! every backend).
 
-use rusqlite::{Connection, Row};
-use switchboard_protocol::sessions::DeliveryContext;
+use rusqlite::Connection;
 
-use crate::keys::{ChatType, SessionKind};
-use crate::store::{RunRecord, RunStatus, SessionEntry, StoreError};
+use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
 const SCHEMA_VERSION: i64 = 8;
@@ -288,75 +287,4 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
         }
     }
     Ok(())
-}
-
-/// The columns `entry_from_row` reads, in order (`s` = sessions, `t` = transcripts).
-pub(super) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind, s.created_at, s.updated_at, \
-    s.channel, s.chat_type, s.display_name, s.label, s.spawned_by, s.model, s.thinking_level, \
-    s.verbose_level, s.system_sent, s.aborted_last_run, s.send_policy, s.last_channel, s.last_to, \
-    s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
-    s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model, s.cost_usd";
-
-pub(super) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
-
-pub(super) fn entry_from_row(row: &Row<'_>) -> rusqlite::Result<SessionEntry> {
-    let kind: String = row.get(3)?;
-    let chat_type: Option<String> = row.get(7)?;
-    let delivery: Option<String> = row.get(21)?;
-    Ok(SessionEntry {
-        key: row.get(0)?,
-        session_id: row.get(1)?,
-        agent_id: row.get(2)?,
-        kind: SessionKind::parse(&kind).unwrap_or(SessionKind::Other),
-        created_at: row.get(4)?,
-        updated_at: row.get(5)?,
-        channel: row.get(6)?,
-        chat_type: chat_type.as_deref().and_then(ChatType::parse),
-        display_name: row.get(8)?,
-        label: row.get(9)?,
-        spawned_by: row.get(10)?,
-        model: row.get(11)?,
-        thinking_level: row.get(12)?,
-        verbose_level: row.get(13)?,
-        system_sent: row.get(14)?,
-        aborted_last_run: row.get(15)?,
-        send_policy: row.get(16)?,
-        last_channel: row.get(17)?,
-        last_to: row.get(18)?,
-        last_account_id: row.get(19)?,
-        last_thread_id: row.get(20)?,
-        delivery_context: delivery.and_then(|d| serde_json::from_str::<DeliveryContext>(&d).ok()),
-        input_tokens: row.get::<_, i64>(22)?.max(0) as u64,
-        output_tokens: row.get::<_, i64>(23)?.max(0) as u64,
-        total_tokens: row.get::<_, i64>(24)?.max(0) as u64,
-        context_tokens: row.get::<_, Option<i64>>(25)?.map(|v| v.max(0) as u64),
-        archived_at: row.get(26)?,
-        last_seq: row.get(27)?,
-        last_model: row.get(28)?,
-        cost_usd: row.get(29)?,
-    })
-}
-
-pub(super) const RUN_COLUMNS: &str = "run_id, session_key, session_id, status, lane, created_at, \
-    started_at, ended_at, result, error, idempotency_key, model, cost_usd";
-
-pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
-    let status: String = row.get(3)?;
-    Ok(RunRecord {
-        run_id: row.get(0)?,
-        session_key: row.get(1)?,
-        session_id: row.get(2)?,
-        status: RunStatus::parse(&status).unwrap_or(RunStatus::Aborted),
-        lane: row.get(4)?,
-        created_at: row.get(5)?,
-        started_at: row.get(6)?,
-        ended_at: row.get(7)?,
-        result: row.get(8)?,
-        error: row.get(9)?,
-        idempotency_key: row.get(10)?,
-        model: row.get(11)?,
-        cost_usd: row.get(12)?,
-        // One gateway alone holds every run.
-        epoch: 0,
-    })
 }

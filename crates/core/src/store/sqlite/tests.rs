@@ -6,8 +6,12 @@ use switchboard_protocol::sessions::Patch;
 
 use super::queries::{self, HISTORY_SQL};
 use super::*;
+use crate::ids::RunId;
 use crate::keys::{SessionKey, SessionKind};
-use crate::store::{EntryPatch, ListQuery, RunStatus};
+use crate::store::{
+    EntryPatch, ListQuery, NewSession, RunRecord, RunStatus, RunStore, SessionReads, SessionStore,
+    Store,
+};
 
 /// A new session of kind `Other` for agent `main` (also used by other modules' tests).
 pub(crate) fn new_session(key: &str) -> NewSession {
@@ -447,8 +451,8 @@ async fn cached_statements_are_not_re_prepared_when_parameters_change() {
     }
     let sql = format!(
         "SELECT {} FROM {} WHERE s.key = ?1",
-        super::schema::ENTRY_COLUMNS,
-        super::schema::ENTRY_FROM
+        crate::store::rules::rows::ENTRY_COLUMNS,
+        crate::store::rules::rows::ENTRY_FROM
     );
     let stmt = conn.prepare_cached(&sql).unwrap();
     assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);

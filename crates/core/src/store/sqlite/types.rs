@@ -1,9 +1,13 @@
-//! The id newtypes as SQLite values: stored as their plain text.
+//! SQLite's side of the dialect layer: the id newtypes and neutral [`Param`]s as SQLite values,
+//! and a row read through [`Columns`].
 
+use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
 use crate::ids::RunId;
 use crate::keys::SessionKey;
+use crate::store::StoreError;
+use crate::store::dialect::{Columns, Param};
 
 impl ToSql for SessionKey {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -27,4 +31,68 @@ impl FromSql for RunId {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
         String::column_result(value).map(RunId::from_string)
     }
+}
+
+impl ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self {
+            Param::Int(v) => v.to_sql(),
+            Param::Real(v) => v.to_sql(),
+            Param::Flag(v) => v.to_sql(),
+            Param::Text(v) => v.to_sql(),
+            // The SQLite dialect binds a list item by item (`Dialect::arrays` is false).
+            Param::Texts(_) => Err(rusqlite::Error::ToSqlConversionFailure(
+                "a list is bound item by item on SQLite".into(),
+            )),
+        }
+    }
+}
+
+impl Columns for Row<'_> {
+    fn int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(i)?)
+    }
+
+    fn real(&self, i: usize) -> Result<Option<f64>, StoreError> {
+        Ok(self.get(i)?)
+    }
+
+    fn flag(&self, i: usize) -> Result<Option<bool>, StoreError> {
+        Ok(self.get(i)?)
+    }
+
+    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.get(i)?)
+    }
+}
+
+/// The values of a neutral statement, to bind.
+pub(super) fn bind(params: &[Param]) -> rusqlite::ParamsFromIter<std::slice::Iter<'_, Param>> {
+    rusqlite::params_from_iter(params.iter())
+}
+
+/// The first row of `sql`, decoded by `decode` (a neutral decoder of `rules::rows`); `None`
+/// when there is none.
+pub(super) fn first<T>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    decode: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    conn.prepare_cached(sql)?
+        .query_and_then(params, decode)?
+        .next()
+        .transpose()
+}
+
+/// Every row of `sql`, decoded by `decode`.
+pub(super) fn all<T>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    decode: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    conn.prepare_cached(sql)?
+        .query_and_then(params, decode)?
+        .collect()
 }

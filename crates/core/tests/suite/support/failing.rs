@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use switchboard_core::engine::StoreWrapper;
 use switchboard_core::store::{
-    Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
-    EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
-    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock,
-    Store, StoreError, StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    Appended, Bus, Cluster, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
+    DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
+    Orphans, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
+    RunRecord, RunStore, SessionEntry, SessionLock, SessionReads, SessionStore, Store, StoreError,
+    StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use switchboard_core::{RunId, SessionKey};
 
@@ -104,69 +105,35 @@ impl FailingStore {
     }
 }
 
-impl Store for FailingStore {
-    fn cluster(&self) -> Arc<dyn Cluster> {
-        self.inner.cluster()
-    }
-    fn health(&self) -> switchboard_core::store::StoreHealth {
-        self.inner.health()
-    }
-    fn orphans(&self) -> StoreFuture<'_, Orphans> {
-        self.inner.orphans()
-    }
-    fn lock_session(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
-        self.inner.lock_session(key)
-    }
-    fn bus(&self) -> Option<Arc<dyn Bus>> {
-        self.inner.bus()
-    }
+impl SessionReads for FailingStore {
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
         self.inner.transcript_path(agent_id, session_id)
     }
-    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        self.inner.close()
-    }
-    fn reads(&self) -> u64 {
-        self.inner.reads()
-    }
+
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
         self.or_fail(Call::Get, key.as_str(), || self.inner.get(key))
     }
+
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
         self.inner.get_by_session_id(session_id)
     }
+
     fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>> {
         self.inner.get_by_label(agent_id, label)
     }
-    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
-        self.inner.create(new)
-    }
-    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
-        self.inner.patch(key, patch)
-    }
-    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
-        self.inner.reset(key)
-    }
-    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
-        self.inner.delete(key)
-    }
+
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
         self.inner.list(query)
     }
+
     fn count(&self) -> StoreFuture<'_, u64> {
         self.inner.count()
     }
+
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         self.inner.count_by_agent()
     }
-    fn append(
-        &self,
-        key: &SessionKey,
-        create: Option<NewSession>,
-        messages: Vec<switchboard_protocol::message::TranscriptMessage>,
-    ) -> StoreFuture<'_, Appended> {
-        self.inner.append(key, create, messages)
-    }
+
     fn history(
         &self,
         session_id: &str,
@@ -175,9 +142,11 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, HistoryPage> {
         self.inner.history(session_id, limit, before)
     }
+
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
         self.inner.summary(session_id, before)
     }
+
     fn last_messages(
         &self,
         session_ids: Vec<String>,
@@ -185,63 +154,84 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>> {
         self.inner.last_messages(session_ids, limit)
     }
+}
+
+impl SessionStore for FailingStore {
+    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)> {
+        self.inner.create(new)
+    }
+
+    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
+        self.inner.patch(key, patch)
+    }
+
+    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        self.inner.reset(key)
+    }
+
+    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
+        self.inner.delete(key)
+    }
+
+    fn append(
+        &self,
+        key: &SessionKey,
+        create: Option<NewSession>,
+        messages: Vec<switchboard_protocol::message::TranscriptMessage>,
+    ) -> StoreFuture<'_, Appended> {
+        self.inner.append(key, create, messages)
+    }
+}
+
+impl RunStore for FailingStore {
     fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()> {
         self.inner.put_run(run)
     }
-    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        self.inner.write_batch(ops)
-    }
+
     fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>> {
         self.or_fail(Call::GetRun, run_id.as_str(), || self.inner.get_run(run_id))
     }
+
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
         self.inner.get_run_by_idempotency(key)
     }
+
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
         self.inner.live_runs()
     }
-    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
-        self.inner.enqueue_delivery(record)
-    }
-    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.inner.pending_deliveries(limit)
-    }
-    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
-        self.inner.update_delivery(id, update)
-    }
-    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
-        self.or_fail(Call::GetDelivery, id, || self.inner.get_delivery(id))
-    }
-    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.inner.list_deliveries(query)
-    }
+
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
         self.inner.put_subagent(record)
     }
+
     fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>> {
         self.inner.get_subagent(child_key)
     }
-    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
-        self.inner.cursor(name)
-    }
+
     fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.inner.get_subagents(child_keys)
     }
+
     fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.inner.unfinished_subagents()
     }
+
     fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>> {
         self.inner.subagents_to_archive(now)
     }
+
     fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()> {
         self.inner.put_exchange(record)
     }
+
     fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>> {
         self.inner.get_exchange(id)
     }
+
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
         self.inner.unfinished_exchanges()
     }
+
     fn list_exchanges(
         &self,
         session: Option<SessionKey>,
@@ -249,6 +239,63 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, Vec<ExchangeRecord>> {
         self.inner.list_exchanges(session, limit)
     }
+}
+
+impl OutboxStore for FailingStore {
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)> {
+        self.inner.enqueue_delivery(record)
+    }
+
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.inner.pending_deliveries(limit)
+    }
+
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
+        self.inner.update_delivery(id, update)
+    }
+
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
+        self.or_fail(Call::GetDelivery, id, || self.inner.get_delivery(id))
+    }
+
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
+        self.inner.list_deliveries(query)
+    }
+
+    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
+        self.inner.cursor(name)
+    }
+}
+
+impl CronStore for FailingStore {
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
+        self.inner.cron_insert(job)
+    }
+
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
+        self.inner.cron_list()
+    }
+
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
+        self.inner.cron_get(id)
+    }
+
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
+        self.inner.cron_remove(id)
+    }
+
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &RunId,
+        at: i64,
+    ) -> StoreFuture<'_, bool> {
+        self.inner.cron_record_firing(id, slot, run_id, at)
+    }
+}
+
+impl PairingStore for FailingStore {
     fn pairing_approved(
         &self,
         channel: &str,
@@ -257,9 +304,11 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, bool> {
         self.inner.pairing_approved(channel, account, sender)
     }
+
     fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission> {
         self.inner.pairing_admit(ask)
     }
+
     fn pairing_pending(
         &self,
         channel: &str,
@@ -268,6 +317,7 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, Vec<PairingRecord>> {
         self.inner.pairing_pending(channel, account, since)
     }
+
     fn pairing_approve(
         &self,
         channel: &str,
@@ -277,25 +327,40 @@ impl Store for FailingStore {
     ) -> StoreFuture<'_, PairingRecord> {
         self.inner.pairing_approve(channel, account, code, since)
     }
-    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()> {
-        self.inner.cron_insert(job)
+}
+
+impl ClusterStore for FailingStore {
+    fn cluster(&self) -> Arc<dyn Cluster> {
+        self.inner.cluster()
     }
-    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>> {
-        self.inner.cron_list()
+
+    fn orphans(&self) -> StoreFuture<'_, Orphans> {
+        self.inner.orphans()
     }
-    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
-        self.inner.cron_get(id)
+
+    fn lock_session(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
+        self.inner.lock_session(key)
     }
-    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
-        self.inner.cron_remove(id)
+
+    fn bus(&self) -> Option<Arc<dyn Bus>> {
+        self.inner.bus()
     }
-    fn cron_record_firing(
-        &self,
-        id: &str,
-        slot: Option<i64>,
-        run_id: &RunId,
-        at: i64,
-    ) -> StoreFuture<'_, bool> {
-        self.inner.cron_record_firing(id, slot, run_id, at)
+}
+
+impl Store for FailingStore {
+    fn health(&self) -> switchboard_core::store::StoreHealth {
+        self.inner.health()
+    }
+
+    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        self.inner.close()
+    }
+
+    fn reads(&self) -> u64 {
+        self.inner.reads()
+    }
+
+    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
+        self.inner.write_batch(ops)
     }
 }

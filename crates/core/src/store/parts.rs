@@ -1,0 +1,213 @@
+//! The store's interface, in the parts its callers need (docs/architecture.md, "The store
+//! seam"): sessions and their transcripts, runs and the work they drive (sub-agents,
+//! exchanges), the outbox and channel cursors, cron jobs, DM pairing, and the cluster of
+//! gateways sharing the store. [`Store`] is their sum, what the composition root holds; a
+//! component that needs one part can be handed that part alone (`Arc<dyn Store>` coerces to
+//! `Arc<dyn SessionStore>`), as tools are ([`SessionReads`]).
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use switchboard_protocol::message::TranscriptMessage;
+
+use super::{
+    Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
+    EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
+    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock,
+    StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+};
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+
+/// What a session tool reads: sessions, their transcripts and where those are mirrored. Tools
+/// get this part alone ([`crate::runtime::ToolContext::store`]); they write through the
+/// runtime.
+pub trait SessionReads: Send + Sync {
+    /// Where a transcript is mirrored as JSONL; `None` when the store keeps no mirror.
+    fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf>;
+
+    fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>>;
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
+    fn count(&self) -> StoreFuture<'_, u64>;
+    /// Sessions per agent id (archived ones included, as `count`).
+    fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
+
+    /// A page of a transcript, newest `limit` messages below `before`, oldest first. Reads only
+    /// the rows it returns.
+    fn history(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage>;
+    /// The transcript's newest compaction summary ([`super::is_summary`]), when its seq is below
+    /// `before`: the model's view starts from it however long ago it was written.
+    fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;
+    /// The last `limit` non-tool-result messages of each transcript, in one query.
+    fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<(String, Vec<StoredMessage>)>>;
+}
+
+/// Sessions and transcripts: the reads, and the writes that change them.
+pub trait SessionStore: SessionReads {
+    /// Creates the session unless its key exists; answers the entry and whether it was created.
+    fn create(&self, new: NewSession) -> StoreFuture<'_, (SessionEntry, bool)>;
+    fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry>;
+    /// Starts a new transcript (new sessionId); the old one stays stored and mirrored.
+    fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
+    /// Removes the entry; its transcripts stay stored and mirrored (archived, never lost).
+    fn delete(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry>;
+    /// Appends messages to the session's current transcript, creating the session from `create`
+    /// when the key is new (an error when it is new and `create` is `None`).
+    fn append(
+        &self,
+        key: &SessionKey,
+        create: Option<NewSession>,
+        messages: Vec<TranscriptMessage>,
+    ) -> StoreFuture<'_, Appended>;
+}
+
+/// Runs, and the work they drive that outlives them: sub-agents and agent-to-agent exchanges.
+/// On a shared store each is held under an epoch and its writes are fenced (SPEC §4.3).
+pub trait RunStore: Send + Sync {
+    fn put_run(&self, run: RunRecord) -> StoreFuture<'_, ()>;
+    fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>>;
+    /// The run submitted with this idempotency key, if any.
+    fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>>;
+    /// Runs left `queued` or `running` (by a stopped process), and runs aborted while queued
+    /// whose message has not reached the transcript yet, in the order they were submitted, each
+    /// with its stored input (`None` once it started).
+    fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>>;
+
+    /// Stores a sub-agent record (insert or replace by child key).
+    fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;
+    fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>>;
+    /// The records of those of `child_keys` that are sub-agents, in one read.
+    fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>>;
+    /// Records whose announce or cleanup is not finished, oldest first.
+    fn unfinished_subagents(&self) -> StoreFuture<'_, Vec<SubagentRecord>>;
+    /// Kept children whose `archive_at` is at or before `now` and that are not archived yet.
+    fn subagents_to_archive(&self, now: i64) -> StoreFuture<'_, Vec<SubagentRecord>>;
+
+    /// Stores an exchange record (insert or replace by id).
+    fn put_exchange(&self, record: ExchangeRecord) -> StoreFuture<'_, ()>;
+    fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>>;
+    /// Exchanges not done nor failed, oldest first.
+    fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>>;
+    /// Exchanges where `session` is the requester or the target (all when `None`), newest
+    /// first, at most `limit`.
+    fn list_exchanges(
+        &self,
+        session: Option<SessionKey>,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<ExchangeRecord>>;
+}
+
+/// The delivery outbox, and the channel cursors written with it.
+pub trait OutboxStore: Send + Sync {
+    /// Stores an outbox record unless its idempotency key names one already; answers the stored
+    /// record and whether it is new.
+    fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)>;
+    /// Pending records, soonest `next_attempt_at` first.
+    fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+    fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
+    fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
+    fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+    /// A channel account's cursor ([`WriteOp::SetCursor`]), if it has one.
+    fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>>;
+}
+
+/// Cron jobs.
+pub trait CronStore: Send + Sync {
+    /// Stores a new cron job; an id already in use is a `Conflict` and changes nothing.
+    fn cron_insert(&self, job: CronJobRecord) -> StoreFuture<'_, ()>;
+    /// Every cron job, by id.
+    fn cron_list(&self) -> StoreFuture<'_, Vec<CronJobRecord>>;
+    fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
+    /// Removes a cron job and answers it; an unknown id is `NotFound`.
+    fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
+    /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
+    /// (`last_slot` only ever rises). Answers false when the job no longer exists.
+    fn cron_record_firing(
+        &self,
+        id: &str,
+        slot: Option<i64>,
+        run_id: &RunId,
+        at: i64,
+    ) -> StoreFuture<'_, bool>;
+}
+
+/// DM pairing (`dmPolicy: "pairing"`).
+pub trait PairingStore: Send + Sync {
+    /// Whether the sender (`channel`, `account`, `sender`) was approved by pairing.
+    fn pairing_approved(&self, channel: &str, account: &str, sender: &str)
+    -> StoreFuture<'_, bool>;
+    /// A request of a sender the policy does not know: see [`PairingAdmission`].
+    fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission>;
+    /// Requests of `channel` (one account's, or all) made after `since` and not approved.
+    fn pairing_pending(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        since: i64,
+    ) -> StoreFuture<'_, Vec<PairingRecord>>;
+    /// Approves the pending request with `code` made after `since`; `NotFound` when none is.
+    fn pairing_approve(
+        &self,
+        channel: &str,
+        account: Option<&str>,
+        code: &str,
+        since: i64,
+    ) -> StoreFuture<'_, PairingRecord>;
+}
+
+/// The gateways sharing the store: who they are, the work of those that stop, the runs of a
+/// session across gateways, and the bus between them. A store of one gateway is [`Alone`] and
+/// keeps every default.
+pub trait ClusterStore: Send + Sync {
+    /// The gateways sharing this store ([`Alone`] by default): when it is shared the engine
+    /// takes up the work of those that stop ([`ClusterStore::orphans`]), runs of a session
+    /// wait for each other across gateways ([`ClusterStore::lock_session`]) and run events
+    /// travel on the [`ClusterStore::bus`].
+    fn cluster(&self) -> Arc<dyn Cluster> {
+        Arc::new(Alone)
+    }
+    /// Claims the work of gateways that stopped (a shared store; none otherwise).
+    fn orphans(&self) -> StoreFuture<'_, Orphans> {
+        Box::pin(async { Ok(Orphans::default()) })
+    }
+    /// Waits until no other gateway runs `key`, and keeps it so until the lock drops (`None`:
+    /// the store is this gateway's alone, its own queues order the runs).
+    fn lock_session(&self, _key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// The bus to the other gateways, when the store is shared.
+    fn bus(&self) -> Option<Arc<dyn Bus>> {
+        None
+    }
+}
+
+/// The whole store: every part, and what spans them — a batch of writes of several parts in
+/// one transaction, health, closing.
+pub trait Store:
+    SessionStore + RunStore + OutboxStore + CronStore + PairingStore + ClusterStore
+{
+    /// Whether the store answers now, and which backend it is.
+    fn health(&self) -> StoreHealth;
+    /// Finishes the writes it holds and closes; later calls answer
+    /// [`super::StoreError::Closed`].
+    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// Reads served since the store opened (a metric; tests use it to prove a request costs a
+    /// fixed number of queries whatever the number of rows).
+    fn reads(&self) -> u64;
+    /// Several writes in one transaction (one commit instead of one per write: the run loop's
+    /// hot path). The first failing op rolls the whole batch back.
+    fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
+}

@@ -1,0 +1,82 @@
+//! Listing sessions: every filter in the `WHERE` clause (so filters apply before the limit),
+//! newest first then by key, one row more than the page to know whether another follows, and
+//! the cursor of the last row.
+
+use crate::store::dialect::{Dialect, Statement};
+use crate::store::{Cursor, ListPage, ListQuery, SessionEntry};
+
+use super::rows::{ENTRY_COLUMNS, ENTRY_FROM};
+
+/// The list's statement in dialect `d`: the filters, then the cursor and the limit.
+pub(crate) fn statement(q: &ListQuery, d: Dialect) -> Statement {
+    let mut a = Statement::new(
+        d,
+        format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE {}", d.truth),
+    );
+    if !q.include_archived {
+        a.sql.push_str(" AND s.archived_at IS NULL");
+    }
+    if let Some(agent) = &q.agent_id {
+        a.push(" AND s.agent_id = ?", agent.clone());
+    }
+    if !q.kinds.is_empty() {
+        let kinds = q.kinds.iter().map(|k| k.as_str().to_string()).collect();
+        a.one_of("s.kind", kinds);
+    }
+    if let Some(since) = q.updated_since {
+        a.push(" AND s.updated_at >= ?", since);
+    }
+    if let Some(parent) = &q.spawned_by {
+        a.push(" AND s.spawned_by = ?", parent.as_str());
+    }
+    if let Some(label) = &q.label {
+        a.push(" AND s.label = ?", label.clone());
+    }
+    if let Some(search) = q
+        .search
+        .as_deref()
+        .map(str::to_lowercase)
+        .filter(|s| !s.is_empty())
+    {
+        // Case-insensitive substring of key, label or display name; the three `?` are one
+        // parameter.
+        let (find, ifnull) = (d.find, d.ifnull);
+        a.push(
+            &format!(
+                " AND ({find}(lower(s.key), ?) > 0 OR {find}(lower({ifnull}(s.label, '')), ?) > 0 \
+                 OR {find}(lower({ifnull}(s.display_name, '')), ?) > 0)"
+            ),
+            search,
+        );
+    }
+    a.none_of("s.key", q.exclude_keys.clone());
+    if let Some(c) = &q.cursor {
+        // Newest first, then by key: the rows after the cursor.
+        let at = a.push(" AND (s.updated_at < ?", c.updated_at);
+        let at = a.placeholder(at);
+        a.sql
+            .push_str(&format!(" OR (s.updated_at = {at} AND s.key > "));
+        a.push("?))", c.key.as_str());
+    }
+    let limit = i64::try_from(q.limit).unwrap_or(i64::MAX - 1) + 1;
+    a.push(" ORDER BY s.updated_at DESC, s.key ASC LIMIT ?", limit);
+    a
+}
+
+/// The page of the statement's rows: at most `limit`, and the cursor of the last one when more
+/// follow.
+pub(crate) fn page(mut entries: Vec<SessionEntry>, limit: usize) -> ListPage {
+    let next_cursor = if entries.len() > limit {
+        entries.truncate(limit);
+        entries.last().map(|e| Cursor {
+            updated_at: e.updated_at,
+            key: e.key.clone(),
+        })
+    } else {
+        None
+    };
+    ListPage {
+        entries,
+        next_cursor,
+    }
+}

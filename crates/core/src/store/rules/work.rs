@@ -1,0 +1,146 @@
+//! Runs and the work they drive, the outbox and cron: which records are still live work, the
+//! refusals their writes answer, what a stored run's input becomes when it is read back, and
+//! the counters that only move forward.
+
+use crate::keys::SessionKey;
+use crate::store::dialect::{Dialect, Param};
+use crate::store::{DeliveryUpdate, RunInput, RunRecord, StoreError};
+
+/// The refusal of a run whose idempotency key another run holds.
+pub(crate) fn idempotency_taken(run: &RunRecord) -> StoreError {
+    StoreError::Conflict(format!(
+        "idempotencyKey {:?} already names another run",
+        run.idempotency_key.as_deref().unwrap_or("")
+    ))
+}
+
+/// A run's stored input, to store: `None` clears a stored one (the run started).
+pub(crate) fn encode_input(input: Option<&RunInput>) -> Result<Option<String>, StoreError> {
+    input
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| StoreError::Backend(format!("could not encode a run's input: {e}")))
+}
+
+/// A stored input read back. One that no longer decodes (a newer build's) is `None`: the run
+/// cannot start again, and the warning says which.
+pub(crate) fn decode_input(run: &RunRecord, json: Option<String>) -> Option<RunInput> {
+    match serde_json::from_str(&json?) {
+        Ok(input) => Some(input),
+        Err(e) => {
+            tracing::warn!(run_id = %run.run_id, error = %e, "a queued run's stored input does not decode");
+            None
+        }
+    }
+}
+
+/// Only the attempt that read a delivery pending with one attempt fewer may write its outcome:
+/// the refusal of a second, stale attempt (its batch rolls back).
+pub(crate) fn not_pending(id: &str, update: &DeliveryUpdate) -> StoreError {
+    StoreError::Conflict(format!(
+        "delivery {id} is not pending with {} attempts (already attempted)",
+        update.attempts.saturating_sub(1)
+    ))
+}
+
+/// The answer for a delivery id with no record.
+pub(crate) fn delivery_not_found(id: &str) -> StoreError {
+    StoreError::NotFound(format!("Delivery not found: {id}"))
+}
+
+/// The refusal of a cron job whose id is in use (the stored job is left as it is).
+pub(crate) fn cron_id_taken(id: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "id: a cron job with id \"{id}\" already exists; pick another id, or remove it first (cron.remove)"
+    ))
+}
+
+/// The answer for a cron job id with no job.
+pub(crate) fn cron_not_found(id: &str) -> StoreError {
+    StoreError::NotFound(format!(
+        "cron job not found: {id} (cron.list shows the jobs)"
+    ))
+}
+
+/// The runs a start takes up again: still `queued` or `running` (a stopped process left them),
+/// or aborted while queued with their message still only in their input.
+pub(crate) const LIVE_RUN: &str = "(status IN ('queued', 'running') OR input IS NOT NULL)";
+
+/// The sub-agents whose announce or cleanup is not finished.
+pub(crate) const UNFINISHED_SUBAGENT: &str = "state != 'done'";
+
+/// The exchanges still to drive on: neither done nor failed.
+pub(crate) const UNFINISHED_EXCHANGE: &str = "state NOT IN ('done', 'failed')";
+
+/// Kept sub-agents due to leave the lists at `?1` and not archived yet, soonest first (after
+/// the columns and table).
+pub(crate) const TO_ARCHIVE: &str = "WHERE archive_at IS NOT NULL AND archived_at IS NULL \
+     AND archive_at <= ?1 ORDER BY archive_at";
+
+/// A channel account's cursor.
+pub(crate) const CURSOR: &str = "SELECT position FROM channel_cursors WHERE name = ?1";
+
+/// Sets a channel account's cursor (`?1` its name, `?2` the position): it only moves forward
+/// (a gateway that read an older position never moves it back).
+pub(crate) fn set_cursor(d: Dialect) -> String {
+    format!(
+        "INSERT INTO channel_cursors (name, position) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE \
+         SET position = {}(channel_cursors.position, excluded.position)",
+        d.greatest
+    )
+}
+
+/// Raises the count of parts the channel took of a delivery (`?1`) to `?2`, never lowers it.
+pub(crate) fn progress(d: Dialect) -> String {
+    format!(
+        "UPDATE deliveries SET parts_sent = {}(parts_sent, ?2) WHERE id = ?1",
+        d.greatest
+    )
+}
+
+/// What follows `SELECT <columns> FROM exchanges` to list the exchanges `session` took part in
+/// (as requester or target; every one when `None`), newest first, at most `limit`; with its
+/// values.
+pub(crate) fn exchanges_page(
+    session: Option<&SessionKey>,
+    limit: usize,
+) -> (&'static str, Vec<Param>) {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    match session {
+        Some(key) => (
+            "WHERE requester_key = ?1 OR target_key = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+            vec![key.as_str().into(), limit.into()],
+        ),
+        None => (
+            "ORDER BY created_at DESC, id DESC LIMIT ?1",
+            vec![limit.into()],
+        ),
+    }
+}
+
+/// The statement that records an attempt's outcome, `also` (a backend's own columns, each
+/// `, col = …`) set with it. Only the attempt that read the delivery pending with one attempt
+/// fewer (`?8`) may write its outcome: a second, stale attempt changes no row, and its batch
+/// (a transcript append) rolls back ([`not_pending`]).
+pub(crate) fn record_attempt(also: &str) -> String {
+    format!(
+        "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_at = ?4, detail = ?5, \
+         delivered_at = ?6, updated_at = ?7{also} \
+         WHERE id = ?1 AND status = 'pending' AND attempts = ?8"
+    )
+}
+
+/// The values of [`record_attempt`] for delivery `id` at `now`.
+pub(crate) fn attempt_params(id: &str, update: &DeliveryUpdate, now: i64) -> Vec<Param> {
+    let attempts = i64::from(update.attempts);
+    vec![
+        id.into(),
+        update.status.as_str().into(),
+        attempts.into(),
+        update.next_attempt_at.into(),
+        update.detail.clone().into(),
+        update.delivered_at.into(),
+        now.into(),
+        (attempts - 1).into(),
+    ]
+}

@@ -7,7 +7,9 @@ use std::fmt;
 
 /// The id of one run (a v7 UUID for the runs this gateway starts; any non-empty string a caller
 /// chose when it names one).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct RunId(String);
 

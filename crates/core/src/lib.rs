@@ -33,6 +33,7 @@ pub mod sessions;
 pub mod store;
 pub mod subagents;
 pub mod tools;
+pub mod wire;
 
 pub use engine::{Engine, EngineOptions};
 pub use error::{CoreError, CoreResult};

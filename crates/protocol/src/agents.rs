@@ -88,7 +88,7 @@ pub struct McpServerHealth {
     /// `stdio` or `http`.
     pub transport: String,
     /// `starting`, `running`, `restarting` or `stopped`.
-    pub state: String,
+    pub state: McpServerState,
     /// The tools it offers, as models call them (`<server>__<tool>`).
     pub tools: Vec<String>,
     /// The process of a stdio server while it runs.
@@ -136,6 +136,28 @@ pub struct RecentSession {
     pub age: Option<i64>,
 }
 
+wire_names! {
+    /// Where an MCP server stands.
+    pub enum McpServerState {
+        Starting = "starting",
+        Running = "running",
+        /// Gone; reconnecting after a wait.
+        Restarting = "restarting",
+        Stopped = "stopped",
+    }
+}
+
+wire_names! {
+    /// How the store answers now.
+    pub enum StoreState {
+        Ok = "ok",
+        /// It has not answered for a few seconds: calls are slow.
+        Degraded = "degraded",
+        /// Not for longer than a lease: calls that need it are refused with `UNAVAILABLE`.
+        Unreachable = "unreachable",
+    }
+}
+
 /// The store in `health`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -144,7 +166,7 @@ pub struct StoreHealthInfo {
     pub kind: String,
     /// `ok`; `degraded` (it has not answered for a few seconds: calls are slow); `unreachable`
     /// (not for longer than a lease: calls that need it are refused with `UNAVAILABLE`).
-    pub state: String,
+    pub state: StoreState,
     /// Where it is, how long it has been quiet and its last error (never a password).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

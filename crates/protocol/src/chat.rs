@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lenient;
+use crate::message::HistoryMessage;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,7 +34,7 @@ pub struct ChatHistoryResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Transcript messages, oldest first, each with its `seq`.
-    pub messages: Vec<Value>,
+    pub messages: Vec<HistoryMessage>,
     /// Pass as `before` to read the older messages; absent when none are left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before: Option<i64>,

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::runs::RunStatus;
+
 /// `cron.add`: store a job that runs an agent turn on a schedule.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -97,12 +99,43 @@ pub struct CronStatusResult {
     pub next_wake_at_ms: Option<i64>,
 }
 
+wire_names! {
+    /// How a job's schedule is given: `cron` (an expression) or `every` (a fixed interval).
+    pub enum ScheduleKind {
+        Cron = "cron",
+        Every = "every",
+    }
+}
+
+/// What a job does at each firing, in the reference's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum CronPayload {
+    /// An agent turn with this message (the reference's only kind we run).
+    #[serde(rename = "agentTurn")]
+    AgentTurn { message: String },
+}
+
+/// Where a job's replies go, in the reference's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CronDelivery {
+    pub mode: CronDeliveryMode,
+}
+
+wire_names! {
+    /// `announce` (replies are delivered to the session's route) or `none`.
+    pub enum CronDeliveryMode {
+        Announce = "announce",
+        None = "none",
+    }
+}
+
 /// A job's schedule in the reference's shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleView {
     /// `cron` or `every`.
-    pub kind: String,
+    pub kind: ScheduleKind,
     /// The cron expression (`cron`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expr: Option<String>,
@@ -124,7 +157,7 @@ pub struct CronJobState {
     pub last_run_at_ms: Option<i64>,
     /// The last firing's run status once it ended (`ok`, `error`, `timeout`, `aborted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_run_status: Option<String>,
+    pub last_run_status: Option<RunStatus>,
     /// When the last firing's run started, while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_at_ms: Option<i64>,
@@ -164,15 +197,15 @@ pub struct CronJob {
     /// Always `now`.
     pub wake_mode: String,
     /// `{kind: "agentTurn", message}`.
-    pub payload: Value,
+    pub payload: CronPayload,
     /// `{mode: "announce"}` when replies are delivered, else `{mode: "none"}`.
-    pub delivery: Value,
+    pub delivery: CronDelivery,
     /// Next and last runs, the reference's way.
     pub state: CronJobState,
     /// `createdAt` again, under the reference's name.
     pub created_at_ms: i64,
     /// `cron` (an expression) or `every` (a fixed interval).
-    pub kind: String,
+    pub kind: ScheduleKind,
     /// The interval in milliseconds (`every` jobs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_ms: Option<i64>,

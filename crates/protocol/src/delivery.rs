@@ -5,6 +5,99 @@ use serde::{Deserialize, Serialize};
 
 use crate::lenient;
 
+/// What produced a delivery. Kinds are read back from outbox records, which a newer gateway
+/// sharing the database may have written: a kind this build does not know is kept as it is
+/// ([`DeliveryKind::Other`]), shown and sent under its own name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DeliveryKind {
+    /// A run's reply to its own route.
+    Reply,
+    /// An agent-to-agent exchange's announce.
+    Announce,
+    /// A sub-agent's result announced to its requester.
+    SubagentAnnounce,
+    /// An operator's `send`.
+    Send,
+    /// An owner command's answer in a chat.
+    Command,
+    /// A DM pairing code or its approval.
+    Pairing,
+    /// A kind this build does not know, as stored.
+    Other(String),
+}
+
+impl DeliveryKind {
+    /// The name on the wire and in the store.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Reply => "reply",
+            Self::Announce => "announce",
+            Self::SubagentAnnounce => "subagent-announce",
+            Self::Send => "send",
+            Self::Command => "command",
+            Self::Pairing => "pairing",
+            Self::Other(kind) => kind,
+        }
+    }
+}
+
+impl From<&str> for DeliveryKind {
+    fn from(kind: &str) -> Self {
+        match kind {
+            "reply" => Self::Reply,
+            "announce" => Self::Announce,
+            "subagent-announce" => Self::SubagentAnnounce,
+            "send" => Self::Send,
+            "command" => Self::Command,
+            "pairing" => Self::Pairing,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for DeliveryKind {
+    fn from(kind: String) -> Self {
+        match Self::from(kind.as_str()) {
+            Self::Other(_) => Self::Other(kind),
+            known => known,
+        }
+    }
+}
+
+impl std::fmt::Display for DeliveryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for DeliveryKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for DeliveryKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self::from)
+    }
+}
+
+wire_names! {
+    /// Where a delivery stands.
+    pub enum DeliveryStatus {
+        /// Stored; attempted at `nextAttemptAt`.
+        Pending = "pending",
+        /// The channel took it.
+        Delivered = "delivered",
+        /// Given up: a permanent channel error, or every attempt failed.
+        Failed = "failed",
+        /// Refused by the session's send policy; never attempted.
+        Denied = "denied",
+        /// There was no route to deliver to; the text stays in the session's transcript.
+        Recorded = "recorded",
+    }
+}
+
 /// `send`: deliver a text to a channel target through the outbox.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,10 +140,10 @@ pub struct DeliveriesListParams {
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryInfo {
     pub id: String,
-    /// `reply`, `announce`, `subagent-announce` or `send`.
-    pub kind: String,
+    /// `reply`, `announce`, `subagent-announce`, `send`, `command` or `pairing`.
+    pub kind: DeliveryKind,
     /// `pending`, `delivered`, `failed`, `denied` or `recorded`.
-    pub status: String,
+    pub status: DeliveryStatus,
     pub channel: String,
     pub to: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,8 +184,8 @@ pub struct DeliveriesListResult {
 pub struct WebhookOutbound {
     /// The delivery's id (also the `Idempotency-Key` header).
     pub id: String,
-    /// `reply`, `announce`, `subagent-announce` or `send`.
-    pub kind: String,
+    /// `reply`, `announce`, `subagent-announce`, `send`, `command` or `pairing`.
+    pub kind: DeliveryKind,
     /// The webhook account sending it.
     pub account_id: String,
     /// The chat to deliver to (as the inbound `chatId`, or the sender of a direct chat).
@@ -121,7 +214,7 @@ mod tests {
         let info = DeliveryInfo {
             id: "d1".into(),
             kind: "reply".into(),
-            status: "pending".into(),
+            status: DeliveryStatus::Pending,
             channel: "webhook".into(),
             to: "chat-1".into(),
             account_id: Some("acme".into()),

@@ -490,7 +490,7 @@ mod tests {
                 ServerEvent::Delivery(DeliveryInfo {
                     id: "d1".into(),
                     kind: "reply".into(),
-                    status: "delivered".into(),
+                    status: crate::delivery::DeliveryStatus::Delivered,
                     channel: "webchat".into(),
                     to: "agent:main:main".into(),
                     account_id: None,

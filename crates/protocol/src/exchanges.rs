@@ -29,6 +29,18 @@ pub struct ExchangesGetParams {
     pub id: String,
 }
 
+wire_names! {
+    /// Where an exchange stands: `primary`, `replying`, `announcing` (pending), then `done` or
+    /// `failed`.
+    pub enum ExchangeState {
+        Primary = "primary",
+        Replying = "replying",
+        Announcing = "announcing",
+        Done = "done",
+        Failed = "failed",
+    }
+}
+
 /// One exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -38,7 +50,7 @@ pub struct ExchangeInfo {
     pub requester_key: String,
     pub target_key: String,
     /// `primary`, `replying`, `announcing` (pending), `done` or `failed`.
-    pub state: String,
+    pub state: ExchangeState,
     /// Reply-back turns finished so far.
     pub turn: u32,
     /// The run of the current (or last) step.
@@ -72,7 +84,7 @@ mod tests {
             id: "r1".into(),
             requester_key: "agent:main:main".into(),
             target_key: "agent:main:peer".into(),
-            state: "failed".into(),
+            state: ExchangeState::Failed,
             turn: 1,
             step_run_id: "r3".into(),
             attempt: 1,

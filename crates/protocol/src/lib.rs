@@ -5,6 +5,9 @@
 //! Field names are camelCase on the wire, like the reference gateway's protocol (version 4), so
 //! its clients can talk to us.
 
+#[macro_use]
+mod names;
+
 pub mod agents;
 pub mod chat;
 pub mod cron;
@@ -18,6 +21,7 @@ pub mod lenient;
 pub mod message;
 pub mod overview;
 pub mod pairing;
+pub mod reading;
 pub mod runs;
 pub mod session_tools;
 pub mod sessions;
@@ -25,6 +29,8 @@ pub mod tools;
 
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod wire_tests;
 
 pub use frames::{ErrorCode, ErrorShape, EventFrame, Frame, RequestFrame, ResponseFrame};
 

@@ -34,6 +34,35 @@ impl TranscriptMessage {
     }
 }
 
+/// A stored transcript message with its place in the transcript (`seq`: from 1, no gaps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeqMessage {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub message: TranscriptMessage,
+}
+
+/// One message of a transcript page (`chat.history`, `sessions.list` rows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HistoryMessage {
+    /// A transcript message and its `seq`.
+    Transcript(SeqMessage),
+    /// A stored row that is not in the transcript format (written into the database by hand),
+    /// with its `seq`, shown as it is stored: it is not ours to type.
+    Unrecognised(Value),
+}
+
+impl HistoryMessage {
+    /// The message's place in its transcript (`None` only for a foreign row without one).
+    pub fn seq(&self) -> Option<i64> {
+        match self {
+            Self::Transcript(m) => Some(m.seq),
+            Self::Unrecognised(v) => v.get("seq").and_then(Value::as_i64),
+        }
+    }
+}
+
 /// A user-role message: a person, or another session/agent (then `provenance` says which).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -113,12 +113,12 @@ pub struct RunResult {
     pub run_id: String,
     /// `ok | error | timeout | aborted` once ended; `timeout` with `waitTimedOut` when the wait
     /// ended first (then `state` says whether the run is `queued` or `running`).
-    pub status: String,
+    pub status: RunStatus,
     /// The run's session (canonical key).
     pub session_key: String,
     /// `queued` or `running`: where the run stands when the wait ended first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<RunState>,
     /// True when the wait ended before the run did (the run goes on).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait_timed_out: bool,
@@ -354,6 +354,27 @@ pub struct ChatAbortResult {
     pub session_key: String,
 }
 
+wire_names! {
+    /// Where a run stands: `queued` and `running` while it is live, then `ok`, `error`, `timeout`
+    /// or `aborted`.
+    pub enum RunStatus {
+        Queued = "queued",
+        Running = "running",
+        Ok = "ok",
+        Error = "error",
+        Timeout = "timeout",
+        Aborted = "aborted",
+    }
+}
+
+wire_names! {
+    /// Where a live run stands: `queued` (it waits for its session or a lane) or `running`.
+    pub enum RunState {
+        Queued = "queued",
+        Running = "running",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,7 +419,7 @@ mod tests {
         );
         let ok = RunResult {
             run_id: "r1".into(),
-            status: "ok".into(),
+            status: RunStatus::Ok,
             session_key: "agent:main:main".into(),
             state: None,
             wait_timed_out: false,
@@ -419,7 +440,7 @@ mod tests {
         );
         let failed = RunResult {
             run_id: "r2".into(),
-            status: "error".into(),
+            status: RunStatus::Error,
             session_key: "agent:main:main".into(),
             state: None,
             wait_timed_out: false,
@@ -442,9 +463,9 @@ mod tests {
         );
         let waiting = RunResult {
             run_id: "r3".into(),
-            status: "timeout".into(),
+            status: RunStatus::Timeout,
             session_key: "agent:main:main".into(),
-            state: Some("running".into()),
+            state: Some(RunState::Running),
             wait_timed_out: true,
             started_at: Some(10),
             ended_at: None,

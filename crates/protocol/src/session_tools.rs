@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::lenient;
+use crate::reading::ReadMessage;
 use crate::sessions::SessionsListResult;
 
 // ---------------------------------------------------------------------------------------------
@@ -293,7 +294,7 @@ impl ToolFailure {
 }
 
 /// The answer of `sessions_list`: the same page as `sessions.list` answers.
-pub type ListResult = SessionsListResult;
+pub type ListResult = SessionsListResult<ReadMessage>;
 
 /// The answer of `sessions_history`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -303,7 +304,7 @@ pub struct HistoryResult {
     pub session_key: String,
     /// Transcript messages, oldest first, each with its `seq`; heavy fields removed, long texts
     /// cut with a visible marker, a message too large even alone replaced by a placeholder.
-    pub messages: Vec<Value>,
+    pub messages: Vec<ReadMessage>,
     /// True when anything was cut or dropped: older messages (`droppedMessages` > 0), a long
     /// text (`contentTruncated`), or a heavy field (usage, cost, details, signatures, image data).
     pub truncated: bool,

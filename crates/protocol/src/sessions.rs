@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lenient;
+use crate::message::HistoryMessage;
+use crate::runs::RunState;
 
 /// A session's delivery route: where replies to it go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,14 +21,16 @@ pub struct DeliveryContext {
     pub thread_id: Option<String>,
 }
 
-/// One row of `sessions.list` / `sessions_list`.
+/// One row of `sessions.list` / `sessions_list`. `M` is how its last messages are shown: whole
+/// ([`HistoryMessage`]) to operators, trimmed ([`ReadMessage`](crate::reading::ReadMessage)) to a
+/// model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionRow {
+#[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
+pub struct SessionRow<M = HistoryMessage> {
     /// The session key in display form (`main` for the global bucket).
     pub key: String,
     /// `main | group | cron | hook | node | other`, classified on the key's rest.
-    pub kind: String,
+    pub kind: SessionKind,
     /// `internal` for cron/hook/node; the entry's channel for groups; `lastChannel` for direct
     /// chats; else `unknown`.
     pub channel: String,
@@ -79,14 +83,37 @@ pub struct SessionRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<Value>>,
+    pub messages: Option<Vec<M>>,
     /// `running` (a run is working) or `queued` (runs wait for the session or a lane); absent
     /// when the session is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_state: Option<String>,
+    pub run_state: Option<RunState>,
     /// A sub-agent's session: how far its task got (`sessions_spawn`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<SubagentStatus>,
+}
+
+wire_names! {
+    /// What a session is, classified on its key's rest.
+    pub enum SessionKind {
+        Main = "main",
+        Group = "group",
+        Cron = "cron",
+        Hook = "hook",
+        Node = "node",
+        Other = "other",
+    }
+}
+
+wire_names! {
+    /// How far a sub-agent's task got: `running`, `announcing` once it ended, then `announced` and
+    /// `done`.
+    pub enum SubagentState {
+        Running = "running",
+        Announcing = "announcing",
+        Announced = "announced",
+        Done = "done",
+    }
 }
 
 /// How far a sub-agent's task got: `running`, then `announcing` once it ended, then
@@ -94,7 +121,7 @@ pub struct SessionRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentStatus {
-    pub state: String,
+    pub state: SubagentState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     pub task: String,
@@ -188,10 +215,10 @@ pub struct SessionsListParams {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionsListResult {
+#[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
+pub struct SessionsListResult<M = HistoryMessage> {
     pub count: usize,
-    pub sessions: Vec<SessionRow>,
+    pub sessions: Vec<SessionRow<M>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Something in the request was ignored, and what is accepted instead (an unknown kind).
@@ -429,7 +456,7 @@ mod tests {
     fn row() -> (SessionRow, Value) {
         let row = SessionRow {
             key: "agent:main:hook:h1".into(),
-            kind: "hook".into(),
+            kind: SessionKind::Hook,
             channel: "internal".into(),
             agent_id: "main".into(),
             session_id: "s2".into(),

@@ -4,6 +4,7 @@
 //! statuses in the one place that maps them all.
 
 use std::sync::Arc;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
@@ -123,7 +124,7 @@ impl Inbound {
         }];
         request.commit_with.extend(turn.commit_with);
         request.deliver = Some(Deliver {
-            kind: "reply",
+            kind: DeliveryKind::Reply,
             route: Some(turn.route),
         });
         self.runtime.submit(request).await
@@ -195,7 +196,7 @@ impl Inbound {
     pub(super) async fn answer_command(&self, chat: Chat, text: String) -> CoreResult<()> {
         self.outbox
             .deliver(Outbound {
-                kind: "command",
+                kind: DeliveryKind::Command,
                 session_key: None,
                 source_key: Some(chat.key),
                 run_id: None,

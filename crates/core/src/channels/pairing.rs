@@ -6,6 +6,7 @@
 //! (so a stranger cannot make the bot spam).
 
 use std::sync::Arc;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::pairing::{
     PairingApproveParams, PairingApproveResult, PairingListParams, PairingListResult,
@@ -151,7 +152,7 @@ impl Pairing {
             let stored = self
                 .outbox
                 .deliver(Outbound {
-                    kind: "pairing",
+                    kind: DeliveryKind::Pairing,
                     session_key: None,
                     source_key: None,
                     run_id: None,

@@ -293,7 +293,7 @@ async fn send(
     };
     let body = WebhookOutbound {
         id: record.id.clone(),
-        kind: record.kind.clone(),
+        kind: record.kind.clone().into(),
         account_id,
         to: record.to.clone(),
         thread_id: record.thread_id.clone(),

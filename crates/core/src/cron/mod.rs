@@ -19,6 +19,7 @@ mod view;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::cron::{
     CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunResult,
@@ -337,7 +338,7 @@ impl Cron {
             // A cron session has no chat of its own: the reply goes where the agent's main
             // session was last talked to (its route), or is recorded when it has none.
             request.deliver = Some(Deliver {
-                kind: "reply",
+                kind: DeliveryKind::Reply,
                 route: self.main_route(&job.agent_id).await?,
             });
         }

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use serde_json::Value;
+use switchboard_protocol::cron::ScheduleKind;
 
 /// The shortest accepted interval.
 pub const MIN_INTERVAL_MS: i64 = 1_000;
@@ -143,10 +144,10 @@ impl Schedule {
     }
 
     /// `cron` or `every`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ScheduleKind {
         match self {
-            Self::Cron { .. } => "cron",
-            Self::Every { .. } => "every",
+            Self::Cron { .. } => ScheduleKind::Cron,
+            Self::Every { .. } => ScheduleKind::Every,
         }
     }
 
@@ -311,7 +312,7 @@ mod tests {
     fn cron_expressions_of_five_and_six_fields() {
         let five = Schedule::parse("  */5  * * * * ").unwrap();
         assert_eq!(five.to_string(), "*/5 * * * *");
-        assert_eq!(five.kind(), "cron");
+        assert_eq!(five.kind(), ScheduleKind::Cron);
         assert_eq!(five.next_after(T0, T0), Some(T0 + 5 * MINUTE_MS));
         let six = Schedule::parse("30 * * * * *").unwrap();
         assert_eq!(six.next_after(T0, T0), Some(T0 + 30 * SECOND_MS));

@@ -1,8 +1,9 @@
 //! A stored job as `cron.*` answer it: our fields and the reference's (`schedule: {kind, …}`,
 //! `payload`, `delivery`, `state`), with its next slot and its last firing's outcome.
 
-use serde_json::json;
-use switchboard_protocol::cron::{CronJob, CronJobState, ScheduleView};
+use switchboard_protocol::cron::{
+    CronDelivery, CronDeliveryMode, CronJob, CronJobState, CronPayload, ScheduleView,
+};
 
 use super::schedule::Schedule;
 use crate::store::{CronJobRecord, RunRecord, RunStatus};
@@ -37,7 +38,7 @@ pub(super) fn job_view(
         last_run_at_ms: job.last_fired_at,
         last_run_status: last_run
             .filter(|r| r.status.is_final())
-            .map(|r| r.status.as_str().to_string()),
+            .map(|r| r.status.into()),
         running_at_ms: last_run
             .filter(|r| r.status == RunStatus::Running)
             .and_then(|r| r.started_at),
@@ -49,7 +50,7 @@ pub(super) fn job_view(
         name: job.name.clone().unwrap_or_else(|| job.id.clone()),
         enabled: job.enabled,
         schedule: ScheduleView {
-            kind: schedule.kind().into(),
+            kind: schedule.kind(),
             tz: expr.is_some().then(|| "UTC".to_string()),
             expr,
             every_ms,
@@ -57,11 +58,18 @@ pub(super) fn job_view(
         schedule_text: job.schedule.clone(),
         session_target: "isolated".into(),
         wake_mode: "now".into(),
-        payload: json!({"kind": "agentTurn", "message": job.message}),
-        delivery: json!({"mode": if job.deliver { "announce" } else { "none" }}),
+        payload: CronPayload::AgentTurn {
+            message: job.message.clone(),
+        },
+        delivery: CronDelivery {
+            mode: match job.deliver {
+                true => CronDeliveryMode::Announce,
+                false => CronDeliveryMode::None,
+            },
+        },
         state,
         created_at_ms: job.created_at,
-        kind: schedule.kind().into(),
+        kind: schedule.kind(),
         every_ms,
         tz: "UTC".into(),
         message: job.message.clone(),

@@ -24,6 +24,7 @@ mod route;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::{Notify, broadcast};
@@ -55,8 +56,8 @@ const IDLE_WAKE: Duration = Duration::from_secs(30);
 /// What to deliver, before it is a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outbound {
-    /// `reply`, `announce`, `subagent-announce`, `send`.
-    pub kind: &'static str,
+    /// What produced it.
+    pub kind: DeliveryKind,
     /// The session delivered for: its send policy applies to channel deliveries.
     pub session_key: Option<SessionKey>,
     /// The session that produced the text, when it is another one (a sub-agent child).

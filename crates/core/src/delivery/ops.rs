@@ -2,7 +2,7 @@
 //! `deliveries.list` (what became of outbound messages).
 
 use switchboard_protocol::delivery::{
-    DeliveriesListParams, DeliveriesListResult, DeliveryInfo, SendParams,
+    DeliveriesListParams, DeliveriesListResult, DeliveryInfo, DeliveryKind, SendParams,
 };
 use switchboard_protocol::sessions::DeliveryContext;
 
@@ -49,7 +49,7 @@ impl Outbox {
         }
         let record = self
             .deliver(Outbound {
-                kind: "send",
+                kind: DeliveryKind::Send,
                 session_key: None,
                 source_key: None,
                 run_id: None,
@@ -100,8 +100,8 @@ impl Outbox {
 pub fn info(r: DeliveryRecord) -> DeliveryInfo {
     DeliveryInfo {
         id: r.id,
-        kind: r.kind,
-        status: r.status.as_str().to_string(),
+        kind: r.kind.into(),
+        status: r.status.into(),
         channel: r.channel,
         to: r.to,
         account_id: r.account_id,

@@ -140,7 +140,7 @@ fn outbound(
     route: Option<switchboard_protocol::sessions::DeliveryContext>,
 ) -> Outbound {
     Outbound {
-        kind: deliver.kind,
+        kind: deliver.kind.clone(),
         session_key: Some(record.session_key.clone()),
         source_key: None,
         run_id: Some(record.run_id.clone()),

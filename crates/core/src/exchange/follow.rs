@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use super::agent_provenance;
 use super::prompts::{Sides, channel};
@@ -212,7 +213,7 @@ impl Driver {
                 let round1 = x.round1.as_deref().unwrap_or_default();
                 let block = sides.announce_block(&x.message, round1, latest);
                 let deliver = Deliver {
-                    kind: "announce",
+                    kind: DeliveryKind::Announce,
                     route: None,
                 };
                 let text = latest.to_string();

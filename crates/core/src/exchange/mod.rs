@@ -207,7 +207,7 @@ fn info(r: ExchangeRecord) -> ExchangeInfo {
         id: r.id,
         requester_key: r.requester_key.display().to_string(),
         target_key: r.target_key.display().to_string(),
-        state: r.state.as_str().to_string(),
+        state: r.state.into(),
         turn: r.turn,
         step_run_id: r.step_run.as_str().to_string(),
         attempt: r.attempt,

@@ -49,6 +49,17 @@ impl State {
     }
 }
 
+impl From<&State> for switchboard_protocol::agents::McpServerState {
+    fn from(state: &State) -> Self {
+        match state {
+            State::Starting => Self::Starting,
+            State::Running => Self::Running,
+            State::Restarting => Self::Restarting,
+            State::Stopped => Self::Stopped,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Live {
     peer: Option<Peer<RoleClient>>,

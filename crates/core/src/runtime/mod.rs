@@ -40,6 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use serde_json::Value;
 use switchboard_protocol::message::{ContentBlock, Provenance};
@@ -104,23 +105,20 @@ pub struct RunMessage {
 /// Where a run's reply goes once the run ends (SPEC §9.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deliver {
-    /// The outbox record's kind: one of [`Deliver::KINDS`].
-    pub kind: &'static str,
+    /// The outbox record's kind: `reply` or `announce`.
+    pub kind: DeliveryKind,
     /// `None`: the session's route when the run ends.
     pub route: Option<DeliveryContext>,
 }
 
 impl Deliver {
-    /// The kinds of reply a run delivers: a reply to its own route, an exchange's announce.
-    pub const KINDS: [&'static str; 2] = ["reply", "announce"];
-
-    /// The kind stored as `kind` (a queued run read back after a restart); `reply` for one
-    /// this build does not know.
-    pub fn kind_named(kind: &str) -> &'static str {
-        Self::KINDS
-            .into_iter()
-            .find(|k| *k == kind)
-            .unwrap_or(Self::KINDS[0])
+    /// The kind stored as `kind` (a queued run read back after a restart): a run delivers a
+    /// reply to its own route or an exchange's announce; `reply` for any other kind.
+    pub fn kind_named(kind: &str) -> DeliveryKind {
+        match DeliveryKind::from(kind) {
+            DeliveryKind::Announce => DeliveryKind::Announce,
+            _ => DeliveryKind::Reply,
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt;
 
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent, UserMessage};
+use switchboard_protocol::runs::RunState;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -201,7 +202,7 @@ impl Runtime {
 
     /// What the session's runs are doing now: `running` (one is working), `queued` (runs wait
     /// for the session's worker or a lane), `None` when idle.
-    pub fn run_state(&self, session_key: &SessionKey) -> Option<&'static str> {
+    pub fn run_state(&self, session_key: &SessionKey) -> Option<RunState> {
         let (active, pending) = {
             let queues = lock(&self.inner.queues);
             let queue = queues.get(session_key)?;
@@ -215,9 +216,9 @@ impl Runtime {
                 .map(|run| run.state.borrow().status)
         });
         match status {
-            Some(RunStatus::Running) => Some("running"),
-            Some(RunStatus::Queued) => Some("queued"),
-            _ => pending.then_some("queued"),
+            Some(RunStatus::Running) => Some(RunState::Running),
+            Some(RunStatus::Queued) => Some(RunState::Queued),
+            _ => pending.then_some(RunState::Queued),
         }
     }
 

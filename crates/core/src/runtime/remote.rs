@@ -8,13 +8,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{RunEvent, RunEventData, Runtime, WaitOutcome};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
+use crate::store::bus::{BusMessage, Envelope, RunRef};
 use crate::store::{RunRecord, RunStatus};
 
 /// Longest tool-result text or arguments sent on the bus (a notification holds < 8000 bytes).
@@ -23,40 +24,50 @@ const MAX_TEXT: usize = 2_000;
 const POLL: Duration = Duration::from_secs(1);
 
 /// The bus message of a local event.
-pub(super) fn encode(origin: &str, event: &RunEvent) -> String {
-    let data = match &event.data {
-        RunEventData::Queued => json!({"t": "queued"}),
-        RunEventData::Started => json!({"t": "started"}),
-        RunEventData::Delta { text, .. } => json!({"t": "delta", "text": text}),
-        RunEventData::Thinking { text } => json!({"t": "thinking", "text": text}),
+fn outgoing(event: &RunEvent) -> BusMessage {
+    let run = RunRef {
+        run_id: event.run_id.clone(),
+        session_key: event.session_key.clone(),
+    };
+    match &event.data {
+        RunEventData::Queued => BusMessage::Queued(run),
+        RunEventData::Started => BusMessage::Started(run),
+        RunEventData::Delta { text, .. } => BusMessage::Delta {
+            run,
+            text: text.clone(),
+        },
+        RunEventData::Thinking { text } => BusMessage::Thinking {
+            run,
+            text: text.clone(),
+        },
         RunEventData::ToolCall {
             id,
             name,
             arguments,
-        } => {
-            let arguments = match arguments.to_string().len() > MAX_TEXT {
+        } => BusMessage::ToolCall {
+            run,
+            id: id.clone(),
+            name: name.clone(),
+            arguments: match arguments.to_string().len() > MAX_TEXT {
                 true => json!({"truncated": true}),
                 false => arguments.clone(),
-            };
-            json!({"t": "toolCall", "id": id, "name": name, "arguments": arguments})
-        }
+            },
+        },
         RunEventData::ToolResult {
             id,
             name,
             is_error,
             text,
-        } => json!({"t": "toolResult", "id": id, "name": name, "isError": is_error,
-                    "text": cut(text)}),
+        } => BusMessage::ToolResult {
+            run,
+            id: id.clone(),
+            name: name.clone(),
+            is_error: *is_error,
+            text: cut(text),
+        },
         // The result is read from the store where it arrives: it may be long.
-        RunEventData::Ended { .. } => json!({"t": "ended"}),
-    };
-    // PostgreSQL delivers one of two equal notifications sent together: the number keeps two
-    // equal deltas apart.
-    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    json!({"from": origin, "n": n, "runId": event.run_id.as_str(),
-           "sessionKey": event.session_key.as_str(), "data": data})
-    .to_string()
+        RunEventData::Ended { .. } => BusMessage::Ended(run),
+    }
 }
 
 fn cut(text: &str) -> String {
@@ -66,54 +77,77 @@ fn cut(text: &str) -> String {
     }
 }
 
-/// A received abort another gateway asked for: the session and the run.
-fn decode_abort(payload: &str, origin: &str) -> Option<(SessionKey, Option<RunId>)> {
-    let v: Value = serde_json::from_str(payload).ok()?;
-    let abort = v.get("abort")?;
-    if v["from"].as_str()? == origin {
-        return None;
-    }
-    let key = SessionKey::from_canonical(abort["sessionKey"].as_str()?.to_string());
-    Some((key, abort["runId"].as_str().map(RunId::from_string)))
+/// What a received message asks of this gateway.
+enum Incoming {
+    /// Relay another gateway's run event (an end without its result yet).
+    Event(RunEvent),
+    /// Abort a run of this gateway's.
+    Abort(SessionKey, Option<RunId>),
 }
 
-/// A received message: who sent it and the event (an end without its result yet).
-fn decode(payload: &str) -> Option<(String, RunEvent)> {
-    let v: Value = serde_json::from_str(payload).ok()?;
-    let d = &v["data"];
-    let text = |k: &str| d[k].as_str().unwrap_or_default().to_string();
-    let data = match d["t"].as_str()? {
-        "queued" => RunEventData::Queued,
-        "started" => RunEventData::Started,
-        "delta" => RunEventData::Delta {
-            text: text("text"),
-            accumulated: String::new(),
-        },
-        "thinking" => RunEventData::Thinking { text: text("text") },
-        "toolCall" => RunEventData::ToolCall {
-            id: text("id"),
-            name: text("name"),
-            arguments: d["arguments"].clone(),
-        },
-        "toolResult" => RunEventData::ToolResult {
-            id: text("id"),
-            name: text("name"),
-            is_error: d["isError"].as_bool().unwrap_or(false),
-            text: text("text"),
-        },
-        "ended" => RunEventData::Ended {
-            status: RunStatus::Ok,
-            result: None,
-            error: None,
-        },
-        _ => return None,
+/// A received message as an event or an abort.
+fn incoming(message: &BusMessage) -> Incoming {
+    let event = |run: &RunRef, data| {
+        Incoming::Event(RunEvent {
+            run_id: run.run_id.clone(),
+            session_key: run.session_key.clone(),
+            data,
+        })
     };
-    let event = RunEvent {
-        run_id: RunId::from_string(v["runId"].as_str()?),
-        session_key: SessionKey::from_canonical(v["sessionKey"].as_str()?.to_string()),
-        data,
-    };
-    Some((v["from"].as_str()?.to_string(), event))
+    match message {
+        BusMessage::Queued(run) => event(run, RunEventData::Queued),
+        BusMessage::Started(run) => event(run, RunEventData::Started),
+        BusMessage::Delta { run, text } => event(
+            run,
+            RunEventData::Delta {
+                text: text.clone(),
+                accumulated: String::new(),
+            },
+        ),
+        BusMessage::Thinking { run, text } => {
+            event(run, RunEventData::Thinking { text: text.clone() })
+        }
+        BusMessage::ToolCall {
+            run,
+            id,
+            name,
+            arguments,
+        } => event(
+            run,
+            RunEventData::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+        ),
+        BusMessage::ToolResult {
+            run,
+            id,
+            name,
+            is_error,
+            text,
+        } => event(
+            run,
+            RunEventData::ToolResult {
+                id: id.clone(),
+                name: name.clone(),
+                is_error: *is_error,
+                text: text.clone(),
+            },
+        ),
+        BusMessage::Ended(run) => event(
+            run,
+            RunEventData::Ended {
+                status: RunStatus::Ok,
+                result: None,
+                error: None,
+            },
+        ),
+        BusMessage::Abort {
+            session_key,
+            run_id,
+        } => Incoming::Abort(session_key.clone(), run_id.clone()),
+    }
 }
 
 impl Runtime {
@@ -134,7 +168,7 @@ impl Runtime {
                     () = stop.cancelled() => return,
                 };
                 match message {
-                    Ok(payload) => rt.relay(&payload, &mut texts).await,
+                    Ok(envelope) => rt.relay(&envelope, &mut texts).await,
                     Err(RecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "run events of other gateways were missed")
                     }
@@ -144,19 +178,19 @@ impl Runtime {
         });
     }
 
-    async fn relay(&self, payload: &str, texts: &mut HashMap<RunId, String>) {
-        if let Some((session_key, run_id)) = decode_abort(payload, &self.inner.origin) {
-            if let Err(e) = self.abort_local(&session_key, run_id.as_ref()).await {
-                tracing::warn!(session = %session_key, error = %e, "could not abort a run another gateway asked to stop");
+    async fn relay(&self, envelope: &Envelope, texts: &mut HashMap<RunId, String>) {
+        if envelope.from == self.inner.origin {
+            return;
+        }
+        let mut event = match incoming(&envelope.message) {
+            Incoming::Event(event) => event,
+            Incoming::Abort(session_key, run_id) => {
+                if let Err(e) = self.abort_local(&session_key, run_id.as_ref()).await {
+                    tracing::warn!(session = %session_key, error = %e, "could not abort a run another gateway asked to stop");
+                }
+                return;
             }
-            return;
-        }
-        let Some((from, mut event)) = decode(payload) else {
-            return;
         };
-        if from == self.inner.origin {
-            return;
-        }
         match &mut event.data {
             RunEventData::Delta { text, accumulated } => {
                 let so_far = texts.entry(event.run_id.clone()).or_default();
@@ -190,17 +224,25 @@ impl Runtime {
 
     /// Asks the other gateways to abort the session's running run (or `run_id`).
     pub(super) fn publish_abort(&self, session_key: &SessionKey, run_id: Option<&RunId>) {
-        if let Some(bus) = &self.inner.bus {
-            let abort =
-                json!({"sessionKey": session_key.as_str(), "runId": run_id.map(RunId::as_str)});
-            bus.publish(json!({"from": self.inner.origin, "abort": abort}).to_string());
-        }
+        self.send(BusMessage::Abort {
+            session_key: session_key.clone(),
+            run_id: run_id.cloned(),
+        });
     }
 
     /// Sends a local event to the other gateways.
     pub(super) fn publish_remote(&self, event: &RunEvent) {
+        if self.inner.bus.is_some() {
+            self.send(outgoing(event));
+        }
+    }
+
+    fn send(&self, message: BusMessage) {
         if let Some(bus) = &self.inner.bus {
-            bus.publish(encode(&self.inner.origin, event));
+            bus.publish(Envelope {
+                from: self.inner.origin.clone(),
+                message,
+            });
         }
     }
 

@@ -1,19 +1,20 @@
 //! `chat.history` (newest page first, `before` paging) and `chat.inject`.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 use switchboard_protocol::chat::{
     ChatHistoryParams, ChatHistoryResult, ChatInjectParams, ChatInjectResult, InjectMessage,
 };
 use switchboard_protocol::lenient::clamp_or;
 use switchboard_protocol::message::{
-    AssistantMessage, ContentBlock, Provenance, StopReason, TranscriptMessage, Usage, UserContent,
-    UserMessage,
+    AssistantMessage, ContentBlock, HistoryMessage, Provenance, SeqMessage, StopReason,
+    TranscriptMessage, Usage, UserContent, UserMessage,
 };
 
 use super::{Sessions, with_seq};
 use crate::error::{CoreError, CoreResult};
 use crate::keys;
-use crate::store::message_id;
+use crate::store::{StoredMessage, message_id};
 
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
@@ -39,10 +40,15 @@ impl Sessions {
         let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
         let before = p.before.filter(|b| *b > 0);
         let page = self.store.history(&entry.session_id, limit, before).await?;
+        let messages = page
+            .messages
+            .into_iter()
+            .map(|m| history_message(&entry.session_id, m))
+            .collect();
         Ok(ChatHistoryResult {
             session_key: self.row(&entry).key,
             session_id: Some(entry.session_id),
-            messages: page.messages.into_iter().map(with_seq).collect(),
+            messages,
             next_before: page.next_before,
         })
     }
@@ -70,6 +76,21 @@ impl Sessions {
             seq,
             message_id: message_id(seq),
         })
+    }
+}
+
+/// A stored message as a page shows it: typed, or (not in the transcript format) as stored,
+/// reported as the model's view reports it.
+pub(crate) fn history_message(session_id: &str, m: StoredMessage) -> HistoryMessage {
+    match TranscriptMessage::deserialize(&m.message) {
+        Ok(message) => HistoryMessage::Transcript(SeqMessage {
+            seq: m.seq,
+            message,
+        }),
+        Err(e) => {
+            tracing::warn!(session_id, seq = m.seq, error = %e, "a stored message is not a transcript message; it is shown as stored");
+            HistoryMessage::Unrecognised(with_seq(m))
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 use switchboard_protocol::lenient::clamp_or;
 use switchboard_protocol::sessions::{SessionsListParams, SessionsListResult};
 
-use super::{Sessions, with_seq};
+use super::Sessions;
+use super::history::history_message;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, KindsFilter, Scope};
 use crate::store::{Cursor, ListQuery};
@@ -57,8 +58,12 @@ impl Sessions {
         if message_limit > 0 {
             let ids = page.entries.iter().map(|e| e.session_id.clone()).collect();
             let messages = self.store.last_messages(ids, message_limit).await?;
-            for (row, (_, msgs)) in sessions.iter_mut().zip(messages) {
-                row.messages = Some(msgs.into_iter().map(with_seq).collect());
+            for (row, (session_id, msgs)) in sessions.iter_mut().zip(messages) {
+                row.messages = Some(
+                    msgs.into_iter()
+                        .map(|m| history_message(&session_id, m))
+                        .collect(),
+                );
             }
         }
         Ok(SessionsListResult {

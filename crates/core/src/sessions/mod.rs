@@ -97,7 +97,7 @@ impl Sessions {
     /// The row a caller sees for an entry, with what its runs are doing now.
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
         let mut row = row(e, self.store.as_ref(), &self.config);
-        row.run_state = self.runtime.run_state(&e.key).map(str::to_string);
+        row.run_state = self.runtime.run_state(&e.key);
         row
     }
 
@@ -121,7 +121,7 @@ impl Sessions {
         for record in self.store.get_subagents(children).await? {
             if let Some(row) = at.get(&record.child_key).map(|i| &mut rows[*i]) {
                 row.subagent = Some(SubagentStatus {
-                    state: record.state.as_str().to_string(),
+                    state: record.state.into(),
                     outcome: record.outcome,
                     task: record.task,
                     ended_at: record.ended_at,
@@ -167,7 +167,7 @@ impl Sessions {
 /// The row a caller sees for an entry (SPEC §7.1). `model` is the session's effective model: the
 /// one its last model call used, else the one a run would use now (its override, else its
 /// agent's).
-pub fn row(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow {
+pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),
@@ -181,7 +181,7 @@ pub fn row(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Sessi
     let model = effective_model(e, config);
     SessionRow {
         key: e.key.display().to_string(),
-        kind: e.kind.as_str().to_string(),
+        kind: e.kind.into(),
         channel: channel.unwrap_or_else(|| "unknown".to_string()),
         agent_id: e.agent_id.clone(),
         session_id: e.session_id.clone(),

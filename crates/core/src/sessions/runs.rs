@@ -3,8 +3,10 @@
 //! before anything is stored, runs are the runtime's.
 
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::message::ContentBlock;
+use switchboard_protocol::runs::RunStatus as WireRunStatus;
 use switchboard_protocol::runs::{
     AgentAccepted, AgentMeta, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams,
     ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
@@ -173,7 +175,7 @@ impl Sessions {
         }
         if p.deliver {
             request.deliver = Some(Deliver {
-                kind: "reply",
+                kind: DeliveryKind::Reply,
                 route: explicit_route(p.channel, p.to, p.account_id)?,
             });
         }
@@ -324,9 +326,9 @@ fn explicit_route(
 fn run_result(outcome: WaitOutcome) -> RunResult {
     let r = outcome.record;
     let (status, state) = if outcome.wait_timed_out {
-        ("timeout".to_string(), Some(r.status.as_str().to_string()))
+        (WireRunStatus::Timeout, crate::wire::run_state(r.status))
     } else {
-        (r.status.as_str().to_string(), None)
+        (r.status.into(), None)
     };
     RunResult {
         run_id: r.run_id.into_string(),

@@ -11,6 +11,7 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+pub mod bus;
 mod cluster;
 mod cron;
 mod dialect;
@@ -41,6 +42,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use crate::ids::RunId;
 use crate::keys::{ChatType, SessionKey, SessionKind};
 
+pub use bus::Bus;
 pub use cluster::{Alone, Cluster};
 pub use cron::CronJobRecord;
 pub use exchanges::{ExchangeRecord, ExchangeState};
@@ -487,13 +489,3 @@ impl Orphans {
 /// Held while a run works on a session no other gateway may run meanwhile; dropping it lets the
 /// next one in.
 pub type SessionLock = Box<dyn std::any::Any + Send + Sync>;
-
-/// Messages between the gateways sharing a store (a run's events, its end).
-pub trait Bus: Send + Sync {
-    /// Sends `message` to the other gateways, in the order published (best effort: a gateway
-    /// not listening at that moment misses it).
-    fn publish(&self, message: String);
-    /// What the other gateways publish from now on (this gateway's own messages included:
-    /// receivers tell them apart).
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>>;
-}

@@ -23,6 +23,7 @@ mod announce;
 
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::message::Provenance;
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
@@ -260,7 +261,7 @@ impl Subagents {
                 let delivery = self
                     .outbox
                     .deliver(Outbound {
-                        kind: "subagent-announce",
+                        kind: DeliveryKind::SubagentAnnounce,
                         session_key: Some(record.requester_key.clone()),
                         source_key: Some(record.child_key.clone()),
                         run_id: Some(record.run_id.clone()),

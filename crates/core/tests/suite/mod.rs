@@ -1,4 +1,5 @@
 mod attachments;
+mod bus;
 mod cron;
 mod index;
 mod long;

@@ -694,6 +694,7 @@ async fn a_panicking_tool_ends_its_run_as_an_error_and_the_session_goes_on() {
 /// idle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_tells_running_from_queued_from_idle() {
+    use switchboard_protocol::runs::RunState;
     let mock = MockLlm::start().await;
     let mut config = mock_config(&mock, ProviderApi::OpenAiCompletions, false);
     config.agents.defaults.max_concurrent = 1;
@@ -708,11 +709,11 @@ async fn a_row_tells_running_from_queued_from_idle() {
     started(&mut events, &first).await;
     let second = h.submit("other", "wait for it", None).await;
     let runtime = h.engine.runtime();
-    assert_eq!(runtime.run_state(&main), Some("running"));
-    assert_eq!(runtime.run_state(&other), Some("queued"));
+    assert_eq!(runtime.run_state(&main), Some(RunState::Running));
+    assert_eq!(runtime.run_state(&other), Some(RunState::Queued));
     let entry = h.engine.store().get(&other).await.unwrap().unwrap();
     let row = h.engine.sessions().row(&entry);
-    assert_eq!(row.run_state.as_deref(), Some("queued"));
+    assert_eq!(row.run_state.map(|s| s.as_str()), Some("queued"));
     gate.open();
     for run in [first, second] {
         runtime.wait(&run, Duration::from_secs(30)).await.unwrap();

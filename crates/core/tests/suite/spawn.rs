@@ -266,7 +266,7 @@ async fn status_comes_from_the_runtime_whatever_the_model_writes() {
         .into_iter()
         .map(|r| {
             let s = r.subagent.expect("a child row says how its task went");
-            (r.key, s.state, s.outcome)
+            (r.key, s.state.to_string(), s.outcome)
         })
         .collect();
     outcomes.sort();

@@ -65,7 +65,7 @@ async fn reply_through_failed_reads(times: u32, status: DeliveryStatus) -> (Deli
         .with_message("@tool fail_reads {}\n@reply the answer", None);
     request.create = Some(h.engine.resolver().new_session(&key));
     request.deliver = Some(Deliver {
-        kind: "reply",
+        kind: switchboard_protocol::delivery::DeliveryKind::Reply,
         route: None,
     });
     let run_id = h.engine.runtime().submit(request).await.unwrap().run_id;

@@ -348,7 +348,7 @@ fn failures_carry_their_status() {
 fn list_and_history_results_have_the_tool_shapes() {
     let row = SessionRow {
         key: "main".into(),
-        kind: "main".into(),
+        kind: crate::sessions::SessionKind::Main,
         channel: "unknown".into(),
         agent_id: "main".into(),
         session_id: "s1".into(),
@@ -407,7 +407,7 @@ fn list_and_history_results_have_the_tool_shapes() {
     round_trip(
         HistoryResult {
             session_key: "agent:main:cron:daily".into(),
-            messages: vec![message.clone()],
+            messages: vec![serde_json::from_value(message.clone()).unwrap()],
             truncated: true,
             dropped_messages: 3,
             content_truncated: false,

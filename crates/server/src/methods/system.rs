@@ -41,7 +41,7 @@ pub async fn health(state: &ServerState) -> MethodResult {
         mcp: mcp_health(engine),
         store: Some(StoreHealthInfo {
             kind: store.kind.to_string(),
-            state: store.state.as_str().to_string(),
+            state: store.state.into(),
             detail: store.detail,
         }),
     })
@@ -56,7 +56,7 @@ fn mcp_health(engine: &Engine) -> std::collections::BTreeMap<String, McpServerHe
         .map(|s| {
             let health = McpServerHealth {
                 transport: s.transport.to_string(),
-                state: s.state.as_str().to_string(),
+                state: (&s.state).into(),
                 tools: s.tools,
                 pid: s.pid,
                 last_error: s.last_error,

@@ -81,7 +81,7 @@ impl Poller {
             "{} · model {} · send policy {policy} · {} · {tokens} tokens so far",
             row.key,
             row.model.as_deref().unwrap_or("?"),
-            row.run_state.as_deref().unwrap_or("idle"),
+            row.run_state.map_or("idle", |state| state.as_str()),
         ))
     }
 }

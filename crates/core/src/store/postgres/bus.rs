@@ -1,7 +1,8 @@
 //! The gateways' bus on PostgreSQL: `NOTIFY switchboard` to publish, `LISTEN` on a connection of
 //! its own to receive. One publisher task sends in order on one connection; the listener
 //! reconnects (after a pause) when its connection drops, and what was sent meanwhile is missed
-//! (waiters also read the store, so a missed end only delays them).
+//! (waiters also read the store, so a missed end only delays them). This is the bus's edge:
+//! messages are encoded by the publisher and decoded by the listener, nowhere else.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use crate::store::Bus;
+use crate::store::bus::{self, Envelope};
 
 /// The channel every gateway listens on.
 const CHANNEL: &str = "switchboard";
@@ -22,8 +24,8 @@ const MAX_PAYLOAD: usize = 7_900;
 const BUFFER: usize = 4096;
 
 pub(super) struct PgBus {
-    outgoing: mpsc::UnboundedSender<String>,
-    incoming: broadcast::Sender<Arc<str>>,
+    outgoing: mpsc::UnboundedSender<Envelope>,
+    incoming: broadcast::Sender<Arc<Envelope>>,
 }
 
 impl PgBus {
@@ -39,18 +41,12 @@ impl PgBus {
 }
 
 impl Bus for PgBus {
-    fn publish(&self, message: String) {
-        if message.len() < MAX_PAYLOAD {
-            let _ = self.outgoing.send(message);
-        } else {
-            tracing::debug!(
-                len = message.len(),
-                "a bus message too long to send was dropped"
-            );
-        }
+    fn publish(&self, message: Envelope) {
+        // Fails only once the publisher stopped (the store closed): nothing is sent then.
+        let _ = self.outgoing.send(message);
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+    fn subscribe(&self) -> broadcast::Receiver<Arc<Envelope>> {
         self.incoming.subscribe()
     }
 }
@@ -61,19 +57,41 @@ const BATCH: usize = 64;
 /// Sends the queued messages in order: all those waiting (up to [`BATCH`]) in one statement.
 async fn publish(
     inner: Arc<Inner>,
-    mut queue: mpsc::UnboundedReceiver<String>,
+    mut queue: mpsc::UnboundedReceiver<Envelope>,
     stop: CancellationToken,
 ) {
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut messages = Vec::with_capacity(BATCH);
+    let mut batch: Vec<String> = Vec::with_capacity(BATCH);
+    // Numbers this publisher's messages, so no two in one statement are equal.
+    let mut sent: u64 = 0;
     loop {
-        batch.clear();
+        messages.clear();
         tokio::select! {
-            received = queue.recv_many(&mut batch, BATCH) => if received == 0 {
+            received = queue.recv_many(&mut messages, BATCH) => if received == 0 {
                 return;
             },
             () = stop.cancelled() => return,
         };
-        let sent = async {
+        batch.clear();
+        for message in &messages {
+            sent += 1;
+            match bus::encode(message, sent) {
+                Ok(payload) if payload.len() < MAX_PAYLOAD => batch.push(payload),
+                Ok(payload) => {
+                    tracing::debug!(
+                        len = payload.len(),
+                        "a bus message too long to send was dropped"
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a bus message could not be encoded; it was dropped")
+                }
+            }
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let result = async {
             let mut conn = inner.pool.get().await?;
             let db = conn.db()?;
             db.execute(
@@ -82,14 +100,18 @@ async fn publish(
             )
             .await
         };
-        if let Err(e) = sent.await {
+        if let Err(e) = result.await {
             tracing::debug!(error = %e, "could not publish on the bus");
         }
     }
 }
 
 /// Listens for the other gateways' messages until `stop`, reconnecting after a failure.
-async fn listen(inner: Arc<Inner>, incoming: broadcast::Sender<Arc<str>>, stop: CancellationToken) {
+async fn listen(
+    inner: Arc<Inner>,
+    incoming: broadcast::Sender<Arc<Envelope>>,
+    stop: CancellationToken,
+) {
     while !stop.is_cancelled() {
         let session = listen_once(&inner, &incoming, &stop);
         if let Err(e) = session.await {
@@ -104,7 +126,7 @@ async fn listen(inner: Arc<Inner>, incoming: broadcast::Sender<Arc<str>>, stop: 
 
 async fn listen_once(
     inner: &Inner,
-    incoming: &broadcast::Sender<Arc<str>>,
+    incoming: &broadcast::Sender<Arc<Envelope>>,
     stop: &CancellationToken,
 ) -> Result<(), String> {
     let (client, mut connection) = inner.pool.connect_raw().await.map_err(|e| e.to_string())?;
@@ -113,9 +135,14 @@ async fn listen_once(
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
-                Ok(AsyncMessage::Notification(n)) => {
-                    let _ = tx.send(Arc::<str>::from(n.payload()));
-                }
+                Ok(AsyncMessage::Notification(n)) => match bus::decode(n.payload()) {
+                    Ok(envelope) => {
+                        let _ = tx.send(Arc::new(envelope));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, payload = %clip(n.payload()), "a bus message that is not one this gateway knows was ignored")
+                    }
+                },
                 Ok(_) => {}
                 Err(e) => return e.to_string(),
             }
@@ -136,5 +163,13 @@ async fn listen_once(
             },
             () = stop.cancelled() => return Ok(()),
         }
+    }
+}
+
+/// The start of a payload, for a log line.
+fn clip(payload: &str) -> &str {
+    match payload.char_indices().nth(200) {
+        Some((at, _)) => &payload[..at],
+        None => payload,
     }
 }

@@ -12,15 +12,20 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use switchboard_protocol::lenient::clamp_or;
+use switchboard_protocol::message::{ContentBlock, SeqMessage, TranscriptMessage, UserContent};
+use switchboard_protocol::reading::{
+    OmittedData, OmittedMessage, ReadMessage, TrimmedBlock, TrimmedBody, TrimmedContent,
+    TrimmedMessage,
+};
 use switchboard_protocol::session_tools::{HistoryParams, HistoryResult, ToolFailure};
 
 use super::{Answer, SessionTools, store_failure};
 use crate::access::Operation;
 use crate::resolve::Reference;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::{row, with_seq};
+use crate::sessions::row;
 use crate::store::StoredMessage;
 
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -94,9 +99,9 @@ impl SessionsHistory {
             include_tools,
         )
         .await?;
-        let capped = cap(page.messages.into_iter().map(with_seq).collect());
+        let capped = cap(page.messages);
         Ok(HistoryResult {
-            session_key: row(&entry, ctx.store(), &self.0.config).key,
+            session_key: row::<ReadMessage>(&entry, ctx.store(), &self.0.config).key,
             messages: capped.messages,
             // Anything cut or dropped, as the reference counts it; the finer fields say which.
             truncated: capped.dropped > 0 || capped.content_truncated || capped.stripped,
@@ -110,8 +115,23 @@ impl SessionsHistory {
 
 /// Up to `limit` messages below `before`, oldest first, and where to continue.
 struct Page {
-    messages: Vec<StoredMessage>,
+    messages: Vec<SeqMessage>,
     next_before: Option<i64>,
+}
+
+/// Stored rows as transcript messages. A row that is not in the transcript format (written
+/// into the database by hand) is left out of another model's view as it is of its own, and
+/// reported; it stays in the store and in `chat.history`.
+pub(crate) fn transcript(session_id: &str, rows: Vec<StoredMessage>) -> Vec<SeqMessage> {
+    rows.into_iter()
+        .filter_map(|m| match serde_json::from_value(m.message) {
+            Ok(message) => Some(SeqMessage { seq: m.seq, message }),
+            Err(e) => {
+                tracing::warn!(session_id, seq = m.seq, error = %e, "a stored message is not a transcript message; a reading model does not see it");
+                None
+            }
+        })
+        .collect()
 }
 
 /// Reads the newest `limit` messages below `before`; without tools, keeps reading older rows
@@ -130,11 +150,11 @@ async fn read(
             .await
             .map_err(store_failure)?;
         return Ok(Page {
-            messages: page.messages,
+            messages: transcript(session_id, page.messages),
             next_before: page.next_before,
         });
     }
-    let mut kept: Vec<StoredMessage> = Vec::new();
+    let mut kept: Vec<SeqMessage> = Vec::new();
     let mut cursor = before;
     let mut scanned = 0;
     loop {
@@ -146,10 +166,9 @@ async fn read(
             .await
             .map_err(store_failure)?;
         scanned += page.messages.len();
-        let mut older: Vec<StoredMessage> = page
-            .messages
+        let mut older: Vec<SeqMessage> = transcript(session_id, page.messages)
             .into_iter()
-            .filter(|m| m.message.get("role").and_then(Value::as_str) != Some("toolResult"))
+            .filter(|m| !matches!(m.message, TranscriptMessage::ToolResult(_)))
             .collect();
         cursor = page.next_before;
         if older.len() > want {
@@ -171,7 +190,7 @@ async fn read(
 
 /// Messages after the byte cap.
 struct Capped {
-    messages: Vec<Value>,
+    messages: Vec<ReadMessage>,
     dropped: usize,
     content_truncated: bool,
     /// A heavy field (usage, cost, details, a signature, image data) was removed.
@@ -182,20 +201,23 @@ struct Capped {
 }
 
 /// Trims every message, then keeps the newest ones whose array fits in [`MAX_BYTES`].
-fn cap(messages: Vec<Value>) -> Capped {
+fn cap(messages: Vec<SeqMessage>) -> Capped {
     let (mut content_truncated, mut stripped) = (false, false);
-    let mut trimmed: Vec<(Value, usize)> = Vec::with_capacity(messages.len());
+    let mut trimmed: Vec<(ReadMessage, usize)> = Vec::with_capacity(messages.len());
     for message in messages {
-        let (mut message, trim) = sanitize(message);
+        let (message, trim) = sanitize(message);
         content_truncated |= trim.cut;
         stripped |= trim.stripped;
-        let mut size = json_len(&message);
+        let size = json_len(&message);
         // `[` + `]`: a message over this could never be returned, whatever the limit.
-        if size > MAX_BYTES - 2 {
-            message = placeholder(&message, size);
-            size = json_len(&message);
+        let (message, size) = if size > MAX_BYTES - 2 {
+            let omitted = placeholder(&message, size);
             content_truncated = true;
-        }
+            let size = json_len(&omitted);
+            (omitted, size)
+        } else {
+            (ReadMessage::Trimmed(message), size)
+        };
         trimmed.push((message, size));
     }
     // Newest first: keep while the array (brackets and commas included) fits.
@@ -210,12 +232,9 @@ fn cap(messages: Vec<Value>) -> Capped {
         keep = trimmed.len() - i;
     }
     let dropped = trimmed.len() - keep;
-    let messages: Vec<Value> = trimmed.into_iter().skip(dropped).map(|(m, _)| m).collect();
+    let messages: Vec<ReadMessage> = trimmed.into_iter().skip(dropped).map(|(m, _)| m).collect();
     let next_before = if dropped > 0 {
-        messages
-            .first()
-            .and_then(|m| m.get("seq"))
-            .and_then(Value::as_i64)
+        messages.first().map(ReadMessage::seq)
     } else {
         None
     };
@@ -229,34 +248,32 @@ fn cap(messages: Vec<Value>) -> Capped {
     }
 }
 
-fn json_len(value: &Value) -> usize {
+/// The size of `value` as JSON: the same whatever order its fields are written in.
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
     serde_json::to_string(value).map_or(0, |s| s.len())
 }
 
 /// Stands in for a message too large to return even alone.
-fn placeholder(message: &Value, bytes: usize) -> Value {
-    let role = message
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or("user");
-    let seq = message.get("seq").cloned().unwrap_or(Value::Null);
-    let mut out = json!({
-        "role": role,
-        "seq": seq,
-        "omitted": true,
-        "bytes": bytes,
-        "content": [{
-            "type": "text",
-            "text": format!(
+fn placeholder(message: &TrimmedMessage, bytes: usize) -> ReadMessage {
+    let (role, timestamp) = match &message.message {
+        TrimmedBody::User { timestamp, .. } => ("user", *timestamp),
+        TrimmedBody::Assistant { timestamp, .. } => ("assistant", *timestamp),
+        TrimmedBody::ToolResult { timestamp, .. } => ("toolResult", *timestamp),
+    };
+    let seq = message.seq;
+    ReadMessage::Omitted(OmittedMessage {
+        role: role.to_string(),
+        seq,
+        omitted: true,
+        bytes,
+        content: vec![TrimmedBlock::Text {
+            text: format!(
                 "[message {seq} ({role}) omitted: {bytes} bytes even after trimming, over the \
                  {MAX_BYTES}-byte history limit]"
             ),
         }],
-    });
-    if let (Value::Object(map), Some(ts)) = (&mut out, message.get("timestamp")) {
-        map.insert("timestamp".into(), ts.clone());
-    }
-    out
+        timestamp,
+    })
 }
 
 /// What [`sanitize`] did to a message.
@@ -268,110 +285,106 @@ pub(crate) struct Trim {
     pub stripped: bool,
 }
 
-impl std::ops::BitOrAssign for Trim {
-    fn bitor_assign(&mut self, other: Self) {
-        self.cut |= other.cut;
-        self.stripped |= other.stripped;
-    }
-}
-
-/// Heavy fields of a message, and of a content block.
-const HEAVY: [&str; 3] = ["usage", "cost", "details"];
-const HEAVY_IN_BLOCK: [&str; 6] = [
-    "thinkingSignature",
-    "signature",
-    "textSignature",
-    "details",
-    "usage",
-    "cost",
-];
-
-/// Removes `fields` from `map`; true when one was there.
-fn strip(map: &mut Map<String, Value>, fields: &[&str]) -> bool {
-    fields
-        .iter()
-        .fold(false, |stripped, f| map.remove(*f).is_some() | stripped)
-}
-
 /// A message without heavy fields and with long texts cut, and what was done. Used for the
 /// messages of `sessions_list` rows too.
-pub(crate) fn sanitize(mut message: Value) -> (Value, Trim) {
+pub(crate) fn sanitize(m: SeqMessage) -> (TrimmedMessage, Trim) {
     let mut trim = Trim::default();
-    if let Value::Object(map) = &mut message {
-        trim.stripped = strip(map, &HEAVY);
-        if let Some(content) = map.get_mut("content") {
-            trim |= sanitize_content(content);
-        }
-        if let Some(Value::String(error)) = map.get_mut("errorMessage") {
-            trim.cut |= cut_text(error);
-        }
-    }
-    (message, trim)
-}
-
-fn sanitize_content(content: &mut Value) -> Trim {
-    match content {
-        Value::String(text) => Trim {
-            cut: cut_text(text),
-            stripped: false,
-        },
-        Value::Array(blocks) => blocks.iter_mut().fold(Trim::default(), |mut trim, block| {
-            trim |= sanitize_block(block);
-            trim
-        }),
-        _ => Trim::default(),
-    }
-}
-
-fn sanitize_block(block: &mut Value) -> Trim {
-    let Value::Object(map) = block else {
-        return Trim::default();
-    };
-    let mut trim = Trim {
-        cut: false,
-        stripped: strip(map, &HEAVY_IN_BLOCK),
-    };
-    for field in ["text", "thinking"] {
-        if let Some(Value::String(text)) = map.get_mut(field) {
-            trim.cut |= cut_text(text);
-        }
-    }
-    match map.get("type").and_then(Value::as_str) {
-        Some("image") => {
-            trim.stripped |= omit_data(map);
-            if let Some(Value::Object(source)) = map.get_mut("source") {
-                trim.stripped |= omit_data(source);
-            }
-        }
-        Some("toolCall") => {
-            if let Some(arguments) = map.get_mut("arguments") {
-                let raw = arguments.to_string();
-                if raw.chars().count() > MAX_TEXT_CHARS {
-                    let mut text = raw;
-                    cut_text(&mut text);
-                    *arguments = Value::String(text);
-                    trim.cut = true;
+    let message = match m.message {
+        TranscriptMessage::User(u) => TrimmedBody::User {
+            content: match u.content {
+                UserContent::Text(mut text) => {
+                    trim.cut |= cut_text(&mut text);
+                    TrimmedContent::Text(text)
                 }
+                UserContent::Blocks(blocks) => {
+                    TrimmedContent::Blocks(trim_blocks(blocks, &mut trim))
+                }
+            },
+            timestamp: u.timestamp,
+            provenance: u.provenance,
+        },
+        TranscriptMessage::Assistant(a) => {
+            // Its usage (and the cost inside) is left out.
+            trim.stripped = true;
+            let mut error_message = a.error_message;
+            if let Some(error) = &mut error_message {
+                trim.cut |= cut_text(error);
+            }
+            TrimmedBody::Assistant {
+                content: trim_blocks(a.content, &mut trim),
+                provider: a.provider,
+                model: a.model,
+                stop_reason: a.stop_reason,
+                error_message,
+                timestamp: a.timestamp,
             }
         }
-        _ => {}
-    }
-    // Tool results nest content blocks.
-    if let Some(inner) = map.get_mut("content") {
-        trim |= sanitize_content(inner);
-    }
-    trim
+        TranscriptMessage::ToolResult(r) => {
+            trim.stripped |= r.details.is_some();
+            TrimmedBody::ToolResult {
+                tool_call_id: r.tool_call_id,
+                tool_name: r.tool_name,
+                content: trim_blocks(r.content, &mut trim),
+                is_error: r.is_error,
+                timestamp: r.timestamp,
+            }
+        }
+    };
+    (
+        TrimmedMessage {
+            seq: m.seq,
+            message,
+        },
+        trim,
+    )
 }
 
-/// Replaces image data with its size; true when there was data.
-fn omit_data(map: &mut Map<String, Value>) -> bool {
-    if let Some(data) = map.get_mut("data")
-        && let Value::String(raw) = data
-    {
-        *data = json!({"omitted": true, "bytes": raw.len()});
-        return true;
+fn trim_blocks(blocks: Vec<ContentBlock>, trim: &mut Trim) -> Vec<TrimmedBlock> {
+    blocks.into_iter().map(|b| trim_block(b, trim)).collect()
+}
+
+fn trim_block(block: ContentBlock, trim: &mut Trim) -> TrimmedBlock {
+    match block {
+        ContentBlock::Text { mut text } => {
+            trim.cut |= cut_text(&mut text);
+            TrimmedBlock::Text { text }
+        }
+        ContentBlock::Thinking {
+            mut thinking,
+            signature,
+        } => {
+            trim.stripped |= signature.is_some();
+            trim.cut |= cut_text(&mut thinking);
+            TrimmedBlock::Thinking { thinking }
+        }
+        ContentBlock::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let raw = arguments.to_string();
+            let arguments = if raw.chars().count() > MAX_TEXT_CHARS {
+                let mut text = raw;
+                cut_text(&mut text);
+                trim.cut = true;
+                Value::String(text)
+            } else {
+                arguments
+            };
+            TrimmedBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            }
+        }
+        ContentBlock::Image { data, mime_type } => {
+            trim.stripped = true;
+            TrimmedBlock::Image {
+                data: OmittedData::new(data.len()),
+                mime_type,
+            }
+        }
     }
-    false
 }
 
 /// Cuts `text` to [`MAX_TEXT_CHARS`] characters plus a visible marker; `true` when it was cut.
@@ -387,7 +400,15 @@ fn cut_text(text: &mut String) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// Trims a message given as stored JSON; the trimmed message as JSON.
+    fn sanitize(stored: Value) -> (Value, Trim) {
+        let (m, trim) = super::sanitize(serde_json::from_value(stored).unwrap());
+        (serde_json::to_value(m).unwrap(), trim)
+    }
 
     #[test]
     fn heavy_fields_go_and_long_text_is_cut_with_a_marker() {
@@ -415,7 +436,8 @@ mod tests {
             m["content"][2]["data"],
             json!({"omitted": true, "bytes": 8})
         );
-        let (short, trim) = sanitize(json!({"role": "user", "content": "hi", "timestamp": 1}));
+        let (short, trim) =
+            sanitize(json!({"role": "user", "content": "hi", "timestamp": 1, "seq": 1}));
         assert_eq!(trim, Trim::default());
         assert_eq!(short["content"], "hi");
     }
@@ -430,8 +452,9 @@ mod tests {
 
     #[test]
     fn the_cap_drops_the_oldest_and_points_at_them() {
-        let messages: Vec<Value> = (1..=200)
+        let messages: Vec<SeqMessage> = (1..=200)
             .map(|seq| json!({"role": "user", "content": "y".repeat(1_000), "timestamp": 1, "seq": seq}))
+            .map(|m| serde_json::from_value(m).unwrap())
             .collect();
         let capped = cap(messages);
         assert!(capped.dropped > 0 && capped.bytes <= MAX_BYTES);
@@ -443,9 +466,6 @@ mod tests {
         );
         assert_eq!(capped.messages.len() + capped.dropped, 200);
         assert_eq!(capped.next_before, Some(capped.dropped as i64 + 1));
-        assert_eq!(
-            capped.messages.last().and_then(|m| m["seq"].as_i64()),
-            Some(200)
-        );
+        assert_eq!(capped.messages.last().map(ReadMessage::seq), Some(200));
     }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_protocol::lenient::clamp_or;
+use switchboard_protocol::reading::ReadMessage;
 use switchboard_protocol::session_tools::{ListParams, ListResult, ToolFailure};
 
 use super::{Answer, SessionTools, history, store_failure};
@@ -22,7 +23,7 @@ use crate::access::{self, Operation, Requester};
 use crate::keys::{self, KindsFilter, Scope};
 use crate::resolve::target_of;
 use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
-use crate::sessions::{row, with_seq};
+use crate::sessions::row;
 use crate::store::{Cursor, ListQuery, SessionEntry, StoreError};
 
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -121,11 +122,11 @@ impl SessionsList {
                 .last_messages(ids, message_limit)
                 .await
                 .map_err(store_failure)?;
-            for (row, (_, messages)) in rows.iter_mut().zip(messages) {
+            for (row, (session_id, messages)) in rows.iter_mut().zip(messages) {
                 row.messages = Some(
-                    messages
+                    history::transcript(&session_id, messages)
                         .into_iter()
-                        .map(|m| history::sanitize(with_seq(m)).0)
+                        .map(|m| ReadMessage::Trimmed(history::sanitize(m).0))
                         .collect(),
                 );
             }

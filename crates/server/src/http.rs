@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use serde_json::Value;
 use switchboard_core::error::http_status;
 use switchboard_core::store::StoreState;
 use switchboard_protocol::agents::LivenessResult;
@@ -85,7 +86,15 @@ pub async fn rpc(
         Ok(body) => body,
         Err(e) => return e.refusal("/rpc"),
     };
-    let request: RpcRequest = match serde_json::from_slice(&body) {
+    // serde would read a struct from an array of its fields in order: a body is an object.
+    let request = serde_json::from_slice::<Value>(&body).and_then(|value| match value {
+        Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
+        other => Err(serde::de::Error::custom(format!(
+            "a JSON object, not {}",
+            switchboard_protocol::decode::kind_of(&other)
+        ))),
+    });
+    let request = match request {
         Ok(r) => r,
         Err(e) => {
             return failure(

@@ -170,7 +170,9 @@ impl Sessions {
 pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
-        SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some("internal".to_string()),
+        SessionKind::Cron | SessionKind::Hook | SessionKind::Node => {
+            Some(crate::channel::INTERNAL.to_string())
+        }
         SessionKind::Group => e.channel.clone().or_else(key_channel),
         _ => e
             .last_channel

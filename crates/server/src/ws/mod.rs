@@ -388,6 +388,17 @@ fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
             ),
         )
     })?;
+    // serde would read a struct from an array of its fields in order: a frame is an object.
+    if !value.is_object() {
+        let message = format!(
+            "a frame is a JSON object, not {}; {EXPECTED}",
+            switchboard_protocol::decode::kind_of(&value)
+        );
+        return Err((
+            String::new(),
+            ErrorShape::new(ErrorCode::InvalidRequest, message),
+        ));
+    }
     let id = value
         .get("id")
         .and_then(Value::as_str)
@@ -441,6 +452,18 @@ mod tests {
 
     fn value() -> impl Strategy<Value = Value> {
         switchboard_testkit::fuzz::json(KEYS, WORDS, 3)
+    }
+
+    #[test]
+    fn an_array_of_a_frames_fields_is_not_a_frame() {
+        let (_, e) = parse_request(r#"["req","1","health"]"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        assert!(
+            e.message
+                .starts_with("a frame is a JSON object, not an array;"),
+            "{}",
+            e.message
+        );
     }
 
     proptest! {

@@ -392,6 +392,11 @@ async fn over_http_a_connection_method_and_an_array_of_params_are_explained() {
         message.contains("params must be a JSON object") && message.ends_with("got an array"),
         "{message}"
     );
+    // An array of a request's fields is not a request.
+    let (status, body) = rpc(r#"["health",{}]"#).await;
+    assert_eq!(status, 400);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("a JSON object, not an array"), "{message}");
     let (status, body) = rpc(r#"{"method":"sessions.list","params":{}}"#).await;
     assert_eq!((status, body["ok"].clone()), (200, json!(true)));
     gw.stop().await;

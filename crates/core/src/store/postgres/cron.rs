@@ -4,9 +4,9 @@
 
 use super::db::Db;
 use crate::ids::RunId;
-use crate::store::dialect::POSTGRES;
+use crate::store::dialect::{POSTGRES, spell};
 use crate::store::rules::rows::{self, CRON_COLUMNS};
-use crate::store::rules::work::{cron_id_taken, cron_not_found};
+use crate::store::rules::work::{self, cron_id_taken, cron_not_found};
 use crate::store::{CronJobRecord, StoreError};
 
 /// Stores a new job; an id in use is a conflict (the stored job is left as it is).
@@ -61,13 +61,9 @@ pub(super) async fn record_firing(
     run_id: &RunId,
     at: i64,
 ) -> Result<bool, StoreError> {
-    // GREATEST ignores NULLs: no slot keeps `last_slot`, and a first slot sets it.
+    let sql = spell(&work::record_firing(POSTGRES), POSTGRES).into_owned();
     let changed = db
-        .execute(
-            "UPDATE cron_jobs SET last_slot = GREATEST(last_slot, $2::BIGINT), \
-             last_run_id = $3, last_fired_at = $4 WHERE id = $1",
-            &[&id, &slot, &run_id.as_str(), &at],
-        )
+        .execute(&sql, &[&id, &slot, &run_id.as_str(), &at])
         .await?;
     Ok(changed > 0)
 }

@@ -90,6 +90,17 @@ pub(crate) fn set_cursor(d: Dialect) -> String {
     )
 }
 
+/// Records a cron job's firing (`?1` the job, `?2` its slot or NULL, `?3` the run, `?4` when):
+/// a scheduled firing raises `last_slot` and never lowers it; an unscheduled one keeps it.
+pub(crate) fn record_firing(d: Dialect) -> String {
+    format!(
+        "UPDATE cron_jobs SET last_slot = {g}({n}(last_slot, ?2), {n}(?2, last_slot)), \
+         last_run_id = ?3, last_fired_at = ?4 WHERE id = ?1",
+        g = d.greatest,
+        n = d.ifnull
+    )
+}
+
 /// Raises the count of parts the channel took of a delivery (`?1`) to `?2`, never lowers it.
 pub(crate) fn progress(d: Dialect) -> String {
     format!(

@@ -6,7 +6,7 @@ use rusqlite::{Connection, params};
 use super::types::{all, bind, first};
 use crate::store::dialect::SQLITE;
 use crate::store::rules::rows::{self, CRON_COLUMNS};
-use crate::store::rules::work::{cron_id_taken, cron_not_found};
+use crate::store::rules::work::{self, cron_id_taken, cron_not_found};
 use crate::store::{CronJobRecord, StoreError};
 
 pub(super) fn insert(conn: &Connection, job: &CronJobRecord) -> Result<(), StoreError> {
@@ -53,11 +53,7 @@ pub(super) fn record_firing(
     at: i64,
 ) -> Result<bool, StoreError> {
     let changed = conn
-        .prepare_cached(
-            "UPDATE cron_jobs SET last_slot = CASE WHEN ?2 IS NULL THEN last_slot \
-             ELSE max(coalesce(last_slot, ?2), ?2) END, last_run_id = ?3, last_fired_at = ?4 \
-             WHERE id = ?1",
-        )?
+        .prepare_cached(&work::record_firing(SQLITE))?
         .execute(params![id, slot, run_id, at])?;
     Ok(changed > 0)
 }

@@ -1,5 +1,6 @@
 mod attachments;
 mod cron;
+mod discord;
 mod index;
 mod long;
 mod mcp_tools;

@@ -3,7 +3,8 @@
 //!
 //! - REST under `/api/v10`: `POST /channels/{id}/messages` (`{"content"}`, at most 2,000
 //!   characters), `POST /channels/{id}/typing` (204), `GET /channels/{id}` (the channels the
-//!   test described), each checking `Authorization: Bot <token>` (401 otherwise). A queued
+//!   test described), `POST /users/@me/channels` (a DM channel, `"5" + userId`), each checking `Authorization: Bot <token>` (401 otherwise). A message to a user's id (not a channel's) is
+//!   404 `Unknown Channel` (10003). A queued
 //!   failure ([`FakeDiscord::fail_next`]) answers the next create-message with 429 (JSON
 //!   `retry_after` and a `Retry-After` header), 403, 400 or 500. Every call is recorded.
 //! - The Gateway, a WebSocket at `/gateway` (and `/resume`, READY's `resume_gateway_url`):
@@ -74,6 +75,8 @@ struct FakeState {
     /// Dispatches queued while no session exists (sent after the next READY).
     pending: Vec<Value>,
     next_message: u64,
+    /// The authors of the messages pushed: ids that are users, not channels.
+    users: std::collections::BTreeSet<String>,
     /// Every message pushed, by id (for [`FakeDiscord::repeat`]).
     messages: BTreeMap<String, Value>,
     channels: BTreeMap<String, Value>,
@@ -151,6 +154,7 @@ impl FakeDiscord {
                 pending: Vec::new(),
                 next_message: 1_300_000_000_000_000_000,
                 messages: BTreeMap::new(),
+                users: std::collections::BTreeSet::new(),
                 channels: BTreeMap::new(),
                 calls: Vec::new(),
                 gateway: Vec::new(),
@@ -170,6 +174,7 @@ impl FakeDiscord {
             .route("/api/v10/channels/{id}", get(describe))
             .route("/api/v10/channels/{id}/messages", post(create_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
+            .route("/api/v10/users/@me/channels", post(open_dm))
             .with_state(shared.clone());
         let server = crate::serve("FakeDiscord", listener, app, signal);
         FakeDiscord {
@@ -218,9 +223,20 @@ impl FakeDiscord {
     pub fn push_message(&self, mut d: Value) -> String {
         let id = self.message_id();
         d["id"] = json!(id);
-        self.shared.lock().messages.insert(id.clone(), d.clone());
+        {
+            let mut state = self.shared.lock();
+            state.messages.insert(id.clone(), d.clone());
+            if let Some(author) = d["author"]["id"].as_str().filter(|a| *a != BOT_ID) {
+                state.users.insert(author.to_string());
+            }
+        }
         self.shared.dispatch("MESSAGE_CREATE", d);
         id
+    }
+
+    /// Dispatches any event `t` with data `d` as it is (a malformed one included).
+    pub fn dispatch(&self, t: &str, d: Value) {
+        self.shared.dispatch(t, d);
     }
 
     /// Dispatches the message `id` pushed before once more (as a new event of the current
@@ -470,6 +486,11 @@ async fn create_message(
             "The request body contains invalid JSON.",
         );
     };
+    if shared.lock().users.contains(&id) {
+        // A user's id is not a channel's: a DM goes to the channel `open_dm` answers.
+        record(&shared, "POST", path, body, true);
+        return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
+    }
     let failure = shared.lock().failures.pop_front();
     record(&shared, "POST", path, body.clone(), failure.is_some());
     match failure {
@@ -514,6 +535,38 @@ async fn create_message(
         "author": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true},
     });
     axum::Json(message).into_response()
+}
+
+/// `POST /users/@me/channels {recipient_id}`: the DM channel with a user (`"5" + id`).
+async fn open_dm(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if !authorized(&shared, &headers) {
+        return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    record(
+        &shared,
+        "POST",
+        "/users/@me/channels".into(),
+        body.clone(),
+        false,
+    );
+    let Some(user) = body["recipient_id"]
+        .as_str()
+        .filter(|u| shared.lock().users.contains(*u))
+    else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            50035,
+            "Invalid Form Body (recipient_id)",
+        );
+    };
+    let channel =
+        json!({"id": format!("5{user}"), "type": 1, "recipients": [author(user, "user")]});
+    axum::Json(channel).into_response()
 }
 
 async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {

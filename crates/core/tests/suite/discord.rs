@@ -252,3 +252,100 @@ async fn op_7_resumes_and_an_unresumable_op_9_identifies_anew() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_seen_again_after_a_restart_is_not_handled_twice() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let once = fake.dm("42", "alice", "@reply once");
+    sent(&fake, 1).await;
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    let identified = |events: &[GatewayEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, GatewayEvent::Identify { .. }))
+            .count()
+    };
+    saw(&fake, |_, events| identified(events) == 2).await;
+    // The new session brings the handled message again, then a new one: only the new one
+    // runs (a second run of the first would be answered before it, in the same session).
+    fake.repeat(&once);
+    fake.dm("42", "alice", "@reply after");
+    let replies = sent(&fake, 2).await;
+    assert_eq!(texts(&replies), ["once", "after"]);
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
+    use switchboard_protocol::pairing::PairingApproveParams;
+
+    let fake = FakeDiscord::start(TOKEN).await;
+    let h = started(config(&fake, DiscordDmPolicy::default())).await;
+    fake.dm("42", "alice", "@reply hi-1");
+    let (channel, answer) = sent(&fake, 1).await.remove(0);
+    assert_eq!(channel, "542");
+    assert!(answer.contains("Your Discord user id: 42"), "{answer}");
+    let code = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Pairing code: "))
+        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
+        .trim()
+        .to_string();
+    assert!(answer.contains(&format!("switchboard pairing approve discord {code}")));
+    let approve = PairingApproveParams {
+        channel: Some("discord".into()),
+        code,
+        notify: true,
+        ..Default::default()
+    };
+    let approved = h.engine.pairing().approve(approve).await.unwrap();
+    assert_eq!(approved.approved.id, "42");
+    // The notice names the user; it goes to their DM channel.
+    let (channel, notice) = sent(&fake, 2).await.remove(1);
+    assert_eq!(channel, "542");
+    assert!(notice.contains("approved"), "{notice}");
+    fake.dm("42", "alice", "@reply hi-3");
+    assert_eq!(
+        sent(&fake, 3).await[2],
+        ("542".to_string(), "hi-3".to_string())
+    );
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    fake.dispatch(
+        "MESSAGE_CREATE",
+        serde_json::json!({"id": "1", "content": 5}),
+    );
+    fake.dispatch("GUILD_CREATE", serde_json::json!("not a guild"));
+    fake.dm("42", "alice", "@reply still-here");
+    assert_eq!(texts(&sent(&fake, 1).await), ["still-here"]);
+    assert_eq!(discord_state(&h), LinkState::Up("connected"));
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bot_heartbeats_at_the_interval_hello_gives() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    fake.set_heartbeat_ms(100);
+    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let beats = |events: &[GatewayEvent]| {
+        events
+            .iter()
+            .filter(|e| **e == GatewayEvent::Heartbeat)
+            .count()
+    };
+    saw(&fake, |_, events| beats(events) >= 3).await;
+    let events = fake.gateway_events();
+    assert_eq!(events[0], GatewayEvent::Identify { intents: INTENTS });
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 pub struct ApiError {
     /// The HTTP status, 0 when no answer came.
     pub status: u16,
+    /// Discord's JSON error `code` (10003: unknown channel), when the answer had one.
+    pub code: Option<u64>,
     /// Discord's `message`, or what went wrong on the way.
     pub message: String,
     /// A 429's wait (`retry_after` in the body, else the `Retry-After` header).
@@ -135,6 +137,7 @@ impl Rest {
         }
         let response = request.send().await.map_err(|e| ApiError {
             status: 0,
+            code: None,
             message: format!("{path}: no answer from the Discord API ({})", kind_of(&e)),
             retry_after: None,
         })?;
@@ -156,6 +159,7 @@ impl Rest {
         let wait = answer["retry_after"].as_f64().or(header_wait);
         Err(ApiError {
             status,
+            code: answer["code"].as_u64(),
             message: answer["message"].as_str().map_or_else(
                 || format!("{path}: no error message"),
                 |m| format!("{path}: {m}"),
@@ -183,12 +187,30 @@ impl Rest {
             .map(|_| ())
     }
 
+    /// The DM channel with user `user_id` (opened if new): where a message to a user goes.
+    pub async fn open_dm(&self, user_id: &str) -> Result<String, ApiError> {
+        let body = json!({"recipient_id": user_id});
+        let answer = self
+            .call(reqwest::Method::POST, "/users/@me/channels", Some(body))
+            .await?;
+        match answer["id"].as_str() {
+            Some(id) => Ok(id.to_string()),
+            None => Err(ApiError {
+                status: 200,
+                code: None,
+                message: "/users/@me/channels: an answer without the channel id".into(),
+                retry_after: None,
+            }),
+        }
+    }
+
     /// What kind of channel `channel_id` is (a thread and its parent, its name).
     pub async fn channel(&self, channel_id: &str) -> Result<ChannelInfo, ApiError> {
         let path = format!("/channels/{}", segment(channel_id));
         let answer = self.call(reqwest::Method::GET, &path, None).await?;
         serde_json::from_value(answer).map_err(|e| ApiError {
             status: 200,
+            code: None,
             message: format!("{path}: unexpected channel object: {e}"),
             retry_after: None,
         })

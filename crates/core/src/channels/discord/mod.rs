@@ -16,6 +16,8 @@
 //! Out: the outbox calls [`Discord`]'s `send` (the channel seam): the text in parts of at most
 //! 2,000 characters, in order, each part taken recorded so that a retry sends only the rest. A
 //! 429 is retried after its `retry_after`; 5xx and no answer are retried; other 4xx are permanent.
+//! A route whose `to` is a user id rather than a channel's (a pairing notice) goes to the user's
+//! DM channel, opened on the way.
 //!
 //! A token the Gateway refuses (close code 4004) stops that bot: `health` and the log say so, and
 //! the gateway keeps serving. The token is never logged.
@@ -39,6 +41,8 @@ use api::{ApiError, Rest};
 pub const DISCORD: &str = "discord";
 /// Discord's limit for one message's content, in characters.
 const LIMIT: usize = 2000;
+/// Discord's error code for a channel id it does not know.
+const UNKNOWN_CHANNEL: u64 = 10003;
 /// What a bot's link is called while its Gateway session is up.
 const CONNECTED: &str = "connected";
 
@@ -195,11 +199,18 @@ async fn send(
     };
     let token = settings.bot_token.as_deref().unwrap_or_default();
     let rest = Rest::new(http.clone(), &settings.api_base, token);
-    let target = record.thread_id.as_deref().unwrap_or(&record.to);
+    let mut target = record.thread_id.clone().unwrap_or(record.to.clone());
     let parts = super::split::parts(&record.text, LIMIT);
     let last = parts.len();
     for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
-        rest.create_message(target, part).await.map_err(classify)?;
+        match rest.create_message(&target, part).await {
+            // A user id rather than a channel's (a pairing notice, `send` to a user): their DM.
+            Err(e) if e.code == Some(UNKNOWN_CHANNEL) && record.thread_id.is_none() => {
+                target = rest.open_dm(&record.to).await.map_err(classify)?;
+                rest.create_message(&target, part).await.map_err(classify)?;
+            }
+            sent => sent.map_err(classify)?,
+        }
         if done + 1 < last {
             let progress = WriteOp::DeliveryProgress {
                 id: record.id.clone(),

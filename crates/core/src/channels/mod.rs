@@ -20,6 +20,7 @@
 pub mod discord;
 mod hooks;
 mod inbound;
+mod owner;
 pub mod local;
 pub mod pairing;
 mod split;

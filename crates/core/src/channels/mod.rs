@@ -20,8 +20,8 @@
 pub mod discord;
 mod hooks;
 mod inbound;
-mod owner;
 pub mod local;
+mod owner;
 pub mod pairing;
 mod split;
 pub mod telegram;

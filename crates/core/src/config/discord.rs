@@ -38,6 +38,9 @@ pub struct DiscordChannel {
     /// User ids (`80351110224678912`) or usernames (`alice`) who may always DM the bot
     /// (`dmPolicy` `allowlist` and `pairing`; approved pairings add to them).
     pub allow_from: Vec<String>,
+    /// User ids or usernames who own the bot's chats: they may use owner commands
+    /// (`/send on|off|inherit`, `/status`, `/new`) and are always let in by DM.
+    pub owners: Vec<String>,
     /// Which guild channels the bot answers in.
     pub group_policy: DiscordGroupPolicy,
     /// Guild channels by channel id, or `"*"` for every channel: listed ones pass
@@ -70,6 +73,7 @@ pub struct DiscordAccount {
     pub agent_id: Option<String>,
     pub dm_policy: Option<DiscordDmPolicy>,
     pub allow_from: Option<Vec<String>>,
+    pub owners: Option<Vec<String>>,
     pub group_policy: Option<DiscordGroupPolicy>,
     pub channels: Option<BTreeMap<String, DiscordGuildChannel>>,
     pub require_mention: Option<bool>,
@@ -85,6 +89,7 @@ impl Default for DiscordAccount {
             agent_id: None,
             dm_policy: None,
             allow_from: None,
+            owners: None,
             group_policy: None,
             channels: None,
             require_mention: None,
@@ -102,6 +107,7 @@ impl Default for DiscordChannel {
             agent_id: None,
             dm_policy: DiscordDmPolicy::default(),
             allow_from: Vec::new(),
+            owners: Vec::new(),
             group_policy: DiscordGroupPolicy::default(),
             channels: BTreeMap::new(),
             require_mention: true,
@@ -151,6 +157,7 @@ impl DiscordAccount {
             agent_id: self.agent_id.clone().or(base.agent_id.clone()),
             dm_policy: self.dm_policy.unwrap_or(base.dm_policy),
             allow_from: self.allow_from.clone().unwrap_or(base.allow_from.clone()),
+            owners: self.owners.clone().unwrap_or(base.owners.clone()),
             group_policy: self.group_policy.unwrap_or(base.group_policy),
             channels: self.channels.clone().unwrap_or(base.channels.clone()),
             require_mention: self.require_mention.unwrap_or(base.require_mention),

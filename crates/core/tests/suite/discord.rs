@@ -349,3 +349,54 @@ async fn the_bot_heartbeats_at_the_interval_hello_gives() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let mut config = config(&fake, DiscordDmPolicy::Allowlist);
+    config.channels.discord.owners = vec!["42".into()];
+    config.channels.discord.allow_from = vec!["43".into()];
+    let h = started(config).await;
+    // An owner is let in by DM without being in allowFrom.
+    fake.dm("42", "alice", "@reply hello");
+    sent(&fake, 1).await;
+    let before = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    fake.dm("42", "alice", "/status");
+    let status = sent(&fake, 2).await;
+    assert!(
+        status[1]
+            .1
+            .starts_with("agent:main:main · model builtin/scripted · send policy inherit"),
+        "{status:?}"
+    );
+    fake.dm("43", "bob", "/new");
+    let refused = sent(&fake, 3).await;
+    assert_eq!(refused[2].0, "543");
+    assert!(refused[2].1.contains("Only an owner"), "{refused:?}");
+    assert!(
+        refused[2].1.contains("channels.discord.owners"),
+        "{refused:?}"
+    );
+    // In a guild channel a command needs no mention.
+    fake.text_channel("700", "dev");
+    fake.guild_message("700", "42", "alice", "/new", false);
+    let fresh = sent(&fake, 4).await;
+    assert_eq!(fresh[3].0, "700");
+    assert!(
+        fresh[3].1.starts_with("Nothing to reset"),
+        "the channel had no session yet: {fresh:?}"
+    );
+    fake.dm("42", "alice", "/new");
+    let reset = sent(&fake, 5).await;
+    assert!(
+        reset[4].1.starts_with("New session: agent:main:main"),
+        "{reset:?}"
+    );
+    let after = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    assert_ne!(
+        after.session_id, before.session_id,
+        "/new reset the session"
+    );
+    fake.stop().await;
+    h.engine.close().await;
+}

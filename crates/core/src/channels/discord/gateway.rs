@@ -1,6 +1,6 @@
 //! The Discord channel's inbound door: one task per bot holds a Gateway session over a
-//! WebSocket and hands each MESSAGE_CREATE on — a run (committed with the channel's cursor), a
-//! pairing code, or nothing. See the module doc of `discord` for the session's life.
+//! WebSocket and hands each MESSAGE_CREATE on — a run (committed with the channel's cursor), an
+//! owner command, a pairing code, or nothing. See the module doc of `discord` for the session's life.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,9 +22,10 @@ use super::{Account, CONNECTED, DISCORD, Discord};
 use crate::channel::{Door, LinkState};
 use crate::channels::inbound::{Chat, ChatTurn};
 use crate::channels::pairing::{Pairing, Stranger, Verdict};
-use crate::channels::{DoorParts, Inbound};
+use crate::channels::{DoorParts, Inbound, owner};
 use crate::error::CoreResult;
 use crate::runtime::Runtime;
+use crate::sessions::Sessions;
 use crate::store::WriteOp;
 
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
@@ -40,6 +41,7 @@ type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 pub struct Gateway {
     discord: Arc<Discord>,
     inbound: Arc<Inbound>,
+    sessions: Arc<Sessions>,
     pairing: Arc<Pairing>,
     runtime: Runtime,
     tasks: TaskTracker,
@@ -70,6 +72,7 @@ impl Gateway {
         Self {
             discord,
             inbound: parts.inbound.clone(),
+            sessions: parts.sessions.clone(),
             pairing: parts.pairing.clone(),
             runtime: parts.runtime.clone(),
             tasks: parts.tasks.clone(),
@@ -328,6 +331,17 @@ impl Gateway {
         }
         let turn = match decision {
             Decision::Run(turn) => turn,
+            Decision::Command(command) => {
+                let chat = chat_of(&command.chat, &source);
+                let parts = (self.inbound.as_ref(), self.sessions.as_ref());
+                owner::answer(parts, chat, command.owner, command.order).await?;
+                let position = WriteOp::SetCursor {
+                    name: cursor,
+                    position: id,
+                };
+                store.write_batch(vec![position]).await?;
+                return Ok(());
+            }
             Decision::Ignore(why) => {
                 tracing::debug!(message = %message.id, why, "discord: message ignored");
                 return Ok(());
@@ -404,8 +418,10 @@ impl Gateway {
         (id, username): (String, Option<String>),
         (account, source): (&str, &str),
     ) -> CoreResult<Decision> {
-        let Decision::Run(turn) = &decision else {
-            return Ok(decision);
+        let turn = match &decision {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => &command.chat,
+            Decision::Ignore(_) => return Ok(decision),
         };
         let stranger = Stranger {
             channel: DISCORD,
@@ -418,13 +434,9 @@ impl Gateway {
         match self.pairing.check(stranger).await? {
             Verdict::Pass => Ok(decision),
             Verdict::Answer(text) => {
-                let chat = Chat {
-                    key: turn.key.clone(),
-                    route: turn.route.clone(),
-                    setting: "channels.discord.allowFrom".into(),
-                    idempotency_key: Some(source.to_string()),
-                };
-                self.inbound.answer_command(chat, text).await?;
+                self.inbound
+                    .answer_command(chat_of(turn, source), text)
+                    .await?;
                 Ok(Decision::Ignore("answered with a pairing code"))
             }
             Verdict::Silent(why) => Ok(Decision::Ignore(why)),
@@ -447,6 +459,16 @@ impl Gateway {
                 }
             }
         });
+    }
+}
+
+/// The chat a turn came from, to answer in (once per `source` message).
+fn chat_of(turn: &route::Turn, source: &str) -> Chat {
+    Chat {
+        key: turn.key.clone(),
+        route: turn.route.clone(),
+        setting: "channels.discord.owners".into(),
+        idempotency_key: Some(source.to_string()),
     }
 }
 

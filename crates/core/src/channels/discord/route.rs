@@ -1,4 +1,4 @@
-//! Which messages start a run, and in which session (the reference's routing): DMs by
+//! Which messages start a run or are owner commands, and in which session (the reference's routing): DMs by
 //! `session.dmScope` and `dmPolicy`; guild text channels in
 //! `agent:<agentId>:discord:group:<channelId>` (`:thread:<threadId>` in a thread), only when the
 //! bot is mentioned or replied to (unless `requireMention` is off). The reply goes back to the
@@ -8,6 +8,7 @@ use switchboard_protocol::sessions::DeliveryContext;
 
 use super::DISCORD;
 use super::api::{ChannelInfo, Message, User};
+use crate::channels::owner::Order;
 use crate::config::{Config, DiscordChannel, DiscordDmPolicy, DiscordGroupPolicy};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
@@ -20,10 +21,20 @@ pub(super) struct Turn {
     pub title: Option<String>,
 }
 
+/// An owner command from a chat the bot may talk in.
+pub(super) struct Command {
+    pub chat: Turn,
+    /// The sender is in `channels.discord.owners`.
+    pub owner: bool,
+    pub order: Order,
+}
+
 /// What a message asks for.
 pub(super) enum Decision {
     /// A run in the chat's session.
     Run(Turn),
+    /// An owner command (it needs no mention in a guild channel).
+    Command(Command),
     /// Nothing, and why (for the log).
     Ignore(&'static str),
 }
@@ -54,6 +65,10 @@ pub(super) fn decide(
     if text.is_empty() {
         return Ok(Decision::Ignore("no text"));
     }
+    let order = {
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
+        Order::parse(&word.to_lowercase(), rest)
+    };
     let agent_id = channel
         .agent_id
         .clone()
@@ -89,7 +104,7 @@ pub(super) fn decide(
             if let Err(why) = group_allows(channel, &parent) {
                 return Ok(Decision::Ignore(why));
             }
-            if require_mention(channel, &parent) && !addressed(me, message) {
+            if require_mention(channel, &parent) && order.is_none() && !addressed(me, message) {
                 return Ok(Decision::Ignore(
                     "a guild message that does not mention the bot",
                 ));
@@ -108,11 +123,18 @@ pub(super) fn decide(
             }
         }
     };
-    Ok(Decision::Run(turn))
+    Ok(match order {
+        Some(order) => Decision::Command(Command {
+            owner: is_listed(&channel.owners, from),
+            chat: turn,
+            order,
+        }),
+        None => Decision::Run(turn),
+    })
 }
 
-/// A DM sender whom `dmPolicy: "pairing"` must admit (not in `allowFrom`): their id and
-/// username. `None` for anything else.
+/// A DM sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an owner):
+/// their id and username. `None` for anything else.
 pub(super) fn stranger(
     channel: &DiscordChannel,
     message: &Message,
@@ -120,7 +142,7 @@ pub(super) fn stranger(
 ) -> Option<(String, Option<String>)> {
     let from = &message.author;
     let pairs = channel.dm_policy == DiscordDmPolicy::Pairing && matches!(place, Place::Direct);
-    (pairs && !from.bot && !is_listed(&channel.allow_from, from))
+    (pairs && !from.bot && !let_in(channel, from))
         .then(|| (from.id.clone(), Some(from.username.clone())))
 }
 
@@ -130,8 +152,13 @@ fn may_dm(channel: &DiscordChannel, from: &User) -> bool {
     match channel.dm_policy {
         DiscordDmPolicy::Open | DiscordDmPolicy::Pairing => true,
         DiscordDmPolicy::Disabled => false,
-        DiscordDmPolicy::Allowlist => is_listed(&channel.allow_from, from),
+        DiscordDmPolicy::Allowlist => let_in(channel, from),
     }
+}
+
+/// In `allowFrom`, or an owner: let in without asking.
+fn let_in(channel: &DiscordChannel, from: &User) -> bool {
+    is_listed(&channel.allow_from, from) || is_listed(&channel.owners, from)
 }
 
 /// `groupPolicy` and `channels`: may the bot talk in this guild channel?

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::channel::{Channel, Channels, Door};
+use crate::channels::discord::Discord;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::pairing::Pairing;
 use crate::channels::telegram::Telegram;
@@ -146,17 +147,19 @@ fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
-) -> CoreResult<(Arc<Channels>, Arc<Telegram>)> {
+) -> CoreResult<(Arc<Channels>, Arc<Telegram>, Arc<Discord>)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
     let telegram = Telegram::new(config.clone(), store.clone(), http.clone());
+    let discord = Discord::new(config.clone(), store.clone(), http.clone());
     let channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http)),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
         telegram.clone(),
+        discord.clone(),
     ];
-    Ok((Arc::new(Channels::new(channels)), telegram))
+    Ok((Arc::new(Channels::new(channels)), telegram, discord))
 }
 
 /// The doors messages come in by: the HTTP sources ([`Inbound`]), DM pairing, and the
@@ -165,7 +168,7 @@ fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
-    (channels, telegram): (&Arc<Channels>, &Arc<Telegram>),
+    (channels, telegram, discord): (&Arc<Channels>, &Arc<Telegram>, &Arc<Discord>),
     (tasks, intake): (&TaskTracker, &CancellationToken),
 ) -> (Arc<Inbound>, Arc<Pairing>, Vec<Arc<dyn Door>>) {
     let inbound = Arc::new(Inbound::new(
@@ -188,7 +191,7 @@ fn doors(
         tasks: tasks.clone(),
         stop: intake.clone(),
     };
-    let doors: Vec<Arc<dyn Door>> = vec![telegram.door(&parts)];
+    let doors: Vec<Arc<dyn Door>> = vec![telegram.door(&parts), discord.door(&parts)];
     (inbound, pairing, doors)
 }
 
@@ -285,7 +288,7 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let (channels, telegram) = channel_registry(&config, &store, &clock)?;
+        let (channels, telegram, discord) = channel_registry(&config, &store, &clock)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),
@@ -337,7 +340,7 @@ impl Engine {
             &config,
             (&store, &runtime, &sessions),
             (&resolver, &outbox, &clock),
-            (&channels, &telegram),
+            (&channels, &telegram, &discord),
             (&tasks, &intake),
         );
         Ok(Self {

@@ -28,6 +28,7 @@
 
 mod anthropic;
 mod context;
+pub mod discord;
 pub mod fuzz;
 pub mod mcp_servers;
 mod openai;
@@ -53,6 +54,7 @@ use tokio::task::JoinHandle;
 
 pub use anthropic::THINKING_SIGNATURE;
 pub use context::prompt_tokens;
+pub use discord::FakeDiscord;
 pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
 pub use telegram::{FakeFailure, FakeTelegram};
 

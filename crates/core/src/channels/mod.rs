@@ -6,6 +6,8 @@
 //!   inbound door is `POST /channels/webhook/<accountId>` ([`Inbound`]).
 //! - `telegram` ([`telegram::Telegram`]): the Bot API; its inbound door is a poller per bot
 //!   ([`telegram::Telegram::door`]), owner commands and DM pairing included.
+//! - `discord` ([`discord::Discord`]): the REST API out; its inbound door is a Gateway
+//!   session per bot ([`discord::Discord::door`]), DM pairing included.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
 //! Shared by the doors: [`Inbound`] (a chat message → a run, owner commands answered through the
@@ -15,10 +17,13 @@
 //! outbox), `sessions` (owner commands), `runtime` and everything below them; nothing but the
 //! composition root imports it.
 
+pub mod discord;
 mod hooks;
 mod inbound;
 pub mod local;
+mod owner;
 pub mod pairing;
+mod split;
 pub mod telegram;
 pub mod webhook;
 

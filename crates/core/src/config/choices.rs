@@ -169,6 +169,35 @@ string_enum! {
 }
 
 string_enum! {
+    /// `channels.discord.dmPolicy`: who may talk to the bot in a DM.
+    pub enum DiscordDmPolicy {
+        /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
+        /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
+        Pairing = "pairing",
+        /// Only the users in `allowFrom` (ids or usernames); nobody when it is empty.
+        Allowlist = "allowlist",
+        /// Anyone.
+        Open = "open",
+        /// Nobody: DMs are ignored.
+        Disabled = "disabled",
+    }
+    default = Pairing;
+}
+
+string_enum! {
+    /// `channels.discord.groupPolicy`: which guild channels the bot answers in.
+    pub enum DiscordGroupPolicy {
+        /// Only the channels listed in `channels` (`"*"` lists every channel).
+        Allowlist = "allowlist",
+        /// Every channel the bot can read.
+        Open = "open",
+        /// None: guild messages are ignored.
+        Disabled = "disabled",
+    }
+    default = Allowlist;
+}
+
+string_enum! {
     /// `session.sendPolicy.rules[].match.chatType`.
     pub enum ChatType {
         /// A direct chat.

@@ -206,6 +206,8 @@ const OPTIONAL_SECRETS: &[&str] = &[
     "channels.webhook.accounts.*.token",
     "channels.telegram.botToken",
     "channels.telegram.accounts.*.botToken",
+    "channels.discord.botToken",
+    "channels.discord.accounts.*.botToken",
 ];
 
 /// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are

@@ -15,6 +15,7 @@
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
 mod choices;
+mod discord;
 mod error;
 mod load;
 mod mcp;
@@ -33,8 +34,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use choices::{
-    AuthMode, ChatType, DmScope, ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ThinkingLevel,
+    AuthMode, ChatType, DiscordDmPolicy, DiscordGroupPolicy, DmScope, ModelInput, ProviderApi,
+    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
+    TelegramGroupPolicy, ThinkingLevel,
+};
+pub use discord::{
+    DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel, DiscordGuildChannel,
 };
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
@@ -508,6 +513,8 @@ pub struct ChannelsConfig {
     pub webhook: WebhookChannel,
     /// Telegram Bot API.
     pub telegram: TelegramChannel,
+    /// Discord: the Gateway in, the REST API out.
+    pub discord: DiscordChannel,
 }
 
 /// `channels.webhook`.

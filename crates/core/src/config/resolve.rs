@@ -182,6 +182,10 @@ impl Config {
         for account in copy.channels.telegram.accounts.values_mut() {
             hide(&mut account.bot_token);
         }
+        hide(&mut copy.channels.discord.bot_token);
+        for account in copy.channels.discord.accounts.values_mut() {
+            hide(&mut account.bot_token);
+        }
         hide(&mut copy.hooks.token);
         // A database URL may carry its password.
         hide(&mut copy.store.url);

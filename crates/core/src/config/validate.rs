@@ -10,9 +10,10 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmScope, GatewayBind, ModelInput,
-    ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ThinkingLevel, ToolPolicy,
+    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DiscordDmPolicy,
+    DiscordGroupPolicy, DmScope, GatewayBind, ModelInput, ModelRef, ProviderApi, ProviderConfig,
+    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
+    TelegramGroupPolicy, ThinkingLevel, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -78,6 +79,8 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "models.providers.*.baseUrl"
         | "channels.telegram.apiBase"
         | "channels.telegram.accounts.*.apiBase"
+        | "channels.discord.apiBase"
+        | "channels.discord.accounts.*.apiBase"
         | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
         "models.providers.*.timeoutSeconds" => integer(&PROVIDER_TIMEOUT_SECONDS),
         "models.providers.*.maxRetries" => integer(&PROVIDER_MAX_RETRIES),
@@ -120,6 +123,15 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         }
         "channels.telegram.groupPolicy" | "channels.telegram.accounts.*.groupPolicy" => {
             one_of(TelegramGroupPolicy::NAMES)
+        }
+        "channels.discord.gatewayUrl" | "channels.discord.accounts.*.gatewayUrl" => {
+            super::discord::WS_URL_EXPECTED.to_owned()
+        }
+        "channels.discord.dmPolicy" | "channels.discord.accounts.*.dmPolicy" => {
+            one_of(DiscordDmPolicy::NAMES)
+        }
+        "channels.discord.groupPolicy" | "channels.discord.accounts.*.groupPolicy" => {
+            one_of(DiscordGroupPolicy::NAMES)
         }
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
@@ -609,6 +621,7 @@ impl Checker<'_> {
         webhook.accounts = normalized;
 
         self.telegram(&mut config.channels.telegram);
+        self.discord(&mut config.channels.discord);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

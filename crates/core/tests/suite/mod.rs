@@ -1,6 +1,7 @@
 mod attachments;
 mod bus;
 mod cron;
+mod discord;
 mod index;
 mod long;
 mod mcp_tools;

@@ -22,7 +22,6 @@ mod api;
 mod commands;
 mod poll;
 mod route;
-mod split;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +36,8 @@ use crate::store::{DeliveryRecord, Store, WriteOp};
 
 /// The channel's name in keys, routes, records and pairing.
 pub const TELEGRAM: &str = "telegram";
+/// Telegram's limit for one message's text, in characters.
+const LIMIT: usize = 4096;
 /// What a bot's link is called while it is up.
 const POLLING: &str = "polling";
 
@@ -194,7 +195,7 @@ async fn send(
     };
     let token = settings.bot_token.as_deref().unwrap_or_default();
     let bot = Bot::new(http.clone(), &settings.api_base, token);
-    let parts = split::parts(&record.text, split::LIMIT);
+    let parts = crate::channels::split::parts(&record.text, LIMIT);
     let last = parts.len();
     for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
         bot.send_message(&record.to, record.thread_id.as_deref(), part)

@@ -21,35 +21,21 @@ pub(super) struct Turn {
     pub title: Option<String>,
 }
 
-/// An owner command the bot understands.
-pub(super) enum Order {
-    /// `/send on|off|inherit`: the policy, or what is accepted.
-    Send(Result<Option<&'static str>, String>),
-    /// `/status`: the chat's session, its model, policy and size.
-    Status,
-    /// `/new`: a fresh transcript for the chat's session (`sessions.reset`).
-    New,
-}
+pub(super) use crate::channels::owner::Order;
 
-impl Order {
-    /// `/send …`, `/status` or `/new`, also as Telegram writes them in groups (`/new@thisbot`);
-    /// `None` for anything else (another bot's command included).
-    pub(super) fn parse(text: &str, me: &User) -> Option<Self> {
-        let text = text.trim();
-        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
-        let word = word.to_lowercase();
-        let word = match (word.split_once('@'), me.username.as_deref()) {
-            (Some((command, bot)), Some(name)) if bot.eq_ignore_ascii_case(name) => command,
-            (Some(_), _) => return None,
-            (None, _) => word.as_str(),
-        };
-        match word {
-            "/send" => crate::access::send_command(&format!("/send {rest}")).map(Self::Send),
-            "/status" => Some(Self::Status),
-            "/new" => Some(Self::New),
-            _ => None,
-        }
-    }
+/// An owner command the bot understands: `/send …`, `/status` or `/new`, also as Telegram
+/// writes them in groups (`/new@thisbot`); `None` for anything else (another bot's command
+/// included).
+fn order(text: &str, me: &User) -> Option<Order> {
+    let text = text.trim();
+    let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let word = word.to_lowercase();
+    let word = match (word.split_once('@'), me.username.as_deref()) {
+        (Some((command, bot)), Some(name)) if bot.eq_ignore_ascii_case(name) => command,
+        (Some(_), _) => return None,
+        (None, _) => word.as_str(),
+    };
+    Order::parse(word, rest)
 }
 
 /// An owner command from a chat the bot may talk in.
@@ -83,7 +69,7 @@ pub(super) fn decide(
     let Some(from) = message.from.as_ref().filter(|f| !f.is_bot) else {
         return Ok(Decision::Ignore("not from a person"));
     };
-    let order = Order::parse(text, me);
+    let order = order(text, me);
     let agent_id = channel
         .agent_id
         .clone()

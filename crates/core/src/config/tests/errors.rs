@@ -139,6 +139,18 @@ fn a_bad_value_names_path_value_and_allowed_set() {
             "line 1: config error at channels.telegram.apiBase: \"api.telegram.org\" is not allowed; expected an http:// or https:// URL\n\
              line 1: config error at channels.telegram.botToken: missing; expected a token (required while channels.telegram.enabled is true, unless accounts configures the bots)",
         ),
+        (
+            r#"{ channels: { discord: { enabled: true, gatewayUrl: "https://gateway", dmPolicy: "everyone" } } }"#,
+            "line 1: config error at channels.discord.dmPolicy: \"everyone\" is not allowed; expected one of \"pairing\", \"allowlist\", \"open\", \"disabled\"\n\
+             line 1: config error at channels.discord.gatewayUrl: \"https://gateway\" is not allowed; expected a ws:// or wss:// URL\n\
+             line 1: config error at channels.discord.botToken: missing; expected a token (required while channels.discord.enabled is true, unless accounts configures the bots)",
+        ),
+        (
+            r#"{ channels: { discord: { enabled: true, gatewayUrl: "https://gateway", accounts: { ops: { apiBase: "nowhere" } } } } }"#,
+            "line 1: config error at channels.discord.gatewayUrl: \"https://gateway\" is not allowed; expected a ws:// or wss:// URL\n\
+             line 1: config error at channels.discord.accounts.ops.apiBase: \"nowhere\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.discord.accounts.ops.botToken: missing; expected a token (each enabled account needs its own bot)",
+        ),
     ];
     for (text, expected) in cases {
         assert_eq!(error_text(text), expected, "for {text}");

@@ -1,15 +1,13 @@
-//! Long texts in parts Telegram accepts: at most [`LIMIT`] characters each, cut at the last
-//! paragraph break that fits, else the last line break, sentence end or space, else hard.
-
-/// Telegram's limit for one message's text, in characters.
-pub(super) const LIMIT: usize = 4096;
+//! Long texts in parts a chat accepts (Telegram's 4,096 characters, Discord's 2,000): at most
+//! `limit` characters each, cut at the last paragraph break that fits, else the last line break,
+//! sentence end or space, else hard.
 
 /// Where a part may end, best first: after the separator.
 const BREAKS: &[&str] = &["\n\n", "\n", ". ", "! ", "? ", " "];
 
 /// `text` in order, each part non-empty and at most `limit` characters; joined back (with the
 /// whitespace at the cuts) it is `text`.
-pub(super) fn parts(text: &str, limit: usize) -> Vec<String> {
+pub(crate) fn parts(text: &str, limit: usize) -> Vec<String> {
     let mut parts = Vec::new();
     let mut rest = text;
     while rest.chars().count() > limit {
@@ -38,6 +36,8 @@ pub(super) fn parts(text: &str, limit: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LIMIT: usize = 4096;
 
     #[test]
     fn short_texts_are_one_part() {

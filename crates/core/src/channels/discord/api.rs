@@ -1,0 +1,233 @@
+//! The REST calls the channel makes (create message, typing, get channel) over reqwest, and the
+//! Gateway payloads it reads. `POST <apiBase>/channels/{id}/messages` with a JSON body and
+//! `Authorization: Bot <token>`; errors come back as `{"code", "message"}`, a 429 as
+//! `{"message", "retry_after", "global"}` with a `Retry-After` header. Only the fields the channel
+//! reads are decoded; the token never appears in an error or a log.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status, 0 when no answer came.
+    pub status: u16,
+    /// Discord's JSON error `code` (10003: unknown channel), when the answer had one.
+    pub code: Option<u64>,
+    /// Discord's `message`, or what went wrong on the way.
+    pub message: String,
+    /// A 429's wait (`retry_after` in the body, else the `Retry-After` header).
+    pub retry_after: Option<Duration>,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            0 => write!(f, "{}", self.message),
+            status => write!(f, "{status} {}", self.message),
+        }
+    }
+}
+
+/// A Discord user (the bot itself in READY, a message's author or mentions).
+#[derive(Debug, Clone, Deserialize)]
+pub struct User {
+    pub id: String,
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub bot: bool,
+}
+
+/// A MESSAGE_CREATE's message.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub channel_id: String,
+    /// Absent in DMs.
+    #[serde(default)]
+    pub guild_id: Option<String>,
+    pub author: User,
+    /// Empty unless the bot has the MESSAGE_CONTENT intent (or is mentioned, or in a DM).
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub mentions: Vec<User>,
+    #[serde(default)]
+    pub referenced_message: Option<Box<Message>>,
+}
+
+/// A channel as `GET /channels/{id}` (and GUILD_CREATE, THREAD_CREATE) describe it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChannelInfo {
+    pub id: String,
+    /// 0 text, 1 DM, 5 announcement, 10–12 threads, …
+    #[serde(rename = "type")]
+    pub kind: u8,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl ChannelInfo {
+    /// An announcement, public or private thread.
+    pub fn is_thread(&self) -> bool {
+        matches!(self.kind, 10..=12)
+    }
+}
+
+/// READY's `d`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Ready {
+    pub session_id: String,
+    pub resume_gateway_url: String,
+    pub user: User,
+}
+
+/// A Gateway payload: `{"op", "d", "s", "t"}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Payload {
+    pub op: u8,
+    #[serde(default)]
+    pub d: Value,
+    #[serde(default)]
+    pub s: Option<u64>,
+    #[serde(default)]
+    pub t: Option<String>,
+}
+
+/// A bot's REST client: where the API is and its token.
+#[derive(Clone)]
+pub struct Rest {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Rest {
+    pub fn new(http: reqwest::Client, base: &str, token: &str) -> Self {
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+        }
+    }
+
+    /// The bot token, for the Gateway's IDENTIFY and RESUME.
+    pub(super) fn token(&self) -> &str {
+        &self.token
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ApiError> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("Authorization", format!("Bot {}", self.token))
+            .timeout(Duration::from_secs(30));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.map_err(|e| ApiError {
+            status: 0,
+            code: None,
+            message: format!("{path}: no answer from the Discord API ({})", kind_of(&e)),
+            retry_after: None,
+        })?;
+        let status = response.status().as_u16();
+        let header_wait = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let bytes = response.bytes().await.unwrap_or_default();
+        let answer: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if (200..300).contains(&status) {
+            return Ok(answer);
+        }
+        let wait = answer["retry_after"].as_f64().or(header_wait);
+        Err(ApiError {
+            status,
+            code: answer["code"].as_u64(),
+            message: answer["message"].as_str().map_or_else(
+                || format!("{path}: no error message"),
+                |m| format!("{path}: {m}"),
+            ),
+            retry_after: wait
+                .filter(|w| w.is_finite() && *w >= 0.0)
+                .map(|w| Duration::from_secs_f64(w.min(3600.0))),
+        })
+    }
+
+    /// Posts `content` as plain text (no mentions pinged: `allowed_mentions` is empty).
+    pub async fn create_message(&self, channel_id: &str, content: &str) -> Result<(), ApiError> {
+        let body = json!({"content": content, "allowed_mentions": {"parse": []}});
+        let path = format!("/channels/{}/messages", segment(channel_id));
+        self.call(reqwest::Method::POST, &path, Some(body))
+            .await
+            .map(|_| ())
+    }
+
+    /// Shows "typing…" in the channel for about ten seconds.
+    pub async fn typing(&self, channel_id: &str) -> Result<(), ApiError> {
+        let path = format!("/channels/{}/typing", segment(channel_id));
+        self.call(reqwest::Method::POST, &path, None)
+            .await
+            .map(|_| ())
+    }
+
+    /// The DM channel with user `user_id` (opened if new): where a message to a user goes.
+    pub async fn open_dm(&self, user_id: &str) -> Result<String, ApiError> {
+        let body = json!({"recipient_id": user_id});
+        let answer = self
+            .call(reqwest::Method::POST, "/users/@me/channels", Some(body))
+            .await?;
+        match answer["id"].as_str() {
+            Some(id) => Ok(id.to_string()),
+            None => Err(ApiError {
+                status: 200,
+                code: None,
+                message: "/users/@me/channels: an answer without the channel id".into(),
+                retry_after: None,
+            }),
+        }
+    }
+
+    /// What kind of channel `channel_id` is (a thread and its parent, its name).
+    pub async fn channel(&self, channel_id: &str) -> Result<ChannelInfo, ApiError> {
+        let path = format!("/channels/{}", segment(channel_id));
+        let answer = self.call(reqwest::Method::GET, &path, None).await?;
+        serde_json::from_value(answer).map_err(|e| ApiError {
+            status: 200,
+            code: None,
+            message: format!("{path}: unexpected channel object: {e}"),
+            retry_after: None,
+        })
+    }
+}
+
+/// A channel id as a path segment: snowflakes are digits; anything else is kept out of the path.
+fn segment(id: &str) -> String {
+    id.chars().filter(char::is_ascii_alphanumeric).collect()
+}
+
+fn kind_of(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection refused or unreachable"
+    } else {
+        "the request failed"
+    }
+}

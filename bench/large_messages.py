@@ -16,6 +16,7 @@ the whole text so far (see docs/decisions.md, "Memory after large messages").
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -94,6 +95,7 @@ def main():
         gw_proc.terminate()
         gw_proc.wait(timeout=60)
         log.close()
+        shutil.rmtree(home, ignore_errors=True)  # about 1 GB of transcripts a run
 
 
 if __name__ == "__main__":

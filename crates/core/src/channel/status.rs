@@ -17,6 +17,41 @@ pub struct ChannelStatus {
 }
 
 impl ChannelStatus {
+    /// A channel of bots, one connection each (`bots`: each account and its state): the whole
+    /// is shown as `default_account`'s, failed when a bot failed (named when there are
+    /// several), else the first bot's state (off with none).
+    pub fn of_bots(
+        (name, label): (&'static str, &'static str),
+        enabled: bool,
+        default_account: &str,
+        bots: Vec<(String, LinkState)>,
+    ) -> Self {
+        let failed = bots.iter().find_map(|(id, s)| match s {
+            LinkState::Failed(why) => Some((id, why)),
+            _ => None,
+        });
+        let state = match failed {
+            Some((id, why)) if bots.len() > 1 => LinkState::Failed(format!("{id}: {why}")),
+            Some((_, why)) => LinkState::Failed(why.clone()),
+            None => bots.first().map_or(LinkState::Off, |(_, s)| s.clone()),
+        };
+        let accounts = bots.into_iter().map(|(account_id, state)| AccountStatus {
+            account_id,
+            enabled: true,
+            link: Some(state),
+        });
+        Self {
+            name,
+            label,
+            enabled,
+            link: Some(Link {
+                account_id: default_account.into(),
+                state,
+            }),
+            accounts: accounts.collect(),
+        }
+    }
+
     /// Some account is configured.
     pub fn configured(&self) -> bool {
         !self.accounts.is_empty()

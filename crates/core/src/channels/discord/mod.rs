@@ -32,7 +32,7 @@ use std::time::Duration;
 pub use gateway::Gateway;
 
 use super::DoorParts;
-use crate::channel::{AccountStatus, Channel, ChannelError, ChannelStatus, Link, LinkState, Sent};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
 use crate::config::{Config, DISCORD_DEFAULT_ACCOUNT, DiscordChannel};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 use api::{ApiError, Rest};
@@ -114,25 +114,6 @@ impl Discord {
     pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Gateway> {
         Arc::new(Gateway::new(self.clone(), parts))
     }
-
-    /// The channel's state: failed when a bot failed, else the first bot's (off with none).
-    fn link(&self) -> LinkState {
-        let all: Vec<(&str, LinkState)> = self
-            .accounts
-            .iter()
-            .map(|a| (a.id.as_str(), a.status()))
-            .collect();
-        if let Some((id, LinkState::Failed(why))) =
-            all.iter().find(|(_, s)| matches!(s, LinkState::Failed(_)))
-        {
-            return LinkState::Failed(if all.len() > 1 {
-                format!("{id}: {why}")
-            } else {
-                why.clone()
-            });
-        }
-        all.first().map_or(LinkState::Off, |(_, s)| s.clone())
-    }
 }
 
 impl Channel for Discord {
@@ -160,21 +141,13 @@ impl Channel for Discord {
 
     /// Each bot and its Gateway session's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let accounts = self.accounts.iter().map(|a| AccountStatus {
-            account_id: a.id.clone(),
-            enabled: true,
-            link: Some(a.status()),
-        });
-        Some(ChannelStatus {
-            name: DISCORD,
-            label: "Discord",
-            enabled: self.config.channels.discord.enabled,
-            link: Some(Link {
-                account_id: DISCORD_DEFAULT_ACCOUNT.into(),
-                state: self.link(),
-            }),
-            accounts: accounts.collect(),
-        })
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        Some(ChannelStatus::of_bots(
+            (DISCORD, "Discord"),
+            self.config.channels.discord.enabled,
+            DISCORD_DEFAULT_ACCOUNT,
+            bots.collect(),
+        ))
     }
 
     fn pairs(&self) -> bool {
@@ -227,15 +200,8 @@ async fn send(
 
 /// Why there is no bot to send with (also `send`'s refusal).
 fn off_or_unknown(channel: &DiscordChannel, account: &str) -> String {
-    let bots: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
-    if bots.is_empty() {
-        "the discord channel is off (set channels.discord.enabled and botToken)".into()
-    } else {
-        format!(
-            "no discord bot has account id {account} (running: {})",
-            bots.join(", ")
-        )
-    }
+    let running: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
+    crate::channel::no_such_bot(DISCORD, account, &running)
 }
 
 /// 429 (after its `retry_after`), 5xx and no answer are worth another attempt; other 4xx not.

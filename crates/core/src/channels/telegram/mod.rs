@@ -30,7 +30,7 @@ pub use api::{ApiError, Bot};
 pub use poll::Poller;
 
 use super::DoorParts;
-use crate::channel::{AccountStatus, Channel, ChannelError, ChannelStatus, Link, LinkState, Sent};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
 use crate::config::{Config, TELEGRAM_DEFAULT_ACCOUNT, TelegramChannel};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 
@@ -109,26 +109,6 @@ impl Telegram {
     pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Poller> {
         Arc::new(Poller::new(self.clone(), parts))
     }
-
-    /// The channel's state: failed when a bot failed, polling when all poll, else the first
-    /// bot's (off with none).
-    fn link(&self) -> LinkState {
-        let all: Vec<(&str, LinkState)> = self
-            .accounts
-            .iter()
-            .map(|a| (a.id.as_str(), a.status()))
-            .collect();
-        if let Some((id, LinkState::Failed(why))) =
-            all.iter().find(|(_, s)| matches!(s, LinkState::Failed(_)))
-        {
-            return LinkState::Failed(if all.len() > 1 {
-                format!("{id}: {why}")
-            } else {
-                why.clone()
-            });
-        }
-        all.first().map_or(LinkState::Off, |(_, s)| s.clone())
-    }
 }
 
 impl Channel for Telegram {
@@ -156,21 +136,13 @@ impl Channel for Telegram {
 
     /// Each bot and its poller's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let accounts = self.accounts.iter().map(|a| AccountStatus {
-            account_id: a.id.clone(),
-            enabled: true,
-            link: Some(a.status()),
-        });
-        Some(ChannelStatus {
-            name: TELEGRAM,
-            label: "Telegram",
-            enabled: self.config.channels.telegram.enabled,
-            link: Some(Link {
-                account_id: TELEGRAM_DEFAULT_ACCOUNT.into(),
-                state: self.link(),
-            }),
-            accounts: accounts.collect(),
-        })
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        Some(ChannelStatus::of_bots(
+            (TELEGRAM, "Telegram"),
+            self.config.channels.telegram.enabled,
+            TELEGRAM_DEFAULT_ACCOUNT,
+            bots.collect(),
+        ))
     }
 
     fn pairs(&self) -> bool {
@@ -217,15 +189,8 @@ async fn send(
 
 /// Why there is no bot to send with (also `send`'s refusal).
 fn off_or_unknown(channel: &TelegramChannel, account: &str) -> String {
-    let bots: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
-    if bots.is_empty() {
-        "the telegram channel is off (set channels.telegram.enabled and botToken)".into()
-    } else {
-        format!(
-            "no telegram bot has account id {account} (running: {})",
-            bots.join(", ")
-        )
-    }
+    let running: Vec<String> = channel.bots().into_iter().map(|(id, _)| id).collect();
+    crate::channel::no_such_bot(TELEGRAM, account, &running)
 }
 
 /// 429 and 5xx (and no answer) are worth another attempt; other refusals are not.

@@ -28,6 +28,7 @@ pub mod telegram;
 pub mod webhook;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,7 +36,8 @@ use tokio_util::task::TaskTracker;
 pub use inbound::Inbound;
 
 use crate::config::{Config, DmScope};
-use crate::error::CoreError;
+use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::keys::{self, ChatType};
 use crate::runtime::Runtime;
@@ -43,6 +45,7 @@ use crate::sessions::Sessions;
 use pairing::Pairing;
 
 /// What a channel's inbound door is built from: the components it hands messages to.
+#[derive(Clone)]
 pub struct DoorParts {
     pub inbound: Arc<Inbound>,
     /// Owner commands (`/status`, `/new`).
@@ -52,6 +55,46 @@ pub struct DoorParts {
     pub tasks: TaskTracker,
     /// Cancelled when intake stops: the door takes nothing more in.
     pub stop: CancellationToken,
+}
+
+impl DoorParts {
+    /// The pairing gate of a direct message from `stranger`: `None` when it goes on, else why
+    /// nothing runs (the sender was answered with its code in `chat`, or is left unanswered).
+    async fn admit(
+        &self,
+        stranger: pairing::Stranger,
+        chat: impl FnOnce() -> inbound::Chat,
+    ) -> CoreResult<Option<&'static str>> {
+        match self.pairing.check(stranger).await? {
+            pairing::Verdict::Pass => Ok(None),
+            pairing::Verdict::Answer(text) => {
+                self.inbound.answer_command(chat(), text).await?;
+                Ok(Some("answered with a pairing code"))
+            }
+            pairing::Verdict::Silent(why) => Ok(Some(why)),
+        }
+    }
+
+    /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").
+    fn typing_until_done<F, Fut>(&self, run: RunId, every: Duration, typing: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send,
+    {
+        let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
+        self.tasks.spawn(async move {
+            let ended = runtime.wait(&run, Duration::from_secs(3600));
+            tokio::pin!(ended);
+            loop {
+                typing().await;
+                tokio::select! {
+                    _ = &mut ended => return,
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
+            }
+        });
+    }
 }
 
 /// The session of a direct chat with `peer` on `channel`, per `session.dmScope` (SPEC §2.1).

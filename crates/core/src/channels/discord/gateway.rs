@@ -13,19 +13,15 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
 use super::route::{self, Decision, Place};
 use super::{Account, CONNECTED, DISCORD, Discord};
 use crate::channel::{Door, LinkState};
 use crate::channels::inbound::{Chat, ChatTurn};
-use crate::channels::pairing::{Pairing, Stranger, Verdict};
-use crate::channels::{DoorParts, Inbound, owner};
+use crate::channels::pairing::Stranger;
+use crate::channels::{DoorParts, owner};
 use crate::error::CoreResult;
-use crate::runtime::Runtime;
-use crate::sessions::Sessions;
 use crate::store::WriteOp;
 
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
@@ -40,12 +36,7 @@ type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// The Gateway sessions of every configured bot.
 pub struct Gateway {
     discord: Arc<Discord>,
-    inbound: Arc<Inbound>,
-    sessions: Arc<Sessions>,
-    pairing: Arc<Pairing>,
-    runtime: Runtime,
-    tasks: TaskTracker,
-    stop: CancellationToken,
+    parts: DoorParts,
 }
 
 /// A Gateway session that can be resumed.
@@ -71,12 +62,7 @@ impl Gateway {
     pub(super) fn new(discord: Arc<Discord>, parts: &DoorParts) -> Self {
         Self {
             discord,
-            inbound: parts.inbound.clone(),
-            sessions: parts.sessions.clone(),
-            pairing: parts.pairing.clone(),
-            runtime: parts.runtime.clone(),
-            tasks: parts.tasks.clone(),
-            stop: parts.stop.clone(),
+            parts: parts.clone(),
         }
     }
 }
@@ -87,8 +73,8 @@ impl Door for Gateway {
         for account in &self.discord.accounts {
             account.set_status(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
-            self.tasks.spawn(async move {
-                let stop = this.stop.clone();
+            self.parts.tasks.spawn(async move {
+                let stop = this.parts.stop.clone();
                 let channels = Mutex::new(HashMap::new());
                 tokio::select! {
                     () = this.run(&account, &channels) => {}
@@ -333,7 +319,7 @@ impl Gateway {
             Decision::Run(turn) => turn,
             Decision::Command(command) => {
                 let chat = chat_of(&command.chat, &source);
-                let parts = (self.inbound.as_ref(), self.sessions.as_ref());
+                let parts = (self.parts.inbound.as_ref(), self.parts.sessions.as_ref());
                 owner::answer(parts, chat, command.owner, command.order).await?;
                 let position = WriteOp::SetCursor {
                     name: cursor,
@@ -353,6 +339,7 @@ impl Gateway {
             .clone()
             .unwrap_or(turn.route.to.clone());
         let accepted = self
+            .parts
             .inbound
             .chat_turn(ChatTurn {
                 key: turn.key,
@@ -431,32 +418,19 @@ impl Gateway {
             username,
             source: source.into(),
         };
-        match self.pairing.check(stranger).await? {
-            Verdict::Pass => Ok(decision),
-            Verdict::Answer(text) => {
-                self.inbound
-                    .answer_command(chat_of(turn, source), text)
-                    .await?;
-                Ok(Decision::Ignore("answered with a pairing code"))
-            }
-            Verdict::Silent(why) => Ok(Decision::Ignore(why)),
+        match self.parts.admit(stranger, || chat_of(turn, source)).await? {
+            None => Ok(decision),
+            Some(why) => Ok(Decision::Ignore(why)),
         }
     }
 
     /// "typing…" in the channel until the run ends (bounded by the gateway's stop).
     fn show_typing(&self, account: &Arc<Account>, channel: String, run: crate::RunId) {
         let rest = account.rest.clone();
-        let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
-        self.tasks.spawn(async move {
-            let ended = runtime.wait(&run, Duration::from_secs(3600));
-            tokio::pin!(ended);
-            loop {
+        self.parts.typing_until_done(run, TYPING_EVERY, move || {
+            let (rest, channel) = (rest.clone(), channel.clone());
+            async move {
                 let _ = rest.typing(&channel).await;
-                tokio::select! {
-                    _ = &mut ended => return,
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(TYPING_EVERY) => {}
-                }
             }
         });
     }

@@ -26,7 +26,7 @@ impl Poller {
         cursor: WriteOp,
     ) -> CoreResult<()> {
         let chat = chat_of(&command.chat, &source);
-        let parts = (self.inbound.as_ref(), self.sessions.as_ref());
+        let parts = (self.parts.inbound.as_ref(), self.parts.sessions.as_ref());
         owner::answer(parts, chat, command.owner, command.order).await?;
         self.telegram.store.write_batch(vec![cursor]).await?;
         Ok(())

@@ -5,18 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-
 use super::api::{self, ApiError};
 use super::{Account, POLLING, TELEGRAM, Telegram, commands, route};
 use crate::channel::{Door, LinkState};
+use crate::channels::DoorParts;
 use crate::channels::inbound::ChatTurn;
-use crate::channels::pairing::{Pairing, Stranger, Verdict};
-use crate::channels::{DoorParts, Inbound};
+use crate::channels::pairing::Stranger;
 use crate::error::CoreResult;
-use crate::runtime::Runtime;
-use crate::sessions::Sessions;
 use crate::store::WriteOp;
 
 /// Waits between failed polls grow to this.
@@ -27,24 +22,14 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 /// The pollers of every configured bot.
 pub struct Poller {
     pub(super) telegram: Arc<Telegram>,
-    pub(super) inbound: Arc<Inbound>,
-    pub(super) sessions: Arc<Sessions>,
-    pub(super) pairing: Arc<Pairing>,
-    runtime: Runtime,
-    tasks: TaskTracker,
-    stop: CancellationToken,
+    pub(super) parts: DoorParts,
 }
 
 impl Poller {
     pub(super) fn new(telegram: Arc<Telegram>, parts: &DoorParts) -> Self {
         Self {
             telegram,
-            inbound: parts.inbound.clone(),
-            sessions: parts.sessions.clone(),
-            pairing: parts.pairing.clone(),
-            runtime: parts.runtime.clone(),
-            tasks: parts.tasks.clone(),
-            stop: parts.stop.clone(),
+            parts: parts.clone(),
         }
     }
 }
@@ -55,8 +40,8 @@ impl Door for Poller {
         for account in &self.telegram.accounts {
             account.set_status(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
-            self.tasks.spawn(async move {
-                let stop = this.stop.clone();
+            self.parts.tasks.spawn(async move {
+                let stop = this.parts.stop.clone();
                 tokio::select! {
                     () = this.poll(&account) => {}
                     () = stop.cancelled() => {}
@@ -161,6 +146,7 @@ impl Poller {
         };
         let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
         let accepted = self
+            .parts
             .inbound
             .chat_turn(ChatTurn {
                 key: turn.key,
@@ -201,14 +187,13 @@ impl Poller {
             username,
             source: source.into(),
         };
-        match self.pairing.check(stranger).await? {
-            Verdict::Pass => Ok(decision),
-            Verdict::Answer(text) => {
-                let chat = commands::chat_of(chat, source);
-                self.inbound.answer_command(chat, text).await?;
-                Ok(route::Decision::Ignore("answered with a pairing code"))
-            }
-            Verdict::Silent(why) => Ok(route::Decision::Ignore(why)),
+        match self
+            .parts
+            .admit(stranger, || commands::chat_of(chat, source))
+            .await?
+        {
+            None => Ok(decision),
+            Some(why) => Ok(route::Decision::Ignore(why)),
         }
     }
 
@@ -220,17 +205,10 @@ impl Poller {
         run: crate::RunId,
     ) {
         let bot = account.bot.clone();
-        let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
-        self.tasks.spawn(async move {
-            let ended = runtime.wait(&run, Duration::from_secs(3600));
-            tokio::pin!(ended);
-            loop {
+        self.parts.typing_until_done(run, TYPING_EVERY, move || {
+            let (bot, chat, thread) = (bot.clone(), chat.clone(), thread.clone());
+            async move {
                 let _ = bot.typing(&chat, thread.as_deref()).await;
-                tokio::select! {
-                    _ = &mut ended => return,
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(TYPING_EVERY) => {}
-                }
             }
         });
     }

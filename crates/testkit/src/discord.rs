@@ -4,7 +4,8 @@
 //! - REST under `/api/v10`: `POST /channels/{id}/messages` (`{"content"}`, at most 2,000
 //!   characters), `POST /channels/{id}/typing` (204), `GET /channels/{id}` (the channels the
 //!   test described), `POST /users/@me/channels` (a DM channel, `"5" + userId`), each checking `Authorization: Bot <token>` (401 otherwise). A message to a user's id (not a channel's) is
-//!   404 `Unknown Channel` (10003). A queued
+//!   404 `Unknown Channel` (10003). A create-message with a `nonce` and `enforce_nonce` an
+//!   earlier one had is answered with that message and creates none (Discord's dedup). A queued
 //!   failure ([`FakeDiscord::fail_next`]) answers the next create-message with 429 (JSON
 //!   `retry_after` and a `Retry-After` header), 403, 400 or 500. Every call is recorded.
 //! - The Gateway, a WebSocket at `/gateway` (and `/resume`, READY's `resume_gateway_url`):
@@ -47,6 +48,9 @@ pub struct DiscordCall {
     pub body: Value,
     /// The fake answered it with a queued failure.
     pub refused: bool,
+    /// A create-message whose `nonce` (with `enforce_nonce`) an earlier one had: answered with
+    /// that message, nothing created.
+    pub deduplicated: bool,
 }
 
 /// What the Gateway side saw, in order.
@@ -77,6 +81,8 @@ struct FakeState {
     next_message: u64,
     /// The authors of the messages pushed: ids that are users, not channels.
     users: std::collections::BTreeSet<String>,
+    /// The messages the bot created with `enforce_nonce`, by nonce.
+    nonces: BTreeMap<String, Value>,
     /// Every message pushed, by id (for [`FakeDiscord::repeat`]).
     messages: BTreeMap<String, Value>,
     channels: BTreeMap<String, Value>,
@@ -154,6 +160,7 @@ impl FakeDiscord {
                 pending: Vec::new(),
                 next_message: 1_300_000_000_000_000_000,
                 messages: BTreeMap::new(),
+                nonces: BTreeMap::new(),
                 users: std::collections::BTreeSet::new(),
                 channels: BTreeMap::new(),
                 calls: Vec::new(),
@@ -395,7 +402,8 @@ fn author(id: &str, username: &str) -> Value {
 pub fn sent_of(calls: &[DiscordCall]) -> Vec<(String, String)> {
     calls
         .iter()
-        .filter(|c| c.method == "POST" && c.path.ends_with("/messages") && !c.refused)
+        .filter(|c| c.method == "POST" && c.path.ends_with("/messages"))
+        .filter(|c| !c.refused && !c.deduplicated)
         .map(|c| {
             let channel = c.path.split('/').nth(2).unwrap_or_default().to_string();
             (
@@ -425,6 +433,7 @@ fn record(shared: &Shared, method: &str, path: String, body: Value, refused: boo
         path,
         body,
         refused,
+        deduplicated: false,
     });
     shared.bump();
 }
@@ -492,6 +501,18 @@ async fn create_message(
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     }
     let failure = shared.lock().failures.pop_front();
+    let nonce = body["nonce"]
+        .as_str()
+        .filter(|_| body["enforce_nonce"] == json!(true));
+    if let Some(earlier) = nonce.and_then(|n| shared.lock().nonces.get(n).cloned())
+        && failure.is_none()
+    {
+        record(&shared, "POST", path, body.clone(), false);
+        if let Some(call) = shared.lock().calls.last_mut() {
+            call.deduplicated = true;
+        }
+        return axum::Json(earlier).into_response();
+    }
     record(&shared, "POST", path, body.clone(), failure.is_some());
     match failure {
         Some(FakeFailure::TooManyRequests { retry_after }) => {
@@ -534,6 +555,9 @@ async fn create_message(
         "id": "1300000000000000999", "channel_id": id, "content": content, "type": 0,
         "author": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true},
     });
+    if let Some(nonce) = nonce {
+        shared.lock().nonces.insert(nonce.to_string(), message.clone());
+    }
     axum::Json(message).into_response()
 }
 

@@ -2,6 +2,7 @@ mod cluster;
 mod cluster_faults;
 mod commands;
 mod demo;
+mod discord;
 mod durability;
 mod exchange_durability;
 mod first_hour;

@@ -5,9 +5,11 @@
 
 use pretty_assertions::assert_eq;
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{Config, DiscordDmPolicy, DiscordGuildChannel};
+use serde_json::json;
+use switchboard_core::config::{Config, DiscordDmPolicy, DiscordGuildChannel, ProviderApi};
 use switchboard_testkit::FakeDiscord;
-use switchboard_testkit::discord::{BOT_ID, DiscordCall, FakeFailure, GatewayEvent};
+use switchboard_testkit::discord::{BOT_ID, DiscordCall, FakeFailure, GatewayEvent, sent_of};
+use switchboard_testkit::{MockLlm, MockReply};
 
 use super::support::{GUARD, TestEngine};
 
@@ -148,13 +150,23 @@ async fn a_429_is_delivered_after_its_retry_after() {
     fake.dm("42", "alice", "@reply after-429");
     let replies = sent(&fake, 1).await;
     assert_eq!(texts(&replies), ["after-429"]);
-    let attempts: Vec<bool> = fake
+    let attempts: Vec<(bool, serde_json::Value, serde_json::Value)> = fake
         .calls()
         .iter()
         .filter(|c| c.path.ends_with("/messages"))
-        .map(|c| c.refused)
+        .map(|c| (c.refused, c.body["nonce"].clone(), c.body["enforce_nonce"].clone()))
         .collect();
-    assert_eq!(attempts, [true, false]);
+    // Both attempts carry the same nonce, so that Discord creates the part once even when an
+    // attempt's answer is lost; Discord takes at most 25 characters.
+    let nonce = attempts[0].1.as_str().expect("a nonce").to_string();
+    assert!(nonce.len() <= 25, "{nonce}");
+    assert_eq!(
+        attempts,
+        [
+            (true, json!(nonce), json!(true)),
+            (false, json!(nonce), json!(true))
+        ]
+    );
     fake.stop().await;
     h.engine.close().await;
 }
@@ -183,6 +195,12 @@ async fn a_10000_character_reply_arrives_in_ordered_parts() {
     assert_eq!(joined(&parts), whole);
     assert!(parts.len() >= 5, "{} parts", parts.len());
     assert!(parts.iter().all(|(_, p)| p.chars().count() <= 2000));
+    let nonces: std::collections::BTreeSet<String> = fake
+        .calls()
+        .iter()
+        .filter_map(|c| c.body["nonce"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(nonces.len(), parts.len(), "each part its own nonce");
     fake.stop().await;
     h.engine.close().await;
 }
@@ -397,6 +415,92 @@ async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
         after.session_id, before.session_id,
         "/new reset the session"
     );
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announce_from_another_session_lands_in_the_discord_channel() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let mock = MockLlm::start().await;
+    let mut settings = super::runtime::mock_config(&mock, ProviderApi::OpenAiCompletions, true);
+    settings.channels.discord = config(&fake, DiscordDmPolicy::Open).channels.discord;
+    settings.session.agent_to_agent.max_ping_pong_turns = 0;
+    let h = started(settings).await;
+    fake.text_channel("700", "dev");
+    mock.push(MockReply::text("hi channel"));
+    fake.guild_message("700", "43", "carol", "hello", true);
+    assert_eq!(texts(&sent(&fake, 1).await), ["hi channel"]);
+    // main asks the channel's session; its announce step posts to the channel.
+    mock.push(MockReply::text("all green"));
+    mock.push(MockReply::text("Announcement: the build is green"));
+    let channel = "agent:main:discord:group:700";
+    let args = json!({"sessionKey": channel, "message": "status?", "timeoutSeconds": 0});
+    let out = h.invoke("main", "sessions_send", args).await;
+    assert_eq!(out.content["status"], "accepted", "{}", out.content);
+    let replies = sent(&fake, 2).await;
+    tokio::time::timeout(GUARD, h.engine.runtime().idle())
+        .await
+        .unwrap();
+    let records = h.settled_deliveries().await;
+    let kinds: Vec<(&str, &str, &str)> = records
+        .iter()
+        .rev()
+        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("reply", "700", "delivered"),
+            ("announce", "700", "delivered")
+        ]
+    );
+    assert_eq!(
+        replies,
+        [
+            ("700".to_string(), "hi channel".to_string()),
+            ("700".to_string(), "Announcement: the build is green".to_string())
+        ]
+    );
+    assert_eq!(fake.sent().len(), 2, "nothing else was posted");
+    mock.stop().await;
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_spawned_from_a_guild_channel_reports_in_the_channel() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let mut config = config(&fake, DiscordDmPolicy::Open);
+    config.channels.discord.require_mention = false;
+    let h = started(config).await;
+    fake.text_channel("701", "research");
+    let spawn = json!({"task": "@reply child-report-7"});
+    let text = format!("@tool sessions_spawn {spawn}\n@reply spawned");
+    fake.guild_message("701", "43", "carol", &text, false);
+    saw(&fake, |calls, _| {
+        sent_of(calls)
+            .iter()
+            .any(|(channel, text)| channel == "701" && text.contains("child-report-7"))
+    })
+    .await;
+    tokio::time::timeout(GUARD, h.engine.runtime().idle())
+        .await
+        .unwrap();
+    h.settled_deliveries().await;
+    let in_channel: Vec<String> = fake
+        .sent()
+        .into_iter()
+        .filter(|(channel, _)| channel == "701")
+        .map(|(_, text)| text)
+        .collect();
+    assert!(in_channel.contains(&"spawned".to_string()), "{in_channel:?}");
+    let reports = in_channel
+        .iter()
+        .filter(|t| t.contains("child-report-7"))
+        .count();
+    assert_eq!(reports, 1, "{in_channel:?}");
+    assert_eq!(fake.sent().len(), in_channel.len(), "all in the channel");
     fake.stop().await;
     h.engine.close().await;
 }

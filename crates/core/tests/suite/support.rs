@@ -12,7 +12,7 @@ use switchboard_core::engine::StoreWrapper;
 use switchboard_core::runtime::RunRequest;
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::tool::{Tool, ToolOutput};
-use switchboard_core::store::RunRecord;
+use switchboard_core::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, RunRecord};
 use switchboard_core::{Engine, EngineOptions, RunId, SessionKey};
 use switchboard_protocol::message::TranscriptMessage;
 use tokio_util::sync::CancellationToken;
@@ -224,6 +224,26 @@ impl TestEngine {
     /// Calls `tool` as the agent of `session` (`tools.invoke`).
     pub async fn invoke(&self, session: &str, tool: &str, args: Value) -> ToolOutput {
         invoke(&self.engine, session, tool, args).await
+    }
+
+    /// Every outbox record once none is pending, newest first.
+    pub async fn settled_deliveries(&self) -> Vec<DeliveryRecord> {
+        tokio::time::timeout(GUARD, async {
+            loop {
+                let query = DeliveryQuery {
+                    session_key: None,
+                    status: None,
+                    limit: 100,
+                };
+                let records = self.engine.store().list_deliveries(query).await.unwrap();
+                if records.iter().all(|r| r.status != DeliveryStatus::Pending) {
+                    return records;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("every delivery settled")
     }
 }
 

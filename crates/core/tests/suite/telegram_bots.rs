@@ -5,33 +5,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channel::LinkState;
 use switchboard_core::config::{ProviderApi, TelegramAccount, TelegramDmPolicy};
-use switchboard_core::store::DeliveryStatus;
 use switchboard_protocol::delivery::SendParams;
 use switchboard_protocol::pairing::{PairingApproveParams, PairingListParams};
 use switchboard_testkit::{FakeTelegram, MockLlm, MockReply};
 
 use super::support::{GUARD, TestEngine};
 use super::telegram::{TOKEN, config, drained, sent, started, text};
-
-/// Every outbox record once none is pending, newest first.
-async fn settled_deliveries(h: &TestEngine) -> Vec<switchboard_core::store::DeliveryRecord> {
-    tokio::time::timeout(GUARD, async {
-        loop {
-            let query = switchboard_core::store::DeliveryQuery {
-                session_key: None,
-                status: None,
-                limit: 100,
-            };
-            let records = h.engine.store().list_deliveries(query).await.unwrap();
-            if records.iter().all(|r| r.status != DeliveryStatus::Pending) {
-                return records;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("every delivery settled")
-}
 
 /// The code in a pairing answer.
 fn code_in(message: &Value) -> String {
@@ -124,7 +103,7 @@ async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() 
     coded.sort();
     assert_eq!(coded, [43, 44, 45]);
     // Erin's update was handled (drained) before this read, and nothing was queued for her.
-    let records = settled_deliveries(&h).await;
+    let records = h.settled_deliveries().await;
     assert!(records.iter().all(|r| r.to != "46"), "{records:?}");
     // An owner needs no code.
     fake.private_message(50, "olga", "@reply owner-ok");
@@ -260,7 +239,7 @@ async fn an_announce_from_another_session_lands_in_the_telegram_group() {
     tokio::time::timeout(GUARD, h.engine.runtime().idle())
         .await
         .unwrap();
-    let records = settled_deliveries(&h).await;
+    let records = h.settled_deliveries().await;
     let kinds: Vec<(&str, &str, &str)> = records
         .iter()
         .rev()
@@ -313,7 +292,7 @@ async fn a_sub_agent_spawned_from_a_group_reports_in_the_group() {
     tokio::time::timeout(GUARD, h.engine.runtime().idle())
         .await
         .unwrap();
-    settled_deliveries(&h).await;
+    h.settled_deliveries().await;
     let in_group: Vec<String> = fake
         .sent()
         .iter()

@@ -171,8 +171,16 @@ impl Rest {
     }
 
     /// Posts `content` as plain text (no mentions pinged: `allowed_mentions` is empty).
-    pub async fn create_message(&self, channel_id: &str, content: &str) -> Result<(), ApiError> {
-        let body = json!({"content": content, "allowed_mentions": {"parse": []}});
+    pub async fn create_message(
+        &self,
+        channel_id: &str,
+        content: &str,
+        nonce: &str,
+    ) -> Result<(), ApiError> {
+        let body = json!({
+            "content": content, "allowed_mentions": {"parse": []},
+            "nonce": nonce, "enforce_nonce": true,
+        });
         let path = format!("/channels/{}/messages", segment(channel_id));
         self.call(reqwest::Method::POST, &path, Some(body))
             .await

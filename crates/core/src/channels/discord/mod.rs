@@ -176,11 +176,14 @@ async fn send(
     let parts = super::split::parts(&record.text, LIMIT);
     let last = parts.len();
     for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
-        match rest.create_message(&target, part).await {
+        let nonce = nonce(&record.id, done);
+        match rest.create_message(&target, part, &nonce).await {
             // A user id rather than a channel's (a pairing notice, `send` to a user): their DM.
             Err(e) if e.code == Some(UNKNOWN_CHANNEL) && record.thread_id.is_none() => {
                 target = rest.open_dm(&record.to).await.map_err(classify)?;
-                rest.create_message(&target, part).await.map_err(classify)?;
+                rest.create_message(&target, part, &nonce)
+                    .await
+                    .map_err(classify)?;
             }
             sent => sent.map_err(classify)?,
         }
@@ -196,6 +199,30 @@ async fn send(
         }
     }
     Ok(())
+}
+
+/// The nonce of part `part` of delivery `id`: the same on every attempt, so that with
+/// `enforce_nonce` Discord answers a retried part (its answer lost, or the process killed before
+/// the attempt was recorded) with the message it created and creates none. At most 25
+/// characters, as Discord accepts: the delivery id (a UUID) plus the part, in base 36.
+fn nonce(id: &str, part: usize) -> String {
+    let base = uuid::Uuid::parse_str(id)
+        .map(|u| u.as_u128())
+        .unwrap_or_else(|_| {
+            id.bytes().fold(0xcbf2_9ce4_8422_2325_u128, |h, b| {
+                (h ^ u128::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+        });
+    let mut n = base.wrapping_add(part as u128);
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().collect()
 }
 
 /// Why there is no bot to send with (also `send`'s refusal).

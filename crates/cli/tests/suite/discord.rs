@@ -1,0 +1,92 @@
+//! The Discord channel through the gateway binary, against the test kit's fake Discord: a
+//! `kill -9` between receiving a message and replying to it ends in exactly one reply, and the
+//! message seen again on the new Gateway session is not run twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_testkit::FakeDiscord;
+use switchboard_testkit::discord::sent_of;
+
+use super::process::GatewayProcess;
+
+const TOKEN: &str = "discord-cli-test-token";
+/// How long a reply may take before the test fails (a bound, not a timing).
+const BOUND: Duration = Duration::from_secs(60);
+
+fn write_config(home: &Path, fake: &FakeDiscord) {
+    let config = format!(
+        r#"{{ channels: {{ discord: {{ enabled: true, botToken: "{TOKEN}", apiBase: "{}",
+                                    gatewayUrl: "{}", dmPolicy: "open", channels: {{ "*": {{}} }} }} }} }}"#,
+        fake.api_base(),
+        fake.gateway_url()
+    );
+    std::fs::write(home.join("config.json5"), config).unwrap();
+}
+
+/// Waits until the bot posted a message whose content is `text`.
+async fn posted(fake: &FakeDiscord, text: &str) {
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|calls, _| sent_of(calls).iter().any(|(_, t)| t == text)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the bot posted {text:?}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_run() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    fake.text_channel("700", "dev");
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), &fake);
+    let gateway = GatewayProcess::start(home.path());
+    // The first message holds the DM's session; the second is received and queued behind it.
+    fake.dm("42", "alice", "@delay 60000\n@reply too slow");
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|calls, _| calls.iter().any(|c| c.path.ends_with("/typing"))),
+    )
+    .await
+    .expect("the first run started");
+    let second = fake.dm("42", "alice", "@reply exactly-once");
+    // Messages are handled in order: once a later one is answered, the second was committed.
+    fake.guild_message("700", "43", "carol", "@reply marker", true);
+    posted(&fake, "marker").await;
+    gateway.kill_9();
+
+    let gateway = GatewayProcess::start(home.path());
+    posted(&fake, "exactly-once").await;
+    // The new Gateway session sees the second message again (as after a lost session): it was
+    // handled before, so it is skipped.
+    fake.repeat(&second);
+    fake.guild_message("700", "43", "carol", "@reply after", true);
+    posted(&fake, "after").await;
+    let texts: Vec<String> = sent_of(&fake.calls()).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        texts,
+        ["marker", "exactly-once", "after"],
+        "the queued run resumed and replied once; the aborted one did not reply"
+    );
+    let history = super::process::run(
+        home.path(),
+        &gateway.url,
+        &[
+            "call",
+            "chat.history",
+            "--params",
+            r#"{"sessionKey": "main"}"#,
+        ],
+    );
+    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let asked = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
+        .count();
+    assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+    fake.stop().await;
+}

@@ -184,6 +184,7 @@ fn doors(
         channels.clone(),
     ));
     let parts = DoorParts {
+        store: store.clone(),
         inbound: inbound.clone(),
         sessions: sessions.clone(),
         pairing: pairing.clone(),

@@ -556,7 +556,10 @@ async fn create_message(
         "author": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true},
     });
     if let Some(nonce) = nonce {
-        shared.lock().nonces.insert(nonce.to_string(), message.clone());
+        shared
+            .lock()
+            .nonces
+            .insert(nonce.to_string(), message.clone());
     }
     axum::Json(message).into_response()
 }

@@ -18,6 +18,7 @@
 //! composition root imports it.
 
 pub mod discord;
+mod gate;
 mod hooks;
 mod inbound;
 pub mod local;
@@ -42,11 +43,26 @@ use crate::keys::SessionKey;
 use crate::keys::{self, ChatType};
 use crate::runtime::Runtime;
 use crate::sessions::Sessions;
+use crate::store::{Store, WriteOp};
+use gate::Decision;
 use pairing::Pairing;
+use switchboard_protocol::sessions::DeliveryContext;
+
+/// What [`DoorParts::take`] did with a message.
+enum Taken {
+    /// A run started; its reply goes to this route.
+    Run(RunId, DeliveryContext),
+    /// Nothing more to do (an owner command answered, a run that had started before).
+    Answered,
+    /// Nothing, and why (for the log).
+    Ignored(String),
+}
 
 /// What a channel's inbound door is built from: the components it hands messages to.
 #[derive(Clone)]
 pub struct DoorParts {
+    /// Where a door's cursor (its position in the platform's stream) is kept.
+    pub store: Arc<dyn Store>,
     pub inbound: Arc<Inbound>,
     /// Owner commands (`/status`, `/new`).
     pub sessions: Arc<Sessions>,
@@ -58,21 +74,65 @@ pub struct DoorParts {
 }
 
 impl DoorParts {
-    /// The pairing gate of a direct message from `stranger`: `None` when it goes on, else why
-    /// nothing runs (the sender was answered with its code in `chat`, or is left unanswered).
-    async fn admit(
-        &self,
-        stranger: pairing::Stranger,
-        chat: impl FnOnce() -> inbound::Chat,
-    ) -> CoreResult<Option<&'static str>> {
+    /// The pairing gate of a direct message from `stranger` that `decision` would take:
+    /// approved before (the decision stands), or answered with its code in the chat (once per
+    /// message), or left unanswered.
+    async fn admit(&self, decision: Decision, stranger: pairing::Stranger) -> CoreResult<Decision> {
+        let turn = match &decision {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => &command.chat,
+            Decision::Ignore(_) => return Ok(decision),
+        };
+        let chat = turn.chat(stranger.channel, &stranger.source);
         match self.pairing.check(stranger).await? {
-            pairing::Verdict::Pass => Ok(None),
+            pairing::Verdict::Pass => Ok(decision),
             pairing::Verdict::Answer(text) => {
-                self.inbound.answer_command(chat(), text).await?;
-                Ok(Some("answered with a pairing code"))
+                self.inbound.answer_command(chat, text).await?;
+                Ok(Decision::ignore("answered with a pairing code"))
             }
-            pairing::Verdict::Silent(why) => Ok(Some(why)),
+            pairing::Verdict::Silent(why) => Ok(Decision::ignore(why)),
         }
+    }
+
+    /// Does what a message of `channel` decided: a run committed together with `cursor` (the
+    /// channel's position past the message), or an owner command answered and then `cursor`
+    /// written. An ignored message writes nothing: the caller says whether its cursor moves.
+    /// `source` (the message's id) makes the run and the answer once-only.
+    async fn take(
+        &self,
+        channel: &'static str,
+        decision: Decision,
+        (source, cursor): (String, WriteOp),
+    ) -> CoreResult<Taken> {
+        let turn = match decision {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => {
+                let chat = command.chat.chat(channel, &source);
+                let parts = (self.inbound.as_ref(), self.sessions.as_ref());
+                owner::answer(parts, chat, command.owner, command.order).await?;
+                self.store.write_batch(vec![cursor]).await?;
+                return Ok(Taken::Answered);
+            }
+            Decision::Ignore(why) => return Ok(Taken::Ignored(why)),
+        };
+        let route = turn.route.clone();
+        let accepted = self
+            .inbound
+            .chat_turn(inbound::ChatTurn {
+                key: turn.key,
+                route: turn.route,
+                text: turn.text,
+                display_name: turn.title,
+                idempotency_key: Some(source),
+                commit_with: vec![cursor.clone()],
+            })
+            .await?;
+        if accepted.deduplicated {
+            // The run was committed before, without this cursor (another connection's commit).
+            self.store.write_batch(vec![cursor]).await?;
+            return Ok(Taken::Answered);
+        }
+        Ok(Taken::Run(accepted.run_id, route))
     }
 
     /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").

@@ -140,8 +140,9 @@ string_enum! {
 }
 
 string_enum! {
-    /// `channels.telegram.dmPolicy`: who may talk to the bot in a private chat.
-    pub enum TelegramDmPolicy {
+    /// `dmPolicy` of a chat channel (`channels.telegram`, `channels.discord`, …): who may talk
+    /// to the bot in a private chat (a DM).
+    pub enum DmPolicy {
         /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
         /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
         Pairing = "pairing",
@@ -156,42 +157,14 @@ string_enum! {
 }
 
 string_enum! {
-    /// `channels.telegram.groupPolicy`: which groups the bot answers in.
-    pub enum TelegramGroupPolicy {
-        /// Only the groups listed in `groups` (`"*"` lists every group).
+    /// `groupPolicy` of a chat channel: which groups (Telegram's groups, Discord's and Slack's
+    /// channels) the bot answers in.
+    pub enum GroupPolicy {
+        /// Only the ones listed (Telegram's `groups`, Discord's `channels`; `"*"` lists every one).
         Allowlist = "allowlist",
-        /// Every group the bot is in.
+        /// Every one the bot is in.
         Open = "open",
         /// None: group messages are ignored.
-        Disabled = "disabled",
-    }
-    default = Allowlist;
-}
-
-string_enum! {
-    /// `channels.discord.dmPolicy`: who may talk to the bot in a DM.
-    pub enum DiscordDmPolicy {
-        /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
-        /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
-        Pairing = "pairing",
-        /// Only the users in `allowFrom` (ids or usernames); nobody when it is empty.
-        Allowlist = "allowlist",
-        /// Anyone.
-        Open = "open",
-        /// Nobody: DMs are ignored.
-        Disabled = "disabled",
-    }
-    default = Pairing;
-}
-
-string_enum! {
-    /// `channels.discord.groupPolicy`: which guild channels the bot answers in.
-    pub enum DiscordGroupPolicy {
-        /// Only the channels listed in `channels` (`"*"` lists every channel).
-        Allowlist = "allowlist",
-        /// Every channel the bot can read.
-        Open = "open",
-        /// None: guild messages are ignored.
         Disabled = "disabled",
     }
     default = Allowlist;

@@ -14,6 +14,7 @@
 //! Paths and names follow the reference system (OpenClaw) so that an existing config reads
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
+mod chat;
 mod choices;
 mod discord;
 mod error;
@@ -33,22 +34,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use chat::GroupSettings;
 pub use choices::{
-    AuthMode, ChatType, DiscordDmPolicy, DiscordGroupPolicy, DmScope, ModelInput, ProviderApi,
-    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
-    TelegramGroupPolicy, ThinkingLevel,
+    AuthMode, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi, SandboxMode,
+    SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
 };
-pub use discord::{
-    DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel, DiscordGuildChannel,
-};
+pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
-pub use telegram::{
-    DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel, TelegramGroup,
-};
+pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
 

@@ -11,7 +11,7 @@ use super::validate::{
     ACCOUNT_ID_EXPECTED, Checker, POLL_TIMEOUT_SECONDS, clear_if_empty, is_id,
     normalize_optional_agent,
 };
-use super::{REDACTED, TelegramDmPolicy, TelegramGroupPolicy};
+use super::{DmPolicy, GroupPolicy, GroupSettings, REDACTED};
 
 /// The account id of the bot the top level of `channels.telegram` configures.
 pub const DEFAULT_ACCOUNT: &str = "default";
@@ -32,7 +32,7 @@ pub struct TelegramChannel {
     /// `getUpdates` long-poll timeout.
     pub poll_timeout_seconds: u64,
     /// Who may talk to the bot in a private chat.
-    pub dm_policy: TelegramDmPolicy,
+    pub dm_policy: DmPolicy,
     /// User ids (`42`) or usernames (`@alice`) who may always talk to the bot in private
     /// (`dmPolicy` `allowlist` and `pairing`; approved pairings add to them).
     pub allow_from: Vec<String>,
@@ -42,22 +42,14 @@ pub struct TelegramChannel {
     /// commands such as `/send on|off|inherit`. Empty = nobody, through this channel.
     pub owners: Vec<String>,
     /// Which groups the bot answers in.
-    pub group_policy: TelegramGroupPolicy,
+    pub group_policy: GroupPolicy,
     /// Groups by chat id (`"-1001234"`), or `"*"` for every group: listed groups pass
     /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
-    pub groups: BTreeMap<String, TelegramGroup>,
+    pub groups: BTreeMap<String, GroupSettings>,
     /// In groups, only these senders (ids or usernames) may talk to the bot; empty = anyone.
     pub group_allow_from: Vec<String>,
     /// More bots, by account id; each runs with the settings above except those it sets.
     pub accounts: BTreeMap<String, TelegramAccount>,
-}
-
-/// `channels.telegram.groups.<chatId>`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TelegramGroup {
-    /// Overrides `channels.telegram.requireMention` in this group.
-    pub require_mention: Option<bool>,
 }
 
 /// `channels.telegram.accounts.<id>`: one more bot. Unset settings are the channel's.
@@ -70,12 +62,12 @@ pub struct TelegramAccount {
     pub bot_token: Option<String>,
     pub api_base: Option<String>,
     pub agent_id: Option<String>,
-    pub dm_policy: Option<TelegramDmPolicy>,
+    pub dm_policy: Option<DmPolicy>,
     pub allow_from: Option<Vec<String>>,
     pub require_mention: Option<bool>,
     pub owners: Option<Vec<String>>,
-    pub group_policy: Option<TelegramGroupPolicy>,
-    pub groups: Option<BTreeMap<String, TelegramGroup>>,
+    pub group_policy: Option<GroupPolicy>,
+    pub groups: Option<BTreeMap<String, GroupSettings>>,
     pub group_allow_from: Option<Vec<String>>,
 }
 
@@ -105,11 +97,11 @@ impl Default for TelegramChannel {
             api_base: "https://api.telegram.org".to_owned(),
             agent_id: None,
             poll_timeout_seconds: 30,
-            dm_policy: TelegramDmPolicy::default(),
+            dm_policy: DmPolicy::default(),
             allow_from: Vec::new(),
             require_mention: true,
             owners: Vec::new(),
-            group_policy: TelegramGroupPolicy::default(),
+            group_policy: GroupPolicy::default(),
             groups: BTreeMap::new(),
             group_allow_from: Vec::new(),
             accounts: BTreeMap::new(),

@@ -10,10 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DiscordDmPolicy,
-    DiscordGroupPolicy, DmScope, GatewayBind, ModelInput, ModelRef, ProviderApi, ProviderConfig,
-    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
-    TelegramGroupPolicy, ThinkingLevel, ToolPolicy,
+    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope, GatewayBind,
+    GroupPolicy, ModelInput, ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction,
+    SessionScope, SessionToolsVisibility, ThinkingLevel, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -60,13 +59,31 @@ pub fn normalize_origin(text: &str) -> Option<String> {
     well_formed.then_some(origin)
 }
 
+/// What a chat channel's setting accepts, the same in every channel and in each of its
+/// accounts (`channels.<channel>.dmPolicy`, `channels.<channel>.accounts.<id>.dmPolicy`).
+fn channel_expected(shape: &str) -> Option<String> {
+    let (_channel, setting) = shape.strip_prefix("channels.")?.split_once('.')?;
+    let setting = setting.strip_prefix("accounts.*.").unwrap_or(setting);
+    Some(match setting {
+        "apiBase" => URL_EXPECTED.to_owned(),
+        "gatewayUrl" => super::discord::WS_URL_EXPECTED.to_owned(),
+        "dmPolicy" => one_of(DmPolicy::NAMES),
+        "groupPolicy" => one_of(GroupPolicy::NAMES),
+        _ => return None,
+    })
+}
+
 pub(super) fn integer(range: &RangeInclusive<u64>) -> String {
     format!("an integer {}–{}", range.start(), range.end())
 }
 
 /// What the setting at `segs` accepts, in words; `None` for settings whose type says it all.
 pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
-    let text = match error::shape(segs).as_str() {
+    let shape = error::shape(segs);
+    if let Some(text) = channel_expected(&shape) {
+        return Some(text);
+    }
+    let text = match shape.as_str() {
         "gateway.bind" => GatewayBind::EXPECTED.to_owned(),
         "gateway.port" => PORT_EXPECTED.to_owned(),
         "gateway.auth.mode" => one_of(AuthMode::NAMES),
@@ -76,12 +93,7 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
             integer(&MAX_UNAUTHENTICATED)
         }
         "models.providers.*.api" => one_of(ProviderApi::NAMES),
-        "models.providers.*.baseUrl"
-        | "channels.telegram.apiBase"
-        | "channels.telegram.accounts.*.apiBase"
-        | "channels.discord.apiBase"
-        | "channels.discord.accounts.*.apiBase"
-        | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
+        "models.providers.*.baseUrl" | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
         "models.providers.*.timeoutSeconds" => integer(&PROVIDER_TIMEOUT_SECONDS),
         "models.providers.*.maxRetries" => integer(&PROVIDER_MAX_RETRIES),
         "models.providers.*.models[].contextWindow" | "models.providers.*.models[].maxTokens" => {
@@ -118,21 +130,6 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "session.agentToAgent.maxPingPongTurns" => integer(&MAX_PING_PONG_TURNS),
         "session.agentToAgent.maxHops" => integer(&MAX_HOPS),
         "channels.telegram.pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
-        "channels.telegram.dmPolicy" | "channels.telegram.accounts.*.dmPolicy" => {
-            one_of(TelegramDmPolicy::NAMES)
-        }
-        "channels.telegram.groupPolicy" | "channels.telegram.accounts.*.groupPolicy" => {
-            one_of(TelegramGroupPolicy::NAMES)
-        }
-        "channels.discord.gatewayUrl" | "channels.discord.accounts.*.gatewayUrl" => {
-            super::discord::WS_URL_EXPECTED.to_owned()
-        }
-        "channels.discord.dmPolicy" | "channels.discord.accounts.*.dmPolicy" => {
-            one_of(DiscordDmPolicy::NAMES)
-        }
-        "channels.discord.groupPolicy" | "channels.discord.accounts.*.groupPolicy" => {
-            one_of(DiscordGroupPolicy::NAMES)
-        }
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),

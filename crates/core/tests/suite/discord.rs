@@ -4,9 +4,9 @@
 //! mid-run that is resumed with nothing lost or repeated.
 
 use pretty_assertions::assert_eq;
-use switchboard_core::channel::LinkState;
 use serde_json::json;
-use switchboard_core::config::{Config, DiscordDmPolicy, DiscordGuildChannel, ProviderApi};
+use switchboard_core::channel::LinkState;
+use switchboard_core::config::{Config, DmPolicy, GroupSettings, ProviderApi};
 use switchboard_testkit::FakeDiscord;
 use switchboard_testkit::discord::{BOT_ID, DiscordCall, FakeFailure, GatewayEvent, sent_of};
 use switchboard_testkit::{MockLlm, MockReply};
@@ -17,7 +17,7 @@ const TOKEN: &str = "discord-test-token";
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 const INTENTS: u64 = 1 | 1 << 9 | 1 << 12 | 1 << 15;
 
-fn config(fake: &FakeDiscord, policy: DiscordDmPolicy) -> Config {
+fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let discord = &mut config.channels.discord;
     discord.enabled = true;
@@ -27,7 +27,7 @@ fn config(fake: &FakeDiscord, policy: DiscordDmPolicy) -> Config {
     discord.dm_policy = policy;
     discord
         .channels
-        .insert("*".into(), DiscordGuildChannel::default());
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -69,7 +69,7 @@ fn discord_state(h: &TestEngine) -> LinkState {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dm_is_answered_in_the_same_channel() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply pong-1");
     let replies = sent(&fake, 1).await;
     assert_eq!(replies, [("542".to_string(), "pong-1".to_string())]);
@@ -89,7 +89,7 @@ async fn a_dm_is_answered_in_the_same_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guild_messages_need_a_mention_or_a_reply_and_the_bots_own_are_ignored() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.text_channel("700", "dev");
     fake.guild_message("700", "43", "carol", "@reply not-for-the-bot", false);
     fake.own_message("700", "@reply my-own");
@@ -123,7 +123,7 @@ async fn guild_messages_need_a_mention_or_a_reply_and_the_bots_own_are_ignored()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.thread("800", "700", "design");
     fake.guild_message("800", "43", "carol", "@reply in-thread", true);
     let replies = sent(&fake, 1).await;
@@ -146,7 +146,7 @@ async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
 async fn a_429_is_delivered_after_its_retry_after() {
     let fake = FakeDiscord::start(TOKEN).await;
     fake.fail_next(FakeFailure::TooManyRequests { retry_after: 1 });
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply after-429");
     let replies = sent(&fake, 1).await;
     assert_eq!(texts(&replies), ["after-429"]);
@@ -154,7 +154,13 @@ async fn a_429_is_delivered_after_its_retry_after() {
         .calls()
         .iter()
         .filter(|c| c.path.ends_with("/messages"))
-        .map(|c| (c.refused, c.body["nonce"].clone(), c.body["enforce_nonce"].clone()))
+        .map(|c| {
+            (
+                c.refused,
+                c.body["nonce"].clone(),
+                c.body["enforce_nonce"].clone(),
+            )
+        })
         .collect();
     // Both attempts carry the same nonce, so that Discord creates the part once even when an
     // attempt's answer is lost; Discord takes at most 25 characters.
@@ -174,7 +180,7 @@ async fn a_429_is_delivered_after_its_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_10000_character_reply_arrives_in_ordered_parts() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let sentence = "Discord takes two thousand characters at most. ";
     let long = sentence.repeat(10_000 / sentence.len() + 1);
     fake.dm("42", "alice", &format!("@reply {long}"));
@@ -208,7 +214,7 @@ async fn a_10000_character_reply_arrives_in_ordered_parts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_dropped_mid_run_is_resumed_with_nothing_lost_or_repeated() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply one");
     // The run has started (the channel shows "typing…"); the connection goes, and two more
     // messages arrive while it is down.
@@ -247,7 +253,7 @@ async fn a_gateway_dropped_mid_run_is_resumed_with_nothing_lost_or_repeated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn op_7_resumes_and_an_unresumable_op_9_identifies_anew() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply one");
     sent(&fake, 1).await;
     fake.reconnect();
@@ -274,7 +280,7 @@ async fn op_7_resumes_and_an_unresumable_op_9_identifies_anew() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_seen_again_after_a_restart_is_not_handled_twice() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let once = fake.dm("42", "alice", "@reply once");
     sent(&fake, 1).await;
     let h = h.restart(None).await;
@@ -301,7 +307,7 @@ async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
     use switchboard_protocol::pairing::PairingApproveParams;
 
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::default())).await;
+    let h = started(config(&fake, DmPolicy::default())).await;
     fake.dm("42", "alice", "@reply hi-1");
     let (channel, answer) = sent(&fake, 1).await.remove(0);
     assert_eq!(channel, "542");
@@ -337,7 +343,7 @@ async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dispatch(
         "MESSAGE_CREATE",
         serde_json::json!({"id": "1", "content": 5}),
@@ -354,7 +360,7 @@ async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
 async fn the_bot_heartbeats_at_the_interval_hello_gives() {
     let fake = FakeDiscord::start(TOKEN).await;
     fake.set_heartbeat_ms(100);
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let beats = |events: &[GatewayEvent]| {
         events
             .iter()
@@ -371,7 +377,7 @@ async fn the_bot_heartbeats_at_the_interval_hello_gives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let mut config = config(&fake, DiscordDmPolicy::Allowlist);
+    let mut config = config(&fake, DmPolicy::Allowlist);
     config.channels.discord.owners = vec!["42".into()];
     config.channels.discord.allow_from = vec!["43".into()];
     let h = started(config).await;
@@ -424,7 +430,7 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
     let fake = FakeDiscord::start(TOKEN).await;
     let mock = MockLlm::start().await;
     let mut settings = super::runtime::mock_config(&mock, ProviderApi::OpenAiCompletions, true);
-    settings.channels.discord = config(&fake, DiscordDmPolicy::Open).channels.discord;
+    settings.channels.discord = config(&fake, DmPolicy::Open).channels.discord;
     settings.session.agent_to_agent.max_ping_pong_turns = 0;
     let h = started(settings).await;
     fake.text_channel("700", "dev");
@@ -459,7 +465,10 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
         replies,
         [
             ("700".to_string(), "hi channel".to_string()),
-            ("700".to_string(), "Announcement: the build is green".to_string())
+            (
+                "700".to_string(),
+                "Announcement: the build is green".to_string()
+            )
         ]
     );
     assert_eq!(fake.sent().len(), 2, "nothing else was posted");
@@ -471,7 +480,7 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_agent_spawned_from_a_guild_channel_reports_in_the_channel() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let mut config = config(&fake, DiscordDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     config.channels.discord.require_mention = false;
     let h = started(config).await;
     fake.text_channel("701", "research");
@@ -494,7 +503,10 @@ async fn a_sub_agent_spawned_from_a_guild_channel_reports_in_the_channel() {
         .filter(|(channel, _)| channel == "701")
         .map(|(_, text)| text)
         .collect();
-    assert!(in_channel.contains(&"spawned".to_string()), "{in_channel:?}");
+    assert!(
+        in_channel.contains(&"spawned".to_string()),
+        "{in_channel:?}"
+    );
     let reports = in_channel
         .iter()
         .filter(|t| t.contains("child-report-7"))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::RunId;
-use switchboard_core::config::TelegramDmPolicy;
+use switchboard_core::config::DmPolicy;
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
 use switchboard_core::runtime::{Deliver, RunRequest};
@@ -55,7 +55,7 @@ async fn reply_through_failed_reads(times: u32, status: DeliveryStatus) -> (Deli
         times,
     };
     let h = TestEngine::builder()
-        .config(config(&fake, TelegramDmPolicy::Open))
+        .config(config(&fake, DmPolicy::Open))
         .faults(&faults)
         .tool(Arc::new(tool))
         .open()

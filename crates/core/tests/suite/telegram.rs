@@ -6,7 +6,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{Config, TelegramDmPolicy, TelegramGroup, TelegramGroupPolicy};
+use switchboard_core::config::{Config, DmPolicy, GroupPolicy, GroupSettings};
 use switchboard_core::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
 use switchboard_testkit::{FakeFailure, FakeTelegram};
 
@@ -14,7 +14,7 @@ use super::support::{GUARD, TestEngine};
 
 pub(super) const TOKEN: &str = "123456:test-token";
 
-pub(super) fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
+pub(super) fn config(fake: &FakeTelegram, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let telegram = &mut config.channels.telegram;
     telegram.enabled = true;
@@ -23,7 +23,7 @@ pub(super) fn config(fake: &FakeTelegram, policy: TelegramDmPolicy) -> Config {
     telegram.dm_policy = policy;
     telegram.poll_timeout_seconds = 1;
     // Every group passes groupPolicy "allowlist" (the policy test lists its own).
-    telegram.groups.insert("*".into(), TelegramGroup::default());
+    telegram.groups.insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -93,7 +93,7 @@ pub(super) async fn drained(fake: &FakeTelegram) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_private_message_is_answered_in_the_same_chat() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.private_message(42, "alice", "@reply pong-1");
     let replies = sent(&fake, 1).await;
     assert_eq!(replies[0]["chat_id"], json!(42));
@@ -113,7 +113,7 @@ async fn a_private_message_is_answered_in_the_same_chat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Allowlist);
+    let mut config = config(&fake, DmPolicy::Allowlist);
     config.channels.telegram.allow_from = vec!["@Bob".into()];
     let h = started(config).await;
     fake.private_message(42, "mallory", "@reply should not run");
@@ -176,7 +176,7 @@ async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forum_topic_is_its_own_session_and_the_reply_stays_in_the_topic() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     config.channels.telegram.require_mention = false;
     let h = started(config).await;
     fake.group_message(-1002, "Forum", 43, "carol", "@reply in-topic", Some(77));
@@ -193,7 +193,7 @@ async fn a_forum_topic_is_its_own_session_and_the_reply_stays_in_the_topic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.fail_next(
         "sendMessage",
         FakeFailure::TooManyRequests { retry_after: 1 },
@@ -219,7 +219,7 @@ async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_10000_character_reply_arrives_as_ordered_parts_even_when_a_part_waits_for_a_429() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let sentence = "This sentence is part of a very long reply. ";
     let long = sentence.repeat(10_000 / sentence.len() + 1);
     // The second part is refused once with a 429: the retry sends the rest, not the first again.
@@ -245,7 +245,7 @@ async fn a_10000_character_reply_arrives_as_ordered_parts_even_when_a_part_waits
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offset_is_kept_across_a_restart_so_no_update_runs_twice() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.private_message(42, "alice", "@reply first");
     sent(&fake, 1).await;
     let h = h.restart(None).await;
@@ -276,7 +276,7 @@ async fn the_offset_is_kept_across_a_restart_so_no_update_runs_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     let fake = FakeTelegram::start("999:the-real-token").await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let status = tokio::time::timeout(GUARD, async {
         loop {
             if let LinkState::Failed(why) = telegram_state(&h) {
@@ -306,7 +306,7 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_switch_the_send_policy_from_the_chat_and_others_are_told_no() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     config.channels.telegram.owners = vec!["@Alice".into()];
     let h = started(config).await;
     fake.private_message(43, "mallory", "/send off");
@@ -336,7 +336,7 @@ async fn owners_switch_the_send_policy_from_the_chat_and_others_are_told_no() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_send_reaches_a_telegram_group_once() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let send = || switchboard_protocol::delivery::SendParams {
         channel: "telegram".into(),
         to: "-1001".into(),
@@ -367,7 +367,7 @@ async fn an_operator_send_reaches_a_telegram_group_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_ask_for_status_and_a_new_session_and_other_bots_commands_are_not_ours() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     config.channels.telegram.owners = vec!["42".into()];
     let h = started(config).await;
     fake.private_message(42, "alice", "@reply hello");
@@ -405,10 +405,10 @@ async fn owners_ask_for_status_and_a_new_session_and_other_bots_commands_are_not
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_listed_groups_and_allowed_senders_reach_the_agent() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     let telegram = &mut config.channels.telegram;
     telegram.groups.clear();
-    let quiet = TelegramGroup {
+    let quiet = GroupSettings {
         require_mention: Some(false),
     };
     telegram.groups.insert("-1005".into(), quiet);
@@ -440,8 +440,8 @@ async fn only_listed_groups_and_allowed_senders_reach_the_agent() {
 
     // groupPolicy "disabled": no group reaches the agent, listed or not.
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = super::telegram::config(&fake, TelegramDmPolicy::Open);
-    config.channels.telegram.group_policy = TelegramGroupPolicy::Disabled;
+    let mut config = super::telegram::config(&fake, DmPolicy::Open);
+    config.channels.telegram.group_policy = GroupPolicy::Disabled;
     let h = started(config).await;
     fake.group_message(
         -1007,

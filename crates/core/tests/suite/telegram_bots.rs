@@ -4,7 +4,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{ProviderApi, TelegramAccount, TelegramDmPolicy};
+use switchboard_core::config::{DmPolicy, ProviderApi, TelegramAccount};
 use switchboard_protocol::delivery::SendParams;
 use switchboard_protocol::pairing::{PairingApproveParams, PairingListParams};
 use switchboard_testkit::{FakeTelegram, MockLlm, MockReply};
@@ -31,11 +31,8 @@ async fn pending(h: &TestEngine) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::default());
-    assert_eq!(
-        config.channels.telegram.dm_policy,
-        TelegramDmPolicy::Pairing
-    );
+    let mut config = config(&fake, DmPolicy::default());
+    assert_eq!(config.channels.telegram.dm_policy, DmPolicy::Pairing);
     config.channels.telegram.owners = vec!["@olga".into()];
     let h = started(config).await;
     fake.private_message(42, "alice", "@reply hi-1");
@@ -116,7 +113,7 @@ async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_code_survives_a_restart_and_a_replayed_update_answers_the_same_code() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, TelegramDmPolicy::Pairing)).await;
+    let h = started(config(&fake, DmPolicy::Pairing)).await;
     fake.private_message(42, "alice", "let me in");
     let code = code_in(&sent(&fake, 1).await[0]);
     let h = h.restart(None).await;
@@ -139,7 +136,7 @@ const WORK_TOKEN: &str = "654321:work-token";
 async fn two_bots_poll_at_once_and_each_chat_is_answered_by_its_own_bot() {
     let home = FakeTelegram::start(TOKEN).await;
     let work = FakeTelegram::start(WORK_TOKEN).await;
-    let mut config = config(&home, TelegramDmPolicy::Open);
+    let mut config = config(&home, DmPolicy::Open);
     config.session.dm_scope = switchboard_core::config::DmScope::PerAccountChannelPeer;
     let account = TelegramAccount {
         bot_token: Some(WORK_TOKEN.into()),
@@ -207,7 +204,7 @@ async fn an_announce_from_another_session_lands_in_the_telegram_group() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mock = MockLlm::start().await;
     let mut settings = super::runtime::mock_config(&mock, ProviderApi::OpenAiCompletions, true);
-    settings.channels.telegram = config(&fake, TelegramDmPolicy::Open).channels.telegram;
+    settings.channels.telegram = config(&fake, DmPolicy::Open).channels.telegram;
     settings.session.agent_to_agent.max_ping_pong_turns = 0;
     let h = started(settings).await;
     mock.push(MockReply::text("hi group"));
@@ -263,7 +260,7 @@ async fn an_announce_from_another_session_lands_in_the_telegram_group() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_agent_spawned_from_a_group_reports_in_the_group() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let mut config = config(&fake, TelegramDmPolicy::Open);
+    let mut config = config(&fake, DmPolicy::Open);
     config.channels.telegram.require_mention = false;
     let h = started(config).await;
     let spawn = json!({"task": "@reply child-report-7"});

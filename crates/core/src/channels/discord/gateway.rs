@@ -15,12 +15,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
-use super::route::{self, Decision, Place};
+use super::route::{self, Place};
 use super::{Account, CONNECTED, DISCORD, Discord};
 use crate::channel::{Door, LinkState};
-use crate::channels::inbound::{Chat, ChatTurn};
 use crate::channels::pairing::Stranger;
-use crate::channels::{DoorParts, owner};
+use crate::channels::{DoorParts, Taken};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
@@ -310,59 +309,34 @@ impl Gateway {
         let (settings, account_id) = (&account.settings, account.id.as_str());
         let config = &self.discord.config;
         let mut decision = route::decide(config, (account_id, settings), me, (&message, &place))?;
-        if let Some(stranger) = route::stranger(settings, &message, &place) {
-            decision = self
-                .admit(decision, stranger, (account_id, &source))
-                .await?;
-        }
-        let turn = match decision {
-            Decision::Run(turn) => turn,
-            Decision::Command(command) => {
-                let chat = chat_of(&command.chat, &source);
-                let parts = (self.parts.inbound.as_ref(), self.parts.sessions.as_ref());
-                owner::answer(parts, chat, command.owner, command.order).await?;
-                let position = WriteOp::SetCursor {
-                    name: cursor,
-                    position: id,
-                };
-                store.write_batch(vec![position]).await?;
-                return Ok(());
-            }
-            Decision::Ignore(why) => {
-                tracing::debug!(message = %message.id, why, "discord: message ignored");
-                return Ok(());
-            }
-        };
-        let typing = turn
-            .route
-            .thread_id
-            .clone()
-            .unwrap_or(turn.route.to.clone());
-        let accepted = self
-            .parts
-            .inbound
-            .chat_turn(ChatTurn {
-                key: turn.key,
-                route: turn.route,
-                text: turn.text,
-                display_name: turn.title,
-                idempotency_key: Some(source),
-                commit_with: vec![WriteOp::SetCursor {
-                    name: cursor.clone(),
-                    position: id,
-                }],
-            })
-            .await?;
-        if accepted.deduplicated {
-            // The run was committed before, without this cursor (another connection's commit).
-            let position = WriteOp::SetCursor {
-                name: cursor,
-                position: id,
+        if let Some((sender, username)) = route::stranger(settings, &message, &place) {
+            let stranger = Stranger {
+                channel: DISCORD,
+                id_name: "Discord user id",
+                account_id: account_id.into(),
+                id: sender,
+                username,
+                source: source.clone(),
             };
-            store.write_batch(vec![position]).await?;
-            return Ok(());
+            decision = self.parts.admit(decision, stranger).await?;
         }
-        self.show_typing(account, typing, accepted.run_id);
+        let position = WriteOp::SetCursor {
+            name: cursor,
+            position: id,
+        };
+        match self
+            .parts
+            .take(DISCORD, decision, (source, position))
+            .await?
+        {
+            Taken::Run(run, route) => {
+                self.show_typing(account, route.thread_id.unwrap_or(route.to), run);
+            }
+            Taken::Answered => {}
+            Taken::Ignored(why) => {
+                tracing::debug!(message = %message.id, why, "discord: message ignored");
+            }
+        }
         Ok(())
     }
 
@@ -397,33 +371,6 @@ impl Gateway {
         Ok(info)
     }
 
-    /// A DM sender `dmPolicy: "pairing"` does not know: approved before (the decision stands),
-    /// or a code answered (once per message), or nothing.
-    async fn admit(
-        &self,
-        decision: Decision,
-        (id, username): (String, Option<String>),
-        (account, source): (&str, &str),
-    ) -> CoreResult<Decision> {
-        let turn = match &decision {
-            Decision::Run(turn) => turn,
-            Decision::Command(command) => &command.chat,
-            Decision::Ignore(_) => return Ok(decision),
-        };
-        let stranger = Stranger {
-            channel: DISCORD,
-            id_name: "Discord user id",
-            account_id: account.into(),
-            id,
-            username,
-            source: source.into(),
-        };
-        match self.parts.admit(stranger, || chat_of(turn, source)).await? {
-            None => Ok(decision),
-            Some(why) => Ok(Decision::Ignore(why)),
-        }
-    }
-
     /// "typing…" in the channel until the run ends (bounded by the gateway's stop).
     fn show_typing(&self, account: &Arc<Account>, channel: String, run: crate::RunId) {
         let rest = account.rest.clone();
@@ -433,16 +380,6 @@ impl Gateway {
                 let _ = rest.typing(&channel).await;
             }
         });
-    }
-}
-
-/// The chat a turn came from, to answer in (once per `source` message).
-fn chat_of(turn: &route::Turn, source: &str) -> Chat {
-    Chat {
-        key: turn.key.clone(),
-        route: turn.route.clone(),
-        setting: "channels.discord.owners".into(),
-        idempotency_key: Some(source.to_string()),
     }
 }
 

@@ -8,36 +8,11 @@ use switchboard_protocol::sessions::DeliveryContext;
 
 use super::DISCORD;
 use super::api::{ChannelInfo, Message, User};
+use crate::channels::gate::{Decision, Gate, Sender, Turn};
 use crate::channels::owner::Order;
-use crate::config::{Config, DiscordChannel, DiscordDmPolicy, DiscordGroupPolicy};
+use crate::config::{Config, DiscordChannel};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
-
-/// A message that starts a run.
-pub(super) struct Turn {
-    pub key: SessionKey,
-    pub route: DeliveryContext,
-    pub text: String,
-    pub title: Option<String>,
-}
-
-/// An owner command from a chat the bot may talk in.
-pub(super) struct Command {
-    pub chat: Turn,
-    /// The sender is in `channels.discord.owners`.
-    pub owner: bool,
-    pub order: Order,
-}
-
-/// What a message asks for.
-pub(super) enum Decision {
-    /// A run in the chat's session.
-    Run(Turn),
-    /// An owner command (it needs no mention in a guild channel).
-    Command(Command),
-    /// Nothing, and why (for the log).
-    Ignore(&'static str),
-}
 
 /// Where a message was written.
 pub(super) enum Place {
@@ -56,15 +31,16 @@ pub(super) fn decide(
 ) -> Result<Decision, CoreError> {
     let from = &message.author;
     if from.id == me.id {
-        return Ok(Decision::Ignore("the bot's own message"));
+        return Ok(Decision::ignore("the bot's own message"));
     }
     if from.bot {
-        return Ok(Decision::Ignore("not from a person"));
+        return Ok(Decision::ignore("not from a person"));
     }
     let text = strip_mention(&message.content, me);
     if text.is_empty() {
-        return Ok(Decision::Ignore("no text"));
+        return Ok(Decision::ignore("no text"));
     }
+    let (gate, sender) = (gate(channel), sender(from));
     let order = {
         let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
         Order::parse(&word.to_lowercase(), rest)
@@ -81,10 +57,8 @@ pub(super) fn decide(
     };
     let turn = match place {
         Place::Direct => {
-            if !may_dm(channel, from) {
-                return Ok(Decision::Ignore(
-                    "the sender may not talk to the bot (channels.discord.dmPolicy)",
-                ));
+            if let Err(why) = gate.may_dm(sender) {
+                return Ok(Decision::Ignore(why));
             }
             let key =
                 crate::channels::direct_key(config, &agent_id, DISCORD, account, &from.id, None)?;
@@ -101,11 +75,11 @@ pub(super) fn decide(
                 Some(_) => info.parent_id.clone().unwrap_or_else(|| info.id.clone()),
                 None => info.id.clone(),
             };
-            if let Err(why) = group_allows(channel, &parent) {
+            if let Err(why) = gate.group_allows(&parent, sender) {
                 return Ok(Decision::Ignore(why));
             }
-            if require_mention(channel, &parent) && order.is_none() && !addressed(me, message) {
-                return Ok(Decision::Ignore(
+            if gate.require_mention(&parent) && order.is_none() && !addressed(me, message) {
+                return Ok(Decision::ignore(
                     "a guild message that does not mention the bot",
                 ));
             }
@@ -123,14 +97,7 @@ pub(super) fn decide(
             }
         }
     };
-    Ok(match order {
-        Some(order) => Decision::Command(Command {
-            owner: is_listed(&channel.owners, from),
-            chat: turn,
-            order,
-        }),
-        None => Decision::Run(turn),
-    })
+    Ok(Decision::of(turn, order, gate.is_owner(sender)))
 }
 
 /// A DM sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an owner):
@@ -141,57 +108,31 @@ pub(super) fn stranger(
     place: &Place,
 ) -> Option<(String, Option<String>)> {
     let from = &message.author;
-    let pairs = channel.dm_policy == DiscordDmPolicy::Pairing && matches!(place, Place::Direct);
-    (pairs && !from.bot && !let_in(channel, from))
+    let direct = matches!(place, Place::Direct);
+    (direct && !from.bot && gate(channel).is_stranger(sender(from)))
         .then(|| (from.id.clone(), Some(from.username.clone())))
 }
 
-/// `dmPolicy`: open, disabled, the sender in `allowFrom`, or (pairing) decided by the pairing
-/// check after this one.
-fn may_dm(channel: &DiscordChannel, from: &User) -> bool {
-    match channel.dm_policy {
-        DiscordDmPolicy::Open | DiscordDmPolicy::Pairing => true,
-        DiscordDmPolicy::Disabled => false,
-        DiscordDmPolicy::Allowlist => let_in(channel, from),
+/// The bot's access settings (Discord has no `groupAllowFrom` yet).
+fn gate(channel: &DiscordChannel) -> Gate<'_> {
+    Gate {
+        channel: DISCORD,
+        groups_are: ("guild channels", "channels"),
+        dm_policy: channel.dm_policy,
+        allow_from: &channel.allow_from,
+        owners: &channel.owners,
+        group_policy: channel.group_policy,
+        groups: &channel.channels,
+        group_allow_from: &[],
+        require_mention: channel.require_mention,
     }
 }
 
-/// In `allowFrom`, or an owner: let in without asking.
-fn let_in(channel: &DiscordChannel, from: &User) -> bool {
-    is_listed(&channel.allow_from, from) || is_listed(&channel.owners, from)
-}
-
-/// `groupPolicy` and `channels`: may the bot talk in this guild channel?
-fn group_allows(channel: &DiscordChannel, channel_id: &str) -> Result<(), &'static str> {
-    let listed = channel.channels.contains_key(channel_id) || channel.channels.contains_key("*");
-    match channel.group_policy {
-        DiscordGroupPolicy::Disabled => {
-            Err("guild channels are off (channels.discord.groupPolicy)")
-        }
-        DiscordGroupPolicy::Allowlist if !listed => {
-            Err("a guild channel not listed in channels.discord.channels")
-        }
-        _ => Ok(()),
+fn sender(from: &User) -> Sender<'_> {
+    Sender {
+        id: &from.id,
+        username: Some(&from.username),
     }
-}
-
-/// The channel's own `requireMention`, else `"*"`'s, else the account's.
-fn require_mention(channel: &DiscordChannel, channel_id: &str) -> bool {
-    [channel_id, "*"]
-        .iter()
-        .find_map(|id| channel.channels.get(*id).and_then(|c| c.require_mention))
-        .unwrap_or(channel.require_mention)
-}
-
-/// The sender's id or username (with or without `@`, any case) is in `list`.
-fn is_listed(list: &[String], from: &User) -> bool {
-    list.iter().any(|listed| {
-        let listed = listed.trim();
-        listed == from.id
-            || listed
-                .trim_start_matches('@')
-                .eq_ignore_ascii_case(&from.username)
-    })
 }
 
 /// The bot is mentioned or the message replies to one of its messages.

@@ -19,7 +19,6 @@
 //! the gateway keeps serving.
 
 mod api;
-mod commands;
 mod poll;
 mod route;
 

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::api::{self, ApiError};
-use super::{Account, POLLING, TELEGRAM, Telegram, commands, route};
+use super::{Account, POLLING, TELEGRAM, Telegram, route};
 use crate::channel::{Door, LinkState};
-use crate::channels::DoorParts;
-use crate::channels::inbound::ChatTurn;
+use crate::channels::gate::Decision;
 use crate::channels::pairing::Stranger;
+use crate::channels::{DoorParts, Taken};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
@@ -124,77 +124,36 @@ impl Poller {
         let (settings, id) = (&account.settings, account.id.as_str());
         let mut decision = match &update.message {
             Some(message) => route::decide(&self.telegram.config, (id, settings), me, message)?,
-            None => route::Decision::Ignore("not a message"),
+            None => Decision::ignore("not a message"),
         };
-        if let Some(stranger) = update
+        if let Some((sender, username)) = update
             .message
             .as_ref()
             .and_then(|m| route::stranger(settings, m))
         {
-            decision = self.admit(decision, stranger, (id, &source)).await?;
+            let stranger = Stranger {
+                channel: TELEGRAM,
+                id_name: "Telegram user id",
+                account_id: id.into(),
+                id: sender,
+                username,
+                source: source.clone(),
+            };
+            decision = self.parts.admit(decision, stranger).await?;
         }
-        let turn = match decision {
-            route::Decision::Run(turn) => turn,
-            route::Decision::Command(command) => {
-                return self.command(command, source, cursor).await;
-            }
-            route::Decision::Ignore(why) => {
-                tracing::debug!(update = update.update_id, why, "telegram: update ignored");
-                self.telegram.store.write_batch(vec![cursor]).await?;
-                return Ok(());
-            }
-        };
-        let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
-        let accepted = self
-            .parts
-            .inbound
-            .chat_turn(ChatTurn {
-                key: turn.key,
-                route: turn.route,
-                text: turn.text,
-                display_name: turn.title,
-                idempotency_key: Some(source),
-                commit_with: vec![cursor.clone()],
-            })
-            .await?;
-        if accepted.deduplicated {
-            // The run was committed before, without this offset (another poller's commit).
-            self.telegram.store.write_batch(vec![cursor]).await?;
-            return Ok(());
-        }
-        self.show_typing(account, typing, accepted.run_id);
-        Ok(())
-    }
-
-    /// A private sender `dmPolicy: "pairing"` does not know: approved before (the decision
-    /// stands), or a code answered (once per update), or nothing.
-    async fn admit(
-        &self,
-        decision: route::Decision,
-        (id, username): (String, Option<String>),
-        (account, source): (&str, &str),
-    ) -> CoreResult<route::Decision> {
-        let chat = match &decision {
-            route::Decision::Run(turn) => turn,
-            route::Decision::Command(command) => &command.chat,
-            route::Decision::Ignore(_) => return Ok(decision),
-        };
-        let stranger = Stranger {
-            channel: TELEGRAM,
-            id_name: "Telegram user id",
-            account_id: account.into(),
-            id,
-            username,
-            source: source.into(),
-        };
         match self
             .parts
-            .admit(stranger, || commands::chat_of(chat, source))
+            .take(TELEGRAM, decision, (source, cursor.clone()))
             .await?
         {
-            None => Ok(decision),
-            Some(why) => Ok(route::Decision::Ignore(why)),
+            Taken::Run(run, route) => self.show_typing(account, (route.to, route.thread_id), run),
+            Taken::Answered => {}
+            Taken::Ignored(why) => {
+                tracing::debug!(update = update.update_id, why, "telegram: update ignored");
+                self.telegram.store.write_batch(vec![cursor]).await?;
+            }
         }
+        Ok(())
     }
 
     /// "typing…" in the chat until the run ends (bounded by the gateway's stop).

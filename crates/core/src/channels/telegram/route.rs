@@ -7,21 +7,14 @@
 use switchboard_protocol::sessions::DeliveryContext;
 
 use super::api::{Message, User};
-use crate::config::{Config, TelegramChannel, TelegramDmPolicy, TelegramGroupPolicy};
+use crate::config::{Config, TelegramChannel};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 
 use super::TELEGRAM;
 
-/// A message that starts a run.
-pub(super) struct Turn {
-    pub key: SessionKey,
-    pub route: DeliveryContext,
-    pub text: String,
-    pub title: Option<String>,
-}
-
-pub(super) use crate::channels::owner::Order;
+use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::owner::Order;
 
 /// An owner command the bot understands: `/send …`, `/status` or `/new`, also as Telegram
 /// writes them in groups (`/new@thisbot`); `None` for anything else (another bot's command
@@ -38,24 +31,6 @@ fn order(text: &str, me: &User) -> Option<Order> {
     Order::parse(word, rest)
 }
 
-/// An owner command from a chat the bot may talk in.
-pub(super) struct Command {
-    pub chat: Turn,
-    /// The sender is in `channels.telegram.owners`.
-    pub owner: bool,
-    pub order: Order,
-}
-
-/// What a message asks for.
-pub(super) enum Decision {
-    /// A run in the chat's session.
-    Run(Turn),
-    /// An owner command (it needs no mention in a group).
-    Command(Command),
-    /// Nothing, and why (for the log).
-    Ignore(&'static str),
-}
-
 /// What to do with a message: a run, an owner command, or nothing.
 pub(super) fn decide(
     config: &Config,
@@ -64,11 +39,14 @@ pub(super) fn decide(
     message: &Message,
 ) -> Result<Decision, CoreError> {
     let Some(text) = message.text.as_ref().or(message.caption.as_ref()) else {
-        return Ok(Decision::Ignore("no text"));
+        return Ok(Decision::ignore("no text"));
     };
     let Some(from) = message.from.as_ref().filter(|f| !f.is_bot) else {
-        return Ok(Decision::Ignore("not from a person"));
+        return Ok(Decision::ignore("not from a person"));
     };
+    let peer = from.id.to_string();
+    let sender = sender(from, &peer);
+    let gate = gate(channel);
     let order = order(text, me);
     let agent_id = channel
         .agent_id
@@ -83,12 +61,9 @@ pub(super) fn decide(
     };
     let turn = match message.chat.kind.as_str() {
         "private" => {
-            if !may_dm(channel, from) {
-                return Ok(Decision::Ignore(
-                    "the sender may not talk to the bot (channels.telegram.dmPolicy)",
-                ));
+            if let Err(why) = gate.may_dm(sender) {
+                return Ok(Decision::Ignore(why));
             }
-            let peer = from.id.to_string();
             let key =
                 crate::channels::direct_key(config, &agent_id, TELEGRAM, account, &peer, None)?;
             Turn {
@@ -99,12 +74,12 @@ pub(super) fn decide(
             }
         }
         "group" | "supergroup" => {
-            if let Err(why) = group_allows(channel, &chat_id, from) {
+            if let Err(why) = gate.group_allows(&chat_id, sender) {
                 return Ok(Decision::Ignore(why));
             }
             let command = order.is_some();
-            if require_mention(channel, &chat_id) && !command && !addressed(me, message, text) {
-                return Ok(Decision::Ignore(
+            if gate.require_mention(&chat_id) && !command && !addressed(me, message, text) {
+                return Ok(Decision::ignore(
                     "a group message that does not mention the bot",
                 ));
             }
@@ -127,16 +102,9 @@ pub(super) fn decide(
                 title: message.chat.title.clone(),
             }
         }
-        _ => return Ok(Decision::Ignore("a channel post")),
+        _ => return Ok(Decision::ignore("a channel post")),
     };
-    Ok(match order {
-        Some(order) => Decision::Command(Command {
-            owner: is_listed(&channel.owners, from),
-            chat: turn,
-            order,
-        }),
-        None => Decision::Run(turn),
-    })
+    Ok(Decision::of(turn, order, gate.is_owner(sender)))
 }
 
 /// A private sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an
@@ -146,61 +114,31 @@ pub(super) fn stranger(
     message: &Message,
 ) -> Option<(String, Option<String>)> {
     let from = message.from.as_ref()?;
-    let pairs = channel.dm_policy == TelegramDmPolicy::Pairing && message.chat.kind == "private";
-    (pairs && !let_in(channel, from)).then(|| (from.id.to_string(), from.username.clone()))
+    let id = from.id.to_string();
+    let private = message.chat.kind == "private";
+    (private && gate(channel).is_stranger(sender(from, &id))).then(|| (id, from.username.clone()))
 }
 
-/// `dmPolicy`: open, disabled, the sender's id or username in `allowFrom`, or (pairing) decided
-/// by the pairing check after this one.
-fn may_dm(channel: &TelegramChannel, from: &User) -> bool {
-    match channel.dm_policy {
-        TelegramDmPolicy::Open | TelegramDmPolicy::Pairing => true,
-        TelegramDmPolicy::Disabled => false,
-        TelegramDmPolicy::Allowlist => let_in(channel, from),
+/// The bot's access settings.
+fn gate(channel: &TelegramChannel) -> Gate<'_> {
+    Gate {
+        channel: TELEGRAM,
+        groups_are: ("groups", "groups"),
+        dm_policy: channel.dm_policy,
+        allow_from: &channel.allow_from,
+        owners: &channel.owners,
+        group_policy: channel.group_policy,
+        groups: &channel.groups,
+        group_allow_from: &channel.group_allow_from,
+        require_mention: channel.require_mention,
     }
 }
 
-/// In `allowFrom`, or an owner: let in without asking.
-fn let_in(channel: &TelegramChannel, from: &User) -> bool {
-    is_listed(&channel.allow_from, from) || is_listed(&channel.owners, from)
-}
-
-/// `groupPolicy`, `groups` and `groupAllowFrom`: may this sender talk to the bot in this group?
-fn group_allows(channel: &TelegramChannel, chat_id: &str, from: &User) -> Result<(), &'static str> {
-    let listed = channel.groups.contains_key(chat_id) || channel.groups.contains_key("*");
-    match channel.group_policy {
-        TelegramGroupPolicy::Disabled => {
-            return Err("groups are off (channels.telegram.groupPolicy)");
-        }
-        TelegramGroupPolicy::Allowlist if !listed => {
-            return Err("a group not listed in channels.telegram.groups");
-        }
-        _ => {}
+fn sender<'a>(from: &'a User, id: &'a str) -> Sender<'a> {
+    Sender {
+        id,
+        username: from.username.as_deref(),
     }
-    if !channel.group_allow_from.is_empty() && !is_listed(&channel.group_allow_from, from) {
-        return Err("a sender not in channels.telegram.groupAllowFrom");
-    }
-    Ok(())
-}
-
-/// The group's own `requireMention`, else `"*"`'s, else the channel's.
-fn require_mention(channel: &TelegramChannel, chat_id: &str) -> bool {
-    [chat_id, "*"]
-        .iter()
-        .find_map(|id| channel.groups.get(*id).and_then(|g| g.require_mention))
-        .unwrap_or(channel.require_mention)
-}
-
-/// The sender's id or username (with or without `@`, any case) is in `list`.
-fn is_listed(list: &[String], from: &User) -> bool {
-    list.iter().any(|listed| {
-        let listed = listed.trim();
-        listed == from.id.to_string()
-            || from
-                .username
-                .as_deref()
-                .is_some_and(|u| listed.trim_start_matches('@').eq_ignore_ascii_case(u))
-    })
 }
 
 /// The bot is mentioned (`@name`) or the message replies to one of its messages.

@@ -171,6 +171,19 @@ string_enum! {
 }
 
 string_enum! {
+    /// `autoJoin` of the Matrix channel: which invitations to a room the bot accepts.
+    pub enum AutoJoin {
+        /// Every one (who may talk is still decided per message by the policies).
+        Always = "always",
+        /// Rooms listed in `rooms`, and invitations from `allowFrom` users or owners.
+        Allowlist = "allowlist",
+        /// None: the bot is joined to rooms by hand.
+        Off = "off",
+    }
+    default = Always;
+}
+
+string_enum! {
     /// `session.sendPolicy.rules[].match.chatType`.
     pub enum ChatType {
         /// A direct chat.

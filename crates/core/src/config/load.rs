@@ -208,6 +208,10 @@ const OPTIONAL_SECRETS: &[&str] = &[
     "channels.telegram.accounts.*.botToken",
     "channels.discord.botToken",
     "channels.discord.accounts.*.botToken",
+    "channels.matrix.accessToken",
+    "channels.matrix.password",
+    "channels.matrix.accounts.*.accessToken",
+    "channels.matrix.accounts.*.password",
 ];
 
 /// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are

@@ -19,6 +19,7 @@ mod choices;
 mod discord;
 mod error;
 mod load;
+mod matrix;
 mod mcp;
 mod report;
 mod resolve;
@@ -36,12 +37,13 @@ use serde::{Deserialize, Serialize};
 
 pub use chat::GroupSettings;
 pub use choices::{
-    AuthMode, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi, SandboxMode,
-    SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
+    AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi,
+    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
 };
 pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
+pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
@@ -512,6 +514,8 @@ pub struct ChannelsConfig {
     pub telegram: TelegramChannel,
     /// Discord: the Gateway in, the REST API out.
     pub discord: DiscordChannel,
+    /// Matrix: the client-server API (`/sync` in, `send` out).
+    pub matrix: MatrixChannel,
 }
 
 /// `channels.webhook`.

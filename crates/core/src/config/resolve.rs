@@ -186,6 +186,13 @@ impl Config {
         for account in copy.channels.discord.accounts.values_mut() {
             hide(&mut account.bot_token);
         }
+        let matrix = &mut copy.channels.matrix;
+        hide(&mut matrix.access_token);
+        hide(&mut matrix.password);
+        for account in matrix.accounts.values_mut() {
+            hide(&mut account.access_token);
+            hide(&mut account.password);
+        }
         hide(&mut copy.hooks.token);
         // A database URL may carry its password.
         hide(&mut copy.store.url);

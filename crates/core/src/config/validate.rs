@@ -10,9 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope, GatewayBind,
-    GroupPolicy, ModelInput, ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction,
-    SessionScope, SessionToolsVisibility, ThinkingLevel, ToolPolicy,
+    AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope,
+    GatewayBind, GroupPolicy, ModelInput, ModelRef, ProviderApi, ProviderConfig, SandboxMode,
+    SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -67,6 +67,8 @@ fn channel_expected(shape: &str) -> Option<String> {
     Some(match setting {
         "apiBase" => URL_EXPECTED.to_owned(),
         "gatewayUrl" => super::discord::WS_URL_EXPECTED.to_owned(),
+        "homeserver" => URL_EXPECTED.to_owned(),
+        "autoJoin" => one_of(AutoJoin::NAMES),
         "dmPolicy" => one_of(DmPolicy::NAMES),
         "groupPolicy" => one_of(GroupPolicy::NAMES),
         _ => return None,
@@ -174,8 +176,8 @@ pub(crate) fn validate(
 }
 
 pub(super) struct Checker<'a> {
-    problems: Vec<ConfigError>,
-    unset_secrets: &'a BTreeMap<String, String>,
+    pub(super) problems: Vec<ConfigError>,
+    pub(super) unset_secrets: &'a BTreeMap<String, String>,
 }
 
 impl Checker<'_> {
@@ -619,6 +621,7 @@ impl Checker<'_> {
 
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
+        self.matrix(&mut config.channels.matrix);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

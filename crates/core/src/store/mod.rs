@@ -444,6 +444,12 @@ pub enum WriteOp {
         name: String,
         position: i64,
     },
+    /// Sets a channel account's token (`channel_tokens`): an opaque position in its source
+    /// that is not a number (Matrix's `next_batch`). The last write wins.
+    SetToken {
+        name: String,
+        token: String,
+    },
     /// Records how many parts of a delivery's text the channel took (a long text goes in
     /// parts; a retry starts after them). It only moves forward.
     DeliveryProgress {
@@ -466,6 +472,7 @@ pub enum WriteOutcome {
     PutSubagent,
     PutExchange,
     SetCursor,
+    SetToken,
     DeliveryProgress,
     /// The run is still held under the epoch a [`WriteOp::Fence`] named.
     Fenced,

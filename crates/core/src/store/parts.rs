@@ -122,6 +122,8 @@ pub trait OutboxStore: Send + Sync {
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
     /// A channel account's cursor ([`WriteOp::SetCursor`]), if it has one.
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>>;
+    /// A channel account's token ([`WriteOp::SetToken`]), if it has one.
+    fn token(&self, name: &str) -> StoreFuture<'_, Option<String>>;
 }
 
 /// Cron jobs.

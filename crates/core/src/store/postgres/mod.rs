@@ -351,6 +351,10 @@ async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, St
             outbox::set_cursor(db, &name, position).await?;
             WriteOutcome::SetCursor
         }
+        WriteOp::SetToken { name, token } => {
+            outbox::set_token(db, &name, &token).await?;
+            WriteOutcome::SetToken
+        }
         WriteOp::DeliveryProgress { id, parts_sent } => {
             outbox::progress(db, &id, parts_sent).await?;
             WriteOutcome::DeliveryProgress

@@ -167,6 +167,22 @@ pub(super) async fn cursor(db: &Db<'_>, name: &str) -> Result<Option<i64>, Store
         .transpose()
 }
 
+/// A channel account's token (`channel_tokens`), if one was set.
+pub(super) async fn token(db: &Db<'_>, name: &str) -> Result<Option<String>, StoreError> {
+    db.query_opt_with(work::TOKEN, &[name.into()])
+        .await?
+        .as_ref()
+        .map(|row| col(row, 0))
+        .transpose()
+}
+
+/// Sets a channel account's token; the last write wins.
+pub(super) async fn set_token(db: &Db<'_>, name: &str, token: &str) -> Result<(), StoreError> {
+    let values = [name.into(), token.into()];
+    db.execute_with(work::SET_TOKEN, &values).await?;
+    Ok(())
+}
+
 /// Sets a channel account's cursor; it only moves forward.
 pub(super) async fn set_cursor(db: &Db<'_>, name: &str, position: i64) -> Result<(), StoreError> {
     let values = [name.into(), position.into()];

@@ -237,6 +237,11 @@ impl OutboxStore for PgStore {
         let name = name.to_string();
         self.read(move |db| Box::pin(async move { outbox::cursor(db, &name).await }))
     }
+
+    fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
+        let name = name.to_string();
+        self.read(move |db| Box::pin(async move { outbox::token(db, &name).await }))
+    }
 }
 
 impl CronStore for PgStore {

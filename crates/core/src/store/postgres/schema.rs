@@ -14,7 +14,7 @@ use crate::store::rules::rows;
 use crate::store::{RunRecord, StoreError};
 
 /// Bumped whenever the schema changes; [`migrate`] brings older databases forward.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// Held while a gateway migrates, so gateways starting at once migrate one after another.
 const MIGRATION_LOCK: i64 = 0x5357_4254_4348_0001;
@@ -215,6 +215,11 @@ ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS epoch BIGINT;
 CREATE TABLE IF NOT EXISTS channel_cursors (
     name TEXT COLLATE "C" PRIMARY KEY,
     position BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS channel_tokens (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    token TEXT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS channel_pairings (

@@ -80,6 +80,13 @@ pub(crate) const TO_ARCHIVE: &str = "WHERE archive_at IS NOT NULL AND archived_a
 /// A channel account's cursor.
 pub(crate) const CURSOR: &str = "SELECT position FROM channel_cursors WHERE name = ?1";
 
+/// A channel account's token.
+pub(crate) const TOKEN: &str = "SELECT token FROM channel_tokens WHERE name = ?1";
+
+/// Sets a channel account's token (`?1` its name, `?2` the token); the last write wins.
+pub(crate) const SET_TOKEN: &str = "INSERT INTO channel_tokens (name, token) VALUES (?1, ?2) \
+     ON CONFLICT (name) DO UPDATE SET token = excluded.token";
+
 /// Sets a channel account's cursor (`?1` its name, `?2` the position): it only moves forward
 /// (a gateway that read an older position never moves it back).
 pub(crate) fn set_cursor(d: Dialect) -> String {

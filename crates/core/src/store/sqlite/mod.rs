@@ -282,6 +282,10 @@ fn write_op(
             outbox::set_cursor(c, &name, position)?;
             Ok(WriteOutcome::SetCursor)
         }
+        WriteOp::SetToken { name, token } => {
+            outbox::set_token(c, &name, &token)?;
+            Ok(WriteOutcome::SetToken)
+        }
         WriteOp::DeliveryProgress { id, parts_sent } => {
             outbox::progress(c, &id, parts_sent)?;
             Ok(WriteOutcome::DeliveryProgress)

@@ -85,6 +85,18 @@ pub(super) fn cursor(conn: &Connection, name: &str) -> Result<Option<i64>, Store
     first(conn, work::CURSOR, [name], |r| Ok(r.get(0)?))
 }
 
+/// A channel account's token (`channel_tokens`), if one was set.
+pub(super) fn token(conn: &Connection, name: &str) -> Result<Option<String>, StoreError> {
+    first(conn, work::TOKEN, [name], |r| Ok(r.get(0)?))
+}
+
+/// Sets a channel account's token; the last write wins.
+pub(super) fn set_token(conn: &Connection, name: &str, token: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(work::SET_TOKEN)?
+        .execute(params![name, token])?;
+    Ok(())
+}
+
 /// Sets a channel account's cursor; it only moves forward.
 pub(super) fn set_cursor(conn: &Connection, name: &str, position: i64) -> Result<(), StoreError> {
     conn.prepare_cached(&work::set_cursor(SQLITE))?

@@ -203,6 +203,11 @@ impl OutboxStore for SqliteStore {
         let name = name.to_string();
         self.read(move |c| outbox::cursor(c, &name))
     }
+
+    fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
+        let name = name.to_string();
+        self.read(move |c| outbox::token(c, &name))
+    }
 }
 
 impl CronStore for SqliteStore {

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -191,6 +191,13 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
 CREATE TABLE IF NOT EXISTS channel_cursors (
     name TEXT PRIMARY KEY,
     position INTEGER NOT NULL
+);
+
+-- Where a channel account is in a source whose positions are opaque strings (schema 9):
+-- Matrix's `next_batch`. Written in the same commit as the run its last event made.
+CREATE TABLE IF NOT EXISTS channel_tokens (
+    name TEXT PRIMARY KEY,
+    token TEXT NOT NULL
 );
 
 -- DM pairing (schema 6): who asked to talk to a bot with which one-time code, and whom an owner

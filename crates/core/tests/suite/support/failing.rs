@@ -265,6 +265,10 @@ impl OutboxStore for FailingStore {
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
         self.inner.cursor(name)
     }
+
+    fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
+        self.inner.token(name)
+    }
 }
 
 impl CronStore for FailingStore {

@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 use crate::channel::{Channel, Channels, Door};
 use crate::channels::discord::Discord;
 use crate::channels::local::{Internal, Webchat};
+use crate::channels::matrix::Matrix;
 use crate::channels::pairing::Pairing;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
@@ -147,20 +148,26 @@ fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
-) -> CoreResult<(Arc<Channels>, Arc<Telegram>, Arc<Discord>)> {
+) -> CoreResult<(Arc<Channels>, ChatChannels)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
     let telegram = Telegram::new(config.clone(), store.clone(), http.clone());
     let discord = Discord::new(config.clone(), store.clone(), http.clone());
+    let matrix = Matrix::new(config.clone(), store.clone(), http.clone());
     let channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http)),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
         telegram.clone(),
         discord.clone(),
+        matrix.clone(),
     ];
-    Ok((Arc::new(Channels::new(channels)), telegram, discord))
+    let chats = (telegram, discord, matrix);
+    Ok((Arc::new(Channels::new(channels)), chats))
 }
+
+/// The chat channels whose inbound doors run by themselves, built with the registry.
+type ChatChannels = (Arc<Telegram>, Arc<Discord>, Arc<Matrix>);
 
 /// The doors messages come in by: the HTTP sources ([`Inbound`]), DM pairing, and the
 /// channels' own doors (the Telegram poller), which stop taking messages when intake stops.
@@ -168,7 +175,7 @@ fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
-    (channels, telegram, discord): (&Arc<Channels>, &Arc<Telegram>, &Arc<Discord>),
+    (channels, (telegram, discord, matrix)): (&Arc<Channels>, &ChatChannels),
     (tasks, intake): (&TaskTracker, &CancellationToken),
 ) -> (Arc<Inbound>, Arc<Pairing>, Vec<Arc<dyn Door>>) {
     let inbound = Arc::new(Inbound::new(
@@ -192,7 +199,11 @@ fn doors(
         tasks: tasks.clone(),
         stop: intake.clone(),
     };
-    let doors: Vec<Arc<dyn Door>> = vec![telegram.door(&parts), discord.door(&parts)];
+    let doors: Vec<Arc<dyn Door>> = vec![
+        telegram.door(&parts),
+        discord.door(&parts),
+        matrix.door(&parts),
+    ];
     (inbound, pairing, doors)
 }
 
@@ -289,7 +300,7 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let (channels, telegram, discord) = channel_registry(&config, &store, &clock)?;
+        let (channels, chats) = channel_registry(&config, &store, &clock)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),
@@ -341,7 +352,7 @@ impl Engine {
             &config,
             (&store, &runtime, &sessions),
             (&resolver, &outbox, &clock),
-            (&channels, &telegram, &discord),
+            (&channels, &chats),
             (&tasks, &intake),
         );
         Ok(Self {

@@ -30,11 +30,13 @@ mod anthropic;
 mod context;
 pub mod discord;
 pub mod fuzz;
+mod keeper;
 pub mod mcp_servers;
 mod openai;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod synapse;
 pub mod telegram;
 
 use std::collections::VecDeque;

@@ -6,7 +6,6 @@
 //!
 //! Every test gets a schema of its own, so tests share a cluster without seeing each other.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -237,17 +236,8 @@ fn launch(name: &str, tls: bool) -> Result<(String, Child, PathBuf), String> {
             .map_err(|e| format!("chown: {e}"))?;
         command.args(["runuser", "-u", "postgres", "--"]);
     }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("could not start sh: {e}"))?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    if line.trim() != "ready" {
+    let (mut child, line) = crate::keeper::start(&mut command)?;
+    if line != "ready" {
         let log = std::fs::read_to_string(dir.join("initdb.log")).unwrap_or_default();
         let _ = child.kill();
         return Err(format!("the test cluster did not start: {log}"));

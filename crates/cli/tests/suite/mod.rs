@@ -7,6 +7,7 @@ mod durability;
 mod exchange_durability;
 mod first_hour;
 mod logging;
+mod matrix;
 mod mcp;
 mod mcp_tools;
 mod process;

@@ -274,3 +274,26 @@ pub async fn first_delivered(
     })
     .await
 }
+
+/// How many times `text` was asked in the `main` session (its user messages), by `chat.history`
+/// through the CLI: a message run twice shows twice.
+pub fn times_asked(home: &Path, url: &str, text: &str) -> (usize, serde_json::Value) {
+    let out = run(
+        home,
+        url,
+        &[
+            "call",
+            "chat.history",
+            "--params",
+            r#"{"sessionKey": "main"}"#,
+        ],
+    );
+    let history: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asked = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"] == text)
+        .count();
+    (asked, history)
+}

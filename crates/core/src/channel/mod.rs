@@ -24,7 +24,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 pub use registry::Channels;
-pub use status::{AccountStatus, ChannelStatus, Link, LinkState};
+pub use status::{AccountStatus, ChannelStatus, Link, LinkCell, LinkState};
 
 use crate::store::{DeliveryRecord, WriteOp};
 

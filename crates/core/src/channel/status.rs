@@ -74,6 +74,28 @@ pub struct AccountStatus {
     pub link: Option<LinkState>,
 }
 
+/// A connection's state, shared by the task that keeps the connection and by `health`.
+#[derive(Debug)]
+pub struct LinkCell(std::sync::Mutex<LinkState>);
+
+impl Default for LinkCell {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(LinkState::Off))
+    }
+}
+
+impl LinkCell {
+    pub fn set(&self, state: LinkState) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = state;
+        }
+    }
+
+    pub fn get(&self) -> LinkState {
+        self.0.lock().map(|s| s.clone()).unwrap_or(LinkState::Off)
+    }
+}
+
 /// A connection's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LinkState {

@@ -133,7 +133,7 @@ impl Gate<'_> {
     }
 
     /// In `allowFrom`, or an owner: let in without asking.
-    fn lets_in(&self, from: Sender) -> bool {
+    pub fn lets_in(&self, from: Sender) -> bool {
         from.is_in(self.allow_from) || self.is_owner(from)
     }
 

@@ -8,6 +8,8 @@
 //!   ([`telegram::Telegram::door`]), owner commands and DM pairing included.
 //! - `discord` ([`discord::Discord`]): the REST API out; its inbound door is a Gateway
 //!   session per bot ([`discord::Discord::door`]), DM pairing included.
+//! - `matrix` ([`matrix::Matrix`]): the client-server API out; its inbound door is a `/sync`
+//!   long poll per bot user ([`matrix::Matrix::door`]), DM pairing included.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
 //! Shared by the doors: [`Inbound`] (a chat message → a run, owner commands answered through the
@@ -22,6 +24,7 @@ mod gate;
 mod hooks;
 mod inbound;
 pub mod local;
+pub mod matrix;
 mod owner;
 pub mod pairing;
 mod split;
@@ -154,6 +157,36 @@ impl DoorParts {
                 }
             }
         });
+    }
+}
+
+/// Records that a channel took the first `taken` parts of delivery `id` (a retry sends only the
+/// rest).
+pub(crate) async fn parts_taken(
+    store: &Arc<dyn Store>,
+    id: &str,
+    taken: usize,
+) -> Result<(), crate::channel::ChannelError> {
+    let progress = WriteOp::DeliveryProgress {
+        id: id.to_string(),
+        parts_sent: taken as u32,
+    };
+    store
+        .write_batch(vec![progress])
+        .await
+        .map(|_| ())
+        .map_err(|e| crate::channel::ChannelError::Retry(e.to_string()))
+}
+
+/// Why an HTTP call to a chat platform got no answer, in words (never its URL: it may carry a
+/// token).
+pub(crate) fn no_answer(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection refused or unreachable"
+    } else {
+        "the request failed"
     }
 }
 

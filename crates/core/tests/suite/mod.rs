@@ -4,6 +4,7 @@ mod cron;
 mod discord;
 mod index;
 mod long;
+mod matrix;
 mod mcp_tools;
 mod measure;
 mod postgres;

@@ -298,3 +298,39 @@ pub async fn invoke(engine: &Engine, session: &str, tool: &str, args: Value) -> 
 pub fn k(key: &str) -> SessionKey {
     SessionKey::from_canonical(key.to_string())
 }
+
+/// A chat channel's state as a whole, as `health` shows it.
+pub fn channel_state(h: &TestEngine, channel: &str) -> switchboard_core::channel::LinkState {
+    let status = h.engine.channels().status(channel);
+    let status = status.unwrap_or_else(|| panic!("{channel} reports its state"));
+    let link = status
+        .link
+        .unwrap_or_else(|| panic!("{channel} keeps connections"));
+    link.state
+}
+
+/// The code in a pairing answer (`Pairing code: ABCD2345`).
+pub fn pairing_code(answer: &str) -> String {
+    answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Pairing code: "))
+        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
+        .trim()
+        .to_string()
+}
+
+/// Waits (at most [`GUARD`]) until `check` answers something, and answers it: a hang guard,
+/// not a timing. `what` says what was awaited when it never comes.
+pub async fn until<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + GUARD;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,87 @@
+//! The Matrix channel through the gateway binary, against a real homeserver (the test kit's
+//! Synapse on loopback): a `kill -9` between receiving a message and replying to it ends in
+//! exactly one reply. Without Python the test says `NOT RUN` (and fails under `CI=true`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use switchboard_testkit::synapse::{self, MatrixUser, Synapse};
+
+use super::process::GatewayProcess;
+
+/// How long a reply may take before the test fails (a bound, not a timing).
+const BOUND: Duration = Duration::from_secs(60);
+
+fn write_config(home: &Path, hs: &Synapse, bot: &MatrixUser) {
+    let config = format!(
+        r#"{{ channels: {{ matrix: {{ enabled: true, homeserver: "{}", userId: "{}",
+                                   accessToken: "{}", dmPolicy: "open", rooms: {{ "*": {{}} }} }} }} }}"#,
+        hs.url, bot.user_id, bot.access_token
+    );
+    std::fs::write(home.join("config.json5"), config).unwrap();
+}
+
+/// Waits until `person` and the bot are both in `room`.
+async fn joined(person: &MatrixUser, room: &str, bot: &MatrixUser) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !person.is_joined(room, &bot.user_id).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the bot never joined"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_between_receiving_and_replying_ends_in_one_reply() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let hs = match tokio::task::block_in_place(|| synapse::shared(tmp)) {
+        Ok(hs) => hs,
+        Err(missing) => {
+            return synapse::not_run("kill_9_between_receiving_and_replying", &missing);
+        }
+    };
+    let (bot, alice, carol) = (
+        hs.register("clibot").await,
+        hs.register("alice").await,
+        hs.register("carol").await,
+    );
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), hs, &bot);
+    let gateway = GatewayProcess::start(home.path());
+    let direct = alice.create_room(&[&bot.user_id], true).await;
+    joined(&alice, &direct, &bot).await;
+    let group = alice
+        .create_room(&[&bot.user_id, &carol.user_id], false)
+        .await;
+    carol.join(&group).await;
+    joined(&alice, &group, &bot).await;
+    // The first message holds the direct room's session; the second is received and queued
+    // behind it (committed with the sync token), and the gateway dies before answering it.
+    alice
+        .say(&direct, "@delay 60000\n@reply too slow", &[])
+        .await;
+    alice.say(&direct, "@reply exactly-once", &[]).await;
+    // Another session answers at once: once it has, the messages before it were received.
+    alice.say(&group, "@reply marker", &[&bot.user_id]).await;
+    alice.wait_for(&group, &bot.user_id, 1, BOUND).await;
+    gateway.kill_9();
+
+    let gateway = GatewayProcess::start(home.path());
+    let replies = alice.wait_for(&direct, &bot.user_id, 1, BOUND).await;
+    assert_eq!(replies, ["exactly-once"]);
+    // A second run of the same message would be answered in the same session, before this.
+    alice.say(&direct, "@reply direct-after", &[]).await;
+    let replies = alice.wait_for(&direct, &bot.user_id, 2, BOUND).await;
+    assert_eq!(
+        replies,
+        ["exactly-once", "direct-after"],
+        "the queued run resumed and replied once; the aborted one did not reply"
+    );
+    assert_eq!(alice.bodies(&group, &bot.user_id).await, ["marker"]);
+    let (asked, history) =
+        super::process::times_asked(home.path(), &gateway.url, "@reply exactly-once");
+    assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+}

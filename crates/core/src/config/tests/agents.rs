@@ -67,7 +67,9 @@ fn redacted_hides_every_secret() {
       models: { providers: { openai: { api: "openai-completions", apiKey: "sk-secret",
                                        headers: { Authorization: "Bearer sk-secret" } } } },
       channels: { webhook: { accounts: { inbox: { token: "wh-secret", url: "https://example.com/in" } } },
-                  telegram: { botToken: "bot-secret" } },
+                  telegram: { botToken: "bot-secret" },
+                  matrix: { accessToken: "mx-secret", password: "mx-pw-secret",
+                            accounts: { ops: { password: "mx-ops-secret" } } } },
       hooks: { token: "hook-secret" },
     }"#;
     let config = load(text).unwrap_or_else(|err| panic!("{err}")).config;
@@ -92,6 +94,9 @@ fn redacted_hides_every_secret() {
         Some(REDACTED)
     );
     assert_eq!(redacted.hooks.token.as_deref(), Some(REDACTED));
+    let matrix = &redacted.channels.matrix;
+    assert_eq!(matrix.access_token.as_deref(), Some(REDACTED));
+    assert_eq!(matrix.password.as_deref(), Some(REDACTED));
     // Everything else is untouched, and absent secrets stay absent.
     assert_eq!(
         redacted.channels.webhook.accounts["inbox"].url.as_deref(),

@@ -151,6 +151,18 @@ fn a_bad_value_names_path_value_and_allowed_set() {
              line 1: config error at channels.discord.accounts.ops.apiBase: \"nowhere\" is not allowed; expected an http:// or https:// URL\n\
              line 1: config error at channels.discord.accounts.ops.botToken: missing; expected a token (each enabled account needs its own bot)",
         ),
+        (
+            r#"{ channels: { matrix: { enabled: true, homeserver: "matrix.example.org", userId: "bot", autoJoin: "sometimes" } } }"#,
+            "line 1: config error at channels.matrix.autoJoin: \"sometimes\" is not allowed; expected one of \"always\", \"allowlist\", \"off\"\n\
+             line 1: config error at channels.matrix.homeserver: \"matrix.example.org\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.matrix.userId: \"bot\" is not allowed; expected a Matrix user id such as \"@bot:example.org\"\n\
+             line 1: config error at channels.matrix.accessToken: missing; expected an accessToken, or a password to log in with (required while the bot is enabled)",
+        ),
+        (
+            r#"{ channels: { matrix: { enabled: true, homeserver: "http://127.0.0.1:8008", accounts: { a: { userId: "@bot:hs", password: "p" }, b: { userId: "@bot:hs" } } } } }"#,
+            "line 1: config error at channels.matrix.accounts.b.userId: \"@bot:hs\" is not allowed; expected a user no other account uses (channels.matrix.accounts.a.userId names it too; two syncs of one user each get every event)\n\
+             line 1: config error at channels.matrix.accounts.b.accessToken: missing; expected an accessToken, or a password to log in with (required while the bot is enabled)",
+        ),
     ];
     for (text, expected) in cases {
         assert_eq!(error_text(text), expected, "for {text}");

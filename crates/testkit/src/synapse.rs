@@ -265,6 +265,15 @@ async fn answer(request: reqwest::RequestBuilder) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
+/// An `m.text` message's content, with `mentions` in `m.mentions`.
+fn text(body: &str, mentions: &[&str]) -> Value {
+    let mut content = json!({"msgtype": "m.text", "body": body});
+    if !mentions.is_empty() {
+        content["m.mentions"] = json!({"user_ids": mentions});
+    }
+    content
+}
+
 /// `text` as one URL path segment.
 fn segment(text: &str) -> String {
     text.bytes()
@@ -300,30 +309,51 @@ impl MatrixUser {
     /// Says `body` in `room` as `m.text`; `mentions`: the users listed in `m.mentions`.
     /// Answers the event id.
     pub async fn say(&self, room: &str, body: &str, mentions: &[&str]) -> String {
+        self.send(room, text(body, mentions)).await
+    }
+
+    /// Says `body` in the thread of `root` in `room`; answers the event id.
+    pub async fn say_in_thread(
+        &self,
+        room: &str,
+        root: &str,
+        body: &str,
+        mentions: &[&str],
+    ) -> String {
+        let mut content = text(body, mentions);
+        content["m.relates_to"] = json!({"rel_type": "m.thread", "event_id": root});
+        self.send(room, content).await
+    }
+
+    async fn send(&self, room: &str, content: Value) -> String {
         static TXN: AtomicU64 = AtomicU64::new(0);
         let txn = format!("t{}", TXN.fetch_add(1, Ordering::Relaxed));
         let path = format!("/rooms/{}/send/m.room.message/{txn}", segment(room));
-        let mut content = json!({"msgtype": "m.text", "body": body});
-        if !mentions.is_empty() {
-            content["m.mentions"] = json!({"user_ids": mentions});
-        }
         let sent = answer(self.call(reqwest::Method::PUT, &path).json(&content)).await;
         sent["event_id"].as_str().unwrap_or_default().to_string()
     }
 
-    /// The text bodies `sender` wrote in `room`, oldest first (the newest 1,000 events).
-    pub async fn bodies(&self, room: &str, sender: &str) -> Vec<String> {
+    /// The contents of the messages `sender` wrote in `room`, oldest first (of the newest
+    /// 1,000 events).
+    pub async fn messages(&self, room: &str, sender: &str) -> Vec<Value> {
         let path = format!("/rooms/{}/messages?dir=b&limit=1000", segment(room));
         let page = answer(self.call(reqwest::Method::GET, &path)).await;
-        let mut bodies: Vec<String> = page["chunk"]
+        let mut messages: Vec<Value> = page["chunk"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|e| e["type"] == "m.room.message" && e["sender"] == sender)
-            .filter_map(|e| e["content"]["body"].as_str().map(str::to_string))
+            .map(|e| e["content"].clone())
             .collect();
-        bodies.reverse();
-        bodies
+        messages.reverse();
+        messages
+    }
+
+    /// The text bodies `sender` wrote in `room`, oldest first.
+    pub async fn bodies(&self, room: &str, sender: &str) -> Vec<String> {
+        let messages = self.messages(room, sender).await;
+        let bodies = messages.iter().filter_map(|c| c["body"].as_str());
+        bodies.map(str::to_string).collect()
     }
 
     /// Waits (at most `within`) until `sender` wrote at least `count` messages in `room`, and

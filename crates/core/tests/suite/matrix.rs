@@ -144,6 +144,32 @@ async fn room_messages_are_answered_only_when_they_mention_the_bot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
+    let test = "a_thread_has_its_own_session_and_is_answered_in_the_thread";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let carol = hs.register("carol").await;
+    let h = started(config(hs, &bot, DmPolicy::Open)).await;
+    let room = group_room(&alice, &carol, &bot).await;
+    let root = alice.say(&room, "a design question", &[]).await;
+    alice
+        .say_in_thread(&room, &root, "@reply in-thread", &[&bot.user_id])
+        .await;
+    alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
+    let reply = alice.messages(&room, &bot.user_id).await.remove(0);
+    assert_eq!(reply["body"], "in-thread");
+    assert_eq!(reply["m.relates_to"]["rel_type"], "m.thread");
+    assert_eq!(reply["m.relates_to"]["event_id"], root.as_str());
+    let key = h.key(&format!("agent:main:matrix:group:{room}:thread:{root}"));
+    let entry = h.engine.store().get(&key).await.unwrap();
+    let entry = entry.expect("the thread's session");
+    assert_eq!(entry.last_to.as_deref(), Some(room.as_str()));
+    assert_eq!(entry.last_thread_id.as_deref(), Some(root.as_str()));
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_announce_from_another_session_lands_in_the_matrix_room() {
     let test = "an_announce_from_another_session_lands_in_the_matrix_room";
     let Some((hs, bot, alice)) = world(test).await else {

@@ -349,3 +349,52 @@ async fn a_password_logs_in_and_a_refused_token_fails_the_channel() {
     );
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused() {
+    let test = "an_owner_asks_for_status_without_a_mention_and_others_are_refused";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let carol = hs.register("carol").await;
+    let mut settings = config(hs, &bot, DmPolicy::Open);
+    settings.channels.matrix.owners = vec![alice.user_id.clone()];
+    let h = started(settings).await;
+    let room = group_room(&alice, &carol, &bot).await;
+    carol.say(&room, "/status", &[]).await;
+    alice.say(&room, "/status", &[]).await;
+    let answers = alice.wait_for(&room, &bot.user_id, 2, GUARD).await;
+    // Two answers, each to its message (the outbox may post them in either order).
+    let refused = answers
+        .iter()
+        .filter(|a| a.contains("Only an owner"))
+        .count();
+    let status = answers
+        .iter()
+        .filter(|a| a.contains("no session yet"))
+        .count();
+    assert_eq!((refused, status), (1, 1), "{answers:?}");
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_auto_join_allowlist_only_an_allowed_inviter_is_followed() {
+    let test = "with_auto_join_allowlist_only_an_allowed_inviter_is_followed";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let stranger = hs.register("stranger").await;
+    let mut settings = config(hs, &bot, DmPolicy::Open);
+    let matrix = &mut settings.channels.matrix;
+    matrix.auto_join = switchboard_core::config::AutoJoin::Allowlist;
+    matrix.allow_from = vec![alice.user_id.clone()];
+    matrix.rooms.clear();
+    let h = started(settings).await;
+    let left = stranger.create_room(&[&bot.user_id], true).await;
+    let room = direct_room(&alice, &bot).await;
+    // Once a later message is answered, the earlier invitation was decided.
+    alice.say(&room, "@reply barrier", &[]).await;
+    alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
+    assert!(!stranger.is_joined(&left, &bot.user_id).await);
+    h.engine.close().await;
+}

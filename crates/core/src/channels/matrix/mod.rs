@@ -72,6 +72,11 @@ impl Account {
         format!("{MATRIX}:{}", self.id)
     }
 
+    /// The bot logs in with its password (it has no configured token).
+    fn logs_in(&self) -> bool {
+        self.settings.access_token.is_none() && self.settings.password.is_some()
+    }
+
     /// Remembers that `room` is the direct room with `user`.
     fn direct_room(&self, user: &str, room: &str) {
         if let Ok(mut rooms) = self.direct.lock() {
@@ -158,11 +163,12 @@ impl Matrix {
                 });
             }
             let txn = format!("switchboard.{}.{done}", record.id);
-            account
-                .client
-                .send(&room, &txn, content)
-                .await
-                .map_err(classify)?;
+            let sent = account.client.send(&room, &txn, content).await;
+            sent.map_err(|e| match e.errcode.as_deref() {
+                // A bot with a password logs in again on the next attempt.
+                Some("M_UNKNOWN_TOKEN") if account.logs_in() => ChannelError::Retry(e.to_string()),
+                _ => classify(e),
+            })?;
             if done + 1 < last {
                 super::parts_taken(&self.store, &record.id, done + 1).await?;
             }

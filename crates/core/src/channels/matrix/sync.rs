@@ -312,7 +312,7 @@ async fn refused(account: &Account, e: &ApiError) -> bool {
         return false;
     }
     let expired = e.errcode.as_deref() == Some("M_UNKNOWN_TOKEN");
-    if expired && account.settings.password.is_some() && account.settings.access_token.is_none() {
+    if expired && account.logs_in() {
         tracing::warn!(account = %account.id, error = %e, "matrix: the token was refused; logging in again");
         account.client.forget_token().await;
         return false;

@@ -78,17 +78,30 @@ fn mention(content: &Value, body: &str, me: &Me) -> (bool, String) {
     let mut mentioned = listed;
     let mut rest = body.trim();
     for name in names.filter(|n| !n.is_empty()) {
-        if lower.contains(&name.to_lowercase()) {
+        let name = name.to_lowercase();
+        if lower
+            .match_indices(&name)
+            .any(|(at, _)| alone(&lower, at, name.len()))
+        {
             mentioned = true;
         }
-        let lead = rest
+        let leads = rest
             .get(..name.len())
-            .filter(|l| l.eq_ignore_ascii_case(name));
-        if lead.is_some() {
+            .is_some_and(|l| l.to_lowercase() == name);
+        if leads && alone(rest, 0, name.len()) {
             rest = rest[name.len()..].trim_start_matches([':', ',']).trim();
         }
     }
     (mentioned, rest.to_string())
+}
+
+/// The `len` bytes of `text` at `at` stand as a word: no letter or digit right before or after.
+fn alone(text: &str, at: usize, len: usize) -> bool {
+    let before = text[..at].chars().next_back();
+    let after = text[at + len..].chars().next();
+    [before, after]
+        .iter()
+        .all(|c| !c.is_some_and(char::is_alphanumeric))
 }
 
 /// What to do with a message in `room` (`direct`: the room has two members): a run, an owner
@@ -227,6 +240,15 @@ mod tests {
         assert!(text(&listed, &me).unwrap().mentioned);
         let plain = event(json!({"msgtype": "m.text", "body": "hello all"}));
         assert!(!text(&plain, &me).unwrap().mentioned);
+        // A display name inside another word is no mention.
+        let word = event(json!({"msgtype": "m.text", "body": "bottles: @reply x"}));
+        let word = text(&word, &me).unwrap();
+        assert_eq!(
+            (word.mentioned, word.body.as_str()),
+            (false, "bottles: @reply x")
+        );
+        let inside = event(json!({"msgtype": "m.text", "body": "thanks, Bot!"}));
+        assert!(text(&inside, &me).unwrap().mentioned);
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod pairing;
 pub mod postgres;
 mod reply;
 pub mod telegram;
+pub mod whatsapp;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

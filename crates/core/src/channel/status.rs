@@ -74,6 +74,26 @@ pub struct AccountStatus {
     pub link: Option<LinkState>,
 }
 
+/// A connection's state, shared by the door that sets it and `health` that reads it.
+#[derive(Debug)]
+pub struct LinkCell(std::sync::Mutex<LinkState>);
+
+impl LinkCell {
+    pub fn new(state: LinkState) -> Self {
+        Self(std::sync::Mutex::new(state))
+    }
+
+    pub fn set(&self, state: LinkState) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = state;
+        }
+    }
+
+    pub fn get(&self) -> LinkState {
+        self.0.lock().map(|s| s.clone()).unwrap_or(LinkState::Off)
+    }
+}
+
 /// A connection's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LinkState {

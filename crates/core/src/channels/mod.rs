@@ -8,6 +8,10 @@
 //!   ([`telegram::Telegram::door`]), owner commands and DM pairing included.
 //! - `discord` ([`discord::Discord`]): the REST API out; its inbound door is a Gateway
 //!   session per bot ([`discord::Discord::door`]), DM pairing included.
+//! - `whatsapp` ([`whatsapp::WhatsApp`]): the Graph API out; its inbound door is the
+//!   platform's signed webhook at `/channels/whatsapp` (an HTTP door), DM pairing included.
+//! - `imessage` ([`imessage::IMessage`]): named by the seeds, not offered (it needs macOS);
+//!   every delivery to it fails with that reason.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
 //! Shared by the doors: [`Inbound`] (a chat message → a run, owner commands answered through the
@@ -20,6 +24,7 @@
 pub mod discord;
 mod gate;
 mod hooks;
+pub mod imessage;
 mod inbound;
 pub mod local;
 mod owner;
@@ -27,6 +32,7 @@ pub mod pairing;
 mod split;
 pub mod telegram;
 pub mod webhook;
+pub mod whatsapp;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +42,7 @@ use tokio_util::task::TaskTracker;
 
 pub use inbound::Inbound;
 
+use crate::channel::{Channel, Door, HttpDoor};
 use crate::config::{Config, DmScope};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -47,6 +54,36 @@ use crate::store::{Store, WriteOp};
 use gate::Decision;
 use pairing::Pairing;
 use switchboard_protocol::sessions::DeliveryContext;
+
+/// A channel with inbound doors of its own, built above the sessions once their parts exist.
+pub trait ChatChannel: Channel {
+    /// The channel's doors: one that runs by itself (a poller, a socket), one the server
+    /// serves at `/channels/<name>` (a webhook), or both.
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors;
+}
+
+/// What [`ChatChannel::doors`] answers.
+#[derive(Default)]
+pub struct ChannelDoors {
+    pub running: Option<Arc<dyn Door>>,
+    pub http: Option<Arc<dyn HttpDoor>>,
+}
+
+impl ChannelDoors {
+    pub fn running(door: Arc<dyn Door>) -> Self {
+        Self {
+            running: Some(door),
+            http: None,
+        }
+    }
+
+    pub fn http(door: Arc<dyn HttpDoor>) -> Self {
+        Self {
+            running: None,
+            http: Some(door),
+        }
+    }
+}
 
 /// What [`DoorParts::take`] did with a message.
 enum Taken {
@@ -154,6 +191,17 @@ impl DoorParts {
                 }
             }
         });
+    }
+}
+
+/// Why a platform's API did not answer, in words for an error (no URL, no secret).
+pub(crate) fn why_no_answer(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection refused or unreachable"
+    } else {
+        "the request failed"
     }
 }
 

@@ -208,6 +208,12 @@ const OPTIONAL_SECRETS: &[&str] = &[
     "channels.telegram.accounts.*.botToken",
     "channels.discord.botToken",
     "channels.discord.accounts.*.botToken",
+    "channels.whatsapp.accessToken",
+    "channels.whatsapp.appSecret",
+    "channels.whatsapp.verifyToken",
+    "channels.whatsapp.accounts.*.accessToken",
+    "channels.whatsapp.accounts.*.appSecret",
+    "channels.whatsapp.accounts.*.verifyToken",
 ];
 
 /// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are

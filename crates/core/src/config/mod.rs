@@ -26,6 +26,7 @@ mod store;
 mod telegram;
 mod validate;
 mod values;
+mod whatsapp;
 
 #[cfg(test)]
 mod tests;
@@ -48,6 +49,7 @@ pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
+pub use whatsapp::{DEFAULT_ACCOUNT as WHATSAPP_DEFAULT_ACCOUNT, WhatsAppAccount, WhatsAppChannel};
 
 /// The provider id reserved for the providers built into switchboard (`builtin/echo`,
 /// `builtin/scripted`); a configured provider may not use it.
@@ -512,6 +514,8 @@ pub struct ChannelsConfig {
     pub telegram: TelegramChannel,
     /// Discord: the Gateway in, the REST API out.
     pub discord: DiscordChannel,
+    /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
+    pub whatsapp: WhatsAppChannel,
 }
 
 /// `channels.webhook`.

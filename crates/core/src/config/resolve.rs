@@ -186,6 +186,23 @@ impl Config {
         for account in copy.channels.discord.accounts.values_mut() {
             hide(&mut account.bot_token);
         }
+        let whatsapp = &mut copy.channels.whatsapp;
+        for secret in [
+            &mut whatsapp.access_token,
+            &mut whatsapp.app_secret,
+            &mut whatsapp.verify_token,
+        ] {
+            hide(secret);
+        }
+        for account in whatsapp.accounts.values_mut() {
+            for secret in [
+                &mut account.access_token,
+                &mut account.app_secret,
+                &mut account.verify_token,
+            ] {
+                hide(secret);
+            }
+        }
         hide(&mut copy.hooks.token);
         // A database URL may carry its password.
         hide(&mut copy.store.url);

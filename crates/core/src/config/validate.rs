@@ -218,6 +218,14 @@ impl Checker<'_> {
         }
     }
 
+    /// A setting that must be present, and why.
+    pub(super) fn missing(&mut self, path: &str, expected: &str) {
+        self.problems.push(ConfigError::Missing {
+            path: path.to_owned(),
+            expected: expected.to_owned(),
+        });
+    }
+
     pub(super) fn url(&mut self, path: &str, url: &str) {
         if !is_http_url(url) {
             self.invalid(path, quote(url), URL_EXPECTED);
@@ -619,6 +627,7 @@ impl Checker<'_> {
 
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
+        self.whatsapp(&mut config.channels.whatsapp);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

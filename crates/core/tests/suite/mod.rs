@@ -18,3 +18,4 @@ mod store_faults;
 mod support;
 mod telegram;
 mod telegram_bots;
+mod whatsapp;

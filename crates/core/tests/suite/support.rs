@@ -247,6 +247,33 @@ impl TestEngine {
     }
 }
 
+/// The code in a channel's pairing answer, after checking it names `channel`'s approve command.
+pub fn pairing_code(answer: &str, channel: &str) -> String {
+    let code = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Pairing code: "))
+        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
+        .trim()
+        .to_string();
+    let command = format!("switchboard pairing approve {channel} {code}");
+    assert!(answer.contains(&command), "{answer:?} names {command}");
+    code
+}
+
+impl TestEngine {
+    /// Approves a pairing `code` of `channel` with a notice to the sender; answers the sender's id.
+    pub async fn approve(&self, channel: &str, code: String) -> String {
+        let approve = switchboard_protocol::pairing::PairingApproveParams {
+            channel: Some(channel.into()),
+            code,
+            notify: true,
+            ..Default::default()
+        };
+        let approved = self.engine.pairing().approve(approve).await.unwrap();
+        approved.approved.id
+    }
+}
+
 /// A transcript message written as its JSON.
 pub fn message(json: Value) -> TranscriptMessage {
     serde_json::from_value(json).unwrap()

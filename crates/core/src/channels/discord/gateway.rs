@@ -70,7 +70,7 @@ impl Door for Gateway {
     /// Connects every configured bot; each stops when intake stops.
     fn start(self: Arc<Self>) {
         for account in &self.discord.accounts {
-            account.set_status(LinkState::Starting);
+            account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
             self.parts.tasks.spawn(async move {
                 let stop = this.parts.stop.clone();
@@ -122,11 +122,11 @@ impl Gateway {
                 }
                 End::Fatal(why) => {
                     tracing::error!(account = %account.id, "discord: {why}");
-                    account.set_status(LinkState::Failed(why));
+                    account.status.set(LinkState::Failed(why));
                     return;
                 }
             }
-            account.set_status(LinkState::Starting);
+            account.status.set(LinkState::Starting);
             backoff = Duration::from_millis(250);
         }
     }
@@ -236,7 +236,7 @@ impl Gateway {
             Some("READY") => match serde_json::from_value::<Ready>(payload.d) {
                 Ok(ready) => {
                     tracing::info!(account = %account.id, bot = %ready.user.username, "discord: connected");
-                    account.set_status(LinkState::Up(CONNECTED));
+                    account.status.set(LinkState::Up(CONNECTED));
                     *session = Some(Session {
                         id: ready.session_id,
                         resume_url: ready.resume_gateway_url,
@@ -249,7 +249,7 @@ impl Gateway {
                     return Err(End::Identify);
                 }
             },
-            Some("RESUMED") => account.set_status(LinkState::Up(CONNECTED)),
+            Some("RESUMED") => account.status.set(LinkState::Up(CONNECTED)),
             Some("GUILD_CREATE") => learn(known, &payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {

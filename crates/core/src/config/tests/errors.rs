@@ -151,6 +151,19 @@ fn a_bad_value_names_path_value_and_allowed_set() {
              line 1: config error at channels.discord.accounts.ops.apiBase: \"nowhere\" is not allowed; expected an http:// or https:// URL\n\
              line 1: config error at channels.discord.accounts.ops.botToken: missing; expected a token (each enabled account needs its own bot)",
         ),
+        (
+            r#"{ channels: { whatsapp: { enabled: true, phoneNumberId: "+1 555 0100", dmPolicy: "all" } } }"#,
+            "line 1: config error at channels.whatsapp.dmPolicy: \"all\" is not allowed; expected one of \"pairing\", \"allowlist\", \"open\", \"disabled\"\n\
+             line 1: config error at channels.whatsapp.phoneNumberId: \"+1 555 0100\" is not allowed; expected the phone number's id from the app's WhatsApp settings (digits, not the phone number)\n\
+             line 1: config error at channels.whatsapp.accessToken: missing; expected a token (required for every served number (its own or the channel's))\n\
+             line 1: config error at channels.whatsapp.appSecret: missing; expected a token (required for every served number (its own or the channel's))\n\
+             line 1: config error at channels.whatsapp.verifyToken: missing; expected a token (required for every served number (its own or the channel's))",
+        ),
+        (
+            r#"{ channels: { whatsapp: { enabled: true, accessToken: "t", appSecret: "s", verifyToken: "v", accounts: { a: { phoneNumberId: "10" }, b: { phoneNumberId: "10" }, c: {} } } } }"#,
+            "line 1: config error at channels.whatsapp.accounts.b.phoneNumberId: \"10\" is not allowed; expected a number no other account serves (channels.whatsapp.accounts.a has it)\n\
+             line 1: config error at channels.whatsapp.accounts.c.phoneNumberId: missing; expected each enabled account is one number",
+        ),
     ];
     for (text, expected) in cases {
         assert_eq!(error_text(text), expected, "for {text}");

@@ -18,8 +18,8 @@
 //!    sweeper (the cron scheduler and the channels' doors start only when asked: [`Cron::start`],
 //!    [`Engine::start_channels`]).
 //!
-//! Adding a channel is a folder under `channels/` and a line in `channel_registry` (and one in
-//! `doors` when it has a door that runs by itself).
+//! Adding a channel is a folder under `channels/` and a line in `channel_registry` (in its
+//! list of bots when it has a door that runs by itself: `doors` builds every one).
 //!
 //! Shutdown ([`Engine::shutdown`], the sequence of `docs/architecture.md`): the cron scheduler
 //! stops firing; the runtime refuses new runs and lets live ones finish for the grace period, then
@@ -38,9 +38,10 @@ use crate::channel::{Channel, Channels, Door};
 use crate::channels::discord::Discord;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::pairing::Pairing;
+use crate::channels::slack::Slack;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
-use crate::channels::{DoorParts, Inbound};
+use crate::channels::{BotChannel, DoorParts, Inbound};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::cron::{Cron, CronParts};
@@ -140,35 +141,40 @@ async fn adopt_orphans(engine: Arc<Engine>) {
     }
 }
 
+/// The channels of bots, whose doors are built once the doors' components exist.
+type Bots = Vec<Arc<dyn BotChannel>>;
+
 /// Every channel this gateway connects, in the order `send` lists them and `health` shows
-/// them; each outbound HTTP call is bounded by `delivery.timeoutSeconds`. The Telegram channel
-/// is answered too: its door is built later, above the sessions (`doors`).
+/// them; each outbound HTTP call is bounded by `delivery.timeoutSeconds`. The channels of bots
+/// are answered too: their doors are built later, above the sessions (`doors`).
 fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
-) -> CoreResult<(Arc<Channels>, Arc<Telegram>, Arc<Discord>)> {
+) -> CoreResult<(Arc<Channels>, Bots)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
-    let telegram = Telegram::new(config.clone(), store.clone(), http.clone());
-    let discord = Discord::new(config.clone(), store.clone(), http.clone());
-    let channels: Vec<Arc<dyn Channel>> = vec![
+    let bots: Bots = vec![
+        Telegram::new(config.clone(), store.clone(), http.clone()),
+        Discord::new(config.clone(), store.clone(), http.clone()),
+        Slack::new(config.clone(), store.clone(), http.clone()),
+    ];
+    let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http)),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
-        telegram.clone(),
-        discord.clone(),
     ];
-    Ok((Arc::new(Channels::new(channels)), telegram, discord))
+    channels.extend(bots.iter().map(|bot| bot.clone() as Arc<dyn Channel>));
+    Ok((Arc::new(Channels::new(channels)), bots))
 }
 
 /// The doors messages come in by: the HTTP sources ([`Inbound`]), DM pairing, and the
-/// channels' own doors (the Telegram poller), which stop taking messages when intake stops.
+/// channels' own doors (one per channel of bots), which stop taking messages when intake stops.
 fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
-    (channels, telegram, discord): (&Arc<Channels>, &Arc<Telegram>, &Arc<Discord>),
+    (channels, bots): (&Arc<Channels>, Bots),
     (tasks, intake): (&TaskTracker, &CancellationToken),
 ) -> (Arc<Inbound>, Arc<Pairing>, Vec<Arc<dyn Door>>) {
     let inbound = Arc::new(Inbound::new(
@@ -191,7 +197,7 @@ fn doors(
         tasks: tasks.clone(),
         stop: intake.clone(),
     };
-    let doors: Vec<Arc<dyn Door>> = vec![telegram.door(&parts), discord.door(&parts)];
+    let doors = bots.into_iter().map(|bot| bot.door(&parts)).collect();
     (inbound, pairing, doors)
 }
 
@@ -288,7 +294,7 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let (channels, telegram, discord) = channel_registry(&config, &store, &clock)?;
+        let (channels, bots) = channel_registry(&config, &store, &clock)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),
@@ -340,7 +346,7 @@ impl Engine {
             &config,
             (&store, &runtime, &sessions),
             (&resolver, &outbox, &clock),
-            (&channels, &telegram, &discord),
+            (&channels, bots),
             (&tasks, &intake),
         );
         Ok(Self {
@@ -475,7 +481,7 @@ impl Engine {
         &self.channels
     }
 
-    /// Starts the channels' own inbound doors (the Telegram bots' polling); they stop with
+    /// Starts the channels' own inbound doors (the bots' polling and sockets); they stop with
     /// intake at shutdown.
     pub fn start_channels(&self) {
         for door in &self.doors {

@@ -35,6 +35,7 @@ mod openai;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod slack;
 pub mod telegram;
 
 use std::collections::VecDeque;
@@ -56,6 +57,7 @@ pub use anthropic::THINKING_SIGNATURE;
 pub use context::prompt_tokens;
 pub use discord::FakeDiscord;
 pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
+pub use slack::FakeSlack;
 pub use telegram::{FakeFailure, FakeTelegram};
 
 use reply::{Ending, Turn, status_of, words};

@@ -5,24 +5,30 @@
 //! - `webhook` ([`webhook::Webhook`]): `POST`s the message as JSON to the account's `url`; its
 //!   inbound door is `POST /channels/webhook/<accountId>` ([`Inbound`]).
 //! - `telegram` ([`telegram::Telegram`]): the Bot API; its inbound door is a poller per bot
-//!   ([`telegram::Telegram::door`]), owner commands and DM pairing included.
+//!   ([`BotChannel::door`]), owner commands and DM pairing included.
 //! - `discord` ([`discord::Discord`]): the REST API out; its inbound door is a Gateway
-//!   session per bot ([`discord::Discord::door`]), DM pairing included.
+//!   session per bot, DM pairing included.
+//! - `slack` ([`slack::Slack`]): the Web API out; its inbound door is a Socket Mode
+//!   connection per app, DM pairing included.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
-//! Shared by the doors: [`Inbound`] (a chat message → a run, owner commands answered through the
+//! Shared by the doors: [`BotChannel`] (how the root builds a bot channel's door), `bot` (link
+//! state, sending in parts, WebSockets), [`Inbound`] (a chat message → a run, owner commands answered through the
 //! outbox, `POST /hooks/agent`), [`pairing::Pairing`], and [`direct_key`].
 //!
 //! This component sits above the sessions: it may import `delivery` (answers go through the
 //! outbox), `sessions` (owner commands), `runtime` and everything below them; nothing but the
 //! composition root imports it.
 
+mod bot;
+mod decision;
 pub mod discord;
 mod hooks;
 mod inbound;
 pub mod local;
 mod owner;
 pub mod pairing;
+pub mod slack;
 mod split;
 pub mod telegram;
 pub mod webhook;
@@ -35,6 +41,7 @@ use tokio_util::task::TaskTracker;
 
 pub use inbound::Inbound;
 
+use crate::channel::{Channel, Door};
 use crate::config::{Config, DmScope};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -43,6 +50,13 @@ use crate::keys::{self, ChatType};
 use crate::runtime::Runtime;
 use crate::sessions::Sessions;
 use pairing::Pairing;
+
+/// A channel of bots whose inbound door runs by itself (a poller, a socket): the composition
+/// root registers it as a [`Channel`] and, once the doors' components exist, builds its door.
+pub trait BotChannel: Channel {
+    /// The inbound door, handing messages to `parts`.
+    fn door(self: Arc<Self>, parts: &DoorParts) -> Arc<dyn Door>;
+}
 
 /// What a channel's inbound door is built from: the components it hands messages to.
 #[derive(Clone)]

@@ -169,8 +169,8 @@ string_enum! {
 }
 
 string_enum! {
-    /// `channels.discord.dmPolicy`: who may talk to the bot in a DM.
-    pub enum DiscordDmPolicy {
+    /// `channels.discord.dmPolicy`, `channels.slack.dmPolicy`: who may talk to the bot in a DM.
+    pub enum DmPolicy {
         /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
         /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
         Pairing = "pairing",
@@ -185,13 +185,14 @@ string_enum! {
 }
 
 string_enum! {
-    /// `channels.discord.groupPolicy`: which guild channels the bot answers in.
-    pub enum DiscordGroupPolicy {
+    /// `channels.discord.groupPolicy`, `channels.slack.groupPolicy`: which channels (Discord's
+    /// guild channels, Slack's channels) the bot answers in.
+    pub enum GroupPolicy {
         /// Only the channels listed in `channels` (`"*"` lists every channel).
         Allowlist = "allowlist",
         /// Every channel the bot can read.
         Open = "open",
-        /// None: guild messages are ignored.
+        /// None: messages in channels are ignored.
         Disabled = "disabled",
     }
     default = Allowlist;

@@ -10,10 +10,9 @@ use super::error::{push_key, quote};
 use super::validate::{
     ACCOUNT_ID_EXPECTED, Checker, clear_if_empty, is_id, normalize_optional_agent,
 };
-use super::{DiscordDmPolicy, DiscordGroupPolicy, REDACTED};
+use super::{DmPolicy, GroupPolicy, GroupSettings, REDACTED};
 
-/// The account id of the bot the top level of `channels.discord` configures.
-pub const DEFAULT_ACCOUNT: &str = "default";
+pub use super::bots::DEFAULT_ACCOUNT;
 
 /// What `channels.discord.gatewayUrl` accepts.
 pub(super) const WS_URL_EXPECTED: &str = "a ws:// or wss:// URL";
@@ -34,7 +33,7 @@ pub struct DiscordChannel {
     /// The agent that answers; absent = the default agent.
     pub agent_id: Option<String>,
     /// Who may talk to the bot in a DM.
-    pub dm_policy: DiscordDmPolicy,
+    pub dm_policy: DmPolicy,
     /// User ids (`80351110224678912`) or usernames (`alice`) who may always DM the bot
     /// (`dmPolicy` `allowlist` and `pairing`; approved pairings add to them).
     pub allow_from: Vec<String>,
@@ -42,22 +41,14 @@ pub struct DiscordChannel {
     /// (`/send on|off|inherit`, `/status`, `/new`) and are always let in by DM.
     pub owners: Vec<String>,
     /// Which guild channels the bot answers in.
-    pub group_policy: DiscordGroupPolicy,
+    pub group_policy: GroupPolicy,
     /// Guild channels by channel id, or `"*"` for every channel: listed ones pass
     /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
-    pub channels: BTreeMap<String, DiscordGuildChannel>,
+    pub channels: BTreeMap<String, GroupSettings>,
     /// In guild channels, answer only messages that mention the bot or reply to it.
     pub require_mention: bool,
     /// More bots, by account id; each runs with the settings above except those it sets.
     pub accounts: BTreeMap<String, DiscordAccount>,
-}
-
-/// `channels.discord.channels.<channelId>`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DiscordGuildChannel {
-    /// Overrides `channels.discord.requireMention` in this channel (and its threads).
-    pub require_mention: Option<bool>,
 }
 
 /// `channels.discord.accounts.<id>`: one more bot. Unset settings are the channel's.
@@ -71,11 +62,11 @@ pub struct DiscordAccount {
     pub api_base: Option<String>,
     pub gateway_url: Option<String>,
     pub agent_id: Option<String>,
-    pub dm_policy: Option<DiscordDmPolicy>,
+    pub dm_policy: Option<DmPolicy>,
     pub allow_from: Option<Vec<String>>,
     pub owners: Option<Vec<String>>,
-    pub group_policy: Option<DiscordGroupPolicy>,
-    pub channels: Option<BTreeMap<String, DiscordGuildChannel>>,
+    pub group_policy: Option<GroupPolicy>,
+    pub channels: Option<BTreeMap<String, GroupSettings>>,
     pub require_mention: Option<bool>,
 }
 
@@ -105,10 +96,10 @@ impl Default for DiscordChannel {
             api_base: "https://discord.com/api/v10".to_owned(),
             gateway_url: "wss://gateway.discord.gg".to_owned(),
             agent_id: None,
-            dm_policy: DiscordDmPolicy::default(),
+            dm_policy: DmPolicy::default(),
             allow_from: Vec::new(),
             owners: Vec::new(),
-            group_policy: DiscordGroupPolicy::default(),
+            group_policy: GroupPolicy::default(),
             channels: BTreeMap::new(),
             require_mention: true,
             accounts: BTreeMap::new(),
@@ -121,28 +112,25 @@ impl DiscordChannel {
     /// `default` from the top level when it has a token (an account named `default` replaces
     /// it), then every enabled account. Empty while the channel is off.
     pub fn bots(&self) -> Vec<(String, DiscordChannel)> {
-        if !self.enabled {
-            return Vec::new();
-        }
         let base = DiscordChannel {
             accounts: BTreeMap::new(),
             ..self.clone()
         };
-        let mut bots = Vec::new();
-        if self.bot_token.is_some() && !self.accounts.contains_key(DEFAULT_ACCOUNT) {
-            bots.push((DEFAULT_ACCOUNT.to_owned(), base.clone()));
-        }
-        for (id, account) in self.accounts.iter().filter(|(_, a)| a.enabled) {
-            bots.push((id.clone(), account.over(&base)));
-        }
-        bots
+        let top = self.bot_token.is_some().then(|| base.clone());
+        let over = |account: &DiscordAccount| account.over(&base);
+        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
     }
 
     /// The resolved settings of the bot `account` (`None`: no such running bot).
     pub fn bot(&self, account: &str) -> Option<DiscordChannel> {
-        self.bots()
-            .into_iter()
-            .find_map(|(id, bot)| (id == account).then_some(bot))
+        super::bots::find(self.bots(), account)
+    }
+}
+
+impl DiscordChannel {
+    /// The bot's access settings.
+    pub fn rules(&self) -> super::Rules<'_> {
+        super::bots::rules_of!(self)
     }
 }
 

@@ -208,6 +208,10 @@ const OPTIONAL_SECRETS: &[&str] = &[
     "channels.telegram.accounts.*.botToken",
     "channels.discord.botToken",
     "channels.discord.accounts.*.botToken",
+    "channels.slack.botToken",
+    "channels.slack.appToken",
+    "channels.slack.accounts.*.botToken",
+    "channels.slack.accounts.*.appToken",
 ];
 
 /// Replaces `${VAR}` in every string value. Secrets naming an unset variable become `null` and are

@@ -14,6 +14,7 @@
 //! Paths and names follow the reference system (OpenClaw) so that an existing config reads
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
+mod bots;
 mod choices;
 mod discord;
 mod error;
@@ -21,6 +22,7 @@ mod load;
 mod mcp;
 mod report;
 mod resolve;
+mod slack;
 mod store;
 mod telegram;
 mod validate;
@@ -33,18 +35,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use bots::{Rules, Sender};
 pub use choices::{
-    AuthMode, ChatType, DiscordDmPolicy, DiscordGroupPolicy, DmScope, ModelInput, ProviderApi,
-    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
-    TelegramGroupPolicy, ThinkingLevel,
+    AuthMode, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi, SandboxMode,
+    SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy,
+    ThinkingLevel,
 };
-pub use discord::{
-    DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel, DiscordGuildChannel,
-};
+pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{
     DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel, TelegramGroup,
@@ -515,6 +517,16 @@ pub struct ChannelsConfig {
     pub telegram: TelegramChannel,
     /// Discord: the Gateway in, the REST API out.
     pub discord: DiscordChannel,
+    /// Slack: Socket Mode in, the Web API out.
+    pub slack: SlackChannel,
+}
+
+/// `channels.<discord|slack>.channels.<channelId>`: one channel's own settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GroupSettings {
+    /// Overrides the bot's `requireMention` in this channel (and its threads).
+    pub require_mention: Option<bool>,
 }
 
 /// `channels.webhook`.

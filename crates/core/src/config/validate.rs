@@ -10,10 +10,10 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DiscordDmPolicy,
-    DiscordGroupPolicy, DmScope, GatewayBind, ModelInput, ModelRef, ProviderApi, ProviderConfig,
-    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, TelegramDmPolicy,
-    TelegramGroupPolicy, ThinkingLevel, ToolPolicy,
+    AuthMode, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope, GatewayBind,
+    GroupPolicy, ModelInput, ModelRef, ProviderApi, ProviderConfig, SandboxMode, SendAction,
+    SessionScope, SessionToolsVisibility, TelegramDmPolicy, TelegramGroupPolicy, ThinkingLevel,
+    ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -81,6 +81,8 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         | "channels.telegram.accounts.*.apiBase"
         | "channels.discord.apiBase"
         | "channels.discord.accounts.*.apiBase"
+        | "channels.slack.apiBase"
+        | "channels.slack.accounts.*.apiBase"
         | "channels.webhook.accounts.*.url" => URL_EXPECTED.to_owned(),
         "models.providers.*.timeoutSeconds" => integer(&PROVIDER_TIMEOUT_SECONDS),
         "models.providers.*.maxRetries" => integer(&PROVIDER_MAX_RETRIES),
@@ -127,12 +129,14 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "channels.discord.gatewayUrl" | "channels.discord.accounts.*.gatewayUrl" => {
             super::discord::WS_URL_EXPECTED.to_owned()
         }
-        "channels.discord.dmPolicy" | "channels.discord.accounts.*.dmPolicy" => {
-            one_of(DiscordDmPolicy::NAMES)
-        }
-        "channels.discord.groupPolicy" | "channels.discord.accounts.*.groupPolicy" => {
-            one_of(DiscordGroupPolicy::NAMES)
-        }
+        "channels.discord.dmPolicy"
+        | "channels.discord.accounts.*.dmPolicy"
+        | "channels.slack.dmPolicy"
+        | "channels.slack.accounts.*.dmPolicy" => one_of(DmPolicy::NAMES),
+        "channels.discord.groupPolicy"
+        | "channels.discord.accounts.*.groupPolicy"
+        | "channels.slack.groupPolicy"
+        | "channels.slack.accounts.*.groupPolicy" => one_of(GroupPolicy::NAMES),
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),
@@ -622,6 +626,7 @@ impl Checker<'_> {
 
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
+        self.slack(&mut config.channels.slack);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

@@ -5,7 +5,7 @@
 
 use pretty_assertions::assert_eq;
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{Config, DiscordDmPolicy, DiscordGuildChannel};
+use switchboard_core::config::{Config, DmPolicy, GroupSettings};
 use switchboard_testkit::FakeDiscord;
 use switchboard_testkit::discord::{BOT_ID, DiscordCall, FakeFailure, GatewayEvent};
 
@@ -15,7 +15,7 @@ const TOKEN: &str = "discord-test-token";
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 const INTENTS: u64 = 1 | 1 << 9 | 1 << 12 | 1 << 15;
 
-fn config(fake: &FakeDiscord, policy: DiscordDmPolicy) -> Config {
+fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let discord = &mut config.channels.discord;
     discord.enabled = true;
@@ -25,7 +25,7 @@ fn config(fake: &FakeDiscord, policy: DiscordDmPolicy) -> Config {
     discord.dm_policy = policy;
     discord
         .channels
-        .insert("*".into(), DiscordGuildChannel::default());
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -67,7 +67,7 @@ fn discord_state(h: &TestEngine) -> LinkState {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dm_is_answered_in_the_same_channel() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply pong-1");
     let replies = sent(&fake, 1).await;
     assert_eq!(replies, [("542".to_string(), "pong-1".to_string())]);
@@ -87,7 +87,7 @@ async fn a_dm_is_answered_in_the_same_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guild_messages_need_a_mention_or_a_reply_and_the_bots_own_are_ignored() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.text_channel("700", "dev");
     fake.guild_message("700", "43", "carol", "@reply not-for-the-bot", false);
     fake.own_message("700", "@reply my-own");
@@ -121,7 +121,7 @@ async fn guild_messages_need_a_mention_or_a_reply_and_the_bots_own_are_ignored()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.thread("800", "700", "design");
     fake.guild_message("800", "43", "carol", "@reply in-thread", true);
     let replies = sent(&fake, 1).await;
@@ -144,7 +144,7 @@ async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
 async fn a_429_is_delivered_after_its_retry_after() {
     let fake = FakeDiscord::start(TOKEN).await;
     fake.fail_next(FakeFailure::TooManyRequests { retry_after: 1 });
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply after-429");
     let replies = sent(&fake, 1).await;
     assert_eq!(texts(&replies), ["after-429"]);
@@ -162,7 +162,7 @@ async fn a_429_is_delivered_after_its_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_10000_character_reply_arrives_in_ordered_parts() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let sentence = "Discord takes two thousand characters at most. ";
     let long = sentence.repeat(10_000 / sentence.len() + 1);
     fake.dm("42", "alice", &format!("@reply {long}"));
@@ -190,7 +190,7 @@ async fn a_10000_character_reply_arrives_in_ordered_parts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_dropped_mid_run_is_resumed_with_nothing_lost_or_repeated() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply one");
     // The run has started (the channel shows "typing…"); the connection goes, and two more
     // messages arrive while it is down.
@@ -229,7 +229,7 @@ async fn a_gateway_dropped_mid_run_is_resumed_with_nothing_lost_or_repeated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn op_7_resumes_and_an_unresumable_op_9_identifies_anew() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("42", "alice", "@reply one");
     sent(&fake, 1).await;
     fake.reconnect();
@@ -256,7 +256,7 @@ async fn op_7_resumes_and_an_unresumable_op_9_identifies_anew() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_seen_again_after_a_restart_is_not_handled_twice() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let once = fake.dm("42", "alice", "@reply once");
     sent(&fake, 1).await;
     let h = h.restart(None).await;
@@ -283,7 +283,7 @@ async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
     use switchboard_protocol::pairing::PairingApproveParams;
 
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::default())).await;
+    let h = started(config(&fake, DmPolicy::default())).await;
     fake.dm("42", "alice", "@reply hi-1");
     let (channel, answer) = sent(&fake, 1).await.remove(0);
     assert_eq!(channel, "542");
@@ -319,7 +319,7 @@ async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dispatch(
         "MESSAGE_CREATE",
         serde_json::json!({"id": "1", "content": 5}),
@@ -336,7 +336,7 @@ async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
 async fn the_bot_heartbeats_at_the_interval_hello_gives() {
     let fake = FakeDiscord::start(TOKEN).await;
     fake.set_heartbeat_ms(100);
-    let h = started(config(&fake, DiscordDmPolicy::Open)).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
     let beats = |events: &[GatewayEvent]| {
         events
             .iter()
@@ -353,7 +353,7 @@ async fn the_bot_heartbeats_at_the_interval_hello_gives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
     let fake = FakeDiscord::start(TOKEN).await;
-    let mut config = config(&fake, DiscordDmPolicy::Allowlist);
+    let mut config = config(&fake, DmPolicy::Allowlist);
     config.channels.discord.owners = vec!["42".into()];
     config.channels.discord.allow_from = vec!["43".into()];
     let h = started(config).await;

@@ -14,7 +14,9 @@ use super::support::{GUARD, TestEngine};
 use super::telegram::{TOKEN, config, drained, sent, started, text};
 
 /// Every outbox record once none is pending, newest first.
-async fn settled_deliveries(h: &TestEngine) -> Vec<switchboard_core::store::DeliveryRecord> {
+pub(super) async fn settled_deliveries(
+    h: &TestEngine,
+) -> Vec<switchboard_core::store::DeliveryRecord> {
     tokio::time::timeout(GUARD, async {
         loop {
             let query = switchboard_core::store::DeliveryQuery {

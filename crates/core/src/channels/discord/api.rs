@@ -138,7 +138,10 @@ impl Rest {
         let response = request.send().await.map_err(|e| ApiError {
             status: 0,
             code: None,
-            message: format!("{path}: no answer from the Discord API ({})", kind_of(&e)),
+            message: format!(
+                "{path}: no answer from the Discord API ({})",
+                crate::channels::bot::no_answer(&e)
+            ),
             retry_after: None,
         })?;
         let status = response.status().as_u16();
@@ -220,14 +223,4 @@ impl Rest {
 /// A channel id as a path segment: snowflakes are digits; anything else is kept out of the path.
 fn segment(id: &str) -> String {
     id.chars().filter(char::is_ascii_alphanumeric).collect()
-}
-
-fn kind_of(e: &reqwest::Error) -> &'static str {
-    if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection refused or unreachable"
-    } else {
-        "the request failed"
-    }
 }

@@ -8,19 +8,18 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
-use super::route::{self, Decision, Place};
+use super::route::{self, Place};
 use super::{Account, CONNECTED, DISCORD, Discord};
 use crate::channel::{Door, LinkState};
-use crate::channels::inbound::{Chat, ChatTurn};
+use crate::channels::DoorParts;
+use crate::channels::bot::{Socket, connect};
+use crate::channels::decision::{Decision, Source};
 use crate::channels::pairing::Stranger;
-use crate::channels::{DoorParts, owner};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
@@ -30,8 +29,6 @@ pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Discord shows "typing…" for about 10 s; it is sent again this often while a run works.
 const TYPING_EVERY: Duration = Duration::from_secs(8);
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The Gateway sessions of every configured bot.
 pub struct Gateway {
@@ -71,7 +68,7 @@ impl Door for Gateway {
     /// Connects every configured bot; each stops when intake stops.
     fn start(self: Arc<Self>) {
         for account in &self.discord.accounts {
-            account.set_status(LinkState::Starting);
+            account.link.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
             self.parts.tasks.spawn(async move {
                 let stop = this.parts.stop.clone();
@@ -123,11 +120,11 @@ impl Gateway {
                 }
                 End::Fatal(why) => {
                     tracing::error!(account = %account.id, "discord: {why}");
-                    account.set_status(LinkState::Failed(why));
+                    account.link.set(LinkState::Failed(why));
                     return;
                 }
             }
-            account.set_status(LinkState::Starting);
+            account.link.set(LinkState::Starting);
             backoff = Duration::from_millis(250);
         }
     }
@@ -237,7 +234,7 @@ impl Gateway {
             Some("READY") => match serde_json::from_value::<Ready>(payload.d) {
                 Ok(ready) => {
                     tracing::info!(account = %account.id, bot = %ready.user.username, "discord: connected");
-                    account.set_status(LinkState::Up(CONNECTED));
+                    account.link.set(LinkState::Up(CONNECTED));
                     *session = Some(Session {
                         id: ready.session_id,
                         resume_url: ready.resume_gateway_url,
@@ -250,7 +247,7 @@ impl Gateway {
                     return Err(End::Identify);
                 }
             },
-            Some("RESUMED") => account.set_status(LinkState::Up(CONNECTED)),
+            Some("RESUMED") => account.link.set(LinkState::Up(CONNECTED)),
             Some("GUILD_CREATE") => learn(known, &payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {
@@ -307,62 +304,43 @@ impl Gateway {
             crate::config::DISCORD_DEFAULT_ACCOUNT => format!("{DISCORD}:{}", message.id),
             account => format!("{DISCORD}:{account}:{}", message.id),
         };
+        let source = Source {
+            id: &source,
+            owners_setting: "channels.discord.owners",
+        };
         let (settings, account_id) = (&account.settings, account.id.as_str());
         let config = &self.discord.config;
         let mut decision = route::decide(config, (account_id, settings), me, (&message, &place))?;
-        if let Some(stranger) = route::stranger(settings, &message, &place) {
-            decision = self
-                .admit(decision, stranger, (account_id, &source))
-                .await?;
-        }
-        let turn = match decision {
-            Decision::Run(turn) => turn,
-            Decision::Command(command) => {
-                let chat = chat_of(&command.chat, &source);
-                let parts = (self.parts.inbound.as_ref(), self.parts.sessions.as_ref());
-                owner::answer(parts, chat, command.owner, command.order).await?;
-                let position = WriteOp::SetCursor {
-                    name: cursor,
-                    position: id,
-                };
-                store.write_batch(vec![position]).await?;
-                return Ok(());
-            }
-            Decision::Ignore(why) => {
-                tracing::debug!(message = %message.id, why, "discord: message ignored");
-                return Ok(());
-            }
-        };
-        let typing = turn
-            .route
-            .thread_id
-            .clone()
-            .unwrap_or(turn.route.to.clone());
-        let accepted = self
-            .parts
-            .inbound
-            .chat_turn(ChatTurn {
-                key: turn.key,
-                route: turn.route,
-                text: turn.text,
-                display_name: turn.title,
-                idempotency_key: Some(source),
-                commit_with: vec![WriteOp::SetCursor {
-                    name: cursor.clone(),
-                    position: id,
-                }],
-            })
-            .await?;
-        if accepted.deduplicated {
-            // The run was committed before, without this cursor (another connection's commit).
-            let position = WriteOp::SetCursor {
-                name: cursor,
-                position: id,
+        if let Some((id, username)) = route::stranger(settings, &message, &place) {
+            let stranger = Stranger {
+                channel: DISCORD,
+                id_name: "Discord user id",
+                account_id: account_id.into(),
+                id,
+                username,
+                source: source.id.into(),
             };
-            store.write_batch(vec![position]).await?;
-            return Ok(());
+            decision = self.parts.gate(decision, stranger, &source).await?;
         }
-        self.show_typing(account, typing, accepted.run_id);
+        let typing = match &decision {
+            Decision::Run(turn) => turn
+                .route
+                .thread_id
+                .clone()
+                .unwrap_or(turn.route.to.clone()),
+            _ => String::new(),
+        };
+        let position = WriteOp::SetCursor {
+            name: cursor,
+            position: id,
+        };
+        if let Some(accepted) = self
+            .parts
+            .carry_out(decision, &source, vec![position])
+            .await?
+        {
+            self.show_typing(account, typing, accepted.run_id);
+        }
         Ok(())
     }
 
@@ -397,33 +375,6 @@ impl Gateway {
         Ok(info)
     }
 
-    /// A DM sender `dmPolicy: "pairing"` does not know: approved before (the decision stands),
-    /// or a code answered (once per message), or nothing.
-    async fn admit(
-        &self,
-        decision: Decision,
-        (id, username): (String, Option<String>),
-        (account, source): (&str, &str),
-    ) -> CoreResult<Decision> {
-        let turn = match &decision {
-            Decision::Run(turn) => turn,
-            Decision::Command(command) => &command.chat,
-            Decision::Ignore(_) => return Ok(decision),
-        };
-        let stranger = Stranger {
-            channel: DISCORD,
-            id_name: "Discord user id",
-            account_id: account.into(),
-            id,
-            username,
-            source: source.into(),
-        };
-        match self.parts.admit(stranger, || chat_of(turn, source)).await? {
-            None => Ok(decision),
-            Some(why) => Ok(Decision::Ignore(why)),
-        }
-    }
-
     /// "typing…" in the channel until the run ends (bounded by the gateway's stop).
     fn show_typing(&self, account: &Arc<Account>, channel: String, run: crate::RunId) {
         let rest = account.rest.clone();
@@ -433,41 +384,6 @@ impl Gateway {
                 let _ = rest.typing(&channel).await;
             }
         });
-    }
-}
-
-/// The chat a turn came from, to answer in (once per `source` message).
-fn chat_of(turn: &route::Turn, source: &str) -> Chat {
-    Chat {
-        key: turn.key.clone(),
-        route: turn.route.clone(),
-        setting: "channels.discord.owners".into(),
-        idempotency_key: Some(source.to_string()),
-    }
-}
-
-/// Opens the WebSocket (TLS for `wss://`, with the system's roots).
-async fn connect(url: &str) -> Result<Socket, String> {
-    let connector = if url.starts_with("wss://") {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Some(tokio_tungstenite::Connector::Rustls(Arc::new(tls)))
-    } else {
-        None
-    };
-    let connecting = tokio_tungstenite::connect_async_tls_with_config(url, None, false, connector);
-    match tokio::time::timeout(Duration::from_secs(30), connecting).await {
-        Ok(Ok((socket, _))) => Ok(socket),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("timed out".into()),
     }
 }
 

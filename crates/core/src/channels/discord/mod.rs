@@ -26,15 +26,16 @@ mod api;
 mod gateway;
 mod route;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use gateway::Gateway;
 
 use super::DoorParts;
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
+use super::bot::LinkCell;
+use crate::channel::{Channel, ChannelError, ChannelStatus, Door, Sent};
 use crate::config::{Config, DISCORD_DEFAULT_ACCOUNT, DiscordChannel};
-use crate::store::{DeliveryRecord, Store, WriteOp};
+use crate::store::{DeliveryRecord, Store};
 use api::{ApiError, Rest};
 
 /// The channel's name in keys, routes, records and pairing.
@@ -59,23 +60,10 @@ struct Account {
     id: String,
     settings: DiscordChannel,
     rest: Rest,
-    status: Mutex<LinkState>,
+    link: LinkCell,
 }
 
 impl Account {
-    fn set_status(&self, status: LinkState) {
-        if let Ok(mut s) = self.status.lock() {
-            *s = status;
-        }
-    }
-
-    fn status(&self) -> LinkState {
-        self.status
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or(LinkState::Off)
-    }
-
     /// The cursor of one of the bot's channels in `channel_cursors`: the last message id handled.
     fn cursor(&self, channel_id: &str) -> String {
         format!("{DISCORD}:{}:{channel_id}", self.id)
@@ -98,7 +86,7 @@ impl Discord {
                     id,
                     settings,
                     rest,
-                    status: Mutex::new(LinkState::Off),
+                    link: LinkCell::default(),
                 }))
             })
             .collect();
@@ -109,10 +97,12 @@ impl Discord {
             accounts,
         })
     }
+}
 
+impl super::BotChannel for Discord {
     /// The inbound door: a Gateway session per bot, handing messages to the doors' components.
-    pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Gateway> {
-        Arc::new(Gateway::new(self.clone(), parts))
+    fn door(self: Arc<Self>, parts: &DoorParts) -> Arc<dyn Door> {
+        Arc::new(Gateway::new(self, parts))
     }
 }
 
@@ -141,7 +131,7 @@ impl Channel for Discord {
 
     /// Each bot and its Gateway session's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.link.get()));
         Some(ChannelStatus::of_bots(
             (DISCORD, "Discord"),
             self.config.channels.discord.enabled,
@@ -156,7 +146,7 @@ impl Channel for Discord {
 }
 
 /// One delivery attempt to a Discord channel (the thread when the route names one): the parts
-/// of the text not taken yet, in order, each one recorded as taken before the next is sent.
+/// of the text not taken yet, in order.
 async fn send(
     config: &Config,
     (http, store): (&reqwest::Client, &Arc<dyn Store>),
@@ -173,9 +163,8 @@ async fn send(
     let token = settings.bot_token.as_deref().unwrap_or_default();
     let rest = Rest::new(http.clone(), &settings.api_base, token);
     let mut target = record.thread_id.clone().unwrap_or(record.to.clone());
-    let parts = super::split::parts(&record.text, LIMIT);
-    let last = parts.len();
-    for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
+    let parts = super::bot::InParts::new(store, record, LIMIT);
+    for (index, part) in parts.rest() {
         match rest.create_message(&target, part).await {
             // A user id rather than a channel's (a pairing notice, `send` to a user): their DM.
             Err(e) if e.code == Some(UNKNOWN_CHANNEL) && record.thread_id.is_none() => {
@@ -184,16 +173,7 @@ async fn send(
             }
             sent => sent.map_err(classify)?,
         }
-        if done + 1 < last {
-            let progress = WriteOp::DeliveryProgress {
-                id: record.id.clone(),
-                parts_sent: (done + 1) as u32,
-            };
-            store
-                .write_batch(vec![progress])
-                .await
-                .map_err(|e| ChannelError::Retry(e.to_string()))?;
-        }
+        parts.took(index).await?;
     }
     Ok(())
 }

@@ -8,36 +8,11 @@ use switchboard_protocol::sessions::DeliveryContext;
 
 use super::DISCORD;
 use super::api::{ChannelInfo, Message, User};
+use crate::channels::decision::{Decision, Turn};
 use crate::channels::owner::Order;
-use crate::config::{Config, DiscordChannel, DiscordDmPolicy, DiscordGroupPolicy};
+use crate::config::{Config, DiscordChannel, Sender};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
-
-/// A message that starts a run.
-pub(super) struct Turn {
-    pub key: SessionKey,
-    pub route: DeliveryContext,
-    pub text: String,
-    pub title: Option<String>,
-}
-
-/// An owner command from a chat the bot may talk in.
-pub(super) struct Command {
-    pub chat: Turn,
-    /// The sender is in `channels.discord.owners`.
-    pub owner: bool,
-    pub order: Order,
-}
-
-/// What a message asks for.
-pub(super) enum Decision {
-    /// A run in the chat's session.
-    Run(Turn),
-    /// An owner command (it needs no mention in a guild channel).
-    Command(Command),
-    /// Nothing, and why (for the log).
-    Ignore(&'static str),
-}
 
 /// Where a message was written.
 pub(super) enum Place {
@@ -55,6 +30,7 @@ pub(super) fn decide(
     (message, place): (&Message, &Place),
 ) -> Result<Decision, CoreError> {
     let from = &message.author;
+    let (rules, sender) = (channel.rules(), sender(from));
     if from.id == me.id {
         return Ok(Decision::Ignore("the bot's own message"));
     }
@@ -81,7 +57,7 @@ pub(super) fn decide(
     };
     let turn = match place {
         Place::Direct => {
-            if !may_dm(channel, from) {
+            if !rules.may_dm(sender) {
                 return Ok(Decision::Ignore(
                     "the sender may not talk to the bot (channels.discord.dmPolicy)",
                 ));
@@ -101,10 +77,10 @@ pub(super) fn decide(
                 Some(_) => info.parent_id.clone().unwrap_or_else(|| info.id.clone()),
                 None => info.id.clone(),
             };
-            if let Err(why) = group_allows(channel, &parent) {
+            if let Err(why) = rules.group_allows(&parent) {
                 return Ok(Decision::Ignore(why));
             }
-            if require_mention(channel, &parent) && order.is_none() && !addressed(me, message) {
+            if rules.require_mention(&parent) && order.is_none() && !addressed(me, message) {
                 return Ok(Decision::Ignore(
                     "a guild message that does not mention the bot",
                 ));
@@ -123,14 +99,7 @@ pub(super) fn decide(
             }
         }
     };
-    Ok(match order {
-        Some(order) => Decision::Command(Command {
-            owner: is_listed(&channel.owners, from),
-            chat: turn,
-            order,
-        }),
-        None => Decision::Run(turn),
-    })
+    Ok(Decision::of(turn, order, rules.is_owner(sender)))
 }
 
 /// A DM sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an owner):
@@ -141,57 +110,15 @@ pub(super) fn stranger(
     place: &Place,
 ) -> Option<(String, Option<String>)> {
     let from = &message.author;
-    let pairs = channel.dm_policy == DiscordDmPolicy::Pairing && matches!(place, Place::Direct);
-    (pairs && !from.bot && !let_in(channel, from))
-        .then(|| (from.id.clone(), Some(from.username.clone())))
+    let pairs = matches!(place, Place::Direct) && channel.rules().pairs(sender(from));
+    (pairs && !from.bot).then(|| (from.id.clone(), Some(from.username.clone())))
 }
 
-/// `dmPolicy`: open, disabled, the sender in `allowFrom`, or (pairing) decided by the pairing
-/// check after this one.
-fn may_dm(channel: &DiscordChannel, from: &User) -> bool {
-    match channel.dm_policy {
-        DiscordDmPolicy::Open | DiscordDmPolicy::Pairing => true,
-        DiscordDmPolicy::Disabled => false,
-        DiscordDmPolicy::Allowlist => let_in(channel, from),
+fn sender(user: &User) -> Sender<'_> {
+    Sender {
+        id: &user.id,
+        username: Some(&user.username),
     }
-}
-
-/// In `allowFrom`, or an owner: let in without asking.
-fn let_in(channel: &DiscordChannel, from: &User) -> bool {
-    is_listed(&channel.allow_from, from) || is_listed(&channel.owners, from)
-}
-
-/// `groupPolicy` and `channels`: may the bot talk in this guild channel?
-fn group_allows(channel: &DiscordChannel, channel_id: &str) -> Result<(), &'static str> {
-    let listed = channel.channels.contains_key(channel_id) || channel.channels.contains_key("*");
-    match channel.group_policy {
-        DiscordGroupPolicy::Disabled => {
-            Err("guild channels are off (channels.discord.groupPolicy)")
-        }
-        DiscordGroupPolicy::Allowlist if !listed => {
-            Err("a guild channel not listed in channels.discord.channels")
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The channel's own `requireMention`, else `"*"`'s, else the account's.
-fn require_mention(channel: &DiscordChannel, channel_id: &str) -> bool {
-    [channel_id, "*"]
-        .iter()
-        .find_map(|id| channel.channels.get(*id).and_then(|c| c.require_mention))
-        .unwrap_or(channel.require_mention)
-}
-
-/// The sender's id or username (with or without `@`, any case) is in `list`.
-fn is_listed(list: &[String], from: &User) -> bool {
-    list.iter().any(|listed| {
-        let listed = listed.trim();
-        listed == from.id
-            || listed
-                .trim_start_matches('@')
-                .eq_ignore_ascii_case(&from.username)
-    })
 }
 
 /// The bot is mentioned or the message replies to one of its messages.

@@ -113,7 +113,10 @@ impl Bot {
         // reqwest's error text carries the URL, and the URL carries the token.
         let response = sent.map_err(|e| ApiError {
             code: 0,
-            description: format!("{method}: no answer from the Bot API ({})", kind_of(&e)),
+            description: format!(
+                "{method}: no answer from the Bot API ({})",
+                crate::channels::bot::no_answer(&e)
+            ),
             retry_after: None,
         })?;
         let status = response.status().as_u16();
@@ -185,14 +188,4 @@ fn chat_target(chat_id: &str) -> Value {
     chat_id
         .parse::<i64>()
         .map_or_else(|_| json!(chat_id), |id| json!(id))
-}
-
-fn kind_of(e: &reqwest::Error) -> &'static str {
-    if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection refused or unreachable"
-    } else {
-        "the request failed"
-    }
 }

@@ -23,16 +23,17 @@ mod commands;
 mod poll;
 mod route;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use api::{ApiError, Bot};
 pub use poll::Poller;
 
 use super::DoorParts;
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
+use super::bot::LinkCell;
+use crate::channel::{Channel, ChannelError, ChannelStatus, Door, Sent};
 use crate::config::{Config, TELEGRAM_DEFAULT_ACCOUNT, TelegramChannel};
-use crate::store::{DeliveryRecord, Store, WriteOp};
+use crate::store::{DeliveryRecord, Store};
 
 /// The channel's name in keys, routes, records and pairing.
 pub const TELEGRAM: &str = "telegram";
@@ -54,23 +55,10 @@ struct Account {
     id: String,
     settings: TelegramChannel,
     bot: Bot,
-    status: Mutex<LinkState>,
+    link: LinkCell,
 }
 
 impl Account {
-    fn set_status(&self, status: LinkState) {
-        if let Ok(mut s) = self.status.lock() {
-            *s = status;
-        }
-    }
-
-    fn status(&self) -> LinkState {
-        self.status
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or(LinkState::Off)
-    }
-
     /// The bot's cursor in `channel_cursors`.
     fn cursor(&self) -> String {
         format!("{TELEGRAM}:{}", self.id)
@@ -93,7 +81,7 @@ impl Telegram {
                     id,
                     settings,
                     bot,
-                    status: Mutex::new(LinkState::Off),
+                    link: LinkCell::default(),
                 }))
             })
             .collect();
@@ -104,10 +92,12 @@ impl Telegram {
             accounts,
         })
     }
+}
 
+impl super::BotChannel for Telegram {
     /// The inbound door: a poller per bot, handing updates to the doors' components.
-    pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Poller> {
-        Arc::new(Poller::new(self.clone(), parts))
+    fn door(self: Arc<Self>, parts: &DoorParts) -> Arc<dyn Door> {
+        Arc::new(Poller::new(self, parts))
     }
 }
 
@@ -136,7 +126,7 @@ impl Channel for Telegram {
 
     /// Each bot and its poller's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.link.get()));
         Some(ChannelStatus::of_bots(
             (TELEGRAM, "Telegram"),
             self.config.channels.telegram.enabled,
@@ -150,8 +140,7 @@ impl Channel for Telegram {
     }
 }
 
-/// One delivery attempt to a Telegram chat: the parts of the text not taken yet, in order,
-/// each one recorded as taken before the next is sent.
+/// One delivery attempt to a Telegram chat: the parts of the text not taken yet, in order.
 async fn send(
     config: &Config,
     (http, store): (&reqwest::Client, &Arc<dyn Store>),
@@ -167,22 +156,12 @@ async fn send(
     };
     let token = settings.bot_token.as_deref().unwrap_or_default();
     let bot = Bot::new(http.clone(), &settings.api_base, token);
-    let parts = crate::channels::split::parts(&record.text, LIMIT);
-    let last = parts.len();
-    for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
+    let parts = super::bot::InParts::new(store, record, LIMIT);
+    for (index, part) in parts.rest() {
         bot.send_message(&record.to, record.thread_id.as_deref(), part)
             .await
             .map_err(classify)?;
-        if done + 1 < last {
-            let progress = WriteOp::DeliveryProgress {
-                id: record.id.clone(),
-                parts_sent: (done + 1) as u32,
-            };
-            store
-                .write_batch(vec![progress])
-                .await
-                .map_err(|e| ChannelError::Retry(e.to_string()))?;
-        }
+        parts.took(index).await?;
     }
     Ok(())
 }

@@ -151,6 +151,21 @@ fn a_bad_value_names_path_value_and_allowed_set() {
              line 1: config error at channels.discord.accounts.ops.apiBase: \"nowhere\" is not allowed; expected an http:// or https:// URL\n\
              line 1: config error at channels.discord.accounts.ops.botToken: missing; expected a token (each enabled account needs its own bot)",
         ),
+        (
+            r#"{ channels: { slack: { enabled: true, apiBase: "slack.com/api" } } }"#,
+            "line 1: config error at channels.slack.apiBase: \"slack.com/api\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.slack.botToken: missing; expected a token (required while channels.slack.enabled is true, unless accounts configures the apps)\n\
+             line 1: config error at channels.slack.appToken: missing; expected a token (required while channels.slack.enabled is true, unless accounts configures the apps)",
+        ),
+        (
+            r#"{ channels: { slack: { enabled: true, botToken: "xapp-swapped", appToken: "xoxb-swapped" } } }"#,
+            "line 1: config error at channels.slack.botToken: [redacted] is not allowed; expected a bot token (xoxb-…, the app's OAuth & Permissions page)\n\
+             line 1: config error at channels.slack.appToken: [redacted] is not allowed; expected an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)",
+        ),
+        (
+            r#"{ channels: { slack: { enabled: true, accounts: { ops: { botToken: "xoxb-ops" }, off: { enabled: false } } } } }"#,
+            "line 1: config error at channels.slack.accounts.ops.appToken: missing; expected a token (each enabled account needs its own app)",
+        ),
     ];
     for (text, expected) in cases {
         assert_eq!(error_text(text), expected, "for {text}");
@@ -243,4 +258,24 @@ fn a_missing_variable_names_the_path_and_the_variable() {
                 .to_owned()
         )
     );
+}
+
+#[test]
+fn an_enabled_slack_app_with_both_tokens_is_accepted() {
+    let text = r#"{ channels: { slack: { enabled: true, botToken: "xoxb-1-abc", appToken: "xapp-1-abc",
+                                     apiBase: "http://127.0.0.1:9/api" } } }"#;
+    let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
+    assert!(
+        loaded.unknown_paths.is_empty(),
+        "{:?}",
+        loaded.unknown_paths
+    );
+    let slack = &loaded.config.channels.slack;
+    let bots = slack.bots();
+    assert_eq!(bots.len(), 1);
+    let (id, bot) = &bots[0];
+    assert_eq!(id, SLACK_DEFAULT_ACCOUNT);
+    assert_eq!(bot.api_base, "http://127.0.0.1:9/api");
+    assert_eq!(bot.dm_policy, DmPolicy::Pairing);
+    assert!(bot.require_mention);
 }

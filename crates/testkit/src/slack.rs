@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{Message as WsFrame, WebSocket, WebSocketUpgrade};
@@ -29,7 +29,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use crate::telegram::FakeFailure;
 
@@ -87,27 +86,15 @@ struct Shared {
     bot_token: String,
     app_token: String,
     addr: SocketAddr,
-    state: Mutex<FakeState>,
-    changed: watch::Sender<u64>,
+    state: crate::Watched<FakeState>,
     shutdown: watch::Receiver<bool>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
 }
 
 /// The fake Slack (see the module doc).
 pub struct FakeSlack {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    served: crate::Served,
 }
 
 impl FakeSlack {
@@ -122,7 +109,7 @@ impl FakeSlack {
             bot_token: bot_token.to_string(),
             app_token: app_token.to_string(),
             addr,
-            state: Mutex::new(FakeState {
+            state: crate::Watched::new(FakeState {
                 envelopes: Vec::new(),
                 acks: Vec::new(),
                 calls: Vec::new(),
@@ -133,19 +120,17 @@ impl FakeSlack {
                 next_ts: 1_764_000_000_000_100,
                 lose_acks: false,
             }),
-            changed: watch::channel(0).0,
-            shutdown: signal.clone(),
+            shutdown: signal,
         });
         let app = Router::new()
             .route("/link", any(upgrade))
             .route("/api/{method}", post(method))
             .with_state(shared.clone());
-        let server = crate::serve("FakeSlack", listener, app, signal);
+        let served = crate::Served::start("FakeSlack", listener, app, shutdown);
         FakeSlack {
             addr,
             shared,
-            shutdown,
-            server: Some(server),
+            served,
         }
     }
 
@@ -156,7 +141,7 @@ impl FakeSlack {
 
     /// A new message `ts` (`1764000000.000101`, growing).
     fn ts(&self) -> String {
-        let mut state = self.shared.lock();
+        let mut state = self.shared.state.lock();
         state.next_ts += 1;
         let n = state.next_ts;
         format!("{}.{:06}", n / 1_000_000, n % 1_000_000)
@@ -164,7 +149,7 @@ impl FakeSlack {
 
     /// Queues an `events_api` envelope of `event` as it is (a malformed one included).
     pub fn push_event(&self, event: Value) {
-        let mut state = self.shared.lock();
+        let mut state = self.shared.state.lock();
         let id = format!("env-{}", state.envelopes.len() + 1);
         state.envelopes.push(Envelope {
             id,
@@ -173,7 +158,7 @@ impl FakeSlack {
             acked: false,
         });
         drop(state);
-        self.shared.bump();
+        self.shared.state.bump();
     }
 
     /// A `message` event of `fields` with a new `ts` (and `type`, `ts`, `event_ts` filled in);
@@ -238,7 +223,7 @@ impl FakeSlack {
     /// it thinks was not received).
     pub fn redeliver(&self, ts: &str) {
         let event = {
-            let state = self.shared.lock();
+            let state = self.shared.state.lock();
             let found = state.envelopes.iter().find(|e| e.event["ts"] == json!(ts));
             found.map(|e| e.event.clone())
         };
@@ -251,60 +236,60 @@ impl FakeSlack {
     pub fn disconnect(&self, reason: &str) {
         let frame = json!({"type": "disconnect", "reason": reason,
             "debug_info": {"host": "applink-fake"}});
-        self.shared.lock().control.push_back(frame);
-        self.shared.bump();
+        self.shared.state.lock().control.push_back(frame);
+        self.shared.state.bump();
     }
 
     /// Cuts the live connection without a close frame; events queued by `then` (called with
     /// the socket already cut) wait for the next connection.
     pub fn drop_connection(&self, then: impl FnOnce(&Self)) {
-        self.shared.lock().cut += 1;
-        self.shared.bump();
+        self.shared.state.lock().cut += 1;
+        self.shared.state.bump();
         then(self);
     }
 
     /// While `lose`, acknowledgements are lost on the way: the envelopes stay unacknowledged,
     /// and the next connection gets them again.
     pub fn lose_acks(&self, lose: bool) {
-        self.shared.lock().lose_acks = lose;
+        self.shared.state.lock().lose_acks = lose;
     }
 
     /// The next `chat.postMessage` fails as `failure` (queued in order): `Blocked` is
     /// `not_in_channel`, `BadRequest(code)` is that error code.
     pub fn fail_next(&self, failure: FakeFailure) {
-        self.shared.lock().failures.push_back(failure);
+        self.shared.state.lock().failures.push_back(failure);
     }
 
     /// Every Web API call received, in order.
     pub fn calls(&self) -> Vec<SlackCall> {
-        self.shared.lock().calls.clone()
+        self.shared.state.lock().calls.clone()
     }
 
     /// The envelope ids acknowledged, in order.
     pub fn acked(&self) -> Vec<String> {
-        self.shared.lock().acks.clone()
+        self.shared.state.lock().acks.clone()
     }
 
     /// How many envelopes were pushed, and how many of them are acknowledged.
     pub fn envelopes(&self) -> (usize, usize) {
-        let state = self.shared.lock();
+        let state = self.shared.state.lock();
         let acked = state.envelopes.iter().filter(|e| e.acked).count();
         (state.envelopes.len(), acked)
     }
 
     /// The Socket Mode connections opened so far.
     pub fn connections(&self) -> u64 {
-        self.shared.lock().connections
+        self.shared.state.lock().connections
     }
 
     /// The messages posted, in order.
     pub fn sent(&self) -> Vec<Posted> {
-        posted_of(&self.shared.lock().calls)
+        posted_of(&self.shared.state.lock().calls)
     }
 
     /// Waits until `check` holds for the fake (checked on each change).
     pub async fn wait_for(&self, mut check: impl FnMut(&FakeSlack) -> bool) {
-        let mut changed = self.shared.changed.subscribe();
+        let mut changed = self.shared.state.subscribe();
         loop {
             if check(self) {
                 return;
@@ -322,17 +307,8 @@ impl FakeSlack {
     }
 
     /// Stops the server and every connection.
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for FakeSlack {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
+    pub async fn stop(self) {
+        self.served.stop().await;
     }
 }
 
@@ -386,7 +362,7 @@ async fn method(
             false,
         ),
         ("apps.connections.open", true) => {
-            let mut state = shared.lock();
+            let mut state = shared.state.lock();
             state.connections += 1;
             let url = format!("ws://{}/link?ticket={}", shared.addr, state.connections);
             (answer(json!({"ok": true, "url": url})), false)
@@ -394,18 +370,18 @@ async fn method(
         ("chat.postMessage", true) => post_message(&shared, &body),
         _ => (slack_error("unknown_method"), true),
     };
-    shared.lock().calls.push(SlackCall {
+    shared.state.lock().calls.push(SlackCall {
         method: name,
         body,
         refused,
     });
-    shared.bump();
+    shared.state.bump();
     response
 }
 
 /// `chat.postMessage`: a queued failure, or the message taken.
 fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
-    let failure = shared.lock().failures.pop_front();
+    let failure = shared.state.lock().failures.pop_front();
     match failure {
         Some(FakeFailure::TooManyRequests { retry_after }) => {
             let headers = [("retry-after", retry_after.to_string())];
@@ -428,7 +404,7 @@ fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
         Some(_) if text.is_empty() => (slack_error("no_text"), true),
         Some(_) if text.chars().count() > LIMIT => (slack_error("msg_too_long"), true),
         Some(channel) => {
-            let ts = format!("1764000000.{:06}", shared.lock().calls.len());
+            let ts = format!("1764000000.{:06}", shared.state.lock().calls.len());
             let answer = json!({"ok": true, "channel": channel, "ts": ts,
                 "message": {"type": "message", "text": text, "user": BOT_USER, "bot_id": BOT_ID, "ts": ts}});
             (axum::Json(answer).into_response(), false)
@@ -443,7 +419,7 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
 /// The frames due on connection `me`: control frames, then every envelope not acknowledged
 /// and not sent on it yet (counting a redelivery's attempt).
 fn due(shared: &Shared, me: u64) -> Vec<Value> {
-    let mut state = shared.lock();
+    let mut state = shared.state.lock();
     let mut out: Vec<Value> = state.control.drain(..).collect();
     for envelope in state.envelopes.iter_mut().filter(|e| !e.acked) {
         if envelope.sent_on.insert(me) {
@@ -463,7 +439,7 @@ fn due(shared: &Shared, me: u64) -> Vec<Value> {
 /// One Socket Mode connection (see the module doc).
 async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
     let (me, cut) = {
-        let state = shared.lock();
+        let state = shared.state.lock();
         (state.connections, state.cut)
     };
     let hello = json!({"type": "hello", "num_connections": 1,
@@ -475,10 +451,10 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
     {
         return;
     }
-    let mut changed = shared.changed.subscribe();
+    let mut changed = shared.state.subscribe();
     let mut shutdown = shared.shutdown.clone();
     loop {
-        if shared.lock().cut != cut {
+        if shared.state.lock().cut != cut {
             return;
         }
         for frame in due(&shared, me) {
@@ -496,7 +472,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                 let WsFrame::Text(text) = frame else { continue };
                 let ack: Value = serde_json::from_str(text.as_str()).unwrap_or(Value::Null);
                 if let Some(id) = ack["envelope_id"].as_str() {
-                    let mut state = shared.lock();
+                    let mut state = shared.state.lock();
                     state.acks.push(id.to_string());
                     let honoured = !state.lose_acks;
                     let found = state.envelopes.iter_mut().find(|e| e.id == id);
@@ -504,7 +480,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                         envelope.acked = true;
                     }
                     drop(state);
-                    shared.bump();
+                    shared.state.bump();
                 }
             }
             _ = changed.changed() => {}

@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
 use switchboard_testkit::FakeSlack;
 use switchboard_testkit::slack::Posted;
 
@@ -66,23 +65,8 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
     // before it.
     fake.dm("U42", "@reply after");
     saw(&fake, "the bot replied", |f| f.sent().len() >= 2).await;
-    let history = super::process::run(
-        home.path(),
-        &gateway.url,
-        &[
-            "call",
-            "chat.history",
-            "--params",
-            r#"{"sessionKey": "main"}"#,
-        ],
-    );
-    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
-    let asked = history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
-        .count();
+    let (asked, history) =
+        super::process::times_asked(home.path(), &gateway.url, "main", "@reply exactly-once");
     assert_eq!(asked, 1, "the second message ran once: {history}");
     let sent: Vec<Posted> = fake.sent();
     let texts: Vec<&str> = sent.iter().map(|p| p.text.as_str()).collect();

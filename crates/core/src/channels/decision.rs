@@ -96,7 +96,7 @@ impl DoorParts {
 
     /// Carries `decision` out: a run committed with `commit` (answered: `None` when the run
     /// was started before, by the same message), or an owner command answered and `commit`
-    /// written after it. An ignored message commits nothing.
+    /// written after it, or nothing done but `commit` (an ignored message).
     pub(super) async fn carry_out(
         &self,
         decision: Decision,
@@ -114,6 +114,7 @@ impl DoorParts {
             }
             Decision::Ignore(why) => {
                 tracing::debug!(message = source.id, why, "message ignored");
+                self.commit(commit).await?;
                 return Ok(None);
             }
         };

@@ -14,7 +14,7 @@ use switchboard_testkit::slack::{BOT_USER, FakeFailure, Posted};
 use switchboard_testkit::{FakeSlack, MockLlm, MockReply};
 
 use super::support::{GUARD, TestEngine};
-use super::telegram_bots::settled_deliveries;
+use super::telegram_bots::{assert_settled, settled_deliveries};
 
 const BOT_TOKEN: &str = "xoxb-slack-test";
 const APP_TOKEN: &str = "xapp-slack-test";
@@ -99,9 +99,8 @@ async fn a_dm_is_answered_in_the_same_conversation_and_its_envelope_acknowledged
     saw(&fake, |f| f.envelopes() == (1, 1)).await;
     assert_eq!(slack_state(&h), LinkState::Up("connected"));
     // dmScope main: the agent's main session, with the DM conversation as its route.
-    let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
-    assert_eq!(entry.last_channel.as_deref(), Some("slack"));
-    assert_eq!(entry.last_to.as_deref(), Some("DU42"));
+    let route = [Some("slack".into()), Some("DU42".into()), None];
+    assert_eq!(h.route_of("main").await, route);
     fake.stop().await;
     h.engine.close().await;
 }
@@ -158,10 +157,12 @@ async fn a_thread_has_its_own_session_and_the_reply_carries_its_thread_ts() {
     assert_eq!(replies[0].thread_ts, None);
     assert_eq!(replies[1], in_thread);
     let key = format!("agent:main:slack:group:c700:thread:{parent}");
-    let entry = h.engine.store().get(&h.key(&key)).await.unwrap();
-    let entry = entry.expect("the thread's own session");
-    assert_eq!(entry.last_to.as_deref(), Some("C700"));
-    assert_eq!(entry.last_thread_id.as_deref(), Some(parent.as_str()));
+    let route = [
+        Some("slack".into()),
+        Some("C700".into()),
+        Some(parent.clone()),
+    ];
+    assert_eq!(h.route_of(&key).await, route);
     assert_eq!(asked(&h, "agent:main:slack:group:C700").await.len(), 1);
     fake.stop().await;
     h.engine.close().await;
@@ -232,22 +233,11 @@ async fn an_announce_from_another_session_lands_in_the_slack_channel() {
     let out = h.invoke("main", "sessions_send", args).await;
     assert_eq!(out.content["status"], "accepted", "{}", out.content);
     let replies = sent(&fake, 2).await;
-    tokio::time::timeout(GUARD, h.engine.runtime().idle())
-        .await
-        .unwrap();
-    let records = settled_deliveries(&h).await;
-    let kinds: Vec<(&str, &str, &str)> = records
-        .iter()
-        .rev()
-        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            ("reply", "C900", "delivered"),
-            ("announce", "C900", "delivered")
-        ]
-    );
+    let delivered = [
+        ("reply", "C900", "delivered"),
+        ("announce", "C900", "delivered"),
+    ];
+    assert_settled(&h, &delivered).await;
     assert_eq!(
         texts(&replies),
         ["hi channel", "Announcement: the build is green"]

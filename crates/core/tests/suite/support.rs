@@ -178,6 +178,14 @@ impl TestEngine {
         self.engine.resolver().canonical(session, None).unwrap()
     }
 
+    /// The delivery route recorded on `session` (which must exist): its channel, `to` and
+    /// thread, as strings.
+    pub async fn route_of(&self, session: &str) -> [Option<String>; 3] {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        let entry = entry.unwrap_or_else(|| panic!("no session {session}"));
+        [entry.last_channel, entry.last_to, entry.last_thread_id]
+    }
+
     /// Creates `session` (any key form) when it is new.
     pub async fn create(&self, session: &str) {
         let key = self.key(session);

@@ -35,6 +35,21 @@ pub(super) async fn settled_deliveries(
     .expect("every delivery settled")
 }
 
+/// Once the runs are done, every delivery settled as `expected`: (kind, to, status), oldest
+/// first.
+pub(super) async fn assert_settled(h: &TestEngine, expected: &[(&str, &str, &str)]) {
+    tokio::time::timeout(GUARD, h.engine.runtime().idle())
+        .await
+        .unwrap();
+    let records = settled_deliveries(h).await;
+    let kinds: Vec<(&str, &str, &str)> = records
+        .iter()
+        .rev()
+        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(kinds, expected);
+}
+
 /// The code in a pairing answer.
 fn code_in(message: &Value) -> String {
     let text = text(message);
@@ -259,22 +274,11 @@ async fn an_announce_from_another_session_lands_in_the_telegram_group() {
     tokio::time::timeout(GUARD, fake.wait_for(announced))
         .await
         .expect("the announce reached the group");
-    tokio::time::timeout(GUARD, h.engine.runtime().idle())
-        .await
-        .unwrap();
-    let records = settled_deliveries(&h).await;
-    let kinds: Vec<(&str, &str, &str)> = records
-        .iter()
-        .rev()
-        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            ("reply", "-1001", "delivered"),
-            ("announce", "-1001", "delivered")
-        ]
-    );
+    let delivered = [
+        ("reply", "-1001", "delivered"),
+        ("announce", "-1001", "delivered"),
+    ];
+    assert_settled(&h, &delivered).await;
     let sent_texts = fake.sent();
     let in_group: Vec<&str> = sent_texts.iter().map(text).collect();
     assert_eq!(in_group, ["hi group", "Announcement: the build is green"]);

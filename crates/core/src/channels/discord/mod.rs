@@ -35,7 +35,7 @@ use super::DoorParts;
 use super::bot::LinkCell;
 use crate::channel::{Channel, ChannelError, ChannelStatus, Door, Sent};
 use crate::config::{Config, DISCORD_DEFAULT_ACCOUNT, DiscordChannel};
-use crate::store::{DeliveryRecord, Store};
+use crate::store::{DeliveryRecord, Store, WriteOp};
 use api::{ApiError, Rest};
 
 /// The channel's name in keys, routes, records and pairing.
@@ -112,11 +112,7 @@ impl Channel for Discord {
     }
 
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move {
-            send(&self.config, (&self.http, &self.store), record)
-                .await
-                .map(|()| Vec::new())
-        })
+        Box::pin(send(&self.config, (&self.http, &self.store), record))
     }
 
     /// The bot `send` names must run (the default one when none is named).
@@ -151,7 +147,7 @@ async fn send(
     config: &Config,
     (http, store): (&reqwest::Client, &Arc<dyn Store>),
     record: &DeliveryRecord,
-) -> Result<(), ChannelError> {
+) -> Result<Vec<WriteOp>, ChannelError> {
     let channel = &config.channels.discord;
     let account = record
         .account_id
@@ -175,7 +171,7 @@ async fn send(
         }
         parts.took(index).await?;
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// Why there is no bot to send with (also `send`'s refusal).

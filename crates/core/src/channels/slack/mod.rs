@@ -31,7 +31,7 @@ use super::DoorParts;
 use super::bot::LinkCell;
 use crate::channel::{Channel, ChannelError, ChannelStatus, Door, Sent};
 use crate::config::{Config, SLACK_DEFAULT_ACCOUNT, SlackChannel};
-use crate::store::{DeliveryRecord, Store};
+use crate::store::{DeliveryRecord, Store, WriteOp};
 use api::{ApiError, WebApi};
 
 /// The channel's name in keys, routes, records and pairing.
@@ -104,11 +104,7 @@ impl Channel for Slack {
     }
 
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move {
-            send(&self.config, (&self.http, &self.store), record)
-                .await
-                .map(|()| Vec::new())
-        })
+        Box::pin(send(&self.config, (&self.http, &self.store), record))
     }
 
     /// The app `send` names must run (the default one when none is named).
@@ -150,7 +146,7 @@ async fn send(
     config: &Config,
     (http, store): (&reqwest::Client, &Arc<dyn Store>),
     record: &DeliveryRecord,
-) -> Result<(), ChannelError> {
+) -> Result<Vec<WriteOp>, ChannelError> {
     let channel = &config.channels.slack;
     let account = record
         .account_id
@@ -169,7 +165,7 @@ async fn send(
             .map_err(classify)?;
         parts.took(index).await?;
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// Why there is no app to send with (also `send`'s refusal).

@@ -19,7 +19,6 @@
 //! the gateway keeps serving.
 
 mod api;
-mod commands;
 mod poll;
 mod route;
 
@@ -33,7 +32,7 @@ use super::DoorParts;
 use super::bot::LinkCell;
 use crate::channel::{Channel, ChannelError, ChannelStatus, Door, Sent};
 use crate::config::{Config, TELEGRAM_DEFAULT_ACCOUNT, TelegramChannel};
-use crate::store::{DeliveryRecord, Store};
+use crate::store::{DeliveryRecord, Store, WriteOp};
 
 /// The channel's name in keys, routes, records and pairing.
 pub const TELEGRAM: &str = "telegram";
@@ -107,11 +106,7 @@ impl Channel for Telegram {
     }
 
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move {
-            send(&self.config, (&self.http, &self.store), record)
-                .await
-                .map(|()| Vec::new())
-        })
+        Box::pin(send(&self.config, (&self.http, &self.store), record))
     }
 
     /// The bot `send` names must run (the default one when none is named).
@@ -145,7 +140,7 @@ async fn send(
     config: &Config,
     (http, store): (&reqwest::Client, &Arc<dyn Store>),
     record: &DeliveryRecord,
-) -> Result<(), ChannelError> {
+) -> Result<Vec<WriteOp>, ChannelError> {
     let channel = &config.channels.telegram;
     let account = record
         .account_id
@@ -163,7 +158,7 @@ async fn send(
             .map_err(classify)?;
         parts.took(index).await?;
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// Why there is no bot to send with (also `send`'s refusal).

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::api::{self, ApiError};
-use super::{Account, POLLING, TELEGRAM, Telegram, commands, route};
+use super::{Account, POLLING, TELEGRAM, Telegram, route};
 use crate::channel::{Door, LinkState};
 use crate::channels::DoorParts;
-use crate::channels::inbound::ChatTurn;
+use crate::channels::decision::{Decision, Source};
 use crate::channels::pairing::Stranger;
 use crate::error::CoreResult;
 use crate::store::WriteOp;
@@ -121,80 +121,42 @@ impl Poller {
             crate::config::TELEGRAM_DEFAULT_ACCOUNT => format!("telegram:{}", update.update_id),
             id => format!("telegram:{id}:{}", update.update_id),
         };
+        let source = Source {
+            id: &source,
+            owners_setting: "channels.telegram.owners",
+        };
         let (settings, id) = (&account.settings, account.id.as_str());
         let mut decision = match &update.message {
             Some(message) => route::decide(&self.telegram.config, (id, settings), me, message)?,
-            None => route::Decision::Ignore("not a message"),
+            None => Decision::Ignore("not a message"),
         };
-        if let Some(stranger) = update
+        let stranger = update
             .message
             .as_ref()
-            .and_then(|m| route::stranger(settings, m))
-        {
-            decision = self.admit(decision, stranger, (id, &source)).await?;
+            .and_then(|m| route::stranger(settings, m));
+        if let Some((sender, username)) = stranger {
+            let stranger = Stranger {
+                channel: TELEGRAM,
+                id_name: "Telegram user id",
+                account_id: id.into(),
+                id: sender,
+                username,
+                source: source.id.into(),
+            };
+            decision = self.parts.gate(decision, stranger, &source).await?;
         }
-        let turn = match decision {
-            route::Decision::Run(turn) => turn,
-            route::Decision::Command(command) => {
-                return self.command(command, source, cursor).await;
-            }
-            route::Decision::Ignore(why) => {
-                tracing::debug!(update = update.update_id, why, "telegram: update ignored");
-                self.telegram.store.write_batch(vec![cursor]).await?;
-                return Ok(());
-            }
+        let typing = match &decision {
+            Decision::Run(turn) => Some((turn.route.to.clone(), turn.route.thread_id.clone())),
+            _ => None,
         };
-        let typing = (turn.route.to.clone(), turn.route.thread_id.clone());
         let accepted = self
             .parts
-            .inbound
-            .chat_turn(ChatTurn {
-                key: turn.key,
-                route: turn.route,
-                text: turn.text,
-                display_name: turn.title,
-                idempotency_key: Some(source),
-                commit_with: vec![cursor.clone()],
-            })
+            .carry_out(decision, &source, vec![cursor])
             .await?;
-        if accepted.deduplicated {
-            // The run was committed before, without this offset (another poller's commit).
-            self.telegram.store.write_batch(vec![cursor]).await?;
-            return Ok(());
+        if let (Some(accepted), Some(typing)) = (accepted, typing) {
+            self.show_typing(account, typing, accepted.run_id);
         }
-        self.show_typing(account, typing, accepted.run_id);
         Ok(())
-    }
-
-    /// A private sender `dmPolicy: "pairing"` does not know: approved before (the decision
-    /// stands), or a code answered (once per update), or nothing.
-    async fn admit(
-        &self,
-        decision: route::Decision,
-        (id, username): (String, Option<String>),
-        (account, source): (&str, &str),
-    ) -> CoreResult<route::Decision> {
-        let chat = match &decision {
-            route::Decision::Run(turn) => turn,
-            route::Decision::Command(command) => &command.chat,
-            route::Decision::Ignore(_) => return Ok(decision),
-        };
-        let stranger = Stranger {
-            channel: TELEGRAM,
-            id_name: "Telegram user id",
-            account_id: account.into(),
-            id,
-            username,
-            source: source.into(),
-        };
-        match self
-            .parts
-            .admit(stranger, || commands::chat_of(chat, source))
-            .await?
-        {
-            None => Ok(decision),
-            Some(why) => Ok(route::Decision::Ignore(why)),
-        }
     }
 
     /// "typing…" in the chat until the run ends (bounded by the gateway's stop).

@@ -7,19 +7,12 @@
 use switchboard_protocol::sessions::DeliveryContext;
 
 use super::api::{Message, User};
+use crate::channels::decision::{Decision, Turn};
 use crate::config::{Config, TelegramChannel, TelegramDmPolicy, TelegramGroupPolicy};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
 
 use super::TELEGRAM;
-
-/// A message that starts a run.
-pub(super) struct Turn {
-    pub key: SessionKey,
-    pub route: DeliveryContext,
-    pub text: String,
-    pub title: Option<String>,
-}
 
 pub(super) use crate::channels::owner::Order;
 
@@ -36,24 +29,6 @@ fn order(text: &str, me: &User) -> Option<Order> {
         (None, _) => word.as_str(),
     };
     Order::parse(word, rest)
-}
-
-/// An owner command from a chat the bot may talk in.
-pub(super) struct Command {
-    pub chat: Turn,
-    /// The sender is in `channels.telegram.owners`.
-    pub owner: bool,
-    pub order: Order,
-}
-
-/// What a message asks for.
-pub(super) enum Decision {
-    /// A run in the chat's session.
-    Run(Turn),
-    /// An owner command (it needs no mention in a group).
-    Command(Command),
-    /// Nothing, and why (for the log).
-    Ignore(&'static str),
 }
 
 /// What to do with a message: a run, an owner command, or nothing.
@@ -129,14 +104,7 @@ pub(super) fn decide(
         }
         _ => return Ok(Decision::Ignore("a channel post")),
     };
-    Ok(match order {
-        Some(order) => Decision::Command(Command {
-            owner: is_listed(&channel.owners, from),
-            chat: turn,
-            order,
-        }),
-        None => Decision::Run(turn),
-    })
+    Ok(Decision::of(turn, order, is_listed(&channel.owners, from)))
 }
 
 /// A private sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an

@@ -495,3 +495,18 @@ async fn a_refused_token_stops_the_app_and_health_says_why() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_disabled_stops_the_app_and_health_says_so() {
+    let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    fake.dm("U42", "@reply up");
+    sent(&fake, 1).await;
+    fake.disconnect("link_disabled");
+    let state = state_becomes(&h, |s| matches!(s, LinkState::Failed(_))).await;
+    let why = state.last_error().unwrap_or_default().to_string();
+    assert!(why.contains("link_disabled"), "{why}");
+    assert_eq!(fake.connections(), 1, "no new connection was opened");
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -21,6 +21,9 @@ use crate::error::CoreResult;
 
 /// Waits between failed attempts grow to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Slack pings its connections every few seconds; after this long without a frame the door
+/// pings, and after twice this long it takes the connection as dead.
+const IDLE: Duration = Duration::from_secs(60);
 /// The first wait after a failed attempt.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// Slack's errors that no retry mends: the token is wrong, revoked, or of the wrong kind.
@@ -129,13 +132,34 @@ impl SocketMode {
     }
 
     /// One connection: `hello`, then envelopes, each acknowledged once handled, until it ends.
+    /// A connection silent for [`IDLE`] is pinged; silent for another, it is taken as dead.
     async fn connection(&self, account: &Arc<Account>, me: &Me, mut socket: Socket) -> End {
+        let mut pinged = false;
         loop {
-            let text = match socket.next().await {
-                Some(Ok(WsFrame::Text(text))) => text,
-                Some(Ok(WsFrame::Close(_)) | Err(_)) | None => return End::Dropped,
-                Some(Ok(_)) => continue,
+            let text = match tokio::time::timeout(IDLE, socket.next()).await {
+                Err(_) if pinged => {
+                    tracing::warn!(account = %account.id, "slack: the connection went silent; reconnecting");
+                    return End::Dropped;
+                }
+                Err(_) => {
+                    pinged = true;
+                    if socket
+                        .send(WsFrame::Ping(Default::default()))
+                        .await
+                        .is_err()
+                    {
+                        return End::Dropped;
+                    }
+                    continue;
+                }
+                Ok(Some(Ok(WsFrame::Text(text)))) => text,
+                Ok(Some(Ok(WsFrame::Close(_)) | Err(_)) | None) => return End::Dropped,
+                Ok(Some(Ok(_))) => {
+                    pinged = false;
+                    continue;
+                }
             };
+            pinged = false;
             let frame: Frame = match serde_json::from_str(text.as_str()) {
                 Ok(frame) => frame,
                 Err(e) => {
@@ -143,37 +167,45 @@ impl SocketMode {
                     continue;
                 }
             };
-            match frame.kind.as_str() {
-                "hello" => {
-                    tracing::info!(account = %account.id, "slack: connected");
-                    account.link.set(LinkState::Up(CONNECTED));
+            if let Some(end) = self.frame(account, me, &mut socket, frame).await {
+                let _ = socket.close(None).await;
+                return end;
+            }
+        }
+    }
+
+    /// One Socket Mode message: `hello`, `disconnect` (how the connection ends), or an envelope
+    /// handled and acknowledged (or, when it could not be handled, left for Slack to deliver
+    /// again on the next connection).
+    async fn frame(
+        &self,
+        account: &Arc<Account>,
+        me: &Me,
+        socket: &mut Socket,
+        frame: Frame,
+    ) -> Option<End> {
+        match frame.kind.as_str() {
+            "hello" => {
+                tracing::info!(account = %account.id, "slack: connected");
+                account.link.set(LinkState::Up(CONNECTED));
+                None
+            }
+            "disconnect" => Some(match frame.reason.as_deref() {
+                Some("link_disabled") => End::Fatal(
+                    "Slack turned Socket Mode off for this app (link_disabled); turn it on in the app's settings and restart".into(),
+                ),
+                _ => End::Refresh,
+            }),
+            _ => {
+                let envelope = frame.envelope_id.clone()?;
+                if frame.kind == "events_api"
+                    && let Err(e) = self.envelope(account, me, &frame).await
+                {
+                    tracing::warn!(account = %account.id, error = %e, "slack: an event could not be handled; reconnecting to see it again");
+                    return Some(End::Dropped);
                 }
-                "disconnect" => {
-                    let _ = socket.close(None).await;
-                    return match frame.reason.as_deref() {
-                        Some("link_disabled") => End::Fatal(
-                            "Slack turned Socket Mode off for this app (link_disabled); turn it on in the app's settings and restart".into(),
-                        ),
-                        _ => End::Refresh,
-                    };
-                }
-                _ => {
-                    let Some(envelope) = frame.envelope_id.clone() else {
-                        continue;
-                    };
-                    if frame.kind == "events_api"
-                        && let Err(e) = self.envelope(account, me, &frame).await
-                    {
-                        // Not acknowledged: Slack delivers it again, on the next connection.
-                        tracing::warn!(account = %account.id, error = %e, "slack: an event could not be handled; reconnecting to see it again");
-                        let _ = socket.close(None).await;
-                        return End::Dropped;
-                    }
-                    let ack = json!({"envelope_id": envelope}).to_string();
-                    if socket.send(WsFrame::text(ack)).await.is_err() {
-                        return End::Dropped;
-                    }
-                }
+                let ack = json!({"envelope_id": envelope}).to_string();
+                socket.send(WsFrame::text(ack)).await.err().map(|_| End::Dropped)
             }
         }
     }

@@ -279,3 +279,24 @@ fn an_enabled_slack_app_with_both_tokens_is_accepted() {
     assert_eq!(bot.dm_policy, DmPolicy::Pairing);
     assert!(bot.require_mention);
 }
+
+#[test]
+fn a_slack_account_takes_the_channels_settings_it_leaves_out() {
+    let text = r#"{ channels: { slack: { enabled: true, dmPolicy: "open", owners: ["U1"],
+        accounts: { ops: { botToken: "xoxb-ops", appToken: "xapp-ops", agentId: "Ops", requireMention: false },
+                    off: { enabled: false } } } } }"#;
+    let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
+    let bots = loaded.config.channels.slack.bots();
+    let ids: Vec<&str> = bots.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["ops"],
+        "no top-level tokens: no default app; off is off"
+    );
+    let ops = &bots[0].1;
+    assert_eq!(ops.agent_id.as_deref(), Some("ops"));
+    assert_eq!(ops.dm_policy, DmPolicy::Open);
+    assert_eq!(ops.owners, ["U1"]);
+    assert!(!ops.require_mention);
+    assert_eq!(ops.api_base, SlackChannel::default().api_base);
+}

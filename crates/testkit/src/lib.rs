@@ -539,6 +539,20 @@ pub(crate) fn serve(
     })
 }
 
+/// Sends each JSON frame as a text message on a fake's WebSocket; false once the socket is gone.
+pub(crate) async fn send_frames(
+    socket: &mut axum::extract::ws::WebSocket,
+    frames: Vec<Value>,
+) -> bool {
+    for frame in frames {
+        let text = axum::extract::ws::Message::Text(frame.to_string().into());
+        if socket.send(text).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
 /// A fake's state, and a counter bumped on each change that tests wait on.
 pub(crate) struct Watched<T> {
     state: Mutex<T>,

@@ -265,6 +265,13 @@ impl FakeSlack {
         self.shared.state.lock().calls.clone()
     }
 
+    /// Each `chat.postMessage` attempt, in order: whether it was refused.
+    pub fn post_attempts(&self) -> Vec<bool> {
+        let calls = self.shared.state.lock().calls.clone();
+        let posts = calls.iter().filter(|c| c.method == "chat.postMessage");
+        posts.map(|c| c.refused).collect()
+    }
+
     /// The envelope ids acknowledged, in order.
     pub fn acked(&self) -> Vec<String> {
         self.shared.state.lock().acks.clone()
@@ -444,11 +451,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
     };
     let hello = json!({"type": "hello", "num_connections": 1,
         "connection_info": {"app_id": "A0FAKE"}, "debug_info": {"host": "applink-fake"}});
-    if socket
-        .send(WsFrame::Text(hello.to_string().into()))
-        .await
-        .is_err()
-    {
+    if !crate::send_frames(&mut socket, vec![hello]).await {
         return;
     }
     let mut changed = shared.state.subscribe();
@@ -457,14 +460,8 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
         if shared.state.lock().cut != cut {
             return;
         }
-        for frame in due(&shared, me) {
-            if socket
-                .send(WsFrame::Text(frame.to_string().into()))
-                .await
-                .is_err()
-            {
-                return;
-            }
+        if !crate::send_frames(&mut socket, due(&shared, me)).await {
+            return;
         }
         tokio::select! {
             frame = socket.recv() => {

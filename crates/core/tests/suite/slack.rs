@@ -355,13 +355,7 @@ async fn a_429_is_delivered_after_its_retry_after() {
     let h = started(config(&fake, DmPolicy::Open)).await;
     fake.dm("U42", "@reply after-429");
     assert_eq!(texts(&sent(&fake, 1).await), ["after-429"]);
-    let attempts: Vec<bool> = fake
-        .calls()
-        .iter()
-        .filter(|c| c.method == "chat.postMessage")
-        .map(|c| c.refused)
-        .collect();
-    assert_eq!(attempts, [true, false]);
+    assert_eq!(fake.post_attempts(), [true, false]);
     fake.stop().await;
     h.engine.close().await;
 }
@@ -387,12 +381,7 @@ async fn slacks_own_errors_fail_the_delivery_with_their_reason() {
     let reason = records[0].detail.clone().unwrap_or_default();
     assert!(reason.contains("is_archived"), "{reason}");
     // One attempt: a permanent error is not retried.
-    let posts = fake
-        .calls()
-        .iter()
-        .filter(|c| c.method == "chat.postMessage")
-        .count();
-    assert_eq!(posts, 1);
+    assert_eq!(fake.post_attempts(), [true]);
     fake.stop().await;
     h.engine.close().await;
 }
@@ -426,7 +415,7 @@ async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
     // An owner is let in by DM without being in allowFrom.
     fake.dm("U42", "@reply hello");
     sent(&fake, 1).await;
-    let before = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
+    let before = h.session_id("main").await;
     fake.dm("U42", "/status");
     let status = sent(&fake, 2).await;
     assert!(
@@ -454,11 +443,7 @@ async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
         reset[4].text.starts_with("New session: agent:main:main"),
         "{reset:?}"
     );
-    let after = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
-    assert_ne!(
-        after.session_id, before.session_id,
-        "/new reset the session"
-    );
+    assert_ne!(h.session_id("main").await, before, "/new reset the session");
     fake.stop().await;
     h.engine.close().await;
 }

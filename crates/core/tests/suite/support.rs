@@ -186,6 +186,14 @@ impl TestEngine {
         [entry.last_channel, entry.last_to, entry.last_thread_id]
     }
 
+    /// The current `sessionId` of `session` (which must exist): a reset changes it.
+    pub async fn session_id(&self, session: &str) -> String {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        entry
+            .unwrap_or_else(|| panic!("no session {session}"))
+            .session_id
+    }
+
     /// Creates `session` (any key form) when it is new.
     pub async fn create(&self, session: &str) {
         let key = self.key(session);

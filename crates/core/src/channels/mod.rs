@@ -13,8 +13,10 @@
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
 //! Shared by the doors: [`BotChannel`] (how the root builds a bot channel's door), `bot` (link
-//! state, sending in parts, WebSockets), [`Inbound`] (a chat message → a run, owner commands answered through the
-//! outbox, `POST /hooks/agent`), [`pairing::Pairing`], and [`direct_key`].
+//! state, sending in parts, WebSockets), `decision` (a run, an owner command or nothing; the
+//! pairing gate; carrying it out), `owner` (the owner commands), [`Inbound`] (a chat message →
+//! a run, owner commands answered through the outbox, `POST /hooks/agent`),
+//! [`pairing::Pairing`], and [`direct_key`].
 //!
 //! This component sits above the sessions: it may import `delivery` (answers go through the
 //! outbox), `sessions` (owner commands), `runtime` and everything below them; nothing but the

@@ -40,6 +40,7 @@ use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::pairing::Pairing;
+use crate::channels::slack::Slack;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
 use crate::channels::whatsapp::WhatsApp;
@@ -157,6 +158,7 @@ fn channel_registry(
     let chats: Vec<Arc<dyn ChatChannel>> = vec![
         Telegram::new(config.clone(), store.clone(), http.clone()),
         Discord::new(config.clone(), store.clone(), http.clone()),
+        Slack::new(config.clone(), store.clone(), http.clone()),
         WhatsApp::new(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![

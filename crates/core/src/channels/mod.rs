@@ -8,6 +8,8 @@
 //!   ([`telegram::Telegram::door`]), owner commands and DM pairing included.
 //! - `discord` ([`discord::Discord`]): the REST API out; its inbound door is a Gateway
 //!   session per bot ([`discord::Discord::door`]), DM pairing included.
+//! - `slack` ([`slack::Slack`]): the Web API out; its inbound door is a Socket Mode connection
+//!   per app ([`slack::Slack::door`]), DM pairing included.
 //! - `whatsapp` ([`whatsapp::WhatsApp`]): the Graph API out; its inbound door is the
 //!   platform's signed webhook at `/channels/whatsapp` (an HTTP door), DM pairing included.
 //! - `imessage` ([`imessage::IMessage`]): named by the seeds, not offered (it needs macOS);
@@ -21,6 +23,7 @@
 //! outbox), `sessions` (owner commands), `runtime` and everything below them; nothing but the
 //! composition root imports it.
 
+mod bot;
 pub mod discord;
 mod gate;
 mod hooks;
@@ -29,6 +32,7 @@ mod inbound;
 pub mod local;
 mod owner;
 pub mod pairing;
+pub mod slack;
 mod split;
 pub mod telegram;
 pub mod webhook;
@@ -131,15 +135,16 @@ impl DoorParts {
         }
     }
 
-    /// Does what a message of `channel` decided: a run committed together with `cursor` (the
-    /// channel's position past the message), or an owner command answered and then `cursor`
-    /// written. An ignored message writes nothing: the caller says whether its cursor moves.
+    /// Does what a message of `channel` decided: a run committed together with `commit` (the
+    /// channel's position past the message, when it keeps one), or an owner command answered
+    /// and then `commit` written. An ignored message writes nothing: the caller says whether
+    /// its cursor moves.
     /// `source` (the message's id) makes the run and the answer once-only.
     async fn take(
         &self,
         channel: &'static str,
         decision: Decision,
-        (source, cursor): (String, WriteOp),
+        (source, commit): (String, Vec<WriteOp>),
     ) -> CoreResult<Taken> {
         let turn = match decision {
             Decision::Run(turn) => turn,
@@ -147,7 +152,7 @@ impl DoorParts {
                 let chat = command.chat.chat(channel, &source);
                 let parts = (self.inbound.as_ref(), self.sessions.as_ref());
                 owner::answer(parts, chat, command.owner, command.order).await?;
-                self.store.write_batch(vec![cursor]).await?;
+                self.commit(commit).await?;
                 return Ok(Taken::Answered);
             }
             Decision::Ignore(why) => return Ok(Taken::Ignored(why)),
@@ -161,15 +166,22 @@ impl DoorParts {
                 text: turn.text,
                 display_name: turn.title,
                 idempotency_key: Some(source),
-                commit_with: vec![cursor.clone()],
+                commit_with: commit.clone(),
             })
             .await?;
         if accepted.deduplicated {
-            // The run was committed before, without this cursor (another connection's commit).
-            self.store.write_batch(vec![cursor]).await?;
+            // The run was committed before, without these writes (another connection's commit).
+            self.commit(commit).await?;
             return Ok(Taken::Answered);
         }
         Ok(Taken::Run(accepted.run_id, route))
+    }
+
+    async fn commit(&self, writes: Vec<WriteOp>) -> CoreResult<()> {
+        if !writes.is_empty() {
+            self.store.write_batch(writes).await?;
+        }
+        Ok(())
     }
 
     /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").

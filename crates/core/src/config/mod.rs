@@ -14,6 +14,7 @@
 //! Paths and names follow the reference system (OpenClaw) so that an existing config reads
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
+mod bots;
 mod chat;
 mod choices;
 mod discord;
@@ -22,6 +23,7 @@ mod load;
 mod mcp;
 mod report;
 mod resolve;
+mod slack;
 mod store;
 mod telegram;
 mod validate;
@@ -45,6 +47,7 @@ pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
 pub use validate::normalize_origin;
@@ -514,6 +517,8 @@ pub struct ChannelsConfig {
     pub telegram: TelegramChannel,
     /// Discord: the Gateway in, the REST API out.
     pub discord: DiscordChannel,
+    /// Slack: Socket Mode in, the Web API out.
+    pub slack: SlackChannel,
     /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
     pub whatsapp: WhatsAppChannel,
 }

@@ -186,6 +186,12 @@ impl Config {
         for account in copy.channels.discord.accounts.values_mut() {
             hide(&mut account.bot_token);
         }
+        hide(&mut copy.channels.slack.bot_token);
+        hide(&mut copy.channels.slack.app_token);
+        for account in copy.channels.slack.accounts.values_mut() {
+            hide(&mut account.bot_token);
+            hide(&mut account.app_token);
+        }
         let whatsapp = &mut copy.channels.whatsapp;
         for secret in [
             &mut whatsapp.access_token,

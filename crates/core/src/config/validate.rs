@@ -627,6 +627,7 @@ impl Checker<'_> {
 
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
+        self.slack(&mut config.channels.slack);
         self.whatsapp(&mut config.channels.whatsapp);
     }
 

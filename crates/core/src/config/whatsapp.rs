@@ -14,8 +14,7 @@ use super::validate::{
 };
 use super::{DmPolicy, GroupPolicy, GroupSettings};
 
-/// The account id of the number the top level of `channels.whatsapp` configures.
-pub const DEFAULT_ACCOUNT: &str = "default";
+pub use super::bots::DEFAULT_ACCOUNT;
 
 /// What `phoneNumberId` accepts.
 const PHONE_NUMBER_ID_EXPECTED: &str =
@@ -128,28 +127,18 @@ impl WhatsAppChannel {
     /// `accounts`): `default` from the top level when it names a number (an account named
     /// `default` replaces it), then every enabled account. Empty while the channel is off.
     pub fn numbers(&self) -> Vec<(String, WhatsAppChannel)> {
-        if !self.enabled {
-            return Vec::new();
-        }
         let base = WhatsAppChannel {
             accounts: BTreeMap::new(),
             ..self.clone()
         };
-        let mut numbers = Vec::new();
-        if self.phone_number_id.is_some() && !self.accounts.contains_key(DEFAULT_ACCOUNT) {
-            numbers.push((DEFAULT_ACCOUNT.to_owned(), base.clone()));
-        }
-        for (id, account) in self.accounts.iter().filter(|(_, a)| a.enabled) {
-            numbers.push((id.clone(), account.over(&base)));
-        }
-        numbers
+        let top = self.phone_number_id.is_some().then(|| base.clone());
+        let over = |account: &WhatsAppAccount| account.over(&base);
+        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
     }
 
     /// The resolved settings of the number `account` (`None`: no such number served).
     pub fn number(&self, account: &str) -> Option<WhatsAppChannel> {
-        self.numbers()
-            .into_iter()
-            .find_map(|(id, number)| (id == account).then_some(number))
+        super::bots::find(self.numbers(), account)
     }
 }
 

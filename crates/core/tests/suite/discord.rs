@@ -430,22 +430,11 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
     let out = h.invoke("main", "sessions_send", args).await;
     assert_eq!(out.content["status"], "accepted", "{}", out.content);
     let replies = sent(&fake, 2).await;
-    tokio::time::timeout(GUARD, h.engine.runtime().idle())
-        .await
-        .unwrap();
-    let records = h.settled_deliveries().await;
-    let kinds: Vec<(&str, &str, &str)> = records
-        .iter()
-        .rev()
-        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            ("reply", "700", "delivered"),
-            ("announce", "700", "delivered")
-        ]
-    );
+    h.assert_settled(&[
+        ("reply", "700", "delivered"),
+        ("announce", "700", "delivered"),
+    ])
+    .await;
     assert_eq!(
         replies,
         [

@@ -178,6 +178,22 @@ impl TestEngine {
         self.engine.resolver().canonical(session, None).unwrap()
     }
 
+    /// The delivery route recorded on `session` (which must exist): its channel, `to` and
+    /// thread, as strings.
+    pub async fn route_of(&self, session: &str) -> [Option<String>; 3] {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        let entry = entry.unwrap_or_else(|| panic!("no session {session}"));
+        [entry.last_channel, entry.last_to, entry.last_thread_id]
+    }
+
+    /// The current `sessionId` of `session` (which must exist): a reset changes it.
+    pub async fn session_id(&self, session: &str) -> String {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        entry
+            .unwrap_or_else(|| panic!("no session {session}"))
+            .session_id
+    }
+
     /// Creates `session` (any key form) when it is new.
     pub async fn create(&self, session: &str) {
         let key = self.key(session);
@@ -224,6 +240,21 @@ impl TestEngine {
     /// Calls `tool` as the agent of `session` (`tools.invoke`).
     pub async fn invoke(&self, session: &str, tool: &str, args: Value) -> ToolOutput {
         invoke(&self.engine, session, tool, args).await
+    }
+
+    /// Once the runtime is idle and no delivery pending: the records' (kind, to, status),
+    /// oldest first, are `expected`.
+    pub async fn assert_settled(&self, expected: &[(&str, &str, &str)]) {
+        tokio::time::timeout(GUARD, self.engine.runtime().idle())
+            .await
+            .unwrap();
+        let records = self.settled_deliveries().await;
+        let kinds: Vec<(&str, &str, &str)> = records
+            .iter()
+            .rev()
+            .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
+            .collect();
+        assert_eq!(kinds, expected);
     }
 
     /// Every outbox record once none is pending, newest first.

@@ -288,16 +288,9 @@ async fn an_announce_from_another_session_lands_in_the_group() {
     let out = h.invoke("main", "sessions_send", args).await;
     assert_eq!(out.content["status"], "accepted", "{}", out.content);
     let replies = sent(&fake, 2).await;
-    tokio::time::timeout(GUARD, h.engine.runtime().idle())
-        .await
-        .unwrap();
-    let records = h.settled_deliveries().await;
-    let kinds: Vec<(&str, &str)> = records
-        .iter()
-        .rev()
-        .map(|r| (r.kind.as_str(), r.status.as_str()))
-        .collect();
-    assert_eq!(kinds, [("reply", "delivered"), ("announce", "delivered")]);
+    let to = format!("group:{GROUP}");
+    h.assert_settled(&[("reply", &to, "delivered"), ("announce", &to, "delivered")])
+        .await;
     assert_eq!(
         replies,
         [

@@ -143,7 +143,7 @@ impl Poller {
         }
         match self
             .parts
-            .take(TELEGRAM, decision, (source, cursor.clone()))
+            .take(TELEGRAM, decision, (source, vec![cursor.clone()]))
             .await?
         {
             Taken::Run(run, route) => self.show_typing(account, (route.to, route.thread_id), run),

@@ -174,7 +174,7 @@ impl Webhook {
         }
         if let Taken::Ignored(why) = self
             .parts
-            .take(WHATSAPP, decision, (source, window))
+            .take(WHATSAPP, decision, (source, vec![window]))
             .await?
         {
             tracing::debug!(message = %message.id, why, "whatsapp: message ignored");

@@ -67,7 +67,9 @@ fn redacted_hides_every_secret() {
       models: { providers: { openai: { api: "openai-completions", apiKey: "sk-secret",
                                        headers: { Authorization: "Bearer sk-secret" } } } },
       channels: { webhook: { accounts: { inbox: { token: "wh-secret", url: "https://example.com/in" } } },
-                  telegram: { botToken: "bot-secret" } },
+                  telegram: { botToken: "bot-secret" },
+                  slack: { botToken: "xoxb-secret", appToken: "xapp-secret",
+                           accounts: { ops: { botToken: "xoxb-ops-secret", appToken: "xapp-ops-secret" } } } },
       hooks: { token: "hook-secret" },
     }"#;
     let config = load(text).unwrap_or_else(|err| panic!("{err}")).config;

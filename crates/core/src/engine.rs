@@ -27,6 +27,7 @@
 //! are waited for; the store's writer commits what it holds and stops. A restart after it finds
 //! nothing interrupted.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +35,17 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::channel::{Channel, Channels, Door};
+use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
+use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::matrix::Matrix;
 use crate::channels::pairing::Pairing;
+use crate::channels::slack::Slack;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
-use crate::channels::{DoorParts, Inbound};
+use crate::channels::whatsapp::WhatsApp;
+use crate::channels::{ChatChannel, DoorParts, Inbound};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::cron::{Cron, CronParts};
@@ -92,8 +96,8 @@ pub struct Engine {
     inbound: Arc<Inbound>,
     channels: Arc<Channels>,
     pairing: Arc<Pairing>,
-    /// The channels' own inbound doors, started by [`Engine::start_channels`].
-    doors: Vec<Arc<dyn Door>>,
+    /// The channels' own inbound doors.
+    doors: ChatDoors,
     mcp: Arc<Mcp>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
@@ -142,8 +146,9 @@ async fn adopt_orphans(engine: Arc<Engine>) {
 }
 
 /// Every channel this gateway connects, in the order `send` lists them and `health` shows
-/// them; each outbound HTTP call is bounded by `delivery.timeoutSeconds`. The Telegram channel
-/// is answered too: its door is built later, above the sessions (`doors`).
+/// them, and those of them with doors of their own (built later, above the sessions: `doors`);
+/// each outbound HTTP call is bounded by `delivery.timeoutSeconds`. A new channel is a line in
+/// `chats`.
 fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
@@ -151,33 +156,44 @@ fn channel_registry(
 ) -> CoreResult<(Arc<Channels>, ChatChannels)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
-    let telegram = Telegram::new(config.clone(), store.clone(), http.clone());
-    let discord = Discord::new(config.clone(), store.clone(), http.clone());
-    let matrix = Matrix::new(config.clone(), store.clone(), http.clone());
-    let channels: Vec<Arc<dyn Channel>> = vec![
+    let chats: Vec<Arc<dyn ChatChannel>> = vec![
+        Telegram::new(config.clone(), store.clone(), http.clone()),
+        Discord::new(config.clone(), store.clone(), http.clone()),
+        Slack::new(config.clone(), store.clone(), http.clone()),
+        WhatsApp::new(config.clone(), store.clone(), http.clone()),
+        Matrix::new(config.clone(), store.clone(), http.clone()),
+    ];
+    let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http)),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
-        telegram.clone(),
-        discord.clone(),
-        matrix.clone(),
+        Arc::new(IMessage),
     ];
-    let chats = (telegram, discord, matrix);
+    channels.extend(chats.iter().map(|c| c.clone() as Arc<dyn Channel>));
     Ok((Arc::new(Channels::new(channels)), chats))
 }
 
-/// The chat channels whose inbound doors run by themselves, built with the registry.
-type ChatChannels = (Arc<Telegram>, Arc<Discord>, Arc<Matrix>);
+/// The channels with doors of their own.
+type ChatChannels = Vec<Arc<dyn ChatChannel>>;
+
+/// The channels' doors: those that run by themselves (started by [`Engine::start_channels`])
+/// and the HTTP ones by channel name (served by the server, [`Engine::http_door`]).
+#[derive(Default)]
+struct ChatDoors {
+    running: Vec<Arc<dyn Door>>,
+    http: BTreeMap<&'static str, Arc<dyn HttpDoor>>,
+}
 
 /// The doors messages come in by: the HTTP sources ([`Inbound`]), DM pairing, and the
-/// channels' own doors (the Telegram poller), which stop taking messages when intake stops.
+/// channels' own doors (pollers, sockets, webhooks), which stop taking messages when intake
+/// stops.
 fn doors(
     config: &Arc<Config>,
     (store, runtime, sessions): (&Arc<dyn Store>, &Runtime, &Arc<Sessions>),
     (resolver, outbox, clock): (&Arc<Resolver>, &Arc<Outbox>, &Arc<dyn Clock>),
-    (channels, (telegram, discord, matrix)): (&Arc<Channels>, &ChatChannels),
+    (channels, chats): (&Arc<Channels>, ChatChannels),
     (tasks, intake): (&TaskTracker, &CancellationToken),
-) -> (Arc<Inbound>, Arc<Pairing>, Vec<Arc<dyn Door>>) {
+) -> (Arc<Inbound>, Arc<Pairing>, ChatDoors) {
     let inbound = Arc::new(Inbound::new(
         config.clone(),
         runtime.clone(),
@@ -199,11 +215,15 @@ fn doors(
         tasks: tasks.clone(),
         stop: intake.clone(),
     };
-    let doors: Vec<Arc<dyn Door>> = vec![
-        telegram.door(&parts),
-        discord.door(&parts),
-        matrix.door(&parts),
-    ];
+    let mut doors = ChatDoors::default();
+    for chat in chats {
+        let name = chat.name();
+        let built = chat.doors(&parts);
+        doors.running.extend(built.running);
+        if let Some(http) = built.http {
+            doors.http.insert(name, http);
+        }
+    }
     (inbound, pairing, doors)
 }
 
@@ -352,7 +372,7 @@ impl Engine {
             &config,
             (&store, &runtime, &sessions),
             (&resolver, &outbox, &clock),
-            (&channels, &chats),
+            (&channels, chats),
             (&tasks, &intake),
         );
         Ok(Self {
@@ -490,9 +510,14 @@ impl Engine {
     /// Starts the channels' own inbound doors (the Telegram bots' polling); they stop with
     /// intake at shutdown.
     pub fn start_channels(&self) {
-        for door in &self.doors {
+        for door in &self.doors.running {
             door.clone().start();
         }
+    }
+
+    /// The HTTP door of the channel named `name` (`/channels/<name>`), when it has one.
+    pub fn http_door(&self, name: &str) -> Option<Arc<dyn HttpDoor>> {
+        self.doors.http.get(name).cloned()
     }
 
     /// `cron.*` and the scheduler.

@@ -126,7 +126,8 @@ impl ServerState {
 }
 
 /// The gateway's routes: `/` (the web page, or a WebSocket upgrade), `/ui/<file>`, `POST /rpc`, `GET /health`,
-/// `POST /channels/webhook/<accountId>`, `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP).
+/// `POST /channels/webhook/<accountId>`, a channel's HTTP door at `/channels/<name>[/<rest>]`,
+/// `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP).
 pub fn app(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/", get(web::root))
@@ -135,6 +136,14 @@ pub fn app(state: Arc<ServerState>) -> Router {
         .route("/rpc", post(http::rpc))
         .route("/health", get(http::health))
         .route("/channels/webhook/{account}", post(inbound::webhook))
+        .route(
+            "/channels/{channel}",
+            get(inbound::channel).post(inbound::channel),
+        )
+        .route(
+            "/channels/{channel}/{*rest}",
+            get(inbound::channel).post(inbound::channel),
+        )
         .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
         .layer(axum::middleware::from_fn_with_state(

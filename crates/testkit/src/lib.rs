@@ -36,8 +36,10 @@ mod openai;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod slack;
 pub mod synapse;
 pub mod telegram;
+pub mod whatsapp;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -58,6 +60,7 @@ pub use anthropic::THINKING_SIGNATURE;
 pub use context::prompt_tokens;
 pub use discord::FakeDiscord;
 pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS};
+pub use slack::FakeSlack;
 pub use telegram::{FakeFailure, FakeTelegram};
 
 use reply::{Ending, Turn, status_of, words};
@@ -537,6 +540,86 @@ pub(crate) fn serve(
             eprintln!("{name}: server error: {e}");
         }
     })
+}
+
+/// Sends each JSON frame as a text message on a fake's WebSocket; false once the socket is gone.
+pub(crate) async fn send_frames(
+    socket: &mut axum::extract::ws::WebSocket,
+    frames: Vec<Value>,
+) -> bool {
+    for frame in frames {
+        let text = axum::extract::ws::Message::Text(frame.to_string().into());
+        if socket.send(text).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// A fake's state, and a counter bumped on each change that tests wait on.
+pub(crate) struct Watched<T> {
+    state: Mutex<T>,
+    changed: watch::Sender<u64>,
+}
+
+impl<T> Watched<T> {
+    pub(crate) fn new(state: T) -> Self {
+        Self {
+            state: Mutex::new(state),
+            changed: watch::channel(0).0,
+        }
+    }
+
+    /// The state (a test that panicked while holding it leaves it as it was).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tells the waiters that something changed.
+    pub(crate) fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// A fake's server task and its stop signal: stopped by [`Served::stop`], or signalled to stop
+/// when dropped.
+pub(crate) struct Served {
+    shutdown: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Served {
+    /// Serves `app` on `listener` (see [`serve`]) until `shutdown` turns true (the fake's
+    /// connections may watch it too).
+    pub(crate) fn start(
+        name: &'static str,
+        listener: tokio::net::TcpListener,
+        app: Router,
+        shutdown: watch::Sender<bool>,
+    ) -> Self {
+        Self {
+            server: Some(serve(name, listener, app, shutdown.subscribe())),
+            shutdown,
+        }
+    }
+
+    /// Stops the server and every connection, and waits for it.
+    pub(crate) async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+    }
 }
 
 #[cfg(test)]

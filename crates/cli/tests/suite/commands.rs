@@ -198,6 +198,15 @@ fn config_check_reports_unknown_paths_and_bad_values() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
+    // Each chat channel's section with the keys its docs name.
+    for section in [
+        "discord: { enabled: true, botToken: 'b', apiBase: 'http://127.0.0.1:9/api/v10', gatewayUrl: 'ws://127.0.0.1:9' }",
+        "whatsapp: { enabled: true, accessToken: 'a', phoneNumberId: '106540352242922', appSecret: 's', verifyToken: 'v', apiBase: 'http://127.0.0.1:9' }",
+    ] {
+        let accepted = check(&format!("{{ channels: {{ {section} }} }}"));
+        let err = String::from_utf8_lossy(&accepted.stderr);
+        assert!(accepted.status.success(), "{section}: {err}");
+    }
     let unknown =
         check("{ gateway: { prot: 1 }, agents: { list: [{ id: 'main', colour: 'red' }] } }");
     assert!(!unknown.status.success());

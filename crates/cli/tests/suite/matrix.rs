@@ -81,7 +81,7 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply() {
     );
     assert_eq!(alice.bodies(&group, &bot.user_id).await, ["marker"]);
     let (asked, history) =
-        super::process::times_asked(home.path(), &gateway.url, "@reply exactly-once");
+        super::process::times_asked(home.path(), &gateway.url, "main", "@reply exactly-once");
     assert_eq!(asked, 1, "the second message ran once: {history}");
     gateway.stop();
 }

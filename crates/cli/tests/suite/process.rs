@@ -17,6 +17,26 @@ pub fn run(home: &Path, url: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// How many user messages of `session`'s history (`chat.history` through the gateway at `url`)
+/// are `text`; and the history, to show when that is not what was expected.
+pub fn times_asked(
+    home: &Path,
+    url: &str,
+    session: &str,
+    text: &str,
+) -> (usize, serde_json::Value) {
+    let params = serde_json::json!({"sessionKey": session}).to_string();
+    let history = run(home, url, &["call", "chat.history", "--params", &params]);
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    let asked = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"] == text)
+        .count();
+    (asked, history)
+}
+
 pub struct GatewayProcess {
     pub child: Child,
     pub url: String,
@@ -273,27 +293,4 @@ pub async fn first_delivered(
         list["deliveries"].as_array().unwrap().first().cloned()
     })
     .await
-}
-
-/// How many times `text` was asked in the `main` session (its user messages), by `chat.history`
-/// through the CLI: a message run twice shows twice.
-pub fn times_asked(home: &Path, url: &str, text: &str) -> (usize, serde_json::Value) {
-    let out = run(
-        home,
-        url,
-        &[
-            "call",
-            "chat.history",
-            "--params",
-            r#"{"sessionKey": "main"}"#,
-        ],
-    );
-    let history: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let asked = history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user" && m["content"] == text)
-        .count();
-    (asked, history)
 }

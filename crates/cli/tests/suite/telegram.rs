@@ -99,23 +99,8 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
         .map(|c| c.body["offset"].as_i64().unwrap())
         .collect();
     assert!(after.iter().all(|o| *o > second), "{after:?}");
-    let history = super::process::run(
-        home.path(),
-        &gateway.url,
-        &[
-            "call",
-            "chat.history",
-            "--params",
-            r#"{"sessionKey": "main"}"#,
-        ],
-    );
-    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
-    let asked = history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
-        .count();
+    let (asked, history) =
+        super::process::times_asked(home.path(), &gateway.url, "main", "@reply exactly-once");
     assert_eq!(asked, 1, "the second message ran once: {history}");
     gateway.stop();
     fake.stop().await;

@@ -15,6 +15,7 @@
 //! but they are never a session's delivery route ([`is_route`]) and an `internal` delivery is
 //! not subject to the send policy.
 
+mod http;
 mod registry;
 mod status;
 
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+pub use http::{HttpCall, HttpDoor, HttpReply};
 pub use registry::Channels;
 pub use status::{AccountStatus, ChannelStatus, Link, LinkCell, LinkState};
 
@@ -79,6 +81,12 @@ pub trait Channel: Send + Sync {
         None
     }
 
+    /// False for a channel the gateway names but does not offer (`imessage`): a delivery to it
+    /// fails with its reason, and it is not listed among the deliverable channels.
+    fn offered(&self) -> bool {
+        true
+    }
+
     /// The pairing hook: whether a private sender its DM policy does not know gets a pairing
     /// code (`pairing.list`, `pairing.approve` accept the channel).
     fn pairs(&self) -> bool {
@@ -88,7 +96,7 @@ pub trait Channel: Send + Sync {
 
 /// A channel's inbound door that runs by itself (a poller, a socket). It is built above the
 /// sessions, once the components it hands messages to exist, and started by the gateway;
-/// HTTP doors are served by the server instead. It stops with the engine.
+/// HTTP doors ([`HttpDoor`]) are served by the server instead. It stops with the engine.
 pub trait Door: Send + Sync {
     /// Starts taking messages in.
     fn start(self: Arc<Self>);

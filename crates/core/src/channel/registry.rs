@@ -32,7 +32,11 @@ impl Channels {
 
     /// The names of every connected channel: where a delivery can go.
     pub fn names(&self) -> Vec<&'static str> {
-        self.list.iter().map(|c| c.name()).collect()
+        self.list
+            .iter()
+            .filter(|c| c.offered())
+            .map(|c| c.name())
+            .collect()
     }
 
     /// The channels that pair unknown private senders, in order (the first is the default of

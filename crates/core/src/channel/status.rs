@@ -74,17 +74,15 @@ pub struct AccountStatus {
     pub link: Option<LinkState>,
 }
 
-/// A connection's state, shared by the task that keeps the connection and by `health`.
+/// A connection's state, shared by the door that sets it and `health` that reads it.
 #[derive(Debug)]
 pub struct LinkCell(std::sync::Mutex<LinkState>);
 
-impl Default for LinkCell {
-    fn default() -> Self {
-        Self(std::sync::Mutex::new(LinkState::Off))
-    }
-}
-
 impl LinkCell {
+    pub fn new(state: LinkState) -> Self {
+        Self(std::sync::Mutex::new(state))
+    }
+
     pub fn set(&self, state: LinkState) {
         if let Ok(mut s) = self.0.lock() {
             *s = state;

@@ -10,6 +10,12 @@
 //!   session per bot ([`discord::Discord::door`]), DM pairing included.
 //! - `matrix` ([`matrix::Matrix`]): the client-server API out; its inbound door is a `/sync`
 //!   long poll per bot user ([`matrix::Matrix::door`]), DM pairing included.
+//! - `slack` ([`slack::Slack`]): the Web API out; its inbound door is a Socket Mode connection
+//!   per app ([`slack::Slack::door`]), DM pairing included.
+//! - `whatsapp` ([`whatsapp::WhatsApp`]): the Graph API out; its inbound door is the
+//!   platform's signed webhook at `/channels/whatsapp` (an HTTP door), DM pairing included.
+//! - `imessage` ([`imessage::IMessage`]): named by the seeds, not offered (it needs macOS);
+//!   every delivery to it fails with that reason.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
 //!
 //! Shared by the doors: [`Inbound`] (a chat message → a run, owner commands answered through the
@@ -19,17 +25,21 @@
 //! outbox), `sessions` (owner commands), `runtime` and everything below them; nothing but the
 //! composition root imports it.
 
+mod bot;
 pub mod discord;
 mod gate;
 mod hooks;
+pub mod imessage;
 mod inbound;
 pub mod local;
 pub mod matrix;
 mod owner;
 pub mod pairing;
+pub mod slack;
 mod split;
 pub mod telegram;
 pub mod webhook;
+pub mod whatsapp;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +49,7 @@ use tokio_util::task::TaskTracker;
 
 pub use inbound::Inbound;
 
+use crate::channel::{Channel, Door, HttpDoor};
 use crate::config::{Config, DmScope};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -50,6 +61,36 @@ use crate::store::{Store, WriteOp};
 use gate::Decision;
 use pairing::Pairing;
 use switchboard_protocol::sessions::DeliveryContext;
+
+/// A channel with inbound doors of its own, built above the sessions once their parts exist.
+pub trait ChatChannel: Channel {
+    /// The channel's doors: one that runs by itself (a poller, a socket), one the server
+    /// serves at `/channels/<name>` (a webhook), or both.
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors;
+}
+
+/// What [`ChatChannel::doors`] answers.
+#[derive(Default)]
+pub struct ChannelDoors {
+    pub running: Option<Arc<dyn Door>>,
+    pub http: Option<Arc<dyn HttpDoor>>,
+}
+
+impl ChannelDoors {
+    pub fn running(door: Arc<dyn Door>) -> Self {
+        Self {
+            running: Some(door),
+            http: None,
+        }
+    }
+
+    pub fn http(door: Arc<dyn HttpDoor>) -> Self {
+        Self {
+            running: None,
+            http: Some(door),
+        }
+    }
+}
 
 /// What [`DoorParts::take`] did with a message.
 enum Taken {
@@ -97,15 +138,16 @@ impl DoorParts {
         }
     }
 
-    /// Does what a message of `channel` decided: a run committed together with `cursor` (the
-    /// channel's position past the message), or an owner command answered and then `cursor`
-    /// written. An ignored message writes nothing: the caller says whether its cursor moves.
+    /// Does what a message of `channel` decided: a run committed together with `commit` (the
+    /// channel's position past the message, when it keeps one), or an owner command answered
+    /// and then `commit` written. An ignored message writes nothing: the caller says whether
+    /// its cursor moves.
     /// `source` (the message's id) makes the run and the answer once-only.
     async fn take(
         &self,
         channel: &'static str,
         decision: Decision,
-        (source, cursor): (String, WriteOp),
+        (source, commit): (String, Vec<WriteOp>),
     ) -> CoreResult<Taken> {
         let turn = match decision {
             Decision::Run(turn) => turn,
@@ -113,7 +155,7 @@ impl DoorParts {
                 let chat = command.chat.chat(channel, &source);
                 let parts = (self.inbound.as_ref(), self.sessions.as_ref());
                 owner::answer(parts, chat, command.owner, command.order).await?;
-                self.store.write_batch(vec![cursor]).await?;
+                self.commit(commit).await?;
                 return Ok(Taken::Answered);
             }
             Decision::Ignore(why) => return Ok(Taken::Ignored(why)),
@@ -127,15 +169,22 @@ impl DoorParts {
                 text: turn.text,
                 display_name: turn.title,
                 idempotency_key: Some(source),
-                commit_with: vec![cursor.clone()],
+                commit_with: commit.clone(),
             })
             .await?;
         if accepted.deduplicated {
-            // The run was committed before, without this cursor (another connection's commit).
-            self.store.write_batch(vec![cursor]).await?;
+            // The run was committed before, without these writes (another connection's commit).
+            self.commit(commit).await?;
             return Ok(Taken::Answered);
         }
         Ok(Taken::Run(accepted.run_id, route))
+    }
+
+    async fn commit(&self, writes: Vec<WriteOp>) -> CoreResult<()> {
+        if !writes.is_empty() {
+            self.store.write_batch(writes).await?;
+        }
+        Ok(())
     }
 
     /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").
@@ -160,27 +209,8 @@ impl DoorParts {
     }
 }
 
-/// Records that a channel took the first `taken` parts of delivery `id` (a retry sends only the
-/// rest).
-pub(crate) async fn parts_taken(
-    store: &Arc<dyn Store>,
-    id: &str,
-    taken: usize,
-) -> Result<(), crate::channel::ChannelError> {
-    let progress = WriteOp::DeliveryProgress {
-        id: id.to_string(),
-        parts_sent: taken as u32,
-    };
-    store
-        .write_batch(vec![progress])
-        .await
-        .map(|_| ())
-        .map_err(|e| crate::channel::ChannelError::Retry(e.to_string()))
-}
-
-/// Why an HTTP call to a chat platform got no answer, in words (never its URL: it may carry a
-/// token).
-pub(crate) fn no_answer(e: &reqwest::Error) -> &'static str {
+/// Why a platform's API did not answer, in words for an error (no URL, no secret).
+pub(crate) fn why_no_answer(e: &reqwest::Error) -> &'static str {
     if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {

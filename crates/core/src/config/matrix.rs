@@ -17,7 +17,7 @@ use super::{AutoJoin, DmPolicy, GroupPolicy, GroupSettings};
 /// The channel's name in setting paths, keys and records.
 pub const MATRIX: &str = "matrix";
 /// The account id of the bot the top level of `channels.matrix` configures.
-pub const DEFAULT_ACCOUNT: &str = super::chat::DEFAULT_ACCOUNT;
+pub use super::bots::DEFAULT_ACCOUNT;
 /// What a Matrix user id looks like.
 const USER_ID_EXPECTED: &str = "a Matrix user id such as \"@bot:example.org\"";
 
@@ -129,22 +129,18 @@ impl MatrixChannel {
     /// `default` from the top level when it names a user (an account named `default` replaces
     /// it), then every enabled account. Empty while the channel is off.
     pub fn bots(&self) -> Vec<(String, MatrixChannel)> {
-        if !self.enabled {
-            return Vec::new();
-        }
         let base = MatrixChannel {
             accounts: BTreeMap::new(),
             ..self.clone()
         };
         let top = self.user_id.is_some().then(|| base.clone());
-        super::chat::bots(top, &self.accounts, |a| a.enabled, |a| a.over(&base))
+        let over = |a: &MatrixAccount| a.over(&base);
+        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
     }
 
     /// The resolved settings of the bot `account` (`None`: no such running bot).
     pub fn bot(&self, account: &str) -> Option<MatrixChannel> {
-        self.bots()
-            .into_iter()
-            .find_map(|(id, bot)| (id == account).then_some(bot))
+        super::bots::find(self.bots(), account)
     }
 }
 

@@ -14,6 +14,7 @@
 //! Paths and names follow the reference system (OpenClaw) so that an existing config reads
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
+mod bots;
 mod chat;
 mod choices;
 mod discord;
@@ -23,10 +24,12 @@ mod matrix;
 mod mcp;
 mod report;
 mod resolve;
+mod slack;
 mod store;
 mod telegram;
 mod validate;
 mod values;
+mod whatsapp;
 
 #[cfg(test)]
 mod tests;
@@ -46,10 +49,12 @@ pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_
 pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
+pub use whatsapp::{DEFAULT_ACCOUNT as WHATSAPP_DEFAULT_ACCOUNT, WhatsAppAccount, WhatsAppChannel};
 
 /// The provider id reserved for the providers built into switchboard (`builtin/echo`,
 /// `builtin/scripted`); a configured provider may not use it.
@@ -514,6 +519,10 @@ pub struct ChannelsConfig {
     pub telegram: TelegramChannel,
     /// Discord: the Gateway in, the REST API out.
     pub discord: DiscordChannel,
+    /// Slack: Socket Mode in, the Web API out.
+    pub slack: SlackChannel,
+    /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
+    pub whatsapp: WhatsAppChannel,
     /// Matrix: the client-server API (`/sync` in, `send` out).
     pub matrix: MatrixChannel,
 }

@@ -186,6 +186,29 @@ impl Config {
         for account in copy.channels.discord.accounts.values_mut() {
             hide(&mut account.bot_token);
         }
+        hide(&mut copy.channels.slack.bot_token);
+        hide(&mut copy.channels.slack.app_token);
+        for account in copy.channels.slack.accounts.values_mut() {
+            hide(&mut account.bot_token);
+            hide(&mut account.app_token);
+        }
+        let whatsapp = &mut copy.channels.whatsapp;
+        for secret in [
+            &mut whatsapp.access_token,
+            &mut whatsapp.app_secret,
+            &mut whatsapp.verify_token,
+        ] {
+            hide(secret);
+        }
+        for account in whatsapp.accounts.values_mut() {
+            for secret in [
+                &mut account.access_token,
+                &mut account.app_secret,
+                &mut account.verify_token,
+            ] {
+                hide(secret);
+            }
+        }
         let matrix = &mut copy.channels.matrix;
         hide(&mut matrix.access_token);
         hide(&mut matrix.password);

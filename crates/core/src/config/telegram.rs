@@ -13,8 +13,7 @@ use super::validate::{
 };
 use super::{DmPolicy, GroupPolicy, GroupSettings, REDACTED};
 
-/// The account id of the bot the top level of `channels.telegram` configures.
-pub const DEFAULT_ACCOUNT: &str = "default";
+pub use super::bots::DEFAULT_ACCOUNT;
 
 /// `channels.telegram`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,28 +113,18 @@ impl TelegramChannel {
     /// `default` from the top level when it has a token (an account named `default` replaces
     /// it), then every enabled account. Empty while the channel is off.
     pub fn bots(&self) -> Vec<(String, TelegramChannel)> {
-        if !self.enabled {
-            return Vec::new();
-        }
         let base = TelegramChannel {
             accounts: BTreeMap::new(),
             ..self.clone()
         };
-        let mut bots = Vec::new();
-        if self.bot_token.is_some() && !self.accounts.contains_key(DEFAULT_ACCOUNT) {
-            bots.push((DEFAULT_ACCOUNT.to_owned(), base.clone()));
-        }
-        for (id, account) in self.accounts.iter().filter(|(_, a)| a.enabled) {
-            bots.push((id.clone(), account.over(&base)));
-        }
-        bots
+        let top = self.bot_token.is_some().then(|| base.clone());
+        let over = |account: &TelegramAccount| account.over(&base);
+        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
     }
 
     /// The resolved settings of the bot `account` (`None`: no such running bot).
     pub fn bot(&self, account: &str) -> Option<TelegramChannel> {
-        self.bots()
-            .into_iter()
-            .find_map(|(id, bot)| (id == account).then_some(bot))
+        super::bots::find(self.bots(), account)
     }
 }
 

@@ -220,6 +220,14 @@ impl Checker<'_> {
         }
     }
 
+    /// A setting that must be present, and why.
+    pub(super) fn missing(&mut self, path: &str, expected: &str) {
+        self.problems.push(ConfigError::Missing {
+            path: path.to_owned(),
+            expected: expected.to_owned(),
+        });
+    }
+
     pub(super) fn url(&mut self, path: &str, url: &str) {
         if !is_http_url(url) {
             self.invalid(path, quote(url), URL_EXPECTED);
@@ -621,6 +629,8 @@ impl Checker<'_> {
 
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
+        self.slack(&mut config.channels.slack);
+        self.whatsapp(&mut config.channels.whatsapp);
         self.matrix(&mut config.channels.matrix);
     }
 

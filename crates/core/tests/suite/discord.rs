@@ -304,29 +304,14 @@ async fn a_message_seen_again_after_a_restart_is_not_handled_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
-    use switchboard_protocol::pairing::PairingApproveParams;
-
     let fake = FakeDiscord::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::default())).await;
     fake.dm("42", "alice", "@reply hi-1");
     let (channel, answer) = sent(&fake, 1).await.remove(0);
     assert_eq!(channel, "542");
     assert!(answer.contains("Your Discord user id: 42"), "{answer}");
-    let code = answer
-        .lines()
-        .find_map(|l| l.strip_prefix("Pairing code: "))
-        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
-        .trim()
-        .to_string();
-    assert!(answer.contains(&format!("switchboard pairing approve discord {code}")));
-    let approve = PairingApproveParams {
-        channel: Some("discord".into()),
-        code,
-        notify: true,
-        ..Default::default()
-    };
-    let approved = h.engine.pairing().approve(approve).await.unwrap();
-    assert_eq!(approved.approved.id, "42");
+    let code = super::support::pairing_code(&answer, "discord");
+    assert_eq!(h.approve("discord", code).await, "42");
     // The notice names the user; it goes to their DM channel.
     let (channel, notice) = sent(&fake, 2).await.remove(1);
     assert_eq!(channel, "542");
@@ -445,22 +430,11 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
     let out = h.invoke("main", "sessions_send", args).await;
     assert_eq!(out.content["status"], "accepted", "{}", out.content);
     let replies = sent(&fake, 2).await;
-    tokio::time::timeout(GUARD, h.engine.runtime().idle())
-        .await
-        .unwrap();
-    let records = h.settled_deliveries().await;
-    let kinds: Vec<(&str, &str, &str)> = records
-        .iter()
-        .rev()
-        .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            ("reply", "700", "delivered"),
-            ("announce", "700", "delivered")
-        ]
-    );
+    h.assert_settled(&[
+        ("reply", "700", "delivered"),
+        ("announce", "700", "delivered"),
+    ])
+    .await;
     assert_eq!(
         replies,
         [

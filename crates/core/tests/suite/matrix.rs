@@ -211,7 +211,6 @@ async fn an_announce_from_another_session_lands_in_the_matrix_room() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
-    use switchboard_protocol::pairing::PairingApproveParams;
     let test = "pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered";
     let Some((hs, bot, alice)) = world(test).await else {
         return;
@@ -227,16 +226,8 @@ async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
         answer.contains(&format!("Your Matrix user id: {}", alice.user_id)),
         "{answer}"
     );
-    let code = pairing_code(&answer);
-    assert!(answer.contains(&format!("switchboard pairing approve matrix {code}")));
-    let approve = PairingApproveParams {
-        channel: Some("matrix".into()),
-        code,
-        notify: true,
-        ..Default::default()
-    };
-    let approved = h.engine.pairing().approve(approve).await.unwrap();
-    assert_eq!(approved.approved.id, alice.user_id);
+    let code = pairing_code(&answer, "matrix");
+    assert_eq!(h.approve("matrix", code).await, alice.user_id);
     // The notice names the user; it goes to the direct room the bot knows with them.
     let notice = alice
         .wait_for(&room, &bot.user_id, 2, GUARD)

@@ -178,6 +178,22 @@ impl TestEngine {
         self.engine.resolver().canonical(session, None).unwrap()
     }
 
+    /// The delivery route recorded on `session` (which must exist): its channel, `to` and
+    /// thread, as strings.
+    pub async fn route_of(&self, session: &str) -> [Option<String>; 3] {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        let entry = entry.unwrap_or_else(|| panic!("no session {session}"));
+        [entry.last_channel, entry.last_to, entry.last_thread_id]
+    }
+
+    /// The current `sessionId` of `session` (which must exist): a reset changes it.
+    pub async fn session_id(&self, session: &str) -> String {
+        let entry = self.engine.store().get(&self.key(session)).await.unwrap();
+        entry
+            .unwrap_or_else(|| panic!("no session {session}"))
+            .session_id
+    }
+
     /// Creates `session` (any key form) when it is new.
     pub async fn create(&self, session: &str) {
         let key = self.key(session);
@@ -226,6 +242,21 @@ impl TestEngine {
         invoke(&self.engine, session, tool, args).await
     }
 
+    /// Once the runtime is idle and no delivery pending: the records' (kind, to, status),
+    /// oldest first, are `expected`.
+    pub async fn assert_settled(&self, expected: &[(&str, &str, &str)]) {
+        tokio::time::timeout(GUARD, self.engine.runtime().idle())
+            .await
+            .unwrap();
+        let records = self.settled_deliveries().await;
+        let kinds: Vec<(&str, &str, &str)> = records
+            .iter()
+            .rev()
+            .map(|r| (r.kind.as_str(), r.to.as_str(), r.status.as_str()))
+            .collect();
+        assert_eq!(kinds, expected);
+    }
+
     /// Every outbox record once none is pending, newest first.
     pub async fn settled_deliveries(&self) -> Vec<DeliveryRecord> {
         tokio::time::timeout(GUARD, async {
@@ -244,6 +275,33 @@ impl TestEngine {
         })
         .await
         .expect("every delivery settled")
+    }
+}
+
+/// The code in a channel's pairing answer, after checking it names `channel`'s approve command.
+pub fn pairing_code(answer: &str, channel: &str) -> String {
+    let code = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Pairing code: "))
+        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
+        .trim()
+        .to_string();
+    let command = format!("switchboard pairing approve {channel} {code}");
+    assert!(answer.contains(&command), "{answer:?} names {command}");
+    code
+}
+
+impl TestEngine {
+    /// Approves a pairing `code` of `channel` with a notice to the sender; answers the sender's id.
+    pub async fn approve(&self, channel: &str, code: String) -> String {
+        let approve = switchboard_protocol::pairing::PairingApproveParams {
+            channel: Some(channel.into()),
+            code,
+            notify: true,
+            ..Default::default()
+        };
+        let approved = self.engine.pairing().approve(approve).await.unwrap();
+        approved.approved.id
     }
 }
 
@@ -307,16 +365,6 @@ pub fn channel_state(h: &TestEngine, channel: &str) -> switchboard_core::channel
         .link
         .unwrap_or_else(|| panic!("{channel} keeps connections"));
     link.state
-}
-
-/// The code in a pairing answer (`Pairing code: ABCD2345`).
-pub fn pairing_code(answer: &str) -> String {
-    answer
-        .lines()
-        .find_map(|l| l.strip_prefix("Pairing code: "))
-        .unwrap_or_else(|| panic!("a pairing code in {answer:?}"))
-        .trim()
-        .to_string()
 }
 
 /// Waits (at most [`GUARD`]) until `check` answers something, and answers it: a hang guard,

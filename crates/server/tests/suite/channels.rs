@@ -367,6 +367,19 @@ async fn send_is_idempotent_and_names_what_it_cannot_do() {
         "{}",
         e.message
     );
+    // A channel the seeds name but the gateway cannot offer says why.
+    let e = gw
+        .call_err(
+            "send",
+            json!({"channel": "imessage", "to": "x", "message": "hi", "idempotencyKey": "b"}),
+        )
+        .await;
+    assert!(
+        e.message.contains("imessage channel is not offered")
+            && e.message.contains("only be reached from macOS"),
+        "{}",
+        e.message
+    );
     let e = gw
         .call_err(
             "send",

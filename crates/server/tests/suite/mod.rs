@@ -14,3 +14,4 @@ mod reference;
 mod runs;
 mod sessions;
 mod tools;
+mod whatsapp;

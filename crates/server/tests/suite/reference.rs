@@ -76,11 +76,13 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert!(recent[0]["age"].as_i64().unwrap() >= 0);
     assert_eq!(
         health["channelOrder"],
-        json!(["webhook", "telegram", "discord", "matrix"])
+        json!(["webhook", "telegram", "discord", "slack", "matrix"])
     );
     assert_eq!(health["channels"]["telegram"]["state"], "off");
     assert_eq!(health["channels"]["discord"]["state"], "off");
     assert_eq!(health["channelLabels"]["discord"], "Discord");
+    assert_eq!(health["channels"]["slack"]["state"], "off");
+    assert_eq!(health["channelLabels"]["slack"], "Slack");
     assert_eq!(health["channels"]["matrix"]["state"], "off");
     assert_eq!(health["channelLabels"]["matrix"], "Matrix");
     assert_eq!(health["channelLabels"]["webhook"], "Webhook");

@@ -140,7 +140,7 @@ impl Rest {
             code: None,
             message: format!(
                 "{path}: no answer from the Discord API ({})",
-                crate::channels::no_answer(&e)
+                crate::channels::why_no_answer(&e)
             ),
             retry_after: None,
         })?;

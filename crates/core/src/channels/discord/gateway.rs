@@ -8,16 +8,15 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
 use super::route::{self, Place};
 use super::{Account, CONNECTED, DISCORD, Discord};
 use crate::channel::{Door, LinkState};
+use crate::channels::bot::{Socket, connect};
 use crate::channels::pairing::Stranger;
 use crate::channels::{DoorParts, Taken};
 use crate::error::CoreResult;
@@ -29,8 +28,6 @@ pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Discord shows "typing…" for about 10 s; it is sent again this often while a run works.
 const TYPING_EVERY: Duration = Duration::from_secs(8);
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The Gateway sessions of every configured bot.
 pub struct Gateway {
@@ -70,7 +67,7 @@ impl Door for Gateway {
     /// Connects every configured bot; each stops when intake stops.
     fn start(self: Arc<Self>) {
         for account in &self.discord.accounts {
-            account.set_status(LinkState::Starting);
+            account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
             self.parts.tasks.spawn(async move {
                 let stop = this.parts.stop.clone();
@@ -122,11 +119,11 @@ impl Gateway {
                 }
                 End::Fatal(why) => {
                     tracing::error!(account = %account.id, "discord: {why}");
-                    account.set_status(LinkState::Failed(why));
+                    account.status.set(LinkState::Failed(why));
                     return;
                 }
             }
-            account.set_status(LinkState::Starting);
+            account.status.set(LinkState::Starting);
             backoff = Duration::from_millis(250);
         }
     }
@@ -236,7 +233,7 @@ impl Gateway {
             Some("READY") => match serde_json::from_value::<Ready>(payload.d) {
                 Ok(ready) => {
                     tracing::info!(account = %account.id, bot = %ready.user.username, "discord: connected");
-                    account.set_status(LinkState::Up(CONNECTED));
+                    account.status.set(LinkState::Up(CONNECTED));
                     *session = Some(Session {
                         id: ready.session_id,
                         resume_url: ready.resume_gateway_url,
@@ -249,7 +246,7 @@ impl Gateway {
                     return Err(End::Identify);
                 }
             },
-            Some("RESUMED") => account.set_status(LinkState::Up(CONNECTED)),
+            Some("RESUMED") => account.status.set(LinkState::Up(CONNECTED)),
             Some("GUILD_CREATE") => learn(known, &payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {
@@ -326,7 +323,7 @@ impl Gateway {
         };
         match self
             .parts
-            .take(DISCORD, decision, (source, position))
+            .take(DISCORD, decision, (source, vec![position]))
             .await?
         {
             Taken::Run(run, route) => {
@@ -380,31 +377,6 @@ impl Gateway {
                 let _ = rest.typing(&channel).await;
             }
         });
-    }
-}
-
-/// Opens the WebSocket (TLS for `wss://`, with the system's roots).
-async fn connect(url: &str) -> Result<Socket, String> {
-    let connector = if url.starts_with("wss://") {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Some(tokio_tungstenite::Connector::Rustls(Arc::new(tls)))
-    } else {
-        None
-    };
-    let connecting = tokio_tungstenite::connect_async_tls_with_config(url, None, false, connector);
-    match tokio::time::timeout(Duration::from_secs(30), connecting).await {
-        Ok(Ok((socket, _))) => Ok(socket),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("timed out".into()),
     }
 }
 

@@ -26,13 +26,13 @@ mod api;
 mod gateway;
 mod route;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use gateway::Gateway;
 
-use super::DoorParts;
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
+use super::{ChannelDoors, ChatChannel, DoorParts};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
 use crate::config::{Config, DISCORD_DEFAULT_ACCOUNT, DiscordChannel};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 use api::{ApiError, Rest};
@@ -59,23 +59,10 @@ struct Account {
     id: String,
     settings: DiscordChannel,
     rest: Rest,
-    status: Mutex<LinkState>,
+    status: LinkCell,
 }
 
 impl Account {
-    fn set_status(&self, status: LinkState) {
-        if let Ok(mut s) = self.status.lock() {
-            *s = status;
-        }
-    }
-
-    fn status(&self) -> LinkState {
-        self.status
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or(LinkState::Off)
-    }
-
     /// The cursor of one of the bot's channels in `channel_cursors`: the last message id handled.
     fn cursor(&self, channel_id: &str) -> String {
         format!("{DISCORD}:{}:{channel_id}", self.id)
@@ -98,7 +85,7 @@ impl Discord {
                     id,
                     settings,
                     rest,
-                    status: Mutex::new(LinkState::Off),
+                    status: LinkCell::new(LinkState::Off),
                 }))
             })
             .collect();
@@ -113,6 +100,12 @@ impl Discord {
     /// The inbound door: a Gateway session per bot, handing messages to the doors' components.
     pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Gateway> {
         Arc::new(Gateway::new(self.clone(), parts))
+    }
+}
+
+impl ChatChannel for Discord {
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
+        ChannelDoors::running(self.door(parts))
     }
 }
 
@@ -141,7 +134,7 @@ impl Channel for Discord {
 
     /// Each bot and its Gateway session's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status.get()));
         Some(ChannelStatus::of_bots(
             (DISCORD, "Discord"),
             self.config.channels.discord.enabled,

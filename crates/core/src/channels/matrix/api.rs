@@ -218,7 +218,7 @@ impl Client {
                 None,
                 &format!(
                     "{name}: no answer from the homeserver ({})",
-                    crate::channels::no_answer(&e)
+                    crate::channels::why_no_answer(&e)
                 ),
             )
         })?;

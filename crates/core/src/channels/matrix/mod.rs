@@ -35,8 +35,9 @@ use std::time::Duration;
 use serde_json::json;
 pub use sync::Syncer;
 
-use super::DoorParts;
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, Sent};
+use super::bot::InParts;
+use super::{ChannelDoors, ChatChannel, DoorParts};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
 pub use crate::config::MATRIX;
 use crate::config::{Config, MATRIX_DEFAULT_ACCOUNT, MatrixChannel};
 use crate::store::{DeliveryRecord, Store};
@@ -116,7 +117,7 @@ impl Matrix {
                     id,
                     settings,
                     client,
-                    status: LinkCell::default(),
+                    status: LinkCell::new(LinkState::Off),
                     direct: Mutex::new(HashMap::new()),
                 }))
             })
@@ -152,9 +153,8 @@ impl Matrix {
             .unwrap_or(MATRIX_DEFAULT_ACCOUNT);
         let account = self.account(id).map_err(ChannelError::Permanent)?;
         let room = account.room_of(&record.to)?;
-        let parts = super::split::parts(&record.text, LIMIT);
-        let last = parts.len();
-        for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
+        let parts = InParts::new(&self.store, record, LIMIT);
+        for (done, part) in parts.rest() {
             let mut content = json!({"msgtype": "m.text", "body": part});
             if let Some(root) = &record.thread_id {
                 content["m.relates_to"] = json!({
@@ -169,11 +169,15 @@ impl Matrix {
                 Some("M_UNKNOWN_TOKEN") if account.logs_in() => ChannelError::Retry(e.to_string()),
                 _ => classify(e),
             })?;
-            if done + 1 < last {
-                super::parts_taken(&self.store, &record.id, done + 1).await?;
-            }
+            parts.took(done).await?;
         }
         Ok(())
+    }
+}
+
+impl ChatChannel for Matrix {
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
+        ChannelDoors::running(self.door(parts))
     }
 }
 

@@ -271,7 +271,11 @@ impl Syncer {
             };
             decision = self.parts.admit(decision, stranger).await?;
         }
-        match self.parts.take(MATRIX, decision, (source, cursor)).await? {
+        match self
+            .parts
+            .take(MATRIX, decision, (source, vec![cursor]))
+            .await?
+        {
             Taken::Run(run, route) => self.show_typing(account, route.to, run),
             Taken::Answered => {}
             Taken::Ignored(why) => {

@@ -115,7 +115,7 @@ impl Bot {
             code: 0,
             description: format!(
                 "{method}: no answer from the Bot API ({})",
-                crate::channels::no_answer(&e)
+                crate::channels::why_no_answer(&e)
             ),
             retry_after: None,
         })?;

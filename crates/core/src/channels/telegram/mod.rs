@@ -22,14 +22,14 @@ mod api;
 mod poll;
 mod route;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use api::{ApiError, Bot};
 pub use poll::Poller;
 
-use super::DoorParts;
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkState, Sent};
+use super::{ChannelDoors, ChatChannel, DoorParts};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
 use crate::config::{Config, TELEGRAM_DEFAULT_ACCOUNT, TelegramChannel};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 
@@ -53,23 +53,10 @@ struct Account {
     id: String,
     settings: TelegramChannel,
     bot: Bot,
-    status: Mutex<LinkState>,
+    status: LinkCell,
 }
 
 impl Account {
-    fn set_status(&self, status: LinkState) {
-        if let Ok(mut s) = self.status.lock() {
-            *s = status;
-        }
-    }
-
-    fn status(&self) -> LinkState {
-        self.status
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or(LinkState::Off)
-    }
-
     /// The bot's cursor in `channel_cursors`.
     fn cursor(&self) -> String {
         format!("{TELEGRAM}:{}", self.id)
@@ -92,7 +79,7 @@ impl Telegram {
                     id,
                     settings,
                     bot,
-                    status: Mutex::new(LinkState::Off),
+                    status: LinkCell::new(LinkState::Off),
                 }))
             })
             .collect();
@@ -107,6 +94,12 @@ impl Telegram {
     /// The inbound door: a poller per bot, handing updates to the doors' components.
     pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Poller> {
         Arc::new(Poller::new(self.clone(), parts))
+    }
+}
+
+impl ChatChannel for Telegram {
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
+        ChannelDoors::running(self.door(parts))
     }
 }
 
@@ -135,7 +128,7 @@ impl Channel for Telegram {
 
     /// Each bot and its poller's state; the whole as the default bot's.
     fn status(&self) -> Option<ChannelStatus> {
-        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status()));
+        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status.get()));
         Some(ChannelStatus::of_bots(
             (TELEGRAM, "Telegram"),
             self.config.channels.telegram.enabled,

@@ -38,7 +38,7 @@ impl Door for Poller {
     /// Starts polling with every configured bot; each stops when intake stops.
     fn start(self: Arc<Self>) {
         for account in &self.telegram.accounts {
-            account.set_status(LinkState::Starting);
+            account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
             self.parts.tasks.spawn(async move {
                 let stop = this.parts.stop.clone();
@@ -67,7 +67,7 @@ impl Poller {
                 }
             }
         };
-        account.set_status(LinkState::Up(POLLING));
+        account.status.set(LinkState::Up(POLLING));
         let name = me.username.as_deref().unwrap_or("?");
         tracing::info!(account = %account.id, bot = name, "telegram: polling");
         let timeout = account.settings.poll_timeout_seconds;
@@ -143,7 +143,7 @@ impl Poller {
         }
         match self
             .parts
-            .take(TELEGRAM, decision, (source, cursor.clone()))
+            .take(TELEGRAM, decision, (source, vec![cursor.clone()]))
             .await?
         {
             Taken::Run(run, route) => self.show_typing(account, (route.to, route.thread_id), run),
@@ -184,6 +184,6 @@ fn refused(account: &Account, e: &ApiError) -> bool {
     };
     let why = format!("the Bot API refused {setting} ({e}); fix the token and restart");
     tracing::error!("telegram: {why}");
-    account.set_status(LinkState::Failed(why));
+    account.status.set(LinkState::Failed(why));
     true
 }

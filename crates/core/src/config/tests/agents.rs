@@ -68,6 +68,8 @@ fn redacted_hides_every_secret() {
                                        headers: { Authorization: "Bearer sk-secret" } } } },
       channels: { webhook: { accounts: { inbox: { token: "wh-secret", url: "https://example.com/in" } } },
                   telegram: { botToken: "bot-secret" },
+                  slack: { botToken: "xoxb-secret", appToken: "xapp-secret",
+                           accounts: { ops: { botToken: "xoxb-ops-secret", appToken: "xapp-ops-secret" } } },
                   matrix: { accessToken: "mx-secret", password: "mx-pw-secret",
                             accounts: { ops: { password: "mx-ops-secret" } } } },
       hooks: { token: "hook-secret" },

@@ -152,6 +152,34 @@ fn a_bad_value_names_path_value_and_allowed_set() {
              line 1: config error at channels.discord.accounts.ops.botToken: missing; expected a token (each enabled account needs its own bot)",
         ),
         (
+            r#"{ channels: { whatsapp: { enabled: true, phoneNumberId: "+1 555 0100", dmPolicy: "all" } } }"#,
+            "line 1: config error at channels.whatsapp.dmPolicy: \"all\" is not allowed; expected one of \"pairing\", \"allowlist\", \"open\", \"disabled\"\n\
+             line 1: config error at channels.whatsapp.phoneNumberId: \"+1 555 0100\" is not allowed; expected the phone number's id from the app's WhatsApp settings (digits, not the phone number)\n\
+             line 1: config error at channels.whatsapp.accessToken: missing; expected a token (required for every served number (its own or the channel's))\n\
+             line 1: config error at channels.whatsapp.appSecret: missing; expected a token (required for every served number (its own or the channel's))\n\
+             line 1: config error at channels.whatsapp.verifyToken: missing; expected a token (required for every served number (its own or the channel's))",
+        ),
+        (
+            r#"{ channels: { whatsapp: { enabled: true, accessToken: "t", appSecret: "s", verifyToken: "v", accounts: { a: { phoneNumberId: "10" }, b: { phoneNumberId: "10" }, c: {} } } } }"#,
+            "line 1: config error at channels.whatsapp.accounts.b.phoneNumberId: \"10\" is not allowed; expected a number no other account serves (channels.whatsapp.accounts.a has it)\n\
+             line 1: config error at channels.whatsapp.accounts.c.phoneNumberId: missing; expected each enabled account is one number",
+        ),
+        (
+            r#"{ channels: { slack: { enabled: true, apiBase: "slack.com/api" } } }"#,
+            "line 1: config error at channels.slack.apiBase: \"slack.com/api\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.slack.botToken: missing; expected a token (required while channels.slack.enabled is true, unless accounts configures the apps)\n\
+             line 1: config error at channels.slack.appToken: missing; expected a token (required while channels.slack.enabled is true, unless accounts configures the apps)",
+        ),
+        (
+            r#"{ channels: { slack: { enabled: true, botToken: "xapp-swapped", appToken: "xoxb-swapped" } } }"#,
+            "line 1: config error at channels.slack.botToken: [redacted] is not allowed; expected a bot token (xoxb-…, the app's OAuth & Permissions page)\n\
+             line 1: config error at channels.slack.appToken: [redacted] is not allowed; expected an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)",
+        ),
+        (
+            r#"{ channels: { slack: { enabled: true, accounts: { ops: { botToken: "xoxb-ops" }, off: { enabled: false } } } } }"#,
+            "line 1: config error at channels.slack.accounts.ops.appToken: missing; expected a token (each enabled account needs its own app)",
+        ),
+        (
             r#"{ channels: { matrix: { enabled: true, homeserver: "matrix.example.org", userId: "bot", autoJoin: "sometimes" } } }"#,
             "line 1: config error at channels.matrix.autoJoin: \"sometimes\" is not allowed; expected one of \"always\", \"allowlist\", \"off\"\n\
              line 1: config error at channels.matrix.homeserver: \"matrix.example.org\" is not allowed; expected an http:// or https:// URL\n\
@@ -255,4 +283,45 @@ fn a_missing_variable_names_the_path_and_the_variable() {
                 .to_owned()
         )
     );
+}
+
+#[test]
+fn an_enabled_slack_app_with_both_tokens_is_accepted() {
+    let text = r#"{ channels: { slack: { enabled: true, botToken: "xoxb-1-abc", appToken: "xapp-1-abc",
+                                     apiBase: "http://127.0.0.1:9/api" } } }"#;
+    let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
+    assert!(
+        loaded.unknown_paths.is_empty(),
+        "{:?}",
+        loaded.unknown_paths
+    );
+    let slack = &loaded.config.channels.slack;
+    let bots = slack.bots();
+    assert_eq!(bots.len(), 1);
+    let (id, bot) = &bots[0];
+    assert_eq!(id, SLACK_DEFAULT_ACCOUNT);
+    assert_eq!(bot.api_base, "http://127.0.0.1:9/api");
+    assert_eq!(bot.dm_policy, DmPolicy::Pairing);
+    assert!(bot.require_mention);
+}
+
+#[test]
+fn a_slack_account_takes_the_channels_settings_it_leaves_out() {
+    let text = r#"{ channels: { slack: { enabled: true, dmPolicy: "open", owners: ["U1"],
+        accounts: { ops: { botToken: "xoxb-ops", appToken: "xapp-ops", agentId: "Ops", requireMention: false },
+                    off: { enabled: false } } } } }"#;
+    let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
+    let bots = loaded.config.channels.slack.bots();
+    let ids: Vec<&str> = bots.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["ops"],
+        "no top-level tokens: no default app; off is off"
+    );
+    let ops = &bots[0].1;
+    assert_eq!(ops.agent_id.as_deref(), Some("ops"));
+    assert_eq!(ops.dm_policy, DmPolicy::Open);
+    assert_eq!(ops.owners, ["U1"]);
+    assert!(!ops.require_mention);
+    assert_eq!(ops.api_base, SlackChannel::default().api_base);
 }

@@ -1,0 +1,152 @@
+//! Which WhatsApp messages start a run or are owner commands, and in which session (the
+//! reference's routing): one-to-one chats by `session.dmScope` and `dmPolicy`; groups in
+//! `agent:<agentId>:whatsapp:group:<groupId>`, only when the number is mentioned
+//! (`@<its phone number>`) or replied to, unless `requireMention` is off. The reply goes back to
+//! the same chat: the user's WhatsApp id, or `group:<groupId>` for a group.
+
+use switchboard_protocol::sessions::DeliveryContext;
+
+use super::WHATSAPP;
+use super::api::Message;
+use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::owner::Order;
+use crate::config::{Config, WhatsAppChannel};
+use crate::error::CoreError;
+use crate::keys::{self, ChatType};
+
+/// The route prefix of a group chat (`to` = `group:<groupId>`).
+pub(super) const GROUP_PREFIX: &str = "group:";
+
+/// The number a message came to: its account id, settings and phone number (digits only).
+pub(super) struct To<'a> {
+    pub account: &'a str,
+    pub settings: &'a WhatsAppChannel,
+    pub phone: String,
+}
+
+/// What to do with a text message from `name` (its profile's name, when the platform gave it).
+pub(super) fn decide(
+    config: &Config,
+    to: &To,
+    (message, name): (&Message, Option<&str>),
+) -> Result<Decision, CoreError> {
+    let Some(text) = message.text.as_ref().map(|t| t.body.trim()) else {
+        return Ok(Decision::ignore(format!(
+            "a {} message (only text is read)",
+            message.kind
+        )));
+    };
+    if text.is_empty() {
+        return Ok(Decision::ignore("no text"));
+    }
+    let (gate, sender) = (gate(to.settings), sender(message));
+    let order = {
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        Order::parse(&word.to_lowercase(), rest)
+    };
+    let agent_id = to
+        .settings
+        .agent_id
+        .clone()
+        .unwrap_or_else(|| config.default_agent_id());
+    let mut route = DeliveryContext {
+        channel: WHATSAPP.into(),
+        to: message.from.clone(),
+        account_id: Some(to.account.into()),
+        thread_id: None,
+    };
+    let turn = match &message.group_id {
+        None => {
+            if let Err(why) = gate.may_dm(sender) {
+                return Ok(Decision::Ignore(why));
+            }
+            let key = crate::channels::direct_key(
+                config,
+                &agent_id,
+                WHATSAPP,
+                to.account,
+                &message.from,
+                None,
+            )?;
+            Turn {
+                key,
+                route,
+                text: text.to_owned(),
+                title: name.map(str::to_owned),
+            }
+        }
+        Some(group) => {
+            if let Err(why) = gate.group_allows(group, sender) {
+                return Ok(Decision::Ignore(why));
+            }
+            let (text, mentioned) = strip_mention(text, &to.phone);
+            let replied = message
+                .context
+                .as_ref()
+                .and_then(|c| c.from.as_deref())
+                .is_some_and(|from| digits(from) == to.phone);
+            if gate.require_mention(group) && order.is_none() && !mentioned && !replied {
+                return Ok(Decision::ignore(
+                    "a group message that does not mention the number",
+                ));
+            }
+            route.to = format!("{GROUP_PREFIX}{group}");
+            let key = keys::group_key(&agent_id, WHATSAPP, ChatType::Group, group, None);
+            let who = name.unwrap_or(&message.from);
+            Turn {
+                key,
+                route,
+                text: format!("[from {who}]\n{text}"),
+                title: None,
+            }
+        }
+    };
+    Ok(Decision::of(turn, order, gate.is_owner(sender)))
+}
+
+/// A one-to-one sender whom `dmPolicy: "pairing"` must admit: their WhatsApp id and name.
+pub(super) fn stranger(
+    settings: &WhatsAppChannel,
+    (message, name): (&Message, Option<&str>),
+) -> Option<(String, Option<String>)> {
+    let direct = message.group_id.is_none();
+    (direct && gate(settings).is_stranger(sender(message)))
+        .then(|| (message.from.clone(), name.map(str::to_owned)))
+}
+
+/// The number's access settings.
+fn gate(settings: &WhatsAppChannel) -> Gate<'_> {
+    Gate {
+        channel: WHATSAPP,
+        groups_are: ("groups", "groups"),
+        dm_policy: settings.dm_policy,
+        allow_from: &settings.allow_from,
+        owners: &settings.owners,
+        group_policy: settings.group_policy,
+        groups: &settings.groups,
+        group_allow_from: &settings.group_allow_from,
+        require_mention: settings.require_mention,
+    }
+}
+
+/// The sender by WhatsApp id (the config's lists are digits only, `+` and spaces taken out).
+fn sender(message: &Message) -> Sender<'_> {
+    Sender {
+        id: &message.from,
+        username: None,
+    }
+}
+
+/// The digits of a phone number (`+1 555-0100` → `15550100`).
+pub(super) fn digits(number: &str) -> String {
+    number.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// The text without `@<phone>` mentions of the number, and whether there was one.
+fn strip_mention(text: &str, phone: &str) -> (String, bool) {
+    let mention = format!("@{phone}");
+    if phone.is_empty() || !text.contains(&mention) {
+        return (text.to_owned(), false);
+    }
+    (text.replace(&mention, "").trim().to_owned(), true)
+}

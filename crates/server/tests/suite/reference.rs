@@ -76,7 +76,9 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert!(recent[0]["age"].as_i64().unwrap() >= 0);
     assert_eq!(
         health["channelOrder"],
-        json!(["webhook", "telegram", "discord", "slack", "matrix"])
+        json!([
+            "webhook", "telegram", "discord", "slack", "whatsapp", "matrix"
+        ])
     );
     assert_eq!(health["channels"]["telegram"]["state"], "off");
     assert_eq!(health["channels"]["discord"]["state"], "off");

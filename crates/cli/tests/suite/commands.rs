@@ -201,6 +201,7 @@ fn config_check_reports_unknown_paths_and_bad_values() {
     // Each chat channel's section with the keys its docs name.
     for section in [
         "discord: { enabled: true, botToken: 'b', apiBase: 'http://127.0.0.1:9/api/v10', gatewayUrl: 'ws://127.0.0.1:9' }",
+        "slack: { enabled: true, botToken: 'xoxb-1', appToken: 'xapp-1', apiBase: 'http://127.0.0.1:9/api' }",
         "whatsapp: { enabled: true, accessToken: 'a', phoneNumberId: '106540352242922', appSecret: 's', verifyToken: 'v', apiBase: 'http://127.0.0.1:9' }",
     ] {
         let accepted = check(&format!("{{ channels: {{ {section} }} }}"));

@@ -76,13 +76,15 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert!(recent[0]["age"].as_i64().unwrap() >= 0);
     assert_eq!(
         health["channelOrder"],
-        json!(["webhook", "telegram", "discord", "slack"])
+        json!(["webhook", "telegram", "discord", "slack", "whatsapp"])
     );
     assert_eq!(health["channels"]["telegram"]["state"], "off");
     assert_eq!(health["channels"]["discord"]["state"], "off");
     assert_eq!(health["channelLabels"]["discord"], "Discord");
     assert_eq!(health["channels"]["slack"]["state"], "off");
     assert_eq!(health["channelLabels"]["slack"], "Slack");
+    assert_eq!(health["channels"]["whatsapp"]["state"], "off");
+    assert_eq!(health["channelLabels"]["whatsapp"], "WhatsApp");
     assert_eq!(health["channelLabels"]["webhook"], "Webhook");
     assert_eq!(
         health["channels"]["webhook"],

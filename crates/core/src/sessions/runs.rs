@@ -353,9 +353,7 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
 /// wait on the key): a key of at most 128 printable characters without spaces; any other key
 /// still deduplicates, and the run gets an id of its own.
 fn run_id_of(idempotency_key: Option<&str>) -> Option<RunId> {
-    let key = idempotency_key?;
-    let usable = !key.is_empty() && key.len() <= 128 && key.chars().all(|c| c.is_ascii_graphic());
-    usable.then(|| RunId::from_string(key))
+    RunId::of_idempotency_key(idempotency_key?)
 }
 
 /// A message that starts a run says something: an empty one would run the model on nothing.

@@ -71,6 +71,13 @@ try {
   await send(`@delay 1500\n@reply ${text}-slow`);
   await done(`${text}-slow`, 20000);
   console.log(`done: 1.5 s reply "${text}-slow"`);
+  // The transcript scrolls in a pane of its own: show its end, where the done state is.
+  await page.evaluate(() => {
+    for (const el of document.querySelectorAll('*')) {
+      if (el.scrollHeight > el.clientHeight + 10) el.scrollTop = el.scrollHeight;
+    }
+  });
+  await page.waitForTimeout(500);
   await page.screenshot({ path: shot });
   console.log('calls', JSON.stringify(calls));
   console.log('page', (await page.innerText('body')).replace(/\s+/g, ' ').slice(0, 2000));

@@ -224,12 +224,7 @@ impl Cron {
     /// `cron.get`: one job. An unknown id is `INVALID_REQUEST` "cron job not found: <id>", as the
     /// reference answers (its CLI tells a missing job by that text).
     pub async fn get(&self, id: &str) -> CoreResult<CronJob> {
-        let id = id.trim();
-        let job = self.store.cron_get(id).await?.ok_or_else(|| {
-            CoreError::Invalid(format!(
-                "cron job not found: {id} (cron.list shows the jobs)"
-            ))
-        })?;
+        let job = self.job(id).await?;
         let schedule = Schedule::parse(&job.schedule).map_err(CoreError::Invalid)?;
         let last_run = self.last_run(&job).await?;
         Ok(job_view(
@@ -238,6 +233,17 @@ impl Cron {
             self.clock.now_ms(),
             last_run.as_ref(),
         ))
+    }
+
+    /// The stored job `id`. An unknown id is `INVALID_REQUEST` "cron job not found: <id>", as
+    /// the reference answers (its CLI tells a missing job by that text).
+    async fn job(&self, id: &str) -> CoreResult<CronJobRecord> {
+        let id = id.trim();
+        self.store.cron_get(id).await?.ok_or_else(|| {
+            CoreError::Invalid(format!(
+                "cron job not found: {id} (cron.list shows the jobs)"
+            ))
+        })
     }
 
     /// `cron.status`: whether the scheduler fires, how many jobs, when it next wakes (from the
@@ -291,11 +297,7 @@ impl Cron {
     /// `cron.add` checks a job, and nothing is stored on bad input.
     pub async fn update(&self, p: CronUpdateParams) -> CoreResult<CronJob> {
         let id = p.id.trim();
-        let mut job = self.store.cron_get(id).await?.ok_or_else(|| {
-            CoreError::Invalid(format!(
-                "cron job not found: {id} (cron.list shows the jobs)"
-            ))
-        })?;
+        let mut job = self.job(id).await?;
         let patch = reference::fold(p.patch)?;
         if !patch.schedule.is_null() {
             check_tz(patch.tz.as_deref())?;
@@ -322,12 +324,7 @@ impl Cron {
     /// `cron.runs`: the job's last firing, the one run kept for it (an unknown id is
     /// `INVALID_REQUEST`, as `cron.get`).
     pub async fn runs(&self, p: CronRunsParams) -> CoreResult<CronRunsResult> {
-        let id = p.id.trim();
-        let job = self.store.cron_get(id).await?.ok_or_else(|| {
-            CoreError::Invalid(format!(
-                "cron job not found: {id} (cron.list shows the jobs)"
-            ))
-        })?;
+        let job = self.job(&p.id).await?;
         let limit = p.limit.unwrap_or(50).max(1) as usize;
         let offset = p.offset.unwrap_or(0).max(0) as usize;
         let entries: Vec<CronRunEntry> = self

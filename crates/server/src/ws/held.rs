@@ -29,7 +29,8 @@ impl Held {
         }
         let key = req.params.as_ref()?.get("idempotencyKey")?.as_str()?;
         let run_id = RunId::of_idempotency_key(key)?;
-        self.0.lock().await.insert(run_id.clone(), Vec::new());
+        // A second send under the same key while the first is unanswered keeps what waits.
+        self.0.lock().await.entry(run_id.clone()).or_default();
         Some(run_id)
     }
 

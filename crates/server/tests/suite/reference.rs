@@ -197,12 +197,12 @@ async fn the_start_up_methods_of_the_reference_clients_answer() {
     assert!((cost - 20.0 / 1_000_000.0).abs() < 1e-12, "{cost}");
 
     // What this gateway has no counterpart of says so, by name, as UNAVAILABLE.
-    let update = gw.call_err("cron.update", json!({"id": "nightly"})).await;
-    assert_eq!(update.code, switchboard_protocol::ErrorCode::Unavailable);
+    let set = gw.call_err("config.set", json!({"raw": "{}"})).await;
+    assert_eq!(set.code, switchboard_protocol::ErrorCode::Unavailable);
     assert!(
-        update.message.starts_with("cron.update is not available"),
+        set.message.starts_with("config.set is not available"),
         "{}",
-        update.message
+        set.message
     );
     gw.stop().await;
     mock.stop().await;

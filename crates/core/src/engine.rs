@@ -40,6 +40,7 @@ use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::pairing::Pairing;
+use crate::channels::signal::Signal;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
 use crate::channels::whatsapp::WhatsApp;
@@ -158,6 +159,7 @@ fn channel_registry(
         Telegram::new(config.clone(), store.clone(), http.clone()),
         Discord::new(config.clone(), store.clone(), http.clone()),
         WhatsApp::new(config.clone(), store.clone(), http.clone()),
+        Signal::new(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http)),

@@ -22,6 +22,7 @@ mod load;
 mod mcp;
 mod report;
 mod resolve;
+mod signal;
 mod store;
 mod telegram;
 mod validate;
@@ -45,6 +46,7 @@ pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use signal::SignalChannel;
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
 pub use validate::normalize_origin;
@@ -516,6 +518,8 @@ pub struct ChannelsConfig {
     pub discord: DiscordChannel,
     /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
     pub whatsapp: WhatsAppChannel,
+    /// Signal through a signal-cli daemon: its event stream in, its JSON-RPC `send` out.
+    pub signal: SignalChannel,
 }
 
 /// `channels.webhook`.

@@ -628,6 +628,7 @@ impl Checker<'_> {
         self.telegram(&mut config.channels.telegram);
         self.discord(&mut config.channels.discord);
         self.whatsapp(&mut config.channels.whatsapp);
+        self.signal(&mut config.channels.signal);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

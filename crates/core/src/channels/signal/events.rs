@@ -99,12 +99,13 @@ impl Events {
     /// One connection: events handled in order, `last` moved past each.
     async fn connection(&self, last: &mut Option<String>) -> End {
         let daemon = &self.signal.daemon;
-        if let Err(e) = daemon.check().await {
-            return End::Refused(e.to_string());
-        }
         let response = match daemon.events(last.as_deref()).await {
             Ok(response) => response,
-            Err(e) => return End::Refused(e.to_string()),
+            // The check tells a daemon that is not there from one that refuses the stream.
+            Err(e) => match daemon.check().await {
+                Ok(()) => return End::Refused(format!("{e} (the daemon runs: /api/v1/check)")),
+                Err(_) => return End::Refused(e.to_string()),
+            },
         };
         tracing::info!(after = last.as_deref().unwrap_or("-"), "signal: connected");
         self.signal.status.set(LinkState::Up(CONNECTED));
@@ -248,4 +249,16 @@ fn sequence_cursor(start: i64) -> String {
 fn position(id: &str) -> Option<(i64, i64)> {
     let (start, seq) = id.split_once('-')?;
     Some((start.parse().ok()?, seq.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_id_is_the_daemon_start_and_a_sequence() {
+        assert_eq!(position("1700000000000-42"), Some((1_700_000_000_000, 42)));
+        assert_eq!(position("42"), None);
+        assert_eq!(position("a-1"), None);
+    }
 }

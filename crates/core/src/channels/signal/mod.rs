@@ -166,3 +166,49 @@ impl Channel for Signal {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_and_rate_limits_are_retried_and_the_rest_is_permanent() {
+        let kind = |e: RpcError| match classify(e) {
+            ChannelError::Retry(_) => "retry",
+            ChannelError::RetryAfter(..) => "later",
+            ChannelError::Permanent(_) => "permanent",
+        };
+        let recipient = |t: &str| RpcError::Recipient(t.into());
+        let got = [
+            kind(RpcError::Http(0, "refused".into())),
+            kind(RpcError::Http(503, "down".into())),
+            kind(RpcError::Http(404, "no".into())),
+            kind(RpcError::Rpc(-3, "io".into())),
+            kind(RpcError::Rpc(-5, "rate".into())),
+            kind(RpcError::Rpc(-1, "user".into())),
+            kind(RpcError::Rpc(-4, "untrusted".into())),
+            kind(recipient("NETWORK_FAILURE")),
+            kind(recipient("RATE_LIMIT_FAILURE")),
+            kind(recipient("UNREGISTERED_FAILURE")),
+            kind(recipient("IDENTITY_FAILURE")),
+        ];
+        assert_eq!(
+            got,
+            [
+                "retry",
+                "retry",
+                "permanent",
+                "retry",
+                "later",
+                "permanent",
+                "permanent",
+                "retry",
+                "later",
+                "permanent",
+                "permanent"
+            ]
+        );
+        assert_eq!(target("group:abc=="), ("abc==", true));
+        assert_eq!(target("+15551234567"), ("+15551234567", false));
+    }
+}

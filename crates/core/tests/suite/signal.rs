@@ -370,3 +370,34 @@ async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_that_is_not_there_shows_failed_with_the_reason_in_health() {
+    let fake = FakeSignal::start().await;
+    let mut settings = config(&fake, DmPolicy::Open);
+    fake.stop().await;
+    // Nothing listens there any more.
+    let nowhere = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    settings.channels.signal.http_url = nowhere.clone();
+    let h = TestEngine::open(settings).await;
+    h.engine.start_channels();
+    let failed = async {
+        loop {
+            if let LinkState::Failed(why) = signal_state(&h) {
+                return why;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    let why = tokio::time::timeout(GUARD, failed)
+        .await
+        .expect("shown failed");
+    assert!(
+        why.contains("signal-cli daemon") && why.contains(&nowhere) && why.contains("retrying"),
+        "{why}"
+    );
+    h.engine.close().await;
+}

@@ -35,6 +35,7 @@ mod openai;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod signal;
 pub mod slack;
 pub mod telegram;
 pub mod whatsapp;

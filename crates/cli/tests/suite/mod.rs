@@ -10,6 +10,7 @@ mod logging;
 mod mcp;
 mod mcp_tools;
 mod process;
+mod signal;
 mod slack;
 mod spawn;
 mod spawn_durability;

@@ -32,6 +32,12 @@ impl Order {
             _ => None,
         }
     }
+
+    /// The command a message's text starts with (its first word, any case), if any.
+    pub(crate) fn of_text(text: &str) -> Option<Self> {
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        Self::parse(&word.to_lowercase(), rest)
+    }
 }
 
 /// Answers `order` from `chat` in the chat: `/send` sets the policy for an owner (and refuses

@@ -23,6 +23,7 @@ mod load;
 mod mcp;
 mod report;
 mod resolve;
+mod signal;
 mod slack;
 mod store;
 mod telegram;
@@ -47,6 +48,7 @@ pub use error::ConfigError;
 pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use signal::SignalChannel;
 pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
@@ -521,6 +523,8 @@ pub struct ChannelsConfig {
     pub slack: SlackChannel,
     /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
     pub whatsapp: WhatsAppChannel,
+    /// Signal through a signal-cli daemon: its event stream in, its JSON-RPC `send` out.
+    pub signal: SignalChannel,
 }
 
 /// `channels.webhook`.

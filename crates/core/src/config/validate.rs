@@ -629,6 +629,7 @@ impl Checker<'_> {
         self.discord(&mut config.channels.discord);
         self.slack(&mut config.channels.slack);
         self.whatsapp(&mut config.channels.whatsapp);
+        self.signal(&mut config.channels.signal);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

@@ -13,6 +13,7 @@ mod robustness;
 mod runtime;
 mod send;
 mod session_tools;
+mod signal;
 mod slack;
 mod spawn;
 mod store_faults;

@@ -76,9 +76,13 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert!(recent[0]["age"].as_i64().unwrap() >= 0);
     assert_eq!(
         health["channelOrder"],
-        json!(["webhook", "telegram", "discord", "slack", "whatsapp"])
+        json!([
+            "webhook", "telegram", "discord", "slack", "whatsapp", "signal"
+        ])
     );
     assert_eq!(health["channels"]["telegram"]["state"], "off");
+    assert_eq!(health["channels"]["signal"]["state"], "off");
+    assert_eq!(health["channelLabels"]["signal"], "Signal");
     assert_eq!(health["channels"]["discord"]["state"], "off");
     assert_eq!(health["channelLabels"]["discord"], "Discord");
     assert_eq!(health["channels"]["slack"]["state"], "off");

@@ -89,11 +89,29 @@ check "sessions delete" '"status": "deleted"' \
     bash -c "$(declare -f oc); OC_KIT='$OC_KIT' OC_STATE='$OC_STATE'; \
         oc gateway call sessions.create --params '{\"key\":\"agent:main:compat\"}' --json >/dev/null && \
         oc sessions delete agent:main:compat --yes --json"
+check "cron add --announce" '"mode": "announce"' \
+    oc cron add announced --every 10m --message 'announced report' --announce
+check "cron list (Delivery)" 'announced .*announce \(the job session' oc cron list
+check "cron runs" '"entries"' oc cron runs --id nightly
+check "cron disable" '"enabled": false' oc cron disable nightly
+check "cron enable" '"enabled": true' oc cron enable nightly
+check "cron edit" '"everyMs": 1200000' oc cron edit nightly --every 20m
+check "agent --json (usage)" '"output": [1-9]' \
+    oc agent --session-key agent:main:main --message '@reply agent-pong-3' --json
+check "status --json" '"runtimeVersion"' oc status --json
+check "models list" 'builtin/scripted' oc models list
+check "channels status" 'Gateway reachable' oc channels status
+check "gateway stability" 'Events: 0' oc gateway stability
+check "system event" '^ok$' oc system event --text 'compat event'
+check "system heartbeat last" '^null$' oc system heartbeat last
+check "nodes status" 'Known: 0' oc nodes status
+check "skills list" 'No skills found' oc skills list
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
 check "logs" 'gateway ready' oc logs --limit 20
 
 # The Control UI: its built assets served from loopback, the page in headless Chromium; it must
-# show the transcript and send from its composer (the reply lands in chat.history).
+# send from its composer and reach its done state ("Done in …", nothing "Working…") for an
+# instant reply and a 1.5 s one, every method it calls answered (the replies land in chat.history).
 control_ui() {
     command -v chromium >/dev/null || { echo "chromium not installed (apt install chromium)"; return 1; }
     local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid
@@ -103,7 +121,7 @@ control_ui() {
     sleep 1
     PLAYWRIGHT_CORE="$OC_APP/node_modules/playwright-core/index.mjs" "$NODE" \
         "$ROOT/bench/control_ui.mjs" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" \
-        '@reply control-ui-pong' "$RUN/control-ui.png" || return 1
+        'control-ui-pong' "$RUN/control-ui.png" || return 1
     kill "$ui_pid" 2>/dev/null
     oc gateway call chat.history --params '{"sessionKey":"agent:main:main"}' --json
 }
@@ -124,7 +142,7 @@ for key, entry in rows:
     print(f"imported {key} label={json.loads(entry).get('label')}")
 PY
 }
-check "control ui (headless chromium)" '"text": "control-ui-pong"' control_ui
+check "control ui (headless chromium)" '"text": "control-ui-pong-slow"' control_ui
 check "doctor --session-sqlite import" 'imported agent:main:labelled label=Kept label' doctor_import
 
 echo

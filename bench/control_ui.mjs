@@ -1,41 +1,95 @@
 // Opens the reference's Control UI (its built assets, served from loopback) against a switchboard
-// gateway in headless Chromium, switches to that gateway, sends one message from the composer
-// and saves a screenshot. Run by bench/compat.sh with the bench kit's Node and the reference's
-// playwright-core:  node control_ui.mjs <ui url with ?gatewayUrl=…#token=…> <message> <png>
-// Prints the methods the page called and the page's text; exits 1 when a step fails.
-const [uiUrl, message, shot] = process.argv.slice(2);
+// gateway in headless Chromium, switches to that gateway and sends two turns from the composer:
+// an instant reply (`@reply <text>`) and one that takes 1.5 s (`@delay 1500`, `@reply
+// <text>-slow`). Each must reach the UI's done state: the reply shown, "Done in …" under it, and
+// neither "Sending message..." nor "Working…" left. Run by bench/compat.sh with the bench kit's
+// Node and the reference's playwright-core:
+//   node control_ui.mjs <ui url with ?gatewayUrl=…#token=…> <reply text> <png>
+// Prints the methods the page called, those answered with an error, and the page's text; exits 1
+// when a step fails, a method was answered with an error, or one was called in a loop.
+const [uiUrl, text, shot] = process.argv.slice(2);
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
 const calls = {};
+const pending = new Map();
+const failed = {};
+let page;
+
+// Waits until the page shows `reply` as the latest turn, done; throws with what it shows.
+async function done(reply, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  let body = '';
+  while (Date.now() < until) {
+    body = (await page.innerText('body')).replace(/\s+/g, ' ');
+    const at = body.lastIndexOf(reply);
+    const recap = body.lastIndexOf('Done in');
+    const busy = body.includes('Sending message') || body.includes('Working…');
+    if (at >= 0 && recap > at && !busy) return;
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`"${reply}" did not reach the done state; the page shows: ${body.slice(-400)}`);
+}
+
+async function send(message) {
+  const box = page.getByPlaceholder(/Message/);
+  await box.fill(message);
+  await box.press('Enter');
+}
+
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('websocket', (ws) => ws.on('framesent', (f) => {
-    try {
-      const frame = JSON.parse(f.payload);
-      if (frame.method) calls[frame.method] = (calls[frame.method] || 0) + 1;
-    } catch {}
-  }));
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('websocket', (ws) => {
+    ws.on('framesent', (f) => {
+      try {
+        const frame = JSON.parse(f.payload);
+        if (frame.method) {
+          calls[frame.method] = (calls[frame.method] || 0) + 1;
+          pending.set(frame.id, frame.method);
+        }
+      } catch {}
+    });
+    ws.on('framereceived', (f) => {
+      try {
+        const frame = JSON.parse(f.payload);
+        if (frame.type === 'res' && frame.ok === false && pending.has(frame.id)) {
+          failed[pending.get(frame.id)] = `${frame.error?.code}: ${frame.error?.message}`;
+        }
+      } catch {}
+    });
+  });
   await page.goto(uiUrl);
   // The page asks before it follows a link to another gateway.
   await page.getByRole('button', { name: /Switch to/ }).click({ timeout: 30000 });
-  const box = page.getByPlaceholder(/Message/);
-  await box.waitFor({ timeout: 30000 });
+  await page.getByPlaceholder(/Message/).waitFor({ timeout: 30000 });
   await page.waitForTimeout(3000);
-  await box.fill(message);
-  await box.press('Enter');
-  await page.waitForTimeout(6000);
+  await send(`@reply ${text}`);
+  await done(text, 20000);
+  console.log(`done: instant reply "${text}"`);
+  await send(`@delay 1500\n@reply ${text}-slow`);
+  await done(`${text}-slow`, 20000);
+  console.log(`done: 1.5 s reply "${text}-slow"`);
+  // The transcript scrolls in a pane of its own: show its end, where the done state is.
+  await page.evaluate(() => {
+    for (const el of document.querySelectorAll('*')) {
+      if (el.scrollHeight > el.clientHeight + 10) el.scrollTop = el.scrollHeight;
+    }
+  });
+  await page.waitForTimeout(500);
   await page.screenshot({ path: shot });
   console.log('calls', JSON.stringify(calls));
-  // A method the page keeps calling means it did not like our answer (it retries in a loop).
-  const looping = Object.entries(calls).filter(([, n]) => n > 6);
-  if (looping.length > 0) throw new Error(`called in a loop: ${JSON.stringify(looping)}`);
   console.log('page', (await page.innerText('body')).replace(/\s+/g, ' ').slice(0, 2000));
+  // A method the page keeps calling means it did not like our answer (it retries in a loop).
+  const looping = Object.entries(calls).filter(([, n]) => n > 10);
+  if (looping.length > 0) throw new Error(`called in a loop: ${JSON.stringify(looping)}`);
+  if (Object.keys(failed).length > 0) throw new Error(`answered with an error: ${JSON.stringify(failed)}`);
 } catch (e) {
   console.log('calls', JSON.stringify(calls));
+  console.log('errors', JSON.stringify(failed));
   console.log('failed:', e.message.split('\n')[0]);
+  if (page) await page.screenshot({ path: shot }).catch(() => {});
   process.exitCode = 1;
 } finally {
   await browser.close();

@@ -219,6 +219,7 @@ fn synthetic_message(n: usize, timestamp: i64) -> TranscriptMessage {
             )),
             timestamp,
             provenance: None,
+            origin: None,
         })
     } else {
         TranscriptMessage::Assistant(AssistantMessage {
@@ -237,6 +238,7 @@ fn synthetic_message(n: usize, timestamp: i64) -> TranscriptMessage {
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp,
+            origin: None,
         })
     }
 }

@@ -41,6 +41,7 @@ use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};
 use crate::channels::matrix::Matrix;
 use crate::channels::pairing::Pairing;
+use crate::channels::signal::Signal;
 use crate::channels::slack::Slack;
 use crate::channels::telegram::Telegram;
 use crate::channels::webhook::Webhook;
@@ -161,6 +162,7 @@ fn channel_registry(
         Discord::new(config.clone(), store.clone(), http.clone()),
         Slack::new(config.clone(), store.clone(), http.clone()),
         WhatsApp::new(config.clone(), store.clone(), http.clone()),
+        Signal::new(config.clone(), store.clone(), http.clone()),
         Matrix::new(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![

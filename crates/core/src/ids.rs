@@ -24,6 +24,15 @@ impl RunId {
         Self(id.into())
     }
 
+    /// The id of the run a caller's `idempotencyKey` names, when the key is usable as one
+    /// (1 to 128 visible ASCII characters): the reference's clients name a run before they send
+    /// it and match its events by that name.
+    pub fn of_idempotency_key(key: &str) -> Option<Self> {
+        let usable =
+            !key.is_empty() && key.len() <= 128 && key.chars().all(|c| c.is_ascii_graphic());
+        usable.then(|| Self(key.to_string()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -188,3 +188,25 @@ pub struct LivenessResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
 }
+
+/// The answer of `channels.status` (`openclaw channels status`), in the reference's shape: each
+/// channel as `health` shows it, and its accounts as a list per channel, which the CLI prints
+/// one line each (`Telegram default: enabled, configured, running`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelsStatusResult {
+    pub ts: i64,
+    /// The channels in display order.
+    pub channel_order: Vec<String>,
+    /// Display names by channel id.
+    pub channel_labels: std::collections::BTreeMap<String, String>,
+    /// Per channel: `{configured, enabled, accounts: {<id>: {…}}}`, as `health` has it.
+    pub channels: serde_json::Map<String, serde_json::Value>,
+    /// Per channel: its accounts, `{accountId, configured, enabled, running?, state?,
+    /// lastError?}`.
+    pub channel_accounts: std::collections::BTreeMap<String, Vec<serde_json::Value>>,
+    /// Per channel: the account used when none is named.
+    pub channel_default_account_id: std::collections::BTreeMap<String, String>,
+    /// Problems to show under "Warnings:" (none: a failed account says so in `lastError`).
+    pub status_issues: Vec<serde_json::Value>,
+}

@@ -257,6 +257,31 @@ pub struct CronListResult {
     pub next_offset: Option<usize>,
     /// Changes whenever a job is added or removed (pages of one revision fit together).
     pub snapshot_revision: String,
+    /// Where each job of the page delivers its replies, by job id (`openclaw cron list`'s
+    /// Delivery column).
+    pub delivery_previews: std::collections::BTreeMap<String, DeliveryPreview>,
+}
+
+/// Where a job's replies go, for people: `announce` (detail: the job session's route) or `not
+/// requested`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryPreview {
+    pub label: String,
+    pub detail: String,
+}
+
+impl DeliveryPreview {
+    /// The preview of a job that does (`deliver`) or does not deliver its replies.
+    pub fn of(deliver: bool) -> Self {
+        let (label, detail) = match deliver {
+            true => ("announce", "the job session's route"),
+            false => ("not requested", "not requested"),
+        };
+        Self {
+            label: label.into(),
+            detail: detail.into(),
+        }
+    }
 }
 
 /// The answer of `cron.remove`.
@@ -285,4 +310,70 @@ pub struct CronRunResult {
     pub status: String,
     /// Always true: the run is queued (the reference's field; its CLI reads it).
     pub enqueued: bool,
+}
+
+/// `cron.runs`: a job's runs, newest first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronRunsParams {
+    /// The job's id (`jobId` is accepted too).
+    #[serde(alias = "jobId")]
+    pub id: String,
+    /// Only this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+}
+
+/// The answer of `cron.runs`, with the reference's paging fields. A job's last firing is the
+/// run this gateway keeps for it (`lastRunId`): there is one entry at most.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronRunsResult {
+    pub entries: Vec<CronRunEntry>,
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+    pub has_more: bool,
+    pub next_offset: Option<usize>,
+}
+
+/// One run of a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronRunEntry {
+    /// When the run ended, else when it was fired (ms).
+    pub ts: i64,
+    pub job_id: String,
+    /// `finished` once the run ended, else `started`.
+    pub action: String,
+    /// `ok` or `error` once it ended (a timeout and an abort are errors); `running` before.
+    pub status: String,
+    pub run_id: String,
+    /// When it was fired (ms).
+    pub run_at_ms: i64,
+    /// From its start to its end (ms), once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    pub session_key: String,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `cron.update` (`openclaw cron enable|disable|edit`): what changes in a job, in either shape
+/// `cron.add` takes (`enabled`, `name`, `schedule`, `message` or `payload`, `deliver` or
+/// `delivery`); absent fields stay as they are.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronUpdateParams {
+    /// The job's id (`jobId` is accepted too).
+    #[serde(alias = "jobId")]
+    pub id: String,
+    /// The fields to change.
+    #[serde(default)]
+    pub patch: CronAddParams,
 }

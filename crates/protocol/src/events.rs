@@ -169,6 +169,17 @@ pub enum AgentStream {
     Thinking(ThinkingDelta),
     /// A tool call or its result.
     Tool(ToolStep),
+    /// The run's output tokens so far (after each model call). The reference's Control UI shows
+    /// them when the turn is done ("Done in 1 second · 5 output tokens").
+    Usage(RunUsage),
+}
+
+/// `usage` data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunUsage {
+    /// Output tokens of the run's model calls so far.
+    pub output_tokens: u64,
 }
 
 /// `lifecycle` data, told apart by `phase`.
@@ -387,6 +398,10 @@ mod tests {
         round_trip(
             agent(AgentStream::Thinking(ThinkingDelta { delta: "hm".into() })),
             agent_json("thinking", json!({"delta": "hm"})),
+        );
+        round_trip(
+            agent(AgentStream::Usage(RunUsage { output_tokens: 5 })),
+            agent_json("usage", json!({"outputTokens": 5})),
         );
         round_trip(
             agent(AgentStream::Tool(ToolStep::Call {

@@ -195,7 +195,15 @@ pub struct ServerInfo {
 pub struct Features {
     pub methods: Vec<String>,
     pub events: Vec<String>,
+    /// Named features a client may require (the reference's `features.capabilities`), from
+    /// [`CAPABILITIES`].
+    #[serde(default)]
+    pub capabilities: Vec<String>,
 }
+
+/// The reference's capabilities this gateway has: `published-model-catalog` (`models.list`
+/// answers the configured models; `openclaw models list` requires it).
+pub const CAPABILITIES: &[&str] = &["published-model-catalog"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

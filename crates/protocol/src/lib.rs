@@ -13,6 +13,7 @@ pub mod chat;
 pub mod cron;
 pub mod decode;
 pub mod delivery;
+pub mod empty;
 pub mod events;
 pub mod exchanges;
 pub mod frames;

@@ -32,6 +32,19 @@ impl TranscriptMessage {
             Self::ToolResult(m) => m.timestamp,
         }
     }
+
+    /// Adds the message's place in its transcript to its `__openclaw` block (user and
+    /// assistant messages; a page shows them so).
+    pub fn place(&mut self, id: String, seq: i64) {
+        let origin = match self {
+            Self::User(m) => &mut m.origin,
+            Self::Assistant(m) => &mut m.origin,
+            Self::ToolResult(_) => return,
+        };
+        let origin = origin.get_or_insert_with(Box::default);
+        origin.id = Some(id);
+        origin.seq = Some(seq);
+    }
 }
 
 /// A stored transcript message with its place in the transcript (`seq`: from 1, no gaps).
@@ -71,6 +84,53 @@ pub struct UserMessage {
     pub timestamp: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// The run this message started (`idempotencyKey` `<runId>:user`), and its place once read.
+    #[serde(
+        rename = "__openclaw",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub origin: Option<Box<MessageOrigin>>,
+}
+
+/// A message's identity in the reference's `__openclaw` block. The run's part is stored with
+/// the message; `id` and `seq` are its place in the transcript, added when a page is read. The
+/// reference's Control UI matches the message it sent (`idempotencyKey` `<runId>:user`) and the
+/// reply it streamed (`runId`) with the stored ones by these; without them it kept "Sending
+/// message..." and showed each reply twice.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageOrigin {
+    /// The message's id (`msg-<seq>`, as `chat.inject` answers), on a page only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The message's place in its transcript, on a page only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+    /// The run that wrote it (assistant messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// `<runId>:user` on the message that started a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl MessageOrigin {
+    /// The origin of the message that starts run `run_id`.
+    pub fn run_input(run_id: &str) -> Box<Self> {
+        Box::new(Self {
+            idempotency_key: Some(format!("{run_id}:user")),
+            ..Self::default()
+        })
+    }
+
+    /// The origin of a message run `run_id` wrote.
+    pub fn run_output(run_id: &str) -> Box<Self> {
+        Box::new(Self {
+            run_id: Some(run_id.to_string()),
+            ..Self::default()
+        })
+    }
 }
 
 /// A user message's content: plain text or content blocks.
@@ -154,6 +214,13 @@ pub struct AssistantMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     pub timestamp: i64,
+    /// The run that wrote this reply, and its place once read.
+    #[serde(
+        rename = "__openclaw",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub origin: Option<Box<MessageOrigin>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

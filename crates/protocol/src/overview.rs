@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agents::RecentSession;
+use crate::agents::{HealthSessions, RecentSession};
 use crate::sessions::SessionRow;
 
 /// The model a session uses when it names none: `sessions.list`'s and `sessions.describe`'s
@@ -66,6 +66,18 @@ pub struct StatusSessions {
     pub count: u64,
     pub defaults: SessionDefaults,
     pub recent: Vec<RecentSession>,
+    /// Each agent's sessions (`openclaw status` lists the agents from it).
+    pub by_agent: Vec<AgentSessions>,
+}
+
+/// One agent's part of `status.sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSessions {
+    pub agent_id: String,
+    /// Where its sessions are, how many, the most recent first.
+    #[serde(flatten)]
+    pub sessions: HealthSessions,
 }
 
 /// One entry of `system-presence` (the answer is an array of them).

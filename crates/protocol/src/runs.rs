@@ -280,7 +280,7 @@ pub struct ReplyPayload {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunMeta {
-    /// From the run's start to its end (ms).
+    /// From the run's acknowledgement to its end (ms), its wait in the queue included.
     pub duration_ms: i64,
     /// Which session and model answered.
     pub agent_meta: AgentMeta,
@@ -299,6 +299,20 @@ pub struct AgentMeta {
     /// The model of that call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The tokens of the run's model calls, summed (`openclaw agent --json` shows them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<RunTokens>,
+}
+
+/// The tokens of a run's model calls, summed, in the reference's names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total: u64,
 }
 
 /// `agent`'s final answer: the run's outcome, a summary line and the reply.

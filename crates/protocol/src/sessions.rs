@@ -88,9 +88,37 @@ pub struct SessionRow<M = HistoryMessage> {
     /// when the session is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_state: Option<RunState>,
+    /// The session's current or last run since the gateway started, in the reference's
+    /// fields; absent when it had none.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<RunActivity>,
     /// A sub-agent's session: how far its task got (`sessions_spawn`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<SubagentStatus>,
+}
+
+/// A session's current or last run, in the reference's row fields. Its Control UI ends a turn
+/// ("Done in 1 second") when the row says the run it sent is `done` (`lastRunId`, `runtimeMs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunActivity {
+    /// `running`, `queued`, or how the last run ended: `done`, `failed`, `killed` (aborted),
+    /// `timeout`.
+    pub status: String,
+    /// True while a run works or waits in the session.
+    pub has_active_run: bool,
+    /// The runs working now (one at most; queued ones are not listed).
+    pub active_run_ids: Vec<String>,
+    /// The last run that ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_id: Option<String>,
+    /// When that run started and ended (ms), and how long it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_ms: Option<i64>,
 }
 
 wire_names! {
@@ -484,6 +512,7 @@ mod tests {
             transcript_path: Some("/h/s2.jsonl".into()),
             messages: None,
             run_state: None,
+            activity: None,
             subagent: None,
         };
         let json = json!({

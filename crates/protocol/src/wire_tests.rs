@@ -238,3 +238,52 @@ fn health_states() {
         pin::<StoreHealthInfo>(json!({"kind": "postgres", "state": state, "detail": "db"}));
     }
 }
+
+#[test]
+fn messages_name_their_run_and_rows_their_last_run() {
+    // Issue 35: the reference's Control UI matches sent and streamed messages by these.
+    let named = vec![
+        json!({"role": "user", "content": "hi", "timestamp": 1, "seq": 1,
+               "__openclaw": {"id": "00000001", "seq": 1, "idempotencyKey": "r1:user"}}),
+        json!({"role": "assistant", "seq": 2, "timestamp": 2,
+               "content": [{"type": "text", "text": "hello"}],
+               "provider": "builtin", "model": "scripted", "stopReason": "stop",
+               "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
+                         "totalTokens": 2},
+               "__openclaw": {"id": "00000002", "seq": 2, "runId": "r1"}}),
+    ];
+    pin::<ChatHistoryResult>(json!({"sessionKey": "main", "sessionId": "s1", "messages": named}));
+    let mut done = row(None);
+    for (field, value) in [
+        ("status", json!("done")),
+        ("hasActiveRun", json!(false)),
+        ("activeRunIds", json!([])),
+        ("lastRunId", json!("r1")),
+        ("startedAt", json!(10)),
+        ("endedAt", json!(12)),
+        ("runtimeMs", json!(2)),
+    ] {
+        done[field] = value;
+    }
+    let mut running = row(None);
+    running["runState"] = json!("running");
+    running["status"] = json!("running");
+    running["hasActiveRun"] = json!(true);
+    running["activeRunIds"] = json!(["r2"]);
+    pin::<SessionsListResult>(json!({"count": 2, "sessions": [done, running]}));
+}
+
+#[test]
+fn cron_runs_and_delivery_previews() {
+    pin::<crate::cron::CronRunsResult>(json!({
+        "entries": [{"ts": 5, "jobId": "j1", "action": "finished", "status": "error",
+                     "runId": "r1", "runAtMs": 1, "durationMs": 3,
+                     "sessionKey": "agent:main:cron:j1", "error": "boom"},
+                    {"ts": 6, "jobId": "j1", "action": "started", "status": "running",
+                     "runId": "r2", "runAtMs": 6, "sessionKey": "agent:main:cron:j1"}],
+        "total": 2, "offset": 0, "limit": 50, "hasMore": false, "nextOffset": null,
+    }));
+    pin::<crate::cron::DeliveryPreview>(
+        json!({"label": "announce", "detail": "the job session's route"}),
+    );
+}

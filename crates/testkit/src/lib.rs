@@ -36,6 +36,7 @@ mod openai;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod signal;
 pub mod slack;
 pub mod synapse;
 pub mod telegram;

@@ -70,8 +70,18 @@ async fn kill_9_during_a_burst_loses_nothing_acknowledged() {
         let from_db: Vec<Value> = messages
             .iter()
             .map(|m| {
+                // A page adds each message's place (`seq`, and `id`/`seq` in `__openclaw`);
+                // the mirror holds the message as stored.
                 let mut m = m.clone();
-                m.as_object_mut().unwrap().remove("seq");
+                let fields = m.as_object_mut().unwrap();
+                fields.remove("seq");
+                if let Some(Value::Object(origin)) = fields.get_mut("__openclaw") {
+                    origin.remove("id");
+                    origin.remove("seq");
+                    if origin.is_empty() {
+                        fields.remove("__openclaw");
+                    }
+                }
                 m
             })
             .collect();

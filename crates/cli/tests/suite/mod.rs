@@ -11,6 +11,7 @@ mod matrix;
 mod mcp;
 mod mcp_tools;
 mod process;
+mod signal;
 mod slack;
 mod spawn;
 mod spawn_durability;

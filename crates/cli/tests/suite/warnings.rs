@@ -14,7 +14,7 @@ async fn an_announce_to_a_channel_this_gateway_does_not_connect_logs_a_warning_n
     std::fs::write(
         home.path().join("config.json5"),
         r#"{ agents: { list: [{ id: "main", default: true,
-             systemPrompt: "@when \"announce step\" @reply Heads up, signal" }] } }"#,
+             systemPrompt: "@when \"announce step\" @reply Heads up, sms" }] } }"#,
     )
     .unwrap();
     let log = Arc::new(Mutex::new(String::new()));
@@ -23,7 +23,7 @@ async fn an_announce_to_a_channel_this_gateway_does_not_connect_logs_a_warning_n
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    let dev = "signal:group:dev";
+    let dev = "sms:group:dev";
     for key in ["main", dev] {
         client
             .request("sessions.create", json!({"key": key}))
@@ -49,7 +49,7 @@ async fn an_announce_to_a_channel_this_gateway_does_not_connect_logs_a_warning_n
     assert!(
         line.contains("WARN")
             && line.contains("kind=announce")
-            && line.contains("channel=signal")
+            && line.contains("channel=sms")
             && line.contains("not connected to this gateway"),
         "{line}"
     );

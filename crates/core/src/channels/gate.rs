@@ -92,6 +92,26 @@ impl Sender<'_> {
     }
 }
 
+/// The [`Gate`] of a channel's settings whose access fields have the shared names
+/// (`dm_policy`, `allow_from`, `owners`, `group_policy`, `groups`, `group_allow_from`,
+/// `require_mention`), its groups listed under `groups`.
+macro_rules! gate_of {
+    ($channel:expr, $settings:expr) => {
+        $crate::channels::gate::Gate {
+            channel: $channel,
+            groups_are: ("groups", "groups"),
+            dm_policy: $settings.dm_policy,
+            allow_from: &$settings.allow_from,
+            owners: &$settings.owners,
+            group_policy: $settings.group_policy,
+            groups: &$settings.groups,
+            group_allow_from: &$settings.group_allow_from,
+            require_mention: $settings.require_mention,
+        }
+    };
+}
+pub(super) use gate_of;
+
 /// One bot's access settings, as its channel's config has them.
 pub(super) struct Gate<'a> {
     /// The channel's name in setting paths (`channels.<channel>.dmPolicy`).

@@ -83,6 +83,7 @@ impl Channel for Internal {
                 content: UserContent::Text(record.text.clone()),
                 timestamp: now,
                 provenance: Some(provenance),
+                origin: None,
             });
             Ok(vec![WriteOp::Append {
                 key: existing(self.store.as_ref(), &record.to).await?,
@@ -113,5 +114,6 @@ fn delivered_message(text: &str, now: i64) -> TranscriptMessage {
         stop_reason: StopReason::Stop,
         error_message: None,
         timestamp: now,
+        origin: None,
     })
 }

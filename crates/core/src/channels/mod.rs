@@ -14,6 +14,8 @@
 //!   per app ([`slack::Slack::door`]), DM pairing included.
 //! - `whatsapp` ([`whatsapp::WhatsApp`]): the Graph API out; its inbound door is the
 //!   platform's signed webhook at `/channels/whatsapp` (an HTTP door), DM pairing included.
+//! - `signal` ([`signal::Signal`]): a signal-cli daemon's JSON-RPC `send` out; its inbound door
+//!   holds the daemon's event stream ([`signal::Signal::doors`]), DM pairing included.
 //! - `imessage` ([`imessage::IMessage`]): named by the seeds, not offered (it needs macOS);
 //!   every delivery to it fails with that reason.
 //! - `webchat` and `internal` ([`local`]): the gateway's own, deliveries into a session.
@@ -35,6 +37,7 @@ pub mod local;
 pub mod matrix;
 mod owner;
 pub mod pairing;
+pub mod signal;
 pub mod slack;
 mod split;
 pub mod telegram;

@@ -33,7 +33,7 @@ impl Order {
         }
     }
 
-    /// The command a message's text is (its first word, any case), if it is one.
+    /// The command a message's text starts with (its first word, any case), if any.
     pub(crate) fn of_text(text: &str) -> Option<Self> {
         let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
         Self::parse(&word.to_lowercase(), rest)

@@ -2,6 +2,30 @@
 //! `limit` characters each, cut at the last paragraph break that fits, else the last line break,
 //! sentence end or space, else hard.
 
+use crate::channel::ChannelError;
+use crate::store::{DeliveryRecord, Store, WriteOp};
+
+/// Records that `taken` of a delivery's `of` parts went out, so a retry sends only the rest;
+/// nothing after the last one (the delivered mark says it).
+pub(crate) async fn record_taken(
+    store: &dyn Store,
+    record: &DeliveryRecord,
+    (taken, of): (usize, usize),
+) -> Result<(), ChannelError> {
+    if taken >= of {
+        return Ok(());
+    }
+    let progress = WriteOp::DeliveryProgress {
+        id: record.id.clone(),
+        parts_sent: taken as u32,
+    };
+    store
+        .write_batch(vec![progress])
+        .await
+        .map(|_| ())
+        .map_err(|e| ChannelError::Retry(e.to_string()))
+}
+
 /// Where a part may end, best first: after the separator.
 const BREAKS: &[&str] = &["\n\n", "\n", ". ", "! ", "? ", " "];
 

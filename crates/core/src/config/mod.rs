@@ -24,6 +24,7 @@ mod matrix;
 mod mcp;
 mod report;
 mod resolve;
+mod signal;
 mod slack;
 mod store;
 mod telegram;
@@ -49,6 +50,7 @@ pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_
 pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use signal::SignalChannel;
 pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
 pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
@@ -523,6 +525,8 @@ pub struct ChannelsConfig {
     pub slack: SlackChannel,
     /// WhatsApp Business Cloud API: its webhook in, the Graph API out.
     pub whatsapp: WhatsAppChannel,
+    /// Signal through a signal-cli daemon: its event stream in, its JSON-RPC `send` out.
+    pub signal: SignalChannel,
     /// Matrix: the client-server API (`/sync` in, `send` out).
     pub matrix: MatrixChannel,
 }

@@ -631,6 +631,7 @@ impl Checker<'_> {
         self.discord(&mut config.channels.discord);
         self.slack(&mut config.channels.slack);
         self.whatsapp(&mut config.channels.whatsapp);
+        self.signal(&mut config.channels.signal);
         self.matrix(&mut config.channels.matrix);
     }
 

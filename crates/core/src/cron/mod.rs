@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::cron::{
-    CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunResult,
-    CronStatusResult,
+    CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunEntry,
+    CronRunResult, CronRunsParams, CronRunsResult, CronStatusResult, CronUpdateParams,
+    DeliveryPreview,
 };
 use switchboard_protocol::message::Provenance;
 use tokio::sync::{Notify, watch};
@@ -203,6 +204,10 @@ impl Cron {
         };
         let page: Vec<CronJob> = jobs.drain(offset..).take(limit).collect();
         let end = offset + page.len();
+        let delivery_previews = page
+            .iter()
+            .map(|j| (j.id.clone(), DeliveryPreview::of(j.deliver)))
+            .collect();
         Ok(CronListResult {
             enabled: self.config.cron.enabled,
             jobs: page,
@@ -212,18 +217,14 @@ impl Cron {
             has_more: end < total,
             next_offset: (end < total).then_some(end),
             snapshot_revision,
+            delivery_previews,
         })
     }
 
     /// `cron.get`: one job. An unknown id is `INVALID_REQUEST` "cron job not found: <id>", as the
     /// reference answers (its CLI tells a missing job by that text).
     pub async fn get(&self, id: &str) -> CoreResult<CronJob> {
-        let id = id.trim();
-        let job = self.store.cron_get(id).await?.ok_or_else(|| {
-            CoreError::Invalid(format!(
-                "cron job not found: {id} (cron.list shows the jobs)"
-            ))
-        })?;
+        let job = self.job(id).await?;
         let schedule = Schedule::parse(&job.schedule).map_err(CoreError::Invalid)?;
         let last_run = self.last_run(&job).await?;
         Ok(job_view(
@@ -232,6 +233,17 @@ impl Cron {
             self.clock.now_ms(),
             last_run.as_ref(),
         ))
+    }
+
+    /// The stored job `id`. An unknown id is `INVALID_REQUEST` "cron job not found: <id>", as
+    /// the reference answers (its CLI tells a missing job by that text).
+    async fn job(&self, id: &str) -> CoreResult<CronJobRecord> {
+        let id = id.trim();
+        self.store.cron_get(id).await?.ok_or_else(|| {
+            CoreError::Invalid(format!(
+                "cron job not found: {id} (cron.list shows the jobs)"
+            ))
+        })
     }
 
     /// `cron.status`: whether the scheduler fires, how many jobs, when it next wakes (from the
@@ -279,6 +291,60 @@ impl Cron {
             return Ok(None);
         };
         Ok(self.store.get_run(run).await?)
+    }
+
+    /// `cron.update`: changes what the job is (its firings stay); the patch is checked as
+    /// `cron.add` checks a job, and nothing is stored on bad input.
+    pub async fn update(&self, p: CronUpdateParams) -> CoreResult<CronJob> {
+        let id = p.id.trim();
+        let mut job = self.job(id).await?;
+        let patch = reference::fold(p.patch)?;
+        if !patch.schedule.is_null() {
+            check_tz(patch.tz.as_deref())?;
+            let schedule = Schedule::from_param(&patch.schedule).map_err(CoreError::Invalid)?;
+            job.schedule = schedule.to_string();
+        }
+        if !patch.message.trim().is_empty() {
+            job.message = patch.message;
+        }
+        if let Some(name) = patch.name.as_deref().map(str::trim) {
+            job.name = (!name.is_empty()).then(|| name.to_string());
+        }
+        job.enabled = patch.enabled.unwrap_or(job.enabled);
+        job.deliver = patch.deliver.unwrap_or(job.deliver);
+        if !self.store.cron_update(job.clone()).await? {
+            return Err(CoreError::Invalid(format!(
+                "cron job not found: {id} (it was removed meanwhile)"
+            )));
+        }
+        self.changed();
+        self.get(id).await
+    }
+
+    /// `cron.runs`: the job's last firing, the one run kept for it (an unknown id is
+    /// `INVALID_REQUEST`, as `cron.get`).
+    pub async fn runs(&self, p: CronRunsParams) -> CoreResult<CronRunsResult> {
+        let job = self.job(&p.id).await?;
+        let limit = p.limit.unwrap_or(50).max(1) as usize;
+        let offset = p.offset.unwrap_or(0).max(0) as usize;
+        let entries: Vec<CronRunEntry> = self
+            .last_run(&job)
+            .await?
+            .filter(|r| p.run_id.as_deref().is_none_or(|id| r.run_id.as_str() == id))
+            .map(|r| run_entry(&job, r))
+            .into_iter()
+            .collect();
+        let total = entries.len();
+        let entries: Vec<CronRunEntry> = entries.into_iter().skip(offset).take(limit).collect();
+        let end = offset + entries.len();
+        Ok(CronRunsResult {
+            entries,
+            total,
+            offset,
+            limit,
+            has_more: end < total,
+            next_offset: (end < total).then_some(end),
+        })
     }
 
     /// `cron.remove`: deletes the job (its session and transcript stay).
@@ -417,4 +483,25 @@ fn revision(jobs: &[CronJob]) -> String {
         (&job.id, job.created_at, job.enabled).hash(&mut hasher);
     }
     format!("{}-{:016x}", jobs.len(), hasher.finish())
+}
+
+/// A job's run as `cron.runs` shows it.
+fn run_entry(job: &CronJobRecord, r: crate::store::RunRecord) -> CronRunEntry {
+    use crate::store::RunStatus;
+    let (action, status) = match r.status {
+        RunStatus::Queued | RunStatus::Running => ("started", "running"),
+        RunStatus::Ok => ("finished", "ok"),
+        RunStatus::Error | RunStatus::Timeout | RunStatus::Aborted => ("finished", "error"),
+    };
+    CronRunEntry {
+        ts: r.ended_at.unwrap_or(r.created_at),
+        job_id: job.id.clone(),
+        action: action.into(),
+        status: status.into(),
+        run_id: r.run_id.into_string(),
+        run_at_ms: r.created_at,
+        duration_ms: r.ended_at.zip(r.started_at).map(|(end, start)| end - start),
+        session_key: r.session_key.display().to_string(),
+        error: r.error,
+    }
 }

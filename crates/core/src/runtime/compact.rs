@@ -106,6 +106,7 @@ impl Runtime {
                 covers_until_seq: Some(seqs_in_view[cut]),
                 ..Provenance::default()
             }),
+            origin: None,
         });
         store.append(key, None, vec![message]).await?;
         self.inner.conversations.forget(&entry.session_id);
@@ -226,6 +227,7 @@ impl Runtime {
             content: UserContent::Text(text),
             timestamp: self.now_ms(),
             provenance: None,
+            origin: None,
         });
         let request = ModelRequest::text_only(target, INSTRUCTIONS.into(), vec![user]);
         let ignore = |_: StreamEvent| {};

@@ -3,11 +3,10 @@
 //! `stopReason: "aborted"` keeps whatever was streamed (empty when nothing was) and says why.
 
 use switchboard_protocol::message::{
-    ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
+    AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
 };
 
 use super::providers::ModelResponse;
-use super::run::assistant_message;
 use crate::store::StoredMessage;
 
 /// Tool calls of the transcript's last assistant message that have no result after it:
@@ -85,6 +84,30 @@ pub(super) struct Streamed<'a> {
     pub text: &'a str,
     pub provider: &'a str,
     pub model: &'a str,
+}
+
+/// A model's reply as a transcript message (total tokens summed when the provider gave none).
+pub(super) fn assistant_message(
+    provider: &str,
+    model: &str,
+    response: &ModelResponse,
+    error: Option<&str>,
+    now: i64,
+) -> TranscriptMessage {
+    let mut usage = response.usage.clone();
+    if usage.total_tokens == 0 {
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+    }
+    TranscriptMessage::Assistant(AssistantMessage {
+        content: response.content.clone(),
+        provider: provider.to_string(),
+        model: model.to_string(),
+        usage,
+        stop_reason: response.stop_reason,
+        error_message: error.map(str::to_string),
+        timestamp: now,
+        origin: None,
+    })
 }
 
 #[cfg(test)]

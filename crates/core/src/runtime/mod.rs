@@ -208,6 +208,10 @@ pub enum RunEventData {
         is_error: bool,
         text: String,
     },
+    /// A model call answered: the output tokens of the run's calls so far.
+    Usage {
+        output_tokens: u64,
+    },
     Ended {
         status: RunStatus,
         result: Option<String>,
@@ -272,6 +276,8 @@ struct Inner {
     live: Mutex<HashMap<RunId, LiveRun>>,
     /// Idempotency keys of live runs (finished ones are found in the store).
     idempotency: Mutex<HashMap<String, RunId>>,
+    /// Each session's last ended run since start (its row's `status`, `lastRunId`, `runtimeMs`).
+    last_ended: Mutex<HashMap<SessionKey, RunRecord>>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.
     events: broadcast::Sender<Arc<RunEvent>>,
     /// The bus to the gateways sharing the store, and this runtime's name on it.
@@ -339,6 +345,7 @@ impl Runtime {
                 queues: Mutex::default(),
                 live: Mutex::default(),
                 idempotency: Mutex::default(),
+                last_ended: Mutex::default(),
                 events: broadcast::channel(EVENT_BUFFER).0,
                 bus,
                 origin: uuid::Uuid::new_v4().to_string(),
@@ -591,6 +598,11 @@ impl Runtime {
     /// Forgets a finished run (its final record is in the store by now).
     fn retire(&self, record: &RunRecord) {
         self.publish(record);
+        let ended = RunRecord {
+            result: None,
+            ..record.clone()
+        };
+        lock(&self.inner.last_ended).insert(record.session_key.clone(), ended);
         self.forget(record);
     }
 }

@@ -6,8 +6,11 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent, UserMessage};
+use switchboard_protocol::message::{
+    ContentBlock, MessageOrigin, TranscriptMessage, UserContent, UserMessage,
+};
 use switchboard_protocol::runs::RunState;
+use switchboard_protocol::sessions::RunActivity;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -97,6 +100,8 @@ impl Runtime {
                 },
                 timestamp: now,
                 provenance: m.provenance,
+                // Its run's client matches it with the message it sent by this.
+                origin: Some(MessageOrigin::run_input(record.run_id.as_str())),
             })
         });
         let input = input_of(&request, message.clone());
@@ -222,6 +227,38 @@ impl Runtime {
         }
     }
 
+    /// The session's current run, or its last one since start, as its row shows them.
+    pub fn run_activity(&self, session_key: &SessionKey) -> Option<RunActivity> {
+        let state = self.run_state(session_key);
+        let active = match state {
+            Some(RunState::Running) => lock(&self.inner.queues)
+                .get(session_key)
+                .and_then(|q| q.active.as_ref().map(|(id, _)| id.as_str().to_string())),
+            _ => None,
+        };
+        let last = lock(&self.inner.last_ended).get(session_key).cloned();
+        if state.is_none() && last.is_none() {
+            return None;
+        }
+        let status = match (state, &last) {
+            (Some(state), _) => state.as_str(),
+            (None, Some(last)) => ended_status(last.status),
+            (None, None) => return None,
+        };
+        let runtime_ms = last
+            .as_ref()
+            .and_then(|l| Some(l.ended_at? - l.started_at?));
+        Some(RunActivity {
+            status: status.to_string(),
+            has_active_run: state.is_some(),
+            active_run_ids: active.into_iter().collect(),
+            last_run_id: last.as_ref().map(|l| l.run_id.as_str().to_string()),
+            started_at: last.as_ref().and_then(|l| l.started_at),
+            ended_at: last.as_ref().and_then(|l| l.ended_at),
+            runtime_ms,
+        })
+    }
+
     /// The one worker of a session: runs its queue in order, then exits.
     async fn session_worker(self, session_key: SessionKey) {
         loop {
@@ -296,4 +333,14 @@ pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
     });
     request.run_id = Some(record.run_id.clone());
     request
+}
+
+/// A last run's row status, in the reference's words.
+fn ended_status(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Ok => "done",
+        RunStatus::Aborted => "killed",
+        RunStatus::Timeout => "timeout",
+        RunStatus::Error | RunStatus::Queued | RunStatus::Running => "failed",
+    }
 }

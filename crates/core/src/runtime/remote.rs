@@ -23,13 +23,14 @@ const MAX_TEXT: usize = 2_000;
 /// How often a wait for another gateway's run reads the store when no end arrives.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The bus message of a local event.
-fn outgoing(event: &RunEvent) -> BusMessage {
+/// The bus message of a local event; `None` for the usage counts, which stay local (a client
+/// of another gateway reads them from the session's row).
+fn outgoing(event: &RunEvent) -> Option<BusMessage> {
     let run = RunRef {
         run_id: event.run_id.clone(),
         session_key: event.session_key.clone(),
     };
-    match &event.data {
+    Some(match &event.data {
         RunEventData::Queued => BusMessage::Queued(run),
         RunEventData::Started => BusMessage::Started(run),
         RunEventData::Delta { text, .. } => BusMessage::Delta {
@@ -67,7 +68,8 @@ fn outgoing(event: &RunEvent) -> BusMessage {
         },
         // The result is read from the store where it arrives: it may be long.
         RunEventData::Ended { .. } => BusMessage::Ended(run),
-    }
+        RunEventData::Usage { .. } => return None,
+    })
 }
 
 fn cut(text: &str) -> String {
@@ -232,8 +234,10 @@ impl Runtime {
 
     /// Sends a local event to the other gateways.
     pub(super) fn publish_remote(&self, event: &RunEvent) {
-        if self.inner.bus.is_some() {
-            self.send(outgoing(event));
+        if self.inner.bus.is_some()
+            && let Some(message) = outgoing(event)
+        {
+            self.send(message);
         }
     }
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_protocol::message::{
-    AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
+    ContentBlock, MessageOrigin, StopReason, ToolResultMessage, TranscriptMessage, Usage,
 };
 use switchboard_protocol::sessions::Patch;
 
-use super::cut;
+use super::cut::{self, assistant_message};
 use super::fence::{fence_of, fenced};
 use super::hold::{Hold, after_start, hold_session, write_end};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
@@ -23,6 +23,7 @@ use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
 use super::window;
 use super::{RunEventData, RunRequest, Runtime, lock};
+use crate::RunId;
 use crate::config::ThinkingLevel;
 use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
@@ -289,6 +290,10 @@ struct Turn<'a> {
     last_seq: Option<i64>,
     /// Heads every write of the run: it commits only while the run is held here.
     fence: WriteOp,
+    /// The run: its replies carry its id (`__openclaw.runId`).
+    run_id: RunId,
+    /// The output tokens of the run's model calls so far (the `usage` event).
+    output_tokens: u64,
 }
 
 async fn run_loop(
@@ -427,6 +432,8 @@ impl<'a> Turn<'a> {
             partial,
             last_seq: Some(last_seq),
             fence: fence_of(record),
+            run_id: record.run_id.clone(),
+            output_tokens: 0,
         };
         Ok((turn, model_request, entry.session_id))
     }
@@ -547,6 +554,19 @@ impl Turn<'_> {
             response,
             None,
             self.rt.now_ms(),
+        );
+        // The reply names its run, and the run's output so far is reported (the reference's
+        // Control UI shows it when the turn is done).
+        if let TranscriptMessage::Assistant(reply) = &mut message {
+            reply.origin = Some(MessageOrigin::run_output(self.run_id.as_str()));
+        }
+        self.output_tokens += response.usage.output;
+        self.rt.emit(
+            &self.run_id,
+            self.key,
+            RunEventData::Usage {
+                output_tokens: self.output_tokens,
+            },
         );
         // Priced with the model that answered (a fallback's own prices).
         let mut cost_usd = None;
@@ -723,28 +743,6 @@ fn system_prompt(agent: Option<&str>, extra: Option<&str>) -> String {
         .filter(|s| !s.trim().is_empty())
         .collect();
     parts.join("\n\n")
-}
-
-pub(super) fn assistant_message(
-    provider: &str,
-    model: &str,
-    response: &ModelResponse,
-    error: Option<&str>,
-    now: i64,
-) -> TranscriptMessage {
-    let mut usage = response.usage.clone();
-    if usage.total_tokens == 0 {
-        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-    }
-    TranscriptMessage::Assistant(AssistantMessage {
-        content: response.content.clone(),
-        provider: provider.to_string(),
-        model: model.to_string(),
-        usage,
-        stop_reason: response.stop_reason,
-        error_message: error.map(str::to_string),
-        timestamp: now,
-    })
 }
 
 /// The transcript's newest seq after a batch that appended.

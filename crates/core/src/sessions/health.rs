@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
-use switchboard_protocol::agents::{HealthAgent, HealthSessions, RecentSession};
+use switchboard_protocol::agents::{
+    ChannelsStatusResult, HealthAgent, HealthSessions, RecentSession,
+};
 
 use super::Sessions;
 use crate::channel::{AccountStatus, ChannelStatus, LinkState};
@@ -165,6 +167,34 @@ pub fn channel_health(
         .collect();
     let order = statuses.iter().map(|s| s.name.to_string()).collect();
     (channels, order, labels)
+}
+
+/// `channels.status`: the channels as `health` shows them, and each one's accounts as a list.
+pub fn channels_status(statuses: &[ChannelStatus], ts: i64) -> ChannelsStatusResult {
+    let (channels, channel_order, channel_labels) = channel_health(statuses);
+    let channel_accounts = statuses
+        .iter()
+        .map(|s| {
+            let accounts = s.accounts.iter().map(account_health).collect();
+            (s.name.to_string(), accounts)
+        })
+        .collect();
+    let channel_default_account_id = statuses
+        .iter()
+        .filter_map(|s| {
+            let first = s.accounts.first()?;
+            Some((s.name.to_string(), first.account_id.clone()))
+        })
+        .collect();
+    ChannelsStatusResult {
+        ts,
+        channel_order,
+        channel_labels,
+        channels,
+        channel_accounts,
+        channel_default_account_id,
+        status_issues: Vec::new(),
+    }
 }
 
 /// One account of a channel.

@@ -83,10 +83,13 @@ impl Sessions {
 /// reported as the model's view reports it.
 pub(crate) fn history_message(session_id: &str, m: StoredMessage) -> HistoryMessage {
     match TranscriptMessage::deserialize(&m.message) {
-        Ok(message) => HistoryMessage::Transcript(SeqMessage {
-            seq: m.seq,
-            message,
-        }),
+        Ok(mut message) => {
+            message.place(message_id(m.seq), m.seq);
+            HistoryMessage::Transcript(SeqMessage {
+                seq: m.seq,
+                message,
+            })
+        }
         Err(e) => {
             tracing::warn!(session_id, seq = m.seq, error = %e, "a stored message is not a transcript message; it is shown as stored");
             HistoryMessage::Unrecognised(with_seq(m))
@@ -113,6 +116,7 @@ fn inject_message(
                 stop_reason: StopReason::Stop,
                 error_message: None,
                 timestamp: now,
+                origin: None,
             })),
             "user" => Ok(TranscriptMessage::User(UserMessage {
                 content: UserContent::Text(text),
@@ -121,6 +125,7 @@ fn inject_message(
                     kind: "inject".into(),
                     ..Provenance::default()
                 }),
+                origin: None,
             })),
             other => Err(CoreError::invalid(format!(
                 "role: {other:?} is not allowed; expected \"assistant\" (default) or \"user\""

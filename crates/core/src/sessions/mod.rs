@@ -22,7 +22,7 @@ use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
 use switchboard_protocol::events::SessionsChanged;
 use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
-pub use health::{HealthParts, channel_health};
+pub use health::{HealthParts, channel_health, channels_status};
 
 use crate::clock::Clock;
 use crate::config::Config;
@@ -98,6 +98,7 @@ impl Sessions {
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
         let mut row = row(e, self.store.as_ref(), &self.config);
         row.run_state = self.runtime.run_state(&e.key);
+        row.activity = self.runtime.run_activity(&e.key);
         row
     }
 
@@ -213,6 +214,7 @@ pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Se
             .map(|path| path.to_string_lossy().into_owned()),
         messages: None,
         run_state: None,
+        activity: None,
         subagent: None,
     }
 }

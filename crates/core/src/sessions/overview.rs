@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use switchboard_protocol::overview::{
-    AgentIdentity, AgentIdentityParams, ModelInfo, ModelsListResult, SessionDefaults,
-    SessionsDescribeParams, SessionsDescribeResult, StatusResult, StatusSessions, UsageCostResult,
-    UsageTotals,
+    AgentIdentity, AgentIdentityParams, AgentSessions, ModelInfo, ModelsListResult,
+    SessionDefaults, SessionsDescribeParams, SessionsDescribeResult, StatusResult, StatusSessions,
+    UsageCostResult, UsageTotals,
 };
 
 use super::Sessions;
@@ -149,6 +149,14 @@ impl Sessions {
                 count: health.session_count,
                 defaults: self.defaults(),
                 recent: health.sessions.recent,
+                by_agent: health
+                    .agents
+                    .iter()
+                    .map(|a| AgentSessions {
+                        agent_id: a.agent_id.clone(),
+                        sessions: a.sessions.clone(),
+                    })
+                    .collect(),
             },
             queued_system_events: Vec::new(),
         })

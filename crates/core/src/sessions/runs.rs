@@ -5,12 +5,13 @@
 use std::time::Duration;
 use switchboard_protocol::delivery::DeliveryKind;
 
-use switchboard_protocol::message::ContentBlock;
+use serde::Deserialize;
+use switchboard_protocol::message::{AssistantMessage, ContentBlock, TranscriptMessage};
 use switchboard_protocol::runs::RunStatus as WireRunStatus;
 use switchboard_protocol::runs::{
     AgentAccepted, AgentMeta, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams,
     ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
-    RunResult, SendCommandResult,
+    RunResult, RunTokens, SendCommandResult,
 };
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
@@ -220,17 +221,56 @@ impl Sessions {
             Some((provider, name)) => (Some(provider.to_string()), Some(name.to_string())),
             None => (None, model),
         };
+        let usage = match &r.session_id {
+            Some(session_id) => self.run_tokens(session_id, &r.run_id).await,
+            None => None,
+        };
         RunMeta {
-            duration_ms: r
-                .ended_at
-                .zip(r.started_at)
-                .map_or(0, |(end, start)| end - start),
+            duration_ms: r.ended_at.map_or(0, |end| end - r.created_at),
             agent_meta: AgentMeta {
                 session_id: r.session_id.clone(),
                 provider,
                 model,
+                usage,
             },
         }
+    }
+
+    /// The tokens of `run_id`'s replies, summed from the newest page of its transcript (a run's
+    /// replies are at its end); `None` when none is found or the page cannot be read.
+    async fn run_tokens(&self, session_id: &str, run_id: &RunId) -> Option<RunTokens> {
+        let page = match self.store.history(session_id, 200, None).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(session_id, error = %e, "could not read the run's replies for its usage");
+                return None;
+            }
+        };
+        let replies: Vec<AssistantMessage> = page
+            .messages
+            .into_iter()
+            .filter_map(|m| match TranscriptMessage::deserialize(&m.message) {
+                Ok(TranscriptMessage::Assistant(reply)) => Some(reply),
+                _ => None,
+            })
+            .filter(|reply| {
+                let origin = reply.origin.as_ref().and_then(|o| o.run_id.as_deref());
+                origin == Some(run_id.as_str())
+            })
+            .collect();
+        if replies.is_empty() {
+            return None;
+        }
+        let mut tokens = RunTokens::default();
+        for reply in replies {
+            let u = &reply.usage;
+            tokens.input += u.input;
+            tokens.output += u.output;
+            tokens.cache_read += u.cache_read;
+            tokens.cache_write += u.cache_write;
+        }
+        tokens.total = tokens.input + tokens.output + tokens.cache_read + tokens.cache_write;
+        Some(tokens)
     }
 
     /// `agent.wait`: the run's outcome, or its state when the wait (default 30 s, at most
@@ -353,9 +393,7 @@ fn run_result(outcome: WaitOutcome) -> RunResult {
 /// wait on the key): a key of at most 128 printable characters without spaces; any other key
 /// still deduplicates, and the run gets an id of its own.
 fn run_id_of(idempotency_key: Option<&str>) -> Option<RunId> {
-    let key = idempotency_key?;
-    let usable = !key.is_empty() && key.len() <= 128 && key.chars().all(|c| c.is_ascii_graphic());
-    usable.then(|| RunId::from_string(key))
+    RunId::of_idempotency_key(idempotency_key?)
 }
 
 /// A message that starts a run says something: an empty one would run the model on nothing.

@@ -135,6 +135,9 @@ pub trait CronStore: Send + Sync {
     fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>>;
     /// Removes a cron job and answers it; an unknown id is `NotFound`.
     fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord>;
+    /// Stores a job's name, `enabled`, schedule, message and `deliver` (its firings stay as
+    /// they are); answers false when the job no longer exists.
+    fn cron_update(&self, job: CronJobRecord) -> StoreFuture<'_, bool>;
     /// Records a firing of a job: its run and time, and for a scheduled firing its `slot`
     /// (`last_slot` only ever rises). Answers false when the job no longer exists.
     fn cron_record_firing(

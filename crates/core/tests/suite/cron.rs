@@ -191,11 +191,12 @@ async fn an_expression_job_fires_into_its_cron_session_on_lane_cron() {
     assert_eq!(messages.len(), 2, "{messages:#?}");
     let mut user = messages[0].clone();
     user.as_object_mut().unwrap().remove("timestamp");
+    let run = messages[1]["__openclaw"]["runId"].as_str().unwrap();
     assert_eq!(
         user,
         json!({"role": "user", "content": "@reply tock", "provenance": {
             "kind": "cron", "jobId": "tick", "trigger": "schedule", "scheduledAt": T0 + 5 * MIN,
-        }})
+        }, "__openclaw": {"idempotencyKey": format!("{run}:user")}})
     );
     assert_eq!(assistant_text(&messages[1]), "tock");
 

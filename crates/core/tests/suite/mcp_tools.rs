@@ -46,7 +46,7 @@ fn everything_stdio() -> Result<McpServerConfig, Missing> {
     })
 }
 
-/// An engine whose only MCP server is `name`.
+/// An engine whose only MCP server is `name`, once that server runs.
 async fn with_server(
     name: &str,
     server: McpServerConfig,
@@ -55,7 +55,11 @@ async fn with_server(
     let mut config = Config::default();
     config.mcp.servers.insert(name.into(), server);
     configure(&mut config);
-    TestEngine::open(config).await
+    let h = TestEngine::open(config).await;
+    // A server started with npx can take longer than the engine's start waits on a busy
+    // machine: a turn before its tools are listed would not find them.
+    status_when(&h, name, |s| s.state == State::Running).await;
+    h
 }
 
 /// The server's status once `ok` holds for it (a hang guard, not a timing).

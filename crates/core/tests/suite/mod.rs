@@ -14,6 +14,7 @@ mod robustness;
 mod runtime;
 mod send;
 mod session_tools;
+mod signal;
 mod slack;
 mod spawn;
 mod store_faults;

@@ -97,6 +97,7 @@ fn user(text: &str) -> TranscriptMessage {
         content: UserContent::Text(text.into()),
         timestamp: 1,
         provenance: None,
+        origin: None,
     })
 }
 
@@ -109,6 +110,7 @@ fn assistant(content: Vec<ContentBlock>) -> TranscriptMessage {
         stop_reason: StopReason::ToolUse,
         error_message: None,
         timestamp: 2,
+        origin: None,
     })
 }
 

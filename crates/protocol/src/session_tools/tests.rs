@@ -376,6 +376,7 @@ fn list_and_history_results_have_the_tool_shapes() {
         transcript_path: Some("/t/s1.jsonl".into()),
         messages: None,
         run_state: None,
+        activity: None,
         subagent: None,
     };
     let row_json = json!({

@@ -1,8 +1,11 @@
-//! `cron.add`, `cron.get`, `cron.list`, `cron.status`, `cron.remove`, `cron.run` (SPEC §9.3):
+//! `cron.add`, `cron.get`, `cron.list`, `cron.status`, `cron.update`, `cron.remove`, `cron.run`,
+//! `cron.runs` (SPEC §9.3):
 //! delegations to the cron component.
 
 use switchboard_core::Engine;
-use switchboard_protocol::cron::{CronAddParams, CronAddResult, CronJobIdParams, CronListParams};
+use switchboard_protocol::cron::{
+    CronAddParams, CronAddResult, CronJobIdParams, CronListParams, CronRunsParams, CronUpdateParams,
+};
 
 use super::{MethodResult, answer};
 
@@ -34,4 +37,12 @@ pub async fn remove(engine: &Engine, p: CronJobIdParams) -> MethodResult {
 
 pub async fn run(engine: &Engine, p: CronJobIdParams) -> MethodResult {
     answer(engine.cron().run(&p.id).await)
+}
+
+pub async fn runs(engine: &Engine, p: CronRunsParams) -> MethodResult {
+    answer(engine.cron().runs(p).await)
+}
+
+pub async fn update(engine: &Engine, p: CronUpdateParams) -> MethodResult {
+    answer(engine.cron().update(p).await)
 }

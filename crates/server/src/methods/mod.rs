@@ -23,6 +23,7 @@ use crate::access::{Grant, Scope};
 /// (docs/protocol.md has the table; `crate::access` applies it; nodes have their own rule).
 pub const METHODS: &[(&str, Scope)] = &[
     ("health", Scope::Read),
+    ("channels.status", Scope::Read),
     ("agents.list", Scope::Read),
     ("sessions.list", Scope::Read),
     ("sessions.create", Scope::Write),
@@ -50,8 +51,10 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("cron.get", Scope::Read),
     ("cron.list", Scope::Read),
     ("cron.status", Scope::Read),
+    ("cron.update", Scope::Admin),
     ("cron.remove", Scope::Admin),
     ("cron.run", Scope::Admin),
+    ("cron.runs", Scope::Read),
     ("pairing.list", Scope::Admin),
     ("pairing.approve", Scope::Admin),
     ("status", Scope::Read),
@@ -64,6 +67,25 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("sessions.messages.unsubscribe", Scope::Read),
     ("usage.cost", Scope::Read),
     ("logs.tail", Scope::Read),
+    // The reference's features this gateway does not have: their empty state.
+    ("update.status", Scope::Read),
+    ("exec.approval.list", Scope::Read),
+    ("plugin.approval.list", Scope::Read),
+    ("openclaw.approval.list", Scope::Read),
+    ("question.list", Scope::Read),
+    ("tasks.list", Scope::Read),
+    ("models.authStatus", Scope::Read),
+    ("talk.catalog", Scope::Read),
+    ("progressCard.get", Scope::Read),
+    ("chat.metadata", Scope::Read),
+    ("sessions.branches.list", Scope::Read),
+    ("sessions.companion.state", Scope::Read),
+    ("sessions.observer.visibility", Scope::Read),
+    ("wake", Scope::Write),
+    ("last-heartbeat", Scope::Read),
+    ("node.list", Scope::Read),
+    ("skills.status", Scope::Read),
+    ("diagnostics.stability", Scope::Read),
 ];
 
 /// `{key}` (or `{sessionKey}`): one session.
@@ -127,7 +149,13 @@ pub async fn dispatch(
 }
 
 /// Methods that answer without the store: they are served while it is unreachable.
-const WITHOUT_STORE: &[&str] = &["health", "logs.tail", "models.list", "config.get"];
+const WITHOUT_STORE: &[&str] = &[
+    "health",
+    "channels.status",
+    "logs.tail",
+    "models.list",
+    "config.get",
+];
 
 /// A new call that needs the store is refused at once while the store is unreachable (it
 /// would wait for the database for as long as it is away); nothing of it was run.
@@ -157,6 +185,7 @@ async fn run(
     let engine = state.engine.as_ref();
     match method {
         "health" => system::health(state).await,
+        "channels.status" => system::channels(engine),
         "agents.list" => {
             // Each agent's tools include the MCP servers' once they first connected.
             engine.runtime().tools_ready().await;
@@ -185,8 +214,10 @@ async fn run(
         "cron.get" => cron::get(engine, parse(method, p)?).await,
         "cron.list" => cron::list(engine, parse(method, p)?).await,
         "cron.status" => cron::status(engine).await,
+        "cron.update" => cron::update(engine, parse(method, p)?).await,
         "cron.remove" => cron::remove(engine, parse(method, p)?).await,
         "cron.run" => cron::run(engine, parse(method, p)?).await,
+        "cron.runs" => cron::runs(engine, parse(method, p)?).await,
         "pairing.list" => answer(engine.pairing().list(parse(method, p)?).await),
         "pairing.approve" => answer(engine.pairing().approve(parse(method, p)?).await),
         "status" => overview::status(engine).await,
@@ -197,6 +228,7 @@ async fn run(
         "sessions.describe" => overview::describe(engine, parse(method, p)?).await,
         "usage.cost" => overview::usage_cost(engine).await,
         "logs.tail" => overview::logs_tail(parse(method, p)?),
+        m if switchboard_protocol::empty::METHODS.contains(&m) => overview::empty_state(engine, m),
         "sessions.subscribe"
         | "sessions.unsubscribe"
         | "sessions.messages.subscribe"

@@ -1,9 +1,11 @@
 //! The methods the reference's CLI, TUI and Control UI call on start and on every screen
 //! (`status`, `system-presence`, `config.get`, `models.list`, `agent.identity.get`,
-//! `sessions.describe`, `usage.cost`), and a clear `UNAVAILABLE` for those this gateway has no
-//! counterpart of, so no client retries them in a loop.
+//! `sessions.describe`, `usage.cost`), the reference's empty state for the features this
+//! gateway does not have (`switchboard_protocol::empty`), and a clear `UNAVAILABLE` for the
+//! rest of those it has no counterpart of, so no client retries them in a loop.
 
 use switchboard_core::Engine;
+use switchboard_protocol::empty::EmptyState;
 use switchboard_protocol::overview::{
     AgentIdentityParams, ConfigGetResult, PresenceEntry, SessionsDescribeParams,
 };
@@ -13,51 +15,7 @@ use super::{MethodResult, answer, to_value};
 
 /// Methods of the reference this gateway knows and does not offer, and why.
 pub const UNAVAILABLE: &[(&str, &str)] = &[
-    (
-        "cron.update",
-        "remove the job (cron.remove) and add it again",
-    ),
     ("config.set", "edit the config file and restart the gateway"),
-    (
-        "update.status",
-        "update switchboard with the package it came from",
-    ),
-    (
-        "exec.approval.list",
-        "this gateway runs no commands, so nothing awaits approval",
-    ),
-    ("plugin.approval.list", "this gateway has no plugins"),
-    (
-        "openclaw.approval.list",
-        "nothing awaits approval on this gateway",
-    ),
-    (
-        "question.list",
-        "agents here ask no questions outside their sessions",
-    ),
-    (
-        "tasks.list",
-        "background work shows as sessions (sessions.list, kind subagent)",
-    ),
-    (
-        "models.authStatus",
-        "providers authenticate with the keys in models.providers",
-    ),
-    ("talk.catalog", "this gateway has no voice"),
-    ("progressCard.get", "this gateway keeps no progress cards"),
-    (
-        "chat.metadata",
-        "sessions.describe has the session's metadata",
-    ),
-    ("sessions.branches.list", "sessions have no branches here"),
-    (
-        "sessions.companion.state",
-        "this gateway has no companion sessions",
-    ),
-    (
-        "sessions.observer.visibility",
-        "sessions.list shows what this connection may see",
-    ),
     (
         "config.patch",
         "edit the config file and restart the gateway",
@@ -66,18 +24,10 @@ pub const UNAVAILABLE: &[(&str, &str)] = &[
         "config.apply",
         "edit the config file and restart the gateway",
     ),
-    ("skills.status", "this gateway has no skills"),
-    (
-        "node.list",
-        "nodes connect with role \"node\"; sessions.list {kinds: [\"node\"]} shows them",
-    ),
     (
         "device.pair.list",
         "this gateway pairs no devices; clients use the gateway token",
     ),
-    ("channels.status", "health lists the channels"),
-    ("last-heartbeat", "this gateway runs no heartbeat turns"),
-    ("wake", "this gateway runs no heartbeat turns"),
 ];
 
 /// The `UNAVAILABLE` answer of `method`, when it is one of [`UNAVAILABLE`].
@@ -91,6 +41,18 @@ pub fn unavailable(method: &str) -> Option<ErrorShape> {
                 format!("{name} is not available on this gateway: {why}"),
             )
         })
+}
+
+/// A method of `switchboard_protocol::empty::METHODS`: the reference's empty state.
+pub fn empty_state(engine: &Engine, method: &str) -> MethodResult {
+    let models = engine.sessions().models().models;
+    match EmptyState::of(method, engine.now_ms(), models) {
+        Some(answer) => to_value(answer),
+        None => Err(ErrorShape::new(
+            ErrorCode::Internal,
+            format!("{method} has no empty answer"),
+        )),
+    }
 }
 
 pub async fn status(engine: &Engine) -> MethodResult {

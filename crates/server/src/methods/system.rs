@@ -1,9 +1,10 @@
-//! `health`: ours and the reference's fields in one answer (see `HealthResult`).
+//! `health`: ours and the reference's fields in one answer (see `HealthResult`), and
+//! `channels.status`, the channels' part of it in the reference's `channels.status` shape.
 
 use std::time::Instant;
 
 use switchboard_core::Engine;
-use switchboard_core::sessions::channel_health;
+use switchboard_core::sessions::{channel_health, channels_status};
 use switchboard_core::store::StoreState;
 use switchboard_protocol::PROTOCOL_VERSION;
 use switchboard_protocol::agents::{HealthResult, McpServerHealth, StoreHealthInfo};
@@ -66,4 +67,12 @@ fn mcp_health(engine: &Engine) -> std::collections::BTreeMap<String, McpServerHe
             (s.name, health)
         })
         .collect()
+}
+
+/// `channels.status`: each channel and its accounts (`openclaw channels status`).
+pub fn channels(engine: &Engine) -> MethodResult {
+    to_value(channels_status(
+        &engine.channels().statuses(),
+        engine.now_ms(),
+    ))
 }

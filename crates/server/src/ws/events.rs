@@ -6,7 +6,7 @@ use switchboard_core::runtime::{RunEvent, RunEventData};
 use switchboard_core::store::RunStatus;
 use switchboard_protocol::events::{
     AgentEvent, AgentStream, AssistantDelta, ChatEvent, ChatMessage, ChatState, EndStatus,
-    Lifecycle, ServerEvent, ThinkingDelta, ToolStep,
+    Lifecycle, RunUsage, ServerEvent, ThinkingDelta, ToolStep,
 };
 
 /// The events a run event becomes, on the server's clock `ts`.
@@ -55,6 +55,11 @@ pub(super) fn run_events(event: &RunEvent, ts: i64) -> Vec<ServerEvent> {
             is_error: *is_error,
             text: text.clone(),
         }))],
+        RunEventData::Usage { output_tokens } => {
+            vec![agent(AgentStream::Usage(RunUsage {
+                output_tokens: *output_tokens,
+            }))]
+        }
         RunEventData::Ended {
             status,
             result,

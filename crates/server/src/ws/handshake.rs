@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use futures_util::stream::SplitStream;
 use switchboard_protocol::events::ServerEvent;
 use switchboard_protocol::frames::{
-    ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
+    CAPABILITIES, ConnectChallenge, ConnectParams, Features, HelloOk, Policy, ServerInfo,
 };
 use switchboard_protocol::{ErrorCode, ErrorShape, PROTOCOL_VERSION, RequestFrame, ResponseFrame};
 
@@ -255,6 +255,7 @@ fn hello(state: &ServerState, conn_id: u64) -> HelloOk {
         features: Features {
             methods: methods::method_names().map(str::to_string).collect(),
             events: EVENTS.iter().map(|e| e.to_string()).collect(),
+            capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
         },
         policy: Policy {
             max_payload: state.max_payload,

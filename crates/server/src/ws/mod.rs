@@ -14,6 +14,7 @@
 
 mod events;
 mod handshake;
+mod held;
 mod subscriptions;
 
 use subscriptions::{Subscriptions, follow_own_runs, is_subscription, run_change, subscribe};
@@ -29,6 +30,7 @@ use axum::response::Response;
 use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
+use switchboard_core::RunId;
 use switchboard_core::delivery::{DeliveryEvent, info};
 use switchboard_core::runtime::RunEvent;
 use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent};
@@ -84,6 +86,8 @@ struct Conn {
     event_seq: AtomicU64,
     /// Sessions whose run events this connection receives.
     subscriptions: std::sync::Mutex<Subscriptions>,
+    /// Runs of this connection's unanswered `chat.send`s: their events wait for the answer.
+    held: held::Held,
     /// Cancelled when the client is gone: its in-flight methods stop waiting (nothing they
     /// started is cut off; their answers go nowhere).
     gone: CancellationToken,
@@ -179,6 +183,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending
         out: tx,
         event_seq: AtomicU64::new(0),
         subscriptions: Default::default(),
+        held: Default::default(),
         gone: CancellationToken::new(),
         tasks: state.tasks.clone(),
         grant: std::sync::OnceLock::new(),
@@ -281,21 +286,29 @@ async fn on_run(
 ) {
     match event {
         Ok(event) => {
-            let ts = state.engine.now_ms();
-            if conn.wants(event.session_key.as_str()) {
-                for frame in events::run_events(&event, ts) {
-                    conn.event(frame, true).await;
-                }
-            }
-            let changes = conn.subscriptions().changes;
-            if changes && let Some(change) = run_change(&event, ts) {
-                conn.event(ServerEvent::SessionsChanged(change), true).await;
+            if let Some(event) = conn.held.keep(event).await {
+                send_run(state, conn, &event).await;
             }
         }
         Err(broadcast::error::RecvError::Lagged(missed)) => {
             tracing::warn!(conn_id, missed, "a slow client missed run events");
         }
         Err(broadcast::error::RecvError::Closed) => {}
+    }
+}
+
+/// The frames one run event makes for this connection: the run's `agent`/`chat` events when
+/// it follows the session, `sessions.changed` when it subscribed to changes.
+async fn send_run(state: &ServerState, conn: &Conn, event: &RunEvent) {
+    let ts = state.engine.now_ms();
+    if conn.wants(event.session_key.as_str()) {
+        for frame in events::run_events(event, ts) {
+            conn.event(frame, true).await;
+        }
+    }
+    let changes = conn.subscriptions().changes;
+    if changes && let Some(change) = run_change(event, ts) {
+        conn.event(ServerEvent::SessionsChanged(change), true).await;
     }
 }
 
@@ -313,8 +326,9 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                 }
                 Ok(req) => {
                     follow_own_runs(state, conn, &req);
+                    let held = conn.held.hold(&req).await;
                     let (state, conn) = (state.clone(), conn.clone());
-                    state.tasks.clone().spawn(answer(state, conn, req));
+                    state.tasks.clone().spawn(answer(state, conn, req, held));
                 }
                 Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
             }
@@ -329,8 +343,9 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
     }
 }
 
-/// Runs one method and answers it (an interim answer first where the method has one).
-async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
+/// Runs one method and answers it (an interim answer first where the method has one), then
+/// sends the events of the run it started that waited for the answer (`held`).
+async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame, held: Option<RunId>) {
     let interim_conn = conn.clone();
     let interim_id = req.id.clone();
     let interim = move |payload: Value| {
@@ -344,6 +359,12 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame) {
             Err(error) => ResponseFrame::err(req.id, error),
         };
     conn.respond(response).await;
+    if let Some(run_id) = held {
+        let (events, _newer_wait) = conn.held.release(&run_id).await;
+        for event in events {
+            send_run(&state, &conn, &event).await;
+        }
+    }
 }
 
 /// A frame the WebSocket layer refused: the client is told why with the close code RFC 6455

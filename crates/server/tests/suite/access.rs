@@ -13,6 +13,7 @@ use super::harness::{TOKEN, TestGateway};
 /// method added without a scope) fails this test.
 const NEEDS: &[(&str, &str)] = &[
     ("health", "operator.read"),
+    ("channels.status", "operator.read"),
     ("agents.list", "operator.read"),
     ("sessions.list", "operator.read"),
     ("sessions.create", "operator.write"),
@@ -40,8 +41,10 @@ const NEEDS: &[(&str, &str)] = &[
     ("cron.get", "operator.read"),
     ("cron.list", "operator.read"),
     ("cron.status", "operator.read"),
+    ("cron.update", "operator.admin"),
     ("cron.remove", "operator.admin"),
     ("cron.run", "operator.admin"),
+    ("cron.runs", "operator.read"),
     ("pairing.list", "operator.admin"),
     ("pairing.approve", "operator.admin"),
     ("status", "operator.read"),
@@ -54,6 +57,24 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.messages.unsubscribe", "operator.read"),
     ("usage.cost", "operator.read"),
     ("logs.tail", "operator.read"),
+    ("update.status", "operator.read"),
+    ("exec.approval.list", "operator.read"),
+    ("plugin.approval.list", "operator.read"),
+    ("openclaw.approval.list", "operator.read"),
+    ("question.list", "operator.read"),
+    ("tasks.list", "operator.read"),
+    ("models.authStatus", "operator.read"),
+    ("talk.catalog", "operator.read"),
+    ("progressCard.get", "operator.read"),
+    ("chat.metadata", "operator.read"),
+    ("sessions.branches.list", "operator.read"),
+    ("sessions.companion.state", "operator.read"),
+    ("sessions.observer.visibility", "operator.read"),
+    ("wake", "operator.write"),
+    ("last-heartbeat", "operator.read"),
+    ("node.list", "operator.read"),
+    ("skills.status", "operator.read"),
+    ("diagnostics.stability", "operator.read"),
 ];
 
 fn rank(scope: &str) -> u8 {

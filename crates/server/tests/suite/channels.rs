@@ -354,11 +354,11 @@ async fn send_is_idempotent_and_names_what_it_cannot_do() {
     let e = gw
         .call_err(
             "send",
-            json!({"channel": "signal", "to": "x", "message": "hi", "idempotencyKey": "a"}),
+            json!({"channel": "sms", "to": "x", "message": "hi", "idempotencyKey": "a"}),
         )
         .await;
     assert!(
-        e.message.contains("channel \"signal\" is not connected"),
+        e.message.contains("channel \"sms\" is not connected"),
         "{}",
         e.message
     );

@@ -225,7 +225,7 @@ async fn bad_cron_params_are_invalid_requests_and_nothing_is_stored() {
     assert!(
         unknown
             .message
-            .contains("cron.add, cron.get, cron.list, cron.status, cron.remove, cron.run"),
+            .contains("cron.add, cron.get, cron.list, cron.status, cron.update, cron.remove"),
         "{}",
         unknown.message
     );

@@ -1,6 +1,7 @@
 mod access;
 mod browser;
 mod channels;
+mod clients;
 mod cron;
 mod doors;
 mod harness;

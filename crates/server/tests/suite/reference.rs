@@ -77,14 +77,18 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert_eq!(
         health["channelOrder"],
         json!([
-            "webhook", "telegram", "discord", "slack", "whatsapp", "matrix"
+            "webhook", "telegram", "discord", "slack", "whatsapp", "signal", "matrix"
         ])
     );
     assert_eq!(health["channels"]["telegram"]["state"], "off");
+    assert_eq!(health["channels"]["signal"]["state"], "off");
+    assert_eq!(health["channelLabels"]["signal"], "Signal");
     assert_eq!(health["channels"]["discord"]["state"], "off");
     assert_eq!(health["channelLabels"]["discord"], "Discord");
     assert_eq!(health["channels"]["slack"]["state"], "off");
     assert_eq!(health["channelLabels"]["slack"], "Slack");
+    assert_eq!(health["channels"]["whatsapp"]["state"], "off");
+    assert_eq!(health["channelLabels"]["whatsapp"], "WhatsApp");
     assert_eq!(health["channels"]["matrix"]["state"], "off");
     assert_eq!(health["channelLabels"]["matrix"], "Matrix");
     assert_eq!(health["channelLabels"]["webhook"], "Webhook");
@@ -199,12 +203,12 @@ async fn the_start_up_methods_of_the_reference_clients_answer() {
     assert!((cost - 20.0 / 1_000_000.0).abs() < 1e-12, "{cost}");
 
     // What this gateway has no counterpart of says so, by name, as UNAVAILABLE.
-    let update = gw.call_err("cron.update", json!({"id": "nightly"})).await;
-    assert_eq!(update.code, switchboard_protocol::ErrorCode::Unavailable);
+    let set = gw.call_err("config.set", json!({"raw": "{}"})).await;
+    assert_eq!(set.code, switchboard_protocol::ErrorCode::Unavailable);
     assert!(
-        update.message.starts_with("cron.update is not available"),
+        set.message.starts_with("config.set is not available"),
         "{}",
-        update.message
+        set.message
     );
     gw.stop().await;
     mock.stop().await;

@@ -176,9 +176,12 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
         [
             "lifecycle:queued",
             "lifecycle:start",
+            // After each model call: the run's output tokens so far.
+            "usage:",
             "tool:call",
             "tool:result",
             "assistant:",
+            "usage:",
             "lifecycle:end"
         ]
     );

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{ChannelDoors, ChatChannel, DoorParts};
 use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
 use crate::config::{Config, WHATSAPP_DEFAULT_ACCOUNT, WhatsAppChannel};
-use crate::store::{DeliveryRecord, Store, WriteOp};
+use crate::store::{DeliveryRecord, Store};
 use api::{ApiError, Graph};
 
 /// The channel's name in keys, routes, records and pairing.
@@ -138,16 +138,7 @@ impl WhatsApp {
                 .graph
                 .send_text(number.phone_number_id(), (to, group), part);
             sent.await.map_err(|e| classify(number, e))?;
-            if done + 1 < last {
-                let progress = WriteOp::DeliveryProgress {
-                    id: record.id.clone(),
-                    parts_sent: (done + 1) as u32,
-                };
-                self.store
-                    .write_batch(vec![progress])
-                    .await
-                    .map_err(|e| ChannelError::Retry(e.to_string()))?;
-            }
+            super::split::record_taken(self.store.as_ref(), record, (done + 1, last)).await?;
         }
         Ok(())
     }

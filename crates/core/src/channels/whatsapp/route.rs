@@ -8,7 +8,7 @@ use switchboard_protocol::sessions::DeliveryContext;
 
 use super::WHATSAPP;
 use super::api::Message;
-use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::gate::{Decision, Gate, Sender, Turn, gate_of};
 use crate::channels::owner::Order;
 use crate::config::{Config, WhatsAppChannel};
 use crate::error::CoreError;
@@ -40,10 +40,7 @@ pub(super) fn decide(
         return Ok(Decision::ignore("no text"));
     }
     let (gate, sender) = (gate(to.settings), sender(message));
-    let order = {
-        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
-        Order::parse(&word.to_lowercase(), rest)
-    };
+    let order = Order::of_text(text);
     let agent_id = to
         .settings
         .agent_id
@@ -116,17 +113,7 @@ pub(super) fn stranger(
 
 /// The number's access settings.
 fn gate(settings: &WhatsAppChannel) -> Gate<'_> {
-    Gate {
-        channel: WHATSAPP,
-        groups_are: ("groups", "groups"),
-        dm_policy: settings.dm_policy,
-        allow_from: &settings.allow_from,
-        owners: &settings.owners,
-        group_policy: settings.group_policy,
-        groups: &settings.groups,
-        group_allow_from: &settings.group_allow_from,
-        require_mention: settings.require_mention,
-    }
+    gate_of!(WHATSAPP, settings)
 }
 
 /// The sender by WhatsApp id (the config's lists are digits only, `+` and spaces taken out).

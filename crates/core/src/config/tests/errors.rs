@@ -180,6 +180,15 @@ fn a_bad_value_names_path_value_and_allowed_set() {
             "line 1: config error at channels.slack.accounts.ops.appToken: missing; expected a token (each enabled account needs its own app)",
         ),
         (
+            r#"{ channels: { signal: { enabled: true, httpUrl: "127.0.0.1:8080" } } }"#,
+            "line 1: config error at channels.signal.httpUrl: \"127.0.0.1:8080\" is not allowed; expected an http:// or https:// URL\n\
+             line 1: config error at channels.signal.account: missing; expected required while channels.signal.enabled is true (the account signal-cli's daemon runs, -a)",
+        ),
+        (
+            r#"{ channels: { signal: { enabled: true, account: "5551234567" } } }"#,
+            "line 1: config error at channels.signal.account: \"5551234567\" is not allowed; expected the daemon's account: a phone number in E.164 form (\"+15551234567\") or the account's UUID",
+        ),
+        (
             r#"{ channels: { matrix: { enabled: true, homeserver: "matrix.example.org", userId: "bot", autoJoin: "sometimes" } } }"#,
             "line 1: config error at channels.matrix.autoJoin: \"sometimes\" is not allowed; expected one of \"always\", \"allowlist\", \"off\"\n\
              line 1: config error at channels.matrix.homeserver: \"matrix.example.org\" is not allowed; expected an http:// or https:// URL\n\

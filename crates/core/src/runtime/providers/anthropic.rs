@@ -555,6 +555,7 @@ mod tests {
             content: UserContent::Text(text.into()),
             timestamp: 0,
             provenance: None,
+            origin: None,
         })
     }
 
@@ -584,6 +585,7 @@ mod tests {
                 stop_reason: StopReason::ToolUse,
                 error_message: None,
                 timestamp: 0,
+                origin: None,
             })
         };
         let out = messages(&[
@@ -623,6 +625,7 @@ mod tests {
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp: 0,
+            origin: None,
         });
         let out = messages(&[user("a"), reply]);
         assert_eq!(out.len(), 3);

@@ -52,6 +52,25 @@ pub(super) async fn remove(db: &Db<'_>, id: &str) -> Result<CronJobRecord, Store
     }
 }
 
+/// Changes what the job is; false when it is gone.
+pub(super) async fn update(db: &Db<'_>, job: &CronJobRecord) -> Result<bool, StoreError> {
+    let sql = spell(work::CRON_UPDATE, POSTGRES).into_owned();
+    let changed = db
+        .execute(
+            &sql,
+            &[
+                &job.id,
+                &job.name,
+                &job.enabled,
+                &job.schedule,
+                &job.message,
+                &job.deliver,
+            ],
+        )
+        .await?;
+    Ok(changed > 0)
+}
+
 /// Records a firing; a scheduled one (`slot`) raises `last_slot` and never lowers it. Answers
 /// false when the job is gone (removed while it fired).
 pub(super) async fn record_firing(

@@ -269,6 +269,13 @@ impl CronStore for PgStore {
         })
     }
 
+    fn cron_update(&self, job: CronJobRecord) -> StoreFuture<'_, bool> {
+        self.write(move |db, _| {
+            let job = job.clone();
+            Box::pin(async move { cron::update(db, &job).await })
+        })
+    }
+
     fn cron_record_firing(
         &self,
         id: &str,

@@ -108,6 +108,11 @@ pub(crate) fn record_firing(d: Dialect) -> String {
     )
 }
 
+/// Changes what a job is (`?1`: id; name, enabled, schedule, message, deliver), not its
+/// firings.
+pub(crate) const CRON_UPDATE: &str = "UPDATE cron_jobs SET name = ?2, enabled = ?3, \
+    schedule = ?4, message = ?5, deliver = ?6 WHERE id = ?1";
+
 /// Raises the count of parts the channel took of a delivery (`?1`) to `?2`, never lowers it.
 pub(crate) fn progress(d: Dialect) -> String {
     format!(

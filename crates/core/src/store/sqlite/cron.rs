@@ -43,6 +43,19 @@ pub(super) fn remove(conn: &Connection, id: &str) -> Result<CronJobRecord, Store
     Ok(job)
 }
 
+/// Changes what the job is; false when it is gone.
+pub(super) fn update(conn: &Connection, job: &CronJobRecord) -> Result<bool, StoreError> {
+    let changed = conn.prepare_cached(work::CRON_UPDATE)?.execute(params![
+        job.id,
+        job.name,
+        job.enabled,
+        job.schedule,
+        job.message,
+        job.deliver
+    ])?;
+    Ok(changed > 0)
+}
+
 /// Records a firing; a scheduled one (`slot`) raises `last_slot` and never lowers it. Answers
 /// false when the job is gone (removed while it fired).
 pub(super) fn record_firing(

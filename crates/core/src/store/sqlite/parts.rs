@@ -229,6 +229,10 @@ impl CronStore for SqliteStore {
         self.write(move |c, _, _| cron::remove(c, &id))
     }
 
+    fn cron_update(&self, job: CronJobRecord) -> StoreFuture<'_, bool> {
+        self.write(move |c, _, _| cron::update(c, &job))
+    }
+
     fn cron_record_firing(
         &self,
         id: &str,

@@ -288,6 +288,10 @@ impl CronStore for FailingStore {
         self.inner.cron_remove(id)
     }
 
+    fn cron_update(&self, job: CronJobRecord) -> StoreFuture<'_, bool> {
+        self.inner.cron_update(job)
+    }
+
     fn cron_record_firing(
         &self,
         id: &str,

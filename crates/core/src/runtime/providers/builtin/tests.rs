@@ -23,6 +23,7 @@ fn user(text: &str) -> TranscriptMessage {
         content: UserContent::Text(text.to_string()),
         timestamp: 0,
         provenance: None,
+        origin: None,
     })
 }
 
@@ -31,6 +32,7 @@ fn user_blocks(texts: &[&str]) -> TranscriptMessage {
         content: UserContent::Blocks(texts.iter().map(|t| ContentBlock::text(*t)).collect()),
         timestamp: 0,
         provenance: None,
+        origin: None,
     })
 }
 
@@ -43,6 +45,7 @@ fn assistant(content: Vec<ContentBlock>) -> TranscriptMessage {
         stop_reason: StopReason::Stop,
         error_message: None,
         timestamp: 0,
+        origin: None,
     })
 }
 

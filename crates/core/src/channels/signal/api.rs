@@ -1,0 +1,328 @@
+//! signal-cli's HTTP daemon as this channel uses it: `POST /api/v1/rpc` (JSON-RPC 2.0: `send`,
+//! `sendTyping`), `GET /api/v1/events` (Server-Sent Events, `event: receive`, each with an
+//! `id` the daemon replays after on `Last-Event-ID`) and the envelopes those events carry.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// One event of the stream: its id (`"<daemon start ms>-<sequence>"`), name and data.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Event {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub data: String,
+}
+
+/// Reads Server-Sent Events out of the bytes of a stream, as they come.
+#[derive(Default)]
+pub(super) struct SseReader {
+    pending: Vec<u8>,
+    event: Event,
+}
+
+impl SseReader {
+    /// The events completed by `chunk` (comment lines, the keep-alives, are dropped).
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
+        self.pending.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                let event = std::mem::take(&mut self.event);
+                if event.id.is_some() || event.name.is_some() || !event.data.is_empty() {
+                    events.push(event);
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "id" => self.event.id = Some(value.to_owned()),
+                "event" => self.event.name = Some(value.to_owned()),
+                "data" => {
+                    if !self.event.data.is_empty() {
+                        self.event.data.push('\n');
+                    }
+                    self.event.data.push_str(value);
+                }
+                _ => {}
+            }
+        }
+        events
+    }
+}
+
+/// The data of a `receive` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct Received {
+    pub envelope: Envelope,
+}
+
+/// A message's envelope (only `dataMessage`s are read; receipts, typing and sync messages
+/// leave it `None`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Envelope {
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub source_number: Option<String>,
+    #[serde(default)]
+    pub source_uuid: Option<String>,
+    #[serde(default)]
+    pub source_name: Option<String>,
+    /// When the sender sent it (ms): with the sender, the message's identity.
+    #[serde(default)]
+    pub timestamp: i64,
+    #[serde(default)]
+    pub data_message: Option<DataMessage>,
+}
+
+impl Envelope {
+    /// The sender as signal-cli addresses them: the number when known, else the UUID.
+    pub fn sender(&self) -> Option<&str> {
+        self.source_number
+            .as_deref()
+            .or(self.source_uuid.as_deref())
+            .or(self.source.as_deref())
+            .filter(|s| !s.is_empty())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DataMessage {
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub group_info: Option<GroupInfo>,
+    #[serde(default)]
+    pub mentions: Vec<Mention>,
+    #[serde(default)]
+    pub quote: Option<Quote>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct GroupInfo {
+    pub group_id: String,
+}
+
+/// A mention: the placeholder U+FFFC at `start` (UTF-16 units) of the text stands for it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Mention {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub number: Option<String>,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    #[serde(default)]
+    pub start: usize,
+}
+
+/// The message a message quotes (replies to).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Quote {
+    #[serde(default)]
+    pub author: Option<String>,
+    #[serde(default)]
+    pub author_number: Option<String>,
+    #[serde(default)]
+    pub author_uuid: Option<String>,
+}
+
+/// A JSON-RPC call that did not succeed, or a send some recipient did not take.
+#[derive(Debug, Clone)]
+pub(super) enum RpcError {
+    /// No answer, or an HTTP error status (0: no answer).
+    Http(u16, String),
+    /// A JSON-RPC error object.
+    Rpc(i64, String),
+    /// The send's result for a recipient was not `SUCCESS`: its `type`.
+    Recipient(String),
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Http(0, why) => write!(f, "the signal-cli daemon did not answer: {why}"),
+            Self::Http(status, why) => write!(f, "the signal-cli daemon answered {status}: {why}"),
+            Self::Rpc(code, message) => write!(f, "signal-cli error {code}: {message}"),
+            Self::Recipient(kind) => write!(f, "signal-cli could not deliver: {kind}"),
+        }
+    }
+}
+
+/// The daemon's HTTP interface.
+#[derive(Clone)]
+pub(super) struct Daemon {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// How long the event stream may stay silent (the daemon sends a keep-alive every 15 s).
+pub(super) const SILENCE: Duration = Duration::from_secs(60);
+
+impl Daemon {
+    pub fn new(http: reqwest::Client, base: &str) -> Self {
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Where the daemon is, for logs and status (no secret: the daemon has none).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// One JSON-RPC call; its result, or why not.
+    pub async fn call(&self, method: &str, params: Value, id: &str) -> Result<Value, RpcError> {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params, "id": id});
+        let sent = self
+            .http
+            .post(format!("{}/api/v1/rpc", self.base))
+            .json(&body)
+            .send()
+            .await;
+        let response =
+            sent.map_err(|e| RpcError::Http(0, crate::channels::why_no_answer(&e).into()))?;
+        let status = response.status();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
+            let message = error["message"]
+                .as_str()
+                .unwrap_or("an error without a message");
+            return Err(RpcError::Rpc(
+                error["code"].as_i64().unwrap_or(0),
+                message.to_owned(),
+            ));
+        }
+        if !status.is_success() {
+            let reason = status.canonical_reason().unwrap_or("an error status");
+            return Err(RpcError::Http(status.as_u16(), reason.to_owned()));
+        }
+        Ok(answer["result"].clone())
+    }
+
+    /// `send` of `text` to a recipient or a group (`to`, `group`); fails when a recipient's
+    /// result is not `SUCCESS`.
+    pub async fn send(
+        &self,
+        (to, group): (&str, bool),
+        text: &str,
+        id: &str,
+    ) -> Result<(), RpcError> {
+        let mut params = json!({"message": text});
+        address(&mut params, to, group);
+        let result = self.call("send", params, id).await?;
+        let failed = result["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["type"].as_str())
+            .find(|kind| *kind != "SUCCESS");
+        match failed {
+            Some(kind) => Err(RpcError::Recipient(kind.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    /// `sendTyping` (the indicator lasts about 15 s on the other side).
+    pub async fn typing(&self, (to, group): (&str, bool), id: &str) -> Result<(), RpcError> {
+        let mut params = json!({});
+        address(&mut params, to, group);
+        self.call("sendTyping", params, id).await.map(|_| ())
+    }
+
+    /// `GET /api/v1/check`: the daemon runs.
+    pub async fn check(&self) -> Result<(), RpcError> {
+        let url = format!("{}/api/v1/check", self.base);
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| RpcError::Http(0, crate::channels::why_no_answer(&e).into()))?;
+        match response.status() {
+            s if s.is_success() => Ok(()),
+            s => Err(RpcError::Http(
+                s.as_u16(),
+                "not a signal-cli daemon's check".into(),
+            )),
+        }
+    }
+
+    /// Opens the event stream, after `last` when the door has seen events before.
+    pub async fn events(&self, last: Option<&str>) -> Result<reqwest::Response, RpcError> {
+        let mut request = self
+            .http
+            .get(format!("{}/api/v1/events", self.base))
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            // The stream has no end: silence is watched instead ([`SILENCE`]).
+            .timeout(Duration::from_secs(365 * 24 * 3600));
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| RpcError::Http(0, crate::channels::why_no_answer(&e).into()))?;
+        match response.status() {
+            s if s.is_success() => Ok(response),
+            s => Err(RpcError::Http(
+                s.as_u16(),
+                s.canonical_reason().unwrap_or("an error status").into(),
+            )),
+        }
+    }
+}
+
+/// `recipient: [to]` or `groupId: to`.
+fn address(params: &mut Value, to: &str, group: bool) {
+    match group {
+        true => params["groupId"] = json!(to),
+        false => params["recipient"] = json!([to]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_read_across_chunks_and_keep_alives_are_dropped() {
+        let mut reader = SseReader::default();
+        assert!(
+            reader
+                .push(b": keep-alive\n\nid: 17-1\nevent: rec")
+                .is_empty()
+        );
+        let events = reader.push(b"eive\ndata: {\"a\":\r\ndata: 1}\n\n:\n\nid: 17-2\ndata: x\n\n");
+        assert_eq!(
+            events,
+            [
+                Event {
+                    id: Some("17-1".into()),
+                    name: Some("receive".into()),
+                    data: "{\"a\":\n1}".into(),
+                },
+                Event {
+                    id: Some("17-2".into()),
+                    name: None,
+                    data: "x".into(),
+                },
+            ]
+        );
+    }
+}

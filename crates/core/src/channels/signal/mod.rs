@@ -1,0 +1,214 @@
+//! The Signal channel (SPEC §9.2) through a `signal-cli` daemon's HTTP interface
+//! (`signal-cli -a +NUMBER daemon --http 127.0.0.1:8080`), for the one account the daemon runs
+//! (`channels.signal`). The gateway does not run signal-cli; docs/channels/signal.md says how.
+//!
+//! In ([`events::Events`]): one task holds `GET /api/v1/events` (Server-Sent Events) and
+//! reconnects with backoff after every drop, sending `Last-Event-ID` so the daemon replays what
+//! came meanwhile. Each `receive` event's data message is decided (`route.rs`) and a run
+//! committed with the idempotency key `signal:<sender>:<timestamp>` (a Signal message is its
+//! sender and send time), so a replayed event — after a reconnect, or all the daemon kept after
+//! it restarted and no longer knows the id — starts nothing twice. The last event id handled is
+//! kept in the store (`signal:events:daemon` = the daemon's start time, `signal:events:<start>`
+//! = the sequence), so a gateway restart asks for what it missed too.
+//!
+//! Out: the outbox calls [`Signal`]'s `send`: JSON-RPC `send` of the text in parts of at most
+//! 2,000 characters (longer bodies reach Signal's apps as attachments), in order, each part
+//! taken recorded so a retry sends only the rest; the call's id is `<delivery id>:<part>`. A
+//! rate limit (error -5, `RATE_LIMIT_FAILURE`), an I/O error (-3, `NETWORK_FAILURE`), 5xx and no
+//! answer are retried; an unregistered or untrusted recipient and other errors fail for good
+//! with the reason.
+
+mod api;
+mod events;
+mod route;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{ChannelDoors, ChatChannel, DoorParts};
+use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
+use crate::config::{Config, SignalChannel};
+use crate::store::{DeliveryRecord, Store};
+use api::{Daemon, RpcError};
+
+/// The channel's name in keys, routes, records and pairing.
+pub const SIGNAL: &str = "signal";
+/// The longest part sent as one message, in characters: Signal's apps turn a longer body into
+/// an attachment.
+const LIMIT: usize = 2000;
+/// What the link is called while the event stream is open.
+const CONNECTED: &str = "connected";
+/// The account id the channel's one account is shown as.
+const ACCOUNT_ID: &str = "default";
+
+/// The Signal channel: its account's settings, the daemon, the link state.
+pub struct Signal {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    settings: SignalChannel,
+    daemon: Daemon,
+    status: LinkCell,
+}
+
+impl Signal {
+    /// The configured account (`channels.signal`); `http` bounds each call by
+    /// `delivery.timeoutSeconds` (the event stream sets its own bound).
+    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, http: reqwest::Client) -> Arc<Self> {
+        let settings = config.channels.signal.clone();
+        Arc::new(Self {
+            daemon: Daemon::new(http, &settings.http_url),
+            status: LinkCell::new(LinkState::Off),
+            settings,
+            config,
+            store,
+        })
+    }
+
+    fn on(&self) -> bool {
+        self.settings.enabled && self.settings.account.is_some()
+    }
+
+    /// One delivery attempt: the parts not taken yet, in order, each recorded as taken before
+    /// the next is sent.
+    async fn send(&self, record: &DeliveryRecord) -> Result<(), ChannelError> {
+        self.check_account(record.account_id.as_deref())
+            .map_err(ChannelError::Permanent)?;
+        let to = target(&record.to);
+        let parts = super::split::parts(&record.text, LIMIT);
+        let last = parts.len();
+        for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
+            let id = format!("{}:{done}", record.id);
+            self.daemon.send(to, part, &id).await.map_err(classify)?;
+            super::split::record_taken(self.store.as_ref(), record, (done + 1, last)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A route's `to` as signal-cli addresses it: a group's id, or a number or UUID.
+fn target(to: &str) -> (&str, bool) {
+    match to.strip_prefix(route::GROUP_PREFIX) {
+        Some(group) => (group, true),
+        None => (to, false),
+    }
+}
+
+/// signal-cli's error codes follow its exit codes: -3 (I/O, the server) and -5 (rate limit) are
+/// worth another attempt, as are 5xx and no answer; the rest (-1 user error, -4 untrusted
+/// identity, …, an unregistered recipient) would fail the same way again.
+fn classify(e: RpcError) -> ChannelError {
+    match &e {
+        RpcError::Http(0 | 500..=599, _) | RpcError::Rpc(-3, _) => {
+            ChannelError::Retry(e.to_string())
+        }
+        RpcError::Rpc(-5, _) => ChannelError::RetryAfter(Duration::from_secs(1), e.to_string()),
+        RpcError::Recipient(kind) if kind == "NETWORK_FAILURE" => {
+            ChannelError::Retry(e.to_string())
+        }
+        RpcError::Recipient(kind) if kind == "RATE_LIMIT_FAILURE" => {
+            ChannelError::RetryAfter(Duration::from_secs(1), e.to_string())
+        }
+        RpcError::Recipient(kind) if kind == "UNREGISTERED_FAILURE" => {
+            ChannelError::Permanent(format!("{e} (the recipient has no Signal account)"))
+        }
+        RpcError::Recipient(kind) if kind == "IDENTITY_FAILURE" => ChannelError::Permanent(
+            format!("{e} (the recipient's safety number changed; trust it with signal-cli trust)"),
+        ),
+        _ => ChannelError::Permanent(e.to_string()),
+    }
+}
+
+impl ChatChannel for Signal {
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
+        match self.on() {
+            true => ChannelDoors::running(Arc::new(events::Events::new(self, parts))),
+            false => ChannelDoors::default(),
+        }
+    }
+}
+
+impl Channel for Signal {
+    fn name(&self) -> &'static str {
+        SIGNAL
+    }
+
+    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
+        Box::pin(async move { Signal::send(self, record).await.map(|()| Vec::new()) })
+    }
+
+    /// One account: none named, or `default`.
+    fn check_account(&self, account_id: Option<&str>) -> Result<(), String> {
+        match (self.on(), account_id) {
+            (false, _) => {
+                Err("the signal channel is off (set channels.signal.enabled and account)".into())
+            }
+            (true, None | Some(ACCOUNT_ID)) => Ok(()),
+            (true, Some(other)) => Err(format!(
+                "the signal channel has one account ({ACCOUNT_ID}), not {other}"
+            )),
+        }
+    }
+
+    fn status(&self) -> Option<ChannelStatus> {
+        let accounts = match self.on() {
+            true => vec![(ACCOUNT_ID.to_owned(), self.status.get())],
+            false => Vec::new(),
+        };
+        Some(ChannelStatus::of_bots(
+            (SIGNAL, "Signal"),
+            self.settings.enabled,
+            ACCOUNT_ID,
+            accounts,
+        ))
+    }
+
+    fn pairs(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_and_rate_limits_are_retried_and_the_rest_is_permanent() {
+        let kind = |e: RpcError| match classify(e) {
+            ChannelError::Retry(_) => "retry",
+            ChannelError::RetryAfter(..) => "later",
+            ChannelError::Permanent(_) => "permanent",
+        };
+        let recipient = |t: &str| RpcError::Recipient(t.into());
+        let got = [
+            kind(RpcError::Http(0, "refused".into())),
+            kind(RpcError::Http(503, "down".into())),
+            kind(RpcError::Http(404, "no".into())),
+            kind(RpcError::Rpc(-3, "io".into())),
+            kind(RpcError::Rpc(-5, "rate".into())),
+            kind(RpcError::Rpc(-1, "user".into())),
+            kind(RpcError::Rpc(-4, "untrusted".into())),
+            kind(recipient("NETWORK_FAILURE")),
+            kind(recipient("RATE_LIMIT_FAILURE")),
+            kind(recipient("UNREGISTERED_FAILURE")),
+            kind(recipient("IDENTITY_FAILURE")),
+        ];
+        assert_eq!(
+            got,
+            [
+                "retry",
+                "retry",
+                "permanent",
+                "retry",
+                "later",
+                "permanent",
+                "permanent",
+                "retry",
+                "later",
+                "permanent",
+                "permanent"
+            ]
+        );
+        assert_eq!(target("group:abc=="), ("abc==", true));
+        assert_eq!(target("+15551234567"), ("+15551234567", false));
+    }
+}

@@ -12,7 +12,7 @@ use switchboard_core::store::DeliveryStatus;
 use switchboard_testkit::signal::{ACCOUNT, Address, FakeSignal, SignalFailure, sent_of};
 use switchboard_testkit::{MockLlm, MockReply};
 
-use super::support::{GUARD, TestEngine};
+use super::support::{GUARD, TestEngine, until};
 
 const ALICE: &str = "+15551234567";
 const GROUP: &str = "aGVsbG8gd29ybGQgZ3JvdXAgaWQgMTIzNDU2Nzg5MA==";
@@ -302,6 +302,13 @@ async fn a_rate_limit_and_a_500_are_delivered_later_and_an_unregistered_recipien
         .unwrap();
     fake.fail_next(SignalFailure::Unregistered);
     fake.dm(ALICE, "Alice", "@reply gone");
+    // The refused attempt must have been made before the runtime's idleness says anything (the
+    // message may not have reached the door yet when `idle` is first asked).
+    let sends = || fake.calls().iter().filter(|c| c.method == "send").count();
+    until("the refused send", || async {
+        (sends() >= 4).then_some(())
+    })
+    .await;
     tokio::time::timeout(GUARD, h.engine.runtime().idle())
         .await
         .unwrap();

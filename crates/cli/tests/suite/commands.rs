@@ -203,6 +203,7 @@ fn config_check_reports_unknown_paths_and_bad_values() {
         "discord: { enabled: true, botToken: 'b', apiBase: 'http://127.0.0.1:9/api/v10', gatewayUrl: 'ws://127.0.0.1:9' }",
         "slack: { enabled: true, botToken: 'xoxb-1', appToken: 'xapp-1', apiBase: 'http://127.0.0.1:9/api' }",
         "whatsapp: { enabled: true, accessToken: 'a', phoneNumberId: '106540352242922', appSecret: 's', verifyToken: 'v', apiBase: 'http://127.0.0.1:9' }",
+        "matrix: { enabled: true, homeserver: 'http://127.0.0.1:9', userId: '@bot:localhost', accessToken: 't' }",
         "signal: { enabled: true, account: '+15550001111', httpUrl: 'http://127.0.0.1:9', dmPolicy: 'pairing', allowFrom: ['+1 555 0100'], owners: [], groupPolicy: 'allowlist', groups: { 'aGVsbG8=': { requireMention: false } }, groupAllowFrom: [], requireMention: true }",
     ] {
         let accepted = check(&format!("{{ channels: {{ {section} }} }}"));

@@ -211,9 +211,10 @@ async fn a_reply_outside_the_24_hour_window_fails_for_good_with_the_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_429_is_delivered_later_and_a_long_reply_arrives_in_ordered_parts() {
+async fn a_429_and_a_500_are_delivered_later_and_a_long_reply_arrives_in_ordered_parts() {
     let fake = FakeWhatsApp::start(TOKEN).await;
     fake.fail_next(WhatsAppFailure::TooManyRequests { retry_after: 1 });
+    fake.fail_next(WhatsAppFailure::Server);
     let h = TestEngine::open(config(&fake, DmPolicy::Open)).await;
     let sentence = "WhatsApp takes four thousand and ninety-six characters. ";
     let long = sentence.repeat(10_000 / sentence.len() + 1);
@@ -237,7 +238,8 @@ async fn a_429_is_delivered_later_and_a_long_reply_arrives_in_ordered_parts() {
     assert!(parts.len() >= 3, "{} parts", parts.len());
     assert!(parts.iter().all(|(_, p)| p.chars().count() <= 4096));
     let refused: Vec<bool> = fake.calls().iter().map(|c| c.refused).collect();
-    assert_eq!(refused[0], true, "the first attempt met the 429");
+    assert_eq!(refused[..3], [true, true, false], "a 429, a 500, then taken");
+    assert_eq!(refused.iter().filter(|r| !**r).count(), parts.len(), "no part twice");
     fake.stop().await;
     h.engine.close().await;
 }

@@ -326,9 +326,18 @@ async fn sessions_send(global: &GlobalArgs, args: SendArgs) -> Result<ExitCode> 
                 result["runId"].as_str().unwrap_or_default()
             )
         }
-        _ => return tool_answer(global, &result),
+        _ => return tool_answer(global, &for_the_cli(result)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tools' advice is written for a model ("send with timeoutSeconds 0"); at the command line
+/// the same thing is the `--timeout 0` flag.
+fn for_the_cli(mut result: Value) -> Value {
+    if let Some(error) = result["error"].as_str() {
+        result["error"] = json!(error.replace("with timeoutSeconds 0", "with --timeout 0"));
+    }
+    result
 }
 
 /// `sessions spawn`: the run and child session the `sessions_spawn` tool started.

@@ -171,13 +171,30 @@ pub async fn tools(global: &GlobalArgs, cmd: ToolsCommand) -> Result<ExitCode> {
         .map(|t| {
             let description = t["description"].as_str().unwrap_or_default();
             let first = description.split(". ").next().unwrap_or_default();
-            let short: String = first.chars().take(72).collect();
-            vec![t["name"].as_str().unwrap_or_default().to_string(), short]
+            vec![
+                t["name"].as_str().unwrap_or_default().to_string(),
+                shortened(first, 72),
+            ]
         })
         .collect();
     outln!("{}", text_of(&result["sessionKey"]));
     outln!("{}", table::render(&["TOOL", "WHAT IT DOES"], &rows));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut: a
+/// table cell never ends mid-word.
+pub(crate) fn shortened(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    // Room for the ellipsis; then back to the last space inside what fits.
+    let fits: String = text.chars().take(max.saturating_sub(1)).collect();
+    let cut = match fits.rfind(char::is_whitespace) {
+        Some(space) if space > 0 => &fits[..space],
+        _ => fits.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
 fn text_of(v: &Value) -> String {
@@ -506,4 +523,19 @@ fn without_nulls(mut value: Value) -> Value {
         map.retain(|_, v| !v.is_null());
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortened;
+
+    #[test]
+    fn shortened_cuts_at_a_word_boundary_with_an_ellipsis() {
+        assert_eq!(shortened("Send a message", 72), "Send a message");
+        assert_eq!(
+            shortened("Read another session's transcript, newest page first", 30),
+            "Read another session's…"
+        );
+        assert_eq!(shortened("abcdefghij", 5), "abcd…");
+    }
 }

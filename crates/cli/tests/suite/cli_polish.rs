@@ -3,6 +3,8 @@
 
 use std::process::Output;
 
+use serde_json::Value;
+
 use super::process::{GatewayProcess, run};
 
 fn text(output: &Output) -> (String, String) {
@@ -25,5 +27,40 @@ fn a_refused_send_to_ones_own_session_advises_the_cli_flag() {
     assert!(!sent.status.success(), "{out}{err}");
     assert!(err.contains("send with --timeout 0"), "{err}");
     assert!(!err.contains("timeoutSeconds"), "{err}");
+    gateway.stop();
+}
+
+#[test]
+fn tools_list_cuts_descriptions_between_words() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let listed = run(home.path(), &gateway.url, &["tools", "list", "--json"]);
+    let tools: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let table = run(home.path(), &gateway.url, &["tools", "list"]);
+    let (table, err) = text(&table);
+    let mut cut = 0;
+    for tool in tools["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let first = tool["description"]
+            .as_str()
+            .unwrap()
+            .split(". ")
+            .next()
+            .unwrap();
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing: {table}{err}"));
+        let cell = row[name.len()..].trim();
+        if cell == first {
+            continue;
+        }
+        cut += 1;
+        let kept = cell.strip_suffix('…').unwrap_or_else(|| panic!("{row}"));
+        assert!(first.starts_with(kept), "{row} / {first}");
+        let next = first[kept.len()..].chars().next().unwrap();
+        assert!(!next.is_alphanumeric(), "cut mid-word: {row} / {first}");
+    }
+    assert!(cut > 0, "no description was long enough to cut: {table}");
     gateway.stop();
 }

@@ -145,7 +145,7 @@ fn main() -> std::process::ExitCode {
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
-            Command::Demo(args) => demo::run(args).await,
+            Command::Demo(args) => demo::run(&cli.global, args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
         }
     });

@@ -64,3 +64,43 @@ fn tools_list_cuts_descriptions_between_words() {
     assert!(cut > 0, "no description was long enough to cut: {table}");
     gateway.stop();
 }
+
+#[test]
+fn config_check_json_prints_one_object_with_every_problem() {
+    let home = tempfile::tempdir().unwrap();
+    let check = |args: &[&str]| {
+        std::process::Command::new(super::process::BIN)
+            .args(["config", "check", "--json", "--state-dir"])
+            .arg(home.path())
+            .args(args)
+            .env_remove("SWITCHBOARD_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let clean = check(&[]);
+    assert!(clean.status.success());
+    let report: Value = serde_json::from_slice(&clean.stdout).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({"ok": true, "file": null, "errors": [], "unknown": []})
+    );
+    std::fs::write(
+        home.path().join("config.json5"),
+        "{\n  gateway: { bnd: \"lan\" },\n}\n",
+    )
+    .unwrap();
+    let bad = check(&[]);
+    assert!(!bad.status.success());
+    let report: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    let file = home.path().join("config.json5").display().to_string();
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "ok": false,
+            "file": file,
+            "errors": [{"line": 2, "path": "gateway.bnd",
+                        "message": "unknown setting; did you mean `bind`?"}],
+            "unknown": ["gateway.bnd"],
+        })
+    );
+}

@@ -245,7 +245,31 @@ pub(crate) fn print_json(value: &Value) -> Result<ExitCode> {
 pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {
     let params: Value = serde_json::from_str(params)
         .with_context(|| format!("--params must be a JSON object, got {params:?}"))?;
-    print_json(&request(global, method, params).await?)
+    let result = request(global, method, params).await?;
+    print_json(&result)?;
+    Ok(run_outcome(method, &result))
+}
+
+/// `call agent` and `call agent.wait` answer a run's outcome: a run that ended `error`,
+/// `timeout` or `aborted` (or a wait that ended first) is a failed command, said on stderr, so
+/// a script's `&&` does not go on as if the agent had answered.
+fn run_outcome(method: &str, result: &Value) -> ExitCode {
+    if !matches!(method, "agent" | "agent.wait") {
+        return ExitCode::SUCCESS;
+    }
+    match result["status"].as_str() {
+        Some(status @ ("error" | "timeout" | "aborted")) => {
+            let why = result["error"].as_str().unwrap_or_default();
+            let waited = if result["waitTimedOut"] == true {
+                " (the wait ended first; the run goes on)"
+            } else {
+                ""
+            };
+            eprintln!("the run ended with status {status}{waited}: {why}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitCode> {

@@ -104,3 +104,36 @@ fn config_check_json_prints_one_object_with_every_problem() {
         })
     );
 }
+
+#[test]
+fn call_agent_exits_non_zero_when_the_run_failed() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let agent = |message: &str, key: &str| {
+        let params = serde_json::json!({
+            "message": message, "sessionKey": "main", "idempotencyKey": key,
+        })
+        .to_string();
+        run(
+            home.path(),
+            &gateway.url,
+            &["call", "agent", "--params", &params],
+        )
+    };
+    let ok = agent("@reply fine", "k1");
+    let (out, err) = text(&ok);
+    assert!(ok.status.success(), "{out}{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["status"], "ok");
+    let failed = agent("@error upstream exploded", "k2");
+    let (out, err) = text(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{out}{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["status"],
+        "error"
+    );
+    assert!(
+        err.contains("the run ended with status error") && err.contains("upstream exploded"),
+        "{err}"
+    );
+    gateway.stop();
+}

@@ -137,3 +137,29 @@ fn call_agent_exits_non_zero_when_the_run_failed() {
     );
     gateway.stop();
 }
+
+#[test]
+fn gateway_and_demo_neither_list_nor_accept_the_client_options() {
+    let bin = |args: &[&str]| {
+        std::process::Command::new(super::process::BIN)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for listener in ["gateway", "demo"] {
+        let (help, _) = text(&bin(&[listener, "-h"]));
+        for flag in ["--url", "--token", "--json"] {
+            assert!(!help.contains(flag), "{listener} -h lists {flag}:\n{help}");
+        }
+    }
+    let refused = bin(&["gateway", "--url", "ws://127.0.0.1:1", "--port", "0"]);
+    let (_, err) = text(&refused);
+    assert!(!refused.status.success());
+    assert!(
+        err.contains("--url is a client option; `switchboard gateway`"),
+        "{err}"
+    );
+    // The client commands still list them.
+    let (help, _) = text(&bin(&["sessions", "list", "-h"]));
+    assert!(help.contains("--url") && help.contains("--json"), "{help}");
+}

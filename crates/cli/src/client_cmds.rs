@@ -333,12 +333,7 @@ async fn sessions_history(global: &GlobalArgs, args: HistoryArgs) -> Result<Exit
         .into_iter()
         .flatten()
     {
-        outln!(
-            "#{} {}: {}",
-            m["seq"],
-            m["role"].as_str().unwrap_or("?"),
-            message_text(m)
-        );
+        outln!("#{} {}: {}", m["seq"], speaker(m), shown_text(m));
     }
     if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
         outln!("(older: --before {next})");
@@ -517,6 +512,40 @@ fn sessions_table(result: &Value) -> String {
         &["KEY", "KIND", "CHANNEL", "UPDATED", "LABEL", "SESSION ID"],
         &rows,
     )
+}
+
+/// Who a history line is from: the role, and for a user-role message that no person typed here,
+/// where it came from (its provenance, in the web page's words).
+fn speaker(m: &Value) -> String {
+    let role = m["role"].as_str().unwrap_or("?");
+    let p = &m["provenance"];
+    let Some(kind) = p["kind"].as_str() else {
+        return role.to_string();
+    };
+    let from = p["fromSessionKey"].as_str().unwrap_or("another session");
+    let origin = match kind {
+        "agent" => format!("from {from} via sessions_send"),
+        "subagent-announce" => format!("sub-agent report from {from}"),
+        "announce" => format!("announce from {from}"),
+        "reply" => format!("reply from {from}"),
+        "send" => format!("sent by {from}"),
+        "cron" => format!("cron job {}", p["jobId"].as_str().unwrap_or_default()),
+        "inject" => "injected by an operator".to_string(),
+        other => other.to_string(),
+    };
+    format!("{role} ({origin})")
+}
+
+/// A message's text; a skip token is marked as one (it ends a reply-back or an announce), not
+/// shown as if it were a reply.
+fn shown_text(m: &Value) -> String {
+    let text = message_text(m);
+    let what = match text.trim() {
+        "REPLY_SKIP" => "ends the reply-back",
+        "ANNOUNCE_SKIP" => "nothing announced",
+        _ => return text,
+    };
+    format!("{} [skip token: {what}]", text.trim())
 }
 
 /// The readable text of a transcript message.

@@ -163,3 +163,39 @@ fn gateway_and_demo_neither_list_nor_accept_the_client_options() {
     let (help, _) = text(&bin(&["sessions", "list", "-h"]));
     assert!(help.contains("--url") && help.contains("--json"), "{help}");
 }
+
+#[test]
+fn sessions_history_shows_where_a_message_came_from_and_marks_a_skip() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let cli = |args: &[&str]| {
+        let output = run(home.path(), &gateway.url, args);
+        let (out, err) = text(&output);
+        assert!(output.status.success(), "{args:?}: {out}{err}");
+        out
+    };
+    let sent = cli(&[
+        "sessions",
+        "send",
+        "main",
+        "@reply REPLY_SKIP",
+        "--as",
+        "agent:main:dev",
+    ]);
+    assert_eq!(sent.trim(), "REPLY_SKIP");
+    let history = cli(&["sessions", "history", "main"]);
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(
+        lines.iter().any(
+            |l| l.ends_with(" user (from agent:main:dev via sessions_send): @reply REPLY_SKIP")
+        ),
+        "{history}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with(" assistant: REPLY_SKIP [skip token: ends the reply-back]")),
+        "{history}"
+    );
+    gateway.stop();
+}

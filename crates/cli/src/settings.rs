@@ -76,8 +76,13 @@ impl GlobalArgs {
 
     /// URL and token of the gateway that client commands talk to.
     pub fn target(&self) -> Result<(String, Option<String>)> {
-        let loaded = self
-            .load_config()
+        let (path, named) = self.config_path();
+        if named && !path.exists() {
+            anyhow::bail!("config file {} does not exist", path.display());
+        }
+        // Only the gateway section: a client needs no channel or provider secret.
+        let loaded = config::load_gateway_section(&path, &config::process_env)
+            .map_err(|e| anyhow::anyhow!("{e}"))
             .context("reading the config to find the gateway")?;
         let gateway = &loaded.config.gateway;
         let recorded = std::fs::read_to_string(self.home().join(URL_FILE)).ok();

@@ -199,3 +199,28 @@ fn sessions_history_shows_where_a_message_came_from_and_marks_a_skip() {
     );
     gateway.stop();
 }
+
+#[test]
+fn client_commands_need_no_channel_secret_from_the_config() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    // The set-up docs/channels/telegram.md suggests, read by a shell without the variable.
+    std::fs::write(
+        home.path().join("config.json5"),
+        r#"{ channels: { telegram: { enabled: true, botToken: "${TELEGRAM_BOT_TOKEN}" } } }"#,
+    )
+    .unwrap();
+    for args in [&["call", "health"][..], &["pairing", "list"][..]] {
+        let output = std::process::Command::new(super::process::BIN)
+            .args(args)
+            .arg("--state-dir")
+            .arg(home.path())
+            .env("SWITCHBOARD_URL", &gateway.url)
+            .env_remove("TELEGRAM_BOT_TOKEN")
+            .output()
+            .unwrap();
+        let (out, err) = text(&output);
+        assert!(output.status.success(), "{args:?}: {out}{err}");
+    }
+    gateway.stop();
+}

@@ -171,13 +171,30 @@ pub async fn tools(global: &GlobalArgs, cmd: ToolsCommand) -> Result<ExitCode> {
         .map(|t| {
             let description = t["description"].as_str().unwrap_or_default();
             let first = description.split(". ").next().unwrap_or_default();
-            let short: String = first.chars().take(72).collect();
-            vec![t["name"].as_str().unwrap_or_default().to_string(), short]
+            vec![
+                t["name"].as_str().unwrap_or_default().to_string(),
+                shortened(first, 72),
+            ]
         })
         .collect();
     outln!("{}", text_of(&result["sessionKey"]));
     outln!("{}", table::render(&["TOOL", "WHAT IT DOES"], &rows));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut: a
+/// table cell never ends mid-word.
+pub(crate) fn shortened(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    // Room for the ellipsis; then back to the last space inside what fits.
+    let fits: String = text.chars().take(max.saturating_sub(1)).collect();
+    let cut = match fits.rfind(char::is_whitespace) {
+        Some(space) if space > 0 => &fits[..space],
+        _ => fits.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
 fn text_of(v: &Value) -> String {
@@ -228,7 +245,31 @@ pub(crate) fn print_json(value: &Value) -> Result<ExitCode> {
 pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {
     let params: Value = serde_json::from_str(params)
         .with_context(|| format!("--params must be a JSON object, got {params:?}"))?;
-    print_json(&request(global, method, params).await?)
+    let result = request(global, method, params).await?;
+    print_json(&result)?;
+    Ok(run_outcome(method, &result))
+}
+
+/// `call agent` and `call agent.wait` answer a run's outcome: a run that ended `error`,
+/// `timeout` or `aborted` (or a wait that ended first) is a failed command, said on stderr, so
+/// a script's `&&` does not go on as if the agent had answered.
+fn run_outcome(method: &str, result: &Value) -> ExitCode {
+    if !matches!(method, "agent" | "agent.wait") {
+        return ExitCode::SUCCESS;
+    }
+    match result["status"].as_str() {
+        Some(status @ ("error" | "timeout" | "aborted")) => {
+            let why = result["error"].as_str().unwrap_or_default();
+            let waited = if result["waitTimedOut"] == true {
+                " (the wait ended first; the run goes on)"
+            } else {
+                ""
+            };
+            eprintln!("the run ended with status {status}{waited}: {why}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 pub async fn sessions(global: &GlobalArgs, cmd: SessionsCommand) -> Result<ExitCode> {
@@ -292,12 +333,7 @@ async fn sessions_history(global: &GlobalArgs, args: HistoryArgs) -> Result<Exit
         .into_iter()
         .flatten()
     {
-        outln!(
-            "#{} {}: {}",
-            m["seq"],
-            m["role"].as_str().unwrap_or("?"),
-            message_text(m)
-        );
+        outln!("#{} {}: {}", m["seq"], speaker(m), shown_text(m));
     }
     if let Some(next) = result.get("nextBefore").and_then(Value::as_i64) {
         outln!("(older: --before {next})");
@@ -326,9 +362,18 @@ async fn sessions_send(global: &GlobalArgs, args: SendArgs) -> Result<ExitCode> 
                 result["runId"].as_str().unwrap_or_default()
             )
         }
-        _ => return tool_answer(global, &result),
+        _ => return tool_answer(global, &for_the_cli(result)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tools' advice is written for a model ("send with timeoutSeconds 0"); at the command line
+/// the same thing is the `--timeout 0` flag.
+fn for_the_cli(mut result: Value) -> Value {
+    if let Some(error) = result["error"].as_str() {
+        result["error"] = json!(error.replace("with timeoutSeconds 0", "with --timeout 0"));
+    }
+    result
 }
 
 /// `sessions spawn`: the run and child session the `sessions_spawn` tool started.
@@ -469,6 +514,40 @@ fn sessions_table(result: &Value) -> String {
     )
 }
 
+/// Who a history line is from: the role, and for a user-role message that no person typed here,
+/// where it came from (its provenance, in the web page's words).
+fn speaker(m: &Value) -> String {
+    let role = m["role"].as_str().unwrap_or("?");
+    let p = &m["provenance"];
+    let Some(kind) = p["kind"].as_str() else {
+        return role.to_string();
+    };
+    let from = p["fromSessionKey"].as_str().unwrap_or("another session");
+    let origin = match kind {
+        "agent" => format!("from {from} via sessions_send"),
+        "subagent-announce" => format!("sub-agent report from {from}"),
+        "announce" => format!("announce from {from}"),
+        "reply" => format!("reply from {from}"),
+        "send" => format!("sent by {from}"),
+        "cron" => format!("cron job {}", p["jobId"].as_str().unwrap_or_default()),
+        "inject" => "injected by an operator".to_string(),
+        other => other.to_string(),
+    };
+    format!("{role} ({origin})")
+}
+
+/// A message's text; a skip token is marked as one (it ends a reply-back or an announce), not
+/// shown as if it were a reply.
+fn shown_text(m: &Value) -> String {
+    let text = message_text(m);
+    let what = match text.trim() {
+        "REPLY_SKIP" => "ends the reply-back",
+        "ANNOUNCE_SKIP" => "nothing announced",
+        _ => return text,
+    };
+    format!("{} [skip token: {what}]", text.trim())
+}
+
 /// The readable text of a transcript message.
 pub(crate) fn message_text(m: &Value) -> String {
     match &m["content"] {
@@ -497,4 +576,19 @@ fn without_nulls(mut value: Value) -> Value {
         map.retain(|_, v| !v.is_null());
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortened;
+
+    #[test]
+    fn shortened_cuts_at_a_word_boundary_with_an_ellipsis() {
+        assert_eq!(shortened("Send a message", 72), "Send a message");
+        assert_eq!(
+            shortened("Read another session's transcript, newest page first", 30),
+            "Read another session's…"
+        );
+        assert_eq!(shortened("abcdefghij", 5), "abcd…");
+    }
 }

@@ -9,7 +9,7 @@
 //! `chat.history` up to a deadline: a step that never comes fails the demo instead of hanging it.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use switchboard_server::{GatewayAuth, ServerState};
 use tokio::sync::oneshot;
 
 use crate::client_cmds::message_text;
+use crate::settings::GlobalArgs;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -109,16 +110,83 @@ impl Gateway {
     }
 }
 
-pub async fn run(args: DemoArgs) -> Result<ExitCode> {
-    let dir = tempfile::Builder::new()
-        .prefix("switchboard-demo-")
-        .tempdir()
-        .context("creating a temporary state dir")?;
-    let home = dir.path().to_path_buf();
+/// The demo's state dir: a temporary one, or the one `--state-dir` named (kept: the user chose it).
+enum StateDir {
+    Temp(tempfile::TempDir),
+    Named(PathBuf),
+}
+
+impl StateDir {
+    /// A named dir must be new or empty: the demo's agents and sessions must not mix into a real
+    /// gateway's state (`SWITCHBOARD_HOME` also names one).
+    fn open(named: Option<&Path>) -> Result<Self> {
+        let Some(dir) = named else {
+            let temp = tempfile::Builder::new()
+                .prefix("switchboard-demo-")
+                .tempdir()
+                .context("creating a temporary state dir")?;
+            return Ok(Self::Temp(temp));
+        };
+        let used = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
+        if used {
+            anyhow::bail!(
+                "--state-dir {}: the demo needs a new or empty directory (this one holds files)",
+                dir.display()
+            );
+        }
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the state dir {}", dir.display()))?;
+        Ok(Self::Named(dir.to_path_buf()))
+    }
+
+    fn path(&self) -> PathBuf {
+        match self {
+            Self::Temp(temp) => temp.path().to_path_buf(),
+            Self::Named(dir) => dir.clone(),
+        }
+    }
+
+    fn kept(&self, keep: bool) -> bool {
+        keep || matches!(self, Self::Named(_))
+    }
+
+    /// Removes a temporary dir unless `keep`; says what became of it.
+    fn finish(self, keep: bool) -> Result<String> {
+        match self {
+            Self::Named(dir) => Ok(format!("state dir kept at {}", dir.display())),
+            Self::Temp(temp) if keep => Ok(format!("state dir kept at {}", temp.keep().display())),
+            Self::Temp(temp) => {
+                let home = temp.path().to_path_buf();
+                temp.close()
+                    .with_context(|| format!("removing the state dir {}", home.display()))?;
+                Ok(format!(
+                    "state dir {} removed (--keep keeps it)",
+                    home.display()
+                ))
+            }
+        }
+    }
+
+    /// Keeps the dir whatever was asked, so a failure can be read in its transcripts.
+    fn keep_for_reading(self) -> PathBuf {
+        match self {
+            Self::Temp(temp) => temp.keep(),
+            Self::Named(dir) => dir,
+        }
+    }
+}
+
+pub async fn run(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
+    let dir = StateDir::open(global.state_dir.as_deref())?;
+    let home = dir.path();
     let gateway = Gateway::start(&home).await?;
     outln!("switchboard demo: every session tool, end to end, on a gateway in this process");
     outln!("  gateway  {} (loopback only)", gateway.url);
-    let end = if args.keep { "kept" } else { "removed" };
+    let end = if dir.kept(args.keep) {
+        "kept"
+    } else {
+        "removed"
+    };
     outln!("  state    {} ({end} at the end)", home.display());
     outln!("  agents   main (default, may spawn research) and research, both on");
     outln!("           builtin/scripted, answering the runtime's steps by @when rules");
@@ -137,13 +205,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     let elapsed = started.elapsed().as_secs_f64();
     match outcome {
         Ok(()) => {
-            let state = if args.keep {
-                format!("state dir kept at {}", dir.keep().display())
-            } else {
-                dir.close()
-                    .with_context(|| format!("removing the state dir {}", home.display()))?;
-                format!("state dir {} removed (--keep keeps it)", home.display())
-            };
+            let state = dir.finish(args.keep)?;
             outln!(
                 "\nDemo done in {elapsed:.1}s: sessions_list, sessions_history, sessions_send \
                  (reply-back, announce) and sessions_spawn (announce) all worked; {state}"
@@ -151,8 +213,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            // Kept, so whatever went wrong can be read in the transcripts and the database.
-            let home = dir.keep();
+            let home = dir.keep_for_reading();
             Err(e.context(format!(
                 "the demo failed (its state dir is kept at {})",
                 home.display()

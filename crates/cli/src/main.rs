@@ -25,7 +25,8 @@ mod table;
 
 use std::io::IsTerminal;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "switchboard", version, about = "An agent-session gateway")]
@@ -108,8 +109,50 @@ fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
         .fold(filter, |filter, directive| filter.add_directive(directive))
 }
 
+/// The client options (`--url`, `--token`, `--json`) are global so they may follow any client
+/// subcommand; `gateway` and `demo` listen instead of connecting, so their help does not list
+/// them, and one given on their command line is an error rather than silently ignored (from the
+/// environment, `SWITCHBOARD_URL` and `SWITCHBOARD_TOKEN` are meant for the clients and pass).
+fn parse_cli() -> Cli {
+    const CLIENT_ONLY: [&str; 3] = ["url", "token", "json"];
+    const LISTENERS: [&str; 2] = ["gateway", "demo"];
+    // A subcommand's own (hidden) arg of the same name stops clap from propagating the global
+    // one into it, so the help does not list it, while the parser still recognises it.
+    let mut command = Cli::command();
+    for name in LISTENERS {
+        command = command.mut_subcommand(name, |sub| {
+            sub.arg(clap::Arg::new("url").long("url").hide(true))
+                .arg(clap::Arg::new("token").long("token").hide(true))
+                .arg(
+                    clap::Arg::new("json")
+                        .long("json")
+                        .action(clap::ArgAction::SetTrue)
+                        .hide(true),
+                )
+        });
+    }
+    let matches = command.get_matches();
+    if let Some((name, sub)) = matches.subcommand()
+        && LISTENERS.contains(&name)
+        && let Some(arg) = CLIENT_ONLY
+            .into_iter()
+            .find(|arg| sub.value_source(arg) == Some(ValueSource::CommandLine))
+    {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--{arg} is a client option; `switchboard {name}` does not connect to a \
+                     gateway, so it would be ignored"
+                ),
+            )
+            .exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     // An MCP server's stderr usually lands in its client's log: only what needs attention. The
     // MCP SDK logs every request at info and every error answer at warn; the client sees those.
     let default_level = match cli.command {
@@ -145,7 +188,7 @@ fn main() -> std::process::ExitCode {
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
-            Command::Demo(args) => demo::run(args).await,
+            Command::Demo(args) => demo::run(&cli.global, args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
         }
     });

@@ -76,8 +76,13 @@ impl GlobalArgs {
 
     /// URL and token of the gateway that client commands talk to.
     pub fn target(&self) -> Result<(String, Option<String>)> {
-        let loaded = self
-            .load_config()
+        let (path, named) = self.config_path();
+        if named && !path.exists() {
+            anyhow::bail!("config file {} does not exist", path.display());
+        }
+        // Only the gateway section: a client needs no channel or provider secret.
+        let loaded = config::load_gateway_section(&path, &config::process_env)
+            .map_err(|e| anyhow::anyhow!("{e}"))
             .context("reading the config to find the gateway")?;
         let gateway = &loaded.config.gateway;
         let recorded = std::fs::read_to_string(self.home().join(URL_FILE)).ok();
@@ -151,31 +156,60 @@ pub async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
         })
 }
 
+/// `config check`: every problem of the config file, one a line on stderr; with `--json`, one
+/// object on stdout (docs/cli.md): `{ok, file, errors: [{line, path, message}], unknown: [..]}`.
 pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
     let (path, _) = global.config_path();
-    let loaded = match global.load_config() {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::FAILURE);
-        }
+    let (problems, unknown_paths) = match global.load_config() {
+        Ok(loaded) if path.exists() => (loaded.unknown, loaded.unknown_paths),
+        Ok(_) => (Vec::new(), Vec::new()),
+        Err(e) => (
+            e.to_string().lines().map(str::to_string).collect(),
+            Vec::new(),
+        ),
     };
-    if !path.exists() {
+    let ok = problems.is_empty();
+    if global.json {
+        let report = serde_json::json!({
+            "ok": ok,
+            "file": path.exists().then(|| path.display().to_string()),
+            "errors": problems.iter().map(|p| problem_json(p)).collect::<Vec<_>>(),
+            "unknown": unknown_paths,
+        });
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if !path.exists() && ok {
         outln!(
             "no config file at {}: the embedded defaults apply",
             path.display()
         );
-        return Ok(ExitCode::SUCCESS);
-    }
-    if loaded.unknown_paths.is_empty() {
+    } else if ok {
         outln!("{}: ok", path.display());
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        for problem in &problems {
+            eprintln!("{problem}");
+        }
+        eprintln!("(docs/configuration.md lists every setting)");
     }
-    for unknown in &loaded.unknown {
-        eprintln!("{unknown}");
-    }
-    eprintln!("(docs/configuration.md lists every setting)");
-    Ok(ExitCode::FAILURE)
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// One problem line (`line 3: config error at agents.defaults.timeoutSeconds: 0 is not
+/// allowed…`) as `{line, path, message}`; the parts a line does not have are null.
+fn problem_json(problem: &str) -> serde_json::Value {
+    let (line, rest) = problem
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(n, rest)| Some((n.parse::<u64>().ok()?, rest)))
+        .map_or((None, problem), |(n, rest)| (Some(n), rest));
+    let (path, message) = rest
+        .strip_prefix("config error at ")
+        .and_then(|rest| rest.split_once(": "))
+        .map_or((None, rest), |(path, message)| (Some(path), message));
+    serde_json::json!({"line": line, "path": path, "message": message})
 }
 
 pub fn config_show(global: &GlobalArgs) -> Result<ExitCode> {

@@ -12,6 +12,7 @@ fn the_demo_shows_every_session_tool_and_exits_0() {
     let mut child = Command::new(BIN)
         .arg("demo")
         .env("SWITCHBOARD_LOG", "warn")
+        .env_remove("SWITCHBOARD_HOME")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -82,4 +83,32 @@ fn the_demo_shows_every_session_tool_and_exits_0() {
         .unwrap();
     assert!(out.contains(&format!("state dir {state} removed")), "{out}");
     assert!(!std::path::Path::new(state).exists(), "{state} still there");
+}
+
+#[test]
+fn the_demo_runs_in_the_state_dir_named_and_keeps_it_and_refuses_a_used_one() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo-state");
+    let demo = |dir: &std::path::Path| {
+        Command::new(BIN)
+            .args(["demo", "--state-dir"])
+            .arg(dir)
+            .env("SWITCHBOARD_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let output = demo(&dir);
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("state dir kept at {}", dir.display())),
+        "{out}"
+    );
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_some());
+    // Run again there, it would mix into what the first run left: refused, and nothing removed.
+    let again = demo(&dir);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success());
+    assert!(err.contains("needs a new or empty directory"), "{err}");
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_some());
 }

@@ -1,3 +1,4 @@
+mod cli_polish;
 mod cluster;
 mod cluster_faults;
 mod commands;

@@ -89,7 +89,41 @@ pub fn load_str(
     origin: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<LoadedConfig, ConfigError> {
-    let mut value = parse_json5(text, origin)?;
+    load_value(parse_json5(text, origin)?, text, origin, env)
+}
+
+/// What a client command needs of the config file: its `gateway` section alone (the port and
+/// the token), loaded and checked as [`load_file_or_default`] would. The rest is not read, so a
+/// channel's `${TELEGRAM_BOT_TOKEN}` or a provider's key need not be set in a client's shell.
+pub fn load_gateway_section(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(source) if source.kind() == std::io::ErrorKind::NotFound => "{}".to_owned(),
+        Err(source) => {
+            return Err(ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let origin = path.display().to_string();
+    let mut value = parse_json5(&text, &origin)?;
+    if let Value::Object(root) = &mut value {
+        root.retain(|key, _| key == "gateway");
+    }
+    load_value(value, &text, &origin, env)
+}
+
+/// [`load_str`] after parsing: `text` is what `value` was parsed from (for line numbers).
+fn load_value(
+    mut value: Value,
+    text: &str,
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
     if !value.is_object() {
         return Err(ConfigError::WrongType {
             path: render_path(&[]),

@@ -46,7 +46,9 @@ pub use choices::{
 };
 pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
-pub use load::{LoadedConfig, load_file, load_file_or_default, load_str, process_env};
+pub use load::{
+    LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_str, process_env,
+};
 pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use resolve::{REDACTED, ResolvedAgent};

@@ -60,13 +60,24 @@ pub fn index_path(store: &dyn Store, agent_id: &str) -> Option<std::path::PathBu
     Some(transcript.with_file_name("sessions.json"))
 }
 
-/// What health and status show as where an agent's sessions are: the index file, or the
-/// database when there is none.
+/// What health and status show as `sessions.path` (where an agent's sessions are): the index
+/// file once a stop has written it; before that, the SQLite database file it is rebuilt from (a
+/// path that exists, never a file still to come); `(database)` for a store without files.
 pub fn index_label(store: &dyn Store, agent_id: &str) -> String {
-    index_path(store, agent_id).map_or_else(
-        || "(database)".to_string(),
-        |path| path.display().to_string(),
-    )
+    let Some(index) = index_path(store, agent_id) else {
+        return "(database)".to_string();
+    };
+    if index.exists() {
+        return index.display().to_string();
+    }
+    // `<home>/agents/<agentId>/sessions/sessions.json` → `<home>/switchboard.db`.
+    match index.ancestors().nth(4) {
+        Some(home) => home
+            .join(super::sqlite::DATABASE_FILE)
+            .display()
+            .to_string(),
+        None => index.display().to_string(),
+    }
 }
 
 /// One index file being written: a JSON object, entry by entry, into a temp file that replaces

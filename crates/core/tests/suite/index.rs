@@ -66,5 +66,11 @@ async fn each_agent_gets_an_index_of_its_sessions_with_keys_labels_and_files() {
     let ops = index(&t, "ops");
     assert!(ops["agent:ops:main"]["sessionId"].is_string(), "{ops}");
     assert!(ops.get("agent:main:project-x").is_none());
+    // Health's `sessions.path` names it now that it exists.
+    let label = switchboard_core::store::index_label(t.engine.store(), "main");
+    assert!(
+        label.ends_with("agents/main/sessions/sessions.json"),
+        "{label}"
+    );
     t.engine.close().await;
 }

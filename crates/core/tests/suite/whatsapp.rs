@@ -238,8 +238,16 @@ async fn a_429_and_a_500_are_delivered_later_and_a_long_reply_arrives_in_ordered
     assert!(parts.len() >= 3, "{} parts", parts.len());
     assert!(parts.iter().all(|(_, p)| p.chars().count() <= 4096));
     let refused: Vec<bool> = fake.calls().iter().map(|c| c.refused).collect();
-    assert_eq!(refused[..3], [true, true, false], "a 429, a 500, then taken");
-    assert_eq!(refused.iter().filter(|r| !**r).count(), parts.len(), "no part twice");
+    assert_eq!(
+        refused[..3],
+        [true, true, false],
+        "a 429, a 500, then taken"
+    );
+    assert_eq!(
+        refused.iter().filter(|r| !**r).count(),
+        parts.len(),
+        "no part twice"
+    );
     fake.stop().await;
     h.engine.close().await;
 }

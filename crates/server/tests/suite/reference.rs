@@ -65,8 +65,10 @@ async fn health_answers_agents_sessions_and_channels_as_the_reference_prints_the
     assert_eq!(agents[0]["name"], "Ops");
     let path = agents[0]["sessions"]["path"].as_str().unwrap();
     match gw.mirrors() {
+        // Before a stop has written the index, the database file it is rebuilt from: a path
+        // that exists, not a file still to come.
         true => assert!(
-            path.ends_with("agents/ops/sessions/sessions.json"),
+            path.ends_with("switchboard.db") && std::path::Path::new(path).is_file(),
             "{path}"
         ),
         false => assert_eq!(path, "(database)"),

@@ -50,6 +50,9 @@ struct Inner {
     reads: std::sync::atomic::AtomicU64,
 }
 
+/// The database file in the state dir.
+pub const DATABASE_FILE: &str = "switchboard.db";
+
 impl SqliteStore {
     /// [`SqliteStore::open_with_clock`] on the system clock.
     pub fn open(home: &Path) -> Result<Self, StoreError> {
@@ -62,7 +65,7 @@ impl SqliteStore {
         // The state dir and the database are its owner's only (transcripts, tokens).
         private::create_dir(home)?;
         private::restrict(home)?;
-        let db_path = home.join("switchboard.db");
+        let db_path = home.join(DATABASE_FILE);
         if !db_path.exists() {
             private::options().write(true).create(true).open(&db_path)?;
         }

@@ -168,8 +168,16 @@ impl Turn {
     }
 }
 
+/// The words that make a line a directive. Any other `@word` at the start of a line is text: in a
+/// group a message often starts with a mention (`@bot what is new?`), and a script error posted
+/// back into the chat would answer it.
+const DIRECTIVE_WORDS: [&str; 9] = [
+    "@tool", "@tools", "@badtool", "@reply", "@error", "@delay", "@slow", "@when", "@default",
+];
+
 fn is_directive(line: &str) -> bool {
-    line.trim_start().starts_with('@')
+    let (word, _) = split_word(line);
+    DIRECTIVE_WORDS.contains(&word)
 }
 
 /// Decides the turn for `request`.

@@ -425,12 +425,22 @@ async fn an_offered_skip_token_is_the_answer_when_nothing_says_otherwise() {
 }
 
 #[tokio::test]
+async fn a_mention_at_the_start_of_a_line_is_text_not_a_directive() {
+    // A group message that starts with the bot's mention, with and without a script.
+    let scripted = vec![user("@bot what is new?\n@reply {{user}}")];
+    assert_eq!(reply("", scripted).await, "@bot what is new?");
+    let plain = reply("", vec![user("@bot what is new?")]).await;
+    assert!(
+        plain.starts_with("I am the scripted model")
+            && plain.ends_with("You said: @bot what is new?"),
+        "{plain}"
+    );
+}
+
+#[tokio::test]
 async fn malformed_directives_are_explained_not_crashed() {
     let cases = [
-        (
-            "hi\n@tol x {}",
-            "line 2 \"@tol x {}\": unknown directive \"@tol\"",
-        ),
+        ("hi\n@tool", "line 2 \"@tool\": @tool needs a tool name"),
         (
             "@tool x {\"a\":",
             "line 1 \"@tool x {\\\"a\\\":\": the arguments of @tool x are not valid JSON",

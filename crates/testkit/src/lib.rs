@@ -511,6 +511,25 @@ async fn pause(wait: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
     }
 }
 
+/// Says that a test could not run for lack of a component (`line`: which test, what is missing,
+/// what installs it), on the terminal rather than in the captured output. Under `CI=true`,
+/// where `.ci/run` installs every component the tests need, a missing one fails the test
+/// instead: a green CI run means every test ran.
+///
+/// # Panics
+/// Under `CI=true`.
+pub fn not_run(line: &str) {
+    use std::io::Write as _;
+    let line = format!("\n{}\n", line.trim());
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "{} — under CI=true every component must be installed",
+            line.trim()
+        );
+    }
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 /// A listener on `127.0.0.1:0` and its address.
 ///
 /// # Panics

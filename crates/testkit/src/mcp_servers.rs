@@ -21,14 +21,12 @@ pub const EVERYTHING_SERVER: &str = "@modelcontextprotocol/server-everything@202
 #[derive(Debug, Clone, PartialEq)]
 pub struct Missing(pub String);
 
-/// Prints that `test` did not run and why (to the terminal, not the captured output).
+/// Says that `test` did not run and why ([`crate::not_run`]: a failure under `CI=true`).
 pub fn not_run(test: &str, missing: &Missing) {
-    use std::io::Write as _;
-    let line = format!(
-        "\nMCP server test {test} NOT RUN: {} (.ci/run installs it; see docs/tools.md)\n",
+    crate::not_run(&format!(
+        "MCP server test {test} NOT RUN: {} (.ci/run installs it; see docs/tools.md)",
         missing.0
-    );
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    ));
 }
 
 fn works(program: &str, args: &[&str]) -> bool {

@@ -46,10 +46,10 @@ pub fn database() -> Result<TestDatabase, String> {
 }
 
 /// The line a test that cannot have PostgreSQL prints.
-pub fn not_run(test: &str, why: &str) -> String {
-    format!(
-        "\nPostgreSQL test {test} NOT RUN: {why} (apt-get install postgresql, or set {TEST_DATABASE_URL})\n"
-    )
+pub fn not_run(test: &str, why: &str) {
+    crate::not_run(&format!(
+        "PostgreSQL test {test} NOT RUN: {why} (apt-get install postgresql, or set {TEST_DATABASE_URL})"
+    ));
 }
 
 fn fresh_schema() -> String {

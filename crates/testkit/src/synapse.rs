@@ -66,12 +66,10 @@ pub fn shared(tmp: &Path) -> Result<&'static Synapse, Missing> {
 
 /// Prints that `test` did not run and why (to the terminal, not the captured output).
 pub fn not_run(test: &str, missing: &Missing) {
-    use std::io::Write as _;
-    let line = format!(
-        "\nMatrix test {test} NOT RUN: {} (.ci/run installs it; see docs/channels/matrix.md)\n",
+    crate::not_run(&format!(
+        "Matrix test {test} NOT RUN: {} (.ci/run installs it; see docs/channels/matrix.md)",
         missing.0
-    );
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    ));
 }
 
 const KEEP: &str = r#"

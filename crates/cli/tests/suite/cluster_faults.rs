@@ -166,7 +166,7 @@ async fn a_twenty_second_database_stall_takes_no_work_aborts_no_run_and_runs_not
     let test = "a_twenty_second_database_stall_takes_no_work_aborts_no_run_and_runs_nothing_twice";
     let cluster = match private_cluster() {
         Ok(cluster) => cluster,
-        Err(why) => return eprintln!("{}", not_run(test, &why)),
+        Err(why) => return not_run(test, &why),
     };
     let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
     let gateways: Vec<Logged> = homes.iter().map(|h| start(&cluster.db, h.path())).collect();
@@ -235,7 +235,7 @@ async fn a_gateway_paused_past_its_lease_has_its_work_done_once_and_its_late_wri
     let test = "a_gateway_paused_past_its_lease_has_its_work_done_once_and_its_late_writes_refused";
     let db = match database() {
         Ok(db) => db,
-        Err(why) => return eprintln!("{}", not_run(test, &why)),
+        Err(why) => return not_run(test, &why),
     };
     let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
     let gateways: Vec<Logged> = homes.iter().map(|h| start(&db, h.path())).collect();
@@ -310,7 +310,7 @@ async fn a_database_restarted_under_load_loses_nothing_acknowledged_and_runs_not
     let test = "a_database_restarted_under_load_loses_nothing_acknowledged_and_runs_nothing_twice";
     let cluster = match private_cluster() {
         Ok(cluster) => cluster,
-        Err(why) => return eprintln!("{}", not_run(test, &why)),
+        Err(why) => return not_run(test, &why),
     };
     let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
     let gateways: Vec<Logged> = homes.iter().map(|h| start(&cluster.db, h.path())).collect();

@@ -293,10 +293,10 @@ fn the_gateway_warns_about_unknown_settings_at_start_up_and_still_runs() {
 #[test]
 fn on_a_terminal_the_web_link_carries_the_token() {
     if Command::new("script").arg("--version").output().is_err() {
-        let line = "\ngateway banner test on_a_terminal_the_web_link_carries_the_token NOT RUN: \
-                    `script` not found (apt-get install bsdutils)\n";
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        return;
+        return switchboard_testkit::not_run(
+            "gateway banner test on_a_terminal_the_web_link_carries_the_token NOT RUN: \
+             `script` not found (apt-get install bsdutils)",
+        );
     }
     let home = tempfile::tempdir().unwrap();
     let gateway = format!(

@@ -9,7 +9,6 @@
 //! test cannot run: it says so, naming what is missing, on the terminal, and does nothing else.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -43,13 +42,11 @@ fn has_node() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Says on the terminal (not in the captured output of a passing test) that the page tests did
-/// not run, and why.
+/// Says that a page test did not run, and why (a failure under `CI=true`).
 fn not_run(test: &str, missing: &str) {
-    let line = format!(
-        "\nweb page test {test} NOT RUN: {missing} (.ci/run installs it; see docs/web.md)\n"
-    );
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    switchboard_testkit::not_run(&format!(
+        "web page test {test} NOT RUN: {missing} (.ci/run installs it; see docs/web.md)"
+    ));
 }
 
 /// A folder with playwright-core installed, made once.

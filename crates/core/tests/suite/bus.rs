@@ -33,7 +33,7 @@ async fn typed_messages_cross_whole_and_a_payload_that_is_not_one_is_skipped() {
     let test = "typed_messages_cross_whole_and_a_payload_that_is_not_one_is_skipped";
     let TestDatabase { url, schema } = match database() {
         Ok(db) => db,
-        Err(why) => return eprintln!("{}", not_run(test, &why)),
+        Err(why) => return not_run(test, &why),
     };
     let options = PgOptions {
         url: url.clone(),

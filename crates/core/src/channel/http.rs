@@ -6,6 +6,8 @@
 //! channel by name.
 
 use futures_util::future::BoxFuture;
+use switchboard_protocol::inbound::InboundRefused;
+use switchboard_protocol::{ErrorCode, ErrorShape};
 
 /// One request from a platform.
 #[derive(Debug, Clone, Default)]
@@ -60,14 +62,14 @@ impl HttpReply {
         }
     }
 
-    /// A JSON answer `{ok: false, error: {code, message}}`, as the gateway's other doors refuse.
-    pub fn refused(status: u16, code: &str, message: impl Into<String>) -> Self {
-        let body =
-            serde_json::json!({"ok": false, "error": {"code": code, "message": message.into()}});
+    /// A JSON answer `{ok: false, error: {code, message}}`, as the gateway's other HTTP doors
+    /// refuse (`InboundRefused`).
+    pub fn refused(status: u16, code: ErrorCode, message: impl Into<String>) -> Self {
+        let refusal = InboundRefused::new(ErrorShape::new(code, message));
         Self {
             status,
             content_type: "application/json",
-            body: body.to_string(),
+            body: serde_json::to_string(&refusal).unwrap_or_default(),
             authenticated: false,
         }
     }

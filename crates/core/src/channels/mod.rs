@@ -190,6 +190,17 @@ impl DoorParts {
         Ok(())
     }
 
+    /// Runs `work` (a door's loop) as one of the gateway's tasks, until it ends or intake stops.
+    fn spawn_until_stopped(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = work => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+
     /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").
     fn typing_until_done<F, Fut>(&self, run: RunId, every: Duration, typing: F)
     where

@@ -69,13 +69,9 @@ impl Door for Gateway {
         for account in &self.discord.accounts {
             account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
-            self.parts.tasks.spawn(async move {
-                let stop = this.parts.stop.clone();
+            self.parts.spawn_until_stopped(async move {
                 let channels = Mutex::new(HashMap::new());
-                tokio::select! {
-                    () = this.run(&account, &channels) => {}
-                    () = stop.cancelled() => {}
-                }
+                this.run(&account, &channels).await;
             });
         }
     }

@@ -47,13 +47,8 @@ impl Door for Syncer {
         for account in &self.matrix.accounts {
             account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
-            self.parts.tasks.spawn(async move {
-                let stop = this.parts.stop.clone();
-                tokio::select! {
-                    () = this.run(&account) => {}
-                    () = stop.cancelled() => {}
-                }
-            });
+            self.parts
+                .spawn_until_stopped(async move { this.run(&account).await });
         }
     }
 }

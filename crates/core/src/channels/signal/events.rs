@@ -53,13 +53,8 @@ impl Door for Events {
     fn start(self: Arc<Self>) {
         self.signal.status.set(LinkState::Starting);
         let this = self.clone();
-        self.parts.tasks.spawn(async move {
-            let stop = this.parts.stop.clone();
-            tokio::select! {
-                () = this.run() => {}
-                () = stop.cancelled() => {}
-            }
-        });
+        self.parts
+            .spawn_until_stopped(async move { this.run().await });
     }
 }
 

@@ -40,13 +40,8 @@ impl Door for Poller {
         for account in &self.telegram.accounts {
             account.status.set(LinkState::Starting);
             let (this, account) = (self.clone(), account.clone());
-            self.parts.tasks.spawn(async move {
-                let stop = this.parts.stop.clone();
-                tokio::select! {
-                    () = this.poll(&account) => {}
-                    () = stop.cancelled() => {}
-                }
-            });
+            self.parts
+                .spawn_until_stopped(async move { this.poll(&account).await });
         }
     }
 }

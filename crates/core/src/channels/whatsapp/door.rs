@@ -8,6 +8,8 @@ use futures_util::future::BoxFuture;
 use super::api::{self, Contact, Message, Messages, Notification};
 use super::route::{self, To};
 use super::{Number, WHATSAPP, WhatsApp};
+use switchboard_protocol::ErrorCode;
+
 use crate::channel::{HttpCall, HttpDoor, HttpReply};
 use crate::channels::pairing::Stranger;
 use crate::channels::{DoorParts, Taken};
@@ -41,7 +43,7 @@ impl Webhook {
         ) else {
             return HttpReply::refused(
                 400,
-                "INVALID_REQUEST",
+                ErrorCode::InvalidRequest,
                 "a verification request needs hub.mode, hub.verify_token and hub.challenge",
             );
         };
@@ -55,10 +57,14 @@ impl Webhook {
             ("subscribe", true) => HttpReply::text(200, challenge).authenticated(),
             ("subscribe", false) => HttpReply::refused(
                 403,
-                "FORBIDDEN",
+                ErrorCode::Forbidden,
                 "hub.verify_token is not channels.whatsapp.verifyToken",
             ),
-            _ => HttpReply::refused(400, "INVALID_REQUEST", "hub.mode must be \"subscribe\""),
+            _ => HttpReply::refused(
+                400,
+                ErrorCode::InvalidRequest,
+                "hub.mode must be \"subscribe\"",
+            ),
         }
     }
 
@@ -66,7 +72,7 @@ impl Webhook {
     /// once every message in it is committed.
     async fn notify(&self, call: &HttpCall) -> HttpReply {
         let Some(signature) = call.header(SIGNATURE) else {
-            return HttpReply::refused(401, "UNAUTHORIZED", "missing X-Hub-Signature-256");
+            return HttpReply::refused(401, ErrorCode::Unauthorized, "missing X-Hub-Signature-256");
         };
         let signed: Vec<&Arc<Number>> = self
             .whatsapp
@@ -82,7 +88,7 @@ impl Webhook {
         if signed.is_empty() {
             return HttpReply::refused(
                 401,
-                "UNAUTHORIZED",
+                ErrorCode::Unauthorized,
                 "X-Hub-Signature-256 is not the body's HMAC-SHA256 with channels.whatsapp.appSecret",
             );
         }
@@ -90,18 +96,18 @@ impl Webhook {
             Ok(n) => n,
             Err(e) => {
                 let why = format!("the body is not a WhatsApp notification: {e}");
-                return HttpReply::refused(400, "INVALID_REQUEST", why).authenticated();
+                return HttpReply::refused(400, ErrorCode::InvalidRequest, why).authenticated();
             }
         };
         if notification.object != "whatsapp_business_account" {
             let why = "object must be \"whatsapp_business_account\"";
-            return HttpReply::refused(400, "INVALID_REQUEST", why).authenticated();
+            return HttpReply::refused(400, ErrorCode::InvalidRequest, why).authenticated();
         }
         match self.changes(&signed, notification).await {
             Ok(()) => HttpReply::text(200, "ok").authenticated(),
             Err(e) => {
                 tracing::warn!(error = %e, "whatsapp: a notification could not be taken; the platform will send it again");
-                HttpReply::refused(503, "UNAVAILABLE", e.to_string()).authenticated()
+                HttpReply::refused(503, ErrorCode::Unavailable, e.to_string()).authenticated()
             }
         }
     }
@@ -189,10 +195,10 @@ impl HttpDoor for Webhook {
             match (call.method.as_str(), call.rest.as_str()) {
                 ("GET", "" | "/") => self.verify(&call),
                 ("POST", "" | "/") => self.notify(&call).await,
-                (_, "" | "/") => HttpReply::refused(405, "INVALID_REQUEST", "GET or POST"),
+                (_, "" | "/") => HttpReply::refused(405, ErrorCode::InvalidRequest, "GET or POST"),
                 _ => HttpReply::refused(
                     404,
-                    "NOT_FOUND",
+                    ErrorCode::NotFound,
                     "the WhatsApp webhook is /channels/whatsapp",
                 ),
             }

@@ -21,8 +21,23 @@ SB_STATE="$RUN/switchboard"
 OC_STATE="$RUN/openclaw"
 mkdir -p "$SB_STATE" "$OC_STATE"
 CLEANUP_DIRS=()
-# The Control UI is served from its own loopback port: the gateway must accept that origin.
-echo '{gateway: {controlUi: {allowedOrigins: ["http://127.0.0.1:18931"]}}}' >"$SB_STATE/config.json5"
+# The Control UI is served from its own loopback port: the gateway must accept that origin. The
+# agent `ctx` answers with the kit's mock model, whose context window is known (the TUI's footer
+# shows it); WhatsApp's webhook takes a stranger's message (a pending pairing request). Its Graph
+# API is a closed port: the pairing code's delivery fails and is retried, which changes nothing here.
+MOCK_PORT=18932
+WA_SECRET=compat-app-secret
+start_mock "$MOCK_PORT"
+cat >"$SB_STATE/config.json5" <<JSON5
+{
+  gateway: { controlUi: { allowedOrigins: ["http://127.0.0.1:18931"] } },
+  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
+    models: [{ id: "mock-model", contextWindow: 128000 }] } } },
+  agents: { list: [{ id: "main", default: true }, { id: "ctx", model: "mock/mock-model" }] },
+  channels: { whatsapp: { enabled: true, accessToken: "compat-token", phoneNumberId: "1065000",
+    appSecret: "$WA_SECRET", verifyToken: "compat-verify", apiBase: "http://127.0.0.1:9/v21.0" } },
+}
+JSON5
 start_gateway "$SB_STATE"
 printf '{"gateway":{"mode":"remote","remote":{"url":"%s","token":"%s"}}}\n' "$GW_URL" "$GW_TOKEN" \
     >"$OC_STATE/openclaw.json"
@@ -53,6 +68,17 @@ check() {
     fi
 }
 
+# doctor: of its findings, only the version one is about this gateway (docs/decisions.md).
+doctor_gateway() {
+    local out
+    out=$(oc doctor --non-interactive 2>&1) || { echo "$out"; return 1; }
+    echo "$out"
+    if grep -Eq 'memory probe|Exporter diagnostics failed|unknown method' <<<"$out"; then
+        echo "doctor found a gateway method missing"
+        return 1
+    fi
+}
+
 tui_exchange() {
     command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
     local session="compat-tui-$$"
@@ -76,7 +102,7 @@ check "gateway call health" '"ok": true' oc gateway call health --json
 check "gateway call sessions.list" 'agent:main:main' oc gateway call sessions.list --json
 check "gateway call chat.history" 'agent-pong-1' \
     oc gateway call chat.history --params '{"sessionKey":"agent:main:main"}' --json
-check "health" 'Session store \(main\): .*/switchboard/agents/main/sessions/sessions\.json' oc health
+check "health" 'Session store \(main\): .*/switchboard/switchboard\.db' oc health
 check "status" 'Gateway.*reachable' oc status
 check "gateway probe" 'Read probe: ok' oc gateway probe
 check "cron add --every" '"id": "nightly"' oc cron add nightly --every 10m --message 'nightly report'
@@ -107,6 +133,58 @@ check "system heartbeat last" '^null$' oc system heartbeat last
 check "nodes status" 'Known: 0' oc nodes status
 check "skills list" 'No skills found' oc skills list
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
+# The TUI's footer: how full the context is beside the model's window.
+tui_footer() {
+    command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
+    local session="compat-tui-ctx-$$"
+    tmux new-session -d -s "$session" -x 160 -y 40 \
+        "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui --session agent:ctx:main --message 'hello window'"
+    local i screen=""
+    for i in $(seq 1 60); do
+        screen=$(tmux capture-pane -p -t "$session" 2>/dev/null)
+        if grep -Eq 'tokens [0-9.k]+/128k \([0-9]+%\)' <<<"$screen"; then break; fi
+        sleep 1
+    done
+    tmux kill-session -t "$session" 2>/dev/null
+    echo "$screen"
+}
+check "tui footer (context window)" 'tokens [0-9.k]+/128k \([0-9]+%\)' tui_footer
+
+# Pairing: a stranger writes to the WhatsApp number (a signed webhook notification); the gateway's
+# pending request is listed and approved through the protocol. The reference's own `pairing`
+# command reads only its local state database (docs/decisions.md): it answers its empty state.
+whatsapp_pairing() {
+    local http=${GW_URL/ws:/http:} code=""
+    python3 - "$http/channels/whatsapp" "$WA_SECRET" <<'PY' || return 1
+import hashlib, hmac, json, sys, time, urllib.request
+url, secret = sys.argv[1], sys.argv[2]
+message = {"from": "15550001111", "id": "wamid.compat1", "timestamp": str(int(time.time())),
+           "type": "text", "text": {"body": "hello, may I come in?"}}
+body = json.dumps({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [{
+    "field": "messages", "value": {"messaging_product": "whatsapp",
+    "metadata": {"display_phone_number": "15550009999", "phone_number_id": "1065000"},
+    "contacts": [{"profile": {"name": "Compat"}, "wa_id": "15550001111"}],
+    "messages": [message]}}]}]}).encode()
+signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+request = urllib.request.Request(url, data=body, method="POST", headers={
+    "content-type": "application/json", "x-hub-signature-256": signature})
+print("webhook:", urllib.request.urlopen(request, timeout=10).status)
+PY
+    for _ in $(seq 1 20); do
+        code=$(oc gateway call pairing.list --params '{"channel":"whatsapp"}' --json |
+            python3 -c 'import json,sys; r=json.load(sys.stdin)["requests"]; print(r[0]["code"] if r else "")')
+        [[ -n "$code" ]] && break
+        sleep 0.5
+    done
+    [[ -n "$code" ]] || { echo "no pending whatsapp request"; return 1; }
+    echo "pending: $code"
+    oc gateway call pairing.approve --params "{\"channel\":\"whatsapp\",\"code\":\"$code\"}" --json
+}
+check "pairing list|approve (gateway call)" '"id": "15550001111"' whatsapp_pairing
+check "pairing list (the reference's local store)" 'No pending whatsapp pairing requests' \
+    oc pairing list --channel whatsapp
+check "doctor (no gateway memory probe)" 'Doctor complete' doctor_gateway
+
 check "logs" 'gateway ready' oc logs --limit 20
 
 # The Control UI: its built assets served from loopback, the page in headless Chromium; it must

@@ -80,7 +80,7 @@ start_mock() {
     python3 "$KIT/mock_llm.py" --port "$port" >"$RUN/mock.log" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 1 100); do
-        python3 - "$port" <<'PY' && break
+        python3 - "$port" 2>/dev/null <<'PY' && break
 import socket, sys
 socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
 PY

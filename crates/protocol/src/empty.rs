@@ -29,6 +29,7 @@ pub const METHODS: &[&str] = &[
     "node.list",
     "skills.status",
     "diagnostics.stability",
+    "doctor.memory.status",
 ];
 
 /// `update.status`: no update is known (switchboard updates with the package it came from).
@@ -158,6 +159,22 @@ pub struct StabilitySummary {
     pub by_type: std::collections::BTreeMap<String, u64>,
 }
 
+/// `doctor.memory.status`: there is no memory search here, so nothing was checked (`openclaw
+/// doctor` then says nothing of the gateway's memory probe, as for the reference with memory
+/// search off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStatusResult {
+    pub embedding: EmbeddingStatus,
+}
+
+/// The embedding probe: not checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingStatus {
+    pub ok: bool,
+    pub checked: bool,
+    pub error: String,
+}
+
 /// One answer of [`METHODS`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -177,6 +194,7 @@ pub enum EmptyState {
     Nodes(NodeListResult),
     Skills(SkillsStatusResult),
     Stability(StabilityResult),
+    Memory(MemoryStatusResult),
     /// `last-heartbeat`: `null` (no heartbeat ran).
     Nothing(Option<Value>),
 }
@@ -229,6 +247,13 @@ impl EmptyState {
                 events: Vec::new(),
                 summary: StabilitySummary::default(),
             }),
+            "doctor.memory.status" => Self::Memory(MemoryStatusResult {
+                embedding: EmbeddingStatus {
+                    ok: false,
+                    checked: false,
+                    error: "switchboard has no memory search".into(),
+                },
+            }),
             _ => return None,
         })
     }
@@ -270,6 +295,8 @@ mod tests {
                 json!({"skills": []}),
                 json!({"capacity": 0, "count": 0, "dropped": 0, "firstSeq": null,
                     "lastSeq": null, "events": [], "summary": {"byType": {}}}),
+                json!({"embedding": {"ok": false, "checked": false,
+                    "error": "switchboard has no memory search"}}),
             ]
         );
         assert_eq!(EmptyState::of("nodes.list", 7, Vec::new()), None);

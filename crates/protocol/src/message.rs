@@ -36,14 +36,20 @@ impl TranscriptMessage {
     /// Adds the message's place in its transcript to its `__openclaw` block (user and
     /// assistant messages; a page shows them so).
     pub fn place(&mut self, id: String, seq: i64) {
-        let origin = match self {
-            Self::User(m) => &mut m.origin,
-            Self::Assistant(m) => &mut m.origin,
+        let (origin, kind) = match self {
+            Self::User(m) => {
+                // A compaction summary is marked so: the reference's Control UI shows it as a
+                // "Context compacted" divider, not as something a person wrote.
+                let compaction = m.provenance.as_ref().filter(|p| p.kind == "compaction");
+                (&mut m.origin, compaction.map(|p| p.kind.clone()))
+            }
+            Self::Assistant(m) => (&mut m.origin, None),
             Self::ToolResult(_) => return,
         };
         let origin = origin.get_or_insert_with(Box::default);
         origin.id = Some(id);
         origin.seq = Some(seq);
+        origin.kind = kind;
     }
 }
 
@@ -113,6 +119,9 @@ pub struct MessageOrigin {
     /// `<runId>:user` on the message that started a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// `compaction` on a compaction summary, on a page only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl MessageOrigin {
@@ -324,6 +333,29 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(user.timestamp(), 2);
+    }
+
+    #[test]
+    fn a_placed_compaction_summary_is_marked_as_one() {
+        let mut summary: TranscriptMessage = serde_json::from_value(json!({
+            "role": "user", "content": "summary of 40 messages", "timestamp": 4,
+            "provenance": {"kind": "compaction", "coversUntilSeq": 41}
+        }))
+        .unwrap();
+        summary.place("msg-42".into(), 42);
+        let page = serde_json::to_value(&summary).unwrap();
+        assert_eq!(
+            page["__openclaw"],
+            json!({"id": "msg-42", "seq": 42, "kind": "compaction"})
+        );
+
+        let mut person: TranscriptMessage = serde_json::from_value(json!({
+            "role": "user", "content": "hello", "timestamp": 5
+        }))
+        .unwrap();
+        person.place("msg-43".into(), 43);
+        let page = serde_json::to_value(&person).unwrap();
+        assert_eq!(page["__openclaw"], json!({"id": "msg-43", "seq": 43}));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingListParams {
-    /// Default `telegram` (the one channel with pairing).
+    /// Default `telegram`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
     /// One bot's requests (`channels.telegram.accounts.<id>`); all bots' when absent.

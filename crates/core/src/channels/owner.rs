@@ -96,7 +96,7 @@ async fn status_of(sessions: &Sessions, key: &SessionKey) -> CoreResult<String> 
         ));
     };
     let policy = row.send_policy.as_deref().unwrap_or("inherit");
-    let tokens = row.total_tokens.unwrap_or(0);
+    let tokens = row.input_tokens.unwrap_or(0) + row.output_tokens.unwrap_or(0);
     Ok(format!(
         "{} · model {} · send policy {policy} · {} · {tokens} tokens so far",
         row.key,

@@ -197,7 +197,9 @@ pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Se
         model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),
-        total_tokens: Some(e.total_tokens).filter(|n| *n > 0),
+        // How full the context is (the last model call's size), as the reference's clients read
+        // it beside `contextTokens`; the session's sums are `inputTokens`/`outputTokens`.
+        total_tokens: e.context_tokens.filter(|n| *n > 0),
         cost_usd: Some(e.cost_usd).filter(|usd| *usd > 0.0),
         thinking_level: e.thinking_level.clone(),
         verbose_level: e.verbose_level.clone(),

@@ -86,6 +86,7 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("node.list", Scope::Read),
     ("skills.status", Scope::Read),
     ("diagnostics.stability", Scope::Read),
+    ("doctor.memory.status", Scope::Read),
 ];
 
 /// `{key}` (or `{sessionKey}`): one session.

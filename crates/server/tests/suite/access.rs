@@ -75,6 +75,7 @@ const NEEDS: &[(&str, &str)] = &[
     ("node.list", "operator.read"),
     ("skills.status", "operator.read"),
     ("diagnostics.stability", "operator.read"),
+    ("doctor.memory.status", "operator.read"),
 ];
 
 fn rank(scope: &str) -> u8 {

@@ -204,6 +204,22 @@ async fn the_start_up_methods_of_the_reference_clients_answer() {
     let cost = usage["byModel"]["mock/m1"]["totalCost"].as_f64().unwrap();
     assert!((cost - 20.0 / 1_000_000.0).abs() < 1e-12, "{cost}");
 
+    // After a second turn the row sums the tokens in and out, while `totalTokens` is how full
+    // the context is (the last call's 10 + 5), beside the window: the TUI's `tokens 15/64k`.
+    client
+        .request("agent", json!({"sessionKey": "main", "message": "again"}))
+        .await
+        .unwrap();
+    let row = &gw.call("sessions.describe", json!({"key": "main"})).await["session"];
+    assert_eq!(
+        [
+            &row["inputTokens"],
+            &row["outputTokens"],
+            &row["totalTokens"]
+        ],
+        [&json!(20), &json!(10), &json!(15)]
+    );
+
     // What this gateway has no counterpart of says so, by name, as UNAVAILABLE.
     let set = gw.call_err("config.set", json!({"raw": "{}"})).await;
     assert_eq!(set.code, switchboard_protocol::ErrorCode::Unavailable);

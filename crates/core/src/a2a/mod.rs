@@ -29,6 +29,7 @@ use switchboard_protocol::delivery::DeliveryKind;
 use switchboard_protocol::session_tools::{PendingRun, PendingState, SendResult};
 use switchboard_protocol::sessions::DeliveryContext;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 pub use channel::A2aChannel;
 
@@ -179,7 +180,8 @@ impl Remotes {
 
     /// `sessions_send` to a remote: the conversation's row (created when new) and the send's
     /// outbox record are committed before anything is answered or sent.
-    pub async fn send(&self, send: RemoteSend) -> SendResult {
+    /// Waiting ends early, as a timeout, when `stop_waiting` is cancelled (the caller went).
+    pub async fn send(&self, send: RemoteSend, stop_waiting: &CancellationToken) -> SendResult {
         let shown = send.conversation.row.display().to_string();
         let failed = |error: String| SendResult::Error {
             error,
@@ -202,7 +204,7 @@ impl Remotes {
                 session_key: shown,
             };
         }
-        match self.wait(&record.id, send.timeout).await {
+        match self.wait(&record.id, send.timeout, stop_waiting).await {
             Ok(record) => self.outcome(record, &send, shown).await,
             Err(e) => failed(format!(
                 "the send is stored, but its outcome could not be read: {e}"
@@ -244,7 +246,12 @@ impl Remotes {
     }
 
     /// The record once it is no longer pending, or as it stands when `timeout` is up.
-    async fn wait(&self, id: &str, timeout: Duration) -> Result<DeliveryRecord, String> {
+    async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        stop_waiting: &CancellationToken,
+    ) -> Result<DeliveryRecord, String> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Subscribed before each read, so an outcome between the two is not missed.
         let mut events = self.outbox.subscribe();
@@ -259,7 +266,11 @@ impl Remotes {
                 return Ok(record);
             }
             loop {
-                match tokio::time::timeout_at(deadline, events.recv()).await {
+                let event = tokio::select! {
+                    event = tokio::time::timeout_at(deadline, events.recv()) => event,
+                    () = stop_waiting.cancelled() => return Ok(record),
+                };
+                match event {
                     Err(_) => return Ok(record),
                     Ok(Ok(event)) if event.record.id != id => continue,
                     Ok(Ok(_) | Err(RecvError::Lagged(_))) => break,

@@ -6,9 +6,10 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use switchboard_core::store::DeliveryStatus;
 use switchboard_testkit::FakeA2a;
+use tokio_util::sync::CancellationToken;
 
 use super::a2a_client::{config, send, texts};
-use super::support::{TestEngine, until};
+use super::support::{GUARD, TestEngine, until};
 
 const ROW: &str = "agent:main:a2a-remote:fake";
 
@@ -111,6 +112,34 @@ async fn a_reply_that_is_late_is_a_timeout_and_lands_in_the_conversation_later()
     .await;
     assert_eq!(landed, ["user: slow one", "assistant: fake says: slow one"]);
     assert_eq!(fake.sends().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_stops_waiting_gets_a_timeout_and_the_send_goes_on() {
+    let (fake, w) = world().await;
+    fake.hold(true);
+    w.create("main").await;
+    // An MCP client cancelled, or the caller's connection closed: stop waiting at once.
+    let stop_waiting = CancellationToken::new();
+    stop_waiting.cancel();
+    let call = w.engine.tools().call(
+        "main",
+        "sessions_send",
+        json!({"sessionKey": "a2a:fake", "message": "patient", "timeoutSeconds": 600}),
+        stop_waiting,
+    );
+    let output = tokio::time::timeout(GUARD, call)
+        .await
+        .expect("the call kept waiting")
+        .unwrap();
+    assert_eq!(output.content["status"], "timeout", "{}", output.content);
+    fake.hold(false);
+    let landed = until("the reply in the conversation", || async {
+        let t = texts(&w, ROW).await;
+        (t.len() == 2).then_some(t)
+    })
+    .await;
+    assert_eq!(landed, ["user: patient", "assistant: fake says: patient"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,7 @@ use crate::a2a::{self, Conversation, RemoteSend};
 use crate::access::{self, Operation, SendDecision};
 use crate::exchange::Exchange;
 use crate::resolve::Reference;
-use crate::runtime::tool::{Caller, ToolContext, ToolHints, TypedTool};
+use crate::runtime::tool::{ToolContext, ToolHints, TypedTool};
 use crate::store::RunStatus;
 
 const DEFAULT_TIMEOUT_SECONDS: i64 = 30;
@@ -44,9 +44,7 @@ impl TypedTool for SessionsSend {
          Name the target with sessionKey (from sessions_list) or label. Returns status \"ok\" with \
          the reply, \"accepted\" when timeoutSeconds is 0, \"timeout\" when the reply did not \
          arrive in time (the other agent keeps working; read its reply later with \
-         sessions_history), \"error\" or \"forbidden\". A remote A2A agent your agent \
-         names is reached with sessionKey \"a2a:<remote>\" (or \"a2a:<remote>:<contextId>\"); \
-         its reply is the result."
+         sessions_history), \"error\" or \"forbidden\". An A2A remote: \"a2a:<remote>\"."
     }
 
     async fn run(&self, ctx: &ToolContext, p: SendParams) -> SendResult {
@@ -56,7 +54,7 @@ impl TypedTool for SessionsSend {
             .as_deref()
             .and_then(|key| a2a::target(&self.0.config, &caller.agent_id, key));
         match remote {
-            Some(target) => self.to_remote(caller, target, p).await,
+            Some(target) => self.to_remote(ctx, target, p).await,
             None => self.send(ctx, p).await.unwrap_or_else(|result| result),
         }
     }
@@ -168,7 +166,7 @@ impl SessionsSend {
     /// reply is the result (`crate::a2a`).
     async fn to_remote(
         &self,
-        caller: &Caller,
+        ctx: &ToolContext,
         target: Result<Conversation, String>,
         p: SendParams,
     ) -> SendResult {
@@ -179,6 +177,7 @@ impl SessionsSend {
             Ok(conversation) => conversation,
             Err(problem) => return error(problem),
         };
+        let caller = ctx.caller();
         let send = RemoteSend {
             conversation,
             requester: caller.session_key.clone(),
@@ -186,7 +185,9 @@ impl SessionsSend {
             message,
             timeout: Duration::from_secs(timeout_seconds(p.timeout_seconds) as u64),
         };
-        self.0.remotes.send(send).await
+        // Like a local send's wait, it holds no lane slot.
+        ctx.while_waiting(self.0.remotes.send(send, ctx.stopped_waiting()))
+            .await
     }
 }
 

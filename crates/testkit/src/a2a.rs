@@ -48,6 +48,8 @@ struct FakeState {
     refuse: Option<String>,
     /// Task id → (context id, the text it answers).
     tasks: HashMap<String, (String, String)>,
+    /// The agent card served instead of the default one; `Value::Null`: none (404).
+    card: Option<Value>,
 }
 
 impl FakeA2a {
@@ -92,6 +94,11 @@ impl FakeA2a {
     /// Every `SendMessage` from now on answers a JSON-RPC error with `message`.
     pub fn refuse(&self, message: &str) {
         self.state().refuse = Some(message.to_string());
+    }
+
+    /// Serves `card` as the agent card from now on (`Value::Null`: no card, a 404).
+    pub fn set_card(&self, card: Value) {
+        self.state().card = Some(card);
     }
 
     /// The messages of every `SendMessage` taken (not those answered 503 or 401).
@@ -148,7 +155,12 @@ impl Shared {
     }
 }
 
-async fn card(State(shared): State<Arc<Shared>>) -> Json<Value> {
+async fn card(State(shared): State<Arc<Shared>>) -> Response {
+    match shared.state().card.clone() {
+        Some(Value::Null) => return StatusCode::NOT_FOUND.into_response(),
+        Some(card) => return Json(card).into_response(),
+        None => {}
+    }
     Json(json!({
         "name": "fake",
         "description": "A fake A2A remote",
@@ -161,6 +173,7 @@ async fn card(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "defaultOutputModes": ["text/plain"],
         "skills": []
     }))
+    .into_response()
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {

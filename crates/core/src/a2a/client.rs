@@ -36,7 +36,8 @@ impl Client {
 
     /// The remote's JSON-RPC endpoint: the JSON-RPC interface its agent card names
     /// (`<url>/.well-known/agent-card.json`), or `url` itself when it serves no card there (a
-    /// 404, or something that is not a card), so `url` may be the endpoint.
+    /// 404, or something that is not a card), so `url` may be the endpoint. The token goes only
+    /// to `url`'s origin: a card that names an endpoint elsewhere is refused, not followed.
     pub async fn endpoint<'a>(&self, remote: &'a A2aRemote) -> Result<Endpoint<'a>, ChannelError> {
         let token = remote.token.as_deref();
         let card_url = format!("{}{AGENT_CARD_PATH}", remote.url);
@@ -56,14 +57,39 @@ impl Client {
             true => response.json::<AgentCard>().await.ok(),
             false => None,
         };
-        let url = card
-            .and_then(|card| {
-                card.supported_interfaces
-                    .into_iter()
-                    .find(|i| i.protocol_binding.eq_ignore_ascii_case(JSONRPC_BINDING))
-            })
-            .map_or_else(|| remote.url.clone(), |i| i.url);
-        Ok(Endpoint { url, token })
+        let Some(card) = card else {
+            return Ok(Endpoint {
+                url: remote.url.clone(),
+                token,
+            });
+        };
+        let offered: Vec<String> = card
+            .supported_interfaces
+            .iter()
+            .map(|i| i.protocol_binding.clone())
+            .collect();
+        let Some(interface) = card
+            .supported_interfaces
+            .into_iter()
+            .find(|i| i.protocol_binding.eq_ignore_ascii_case(JSONRPC_BINDING))
+        else {
+            return Err(ChannelError::Permanent(format!(
+                "{card_url} offers no JSONRPC interface (it offers: {}); this client speaks \
+                 A2A's JSON-RPC binding only",
+                offered.join(", ")
+            )));
+        };
+        if token.is_some() && origin(&interface.url) != origin(&remote.url) {
+            return Err(ChannelError::Permanent(format!(
+                "{card_url} names its JSON-RPC endpoint {} on another origin; the token is sent \
+                 only to {}: set the remote's url to that endpoint to trust it",
+                interface.url, remote.url
+            )));
+        }
+        Ok(Endpoint {
+            url: interface.url,
+            token,
+        })
     }
 
     /// `SendMessage`, answered at once with the task (`returnImmediately`) or the remote's
@@ -143,6 +169,17 @@ impl Client {
             ))),
         }
     }
+}
+
+/// `scheme://host:port` of `url` (`None` when it does not parse).
+fn origin(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    Some(format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str()?,
+        url.port_or_known_default()?
+    ))
 }
 
 fn unreachable(url: &str, e: &reqwest::Error) -> ChannelError {

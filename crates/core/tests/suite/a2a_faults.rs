@@ -195,3 +195,44 @@ async fn a_named_context_is_sent_as_written_and_has_a_row_of_its_own() {
     assert_eq!(again["status"], "ok", "{again}");
     assert_eq!(fake.sends()[1]["contextId"], "Ctx-42");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_card_the_url_is_the_endpoint_and_a_card_is_followed_only_where_it_may_be() {
+    let fake = FakeA2a::start(Some("t0k")).await;
+    fake.set_card(json!(null));
+    let endpoint = format!("{}/rpc", fake.url());
+    let elsewhere = "http://127.0.0.2:9/rpc";
+    let w = TestEngine::open(config(&[
+        ("direct", &endpoint, Some("t0k")),
+        ("carded", &fake.url(), Some("t0k")),
+    ]))
+    .await;
+    let direct = send(
+        &w,
+        json!({"sessionKey": "a2a:direct", "message": "no card"}),
+    )
+    .await;
+    assert_eq!(direct["reply"], "fake says: no card", "{direct}");
+
+    // A card that sends the token to another origin is refused, not followed.
+    fake.set_card(
+        json!({"supportedInterfaces": [{"url": elsewhere, "protocolBinding": "JSONRPC"}]}),
+    );
+    let moved = send(&w, json!({"sessionKey": "a2a:carded", "message": "hi"})).await;
+    assert_eq!(moved["status"], "error", "{moved}");
+    let error = moved["error"].as_str().unwrap();
+    assert!(
+        error.contains("another origin") && error.contains(elsewhere),
+        "{error}"
+    );
+
+    // A card without the JSON-RPC binding says what it offers.
+    fake.set_card(json!({"supportedInterfaces": [{"url": endpoint, "protocolBinding": "GRPC"}]}));
+    let grpc = send(&w, json!({"sessionKey": "a2a:carded", "message": "hi"})).await;
+    let error = grpc["error"].as_str().unwrap();
+    assert!(
+        error.contains("offers no JSONRPC interface (it offers: GRPC)"),
+        "{error}"
+    );
+    assert_eq!(fake.sends().len(), 1);
+}

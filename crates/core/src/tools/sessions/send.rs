@@ -173,6 +173,9 @@ impl SessionsSend {
         let Some(message) = p.message.filter(|m| !m.trim().is_empty()) else {
             return error("message required");
         };
+        if p.label.is_some() {
+            return error("Give either sessionKey or label (with an optional agentId), not both");
+        }
         let conversation = match target {
             Ok(conversation) => conversation,
             Err(problem) => return error(problem),

@@ -40,6 +40,8 @@ struct FakeState {
     sends: Vec<Value>,
     /// (`A2A-Version`, `Authorization`) of every JSON-RPC call.
     headers: Vec<(Option<String>, Option<String>)>,
+    /// How many `GetTask` calls found their task.
+    polls: usize,
     /// Tasks stay `TASK_STATE_WORKING` while this is set.
     hold: bool,
     /// The next this many `SendMessage` calls answer 503 (before anything is taken).
@@ -119,13 +121,18 @@ impl FakeA2a {
         self.state().headers.clone()
     }
 
-    /// Waits (at most a minute: a hang guard) until `n` sends were taken.
-    pub async fn wait_sends(&self, n: usize) {
+    /// Waits (at most a minute) until a task was polled with `GetTask`: the client has the
+    /// task's id (switchboard commits it before its first poll).
+    pub async fn wait_polled(&self) {
+        self.wait_for("a GetTask", |s| s.polls > 0).await;
+    }
+
+    async fn wait_for(&self, what: &str, done: impl Fn(&FakeState) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while self.state().sends.len() < n {
+        while !done(&self.state()) {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "FakeA2a: {n} sends never came"
+                "FakeA2a: {what} never came"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -232,6 +239,7 @@ async fn rpc(
             if !state.tasks.contains_key(&task_id) {
                 return error(-32001, "Task not found");
             }
+            state.polls += 1;
             task_id
         }
         _ => return error(-32601, "Method not found"),

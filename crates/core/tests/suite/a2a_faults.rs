@@ -153,7 +153,7 @@ async fn a_restart_while_the_remote_works_resumes_without_a_second_send() {
     .await;
     assert_eq!(accepted["status"], "accepted", "{accepted}");
     let id = accepted["runId"].as_str().unwrap().to_string();
-    fake.wait_sends(1).await;
+    fake.wait_polled().await;
 
     let w = w.restart(None).await;
     fake.hold(false);

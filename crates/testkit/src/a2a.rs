@@ -52,6 +52,22 @@ struct FakeState {
     tasks: HashMap<String, (String, String)>,
     /// The agent card served instead of the default one; `Value::Null`: none (404).
     card: Option<Value>,
+    /// How a task that is not held ends.
+    finish: Finish,
+}
+
+/// How [`FakeA2a`] answers a message it is not holding.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Finish {
+    /// A task `TASK_STATE_COMPLETED` with the answer as an artifact.
+    #[default]
+    Completed,
+    /// A direct `Message` with the answer, no task.
+    Message,
+    /// A task `TASK_STATE_FAILED` whose status message is this reason.
+    Failed(String),
+    /// A task `TASK_STATE_INPUT_REQUIRED` whose status message is this question.
+    InputRequired(String),
 }
 
 impl FakeA2a {
@@ -96,6 +112,11 @@ impl FakeA2a {
     /// Every `SendMessage` from now on answers a JSON-RPC error with `message`.
     pub fn refuse(&self, message: &str) {
         self.state().refuse = Some(message.to_string());
+    }
+
+    /// How tasks end from now on (when not held).
+    pub fn finish(&self, finish: Finish) {
+        self.state().finish = finish;
     }
 
     /// Serves `card` as the agent card from now on (`Value::Null`: no card, a 404).
@@ -245,18 +266,32 @@ async fn rpc(
         _ => return error(-32601, "Method not found"),
     };
     let (context, answer) = state.tasks[&task].clone();
-    let status = if state.hold {
-        json!({"state": "TASK_STATE_WORKING"})
-    } else {
-        json!({"state": "TASK_STATE_COMPLETED"})
-    };
-    let mut result = json!({"id": task, "contextId": context, "status": status});
-    if !state.hold {
-        result["artifacts"] = json!([{"artifactId": "a1", "parts": [{"text": answer}]}]);
-    }
-    let result = match body["method"].as_str() {
-        Some("SendMessage") => json!({"task": result}),
+    let result = task_json(&state, &task, &context, &answer);
+    let result = match (body["method"].as_str(), &state.finish) {
+        (Some("SendMessage"), Finish::Message) if !state.hold => json!({"message": {
+            "messageId": format!("reply-{task}"), "contextId": context, "role": "ROLE_AGENT",
+            "parts": [{"text": answer}]
+        }}),
+        (Some("SendMessage"), _) => json!({"task": result}),
         _ => result,
     };
     Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
+
+/// A task as `SendMessage` and `GetTask` answer it.
+fn task_json(state: &FakeState, task: &str, context: &str, answer: &str) -> Value {
+    let said = |text: &str| json!({"messageId": format!("status-{task}"), "role": "ROLE_AGENT", "parts": [{"text": text}]});
+    let status = match &state.finish {
+        _ if state.hold => json!({"state": "TASK_STATE_WORKING"}),
+        Finish::Completed | Finish::Message => json!({"state": "TASK_STATE_COMPLETED"}),
+        Finish::Failed(reason) => json!({"state": "TASK_STATE_FAILED", "message": said(reason)}),
+        Finish::InputRequired(question) => {
+            json!({"state": "TASK_STATE_INPUT_REQUIRED", "message": said(question)})
+        }
+    };
+    let mut result = json!({"id": task, "contextId": context, "status": status});
+    if !state.hold && matches!(state.finish, Finish::Completed | Finish::Message) {
+        result["artifacts"] = json!([{"artifactId": "a1", "parts": [{"text": answer}]}]);
+    }
+    result
 }

@@ -58,7 +58,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use a2a::FakeA2a;
+pub use a2a::{FakeA2a, Finish};
 pub use anthropic::THINKING_SIGNATURE;
 pub use context::prompt_tokens;
 pub use discord::FakeDiscord;

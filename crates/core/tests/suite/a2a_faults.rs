@@ -5,7 +5,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use switchboard_core::store::DeliveryStatus;
-use switchboard_testkit::FakeA2a;
+use switchboard_testkit::{FakeA2a, Finish};
 use tokio_util::sync::CancellationToken;
 
 use super::a2a_client::{config, send, texts};
@@ -235,4 +235,39 @@ async fn without_a_card_the_url_is_the_endpoint_and_a_card_is_followed_only_wher
         "{error}"
     );
     assert_eq!(fake.sends().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_message_a_question_and_a_failed_task_each_answer_as_they_should() {
+    let (fake, w) = world().await;
+    fake.finish(Finish::Message);
+    let direct = send(&w, json!({"sessionKey": "a2a:fake", "message": "quick"})).await;
+    assert_eq!(
+        (direct["status"].clone(), direct["reply"].clone()),
+        (json!("ok"), json!("fake says: quick"))
+    );
+
+    // The remote's turn is over when it asks: its question is the reply.
+    fake.finish(Finish::InputRequired("which city?".into()));
+    let asked = send(&w, json!({"sessionKey": "a2a:fake", "message": "weather"})).await;
+    assert_eq!(
+        (asked["status"].clone(), asked["reply"].clone()),
+        (json!("ok"), json!("which city?"))
+    );
+
+    fake.finish(Finish::Failed("the oracle is out".into()));
+    let failed = send(&w, json!({"sessionKey": "a2a:fake", "message": "fate"})).await;
+    assert_eq!(failed["status"], "error", "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("TASK_STATE_FAILED") && error.contains("the oracle is out"),
+        "{error}"
+    );
+    // One message each, every one continuing the conversation the first opened.
+    let sends = fake.sends();
+    let contexts: Vec<&str> = sends
+        .iter()
+        .map(|m| m["contextId"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(contexts, ["none", "ctx-1", "ctx-1"]);
 }

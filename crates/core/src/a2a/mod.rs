@@ -349,3 +349,84 @@ impl Remotes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::{Conversation, target};
+    use crate::config::{A2aRemote, AgentEntry, Config};
+
+    fn config() -> Config {
+        let mut main = AgentEntry {
+            id: "main".into(),
+            ..AgentEntry::default()
+        };
+        main.a2a.remotes.insert("peer".into(), A2aRemote::default());
+        let mut config = Config::default();
+        config.agents.list = vec![main];
+        config
+    }
+
+    fn row(key: &str) -> Option<String> {
+        match target(&config(), "main", key)? {
+            Ok(c) => Some(format!(
+                "{} {:?} {:?}",
+                c.row.as_str(),
+                c.context_id,
+                c.written_context
+            )),
+            Err(e) => Some(format!("error: {e}")),
+        }
+    }
+
+    #[test]
+    fn keys_name_conversations_and_every_other_key_is_left_alone() {
+        assert_eq!(
+            row("a2a:peer").unwrap(),
+            "agent:main:a2a-remote:peer None None"
+        );
+        assert_eq!(
+            row(" A2A:Peer:Ctx-1 ").unwrap(),
+            "agent:main:a2a-remote:peer:ctx-1 Some(\"ctx-1\") Some(\"Ctx-1\")"
+        );
+        assert_eq!(
+            row("agent:main:a2a-remote:peer:ctx-1").unwrap(),
+            "agent:main:a2a-remote:peer:ctx-1 Some(\"ctx-1\") None"
+        );
+        for other in [
+            "main",
+            "agent:main:a2a:ctx-1",
+            "a2a",
+            "discord:group:1",
+            "agent:main:peer",
+        ] {
+            assert_eq!(row(other), None, "{other}");
+        }
+        for (bad, says) in [
+            ("a2a:peer:", "a contextId is 1-256 characters"),
+            ("a2a:peer:two words", "without spaces"),
+            (
+                "a2a:nobody",
+                "unknown A2A remote \"nobody\" for agent main (its remotes: peer;",
+            ),
+            ("agent:ops:a2a-remote:peer", "agent ops's conversation"),
+        ] {
+            let answer = row(bad).unwrap();
+            assert!(
+                answer.starts_with("error: ") && answer.contains(says),
+                "{bad}: {answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_row_key_reads_back_as_its_conversation() {
+        let c = Conversation::new("main", "peer", Some("Ctx-9"));
+        let back = Conversation::of_row(&c.row).unwrap();
+        assert_eq!(
+            (back.agent_id, back.remote, back.context_id, back.row),
+            ("main".into(), "peer".into(), Some("ctx-9".into()), c.row)
+        );
+    }
+}

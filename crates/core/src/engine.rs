@@ -35,6 +35,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::a2a::{A2aChannel, Remotes};
 use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
@@ -154,6 +155,7 @@ fn channel_registry(
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
+    stop: &CancellationToken,
 ) -> CoreResult<(Arc<Channels>, ChatChannels)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
@@ -166,12 +168,21 @@ fn channel_registry(
         Matrix::new(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
-        Arc::new(Webhook::new(config.clone(), http)),
+        Arc::new(Webhook::new(config.clone(), http.clone())),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
         Arc::new(IMessage),
     ];
     channels.extend(chats.iter().map(|c| c.clone() as Arc<dyn Channel>));
+    // Remote A2A agents: the sends of sessions_send to a2a:<remote> (crate::a2a).
+    let a2a = A2aChannel::new(
+        config.clone(),
+        store.clone(),
+        clock.clone(),
+        http,
+        stop.clone(),
+    );
+    channels.push(Arc::new(a2a));
     Ok((Arc::new(Channels::new(channels)), chats))
 }
 
@@ -322,7 +333,7 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let (channels, chats) = channel_registry(&config, &store, &clock)?;
+        let (channels, chats) = channel_registry(&config, &store, &clock, &stop)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),
@@ -361,6 +372,7 @@ impl Engine {
             resolver: resolver.clone(),
             exchanges: exchanges.clone(),
             subagents: subagents.clone(),
+            remotes: Arc::new(Remotes::new(store.clone(), outbox.clone())),
         };
         let mcp = install_tools(&runtime, session_tools, extra_tools, (&tasks, &stop));
         let sessions = Arc::new(Sessions::new(

@@ -13,6 +13,7 @@
 //! doors), `mcp`. `engine` is the composition root that builds and wires them. `.ci/structure`
 //! holds each module to the imports it is allowed.
 
+pub mod a2a;
 pub mod access;
 pub mod channel;
 pub mod channels;

@@ -26,6 +26,7 @@
 //! - Every request is recorded ([`MockLlm::requests`]);
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
+pub mod a2a_remote;
 mod anthropic;
 mod context;
 pub mod discord;
@@ -57,6 +58,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use a2a_remote::{FakeA2a, Finish};
 pub use anthropic::THINKING_SIGNATURE;
 pub use context::prompt_tokens;
 pub use discord::FakeDiscord;

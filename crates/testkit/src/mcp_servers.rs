@@ -76,12 +76,21 @@ pub fn time_server(tmp: &Path) -> Result<PathBuf, Missing> {
 /// A venv's Python with the pip requirement `package` (`name==version`) installed, made once
 /// under `tmp`.
 pub fn python_with(tmp: &Path, package: &str) -> Result<PathBuf, Missing> {
+    python_with_all(tmp, &[package])
+}
+
+/// A venv's Python with every pip requirement of `packages` (each `name==version`, extras
+/// allowed) installed, made once under `tmp`.
+pub fn python_with_all(tmp: &Path, packages: &[&str]) -> Result<PathBuf, Missing> {
     if !works("python3", &["-c", "import venv, ensurepip"]) {
         return Err(Missing(
             "python3 with venv and pip (apt-get install python3-venv python3-pip)".into(),
         ));
     }
-    let name = format!("python-{}", package.replace("==", "-"));
+    let name = format!("python-{}", packages.join("+").replace("==", "-")).replace(
+        |c: char| !(c.is_ascii_alphanumeric() || "+-._".contains(c)),
+        "_",
+    );
     let dir = once(tmp, &name, |dir| {
         must(
             Command::new("python3")
@@ -90,15 +99,16 @@ pub fn python_with(tmp: &Path, package: &str) -> Result<PathBuf, Missing> {
             "creating a Python venv with `python3 -m venv`",
         );
         must(
-            Command::new(dir.join("venv/bin/python")).args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                package,
-            ]),
-            &format!("installing {package} with pip"),
+            Command::new(dir.join("venv/bin/python"))
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                ])
+                .args(packages),
+            &format!("installing {} with pip", packages.join(" ")),
         );
     });
     Ok(dir.join("venv/bin/python"))

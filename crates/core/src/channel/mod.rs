@@ -114,3 +114,19 @@ pub fn no_such_bot(channel: &str, account: &str, running: &[String]) -> String {
         )
     }
 }
+
+/// A reqwest error, briefly, for a message that already names the URL: what every channel
+/// that speaks HTTP says when a call did not get an answer.
+pub fn describe_http_error(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        "connection refused or unreachable".into()
+    } else {
+        let text = e.to_string();
+        match e.url() {
+            Some(url) => text.replace(url.as_str(), "").trim().to_string(),
+            None => text,
+        }
+    }
+}

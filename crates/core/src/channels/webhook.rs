@@ -17,7 +17,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use std::sync::Arc;
 
-use crate::channel::{AccountStatus, Channel, ChannelError, ChannelStatus, Sent};
+use crate::channel::{self, AccountStatus, Channel, ChannelError, ChannelStatus, Sent};
 use crate::config::{Config, WebhookAccount};
 use crate::error::CoreError;
 use crate::keys::{self, ChatType, SessionKey};
@@ -308,10 +308,12 @@ async fn send(
     if let Some(token) = &account.token {
         request = request.bearer_auth(token);
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| ChannelError::Retry(format!("could not reach {url}: {}", describe(&e))))?;
+    let response = request.send().await.map_err(|e| {
+        ChannelError::Retry(format!(
+            "could not reach {url}: {}",
+            channel::describe_http_error(&e)
+        ))
+    })?;
     let status = response.status();
     if status.is_success() {
         return Ok(());
@@ -323,20 +325,5 @@ async fn send(
         Err(ChannelError::Retry(message))
     } else {
         Err(ChannelError::Permanent(message))
-    }
-}
-
-/// A reqwest error, briefly (the URL is in the message already).
-fn describe(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        "timed out".into()
-    } else if e.is_connect() {
-        "connection refused or unreachable".into()
-    } else {
-        let text = e.to_string();
-        match e.url() {
-            Some(url) => text.replace(url.as_str(), "").trim().to_string(),
-            None => text,
-        }
     }
 }

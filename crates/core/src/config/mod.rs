@@ -14,6 +14,7 @@
 //! Paths and names follow the reference system (OpenClaw) so that an existing config reads
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
+mod a2a;
 mod bots;
 mod chat;
 mod choices;
@@ -39,6 +40,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use a2a::{A2aRemote, AgentA2a, is_remote_name};
 pub use chat::GroupSettings;
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi,
@@ -373,6 +375,8 @@ pub struct AgentEntry {
     pub tools: ToolPolicy,
     /// Overrides `agents.defaults.thinkingLevel`.
     pub thinking_level: Option<ThinkingLevel>,
+    /// The remote A2A agents this agent may message (`sessions_send` to `a2a:<name>`).
+    pub a2a: AgentA2a,
 }
 
 /// `agents.list[].subagents`.

@@ -225,6 +225,12 @@ impl Config {
                 *value = REDACTED.to_owned();
             }
         }
+        // A2A remotes' bearer tokens.
+        for agent in &mut copy.agents.list {
+            for remote in agent.a2a.remotes.values_mut() {
+                hide(&mut remote.token);
+            }
+        }
         copy
     }
 }

@@ -537,6 +537,7 @@ impl Checker<'_> {
                 }
             }
             self.tool_policy(&format!("{path}.tools"), &mut agent.tools);
+            self.a2a(&format!("{path}.a2a"), &mut agent.a2a);
         }
     }
 

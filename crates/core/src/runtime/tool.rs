@@ -142,6 +142,12 @@ impl ToolContext {
         self.runtime.submit(request).await
     }
 
+    /// Cancelled when the caller stops waiting (an MCP client's cancellation, a closed
+    /// connection): a tool that waits answers as a timeout would.
+    pub fn stopped_waiting(&self) -> &CancellationToken {
+        &self.stop_waiting
+    }
+
     /// Awaits `wait` (another run's completion) without holding this call's lane slot, so the
     /// awaited run can always be scheduled.
     pub async fn while_waiting<F: Future>(&self, wait: F) -> F::Output {

@@ -1,3 +1,5 @@
+mod a2a_client;
+mod a2a_faults;
 mod attachments;
 mod bus;
 mod cron;

@@ -31,15 +31,7 @@ async fn eventually<T>(mut check: impl AsyncFnMut() -> Option<T>) -> T {
 fn shape(t: &[Value]) -> Vec<String> {
     t.iter()
         .map(|m| {
-            let text = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join(""),
-                _ => String::new(),
-            };
+            let text = super::support::text_of(m);
             let stop = m["stopReason"].as_str().unwrap_or("");
             format!("{} {stop}: {text}", m["role"].as_str().unwrap())
         })

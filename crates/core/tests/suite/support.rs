@@ -382,3 +382,16 @@ pub async fn until<T, F: Future<Output = Option<T>>>(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The text of a transcript message: its string content, or its text blocks joined.
+pub fn text_of(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}

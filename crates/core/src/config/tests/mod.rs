@@ -7,6 +7,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+mod a2a;
 mod agents;
 mod errors;
 mod mcp;

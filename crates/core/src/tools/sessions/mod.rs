@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use switchboard_protocol::session_tools::{SendResult, SpawnResult, ToolFailure};
 
+use crate::a2a::Remotes;
 use crate::access::{self, Operation, Requester, Target};
 use crate::config::Config;
 use crate::exchange::Exchanges;
@@ -28,6 +29,8 @@ pub struct SessionTools {
     pub resolver: Arc<Resolver>,
     pub exchanges: Arc<Exchanges>,
     pub subagents: Arc<Subagents>,
+    /// Sends to remote A2A agents (`sessionKey: "a2a:<remote>"`).
+    pub remotes: Arc<Remotes>,
 }
 
 /// Registers the session tools.

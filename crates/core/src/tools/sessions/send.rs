@@ -15,6 +15,7 @@ use switchboard_protocol::session_tools::{
 };
 
 use super::SessionTools;
+use crate::a2a::{self, Conversation, RemoteSend};
 use crate::access::{self, Operation, SendDecision};
 use crate::exchange::Exchange;
 use crate::resolve::Reference;
@@ -43,11 +44,19 @@ impl TypedTool for SessionsSend {
          Name the target with sessionKey (from sessions_list) or label. Returns status \"ok\" with \
          the reply, \"accepted\" when timeoutSeconds is 0, \"timeout\" when the reply did not \
          arrive in time (the other agent keeps working; read its reply later with \
-         sessions_history), \"error\" or \"forbidden\"."
+         sessions_history), \"error\" or \"forbidden\". An A2A remote: \"a2a:<remote>\"."
     }
 
     async fn run(&self, ctx: &ToolContext, p: SendParams) -> SendResult {
-        self.send(ctx, p).await.unwrap_or_else(|result| result)
+        let caller = ctx.caller();
+        let remote = p
+            .session_key
+            .as_deref()
+            .and_then(|key| a2a::target(&self.0.config, &caller.agent_id, key));
+        match remote {
+            Some(target) => self.to_remote(ctx, target, p).await,
+            None => self.send(ctx, p).await.unwrap_or_else(|result| result),
+        }
     }
 }
 
@@ -62,12 +71,12 @@ impl SessionsSend {
         let Some(message) = p.message.filter(|m| !m.trim().is_empty()) else {
             return Err(error("message required"));
         };
+        let caller = ctx.caller();
         let reference = Reference {
             key: p.session_key.as_deref(),
             label: p.label.as_deref(),
             agent_id: p.agent_id.as_deref(),
         };
-        let caller = ctx.caller();
         let target = deps
             .resolver
             .for_agent(
@@ -87,12 +96,7 @@ impl SessionsSend {
                 session_key: Some(shown),
             });
         }
-        let timeout = lenient::clamp_or(
-            p.timeout_seconds,
-            DEFAULT_TIMEOUT_SECONDS,
-            0,
-            MAX_TIMEOUT_SECONDS,
-        );
+        let timeout = timeout_seconds(p.timeout_seconds);
         let mut chain = caller.chain.clone();
         chain.push(caller.session_key.clone());
         if let Some(problem) = deps.exchanges.refusal(&chain, &target.key, timeout > 0) {
@@ -157,4 +161,40 @@ impl SessionsSend {
             },
         })
     }
+
+    /// A send to a remote A2A agent (SPEC §10a): no reply-back loop, no announce; the remote's
+    /// reply is the result (`crate::a2a`).
+    async fn to_remote(
+        &self,
+        ctx: &ToolContext,
+        target: Result<Conversation, String>,
+        p: SendParams,
+    ) -> SendResult {
+        let Some(message) = p.message.filter(|m| !m.trim().is_empty()) else {
+            return error("message required");
+        };
+        if p.label.is_some() {
+            return error("Give either sessionKey or label (with an optional agentId), not both");
+        }
+        let conversation = match target {
+            Ok(conversation) => conversation,
+            Err(problem) => return error(problem),
+        };
+        let caller = ctx.caller();
+        let send = RemoteSend {
+            conversation,
+            requester: caller.session_key.clone(),
+            requester_run: caller.run_id.clone(),
+            message,
+            timeout: Duration::from_secs(timeout_seconds(p.timeout_seconds) as u64),
+        };
+        // Like a local send's wait, it holds no lane slot.
+        ctx.while_waiting(self.0.remotes.send(send, ctx.stopped_waiting()))
+            .await
+    }
+}
+
+/// `timeoutSeconds`: 30 by default, clamped to 0-600.
+fn timeout_seconds(given: Option<i64>) -> i64 {
+    lenient::clamp_or(given, DEFAULT_TIMEOUT_SECONDS, 0, MAX_TIMEOUT_SECONDS)
 }

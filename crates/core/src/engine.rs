@@ -36,6 +36,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::channel::{Channel, Channels, Door, HttpDoor};
+use crate::a2a_tasks::push::PushChannel;
+use crate::a2a_tasks::{A2aParts, A2aTasks};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};
@@ -97,6 +99,7 @@ pub struct Engine {
     inbound: Arc<Inbound>,
     channels: Arc<Channels>,
     pairing: Arc<Pairing>,
+    a2a: Arc<A2aTasks>,
     /// The channels' own inbound doors.
     doors: ChatDoors,
     mcp: Arc<Mcp>,
@@ -166,7 +169,8 @@ fn channel_registry(
         Matrix::new(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
-        Arc::new(Webhook::new(config.clone(), http)),
+        Arc::new(Webhook::new(config.clone(), http.clone())),
+        Arc::new(PushChannel::new(store.clone(), http)),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
         Arc::new(IMessage),
@@ -377,7 +381,16 @@ impl Engine {
             (&channels, chats),
             (&tasks, &intake),
         );
+        let a2a = A2aTasks::new(A2aParts {
+            config: config.clone(),
+            store: store.clone(),
+            runtime: runtime.clone(),
+            resolver: resolver.clone(),
+            outbox: outbox.clone(),
+            clock: clock.clone(),
+        });
         Ok(Self {
+            a2a,
             sessions,
             channels,
             pairing,
@@ -470,6 +483,10 @@ impl Engine {
     }
 
     /// `send`, `deliveries.list`, delivery events.
+    pub fn a2a(&self) -> &Arc<A2aTasks> {
+        &self.a2a
+    }
+
     pub fn outbox(&self) -> &Arc<Outbox> {
         &self.outbox
     }

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use super::{Outbound, Outbox, route_of};
 use crate::keys::SessionKey;
@@ -46,7 +47,7 @@ pub fn skips_announce(reply: &str) -> bool {
 }
 
 /// The runtime's reply handler: a run that asked for delivery and ended `ok` with a reply that
-/// is not silent gets an outbox record, committed with the run's end.
+/// is not silent gets an outbox record, committed with the run's end (an A2A push: any end).
 pub struct Replies {
     outbox: Arc<Outbox>,
     store: Arc<dyn Store>,
@@ -105,7 +106,10 @@ impl ReplyHandler for Replies {
     ) -> BoxFuture<'a, Option<WriteOp>> {
         Box::pin(async move {
             let text = record.result.as_deref().unwrap_or_default();
-            if record.status != RunStatus::Ok || is_silent(text) {
+            // An A2A task's push reports every end (failed and canceled too, a silent reply
+            // included): the client waits for the task's final state, not for a chat message.
+            let every_end = deliver.kind == DeliveryKind::A2aPush;
+            if !every_end && (record.status != RunStatus::Ok || is_silent(text)) {
                 return None;
             }
             // The session decides the route (when the run was given none) and the send policy:

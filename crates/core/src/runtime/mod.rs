@@ -113,10 +113,12 @@ pub struct Deliver {
 
 impl Deliver {
     /// The kind stored as `kind` (a queued run read back after a restart): a run delivers a
-    /// reply to its own route or an exchange's announce; `reply` for any other kind.
+    /// reply to its own route, an exchange's announce or an A2A task's push; `reply` for any
+    /// other kind.
     pub fn kind_named(kind: &str) -> DeliveryKind {
         match DeliveryKind::from(kind) {
             DeliveryKind::Announce => DeliveryKind::Announce,
+            DeliveryKind::A2aPush => DeliveryKind::A2aPush,
             _ => DeliveryKind::Reply,
         }
     }

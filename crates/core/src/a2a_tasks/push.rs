@@ -1,0 +1,172 @@
+//! Push notifications of A2A tasks: the stored configs of a task, and the `a2a-push` channel
+//! the outbox delivers a task's pushes through.
+//!
+//! A task's configs are stored as one JSON list in the store's named-token table under
+//! `a2a-push:<taskId>` (a name no chat channel uses), so they are written in the same commit
+//! as the task they belong to when `SendMessage` names one. The channel's record names the task
+//! (`to`) and the run; its text is the event to push when it was fixed when the record was made
+//! (the `SUBMITTED` status), and otherwise the task is read as it is stored — a task's end push
+//! is committed together with the run's end, so it reads the final task. Each config is posted
+//! in turn and counted in the record's progress (`partsSent`): a retry after a failure or a
+//! crash posts only to the configs not yet done, so each receiver gets each push once.
+
+use std::sync::Arc;
+
+use switchboard_protocol::a2a::{
+    NOTIFICATION_TOKEN_HEADER, StreamResponse, TaskPushNotificationConfig,
+};
+
+use super::task::{context_of, task_of};
+use crate::channel::{Channel, ChannelError, Sent};
+use crate::store::{DeliveryRecord, Store, StoreError, WriteOp};
+
+/// The channel's name in delivery records.
+pub const PUSH_CHANNEL: &str = "a2a-push";
+
+/// The most configs one task may have.
+pub const MAX_CONFIGS: usize = 16;
+
+/// The name a task's configs are stored under.
+fn stored_name(task_id: &str) -> String {
+    format!("{PUSH_CHANNEL}:{task_id}")
+}
+
+/// The configs of `task_id`, in the order they were made.
+pub async fn configs(
+    store: &dyn Store,
+    task_id: &str,
+) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+    match store.token(&stored_name(task_id)).await? {
+        None => Ok(Vec::new()),
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            StoreError::Backend(format!("the push configs of task {task_id}: {e}"))
+        }),
+    }
+}
+
+/// The write that stores `configs` as the configs of `task_id`.
+pub fn save(task_id: &str, configs: &[TaskPushNotificationConfig]) -> Result<WriteOp, StoreError> {
+    let token = serde_json::to_string(configs)
+        .map_err(|e| StoreError::Backend(format!("the push configs of task {task_id}: {e}")))?;
+    Ok(WriteOp::SetToken {
+        name: stored_name(task_id),
+        token,
+    })
+}
+
+/// The outbox's sender of A2A pushes.
+pub struct PushChannel {
+    store: Arc<dyn Store>,
+    http: reqwest::Client,
+}
+
+impl PushChannel {
+    /// `http` bounds each attempt by `delivery.timeoutSeconds`.
+    pub fn new(store: Arc<dyn Store>, http: reqwest::Client) -> Self {
+        Self { store, http }
+    }
+
+    /// The event a record pushes: its text when it holds one, else the task as stored.
+    async fn event(&self, record: &DeliveryRecord) -> Result<StreamResponse, ChannelError> {
+        if let Ok(event) = serde_json::from_str::<StreamResponse>(&record.text) {
+            return Ok(event);
+        }
+        let Some(run_id) = &record.run_id else {
+            return Err(ChannelError::Permanent(
+                "an A2A push names no task".to_string(),
+            ));
+        };
+        let run = self
+            .store
+            .get_run(run_id)
+            .await
+            .map_err(|e| ChannelError::Retry(format!("could not read task {run_id}: {e}")))?
+            .ok_or_else(|| ChannelError::Permanent(format!("task {run_id} is not stored")))?;
+        let agent = run.session_key.agent_id().unwrap_or_default().to_string();
+        let context = context_of(&agent, &run.session_key)
+            .unwrap_or_default()
+            .to_string();
+        Ok(StreamResponse::Task(task_of(&run, &context)))
+    }
+
+    async fn send_all(&self, record: &DeliveryRecord) -> Result<(), ChannelError> {
+        let configs = configs(self.store.as_ref(), &record.to)
+            .await
+            .map_err(|e| ChannelError::Retry(e.to_string()))?;
+        if configs.len() <= record.parts_sent as usize {
+            return Ok(());
+        }
+        let event = self.event(record).await?;
+        let last = configs.len();
+        for (done, config) in configs.iter().enumerate().skip(record.parts_sent as usize) {
+            self.post(record, config, &event).await?;
+            if done + 1 < last {
+                let progress = WriteOp::DeliveryProgress {
+                    id: record.id.clone(),
+                    parts_sent: (done + 1) as u32,
+                };
+                self.store
+                    .write_batch(vec![progress])
+                    .await
+                    .map_err(|e| ChannelError::Retry(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One `POST` of `event` to one config's URL, with its token and credentials.
+    async fn post(
+        &self,
+        record: &DeliveryRecord,
+        config: &TaskPushNotificationConfig,
+        event: &StreamResponse,
+    ) -> Result<(), ChannelError> {
+        let url = &config.url;
+        let mut request = self
+            .http
+            .post(url)
+            .header("Idempotency-Key", &record.id)
+            .json(event);
+        if let Some(token) = &config.token {
+            request = request.header(NOTIFICATION_TOKEN_HEADER, token);
+        }
+        if let Some(auth) = &config.authentication
+            && let Some(credentials) = &auth.credentials
+        {
+            request = request.header("Authorization", format!("{} {credentials}", auth.scheme));
+        }
+        let response = request.send().await.map_err(|e| {
+            let why = if e.is_timeout() {
+                "timed out"
+            } else {
+                "connection refused or unreachable"
+            };
+            ChannelError::Retry(format!("could not reach the push receiver {url}: {why}"))
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let message = format!("the push receiver {url} answered {status}");
+        if status.is_server_error() || matches!(status.as_u16(), 408 | 425 | 429) {
+            Err(ChannelError::Retry(message))
+        } else {
+            Err(ChannelError::Permanent(message))
+        }
+    }
+}
+
+impl Channel for PushChannel {
+    fn name(&self) -> &'static str {
+        PUSH_CHANNEL
+    }
+
+    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
+        Box::pin(async move { self.send_all(record).await.map(|()| Vec::new()) })
+    }
+
+    /// Not a target of `send`: only a task's own pushes go here.
+    fn offered(&self) -> bool {
+        false
+    }
+}

@@ -35,9 +35,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::a2a_tasks::push::PushChannel;
 use crate::a2a_tasks::{A2aParts, A2aTasks};
+use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
 use crate::channels::local::{Internal, Webchat};

@@ -26,6 +26,7 @@
 //! - Every request is recorded ([`MockLlm::requests`]);
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
+pub mod a2a;
 mod anthropic;
 mod context;
 pub mod discord;

@@ -24,8 +24,7 @@ use std::time::Duration;
 use switchboard_protocol::a2a::{
     A2aError, A2aErrorCode, GetTaskRequest, ListPushConfigsRequest, ListPushConfigsResponse,
     ListTasksRequest, ListTasksResponse, PushConfigRequest, SendMessageRequest, StreamResponse,
-    Task, TaskIdRequest, TaskPushNotificationConfig, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    Task, TaskIdRequest, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use switchboard_protocol::delivery::DeliveryKind;
 use switchboard_protocol::sessions::DeliveryContext;
@@ -271,7 +270,10 @@ impl A2aTasks {
             .await
             .map_err(core_error)?
             .ok_or_else(|| {
-                A2aError::new(A2aErrorCode::Internal, format!("run {run_id} is not stored"))
+                A2aError::new(
+                    A2aErrorCode::Internal,
+                    format!("run {run_id} is not stored"),
+                )
             })
     }
 
@@ -358,7 +360,9 @@ impl A2aTasks {
             };
             let runs = self.store.list_runs(query).await.map_err(store_error)?;
             let exhausted = runs.len() <= page;
-            before = runs.last().map(|r| (r.created_at, r.run_id.as_str().to_string()));
+            before = runs
+                .last()
+                .map(|r| (r.created_at, r.run_id.as_str().to_string()));
             found.extend(runs.into_iter().filter(|r| {
                 req.status.is_none_or(|s| s == task::state_of(r))
                     && context_of(agent, &r.session_key).is_some()
@@ -421,7 +425,9 @@ impl A2aTasks {
 
     /// A stream of a task about to be sent: subscribe first, then [`A2aTasks::send`], then
     /// [`TaskEvents::start`] with the task's id.
-    pub fn events_from_now(&self) -> tokio::sync::broadcast::Receiver<Arc<crate::runtime::RunEvent>> {
+    pub fn events_from_now(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<Arc<crate::runtime::RunEvent>> {
         self.runtime.subscribe()
     }
 
@@ -512,9 +518,16 @@ impl A2aTasks {
         self.save_push(&req.task_id, &configs).await
     }
 
-    async fn save_push(&self, task_id: &str, configs: &[TaskPushNotificationConfig]) -> A2aResult<()> {
+    async fn save_push(
+        &self,
+        task_id: &str,
+        configs: &[TaskPushNotificationConfig],
+    ) -> A2aResult<()> {
         let op = push::save(task_id, configs).map_err(store_error)?;
-        self.store.write_batch(vec![op]).await.map_err(store_error)?;
+        self.store
+            .write_batch(vec![op])
+            .await
+            .map_err(store_error)?;
         Ok(())
     }
 }

@@ -38,9 +38,8 @@ pub async fn configs(
 ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
     match store.token(&stored_name(task_id)).await? {
         None => Ok(Vec::new()),
-        Some(json) => serde_json::from_str(&json).map_err(|e| {
-            StoreError::Backend(format!("the push configs of task {task_id}: {e}"))
-        }),
+        Some(json) => serde_json::from_str(&json)
+            .map_err(|e| StoreError::Backend(format!("the push configs of task {task_id}: {e}"))),
     }
 }
 

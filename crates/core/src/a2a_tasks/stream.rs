@@ -96,7 +96,9 @@ impl TaskEvents {
                 self.ready
                     .extend(end_events(&outcome.record, &self.context_id));
             }
-            Ok(_) => tracing::warn!(run = %self.run_id, "an A2A task's run said it ended but its record did not"),
+            Ok(_) => {
+                tracing::warn!(run = %self.run_id, "an A2A task's run said it ended but its record did not")
+            }
             Err(e) => {
                 tracing::warn!(run = %self.run_id, error = %e, "could not read an A2A task's run for its stream");
             }
@@ -107,8 +109,7 @@ impl TaskEvents {
     async fn read_end(&mut self) {
         match self.runtime.record(&self.run_id).await {
             Ok(Some(record)) if record.status.is_final() => {
-                self.ready
-                    .extend(end_events(&record, &self.context_id));
+                self.ready.extend(end_events(&record, &self.context_id));
                 self.ended = true;
             }
             Ok(_) => {}

@@ -77,9 +77,8 @@ pub fn status_of(record: &RunRecord, context_id: &str) -> TaskStatus {
         .unwrap_or(record.created_at);
     TaskStatus {
         state,
-        message: text.map(|text| {
-            agent_message(format!("{task_id}-status"), task_id, context_id, &text)
-        }),
+        message: text
+            .map(|text| agent_message(format!("{task_id}-status"), task_id, context_id, &text)),
         timestamp: Some(iso8601(at)),
     }
 }
@@ -216,10 +215,16 @@ mod tests {
         assert_eq!(task.id, "r1");
         assert_eq!(task.artifacts[0].parts, vec![Part::text("pong")]);
         let message = task.status.message.unwrap();
-        assert_eq!((message.role, message.text()), (Role::Agent, Some("pong".into())));
+        assert_eq!(
+            (message.role, message.text()),
+            (Role::Agent, Some("pong".into()))
+        );
         let failed = task_of(&record(RunStatus::Error, None, Some("boom")), "c1");
         assert!(failed.artifacts.is_empty());
-        assert_eq!(failed.status.message.unwrap().text().as_deref(), Some("boom"));
+        assert_eq!(
+            failed.status.message.unwrap().text().as_deref(),
+            Some("boom")
+        );
     }
 
     #[test]

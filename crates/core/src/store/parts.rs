@@ -15,8 +15,8 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::{
     Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
     EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
-    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry, SessionLock,
-    StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry,
+    SessionLock, StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;

@@ -138,7 +138,11 @@ pub struct Message {
 impl Message {
     /// The text of the message's text parts, joined by line breaks; `None` when it has none.
     pub fn text(&self) -> Option<String> {
-        let texts: Vec<&str> = self.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|p| p.text.as_deref())
+            .collect();
         (!texts.is_empty()).then(|| texts.join("\n"))
     }
 }

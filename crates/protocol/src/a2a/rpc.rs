@@ -74,7 +74,9 @@ impl A2aError {
 
     /// The code as the enum, when it is one A2A defines.
     pub fn kind(&self) -> Option<A2aErrorCode> {
-        A2aErrorCode::ALL.into_iter().find(|c| c.code() == self.code)
+        A2aErrorCode::ALL
+            .into_iter()
+            .find(|c| c.code() == self.code)
     }
 }
 

@@ -115,7 +115,10 @@ fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
              \"method\": \"SendMessage\", \"params\": {{…}}}} (one request; batches are not \
              taken)"
         );
-        (id.clone(), A2aError::new(A2aErrorCode::InvalidRequest, message))
+        (
+            id.clone(),
+            A2aError::new(A2aErrorCode::InvalidRequest, message),
+        )
     };
     let Value::Object(map) = &value else {
         return Err(invalid(format!(
@@ -168,7 +171,9 @@ fn check_version(headers: &HeaderMap) -> Result<(), A2aError> {
     };
     Err(A2aError::new(
         A2aErrorCode::VersionNotSupported,
-        format!("{asked} is not spoken here: this agent speaks A2A {A2A_VERSION}; send the header {VERSION_HEADER}: {A2A_VERSION}"),
+        format!(
+            "{asked} is not spoken here: this agent speaks A2A {A2A_VERSION}; send the header {VERSION_HEADER}: {A2A_VERSION}"
+        ),
     ))
 }
 
@@ -243,10 +248,12 @@ async fn stream(state: Arc<ServerState>, agent: String, call: Call) -> Response 
         Method::SendStreamingMessage => match params(&call) {
             Ok(request) => {
                 let events = tasks.events_from_now();
-                tasks
-                    .send(&agent, request)
-                    .await
-                    .map(|sent| (StreamResponse::Task(sent.task.clone()), tasks.follow(events, &sent)))
+                tasks.send(&agent, request).await.map(|sent| {
+                    (
+                        StreamResponse::Task(sent.task.clone()),
+                        tasks.follow(events, &sent),
+                    )
+                })
             }
             Err(e) => Err(e),
         },

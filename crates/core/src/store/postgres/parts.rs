@@ -17,9 +17,9 @@ use crate::keys::SessionKey;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery, RunRecord,
-    RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture, StoredMessage,
-    SubagentRecord, WriteOp, WriteOutcome,
+    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
+    RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
+    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{Cluster, Orphans, StoreError, StoreHealth};
 

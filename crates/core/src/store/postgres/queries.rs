@@ -12,8 +12,7 @@ use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
     Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord,
-    SessionEntry, StoreError, StoredMessage,
+    RunRecord, SessionEntry, StoreError, StoredMessage,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {

@@ -13,8 +13,7 @@ use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
     Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord,
-    SessionEntry, StoreError, StoredMessage,
+    RunRecord, SessionEntry, StoreError, StoredMessage,
 };
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.

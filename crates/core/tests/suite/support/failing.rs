@@ -200,7 +200,10 @@ impl RunStore for FailingStore {
         self.inner.live_runs()
     }
 
-    fn list_runs(&self, query: switchboard_core::store::RunQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn list_runs(
+        &self,
+        query: switchboard_core::store::RunQuery,
+    ) -> StoreFuture<'_, Vec<RunRecord>> {
         self.inner.list_runs(query)
     }
 

@@ -179,6 +179,23 @@ fn channel_registry(
     Ok((Arc::new(Channels::new(channels)), chats))
 }
 
+/// The A2A tasks component, over the runtime and the outbox.
+fn a2a_tasks(
+    config: &Arc<Config>,
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    (runtime, resolver, outbox): (&Runtime, &Arc<Resolver>, &Arc<Outbox>),
+) -> Arc<A2aTasks> {
+    A2aTasks::new(A2aParts {
+        config: config.clone(),
+        store: store.clone(),
+        runtime: runtime.clone(),
+        resolver: resolver.clone(),
+        outbox: outbox.clone(),
+        clock: clock.clone(),
+    })
+}
+
 /// The channels with doors of their own.
 type ChatChannels = Vec<Arc<dyn ChatChannel>>;
 
@@ -381,16 +398,8 @@ impl Engine {
             (&channels, chats),
             (&tasks, &intake),
         );
-        let a2a = A2aTasks::new(A2aParts {
-            config: config.clone(),
-            store: store.clone(),
-            runtime: runtime.clone(),
-            resolver: resolver.clone(),
-            outbox: outbox.clone(),
-            clock: clock.clone(),
-        });
         Ok(Self {
-            a2a,
+            a2a: a2a_tasks(&config, &store, &clock, (&runtime, &resolver, &outbox)),
             sessions,
             channels,
             pairing,

@@ -1,3 +1,4 @@
+mod a2a_durability;
 mod cli_polish;
 mod cluster;
 mod cluster_faults;

@@ -54,16 +54,9 @@ pub(super) async fn call(
         );
         return response;
     }
-    if !crate::http::is_json(&headers) {
-        let got = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none");
-        return refusal(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            A2aErrorCode::InvalidRequest,
-            format!("Content-Type must be application/json (got {got})"),
-        );
+    if let Some(message) = crate::http::not_json(&headers) {
+        let status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        return refusal(status, A2aErrorCode::InvalidRequest, message);
     }
     admission::authenticated(pending.as_ref());
     let body = match crate::body::read(&state, &headers, body).await {

@@ -159,10 +159,18 @@ impl A2aTasks {
         }
         let accepted = self.runtime.submit(request).await.map_err(core_error)?;
         self.outbox.wake();
-        let record = self.record(&accepted.run_id).await?;
-        let context = context_of(agent, &record.session_key).unwrap_or(&context_id);
+        // A new task is answered as it was acknowledged (its run may have started since: the
+        // stream tells that next); a repeated message's task as it stands.
+        let task = match accepted.deduplicated {
+            false => submitted_task(&accepted.run_id, &context_id, accepted.accepted_at),
+            true => {
+                let record = self.record(&accepted.run_id).await?;
+                let context = context_of(agent, &record.session_key).unwrap_or(&context_id);
+                task_of(&record, context)
+            }
+        };
         Ok(Submitted {
-            task: task_of(&record, context),
+            task,
             run_id: accepted.run_id,
         })
     }
@@ -529,6 +537,22 @@ impl A2aTasks {
             .await
             .map_err(store_error)?;
         Ok(())
+    }
+}
+
+/// A task just acknowledged: `SUBMITTED` at `at`.
+fn submitted_task(run_id: &RunId, context_id: &str, at: i64) -> Task {
+    Task {
+        id: run_id.as_str().to_string(),
+        context_id: context_id.to_string(),
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(iso8601(at)),
+        },
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! A task's configs are stored as one JSON list in the store's named-token table under
 //! `a2a-push:<taskId>` (a name no chat channel uses), so they are written in the same commit
-//! as the task they belong to when `SendMessage` names one. The channel's record names the task
+//! as the task they belong to when `SendMessage` names one. A task's end push is made only when
+//! it has configs then: a config created after its task ended gets no push. The channel's record names the task
 //! (`to`) and the run; its text is the event to push when it was fixed when the record was made
 //! (the `SUBMITTED` status), and otherwise the task is read as it is stored — a task's end push
 //! is committed together with the run's end, so it reads the final task. Each config is posted
@@ -26,9 +27,9 @@ pub const PUSH_CHANNEL: &str = "a2a-push";
 /// The most configs one task may have.
 pub const MAX_CONFIGS: usize = 16;
 
-/// The name a task's configs are stored under.
+/// The name a task's configs are stored under (the reply handler looks for it too).
 fn stored_name(task_id: &str) -> String {
-    format!("{PUSH_CHANNEL}:{task_id}")
+    crate::delivery::replies::a2a_push_configs(task_id)
 }
 
 /// The configs of `task_id`, in the order they were made.

@@ -28,6 +28,12 @@ pub const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
 /// A reply-back turn that ends the agent-to-agent exchange.
 pub const REPLY_SKIP: &str = "REPLY_SKIP";
 
+/// The store's named token that holds an A2A task's push configs (`crate::a2a_tasks::push`
+/// writes it): a task without one has no end push to make.
+pub fn a2a_push_configs(task_id: &str) -> String {
+    format!("{}:{task_id}", DeliveryKind::A2aPush)
+}
+
 /// Whether a reply asks to be delivered nowhere: empty, `NO_REPLY` or `ANNOUNCE_SKIP`
 /// (trimmed, case-sensitive).
 pub fn is_silent(reply: &str) -> bool {
@@ -78,6 +84,13 @@ impl Replies {
         }
     }
 
+    /// Whether the A2A task of `record` has push configs to push its end to. A read that
+    /// failed counts as yes: the push is made, and its channel reads them again.
+    async fn has_push_configs(&self, record: &RunRecord) -> bool {
+        let name = a2a_push_configs(record.run_id.as_str());
+        !matches!(self.store.token(&name).await, Ok(None))
+    }
+
     /// The record of a reply whose session could not be read: `failed`, with the reason, so it
     /// reads as what happened (neither "no route" nor sent against a send policy unread).
     fn unroutable(
@@ -110,6 +123,9 @@ impl ReplyHandler for Replies {
             // included): the client waits for the task's final state, not for a chat message.
             let every_end = deliver.kind == DeliveryKind::A2aPush;
             if !every_end && (record.status != RunStatus::Ok || is_silent(text)) {
+                return None;
+            }
+            if every_end && !self.has_push_configs(record).await {
                 return None;
             }
             // The session decides the route (when the run was given none) and the send policy:

@@ -94,18 +94,29 @@ async fn assert_pushed_once(gateway: &TestGateway, receiver: &PushReceiver, task
     receiver.wait_for(2).await;
     // Once the outbox marked both delivered, nothing more is on its way.
     let store = gateway.engine.store();
+    let query = DeliveryQuery {
+        limit: 100,
+        ..DeliveryQuery::default()
+    };
+    let mut records = Vec::new();
     for _ in 0..1200 {
-        let query = DeliveryQuery {
-            status: Some(DeliveryStatus::Delivered),
-            limit: 100,
-            ..DeliveryQuery::default()
-        };
-        let delivered = store.list_deliveries(query).await.unwrap();
-        if delivered.iter().filter(|d| d.channel == "a2a-push").count() == 2 {
+        records = store.list_deliveries(query.clone()).await.unwrap();
+        records.retain(|d| d.channel == "a2a-push");
+        if records
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Delivered)
+        {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    // Only the task with a config has pushes: one record for each state pushed.
+    let of_task: Vec<(Option<&str>, DeliveryStatus)> = records
+        .iter()
+        .map(|d| (d.run_id.as_ref().map(|r| r.as_str()), d.status))
+        .collect();
+    let delivered = (Some(task), DeliveryStatus::Delivered);
+    assert_eq!(of_task, [delivered, delivered]);
     let mut pushes = receiver.pushes();
     pushes.sort_by_key(|p| p.body.get("task").is_some());
     let tokens: Vec<Option<&str>> = pushes.iter().map(|p| p.token.as_deref()).collect();

@@ -1,3 +1,4 @@
+mod a2a_push;
 mod attachments;
 mod bus;
 mod cron;

@@ -153,3 +153,60 @@ async fn an_unknown_task_or_agent_is_refused() {
     assert_eq!((status, error(&body, "no agent \"nobody\"")), (404, -32600));
     gateway.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_declared_other_than_json_is_refused() {
+    let gateway = TestGateway::start().await;
+    let token = format!("Bearer {}", super::super::harness::TOKEN);
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/a2a/main", gateway.addr))
+        .header("authorization", token)
+        .header("a2a-version", "1.0")
+        .header("content-type", "text/plain")
+        .body(send(json!([{"text": "@reply pong"}])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 415);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        error(
+            &body,
+            "Content-Type must be application/json (got text/plain)"
+        ),
+        -32600
+    );
+    nothing_stored(&gateway).await;
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_page_token_or_push_config_is_refused_saying_what_is_taken() {
+    let gateway = TestGateway::start().await;
+    let call = |method: &str, params: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+    };
+    let list = call("ListTasks", json!({"pageToken": "garbage"}));
+    let (_, body) = rpc(&gateway, "main", &list).await;
+    assert_eq!(error(&body, "pass the nextPageToken"), -32602);
+    let (_, body) = rpc(&gateway, "main", &send(json!([{"text": "@reply x"}]))).await;
+    let task = body["result"]["task"]["id"].as_str().unwrap().to_string();
+    let create = call(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": "ftp://example.com/push"}),
+    );
+    let (_, body) = rpc(&gateway, "main", &create).await;
+    assert_eq!(error(&body, "is not an http or https URL"), -32602);
+    let delete = call(
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task, "id": "nope"}),
+    );
+    let (_, body) = rpc(&gateway, "main", &delete).await;
+    assert_eq!(error(&body, "has no push config \"nope\""), -32602);
+    let listed = call("ListTaskPushNotificationConfigs", json!({"taskId": task}));
+    let (_, body) = rpc(&gateway, "main", &listed).await;
+    assert_eq!(body["result"], json!({"configs": [], "nextPageToken": ""}));
+    let (_, body) = rpc(&gateway, "main", &call("GetExtendedAgentCard", json!({}))).await;
+    assert_eq!(error(&body, "no extended card"), -32007);
+    gateway.stop().await;
+}

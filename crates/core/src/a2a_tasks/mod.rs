@@ -14,6 +14,7 @@
 //! (the server's `a2a` module does), or decide what becomes of a reply beyond the push.
 
 mod card;
+mod configs;
 pub mod push;
 mod stream;
 pub mod task;
@@ -22,12 +23,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_protocol::a2a::{
-    A2aError, A2aErrorCode, GetTaskRequest, ListPushConfigsRequest, ListPushConfigsResponse,
-    ListTasksRequest, ListTasksResponse, PushConfigRequest, SendMessageRequest, StreamResponse,
-    Task, TaskIdRequest, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    A2aError, A2aErrorCode, GetTaskRequest, ListTasksRequest, ListTasksResponse,
+    SendMessageRequest, StreamResponse, Task, TaskIdRequest, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 use switchboard_protocol::delivery::DeliveryKind;
 use switchboard_protocol::sessions::DeliveryContext;
+use tokio::sync::broadcast;
 
 pub use stream::TaskEvents;
 
@@ -39,7 +41,7 @@ use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::resolve::Resolver;
 use crate::runtime::lanes::Lane;
-use crate::runtime::{Deliver, RunRequest, Runtime};
+use crate::runtime::{Deliver, RunEvent, RunRequest, Runtime};
 use crate::store::{RunQuery, RunRecord, Store, StoreError, WriteOp, iso8601};
 use push::PUSH_CHANNEL;
 use task::{context_of, key_prefix, task_of};
@@ -149,7 +151,7 @@ impl A2aTasks {
             .configuration
             .and_then(|c| c.task_push_notification_config);
         if let Some(config) = config {
-            let config = checked_config(config, run_id.as_str())?;
+            let config = configs::checked_config(config, run_id.as_str())?;
             request
                 .commit_with
                 .push(push::save(run_id.as_str(), &[config]).map_err(store_error)?);
@@ -442,7 +444,7 @@ impl A2aTasks {
     /// The follower of a just-sent task's events (`events` subscribed before it was sent).
     pub fn follow(
         &self,
-        events: tokio::sync::broadcast::Receiver<Arc<crate::runtime::RunEvent>>,
+        events: broadcast::Receiver<Arc<RunEvent>>,
         sent: &Submitted,
     ) -> TaskEvents {
         TaskEvents::new(
@@ -452,91 +454,6 @@ impl A2aTasks {
             sent.run_id.clone(),
             sent.task.context_id.clone(),
         )
-    }
-
-    /// `CreateTaskPushNotificationConfig`: stores (or replaces, by id) a config of the task.
-    pub async fn create_push(
-        &self,
-        agent: &str,
-        config: TaskPushNotificationConfig,
-    ) -> A2aResult<TaskPushNotificationConfig> {
-        let task_id = config.task_id.clone();
-        self.task_record(agent, &task_id).await?;
-        let config = checked_config(config, &task_id)?;
-        let _held = self.push_lock.lock().await;
-        let mut configs = push::configs(self.store.as_ref(), &task_id)
-            .await
-            .map_err(store_error)?;
-        configs.retain(|c| c.id != config.id);
-        if configs.len() >= push::MAX_CONFIGS {
-            return Err(invalid_params(format!(
-                "task {task_id} has {} push configs, the most it may have; delete one first",
-                push::MAX_CONFIGS
-            )));
-        }
-        configs.push(config.clone());
-        self.save_push(&task_id, &configs).await?;
-        Ok(config)
-    }
-
-    /// `GetTaskPushNotificationConfig`.
-    pub async fn get_push(
-        &self,
-        agent: &str,
-        req: PushConfigRequest,
-    ) -> A2aResult<TaskPushNotificationConfig> {
-        self.task_record(agent, &req.task_id).await?;
-        let configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
-        configs
-            .into_iter()
-            .find(|c| c.id.as_deref() == Some(req.id.as_str()))
-            .ok_or_else(|| no_config(&req))
-    }
-
-    /// `ListTaskPushNotificationConfigs`: all of the task's configs, on one page.
-    pub async fn list_push(
-        &self,
-        agent: &str,
-        req: ListPushConfigsRequest,
-    ) -> A2aResult<ListPushConfigsResponse> {
-        self.task_record(agent, &req.task_id).await?;
-        let configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
-        Ok(ListPushConfigsResponse {
-            configs,
-            next_page_token: String::new(),
-        })
-    }
-
-    /// `DeleteTaskPushNotificationConfig`.
-    pub async fn delete_push(&self, agent: &str, req: PushConfigRequest) -> A2aResult<()> {
-        self.task_record(agent, &req.task_id).await?;
-        let _held = self.push_lock.lock().await;
-        let mut configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
-        let before = configs.len();
-        configs.retain(|c| c.id.as_deref() != Some(req.id.as_str()));
-        if configs.len() == before {
-            return Err(no_config(&req));
-        }
-        self.save_push(&req.task_id, &configs).await
-    }
-
-    async fn save_push(
-        &self,
-        task_id: &str,
-        configs: &[TaskPushNotificationConfig],
-    ) -> A2aResult<()> {
-        let op = push::save(task_id, configs).map_err(store_error)?;
-        self.store
-            .write_batch(vec![op])
-            .await
-            .map_err(store_error)?;
-        Ok(())
     }
 }
 
@@ -564,34 +481,6 @@ fn push_route(run_id: &RunId) -> DeliveryContext {
         account_id: None,
         thread_id: None,
     }
-}
-
-/// A config as stored: an `http(s)` URL, the task's id, an id (a new one when absent).
-fn checked_config(
-    mut config: TaskPushNotificationConfig,
-    task_id: &str,
-) -> A2aResult<TaskPushNotificationConfig> {
-    let url = config.url.trim();
-    let parsed = reqwest::Url::parse(url).ok();
-    if !parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some()) {
-        return Err(invalid_params(format!(
-            "push config url {url:?} is not an http or https URL: give the receiver's URL, \
-             e.g. https://example.com/a2a/push"
-        )));
-    }
-    config.url = url.to_string();
-    config.task_id = task_id.to_string();
-    if config.id.as_deref().is_none_or(str::is_empty) {
-        config.id = Some(uuid::Uuid::new_v4().to_string());
-    }
-    Ok(config)
-}
-
-fn no_config(req: &PushConfigRequest) -> A2aError {
-    invalid_params(format!(
-        "task {} has no push config {:?}: ListTaskPushNotificationConfigs lists its configs",
-        req.task_id, req.id
-    ))
 }
 
 /// A page token: `<createdAt>:<taskId>` of the previous page's last task.

@@ -40,10 +40,7 @@ impl A2aTasks {
         agent: &str,
         req: PushConfigRequest,
     ) -> A2aResult<TaskPushNotificationConfig> {
-        self.task_record(agent, &req.task_id).await?;
-        let configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
+        let configs = self.configs_of(agent, &req.task_id).await?;
         configs
             .into_iter()
             .find(|c| c.id.as_deref() == Some(req.id.as_str()))
@@ -56,10 +53,7 @@ impl A2aTasks {
         agent: &str,
         req: ListPushConfigsRequest,
     ) -> A2aResult<ListPushConfigsResponse> {
-        self.task_record(agent, &req.task_id).await?;
-        let configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
+        let configs = self.configs_of(agent, &req.task_id).await?;
         Ok(ListPushConfigsResponse {
             configs,
             next_page_token: String::new(),
@@ -68,17 +62,26 @@ impl A2aTasks {
 
     /// `DeleteTaskPushNotificationConfig`.
     pub async fn delete_push(&self, agent: &str, req: PushConfigRequest) -> A2aResult<()> {
-        self.task_record(agent, &req.task_id).await?;
         let _held = self.push_lock.lock().await;
-        let mut configs = push::configs(self.store.as_ref(), &req.task_id)
-            .await
-            .map_err(store_error)?;
+        let mut configs = self.configs_of(agent, &req.task_id).await?;
         let before = configs.len();
         configs.retain(|c| c.id.as_deref() != Some(req.id.as_str()));
         if configs.len() == before {
             return Err(no_config(&req));
         }
         self.save_push(&req.task_id, &configs).await
+    }
+
+    /// The configs of `agent`'s task `task_id` (`TaskNotFound` for another).
+    async fn configs_of(
+        &self,
+        agent: &str,
+        task_id: &str,
+    ) -> A2aResult<Vec<TaskPushNotificationConfig>> {
+        self.task_record(agent, task_id).await?;
+        push::configs(self.store.as_ref(), task_id)
+            .await
+            .map_err(store_error)
     }
 
     async fn save_push(

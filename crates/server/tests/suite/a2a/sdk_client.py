@@ -25,6 +25,7 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskPushNotificationConfig,
     TaskState,
 )
@@ -127,6 +128,18 @@ async def main():
         except TaskNotCancelableError:
             again = "TaskNotCancelableError"
         seen["cancel"] = {"state": state(canceled), "again": again}
+
+        # subscribe: a waiting task's stream, from its state now to the end a cancel gives it.
+        waiting_task = (await send(plain, "@delay 60000\n@reply late", None, waiting))[0].task
+        events = []
+        async for event in streaming.subscribe(SubscribeToTaskRequest(id=waiting_task.id)):
+            kind = event.WhichOneof("payload")
+            if kind == "task":
+                events.append(["task", event.task.id == waiting_task.id])
+                await plain.cancel_task(CancelTaskRequest(id=waiting_task.id))
+            elif kind == "status_update":
+                events.append(["status", TaskState.Name(event.status_update.status.state)])
+        seen["subscribe"] = [events[0], events[-1]]
 
         # an unknown task id.
         try:

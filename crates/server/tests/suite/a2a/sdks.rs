@@ -1,5 +1,5 @@
 //! The official A2A SDKs as clients of the gateway: `a2a-sdk` (Python) for the card, send,
-//! stream, get, list, cancel and push; `@a2a-js/sdk` (JavaScript) for send and stream. Each
+//! stream, get, list, cancel, subscribe and push; `@a2a-js/sdk` (JavaScript) for send and stream. Each
 //! script prints what it saw as JSON, compared whole.
 
 use std::path::{Path, PathBuf};
@@ -53,10 +53,12 @@ fn slow_reply_stream(submitted: &str, working: &str, completed: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_reads_the_card_and_sends_streams_gets_lists_cancels_and_gets_pushes() {
+async fn the_python_sdk_as_a_client_of_every_method() {
     let python = match a2a::python_sdk(tmp()) {
         Ok(python) => python,
-        Err(missing) => return a2a::not_run("the_python_sdk_…", &missing),
+        Err(missing) => {
+            return a2a::not_run("the_python_sdk_as_a_client_of_every_method", &missing);
+        }
     };
     let script = tmp().join("a2a-sdk-client.py");
     std::fs::write(&script, include_str!("sdk_client.py")).unwrap();
@@ -80,6 +82,7 @@ async fn the_python_sdk_reads_the_card_and_sends_streams_gets_lists_cancels_and_
                 "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"),
             "list": {"pages": true, "last_page_token": ""},
             "cancel": {"state": "TASK_STATE_CANCELED", "again": "TaskNotCancelableError"},
+            "subscribe": [["task", true], ["status", "TASK_STATE_CANCELED"]],
             "unknown": "TaskNotFoundError",
             "push": {"state": "TASK_STATE_COMPLETED", "configs": [[true, "push-secret"]]},
         })

@@ -210,3 +210,28 @@ async fn a_bad_page_token_or_push_config_is_refused_saying_what_is_taken() {
     assert_eq!(error(&body, "no extended card"), -32007);
     gateway.stop().await;
 }
+
+#[tokio::test]
+async fn the_send_policy_applies_as_to_sessions_send() {
+    use switchboard_core::config::{Config, SendAction, SendPolicyMatch, SendPolicyRule};
+    let mut config = Config::default();
+    config.session.send_policy.rules = vec![SendPolicyRule {
+        r#match: SendPolicyMatch {
+            channel: None,
+            chat_type: None,
+            key_prefix: Some("a2a:".into()),
+        },
+        action: SendAction::Deny,
+    }];
+    let gateway = TestGateway::start_with(config).await;
+    let (_, body) = rpc(&gateway, "main", &send(json!([{"text": "@reply pong"}]))).await;
+    assert_eq!(
+        error(
+            &body,
+            "send blocked by session policy: (rule 1: keyPrefix=a2a: → deny)"
+        ),
+        -32600
+    );
+    nothing_stored(&gateway).await;
+    gateway.stop().await;
+}

@@ -220,7 +220,7 @@ impl A2aTasks {
             run_id: Some(run_id.clone()),
             route: Some(push_route(run_id)),
             text,
-            idempotency_key: Some(format!("{PUSH_CHANNEL}:{run_id}:submitted")),
+            idempotency_key: Some(push::submitted_key(run_id.as_str())),
         };
         Ok(WriteOp::Enqueue(Box::new(self.outbox.record(out, None))))
     }

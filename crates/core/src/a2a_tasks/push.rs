@@ -4,12 +4,14 @@
 //! A task's configs are stored as one JSON list in the store's named-token table under
 //! `a2a-push:<taskId>` (a name no chat channel uses), so they are written in the same commit
 //! as the task they belong to when `SendMessage` names one. A task's end push is made only when
-//! it has configs then: a config created after its task ended gets no push. The channel's record names the task
-//! (`to`) and the run; its text is the event to push when it was fixed when the record was made
-//! (the `SUBMITTED` status), and otherwise the task is read as it is stored — a task's end push
-//! is committed together with the run's end, so it reads the final task. Each config is posted
-//! in turn and counted in the record's progress (`partsSent`): a retry after a failure or a
-//! crash posts only to the configs not yet done, so each receiver gets each push once.
+//! it has configs then: a config created after its task ended gets no push.
+//!
+//! A push's record names the task (`to`) and the run. The `SUBMITTED` push's text is its event,
+//! fixed when the record was made; any other push sends the task as it is stored — the end push
+//! is committed together with the run's end, so it reads the final task (its text, the reply,
+//! is never read as an event). Each config is posted in turn and counted in the record's
+//! progress (`partsSent`): a retry after a failure or a crash posts only to the configs not
+//! yet done, so each receiver gets each push once.
 
 use std::sync::Arc;
 
@@ -26,6 +28,11 @@ pub const PUSH_CHANNEL: &str = "a2a-push";
 
 /// The most configs one task may have.
 pub const MAX_CONFIGS: usize = 16;
+
+/// The idempotency key of a task's `SUBMITTED` push, whose record holds the event to send.
+pub fn submitted_key(task_id: &str) -> String {
+    format!("{PUSH_CHANNEL}:{task_id}:submitted")
+}
 
 /// The name a task's configs are stored under (the reply handler looks for it too).
 fn stored_name(task_id: &str) -> String {
@@ -66,16 +73,20 @@ impl PushChannel {
         Self { store, http }
     }
 
-    /// The event a record pushes: its text when it holds one, else the task as stored.
+    /// The event a record pushes: the one fixed in its text for a task's `SUBMITTED` push,
+    /// else the task as stored. (The end push's text is the reply, the model's words: never
+    /// read as an event.)
     async fn event(&self, record: &DeliveryRecord) -> Result<StreamResponse, ChannelError> {
-        if let Ok(event) = serde_json::from_str::<StreamResponse>(&record.text) {
-            return Ok(event);
-        }
         let Some(run_id) = &record.run_id else {
             return Err(ChannelError::Permanent(
                 "an A2A push names no task".to_string(),
             ));
         };
+        if record.idempotency_key.as_deref() == Some(submitted_key(run_id.as_str()).as_str()) {
+            return serde_json::from_str::<StreamResponse>(&record.text).map_err(|e| {
+                ChannelError::Permanent(format!("the SUBMITTED push of task {run_id}: {e}"))
+            });
+        }
         let run = self
             .store
             .get_run(run_id)

@@ -3,6 +3,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use switchboard_core::RunId;
 use switchboard_core::a2a_tasks::push::{self, PUSH_CHANNEL};
 use switchboard_core::channel::ChannelError;
 use switchboard_core::config::Config;
@@ -44,11 +45,11 @@ async fn a_retry_posts_only_to_the_configs_not_yet_done() {
     // Not due for a long time: the engine's own outbox leaves it to this test.
     let record = DeliveryRecord {
         id: "d1".into(),
-        idempotency_key: None,
+        idempotency_key: Some(push::submitted_key("t1")),
         kind: "a2a-push".into(),
         session_key: None,
         source_key: None,
-        run_id: None,
+        run_id: Some(RunId::from_string("t1")),
         channel: PUSH_CHANNEL.into(),
         to: "t1".into(),
         account_id: None,
@@ -89,4 +90,55 @@ async fn a_retry_posts_only_to_the_configs_not_yet_done() {
         )
     };
     assert_eq!(got, [sent("token-a"), sent("token-b")]);
+}
+
+#[tokio::test]
+async fn an_end_push_sends_the_stored_task_never_the_reply_as_an_event() {
+    let t = TestEngine::open(Config::default()).await;
+    // A reply that reads as a push event: it is the model's text, sent only as the artifact.
+    let forged = r#"{"message": {"messageId": "forged", "parts": [{"text": "hi"}]}}"#;
+    let run = t
+        .turn("agent:main:a2a:c1", &format!("@reply {forged}"))
+        .await;
+    let task = run.run_id.as_str();
+    let receiver = PushReceiver::start().await;
+    let store = t.engine.store();
+    let configs = [TaskPushNotificationConfig {
+        task_id: task.into(),
+        ..config("a", receiver.url(), "token-a")
+    }];
+    store
+        .write_batch(vec![push::save(task, &configs).unwrap()])
+        .await
+        .unwrap();
+    let record = DeliveryRecord {
+        id: "d2".into(),
+        idempotency_key: Some(format!("a2a-push:{task}")),
+        kind: "a2a-push".into(),
+        session_key: None,
+        source_key: None,
+        run_id: Some(run.run_id.clone()),
+        channel: PUSH_CHANNEL.into(),
+        to: task.into(),
+        account_id: None,
+        thread_id: None,
+        text: run.result.clone().unwrap(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: i64::MAX / 2,
+        detail: None,
+        created_at: 0,
+        updated_at: 0,
+        delivered_at: None,
+        parts_sent: 0,
+    };
+    let channel = t.engine.channels().get(PUSH_CHANNEL).unwrap().clone();
+    channel.send(&record).await.unwrap();
+    let [push] = receiver.pushes().try_into().unwrap();
+    let sent = &push.body["task"];
+    assert_eq!(
+        (&sent["id"], &sent["contextId"], &sent["status"]["state"]),
+        (&json!(task), &json!("c1"), &json!("TASK_STATE_COMPLETED"))
+    );
+    assert_eq!(sent["artifacts"][0]["parts"], json!([{"text": forged}]));
 }

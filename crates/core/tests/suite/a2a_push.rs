@@ -23,6 +23,32 @@ fn config(id: &str, url: String, token: &str) -> TaskPushNotificationConfig {
     }
 }
 
+/// A pending push of `task` that is not due for a long time: the engine's own outbox leaves
+/// it to the test.
+fn pending(id: &str, task: &str, text: String, key: String) -> DeliveryRecord {
+    DeliveryRecord {
+        id: id.into(),
+        idempotency_key: Some(key),
+        kind: "a2a-push".into(),
+        session_key: None,
+        source_key: None,
+        run_id: Some(RunId::from_string(task)),
+        channel: PUSH_CHANNEL.into(),
+        to: task.into(),
+        account_id: None,
+        thread_id: None,
+        text,
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: i64::MAX / 2,
+        detail: None,
+        created_at: 0,
+        updated_at: 0,
+        delivered_at: None,
+        parts_sent: 0,
+    }
+}
+
 #[tokio::test]
 async fn a_retry_posts_only_to_the_configs_not_yet_done() {
     let t = TestEngine::open(Config::default()).await;
@@ -42,28 +68,7 @@ async fn a_retry_posts_only_to_the_configs_not_yet_done() {
         .unwrap();
     let event = json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
         "status": {"state": "TASK_STATE_SUBMITTED"}}});
-    // Not due for a long time: the engine's own outbox leaves it to this test.
-    let record = DeliveryRecord {
-        id: "d1".into(),
-        idempotency_key: Some(push::submitted_key("t1")),
-        kind: "a2a-push".into(),
-        session_key: None,
-        source_key: None,
-        run_id: Some(RunId::from_string("t1")),
-        channel: PUSH_CHANNEL.into(),
-        to: "t1".into(),
-        account_id: None,
-        thread_id: None,
-        text: event.to_string(),
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        next_attempt_at: i64::MAX / 2,
-        detail: None,
-        created_at: 0,
-        updated_at: 0,
-        delivered_at: None,
-        parts_sent: 0,
-    };
+    let record = pending("d1", "t1", event.to_string(), push::submitted_key("t1"));
     store
         .write_batch(vec![WriteOp::Enqueue(Box::new(record.clone()))])
         .await
@@ -111,27 +116,12 @@ async fn an_end_push_sends_the_stored_task_never_the_reply_as_an_event() {
         .write_batch(vec![push::save(task, &configs).unwrap()])
         .await
         .unwrap();
-    let record = DeliveryRecord {
-        id: "d2".into(),
-        idempotency_key: Some(format!("a2a-push:{task}")),
-        kind: "a2a-push".into(),
-        session_key: None,
-        source_key: None,
-        run_id: Some(run.run_id.clone()),
-        channel: PUSH_CHANNEL.into(),
-        to: task.into(),
-        account_id: None,
-        thread_id: None,
-        text: run.result.clone().unwrap(),
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        next_attempt_at: i64::MAX / 2,
-        detail: None,
-        created_at: 0,
-        updated_at: 0,
-        delivered_at: None,
-        parts_sent: 0,
-    };
+    let record = pending(
+        "d2",
+        task,
+        run.result.clone().unwrap(),
+        format!("a2a-push:{task}"),
+    );
     let channel = t.engine.channels().get(PUSH_CHANNEL).unwrap().clone();
     channel.send(&record).await.unwrap();
     let [push] = receiver.pushes().try_into().unwrap();

@@ -61,6 +61,44 @@ pub struct Push {
     pub body: Value,
 }
 
+/// The states a task's pushes report, in the order they are reached.
+const STATES: [&str; 3] = [
+    "TASK_STATE_SUBMITTED",
+    "TASK_STATE_WORKING",
+    "TASK_STATE_COMPLETED",
+];
+
+impl Push {
+    /// The task state it reports, whether it carries the task or a status update.
+    pub fn state(&self) -> Option<&str> {
+        match self.body.get("task") {
+            Some(task) => task["status"]["state"].as_str(),
+            None => self.body["statusUpdate"]["status"]["state"].as_str(),
+        }
+    }
+
+    /// The task it is about.
+    pub fn task_id(&self) -> Option<&str> {
+        match self.body.get("task") {
+            Some(task) => task["id"].as_str(),
+            None => self.body["statusUpdate"]["taskId"].as_str(),
+        }
+    }
+}
+
+/// Pushes sorted by the state they report (the outbox sends a task's pushes concurrently, so
+/// they may arrive in any order): `(task id, state, token)` of each.
+pub fn by_state(mut pushes: Vec<Push>) -> Vec<(Option<String>, Option<String>, Option<String>)> {
+    pushes.sort_by_key(|p| STATES.iter().position(|s| Some(*s) == p.state()));
+    pushes
+        .iter()
+        .map(|p| {
+            let owned = |s: Option<&str>| s.map(str::to_string);
+            (owned(p.task_id()), owned(p.state()), p.token.clone())
+        })
+        .collect()
+}
+
 /// A push receiver on `http://<addr>/push`; stops when dropped.
 pub struct PushReceiver {
     addr: SocketAddr,

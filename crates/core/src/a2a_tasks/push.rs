@@ -6,22 +6,25 @@
 //! as the task they belong to when `SendMessage` names one. A task's end push is made only when
 //! it has configs then: a config created after its task ended gets no push.
 //!
-//! A push's record names the task (`to`) and the run. The `SUBMITTED` push's text is its event,
-//! fixed when the record was made; any other push sends the task as it is stored — the end push
-//! is committed together with the run's end, so it reads the final task (its text, the reply,
-//! is never read as an event). Each config is posted in turn and counted in the record's
+//! A task pushes `SUBMITTED` (committed with the task, when the config came with the message),
+//! `WORKING` (committed with its run's start) and its end (committed with the run's end). A
+//! push's record names the task (`to`) and the run; its idempotency key says which push it is.
+//! The `SUBMITTED` push's text is its event, fixed when the record was made; the `WORKING` push
+//! is built from the run's start; the end push sends the task as it is stored, final by then
+//! (its text, the reply, is never read as an event). Each config is posted in turn and counted in the record's
 //! progress (`partsSent`): a retry after a failure or a crash posts only to the configs not
 //! yet done, so each receiver gets each push once.
 
 use std::sync::Arc;
 
 use switchboard_protocol::a2a::{
-    NOTIFICATION_TOKEN_HEADER, StreamResponse, TaskPushNotificationConfig,
+    NOTIFICATION_TOKEN_HEADER, StreamResponse, TaskPushNotificationConfig, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 
 use super::task::{context_of, task_of};
 use crate::channel::{Channel, ChannelError, Sent};
-use crate::store::{DeliveryRecord, Store, StoreError, WriteOp};
+use crate::store::{DeliveryRecord, Store, StoreError, WriteOp, iso8601};
 
 /// The channel's name in delivery records.
 pub const PUSH_CHANNEL: &str = "a2a-push";
@@ -97,6 +100,20 @@ impl PushChannel {
         let context = context_of(&agent, &run.session_key)
             .unwrap_or_default()
             .to_string();
+        let working = crate::delivery::replies::a2a_push_working(run_id.as_str());
+        if record.idempotency_key.as_deref() == Some(working.as_str()) {
+            let status = TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Some(iso8601(run.started_at.unwrap_or(run.created_at))),
+            };
+            return Ok(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: run_id.as_str().to_string(),
+                context_id: context,
+                status,
+                metadata: None,
+            }));
+        }
         Ok(StreamResponse::Task(task_of(&run, &context)))
     }
 

@@ -34,6 +34,11 @@ pub fn a2a_push_configs(task_id: &str) -> String {
     format!("{}:{task_id}", DeliveryKind::A2aPush)
 }
 
+/// The idempotency key of an A2A task's `WORKING` push, made when its run starts.
+pub fn a2a_push_working(task_id: &str) -> String {
+    format!("{}:{task_id}:working", DeliveryKind::A2aPush)
+}
+
 /// Whether a reply asks to be delivered nowhere: empty, `NO_REPLY` or `ANNOUNCE_SKIP`
 /// (trimmed, case-sensitive).
 pub fn is_silent(reply: &str) -> bool {
@@ -141,6 +146,22 @@ impl ReplyHandler for Replies {
             let out = outbound(deliver, record, text, route);
             let delivery = self.outbox.record(out, entry.as_ref());
             Some(WriteOp::Enqueue(Box::new(delivery)))
+        })
+    }
+
+    fn on_start<'a>(
+        &'a self,
+        deliver: &'a Deliver,
+        record: &'a RunRecord,
+    ) -> BoxFuture<'a, Option<WriteOp>> {
+        Box::pin(async move {
+            if deliver.kind != DeliveryKind::A2aPush || !self.has_push_configs(record).await {
+                return None;
+            }
+            // The channel reads the task's state when it sends; the text names what it pushes.
+            let mut out = outbound(deliver, record, "TASK_STATE_WORKING", deliver.route.clone());
+            out.idempotency_key = Some(a2a_push_working(record.run_id.as_str()));
+            Some(WriteOp::Enqueue(Box::new(self.outbox.record(out, None))))
         })
     }
 

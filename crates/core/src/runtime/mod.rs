@@ -32,6 +32,7 @@ mod queue;
 mod recover;
 mod remote;
 mod run;
+mod start;
 pub mod tool;
 pub mod window;
 
@@ -234,8 +235,18 @@ pub trait ReplyHandler: Send + Sync {
         deliver: &'a Deliver,
         record: &'a RunRecord,
     ) -> BoxFuture<'a, Option<WriteOp>>;
-    /// Called once the run's end committed, with the outcome of the write `on_end` gave.
+    /// Called once the run's end committed, with the outcome of the write `on_end` gave (and
+    /// once its start committed, with the outcome of the write `on_start` gave).
     fn committed(&self, outcome: &WriteOutcome);
+    /// The write that commits together with the run's start (an A2A task's `WORKING` push), or
+    /// none: most deliveries wait for the end.
+    fn on_start<'a>(
+        &'a self,
+        _deliver: &'a Deliver,
+        _record: &'a RunRecord,
+    ) -> BoxFuture<'a, Option<WriteOp>> {
+        Box::pin(async { None })
+    }
 }
 
 /// What the runtime is built from.

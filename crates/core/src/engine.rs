@@ -36,6 +36,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::a2a::{A2aChannel, Remotes};
+use crate::a2a_tasks::push::PushChannel;
+use crate::a2a_tasks::{A2aParts, A2aTasks};
 use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
@@ -98,6 +100,7 @@ pub struct Engine {
     inbound: Arc<Inbound>,
     channels: Arc<Channels>,
     pairing: Arc<Pairing>,
+    a2a: Arc<A2aTasks>,
     /// The channels' own inbound doors.
     doors: ChatDoors,
     mcp: Arc<Mcp>,
@@ -169,6 +172,7 @@ fn channel_registry(
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http.clone())),
+        Arc::new(PushChannel::new(store.clone(), http.clone())),
         Arc::new(Webchat::new(store.clone(), clock.clone())),
         Arc::new(Internal::new(store.clone(), clock.clone())),
         Arc::new(IMessage),
@@ -184,6 +188,23 @@ fn channel_registry(
     );
     channels.push(Arc::new(a2a));
     Ok((Arc::new(Channels::new(channels)), chats))
+}
+
+/// The A2A tasks component, over the runtime and the outbox.
+fn a2a_tasks(
+    config: &Arc<Config>,
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    (runtime, resolver, outbox): (&Runtime, &Arc<Resolver>, &Arc<Outbox>),
+) -> Arc<A2aTasks> {
+    A2aTasks::new(A2aParts {
+        config: config.clone(),
+        store: store.clone(),
+        runtime: runtime.clone(),
+        resolver: resolver.clone(),
+        outbox: outbox.clone(),
+        clock: clock.clone(),
+    })
 }
 
 /// The channels with doors of their own.
@@ -390,6 +411,7 @@ impl Engine {
             (&tasks, &intake),
         );
         Ok(Self {
+            a2a: a2a_tasks(&config, &store, &clock, (&runtime, &resolver, &outbox)),
             sessions,
             channels,
             pairing,
@@ -482,6 +504,10 @@ impl Engine {
     }
 
     /// `send`, `deliveries.list`, delivery events.
+    pub fn a2a(&self) -> &Arc<A2aTasks> {
+        &self.a2a
+    }
+
     pub fn outbox(&self) -> &Arc<Outbox> {
         &self.outbox
     }

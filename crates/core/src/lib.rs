@@ -9,11 +9,12 @@
 //! interfaces the layers above implement (`ReplyHandler`, `Tool`). Above it the components:
 //! `delivery` (the outbox and what becomes of replies; it sends through the channel seam),
 //! `sessions` (operator operations), `exchange` (the agent-to-agent exchange), `subagents`,
-//! `tools` (the session tools), `cron`, `channels` (the channel implementations and the inbound
+//! `tools` (the session tools), `a2a_tasks` (A2A tasks over runs), `cron`, `channels` (the channel implementations and the inbound
 //! doors), `mcp`. `engine` is the composition root that builds and wires them. `.ci/structure`
 //! holds each module to the imports it is allowed.
 
 pub mod a2a;
+pub mod a2a_tasks;
 pub mod access;
 pub mod channel;
 pub mod channels;

@@ -22,6 +22,8 @@ pub enum DeliveryKind {
     Command,
     /// A DM pairing code or its approval.
     Pairing,
+    /// An A2A task's state, pushed to the task's push-notification configs.
+    A2aPush,
     /// A kind this build does not know, as stored.
     Other(String),
 }
@@ -36,6 +38,7 @@ impl DeliveryKind {
             Self::Send => "send",
             Self::Command => "command",
             Self::Pairing => "pairing",
+            Self::A2aPush => "a2a-push",
             Self::Other(kind) => kind,
         }
     }
@@ -50,6 +53,7 @@ impl From<&str> for DeliveryKind {
             "send" => Self::Send,
             "command" => Self::Command,
             "pairing" => Self::Pairing,
+            "a2a-push" => Self::A2aPush,
             other => Self::Other(other.to_string()),
         }
     }

@@ -8,6 +8,7 @@
 #[macro_use]
 mod names;
 
+pub mod a2a;
 pub mod agents;
 pub mod chat;
 pub mod cron;

@@ -29,8 +29,8 @@ use switchboard_protocol::ErrorCode;
 use crate::ServerState;
 
 /// A refusal before (or instead of) a route's own answer: JSON in the gateway's error shape
-/// (`{ok: false, error: {code, message}}`), or a JSON-RPC error on `/mcp`, whose clients read
-/// only that.
+/// (`{ok: false, error: {code, message}}`), or a JSON-RPC error on `/mcp` and `/a2a`, whose
+/// clients read only that.
 pub(crate) fn refusal(
     path: &str,
     status: StatusCode,
@@ -38,7 +38,11 @@ pub(crate) fn refusal(
     message: impl Into<String>,
 ) -> Response {
     let message = message.into();
-    if path == "/mcp" || path.starts_with("/mcp/") {
+    // Both JSON-RPC doors take -32600 (invalid request) for a refusal before the method.
+    let json_rpc = ["/mcp", "/a2a"]
+        .iter()
+        .any(|door| path == *door || path.starts_with(&format!("{door}/")));
+    if json_rpc {
         let body = json!({
             "jsonrpc": "2.0",
             "id": null,

@@ -55,6 +55,18 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// Why a body is not taken as JSON (its declared type is another), or `None` when it is.
+pub(crate) fn not_json(headers: &HeaderMap) -> Option<String> {
+    if is_json(headers) {
+        return None;
+    }
+    let got = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none");
+    Some(format!("Content-Type must be application/json (got {got})"))
+}
+
 /// `POST /rpc`. The token is checked before a byte of the body is read, then the content type
 /// and the declared length; the body is read within the limits (`crate::body`).
 pub async fn rpc(
@@ -70,15 +82,11 @@ pub async fn rpc(
             "missing or wrong token: send Authorization: Bearer <gateway token>".into(),
         );
     }
-    if !is_json(&headers) {
-        let got = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none");
+    if let Some(message) = not_json(&headers) {
         return failure(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::InvalidRequest,
-            format!("Content-Type must be application/json (got {got})"),
+            message,
         );
     }
     admission::authenticated(pending.as_ref());

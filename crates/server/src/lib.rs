@@ -1,5 +1,6 @@
 //! switchboard's adapters: the gateway (WebSocket protocol v4 + HTTP on one port) over the
-//! engine, the MCP server (`/mcp` and stdio), and a protocol client used by the CLI and the tests.
+//! engine, the MCP server (`/mcp` and stdio), A2A 1.0 (`/a2a/<agentId>`), and a protocol client
+//! used by the CLI and the tests.
 //!
 //! `app(state)` builds the router so tests can drive it; `serve` binds and runs it until the
 //! shutdown future resolves.
@@ -8,6 +9,7 @@
 //! the operation, and encodes its answer or maps its `CoreError` (wire code and HTTP status, one
 //! mapping in `switchboard_core::error`). No decision is made here.
 
+mod a2a;
 pub mod access;
 mod admission;
 pub mod auth;
@@ -127,7 +129,7 @@ impl ServerState {
 
 /// The gateway's routes: `/` (the web page, or a WebSocket upgrade), `/ui/<file>`, `POST /rpc`, `GET /health`,
 /// `POST /channels/webhook/<accountId>`, a channel's HTTP door at `/channels/<name>[/<rest>]`,
-/// `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP).
+/// `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP), A2A's agent cards and `POST /a2a/<agentId>`.
 pub fn app(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/", get(web::root))
@@ -146,6 +148,7 @@ pub fn app(state: Arc<ServerState>) -> Router {
         )
         .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
+        .merge(a2a::routes(&state))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::browser_check,

@@ -27,6 +27,7 @@
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
 pub mod a2a_remote;
+pub mod a2a;
 mod anthropic;
 mod context;
 pub mod discord;

@@ -29,7 +29,7 @@ pub fn not_run(test: &str, missing: &Missing) {
     ));
 }
 
-fn works(program: &str, args: &[&str]) -> bool {
+pub(crate) fn works(program: &str, args: &[&str]) -> bool {
     Command::new(program)
         .args(args)
         .output()
@@ -51,7 +51,7 @@ pub fn must(command: &mut Command, what: &str) {
 }
 
 /// Installs once into `dir/<name>` (a marker file says it is done), under a lock.
-fn once(tmp: &Path, name: &str, install: impl FnOnce(&Path)) -> PathBuf {
+pub(crate) fn once(tmp: &Path, name: &str, install: impl FnOnce(&Path)) -> PathBuf {
     let dir = tmp.join(name);
     std::fs::create_dir_all(tmp).unwrap_or_else(|e| panic!("creating {}: {e}", tmp.display()));
     let lock = File::create(tmp.join(format!("{name}.lock")))

@@ -57,7 +57,7 @@ async fn kill_9_while_the_remote_works_resumes_the_send_and_it_is_taken_once() {
     let id = sent["result"]["runId"].as_str().unwrap().to_string();
     // The task's id is committed before the first poll: from then on a restart polls, it does
     // not send again. (Before it, the message may go again under the same messageId:
-    // docs/a2a-client.md says so.)
+    // docs/a2a.md says so.)
     fake.wait_polled().await;
     client.close().await;
     gateway.kill_9();

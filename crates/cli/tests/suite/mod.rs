@@ -1,4 +1,5 @@
 mod a2a_client_durability;
+mod a2a_durability;
 mod cli_polish;
 mod cluster;
 mod cluster_faults;

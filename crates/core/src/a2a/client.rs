@@ -1,4 +1,4 @@
-//! The HTTP side of the A2A client: thin JSON-RPC over reqwest (docs/a2a-client.md). It finds
+//! The HTTP side of the A2A client: thin JSON-RPC over reqwest (docs/a2a.md). It finds
 //! a remote's JSON-RPC endpoint from its agent card, sends `SendMessage` and `GetTask` with the
 //! `A2A-Version: 1.0` header and the remote's bearer token, and says of every failure whether
 //! another attempt could succeed (the outbox's [`ChannelError`] verdicts). Nothing here logs

@@ -1,4 +1,4 @@
-//! The client side of A2A 1.0 (SPEC §10a, docs/a2a-client.md): an agent messages the remote
+//! The client side of A2A 1.0 (SPEC §10a, docs/a2a.md): an agent messages the remote
 //! A2A agents its config names (`agents.list[].a2a.remotes`) through `sessions_send` with
 //! `sessionKey: "a2a:<remote>[:<contextId>]"`. The reply-back loop and announce do not cross
 //! the boundary: the remote's reply is the result.

@@ -1,5 +1,5 @@
 //! `agents.list[].a2a`: the remote A2A agents an agent may message through `sessions_send`
-//! (`sessionKey: "a2a:<name>[:<contextId>]"`, docs/a2a-client.md). Each remote is a `url` (its
+//! (`sessionKey: "a2a:<name>[:<contextId>]"`, docs/a2a.md). Each remote is a `url` (its
 //! agent card's base, or its JSON-RPC endpoint) and an optional bearer `token` (`${ENV}` like
 //! every secret; never logged, redacted by `config show`).
 

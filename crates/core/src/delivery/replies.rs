@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_protocol::delivery::DeliveryKind;
 
 use super::{Outbound, Outbox, route_of};
 use crate::keys::SessionKey;
@@ -27,6 +28,17 @@ pub const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
 /// A reply-back turn that ends the agent-to-agent exchange.
 pub const REPLY_SKIP: &str = "REPLY_SKIP";
 
+/// The store's named token that holds an A2A task's push configs (`crate::a2a_tasks::push`
+/// writes it): a task without one has no end push to make.
+pub fn a2a_push_configs(task_id: &str) -> String {
+    format!("{}:{task_id}", DeliveryKind::A2aPush)
+}
+
+/// The idempotency key of an A2A task's `WORKING` push, made when its run starts.
+pub fn a2a_push_working(task_id: &str) -> String {
+    format!("{}:{task_id}:working", DeliveryKind::A2aPush)
+}
+
 /// Whether a reply asks to be delivered nowhere: empty, `NO_REPLY` or `ANNOUNCE_SKIP`
 /// (trimmed, case-sensitive).
 pub fn is_silent(reply: &str) -> bool {
@@ -46,7 +58,7 @@ pub fn skips_announce(reply: &str) -> bool {
 }
 
 /// The runtime's reply handler: a run that asked for delivery and ended `ok` with a reply that
-/// is not silent gets an outbox record, committed with the run's end.
+/// is not silent gets an outbox record, committed with the run's end (an A2A push: any end).
 pub struct Replies {
     outbox: Arc<Outbox>,
     store: Arc<dyn Store>,
@@ -77,6 +89,13 @@ impl Replies {
         }
     }
 
+    /// Whether the A2A task of `record` has push configs to push its end to. A read that
+    /// failed counts as yes: the push is made, and its channel reads them again.
+    async fn has_push_configs(&self, record: &RunRecord) -> bool {
+        let name = a2a_push_configs(record.run_id.as_str());
+        !matches!(self.store.token(&name).await, Ok(None))
+    }
+
     /// The record of a reply whose session could not be read: `failed`, with the reason, so it
     /// reads as what happened (neither "no route" nor sent against a send policy unread).
     fn unroutable(
@@ -105,7 +124,13 @@ impl ReplyHandler for Replies {
     ) -> BoxFuture<'a, Option<WriteOp>> {
         Box::pin(async move {
             let text = record.result.as_deref().unwrap_or_default();
-            if record.status != RunStatus::Ok || is_silent(text) {
+            // An A2A task's push reports every end (failed and canceled too, a silent reply
+            // included): the client waits for the task's final state, not for a chat message.
+            let every_end = deliver.kind == DeliveryKind::A2aPush;
+            if !every_end && (record.status != RunStatus::Ok || is_silent(text)) {
+                return None;
+            }
+            if every_end && !self.has_push_configs(record).await {
                 return None;
             }
             // The session decides the route (when the run was given none) and the send policy:
@@ -121,6 +146,22 @@ impl ReplyHandler for Replies {
             let out = outbound(deliver, record, text, route);
             let delivery = self.outbox.record(out, entry.as_ref());
             Some(WriteOp::Enqueue(Box::new(delivery)))
+        })
+    }
+
+    fn on_start<'a>(
+        &'a self,
+        deliver: &'a Deliver,
+        record: &'a RunRecord,
+    ) -> BoxFuture<'a, Option<WriteOp>> {
+        Box::pin(async move {
+            if deliver.kind != DeliveryKind::A2aPush || !self.has_push_configs(record).await {
+                return None;
+            }
+            // The channel reads the task's state when it sends; the text names what it pushes.
+            let mut out = outbound(deliver, record, "TASK_STATE_WORKING", deliver.route.clone());
+            out.idempotency_key = Some(a2a_push_working(record.run_id.as_str()));
+            Some(WriteOp::Enqueue(Box::new(self.outbox.record(out, None))))
         })
     }
 

@@ -32,6 +32,7 @@ mod queue;
 mod recover;
 mod remote;
 mod run;
+mod start;
 pub mod tool;
 pub mod window;
 
@@ -113,10 +114,12 @@ pub struct Deliver {
 
 impl Deliver {
     /// The kind stored as `kind` (a queued run read back after a restart): a run delivers a
-    /// reply to its own route or an exchange's announce; `reply` for any other kind.
+    /// reply to its own route, an exchange's announce or an A2A task's push; `reply` for any
+    /// other kind.
     pub fn kind_named(kind: &str) -> DeliveryKind {
         match DeliveryKind::from(kind) {
             DeliveryKind::Announce => DeliveryKind::Announce,
+            DeliveryKind::A2aPush => DeliveryKind::A2aPush,
             _ => DeliveryKind::Reply,
         }
     }
@@ -232,8 +235,18 @@ pub trait ReplyHandler: Send + Sync {
         deliver: &'a Deliver,
         record: &'a RunRecord,
     ) -> BoxFuture<'a, Option<WriteOp>>;
-    /// Called once the run's end committed, with the outcome of the write `on_end` gave.
+    /// Called once the run's end committed, with the outcome of the write `on_end` gave (and
+    /// once its start committed, with the outcome of the write `on_start` gave).
     fn committed(&self, outcome: &WriteOutcome);
+    /// The write that commits together with the run's start (an A2A task's `WORKING` push), or
+    /// none: most deliveries wait for the end.
+    fn on_start<'a>(
+        &'a self,
+        _deliver: &'a Deliver,
+        _record: &'a RunRecord,
+    ) -> BoxFuture<'a, Option<WriteOp>> {
+        Box::pin(async { None })
+    }
 }
 
 /// What the runtime is built from.

@@ -120,7 +120,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         record.started_at = Some(rt.now_ms());
     }
     start.push(WriteOp::PutRun(record.clone()));
-    let started = rt.store().write_batch(start).await.map(|_| ());
+    let started = super::start::commit(rt, &request, &record, start, lease.is_some()).await;
     let Some(keep) = after_start(rt, &record, &started, message).await else {
         return rt.forget(&record);
     };

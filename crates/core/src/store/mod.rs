@@ -47,14 +47,14 @@ pub use cluster::{Alone, Cluster};
 pub use cron::CronJobRecord;
 pub use exchanges::{ExchangeRecord, ExchangeState};
 pub use health::{StoreHealth, StoreState};
-pub use mirror::{message_id, transcript_path};
+pub use mirror::{iso8601, message_id, transcript_path};
 pub use outbox::{DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryUpdate};
 pub use pairing::{PairingAdmission, PairingAsk, PairingRecord};
 pub use parts::{
     ClusterStore, CronStore, OutboxStore, PairingStore, RunStore, SessionReads, SessionStore, Store,
 };
 pub use postgres::{PgOptions, PgStore};
-pub use runs::{DeliverInput, RunInput};
+pub use runs::{DeliverInput, RunInput, RunQuery};
 pub use sqlite::SqliteStore;
 pub use subagents::{SubagentRecord, SubagentState};
 

@@ -15,8 +15,8 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::{
     Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
     EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
-    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunRecord, SessionEntry, SessionLock,
-    StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry,
+    SessionLock, StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -85,6 +85,8 @@ pub trait RunStore: Send + Sync {
     /// whose message has not reached the transcript yet, in the order they were submitted, each
     /// with its stored input (`None` once it started).
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>>;
+    /// A page of the runs of some sessions, newest first ([`RunQuery`]).
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, Vec<RunRecord>>;
 
     /// Stores a sub-agent record (insert or replace by child key).
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()>;

@@ -33,3 +33,16 @@ pub struct DeliverInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<DeliveryContext>,
 }
+
+/// Which runs [`RunStore::list_runs`] answers: those of the sessions whose key is `key` (or
+/// starts with it, with `prefix`), newest first, after `before` (the last run of the previous
+/// page: its `created_at` and id), at most `limit`.
+///
+/// [`RunStore::list_runs`]: crate::store::RunStore::list_runs
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunQuery {
+    pub key: String,
+    pub prefix: bool,
+    pub before: Option<(i64, String)>,
+    pub limit: usize,
+}

@@ -1,4 +1,4 @@
-//! The client side of A2A (SPEC §10a, docs/a2a-client.md): a switchboard agent messages a remote
+//! The client side of A2A (SPEC §10a, docs/a2a.md): a switchboard agent messages a remote
 //! A2A agent through `sessions_send` with `sessionKey: "a2a:<remote>"`. The key test runs the
 //! other side's own code — a tiny agent built with the official Python SDK (`a2a-sdk`, pinned,
 //! installed once into a venv under the target dir) — and the failure cases run against
@@ -113,7 +113,7 @@ fn sdk_python(test: &str) -> Option<std::path::PathBuf> {
         Err(Missing(why)) => {
             switchboard_testkit::not_run(&format!(
                 "A2A client test {test} NOT RUN: {why} (.ci/run installs it; see \
-                 docs/a2a-client.md)"
+                 docs/a2a.md)"
             ));
             None
         }

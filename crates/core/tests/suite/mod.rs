@@ -1,5 +1,6 @@
 mod a2a_client;
 mod a2a_faults;
+mod a2a_push;
 mod attachments;
 mod bus;
 mod cron;

@@ -1,3 +1,4 @@
+mod a2a;
 mod access;
 mod browser;
 mod channels;

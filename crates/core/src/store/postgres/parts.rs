@@ -17,9 +17,9 @@ use crate::keys::SessionKey;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunRecord,
-    RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture, StoredMessage,
-    SubagentRecord, WriteOp, WriteOutcome,
+    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
+    RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
+    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{Cluster, Orphans, StoreError, StoreHealth};
 
@@ -151,6 +151,13 @@ impl RunStore for PgStore {
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
         self.claim(|db| Box::pin(cluster::claim_runs(db)))
+    }
+
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+        self.read(move |db| {
+            let query = query.clone();
+            Box::pin(async move { queries::list_runs(db, &query).await })
+        })
     }
 
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {

@@ -11,8 +11,8 @@ use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, WRITE_ENTRY};
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord,
-    SessionEntry, StoreError, StoredMessage,
+    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
+    RunRecord, SessionEntry, StoreError, StoredMessage,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {
@@ -307,6 +307,17 @@ pub(super) async fn get_run(db: &Db<'_>, run_id: &str) -> Result<Option<RunRecor
         .await?
         .map(|row| run_from_row(&row))
         .transpose()
+}
+
+/// A page of the runs of some sessions ([`RunQuery`]).
+pub(super) async fn list_runs(db: &Db<'_>, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+    let (page, values) = work::runs_page(query);
+    let sql = format!("SELECT {} FROM runs {page}", run_columns());
+    db.query_with(&sql, &values)
+        .await?
+        .iter()
+        .map(run_from_row)
+        .collect()
 }
 
 pub(super) async fn get_run_by_idempotency(

@@ -4,7 +4,7 @@
 
 use crate::keys::SessionKey;
 use crate::store::dialect::{Dialect, Param};
-use crate::store::{DeliveryUpdate, RunInput, RunRecord, StoreError};
+use crate::store::{DeliveryUpdate, RunInput, RunQuery, RunRecord, StoreError};
 
 /// The refusal of a run whose idempotency key another run holds.
 pub(crate) fn idempotency_taken(run: &RunRecord) -> StoreError {
@@ -137,6 +137,35 @@ pub(crate) fn exchanges_page(
         None => (
             "ORDER BY created_at DESC, id DESC LIMIT ?1",
             vec![limit.into()],
+        ),
+    }
+}
+
+/// What follows `SELECT <columns> FROM runs` to answer a [`RunQuery`], with its values. A
+/// prefix is compared with `substr`, not `LIKE`, so `%` and `_` in a key are plain characters.
+pub(crate) fn runs_page(query: &RunQuery) -> (&'static str, Vec<Param>) {
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let key: Param = query.key.clone().into();
+    match (&query.before, query.prefix) {
+        (None, false) => (
+            "WHERE session_key = ?1 ORDER BY created_at DESC, run_id DESC LIMIT ?2",
+            vec![key, limit.into()],
+        ),
+        (None, true) => (
+            "WHERE substr(session_key, 1, length(CAST(?1 AS TEXT))) = ?1 \
+             ORDER BY created_at DESC, run_id DESC LIMIT ?2",
+            vec![key, limit.into()],
+        ),
+        (Some((at, id)), false) => (
+            "WHERE session_key = ?1 AND (created_at < ?2 OR (created_at = ?2 AND run_id < ?3)) \
+             ORDER BY created_at DESC, run_id DESC LIMIT ?4",
+            vec![key, (*at).into(), id.clone().into(), limit.into()],
+        ),
+        (Some((at, id)), true) => (
+            "WHERE substr(session_key, 1, length(CAST(?1 AS TEXT))) = ?1 \
+             AND (created_at < ?2 OR (created_at = ?2 AND run_id < ?3)) \
+             ORDER BY created_at DESC, run_id DESC LIMIT ?4",
+            vec![key, (*at).into(), id.clone().into(), limit.into()],
         ),
     }
 }

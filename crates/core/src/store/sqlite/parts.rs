@@ -11,9 +11,9 @@ use crate::keys::SessionKey;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunRecord,
-    RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture, StoredMessage,
-    SubagentRecord, WriteOp, WriteOutcome,
+    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
+    RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
+    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{StoreHealth, mirror};
 
@@ -125,6 +125,10 @@ impl RunStore for SqliteStore {
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
         self.read(queries::live_runs)
+    }
+
+    fn list_runs(&self, query: RunQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+        self.read(move |c| queries::list_runs(c, &query))
     }
 
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {

@@ -12,8 +12,8 @@ use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, WR
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunRecord,
-    SessionEntry, StoreError, StoredMessage,
+    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
+    RunRecord, SessionEntry, StoreError, StoredMessage,
 };
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
@@ -328,6 +328,13 @@ pub(super) fn get_run_by_idempotency(
 ) -> Result<Option<RunRecord>, StoreError> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?1");
     first(conn, &sql, [key], |r| rows::run(r))
+}
+
+/// A page of the runs of some sessions ([`RunQuery`]).
+pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+    let (page, values) = work::runs_page(query);
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs {page}");
+    all(conn, &sql, bind(&values), |r| rows::run(r))
 }
 
 /// Runs still `queued` or `running`, and runs aborted while queued whose message is still only

@@ -200,6 +200,13 @@ impl RunStore for FailingStore {
         self.inner.live_runs()
     }
 
+    fn list_runs(
+        &self,
+        query: switchboard_core::store::RunQuery,
+    ) -> StoreFuture<'_, Vec<RunRecord>> {
+        self.inner.list_runs(query)
+    }
+
     fn put_subagent(&self, record: SubagentRecord) -> StoreFuture<'_, ()> {
         self.inner.put_subagent(record)
     }

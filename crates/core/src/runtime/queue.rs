@@ -280,9 +280,14 @@ impl Runtime {
                 }
             };
             let run_id = next.run_id.clone();
-            let ran = AssertUnwindSafe(run::execute(&self, next))
-                .catch_unwind()
-                .await;
+            // Every line the run logs carries its ids (JSON logs: the `span` object).
+            let span = tracing::info_span!("run", run_id = %run_id, session = %session_key);
+            let ran = AssertUnwindSafe(tracing::Instrument::instrument(
+                run::execute(&self, next),
+                span,
+            ))
+            .catch_unwind()
+            .await;
             if ran.is_err() {
                 run::recover_panicked(&self, &run_id).await;
             }

@@ -120,6 +120,23 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
         "{names:?}"
     );
     assert_eq!(seen.total(measure::MODEL_CALL_TIME, &[]), 1.0, "{names:?}");
+    assert_eq!(
+        seen.total(measure::TURNS, &["agent=main"]),
+        1.0,
+        "{names:?}"
+    );
+    // The scripted model counts the words: the prompt's tokens in, the reply's out.
+    assert!(
+        seen.total(
+            measure::TOKENS,
+            &["agent=main", "direction=input", "model=scripted"]
+        ) >= 1.0,
+        "{names:?}"
+    );
+    assert!(
+        seen.total(measure::TOKENS, &["agent=main", "direction=output"]) >= 1.0,
+        "{names:?}"
+    );
     assert!(
         seen.total(measure::STORE_OPS, &["op=write", "outcome=ok"]) >= 2.0,
         "{names:?}"

@@ -116,6 +116,24 @@ async fn promtool_accepts_the_scrape_and_a_real_prometheus_sees_a_run_counted() 
         "{targets}\n{}",
         prometheus.log()
     );
+    // Every query of the Grafana dashboard in docs/ is one this Prometheus accepts.
+    let dashboard =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grafana-dashboard.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(dashboard).unwrap()).unwrap();
+    let queries: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().unwrap())
+        .map(|target| target["expr"].as_str().unwrap())
+        .collect();
+    assert!(queries.len() >= 10, "{dashboard}");
+    for query in queries {
+        if let Err(e) = prometheus.query(query).await {
+            panic!("the dashboard's query {query:?} is refused: {e}");
+        }
+    }
     gateway.stop();
 }
 

@@ -150,3 +150,52 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
         "no session key is a label: {names:?}"
     );
 }
+
+#[test]
+fn a_failed_model_counts_its_error_kind_and_the_fallback_that_took_the_turn() {
+    let seen = Seen::default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut config = Config::default();
+    config.agents.defaults.model = switchboard_core::config::ModelRef {
+        primary: "builtin/scripted".into(),
+        fallbacks: vec!["builtin/echo".into()],
+    };
+    let ended = metrics::with_local_recorder(&seen, || {
+        rt.block_on(async {
+            let w = TestEngine::open(config).await;
+            let record = w.turn("main", "@error upstream exploded").await;
+            w.engine.close().await;
+            record
+        })
+    });
+    // The echo model took the turn: the run ends well.
+    assert_eq!(ended.status, RunStatus::Ok);
+    let names = seen.names();
+    assert!(
+        seen.total(measure::MODEL_CALLS, &["model=scripted", "outcome=server"]) >= 1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(measure::MODEL_CALLS, &["model=echo", "outcome=ok"]),
+        1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(
+            measure::MODEL_FALLBACKS,
+            &["from=builtin/scripted", "to=builtin/echo"]
+        ),
+        1.0,
+        "{names:?}"
+    );
+    // Every attempt after the first is counted as a retry.
+    let calls = seen.total(measure::MODEL_CALLS, &["model=scripted"]);
+    assert_eq!(
+        seen.total(measure::MODEL_RETRIES, &["provider=builtin"]),
+        calls - 1.0,
+        "{names:?}"
+    );
+}

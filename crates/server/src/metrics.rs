@@ -129,6 +129,7 @@ pub fn admits(
 pub async fn scrape(
     State(state): State<Arc<ServerState>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    pending: Option<Extension<crate::admission::Pending>>,
     headers: HeaderMap,
 ) -> Response {
     let config = &state.engine.config().observability.metrics;
@@ -152,6 +153,8 @@ pub async fn scrape(
         };
         return crate::http::failure(refused.status, code, refused.message.into());
     }
+    // A scraper keeps its connection: admitted, it no longer counts as waiting to authenticate.
+    crate::admission::authenticated(pending.as_ref());
     let mut body = exporter.handle.render();
     body.push_str(&render(&mirror(&state).await));
     ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response()

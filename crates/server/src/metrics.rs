@@ -204,7 +204,7 @@ fn escape(value: &str) -> String {
 async fn mirror(state: &ServerState) -> Vec<Reading> {
     let mut readings = vec![Reading {
         name: mirrored::WEBSOCKET_CLIENTS,
-        help: "Connected WebSocket clients that completed the handshake.",
+        help: "Open WebSocket connections.",
         labels: Vec::new(),
         value: state.connections() as f64,
     }];

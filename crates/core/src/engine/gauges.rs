@@ -17,7 +17,7 @@ const PENDING_COUNTED: usize = 10_000;
 pub mod mirrored {
     /// Deliveries waiting in the outbox, by channel (from the store; at most the first 10 000).
     pub const OUTBOX_PENDING: &str = "switchboard_outbox_pending";
-    /// Connected WebSocket clients that completed the handshake (the server's own).
+    /// Open WebSocket connections (the server's own count).
     pub const WEBSOCKET_CLIENTS: &str = "switchboard_websocket_clients";
     /// Configured channel accounts, by channel and state (`off`, `starting`, `failed`, the
     /// word of a running one such as `polling`; `enabled`/`disabled` for a channel without

@@ -11,7 +11,7 @@ use metrics::{
 };
 use switchboard_core::config::Config;
 use switchboard_core::measure;
-use switchboard_core::store::RunStatus;
+use switchboard_core::store::{RunRecord, RunStatus};
 
 use super::support::TestEngine;
 
@@ -85,8 +85,8 @@ impl Recorder for Seen {
     }
 }
 
-#[test]
-fn a_turn_is_measured_at_every_seam_it_crosses() {
+/// One turn of `message` on an engine of `config`, and what it recorded.
+fn measured(config: Config, message: &str) -> (RunRecord, Seen) {
     let seen = Seen::default();
     // A local recorder sees what this thread records: the engine runs on a runtime of this
     // thread only.
@@ -96,12 +96,18 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
         .unwrap();
     let ended = metrics::with_local_recorder(&seen, || {
         rt.block_on(async {
-            let w = TestEngine::open(Config::default()).await;
-            let record = w.turn("main", "@reply measured").await;
+            let w = TestEngine::open(config).await;
+            let record = w.turn("main", message).await;
             w.engine.close().await;
             record
         })
     });
+    (ended, seen)
+}
+
+#[test]
+fn a_turn_is_measured_at_every_seam_it_crosses() {
+    let (ended, seen) = measured(Config::default(), "@reply measured");
     assert_eq!(ended.status, RunStatus::Ok);
     let names = seen.names();
     assert_eq!(
@@ -153,24 +159,12 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
 
 #[test]
 fn a_failed_model_counts_its_error_kind_and_the_fallback_that_took_the_turn() {
-    let seen = Seen::default();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let mut config = Config::default();
     config.agents.defaults.model = switchboard_core::config::ModelRef {
         primary: "builtin/scripted".into(),
         fallbacks: vec!["builtin/echo".into()],
     };
-    let ended = metrics::with_local_recorder(&seen, || {
-        rt.block_on(async {
-            let w = TestEngine::open(config).await;
-            let record = w.turn("main", "@error upstream exploded").await;
-            w.engine.close().await;
-            record
-        })
-    });
+    let (ended, seen) = measured(config, "@error upstream exploded");
     // The echo model took the turn: the run ends well.
     assert_eq!(ended.status, RunStatus::Ok);
     let names = seen.names();

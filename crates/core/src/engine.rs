@@ -543,7 +543,7 @@ impl Engine {
     /// The gauges that mirror the engine's state (`GET /metrics` reads them at each scrape).
     pub async fn mirrored_gauges(&self) -> Vec<gauges::Reading> {
         let channels = self.channels().statuses();
-        gauges::read(self.store.as_ref(), &self.config, &channels).await
+        gauges::read(self.store.as_ref(), &self.config, &self.runtime, &channels).await
     }
 
     /// Reads served by the store since the engine opened (see [`Store::reads`]).

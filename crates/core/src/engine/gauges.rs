@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::channel::ChannelStatus;
 use crate::config::Config;
+use crate::runtime::Runtime;
 use crate::runtime::lanes::Lanes;
 use crate::store::{DeliveryQuery, DeliveryStatus, Store, StoreState};
 
@@ -25,6 +26,10 @@ pub mod mirrored {
     pub const CHANNEL_ACCOUNTS: &str = "switchboard_channel_accounts";
     /// Slots of each lane (its configured size), by lane.
     pub const LANE_SLOTS: &str = "switchboard_lane_slots";
+    /// Sessions with a run active (executing or waiting for a lane slot).
+    pub const SESSIONS_ACTIVE: &str = "switchboard_sessions_active";
+    /// Runs queued behind their session's active run (runs of a session never overlap).
+    pub const SESSION_QUEUED: &str = "switchboard_session_queued_runs";
     /// Gateways sharing the store (1 alone).
     pub const CLUSTER_MEMBERS: &str = "switchboard_cluster_members";
     /// 1 while this gateway holds its lease (may start new work), else 0.
@@ -60,8 +65,24 @@ impl Reading {
 
 /// Every mirrored gauge. The store is not read while it is unreachable (the scrape would wait
 /// for it): the outbox and cluster gauges are left out then.
-pub async fn read(store: &dyn Store, config: &Config, channels: &[ChannelStatus]) -> Vec<Reading> {
+pub async fn read(
+    store: &dyn Store,
+    config: &Config,
+    runtime: &Runtime,
+    channels: &[ChannelStatus],
+) -> Vec<Reading> {
     let mut readings = lane_slots(config);
+    let (active, queued) = runtime.queue_depth();
+    readings.push(Reading::new(
+        mirrored::SESSIONS_ACTIVE,
+        "Sessions with a run active (executing or waiting for a lane slot).",
+        active as f64,
+    ));
+    readings.push(Reading::new(
+        mirrored::SESSION_QUEUED,
+        "Runs queued behind their session's active run.",
+        queued as f64,
+    ));
     readings.extend(channel_accounts(channels));
     if store.health().state != StoreState::Unreachable {
         readings.extend(stored(store).await);

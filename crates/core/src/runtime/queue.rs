@@ -41,6 +41,13 @@ pub(super) struct Queued {
 }
 
 impl Runtime {
+    /// Sessions with a run active now, and runs queued behind them (a metric).
+    pub fn queue_depth(&self) -> (usize, usize) {
+        let queues = lock(&self.inner.queues);
+        let active = queues.values().filter(|q| q.active.is_some()).count();
+        (active, queues.values().map(|q| q.pending.len()).sum())
+    }
+
     /// Stores a queued run with everything it needs to start (its message, stamped now) and
     /// puts it in its session's queue. Answers once that is committed: an acknowledged run
     /// starts even after a restart. A repeated `idempotency_key` answers the first run and does

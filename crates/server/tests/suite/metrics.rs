@@ -5,8 +5,10 @@
 use std::net::SocketAddr;
 
 use pretty_assertions::assert_eq;
+use serde_json::json;
 use switchboard_core::Engine;
 use switchboard_core::config::{Config, MetricsAuth};
+use switchboard_server::client::GatewayClient;
 use switchboard_server::metrics::Exporter;
 use switchboard_server::{GatewayAuth, ServerState};
 
@@ -97,4 +99,41 @@ async fn switched_off_there_is_no_metrics_door() {
     let off = raw_http(addr, &scrape("127.0.0.1", Some(TOKEN))).await;
     assert_eq!(off.status, 404, "{}", off.body);
     assert!(!off.body.contains("switchboard_"), "{}", off.body);
+}
+
+#[tokio::test]
+async fn the_session_queue_and_the_connections_are_read_at_the_scrape() {
+    let (addr, _dir) = gateway(Config::default()).await;
+    let mut client = GatewayClient::connect(&format!("ws://{addr}"), Some(TOKEN))
+        .await
+        .unwrap();
+    // The first run holds the session; the second waits behind it.
+    for message in ["@delay 60000\n@reply first", "@reply second"] {
+        client
+            .request(
+                "chat.send",
+                json!({"sessionKey": "main", "message": message, "idempotencyKey": message}),
+            )
+            .await
+            .unwrap();
+    }
+    let mut body = String::new();
+    for _ in 0..200 {
+        body = raw_http(addr, &scrape("127.0.0.1", Some(TOKEN))).await.body;
+        if body.contains("switchboard_session_queued_runs 1\n") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for series in [
+        "switchboard_session_queued_runs 1\n",
+        "switchboard_sessions_active 1\n",
+        "switchboard_websocket_clients 1\n",
+    ] {
+        assert!(body.contains(series), "{series:?} is not in:\n{body}");
+    }
+    client
+        .request("chat.abort", json!({"sessionKey": "main"}))
+        .await
+        .unwrap();
 }

@@ -137,6 +137,34 @@ async fn promtool_accepts_the_scrape_and_a_real_prometheus_sees_a_run_counted() 
     gateway.stop();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_prometheus_scrapes_a_loopback_only_gateway_without_a_token() {
+    let home = tempfile::tempdir().unwrap();
+    let config = r#"{ observability: { metrics: { auth: "loopback" } } }"#;
+    std::fs::write(home.path().join("config.json5"), config).unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let target = http_base(&gateway)
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let prometheus = match Prometheus::start(target, ScrapeAuth::None).await {
+        Ok(prometheus) => prometheus,
+        Err(why) => {
+            switchboard_testkit::not_run(&format!("Prometheus test NOT RUN: {why}"));
+            return;
+        }
+    };
+    until(async || {
+        let slots = prometheus
+            .query("switchboard_lane_slots{lane=\"main\"}")
+            .await
+            .ok()?;
+        (first_value(&slots).as_deref() == Some("4")).then_some(())
+    })
+    .await;
+    gateway.stop();
+}
+
 const GATEWAY_TOKEN: &str = "gw-secret-3f9a1c77d2e84b51";
 const PROVIDER_KEY: &str = "sk-provider-secret-8d41e0b2c9";
 const BOT_TOKEN: &str = "987654:telegram-secret-5be2a9c0f1";

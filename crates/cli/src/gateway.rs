@@ -40,12 +40,23 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     let addr = SocketAddr::new(config.gateway.bind.ip(), config.gateway.port);
     let auth = GatewayAuth::load_or_create(&config, &home)
         .with_context(|| format!("reading or creating the token in {}", home.display()))?;
+    // Before the engine opens, so its first store operations count.
+    let exporter = match config.observability.metrics.enabled {
+        true => Some(
+            switchboard_server::metrics::Exporter::install()
+                .context("starting the metrics exporter (observability.metrics)")?,
+        ),
+        false => None,
+    };
     let engine = Engine::open(&home, config)
         .await
         .with_context(|| format!("opening the store in {}", home.display()))?;
     engine.cron().start();
     engine.start_channels();
     let state = ServerState::new(engine.clone(), auth.clone());
+    if let Some(exporter) = exporter {
+        state.export_metrics(exporter);
+    }
     let (local, listener) = switchboard_server::bind(state.clone(), addr).await?;
     // Recorded before the banner: whoever reads the banner finds it.
     let reachable = match local.ip().is_unspecified() {
@@ -61,6 +72,10 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     outln!("  rpc:    http://{local}/rpc   health: http://{local}/health");
     outln!("  token:  {}", auth.source);
     outln!("  state:  {}", home.display());
+    if engine.config().observability.metrics.enabled {
+        let auth = engine.config().observability.metrics.auth;
+        outln!("  metrics: http://{local}/metrics  (auth: {auth})");
+    }
     tracing::info!(%local, "gateway ready");
     // The shutdown sequence (docs/architecture.md): on the signal the server stops accepting and
     // closes its connections while the engine lets runs finish for the grace period, then aborts

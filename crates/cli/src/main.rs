@@ -27,6 +27,7 @@ use std::io::IsTerminal;
 
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use switchboard_core::config::LogFormat;
 
 #[derive(Parser)]
 #[command(name = "switchboard", version, about = "An agent-session gateway")]
@@ -161,11 +162,19 @@ fn main() -> std::process::ExitCode {
     };
     // Colour only on a terminal (and not under NO_COLOR): a log file or a pipe gets plain text.
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
+    let format = match cli.command {
+        Command::Gateway(_) => cli.global.log_format(),
+        _ => LogFormat::Text,
+    };
+    let log = tracing_subscriber::fmt()
         .with_env_filter(log_filter(default_level))
-        .with_writer(|| switchboard_server::logs::Tee)
-        .with_ansi(colour)
-        .init();
+        .with_writer(|| switchboard_server::logs::Tee);
+    match format {
+        // One object a line: the event's fields at the top, the run's span (its run and
+        // session ids) under `span`.
+        LogFormat::Json => log.json().flatten_event(true).with_span_list(false).init(),
+        LogFormat::Text => log.with_ansi(colour).init(),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

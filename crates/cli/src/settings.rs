@@ -74,6 +74,15 @@ impl GlobalArgs {
             .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
+    /// `logging.format` of the config file, read before anything is logged. A file that does
+    /// not load gives the default: the full load that follows reports what is wrong with it.
+    pub fn log_format(&self) -> config::LogFormat {
+        let (path, _) = self.config_path();
+        config::load_section(&path, &config::process_env, "logging")
+            .map(|loaded| loaded.config.logging.format)
+            .unwrap_or_default()
+    }
+
     /// URL and token of the gateway that client commands talk to.
     pub fn target(&self) -> Result<(String, Option<String>)> {
         let (path, named) = self.config_path();

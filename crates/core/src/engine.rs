@@ -27,6 +27,8 @@
 //! are waited for; the store's writer commits what it holds and stops. A restart after it finds
 //! nothing interrupted.
 
+pub mod gauges;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -574,6 +576,12 @@ impl Engine {
 
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// The gauges that mirror the engine's state (`GET /metrics` reads them at each scrape).
+    pub async fn mirrored_gauges(&self) -> Vec<gauges::Reading> {
+        let channels = self.channels().statuses();
+        gauges::read(self.store.as_ref(), &self.config, &self.runtime, &channels).await
     }
 
     /// Reads served by the store since the engine opened (see [`Store::reads`]).

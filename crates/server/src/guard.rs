@@ -125,7 +125,7 @@ fn origin_host(origin: &str) -> Option<&str> {
 }
 
 /// Whether a `Host` header names this machine: `localhost`, a loopback IP, with any port.
-fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => host.rsplit_once(':').map_or(host, |(name, _)| name),

@@ -22,6 +22,7 @@ mod listen;
 pub mod logs;
 pub mod mcp;
 pub mod methods;
+pub mod metrics;
 pub mod web;
 mod ws;
 
@@ -63,6 +64,8 @@ pub struct ServerState {
     /// The port the gateway listens on, once [`serve`] has its listener (browser origins of
     /// this port are the gateway's own).
     port: std::sync::OnceLock<u16>,
+    /// What `GET /metrics` renders, once the binary installed it ([`ServerState::export_metrics`]).
+    metrics: std::sync::OnceLock<metrics::Exporter>,
 }
 
 impl ServerState {
@@ -98,7 +101,14 @@ impl ServerState {
             connections: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
             port: std::sync::OnceLock::new(),
+            metrics: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Serves `exporter` on `GET /metrics` (while `observability.metrics.enabled`); the first
+    /// one given stays.
+    pub fn export_metrics(&self, exporter: metrics::Exporter) {
+        let _ = self.metrics.set(exporter);
     }
 
     /// The port being served (0 before [`serve`]).
@@ -127,7 +137,7 @@ impl ServerState {
     }
 }
 
-/// The gateway's routes: `/` (the web page, or a WebSocket upgrade), `/ui/<file>`, `POST /rpc`, `GET /health`,
+/// The gateway's routes: `/` (the web page, or a WebSocket upgrade), `/ui/<file>`, `POST /rpc`, `GET /health`, `GET /metrics`,
 /// `POST /channels/webhook/<accountId>`, a channel's HTTP door at `/channels/<name>[/<rest>]`,
 /// `POST /hooks/agent`, `/mcp` (MCP's streamable HTTP), A2A's agent cards and `POST /a2a/<agentId>`.
 pub fn app(state: Arc<ServerState>) -> Router {
@@ -137,6 +147,7 @@ pub fn app(state: Arc<ServerState>) -> Router {
         .route("/ws", get(ws::upgrade))
         .route("/rpc", post(http::rpc))
         .route("/health", get(http::health))
+        .route("/metrics", get(metrics::scrape))
         .route("/channels/webhook/{account}", post(inbound::webhook))
         .route(
             "/channels/{channel}",

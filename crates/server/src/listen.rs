@@ -136,6 +136,10 @@ pub(crate) async fn serve(
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             let serving = pending.serving();
             request.extensions_mut().insert(pending.clone());
+            // Who is asking, for the doors that decide by address (`/metrics` from loopback).
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             let mut router = router.clone();
             let call = tower_service::Service::call(&mut router, request.map(Body::new));
             async move {
@@ -148,7 +152,9 @@ pub(crate) async fn serve(
             .serve_connection(TokioIo::new(tcp), service)
             .with_upgrades();
         let closing = closing.clone();
+        let open = switchboard_core::measure::http_connection();
         connections.spawn(async move {
+            let _open = open;
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => return,

@@ -20,3 +20,11 @@ pub(crate) fn start(command: &mut Command) -> Result<(Child, String), String> {
     }
     Ok((child, line.trim().to_string()))
 }
+
+/// A loopback port nobody listens on now (for a server that takes its port on the command line).
+pub(crate) fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("a free loopback port: {e}"))
+}

@@ -37,6 +37,7 @@ pub mod mcp_servers;
 mod openai;
 mod pairing;
 pub mod postgres;
+pub mod prometheus;
 mod reply;
 pub mod signal;
 pub mod slack;
@@ -531,6 +532,18 @@ pub fn not_run(line: &str) {
         );
     }
     let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// An HTTP client for the test servers (ring as rustls's provider, a 30 s bound per request).
+///
+/// # Panics
+/// If no client can be built (a broken test environment).
+pub(crate) fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap_or_else(|e| panic!("an HTTP client: {e}"))
 }
 
 /// A listener on `127.0.0.1:0` and its address.

@@ -219,7 +219,7 @@ fn launch(name: &str, tls: bool) -> Result<(String, Child, PathBuf), String> {
     let bin = server_binaries().ok_or("PostgreSQL server binaries not found")?;
     let dir = std::env::temp_dir().join(format!("switchboard-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let port = free_port()?;
+    let port = crate::keeper::free_port()?;
     let mut command = Command::new("sh");
     command
         .args(["-c", KEEP, "keeper"])
@@ -262,14 +262,6 @@ fn server_binaries() -> Option<PathBuf> {
         .collect();
     found.sort();
     found.pop().map(|(_, bin)| bin)
-}
-
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
 }
 
 fn is_root() -> bool {

@@ -106,7 +106,7 @@ fn start(tmp: &Path, python: &Path) -> Result<Synapse, String> {
             String::from_utf8_lossy(&generated.stderr)
         ));
     }
-    let port = free_port()?;
+    let port = crate::keeper::free_port()?;
     std::fs::write(dir.join("homeserver.yaml"), config(&dir, port))
         .map_err(|e| format!("writing homeserver.yaml: {e}"))?;
     let mut command = Command::new("sh");
@@ -177,13 +177,6 @@ rc_invites:
     )
 }
 
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("a free loopback port: {e}"))
-}
-
 /// A user of the test homeserver, speaking the client-server API: the "human" side of a test
 /// (or the bot's credentials).
 #[derive(Clone)]
@@ -207,7 +200,7 @@ impl Synapse {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let local = format!("{name}{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let password = format!("pw-{local}-secret");
-        let http = client();
+        let http = crate::http_client();
         let path = format!("{}/_synapse/admin/v1/register", self.url);
         let nonce = answer(http.get(&path)).await["nonce"]
             .as_str()
@@ -238,14 +231,6 @@ impl Synapse {
             http,
         }
     }
-}
-
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap_or_else(|e| panic!("an HTTP client: {e}"))
 }
 
 /// The JSON of a successful answer; panics with the answer otherwise.

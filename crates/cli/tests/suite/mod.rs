@@ -13,6 +13,7 @@ mod logging;
 mod matrix;
 mod mcp;
 mod mcp_tools;
+mod observability;
 mod process;
 mod signal;
 mod slack;

@@ -229,3 +229,28 @@ string_enum! {
     }
     default = Text;
 }
+
+string_enum! {
+    /// `observability.metrics.auth`: who may read `GET /metrics`.
+    pub enum MetricsAuth {
+        /// The gateway's bearer token, as for `POST /rpc` (a scraper sends
+        /// `Authorization: Bearer <token>`).
+        Token = "token",
+        /// Any client connecting from 127.0.0.1 or ::1, without a token (a scraper on the same
+        /// host); every other address is refused.
+        Loopback = "loopback",
+    }
+    default = Token;
+}
+
+string_enum! {
+    /// `logging.format`: how the gateway writes its log lines to standard error.
+    pub enum LogFormat {
+        /// Human-readable lines.
+        Text = "text",
+        /// One JSON object a line, with the fields of the event and of its spans (run and
+        /// session ids where the code has them).
+        Json = "json",
+    }
+    default = Text;
+}

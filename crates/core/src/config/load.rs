@@ -99,6 +99,17 @@ pub fn load_gateway_section(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<LoadedConfig, ConfigError> {
+    load_section(path, env, "gateway")
+}
+
+/// The config file's `section` alone, loaded and checked as [`load_file_or_default`] would (the
+/// rest keeps its defaults): what the binary reads before the rest, such as `logging` to set
+/// up its log before anything is logged.
+pub fn load_section(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    section: &str,
+) -> Result<LoadedConfig, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(source) if source.kind() == std::io::ErrorKind::NotFound => "{}".to_owned(),
@@ -112,7 +123,7 @@ pub fn load_gateway_section(
     let origin = path.display().to_string();
     let mut value = parse_json5(&text, &origin)?;
     if let Value::Object(root) = &mut value {
-        root.retain(|key, _| key == "gateway");
+        root.retain(|key, _| key == section);
     }
     load_value(value, &text, &origin, env)
 }

@@ -23,6 +23,7 @@ mod error;
 mod load;
 mod matrix;
 mod mcp;
+mod observability;
 mod report;
 mod resolve;
 mod signal;
@@ -43,16 +44,19 @@ use serde::{Deserialize, Serialize};
 pub use a2a::{A2aRemote, AgentA2a, is_remote_name};
 pub use chat::GroupSettings;
 pub use choices::{
-    AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, ModelInput, ProviderApi,
-    SandboxMode, SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
+    AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,
+    ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
+    ThinkingLevel,
 };
 pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
 pub use load::{
-    LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_str, process_env,
+    LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_section, load_str,
+    process_env,
 };
 pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
+pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use signal::SignalChannel;
 pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
@@ -99,6 +103,10 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Where sessions, transcripts and runs are kept (SQLite, or a shared PostgreSQL).
     pub store: StoreConfig,
+    /// Metrics (and, later, traces) about the gateway itself.
+    pub observability: ObservabilityConfig,
+    /// The gateway's own log lines.
+    pub logging: LoggingConfig,
 }
 
 /// `gateway`.

@@ -11,8 +11,9 @@ use std::ops::RangeInclusive;
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope,
-    GatewayBind, GroupPolicy, ModelInput, ModelRef, ProviderApi, ProviderConfig, SandboxMode,
-    SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel, ToolPolicy,
+    GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef, ProviderApi,
+    ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
+    ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -89,6 +90,8 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "gateway.bind" => GatewayBind::EXPECTED.to_owned(),
         "gateway.port" => PORT_EXPECTED.to_owned(),
         "gateway.auth.mode" => one_of(AuthMode::NAMES),
+        "observability.metrics.auth" => one_of(MetricsAuth::NAMES),
+        "logging.format" => one_of(LogFormat::NAMES),
         "gateway.maxPayloadBytes" => integer(&MAX_PAYLOAD_BYTES),
         "gateway.shutdownGraceSeconds" => integer(&SHUTDOWN_GRACE_SECONDS),
         "gateway.limits.maxUnauthenticated" | "gateway.limits.maxUnauthenticatedPerAddress" => {

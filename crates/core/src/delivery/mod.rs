@@ -334,7 +334,9 @@ impl Outbox {
             DeliveryStatus::Failed => "failed",
             _ => "retry",
         };
-        crate::measure::outbox_attempt(&record.channel, outcome);
+        let waited = (update.status == DeliveryStatus::Delivered)
+            .then(|| Duration::from_millis(now.saturating_sub(record.created_at).max(0) as u64));
+        crate::measure::outbox_attempt(&record.channel, outcome, waited);
         if update.status == DeliveryStatus::Failed {
             let reason = update.detail.as_deref().unwrap_or_default();
             tracing::warn!(id = %record.id, kind = %record.kind, channel = %record.channel, %reason, "delivery failed");

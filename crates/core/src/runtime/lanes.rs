@@ -51,14 +51,29 @@ impl Lanes {
     /// `main` and `nested` take `agents.defaults.maxConcurrent`, `subagent`
     /// `agents.defaults.subagents.maxConcurrent`, `cron` `cron.maxConcurrentRuns`.
     pub fn from_config(config: &Config) -> Self {
-        let size = |n: u64| Arc::new(Semaphore::new(n.clamp(1, 4096) as usize));
-        let defaults = &config.agents.defaults;
+        let [main, nested, subagent, cron] =
+            Self::sizes(config).map(|(_, n)| Arc::new(Semaphore::new(n)));
         Self {
-            main: size(u64::from(defaults.max_concurrent)),
-            nested: size(u64::from(defaults.max_concurrent)),
-            subagent: size(u64::from(defaults.subagents.max_concurrent)),
-            cron: size(u64::from(config.cron.max_concurrent_runs)),
+            main,
+            nested,
+            subagent,
+            cron,
         }
+    }
+
+    /// How many runs each lane lets compute at once, in [`Lane::ALL`]'s order.
+    pub fn sizes(config: &Config) -> [(Lane, usize); 4] {
+        let size = |n: u64| n.clamp(1, 4096) as usize;
+        let defaults = &config.agents.defaults;
+        [
+            (Lane::Main, size(u64::from(defaults.max_concurrent))),
+            (Lane::Nested, size(u64::from(defaults.max_concurrent))),
+            (
+                Lane::Subagent,
+                size(u64::from(defaults.subagents.max_concurrent)),
+            ),
+            (Lane::Cron, size(u64::from(config.cron.max_concurrent_runs))),
+        ]
     }
 
     fn semaphore(&self, lane: Lane) -> &Arc<Semaphore> {
@@ -73,27 +88,38 @@ impl Lanes {
     /// Waits for a slot on `lane`; the returned holder keeps it while the run computes.
     pub async fn lease(&self, lane: Lane) -> LeaseHolder {
         let semaphore = self.semaphore(lane).clone();
-        let asked = std::time::Instant::now();
-        let permit = acquire(&semaphore).await;
-        crate::measure::lane_waited(lane.as_str(), asked.elapsed());
+        let permit = acquire(&semaphore, lane).await;
         LeaseHolder {
             semaphore,
+            lane,
             permit: Arc::new(Mutex::new(permit)),
         }
     }
 }
 
-async fn acquire(semaphore: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+/// A lane's permit, measured: the run counts as busy on its lane while it holds one.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _busy: crate::measure::LaneSlot,
+}
+
+async fn acquire(semaphore: &Arc<Semaphore>, lane: Lane) -> Option<Slot> {
+    let waiting = crate::measure::lane_asked(lane.as_str());
     // The semaphores are never closed, so this only fails if that changes; a run then goes on
     // without a permit rather than failing.
-    semaphore.clone().acquire_owned().await.ok()
+    let permit = semaphore.clone().acquire_owned().await.ok()?;
+    Some(Slot {
+        _permit: permit,
+        _busy: waiting.granted(),
+    })
 }
 
 /// A run's lane slot, shared with its tool calls so that a waiting tool can hand it back.
 #[derive(Clone)]
 pub struct LeaseHolder {
     semaphore: Arc<Semaphore>,
-    permit: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    lane: Lane,
+    permit: Arc<Mutex<Option<Slot>>>,
 }
 
 impl LeaseHolder {
@@ -101,7 +127,7 @@ impl LeaseHolder {
     pub async fn while_waiting<F: Future>(&self, wait: F) -> F::Output {
         drop(self.permit.lock().await.take());
         let output = wait.await;
-        let permit = acquire(&self.semaphore).await;
+        let permit = acquire(&self.semaphore, self.lane).await;
         *self.permit.lock().await = permit;
         output
     }

@@ -41,6 +41,13 @@ pub(super) struct Queued {
 }
 
 impl Runtime {
+    /// Sessions with a run active now, and runs queued behind them (a metric).
+    pub fn queue_depth(&self) -> (usize, usize) {
+        let queues = lock(&self.inner.queues);
+        let active = queues.values().filter(|q| q.active.is_some()).count();
+        (active, queues.values().map(|q| q.pending.len()).sum())
+    }
+
     /// Stores a queued run with everything it needs to start (its message, stamped now) and
     /// puts it in its session's queue. Answers once that is committed: an acknowledged run
     /// starts even after a restart. A repeated `idempotency_key` answers the first run and does
@@ -280,9 +287,14 @@ impl Runtime {
                 }
             };
             let run_id = next.run_id.clone();
-            let ran = AssertUnwindSafe(run::execute(&self, next))
-                .catch_unwind()
-                .await;
+            // Every line the run logs carries its ids (JSON logs: the `span` object).
+            let span = tracing::info_span!("run", run_id = %run_id, session = %session_key);
+            let ran = AssertUnwindSafe(tracing::Instrument::instrument(
+                run::execute(&self, next),
+                span,
+            ))
+            .catch_unwind()
+            .await;
             if ran.is_err() {
                 run::recover_panicked(&self, &run_id).await;
             }

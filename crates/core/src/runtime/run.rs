@@ -461,6 +461,7 @@ impl Turn<'_> {
             }
             let next = self.fallbacks.remove(0);
             tracing::warn!(from = %self.target.reference, to = %next.reference, %error, "the model failed; its fallback runs the turn");
+            crate::measure::fell_back(&self.target.reference, &next.reference);
             request.model = next.model.clone();
             request.max_tokens = next.max_tokens;
             self.target = next;
@@ -577,6 +578,9 @@ impl Turn<'_> {
             cost_usd = priced["total"].as_f64();
             reply.usage.cost = Some(priced);
         }
+        let (agent, usage) = (self.key.agent_id().unwrap_or("unknown"), &response.usage);
+        let (provider, model) = (&self.target.provider_id, &self.target.model);
+        crate::measure::model_replied(agent, provider, model, usage.input, usage.output, cost_usd);
         let tokens = EntryPatch {
             add_tokens: Some(TokenDelta {
                 input: response.usage.input,

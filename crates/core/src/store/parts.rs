@@ -199,6 +199,10 @@ pub trait ClusterStore: Send + Sync {
     fn bus(&self) -> Option<Arc<dyn Bus>> {
         None
     }
+    /// How many gateways share the store now, this one included (a metric).
+    fn members(&self) -> StoreFuture<'_, u64> {
+        Box::pin(async { Ok(1) })
+    }
 }
 
 /// The whole store: every part, and what spans them — a batch of writes of several parts in

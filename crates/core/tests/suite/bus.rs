@@ -117,3 +117,35 @@ async fn typed_messages_cross_whole_and_a_payload_that_is_not_one_is_skipped() {
     a.close().await;
     b.close().await;
 }
+
+/// The `switchboard_cluster_members` gauge's count: each gateway on the schema is a member
+/// until it closes (its row goes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_members_are_the_gateways_sharing_the_store() {
+    let test = "the_members_are_the_gateways_sharing_the_store";
+    let TestDatabase { url, schema } = match database() {
+        Ok(db) => db,
+        Err(why) => return not_run(test, &why),
+    };
+    let open = |gateway_id: &str| {
+        let options = PgOptions {
+            url: url.clone(),
+            schema: schema.clone(),
+            gateway_id: gateway_id.into(),
+        };
+        async move {
+            PgStore::open(&options, Arc::new(SystemClock))
+                .await
+                .unwrap()
+        }
+    };
+    let a = open("g-a").await;
+    assert_eq!(a.members().await.unwrap(), 1);
+    let b = open("g-b").await;
+    assert_eq!(
+        (a.members().await.unwrap(), b.members().await.unwrap()),
+        (2, 2)
+    );
+    switchboard_core::store::Store::close(&b).await;
+    assert_eq!(a.members().await.unwrap(), 1);
+}

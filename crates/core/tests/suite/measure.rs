@@ -11,7 +11,7 @@ use metrics::{
 };
 use switchboard_core::config::Config;
 use switchboard_core::measure;
-use switchboard_core::store::RunStatus;
+use switchboard_core::store::{RunRecord, RunStatus};
 
 use super::support::TestEngine;
 
@@ -85,8 +85,8 @@ impl Recorder for Seen {
     }
 }
 
-#[test]
-fn a_turn_is_measured_at_every_seam_it_crosses() {
+/// One turn of `message` on an engine of `config`, and what it recorded.
+fn measured(config: Config, message: &str) -> (RunRecord, Seen) {
     let seen = Seen::default();
     // A local recorder sees what this thread records: the engine runs on a runtime of this
     // thread only.
@@ -96,12 +96,18 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
         .unwrap();
     let ended = metrics::with_local_recorder(&seen, || {
         rt.block_on(async {
-            let w = TestEngine::open(Config::default()).await;
-            let record = w.turn("main", "@reply measured").await;
+            let w = TestEngine::open(config).await;
+            let record = w.turn("main", message).await;
             w.engine.close().await;
             record
         })
     });
+    (ended, seen)
+}
+
+#[test]
+fn a_turn_is_measured_at_every_seam_it_crosses() {
+    let (ended, seen) = measured(Config::default(), "@reply measured");
     assert_eq!(ended.status, RunStatus::Ok);
     let names = seen.names();
     assert_eq!(
@@ -120,6 +126,23 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
         "{names:?}"
     );
     assert_eq!(seen.total(measure::MODEL_CALL_TIME, &[]), 1.0, "{names:?}");
+    assert_eq!(
+        seen.total(measure::TURNS, &["agent=main"]),
+        1.0,
+        "{names:?}"
+    );
+    // The scripted model counts the words: the prompt's tokens in, the reply's out.
+    assert!(
+        seen.total(
+            measure::TOKENS,
+            &["agent=main", "direction=input", "model=scripted"]
+        ) >= 1.0,
+        "{names:?}"
+    );
+    assert!(
+        seen.total(measure::TOKENS, &["agent=main", "direction=output"]) >= 1.0,
+        "{names:?}"
+    );
     assert!(
         seen.total(measure::STORE_OPS, &["op=write", "outcome=ok"]) >= 2.0,
         "{names:?}"
@@ -131,5 +154,42 @@ fn a_turn_is_measured_at_every_seam_it_crosses() {
     assert!(
         names.iter().all(|n| !n.contains("agent:main:main")),
         "no session key is a label: {names:?}"
+    );
+}
+
+#[test]
+fn a_failed_model_counts_its_error_kind_and_the_fallback_that_took_the_turn() {
+    let mut config = Config::default();
+    config.agents.defaults.model = switchboard_core::config::ModelRef {
+        primary: "builtin/scripted".into(),
+        fallbacks: vec!["builtin/echo".into()],
+    };
+    let (ended, seen) = measured(config, "@error upstream exploded");
+    // The echo model took the turn: the run ends well.
+    assert_eq!(ended.status, RunStatus::Ok);
+    let names = seen.names();
+    assert!(
+        seen.total(measure::MODEL_CALLS, &["model=scripted", "outcome=server"]) >= 1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(measure::MODEL_CALLS, &["model=echo", "outcome=ok"]),
+        1.0,
+        "{names:?}"
+    );
+    assert_eq!(
+        seen.total(
+            measure::MODEL_FALLBACKS,
+            &["from=builtin/scripted", "to=builtin/echo"]
+        ),
+        1.0,
+        "{names:?}"
+    );
+    // Every attempt after the first is counted as a retry.
+    let calls = seen.total(measure::MODEL_CALLS, &["model=scripted"]);
+    assert_eq!(
+        seen.total(measure::MODEL_RETRIES, &["provider=builtin"]),
+        calls - 1.0,
+        "{names:?}"
     );
 }

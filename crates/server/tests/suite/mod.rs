@@ -10,6 +10,7 @@ mod history;
 mod hygiene;
 mod input_errors;
 mod mcp;
+mod metrics;
 mod policy;
 mod protocol;
 mod reference;

@@ -13,6 +13,8 @@ fn unknown_keys_are_reported_with_full_paths() {
                 list: [ { id: "a" }, { id: "b", colour: "red", tools: { alow: [] } } ] },
       models: { providers: { "eu.openai": { api: "openai-completions", region: "eu" } } },
       bogus: { x: 1 },
+      observability: { metrics: { enabled: true, path: "/m" }, otlp: {} },
+      logging: { level: "debug" },
     }"#;
     let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
     assert_eq!(
@@ -24,7 +26,10 @@ fn unknown_keys_are_reported_with_full_paths() {
             "bogus",
             "gateway.auth.tokn",
             "gateway.prot",
+            "logging.level",
             "models.providers[\"eu.openai\"].region",
+            "observability.metrics.path",
+            "observability.otlp",
         ]
     );
 }
@@ -32,6 +37,14 @@ fn unknown_keys_are_reported_with_full_paths() {
 #[test]
 fn a_bad_value_names_path_value_and_allowed_set() {
     let cases = [
+        (
+            r#"{ observability: { metrics: { auth: "open" } } }"#,
+            r#"line 1: config error at observability.metrics.auth: "open" is not allowed; expected one of "token", "loopback""#,
+        ),
+        (
+            r#"{ logging: { format: "xml" } }"#,
+            r#"line 1: config error at logging.format: "xml" is not allowed; expected one of "text", "json""#,
+        ),
         (
             r#"{ agents: { defaults: { sandbox: { mode: "sometimes" } } } }"#,
             r#"line 1: config error at agents.defaults.sandbox.mode: "sometimes" is not allowed; expected one of "off", "non-main", "all""#,

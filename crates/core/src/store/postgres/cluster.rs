@@ -113,6 +113,13 @@ pub(super) fn heartbeat_sql() -> String {
     )
 }
 
+/// How many gateways hold a row (are alive, as far as the store knows).
+pub(super) async fn members(db: &Db<'_>) -> Result<u64, StoreError> {
+    let row = db.query_one("SELECT count(*) FROM gateways", &[]).await?;
+    let count: i64 = get(&row, 0)?;
+    Ok(count.max(0) as u64)
+}
+
 /// The gateway stops: its row goes, so the others take up its queued work at once.
 pub(super) async fn retire(db: &Db<'_>) -> Result<(), StoreError> {
     db.execute(

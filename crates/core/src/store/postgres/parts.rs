@@ -353,6 +353,10 @@ impl ClusterStore for PgStore {
         Arc::new(self.clone())
     }
 
+    fn members(&self) -> StoreFuture<'_, u64> {
+        self.read(|db| Box::pin(async move { cluster::members(db).await }))
+    }
+
     fn orphans(&self) -> StoreFuture<'_, Orphans> {
         self.claim(|db| {
             Box::pin(async move {

@@ -26,8 +26,8 @@
 //! - Every request is recorded ([`MockLlm::requests`]);
 //!   [`MockLlm::assert_tool_results_answer_tool_calls`] checks the conversations they carried.
 
-pub mod a2a_remote;
 pub mod a2a;
+pub mod a2a_remote;
 mod anthropic;
 mod context;
 pub mod discord;

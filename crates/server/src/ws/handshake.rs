@@ -145,6 +145,7 @@ async fn handshake(
     };
     hello.auth = Some(grant.hello());
     let _ = conn.grant.set(grant);
+    let _ = conn.client_id.set(params.client.id.clone());
     // Before hello-ok leaves: a client that has it may open its next connection at once.
     if let Some(pending) = pending {
         pending.authenticated();

@@ -7,6 +7,14 @@
 //! it afterwards and stayed busy for a run that was over. So a connection holds the events of
 //! the run its own `chat.send` names (the run id is the request's `idempotencyKey`) until that
 //! request is answered, then sends them in order. Other connections are not held.
+//!
+//! Holding is not enough for the reference's TUI: it reads the answer and the run's events in
+//! one read, and the answer only resolves a promise, whose continuation runs after the events
+//! were handled. It then saw the run end while still "sending", and, when the answer's `runId`
+//! was the key it sent, accepted the run afterwards and waited for it forever. Its code takes an
+//! answer whose `runId` differs from its key, for a run it already saw end, as done; so a run
+//! the TUI starts gets the id `tui:<key>` ([`own_run_id`]). The Control UI tracks its own key
+//! and keeps the key as the run id (docs/decisions.md).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,5 +66,64 @@ impl Held {
         let mut held = self.0.lock().await;
         let events = held.remove(run_id).unwrap_or_default();
         (events, held)
+    }
+}
+
+/// The reference TUI's `client.id`.
+const TUI: &str = "openclaw-tui";
+
+/// A `chat.send` from the reference's TUI: its `idempotencyKey` becomes `tui:<key>`, so its
+/// run's id is not the key the TUI sent (see the module's text). The same key still starts
+/// one run: it is prefixed the same way every time.
+pub(super) fn own_run_id(client_id: Option<&String>, req: &mut RequestFrame) {
+    if req.method != "chat.send" || client_id.map(String::as_str) != Some(TUI) {
+        return;
+    }
+    let Some(key) = req
+        .params
+        .as_mut()
+        .and_then(|p| p.get_mut("idempotencyKey"))
+    else {
+        return;
+    };
+    if let Some(text) = key.as_str() {
+        *key = serde_json::Value::String(format!("tui:{text}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn send(method: &str) -> RequestFrame {
+        serde_json::from_value(json!({
+            "id": "1", "method": method,
+            "params": {"sessionKey": "main", "message": "hi", "idempotencyKey": "k-1"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_the_tuis_chat_send_gets_a_run_id_of_its_own() {
+        let tui = TUI.to_string();
+        let mut from_tui = send("chat.send");
+        own_run_id(Some(&tui), &mut from_tui);
+        assert_eq!(from_tui.params.unwrap()["idempotencyKey"], "tui:k-1");
+
+        let control_ui = "openclaw-control-ui".to_string();
+        for (client, method) in [
+            (Some(&control_ui), "chat.send"),
+            (None, "chat.send"),
+            (Some(&tui), "agent"),
+        ] {
+            let mut req = send(method);
+            own_run_id(client, &mut req);
+            assert_eq!(
+                req.params.unwrap()["idempotencyKey"],
+                "k-1",
+                "{client:?} {method}"
+            );
+        }
     }
 }

@@ -95,6 +95,8 @@ struct Conn {
     tasks: TaskTracker,
     /// What `connect` granted; unset (nothing granted) until then.
     grant: std::sync::OnceLock<Grant>,
+    /// The client's `client.id` from `connect`.
+    client_id: std::sync::OnceLock<String>,
 }
 
 /// The grant of a connection that has not connected: nothing.
@@ -187,6 +189,7 @@ async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending
         gone: CancellationToken::new(),
         tasks: state.tasks.clone(),
         grant: std::sync::OnceLock::new(),
+        client_id: std::sync::OnceLock::new(),
     });
     if handshake::connect(&state, &conn, conn_id, &mut stream, pending).await {
         serve(&state, &conn, conn_id, &mut stream).await;
@@ -324,7 +327,8 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                     };
                     conn.respond(response).await;
                 }
-                Ok(req) => {
+                Ok(mut req) => {
+                    held::own_run_id(conn.client_id.get(), &mut req);
                     follow_own_runs(state, conn, &req);
                     let held = conn.held.hold(&req).await;
                     let (state, conn) = (state.clone(), conn.clone());

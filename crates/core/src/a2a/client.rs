@@ -11,6 +11,8 @@ use super::wire::{
     AGENT_CARD_PATH, AgentCard, GetTaskParams, JSONRPC_BINDING, Message, RpcRequest, RpcResponse,
     SendConfiguration, SendMessageParams, SendMessageResult, Task, VERSION, VERSION_HEADER,
 };
+use switchboard_protocol::a2a::Method;
+
 use crate::channel::{ChannelError, describe_http_error};
 use crate::config::A2aRemote;
 
@@ -106,21 +108,22 @@ impl Client {
                 accepted_output_modes: vec!["text/plain".into()],
             },
         };
-        self.call(endpoint, "SendMessage", params).await
+        self.call(endpoint, Method::SendMessage, params).await
     }
 
     /// `GetTask`.
     pub async fn get_task(&self, endpoint: &Endpoint<'_>, id: &str) -> Result<Task, ChannelError> {
-        self.call(endpoint, "GetTask", GetTaskParams { id }).await
+        self.call(endpoint, Method::GetTask, GetTaskParams { id })
+            .await
     }
 
     async fn call<P: Serialize, R: DeserializeOwned>(
         &self,
         endpoint: &Endpoint<'_>,
-        method: &'static str,
+        method: Method,
         params: P,
     ) -> Result<R, ChannelError> {
-        let url = &endpoint.url;
+        let (url, method) = (&endpoint.url, method.as_str());
         let id = uuid::Uuid::now_v7().to_string();
         let body = RpcRequest {
             jsonrpc: "2.0",

@@ -1,18 +1,17 @@
 //! The few A2A 1.0 JSON shapes the client speaks (JSON-RPC binding), checked against the
 //! official Python SDK (`a2a-sdk` 1.3.0, whose types are the protocol's protobuf messages in
 //! their JSON form: camelCase fields, enum names such as `TASK_STATE_COMPLETED`, a part's
-//! content as one of `text` / `raw` / `url` / `data`). Private to the client: unknown fields
-//! are ignored, so a remote may send more than is read here.
+//! content as one of `text` / `raw` / `url` / `data`). Private to the client, and more lenient
+//! than the server's types in `switchboard_protocol::a2a` (which refuse what the gateway does
+//! not take): unknown fields, task states and part kinds a remote sends are ignored, so a
+//! remote may send more than is read here. The names (headers, paths, methods) are the
+//! protocol crate's.
 
 use serde::{Deserialize, Serialize};
 
-/// The header that names the protocol version a request speaks.
-pub const VERSION_HEADER: &str = "A2A-Version";
-pub const VERSION: &str = "1.0";
-/// Where a remote serves its agent card, below its base URL.
-pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
-/// `AgentInterface.protocolBinding` of the JSON-RPC binding.
-pub const JSONRPC_BINDING: &str = "JSONRPC";
+pub use switchboard_protocol::a2a::{
+    A2A_VERSION as VERSION, AGENT_CARD_PATH, JSONRPC_BINDING, VERSION_HEADER,
+};
 
 /// A JSON-RPC 2.0 request.
 #[derive(Debug, Serialize)]

@@ -30,6 +30,8 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 /// The protocol binding of the JSON-RPC interface in an agent card.
 pub const JSONRPC_BINDING: &str = "JSONRPC";
+/// Where an agent serves its card, below its base URL.
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

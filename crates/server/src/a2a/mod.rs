@@ -22,14 +22,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
-use switchboard_protocol::a2a::{A2aError, A2aErrorCode, JsonRpcResponse};
+use switchboard_protocol::a2a::{A2aError, A2aErrorCode, AGENT_CARD_PATH, JsonRpcResponse};
 
 use crate::ServerState;
 
 /// The A2A routes.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
     Router::new()
-        .route("/.well-known/agent-card.json", get(default_card))
+        .route(AGENT_CARD_PATH, get(default_card))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
         .route("/a2a/{agent}", post(rpc::call))
         .with_state(state.clone())

@@ -19,6 +19,7 @@ mod demo;
 mod dev;
 mod gateway;
 mod mcp;
+mod otlp;
 mod pairing;
 mod settings;
 mod table;
@@ -152,6 +153,51 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
+/// Logs to standard error (text or JSON lines, `logging.format`) and, for the gateway with
+/// `observability.otlp` set, spans to the collector; answers the trace provider to shut down
+/// at exit.
+fn init_logging(
+    cli: &Cli,
+    default_level: &str,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // Colour only on a terminal (and not under NO_COLOR): a log file or a pipe gets plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let (format, otlp) = match cli.command {
+        Command::Gateway(_) => (cli.global.log_format(), cli.global.otlp()),
+        _ => (LogFormat::Text, Default::default()),
+    };
+    let (spans, provider) = match otlp::layer(&otlp, runtime)? {
+        Some((layer, provider)) => (Some(layer), Some(provider)),
+        None => (None, None),
+    };
+    let registry = tracing_subscriber::registry().with(spans);
+    let log = tracing_subscriber::fmt::layer().with_writer(|| switchboard_server::logs::Tee);
+    match format {
+        // One object a line: the event's fields at the top, the spans it is in under `spans`,
+        // outermost first (a run's: its run, session and trace ids).
+        LogFormat::Json => registry
+            .with(
+                log.json()
+                    .flatten_event(true)
+                    .with_current_span(false)
+                    .with_span_list(true)
+                    .with_filter(log_filter(default_level)),
+            )
+            .init(),
+        LogFormat::Text => registry
+            .with(log.with_ansi(colour).with_filter(log_filter(default_level)))
+            .init(),
+    }
+    if provider.is_some() {
+        tracing::info!(protocol = %otlp.protocol, "traces are exported over OTLP");
+    }
+    Ok(provider)
+}
+
 fn main() -> std::process::ExitCode {
     let cli = parse_cli();
     // An MCP server's stderr usually lands in its client's log: only what needs attention. The
@@ -160,21 +206,6 @@ fn main() -> std::process::ExitCode {
         Command::Mcp(_) => "warn,rmcp=error",
         _ => "info,rmcp=error",
     };
-    // Colour only on a terminal (and not under NO_COLOR): a log file or a pipe gets plain text.
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let format = match cli.command {
-        Command::Gateway(_) => cli.global.log_format(),
-        _ => LogFormat::Text,
-    };
-    let log = tracing_subscriber::fmt()
-        .with_env_filter(log_filter(default_level))
-        .with_writer(|| switchboard_server::logs::Tee);
-    match format {
-        // One object a line: the event's fields at the top, the run's span (its run and
-        // session ids) under `span`.
-        LogFormat::Json => log.json().flatten_event(true).with_span_list(false).init(),
-        LogFormat::Text => log.with_ansi(colour).init(),
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -182,6 +213,13 @@ fn main() -> std::process::ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let traces = match init_logging(&cli, default_level, runtime.handle()) {
+        Ok(traces) => traces,
+        Err(e) => {
+            eprintln!("error: {e:#}");
             return std::process::ExitCode::FAILURE;
         }
     };
@@ -201,6 +239,12 @@ fn main() -> std::process::ExitCode {
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
         }
     });
+    // What the exporter still holds goes out before the process ends.
+    if let Some(provider) = traces
+        && let Err(e) = provider.shutdown()
+    {
+        eprintln!("warning: the last traces were not all exported: {e}");
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -83,6 +83,16 @@ impl GlobalArgs {
             .unwrap_or_default()
     }
 
+    /// `observability.otlp` of the config file, read before anything is logged, as
+    /// [`Self::log_format`] is: a file that does not load gives no traces, and the full load
+    /// that follows says why.
+    pub fn otlp(&self) -> config::OtlpConfig {
+        let (path, _) = self.config_path();
+        config::load_section(&path, &config::process_env, "observability")
+            .map(|loaded| loaded.config.observability.otlp)
+            .unwrap_or_default()
+    }
+
     /// URL and token of the gateway that client commands talk to.
     pub fn target(&self) -> Result<(String, Option<String>)> {
         let (path, named) = self.config_path();

@@ -35,6 +35,7 @@ pub mod sessions;
 pub mod store;
 pub mod subagents;
 pub mod tools;
+pub mod trace;
 pub mod wire;
 
 pub use engine::{Engine, EngineOptions};

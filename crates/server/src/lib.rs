@@ -23,6 +23,7 @@ pub mod logs;
 pub mod mcp;
 pub mod methods;
 pub mod metrics;
+mod traced;
 pub mod web;
 mod ws;
 
@@ -160,6 +161,7 @@ pub fn app(state: Arc<ServerState>) -> Router {
         .route("/hooks/agent", post(inbound::hook))
         .merge(mcp::http::routes(&state))
         .merge(a2a::routes(&state))
+        .layer(axum::middleware::from_fn(traced::http_span))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::browser_check,

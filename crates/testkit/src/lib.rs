@@ -35,6 +35,7 @@ pub mod fuzz;
 mod keeper;
 pub mod mcp_servers;
 mod openai;
+pub mod otlp;
 mod pairing;
 pub mod postgres;
 pub mod prometheus;

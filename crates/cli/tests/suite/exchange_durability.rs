@@ -5,67 +5,31 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 
-use super::process::{GatewayProcess, until};
-
-async fn exchange(client: &mut GatewayClient) -> Option<Value> {
-    let list = client.request("exchanges.list", json!({})).await.ok()?;
-    list["exchanges"].as_array()?.first().cloned()
-}
+use super::process::{
+    GatewayProcess, exchange_config, send_from_main_to_peer, until_exchange_done,
+    until_reply_turn_runs,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_a_reply_back_turn_resumes_the_loop_and_announces_once() {
     let home = tempfile::tempdir().unwrap();
     // One reply-back turn; the announce step posts.
-    std::fs::write(
-        home.path().join("config.json5"),
-        r#"{
-          session: { agentToAgent: { maxPingPongTurns: 1 } },
-          agents: { list: [{ id: "main", default: true,
-            systemPrompt: "@when \"announce step\" @reply Posted: done\n@default @reply ack" }] },
-        }"#,
-    )
-    .unwrap();
+    std::fs::write(home.path().join("config.json5"), exchange_config(1, "")).unwrap();
     let gateway = GatewayProcess::start(home.path());
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    for key in ["main", "peer"] {
-        client
-            .request("sessions.create", json!({"key": key}))
-            .await
-            .unwrap();
-    }
     // The peer's reply is a script for turn 1: main's turn waits 10 s before it answers (time
     // enough to see it running on a loaded machine; it runs again after the restart).
-    client
-        .request(
-            "tools.invoke",
-            json!({"sessionKey": "main", "tool": "sessions_send",
-                   "args": {"sessionKey": "peer", "message": "@reply @delay 10000", "timeoutSeconds": 0}}),
-        )
-        .await
-        .unwrap();
-    until(async || {
-        let x = exchange(&mut client).await?;
-        let run = x["stepRunId"].as_str()?.to_string();
-        let record = client
-            .request("agent.wait", json!({"runId": run, "timeoutMs": 0}))
-            .await
-            .ok()?;
-        (x["state"] == "replying" && record["state"] == "running").then_some(())
-    })
-    .await;
+    send_from_main_to_peer(&mut client, "@reply @delay 10000").await;
+    until_reply_turn_runs(&mut client).await;
     gateway.kill_9();
 
     let gateway = GatewayProcess::start(home.path());
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    let done = until(async || {
-        let x = exchange(&mut client).await?;
-        (x["state"] == "done").then_some(x)
-    })
-    .await;
+    let done = until_exchange_done(&mut client).await;
     assert_eq!(
         (
             done["turn"].clone(),

@@ -20,5 +20,6 @@ mod slack;
 mod spawn;
 mod spawn_durability;
 mod telegram;
+mod traces;
 mod warnings;
 mod web;

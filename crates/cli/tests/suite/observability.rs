@@ -168,9 +168,11 @@ async fn a_real_prometheus_scrapes_a_loopback_only_gateway_without_a_token() {
 const GATEWAY_TOKEN: &str = "gw-secret-3f9a1c77d2e84b51";
 const PROVIDER_KEY: &str = "sk-provider-secret-8d41e0b2c9";
 const BOT_TOKEN: &str = "987654:telegram-secret-5be2a9c0f1";
+const COLLECTOR_KEY: &str = "collector-secret-77c1e9a4b0";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_carry_the_run_ids_and_no_secret_at_any_level() {
+    let receiver = switchboard_testkit::otlp::Receiver::start().await;
     let llm = MockLlm::start().await;
     let telegram = FakeTelegram::start(BOT_TOKEN).await;
     let home = tempfile::tempdir().unwrap();
@@ -178,12 +180,14 @@ async fn json_logs_carry_the_run_ids_and_no_secret_at_any_level() {
         r#"{{
           gateway: {{ auth: {{ token: "{GATEWAY_TOKEN}" }} }},
           logging: {{ format: "json" }},
+          observability: {{ otlp: {{ endpoint: "{}", headers: {{ "x-api-key": "{COLLECTOR_KEY}" }} }} }},
           models: {{ providers: {{ mock: {{ api: "openai-completions", baseUrl: "{}",
             apiKey: "{PROVIDER_KEY}", models: [{{ id: "m", cost: {{ input: 3, output: 15 }} }}] }} }} }},
           agents: {{ defaults: {{ model: "mock/m" }} }},
           channels: {{ telegram: {{ enabled: true, botToken: "{BOT_TOKEN}", apiBase: "{}",
             dmPolicy: "open", pollTimeoutSeconds: 1 }} }},
         }}"#,
+        receiver.endpoint(),
         llm.openai_base_url(),
         telegram.api_base()
     );
@@ -213,22 +217,46 @@ async fn json_logs_carry_the_run_ids_and_no_secret_at_any_level() {
         lines.iter().any(|l| l["level"] == "TRACE") && lines.iter().any(|l| l["level"] == "DEBUG"),
         "RUST_LOG=trace was not honoured:\n{text}"
     );
-    assert!(
-        lines
+    // The run's span, among the spans of a line (outermost first).
+    let run_span = |line: &Value| -> Option<Value> {
+        let spans = line["spans"].as_array()?;
+        spans
             .iter()
-            .any(|l| l["span"]["run_id"] == run_id.as_str()
-                && l["span"]["session"] == "agent:main:main"),
-        "no line carries the run {run_id} and its session:\n{text}"
-    );
+            .find(|s| s["run_id"] == run_id.as_str() && s["session"] == "agent:main:main")
+            .cloned()
+    };
+    let in_run = lines
+        .iter()
+        .find_map(run_span)
+        .unwrap_or_else(|| panic!("no line carries the run {run_id} and its session:\n{text}"));
+    // With traces on, the run's lines carry its trace id too: the one its spans were sent with.
+    let trace_id = in_run["trace_id"].as_str().unwrap_or_default();
+    assert_eq!(trace_id.len(), 32, "{in_run}");
+    let spans = receiver
+        .wait_for("the run's span", |spans| {
+            spans
+                .iter()
+                .any(|s| s.attr("run_id") == Some(run_id.as_str()))
+        })
+        .await;
+    let run_span = spans
+        .iter()
+        .find(|s| s.attr("run_id") == Some(run_id.as_str()))
+        .unwrap();
+    assert_eq!(run_span.trace_id, trace_id);
+    let exported = format!("{spans:?}");
     for secret in [
         GATEWAY_TOKEN,
         PROVIDER_KEY,
         BOT_TOKEN,
+        COLLECTOR_KEY,
         "telegram-secret",
         "provider-secret",
+        "collector-secret",
     ] {
         assert!(!text.contains(secret), "{secret:?} is in the log");
         assert!(!metrics.contains(secret), "{secret:?} is in the metrics");
+        assert!(!exported.contains(secret), "{secret:?} is in a span");
     }
     // Priced by the config's cost (3 and 15 USD per million tokens), labelled by agent and
     // model; no session key is a label.

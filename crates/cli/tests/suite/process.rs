@@ -179,6 +179,80 @@ pub async fn wait_running(client: &mut switchboard_server::client::GatewayClient
         .expect("the run never started");
 }
 
+/// The config of the exchange tests: one agent that answers `ack`, and `Posted: done` in an
+/// exchange's announce step; `turns` reply-back turns. `extra` goes first in the object.
+pub fn exchange_config(turns: u32, extra: &str) -> String {
+    format!(
+        r#"{{ {extra}
+          session: {{ agentToAgent: {{ maxPingPongTurns: {turns} }} }},
+          agents: {{ list: [{{ id: "main", default: true,
+            systemPrompt: "@when \"announce step\" @reply Posted: done\n@default @reply ack" }}] }},
+        }}"#
+    )
+}
+
+/// Creates the sessions `main` and `peer`, and main sends `message` to peer with
+/// `sessions_send` through `tools.invoke`, without waiting: an exchange begins.
+pub async fn send_from_main_to_peer(
+    client: &mut switchboard_server::client::GatewayClient,
+    message: &str,
+) {
+    use serde_json::json;
+    for key in ["main", "peer"] {
+        client
+            .request("sessions.create", json!({"key": key}))
+            .await
+            .unwrap();
+    }
+    client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "sessions_send",
+                   "args": {"sessionKey": "peer", "message": message, "timeoutSeconds": 0}}),
+        )
+        .await
+        .unwrap();
+}
+
+/// The gateway's first agent-to-agent exchange (`exchanges.list`), if there is one.
+pub async fn first_exchange(
+    client: &mut switchboard_server::client::GatewayClient,
+) -> Option<serde_json::Value> {
+    let list = client
+        .request("exchanges.list", serde_json::json!({}))
+        .await
+        .ok()?;
+    list["exchanges"].as_array()?.first().cloned()
+}
+
+/// Waits until the first exchange is in a reply-back turn whose run is running.
+pub async fn until_reply_turn_runs(client: &mut switchboard_server::client::GatewayClient) {
+    until(async || {
+        let x = first_exchange(client).await?;
+        let run = x["stepRunId"].as_str()?.to_string();
+        let record = client
+            .request(
+                "agent.wait",
+                serde_json::json!({"runId": run, "timeoutMs": 0}),
+            )
+            .await
+            .ok()?;
+        (x["state"] == "replying" && record["state"] == "running").then_some(())
+    })
+    .await;
+}
+
+/// Waits until the first exchange is `done`; answers it.
+pub async fn until_exchange_done(
+    client: &mut switchboard_server::client::GatewayClient,
+) -> serde_json::Value {
+    until(async || {
+        let x = first_exchange(client).await?;
+        (x["state"] == "done").then_some(x)
+    })
+    .await
+}
+
 /// Polls `f` until it answers `Some` (a hang guard of two minutes, not a timing).
 pub async fn until<T>(mut f: impl AsyncFnMut() -> Option<T>) -> T {
     for _ in 0..2400 {

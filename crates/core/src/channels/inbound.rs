@@ -111,6 +111,7 @@ impl Inbound {
             ));
         }
         let mut patch = webhook::route_patch(&turn.route);
+        let channel = turn.route.channel.clone();
         if let Some(title) = turn.display_name {
             patch.display_name = Patch::Set(title);
         }
@@ -127,7 +128,9 @@ impl Inbound {
             kind: DeliveryKind::Reply,
             route: Some(turn.route),
         });
-        self.runtime.submit(request).await
+        // A chat message starts a trace (or continues its webhook request's).
+        let span = tracing::info_span!("channel_inbound", otel.name = %format_args!("receive {channel}"), otel.kind = "consumer");
+        tracing::Instrument::instrument(self.runtime.submit(request), span).await
     }
 }
 

@@ -244,6 +244,17 @@ string_enum! {
 }
 
 string_enum! {
+    /// `observability.otlp.protocol`: how traces reach the collector.
+    pub enum OtlpProtocol {
+        /// Protobuf over HTTP, `POST <endpoint>/v1/traces` (OTLP/HTTP).
+        HttpProtobuf = "http/protobuf",
+        /// OTLP over gRPC.
+        Grpc = "grpc",
+    }
+    default = HttpProtobuf;
+}
+
+string_enum! {
     /// `logging.format`: how the gateway writes its log lines to standard error.
     pub enum LogFormat {
         /// Human-readable lines.

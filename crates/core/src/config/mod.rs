@@ -45,8 +45,8 @@ pub use a2a::{A2aRemote, AgentA2a, is_remote_name};
 pub use chat::GroupSettings;
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,
-    ModelInput, ProviderApi, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
-    ThinkingLevel,
+    ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SendAction, SessionScope,
+    SessionToolsVisibility, ThinkingLevel,
 };
 pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
 pub use error::ConfigError;
@@ -56,7 +56,7 @@ pub use load::{
 };
 pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
-pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig};
+pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig, OtlpConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use signal::SignalChannel;
 pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};

@@ -225,6 +225,10 @@ impl Config {
                 *value = REDACTED.to_owned();
             }
         }
+        // A collector's headers carry its API key.
+        for value in copy.observability.otlp.headers.values_mut() {
+            *value = REDACTED.to_owned();
+        }
         // A2A remotes' bearer tokens.
         for agent in &mut copy.agents.list {
             for remote in agent.a2a.remotes.values_mut() {

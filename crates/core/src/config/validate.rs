@@ -11,9 +11,9 @@ use std::ops::RangeInclusive;
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
     AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope,
-    GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef, ProviderApi,
-    ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility, ThinkingLevel,
-    ToolPolicy,
+    GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef, OtlpProtocol,
+    ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
+    ThinkingLevel, ToolPolicy,
 };
 use crate::keys::normalize_agent_id;
 
@@ -91,6 +91,9 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         "gateway.port" => PORT_EXPECTED.to_owned(),
         "gateway.auth.mode" => one_of(AuthMode::NAMES),
         "observability.metrics.auth" => one_of(MetricsAuth::NAMES),
+        "observability.otlp.protocol" => one_of(OtlpProtocol::NAMES),
+        "observability.otlp.endpoint" => URL_EXPECTED.to_owned(),
+        "observability.otlp.sampleRatio" => super::observability::SAMPLE_RATIO_EXPECTED.to_owned(),
         "logging.format" => one_of(LogFormat::NAMES),
         "gateway.maxPayloadBytes" => integer(&MAX_PAYLOAD_BYTES),
         "gateway.shutdownGraceSeconds" => integer(&SHUTDOWN_GRACE_SECONDS),
@@ -175,6 +178,7 @@ pub(crate) fn validate(
     check.mcp(&mut config.mcp);
     check.delivery(config);
     check.store(&config.store);
+    check.observability(&mut config.observability);
     check.problems
 }
 

@@ -408,7 +408,14 @@ impl Cron {
                 route: self.main_route(&job.agent_id).await?,
             });
         }
-        let accepted = self.runtime.submit(request).await?;
+        // A schedule's firing starts a trace of its own; a manual one is part of its request's.
+        let span = match trigger {
+            Trigger::Slot(_) => {
+                tracing::info_span!("cron", otel.name = %format_args!("cron {}", job.id), job = %job.id)
+            }
+            Trigger::Manual => tracing::Span::current(),
+        };
+        let accepted = tracing::Instrument::instrument(self.runtime.submit(request), span).await?;
         let slot = match trigger {
             Trigger::Slot(slot) => Some(slot),
             Trigger::Manual => None,

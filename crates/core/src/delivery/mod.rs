@@ -165,6 +165,7 @@ impl Outbox {
             updated_at: now,
             delivered_at: None,
             parts_sent: 0,
+            trace: crate::trace::current(),
         }
     }
 
@@ -290,7 +291,22 @@ impl Outbox {
     }
 
     /// One attempt; its outcome is written back (with the channel's own writes, in one commit).
+    /// One attempt in its span, in the trace of the work that made the record.
     async fn attempt(&self, record: DeliveryRecord) {
+        let span = tracing::info_span!(
+            "delivery",
+            otel.name = %format_args!("deliver {}", record.channel),
+            otel.kind = "producer",
+            channel = %record.channel,
+            kind = %record.kind,
+            attempt = record.attempts + 1,
+            outcome = tracing::field::Empty,
+        );
+        crate::trace::adopt(&span, record.trace.as_deref());
+        tracing::Instrument::instrument(self.attempt_once(record), span).await;
+    }
+
+    async fn attempt_once(&self, record: DeliveryRecord) {
         let config = &self.config.delivery;
         let attempts = record.attempts + 1;
         let now = self.clock.now_ms();
@@ -337,6 +353,7 @@ impl Outbox {
         let waited = (update.status == DeliveryStatus::Delivered)
             .then(|| Duration::from_millis(now.saturating_sub(record.created_at).max(0) as u64));
         crate::measure::outbox_attempt(&record.channel, outcome, waited);
+        tracing::Span::current().record("outcome", outcome);
         if update.status == DeliveryStatus::Failed {
             let reason = update.detail.as_deref().unwrap_or_default();
             tracing::warn!(id = %record.id, kind = %record.kind, channel = %record.channel, %reason, "delivery failed");

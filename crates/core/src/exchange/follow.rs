@@ -46,8 +46,16 @@ pub(super) struct Driver {
 }
 
 impl Driver {
-    /// Drives the exchange to its end, or until the gateway stops.
-    pub(super) async fn drive(&self, mut x: ExchangeRecord) {
+    /// Drives the exchange to its end, or until the gateway stops. With traces on this is a
+    /// span in the trace of the `sessions_send` that began it, so every reply-back turn and
+    /// the announce are part of that trace, also after a restart.
+    pub(super) async fn drive(&self, x: ExchangeRecord) {
+        let span = tracing::info_span!("exchange", otel.name = "agent_exchange", exchange = %x.id);
+        crate::trace::adopt(&span, x.trace.as_deref());
+        tracing::Instrument::instrument(self.drive_steps(x), span).await;
+    }
+
+    async fn drive_steps(&self, mut x: ExchangeRecord) {
         while !x.state.is_final() {
             match self.advance(&mut x).await {
                 Ok(()) => {}

@@ -131,6 +131,7 @@ impl Exchanges {
             detail: None,
             created_at: now,
             updated_at: now,
+            trace: crate::trace::current(),
             epoch: self.store.cluster().epoch(),
         };
         let driver = self.driver();

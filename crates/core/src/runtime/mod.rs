@@ -91,6 +91,9 @@ pub struct RunRequest {
     /// Writes committed in the same transaction as the run's acknowledgement (an exchange's
     /// record), so neither exists without the other.
     pub commit_with: Vec<WriteOp>,
+    /// The `traceparent` of the span that asked for the run (SPEC §10b); `None` takes the
+    /// current span's when the run is submitted. Stored with the queued run.
+    pub trace: Option<String>,
 }
 
 /// The user-role message of a run, before it has a time.
@@ -140,6 +143,7 @@ impl RunRequest {
             deliver: None,
             run_id: None,
             commit_with: Vec::new(),
+            trace: None,
         }
     }
 
@@ -510,7 +514,7 @@ impl Runtime {
     ) -> ToolOutput {
         let lease = self.inner.lanes.lease(Lane::Main).await;
         let ctx = ToolContext::new(caller, self.clone(), lease, stop_waiting);
-        tool.call(&ctx, arguments).await
+        tool::traced(tool.name(), "", tool.call(&ctx, arguments)).await
     }
 
     /// Refuses new runs from now on, lets live runs (and submits already past the check) go on

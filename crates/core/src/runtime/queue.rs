@@ -111,6 +111,9 @@ impl Runtime {
                 origin: Some(MessageOrigin::run_input(record.run_id.as_str())),
             })
         });
+        if request.trace.is_none() {
+            request.trace = crate::trace::current();
+        }
         let input = input_of(&request, message.clone());
         let mut batch = vec![WriteOp::QueueRun(record.clone(), Box::new(input))];
         batch.append(&mut request.commit_with);
@@ -287,8 +290,7 @@ impl Runtime {
                 }
             };
             let run_id = next.run_id.clone();
-            // Every line the run logs carries its ids (JSON logs: the `span` object).
-            let span = tracing::info_span!("run", run_id = %run_id, session = %session_key);
+            let span = run_span(&run_id, &session_key, next.request.trace.as_deref());
             let ran = AssertUnwindSafe(tracing::Instrument::instrument(
                 run::execute(&self, next),
                 span,
@@ -303,6 +305,27 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The span a run executes in: every line it logs carries its ids (JSON logs: the `span`
+/// object), and with traces on it is the run's span in the trace of the work that asked for it
+/// (OpenTelemetry's GenAI `invoke_agent`).
+fn run_span(run_id: &RunId, session_key: &SessionKey, parent: Option<&str>) -> tracing::Span {
+    let agent = session_key.agent_id().unwrap_or("unknown");
+    let span = tracing::info_span!(
+        "run",
+        run_id = %run_id,
+        session = %session_key,
+        trace_id = tracing::field::Empty,
+        otel.name = %format_args!("invoke_agent {agent}"),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.id = agent,
+    );
+    crate::trace::adopt(&span, parent);
+    if let Some(trace_id) = crate::trace::trace_id(&span) {
+        span.record("trace_id", trace_id);
+    }
+    span
 }
 
 /// What a queued run stores to start after a restart.
@@ -323,6 +346,7 @@ pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>)
             kind: d.kind.to_string(),
             route: d.route.clone(),
         }),
+        trace: request.trace.clone(),
     }
 }
 

@@ -641,7 +641,7 @@ impl Turn<'_> {
         );
         let output = match self.tools.iter().find(|t| t.name() == name) {
             Some(tool) if arguments.is_object() || arguments.is_null() => {
-                tool.call(&self.ctx, arguments).await
+                tool::traced(&name, &id, tool.call(&self.ctx, arguments)).await
             }
             Some(tool) => tool.invalid(match tool::parse_args::<Value>(tool.as_ref(), arguments) {
                 Err(message) => message,

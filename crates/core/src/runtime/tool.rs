@@ -190,6 +190,30 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// Runs a tool call in its span (OpenTelemetry's GenAI `execute_tool <name>`): a run the tool
+/// starts (`sessions_send`, `sessions_spawn`) continues its trace as its child.
+pub(super) async fn traced(
+    name: &str,
+    call_id: &str,
+    call: impl Future<Output = ToolOutput>,
+) -> ToolOutput {
+    let span = tracing::info_span!(
+        "tool_call",
+        otel.name = %format_args!("execute_tool {name}"),
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = call_id,
+        error.type = tracing::field::Empty,
+    );
+    let output = tracing::Instrument::instrument(call, span.clone()).await;
+    if output.is_error {
+        span.record("otel.status_code", "error");
+        span.record("error.type", "tool_error");
+    }
+    output
+}
+
 /// The parameters schema of `P` as models read it (see `switchboard_protocol::session_tools`).
 pub fn schema_for<P: JsonSchema>() -> Value {
     switchboard_protocol::session_tools::tool_schema::<P>()

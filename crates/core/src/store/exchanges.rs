@@ -74,6 +74,9 @@ pub struct ExchangeRecord {
     pub previous_run: Option<RunId>,
     /// Why it failed, or how it ended.
     pub detail: Option<String>,
+    /// The W3C `traceparent` of the span that made it; its own spans continue that trace
+    /// (SPEC §10b). `None` with traces off.
+    pub trace: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
     /// The ownership epoch its driver holds it under (SPEC §4.3): an update commits only while

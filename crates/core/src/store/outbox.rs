@@ -74,6 +74,9 @@ pub struct DeliveryRecord {
     pub next_attempt_at: i64,
     /// Why it failed, was denied or recorded, or the last attempt's error while pending.
     pub detail: Option<String>,
+    /// The W3C `traceparent` of the span that made it; its own spans continue that trace
+    /// (SPEC §10b). `None` with traces off.
+    pub trace: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
     pub delivered_at: Option<i64>,

@@ -23,6 +23,9 @@ pub struct RunInput {
     pub chain: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver: Option<DeliverInput>,
+    /// The `traceparent` the run's span continues (SPEC §10b).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// Where the run's reply goes once it ends.

@@ -55,6 +55,9 @@ pub struct SubagentRecord {
     pub state: SubagentState,
     /// The task run's final status (`ok`, `error`, `timeout`, `aborted`) once it ended.
     pub outcome: Option<String>,
+    /// The W3C `traceparent` of the span that made it; its own spans continue that trace
+    /// (SPEC §10b). `None` with traces off.
+    pub trace: Option<String>,
     pub created_at: i64,
     pub ended_at: Option<i64>,
     /// The announce's outbox record, once made.

@@ -130,6 +130,7 @@ impl Subagents {
             display_name: None,
             spawned_by: Some(spawn.requester.clone()),
         };
+        let trace = crate::trace::current();
         let record = SubagentRecord {
             child_key: child.clone(),
             requester_key: spawn.requester.clone(),
@@ -145,6 +146,7 @@ impl Subagents {
             delivery_id: None,
             archive_at: None,
             archived_at: None,
+            trace: trace.clone(),
             epoch: self.store.cluster().epoch(),
         };
         let model_override = EntryPatch {
@@ -183,17 +185,21 @@ impl Subagents {
             // The record stays: the supervisor announces the failure to the requester.
             tracing::warn!(child = %child, error = %e, "could not queue a sub-agent's task run");
         }
-        self.supervise(child.clone());
+        self.supervise(child.clone(), trace);
         Ok((run_id, child))
     }
 
     /// Follows one sub-agent to the end of its life on its own task. A follow that failed (a
     /// store that did not answer) is tried again from the stored record a few times, as a
     /// restart would; past that, or once the gateway stops, it resumes at the next start.
-    pub(crate) fn supervise(self: &Arc<Self>, child: SessionKey) {
+    /// With traces on, the follow is a span in the trace of the spawn (`trace`), so the
+    /// announce run is part of it.
+    pub(crate) fn supervise(self: &Arc<Self>, child: SessionKey, trace: Option<String>) {
         let subagents = self.clone();
         let busy = self.runtime.busy();
-        self.tasks.spawn(async move {
+        let span = tracing::info_span!("subagent", otel.name = "follow_subagent", child = %child);
+        crate::trace::adopt(&span, trace.as_deref());
+        let follow = async move {
             let mut wait = FOLLOW_WAIT;
             for tries in 1.. {
                 let Err(problem) = subagents.follow(&child).await else {
@@ -211,7 +217,9 @@ impl Subagents {
                 wait *= 2;
             }
             drop(busy);
-        });
+        };
+        self.tasks
+            .spawn(tracing::Instrument::instrument(follow, span));
     }
 
     /// The sub-agents a stopped process left unfinished (read when the engine opens).
@@ -222,7 +230,7 @@ impl Subagents {
     /// Follows each of `records` (from [`Subagents::unfinished`]) to its end.
     pub fn resume(self: &Arc<Self>, records: Vec<SubagentRecord>) {
         for record in records {
-            self.supervise(record.child_key);
+            self.supervise(record.child_key, record.trace);
         }
     }
 

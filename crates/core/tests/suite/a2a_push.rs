@@ -46,6 +46,7 @@ fn pending(id: &str, task: &str, text: String, key: String) -> DeliveryRecord {
         updated_at: 0,
         delivered_at: None,
         parts_sent: 0,
+        trace: None,
     }
 }
 

@@ -356,12 +356,14 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame, hel
         interim_conn.respond_now(ResponseFrame::ok(interim_id.clone(), payload));
     };
     let grant = conn.grant();
-    let response =
-        match methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone).await
-        {
-            Ok(payload) => ResponseFrame::ok(req.id, payload),
-            Err(error) => ResponseFrame::err(req.id, error),
-        };
+    // A span per request (SPEC §10b): the runs it starts are its children.
+    let span = tracing::info_span!("ws_request", otel.name = %format_args!("ws {}", req.method), otel.kind = "server");
+    let dispatched =
+        methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone);
+    let response = match tracing::Instrument::instrument(dispatched, span).await {
+        Ok(payload) => ResponseFrame::ok(req.id, payload),
+        Err(error) => ResponseFrame::err(req.id, error),
+    };
     conn.respond(response).await;
     if let Some(run_id) = held {
         let (events, _newer_wait) = conn.held.release(&run_id).await;

@@ -50,9 +50,21 @@ pub async fn complete_with_retries(
     let mut retry = 0;
     loop {
         let started = std::time::Instant::now();
-        let result = provider.complete(request, &sink).await;
+        let span = call_span(provider.id(), &request.model);
+        let result =
+            tracing::Instrument::instrument(provider.complete(request, &sink), span.clone()).await;
         let outcome = result.as_ref().map_or_else(ProviderError::kind, |_| "ok");
         crate::measure::model_called(provider.id(), &request.model, outcome, started.elapsed());
+        match &result {
+            Ok(response) => {
+                span.record("gen_ai.usage.input_tokens", response.usage.input);
+                span.record("gen_ai.usage.output_tokens", response.usage.output);
+            }
+            Err(_) => {
+                span.record("error.type", outcome);
+                span.record("otel.status_code", "error");
+            }
+        }
         match result {
             Ok(response) => return Ok(response),
             Err(error)
@@ -69,4 +81,21 @@ pub async fn complete_with_retries(
             Err(error) => return Err(error),
         }
     }
+}
+
+/// One model call's span, with OpenTelemetry's GenAI attributes (`chat <model>`); the token
+/// counts and the error kind are recorded when it answers.
+fn call_span(provider: &str, model: &str) -> tracing::Span {
+    tracing::info_span!(
+        "model_call",
+        otel.name = %format_args!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
 }

@@ -211,6 +211,10 @@ ALTER TABLE gateways ADD COLUMN IF NOT EXISTS streak_since BIGINT;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS epoch BIGINT;
 ALTER TABLE subagents ADD COLUMN IF NOT EXISTS epoch BIGINT;
 ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS epoch BIGINT;
+-- The W3C traceparent of the span that made the record (SPEC §10b), when traces are on.
+ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS trace TEXT;
+ALTER TABLE subagents ADD COLUMN IF NOT EXISTS trace TEXT;
+ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS trace TEXT;
 
 CREATE TABLE IF NOT EXISTS channel_cursors (
     name TEXT COLLATE "C" PRIMARY KEY,

@@ -194,9 +194,9 @@ pub(crate) const RUN_UPDATE: &str = "session_id = excluded.session_id, status = 
 /// The columns [`delivery`] reads, in order.
 pub(crate) const DELIVERY_COLUMNS: &str = "id, idempotency_key, kind, session_key, run_id, channel, recipient, \
     account_id, thread_id, body, status, attempts, next_attempt_at, detail, created_at, \
-    updated_at, delivered_at, source_key, parts_sent";
+    updated_at, delivered_at, source_key, parts_sent, trace";
 /// How many columns [`DELIVERY_COLUMNS`] names (a query's extra column comes after them).
-pub(crate) const DELIVERY_COLUMN_COUNT: usize = 19;
+pub(crate) const DELIVERY_COLUMN_COUNT: usize = 20;
 
 /// A row of [`DELIVERY_COLUMNS`] as an outbox record.
 pub(crate) fn delivery(row: &(impl Columns + ?Sized)) -> Result<DeliveryRecord, StoreError> {
@@ -221,6 +221,7 @@ pub(crate) fn delivery(row: &(impl Columns + ?Sized)) -> Result<DeliveryRecord, 
         delivered_at: row.int(16)?,
         source_key: row.text(17)?.map(SessionKey::from_canonical),
         parts_sent: row.req_u32(18)?,
+        trace: row.text(19)?,
     })
 }
 
@@ -246,6 +247,7 @@ pub(crate) fn delivery_params(r: &DeliveryRecord) -> Vec<Param> {
         r.delivered_at.into(),
         r.source_key.as_deref().into(),
         i64::from(r.parts_sent).into(),
+        r.trace.clone().into(),
     ]
 }
 
@@ -307,9 +309,9 @@ pub(crate) fn pairing(row: &(impl Columns + ?Sized)) -> Result<PairingRecord, St
 
 /// The columns [`exchange`] reads, in order.
 pub(crate) const EXCHANGE_COLUMNS: &str = "id, requester_key, requester_run, target_key, message, chain, state, turn, \
-    step_run, attempt, round1, latest, previous_run, detail, created_at, updated_at";
+    step_run, attempt, round1, latest, previous_run, detail, created_at, updated_at, trace";
 /// How many columns [`EXCHANGE_COLUMNS`] names.
-pub(crate) const EXCHANGE_COLUMN_COUNT: usize = 16;
+pub(crate) const EXCHANGE_COLUMN_COUNT: usize = 17;
 
 /// A row of [`EXCHANGE_COLUMNS`] as an exchange, held under epoch 0.
 pub(crate) fn exchange(row: &(impl Columns + ?Sized)) -> Result<ExchangeRecord, StoreError> {
@@ -339,6 +341,7 @@ pub(crate) fn exchange(row: &(impl Columns + ?Sized)) -> Result<ExchangeRecord, 
         detail: row.text(13)?,
         created_at: row.req_int(14)?,
         updated_at: row.req_int(15)?,
+        trace: row.text(16)?,
         epoch: 0,
         id,
     })
@@ -366,14 +369,15 @@ pub(crate) fn exchange_params(r: &ExchangeRecord) -> Result<Vec<Param>, StoreErr
         r.detail.clone().into(),
         r.created_at.into(),
         r.updated_at.into(),
+        r.trace.clone().into(),
     ])
 }
 
 /// The columns [`subagent`] reads, in order.
 pub(crate) const SUBAGENT_COLUMNS: &str = "child_key, requester_key, run_id, task, label, model, delete_after, state, \
-    outcome, created_at, ended_at, delivery_id, archive_at, archived_at";
+    outcome, created_at, ended_at, delivery_id, archive_at, archived_at, trace";
 /// How many columns [`SUBAGENT_COLUMNS`] names.
-pub(crate) const SUBAGENT_COLUMN_COUNT: usize = 14;
+pub(crate) const SUBAGENT_COLUMN_COUNT: usize = 15;
 
 /// A row of [`SUBAGENT_COLUMNS`] as a sub-agent record, held under epoch 0.
 pub(crate) fn subagent(row: &(impl Columns + ?Sized)) -> Result<SubagentRecord, StoreError> {
@@ -393,6 +397,7 @@ pub(crate) fn subagent(row: &(impl Columns + ?Sized)) -> Result<SubagentRecord, 
         delivery_id: row.text(11)?,
         archive_at: row.int(12)?,
         archived_at: row.int(13)?,
+        trace: row.text(14)?,
         epoch: 0,
     })
 }
@@ -414,5 +419,6 @@ pub(crate) fn subagent_params(r: &SubagentRecord) -> Vec<Param> {
         r.delivery_id.clone().into(),
         r.archive_at.into(),
         r.archived_at.into(),
+        r.trace.clone().into(),
     ]
 }

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -121,7 +121,9 @@ CREATE TABLE IF NOT EXISTS deliveries (
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     delivered_at INTEGER,
-    parts_sent INTEGER NOT NULL DEFAULT 0
+    parts_sent INTEGER NOT NULL DEFAULT 0,
+    -- The W3C traceparent of the span that made it (SPEC §10b), when traces are on.
+    trace TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS deliveries_by_idempotency ON deliveries (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (next_attempt_at) WHERE status = 'pending';
@@ -142,7 +144,8 @@ CREATE TABLE IF NOT EXISTS subagents (
     ended_at INTEGER,
     delivery_id TEXT,
     archive_at INTEGER,
-    archived_at INTEGER
+    archived_at INTEGER,
+    trace TEXT
 );
 CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
 CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
@@ -164,7 +167,8 @@ CREATE TABLE IF NOT EXISTS exchanges (
     previous_run TEXT,
     detail TEXT,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    trace TEXT
 );
 CREATE INDEX IF NOT EXISTS exchanges_unfinished ON exchanges (created_at) WHERE state NOT IN ('done', 'failed');
 CREATE INDEX IF NOT EXISTS exchanges_by_requester ON exchanges (requester_key, created_at DESC);
@@ -281,6 +285,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
             // Version 6 counts the parts of a long text a channel already took.
             conn.execute_batch(
                 "ALTER TABLE deliveries ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0",
+            )?;
+        }
+        if (1..10).contains(&version) {
+            // Version 10 keeps the trace context of waiting work (SPEC §10b).
+            conn.execute_batch(
+                "ALTER TABLE deliveries ADD COLUMN trace TEXT;
+                 ALTER TABLE subagents ADD COLUMN trace TEXT;
+                 ALTER TABLE exchanges ADD COLUMN trace TEXT",
             )?;
         }
         conn.execute_batch(SCHEMA)?;

@@ -1,0 +1,292 @@
+//! Traces over OTLP through the gateway binary (SPEC §10b): a `sessions_send` with its
+//! reply-back turns and announce, and a spawn with its announce, each arrive at an OTLP/HTTP
+//! receiver (the protobuf decoded with the OpenTelemetry project's definitions) as one trace
+//! whose spans are each other's parents and children, the model calls with OpenTelemetry's
+//! GenAI attributes.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use switchboard_server::client::GatewayClient;
+use switchboard_testkit::otlp::{Receiver, Span};
+use switchboard_testkit::{COMPLETION_TOKENS, MockLlm, MockReply, MockToolCall, PROMPT_TOKENS};
+
+use super::process::{
+    GatewayProcess, exchange_config, send_from_main_to_peer, until_exchange_done,
+    until_reply_turn_runs,
+};
+
+/// Starts the gateway with `config`, its exporter sending batches every 100 ms.
+fn start(home: &std::path::Path, config: &str) -> GatewayProcess {
+    std::fs::write(home.join("config.json5"), config).unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let env = [("OTEL_BSP_SCHEDULE_DELAY", "100"), ("RUST_LOG", "warn")];
+    GatewayProcess::start_logging(home, &env, log).0
+}
+
+/// The spans of `trace`.
+fn of_trace<'a>(spans: &'a [Span], trace: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.trace_id == trace).collect()
+}
+
+/// The runs' spans (`invoke_agent <agent>`) among `spans`.
+fn runs<'a>(spans: &[&'a Span]) -> Vec<&'a Span> {
+    spans
+        .iter()
+        .copied()
+        .filter(|s| s.attr("gen_ai.operation.name") == Some("invoke_agent"))
+        .collect()
+}
+
+/// Every span of the trace but its root has its parent in the trace, and there is one root.
+fn assert_one_tree(spans: &[&Span]) {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    let roots: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_empty())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(roots.len(), 1, "roots: {roots:?}");
+    for span in spans {
+        assert!(
+            span.parent_span_id.is_empty() || ids.contains(span.parent_span_id.as_str()),
+            "{} has a parent outside the trace: {spans:#?}",
+            span.name
+        );
+    }
+}
+
+/// The span whose id is `span`'s parent.
+fn parent<'a>(spans: &[&'a Span], span: &Span) -> &'a Span {
+    spans
+        .iter()
+        .find(|s| s.span_id == span.parent_span_id)
+        .unwrap_or_else(|| panic!("no parent of {}", span.name))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_send_with_two_reply_back_turns_and_its_announce_is_one_trace() {
+    let receiver = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let otlp = format!(
+        r#"observability: {{ otlp: {{ endpoint: "{}", headers: {{ "x-collector-key": "k1" }} }} }},"#,
+        receiver.endpoint()
+    );
+    let gateway = start(home.path(), &exchange_config(2, &otlp));
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    send_from_main_to_peer(&mut client, "hello").await;
+    let exchange = until_exchange_done(&mut client).await;
+    assert_eq!(
+        (exchange["turn"].clone(), exchange["detail"].clone()),
+        (json!(2), json!("announced"))
+    );
+
+    // The primary run, two reply-back turns and the announce: four runs in one trace.
+    let spans = receiver
+        .wait_for("the exchange's four runs", |spans| {
+            let sends: Vec<&Span> = spans
+                .iter()
+                .filter(|s| s.name == "execute_tool sessions_send")
+                .collect();
+            sends.len() == 1 && runs(&of_trace(spans, &sends[0].trace_id)).len() == 4
+        })
+        .await;
+    let send = spans
+        .iter()
+        .find(|s| s.name == "execute_tool sessions_send")
+        .unwrap();
+    let trace = of_trace(&spans, &send.trace_id);
+    assert_one_tree(&trace);
+    let root = trace.iter().find(|s| s.parent_span_id.is_empty()).unwrap();
+    assert_eq!(root.name, "ws tools.invoke");
+    let sessions: Vec<&str> = runs(&trace)
+        .iter()
+        .map(|s| s.attr("session").unwrap())
+        .collect();
+    let peer_runs = sessions.iter().filter(|s| **s == "agent:main:peer").count();
+    let main_runs = sessions.iter().filter(|s| **s == "agent:main:main").count();
+    assert_eq!((peer_runs, main_runs), (3, 1), "{sessions:?}");
+    // Every run descends from the tool call; each model call is a child of its run.
+    for run in runs(&trace) {
+        let mut up = parent(&trace, run);
+        while up.span_id != send.span_id && !up.parent_span_id.is_empty() {
+            up = parent(&trace, up);
+        }
+        assert_eq!(
+            up.span_id, send.span_id,
+            "{} is not under the tool call",
+            run.name
+        );
+    }
+    let calls: Vec<&&Span> = trace.iter().filter(|s| s.name == "chat scripted").collect();
+    assert!(calls.len() >= 4, "{trace:#?}");
+    for call in calls {
+        assert_eq!(
+            parent(&trace, call).attr("gen_ai.operation.name"),
+            Some("invoke_agent")
+        );
+        assert_eq!(call.attr("gen_ai.provider.name"), Some("builtin"));
+    }
+    assert!(trace.iter().all(|s| s.service == "switchboard"));
+    // The configured header went with every export.
+    let headers = receiver.export_headers();
+    assert!(headers.iter().all(|h| h["x-collector-key"] == "k1"));
+    gateway.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_and_its_announce_are_one_trace_with_the_genai_attributes() {
+    let receiver = Receiver::start().await;
+    let llm = MockLlm::start().await;
+    // The parent's model spawns; every later call (the child's task, its announce step, the
+    // parent's answer after the tool) answers in text.
+    llm.push(MockReply::ToolCalls(vec![MockToolCall::new(
+        "call-1",
+        "sessions_spawn",
+        r#"{"task": "find the answer"}"#,
+    )]));
+    llm.set_fallback(MockReply::text("Result: 42"));
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"{{
+          observability: {{ otlp: {{ endpoint: "{}/v1/traces", protocol: "http/protobuf" }} }},
+          models: {{ providers: {{ mock: {{ api: "openai-completions", baseUrl: "{}",
+            apiKey: "k", models: [{{ id: "m" }}] }} }} }},
+          agents: {{ defaults: {{ model: "mock/m" }} }},
+        }}"#,
+        receiver.endpoint(),
+        llm.openai_base_url()
+    );
+    let gateway = start(home.path(), &config);
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let sent = client
+        .request(
+            "agent",
+            json!({"sessionKey": "main", "message": "spawn a helper"}),
+        )
+        .await
+        .unwrap();
+    let run_id = sent["runId"].as_str().unwrap().to_string();
+
+    // The parent's run, the child's task run and its announce run, under one trace.
+    let child_run = |s: &Span| {
+        s.attr("gen_ai.operation.name") == Some("invoke_agent")
+            && s.attr("session").is_some_and(|k| k.contains(":subagent:"))
+    };
+    let spans = receiver
+        .wait_for("the spawn's runs and the announce", |spans| {
+            let Some(parent_run) = spans.iter().find(|s| s.attr("run_id") == Some(&run_id)) else {
+                return false;
+            };
+            let trace = of_trace(spans, &parent_run.trace_id);
+            trace.iter().filter(|s| child_run(s)).count() == 2
+        })
+        .await;
+    let parent_run = spans
+        .iter()
+        .find(|s| s.attr("run_id") == Some(run_id.as_str()))
+        .unwrap();
+    let trace = of_trace(&spans, &parent_run.trace_id);
+    assert_one_tree(&trace);
+    assert_eq!(parent(&trace, parent_run).name, "ws agent");
+    let spawn = trace
+        .iter()
+        .find(|s| s.name == "execute_tool sessions_spawn")
+        .unwrap();
+    assert_eq!(parent(&trace, spawn).span_id, parent_run.span_id);
+    assert_eq!(spawn.attr("gen_ai.tool.call.id"), Some("call-1"));
+    let children: Vec<&&Span> = trace.iter().filter(|s| child_run(s)).collect();
+    // The task run is the tool call's child; the announce run is the child of the follow that
+    // the spawn started.
+    let task = children
+        .iter()
+        .find(|s| parent(&trace, s).span_id == spawn.span_id)
+        .unwrap_or_else(|| panic!("no child run under the spawn: {trace:#?}"));
+    let announce = children.iter().find(|s| s.span_id != task.span_id).unwrap();
+    let follow = parent(&trace, announce);
+    assert_eq!(follow.name, "follow_subagent");
+    assert_eq!(parent(&trace, follow).span_id, spawn.span_id);
+    // Model calls carry OpenTelemetry's GenAI attributes, in every run of the trace.
+    let calls: Vec<&&Span> = trace.iter().filter(|s| s.name == "chat m").collect();
+    assert!(calls.len() >= 3, "{trace:#?}");
+    for call in &calls {
+        assert_eq!(call.kind, 3, "a model call is a client span");
+        for (key, value) in [
+            ("gen_ai.operation.name", "chat".to_string()),
+            ("gen_ai.request.model", "m".to_string()),
+            ("gen_ai.provider.name", "mock".to_string()),
+            ("gen_ai.usage.input_tokens", PROMPT_TOKENS.to_string()),
+            ("gen_ai.usage.output_tokens", COMPLETION_TOKENS.to_string()),
+        ] {
+            assert_eq!(call.attr(key), Some(value.as_str()), "{key} of {call:#?}");
+        }
+    }
+    for run in [parent_run, **task, **announce] {
+        assert!(
+            calls.iter().any(|c| c.parent_span_id == run.span_id),
+            "no model call under {run:#?}"
+        );
+    }
+    gateway.stop();
+    llm.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_resumed_after_kill_9_goes_on_in_its_trace() {
+    let receiver = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let otlp = format!(
+        r#"observability: {{ otlp: {{ endpoint: "{}" }} }},"#,
+        receiver.endpoint()
+    );
+    let config = exchange_config(1, &otlp);
+    let gateway = start(home.path(), &config);
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    // The peer's reply scripts main's reply-back turn to wait 10 s: the gateway is killed then.
+    send_from_main_to_peer(&mut client, "@reply @delay 10000").await;
+    let spans = receiver
+        .wait_for("the sessions_send tool call", |spans| {
+            spans.iter().any(|s| s.name == "execute_tool sessions_send")
+        })
+        .await;
+    let trace = spans
+        .iter()
+        .find(|s| s.name == "execute_tool sessions_send")
+        .unwrap()
+        .trace_id
+        .clone();
+    until_reply_turn_runs(&mut client).await;
+    gateway.kill_9();
+
+    let gateway = start(home.path(), &config);
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    until_exchange_done(&mut client).await;
+    // After the restart: main's turn, cut off by the kill (its span was never sent), ran again,
+    // and the announce ran, both under the resumed exchange's span in the trace of the tool
+    // call made before the kill.
+    let under_exchange = |trace: &[&Span], session: &str| {
+        runs(trace).into_iter().any(|run| {
+            run.attr("session") == Some(session)
+                && trace
+                    .iter()
+                    .any(|s| s.span_id == run.parent_span_id && s.name == "agent_exchange")
+        })
+    };
+    receiver
+        .wait_for("the resumed exchange's runs", |spans| {
+            let trace = of_trace(spans, &trace);
+            under_exchange(&trace, "agent:main:main") && under_exchange(&trace, "agent:main:peer")
+        })
+        .await;
+    gateway.stop();
+}

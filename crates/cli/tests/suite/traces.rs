@@ -290,3 +290,86 @@ async fn an_exchange_resumed_after_kill_9_goes_on_in_its_trace() {
         .await;
     gateway.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_traceparent_is_honoured_on_rpc_hooks_a2a_and_webhooks() {
+    let receiver = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"{{
+          observability: {{ otlp: {{ endpoint: "{}" }} }},
+          hooks: {{ enabled: true, token: "hook-secret" }},
+          channels: {{ webhook: {{ enabled: true, accounts: {{ acme: {{
+            url: "http://127.0.0.1:9/inbox", token: "acme-secret" }} }} }} }},
+        }}"#,
+        receiver.endpoint()
+    );
+    let gateway = start(home.path(), &config);
+    let base = gateway.url.replace("ws://", "http://");
+    let base = base.trim_end_matches('/');
+    let http = switchboard_core::http_client(std::time::Duration::from_secs(30)).unwrap();
+    let a2a = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "@reply from a2a"}]}}});
+    let doors = [
+        (
+            "/rpc",
+            "POST /rpc",
+            gateway.token.as_str(),
+            json!({"method": "agent", "params": {"sessionKey": "main", "message": "@reply from rpc"}}),
+        ),
+        (
+            "/hooks/agent",
+            "POST /hooks/agent",
+            "hook-secret",
+            json!({"message": "@reply from a hook"}),
+        ),
+        (
+            "/a2a/main",
+            "POST /a2a/{agent}",
+            gateway.token.as_str(),
+            a2a,
+        ),
+        (
+            "/channels/webhook/acme",
+            "POST /channels/webhook/{account}",
+            "acme-secret",
+            json!({"from": "ana", "chatType": "direct", "text": "@reply NO_REPLY"}),
+        ),
+    ];
+    for (n, (path, name, token, body)) in doors.into_iter().enumerate() {
+        // A sender's trace: its id and the id of its span that made the request.
+        let (trace, parent_span) = (
+            format!("4bf92f3577b34da6a3ce929d0e0e47{n:02x}"),
+            "00f067aa0ba902b7",
+        );
+        let answer = http
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .header("a2a-version", "1.0")
+            .header("traceparent", format!("00-{trace}-{parent_span}-01"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+        let spans = receiver
+            .wait_for(&format!("the run {path} started"), |spans| {
+                runs(&of_trace(spans, &trace)).len() == 1
+            })
+            .await;
+        let trace = of_trace(&spans, &trace);
+        let request = trace
+            .iter()
+            .find(|s| s.parent_span_id == parent_span)
+            .unwrap_or_else(|| {
+                panic!("{path}: no span has the sender's span as parent: {trace:#?}")
+            });
+        assert_eq!((request.name.as_str(), request.kind), (name, 2));
+        let run = runs(&trace)[0];
+        let mut up = parent(&trace, run);
+        while up.span_id != request.span_id {
+            up = parent(&trace, up);
+        }
+    }
+    gateway.stop();
+}

@@ -324,3 +324,96 @@ async fn a_failed_step_ends_the_exchange_failed_with_the_reason_kept() {
         .to_string();
     assert!(error.contains("Exchange not found: nope"), "{error}");
 }
+
+/// The trace context of waiting work (SPEC §10b) is kept with its record, so the spans of
+/// resumed work join the trace they began in.
+#[tokio::test]
+async fn waiting_work_keeps_its_trace_context() {
+    use switchboard_core::ids::RunId;
+    use switchboard_core::keys::SessionKey;
+    use switchboard_core::store::{
+        DeliveryRecord, DeliveryStatus, ExchangeRecord, SubagentRecord, SubagentState,
+    };
+    const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let t = TestEngine::open(Config::default()).await;
+    let store = t.engine.store();
+    let key = |k: &str| SessionKey::from_canonical(k.to_string());
+    let exchange = ExchangeRecord {
+        id: "x-1".into(),
+        requester_key: key("agent:main:main"),
+        requester_run: RunId::from_string("r-1"),
+        target_key: key("agent:main:peer"),
+        message: "hello".into(),
+        chain: vec![key("agent:main:main")],
+        state: ExchangeState::Replying,
+        turn: 1,
+        step_run: RunId::from_string("r-2"),
+        attempt: 1,
+        round1: None,
+        latest: None,
+        previous_run: None,
+        detail: None,
+        created_at: 1,
+        updated_at: 1,
+        trace: Some(TRACE.into()),
+        epoch: store.cluster().epoch(),
+    };
+    store.put_exchange(exchange.clone()).await.unwrap();
+    let read = store.get_exchange("x-1").await.unwrap().unwrap();
+    assert_eq!(read.trace.as_deref(), Some(TRACE));
+    let subagent = SubagentRecord {
+        child_key: key("agent:main:subagent:1"),
+        requester_key: key("agent:main:main"),
+        run_id: RunId::from_string("r-3"),
+        task: "task".into(),
+        label: None,
+        model: "builtin/echo".into(),
+        delete_after: false,
+        state: SubagentState::Running,
+        outcome: None,
+        created_at: 1,
+        ended_at: None,
+        delivery_id: None,
+        archive_at: None,
+        archived_at: None,
+        trace: Some(TRACE.into()),
+        epoch: store.cluster().epoch(),
+    };
+    store
+        .write_batch(vec![switchboard_core::store::WriteOp::PutSubagent(
+            Box::new(subagent),
+        )])
+        .await
+        .unwrap();
+    let read = store
+        .get_subagent(&key("agent:main:subagent:1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.trace.as_deref(), Some(TRACE));
+    let delivery = DeliveryRecord {
+        id: "d-1".into(),
+        idempotency_key: None,
+        kind: "reply".into(),
+        session_key: None,
+        source_key: None,
+        run_id: None,
+        channel: "none".into(),
+        to: String::new(),
+        account_id: None,
+        thread_id: None,
+        text: "hi".into(),
+        status: DeliveryStatus::Recorded,
+        attempts: 0,
+        next_attempt_at: 1,
+        detail: None,
+        created_at: 1,
+        updated_at: 1,
+        delivered_at: None,
+        parts_sent: 0,
+        trace: Some(TRACE.into()),
+    };
+    store.enqueue_delivery(delivery).await.unwrap();
+    let read = store.get_delivery("d-1").await.unwrap().unwrap();
+    assert_eq!(read.trace.as_deref(), Some(TRACE));
+}

@@ -73,6 +73,7 @@ fn redacted_hides_every_secret() {
                   matrix: { accessToken: "mx-secret", password: "mx-pw-secret",
                             accounts: { ops: { password: "mx-ops-secret" } } } },
       hooks: { token: "hook-secret" },
+      observability: { otlp: { endpoint: "https://collector.example", headers: { "x-api-key": "otlp-secret" } } },
     }"#;
     let config = load(text).unwrap_or_else(|err| panic!("{err}")).config;
     let redacted = config.redacted();
@@ -96,6 +97,7 @@ fn redacted_hides_every_secret() {
         Some(REDACTED)
     );
     assert_eq!(redacted.hooks.token.as_deref(), Some(REDACTED));
+    assert_eq!(redacted.observability.otlp.headers["x-api-key"], REDACTED);
     let matrix = &redacted.channels.matrix;
     assert_eq!(matrix.access_token.as_deref(), Some(REDACTED));
     assert_eq!(matrix.password.as_deref(), Some(REDACTED));

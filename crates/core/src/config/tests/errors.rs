@@ -13,7 +13,7 @@ fn unknown_keys_are_reported_with_full_paths() {
                 list: [ { id: "a" }, { id: "b", colour: "red", tools: { alow: [] } } ] },
       models: { providers: { "eu.openai": { api: "openai-completions", region: "eu" } } },
       bogus: { x: 1 },
-      observability: { metrics: { enabled: true, path: "/m" }, otlp: {} },
+      observability: { metrics: { enabled: true, path: "/m" }, otlp: { sampling: 1 } },
       logging: { level: "debug" },
     }"#;
     let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
@@ -29,7 +29,7 @@ fn unknown_keys_are_reported_with_full_paths() {
             "logging.level",
             "models.providers[\"eu.openai\"].region",
             "observability.metrics.path",
-            "observability.otlp",
+            "observability.otlp.sampling",
         ]
     );
 }
@@ -40,6 +40,18 @@ fn a_bad_value_names_path_value_and_allowed_set() {
         (
             r#"{ observability: { metrics: { auth: "open" } } }"#,
             r#"line 1: config error at observability.metrics.auth: "open" is not allowed; expected one of "token", "loopback""#,
+        ),
+        (
+            r#"{ observability: { otlp: { protocol: "thrift" } } }"#,
+            r#"line 1: config error at observability.otlp.protocol: "thrift" is not allowed; expected one of "http/protobuf", "grpc""#,
+        ),
+        (
+            r#"{ observability: { otlp: { endpoint: "collector:4318" } } }"#,
+            r#"line 1: config error at observability.otlp.endpoint: "collector:4318" is not allowed; expected an http:// or https:// URL"#,
+        ),
+        (
+            r#"{ observability: { otlp: { sampleRatio: 2 } } }"#,
+            "line 1: config error at observability.otlp.sampleRatio: 2 is not allowed; expected a number from 0.0 (no new trace) to 1.0 (every trace)",
         ),
         (
             r#"{ logging: { format: "xml" } }"#,

@@ -4,6 +4,7 @@ import { SessionList } from './sessions.js';
 import { Transcript } from './transcript.js';
 import { Composer } from './composer.js';
 import { Agents } from './agents.js';
+import { showView, keyboard } from './views.js';
 
 const TOKEN_KEY = 'switchboard.token';
 const $ = (id) => document.getElementById(id);
@@ -52,6 +53,7 @@ function main() {
   function open() {
     const key = selectedKey();
     sessions.select(key);
+    showView(key);
     transcript.open(key);
     composer.show(key);
   }
@@ -84,6 +86,7 @@ function main() {
   $('kind-filter').addEventListener('change', () => sessions.filter({ kind: $('kind-filter').value }));
   $('agent-filter').addEventListener('change', () => sessions.filter({ agent: $('agent-filter').value }));
   window.addEventListener('hashchange', open);
+  keyboard(open);
 
   open();
   // Without a token the gateway may still be open (gateway.auth.mode "none" on loopback).

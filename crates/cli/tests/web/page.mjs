@@ -342,6 +342,13 @@ const scenarios = {
     await page.locator('.list details.exchange').first().waitFor(WAIT);
     await accessible(page, 'a transcript (light)');
     await shot(page, 'desktop-light');
+    await openSession('agent:main:md');
+    await page.locator('.list .md table').first().waitFor(WAIT);
+    await accessible(page, 'markdown and tool cards (light)');
+    await page.locator('.list .md').first().evaluate((n) => n.closest('article').scrollIntoView({ block: 'start' }));
+    await shot(page, 'desktop-markdown');
+    await openSession('agent:main:main');
+    await page.locator('.list details.exchange').first().waitFor(WAIT);
     await page.emulateMedia({ colorScheme: 'dark' });
     check(dark(await background()), `the page is dark under prefers-color-scheme: dark (${await background()})`);
     await accessible(page, 'a transcript (dark)');

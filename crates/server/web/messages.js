@@ -93,7 +93,7 @@ export function toolResult(name, text, isError, details, took) {
   return card(el('details', { class: `tool result${isError ? ' error' : ''}` },
     el('summary', {}, el('span', { class: 'tool-kind' }, isError ? 'tool error' : 'tool result'), el('code', {}, name),
       el('span', { class: `badge ${isError ? 'error' : 'ok'}` }, isError ? 'error' : 'ok'),
-      took ? el('span', { class: 'took' }, duration(took)) : null),
+      typeof took === 'number' && took >= 0 ? el('span', { class: 'took' }, duration(took)) : null),
     codeBlock(prettyText(text), null)), child);
 }
 
@@ -118,7 +118,7 @@ export function message(m, row, ctx = {}) {
   if (m.role === 'toolResult') {
     const at = ctx.calls?.get(m.toolCallId);
     return el('article', { class: 'msg tool-result', 'data-seq': m.seq, 'data-ts': m.timestamp },
-      toolResult(m.toolName, resultText(m), m.isError, m.details, at ? m.timestamp - at : null));
+      toolResult(m.toolName, resultText(m), m.isError, m.details, at !== undefined ? m.timestamp - at : null));
   }
   if (m.role === 'assistant') {
     const stopped = m.stopReason === 'aborted' ? runEnd('aborted', m.errorMessage) : null;

@@ -8,6 +8,7 @@ import { el, debounce } from './dom.js';
 import { message, toolCall, toolResult, runEnd } from './messages.js';
 import { Exchanges } from './exchanges.js';
 import { SessionHeader } from './header.js';
+import { markdown } from './markdown.js';
 
 const PAGE = 50;
 const $ = (id) => document.getElementById(id);
@@ -197,12 +198,12 @@ export class Transcript {
     const stick = this.atBottom();
     if (ev.stream === 'assistant') {
       if (!run.bubble) {
-        run.text = el('div', { class: 'text' });
+        run.text = el('div', { class: 'text md' });
         run.bubble = el('article', { class: 'msg assistant streaming' },
           el('div', { class: 'head' }, el('strong', {}, 'assistant'), el('span', { class: 'badge state running' }, 'writing…')), run.text);
         run.box.append(run.bubble);
       }
-      run.text.textContent = d.text;
+      run.text.replaceChildren(...markdown(d.text).childNodes);
     } else if (ev.stream === 'tool') {
       run.bubble = null;
       run.box.append(d.phase === 'call' ? toolCall(d.name, d.arguments, d.toolCallId) : toolResult(d.name, d.text, d.isError));

@@ -2,7 +2,7 @@
 // two views (`#app[data-view]`, the stylesheet hides the other one); the URL fragment names
 // the open session (`#s=<key>`), so a reload or the browser's back button lands where it was.
 // Keys: `/` focuses the search, arrows move through the list, Enter opens (the rows are links),
-// Esc goes back to the list.
+// Esc leaves a field, else goes back to the list.
 
 const $ = (id) => document.getElementById(id);
 const NARROW = '(max-width: 760px)';
@@ -48,6 +48,8 @@ export function keyboard(onChange) {
     if (e.key === 'Escape') {
       if (!$('login').hidden) return;
       if (e.target === $('search') && $('search').value) return;
+      // In a field, Esc only leaves it (a draft is not thrown away); the next Esc goes back.
+      if (typing(e.target)) return e.target.blur();
       if ($('app').dataset.view === 'session') {
         e.preventDefault();
         back(onChange);

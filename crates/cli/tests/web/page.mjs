@@ -245,6 +245,7 @@ const scenarios = {
 
   async 'chips have labels and sub-agents are of kind subagent'() {
     await openSession('agent:main:demo');
+    await page.locator('#session-meta').filter({ hasText: 'agent:main:demo' }).waitFor(WAIT);
     const chips = await row('agent:main:demo').locator('.badges .badge').evaluateAll((all) => all.map((b) => b.textContent));
     for (const [label, value] of [['kind', 'other'], ['channel', 'webchat'], ['agent', 'main'], ['state', 'idle']]) {
       check(chips.includes(`${label} ${value}`), `the row has the chip "${label} ${value}": ${JSON.stringify(chips)}`);
@@ -329,6 +330,10 @@ const scenarios = {
     await page.keyboard.press('Enter');
     await page.waitForFunction((k) => new URLSearchParams(location.hash.slice(1)).get('s') === k, second, WAIT);
     await page.locator('#transcript-view').waitFor({ state: 'visible', ...WAIT });
+    await page.fill('#message', 'a draft');
+    await page.keyboard.press('Escape');
+    check(await page.locator('#transcript-view').isVisible(), 'Esc in the composer only leaves it');
+    check((await page.inputValue('#message')) === 'a draft', 'the draft is kept');
     await page.keyboard.press('Escape');
     await page.locator('#transcript-empty').waitFor({ state: 'visible', ...WAIT });
     check(!(await page.evaluate(() => location.hash.includes('s='))), 'Esc goes back to the list');

@@ -31,9 +31,10 @@ function main() {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const gateway = new Gateway(`${scheme}//${location.host}/`, status);
   const sessions = new SessionList(gateway, $('session-list'), $('list-end'));
-  const transcript = new Transcript(gateway, sessions);
-  const composer = new Composer(gateway, transcript);
   const agents = new Agents(gateway, $('agent-rows'), $('agent-filter'));
+  const transcript = new Transcript(gateway, sessions, (id) => agents.model(id));
+  const composer = new Composer(gateway, transcript);
+  agents.onLoad = () => transcript.header.refresh();
 
   function status(state, text) {
     const conn = $('conn');

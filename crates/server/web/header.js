@@ -33,9 +33,16 @@ function fact(name, ...value) {
 }
 
 export class SessionHeader {
-  constructor() {
+  /** `agentModel(agentId)`: the agent's configured model, when the agents are loaded. */
+  constructor(agentModel = () => null) {
+    this.agentModel = agentModel;
     this.answered = null;
     this.run = null;
+  }
+
+  /** Draws the figures again (the agents' models arrived). */
+  refresh() {
+    if (this.row) this.facts();
   }
 
   reset(key) {
@@ -73,11 +80,15 @@ export class SessionHeader {
     if (this.row) this.facts();
   }
 
+  /** The agent's model, and the one that answered last where that is another (a fallback):
+   * the row's `model` is its last call's, a message's `model` the id without its provider. */
   facts() {
     const row = this.row;
-    const model = [el('code', {}, row.model || 'agent default')];
-    const same = (a, b) => a === b || (b || '').endsWith(`/${a}`);
-    if (this.answered && !same(this.answered, row.model)) model.push(' · last answer by ', el('code', { class: 'answered' }, this.answered));
+    const configured = this.agentModel(row.agentId) || row.model;
+    const answered = row.model || this.answered;
+    const same = (a, b) => a === b || (a || '').endsWith(`/${b}`) || (b || '').endsWith(`/${a}`);
+    const model = [el('code', { class: 'configured' }, configured || 'agent default')];
+    if (answered && !same(answered, configured)) model.push(' · last answer by ', el('code', { class: 'answered' }, answered));
     const used = row.totalTokens;
     const window = row.contextTokens;
     const context = window ? `${number(used || 0)} / ${number(window)} tokens (${Math.round((100 * (used || 0)) / window)} %)`

@@ -14,7 +14,7 @@ const PAGE = 50;
 const $ = (id) => document.getElementById(id);
 
 export class Transcript {
-  constructor(gateway, sessions) {
+  constructor(gateway, sessions, agentModel) {
     this.gateway = gateway;
     this.sessions = sessions;
     this.key = null;
@@ -24,7 +24,7 @@ export class Transcript {
     this.liveArea = el('div', { class: 'live' });
     this.box.replaceChildren(this.older, this.list, this.liveArea);
     this.runs = new Map();
-    this.header = new SessionHeader();
+    this.header = new SessionHeader(agentModel);
     this.exchanges = new Exchanges(gateway, (nodes) => this.placeExchanges(nodes));
     this.newestAnswer = null;
     this.refreshSoon = debounce(() => this.refresh().catch(() => {}), 50);

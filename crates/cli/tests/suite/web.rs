@@ -28,7 +28,7 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
 const SHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/web");
 
 /// How many scenarios page.mjs runs (each prints `ok <name>`).
-const SCENARIOS: usize = 17;
+const SCENARIOS: usize = 18;
 
 /// The name the not-run line gives for the scenarios' test.
 const PAGE_TEST: &str = "the_page_works_in_headless_chromium";
@@ -86,15 +86,20 @@ fn playwright() -> PathBuf {
     dir
 }
 
-/// Agents on the scripted model, and `writer` on the mock model over HTTP.
+/// Agents on the scripted model, `writer` on the mock model over HTTP, and `fallback` on a
+/// model nothing answers (a closed loopback port), with the scripted model as its fallback.
 fn config(home: &Path, mock: &MockLlm) {
     let config = format!(
         r#"{{
   models: {{ providers: {{ mock: {{ api: "openai-completions", baseUrl: "{}",
                                    models: [{{ id: "writer", contextWindow: 32000,
-                                              cost: {{ input: 3, output: 15 }} }}] }} }} }},
+                                              cost: {{ input: 3, output: 15 }} }}] }},
+                         dead: {{ api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1",
+                                  maxRetries: 0, models: [{{ id: "gone" }}] }} }} }},
   agents: {{ list: [ {{ id: "main", default: true }},
-                     {{ id: "writer", model: "mock/writer" }} ] }},
+                     {{ id: "writer", model: "mock/writer" }},
+                     {{ id: "fallback", model: {{ primary: "dead/gone",
+                                                  fallbacks: ["builtin/scripted"] }} }} ] }},
 }}"#,
         mock.openai_base_url()
     );

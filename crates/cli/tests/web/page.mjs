@@ -299,6 +299,15 @@ const scenarios = {
     check(/\d+ (ms|s)/.test(await result.locator('.took').textContent()), 'the result says how long the call took');
   },
 
+  async 'the header names the model that answered after a fallback'() {
+    await openSession('agent:fallback:main');
+    await send('@reply saved by the fallback');
+    await waitText('.list .msg.assistant .text', 'saved by the fallback');
+    await page.locator('#session-facts .answered').filter({ hasText: 'builtin/scripted' }).waitFor(WAIT);
+    const configured = await page.locator('#session-facts .configured').textContent();
+    check(configured === 'dead/gone', `the header names the agent's model: ${configured}`);
+  },
+
   async 'a compaction divider appears after sessions.compact'() {
     for (const n of [1, 2, 3]) await turn('agent:main:compacted', `@reply answer ${n}`);
     const compacted = await rpc('sessions.compact', { key: 'agent:main:compacted' });

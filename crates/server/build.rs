@@ -1,8 +1,7 @@
 //! Compresses the web page's files once, when the crate is built: `OUT_DIR/<name>.br` and
 //! `OUT_DIR/<name>.gz` for each file of `web/` and `web/vendor/`, which `src/web.rs` embeds
 //! beside the originals and serves to browsers that accept them. Compressing here costs the
-//! build well under a second and each request nothing (docs/decisions.md, "The web page's files
-//! are compressed when the server is built").
+//! build about a second and each request nothing (docs/decisions.md, "The web page, round 2").
 
 use std::error::Error;
 use std::io::Write;

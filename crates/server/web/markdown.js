@@ -48,7 +48,7 @@ function list(t) {
 }
 
 function table(t) {
-  const cell = (tag, c) => el(tag, { style: null, class: c.align ? `align-${c.align}` : null }, inline(c.tokens));
+  const cell = (tag, c) => el(tag, { class: c.align ? `align-${c.align}` : null }, inline(c.tokens));
   return el('div', { class: 'table-wrap' }, el('table', {},
     el('thead', {}, el('tr', {}, t.header.map((c) => cell('th', c)))),
     el('tbody', {}, t.rows.map((row) => el('tr', {}, row.map((c) => cell('td', c)))))));

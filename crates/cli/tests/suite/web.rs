@@ -24,8 +24,15 @@ use super::process::BIN;
 /// accessibility checker, pinned.
 const NODE_PACKAGES: &[&str] = &["playwright-core@1.64.1", "axe-core@4.14.1"];
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
-/// Where the run puts the pictures docs/web.md shows.
-const SHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/web");
+/// Where the run puts its pictures: docs/web (the ones docs/web.md shows) when
+/// `SWITCHBOARD_DOC_SHOTS` is set, else under `target/tmp`, so a test run leaves the tree as it
+/// was (the pictures show times).
+fn shots() -> String {
+    match std::env::var_os("SWITCHBOARD_DOC_SHOTS") {
+        Some(_) => concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/web").to_string(),
+        None => concat!(env!("CARGO_TARGET_TMPDIR"), "/web-shots").to_string(),
+    }
+}
 
 /// How many scenarios page.mjs runs (each prints `ok <name>`).
 const SCENARIOS: usize = 18;
@@ -135,7 +142,7 @@ async fn the_page_works_in_headless_chromium() {
         .env("SWITCHBOARD_BIN", BIN)
         .env("STATE_DIR", home.path())
         .env("CHROMIUM", &chromium)
-        .env("SHOTS", SHOTS);
+        .env("SHOTS", shots());
     // The mock model answers on this runtime while the script runs.
     let output = tokio::task::spawn_blocking(move || node.output())
         .await

@@ -8,10 +8,18 @@ export class Agents {
     this.gateway = gateway;
     this.rows = rows;
     this.filter = filter;
+    this.models = new Map();
+    this.onLoad = () => {};
+  }
+
+  /** An agent's configured (primary) model, once loaded. */
+  model(id) {
+    return this.models.get(id) || null;
   }
 
   async load() {
     const { agents } = await this.gateway.request('agents.list', {});
+    this.models = new Map(agents.map((a) => [a.id, a.model.primary]));
     this.rows.replaceChildren(...agents.map((a) => el('tr', {},
       el('td', {}, el('strong', {}, a.name || a.id), a.name ? ` (${a.id})` : '', a.default ? ' · default' : ''),
       el('td', {}, el('code', {}, a.model.primary)),
@@ -24,6 +32,7 @@ export class Agents {
     this.filter.replaceChildren(el('option', { value: '' }, 'all agents'),
       ...agents.map((a) => el('option', { value: a.id }, a.id)));
     this.filter.value = chosen;
+    this.onLoad();
   }
 }
 

@@ -4,6 +4,7 @@ import { SessionList } from './sessions.js';
 import { Transcript } from './transcript.js';
 import { Composer } from './composer.js';
 import { Agents } from './agents.js';
+import { showView, keyboard } from './views.js';
 
 const TOKEN_KEY = 'switchboard.token';
 const $ = (id) => document.getElementById(id);
@@ -30,9 +31,10 @@ function main() {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const gateway = new Gateway(`${scheme}//${location.host}/`, status);
   const sessions = new SessionList(gateway, $('session-list'), $('list-end'));
-  const transcript = new Transcript(gateway, sessions);
-  const composer = new Composer(gateway, transcript);
   const agents = new Agents(gateway, $('agent-rows'), $('agent-filter'));
+  const transcript = new Transcript(gateway, sessions, (id) => agents.model(id));
+  const composer = new Composer(gateway, transcript);
+  agents.onLoad = () => transcript.header.refresh();
 
   function status(state, text) {
     const conn = $('conn');
@@ -52,6 +54,7 @@ function main() {
   function open() {
     const key = selectedKey();
     sessions.select(key);
+    showView(key);
     transcript.open(key);
     composer.show(key);
   }
@@ -84,6 +87,7 @@ function main() {
   $('kind-filter').addEventListener('change', () => sessions.filter({ kind: $('kind-filter').value }));
   $('agent-filter').addEventListener('change', () => sessions.filter({ agent: $('agent-filter').value }));
   window.addEventListener('hashchange', open);
+  keyboard(open);
 
   open();
   // Without a token the gateway may still be open (gateway.auth.mode "none" on loopback).

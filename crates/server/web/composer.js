@@ -1,6 +1,6 @@
 // The message box of the open session: send (`chat.send`), abort its run (`chat.abort`), its
-// send policy (allow / deny / inherit) and its label (`sessions.patch`). Every refusal the
-// gateway gives is shown as it was given.
+// send policy (allow / deny / inherit) and its label (`sessions.patch`), both in the session's
+// header. Every refusal the gateway gives is shown as it was given; run ids are not shown.
 import { newId } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -62,12 +62,12 @@ export class Composer {
     $('send').disabled = false;
     if (!sent) return;
     $('message').value = '';
-    this.say(`Sent (run ${sent.runId}).`);
+    this.say('Sent; the reply shows in the transcript.');
   }
 
   async abort() {
     const done = await this.call('Abort', 'chat.abort', { sessionKey: this.key });
-    if (done) this.say(done.aborted ? `Aborted ${done.runIds.join(', ')}.` : 'No run to abort.');
+    if (done) this.say(done.aborted ? 'Aborted: the run stopped.' : 'No run to abort.');
   }
 
   async policy() {

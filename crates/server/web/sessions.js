@@ -2,6 +2,7 @@
 // scrolled), kept current by `sessions.changed` and `delivery` events, filtered on the server,
 // with sub-agents nested under the session that spawned them.
 import { el, when, debounce } from './dom.js';
+import { chip, kindOf, channelOf } from './header.js';
 
 const PAGE = 100;
 const DELIVERY_OPEN = new Set(['pending', 'failed']);
@@ -224,7 +225,7 @@ export class SessionList {
 
   select(key) {
     this.selected = key;
-    for (const [k, node] of this.nodes) node.classList.toggle('selected', k === key);
+    for (const [k, node] of this.nodes) mark(node, k === key);
     if (key && this.gateway.ready) this.loadChildren(key);
   }
 
@@ -269,20 +270,20 @@ export class SessionList {
       ),
       el('ul', { class: 'children' }),
     );
-    node.classList.toggle('selected', row.key === this.selected);
+    mark(node, row.key === this.selected);
     this.nodes.set(row.key, node);
     return node;
   }
 
   badges(row) {
-    const out = [el('span', { class: 'badge kind' }, row.kind)];
-    if (row.channel && row.channel !== 'unknown') out.push(el('span', { class: 'badge' }, row.channel));
-    out.push(el('span', { class: 'badge agent' }, row.agentId));
-    out.push(el('span', { class: `badge state ${row.runState || 'idle'}` }, row.runState || 'idle'));
+    const state = row.runState || 'idle';
+    const out = [chip('kind', kindOf(row)), chip('channel', channelOf(row)), chip('agent', row.agentId), chip('state', state, state)];
     if (row.subagent) {
       const s = row.subagent;
       const text = s.outcome ? `${s.state} · ${s.outcome}` : s.state;
-      out.push(el('span', { class: `badge subagent ${s.outcome || s.state}`, title: s.task }, text));
+      const node = chip('sub-agent', text, `subagent ${s.outcome || s.state}`);
+      node.setAttribute('title', `sub-agent ${text}: ${s.task}`);
+      out.push(node);
     }
     let pending = 0;
     let failed = 0;
@@ -291,9 +292,17 @@ export class SessionList {
       if (d.status === 'failed') failed += 1;
       else pending += 1;
     }
-    if (pending) out.push(el('span', { class: 'badge pending' }, `${pending} pending`));
-    if (failed) out.push(el('span', { class: 'badge failed' }, `${failed} failed`));
+    if (pending) out.push(chip('deliveries', `${pending} pending`, 'pending'));
+    if (failed) out.push(chip('deliveries', `${failed} failed`, 'failed'));
     if (row.sendPolicy === 'deny') out.push(el('span', { class: 'badge deny' }, 'send: deny'));
     return out;
   }
+}
+
+/** The open session's row: marked for the eye and for screen readers. */
+function mark(node, selected) {
+  node.classList.toggle('selected', selected);
+  const link = node.firstElementChild;
+  if (selected) link.setAttribute('aria-current', 'page');
+  else link.removeAttribute('aria-current');
 }

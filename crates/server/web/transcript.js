@@ -1,16 +1,20 @@
 // One session's transcript: the newest page of `chat.history`, older pages as it is scrolled up
 // (`before`), and the runs as they stream (`agent` events of the session, subscribed with
 // `sessions.messages.subscribe`): text as the model writes it, tool calls and results as they
-// happen; the stored messages replace the streamed ones once the run ends.
-import { el, sessionLink, when, debounce } from './dom.js';
-import { message, toolCall, toolResult } from './messages.js';
+// happen; the stored messages replace the streamed ones once the run ends. The session's
+// agent-to-agent exchanges stand in the flow where they began; the header (header.js) shows
+// the model, context use, cost and the run's timeline.
+import { el, debounce } from './dom.js';
+import { message, toolCall, toolResult, runEnd } from './messages.js';
 import { Exchanges } from './exchanges.js';
+import { SessionHeader } from './header.js';
+import { markdown } from './markdown.js';
 
 const PAGE = 50;
 const $ = (id) => document.getElementById(id);
 
 export class Transcript {
-  constructor(gateway, sessions) {
+  constructor(gateway, sessions, agentModel) {
     this.gateway = gateway;
     this.sessions = sessions;
     this.key = null;
@@ -20,7 +24,9 @@ export class Transcript {
     this.liveArea = el('div', { class: 'live' });
     this.box.replaceChildren(this.older, this.list, this.liveArea);
     this.runs = new Map();
-    this.exchanges = new Exchanges(gateway, $('exchanges'));
+    this.header = new SessionHeader(agentModel);
+    this.exchanges = new Exchanges(gateway, (nodes) => this.placeExchanges(nodes));
+    this.newestAnswer = null;
     this.refreshSoon = debounce(() => this.refresh().catch(() => {}), 50);
     this.rowListeners = [];
     gateway.on('agent', (ev) => this.live(ev));
@@ -61,6 +67,8 @@ export class Transcript {
 
   reset() {
     this.messages = new Map();
+    this.ctx = { calls: new Map(), results: new Map() };
+    this.newestAnswer = null;
     this.sessionId = null;
     this.nextBefore = null;
     this.row = null;
@@ -68,8 +76,7 @@ export class Transcript {
     this.liveArea.replaceChildren();
     this.runs.clear();
     this.older.hidden = true;
-    $('session-title').textContent = this.key || '';
-    $('session-meta').textContent = '';
+    this.header.reset(this.key);
   }
 
   async load() {
@@ -79,23 +86,18 @@ export class Transcript {
       const described = await this.gateway.request('sessions.describe', { key });
       if (key !== this.key) return;
       if (!described.session) {
-        $('session-meta').textContent = 'No such session (yet): sending a message creates it.';
+        this.header.say('No such session (yet): sending a message creates it.');
       } else this.showRow(described.session);
       await this.refresh(true);
       this.exchanges.show(key);
     } catch (e) {
-      if (key === this.key) $('session-meta').textContent = `Could not open ${key}: ${e.message}`;
+      if (key === this.key) this.header.say(`Could not open ${key}: ${e.message}`);
     }
   }
 
   showRow(row) {
     this.row = row;
-    $('session-title').textContent = row.label || row.displayName || row.key;
-    const parts = [row.key, row.kind, row.channel, `agent ${row.agentId}`, row.model, row.runState || 'idle'];
-    const meta = $('session-meta');
-    meta.replaceChildren(parts.filter(Boolean).join(' · '));
-    if (row.spawnedBy) meta.append(' · spawned by ', sessionLink(row.spawnedBy));
-    if (row.subagent) meta.append(` · sub-agent ${row.subagent.state}${row.subagent.outcome ? ' (' + row.subagent.outcome + ')' : ''}`);
+    this.header.show(row);
     for (const fn of this.rowListeners) fn(row);
   }
 
@@ -112,6 +114,7 @@ export class Transcript {
     this.sessionId = page.sessionId;
     if (first) this.setOlder(page.nextBefore);
     const stick = this.atBottom();
+    this.learn(page.messages);
     for (const m of page.messages) this.add(m, 'end');
     if (stick || first) this.toBottom();
   }
@@ -129,6 +132,7 @@ export class Transcript {
       const page = await this.gateway.request('chat.history', { sessionKey: key, limit: PAGE, before: this.nextBefore });
       if (key !== this.key) return;
       const height = this.box.scrollHeight;
+      this.learn(page.messages);
       for (const m of [...page.messages].reverse()) this.add(m, 'start');
       this.box.scrollTop += this.box.scrollHeight - height;
       this.setOlder(page.nextBefore);
@@ -139,12 +143,43 @@ export class Transcript {
     }
   }
 
+  /** Tool calls and results of a page, before its messages are drawn: a call shows whether it
+   * was answered, a result how long it took. The newest answering model goes to the header. */
+  learn(messages) {
+    for (const m of messages) {
+      if (m.role === 'toolResult') this.ctx.results.set(m.toolCallId, m);
+      if (m.role !== 'assistant') continue;
+      for (const b of Array.isArray(m.content) ? m.content : []) {
+        if (b.type === 'toolCall') this.ctx.calls.set(b.id, m.timestamp);
+      }
+      if (m.model && m.seq >= (this.newestAnswer ?? -1)) {
+        this.newestAnswer = m.seq;
+        this.header.modelAnswered(m.model);
+      }
+    }
+  }
+
   add(m, where) {
     if (this.messages.has(m.seq)) return;
-    const node = message(m, this.row);
+    const node = message(m, this.row, this.ctx);
+    if (m.__openclaw?.runId) node.dataset.run = m.__openclaw.runId;
     this.messages.set(m.seq, node);
+    // A reply that stopped says how its run ended: the line said for it before it was stored goes.
+    const loose = this.list.lastElementChild;
+    if (where === 'end' && node.querySelector('.run-end') && loose?.matches('p.run-end')) loose.remove();
     if (where === 'start') this.list.prepend(node);
     else this.list.append(node);
+  }
+
+  /** Each exchange where it began in the flow: before the first message that came after it. */
+  placeExchanges(nodes) {
+    for (const old of this.list.querySelectorAll(':scope > .exchange-item')) old.remove();
+    const items = [...this.list.children];
+    for (const node of nodes) {
+      const at = Number(node.dataset.ts);
+      const next = items.find((n) => Number(n.dataset.ts) > at);
+      this.list.insertBefore(node, next || null);
+    }
   }
 
   atBottom() {
@@ -158,17 +193,17 @@ export class Transcript {
   live(ev) {
     if (ev.sessionKey !== this.key) return;
     const d = ev.data || {};
-    if (ev.stream === 'lifecycle') return this.lifecycle(ev.runId, d);
+    if (ev.stream === 'lifecycle') return this.lifecycle(ev.runId, d, ev.ts);
     const run = this.run(ev.runId);
     const stick = this.atBottom();
     if (ev.stream === 'assistant') {
       if (!run.bubble) {
-        run.text = el('div', { class: 'text' });
+        run.text = el('div', { class: 'text md' });
         run.bubble = el('article', { class: 'msg assistant streaming' },
           el('div', { class: 'head' }, el('strong', {}, 'assistant'), el('span', { class: 'badge state running' }, 'writing…')), run.text);
         run.box.append(run.bubble);
       }
-      run.text.textContent = d.text;
+      run.text.replaceChildren(...markdown(d.text).childNodes);
     } else if (ev.stream === 'tool') {
       run.bubble = null;
       run.box.append(d.phase === 'call' ? toolCall(d.name, d.arguments, d.toolCallId) : toolResult(d.name, d.text, d.isError));
@@ -185,7 +220,8 @@ export class Transcript {
     return this.runs.get(runId);
   }
 
-  async lifecycle(runId, d) {
+  async lifecycle(runId, d, ts) {
+    this.header.lifecycle(runId, d, ts);
     if (d.phase !== 'end') return this.refreshSoon();
     try {
       await this.refresh();
@@ -195,9 +231,9 @@ export class Transcript {
       const run = this.runs.get(runId);
       if (run) run.box.remove();
       this.runs.delete(runId);
-      if (d.status && d.status !== 'ok') {
-        this.list.append(el('p', { class: 'run-end error' }, `run ${d.status}${d.error ? ': ' + d.error : ''} · ${when(Date.now())}`));
-      }
+      // Said once: a stored reply that stopped already says how its run ended.
+      const said = this.list.querySelector(':scope > article:last-of-type .run-end') !== null;
+      if (d.status && d.status !== 'ok' && !said) this.list.append(runEnd(d.status, d.error));
       this.exchanges.show(this.key);
     }
   }

@@ -1,11 +1,14 @@
 //! The web page in real headless Chromium: `tests/web/page.mjs` (Playwright's `playwright-core`,
 //! pinned below) drives the page of a real `switchboard gateway` process through every scenario
 //! of the page: the token, the live list, streaming, send policy, sub-agents, agent-to-agent
-//! exchanges, hostile text, 10,000 sessions, a gateway restart. The model of the streaming
-//! scenario is the mock LLM over HTTP (OpenAI wire format); the others use `builtin/scripted`.
+//! exchanges, hostile text, 10,000 sessions, a gateway restart, markdown, the run header, a
+//! compaction, the keyboard, dark mode and a phone's screen, with axe-core's accessibility check
+//! on every screen. The model of the streaming scenario is the mock LLM over HTTP (OpenAI wire
+//! format); the others use `builtin/scripted`. The run takes the pictures of docs/web.md
+//! (docs/web/*.png).
 //!
-//! playwright-core is installed on first use into the test target dir with npm (one install for
-//! every process: a file lock). Without Chromium (`/usr/bin/chromium`, or `CHROMIUM`) or Node the
+//! playwright-core and axe-core are installed on first use into the test target dir with npm
+//! (one install for every process: a file lock). Without Chromium (`/usr/bin/chromium`, or `CHROMIUM`) or Node the
 //! test cannot run: it says so, naming what is missing, on the terminal, and does nothing else.
 
 use std::fs::File;
@@ -17,9 +20,22 @@ use switchboard_testkit::{MockLlm, MockReply};
 
 use super::process::BIN;
 
-/// The browser driver: Playwright's library without its browser downloads, pinned.
-const PLAYWRIGHT: &str = "playwright-core@1.64.1";
+/// The browser driver (Playwright's library without its browser downloads) and the
+/// accessibility checker, pinned.
+const NODE_PACKAGES: &[&str] = &["playwright-core@1.64.1", "axe-core@4.14.1"];
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
+/// Where the run puts its pictures: docs/web (the ones docs/web.md shows) when
+/// `SWITCHBOARD_DOC_SHOTS` is set, else under `target/tmp`, so a test run leaves the tree as it
+/// was (the pictures show times).
+fn shots() -> String {
+    match std::env::var_os("SWITCHBOARD_DOC_SHOTS") {
+        Some(_) => concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/web").to_string(),
+        None => concat!(env!("CARGO_TARGET_TMPDIR"), "/web-shots").to_string(),
+    }
+}
+
+/// How many scenarios page.mjs runs (each prints `ok <name>`).
+const SCENARIOS: usize = 18;
 
 /// The name the not-run line gives for the scenarios' test.
 const PAGE_TEST: &str = "the_page_works_in_headless_chromium";
@@ -49,10 +65,10 @@ fn not_run(test: &str, missing: &str) {
     ));
 }
 
-/// A folder with playwright-core installed, made once.
+/// A folder with the node packages installed, made once.
 fn playwright() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let dir = tmp.join(format!("web-{}", PLAYWRIGHT.replace('@', "-")));
+    let dir = tmp.join(format!("web-{}", NODE_PACKAGES.join("-").replace('@', "-")));
     let installed = dir.join("installed");
     std::fs::create_dir_all(&dir).unwrap();
     let lock = File::create(tmp.join("web-node.lock")).unwrap();
@@ -61,30 +77,36 @@ fn playwright() -> PathBuf {
         let output = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&dir)
-            .arg(PLAYWRIGHT)
+            .args(NODE_PACKAGES)
             .output()
-            .unwrap_or_else(|e| panic!("running npm to install {PLAYWRIGHT}: {e}"));
+            .unwrap_or_else(|e| panic!("running npm to install {NODE_PACKAGES:?}: {e}"));
         assert!(
             output.status.success(),
-            "installing {PLAYWRIGHT} with npm failed:\n{}\n{}",
+            "installing {NODE_PACKAGES:?} with npm failed:\n{}\n{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
-        std::fs::write(&installed, PLAYWRIGHT).unwrap();
+        std::fs::write(&installed, NODE_PACKAGES.join("\n")).unwrap();
     }
     // Bare imports resolve from the script's folder: the script runs from beside node_modules.
     std::fs::copy(SCRIPT, dir.join("page.mjs")).unwrap();
     dir
 }
 
-/// Agents on the scripted model, and `writer` on the mock model over HTTP.
+/// Agents on the scripted model, `writer` on the mock model over HTTP, and `fallback` on a
+/// model nothing answers (a closed loopback port), with the scripted model as its fallback.
 fn config(home: &Path, mock: &MockLlm) {
     let config = format!(
         r#"{{
   models: {{ providers: {{ mock: {{ api: "openai-completions", baseUrl: "{}",
-                                   models: [{{ id: "writer" }}] }} }} }},
+                                   models: [{{ id: "writer", contextWindow: 32000,
+                                              cost: {{ input: 3, output: 15 }} }}] }},
+                         dead: {{ api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1",
+                                  maxRetries: 0, models: [{{ id: "gone" }}] }} }} }},
   agents: {{ list: [ {{ id: "main", default: true }},
-                     {{ id: "writer", model: "mock/writer" }} ] }},
+                     {{ id: "writer", model: "mock/writer" }},
+                     {{ id: "fallback", model: {{ primary: "dead/gone",
+                                                  fallbacks: ["builtin/scripted"] }} }} ] }},
 }}"#,
         mock.openai_base_url()
     );
@@ -120,7 +142,7 @@ async fn the_page_works_in_headless_chromium() {
         .env("SWITCHBOARD_BIN", BIN)
         .env("STATE_DIR", home.path())
         .env("CHROMIUM", &chromium)
-        .envs(std::env::var_os("WEB_SCREENSHOT").map(|p| ("SCREENSHOT", p)));
+        .env("SHOTS", shots());
     // The mock model answers on this runtime while the script runs.
     let output = tokio::task::spawn_blocking(move || node.output())
         .await
@@ -136,7 +158,7 @@ async fn the_page_works_in_headless_chromium() {
     }
     assert!(output.status.success(), "the page failed:\n{report}");
     let passed = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    assert_eq!(passed, 11, "every scenario reports ok:\n{report}");
+    assert_eq!(passed, SCENARIOS, "every scenario reports ok:\n{report}");
     mock.stop().await;
 }
 

@@ -4,15 +4,20 @@
 // the mock model; each scenario prints `ok <name>`, the first failure exits 1 with a
 // screenshot next to the state dir.
 //
-// Environment: SWITCHBOARD_BIN, STATE_DIR, CHROMIUM, and SCREENSHOT (optional: where to save a
-// picture of the page for the docs).
+// Every screen it visits is checked with axe-core (no serious or critical finding), and the
+// pictures of docs/web.md are taken here: desktop and phone, light and dark.
+//
+// Environment: SWITCHBOARD_BIN, STATE_DIR, CHROMIUM, and SHOTS (the folder for the pictures).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 
-const { SWITCHBOARD_BIN: BIN, STATE_DIR: HOME, CHROMIUM, SCREENSHOT } = process.env;
+const { SWITCHBOARD_BIN: BIN, STATE_DIR: HOME, CHROMIUM, SHOTS } = process.env;
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PHONE = { width: 390, height: 844 };
 const WAIT = { timeout: 20000 };
 const problems = [];
 let gateway = null;
@@ -62,6 +67,30 @@ function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+/** axe-core on what `p` shows now: no serious or critical finding. The script goes in through
+ * the driver (the page's policy allows no script of ours, and stays as it is). */
+async function accessible(p, screen) {
+  await p.evaluate(AXE);
+  const found = await p.evaluate(async () => {
+    const result = await globalThis.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  check(found.length === 0, `accessibility findings on ${screen}: ${found.join('; ')}`);
+}
+
+/** A picture for docs/web.md, named e.g. `desktop-dark.png`. */
+async function shot(p, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await p.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
+/** Sends `text` to `key` through the gateway and waits for the run to end. */
+async function turn(key, text) {
+  const { runId } = await rpc('chat.send', { sessionKey: key, message: text, idempotencyKey: `${key}-${Math.random()}` });
+  await rpc('agent.wait', { runId, timeoutMs: 20000 });
+}
+
 const row = (key) => page.locator(`#session-list li.session[data-key="${key}"]`).first();
 const openSession = (key) => page.evaluate((k) => { location.hash = 's=' + encodeURIComponent(k); }, key);
 const rows = () => page.locator('#session-list li.session').count();
@@ -81,8 +110,13 @@ async function waitText(selector, needle) {
 const scenarios = {
   async 'load with the token shows the sessions'() {
     await rpc('sessions.create', { key: 'agent:main:demo', label: 'Demo session' });
+    const files = [];
+    const seen = (r) => r.url().includes('/ui/') && files.push([r.url(), r.headers()['content-encoding']]);
+    page.on('response', seen);
     await page.goto(gateway.url);
     await row('agent:main:demo').waitFor(WAIT);
+    page.off('response', seen);
+    check(files.length >= 10 && files.every(([, enc]) => enc === 'br' || enc === 'gzip'), `the files come compressed: ${JSON.stringify(files)}`);
     check((await row('agent:main:demo').locator('.title').textContent()) === 'Demo session', 'the label is the row title');
     check(await row('agent:main:main').isVisible(), 'the main session is listed');
     const hash = await page.evaluate(() => location.hash);
@@ -132,7 +166,12 @@ const scenarios = {
 
   async 'deny policy refuses the send on screen'() {
     await openSession('agent:writer:main');
-    await page.locator('#session-meta').filter({ hasText: 'agent:writer:main' }).waitFor(WAIT);
+    await page.locator('#session-title').filter({ hasText: 'agent:writer:main' }).waitFor(WAIT);
+    await page.locator('#session-facts .context').waitFor(WAIT);
+    const context = await page.locator('#session-facts .context').textContent();
+    check(/^[\d,]+ \/ 32,000 tokens/.test(context), `the header shows the context used of the window: ${context}`);
+    const cost = await page.locator('#session-facts .cost').textContent();
+    check(/^\$\d/.test(cost), `the header shows the cost so far: ${cost}`);
     await page.selectOption('#policy', 'deny');
     await page.locator('#composer-status').filter({ hasText: 'Send policy: deny' }).waitFor(WAIT);
     await row('agent:writer:main').locator('.badge.deny').waitFor(WAIT);
@@ -154,8 +193,13 @@ const scenarios = {
     await row('agent:main:demo').locator('.badge.state.running').waitFor(WAIT);
     await page.click('#abort');
     await page.locator('#composer-status').filter({ hasText: 'Aborted' }).waitFor(WAIT);
-    await page.locator('.list .run-end').filter({ hasText: 'run aborted' }).waitFor(WAIT);
+    await page.locator('.list .run-end').filter({ hasText: 'Run aborted' }).waitFor(WAIT);
     await row('agent:main:demo').locator('.badge.state.idle').waitFor(WAIT);
+    await page.locator('#run-timeline .step.aborted').waitFor(WAIT);
+    const said = await page.evaluate(() => document.getElementById('messages').textContent.match(/abort/gi) || []);
+    check(said.length === 1, `the abort is said once in the transcript, not ${said.length} times`);
+    const status = await page.textContent('#composer-status');
+    check(!/[0-9a-f]{8}-[0-9a-f]{4}/.test(status), `the status line names no run id: ${status}`);
   },
 
   async 'older messages load on scroll'() {
@@ -187,7 +231,7 @@ const scenarios = {
     await openSession('agent:main:main');
     await send('@tool sessions_send {"sessionKey": "agent:main:peer", "message": "@reply pong from peer", "timeoutSeconds": 30}');
     await waitText('.list .msg.tool-result', 'pong from peer');
-    const exchange = page.locator('#exchanges details.exchange').first();
+    const exchange = page.locator('.list details.exchange').first();
     await exchange.waitFor(WAIT);
     await exchange.locator('summary').click();
     await exchange.locator('.thread-item').filter({ hasText: 'pong from peer' }).first().waitFor(WAIT);
@@ -197,6 +241,185 @@ const scenarios = {
     check(await asked.locator('a.session-link', { hasText: 'agent:main:main' }).count() > 0, 'the request links to its sender');
     await waitText('.list .msg.assistant .text', 'pong from peer');
     await row('agent:main:peer').locator('.title').filter({ hasText: 'peer' }).waitFor(WAIT);
+  },
+
+  async 'chips have labels and sub-agents are of kind subagent'() {
+    await openSession('agent:main:demo');
+    await page.locator('#session-meta').filter({ hasText: 'agent:main:demo' }).waitFor(WAIT);
+    const chips = await row('agent:main:demo').locator('.badges .badge').evaluateAll((all) => all.map((b) => b.textContent));
+    for (const [label, value] of [['kind', 'other'], ['channel', 'webchat'], ['agent', 'main'], ['state', 'idle']]) {
+      check(chips.includes(`${label} ${value}`), `the row has the chip "${label} ${value}": ${JSON.stringify(chips)}`);
+    }
+    check(!chips.some((c) => c.includes('unknown')), `no chip says unknown: ${JSON.stringify(chips)}`);
+    const header = await page.locator('#session-meta').textContent();
+    check(header.includes('channel webchat') && !header.includes('unknown'), `the header shows the channel as webchat: ${header}`);
+    const child = row('agent:main:main').locator('ul.children li.session').filter({ hasText: 'kid' }).first();
+    const kind = await child.locator('.badge.kind').first().textContent();
+    check(kind === 'kind subagent', `a sub-agent's kind chip: ${kind}`);
+    const channel = await child.locator('.badge.channel').first().textContent();
+    check(channel === 'channel internal', `a sub-agent's channel chip: ${channel}`);
+  },
+
+  async 'markdown and tool calls render as elements'() {
+    const text = [
+      'A **bold** word and `code`.', '', '```rust', 'fn main() {}', '```', '',
+      '[do not click](javascript:alert(3)) and [a page](https://example.org/docs)', '',
+      '| tool | calls |', '|---|---|', '| sessions_send | 2 |', '', '- one', '- two', '',
+      '![a picture](http://127.0.0.2:9/picture.png)',
+    ].join('\n');
+    const fetched = [];
+    const watch = (r) => r.url().includes('picture.png') && fetched.push(r.url());
+    page.on('request', watch);
+    await rpc('chat.inject', { sessionKey: 'agent:main:md', message: text });
+    await openSession('agent:main:md');
+    const md = page.locator('.list .msg.assistant .md').first();
+    await md.waitFor(WAIT);
+    check((await md.locator('strong').textContent()) === 'bold', 'a bold word is a <strong>');
+    check((await md.locator('pre').textContent()).includes('fn main() {}'), 'a fenced block is a <pre>');
+    check(await md.locator('a[href^="javascript"]').count() === 0, 'a javascript: link is not a link');
+    check((await md.locator('.unsafe-link').textContent()).includes('do not click'), 'its text stays');
+    const safe = md.locator('a[href="https://example.org/docs"]');
+    check((await safe.getAttribute('rel')) === 'noopener noreferrer', 'an http(s) link is a link, noopener noreferrer');
+    check(await md.locator('table td').filter({ hasText: 'sessions_send' }).count() === 1, 'a table is a <table>');
+    check(await md.locator('ul li').count() === 2, 'a list is a <ul>');
+    check(await md.locator('img').count() === 0 && fetched.length === 0, 'an image is not fetched');
+    check(await md.locator('.code button.copy').count() === 1, 'a code block has a copy button');
+    page.off('request', watch);
+
+    await send('@tool sessions_list {"limit": 1}');
+    const call = page.locator('.list .tool.call').filter({ hasText: 'sessions_list' }).first();
+    await call.waitFor(WAIT);
+    await page.locator('.list .tool.result').filter({ hasText: 'sessions_list' }).first().waitFor(WAIT);
+    await page.locator('.list .tool.call .badge.done').first().waitFor(WAIT);
+    const args = await call.locator('pre').textContent();
+    check(args === '{\n  "limit": 1\n}', `the arguments are indented JSON: ${JSON.stringify(args)}`);
+    const result = page.locator('.list .tool.result').first();
+    check(await result.locator('.badge.ok').count() === 1, 'the result says it is ok');
+    check((await result.locator('pre').textContent()).includes('\n  "'), 'the result is indented JSON');
+    check(/\d+ (ms|s)/.test(await result.locator('.took').textContent()), 'the result says how long the call took');
+  },
+
+  async 'the header names the model that answered after a fallback'() {
+    await openSession('agent:fallback:main');
+    await send('@reply saved by the fallback');
+    await waitText('.list .msg.assistant .text', 'saved by the fallback');
+    await page.locator('#session-facts .answered').filter({ hasText: 'builtin/scripted' }).waitFor(WAIT);
+    const configured = await page.locator('#session-facts .configured').textContent();
+    check(configured === 'dead/gone', `the header names the agent's model: ${configured}`);
+  },
+
+  async 'a compaction divider appears after sessions.compact'() {
+    for (const n of [1, 2, 3]) await turn('agent:main:compacted', `@reply answer ${n}`);
+    const compacted = await rpc('sessions.compact', { key: 'agent:main:compacted' });
+    check(compacted.compacted, `the session was compacted: ${JSON.stringify(compacted)}`);
+    await openSession('agent:main:compacted');
+    const divider = page.locator('.list .compaction .divider');
+    await divider.waitFor(WAIT);
+    check((await divider.textContent()).includes('Context compacted'), 'the divider says so');
+    check(await page.locator('.list .compaction').count() === 1, 'one divider for one summary');
+    await waitText('.list .msg.assistant .text', 'answer 3');
+    const facts = await page.locator('#session-facts').textContent();
+    check(facts.includes('Model') && facts.includes('Context') && facts.includes('Cost'), `the header shows model, context and cost: ${facts}`);
+    check(await page.locator('#run-timeline .step').count() >= 2, 'the header shows the last run');
+  },
+
+  async 'the keyboard moves through the list'() {
+    await page.evaluate(() => { history.pushState(null, '', location.pathname); dispatchEvent(new HashChangeEvent('hashchange')); });
+    await page.locator('#transcript-empty').waitFor({ state: 'visible', ...WAIT });
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('/');
+    check(await page.evaluate(() => document.activeElement.id) === 'search', '/ focuses the search');
+    await page.keyboard.press('ArrowDown');
+    const first = await page.evaluate(() => document.activeElement.closest('li.session')?.dataset.key);
+    await page.keyboard.press('ArrowDown');
+    const second = await page.evaluate(() => document.activeElement.closest('li.session')?.dataset.key);
+    check(first && second && first !== second, `arrows move through the rows (${first}, ${second})`);
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    check(outline !== 'none', 'the focus is visible');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((k) => new URLSearchParams(location.hash.slice(1)).get('s') === k, second, WAIT);
+    await page.locator('#transcript-view').waitFor({ state: 'visible', ...WAIT });
+    await page.fill('#message', 'a draft');
+    await page.keyboard.press('Escape');
+    check(await page.locator('#transcript-view').isVisible(), 'Esc in the composer only leaves it');
+    check((await page.inputValue('#message')) === 'a draft', 'the draft is kept');
+    await page.keyboard.press('Escape');
+    await page.locator('#transcript-empty').waitFor({ state: 'visible', ...WAIT });
+    check(!(await page.evaluate(() => location.hash.includes('s='))), 'Esc goes back to the list');
+  },
+
+  async 'dark mode applies and every desktop screen is accessible'() {
+    const background = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    const dark = (rgb) => rgb.match(/\d+/g).slice(0, 3).reduce((a, b) => a + Number(b), 0) < 150;
+    await accessible(page, 'the list (light)');
+    await openSession('agent:main:main');
+    await page.locator('.list details.exchange').first().waitFor(WAIT);
+    await accessible(page, 'a transcript (light)');
+    await shot(page, 'desktop-light');
+    await openSession('agent:main:md');
+    await page.locator('.list .md table').first().waitFor(WAIT);
+    await accessible(page, 'markdown and tool cards (light)');
+    await page.locator('.list .md').first().evaluate((n) => n.closest('article').scrollIntoView({ block: 'start' }));
+    await shot(page, 'desktop-markdown');
+    await openSession('agent:main:main');
+    await page.locator('.list details.exchange').first().waitFor(WAIT);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    check(dark(await background()), `the page is dark under prefers-color-scheme: dark (${await background()})`);
+    await accessible(page, 'a transcript (dark)');
+    await shot(page, 'desktop-dark');
+    await page.click('#show-agents');
+    await accessible(page, 'the agents (dark)');
+    await page.click('#show-sessions');
+    await page.emulateMedia({ colorScheme: 'light' });
+    check(!dark(await background()), `the page is light again (${await background()})`);
+    const context = await page.context().browser().newContext();
+    const login = await context.newPage();
+    await login.goto(gateway.base);
+    await login.locator('#login-why').filter({ hasText: 'needs the gateway token' }).waitFor(WAIT);
+    await accessible(login, 'the token form');
+    await context.close();
+  },
+
+  async 'on a phone the list and the transcript are two views'() {
+    const context = await page.context().browser().newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
+    const phone = await context.newPage();
+    phone.on('pageerror', (e) => problems.push(`phone page error: ${e.message}`));
+    await phone.goto(gateway.url);
+    const mainRow = phone.locator('#session-list li.session[data-key="agent:main:main"] > a.row');
+    await mainRow.waitFor(WAIT);
+    check(await phone.locator('#transcript').isHidden(), 'with nothing open the list is the only view');
+    await accessible(phone, 'the list on a phone');
+    await shot(phone, 'phone-list');
+    await mainRow.click();
+    await phone.locator('#messages').waitFor({ state: 'visible', ...WAIT });
+    await phone.locator('.list .msg').first().waitFor(WAIT);
+    check(await phone.locator('#sessions').isHidden(), 'the open transcript is a view of its own');
+    const box = await phone.locator('#messages').boundingBox();
+    check(box.height >= 0.6 * PHONE.height, `the transcript takes ${box.height} px of ${PHONE.height}`);
+    await phone.fill('#message', Array.from({ length: 40 }, (_, n) => `line ${n}`).join('\n'));
+    const composer = await phone.locator('#composer').boundingBox();
+    check(composer.height <= PHONE.height / 4, `a long message keeps the composer to ${composer.height} px`);
+    await phone.fill('#message', '');
+    const small = await phone.evaluate(() => [...document.querySelectorAll('button, select, input, textarea, summary, #session-list a.row')]
+      .filter((n) => n.offsetParent !== null)
+      .map((n) => ({ n: n.id || n.className || n.tagName, h: n.getBoundingClientRect().height }))
+      .filter((t) => t.h < 44));
+    check(small.length === 0, `touch targets under 44 px: ${JSON.stringify(small)}`);
+    await accessible(phone, 'a transcript on a phone');
+    await shot(phone, 'phone-light');
+    await phone.emulateMedia({ colorScheme: 'dark' });
+    await shot(phone, 'phone-dark');
+    await phone.emulateMedia({ colorScheme: 'light' });
+    await phone.reload();
+    await phone.locator('#messages .msg').first().waitFor(WAIT);
+    check(await phone.locator('#sessions').isHidden(), 'a reload keeps the open session');
+    await phone.click('#back');
+    await mainRow.waitFor({ state: 'visible', ...WAIT });
+    check(await phone.locator('#transcript').isHidden(), 'back shows the list');
+    await phone.goBack();
+    await phone.locator('#messages').waitFor({ state: 'visible', ...WAIT });
+    check(await phone.locator('#sessions').isHidden(), "the browser's back opens the session again");
+    await context.close();
   },
 
   async 'hostile text stays text'() {
@@ -280,7 +503,6 @@ async function main() {
       await run();
       check(problems.length === 0, problems.join('; '));
       console.log(`ok ${name}`);
-      if (SCREENSHOT && name.startsWith('a sessions_send')) await page.screenshot({ path: SCREENSHOT });
     } catch (e) {
       console.log(`FAIL ${name}: ${e.message}`);
       writeFileSync(`${HOME}/failure.png`, await page.screenshot());

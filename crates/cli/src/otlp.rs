@@ -19,17 +19,22 @@ use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use switchboard_core::config::{OtlpConfig, OtlpProtocol};
 use tracing::Level;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::Targets;
 use tracing_subscriber::registry::LookupSpan;
 
 /// How long one export may take before the batch is given up.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The spans exported: the gateway's own, at info (whatever the log filter says).
-fn spans() -> Targets {
-    Targets::new()
-        .with_target("switchboard_core", Level::INFO)
-        .with_target("switchboard_server", Level::INFO)
+/// What the layer sees: the gateway's own spans at info, and its warnings and errors (span
+/// events), whatever the log filter says. Nothing of the libraries under it.
+fn exported(meta: &tracing::Metadata<'_>) -> bool {
+    let ours = ["switchboard_core", "switchboard_server"]
+        .iter()
+        .any(|krate| meta.target().starts_with(krate));
+    let level = match meta.is_span() {
+        true => Level::INFO,
+        false => Level::WARN,
+    };
+    ours && *meta.level() <= level
 }
 
 /// The tracing layer and the provider behind it (shut it down to send what is buffered);
@@ -80,9 +85,14 @@ where
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("switchboard");
+    // No busy/idle timing (two clock reads a poll), thread or source-location attributes: the
+    // cost of a span is what it says.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(spans());
+        .with_tracked_inactivity(false)
+        .with_threads(false)
+        .with_location(false)
+        .with_filter(tracing_subscriber::filter::filter_fn(exported));
     Ok(Some((layer, provider)))
 }
 

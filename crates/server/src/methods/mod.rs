@@ -101,6 +101,13 @@ pub fn method_names() -> impl Iterator<Item = &'static str> {
     METHODS.iter().map(|(name, _)| *name)
 }
 
+/// Whether a request of `method` gets a span of its own (docs/observability.md): the methods
+/// that may start or change work; reads and `agent.wait` (a wait) do not, so a trace shows what
+/// happened rather than who looked.
+pub fn is_traced(method: &str) -> bool {
+    method != "agent.wait" && !matches!(scope_of(method), Some(Scope::Read) | None)
+}
+
 /// The scope `method` needs; `None` for a method this gateway does not answer.
 pub fn scope_of(method: &str) -> Option<Scope> {
     METHODS

@@ -356,8 +356,13 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame, hel
         interim_conn.respond_now(ResponseFrame::ok(interim_id.clone(), payload));
     };
     let grant = conn.grant();
-    // A span per request (SPEC §10b): the runs it starts are its children.
-    let span = tracing::info_span!("ws_request", otel.name = %format_args!("ws {}", req.method), otel.kind = "server");
+    // A span per request that may start work (SPEC §10b): the runs it starts are its children.
+    let span = match methods::is_traced(&req.method) {
+        true => {
+            tracing::info_span!("ws_request", otel.name = %format_args!("ws {}", req.method), otel.kind = "server")
+        }
+        false => tracing::Span::none(),
+    };
     let dispatched =
         methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone);
     let response = match tracing::Instrument::instrument(dispatched, span).await {

@@ -373,3 +373,45 @@ async fn an_incoming_traceparent_is_honoured_on_rpc_hooks_a2a_and_webhooks() {
     }
     gateway.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_costs_the_turns_nothing() {
+    // Nothing listens on these: exports fail, over HTTP and over gRPC, and turns go on.
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    for (protocol, addr) in [("http/protobuf", free()), ("grpc", free())] {
+        let home = tempfile::tempdir().unwrap();
+        let otlp = format!(
+            r#"{{ observability: {{ otlp: {{ endpoint: "http://{addr}", protocol: "{protocol}" }} }} }}"#
+        );
+        let gateway = start(home.path(), &otlp);
+        let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+            .await
+            .unwrap();
+        for n in 0..3 {
+            let sent = client
+                .request(
+                    "agent",
+                    json!({"sessionKey": "main", "message": format!("@reply turn {n}")}),
+                )
+                .await
+                .unwrap();
+            let waited = client
+                .request(
+                    "agent.wait",
+                    json!({"runId": sent["runId"], "timeoutMs": 60_000}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(waited["status"], "ok", "{protocol}: {waited}");
+        }
+        assert!(
+            gateway.terminate().success(),
+            "{protocol}: the gateway did not stop cleanly"
+        );
+    }
+}

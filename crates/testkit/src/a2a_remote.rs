@@ -40,6 +40,8 @@ struct FakeState {
     sends: Vec<Value>,
     /// (`A2A-Version`, `Authorization`) of every JSON-RPC call.
     headers: Vec<(Option<String>, Option<String>)>,
+    /// The `traceparent` of every JSON-RPC call that sent one.
+    traceparents: Vec<String>,
     /// How many `GetTask` calls found their task.
     polls: usize,
     /// Tasks stay `TASK_STATE_WORKING` while this is set.
@@ -142,6 +144,11 @@ impl FakeA2a {
         self.state().headers.clone()
     }
 
+    /// The W3C `traceparent` headers its JSON-RPC calls carried, in order.
+    pub fn traceparents(&self) -> Vec<String> {
+        self.state().traceparents.clone()
+    }
+
     /// Waits (at most a minute) until a task was polled with `GetTask`: the client has the
     /// task's id (switchboard commits it before its first poll).
     pub async fn wait_polled(&self) {
@@ -220,6 +227,7 @@ async fn rpc(
     let version = header(&headers, "a2a-version");
     let mut state = shared.state();
     state.headers.push((version.clone(), auth.clone()));
+    state.traceparents.extend(header(&headers, "traceparent"));
     if let Some(token) = &shared.token
         && auth.as_deref() != Some(&format!("Bearer {token}"))
     {

@@ -415,3 +415,50 @@ async fn a_collector_that_is_down_costs_the_turns_nothing() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_to_a_remote_a2a_agent_carries_the_trace_on() {
+    let receiver = Receiver::start().await;
+    let fake = switchboard_testkit::FakeA2a::start(None).await;
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"{{ observability: {{ otlp: {{ endpoint: "{}" }} }},
+             agents: {{ list: [{{ id: "main", default: true,
+               a2a: {{ remotes: {{ fake: {{ url: "{}" }} }} }} }}] }} }}"#,
+        receiver.endpoint(),
+        fake.url()
+    );
+    let gateway = start(home.path(), &config);
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let sent = client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "sessions_send",
+                   "args": {"sessionKey": "a2a:fake", "message": "hello over there", "timeoutSeconds": 0}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent["result"]["status"], "accepted", "{sent}");
+    let spans = receiver
+        .wait_for("the delivery attempt to the remote", |spans| {
+            spans.iter().any(|s| s.name == "deliver a2a")
+        })
+        .await;
+    let send = spans
+        .iter()
+        .find(|s| s.name == "execute_tool sessions_send")
+        .unwrap();
+    let attempt = spans.iter().find(|s| s.name == "deliver a2a").unwrap();
+    assert_eq!(attempt.trace_id, send.trace_id);
+    // The remote was told the trace and the attempt's span as its parent.
+    let expected = format!("00-{}-{}-01", attempt.trace_id, attempt.span_id);
+    assert!(
+        fake.traceparents().contains(&expected),
+        "{expected} not in {:?}",
+        fake.traceparents()
+    );
+    gateway.stop();
+    fake.stop().await;
+}

@@ -139,6 +139,10 @@ impl Client {
         if let Some(token) = endpoint.token {
             request = request.bearer_auth(token);
         }
+        // The remote agent's spans join this delivery's trace (SPEC §10b), if it traces.
+        if let Some(traceparent) = crate::trace::current() {
+            request = request.header(crate::trace::TRACEPARENT, traceparent);
+        }
         let response = request.send().await.map_err(|e| unreachable(url, &e))?;
         let status = response.status();
         let text = response.text().await.map_err(|e| {

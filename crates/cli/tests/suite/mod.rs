@@ -3,6 +3,7 @@ mod a2a_durability;
 mod cli_polish;
 mod cluster;
 mod cluster_faults;
+mod cluster_load;
 mod commands;
 mod demo;
 mod discord;

@@ -61,7 +61,25 @@ impl GatewayProcess {
         env: &[(&str, &str)],
         log: std::sync::Arc<std::sync::Mutex<String>>,
     ) -> (Self, std::thread::JoinHandle<()>) {
-        let mut command = Command::new(BIN);
+        Self::start_logging_in(None, home, env, log)
+    }
+
+    /// As [`GatewayProcess::start_logging`], in network namespace `netns` when given
+    /// (`ip netns exec`, which execs the gateway: the child is the gateway itself).
+    pub fn start_logging_in(
+        netns: Option<&str>,
+        home: &Path,
+        env: &[(&str, &str)],
+        log: std::sync::Arc<std::sync::Mutex<String>>,
+    ) -> (Self, std::thread::JoinHandle<()>) {
+        let mut command = match netns {
+            Some(ns) => {
+                let mut ip = Command::new("ip");
+                ip.args(["netns", "exec", ns, BIN]);
+                ip
+            }
+            None => Command::new(BIN),
+        };
         command
             .env_remove("SWITCHBOARD_LOG")
             .env_remove("RUST_LOG")

@@ -4,6 +4,7 @@ mod cli_polish;
 mod cluster;
 mod cluster_faults;
 mod cluster_load;
+mod cluster_partition;
 mod commands;
 mod demo;
 mod discord;

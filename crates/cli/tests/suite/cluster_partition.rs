@@ -55,14 +55,15 @@ impl Partition {
             ns_client: Ipv4Addr::new(10, y, z, 6),
         };
         let ns = partition.ns.as_str();
-        let link = |(host, inside): &(String, String), host_ip: u8| {
-            let (host_ip, ns_ip) = (format!("10.{y}.{z}.{host_ip}/30"), host_ip + 1);
+        // A /30 of its own per link: the host's end is `first`, the namespace's the next.
+        let link = |(host, inside): &(String, String), first: u8| {
+            let host_ip = format!("10.{y}.{z}.{first}/30");
+            let ns_ip = format!("10.{y}.{z}.{}/30", first + 1);
             run(&[
                 "ip", "link", "add", host, "type", "veth", "peer", "name", inside, "netns", ns,
             ])?;
             run(&["ip", "addr", "add", &host_ip, "dev", host])?;
             run(&["ip", "link", "set", host, "up"])?;
-            let ns_ip = format!("10.{y}.{z}.{ns_ip}/30");
             run(&["ip", "-n", ns, "addr", "add", &ns_ip, "dev", inside])?;
             run(&["ip", "-n", ns, "link", "set", inside, "up"])
         };

@@ -85,11 +85,13 @@ where
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("switchboard");
-    // No busy/idle timing (two clock reads a poll), thread or source-location attributes: the
-    // cost of a span is what it says.
+    // No busy/idle timing (two clock reads a poll), no OpenTelemetry context made current at
+    // each poll (nothing here reads it: `core::trace` asks the span), no thread or
+    // source-location attributes: a span costs what it says.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_tracked_inactivity(false)
+        .with_context_activation(false)
         .with_threads(false)
         .with_location(false)
         .with_filter(tracing_subscriber::filter::filter_fn(exported));

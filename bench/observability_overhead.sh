@@ -15,6 +15,8 @@
 #   SHORT / LONG   the two turn counts of the instruction count (default 50 / 250)
 #   WALL           turns of the wall-clock measure (default 2000)
 #   ROUNDS         how many times each mode is measured (default 1)
+#   MODES          which of off, metrics, traces, both, unsampled (traces with sampleRatio 0:
+#                  the layer's own cost) to measure (default "off metrics traces both")
 set -euo pipefail
 
 SHORT=${SHORT:-50}
@@ -44,6 +46,7 @@ config() {
     local metrics=false otlp=""
     [[ $1 == metrics || $1 == both ]] && metrics=true
     [[ $1 == traces || $1 == both ]] && otlp=", otlp: { endpoint: \"http://127.0.0.1:$SINK_PORT\" }"
+    [[ $1 == unsampled ]] && otlp=", otlp: { endpoint: \"http://127.0.0.1:$SINK_PORT\", sampleRatio: 0 }"
     cat >"$2/config.json5" <<EOF5
 { agents: { defaults: { model: "builtin/echo" } }, observability: { metrics: { enabled: $metrics }$otlp } }
 EOF5
@@ -105,7 +108,7 @@ wall() {
 
 start_sink
 for round in $(seq 1 "$ROUNDS"); do
-    for mode in off metrics traces both; do
+    for mode in ${MODES:-off metrics traces both}; do
         short=$(instructions "$mode" "$SHORT")
         long=$(instructions "$mode" "$LONG")
         per_turn=$(( (long - short) / (LONG - SHORT) ))

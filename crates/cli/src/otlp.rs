@@ -94,7 +94,13 @@ where
         .with_context_activation(false)
         .with_threads(false)
         .with_location(false)
-        .with_filter(tracing_subscriber::filter::filter_fn(exported));
+        // The hint keeps the `log` bridge's level at the log filter's: without it every
+        // dependency's `log::trace!` (a WebSocket frame's, ~160 a turn) is turned into a tracing
+        // event only to be dropped (measured: +140,000 instructions a turn).
+        .with_filter(
+            tracing_subscriber::filter::filter_fn(exported)
+                .with_max_level_hint(tracing_subscriber::filter::LevelFilter::INFO),
+        );
     Ok(Some((layer, provider)))
 }
 

@@ -94,24 +94,10 @@ pub async fn rpc(
         Ok(body) => body,
         Err(e) => return e.refusal("/rpc"),
     };
-    // serde would read a struct from an array of its fields in order: a body is an object.
-    let request = serde_json::from_slice::<Value>(&body).and_then(|value| match value {
-        Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
-        other => Err(serde::de::Error::custom(format!(
-            "a JSON object, not {}",
-            switchboard_protocol::decode::kind_of(&other)
-        ))),
-    });
-    let request = match request {
+    let request = match parse_body(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return failure(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidRequest,
-                format!(
-                    "body is not a request ({e}); expected {{\"method\": \"…\", \"params\": {{…}}}}"
-                ),
-            );
+        Err(message) => {
+            return failure(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
         }
     };
     // A disconnected HTTP client drops this future; nothing else tells the method it left. A
@@ -142,6 +128,24 @@ pub async fn rpc(
             )
         }
     }
+}
+
+/// A `POST /rpc` body as a request, or what is wrong with it and what is expected.
+pub(crate) fn parse_body(body: &[u8]) -> Result<RpcRequest, String> {
+    // serde would read a struct from an array of its fields in order: a body is an object.
+    serde_json::from_slice::<Value>(body)
+        .and_then(|value| match value {
+            Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
+            other => Err(serde::de::Error::custom(format!(
+                "a JSON object, not {}",
+                switchboard_protocol::decode::kind_of(&other)
+            ))),
+        })
+        .map_err(|e| {
+            format!(
+                "body is not a request ({e}); expected {{\"method\": \"…\", \"params\": {{…}}}}"
+            )
+        })
 }
 
 /// Liveness without authentication: no counts, nothing about sessions.

@@ -26,10 +26,10 @@ use crate::ServerState;
 use crate::admission::{self, Pending};
 
 /// A checked request: its id, method and params.
-struct Call {
-    id: Value,
-    method: Method,
-    params: Option<Value>,
+pub(crate) struct Call {
+    pub(crate) id: Value,
+    pub(crate) method: Method,
+    pub(crate) params: Option<Value>,
 }
 
 /// The handler.
@@ -87,7 +87,7 @@ pub(super) async fn call(
 
 /// The body as a JSON-RPC 2.0 request of a known method, in a version this gateway speaks;
 /// otherwise the error, under the request's id when it has one.
-fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
+pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         let error = A2aError::new(
             A2aErrorCode::ParseError,

@@ -146,7 +146,7 @@ fn addressed(me: &User, message: &Message) -> bool {
 }
 
 /// The text without the bot's own mention (`<@id>` or `<@!id>`), trimmed.
-fn strip_mention(content: &str, me: &User) -> String {
+pub(super) fn strip_mention(content: &str, me: &User) -> String {
     content
         .replace(&format!("<@{}>", me.id), "")
         .replace(&format!("<@!{}>", me.id), "")

@@ -132,7 +132,7 @@ fn sender(user: &str) -> Sender<'_> {
 }
 
 /// The text without the app's own mention (`<@U…>` or `<@U…|name>`), trimmed.
-fn strip_mention(text: &str, me: &str) -> String {
+pub(super) fn strip_mention(text: &str, me: &str) -> String {
     let open = format!("<@{me}");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

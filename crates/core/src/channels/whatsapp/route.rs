@@ -130,7 +130,7 @@ pub(super) fn digits(number: &str) -> String {
 }
 
 /// The text without `@<phone>` mentions of the number, and whether there was one.
-fn strip_mention(text: &str, phone: &str) -> (String, bool) {
+pub(super) fn strip_mention(text: &str, phone: &str) -> (String, bool) {
     let mention = format!("@{phone}");
     if phone.is_empty() || !text.contains(&mention) {
         return (text.to_owned(), false);

@@ -362,6 +362,17 @@ impl Counts {
     }
 }
 
+/// A whole streamed answer in memory, read as a streaming turn reads a response (the fuzz
+/// targets' door, `super::fuzzing`).
+pub(super) fn read_stream(
+    endpoint: &Endpoint,
+    body: &[u8],
+) -> Result<ModelResponse, ProviderError> {
+    let mut turn = Turn::default();
+    endpoint.sse_body(body, |name, data| turn.event(name, data, &|_| {}, endpoint))?;
+    Ok(turn.finish())
+}
+
 /// A streamed turn being assembled.
 #[derive(Default)]
 struct Turn {

@@ -11,6 +11,8 @@ mod anthropic;
 mod builtin;
 #[cfg(test)]
 mod fuzz;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod http;
 mod openai;
 mod registry;

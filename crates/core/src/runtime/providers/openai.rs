@@ -301,6 +301,17 @@ fn stop_reason(finish: Option<&str>, content: &[ContentBlock]) -> StopReason {
     }
 }
 
+/// A whole streamed answer in memory, read as a streaming turn reads a response (the fuzz
+/// targets' door, `super::fuzzing`).
+pub(super) fn read_stream(
+    endpoint: &Endpoint,
+    body: &[u8],
+) -> Result<ModelResponse, ProviderError> {
+    let mut turn = Turn::default();
+    endpoint.sse_body(body, |_, data| turn.chunk(data, &|_| {}, endpoint))?;
+    Ok(turn.finish())
+}
+
 /// A streamed turn being assembled.
 #[derive(Default)]
 struct Turn {

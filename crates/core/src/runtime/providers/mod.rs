@@ -99,6 +99,24 @@ impl ModelResponse {
             _ => None,
         })
     }
+
+    /// The same turn with an id of its own on every tool call: an empty id, or one an earlier
+    /// call of the turn already has, becomes a fresh one. A provider may send either (a
+    /// compatible server without ids, a stream that repeats a block); tool results answer calls
+    /// by id, so two calls under one id could not both be answered, and the next request
+    /// would carry the clash back to the provider.
+    pub fn with_distinct_call_ids(mut self) -> Self {
+        let mut seen = std::collections::HashSet::new();
+        for block in &mut self.content {
+            if let ContentBlock::ToolCall { id, .. } = block
+                && (id.is_empty() || !seen.insert(id.clone()))
+            {
+                *id = http::fresh_call_id();
+                seen.insert(id.clone());
+            }
+        }
+        self
+    }
 }
 
 /// A provider failure, classified so retries are decided by kind.

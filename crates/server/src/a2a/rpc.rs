@@ -98,10 +98,14 @@ pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2
         );
         (Value::Null, error)
     })?;
-    let id = match &value {
+    let given = match &value {
         Value::Object(map) => map.get("id").cloned().unwrap_or(Value::Null),
         _ => Value::Null,
     };
+    // An id of another type is no id: the error goes under null, as JSON-RPC answers a
+    // request whose id cannot be read (never the object or array that was sent).
+    let usable = matches!(given, Value::Null | Value::String(_) | Value::Number(_));
+    let id = if usable { given } else { Value::Null };
     let invalid = |why: String| {
         let message = format!(
             "{why}; expected a JSON-RPC 2.0 request: {{\"jsonrpc\": \"2.0\", \"id\": 1, \
@@ -122,7 +126,7 @@ pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2
     if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid("\"jsonrpc\" must be \"2.0\"".into()));
     }
-    if !matches!(id, Value::Null | Value::String(_) | Value::Number(_)) {
+    if !usable {
         return Err(invalid("\"id\" must be a string, a number or null".into()));
     }
     let Some(name) = map.get("method").and_then(Value::as_str) else {

@@ -165,3 +165,28 @@ pub async fn health(State(state): State<Arc<ServerState>>) -> Response {
     });
     (status, body).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_body;
+
+    /// Found by the `rpc_body` fuzz target: a whole number too long for 64 bits was read
+    /// inexactly, so the request written back read as another number.
+    #[test]
+    fn a_body_written_back_reads_the_same() {
+        let body = br#"{"method": "chat.send", "params": {"n": 33333333133333333333333333333}}"#;
+        let request = parse_body(body).unwrap();
+        let again = serde_json::to_vec(&request).unwrap();
+        assert_eq!(parse_body(&again).unwrap(), request);
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_says_what_is_expected() {
+        let message = parse_body(b"[\"health\"]").unwrap_err();
+        assert!(message.contains("a JSON object, not an array"), "{message}");
+        assert!(
+            message.ends_with(r#"expected {"method": "…", "params": {…}}"#),
+            "{message}"
+        );
+    }
+}

@@ -15,6 +15,8 @@ mod admission;
 pub mod auth;
 mod body;
 pub mod client;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod http;
 mod inbound;

@@ -11,7 +11,7 @@ use crate::keys::{self, SessionKey};
 use crate::runtime::RunRequest;
 use crate::runtime::lanes::Lane;
 
-const HOOK_EXPECTED: &str =
+pub(super) const HOOK_EXPECTED: &str =
     "expected a JSON object {\"message\": string, \"sessionKey\"?: string, \"agentId\"?: string}";
 
 impl Inbound {

@@ -12,7 +12,7 @@
 //! same id.
 
 use switchboard_protocol::delivery::WebhookOutbound;
-use switchboard_protocol::inbound::WebhookInbound;
+use switchboard_protocol::inbound::{HookAgentParams, WebhookInbound};
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use std::sync::Arc;
@@ -114,6 +114,21 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
         };
         CoreError::Invalid(format!("invalid payload{at}: {}; {expected}", e.inner()))
     })
+}
+
+/// The fuzz targets' door (docs/testing.md): a `POST /channels/webhook/<accountId>` body decoded
+/// and checked as the door does before it reads the account's settings. Not an API.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<WebhookInbound, CoreError> {
+    let payload: WebhookInbound = parse_body(body, PAYLOAD_EXPECTED)?;
+    Message::check(payload.clone())?;
+    Ok(payload)
+}
+
+/// The fuzz targets' door for `POST /hooks/agent`: its body decoded as the door decodes it.
+#[doc(hidden)]
+pub fn fuzz_hook(body: &[u8]) -> Result<HookAgentParams, CoreError> {
+    parse_body(body, super::hooks::HOOK_EXPECTED)
 }
 
 pub(super) fn check_token(

@@ -100,8 +100,13 @@ fn element(text: &str, index: usize) -> Option<usize> {
     None
 }
 
-/// Where `key` stands as an object key in `text`: bare or quoted, followed by `:`.
+/// Where `key` stands as an object key in `text`: bare or quoted, followed by `:`. The empty
+/// key (`"": …`) is found everywhere and nowhere: it has no place (its parent's line is
+/// used), and looking for it would never move on.
 fn find_key(text: &str, key: &str) -> Option<usize> {
+    if key.is_empty() {
+        return None;
+    }
     let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     let mut from = 0;
     while let Some(pos) = text[from..].find(key) {

@@ -12,7 +12,7 @@
 //! timeout, JSON (-32700), a JSON-RPC 2.0 request (-32600), the `A2A-Version` header (1.0;
 //! -32009), the method (-32601), its params (-32602).
 
-mod rpc;
+pub(crate) mod rpc;
 
 use std::sync::Arc;
 

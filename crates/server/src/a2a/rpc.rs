@@ -26,10 +26,10 @@ use crate::ServerState;
 use crate::admission::{self, Pending};
 
 /// A checked request: its id, method and params.
-struct Call {
-    id: Value,
-    method: Method,
-    params: Option<Value>,
+pub(crate) struct Call {
+    pub(crate) id: Value,
+    pub(crate) method: Method,
+    pub(crate) params: Option<Value>,
 }
 
 /// The handler.
@@ -87,7 +87,7 @@ pub(super) async fn call(
 
 /// The body as a JSON-RPC 2.0 request of a known method, in a version this gateway speaks;
 /// otherwise the error, under the request's id when it has one.
-fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
+pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         let error = A2aError::new(
             A2aErrorCode::ParseError,
@@ -98,10 +98,14 @@ fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
         );
         (Value::Null, error)
     })?;
-    let id = match &value {
+    let given = match &value {
         Value::Object(map) => map.get("id").cloned().unwrap_or(Value::Null),
         _ => Value::Null,
     };
+    // An id of another type is no id: the error goes under null, as JSON-RPC answers a
+    // request whose id cannot be read (never the object or array that was sent).
+    let usable = matches!(given, Value::Null | Value::String(_) | Value::Number(_));
+    let id = if usable { given } else { Value::Null };
     let invalid = |why: String| {
         let message = format!(
             "{why}; expected a JSON-RPC 2.0 request: {{\"jsonrpc\": \"2.0\", \"id\": 1, \
@@ -122,7 +126,7 @@ fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
     if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid("\"jsonrpc\" must be \"2.0\"".into()));
     }
-    if !matches!(id, Value::Null | Value::String(_) | Value::Number(_)) {
+    if !usable {
         return Err(invalid("\"id\" must be a string, a number or null".into()));
     }
     let Some(name) = map.get("method").and_then(Value::as_str) else {

@@ -58,7 +58,7 @@ pub(super) async fn acting_session(state: &ServerState, session: &str) -> Result
 
 /// `Ok` when `body` is one JSON-RPC 2.0 message (a request, a notification or a response);
 /// otherwise the 400 to answer, saying what is wrong.
-pub(super) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
+pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
     let bad = |code: i64, message: String| {
         Rejection::new(
             StatusCode::BAD_REQUEST,
@@ -133,11 +133,11 @@ pub(super) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
 
 /// A refusal before MCP, answered as a JSON-RPC error (id null) with the gateway's code in
 /// `data.code`.
-pub(super) struct Rejection {
+pub(crate) struct Rejection {
     status: StatusCode,
-    code: i64,
+    pub(crate) code: i64,
     gateway: ErrorCode,
-    message: String,
+    pub(crate) message: String,
 }
 
 impl Rejection {

@@ -15,7 +15,7 @@
 //! as its timeout would — the run it waits for goes on. The call is never dropped half-way.
 //! Decisions (acting session, auth, error mapping): `docs/mcp.md`.
 
-mod checks;
+pub(crate) mod checks;
 pub mod http;
 mod local;
 mod remote;

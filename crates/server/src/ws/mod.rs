@@ -408,7 +408,7 @@ async fn read_error(conn: &Conn, error: axum::Error) {
 }
 
 /// A `req` frame, or the id (when one could be read) and an error that says what was wrong.
-fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
+pub(crate) fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
     const EXPECTED: &str =
         "expected {\"type\":\"req\",\"id\":\"…\",\"method\":\"…\",\"params\":{…}}";
     let value: Value = serde_json::from_str(text).map_err(|e| {

@@ -236,3 +236,18 @@ fn classify(e: ApiError) -> ChannelError {
         _ => ChannelError::Permanent(e.to_string()),
     }
 }
+
+/// The fuzz targets' door (docs/testing.md): a Gateway payload as the gateway
+/// decodes it, and a `MESSAGE_CREATE`'s text without the mention of the bot (user id `1`).
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    let payload: api::Payload = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    if payload.t.as_deref() != Some("MESSAGE_CREATE") {
+        return Ok(Vec::new());
+    }
+    let message: api::Message = serde_json::from_value(payload.d).map_err(|e| e.to_string())?;
+    let me: api::User = serde_json::from_value(serde_json::json!({"id": "1", "username": "bot"}))
+        .map_err(|e| e.to_string())?;
+    Ok(vec![route::strip_mention(&message.content, &me)])
+}

@@ -145,11 +145,33 @@ fn addressed(me: &User, message: &Message) -> bool {
     mentioned || replied
 }
 
-/// The text without the bot's own mention (`<@id>` or `<@!id>`), trimmed.
-fn strip_mention(content: &str, me: &User) -> String {
-    content
-        .replace(&format!("<@{}>", me.id), "")
-        .replace(&format!("<@!{}>", me.id), "")
-        .trim()
-        .to_string()
+/// The text without the bot's own mention (`<@id>` or `<@!id>`), trimmed. Taking one out can
+/// join the text around it into another (`<@<@1>1>`), so until none is left.
+pub(super) fn strip_mention(content: &str, me: &User) -> String {
+    let forms = [format!("<@{}>", me.id), format!("<@!{}>", me.id)];
+    let mut text = content.to_string();
+    while let Some(form) = forms.iter().find(|form| text.contains(form.as_str())) {
+        text = text.replace(form.as_str(), "");
+    }
+    text.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_mention;
+    use crate::channels::discord::api::User;
+
+    #[test]
+    fn the_bots_mention_is_taken_out_even_when_that_joins_another() {
+        let me = User {
+            id: "1".into(),
+            username: "bot".into(),
+            bot: true,
+        };
+        assert_eq!(strip_mention("<@1> hello", &me), "hello");
+        assert_eq!(strip_mention("<@!1>hi <@12>", &me), "hi <@12>");
+        // Taking one out joins the text around it into another mention of the bot.
+        assert_eq!(strip_mention("<@<@1>1> hello", &me), "hello");
+        assert_eq!(strip_mention("<@!<@1>1>hello", &me), "hello");
+    }
 }

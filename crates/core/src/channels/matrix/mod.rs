@@ -226,6 +226,27 @@ fn classify(e: ApiError) -> ChannelError {
     }
 }
 
+/// The fuzz targets' door (docs/testing.md): a `/sync` answer as the syncer decodes
+/// it, and each joined room's text message as routing reads it for the bot `@bot:hs` (named `Bot`).
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    let sync: api::Sync = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let me = route::Me {
+        user_id: "@bot:hs".into(),
+        display_name: Some("Bot".into()),
+    };
+    let events = sync
+        .rooms
+        .join
+        .values()
+        .flat_map(|room| &room.timeline.events);
+    Ok(events
+        .filter_map(|event| route::text(event, &me).ok())
+        .map(|text| text.body)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,6 +167,38 @@ impl Channel for Signal {
     }
 }
 
+/// The fuzz targets' door (docs/testing.md): the daemon's event stream as the reader
+/// frames it, each `receive` event as it is decoded, and the text of its message as routing reads
+/// it for the account `+15550001111` (its own mentions dropped, others' written as `@name`).
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    let mut reader = api::SseReader::default();
+    let mut texts = Vec::new();
+    for event in reader.push(body) {
+        if event.name.as_deref().is_some_and(|name| name != "receive") {
+            continue;
+        }
+        let received: api::Received =
+            serde_json::from_str(&event.data).map_err(|e| e.to_string())?;
+        if let Some(message) = &received.envelope.data_message {
+            texts.push(route::text_of(message, "+15550001111").0);
+        }
+    }
+    Ok(texts)
+}
+
+/// The events of `body` framed by [`api::SseReader`] fed in two pieces, split at `at` (clamped),
+/// as `(id, event name, data)`: how the stream arrives in chunks must not change what is read.
+#[doc(hidden)]
+pub fn fuzz_frames(body: &[u8], at: usize) -> Vec<(Option<String>, Option<String>, String)> {
+    let at = at.min(body.len());
+    let mut reader = api::SseReader::default();
+    let mut events = reader.push(&body[..at]);
+    events.extend(reader.push(&body[at..]));
+    events.into_iter().map(|e| (e.id, e.name, e.data)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,7 +114,7 @@ fn is_account(who: Option<&str>, account: &str) -> bool {
 
 /// The text with each mention's placeholder replaced: a mention of the account taken out
 /// (and reported), any other written as `@name`.
-fn text_of(message: &DataMessage, account: &str) -> (String, bool) {
+pub(super) fn text_of(message: &DataMessage, account: &str) -> (String, bool) {
     let raw = message.message.as_deref().unwrap_or_default();
     let mut mentioned = false;
     let mut text = String::with_capacity(raw.len());

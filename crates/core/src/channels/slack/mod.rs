@@ -200,3 +200,17 @@ fn classify(e: ApiError) -> ChannelError {
         _ => ChannelError::Permanent(e.to_string()),
     }
 }
+
+/// The fuzz targets' door (docs/testing.md): a Socket Mode frame as the socket decodes
+/// it, and its event's text without the mention of the app (user id `U1`).
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    use serde::Deserialize;
+    let frame: api::Frame = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    if frame.kind != "events_api" {
+        return Ok(Vec::new());
+    }
+    let event = api::Event::deserialize(&frame.payload["event"]).map_err(|e| e.to_string())?;
+    Ok(vec![route::strip_mention(&event.text, "U1")])
+}

@@ -131,8 +131,21 @@ fn sender(user: &str) -> Sender<'_> {
     }
 }
 
-/// The text without the app's own mention (`<@U…>` or `<@U…|name>`), trimmed.
-fn strip_mention(text: &str, me: &str) -> String {
+/// The text without the app's own mention (`<@U…>` or `<@U…|name>`), trimmed. Taking one out
+/// can join the text around it into another (`<@U<@U1>1>`), so until none is left.
+pub(super) fn strip_mention(text: &str, me: &str) -> String {
+    let mut text = text.to_string();
+    loop {
+        let stripped = strip_once(&text, me);
+        if stripped == text {
+            return text;
+        }
+        text = stripped;
+    }
+}
+
+/// One pass of [`strip_mention`].
+fn strip_once(text: &str, me: &str) -> String {
     let open = format!("<@{me}");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -163,5 +176,7 @@ mod tests {
         assert_eq!(strip_mention("hi <@U1|bot> there", "U1"), "hi  there");
         assert_eq!(strip_mention("<@U12> hello", "U1"), "<@U12> hello");
         assert_eq!(strip_mention("ask <@U2>", "U1"), "ask <@U2>");
+        // Taking one out joins the text around it into another mention of the app.
+        assert_eq!(strip_mention("<@U<@U1>1> hi", "U1"), "hi");
     }
 }

@@ -196,3 +196,16 @@ fn classify(e: ApiError) -> ChannelError {
         _ => ChannelError::Permanent(e.to_string()),
     }
 }
+
+/// The fuzz targets' door (docs/testing.md): an update as the poller decodes it, and
+/// the text of its message (its caption when it has none).
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    let update: api::Update = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    Ok(update
+        .message
+        .into_iter()
+        .filter_map(|m| m.text.or(m.caption))
+        .collect())
+}

@@ -227,3 +227,24 @@ impl Channel for WhatsApp {
         true
     }
 }
+
+/// The fuzz targets' door (docs/testing.md): a webhook notification as the door
+/// decodes it, and each text message's body without mentions of the number `15550001111`.
+/// Not an API: nothing in the workspace calls it.
+#[doc(hidden)]
+pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
+    let notification: api::Notification =
+        serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let mut texts = Vec::new();
+    let changes = notification.entry.into_iter().flat_map(|e| e.changes);
+    for change in changes.filter(|c| c.field == "messages") {
+        let value: api::Messages =
+            serde_json::from_value(change.value).map_err(|e| e.to_string())?;
+        for message in value.messages {
+            if let Some(text) = message.text {
+                texts.push(route::strip_mention(&text.body, "15550001111").0);
+            }
+        }
+    }
+    Ok(texts)
+}

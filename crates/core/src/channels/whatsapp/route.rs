@@ -129,11 +129,55 @@ pub(super) fn digits(number: &str) -> String {
     number.chars().filter(char::is_ascii_digit).collect()
 }
 
-/// The text without `@<phone>` mentions of the number, and whether there was one.
-fn strip_mention(text: &str, phone: &str) -> (String, bool) {
+/// The text without `@<phone>` mentions of the number, and whether there was one. A mention
+/// ends where the digits do: `@<phone>7` is another, longer number, kept as written.
+pub(super) fn strip_mention(text: &str, phone: &str) -> (String, bool) {
     let mention = format!("@{phone}");
-    if phone.is_empty() || !text.contains(&mention) {
+    if phone.is_empty() {
         return (text.to_owned(), false);
     }
-    (text.replace(&mention, "").trim().to_owned(), true)
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut mentioned = false;
+    while let Some(at) = rest.find(&mention) {
+        let after = &rest[at + mention.len()..];
+        let whole = !after.starts_with(|c: char| c.is_ascii_digit());
+        out.push_str(&rest[..at]);
+        if whole {
+            mentioned = true;
+        } else {
+            out.push_str(&mention);
+        }
+        rest = after;
+    }
+    if !mentioned {
+        return (text.to_owned(), false);
+    }
+    out.push_str(rest);
+    (out.trim().to_owned(), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_mention;
+
+    #[test]
+    fn the_numbers_mention_is_taken_out_and_longer_numbers_are_kept() {
+        let phone = "15550001111";
+        assert_eq!(strip_mention("@15550001111 hi", phone), ("hi".into(), true));
+        assert_eq!(strip_mention("hi all", phone), ("hi all".into(), false));
+        // Another number that starts with this one is not a mention of it (it was cut to `2`).
+        assert_eq!(
+            strip_mention("@155500011112 hi", phone),
+            ("@155500011112 hi".into(), false)
+        );
+        assert_eq!(
+            strip_mention("@155500011112 and @15550001111, hi", phone),
+            ("@155500011112 and , hi".into(), true)
+        );
+        // Found by the whatsapp fuzz target: taking the inner one out joined the text around it
+        // into a mention of the number, which was handed on.
+        let joined = "@15@15550001111550001111$hi";
+        assert_eq!(strip_mention(joined, phone), (joined.into(), false));
+    }
 }

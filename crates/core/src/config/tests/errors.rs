@@ -359,3 +359,17 @@ fn a_slack_account_takes_the_channels_settings_it_leaves_out() {
     assert!(!ops.require_mention);
     assert_eq!(ops.api_base, SlackChannel::default().api_base);
 }
+
+/// Found by the `config` fuzz target: an empty key (`"": …`) made the loader look for it in the
+/// text forever, so `config check` and the gateway's start hung. It is an unknown setting like
+/// any other, reported at its object's line.
+#[test]
+fn an_empty_key_is_an_unknown_setting_at_its_objects_line() {
+    let text = "{ agents: {\n list: [ { id: \"a\", \"\": 1 } ] } }";
+    let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(loaded.unknown_paths, vec!["agents.list[0][\"\"]"]);
+    assert_eq!(
+        loaded.unknown,
+        vec!["line 2: config error at agents.list[0][\"\"]: unknown setting"]
+    );
+}

@@ -111,7 +111,8 @@ impl Anthropic {
             content,
             usage: usage.into_usage(),
             stop_reason,
-        })
+        }
+        .with_distinct_call_ids())
     }
 }
 
@@ -362,6 +363,17 @@ impl Counts {
     }
 }
 
+/// A whole streamed answer in memory, read as a streaming turn reads a response (the fuzz
+/// targets' door, `super::fuzzing`).
+pub(super) fn read_stream(
+    endpoint: &Endpoint,
+    body: &[u8],
+) -> Result<ModelResponse, ProviderError> {
+    let mut turn = Turn::default();
+    endpoint.sse_body(body, |name, data| turn.event(name, data, &|_| {}, endpoint))?;
+    Ok(turn.finish())
+}
+
 /// A streamed turn being assembled.
 #[derive(Default)]
 struct Turn {
@@ -542,6 +554,7 @@ impl Turn {
             usage: self.counts.into_usage(),
             stop_reason,
         }
+        .with_distinct_call_ids()
     }
 }
 
@@ -639,6 +652,29 @@ mod tests {
             1,
             "no extra turn after a user one"
         );
+    }
+
+    /// Found by the `sse_anthropic` fuzz target: a stream that starts two tool_use blocks with
+    /// one id gave two calls under that id, which no tool result could tell apart.
+    #[test]
+    fn a_repeated_tool_call_id_is_made_distinct() {
+        let block = |index: u64| {
+            let start = json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": "tu_1", "name": "t", "input": {}}});
+            format!("event: content_block_start\ndata: {start}\n\n")
+        };
+        let stop = json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}});
+        let body = format!(
+            "{}{}event: message_delta\ndata: {stop}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
+            block(0),
+            block(1)
+        );
+        let reply = read_stream(super::super::fuzz::endpoint(), body.as_bytes()).unwrap();
+        let ids: Vec<&str> = reply.tool_calls().map(|(id, _, _)| id).collect();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids[0], "tu_1", "the first call keeps its id");
+        assert_ne!(ids[1], "tu_1");
+        assert!(!ids[1].is_empty());
     }
 
     proptest::proptest! {

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
@@ -167,13 +167,37 @@ impl Endpoint {
     pub async fn sse(
         &self,
         response: reqwest::Response,
+        on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
+    ) -> Result<(), ProviderError> {
+        self.read_sse(response.bytes_stream(), |e| self.network(e), on_event)
+            .await
+    }
+
+    /// [`Endpoint::sse`] on a body already in memory (the fuzz targets' door: the same framing
+    /// and the same end-of-stream rule, without a connection).
+    pub fn sse_body(
+        &self,
+        body: &[u8],
+        on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
+    ) -> Result<(), ProviderError> {
+        let bytes = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.to_vec())]);
+        // An in-memory stream is always ready: the future ends at its first poll.
+        self.read_sse(bytes, |never| match never {}, on_event)
+            .now_or_never()
+            .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
+    }
+
+    async fn read_sse<B: AsRef<[u8]>, E: std::fmt::Display>(
+        &self,
+        bytes: impl futures_util::Stream<Item = Result<B, E>> + Send,
+        transport: impl Fn(E) -> ProviderError + Send,
         mut on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = std::pin::pin!(bytes.eventsource());
         let mut complete = false;
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| match e {
-                EventStreamError::Transport(e) => self.network(e),
+                EventStreamError::Transport(e) => transport(e),
                 other => self.invalid(&format!("unreadable event stream: {other}")),
             })?;
             match on_event(&event.event, &event.data)? {

@@ -11,6 +11,8 @@ mod anthropic;
 mod builtin;
 #[cfg(test)]
 mod fuzz;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod http;
 mod openai;
 mod registry;
@@ -96,6 +98,24 @@ impl ModelResponse {
             } => Some((id.as_str(), name.as_str(), arguments)),
             _ => None,
         })
+    }
+
+    /// The same turn with an id of its own on every tool call: an empty id, or one an earlier
+    /// call of the turn already has, becomes a fresh one. A provider may send either (a
+    /// compatible server without ids, a stream that repeats a block); tool results answer calls
+    /// by id, so two calls under one id could not both be answered, and the next request
+    /// would carry the clash back to the provider.
+    pub fn with_distinct_call_ids(mut self) -> Self {
+        let mut seen = std::collections::HashSet::new();
+        for block in &mut self.content {
+            if let ContentBlock::ToolCall { id, .. } = block
+                && (id.is_empty() || !seen.insert(id.clone()))
+            {
+                *id = http::fresh_call_id();
+                seen.insert(id.clone());
+            }
+        }
+        self
     }
 }
 

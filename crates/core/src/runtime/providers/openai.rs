@@ -115,7 +115,8 @@ impl OpenAi {
             content,
             usage: usage(json.get("usage")),
             stop_reason,
-        })
+        }
+        .with_distinct_call_ids())
     }
 }
 
@@ -299,6 +300,17 @@ fn stop_reason(finish: Option<&str>, content: &[ContentBlock]) -> StopReason {
         _ if has_calls => StopReason::ToolUse,
         _ => StopReason::Stop,
     }
+}
+
+/// A whole streamed answer in memory, read as a streaming turn reads a response (the fuzz
+/// targets' door, `super::fuzzing`).
+pub(super) fn read_stream(
+    endpoint: &Endpoint,
+    body: &[u8],
+) -> Result<ModelResponse, ProviderError> {
+    let mut turn = Turn::default();
+    endpoint.sse_body(body, |_, data| turn.chunk(data, &|_| {}, endpoint))?;
+    Ok(turn.finish())
 }
 
 /// A streamed turn being assembled.
@@ -487,6 +499,7 @@ impl Turn {
             usage: usage(self.usage.as_ref()),
             stop_reason,
         }
+        .with_distinct_call_ids()
     }
 }
 
@@ -528,6 +541,27 @@ mod tests {
         assert_eq!((calls[2].1.as_str(), &calls[2].2), ("z", &json!({})));
         assert!(calls[2].0 > 5, "a missing id is generated");
         assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    }
+
+    /// Two calls under one id (at two indexes) leave the stream with ids of their own, as
+    /// `sse_anthropic`'s finding does for Anthropic.
+    #[test]
+    fn a_repeated_tool_call_id_is_made_distinct() {
+        let call = |index: u64| {
+            json!({"choices": [{"delta": {"tool_calls": [{"index": index, "id": "c1",
+                "function": {"name": "t", "arguments": "{}"}}]}}]})
+        };
+        let body = format!(
+            "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+            call(0),
+            call(1),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]})
+        );
+        let reply = read_stream(super::super::fuzz::endpoint(), body.as_bytes()).unwrap();
+        let ids: Vec<&str> = reply.tool_calls().map(|(id, _, _)| id).collect();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids[0], "c1", "the first call keeps its id");
+        assert_ne!(ids[1], "c1");
     }
 
     proptest::proptest! {

@@ -51,6 +51,22 @@ async fn a_body_that_is_not_json_or_not_a_request_is_refused() {
     );
     let (_, body) = rpc(&gateway, "main", "[1, 2]").await;
     assert_eq!(error(&body, "not an object"), -32600);
+    // Found by the a2a_rpc fuzz target: an id that is an object was echoed back as the answer's
+    // id; an id of no allowed type is answered under null.
+    for id in [r#"{"a": 2}"#, "[1]", "true"] {
+        let call = format!(r#"{{"jsonrpc": "2.0", "id": {id}, "method": "GetTask"}}"#);
+        let (_, body) = rpc(&gateway, "main", &call).await;
+        assert_eq!(
+            (
+                error(&body, "\"id\" must be a string, a number or null"),
+                &body["id"]
+            ),
+            (-32600, &Value::Null)
+        );
+    }
+    let call = r#"{"jsonrpc": "1.0", "id": {"a": 2}, "method": "GetTask"}"#;
+    let (_, body) = rpc(&gateway, "main", call).await;
+    assert_eq!(&body["id"], &Value::Null, "{body}");
     nothing_stored(&gateway).await;
     gateway.stop().await;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The foundation benchmark (BENCHMARKS.md): cold start, idle RSS, sessions.list at 10k and 100k
+# The foundation benchmark (BENCHMARKS.md): cold start, idle RSS and sessions.list at 10k and 100k
 # sessions, chat.history on a 100k-message session. Loopback only; a few minutes on 2 cores.
 #
 #   bench/foundation.sh                 build the release binary, run everything
@@ -93,9 +93,11 @@ latency 10k sessions.list '{}'
 rss_now 10k
 stop_gateway
 
-# 3. 100k sessions: sessions.list.
+# 3. 100k sessions: cold start (restart over the store), idle RSS, sessions.list.
 S100K="$RUN/s100k"
 seed 100k "$S100K" --sessions 100000
+echo "== cold start, 100k sessions ($COLD_RUNS starts)"
+cold_start "$S100K" 100k
 echo "== sessions.list, 100k sessions"
 start_gateway "$S100K"
 latency 100k health '{}'

@@ -13,7 +13,6 @@ mod subagents;
 mod types;
 mod writer;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -60,7 +59,8 @@ impl SqliteStore {
     }
 
     /// Opens (or creates) `<home>/switchboard.db`, migrates it, repairs any transcript mirror a
-    /// crash left short, and starts the writer thread. Times written come from `clock`.
+    /// crash left behind its database, and starts the writer thread (which then checks every
+    /// other mirror exists, in small steps, in the background). Times written come from `clock`.
     pub fn open_with_clock(home: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         // The state dir and the database are its owner's only (transcripts, tokens).
         private::create_dir(home)?;
@@ -73,11 +73,11 @@ impl SqliteStore {
         let conn = Connection::open(&db_path)?;
         schema::configure(&conn)?;
         schema::migrate(&conn)?;
-        let repaired = repair_mirrors(&conn, home)?;
-        if repaired > 0 {
+        let repair = repair_behind(&conn, home)?;
+        if repair.rebuilt > 0 {
             tracing::info!(
-                repaired,
-                "rebuilt transcript mirrors that were missing, short or gapped"
+                rebuilt = repair.rebuilt,
+                "rebuilt transcript mirrors that a crash left missing, short or gapped"
             );
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -197,27 +197,26 @@ impl Inner {
     }
 }
 
-/// Rewrites every mirror that is missing, or that may be short or gapped (its progress mark is
-/// behind the database: a crash or a failed write came between), from the database; answers how
-/// many were rewritten. Files whose mark is current are only checked to exist, by listing each
-/// agent's transcript folder once (a `stat` per file cost 45 ms of every start at 10k sessions):
-/// reading every file whole at each start would cost as much as the transcripts weigh.
-fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
-    let mut repaired = 0;
-    let mut listed: HashMap<String, HashSet<std::ffi::OsString>> = HashMap::new();
-    for row in queries::mirror_rows(conn)? {
+/// What the start-up repair did: how many transcripts it checked and how many it rewrote.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Repair {
+    pub checked: usize,
+    pub rebuilt: usize,
+}
+
+/// Rewrites every mirror that may be short, gapped or missing because its progress mark is
+/// behind the database (a crash or a failed write came between a commit and its lines), before
+/// the store serves anyone. Only those are read, found through a partial index: a start costs
+/// what the last process left unfinished, not what the store holds. A mirror whose mark is
+/// current is trusted (a gap can only come from a failed write, which keeps the mark behind);
+/// one deleted by hand while the gateway was stopped is found by the writer's sweep after the
+/// start (`writer`), or rewritten at its session's next write.
+fn repair_behind(conn: &Connection, home: &Path) -> Result<Repair, StoreError> {
+    let behind = queries::behind_mirrors(conn)?;
+    let mut rebuilt = 0;
+    for row in &behind {
         let path = mirror::transcript_path(home, &row.agent_id, &row.session_id);
-        let behind = row.mirrored_seq < row.last_seq;
-        let broken = match behind {
-            true => !mirror::is_complete(&path, row.last_seq),
-            false => {
-                let files = listed
-                    .entry(row.agent_id.clone())
-                    .or_insert_with(|| files_in(path.parent()));
-                !path.file_name().is_some_and(|name| files.contains(name))
-            }
-        };
-        if broken {
+        if !mirror::is_complete(&path, row.last_seq) {
             // One file that cannot be written must not keep the gateway from starting: its
             // mark stays behind, so the next start tries again.
             if let Err(e) = writer::rebuild(conn, home, &path, &row.session_id, row.created_at) {
@@ -225,25 +224,14 @@ fn repair_mirrors(conn: &Connection, home: &Path) -> Result<usize, StoreError> {
                 tracing::warn!(session_id, error = %e, "could not rebuild a transcript mirror");
                 continue;
             }
-            repaired += 1;
+            rebuilt += 1;
         }
-        if behind || broken {
-            queries::mark_mirrored(conn, &row.session_id, row.last_seq)?;
-        }
+        queries::mark_mirrored(conn, &row.session_id, row.last_seq)?;
     }
-    Ok(repaired)
-}
-
-/// The names of the regular files in `dir` (none when it cannot be read).
-fn files_in(dir: Option<&Path>) -> HashSet<std::ffi::OsString> {
-    let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
-        return HashSet::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.file_name())
-        .collect()
+    Ok(Repair {
+        checked: behind.len(),
+        rebuilt,
+    })
 }
 
 /// One op of a batch, inside the batch's transaction.

@@ -353,32 +353,45 @@ pub(super) fn live_runs(
     })
 }
 
-/// Every transcript, for the start-up check of its mirror.
+/// A transcript whose mirror is checked: the ones behind at start, and every one in the sweep.
 pub(super) struct MirrorRow {
+    /// The cursor of the sweep (the table's rowid).
+    pub rowid: i64,
     pub session_id: String,
     pub agent_id: String,
     pub created_at: i64,
     pub last_seq: i64,
-    /// The last seq known to be in the file (-1: not even the header).
-    pub mirrored_seq: i64,
 }
 
-pub(super) fn mirror_rows(conn: &Connection) -> Result<Vec<MirrorRow>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT session_id, agent_id, created_at, last_seq, mirrored_seq FROM transcripts",
-    )?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(MirrorRow {
-                session_id: r.get(0)?,
-                agent_id: r.get(1)?,
-                created_at: r.get(2)?,
-                last_seq: r.get(3)?,
-                mirrored_seq: r.get(4)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+fn mirror_row(r: &rusqlite::Row<'_>) -> Result<MirrorRow, StoreError> {
+    Ok(MirrorRow {
+        rowid: r.get(0)?,
+        session_id: r.get(1)?,
+        agent_id: r.get(2)?,
+        created_at: r.get(3)?,
+        last_seq: r.get(4)?,
+    })
+}
+
+/// The transcripts whose progress mark is behind the database (a crash or a failed write came
+/// between a commit and its mirror lines). Read through the partial index
+/// `transcripts_unmirrored`, so it costs what the behind ones weigh, not every transcript.
+pub(super) const BEHIND_SQL: &str = "SELECT rowid, session_id, agent_id, created_at, last_seq \
+     FROM transcripts WHERE mirrored_seq < last_seq";
+
+pub(super) fn behind_mirrors(conn: &Connection) -> Result<Vec<MirrorRow>, StoreError> {
+    all(conn, BEHIND_SQL, [], mirror_row)
+}
+
+/// Up to `limit` transcripts after `rowid`, in rowid order (one step of the mirror sweep).
+pub(super) fn mirrors_after(
+    conn: &Connection,
+    rowid: i64,
+    limit: i64,
+) -> Result<Vec<MirrorRow>, StoreError> {
+    let sql = "SELECT rowid, session_id, agent_id, created_at, last_seq \
+         FROM transcripts WHERE rowid > ?1 ORDER BY rowid LIMIT ?2";
+    all(conn, sql, params![rowid, limit], mirror_row)
 }
 
 pub(super) fn mark_mirrored(

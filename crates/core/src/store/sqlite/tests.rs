@@ -4,7 +4,7 @@ use serde_json::json;
 use switchboard_protocol::message::TranscriptMessage;
 use switchboard_protocol::sessions::Patch;
 
-use super::queries::{self, HISTORY_SQL};
+use super::queries::{self, BEHIND_SQL, HISTORY_SQL};
 use super::*;
 use crate::ids::RunId;
 use crate::keys::{SessionKey, SessionKind};
@@ -240,18 +240,72 @@ async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
 }
 
 #[tokio::test]
-async fn a_mirror_deleted_while_stopped_is_rebuilt_at_start_even_with_a_current_mark() {
+async fn a_start_reads_only_the_mirrors_behind_their_database() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let a = seed(&store, "agent:main:a", 4).await;
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(seed(&store, &format!("agent:main:s{i:02}"), 3).await);
+    }
     store.close().await;
-    let path = mirror::transcript_path(dir.path(), "main", &a);
-    let expected = std::fs::read(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
+    // s00: a kill left its last line out of the file and its mark behind. s01: deleted by hand
+    // while the gateway was stopped, its mark current.
+    let behind = mirror::transcript_path(dir.path(), "main", &ids[0]);
+    let behind_bytes = std::fs::read(&behind).unwrap();
+    std::fs::write(&behind, &behind_bytes[..behind_bytes.len() - 10]).unwrap();
+    let deleted = mirror::transcript_path(dir.path(), "main", &ids[1]);
+    let deleted_bytes = std::fs::read(&deleted).unwrap();
+    std::fs::remove_file(&deleted).unwrap();
+    let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    conn.execute(
+        "UPDATE transcripts SET mirrored_seq = 2 WHERE session_id = ?1",
+        [&ids[0]],
+    )
+    .unwrap();
 
+    // What an open runs before it serves anyone: the one behind is checked and rewritten, through
+    // the partial index; none of the 19 others is looked at.
+    let plan: String = conn
+        .query_row(&format!("EXPLAIN QUERY PLAN {BEHIND_SQL}"), [], |r| {
+            r.get(3)
+        })
+        .unwrap();
+    assert!(plan.contains("transcripts_unmirrored"), "{plan}");
+    assert_eq!(
+        repair_behind(&conn, dir.path()).unwrap(),
+        Repair {
+            checked: 1,
+            rebuilt: 1
+        }
+    );
+    assert_eq!(std::fs::read(&behind).unwrap(), behind_bytes);
+    assert!(!deleted.exists());
+    assert_eq!(
+        repair_behind(&conn, dir.path()).unwrap(),
+        Repair {
+            checked: 0,
+            rebuilt: 0
+        }
+    );
+    drop(conn);
+
+    // The writer's sweep after the start finds the deleted one and rewrites it.
     let store = SqliteStore::open(dir.path()).unwrap();
-    assert_eq!(std::fs::read(&path).unwrap(), expected);
+    until_complete(&deleted, 3, "the sweep never rebuilt the deleted mirror").await;
+    assert_eq!(std::fs::read(&deleted).unwrap(), deleted_bytes);
     store.close().await;
+}
+
+/// Waits until the mirror at `path` holds its header and `messages` lines (written in the
+/// background: the writer's sweep or its retry); `what` names what never happened.
+async fn until_complete(path: &std::path::Path, messages: i64, what: &str) {
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while !mirror::is_complete(path, messages) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect(what);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,13 +329,7 @@ async fn a_failed_mirror_write_is_retried_and_leaves_no_hole() {
     append("m6").await;
     std::fs::remove_dir(&path).unwrap();
     // Writable again: the idle retry rewrites the file whole.
-    tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while !mirror::is_complete(&path, 7) {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the failed mirror write was never retried");
+    until_complete(&path, 7, "the failed mirror write was never retried").await;
     // A failed write followed by good ones in one commit: the first rewrites the file (with the
     // second's message already in it), the second adds nothing twice.
     block();
@@ -477,10 +525,11 @@ async fn the_state_dir_the_database_and_the_transcripts_are_owner_only() {
     for file in ["switchboard.db", "switchboard.db-wal", "switchboard.db-shm"] {
         assert_eq!(mode(&home.join(file)), 0o600, "{file}");
     }
-    // A rebuilt transcript keeps the mode.
+    // A rebuilt transcript keeps the mode (rebuilt by the sweep after the start).
     std::fs::remove_file(&transcript).unwrap();
     store.close().await;
     let store = SqliteStore::open(&home).unwrap();
+    until_complete(&transcript, 2, "the sweep never rebuilt the deleted mirror").await;
     assert_eq!(mode(&transcript), 0o600);
     store.close().await;
 }
@@ -518,7 +567,8 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              DROP TABLE channel_pairings; ALTER TABLE deliveries DROP COLUMN parts_sent; \
              ALTER TABLE sessions DROP COLUMN cost_usd; ALTER TABLE runs DROP COLUMN model; \
              ALTER TABLE runs DROP COLUMN cost_usd; ALTER TABLE transcripts DROP COLUMN summary_seq; \
-             PRAGMA user_version = 1;",
+             ALTER TABLE deliveries DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN trace; \
+             ALTER TABLE exchanges DROP COLUMN trace; PRAGMA user_version = 1;",
         )
         .unwrap();
 
@@ -533,7 +583,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",

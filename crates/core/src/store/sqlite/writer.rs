@@ -12,6 +12,12 @@
 //! transcript is no longer trusted, its next write rewrites the file whole, and until then the
 //! rewrite is retried once a second. The writer knows the last seq in each file it touched, so a
 //! rewrite that already holds a later job's messages is never appended to again.
+//!
+//! The sweep: a start repairs only the mirrors whose mark is behind (`repair_behind`). That every
+//! other file still exists (one deleted by hand while the gateway was stopped) is checked here,
+//! after the start, [`SWEEP_STEP`] transcripts at a time between the writer's other work: one
+//! `stat` each, a missing file rewritten from the database. On the writer thread no mirror write
+//! can race the check, and memory stays one step's rows whatever the number of sessions.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +35,15 @@ const MAX_BATCH: usize = 512;
 const IDLE_FLUSH: Duration = Duration::from_millis(200);
 /// How often a mirror whose write failed is tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// Transcripts whose mirror file the sweep checks per step.
+const SWEEP_STEP: i64 = 1_000;
+/// The sweep's first step waits this long after the store opens: the start's own work (and the
+/// first clients) come first.
+const SWEEP_DELAY: Duration = Duration::from_secs(1);
+/// Between two steps when the writer is idle (and its idle wait while the sweep is unfinished).
+const SWEEP_IDLE: Duration = Duration::from_millis(50);
+/// Between two steps under steady writes, so the sweep adds little to any commit's wait.
+const SWEEP_BUSY: Duration = Duration::from_secs(1);
 
 /// What a job asks of the mirror once its transaction has committed.
 pub(super) enum MirrorOp {
@@ -65,12 +80,19 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
         marks: HashMap::new(),
         failed: HashMap::new(),
         retry_at: Instant::now(),
+        sweep: Some(0),
+        sweep_at: Instant::now() + SWEEP_DELAY,
     };
     loop {
-        let first = match jobs.recv_timeout(IDLE_FLUSH) {
+        let wait = match mirror.sweep {
+            Some(_) => SWEEP_IDLE,
+            None => IDLE_FLUSH,
+        };
+        let first = match jobs.recv_timeout(wait) {
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) => {
                 mirror.retry_failed(&conn);
+                mirror.sweep_step(&conn, SWEEP_IDLE);
                 mirror.flush_marks(&conn);
                 continue;
             }
@@ -84,8 +106,10 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
             }
         }
         commit_batch(&conn, batch, &mut mirror);
-        // Under steady traffic the writer is never idle: failed mirrors are retried here too.
+        // Under steady traffic the writer is never idle: failed mirrors are retried here too,
+        // and the sweep goes on, more slowly.
         mirror.retry_failed(&conn);
+        mirror.sweep_step(&conn, SWEEP_BUSY);
     }
     mirror.retry_at = Instant::now();
     mirror.retry_failed(&conn);
@@ -146,6 +170,10 @@ struct MirrorState {
     failed: HashMap<String, (String, i64)>,
     /// No retry of a failed mirror before this moment (at most one a [`RETRY_EVERY`]).
     retry_at: Instant,
+    /// The rowid of the last transcript the sweep checked; `None` once it checked them all.
+    sweep: Option<i64>,
+    /// No sweep step before this moment.
+    sweep_at: Instant,
 }
 
 impl MirrorState {
@@ -248,6 +276,46 @@ impl MirrorState {
                 }
             }
         }
+    }
+
+    /// One step of the sweep (module doc), if one is due; the next waits `pause`. A transcript
+    /// this process already wrote or is retrying is known and skipped.
+    fn sweep_step(&mut self, conn: &Connection, pause: Duration) {
+        let Some(after) = self.sweep else { return };
+        if Instant::now() < self.sweep_at {
+            return;
+        }
+        let rows = match queries::mirrors_after(conn, after, SWEEP_STEP) {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read transcripts for the mirror sweep");
+                self.sweep_at = Instant::now() + RETRY_EVERY;
+                return;
+            }
+        };
+        self.sweep = rows.last().map(|row| row.rowid);
+        for row in rows {
+            let known = self.in_file.contains_key(&row.session_id)
+                || self.failed.contains_key(&row.session_id);
+            let path = mirror::transcript_path(&self.home, &row.agent_id, &row.session_id);
+            if known || path.exists() {
+                continue;
+            }
+            let session_id = row.session_id;
+            match rebuild(conn, &self.home, &path, &session_id, row.created_at) {
+                Ok(last) => {
+                    tracing::info!(session_id, "rebuilt a missing transcript mirror");
+                    self.in_file.insert(session_id.clone(), last);
+                    self.marks.insert(session_id, last);
+                }
+                Err(e) => {
+                    tracing::warn!(session_id, error = %e, "could not rebuild a missing transcript mirror");
+                    self.failed
+                        .insert(session_id, (row.agent_id, row.created_at));
+                }
+            }
+        }
+        self.sweep_at = Instant::now() + pause;
     }
 
     /// Appends the lines of `messages` that the file does not hold yet; rewrites the file whole

@@ -59,7 +59,8 @@ fn line_of(text: &str, segs: &[Seg]) -> Option<usize> {
             Seg::Key(key) => offset + find_key(&text[offset..], key)?,
             Seg::Index(i) => offset + element(&text[offset..], *i)?,
         };
-        offset = at + 1;
+        // Past the first character found (a key may start with a multi-byte one).
+        offset = at + text[at..].chars().next().map_or(1, char::len_utf8);
         found = Some(at);
     }
     found.map(|at| text[..at].matches('\n').count() + 1)

@@ -373,3 +373,15 @@ fn an_empty_key_is_an_unknown_setting_at_its_objects_line() {
         vec!["line 2: config error at agents.list[0][\"\"]: unknown setting"]
     );
 }
+
+/// Found by the `config` fuzz target: a key that starts with a multi-byte character, with a bad
+/// value under it, made the line search slice inside that character (a panic).
+#[test]
+fn a_bad_value_under_a_key_starting_with_a_multibyte_character_is_reported() {
+    let text = "{\n  models: { providers: {\n    \"\u{5f0}penAI\": { api: \"bogus\" } } },\n}";
+    let err = error_text(text);
+    assert!(
+        err.starts_with("line 3: config error at models.providers[\"\u{5f0}penAI\"].api: \"bogus\" is not allowed"),
+        "{err}"
+    );
+}

@@ -24,10 +24,7 @@ pub fn current() -> Option<String> {
 /// `span`'s context as a `traceparent`; `None` when traces are off. Starts the span's
 /// OpenTelemetry side: its parent cannot change after this.
 pub fn of(span: &Span) -> Option<String> {
-    let context = span.context();
-    let span_ref = context.span();
-    let span_context = span_ref.span_context();
-    span_context.is_valid().then(|| format(span_context))
+    valid_context(span).map(|context| format(&context))
 }
 
 /// Makes `span` a child of `traceparent` (stored with the work, or sent by a client). Nothing
@@ -44,12 +41,15 @@ pub fn adopt(span: &Span, traceparent: Option<&str>) {
 
 /// The trace id of `span`, in hex, for log lines; `None` when traces are off.
 pub fn trace_id(span: &Span) -> Option<String> {
+    valid_context(span).map(|context| context.trace_id().to_string())
+}
+
+/// The OpenTelemetry context of `span`, when traces are on and it has one.
+fn valid_context(span: &Span) -> Option<SpanContext> {
     let context = span.context();
     let span_ref = context.span();
     let span_context = span_ref.span_context();
-    span_context
-        .is_valid()
-        .then(|| span_context.trace_id().to_string())
+    span_context.is_valid().then(|| span_context.clone())
 }
 
 /// `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>` (W3C Trace Context, version 00).

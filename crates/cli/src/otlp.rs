@@ -51,6 +51,9 @@ where
         return Ok(None);
     };
     let _inside = runtime.enter();
+    // Checked for both protocols: over HTTP a header that cannot be sent would only make every
+    // export fail, silently.
+    let headers = header_map(config)?;
     let exporter = match config.protocol {
         OtlpProtocol::HttpProtobuf => SpanExporter::builder()
             .with_http()
@@ -69,7 +72,7 @@ where
         OtlpProtocol::Grpc => SpanExporter::builder()
             .with_tonic()
             .with_endpoint(endpoint)
-            .with_metadata(metadata(config)?)
+            .with_metadata(MetadataMap::from_headers(headers))
             .with_timeout(EXPORT_TIMEOUT)
             .build(),
     }
@@ -113,8 +116,9 @@ fn traces_url(endpoint: &str) -> String {
     }
 }
 
-/// `headers` as gRPC metadata (names lower-case ASCII, values printable ASCII).
-fn metadata(config: &OtlpConfig) -> anyhow::Result<MetadataMap> {
+/// `headers` checked as HTTP headers (names lower-case ASCII, values printable ASCII), which is
+/// also what gRPC metadata takes.
+fn header_map(config: &OtlpConfig) -> anyhow::Result<reqwest::header::HeaderMap> {
     let mut headers = reqwest::header::HeaderMap::new();
     for (name, value) in &config.headers {
         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).with_context(|| {
@@ -126,7 +130,7 @@ fn metadata(config: &OtlpConfig) -> anyhow::Result<MetadataMap> {
         })?;
         headers.insert(name, value);
     }
-    Ok(MetadataMap::from_headers(headers))
+    Ok(headers)
 }
 
 /// The exporter's HTTP client: the gateway's own reqwest (rustls with ring), its requests made
@@ -194,7 +198,7 @@ mod tests {
             headers: [("x-api-key".to_string(), "secret\nvalue".to_string())].into(),
             ..OtlpConfig::default()
         };
-        let error = format!("{:#}", metadata(&config).unwrap_err());
+        let error = format!("{:#}", header_map(&config).unwrap_err());
         assert!(error.contains("x-api-key"), "{error}");
         assert!(!error.contains("secret"), "{error}");
     }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_server::client::GatewayClient;
 use switchboard_testkit::FakeA2a;
 
-use super::process::{GatewayProcess, until};
+use super::process::{GatewayProcess, send_without_waiting, until};
 
 const TOKEN: &str = "a2a-tok-5f1d9c";
 
@@ -45,14 +45,7 @@ async fn kill_9_while_the_remote_works_resumes_the_send_and_it_is_taken_once() {
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    let sent = client
-        .request(
-            "tools.invoke",
-            json!({"sessionKey": "main", "tool": "sessions_send",
-                   "args": {"sessionKey": "a2a:fake", "message": "survive this", "timeoutSeconds": 0}}),
-        )
-        .await
-        .unwrap();
+    let sent = send_without_waiting(&mut client, "main", "a2a:fake", "survive this").await;
     assert_eq!(sent["result"]["status"], "accepted", "{sent}");
     let id = sent["result"]["runId"].as_str().unwrap().to_string();
     // The task's id is committed before the first poll: from then on a restart polls, it does

@@ -222,14 +222,26 @@ pub async fn send_from_main_to_peer(
             .await
             .unwrap();
     }
+    let sent = send_without_waiting(client, "main", "peer", message).await;
+    assert_eq!(sent["result"]["status"], "accepted", "{sent}");
+}
+
+/// `from` sends `message` to `to` with `sessions_send` through `tools.invoke`, without waiting;
+/// answers the tool's answer.
+pub async fn send_without_waiting(
+    client: &mut switchboard_server::client::GatewayClient,
+    from: &str,
+    to: &str,
+    message: &str,
+) -> serde_json::Value {
     client
         .request(
             "tools.invoke",
-            json!({"sessionKey": "main", "tool": "sessions_send",
-                   "args": {"sessionKey": "peer", "message": message, "timeoutSeconds": 0}}),
+            serde_json::json!({"sessionKey": from, "tool": "sessions_send",
+                   "args": {"sessionKey": to, "message": message, "timeoutSeconds": 0}}),
         )
         .await
-        .unwrap();
+        .unwrap()
 }
 
 /// The gateway's first agent-to-agent exchange (`exchanges.list`), if there is one.

@@ -14,8 +14,8 @@ use switchboard_testkit::otlp::{Receiver, Span};
 use switchboard_testkit::{COMPLETION_TOKENS, MockLlm, MockReply, MockToolCall, PROMPT_TOKENS};
 
 use super::process::{
-    GatewayProcess, exchange_config, send_from_main_to_peer, until_exchange_done,
-    until_reply_turn_runs,
+    GatewayProcess, exchange_config, send_from_main_to_peer, send_without_waiting,
+    until_exchange_done, until_reply_turn_runs,
 };
 
 /// Starts the gateway with `config`, its exporter sending batches every 100 ms.
@@ -416,6 +416,47 @@ async fn a_collector_that_is_down_costs_the_turns_nothing() {
     }
 }
 
+#[test]
+fn a_collector_header_that_cannot_be_sent_stops_the_start_over_either_protocol() {
+    for protocol in ["http/protobuf", "grpc"] {
+        let home = tempfile::tempdir().unwrap();
+        let config = format!(
+            r#"{{ observability: {{ otlp: {{ endpoint: "http://127.0.0.1:4318", protocol: "{protocol}",
+                 headers: {{ "x-api-key": "hidden\nvalue" }} }} }} }}"#
+        );
+        std::fs::write(home.path().join("config.json5"), config).unwrap();
+        let mut child = std::process::Command::new(super::process::BIN)
+            .args([
+                "--state-dir",
+                home.path().to_str().unwrap(),
+                "gateway",
+                "--port",
+                "0",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A gateway that starts anyway is stopped after a minute, and the test fails.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{protocol}: started anyway: {err}");
+        assert!(
+            err.contains("observability.otlp.headers.x-api-key"),
+            "{protocol}: {err}"
+        );
+        assert!(
+            !err.contains("hidden"),
+            "{protocol}: the value is in the error: {err}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_to_a_remote_a2a_agent_carries_the_trace_on() {
     let receiver = Receiver::start().await;
@@ -432,14 +473,7 @@ async fn a_send_to_a_remote_a2a_agent_carries_the_trace_on() {
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
         .await
         .unwrap();
-    let sent = client
-        .request(
-            "tools.invoke",
-            json!({"sessionKey": "main", "tool": "sessions_send",
-                   "args": {"sessionKey": "a2a:fake", "message": "hello over there", "timeoutSeconds": 0}}),
-        )
-        .await
-        .unwrap();
+    let sent = send_without_waiting(&mut client, "main", "a2a:fake", "hello over there").await;
     assert_eq!(sent["result"]["status"], "accepted", "{sent}");
     let spans = receiver
         .wait_for("the delivery attempt to the remote", |spans| {

@@ -46,9 +46,12 @@ impl CoreError {
             Self::Unavailable(_) => ErrorCode::Unavailable,
             Self::Store(StoreError::NotFound(_)) => ErrorCode::NotFound,
             Self::Store(StoreError::Conflict(_)) => ErrorCode::InvalidRequest,
-            Self::Store(StoreError::Closed | StoreError::Busy(_) | StoreError::Fenced(_)) => {
-                ErrorCode::Unavailable
-            }
+            Self::Store(
+                StoreError::Closed
+                | StoreError::Busy(_)
+                | StoreError::Fenced(_)
+                | StoreError::Unreachable(_),
+            ) => ErrorCode::Unavailable,
             Self::Store(StoreError::Backend(_)) => ErrorCode::Internal,
         }
     }

@@ -108,7 +108,9 @@ pub(super) async fn write_end(
     loop {
         let error = match rt.store().write_batch(end.clone()).await {
             Ok(outcomes) => return Ok(Some(outcomes)),
-            Err(e @ (StoreError::Backend(_) | StoreError::Busy(_))) => e,
+            Err(
+                e @ (StoreError::Backend(_) | StoreError::Busy(_) | StoreError::Unreachable(_)),
+            ) => e,
             Err(e) => return Err(e),
         };
         if tokio::time::Instant::now() >= deadline {

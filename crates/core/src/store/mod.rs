@@ -113,6 +113,10 @@ pub enum StoreError {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// The database cannot be reached (a refused or timed-out connection, a TLS failure): not
+    /// the caller's fault, and the same call may succeed later.
+    #[error("storage unavailable: {0}")]
+    Unreachable(String),
     /// A concurrent write won (a deadlock or a serialization failure on a shared database):
     /// the same write tried again may succeed. The store retries before it answers this.
     #[error("storage busy: {0}")]

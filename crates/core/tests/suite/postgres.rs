@@ -65,7 +65,13 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
         schema: "public".into(),
         gateway_id: "g-test".into(),
     };
-    let error = open(&options).await.err().map(|e| e.to_string()).unwrap();
+    let refused = open(&options).await.err().unwrap();
+    let error = refused.to_string();
+    // A database away is UNAVAILABLE to clients (try again later), not an internal error.
+    assert_eq!(
+        switchboard_core::CoreError::Store(refused).code(),
+        switchboard_protocol::frames::ErrorCode::Unavailable
+    );
     // Where, and the cause (the refused connection), not just "db error".
     assert!(
         error.contains("could not connect to PostgreSQL at 127.0.0.1:1/sb: "),

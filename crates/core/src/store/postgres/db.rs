@@ -123,7 +123,7 @@ impl Pool {
         &self,
     ) -> Result<(Client, tokio_postgres::Connection<Socket, TlsStream>), StoreError> {
         self.config.connect(self.tls.clone()).await.map_err(|e| {
-            StoreError::Backend(format!(
+            StoreError::Unreachable(format!(
                 "could not connect to {}: {}",
                 self.place(),
                 describe(&e)

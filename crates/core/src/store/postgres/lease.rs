@@ -29,7 +29,9 @@ pub(super) async fn heartbeats(inner: Arc<Inner>) {
                 conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway(), &epoch])
                     .await
             }
-            None => Err(StoreError::Backend("no connection to the database".into())),
+            None => Err(StoreError::Unreachable(
+                "no connection to the database".into(),
+            )),
         };
         match beat {
             Ok(0) => rejoin(&inner, sent).await,

@@ -68,29 +68,33 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
     })
 }
 
-/// Whether the bot is mentioned, and the body without a leading mention (`bot: hi`, `@bot:hs hi`).
+/// Whether the bot is mentioned, and the body without its leading mentions (`bot: hi`,
+/// `@bot:hs hi`, `Bot: @bot:hs hi`).
 fn mention(content: &Value, body: &str, me: &Me) -> (bool, String) {
     let listed = content["m.mentions"]["user_ids"]
         .as_array()
         .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(&me.user_id)));
-    let names = std::iter::once(me.user_id.as_str()).chain(me.display_name.as_deref());
+    let names: Vec<String> = std::iter::once(me.user_id.as_str())
+        .chain(me.display_name.as_deref())
+        .filter(|n| !n.is_empty())
+        .map(str::to_lowercase)
+        .collect();
     let lower = body.to_lowercase();
-    let mut mentioned = listed;
+    let mentioned = listed
+        || names.iter().any(|name| {
+            lower
+                .match_indices(name.as_str())
+                .any(|(at, _)| alone(&lower, at, name.len()))
+        });
     let mut rest = body.trim();
-    for name in names.filter(|n| !n.is_empty()) {
-        let name = name.to_lowercase();
-        if lower
-            .match_indices(&name)
-            .any(|(at, _)| alone(&lower, at, name.len()))
-        {
-            mentioned = true;
-        }
+    // A client may put both the display name and the user id first: each is taken off.
+    while let Some(name) = names.iter().find(|name| {
         let leads = rest
             .get(..name.len())
-            .is_some_and(|l| l.to_lowercase() == name);
-        if leads && alone(rest, 0, name.len()) {
-            rest = rest[name.len()..].trim_start_matches([':', ',']).trim();
-        }
+            .is_some_and(|l| l.to_lowercase() == **name);
+        leads && alone(rest, 0, name.len())
+    }) {
+        rest = rest[name.len()..].trim_start_matches([':', ',']).trim();
     }
     (mentioned, rest.to_string())
 }
@@ -229,7 +233,13 @@ mod tests {
     #[test]
     fn a_leading_mention_is_taken_off_and_counts() {
         let me = me();
-        for body in ["Bot: hello", "@bot:hs hello", "bot, hello"] {
+        for body in [
+            "Bot: hello",
+            "@bot:hs hello",
+            "bot, hello",
+            "Bot: @bot:hs hello",
+            "@bot:hs: bot, hello",
+        ] {
             let e = event(json!({"msgtype": "m.text", "body": body}));
             let t = text(&e, &me).unwrap();
             assert_eq!((t.mentioned, t.body.as_str()), (true, "hello"), "{body}");

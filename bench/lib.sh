@@ -48,14 +48,16 @@ emit() {
     echo "$1" >>"$RESULTS"
 }
 
-# start_gateway DIR: start a gateway on a free port over DIR; sets GW_PID, GW_URL, GW_TOKEN.
+# start_gateway DIR [WRAPPER...]: start a gateway on a free port over DIR (under WRAPPER, e.g.
+# valgrind); sets GW_PID, GW_URL, GW_TOKEN.
 start_gateway() {
     local dir=$1 log="$1.gateway"
-    "$BIN" --state-dir "$dir" "${GW_ARGS[@]}" gateway --port 0 >"$log.out" 2>"$log.err" &
+    shift
+    "$@" "$BIN" --state-dir "$dir" "${GW_ARGS[@]}" gateway --port 0 >"$log.out" 2>"$log.err" &
     GW_PID=$!
     PIDS+=("$GW_PID")
     local i
-    for i in $(seq 1 600); do
+    for i in $(seq 1 2400); do
         if GW_URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$log.out" 2>/dev/null | head -n1) && [[ -n "$GW_URL" ]]; then
             GW_TOKEN=$(cat "$dir/gateway-token")
             return 0
@@ -63,7 +65,7 @@ start_gateway() {
         kill -0 "$GW_PID" 2>/dev/null || { echo "gateway exited; see $log.err" >&2; exit 1; }
         sleep 0.05
     done
-    echo "gateway did not start within 30 s; see $log.err" >&2
+    echo "gateway did not start within 120 s; see $log.err" >&2
     exit 1
 }
 

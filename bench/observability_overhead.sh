@@ -56,17 +56,9 @@ EOF5
 gateway() {
     local dir=$1
     shift
-    "$@" "$BIN" --state-dir "$dir" --config "$dir/config.json5" gateway --port 0 \
-        >"$dir/out.log" 2>"$dir/err.log" &
-    PID=$!
-    PIDS+=("$PID")
-    URL=""
-    for _ in $(seq 1 1200); do
-        URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$dir/out.log" 2>/dev/null | head -n1) && [[ -n "$URL" ]] && break
-        kill -0 "$PID" 2>/dev/null || { echo "gateway exited; see $dir/err.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    [[ -n "$URL" ]] || { echo "gateway did not start; see $dir/err.log" >&2; exit 1; }
+    GW_ARGS=(--config "$dir/config.json5")
+    start_gateway "$dir" "$@"
+    PID=$GW_PID URL=$GW_URL
 }
 
 turns() {

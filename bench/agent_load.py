@@ -10,7 +10,12 @@ gateway's agent loop on the model's request.
 send:  for each sample i, a warm-up turn creates agent:main:bench-target-i, then the measured turn
        in agent:main:bench-caller-i asks the model for `sessions_send` to it with a wait
        (timeoutSeconds 30). A sample counts when the target's transcript then holds the message.
-       Fresh pairs keep one sample's reply-back and announce steps from queueing the next one.
+       Fresh pairs keep one sample's reply-back and announce steps from queueing the next one,
+       and before the next sample both transcripts must stay unchanged for --settle-s (default
+       1 s): the reply-back loop and the announce (six more model calls by default) run in the
+       background after the timed turn, and measured back to back they ran inside the next
+       sample's timed turn, on the same cores and the same mock model, adding several turns'
+       worth to it on either gateway.
 spawn: N turns spread over R requester sessions (agent:main:bench-spawner-w, one connection each),
        each asking the model for one `sessions_spawn`, timed from the first turn until every child
        has announced back into its requester (counted from the requesters' transcripts, one
@@ -57,6 +62,7 @@ def main():
     ap.add_argument("--n", type=int)
     ap.add_argument("--requesters", type=int, default=50)
     ap.add_argument("--timeout-s", type=float, default=300)
+    ap.add_argument("--settle-s", type=float, default=1.0)
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.kit), "client"))
     from gw_client import Gw, GwError, stats
@@ -80,6 +86,19 @@ def main():
         except (GwError, TimeoutError):
             return None
 
+    def settle(gw, keys):
+        """Waits until the sessions' transcripts stay unchanged for --settle-s (at most
+        --timeout-s): the sample's background steps are over."""
+        seen, quiet_since, t0 = None, time.perf_counter(), time.perf_counter()
+        while time.perf_counter() - t0 < args.timeout_s:
+            counts = [poll(gw, key, 200) for key in keys]
+            now = [None if c is None else len(c) for c in counts]
+            if now != seen or None in now:
+                seen, quiet_since = now, time.perf_counter()
+            elif time.perf_counter() - quiet_since >= args.settle_s:
+                return
+            time.sleep(0.1)
+
     if args.workload == "send":
         n = args.n or 20
         gw = Gw(args.url, args.token)
@@ -96,6 +115,7 @@ def main():
                 if not text_in(history(gw, target, 20), marker):
                     raise RuntimeError("the target's transcript lacks the sent message")
                 times.append(elapsed)
+                settle(gw, [target, caller])
             except Exception as e:  # counted and reported; the run goes on
                 errors[str(e)[:120]] = errors.get(str(e)[:120], 0) + 1
         gw.close()

@@ -2,42 +2,49 @@
 # Side by side with the reference gateway (OpenClaw, installed by the bench kit): every workload of
 # BENCHMARKS.md against both gateways in one run, with the same model server (bench/tool_mock.py,
 # the kit's instant mock plus tool calls), the same client (the kit's Python client) and the same
-# workload, printed as one table. Loopback only.
+# workload, printed as one table. Loopback only. The timed blocks run on our own load client,
+# `switchboard bench` (docs/benchmarks.md), beside its floor: a do-nothing protocol-v4 server.
 #
 #   bench/compare.sh
 #
-# Phases (PHASES, default "fresh spawn sizes"), each run on both gateways, the reference first:
-#   fresh   a new empty store: ready + idle RSS, the kit's standard workload (client/workload.sh),
-#           sessions_send through a real tool call, 100 sessions × 10 turns in parallel, RSS after
+# Phases (PHASES, default "interleaved fresh spawn sizes"), each run on both gateways:
+#   interleaved  both gateways up at once on new stores: `switchboard bench` in ROUNDS interleaved
+#           rounds over them and the floor: health, sessions.list {limit:200}, chat.history
+#           {limit:50}, warm turns, sessions_send through a real tool call, PARALLEL sessions ×
+#           PAR_TURNS turns in parallel; p50/p99 and each gateway's CPU per operation
+#   fresh   a new empty store, the reference first: ready + idle RSS, what the bench client does
+#           not do (the kit's Python client: sessions.list {}, the first turn after start), RSS after
 #   spawn   a new empty store: a burst of agent turns that each spawn one sub-agent, until all
-#           have announced back (bench/agent_load.py spawn)
+#           have announced back (`switchboard bench --workloads spawn`, beside the floor)
 #   sizes   stores of 1k / 10k / 100k sessions (4 messages each): ready, idle RSS, sessions.list
 #           {limit:200}; a store with a 1k- and a 100k-message session: chat.history {limit:50}
+#           (both with `switchboard bench`, beside a floor whose answers have the same sizes)
 #   stores  (not in the default) only build the reference's stores that the sizes phase uses
 # The reference's big stores are written with the kit's gen_sessions.py and imported with its
 # `doctor --session-sqlite import` once, then kept under $BENCH_HOME/stores (the 100k import
 # takes about 20 minutes the first time). Ours are seeded with `switchboard dev seed` each run.
 #
 # Environment: BENCH_DIR, BENCH_KIT, SKIP_BUILD=1, KEEP_STATE=1 as for foundation.sh, and
-#   PHASES            the phases to run (default "fresh spawn sizes")
+#   PHASES            the phases to run (default "interleaved fresh spawn sizes")
+#   ROUNDS            interleaved rounds (default 3)
 #   GATEWAYS          the gateways to run (default "reference switchboard"). GATEWAYS=switchboard
 #                     skips every reference step: the install, its stores, its start and stop and
 #                     its measurements (the table shows "not run" in its column; the stores phase
 #                     then does nothing)
 #   SKIP_INSTALL=1    do not run the kit's install.sh (it is idempotent anyway)
-#   PARALLEL, PAR_TURNS, PAR_TIMEOUT_S   the parallel step (default 100 sessions, 1000 turns, 120 s)
-#   SENDS             sessions_send samples (default 20)
+#   PARALLEL, PAR_TURNS  the parallel block (default 100 sessions, 1000 turns over them)
+#   SENDS             sessions_send samples per round (default 20)
 #   SPAWNS, SPAWN_REQUESTERS, SPAWN_TIMEOUT_S   the burst (default 1000 spawns from 50 sessions, 300 s)
 #   SIZES             store sizes (default "1000 10000 100000")
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 set -euo pipefail
 
-PHASES=${PHASES:-fresh spawn sizes}
+PHASES=${PHASES:-interleaved fresh spawn sizes}
+ROUNDS=${ROUNDS:-3}
 GATEWAYS=${GATEWAYS:-reference switchboard}
 PARALLEL=${PARALLEL:-100}
 PAR_TURNS=${PAR_TURNS:-1000}
-PAR_TIMEOUT_S=${PAR_TIMEOUT_S:-120}
 SENDS=${SENDS:-20}
 SPAWNS=${SPAWNS:-1000}
 SPAWN_REQUESTERS=${SPAWN_REQUESTERS:-50}
@@ -62,9 +69,22 @@ gateway() { [[ " $GATEWAYS " == *" $1 "* ]]; }
 for gw in $GATEWAYS; do
     [[ $gw == reference || $gw == switchboard ]] || { echo "unknown gateway in GATEWAYS: $gw" >&2; exit 1; }
 done
+# The reference runs from a private copy of the kit's scripts, whose config template also turns
+# its memory plugin off: its background reindex once ran for a minute inside a timed block (issue
+# 38). `plugins.entries.<id>.enabled: false` blocks a plugin outright (the reference's
+# docs/tools/plugin.md): the gateway then starts 13 plugins, memory-core not among them. The kit
+# itself stays untouched.
+REF_KIT="$RUN/kit"
 if gateway reference; then
-    trap '"$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
+    trap '"$REF_KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; cleanup' EXIT
     [[ "${SKIP_INSTALL:-0}" == 1 ]] || "$KIT/openclaw/install.sh" >"$RUN/install.log" 2>&1
+    mkdir -p "$REF_KIT" && cp -r "$KIT/openclaw" "$KIT/client" "$KIT/mock_llm.py" "$REF_KIT/"
+    for template in "$REF_KIT"/openclaw/config-*.json5; do
+        sed -i 's/"memory-core": { config: { dreaming: { enabled: false } } }/"memory-core": { enabled: false }/' "$template"
+    done
+    grep -q '"memory-core": { enabled: false' "$REF_KIT/openclaw/config-$OC_VERSION.json5" 2>/dev/null \
+        || grep -q '"memory-core": { enabled: false' "$REF_KIT/openclaw/config-2026.9.6.json5" \
+        || { echo "could not turn the reference's memory plugin off in its config" >&2; exit 1; }
 fi
 
 echo "== model server: bench/tool_mock.py on $MOCK_PORT ($GATEWAYS)"
@@ -95,7 +115,29 @@ measure() {
     record "$step" "$gw" "{\"result\": ${out:-null}}"
 }
 client() { python3 "$CLIENT" --url "$URL" --token "$TOKEN" "$@"; }
-agent_load() { python3 "$ROOT/bench/agent_load.py" --kit "$KIT" --url "$URL" --token "$TOKEN" "$@"; }
+
+# bench_steps [KEY=STEP ...] -- BENCH-ARGS...: `switchboard bench` with these targets and the
+# floor; its table goes to the log and each summary line is recorded under its workload's step
+# (the default names below, or KEY=STEP) for its target ("floor" for the floor).
+bench_steps() {
+    local names=(health=health list=sessions.list.200 history=chat.history turn=warm-turns
+                 parallel=parallel-turns send=send spawn=spawn) out="$RUN/bench-$(date +%s%N)"
+    while [[ $1 != -- ]]; do names+=("$1"); shift; done
+    shift
+    "$BIN" bench "$@" --target floor --out "$out.jsonl" >"$out.md" 2>>"$RUN/bench.err" || true
+    cat "$out.md"
+    [[ -s "$out.jsonl" ]] || { echo "switchboard bench failed; see $RUN/bench.err" >&2; return 0; }
+    python3 -c '
+import json, sys
+names = dict(n.split("=", 1) for n in sys.argv[2:])
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d.get("summary"):
+        print(json.dumps({"bench": d, "step": names[d["key"]], "gateway": d["target"]}))
+' "$out.jsonl" "${names[@]}" | while read -r line; do emit "$line"; done
+}
+# this_target NAME: the running gateway as a bench target.
+this_target() { echo "$1=$URL,token=$TOKEN,pid=$GPID"; }
 
 # rows GATEWAY STEP METHOD PARAMS FIELD: record how many rows one call returns (a sanity check
 # that both gateways answered the same question).
@@ -109,14 +151,14 @@ rows() {
 
 ref_start() { # STATE-DIR [--fresh]
     local out="$RUN/reference-$(date +%s%N).start"
-    "$KIT/openclaw/start.sh" --state "$1" "${@:2}" --port "$OC_PORT" --mock-port "$MOCK_PORT" --no-mock \
+    "$REF_KIT/openclaw/start.sh" --state "$1" "${@:2}" --port "$OC_PORT" --mock-port "$MOCK_PORT" --no-mock \
         --timeout-s 1800 >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
     READY_MS=$(sed -n 's/.*ready after \([0-9]*\) ms.*/\1/p' "$out" | head -n1)
     URL=$(awk '$1 == "url" {print $2; exit}' "$out")
     TOKEN=$(awk '$1 == "token" {print $2; exit}' "$out")
     GPID=$(awk '$1 == "pid" {print $2; exit}' "$out")
 }
-ref_stop() { "$KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
+ref_stop() { "$REF_KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
 
 cat >"$RUN/config.json5" <<EOF5
 {
@@ -150,19 +192,16 @@ ready() {
 
 # --- phases; each takes the gateway's label and a function that starts it on a new empty store
 
-fresh() { # GATEWAY
+fresh() { # GATEWAY: what `switchboard bench` does not do, with the kit's Python client
     local gw=$1
-    { "$KIT/client/workload.sh" --client py --url "$URL" --token "$TOKEN" || true; } | while read -r line; do
-        record "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["step"])' "$line")" "$gw" "$line"
-    done
-    measure send "$gw" agent_load send --n "$SENDS"
-    measure parallel-turns "$gw" timeout "$PAR_TIMEOUT_S" python3 "$CLIENT" --url "$URL" --token "$TOKEN" \
-        turn --session-key agent:main:par --message "parallel turn" --repeat "$PAR_TURNS" --concurrency "$PARALLEL"
+    measure sessions.list "$gw" client call sessions.list '{}' --repeat 50
+    measure first-turn "$gw" client turn --session-key agent:main:main --message "first turn"
     record rss-after "$gw" "{\"rssMiB\": $(rss_mib "$GPID")}"
 }
 
 spawn_burst() { # GATEWAY
-    measure spawn "$1" agent_load spawn --n "$SPAWNS" --requesters "$SPAWN_REQUESTERS" --timeout-s "$SPAWN_TIMEOUT_S"
+    bench_steps -- --target "$(this_target "$1")" --workloads spawn --rounds 1 --spawns "$SPAWNS" \
+        --spawn-requesters "$SPAWN_REQUESTERS" --spawn-timeout-s "$SPAWN_TIMEOUT_S"
     record rss-after-spawn "$1" "{\"rssMiB\": $(rss_mib "$GPID")}"
 }
 
@@ -174,11 +213,13 @@ sizes_on() {
         local k
         for k in hist1k hist100k; do
             rows "$gw" "chat.history.$k" chat.history "{\"sessionKey\":\"agent:main:$k-000000\",\"limit\":50}" messages
-            measure "chat.history.$k" "$gw" client call chat.history "{\"sessionKey\":\"agent:main:$k-000000\",\"limit\":50}" --repeat 50
+            bench_steps "history=chat.history.$k" -- --target "$(this_target "$gw")" --workloads history \
+                --rounds 1 --calls 50 --history-session "agent:main:$k-000000"
         done
     else
         rows "$gw" "sessions.list.$name" sessions.list '{"limit":200}' sessions
-        measure "sessions.list.$name" "$gw" client call sessions.list '{"limit":200}' --repeat 50
+        bench_steps "list=sessions.list.$name" -- --target "$(this_target "$gw")" --workloads list \
+            --rounds 1 --calls 50
     fi
     record "rss-after.$name" "$gw" "{\"rssMiB\": $(rss_mib "$GPID")}"
 }
@@ -205,7 +246,7 @@ ref_store() {
         fi
     done
     python3 "$ROOT/bench/unique_event_ids.py" "$dir"
-    "$KIT/openclaw/cli.sh" --port "$OC_PORT" --state "$dir" -- doctor --session-sqlite import \
+    "$REF_KIT/openclaw/cli.sh" --port "$OC_PORT" --state "$dir" -- doctor --session-sqlite import \
         --session-sqlite-all-agents >>"$RUN/store-$name.log" 2>&1
     echo "gen_sessions.py $* and the import in $((SECONDS - t0)) s" >"$dir/.bench-store-complete"
 }
@@ -215,6 +256,23 @@ if phase stores && ! gateway reference; then
 elif phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
     for n in $SIZES; do ref_store "s$((n / 1000))k" --count "$n" --turns 2; done
     ref_store history --count 1 --turns 500 --prefix hist1k -- --count 1 --turns "$BIG_TURNS" --prefix hist100k
+fi
+
+if phase interleaved; then
+    echo "== interleaved: $GATEWAYS and the floor, $ROUNDS rounds"
+    targets=()
+    if gateway reference; then
+        ref_start "$BENCH_HOME/state/compare-interleaved" --fresh
+        targets+=(--target "$(this_target reference)")
+    fi
+    if gateway switchboard; then
+        our_start "$RUN/ours/interleaved"
+        targets+=(--target "$(this_target switchboard)")
+    fi
+    bench_steps -- "${targets[@]}" --rounds "$ROUNDS" --workloads health,list,history,turn,parallel,send \
+        --parallel "$PARALLEL" --parallel-turns "$PAR_TURNS" --sends "$SENDS" --turn-session agent:main:main
+    if gateway switchboard; then our_stop; fi
+    if gateway reference; then ref_stop; fi
 fi
 
 if phase fresh && gateway reference; then

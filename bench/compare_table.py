@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Print bench/compare.sh's results (a JSONL file) as one table: figure, switchboard, reference,
-ratio. The ratio says how many times better switchboard's figure is (time, memory: reference ÷
-ours; throughput: ours ÷ reference). A missing or failed measurement prints why.
+ratio, floor. The ratio says how many times better switchboard's figure is (time, memory:
+reference ÷ ours; throughput: ours ÷ reference). A missing or failed measurement prints why.
+Figures measured by `switchboard bench` also show the gateway's CPU per operation, and the floor
+column what the do-nothing server took for the same operations.
 
   compare_table.py RESULTS.jsonl [--markdown]
 """
@@ -40,6 +42,22 @@ def latency(d, rows_of=None):
     return lat["p50"], text
 
 
+def bench_figure(s, step, gw):
+    """(value for the ratio, text) of one `switchboard bench` summary line."""
+    if s["errors"]:
+        return None, f'{s["errors"]} of {s["errors"] + s["ops"]} failed'
+    if not s["ops"]:
+        return None, "no operations"
+    cpu = f', CPU {ms(s["cpuPerOpMs"])}/op' if s.get("cpuPerOpMs") is not None else ""
+    if step == "parallel-turns" and s.get("extra"):
+        return 1 / s["extra"], f'{s["extra"]:,.0f} turns/s (p50 {ms(s["p50Ms"])}{cpu})'
+    if step == "spawn" and gw != "floor":
+        if s.get("extra") is None:
+            return None, f'not all announced in time ({s["ops"]} spawn turns done)'
+        return s["extra"], f'{s["extra"] / 1000:.2f} s ({s["ops"]} spawns{cpu})'
+    return s["p50Ms"], f'p50 {ms(s["p50Ms"])} (p99 {ms(s["p99Ms"])}, n={s["ops"]}{cpu})'
+
+
 def figure(rows, step, gw):
     """(value for the ratio, text) of one step on one gateway; a lower value is better."""
     kind = step.split(".")[0]
@@ -48,6 +66,8 @@ def figure(rows, step, gw):
     d = rows.get(step, {}).get(gw)
     if d is None:
         return None, "not run"
+    if "bench" in d:
+        return bench_figure(d["bench"], step, gw)
     if kind == "idle":
         return d["idleRssMiB"], f'{d["idleRssMiB"]:,.1f} MiB ({d.get("idleAfterS", 15)} s after ready)'
     if kind == "ready":
@@ -84,11 +104,12 @@ def main():
         ("Idle RSS, new store", "idle"),
         ("`health`", "health"),
         ("`sessions.list {}`, new store", "sessions.list"),
+        ("`sessions.list {limit:200}`, new store", "sessions.list.200"),
         ("`chat.history {limit:50}`, new store", "chat.history"),
         ("First turn after start", "first-turn"),
         ("Turn (`chat.send` + `agent.wait`), warm", "warm-turns"),
         ("`sessions_send` with wait, through a tool call (whole turn)", "send"),
-        ("100 sessions × 10 turns in parallel", "parallel-turns"),
+        ("Turns of many sessions in parallel (PARALLEL, PAR_TURNS)", "parallel-turns"),
         ("RSS after those workloads", "rss-after"),
         ("Burst of spawns until all announced", "spawn"),
         ("RSS after the burst", "rss-after-spawn"),
@@ -111,14 +132,15 @@ def main():
     for title, step in table:
         (a, ta), (b, tb) = (figure(rows, step, gw) for gw in GATEWAYS)
         ratio = f"{b / a:,.0f}×" if a and b and b / a >= 10 else f"{b / a:.1f}×" if a and b else "—"
-        out.append((title, ta, tb, ratio))
+        out.append((title, ta, tb, ratio, figure(rows, step, "floor")[1]))
+    head = ("figure", "switchboard", "reference", "ratio", "floor")
     if markdown:
-        print("| Figure | switchboard | reference | ratio |\n|---|---|---|---|")
+        print("| Figure | switchboard | reference | ratio | floor |\n|---|---|---|---|---|")
         for r in out:
             print("| " + " | ".join(r) + " |")
     else:
-        w = [max(len(r[i]) for r in out + [("figure", "switchboard", "reference", "ratio")]) for i in range(4)]
-        for r in [("figure", "switchboard", "reference", "ratio")] + out:
+        w = [max(len(r[i]) for r in out + [head]) for i in range(5)]
+        for r in [head] + out:
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
 
 

@@ -13,6 +13,7 @@ macro_rules! outln {
     }};
 }
 
+mod bench;
 mod chat;
 mod client_cmds;
 mod demo;
@@ -68,6 +69,10 @@ enum Command {
     /// Show every session tool at work on a gateway started in this process (scripted model,
     /// temporary state dir).
     Demo(demo::DemoArgs),
+    /// Load gateways with the standard workload in interleaved rounds, beside a do-nothing
+    /// protocol-v4 server (the floor): `switchboard bench --target ours=ws://127.0.0.1:18789,token=T
+    /// --target floor`.
+    Bench(bench::BenchArgs),
     /// Developer tools (benchmark set-up).
     #[command(hide = true, subcommand)]
     Dev(dev::DevCommand),
@@ -237,6 +242,7 @@ fn main() -> std::process::ExitCode {
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
             Command::Demo(args) => demo::run(&cli.global, args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
+            Command::Bench(args) => bench::run(args).await,
         }
     });
     // What the exporter still holds goes out before the process ends.

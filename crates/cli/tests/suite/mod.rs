@@ -1,5 +1,6 @@
 mod a2a_client_durability;
 mod a2a_durability;
+mod bench;
 mod cli_polish;
 mod cluster;
 mod cluster_faults;

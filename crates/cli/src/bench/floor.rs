@@ -1,0 +1,178 @@
+//! The `floor` target: a do-nothing protocol-v4 server. It answers the handshake and every
+//! request at once with a canned payload padded to the size the real gateway answered for that
+//! method, so what it costs is the client, the socket and the frames: the least any gateway can
+//! cost. It runs as a child process (`switchboard bench floor`) so its CPU is read on its own.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
+
+/// The bytes of an answer frame around its payload: `{"type":"res","id":"b12","ok":true,"payload":}`.
+const FRAME_OVERHEAD: usize = 48;
+
+#[derive(Args)]
+pub struct FloorArgs {
+    /// Where to listen; port 0 picks a free one. The first line printed is `listening ws://ADDR`.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    /// An answer's size: `METHOD=BYTES` (the whole frame), e.g. `sessions.list=61234`.
+    #[arg(long = "size", value_name = "METHOD=BYTES")]
+    sizes: Vec<String>,
+}
+
+/// The canned payloads, by method, already serialised.
+struct Answers {
+    by_method: HashMap<String, String>,
+    default: String,
+    /// Requests answered, `connect` and `floor.stats` excluded.
+    answered: AtomicU64,
+}
+
+/// `base` with a `pad` string that brings the whole frame to `bytes`.
+fn padded(mut base: Value, bytes: usize) -> String {
+    let plain = base.to_string().len() + FRAME_OVERHEAD;
+    let pad = ",\"pad\":\"\"".len();
+    if bytes > plain + pad {
+        base["pad"] = Value::String("x".repeat(bytes - plain - pad));
+    }
+    base.to_string()
+}
+
+fn base_payload(method: &str) -> Value {
+    match method {
+        "chat.send" => json!({"runId": "floor-run", "status": "started"}),
+        "agent.wait" => json!({"runId": "floor-run", "status": "ok"}),
+        _ => json!({"ok": true}),
+    }
+}
+
+impl Answers {
+    fn new(sizes: &[String]) -> Result<Self> {
+        let mut by_method = HashMap::new();
+        for size in sizes {
+            let (method, bytes) = size
+                .split_once('=')
+                .with_context(|| format!("--size wants METHOD=BYTES, got {size:?}"))?;
+            let bytes: usize = bytes.parse().with_context(|| format!("--size {size:?}"))?;
+            by_method.insert(method.to_string(), padded(base_payload(method), bytes));
+        }
+        for method in ["chat.send", "agent.wait"] {
+            by_method
+                .entry(method.to_string())
+                .or_insert_with(|| base_payload(method).to_string());
+        }
+        Ok(Self {
+            by_method,
+            default: base_payload("").to_string(),
+            answered: AtomicU64::new(0),
+        })
+    }
+
+    fn payload(&self, method: &str) -> String {
+        match method {
+            "connect" => json!({"type": "hello-ok", "protocol": 4, "server": {"version": "floor"},
+                                "features": {"methods": [], "events": []}, "snapshot": {},
+                                "policy": {"tickIntervalMs": 30000}})
+            .to_string(),
+            "floor.stats" => json!({"answered": self.answered.load(Ordering::Relaxed)}).to_string(),
+            _ => {
+                self.answered.fetch_add(1, Ordering::Relaxed);
+                self.by_method.get(method).unwrap_or(&self.default).clone()
+            }
+        }
+    }
+}
+
+/// `switchboard bench floor`: serves until killed.
+pub async fn serve(args: FloorArgs) -> Result<ExitCode> {
+    let answers = Arc::new(Answers::new(&args.sizes)?);
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    outln!("listening ws://{}", listener.local_addr()?);
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(session(stream, answers.clone()));
+    }
+}
+
+async fn session(stream: TcpStream, answers: Arc<Answers>) {
+    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
+    let challenge = json!({"type": "event", "event": "connect.challenge",
+                           "payload": {"nonce": "floor", "ts": 0}});
+    if ws.send(Message::text(challenge.to_string())).await.is_err() {
+        return;
+    }
+    while let Some(Ok(message)) = ws.next().await {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let Ok(request) = serde_json::from_str::<Value>(&text) else {
+            return;
+        };
+        let payload = answers.payload(request["method"].as_str().unwrap_or_default());
+        let frame = format!(
+            "{{\"type\":\"res\",\"id\":{},\"ok\":true,\"payload\":{payload}}}",
+            request["id"]
+        );
+        if ws.send(Message::text(frame)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The floor running as a child of this process; killed when dropped.
+pub struct FloorProcess {
+    child: Child,
+    pub url: String,
+}
+
+impl FloorProcess {
+    /// Starts `switchboard bench floor` with these answer sizes and reads its address.
+    pub async fn start(sizes: &HashMap<String, usize>) -> Result<Self> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .args(["bench", "floor", "--listen", "127.0.0.1:0"])
+            .env("SWITCHBOARD_LOG", "warn")
+            .stdout(Stdio::piped());
+        for (method, bytes) in sizes {
+            command.arg("--size").arg(format!("{method}={bytes}"));
+        }
+        let mut child = command.spawn().context("cannot start the floor")?;
+        let stdout = child.stdout.take().context("the floor's stdout")?;
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+                .map(|_| line)
+        })
+        .await??;
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .ok_or_else(|| anyhow!("the floor printed {line:?}"))?
+            .to_string();
+        Ok(Self { child, url })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for FloorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

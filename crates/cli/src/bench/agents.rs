@@ -3,7 +3,11 @@
 //!
 //! send:  per sample, a warm-up turn creates the target session, then the timed turn in a caller
 //!        session asks for `sessions_send` to it with a wait; the target's transcript must then
-//!        hold the message. Keys carry the round, so each sample has a fresh pair.
+//!        hold the message. Keys carry the round, so each sample has a fresh pair. Before the
+//!        next sample both transcripts must stay unchanged for `--send-settle-s`: the sample's
+//!        reply-back loop and announce (six more model calls by default) run in the background,
+//!        and measured back to back they ran inside the next sample's timed turn, or inside the
+//!        next target's block, on the same cores and the same mock model.
 //! spawn: N turns over R requester sessions (one connection each), each asking for one
 //!        `sessions_spawn`, then the requesters' transcripts are read until every child has
 //!        announced back. Ops are the turns; the block's CPU runs until all announced.
@@ -47,6 +51,9 @@ pub async fn send(target: &Target, plan: &Plan, block: &mut Block) -> Result<()>
             {
                 bail!("the target's transcript lacks the sent message");
             }
+            if !target.is_floor() {
+                settle(&mut conn, &[&to, &from], plan.send_settle).await?;
+            }
             Ok::<f64, anyhow::Error>(elapsed)
         };
         match sample.await {
@@ -58,6 +65,30 @@ pub async fn send(target: &Target, plan: &Plan, block: &mut Block) -> Result<()>
     block.cpu_ms = target.pid.map(|_| cpu_ms);
     conn.close().await;
     Ok(())
+}
+
+/// Waits until the sessions' transcripts stay unchanged for `quiet` (five minutes at most).
+async fn settle(conn: &mut Conn, keys: &[&str], quiet: Duration) -> Result<()> {
+    let (mut seen, mut since, t0) = (Vec::new(), Instant::now(), Instant::now());
+    while t0.elapsed() < Duration::from_secs(300) {
+        let mut now = Vec::with_capacity(keys.len());
+        for key in keys {
+            // The reference answers UNAVAILABLE while it rebuilds a history: not quiet yet.
+            now.push(
+                history(conn, key, 200)
+                    .await
+                    .ok()
+                    .map(|m| m.to_string().len()),
+            );
+        }
+        if now != seen || now.contains(&None) {
+            (seen, since) = (now, Instant::now());
+        } else if since.elapsed() >= quiet {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the sessions {keys:?} did not settle within 300 s")
 }
 
 async fn history(conn: &mut Conn, key: &str, limit: usize) -> Result<Value> {

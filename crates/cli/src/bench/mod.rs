@@ -70,6 +70,10 @@ struct RunArgs {
     /// `sessions_send` samples per `send` block.
     #[arg(long, default_value_t = 5)]
     sends: usize,
+    /// After each `sessions_send` sample, how long both transcripts must stay unchanged before
+    /// the next: its reply-back loop and announce run in the background after the timed turn.
+    #[arg(long, default_value_t = 1.0)]
+    send_settle_s: f64,
     /// Spawns per `spawn` block.
     #[arg(long, default_value_t = 20)]
     spawns: usize,
@@ -112,6 +116,7 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
         parallel: args.parallel,
         parallel_turns: args.parallel_turns,
         sends: args.sends,
+        send_settle: std::time::Duration::from_secs_f64(args.send_settle_s),
         spawns: args.spawns,
         requesters: args.spawn_requesters,
         spawn_timeout_s: args.spawn_timeout_s,

@@ -59,6 +59,7 @@ pub struct Plan {
     pub parallel: usize,
     pub parallel_turns: usize,
     pub sends: usize,
+    pub send_settle: std::time::Duration,
     pub spawns: usize,
     pub requesters: usize,
     pub spawn_timeout_s: f64,

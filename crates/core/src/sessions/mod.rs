@@ -227,7 +227,7 @@ pub fn effective_model(e: &SessionEntry, config: &Config) -> String {
     e.last_model
         .clone()
         .or_else(|| e.model.clone())
-        .unwrap_or_else(|| config.agent(&e.agent_id).model)
+        .unwrap_or_else(|| config.agent_model(&e.agent_id).to_string())
 }
 
 /// A stored message in transcript format with its `seq`.

@@ -7,7 +7,8 @@ KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
 BENCH_DIR=${BENCH_DIR:-/tmp/switchboard-bench}
 CLIENT="$KIT/client/gw_client.py"
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN="$TARGET_DIR/release/switchboard"
+# BENCH_BIN: another build (e.g. target/profiling/switchboard, with SKIP_BUILD=1).
+BIN=${BENCH_BIN:-"$TARGET_DIR/release/switchboard"}
 
 [[ -f "$CLIENT" ]] || { echo "bench kit client not found at $CLIENT (set BENCH_KIT)" >&2; exit 1; }
 

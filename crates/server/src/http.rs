@@ -107,14 +107,19 @@ pub async fn rpc(
     let grant = Grant::full();
     let params = request.params;
     match methods::dispatch(&state, &grant, &request.method, params, &|_| {}, &gone).await {
-        Ok(payload) => reply(
-            StatusCode::OK,
-            RpcResponse {
-                ok: true,
-                payload: Some(payload),
-                error: None,
-            },
-        ),
+        Ok(payload) => match payload.rpc_body() {
+            Ok(body) => (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response(),
+            Err(e) => failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::Internal,
+                format!("could not encode the result: {e}"),
+            ),
+        },
         Err(error) => {
             let status = StatusCode::from_u16(http_status(error.code))
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -101,6 +101,16 @@ impl Config {
             .find(|agent| normalize_agent_id(&agent.id) == id)
     }
 
+    /// The primary model of agent `id`: [`Config::agent`]'s `model`, without resolving the rest
+    /// (a list row needs only this).
+    pub fn agent_model(&self, id: &str) -> &str {
+        let entry = self.entry(&normalize_agent_id(id));
+        let model = entry
+            .and_then(|agent| agent.model.as_ref())
+            .unwrap_or(&self.agents.defaults.model);
+        &model.primary
+    }
+
     /// The agent `id` (normalised first) with its overrides merged onto `agents.defaults`. Works
     /// for ids that are not configured too: they get the defaults and `configured: false`.
     pub fn agent(&self, id: &str) -> ResolvedAgent {

@@ -31,6 +31,15 @@ impl SessionKey {
         self.0
     }
 
+    /// [`SessionKey::display`], owned: the key's own string unless it is the global key.
+    pub fn into_display(self) -> String {
+        if self.is_global() {
+            DEFAULT_MAIN_KEY.to_owned()
+        } else {
+            self.0
+        }
+    }
+
     /// Wraps `s` without checking it. Trusts that `s` is canonical (used when reading keys back from
     /// the store); anything a caller typed goes through [`super::canonicalize`] instead.
     pub fn from_canonical(s: String) -> Self {

@@ -14,7 +14,7 @@ use switchboard_protocol::message::{
 use super::{Sessions, with_seq};
 use crate::error::{CoreError, CoreResult};
 use crate::keys;
-use crate::store::{StoredMessage, message_id};
+use crate::store::{StoredMessage, StoredText, message_id};
 
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
@@ -39,14 +39,17 @@ impl Sessions {
         };
         let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
         let before = p.before.filter(|b| *b > 0);
-        let page = self.store.history(&entry.session_id, limit, before).await?;
+        let page = self
+            .store
+            .history_text(&entry.session_id, limit, before)
+            .await?;
         let messages = page
             .messages
             .into_iter()
-            .map(|m| history_message(&entry.session_id, m))
-            .collect();
+            .map(|m| history_text_message(&entry.session_id, m))
+            .collect::<CoreResult<_>>()?;
         Ok(ChatHistoryResult {
-            session_key: self.row(&entry).key,
+            session_key: entry.key.display().to_string(),
             session_id: Some(entry.session_id),
             messages,
             next_before: page.next_before,
@@ -97,6 +100,21 @@ pub(crate) fn history_message(session_id: &str, m: StoredMessage) -> HistoryMess
     }
 }
 
+/// [`history_message`] of a message's stored text, decoded once, straight into its type; text
+/// that is not a transcript message is shown as stored, as [`history_message`] shows it.
+pub(crate) fn history_text_message(session_id: &str, m: StoredText) -> CoreResult<HistoryMessage> {
+    match serde_json::from_str::<TranscriptMessage>(&m.body) {
+        Ok(mut message) => {
+            message.place(message_id(m.seq), m.seq);
+            Ok(HistoryMessage::Transcript(SeqMessage {
+                seq: m.seq,
+                message,
+            }))
+        }
+        Err(_) => Ok(history_message(session_id, m.into_stored()?)),
+    }
+}
+
 /// Text becomes a message of `role`; an object must be a transcript message.
 fn inject_message(
     message: InjectMessage,
@@ -143,5 +161,54 @@ fn inject_message(
                 ))
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// What the page showed before: the stored text decoded into a value, then typed from it.
+    fn via_value(m: &StoredText) -> CoreResult<HistoryMessage> {
+        Ok(history_message("s", m.clone().into_stored()?))
+    }
+
+    #[test]
+    fn a_message_decoded_from_its_text_is_the_message_decoded_through_a_value() {
+        let bodies = [
+            json!({"role": "user", "content": "héllo \"wörld\" 🎉\n", "timestamp": 1}),
+            json!({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}],
+                   "timestamp": 2, "provenance": {"kind": "compaction"}}),
+            json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "thinkingSignature": "sig"},
+                   {"type": "text", "text": "ünïcode"}, {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "/x", "n": 1.5}}],
+                   "provider": "mock", "model": "m", "usage": {"input": 3, "output": 4, "cacheRead": 0, "cacheWrite": 0,
+                   "totalTokens": 7, "cost": {"total": 0.000123}}, "stopReason": "toolUse", "timestamp": 3}),
+            json!({"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "boom", "timestamp": 4}),
+            json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "x"}],
+                   "isError": true, "details": {"n": null, "list": [1, -2, 3.25e10]}, "timestamp": 5}),
+            // Not a transcript message: shown as stored.
+            json!({"role": "system", "content": "hand-written", "n": 18446744073709551615u64}),
+            json!([1, 2, 3]),
+        ];
+        for (i, body) in bodies.iter().enumerate() {
+            let m = StoredText {
+                seq: i as i64 + 1,
+                body: body.to_string(),
+            };
+            let direct = history_text_message("s", m.clone()).unwrap();
+            assert_eq!(direct, via_value(&m).unwrap(), "message {body}");
+            assert_eq!(
+                serde_json::to_string(&direct).unwrap(),
+                serde_json::to_string(&via_value(&m).unwrap()).unwrap()
+            );
+        }
+        let broken = StoredText {
+            seq: 9,
+            body: "{not json".into(),
+        };
+        assert!(history_text_message("s", broken.clone()).is_err());
+        assert!(via_value(&broken).is_err());
     }
 }

@@ -54,9 +54,12 @@ impl Sessions {
             limit,
         };
         let page = self.store.list(query).await?;
-        let mut sessions = self.rows(&page.entries).await?;
+        let ids: Vec<String> = match message_limit {
+            0 => Vec::new(),
+            _ => page.entries.iter().map(|e| e.session_id.clone()).collect(),
+        };
+        let mut sessions = self.rows(page.entries).await?;
         if message_limit > 0 {
-            let ids = page.entries.iter().map(|e| e.session_id.clone()).collect();
             let messages = self.store.last_messages(ids, message_limit).await?;
             for (row, (session_id, msgs)) in sessions.iter_mut().zip(messages) {
                 row.messages = Some(

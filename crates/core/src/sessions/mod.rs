@@ -96,29 +96,33 @@ impl Sessions {
 
     /// The row a caller sees for an entry, with what its runs are doing now.
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
-        let mut row = row(e, self.store.as_ref(), &self.config);
-        row.run_state = self.runtime.run_state(&e.key);
-        row.activity = self.runtime.run_activity(&e.key);
+        self.row_of(e.clone())
+    }
+
+    /// [`Sessions::row`] of an entry the caller is done with: its strings move into the row.
+    fn row_of(&self, e: SessionEntry) -> SessionRow {
+        let run_state = self.runtime.run_state(&e.key);
+        let activity = self.runtime.run_activity(&e.key);
+        let mut row = row_of(e, self.store.as_ref(), &self.config);
+        row.run_state = run_state;
+        row.activity = activity;
         row
     }
 
     /// [`Sessions::row`] for each entry, and for a sub-agent's session how far its task got (one
     /// store read for all the rows that have a parent).
-    pub async fn rows(&self, entries: &[SessionEntry]) -> CoreResult<Vec<SessionRow>> {
-        let mut rows: Vec<SessionRow> = entries.iter().map(|e| self.row(e)).collect();
-        let children: Vec<SessionKey> = entries
-            .iter()
-            .filter(|e| e.spawned_by.is_some())
-            .map(|e| e.key.clone())
-            .collect();
-        if children.is_empty() {
-            return Ok(rows);
-        }
-        let at: std::collections::HashMap<&SessionKey, usize> = entries
+    pub async fn rows(&self, entries: Vec<SessionEntry>) -> CoreResult<Vec<SessionRow>> {
+        let at: std::collections::HashMap<SessionKey, usize> = entries
             .iter()
             .enumerate()
-            .map(|(i, e)| (&e.key, i))
+            .filter(|(_, e)| e.spawned_by.is_some())
+            .map(|(i, e)| (e.key.clone(), i))
             .collect();
+        let mut rows: Vec<SessionRow> = entries.into_iter().map(|e| self.row_of(e)).collect();
+        if at.is_empty() {
+            return Ok(rows);
+        }
+        let children = at.keys().cloned().collect();
         for record in self.store.get_subagents(children).await? {
             if let Some(row) = at.get(&record.child_key).map(|i| &mut rows[*i]) {
                 row.subagent = Some(SubagentStatus {
@@ -169,6 +173,11 @@ impl Sessions {
 /// one its last model call used, else the one a run would use now (its override, else its
 /// agent's).
 pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
+    row_of(e.clone(), store, config)
+}
+
+/// [`row`] of an entry the caller is done with: its strings move into the row.
+pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => {
@@ -181,18 +190,21 @@ pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Se
             .or_else(|| e.channel.clone())
             .or_else(key_channel),
     };
-    let model = effective_model(e, config);
+    let model = effective_model(&e, config);
+    let transcript_path = store
+        .transcript_path(&e.agent_id, &e.session_id)
+        .map(|path| path.to_string_lossy().into_owned());
     SessionRow {
-        key: e.key.display().to_string(),
+        key: e.key.into_display(),
         kind: e.kind.into(),
         channel: channel.unwrap_or_else(|| "unknown".to_string()),
-        agent_id: e.agent_id.clone(),
-        session_id: e.session_id.clone(),
+        agent_id: e.agent_id,
+        session_id: e.session_id,
         created_at: e.created_at,
         updated_at: e.updated_at,
         chat_type: e.chat_type.map(|c| c.as_str().to_string()),
-        display_name: e.display_name.clone(),
-        label: e.label.clone(),
+        display_name: e.display_name,
+        label: e.label,
         context_tokens: config.context_window(&model),
         model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
@@ -201,19 +213,17 @@ pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Se
         // it beside `contextTokens`; the session's sums are `inputTokens`/`outputTokens`.
         total_tokens: e.context_tokens.filter(|n| *n > 0),
         cost_usd: Some(e.cost_usd).filter(|usd| *usd > 0.0),
-        thinking_level: e.thinking_level.clone(),
-        verbose_level: e.verbose_level.clone(),
+        thinking_level: e.thinking_level,
+        verbose_level: e.verbose_level,
         system_sent: Some(e.system_sent).filter(|b| *b),
         aborted_last_run: Some(e.aborted_last_run).filter(|b| *b),
-        send_policy: e.send_policy.clone(),
-        last_channel: e.last_channel.clone(),
-        last_to: e.last_to.clone(),
-        delivery_context: e.delivery_context.clone(),
-        spawned_by: e.spawned_by.as_ref().map(|k| k.display().to_string()),
+        send_policy: e.send_policy,
+        last_channel: e.last_channel,
+        last_to: e.last_to,
+        delivery_context: e.delivery_context,
+        spawned_by: e.spawned_by.map(SessionKey::into_display),
         archived_at: e.archived_at,
-        transcript_path: store
-            .transcript_path(&e.agent_id, &e.session_id)
-            .map(|path| path.to_string_lossy().into_owned()),
+        transcript_path,
         messages: None,
         run_state: None,
         activity: None,
@@ -227,7 +237,7 @@ pub fn effective_model(e: &SessionEntry, config: &Config) -> String {
     e.last_model
         .clone()
         .or_else(|| e.model.clone())
-        .unwrap_or_else(|| config.agent(&e.agent_id).model)
+        .unwrap_or_else(|| config.agent_model(&e.agent_id).to_string())
 }
 
 /// A stored message in transcript format with its `seq`.

@@ -39,7 +39,7 @@ impl Sessions {
             self.resolver.known_agent(agent)?;
         }
         let session = match self.resolver.find(&p.key, p.agent_id.as_deref()).await {
-            Ok(entry) => self.rows(std::slice::from_ref(&entry)).await?.pop(),
+            Ok(entry) => self.rows(vec![entry]).await?.pop(),
             Err(CoreError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };

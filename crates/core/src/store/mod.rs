@@ -314,10 +314,25 @@ pub struct StoredMessage {
     pub message: Value,
 }
 
+/// A message as stored, undecoded: its `seq` and its transcript JSON's text (for an answer that
+/// decodes it once, straight into its own types).
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistoryPage {
+pub struct StoredText {
+    pub seq: i64,
+    pub body: String,
+}
+
+impl StoredText {
+    /// The message decoded as [`SessionReads::history`] reads it.
+    pub fn into_stored(self) -> Result<StoredMessage, StoreError> {
+        rules::transcript::parse_message(self.seq, &self.body)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage<M = StoredMessage> {
     /// Oldest first.
-    pub messages: Vec<StoredMessage>,
+    pub messages: Vec<M>,
     /// Pass as `before` to read older messages; `None` when the page reached the first one.
     pub next_before: Option<i64>,
 }

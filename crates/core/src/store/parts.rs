@@ -16,7 +16,8 @@ use super::{
     Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
     EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
     PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry,
-    SessionLock, StoreFuture, StoreHealth, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText, SubagentRecord, WriteOp,
+    WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -44,6 +45,13 @@ pub trait SessionReads: Send + Sync {
         limit: usize,
         before: Option<i64>,
     ) -> StoreFuture<'_, HistoryPage>;
+    /// [`history`](Self::history) with each message as the text it is stored as.
+    fn history_text(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage<StoredText>>;
     /// The transcript's newest compaction summary ([`super::is_summary`]), when its seq is below
     /// `before`: the model's view starts from it however long ago it was written.
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;

@@ -4,6 +4,7 @@
 mod cron;
 mod delivery;
 mod overview;
+mod payload;
 mod runs;
 mod sessions;
 mod system;
@@ -18,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ServerState;
 use crate::access::{Grant, Scope};
+
+pub use payload::Payload;
 
 /// Every method this gateway answers (advertised in `hello-ok`) and the operator scope it needs
 /// (docs/protocol.md has the table; `crate::access` applies it; nodes have their own rule).
@@ -147,13 +150,21 @@ pub async fn dispatch(
     params: Option<Value>,
     interim: Interim<'_>,
     gone: &CancellationToken,
-) -> MethodResult {
+) -> Result<Payload, ErrorShape> {
     if let Some(error) = overview::unavailable(method) {
         return Err(error);
     }
     authorize(state, grant, method, params.as_ref())?;
     refuse_unreachable(state, method)?;
-    run(state, method, params, interim, gone).await
+    // The large reads are encoded from their typed rows straight into the frame's text.
+    let engine = state.engine.as_ref();
+    match method {
+        "sessions.list" => sessions::list(engine, parse(method, params)?).await,
+        "chat.history" | "chat.startup" => sessions::history(engine, parse(method, params)?).await,
+        _ => run(state, method, params, interim, gone)
+            .await
+            .map(Payload::Value),
+    }
 }
 
 /// Methods that answer without the store: they are served while it is unreachable.
@@ -199,14 +210,12 @@ async fn run(
             engine.runtime().tools_ready().await;
             to_value(engine.sessions().agents_list())
         }
-        "sessions.list" => sessions::list(engine, parse(method, p)?).await,
         "sessions.create" => sessions::create(engine, parse(method, p)?).await,
         "sessions.resolve" => sessions::resolve(engine, parse(method, p)?).await,
         "sessions.patch" => sessions::patch(engine, parse(method, p)?).await,
         "sessions.reset" => sessions::reset(engine, parse(method, p)?).await,
         "sessions.delete" => sessions::delete(engine, parse(method, p)?).await,
         "sessions.compact" => answer(engine.sessions().compact(parse(method, p)?).await),
-        "chat.history" | "chat.startup" => sessions::history(engine, parse(method, p)?).await,
         "chat.inject" => sessions::inject(engine, parse(method, p)?).await,
         "chat.send" => runs::chat_send(engine, parse(method, p)?).await,
         "chat.abort" => runs::chat_abort(engine, parse(method, p)?).await,
@@ -283,4 +292,9 @@ pub(crate) fn core_err(e: CoreError) -> ErrorShape {
 /// A core operation's answer as a method's: the value encoded, the error mapped once.
 pub(crate) fn answer<T: Serialize>(result: Result<T, CoreError>) -> MethodResult {
     to_value(result.map_err(core_err)?)
+}
+
+/// [`answer`] as the frame's text, written once from the typed answer (the large reads).
+pub(crate) fn encoded<T: Serialize>(result: Result<T, CoreError>) -> Result<Payload, ErrorShape> {
+    Payload::encode(&result.map_err(core_err)?)
 }

@@ -7,10 +7,11 @@ use switchboard_protocol::sessions::{
     SessionsResolveParams,
 };
 
-use super::{MethodResult, answer};
+use super::{MethodResult, Payload, answer, encoded};
+use switchboard_protocol::ErrorShape;
 
-pub async fn list(engine: &Engine, p: SessionsListParams) -> MethodResult {
-    answer(engine.sessions().list(p).await)
+pub async fn list(engine: &Engine, p: SessionsListParams) -> Result<Payload, ErrorShape> {
+    encoded(engine.sessions().list(p).await)
 }
 
 pub async fn create(engine: &Engine, p: SessionsCreateParams) -> MethodResult {
@@ -33,8 +34,8 @@ pub async fn delete(engine: &Engine, p: SessionKeyParams) -> MethodResult {
     answer(engine.sessions().delete(p).await)
 }
 
-pub async fn history(engine: &Engine, p: ChatHistoryParams) -> MethodResult {
-    answer(engine.sessions().history(p).await)
+pub async fn history(engine: &Engine, p: ChatHistoryParams) -> Result<Payload, ErrorShape> {
+    encoded(engine.sessions().history(p).await)
 }
 
 pub async fn inject(engine: &Engine, p: ChatInjectParams) -> MethodResult {

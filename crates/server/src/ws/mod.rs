@@ -365,11 +365,13 @@ async fn answer(state: Arc<ServerState>, conn: Arc<Conn>, req: RequestFrame, hel
     };
     let dispatched =
         methods::dispatch(&state, grant, &req.method, req.params, &interim, &conn.gone);
-    let response = match tracing::Instrument::instrument(dispatched, span).await {
-        Ok(payload) => ResponseFrame::ok(req.id, payload),
-        Err(error) => ResponseFrame::err(req.id, error),
+    let text = match tracing::Instrument::instrument(dispatched, span).await {
+        Ok(payload) => payload.response_frame(&req.id),
+        Err(error) => serde_json::to_string(&Frame::Res(ResponseFrame::err(req.id, error))),
     };
-    conn.respond(response).await;
+    if let Ok(text) = text {
+        let _ = conn.out.send(Outgoing::Frame(text)).await;
+    }
     if let Some(run_id) = held {
         let (events, _newer_wait) = conn.held.release(&run_id).await;
         for event in events {

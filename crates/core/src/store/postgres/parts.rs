@@ -19,7 +19,7 @@ use crate::store::{
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
     OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
     RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
-    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{Cluster, Orphans, StoreError, StoreHealth};
 
@@ -65,6 +65,18 @@ impl SessionReads for PgStore {
     ) -> StoreFuture<'_, HistoryPage> {
         let id = session_id.to_string();
         self.read(move |db| Box::pin(async move { queries::history(db, &id, limit, before).await }))
+    }
+
+    fn history_text(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage<StoredText>> {
+        let id = session_id.to_string();
+        self.read(move |db| {
+            Box::pin(async move { queries::history_text(db, &id, limit, before).await })
+        })
     }
 
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {

@@ -12,7 +12,7 @@ use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
     Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord, SessionEntry, StoreError, StoredMessage,
+    RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {
@@ -218,6 +218,28 @@ pub(super) async fn history(
         .map(|r| transcript::parse_message(get(r, 0)?, &get::<String>(r, 1)?))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(transcript::history_page(messages))
+}
+
+/// [`history`] with each message as its stored text.
+pub(super) async fn history_text(
+    db: &Db<'_>,
+    session_id: &str,
+    limit: usize,
+    before: Option<i64>,
+) -> Result<HistoryPage<StoredText>, StoreError> {
+    let values = transcript::history_params(session_id, limit, before);
+    let messages = db
+        .query_with(transcript::HISTORY, &values)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(StoredText {
+                seq: get(r, 0)?,
+                body: get(r, 1)?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(transcript::history_text_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.

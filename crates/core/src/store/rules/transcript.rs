@@ -7,7 +7,9 @@ use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
 use crate::store::dialect::{Dialect, Param};
-use crate::store::{Appended, HistoryPage, SessionEntry, StoreError, StoredMessage, is_summary};
+use crate::store::{
+    Appended, HistoryPage, SessionEntry, StoreError, StoredMessage, StoredText, is_summary,
+};
 
 /// One message to store: its `seq`, its role and time (columns of their own) and its JSON.
 pub(crate) struct MessageRow {
@@ -142,9 +144,18 @@ pub(crate) fn history_params(session_id: &str, limit: usize, before: Option<i64>
 
 /// The page of [`HISTORY`]'s rows (newest first): oldest first, and where to read on from
 /// (nothing once the first message is in it).
-pub(crate) fn history_page(mut newest_first: Vec<StoredMessage>) -> HistoryPage {
+pub(crate) fn history_page(newest_first: Vec<StoredMessage>) -> HistoryPage {
+    page_of(newest_first, |m| m.seq)
+}
+
+/// [`history_page`] of undecoded messages.
+pub(crate) fn history_text_page(newest_first: Vec<StoredText>) -> HistoryPage<StoredText> {
+    page_of(newest_first, |m| m.seq)
+}
+
+fn page_of<M>(mut newest_first: Vec<M>, seq: fn(&M) -> i64) -> HistoryPage<M> {
     newest_first.reverse();
-    let next_before = newest_first.first().map(|m| m.seq).filter(|seq| *seq > 1);
+    let next_before = newest_first.first().map(seq).filter(|seq| *seq > 1);
     HistoryPage {
         messages: newest_first,
         next_before,

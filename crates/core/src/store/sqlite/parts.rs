@@ -13,7 +13,7 @@ use crate::store::{
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
     OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
     RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
-    StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{StoreHealth, mirror};
 
@@ -61,6 +61,16 @@ impl SessionReads for SqliteStore {
     ) -> StoreFuture<'_, HistoryPage> {
         let id = session_id.to_string();
         self.read(move |c| queries::history(c, &id, limit, before))
+    }
+
+    fn history_text(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage<StoredText>> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::history_text(c, &id, limit, before))
     }
 
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {

@@ -13,7 +13,7 @@ use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
     Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord, SessionEntry, StoreError, StoredMessage,
+    RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
@@ -207,6 +207,28 @@ pub(super) fn history(
         )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(transcript::history_page(messages))
+}
+
+/// [`history`] with each message as its stored text.
+pub(super) fn history_text(
+    conn: &Connection,
+    session_id: &str,
+    limit: usize,
+    before: Option<i64>,
+) -> Result<HistoryPage<StoredText>, StoreError> {
+    let mut stmt = conn.prepare_cached(transcript::HISTORY)?;
+    let messages = stmt
+        .query_map(
+            bind(&transcript::history_params(session_id, limit, before)),
+            |r| {
+                Ok(StoredText {
+                    seq: r.get(0)?,
+                    body: r.get(1)?,
+                })
+            },
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(transcript::history_text_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.

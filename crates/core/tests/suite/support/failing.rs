@@ -14,7 +14,7 @@ use switchboard_core::store::{
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
     Orphans, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
     RunRecord, RunStore, SessionEntry, SessionLock, SessionReads, SessionStore, Store, StoreError,
-    StoreFuture, StoredMessage, SubagentRecord, WriteOp, WriteOutcome,
+    StoreFuture, StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
 use switchboard_core::{RunId, SessionKey};
 
@@ -141,6 +141,15 @@ impl SessionReads for FailingStore {
         before: Option<i64>,
     ) -> StoreFuture<'_, HistoryPage> {
         self.inner.history(session_id, limit, before)
+    }
+
+    fn history_text(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage<StoredText>> {
+        self.inner.history_text(session_id, limit, before)
     }
 
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {

@@ -193,7 +193,11 @@ pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> 
     let model = effective_model(&e, config);
     let transcript_path = store
         .transcript_path(&e.agent_id, &e.session_id)
-        .map(|path| path.to_string_lossy().into_owned());
+        .map(|path| {
+            path.into_os_string()
+                .into_string()
+                .unwrap_or_else(|path| path.to_string_lossy().into_owned())
+        });
     SessionRow {
         key: e.key.into_display(),
         kind: e.kind.into(),

@@ -15,10 +15,16 @@ use super::private;
 
 /// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl`.
 pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf {
-    home.join("agents")
-        .join(agent_id)
-        .join("sessions")
-        .join(format!("{session_id}.jsonl"))
+    // One allocation: `sessions.list` makes one of these per row.
+    let size = home.as_os_str().len() + agent_id.len() + session_id.len() + 24;
+    let mut path = PathBuf::with_capacity(size);
+    path.push(home);
+    path.push("agents");
+    path.push(agent_id);
+    path.push("sessions");
+    path.push(session_id);
+    path.as_mut_os_string().push(".jsonl");
+    path
 }
 
 /// The mirror line id of the message with this `seq`: 8 hex digits, like the reference's ids.

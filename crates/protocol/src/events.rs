@@ -72,6 +72,27 @@ impl ServerEvent {
         }
     }
 
+    /// The event's frame as text, numbered with `seq` when given: the typed payload written
+    /// straight into the frame (no `Value` in between), the frame [`Self::into_frame`] makes,
+    /// its payload's keys in their declared order.
+    pub fn to_text(&self, seq: Option<u64>) -> Result<String, serde_json::Error> {
+        Ok(close_frame(&self.frame_head()?, seq))
+    }
+
+    /// The event's frame as text with its last `}` left off, which [`close_frame`] adds with a
+    /// connection's `seq`: written once, one head serves every connection sending the event.
+    pub fn frame_head(&self) -> Result<String, serde_json::Error> {
+        const HEAD: &[u8] = br#"{"type":"event","#;
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(HEAD);
+        // `{"event":…,"payload":…}`, whose fields join the frame's.
+        serde_json::to_writer(&mut out, self)?;
+        out.remove(HEAD.len());
+        out.pop();
+        // Only JSON was written, which is UTF-8.
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
+    }
+
     /// The event as a frame, numbered with `seq` when given.
     pub fn into_frame(self, seq: Option<u64>) -> Result<EventFrame, serde_json::Error> {
         let event = self.name().to_string();
@@ -90,6 +111,18 @@ impl ServerEvent {
             seq,
         })
     }
+}
+
+/// An event's frame from its [`ServerEvent::frame_head`], numbered with `seq` when given.
+pub fn close_frame(head: &str, seq: Option<u64>) -> String {
+    let mut text = String::with_capacity(head.len() + 24);
+    text.push_str(head);
+    if let Some(seq) = seq {
+        text.push_str(",\"seq\":");
+        text.push_str(&seq.to_string());
+    }
+    text.push('}');
+    text
 }
 
 /// `sessions.changed`, in the reference's shape: which session, why, and for run phases which
@@ -341,6 +374,33 @@ mod tests {
 
     fn agent_json(stream: &str, data: Value) -> Value {
         json!({"runId": "r1", "sessionKey": "agent:main:main", "stream": stream, "ts": 5, "data": data})
+    }
+
+    #[test]
+    fn an_events_text_is_its_frame() {
+        let events = [
+            ServerEvent::Agent(agent(AgentStream::Lifecycle(Lifecycle::End {
+                status: EndStatus::Error,
+                error: Some("no \"model\"".into()),
+            }))),
+            ServerEvent::Tick(TickEvent { ts: 7 }),
+            ServerEvent::Chat(ChatEvent {
+                run_id: "r1".into(),
+                session_key: "agent:main:main".into(),
+                state: ChatState::Final,
+                message: Some(ChatMessage::assistant("hé")),
+                error_message: None,
+            }),
+        ];
+        for event in events {
+            for seq in [None, Some(12)] {
+                let text = event.to_text(seq).unwrap();
+                let frame = crate::Frame::Event(event.clone().into_frame(seq).unwrap());
+                let parsed: Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(parsed, serde_json::to_value(frame).unwrap(), "{text}");
+                assert!(text.starts_with(r#"{"type":"event","event":""#), "{text}");
+            }
+        }
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct ServerState {
     port: std::sync::OnceLock<u16>,
     /// What `GET /metrics` renders, once the binary installed it ([`ServerState::export_metrics`]).
     metrics: std::sync::OnceLock<metrics::Exporter>,
+    /// The frames of the newest run events, written once for every connection.
+    rendered: ws::Rendered,
 }
 
 impl ServerState {
@@ -105,6 +107,7 @@ impl ServerState {
             next_conn: AtomicU64::new(1),
             port: std::sync::OnceLock::new(),
             metrics: std::sync::OnceLock::new(),
+            rendered: ws::Rendered::default(),
         })
     }
 

@@ -127,6 +127,33 @@ impl ConversationCache {
         state.by_session.insert(session_id.to_string(), window);
     }
 
+    /// Adds `message`, just appended to `session_id` as `seq`, to its kept window when the
+    /// window ends right before it: the next run does not read back and parse what was in hand.
+    /// A window it does not follow (a write from elsewhere came between) or a summary leave the
+    /// window as it is, for the next run to top up from the store; one that would grow past its
+    /// bounds is let go.
+    pub fn push(&self, session_id: &str, seq: i64, message: &TranscriptMessage) {
+        let bytes = message_bytes(message);
+        let mut state = lock(&self.state);
+        let Some(window) = state.by_session.get_mut(session_id) else {
+            return;
+        };
+        if window.seq + 1 != seq || is_summary(message) {
+            return;
+        }
+        if window.bytes + bytes > MAX_WINDOW_BYTES {
+            state.remove(session_id);
+            return;
+        }
+        window.seq = seq;
+        window.messages.push(message.clone());
+        window.bytes += bytes;
+        state.bytes += bytes;
+        if state.bytes > MAX_BYTES {
+            state.remove(session_id);
+        }
+    }
+
     /// The approximate bytes of the kept windows.
     #[cfg(test)]
     fn bytes(&self) -> usize {
@@ -291,17 +318,15 @@ mod tests {
             .collect()
     }
 
-    /// A run is given the transcript's last `seq` before it reads; a message appended in
-    /// between (another session's announce) must not take the place of the run's own message.
-    #[tokio::test]
-    async fn a_message_appended_after_the_runs_seq_is_left_for_the_next_run() {
+    fn user(text: &str) -> TranscriptMessage {
+        serde_json::from_value(json!({"role": "user", "content": text, "timestamp": 1})).unwrap()
+    }
+
+    /// A store with one transcript of one message ("one"), and a cache that keeps its window.
+    async fn one_message_kept() -> (tempfile::TempDir, SqliteStore, String, ConversationCache) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
         let key = &SessionKey::from_canonical("agent:main:main".into());
-        let user = |text: &str| -> TranscriptMessage {
-            serde_json::from_value(json!({"role": "user", "content": text, "timestamp": 1}))
-                .unwrap()
-        };
         let first = store
             .append(key, Some(new_session(key.as_str())), vec![user("one")])
             .await
@@ -310,6 +335,15 @@ mod tests {
         let cache = ConversationCache::default();
         let window = cache.take(&store, &id, 1).await.unwrap();
         cache.put(&id, 1, window);
+        (dir, store, id, cache)
+    }
+
+    /// A run is given the transcript's last `seq` before it reads; a message appended in
+    /// between (another session's announce) must not take the place of the run's own message.
+    #[tokio::test]
+    async fn a_message_appended_after_the_runs_seq_is_left_for_the_next_run() {
+        let (_dir, store, id, cache) = one_message_kept().await;
+        let key = &SessionKey::from_canonical("agent:main:main".into());
 
         // The run's message is seq 2; the announce lands at seq 3 before the run reads.
         store.append(key, None, vec![user("two")]).await.unwrap();
@@ -328,6 +362,22 @@ mod tests {
         cache.put(&id, 2, topped_up);
         let next = cache.take(&store, &id, 3).await.unwrap();
         assert_eq!(texts(&next), ["\"one\"", "\"two\"", "\"announce\""]);
+    }
+
+    /// The run's own message joins the kept window as it is written: the next run takes it from
+    /// there, not from the store; a message that does not follow the window is not added.
+    #[tokio::test]
+    async fn a_message_in_hand_joins_the_window_without_a_read() {
+        let (_dir, store, id, cache) = one_message_kept().await;
+        // Not in the store: only the window can hold it.
+        cache.push(&id, 2, &user("in hand"));
+        let taken = cache.take(&store, &id, 2).await.unwrap();
+        assert_eq!(texts(&taken), ["\"one\"", "\"in hand\""]);
+        // A gap: the window stays as it was.
+        cache.put(&id, 2, taken);
+        cache.push(&id, 4, &user("after a gap"));
+        let kept = cache.take(&store, &id, 2).await.unwrap();
+        assert_eq!(texts(&kept), ["\"one\"", "\"in hand\""]);
     }
 
     fn window(messages: usize, text_bytes: usize) -> Vec<TranscriptMessage> {

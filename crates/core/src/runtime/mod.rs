@@ -24,6 +24,7 @@ mod abort;
 pub mod compact;
 mod conversation;
 mod cut;
+mod end;
 mod fence;
 mod hold;
 pub mod lanes;

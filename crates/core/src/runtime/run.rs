@@ -16,8 +16,9 @@ use switchboard_protocol::message::{
 use switchboard_protocol::sessions::Patch;
 
 use super::cut::{self, assistant_message};
+use super::end::{Ending, Reply, finish};
 use super::fence::{fence_of, fenced};
-use super::hold::{Hold, after_start, hold_session, write_end};
+use super::hold::{Hold, after_start, hold_session};
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -30,23 +31,6 @@ use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
-
-/// How a run ended, before it is written down.
-struct Ending {
-    status: RunStatus,
-    result: Option<String>,
-    error: Option<String>,
-}
-
-impl Ending {
-    fn failed(error: String) -> Self {
-        Self {
-            status: RunStatus::Error,
-            result: None,
-            error: Some(error),
-        }
-    }
-}
 
 /// What the run did that is not in the transcript yet: text streamed in the current model
 /// turn, and tool calls still waiting for their result.
@@ -120,7 +104,9 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         record.started_at = Some(rt.now_ms());
     }
     start.push(WriteOp::PutRun(record.clone()));
-    let started = super::start::commit(rt, &request, &record, start, lease.is_some()).await;
+    let running = lease.is_some();
+    let input = message.as_ref();
+    let started = super::start::commit(rt, &request, &record, start, running, input).await;
     let Some(keep) = after_start(rt, &record, &started, message).await else {
         return rt.forget(&record);
     };
@@ -133,11 +119,11 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
-        (None, Ok(())) => Ending {
-            status: RunStatus::Aborted,
-            result: None,
-            error: Some(super::abort::ABORTED_QUEUED.into()),
-        },
+        (None, Ok(())) => Ending::new(
+            RunStatus::Aborted,
+            None,
+            Some(super::abort::ABORTED_QUEUED.into()),
+        ),
         (Some(lease), Ok(())) => {
             rt.publish(&record);
             rt.emit(&run_id, &key, RunEventData::Started);
@@ -161,74 +147,6 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     record.cost_usd = spent.cost_usd;
     finish(rt, &request, record, ending, keep).await;
     drop(held);
-}
-
-/// Writes the run's end (with its session flag and its reply's delivery, in one commit), tells
-/// waiters and subscribers.
-async fn finish(
-    rt: &Runtime,
-    request: &RunRequest,
-    mut record: crate::store::RunRecord,
-    ending: Ending,
-    keep: Option<TranscriptMessage>,
-) {
-    let key = record.session_key.clone();
-    record.status = ending.status;
-    record.result = ending.result.clone();
-    record.error = ending.error.clone();
-    record.ended_at = Some(rt.now_ms());
-    let flag = EntryPatch {
-        aborted_last_run: Some(record.status == RunStatus::Aborted),
-        ..EntryPatch::default()
-    };
-    // The message of a run whose start never landed enters the transcript with its end.
-    let kept = keep.map(|message| append(&key, message));
-    let mut end: Vec<WriteOp> = kept.into_iter().collect();
-    end.extend([
-        WriteOp::PutRun(record.clone()),
-        WriteOp::Patch {
-            key: key.clone(),
-            patch: Box::new(flag),
-        },
-    ]);
-    // The reply's delivery is committed with the run's end: an acknowledged reply is never
-    // left undelivered by a crash.
-    let delivery = match &request.deliver {
-        Some(deliver) => rt.inner.replies.on_end(deliver, &record).await,
-        None => None,
-    };
-    let delivers = delivery.is_some();
-    end.extend(delivery);
-    match write_end(rt, &record, end).await {
-        Ok(Some(outcomes)) => {
-            if let (true, Some(outcome)) = (delivers, outcomes.last()) {
-                rt.inner.replies.committed(outcome);
-            }
-        }
-        // An earlier try landed (its answer was lost): the outbox finds the delivery.
-        Ok(None) => {}
-        Err(e) if super::fence::lost(&record, &e) => return rt.forget(&record),
-        Err(e) => {
-            // The session may have been deleted meanwhile; the run record alone must still land.
-            let run_id = &record.run_id;
-            tracing::debug!(%run_id, error = %e, "could not store the run's end with its session flag");
-            if let Err(e) = rt.store().put_run(record.clone()).await {
-                tracing::error!(%run_id, error = %e, "could not store the run's end");
-            }
-        }
-    }
-    rt.retire(&record);
-    let agent = record.session_key.agent_id().unwrap_or("unknown");
-    crate::measure::run_ended(agent, record.status.as_str());
-    rt.emit(
-        &record.run_id,
-        &key,
-        RunEventData::Ended {
-            status: record.status,
-            result: ending.result,
-            error: ending.error,
-        },
-    );
 }
 
 /// Closes the transcript of a run cut off by a timeout or an abort (results for its unanswered
@@ -267,11 +185,7 @@ async fn keep_partial(
     {
         tracing::warn!(error = %e, "could not keep the partial reply");
     }
-    Ending {
-        status,
-        result: Some(text).filter(|t| !t.is_empty()),
-        error: Some(reason),
-    }
+    Ending::new(status, Some(text).filter(|t| !t.is_empty()), Some(reason))
 }
 
 /// What one run works with once its session is read.
@@ -325,20 +239,23 @@ async fn run_loop(
             .iter()
             .map(|(id, name, _)| (id.clone(), name.clone()))
             .collect();
-        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
+        if calls.is_empty() {
+            // The last reply is written with the run's end, in one commit.
+            let (append, tokens, message) = turn.reply(&response, &model_request);
+            model_request.messages.push(message);
+            let mut ending = Ending::new(RunStatus::Ok, Some(response.text()), None);
+            ending.reply = Some(Reply {
+                fence: turn.fence.clone(),
+                append,
+                tokens,
+                last_seq: turn.last_seq,
+                session_id,
+                messages: model_request.messages,
+            });
             return ending;
         }
-        if calls.is_empty() {
-            if let Some(seq) = turn.last_seq {
-                rt.inner
-                    .conversations
-                    .put(&session_id, seq, model_request.messages);
-            }
-            return Ending {
-                status: RunStatus::Ok,
-                result: Some(response.text()),
-                error: None,
-            };
+        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
+            return ending;
         }
         for (id, name, arguments) in calls {
             let result = turn.call_tool(id.clone(), name, arguments).await;
@@ -549,6 +466,33 @@ impl Turn<'_> {
         response: &ModelResponse,
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
+        let (append, tokens, message) = self.reply(response, request);
+        let turn = vec![
+            self.fence.clone(),
+            append,
+            WriteOp::Patch {
+                key: self.key.clone(),
+                patch: Box::new(tokens),
+            },
+        ];
+        let outcomes = self
+            .rt
+            .store()
+            .write_batch(turn)
+            .await
+            .map_err(|e| Ending::failed(e.to_string()))?;
+        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
+        request.messages.push(message);
+        Ok(())
+    }
+
+    /// The model's reply: its append, the session's token counts, and the reply itself;
+    /// reports the run's usage and notes what the reply cost.
+    fn reply(
+        &mut self,
+        response: &ModelResponse,
+        request: &ModelRequest,
+    ) -> (WriteOp, EntryPatch, TranscriptMessage) {
         let mut message = assistant_message(
             &self.target.provider_id,
             &self.target.model,
@@ -593,32 +537,13 @@ impl Turn<'_> {
             system_sent: (!request.system.is_empty()).then_some(true),
             ..EntryPatch::default()
         };
-        let turn = vec![
-            self.fence.clone(),
-            WriteOp::Append {
-                key: self.key.clone(),
-                create: None,
-                messages: vec![message.clone()],
-            },
-            WriteOp::Patch {
-                key: self.key.clone(),
-                patch: Box::new(tokens),
-            },
-        ];
-        let outcomes = self
-            .rt
-            .store()
-            .write_batch(turn)
-            .await
-            .map_err(|e| Ending::failed(e.to_string()))?;
-        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
+        let append = append(self.key, message.clone());
         let spent = &mut lock(&self.partial).spent;
         spent.model = Some(self.target.reference.clone());
         if let Some(cost) = cost_usd {
             spent.cost_usd = Some(spent.cost_usd.unwrap_or(0.0) + cost);
         }
-        request.messages.push(message);
-        Ok(())
+        (append, tokens, message)
     }
 
     /// Runs one tool call (an unknown tool or unusable arguments answer an error the model can
@@ -727,7 +652,7 @@ pub(super) async fn recover_panicked(rt: &Runtime, run_id: &crate::ids::RunId) {
 
 /// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.
 /// Appends `message` to the session's transcript.
-fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
+pub(super) fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
     WriteOp::Append {
         key: key.clone(),
         create: None,
@@ -735,7 +660,7 @@ fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
     }
 }
 
-fn follow(last: Option<i64>, seq: i64) -> Option<i64> {
+pub(super) fn follow(last: Option<i64>, seq: i64) -> Option<i64> {
     last.filter(|&l| seq == l + 1).map(|_| seq)
 }
 
@@ -750,7 +675,7 @@ fn system_prompt(agent: Option<&str>, extra: Option<&str>) -> String {
 }
 
 /// The transcript's newest seq after a batch that appended.
-fn appended_seq(outcomes: &[WriteOutcome]) -> Option<i64> {
+pub(super) fn appended_seq(outcomes: &[WriteOutcome]) -> Option<i64> {
     outcomes.iter().rev().find_map(|o| match o {
         WriteOutcome::Appended(a) => Some(a.entry.last_seq),
         _ => None,

@@ -200,16 +200,21 @@ pub async fn complete(
                 tracing::debug!(model = %target.reference, dropped, "older messages left the model's window");
             }
         }
-        let estimated = request_tokens(request);
         let provider = target.provider.as_ref();
         match complete_with_retries(provider, request, events, &target.retry).await {
             Ok(response) => {
-                calibration.learn(&target.reference, estimated, response.usage.input);
+                // Estimated only when there is a count to learn from (the request is as sent):
+                // the estimate reads every message and encodes every tool's schema.
+                if response.usage.input > 0 {
+                    let estimated = request_tokens(request);
+                    calibration.learn(&target.reference, estimated, response.usage.input);
+                }
                 return Ok(response);
             }
             Err(ProviderError::ContextLength { message }) => {
                 // The refusal usually says both counts: what was sent and what fits.
                 let counted = counts(&message);
+                let estimated = request_tokens(request);
                 if let Some((sent, _)) = counted {
                     calibration.learn(&target.reference, estimated, sent);
                 }

@@ -15,9 +15,12 @@
 mod events;
 mod handshake;
 mod held;
+mod rendered;
 mod subscriptions;
 
-use subscriptions::{Subscriptions, follow_own_runs, is_subscription, run_change, subscribe};
+pub(crate) use rendered::Rendered;
+
+use subscriptions::{Subscriptions, follow_own_runs, is_subscription, subscribe};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +36,7 @@ use serde_json::Value;
 use switchboard_core::RunId;
 use switchboard_core::delivery::{DeliveryEvent, info};
 use switchboard_core::runtime::RunEvent;
-use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent};
+use switchboard_protocol::events::{ServerEvent, ShutdownEvent, TickEvent, close_frame};
 use switchboard_protocol::{ErrorCode, ErrorShape, Frame, RequestFrame, ResponseFrame};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -142,11 +145,23 @@ impl Conn {
 
     /// Sends an event; `numbered` ones carry the connection's next `seq`.
     async fn event(&self, event: ServerEvent, numbered: bool) {
-        let seq = numbered.then(|| self.event_seq.fetch_add(1, Ordering::Relaxed) + 1);
-        match event.into_frame(seq) {
-            Ok(frame) => self.send(&Frame::Event(frame)).await,
+        let seq = numbered.then(|| self.next_seq());
+        match event.to_text(seq) {
+            Ok(text) => {
+                let _ = self.out.send(Outgoing::Frame(text)).await;
+            }
             Err(e) => tracing::warn!(error = %e, "an event could not be encoded"),
         }
+    }
+
+    /// Sends an event written once for every connection (`rendered`), with this one's `seq`.
+    async fn shared_event(&self, head: &str) {
+        let text = close_frame(head, Some(self.next_seq()));
+        let _ = self.out.send(Outgoing::Frame(text)).await;
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.event_seq.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     async fn close(&self, code: u16, reason: impl Into<String>) {
@@ -301,17 +316,22 @@ async fn on_run(
 }
 
 /// The frames one run event makes for this connection: the run's `agent`/`chat` events when
-/// it follows the session, `sessions.changed` when it subscribed to changes.
-async fn send_run(state: &ServerState, conn: &Conn, event: &RunEvent) {
-    let ts = state.engine.now_ms();
-    if conn.wants(event.session_key.as_str()) {
-        for frame in events::run_events(event, ts) {
-            conn.event(frame, true).await;
+/// it follows the session, `sessions.changed` when it subscribed to changes. Their text is
+/// written once for all connections (`rendered`).
+async fn send_run(state: &ServerState, conn: &Conn, event: &Arc<RunEvent>) {
+    let follows = conn.wants(event.session_key.as_str());
+    let changes = conn.subscriptions().changes;
+    if !follows && !changes {
+        return;
+    }
+    let frames = state.rendered.frames(event, state.engine.now_ms());
+    if follows {
+        for head in &frames.run {
+            conn.shared_event(head).await;
         }
     }
-    let changes = conn.subscriptions().changes;
-    if changes && let Some(change) = run_change(event, ts) {
-        conn.event(ServerEvent::SessionsChanged(change), true).await;
+    if let (true, Some(head)) = (changes, &frames.change) {
+        conn.shared_event(head).await;
     }
 }
 
@@ -413,6 +433,14 @@ async fn read_error(conn: &Conn, error: axum::Error) {
 pub(crate) fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
     const EXPECTED: &str =
         "expected {\"type\":\"req\",\"id\":\"…\",\"method\":\"…\",\"params\":{…}}";
+    // A well-formed request reads straight into its frame, with no `Value` in between; any
+    // other text takes the way below, which says what is wrong. Only an object: serde would
+    // read a frame from an array of its fields too.
+    if text.trim_start().starts_with('{')
+        && let Ok(Frame::Req(req)) = serde_json::from_str::<Frame>(text)
+    {
+        return Ok(req);
+    }
     let value: Value = serde_json::from_str(text).map_err(|e| {
         (
             String::new(),

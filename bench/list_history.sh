@@ -39,17 +39,9 @@ echo '{ agents: { defaults: { model: "builtin/echo" } } }' >"$RUN/config.json5"
 
 # gateway [WRAPPER...]: starts the gateway on the store (under WRAPPER), sets PID and URL.
 gateway() {
-    "$@" "$BIN" --state-dir "$STORE" --config "$RUN/config.json5" gateway --port 0 \
-        >"$RUN/out.log" 2>"$RUN/err.log" &
-    PID=$!
-    PIDS+=("$PID")
-    URL=""
-    for _ in $(seq 1 1200); do
-        URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$RUN/out.log" 2>/dev/null | head -n1) && [[ -n "$URL" ]] && break
-        kill -0 "$PID" 2>/dev/null || { echo "gateway exited; see $RUN/err.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    [[ -n "$URL" ]] || { echo "gateway did not start; see $RUN/err.log" >&2; exit 1; }
+    GW_ARGS=(--config "$RUN/config.json5")
+    start_gateway "$STORE" "$@"
+    PID=$GW_PID URL=$GW_URL
     sleep "$SETTLE"
 }
 

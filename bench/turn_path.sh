@@ -16,45 +16,32 @@
 #   WALL           turns of the CPU measure (default 2000; 0 skips it)
 #   ROUNDS         rounds (default 1)
 #   KEEP=DIR       keep each LONG count's callgrind file in DIR (for callgrind_annotate)
-#   BENCH_KIT      the bench kit (default ../shared/bench)
+#   BENCH_KIT, BENCH_DIR as for foundation.sh
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KIT=${BENCH_KIT:-$(cd "$ROOT/.." && pwd)/shared/bench}
-CLIENT="$KIT/client/gw_client.py"
 SHORT=${SHORT:-50}
 LONG=${LONG:-250}
 WALL=${WALL:-2000}
 ROUNDS=${ROUNDS:-1}
-BINS=${BINS:-this=${CARGO_TARGET_DIR:-$ROOT/target}/profiling/switchboard}
-RUN=$(mktemp -d /tmp/switchboard-turn-path-XXXX)
+BINS=${BINS:-this=${CARGO_TARGET_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target}/profiling/switchboard}
+# The builds are given: nothing is built; lib.sh checks the first one exists.
+first=${BINS%% *}
+SKIP_BUILD=1 BENCH_BIN=${first#*=}
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+CLEANUP_DIRS=()
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
-[[ -f "$CLIENT" ]] || { echo "bench kit client not found at $CLIENT (set BENCH_KIT)" >&2; exit 1; }
-
-PID=""
-cleanup() {
-    [[ -n "$PID" ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    rm -rf "$RUN"
-}
-trap cleanup EXIT
 
 # gateway BIN DIR [WRAPPER...]: starts BIN over DIR (under WRAPPER); sets PID and URL.
 gateway() {
-    local bin=$1 dir=$2
+    local dir=$2
+    BIN=$1
     shift 2
     mkdir -p "$dir"
     echo '{ agents: { defaults: { model: "builtin/echo" } } }' >"$dir/config.json5"
-    "$@" "$bin" --state-dir "$dir" --config "$dir/config.json5" gateway --port 0 \
-        >"$dir/out.log" 2>"$dir/err.log" &
-    PID=$!
-    URL=""
-    for _ in $(seq 1 1200); do
-        URL=$(grep -o 'ws://127\.0\.0\.1:[0-9]*' "$dir/out.log" 2>/dev/null | head -n1) && [[ -n "$URL" ]] && return
-        kill -0 "$PID" 2>/dev/null || { echo "gateway exited; see $dir/err.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "gateway did not start; see $dir/err.log" >&2
-    exit 1
+    GW_ARGS=(--config "$dir/config.json5")
+    start_gateway "$dir" "$@"
+    PID=$GW_PID URL=$GW_URL
 }
 
 stop() {

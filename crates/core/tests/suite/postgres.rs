@@ -197,11 +197,13 @@ async fn a_turn_sends_a_bounded_number_of_statements() {
     let Some(options) = options("a_turn_sends_a_bounded_number_of_statements") else {
         return;
     };
-    let mut config = Config::default();
-    config.store = StoreConfig {
-        kind: StoreKind::Postgres,
-        url: Some(options.url),
-        schema: options.schema,
+    let mut config = Config {
+        store: StoreConfig {
+            kind: StoreKind::Postgres,
+            url: Some(options.url),
+            schema: options.schema,
+        },
+        ..Config::default()
     };
     config.agents.defaults.model = ModelRef::new("builtin/echo");
     let h = TestEngine::open(config).await;

@@ -226,6 +226,11 @@ pub trait Store:
     /// Reads served since the store opened (a metric; tests use it to prove a request costs a
     /// fixed number of queries whatever the number of rows).
     fn reads(&self) -> u64;
+    /// Statements sent to a database server for requests and runs ([`super::PgStore`]
+    /// counts them; a test bounds what a turn costs): none for an embedded store.
+    fn statements(&self) -> u64 {
+        0
+    }
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;

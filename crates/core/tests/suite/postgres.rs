@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use serde_json::json;
 use switchboard_core::clock::SystemClock;
+use switchboard_core::config::{Config, ModelRef, StoreConfig, StoreKind};
 use switchboard_core::store::{
     NewSession, PgOptions, PgStore, SessionReads, SessionStore, StoreError,
 };
 use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
 
-use super::support::{k, message};
+use super::support::{TestEngine, k, message};
 
 fn options(test: &str) -> Option<PgOptions> {
     match database() {
@@ -188,5 +189,47 @@ async fn tls_connections_verify_the_server_as_sslmode_asks() {
     assert!(
         missing.contains("sslrootcert /nonexistent/ca.pem is not a readable PEM file"),
         "{missing}"
+    );
+}
+
+/// Statements a turn sends to PostgreSQL at most (`BEGIN` and `COMMIT` included): the run
+/// queued, its session locked and let go, its start, its model's reply, its end, and the
+/// reads of the run loop (BENCHMARKS.md, issue 38 point 7, lists them). One gateway: nothing on
+/// the bus, no other gateway listens.
+const TURN_STATEMENTS: u64 = 23;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_sends_a_bounded_number_of_statements() {
+    let Some(options) = options("a_turn_sends_a_bounded_number_of_statements") else {
+        return;
+    };
+    let mut config = Config {
+        store: StoreConfig {
+            kind: StoreKind::Postgres,
+            url: Some(options.url),
+            schema: options.schema,
+        },
+        ..Config::default()
+    };
+    config.agents.defaults.model = ModelRef::new("builtin/echo");
+    let h = TestEngine::open(config).await;
+    // The first turn creates the session and prepares the connections' statements.
+    h.turn("agent:main:count", "first").await;
+    const TURNS: u64 = 10;
+    let before = h.engine.store().statements();
+    for i in 0..TURNS {
+        let record = h.turn("agent:main:count", &format!("turn {i}")).await;
+        assert_eq!(record.status.as_str(), "ok", "{record:?}");
+    }
+    let sent = h.engine.store().statements() - before;
+    eprintln!("{sent} statements for {TURNS} turns");
+    // Every turn sends at least its queueing, its start and its end.
+    assert!(
+        sent >= 3 * TURNS,
+        "{sent} statements counted for {TURNS} turns"
+    );
+    assert!(
+        sent <= TURN_STATEMENTS * TURNS,
+        "{TURNS} turns sent {sent} statements, more than {TURN_STATEMENTS} a turn"
     );
 }

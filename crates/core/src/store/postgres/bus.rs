@@ -3,6 +3,11 @@
 //! reconnects (after a pause) when its connection drops, and what was sent meanwhile is missed
 //! (waiters also read the store, so a missed end only delays them). This is the bus's edge:
 //! messages are encoded by the publisher and decoded by the listener, nowhere else.
+//!
+//! A gateway alone on its store sends nothing ([`Peers`]): a message nobody hears costs the
+//! database a statement and a wake-up per event. It learns of the others from its heartbeat
+//! (every `gateways` row but its own), and of one that just started from the greeting that
+//! one sends on [`JOIN`] once it listens.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +23,63 @@ use crate::store::bus::{self, Envelope};
 
 /// The channel every gateway listens on.
 const CHANNEL: &str = "switchboard";
+/// The channel a gateway greets the others on once it listens (the payload: its schema and
+/// its id).
+const JOIN: &str = "switchboard_join";
+/// How long a greeting counts as a gateway listening, before a heartbeat sees its row.
+const GREETED: Duration = Duration::from_secs(5);
+
+/// Whether another gateway may be listening: the publisher sends only then.
+pub(super) struct Peers {
+    /// What the last heartbeat (or the registration) saw: another gateway's row.
+    others: std::sync::atomic::AtomicBool,
+    /// When another gateway of the same store last greeted.
+    greeted: std::sync::Mutex<Option<std::time::Instant>>,
+    /// This gateway's greeting: its schema and its id (the channel is the database's, every
+    /// schema's gateways hear it).
+    greeting: String,
+}
+
+impl Peers {
+    /// Others are assumed until the registration says.
+    pub(super) fn new(schema: &str, gateway: &str) -> Self {
+        Self {
+            others: std::sync::atomic::AtomicBool::new(true),
+            greeted: std::sync::Mutex::new(None),
+            greeting: format!("{schema} {gateway}"),
+        }
+    }
+
+    /// Whether the store holds another gateway's row (registration, heartbeat).
+    pub(super) fn set_others(&self, others: bool) {
+        self.others
+            .store(others, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A greeting was heard: another gateway of this store listens, when it names this
+    /// gateway's schema and not this gateway.
+    fn heard(&self, greeting: &str) {
+        let schema = self.greeting.split(' ').next().unwrap_or_default();
+        if greeting != self.greeting
+            && greeting.split(' ').next() == Some(schema)
+            && let Ok(mut greeted) = self.greeted.lock()
+        {
+            *greeted = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Whether a message sent now may be heard by another gateway.
+    fn listening(&self) -> bool {
+        self.others.load(std::sync::atomic::Ordering::Acquire)
+            || self
+                .greeted
+                .lock()
+                .ok()
+                .and_then(|greeted| *greeted)
+                .is_some_and(|at| at.elapsed() < GREETED)
+    }
+}
+
 /// PostgreSQL refuses a notification payload of 8000 bytes or more.
 const MAX_PAYLOAD: usize = 7_900;
 /// Received messages buffered per subscriber.
@@ -72,6 +134,9 @@ async fn publish(
             },
             () = stop.cancelled() => return,
         };
+        if !inner.peers.listening() {
+            continue; // No other gateway would hear them.
+        }
         batch.clear();
         for message in &messages {
             sent += 1;
@@ -131,10 +196,14 @@ async fn listen_once(
 ) -> Result<(), String> {
     let (client, mut connection) = inner.pool.connect_raw().await.map_err(|e| e.to_string())?;
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let peers = inner.peers.clone();
     let pump = inner.pool.tasks.spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
+                Ok(AsyncMessage::Notification(n)) if n.channel() == JOIN => {
+                    peers.heard(n.payload());
+                }
                 Ok(AsyncMessage::Notification(n)) => match bus::decode(n.payload()) {
                     Ok(envelope) => {
                         let _ = tx.send(Arc::new(envelope));
@@ -150,7 +219,12 @@ async fn listen_once(
         "the connection closed".to_string()
     });
     client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {JOIN}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    // Listening now: the others send from when they hear this.
+    client
+        .execute("SELECT pg_notify($1, $2)", &[&JOIN, &inner.peers.greeting])
         .await
         .map_err(|e| e.to_string())?;
     loop {

@@ -90,26 +90,30 @@ pub(super) fn held(written: u64, what: impl FnOnce() -> String) -> Result<(), St
 }
 
 /// Registers this start of the gateway under a new epoch (replacing its last start's row, whose
-/// work is then nobody's) and answers the epoch.
-pub(super) async fn register(db: &Db<'_>) -> Result<i64, StoreError> {
+/// work is then nobody's) and answers the epoch, and whether another gateway holds a row.
+pub(super) async fn register(db: &Db<'_>) -> Result<(i64, bool), StoreError> {
     let sql = format!(
         "INSERT INTO gateways (id, epoch, started_at, heartbeat_at, streak_since) \
          VALUES ($1, nextval('gateway_epochs'), {DB_NOW}, {DB_NOW}, {DB_NOW}) \
          ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, started_at = excluded.started_at, \
          heartbeat_at = excluded.heartbeat_at, streak_since = excluded.streak_since \
-         RETURNING epoch"
+         RETURNING epoch, {OTHERS}"
     );
     let row = db.query_one(&sql, &[&db.gateway()]).await?;
-    get(&row, 0)
+    Ok((get(&row, 0)?, get(&row, 1)?))
 }
 
+/// Whether a gateway other than `$1` holds a row (the bus sends only then).
+const OTHERS: &str = "EXISTS (SELECT 1 FROM gateways o WHERE o.id <> $1)";
+
 /// The heartbeat's statement (`$1`: the gateway, `$2`: its epoch): one row when the lease was
-/// renewed, none when another gateway declared this one stopped.
+/// renewed (saying whether another gateway holds a row), none when another gateway declared
+/// this one stopped.
 pub(super) fn heartbeat_sql() -> String {
     format!(
         "UPDATE gateways SET heartbeat_at = {DB_NOW}, streak_since = CASE \
          WHEN {DB_NOW} - heartbeat_at > {GAP_MS} THEN {DB_NOW} ELSE streak_since END \
-         WHERE id = $1 AND epoch = $2"
+         WHERE id = $1 AND epoch = $2 RETURNING {OTHERS}"
     )
 }
 

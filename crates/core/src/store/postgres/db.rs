@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
@@ -44,6 +44,9 @@ pub(super) struct Pool {
     epoch: AtomicI64,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
+    /// Statements sent for requests and runs (`BEGIN` and `COMMIT` included; the heartbeat
+    /// and the background claims are not): what a turn costs the database, counted.
+    sent: AtomicU64,
     /// The tasks that drive connections, the bus and the heartbeat: waited for at close.
     pub(super) tasks: tokio_util::task::TaskTracker,
     /// Writes and unlocks in flight: finished before the gateway says goodbye.
@@ -55,6 +58,8 @@ pub(super) struct Pooled<'p> {
     pool: &'p Pool,
     conn: Option<Conn>,
     _permit: SemaphorePermit<'p>,
+    /// Whether its statements count in [`Pool::sent`].
+    counted: bool,
 }
 
 impl Pool {
@@ -72,6 +77,7 @@ impl Pool {
             epoch: AtomicI64::new(0),
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
+            sent: AtomicU64::new(0),
             tasks: tokio_util::task::TaskTracker::new(),
             writes: tokio_util::task::TaskTracker::new(),
         }
@@ -98,6 +104,16 @@ impl Pool {
         self.epoch.store(epoch, Ordering::Release);
     }
 
+    /// Statements sent for requests and runs since the pool opened ([`Pool::sent`]).
+    pub(super) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` statements sent on a connection of its own (a session lock's).
+    pub(super) fn count(&self, n: u64) {
+        self.sent.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// An idle connection, or a new one.
     pub(super) async fn get(&self) -> Result<Pooled<'_>, StoreError> {
         let permit = self
@@ -114,6 +130,7 @@ impl Pool {
             pool: self,
             conn: Some(conn),
             _permit: permit,
+            counted: true,
         })
     }
 
@@ -165,30 +182,44 @@ impl Drop for Pooled<'_> {
     }
 }
 
-impl Pooled<'_> {
+impl<'p> Pooled<'p> {
+    /// The connection, its statements left out of [`Pool::sent`] (background work).
+    pub(super) fn uncounted(mut self) -> Self {
+        self.counted = false;
+        self
+    }
+
+    fn sent(&self) -> Option<&'p AtomicU64> {
+        self.counted.then_some(&self.pool.sent)
+    }
+
     /// The connection as a [`Db`] outside any transaction (reads).
     pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
-        let (gateway, epoch) = (self.pool.gateway.as_str(), self.pool.epoch());
+        let (gateway, epoch, sent) = (self.pool.gateway.as_str(), self.pool.epoch(), self.sent());
         let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         Ok(Db {
             link: Link::Client(&conn.client),
             statements: &conn.statements,
             gateway,
             epoch,
+            sent,
         })
     }
 
     /// A transaction on the connection.
     pub(super) async fn begin(&mut self) -> Result<Db<'_>, StoreError> {
-        let (gateway, epoch) = (self.pool.gateway.as_str(), self.pool.epoch());
+        let (gateway, epoch, sent) = (self.pool.gateway.as_str(), self.pool.epoch(), self.sent());
         let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
         let tx = conn.client.transaction().await.map_err(backend)?;
-        Ok(Db {
+        let db = Db {
             link: Link::Tx(tx),
             statements: &conn.statements,
             gateway,
             epoch,
-        })
+            sent,
+        };
+        db.counted();
+        Ok(db)
     }
 }
 
@@ -200,6 +231,15 @@ impl Conn {
     /// One statement outside the pool's [`Db`] (a session lock's connection).
     pub(super) async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
         self.client.execute(sql, params).await.map_err(backend)
+    }
+
+    /// One query outside the pool's [`Db`] (the heartbeat's connection).
+    pub(super) async fn query(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.client.query(sql, params).await.map_err(backend)
     }
 }
 
@@ -214,6 +254,8 @@ pub(super) struct Db<'a> {
     statements: &'a Mutex<HashMap<String, Statement>>,
     gateway: &'a str,
     epoch: i64,
+    /// Where its statements are counted, if they are ([`Pool::sent`]).
+    sent: Option<&'a AtomicU64>,
 }
 
 /// A query's parameters.
@@ -258,6 +300,13 @@ impl Db<'_> {
         self.epoch
     }
 
+    /// One more statement sent.
+    fn counted(&self) {
+        if let Some(sent) = self.sent {
+            sent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The prepared statement of `sql` on this connection.
     async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         let cached = self
@@ -284,6 +333,7 @@ impl Db<'_> {
 
     pub(super) async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
         let statement = self.statement(sql).await?;
+        self.counted();
         match &self.link {
             Link::Client(c) => c.execute(&statement, params).await,
             Link::Tx(t) => t.execute(&statement, params).await,
@@ -297,6 +347,7 @@ impl Db<'_> {
         params: &Params<'_>,
     ) -> Result<Vec<Row>, StoreError> {
         let statement = self.statement(sql).await?;
+        self.counted();
         match &self.link {
             Link::Client(c) => c.query(&statement, params).await,
             Link::Tx(t) => t.query(&statement, params).await,
@@ -310,6 +361,7 @@ impl Db<'_> {
         params: &Params<'_>,
     ) -> Result<Option<Row>, StoreError> {
         let statement = self.statement(sql).await?;
+        self.counted();
         match &self.link {
             Link::Client(c) => c.query_opt(&statement, params).await,
             Link::Tx(t) => t.query_opt(&statement, params).await,
@@ -360,6 +412,7 @@ impl Db<'_> {
 
     /// Statements without parameters (the schema), as one.
     pub(super) async fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.counted();
         match &self.link {
             Link::Client(c) => c.batch_execute(sql).await,
             Link::Tx(t) => t.batch_execute(sql).await,
@@ -369,6 +422,9 @@ impl Db<'_> {
 
     /// Commits a transaction (a connection's work is committed as it goes).
     pub(super) async fn commit(self) -> Result<(), StoreError> {
+        if let Link::Tx(_) = self.link {
+            self.counted();
+        }
         match self.link {
             Link::Client(_) => Ok(()),
             Link::Tx(t) => t.commit().await.map_err(backend),

@@ -26,16 +26,17 @@ pub(super) async fn heartbeats(inner: Arc<Inner>) {
         let beat = match &own {
             Some(conn) => {
                 let epoch = inner.pool.epoch();
-                conn.execute(&cluster::heartbeat_sql(), &[&inner.pool.gateway(), &epoch])
+                conn.query(&cluster::heartbeat_sql(), &[&inner.pool.gateway(), &epoch])
                     .await
             }
             None => Err(StoreError::Unreachable(
                 "no connection to the database".into(),
             )),
         };
-        match beat {
-            Ok(0) => rejoin(&inner, sent).await,
-            Ok(_) => {
+        match beat.map(|rows| rows.first().map(|row| row.try_get::<_, bool>(0))) {
+            Ok(None) => rejoin(&inner, sent).await,
+            Ok(Some(others)) => {
+                inner.peers.set_others(others.unwrap_or(true));
                 if let Ok(mut renewed) = inner.renewed.lock() {
                     *renewed = sent;
                 }
@@ -58,12 +59,13 @@ pub(super) async fn heartbeats(inner: Arc<Inner>) {
 async fn rejoin(inner: &Inner, sent: std::time::Instant) {
     let old = inner.pool.epoch();
     let registered = async {
-        let mut conn = inner.pool.get().await?;
+        let mut conn = inner.pool.get().await?.uncounted();
         cluster::register(&conn.db()?).await
     };
     match registered.await {
-        Ok(epoch) => {
+        Ok((epoch, others)) => {
             inner.pool.set_epoch(epoch);
+            inner.peers.set_others(others);
             if let Ok(mut renewed) = inner.renewed.lock() {
                 *renewed = sent;
             }

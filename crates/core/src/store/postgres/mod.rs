@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Cluster, SessionLock, StoreError, StoreFuture, WriteOp, WriteOutcome};
+use super::{Cluster, SessionEntry, SessionLock, StoreError, StoreFuture, WriteOp, WriteOutcome};
 use crate::clock::Clock;
 use db::{Conn, Db, Pool};
 
@@ -73,6 +73,8 @@ struct Inner {
     /// Connections that held a session lock, kept for the next.
     lockers: Mutex<Vec<Conn>>,
     bus: OnceLock<Arc<bus::PgBus>>,
+    /// Whether another gateway may hear the bus.
+    peers: Arc<bus::Peers>,
     /// The heartbeat task: waited for at close, so no beat lands after the goodbye.
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// When the last heartbeat that renewed the lease was sent (the database stamped it later).
@@ -102,11 +104,13 @@ impl PgStore {
             options.gateway_id.clone(),
         );
         let registered = std::time::Instant::now();
+        let peers = Arc::new(bus::Peers::new(&options.schema, &options.gateway_id));
         {
-            let mut conn = pool.get().await?;
+            let mut conn = pool.get().await?.uncounted();
             schema::migrate(conn.begin().await?, &options.schema).await?;
-            let epoch = cluster::register(&conn.db()?).await?;
+            let (epoch, others) = cluster::register(&conn.db()?).await?;
             pool.set_epoch(epoch);
+            peers.set_others(others);
             tracing::info!(epoch, "joined the gateways sharing the database");
         }
         let store = Self {
@@ -117,6 +121,7 @@ impl PgStore {
                 stop: CancellationToken::new(),
                 lockers: Mutex::new(Vec::new()),
                 bus: OnceLock::new(),
+                peers,
                 heartbeat: Mutex::new(None),
                 renewed: Mutex::new(registered),
                 last_error: Mutex::new(None),
@@ -150,7 +155,8 @@ impl PgStore {
         if landed.is_err() {
             tracing::warn!("writes to PostgreSQL were still waiting for the database at the stop");
         }
-        if let Ok(mut conn) = self.inner.pool.get().await
+        if let Ok(conn) = self.inner.pool.get().await
+            && let mut conn = conn.uncounted()
             && let Ok(db) = conn.db()
             && let Err(e) = cluster::retire(&db).await
         {
@@ -172,6 +178,14 @@ impl PgStore {
     /// Reads served since the store opened.
     pub fn reads(&self) -> u64 {
         self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Statements sent to the database for requests and runs since the store opened:
+    /// `BEGIN` and `COMMIT`, reads, writes, session locks and their release, bus messages.
+    /// The heartbeat and the background claims (stopped gateways' work, due deliveries) are
+    /// not counted: they come with time, not with turns.
+    pub fn statements(&self) -> u64 {
+        self.inner.pool.sent()
     }
 
     /// Runs `f` on a pooled connection.
@@ -201,9 +215,18 @@ impl PgStore {
         T: Send + 'static,
         F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 'static,
     {
+        self.write_as(Kind::Request, f)
+    }
+
+    /// [`PgStore::write`] as `kind` says: in a transaction or not, counted or not.
+    fn write_as<'s, T, F>(&'s self, kind: Kind, f: F) -> StoreFuture<'s, T>
+    where
+        T: Send + 'static,
+        F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 'static,
+    {
         let inner = self.inner.clone();
         let writes = inner.pool.writes.clone();
-        let task = writes.spawn(async move { Self::transact(&inner, f).await });
+        let task = writes.spawn(async move { Self::transact(&inner, kind, f).await });
         Box::pin(crate::measure::store_op("postgres", "write", async move {
             task.await
                 .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
@@ -217,7 +240,7 @@ impl PgStore {
         T: Send + 'static,
         F: for<'c, 'd> Fn(&'c Db<'d>) -> Fut<'c, T> + Send + Sync + 'static,
     {
-        self.write(move |db, _| {
+        self.write_as(Kind::Background, move |db, _| {
             let claimed = f(db);
             Box::pin(async move {
                 cluster::begin_claim(db).await?;
@@ -227,7 +250,7 @@ impl PgStore {
     }
 
     /// Runs `f` in a transaction and commits, again while it loses to a concurrent one.
-    async fn transact<T, F>(inner: &Inner, f: F) -> Result<T, StoreError>
+    async fn transact<T, F>(inner: &Inner, kind: Kind, f: F) -> Result<T, StoreError>
     where
         F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T>,
     {
@@ -235,7 +258,13 @@ impl PgStore {
         loop {
             tries += 1;
             let mut conn = inner.pool.get().await?;
-            let db = conn.begin().await?;
+            if kind == Kind::Background {
+                conn = conn.uncounted();
+            }
+            let db = match kind {
+                Kind::OneStatement => conn.db()?,
+                Kind::Request | Kind::Background => conn.begin().await?,
+            };
             let now = inner.clock.now_ms();
             let result = match f(&db, now).await {
                 Ok(value) => db.commit().await.map(|()| value),
@@ -270,6 +299,17 @@ impl Cluster for PgStore {
     }
 }
 
+/// How a write runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// In a transaction, for a request or a run: its statements are counted.
+    Request,
+    /// One statement, committed whole on its own: no `BEGIN` and `COMMIT` around it.
+    OneStatement,
+    /// In a transaction, for the gateway's own background work: not counted.
+    Background,
+}
+
 /// A session's advisory lock, held on a connection of its own; dropped, it unlocks and the
 /// connection is kept for the next lock.
 struct HeldSession {
@@ -294,6 +334,7 @@ impl Drop for HeldSession {
                     &[&key],
                 )
                 .await;
+            inner.pool.count(1);
             if unlocked.is_ok()
                 && !inner.stop.is_cancelled()
                 && let Ok(mut lockers) = inner.lockers.lock()
@@ -304,8 +345,16 @@ impl Drop for HeldSession {
     }
 }
 
-/// One op of a batch, inside the batch's transaction.
-async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, StoreError> {
+/// One op of a batch, inside the batch's transaction. `held`: the session entry the batch's
+/// last op locked and wrote (an append's), which a patch of that session right after it takes
+/// as it is instead of reading it again.
+async fn write_op(
+    db: &Db<'_>,
+    op: WriteOp,
+    now: i64,
+    held: &mut Option<SessionEntry>,
+) -> Result<WriteOutcome, StoreError> {
+    let last = held.take();
     Ok(match op {
         WriteOp::Create(new) => {
             let (entry, created) = queries::create(db, *new, now).await?;
@@ -328,10 +377,15 @@ async fn write_op(db: &Db<'_>, op: WriteOp, now: i64) -> Result<WriteOutcome, St
             create,
             messages,
         } => {
-            WriteOutcome::Appended(queries::append(db, key.as_str(), create, messages, now).await?)
+            let appended = queries::append(db, key.as_str(), create, messages, now).await?;
+            *held = Some(appended.entry.clone());
+            WriteOutcome::Appended(appended)
         }
         WriteOp::Patch { key, patch } => {
-            WriteOutcome::Patched(queries::patch(db, key.as_str(), &patch, now).await?)
+            let last = last.filter(|entry| entry.key == key);
+            let entry = queries::patch(db, key.as_str(), &patch, now, last).await?;
+            *held = Some(entry.clone());
+            WriteOutcome::Patched(entry)
         }
         WriteOp::Enqueue(record) => {
             WriteOutcome::Enqueued(Box::new(outbox::enqueue(db, &record).await?.0))

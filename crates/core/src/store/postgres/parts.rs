@@ -107,7 +107,7 @@ impl SessionStore for PgStore {
         let key = key.clone();
         self.write(move |db, now| {
             let (key, patch) = (key.clone(), patch.clone());
-            Box::pin(async move { queries::patch(db, key.as_str(), &patch, now).await })
+            Box::pin(async move { queries::patch(db, key.as_str(), &patch, now, None).await })
         })
     }
 
@@ -232,7 +232,9 @@ impl OutboxStore for PgStore {
     }
 
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.write(move |db, now| Box::pin(outbox::claim(db, limit, now, DELIVERY_LEASE_MS)))
+        self.write_as(super::Kind::Background, move |db, now| {
+            Box::pin(outbox::claim(db, limit, now, DELIVERY_LEASE_MS))
+        })
     }
 
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
@@ -391,6 +393,7 @@ impl ClusterStore for PgStore {
             };
             // Waits while another gateway's run holds it; the server lets it go if this
             // gateway's connection drops (a dead gateway holds nothing).
+            self.inner.pool.count(1);
             conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
                 .await?;
             let held = HeldSession {
@@ -429,7 +432,20 @@ impl Store for PgStore {
         PgStore::reads(self)
     }
 
+    fn statements(&self) -> u64 {
+        PgStore::statements(self)
+    }
+
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
+        if let [op @ (WriteOp::PutRun(_) | WriteOp::QueueRun(..))] = ops.as_slice() {
+            // A run's record is one statement (an upsert fenced by its own condition): it
+            // commits whole without a transaction around it.
+            let op = op.clone();
+            return self.write_as(super::Kind::OneStatement, move |db, now| {
+                let op = op.clone();
+                Box::pin(async move { Ok(vec![write_op(db, op, now, &mut None).await?]) })
+            });
+        }
         self.write(move |db, now| {
             let ops = ops.clone();
             Box::pin(async move {
@@ -442,14 +458,15 @@ impl Store for PgStore {
                 let writes = ops[fences.len()..].to_vec();
                 let fenced = async {
                     for fence in &fences {
-                        write_op(db, fence.clone(), now).await?;
+                        write_op(db, fence.clone(), now, &mut None).await?;
                     }
                     Ok::<_, StoreError>(())
                 };
                 let written = async {
                     let mut outcomes = Vec::with_capacity(writes.len());
+                    let mut held = None;
                     for op in writes {
-                        outcomes.push(write_op(db, op, now).await?);
+                        outcomes.push(write_op(db, op, now, &mut held).await?);
                     }
                     Ok(outcomes)
                 };

@@ -113,23 +113,56 @@ pub(super) async fn create(
 }
 
 /// Merges the changed fields into the stored entry, its row locked: no concurrent change is
-/// lost.
+/// lost. `held`: the entry as this transaction already locked and wrote it (an append just
+/// before, in the same batch), so one statement; else two: the entry read as it is locked, and
+/// the write.
 pub(super) async fn patch(
     db: &Db<'_>,
     key: &str,
     patch: &EntryPatch,
     now: i64,
+    held: Option<SessionEntry>,
 ) -> Result<SessionEntry, StoreError> {
-    let mut e = lock_entry(db, key).await?;
+    let fresh = held.is_some();
+    let mut e = match held {
+        Some(entry) => entry,
+        None => lock_session_entry(db, key).await?,
+    };
     let label = rules::label_set(patch);
     if let Some(label) = label {
         check_label_free(db, &e.agent_id, label, key).await?;
     }
     rules::patched(&mut e, patch, now)?;
-    write_entry(db, &e)
+    let conflict = |err| rules::label_conflict(err, &e.agent_id, label);
+    if fresh {
+        write_entry(db, &e).await.map_err(conflict)?;
+        return Ok(e);
+    }
+    // The transcript's end as this write sees it: the lock's read may have joined the
+    // transcript's row as it was before the lock was granted.
+    let sql = format!(
+        "{WRITE_ENTRY} RETURNING (SELECT last_seq FROM transcripts t \
+         WHERE t.session_id = sessions.session_id)"
+    );
+    let written = db
+        .query_opt_with(&sql, &rows::entry_params(&e)?)
         .await
-        .map_err(|err| rules::label_conflict(err, &e.agent_id, label))?;
+        .map_err(conflict)?;
+    let last_seq = written.map(|row| get::<Option<i64>>(&row, 0)).transpose()?;
+    e.last_seq = last_seq.flatten().ok_or_else(rules::vanished)?;
     Ok(e)
+}
+
+/// The entry, its session row locked until the transaction ends, in one statement when it can:
+/// locked with its transcript joined. That join answers nothing when a concurrent reset moved
+/// the session to a new transcript while this waited for the lock; then [`lock_entry`] does it
+/// in two. The entry's `last_seq` may be older than the lock (the joined row is not read again).
+async fn lock_session_entry(db: &Db<'_>, key: &str) -> Result<SessionEntry, StoreError> {
+    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = $1 FOR UPDATE OF s");
+    match db.query_opt(&sql, &[&key]).await? {
+        Some(row) => rows::entry(&row),
+        None => lock_entry(db, key).await,
+    }
 }
 
 async fn write_entry(db: &Db<'_>, e: &SessionEntry) -> Result<(), StoreError> {
@@ -157,7 +190,8 @@ pub(super) async fn delete(db: &Db<'_>, key: &str, now: i64) -> Result<SessionEn
 }
 
 /// Appends to the session's current transcript, its rows locked: appends from several
-/// gateways get consecutive seqs.
+/// gateways get consecutive seqs. Two statements whatever the number of messages: the touch,
+/// then the messages with the transcript's new end.
 pub(super) async fn append(
     db: &Db<'_>,
     key: &str,
@@ -166,30 +200,71 @@ pub(super) async fn append(
     now: i64,
 ) -> Result<Appended, StoreError> {
     // Touching the session first locks its row (as `FOR UPDATE` would) for the appends to
-    // come, in the one statement that moves its `updated_at` anyway.
-    let touch = transcript::touch_session(POSTGRES);
-    let touched = [key.into(), now.into()];
+    // come, in the one statement that moves its `updated_at` anyway, and answers its entry.
+    let touch = touch_entry();
     let mut created = false;
-    if db.execute_with(&touch, &touched).await? == 0 {
+    let mut touched = db.query_opt(touch, &[&key, &now]).await?;
+    if touched.is_none() {
         let Some(new) = create_with else {
             return Err(not_found(key));
         };
         created = create(db, new, now).await?.1;
-        db.execute_with(&touch, &touched).await?;
+        touched = db.query_opt(touch, &[&key, &now]).await?;
     }
-    let entry = get_entry(db, key).await?.ok_or_else(|| not_found(key))?;
-    let numbered = transcript::number(entry.last_seq, messages)?;
-    for row in &numbered.rows {
-        db.execute_with(transcript::INSERT_MESSAGE, &row.params(&entry.session_id))
-            .await?;
-    }
-    db.execute_with(
-        transcript::MARK_TRANSCRIPT,
-        &numbered.mark_params(&entry.session_id),
-    )
-    .await?;
-    let appended = transcript::appended(entry, &numbered, now, created);
-    Ok(appended)
+    let entry = rows::entry(&touched.ok_or_else(|| not_found(key))?)?;
+    let numbered = transcript::number(0, messages)?;
+    let base = store_messages(db, &entry.session_id, &numbered).await?;
+    let numbered = numbered.after(base);
+    Ok(transcript::appended(entry, &numbered, now, created))
+}
+
+/// [`transcript::touch_session`] answering the session's entry (its transcript's end left at
+/// 0: [`store_messages`] reads it).
+fn touch_entry() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $2) WHERE s.key = $1 \
+             RETURNING {}",
+            ENTRY_COLUMNS.replace("t.last_seq", "0::bigint")
+        )
+    })
+}
+
+/// Stores `numbered` (numbered from 1) after the transcript's end and moves the end, in one
+/// statement; answers the end they were stored after. The update reads the end as the last
+/// commit left it (the session's lock, held, keeps other appends out until this one commits).
+async fn store_messages(
+    db: &Db<'_>,
+    session_id: &str,
+    numbered: &transcript::Numbered,
+) -> Result<i64, StoreError> {
+    const SQL: &str = "WITH mark AS (UPDATE transcripts SET last_seq = last_seq + $2, \
+         summary_seq = coalesce(last_seq + $3, summary_seq) WHERE session_id = $1 \
+         RETURNING last_seq - $2 AS base), \
+         stored AS (INSERT INTO messages (session_id, seq, role, ts, body) \
+         SELECT $1, mark.base + m.i, m.role, m.ts, m.body FROM mark, \
+         unnest($4::text[], $5::bigint[], $6::text[]) WITH ORDINALITY AS m(role, ts, body, i)) \
+         SELECT base FROM mark";
+    let roles: Vec<&str> = numbered.rows.iter().map(|r| r.role).collect();
+    let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
+    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.to_string()).collect();
+    let count = numbered.last_seq;
+    let row = db
+        .query_opt(
+            SQL,
+            &[
+                &session_id,
+                &count,
+                &numbered.summary_seq,
+                &roles,
+                &times,
+                &bodies,
+            ],
+        )
+        .await?
+        .ok_or_else(rules::vanished)?;
+    get(&row, 0)
 }
 
 pub(super) async fn list(db: &Db<'_>, q: &ListQuery) -> Result<ListPage, StoreError> {

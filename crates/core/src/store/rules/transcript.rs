@@ -69,6 +69,17 @@ impl Numbered {
         ]
     }
 
+    /// The same messages, numbered from 1, numbered after `base` instead (a store that reads
+    /// the transcript's end in the statement that stores them).
+    pub(crate) fn after(mut self, base: i64) -> Self {
+        for row in &mut self.rows {
+            row.seq += base;
+        }
+        self.last_seq += base;
+        self.summary_seq = self.summary_seq.map(|seq| seq + base);
+        self
+    }
+
     /// Each stored message's seq and JSON (what a mirror appends).
     pub(crate) fn lines(self) -> Vec<(i64, Value)> {
         self.rows.into_iter().map(|r| (r.seq, r.body)).collect()

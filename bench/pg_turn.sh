@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# What one turn costs on PostgreSQL, counted, beside SQLite's CPU for the same turns
+# (BENCHMARKS.md, issue 38 point 7): one gateway, the bench kit's mock model, TURNS turns
+# (`chat.send` + `agent.wait`) over CONC sessions in parallel, after WARM turns.
+#   - PostgreSQL counts its statements (pg_stat_statements, BEGIN/COMMIT included) and its
+#     commits (pg_stat_database.xact_commit) over the measured turns; heartbeats included;
+#   - CPU per turn: the gateway's utime+stime, and every process of this script's own cluster
+#     (the postmaster and its children), from /proc.
+# The statements are listed per turn, most called first (STATEMENTS=0 leaves the list out).
+#
+#   bench/pg_turn.sh            # SKIP_BUILD=1 to use the built binary (CARGO_TARGET_DIR picks it)
+#
+# Environment as for runtime.sh (BENCH_DIR, BENCH_KIT, KEEP_STATE=1), and TURNS (default 1000),
+# CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), MOCK_PORT.
+set -euo pipefail
+
+TURNS=${TURNS:-1000}
+CONC=${CONC:-8}
+WARM=${WARM:-50}
+GATEWAYS=${GATEWAYS:-1}
+STATEMENTS=${STATEMENTS:-1}
+MOCK_PORT=${MOCK_PORT:-18996}
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+CLEANUP_DIRS=()
+
+eval "$(SWITCHBOARD_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements" \
+    "$ROOT/.ci/postgres" 2>"$RUN/cluster.txt")"
+URL=$SWITCHBOARD_TEST_DATABASE_URL
+PGDIR=$(grep -o '/tmp/switchboard-pg\.[A-Za-z0-9]*' "$RUN/cluster.txt" | head -n1)
+stop_cluster() {
+    local run=()
+    [[ $(id -u) == 0 ]] && run=(runuser -u postgres --)
+    "${run[@]}" "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/pg_ctl" -D "$PGDIR/data" -m fast stop >/dev/null 2>&1 || true
+    rm -rf "$PGDIR"
+}
+trap 'cleanup; stop_cluster' EXIT
+start_mock "$MOCK_PORT"
+psql -qAtX "$URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+
+config() {
+    local store=''
+    [[ $1 == postgres ]] && store="store: { kind: \"postgres\", url: \"$URL\", schema: \"bench\" },"
+    cat >"$RUN/config-$1.json5" <<EOF5
+{
+  $store
+  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
+                                 models: [{ id: "mock-model" }] } } },
+  agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
+}
+EOF5
+    echo "$RUN/config-$1.json5"
+}
+
+cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+pg_cpu_ms() { # this cluster's postmaster and its children
+    local main total=0 pid
+    main=$(head -n1 "$PGDIR/data/postmaster.pid")
+    for pid in "$main" $(pgrep -P "$main" || true); do total=$((total + $(cpu_ms "$pid"))); done
+    echo "$total"
+}
+sql() { psql -qAtX -F ' ' "$URL" -c "$1"; }
+commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
+
+# measure KIND N: N gateways on KIND; one JSON line; the statements per turn in $RUN/statements-KIND.txt
+measure() {
+    local kind=$1 n=$2 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
+    cfg=$(config "$kind")
+    for i in $(seq 1 "$n"); do
+        mkdir -p "$RUN/state-$kind-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$i")
+        GW_ARGS=(--config "$cfg"); start_gateway "$RUN/state-$kind-$i"
+        gws+=("$GW_PID"); urls+=("$GW_URL"); tokens+=("$GW_TOKEN")
+    done
+    for i in $(seq 0 $((n - 1))); do
+        python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
+            --repeat "$WARM" --concurrency "$CONC" >/dev/null
+    done
+    if [[ $kind == postgres ]]; then sleep 0.5; sql "SELECT pg_stat_statements_reset()" >/dev/null; pg0=$(pg_cpu_ms); c0=$(commits); fi
+    for pid in "${gws[@]}"; do gw0=$((gw0 + $(cpu_ms "$pid"))); done
+    for i in $(seq 0 $((n - 1))); do
+        python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
+            --repeat $((TURNS / n)) --concurrency "$CONC" >"$RUN/turns-$kind-$i.json" &
+        outs+=("$!")
+    done
+    wait "${outs[@]}"
+    for pid in "${gws[@]}"; do gw1=$((gw1 + $(cpu_ms "$pid"))); done
+    local statements=0 rows=''
+    if [[ $kind == postgres ]]; then
+        pg1=$(pg_cpu_ms); c1=$(commits)
+        local ok=$((TURNS / n * n))
+        statements=$(sql "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
+        sql "SELECT round(calls::numeric / $ok, 2), regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
+             WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
+             ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
+    fi
+    for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    python3 - "$kind" "$n" "$RUN" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) <<'PY' | tee -a "$RESULTS"
+import json, sys
+kind, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+gw, pg, statements, commits = (int(float(x or 0)) for x in sys.argv[4:8])
+parts = [json.load(open(f"{run}/turns-{kind}-{i}.json")) for i in range(n)]
+ok = sum(p["ok"] for p in parts)
+wall = max(p["wallMs"] for p in parts) / 1000
+row = {"store": kind, "gateways": n, "turns": ok, "errors": sum(p["errors"] for p in parts),
+       "turnsPerSecond": round(ok / wall), "gatewayCpuMsPerTurn": round(gw / ok, 3)}
+if kind == "postgres":
+    row |= {"postgresCpuMsPerTurn": round(pg / ok, 3), "totalCpuMsPerTurn": round((gw + pg) / ok, 3),
+            "statementsPerTurn": round(statements / ok, 2), "commitsPerTurn": round(commits / ok, 2)}
+print(json.dumps(row))
+PY
+    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then
+        echo "   statements per turn, most called first:"; sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
+    fi
+}
+
+measure sqlite 1
+measure postgres "$GATEWAYS"
+echo "== load after the run: $(cut -d' ' -f1-3 /proc/loadavg); results: $RESULTS"

@@ -330,7 +330,7 @@ impl<'a> Turn<'a> {
                 request.extra_system_prompt.as_deref(),
             ),
             messages: history,
-            tools: tools.iter().map(|t| tool::spec(t.as_ref())).collect(),
+            tools: tools.iter().map(|t| t.spec()).collect(),
             max_tokens: target.max_tokens,
             // The session's level, else its agent's.
             thinking: entry

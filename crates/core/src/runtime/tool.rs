@@ -188,6 +188,46 @@ pub trait Tool: Send + Sync {
     fn invalid(&self, message: String) -> ToolOutput {
         ToolOutput::error(message)
     }
+
+    /// The spec the model sees. Built on every call here; the registry's tools keep theirs
+    /// (every run's request offers them: their schemas are constant).
+    fn spec(&self) -> Arc<ToolSpec> {
+        Arc::new(ToolSpec::new(
+            self.name().to_string(),
+            self.description().to_string(),
+            self.parameters(),
+        ))
+    }
+}
+
+/// A registered tool with its spec built once.
+struct Specced {
+    tool: Arc<dyn Tool>,
+    spec: Arc<ToolSpec>,
+}
+
+impl Tool for Specced {
+    fn name(&self) -> &str {
+        self.tool.name()
+    }
+    fn description(&self) -> &str {
+        self.tool.description()
+    }
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+    fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {
+        self.tool.call(ctx, arguments)
+    }
+    fn hints(&self) -> Option<ToolHints> {
+        self.tool.hints()
+    }
+    fn invalid(&self, message: String) -> ToolOutput {
+        self.tool.invalid(message)
+    }
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.spec.clone()
+    }
 }
 
 /// Runs a tool call in its span (OpenTelemetry's GenAI `execute_tool <name>`): a run the tool
@@ -365,6 +405,8 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let spec = tool.spec();
+        let tool = Arc::new(Specced { tool, spec });
         self.tools.insert(tool.name().to_string(), tool);
     }
 
@@ -375,14 +417,5 @@ impl ToolRegistry {
     /// Every tool, by name.
     pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.tools.values()
-    }
-}
-
-/// The spec the model sees for a tool.
-pub fn spec(tool: &dyn Tool) -> ToolSpec {
-    ToolSpec {
-        name: tool.name().to_string(),
-        description: tool.description().to_string(),
-        parameters: tool.parameters(),
     }
 }

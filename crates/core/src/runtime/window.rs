@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use serde_json::Value;
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
 use super::lock;
@@ -55,16 +56,13 @@ pub fn message_tokens(message: &TranscriptMessage) -> f64 {
 
 /// Estimated tokens of what a request sends besides its messages.
 pub fn fixed_tokens(request: &ModelRequest) -> f64 {
-    let tools: f64 = request
-        .tools
-        .iter()
-        .map(|t| {
-            text_tokens(&t.name)
-                + text_tokens(&t.description)
-                + text_tokens(&t.parameters.to_string())
-        })
-        .sum();
+    let tools: f64 = request.tools.iter().map(|t| t.tokens).sum();
     text_tokens(&request.system) + tools
+}
+
+/// Estimated tokens of one tool's spec (`ToolSpec::new` keeps it).
+pub fn spec_tokens(name: &str, description: &str, parameters: &Value) -> f64 {
+    text_tokens(name) + text_tokens(description) + text_tokens(&parameters.to_string())
 }
 
 /// Estimated tokens of a whole request, uncalibrated.

@@ -138,11 +138,11 @@ fn request(target: &ModelTarget, messages: Vec<TranscriptMessage>) -> ModelReque
         model: target.model.clone(),
         system: "You are terse.".into(),
         messages,
-        tools: vec![ToolSpec {
-            name: "sessions_list".into(),
-            description: "List sessions.".into(),
-            parameters: json!({"type": "object", "properties": {"limit": {"type": "integer"}}}),
-        }],
+        tools: vec![std::sync::Arc::new(ToolSpec::new(
+            "sessions_list".into(),
+            "List sessions.".into(),
+            json!({"type": "object", "properties": {"limit": {"type": "integer"}}}),
+        ))],
         max_tokens: target.max_tokens,
         thinking: switchboard_core::config::ThinkingLevel::Off,
     }

@@ -20,6 +20,7 @@ mod retry;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,12 +29,26 @@ use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage,
 pub use registry::{ModelTarget, Providers};
 pub use retry::{RetryPolicy, complete_with_retries};
 
-/// A tool the model may call: name, description for the model, JSON-schema parameters.
+/// A tool the model may call: name, description for the model, JSON-schema parameters, and
+/// what they cost a request in estimated tokens (uncalibrated), worked out once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
+    pub tokens: f64,
+}
+
+impl ToolSpec {
+    pub fn new(name: String, description: String, parameters: Value) -> Self {
+        let tokens = super::window::spec_tokens(&name, &description, &parameters);
+        Self {
+            name,
+            description,
+            parameters,
+            tokens,
+        }
+    }
 }
 
 /// One call to a model.
@@ -44,7 +59,7 @@ pub struct ModelRequest {
     pub system: String,
     /// The conversation so far, oldest first, in transcript shapes.
     pub messages: Vec<TranscriptMessage>,
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<Arc<ToolSpec>>,
     /// Largest completion, when the model entry sets one.
     pub max_tokens: Option<u64>,
     /// How much the model should think first (`off`: as it does by default).

@@ -37,21 +37,34 @@ pub trait SessionReads: Send + Sync {
     /// Sessions per agent id (archived ones included, as `count`).
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
 
-    /// A page of a transcript, newest `limit` messages below `before`, oldest first. Reads only
-    /// the rows it returns.
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage>;
-    /// [`history`](Self::history) with each message as the text it is stored as.
+    /// A page of a transcript, newest `limit` messages below `before`, oldest first, each
+    /// message as the text it is stored as. Reads only the rows it returns.
     fn history_text(
         &self,
         session_id: &str,
         limit: usize,
         before: Option<i64>,
     ) -> StoreFuture<'_, HistoryPage<StoredText>>;
+    /// [`history_text`](Self::history_text) with each message decoded.
+    fn history(
+        &self,
+        session_id: &str,
+        limit: usize,
+        before: Option<i64>,
+    ) -> StoreFuture<'_, HistoryPage> {
+        let page = self.history_text(session_id, limit, before);
+        Box::pin(async move {
+            let page = page.await?;
+            Ok(HistoryPage {
+                messages: page
+                    .messages
+                    .into_iter()
+                    .map(StoredText::into_stored)
+                    .collect::<Result<_, _>>()?,
+                next_before: page.next_before,
+            })
+        })
+    }
     /// The transcript's newest compaction summary ([`super::is_summary`]), when its seq is below
     /// `before`: the model's view starts from it however long ago it was written.
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;

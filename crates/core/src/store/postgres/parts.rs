@@ -57,16 +57,6 @@ impl SessionReads for PgStore {
         self.read(|db| Box::pin(queries::count_by_agent(db)))
     }
 
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage> {
-        let id = session_id.to_string();
-        self.read(move |db| Box::pin(async move { queries::history(db, &id, limit, before).await }))
-    }
-
     fn history_text(
         &self,
         session_id: &str,

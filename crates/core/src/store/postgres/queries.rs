@@ -278,24 +278,8 @@ pub(super) async fn list(db: &Db<'_>, q: &ListQuery) -> Result<ListPage, StoreEr
     Ok(listing::page(entries, q.limit))
 }
 
-/// A history page: newest `limit` below `before`, oldest first; an index range read.
-pub(super) async fn history(
-    db: &Db<'_>,
-    session_id: &str,
-    limit: usize,
-    before: Option<i64>,
-) -> Result<HistoryPage, StoreError> {
-    let values = transcript::history_params(session_id, limit, before);
-    let messages = db
-        .query_with(transcript::HISTORY, &values)
-        .await?
-        .iter()
-        .map(|r| transcript::parse_message(get(r, 0)?, &get::<String>(r, 1)?))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(transcript::history_page(messages))
-}
-
-/// [`history`] with each message as its stored text.
+/// A history page: newest `limit` below `before`, oldest first, as stored text; an index range
+/// read.
 pub(super) async fn history_text(
     db: &Db<'_>,
     session_id: &str,
@@ -314,7 +298,7 @@ pub(super) async fn history_text(
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    Ok(transcript::history_text_page(messages))
+    Ok(transcript::history_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.

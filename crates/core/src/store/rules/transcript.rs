@@ -155,18 +155,9 @@ pub(crate) fn history_params(session_id: &str, limit: usize, before: Option<i64>
 
 /// The page of [`HISTORY`]'s rows (newest first): oldest first, and where to read on from
 /// (nothing once the first message is in it).
-pub(crate) fn history_page(newest_first: Vec<StoredMessage>) -> HistoryPage {
-    page_of(newest_first, |m| m.seq)
-}
-
-/// [`history_page`] of undecoded messages.
-pub(crate) fn history_text_page(newest_first: Vec<StoredText>) -> HistoryPage<StoredText> {
-    page_of(newest_first, |m| m.seq)
-}
-
-fn page_of<M>(mut newest_first: Vec<M>, seq: fn(&M) -> i64) -> HistoryPage<M> {
+pub(crate) fn history_page(mut newest_first: Vec<StoredText>) -> HistoryPage<StoredText> {
     newest_first.reverse();
-    let next_before = newest_first.first().map(seq).filter(|seq| *seq > 1);
+    let next_before = newest_first.first().map(|m| m.seq).filter(|seq| *seq > 1);
     HistoryPage {
         messages: newest_first,
         next_before,

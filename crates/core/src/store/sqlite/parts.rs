@@ -53,16 +53,6 @@ impl SessionReads for SqliteStore {
         self.read(queries::count_by_agent)
     }
 
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage> {
-        let id = session_id.to_string();
-        self.read(move |c| queries::history(c, &id, limit, before))
-    }
-
     fn history_text(
         &self,
         session_id: &str,

@@ -193,23 +193,7 @@ pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
     Ok(listing::page(entries, q.limit))
 }
 
-pub(super) fn history(
-    conn: &Connection,
-    session_id: &str,
-    limit: usize,
-    before: Option<i64>,
-) -> Result<HistoryPage, StoreError> {
-    let mut stmt = conn.prepare_cached(transcript::HISTORY)?;
-    let messages = stmt
-        .query_and_then(
-            bind(&transcript::history_params(session_id, limit, before)),
-            |r| transcript::parse_message(r.get(0)?, &r.get::<_, String>(1)?),
-        )?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(transcript::history_page(messages))
-}
-
-/// [`history`] with each message as its stored text.
+/// A history page: newest `limit` below `before`, oldest first, as stored text.
 pub(super) fn history_text(
     conn: &Connection,
     session_id: &str,
@@ -228,7 +212,7 @@ pub(super) fn history_text(
             },
         )?
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(transcript::history_text_page(messages))
+    Ok(transcript::history_page(messages))
 }
 
 /// The transcript's newest compaction summary, when it is before `before`.

@@ -134,15 +134,6 @@ impl SessionReads for FailingStore {
         self.inner.count_by_agent()
     }
 
-    fn history(
-        &self,
-        session_id: &str,
-        limit: usize,
-        before: Option<i64>,
-    ) -> StoreFuture<'_, HistoryPage> {
-        self.inner.history(session_id, limit, before)
-    }
-
     fn history_text(
         &self,
         session_id: &str,

@@ -90,3 +90,22 @@ PY
         sleep 0.05
     done
 }
+
+# store_config KIND URL SCHEMA: writes $RUN/config-KIND.json5 (KIND sqlite | postgres, the latter
+# on URL in SCHEMA), a gateway on the mock model at $MOCK_PORT, and prints its path.
+store_config() {
+    local store=''
+    [[ $1 == postgres ]] && store="store: { kind: \"postgres\", url: \"$2\", schema: \"$3\" },"
+    cat >"$RUN/config-$1.json5" <<EOF5
+{
+  $store
+  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
+                                 models: [{ id: "mock-model" }] } } },
+  agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
+}
+EOF5
+    echo "$RUN/config-$1.json5"
+}
+
+# cpu_ticks PID: utime + stime of PID, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -64,8 +64,6 @@ instructions() {
     awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }
 
-# cpu_ticks PID: utime + stime of PID, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # wall METHOD PARAMS FIELD: "p50_ms cpu_us_per_call rows bytes" over WALL calls (after 50 to
 # warm up); bytes = the result's compact JSON.

@@ -79,8 +79,6 @@ instructions() {
     [[ "${KEEP_STATE:-0}" == 1 ]] || rm -rf "$dir"
 }
 
-# cpu_ticks PID: utime + stime of PID, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # wall MODE: "p50_ms cpu_us_per_turn" over WALL turns (after 50 to warm up).
 wall() {

@@ -38,19 +38,7 @@ trap 'cleanup; stop_cluster' EXIT
 start_mock "$MOCK_PORT"
 psql -qAtX "$URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 
-config() {
-    local store=''
-    [[ $1 == postgres ]] && store="store: { kind: \"postgres\", url: \"$URL\", schema: \"bench\" },"
-    cat >"$RUN/config-$1.json5" <<EOF5
-{
-  $store
-  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
-                                 models: [{ id: "mock-model" }] } } },
-  agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
-}
-EOF5
-    echo "$RUN/config-$1.json5"
-}
+config() { store_config "$1" "$URL" bench; }
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 pg_cpu_ms() { # this cluster's postmaster and its children

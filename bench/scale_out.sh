@@ -34,19 +34,7 @@ fi
 start_mock "$MOCK_PORT"
 
 # config KIND: the config file of a gateway on KIND (sqlite | postgres).
-config() {
-    local store=''
-    [[ $1 == postgres ]] && store="store: { kind: \"postgres\", url: \"$BENCH_DATABASE_URL\", schema: \"bench_$$\" },"
-    cat >"$RUN/config-$1.json5" <<EOF5
-{
-  $store
-  models: { providers: { mock: { api: "openai-completions", baseUrl: "http://127.0.0.1:$MOCK_PORT/v1",
-                                 models: [{ id: "mock-model" }] } } },
-  agents: { defaults: { model: "mock/mock-model", maxConcurrent: 16 } },
-}
-EOF5
-    echo "$RUN/config-$1.json5"
-}
+config() { store_config "$1" "$BENCH_DATABASE_URL" "bench_$$"; }
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat"; }
 # What PostgreSQL did, counted by pg_stat_statements where the server loads it (else nothing):

@@ -133,10 +133,10 @@ pub(super) async fn write_end(
 /// A start that failed is read back: what to keep for the run's end (its message when the
 /// start never landed), or `None` when the run is no longer this gateway's to end (fenced, or
 /// the store says nothing: it stays queued for the next start).
-pub(super) async fn after_start(
+pub(super) async fn after_start<T>(
     rt: &Runtime,
     record: &RunRecord,
-    started: &Result<(), StoreError>,
+    started: &Result<T, StoreError>,
     message: Option<switchboard_protocol::message::TranscriptMessage>,
 ) -> Option<Option<switchboard_protocol::message::TranscriptMessage>> {
     let Err(e) = started else {

@@ -95,6 +95,21 @@ impl Lanes {
             permit: Arc::new(Mutex::new(permit)),
         }
     }
+
+    /// A slot on `lane` if one is free now (a run that can start at once); `None` when full.
+    pub fn try_lease(&self, lane: Lane) -> Option<LeaseHolder> {
+        let semaphore = self.semaphore(lane).clone();
+        let permit = semaphore.clone().try_acquire_owned().ok()?;
+        let slot = Slot {
+            _permit: permit,
+            _busy: crate::measure::lane_asked(lane.as_str()).granted(),
+        };
+        Some(LeaseHolder {
+            semaphore,
+            lane,
+            permit: Arc::new(Mutex::new(Some(slot))),
+        })
+    }
 }
 
 /// A lane's permit, measured: the run counts as busy on its lane while it holds one.
@@ -159,5 +174,16 @@ mod tests {
         );
         drop(first);
         assert_eq!(lanes.main.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_slot_now_only_when_one_is_free() {
+        let mut config = Config::default();
+        config.agents.defaults.max_concurrent = 1;
+        let lanes = Lanes::from_config(&config);
+        let first = lanes.try_lease(Lane::Main).expect("the lane is free");
+        assert!(lanes.try_lease(Lane::Main).is_none(), "the lane is full");
+        drop(first);
+        assert!(lanes.try_lease(Lane::Main).is_some(), "free again");
     }
 }

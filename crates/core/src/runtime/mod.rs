@@ -127,6 +127,13 @@ impl Deliver {
             _ => DeliveryKind::Reply,
         }
     }
+
+    /// Whether its run's start is told too (an A2A task's `WORKING` push, when the task has push
+    /// configs): what the start tells is decided from what was committed before it, so such a
+    /// run is queued first and never stored running in its submit's commit.
+    pub fn told_at_start(&self) -> bool {
+        self.kind == DeliveryKind::A2aPush
+    }
 }
 
 impl RunRequest {

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::lanes::Lane;
+use super::run::Begun;
 use super::{Accepted, Busy, Deliver, LiveRun, RunEventData, RunRequest, Runtime, lock, run};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -114,6 +115,12 @@ impl Runtime {
         if request.trace.is_none() {
             request.trace = crate::trace::current();
         }
+        if let Some(now) = self
+            .start_now(&record.session_key, &request, &record.run_id)
+            .await
+        {
+            return self.submit_started(request, record, message, now).await;
+        }
         let input = input_of(&request, message.clone());
         let mut batch = vec![WriteOp::QueueRun(record.clone(), Box::new(input))];
         batch.append(&mut request.commit_with);
@@ -136,8 +143,27 @@ impl Runtime {
         record: RunRecord,
         message: Option<TranscriptMessage>,
     ) -> Accepted {
-        let (run_id, session_key) = (record.run_id.clone(), record.session_key.clone());
         let cancel = self.inner.abort_all.child_token();
+        let accepted = self.register(&request, &record, &cancel);
+        let queued = Queued {
+            run_id: record.run_id.clone(),
+            request,
+            message,
+            cancel,
+            record,
+        };
+        self.enqueue(accepted.session_key.clone(), queued);
+        accepted
+    }
+
+    /// Makes a stored run live: its waiters, its idempotency key, its `queued` event.
+    pub(super) fn register(
+        &self,
+        request: &RunRequest,
+        record: &RunRecord,
+        cancel: &CancellationToken,
+    ) -> Accepted {
+        let (run_id, session_key) = (record.run_id.clone(), record.session_key.clone());
         lock(&self.inner.live).insert(
             run_id.clone(),
             LiveRun {
@@ -151,24 +177,15 @@ impl Runtime {
             lock(&self.inner.idempotency).insert(key.clone(), run_id.clone());
         }
         self.emit(&run_id, &session_key, RunEventData::Queued);
-        let accepted_at = record.created_at;
-        let queued = Queued {
-            run_id: run_id.clone(),
-            request,
-            message,
-            cancel,
-            record,
-        };
-        self.enqueue(session_key.clone(), queued);
         Accepted {
             run_id,
             session_key,
-            accepted_at,
+            accepted_at: record.created_at,
             deduplicated: false,
         }
     }
 
-    async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
+    pub(super) async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
         let live = lock(&self.inner.idempotency).get(key).cloned();
         let record = match live {
             Some(run_id) => self.store().get_run(&run_id).await?,
@@ -211,7 +228,7 @@ impl Runtime {
             let runtime = self.clone();
             self.inner
                 .tasks
-                .spawn(async move { runtime.session_worker(session_key).await });
+                .spawn(async move { runtime.session_worker(session_key, None).await });
         }
     }
 
@@ -269,8 +286,15 @@ impl Runtime {
         })
     }
 
-    /// The one worker of a session: runs its queue in order, then exits.
-    async fn session_worker(self, session_key: SessionKey) {
+    /// The one worker of a session: runs `first` (a run that started as it was submitted),
+    /// then its queue in order, then exits.
+    pub(super) async fn session_worker(self, session_key: SessionKey, first: Option<Begun>) {
+        if let Some(begun) = first {
+            let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
+            let work = run::carry_out(&self, begun);
+            self.guarded(&session_key, &run_id, trace.as_deref(), work)
+                .await;
+        }
         loop {
             let next = {
                 let mut queues = lock(&self.inner.queues);
@@ -289,20 +313,31 @@ impl Runtime {
                     }
                 }
             };
-            let run_id = next.run_id.clone();
-            let span = run_span(&run_id, &session_key, next.request.trace.as_deref());
-            let ran = AssertUnwindSafe(tracing::Instrument::instrument(
-                run::execute(&self, next),
-                span,
-            ))
+            let (run_id, trace) = (next.run_id.clone(), next.request.trace.clone());
+            let work = run::execute(&self, next);
+            self.guarded(&session_key, &run_id, trace.as_deref(), work)
+                .await;
+        }
+    }
+
+    /// Runs one run's `work` in its span; a panic ends the run as failed. The session's active
+    /// run is cleared after.
+    async fn guarded(
+        &self,
+        session_key: &SessionKey,
+        run_id: &RunId,
+        trace: Option<&str>,
+        work: impl std::future::Future<Output = ()>,
+    ) {
+        let span = run_span(run_id, session_key, trace);
+        let ran = AssertUnwindSafe(tracing::Instrument::instrument(work, span))
             .catch_unwind()
             .await;
-            if ran.is_err() {
-                run::recover_panicked(&self, &run_id).await;
-            }
-            if let Some(queue) = lock(&self.inner.queues).get_mut(&session_key) {
-                queue.active = None;
-            }
+        if ran.is_err() {
+            run::recover_panicked(self, run_id).await;
+        }
+        if let Some(queue) = lock(&self.inner.queues).get_mut(session_key) {
+            queue.active = None;
         }
     }
 }

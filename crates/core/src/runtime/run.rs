@@ -54,11 +54,11 @@ struct Spent {
 
 pub(super) async fn execute(rt: &Runtime, job: Queued) {
     let Queued {
-        run_id,
         request,
         message,
         cancel,
         mut record,
+        ..
     } = job;
     let key = request.session_key.clone();
 
@@ -95,15 +95,11 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     // The run's message was acknowledged with the run: it enters the transcript however the run
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
     // same commit that marks the run running (and clears its stored input).
-    let mut start = Vec::new();
-    if let Some(message) = message.clone() {
-        start.push(append(&key, message));
-    }
     if lease.is_some() {
         record.status = RunStatus::Running;
         record.started_at = Some(rt.now_ms());
     }
-    start.push(WriteOp::PutRun(record.clone()));
+    let start = super::start::writes(&key, &record, message.clone());
     let running = lease.is_some();
     let input = message.as_ref();
     let started = super::start::commit(rt, &request, &record, start, running, input).await;
@@ -116,21 +112,59 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         ))),
         None => started,
     };
+    let begun = Begun {
+        request,
+        record,
+        cancel,
+        lease,
+        held,
+        started,
+        keep,
+    };
+    carry_out(rt, begun).await;
+}
+
+/// A run whose start commit was made (or failed): what carrying it out needs.
+pub(super) struct Begun {
+    pub request: RunRequest,
+    pub record: crate::store::RunRecord,
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Its lane slot; `None` when it was aborted while queued.
+    pub lease: Option<super::lanes::LeaseHolder>,
+    /// The session's lock across gateways, kept until the run ended.
+    pub held: Option<crate::store::SessionLock>,
+    /// The start commit: the session's entry after it appended the run's input, if it did.
+    pub started: Result<Option<crate::store::SessionEntry>, crate::store::StoreError>,
+    /// The input to append with the run's end (its start's write did not land).
+    pub keep: Option<switchboard_protocol::message::TranscriptMessage>,
+}
+
+/// Runs a started run until it ends (its reply, a failure, a timeout or an abort), and ends it.
+pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
+    let Begun {
+        request,
+        mut record,
+        cancel,
+        lease,
+        held,
+        started,
+        keep,
+    } = begun;
     let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
-        (None, Ok(())) => Ending::new(
+        (None, Ok(_)) => Ending::new(
             RunStatus::Aborted,
             None,
             Some(super::abort::ABORTED_QUEUED.into()),
         ),
-        (Some(lease), Ok(())) => {
+        (Some(lease), Ok(entry)) => {
             rt.publish(&record);
-            rt.emit(&run_id, &key, RunEventData::Started);
+            rt.emit(&record.run_id, &record.session_key, RunEventData::Started);
             let timeout = request.timeout.unwrap_or(Duration::from_secs(
                 rt.config().agents.defaults.timeout_seconds,
             ));
-            let looped = run_loop(rt, &request, &record, lease, partial.clone());
+            let looped = run_loop(rt, &request, &record, lease, partial.clone(), entry);
             let stopped = tokio::select! {
                 ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
@@ -216,9 +250,10 @@ async fn run_loop(
     record: &crate::store::RunRecord,
     lease: super::lanes::LeaseHolder,
     partial: Arc<Mutex<Partial>>,
+    entry: Option<crate::store::SessionEntry>,
 ) -> Ending {
     let (mut turn, mut model_request, session_id) =
-        match Turn::prepare(rt, request, record, lease, partial).await {
+        match Turn::prepare(rt, request, record, lease, partial, entry).await {
             Ok(prepared) => prepared,
             Err(ending) => return ending,
         };
@@ -275,17 +310,22 @@ async fn run_loop(
 impl<'a> Turn<'a> {
     /// Reads the session, resolves its model, loads its conversation and builds the tool
     /// context: everything a run works with, complete before the first model call. Answers the
-    /// turn, the model request of the whole run, and the transcript's id.
+    /// turn, the model request of the whole run, and the transcript's id. `entry`: the session
+    /// as the run's start commit left it, when it has it (read otherwise).
     async fn prepare(
         rt: &'a Runtime,
         request: &'a RunRequest,
         record: &crate::store::RunRecord,
         lease: super::lanes::LeaseHolder,
         partial: Arc<Mutex<Partial>>,
+        entry: Option<crate::store::SessionEntry>,
     ) -> Result<(Self, ModelRequest, String), Ending> {
-        let store = rt.store();
         let key = &request.session_key;
-        let entry = match store.get(key).await {
+        let read = match entry {
+            Some(entry) => Ok(Some(entry)),
+            None => rt.store().get(key).await,
+        };
+        let entry = match read {
             Ok(Some(entry)) => entry,
             Ok(None) => {
                 return Err(Ending::failed(format!(

@@ -2,15 +2,44 @@
 //! ended when it was aborted while it waited) — and what its start delivers, in the same commit
 //! (an A2A task's `WORKING` push, `ReplyHandler::on_start`), so a start is never told twice or
 //! not at all.
+//!
+//! A run that can start the moment it is submitted — its session idle here, a slot free on its
+//! lane, this gateway leased, the session's lock free — is stored already running: one commit
+//! holds what queueing it and starting it would have written ([`Runtime::start_now`]).
 
 use switchboard_protocol::message::TranscriptMessage;
+use tokio_util::sync::CancellationToken;
 
-use super::{RunRequest, Runtime};
-use crate::store::{RunRecord, StoreError, WriteOp, WriteOutcome};
+use super::lanes::LeaseHolder;
+use super::queue::SessionQueue;
+use super::run::Begun;
+use super::{Accepted, RunRequest, Runtime, lock};
+use crate::error::CoreResult;
+use crate::ids::RunId;
+use crate::keys::SessionKey;
+use crate::store::{
+    RunRecord, RunStatus, SessionEntry, SessionLock, StoreError, TryLock, WriteOp, WriteOutcome,
+};
+
+/// The writes that start `record`'s run: its input appended first (when it has one), then its
+/// record.
+pub(super) fn writes(
+    key: &SessionKey,
+    record: &RunRecord,
+    input: Option<TranscriptMessage>,
+) -> Vec<WriteOp> {
+    let mut start = Vec::with_capacity(3);
+    if let Some(message) = input {
+        start.push(super::run::append(key, message));
+    }
+    start.push(WriteOp::PutRun(record.clone()));
+    start
+}
 
 /// Commits `start` (the run's writes) with what the start of a `running` run delivers. The
 /// run's `input`, when `start` appends it first, joins its session's kept conversation once
-/// written: the run does not read back what it has in hand.
+/// written: the run does not read back what it has in hand. Answers the session's entry as the
+/// append left it, when `start` appended.
 pub(super) async fn commit(
     rt: &Runtime,
     request: &RunRequest,
@@ -18,7 +47,7 @@ pub(super) async fn commit(
     mut start: Vec<WriteOp>,
     running: bool,
     input: Option<&TranscriptMessage>,
-) -> Result<(), StoreError> {
+) -> Result<Option<SessionEntry>, StoreError> {
     let delivery = match (running, &request.deliver) {
         (true, Some(deliver)) => rt.inner.replies.on_start(deliver, record).await,
         _ => None,
@@ -26,14 +55,137 @@ pub(super) async fn commit(
     let delivers = delivery.is_some();
     start.extend(delivery);
     let outcomes = rt.store().write_batch(start).await?;
-    if let (Some(message), Some(WriteOutcome::Appended(appended))) = (input, outcomes.first())
-        && let Some(&seq) = appended.seqs.last()
-    {
-        let session_id = &appended.entry.session_id;
-        rt.inner.conversations.push(session_id, seq, message);
-    }
     if let (true, Some(outcome)) = (delivers, outcomes.last()) {
         rt.inner.replies.committed(outcome);
     }
-    Ok(())
+    let (Some(message), Some(WriteOutcome::Appended(appended))) =
+        (input, outcomes.into_iter().next())
+    else {
+        return Ok(None);
+    };
+    if let Some(&seq) = appended.seqs.last() {
+        rt.inner
+            .conversations
+            .push(&appended.entry.session_id, seq, message);
+    }
+    Ok(Some(appended.entry))
+}
+
+/// What a run that starts as it is submitted holds: its lane slot and its session's lock.
+pub(super) struct Now {
+    pub lease: LeaseHolder,
+    pub held: Option<SessionLock>,
+    pub cancel: CancellationToken,
+}
+
+impl Runtime {
+    /// Claims `key` for `run_id` when its run can start at once: the session has no run here
+    /// (its queue is taken, so runs submitted meanwhile queue behind it), its lane has a free
+    /// slot, this gateway holds its lease, and no other gateway runs the session. `None`
+    /// otherwise: the run is queued as usual.
+    pub(super) async fn start_now(
+        &self,
+        key: &SessionKey,
+        request: &RunRequest,
+        run_id: &RunId,
+    ) -> Option<Now> {
+        let told = request
+            .deliver
+            .as_ref()
+            .is_some_and(super::Deliver::told_at_start);
+        if told || !self.inner.cluster.leased() || self.is_closing() {
+            return None;
+        }
+        let lease = self.inner.lanes.try_lease(request.lane)?;
+        let cancel = self.inner.abort_all.child_token();
+        {
+            let mut queues = lock(&self.inner.queues);
+            if queues.contains_key(key) {
+                return None;
+            }
+            let queue = SessionQueue {
+                active: Some((run_id.clone(), cancel.clone())),
+                ..SessionQueue::default()
+            };
+            queues.insert(key.clone(), queue);
+        }
+        match self.store().try_lock_session(key).await {
+            Ok(TryLock::Held(held)) => Some(Now {
+                lease,
+                held,
+                cancel,
+            }),
+            Ok(TryLock::Busy) | Err(_) => {
+                self.unclaim(key);
+                None
+            }
+        }
+    }
+
+    /// Stores a run claimed by [`Runtime::start_now`] already running — its input appended and
+    /// what its request commits with, in one commit — and hands it to its session's worker.
+    /// Answers once that is committed, as a queued run's submit does.
+    pub(super) async fn submit_started(
+        &self,
+        mut request: RunRequest,
+        mut record: RunRecord,
+        input: Option<TranscriptMessage>,
+        now: Now,
+    ) -> CoreResult<Accepted> {
+        let key = record.session_key.clone();
+        record.status = RunStatus::Running;
+        record.started_at = Some(record.created_at);
+        let mut start = writes(&key, &record, input.clone());
+        start.append(&mut request.commit_with);
+        let entry = match commit(self, &request, &record, start, true, input.as_ref()).await {
+            Ok(entry) => entry,
+            Err(e) => {
+                drop(now);
+                self.unclaim(&key);
+                // Two submits raced with one key: the other one won.
+                if let (Some(idempotency), StoreError::Conflict(_)) = (&request.idempotency_key, &e)
+                    && let Some(accepted) = self.find_idempotent(idempotency).await?
+                {
+                    return Ok(accepted);
+                }
+                return Err(e.into());
+            }
+        };
+        let accepted = self.register(&request, &record, &now.cancel);
+        let begun = Begun {
+            request,
+            record,
+            cancel: now.cancel,
+            lease: Some(now.lease),
+            held: now.held,
+            started: Ok(entry),
+            keep: None,
+        };
+        let runtime = self.clone();
+        self.inner
+            .tasks
+            .spawn(async move { runtime.session_worker(key, Some(begun)).await });
+        Ok(accepted)
+    }
+
+    /// Gives up a claim of [`Runtime::start_now`] whose run did not start: runs queued behind
+    /// it meanwhile get the session's worker.
+    pub(super) fn unclaim(&self, key: &SessionKey) {
+        {
+            let mut queues = lock(&self.inner.queues);
+            let Some(queue) = queues.get_mut(key) else {
+                return;
+            };
+            queue.active = None;
+            if queue.pending.is_empty() {
+                queues.remove(key);
+                return;
+            }
+        }
+        let runtime = self.clone();
+        let key = key.clone();
+        self.inner
+            .tasks
+            .spawn(async move { runtime.session_worker(key, None).await });
+    }
 }

@@ -515,3 +515,12 @@ impl Orphans {
 /// Held while a run works on a session no other gateway may run meanwhile; dropping it lets the
 /// next one in.
 pub type SessionLock = Box<dyn std::any::Any + Send + Sync>;
+
+/// What asking for a session's lock without waiting found
+/// ([`ClusterStore::try_lock_session`]).
+pub enum TryLock {
+    /// The session is this gateway's now (with the lock a shared store gave).
+    Held(Option<SessionLock>),
+    /// Another gateway's run holds it.
+    Busy,
+}

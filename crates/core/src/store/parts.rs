@@ -16,8 +16,8 @@ use super::{
     Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
     EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
     PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry,
-    SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText, SubagentRecord, WriteOp,
-    WriteOutcome,
+    SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText, SubagentRecord, TryLock,
+    WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -215,6 +215,11 @@ pub trait ClusterStore: Send + Sync {
     /// the store is this gateway's alone, its own queues order the runs).
     fn lock_session(&self, _key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
         Box::pin(async { Ok(None) })
+    }
+    /// [`ClusterStore::lock_session`] without waiting: [`TryLock::Busy`] when another
+    /// gateway's run holds `key` now. A store that overrides `lock_session` overrides this too.
+    fn try_lock_session(&self, _key: &SessionKey) -> StoreFuture<'_, TryLock> {
+        Box::pin(async { Ok(TryLock::Held(None)) })
     }
     /// The bus to the other gateways, when the store is shared.
     fn bus(&self) -> Option<Arc<dyn Bus>> {

@@ -318,6 +318,26 @@ struct HeldSession {
     inner: Arc<Inner>,
 }
 
+impl PgStore {
+    /// A connection for a session's lock: an idle one, or a new one.
+    async fn locker(&self) -> Result<Conn, StoreError> {
+        let idle = self.inner.lockers.lock().ok().and_then(|mut l| l.pop());
+        match idle {
+            Some(conn) if !conn.is_closed() => Ok(conn),
+            _ => self.inner.pool.connect().await,
+        }
+    }
+
+    /// The lock of `key` that `conn` took, given back when it drops.
+    fn held_session(&self, conn: Conn, key: String) -> SessionLock {
+        Box::new(HeldSession {
+            conn: Some(conn),
+            key,
+            inner: self.inner.clone(),
+        })
+    }
+}
+
 impl Drop for HeldSession {
     fn drop(&mut self) {
         let (Some(conn), Ok(runtime)) = (self.conn.take(), tokio::runtime::Handle::try_current())

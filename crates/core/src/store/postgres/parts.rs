@@ -9,8 +9,8 @@ use std::sync::Arc;
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
-    DELIVERY_LEASE_MS, HeldSession, PgStore, SessionLock, cluster, cron, exchanges, outbox,
-    pairing, queries, subagents, write_op,
+    DELIVERY_LEASE_MS, PgStore, SessionLock, cluster, cron, exchanges, outbox, pairing, queries,
+    subagents, write_op,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -21,7 +21,7 @@ use crate::store::{
     RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{Cluster, Orphans, StoreError, StoreHealth};
+use crate::store::{Cluster, Orphans, StoreError, StoreHealth, TryLock};
 
 impl SessionReads for PgStore {
     fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
@@ -376,22 +376,38 @@ impl ClusterStore for PgStore {
     fn lock_session(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
         let key = key.as_str().to_string();
         Box::pin(async move {
-            let idle = self.inner.lockers.lock().ok().and_then(|mut l| l.pop());
-            let conn = match idle {
-                Some(conn) if !conn.is_closed() => conn,
-                _ => self.inner.pool.connect().await?,
-            };
+            let conn = self.locker().await?;
             // Waits while another gateway's run holds it; the server lets it go if this
             // gateway's connection drops (a dead gateway holds nothing).
             self.inner.pool.count(1);
             conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
                 .await?;
-            let held = HeldSession {
-                conn: Some(conn),
-                key,
-                inner: self.inner.clone(),
+            Ok(Some(self.held_session(conn, key)))
+        })
+    }
+
+    fn try_lock_session(&self, key: &SessionKey) -> StoreFuture<'_, TryLock> {
+        let key = key.as_str().to_string();
+        Box::pin(async move {
+            let conn = self.locker().await?;
+            self.inner.pool.count(1);
+            let rows = conn
+                .query(
+                    "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                    &[&key],
+                )
+                .await?;
+            let locked = match rows.first() {
+                Some(row) => row.try_get::<_, bool>(0).map_err(super::db::backend)?,
+                None => false,
             };
-            Ok(Some(Box::new(held) as SessionLock))
+            if locked {
+                return Ok(TryLock::Held(Some(self.held_session(conn, key))));
+            }
+            if let Ok(mut lockers) = self.inner.lockers.lock() {
+                lockers.push(conn);
+            }
+            Ok(TryLock::Busy)
         })
     }
 

@@ -14,7 +14,7 @@ use switchboard_core::store::{
     DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
     Orphans, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
     RunRecord, RunStore, SessionEntry, SessionLock, SessionReads, SessionStore, Store, StoreError,
-    StoreFuture, StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
+    StoreFuture, StoredMessage, StoredText, SubagentRecord, TryLock, WriteOp, WriteOutcome,
 };
 use switchboard_core::{RunId, SessionKey};
 
@@ -355,6 +355,10 @@ impl ClusterStore for FailingStore {
 
     fn lock_session(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionLock>> {
         self.inner.lock_session(key)
+    }
+
+    fn try_lock_session(&self, key: &SessionKey) -> StoreFuture<'_, TryLock> {
+        self.inner.try_lock_session(key)
     }
 
     fn bus(&self) -> Option<Arc<dyn Bus>> {

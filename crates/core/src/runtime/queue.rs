@@ -119,7 +119,8 @@ impl Runtime {
             .start_now(&record.session_key, &request, &record.run_id)
             .await
         {
-            return self.submit_started(request, record, message, now).await;
+            // Boxed: its commit's future would make every submit's as large.
+            return Box::pin(self.submit_started(request, record, message, now)).await;
         }
         let input = input_of(&request, message.clone());
         let mut batch = vec![WriteOp::QueueRun(record.clone(), Box::new(input))];
@@ -291,7 +292,7 @@ impl Runtime {
     pub(super) async fn session_worker(self, session_key: SessionKey, first: Option<Begun>) {
         if let Some(begun) = first {
             let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
-            let work = run::carry_out(&self, begun);
+            let work = Box::pin(run::carry_out(&self, begun));
             self.guarded(&session_key, &run_id, trace.as_deref(), work)
                 .await;
         }
@@ -314,20 +315,21 @@ impl Runtime {
                 }
             };
             let (run_id, trace) = (next.run_id.clone(), next.request.trace.clone());
-            let work = run::execute(&self, next);
+            let work = Box::pin(run::execute(&self, next));
             self.guarded(&session_key, &run_id, trace.as_deref(), work)
                 .await;
         }
     }
 
     /// Runs one run's `work` in its span; a panic ends the run as failed. The session's active
-    /// run is cleared after.
+    /// run is cleared after. `work` comes boxed: a run's future is large, and each wrapper
+    /// would copy it.
     async fn guarded(
         &self,
         session_key: &SessionKey,
         run_id: &RunId,
         trace: Option<&str>,
-        work: impl std::future::Future<Output = ()>,
+        work: std::pin::Pin<Box<impl std::future::Future<Output = ()>>>,
     ) {
         let span = run_span(run_id, session_key, trace);
         let ran = AssertUnwindSafe(tracing::Instrument::instrument(work, span))

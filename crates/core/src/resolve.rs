@@ -199,10 +199,11 @@ impl Resolver {
 
     /// Refuses a message into `key` when the send policy denies it (`Forbidden`): the check
     /// `chat.send`, `agent` and hooks make. A key with no session yet is judged from the key.
-    pub async fn check_send(&self, key: &SessionKey) -> CoreResult<()> {
+    /// Answers the session it read (`None`: none yet), which their submit takes as it is.
+    pub async fn check_send(&self, key: &SessionKey) -> CoreResult<Option<SessionEntry>> {
         let entry = self.store.get(key).await?;
         match access::send_policy(&self.config, key.as_str(), entry.as_ref()) {
-            SendDecision::Allow => Ok(()),
+            SendDecision::Allow => Ok(entry),
             SendDecision::Deny { reason } => Err(CoreError::Forbidden(reason)),
         }
     }

@@ -28,7 +28,7 @@ impl Inbound {
             ));
         }
         let key = self.hook_key(&payload)?;
-        self.resolver.check_send(&key).await?;
+        let entry = self.resolver.check_send(&key).await?;
         let provenance = Provenance {
             kind: "hook".into(),
             ..Provenance::default()
@@ -36,6 +36,7 @@ impl Inbound {
         let mut request = RunRequest::new(key.clone(), Lane::Main)
             .with_message(payload.message, Some(provenance));
         request.create = Some(self.resolver.new_session(&key));
+        request.entry = entry;
         Ok(accepted(self.runtime.submit(request).await?))
     }
 

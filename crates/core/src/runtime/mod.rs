@@ -57,7 +57,7 @@ use crate::config::{Config, ResolvedAgent};
 use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::{NewSession, RunRecord, RunStatus, Store, WriteOp, WriteOutcome};
+use crate::store::{NewSession, RunRecord, RunStatus, SessionEntry, Store, WriteOp, WriteOutcome};
 use lanes::{Lane, Lanes};
 use providers::Providers;
 use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
@@ -95,6 +95,9 @@ pub struct RunRequest {
     /// The `traceparent` of the span that asked for the run (SPEC §10b); `None` takes the
     /// current span's when the run is submitted. Stored with the queued run.
     pub trace: Option<String>,
+    /// The session as the caller read it just before (to check its send policy); the submit
+    /// reads it when `None`.
+    pub entry: Option<SessionEntry>,
 }
 
 /// The user-role message of a run, before it has a time.
@@ -152,6 +155,7 @@ impl RunRequest {
             run_id: None,
             commit_with: Vec::new(),
             trace: None,
+            entry: None,
         }
     }
 

@@ -70,7 +70,11 @@ impl Runtime {
             return Ok(accepted);
         }
         let store = self.store();
-        let entry = match store.get(&request.session_key).await? {
+        let known = match request.entry.take() {
+            Some(entry) => Some(entry),
+            None => store.get(&request.session_key).await?,
+        };
+        let entry = match known {
             Some(entry) => entry,
             None => match request.create.clone() {
                 Some(new) => store.create(new).await?.0,

@@ -48,13 +48,14 @@ impl Sessions {
                 self.send_command(&key, policy).await?,
             ));
         }
-        self.resolver.check_send(&key).await?;
+        let entry = self.resolver.check_send(&key).await?;
         check_message("chat.send", &p.message)?;
         let images = self
             .images_for(&key, None, "chat.send", &p.attachments)
             .await?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
         request.add_images(images);
+        request.entry = entry;
         request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
@@ -157,7 +158,7 @@ impl Sessions {
         };
         let agent_id = p.agent_id.as_deref();
         let key = self.resolver.target_key(&p.session_key, agent_id).await?;
-        self.resolver.check_send(&key).await?;
+        let entry = self.resolver.check_send(&key).await?;
         check_message("agent", &p.message)?;
         if let Some(model) = &p.model {
             self.check_model(model)?;
@@ -167,6 +168,7 @@ impl Sessions {
             .await?;
         let mut request = self.operator_run(&key, p.message, lane);
         request.add_images(images);
+        request.entry = entry;
         if let Some(new) = &mut request.create {
             new.label = p.label;
             new.spawned_by = match &p.spawned_by {

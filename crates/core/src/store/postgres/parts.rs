@@ -21,7 +21,7 @@ use crate::store::{
     RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{Cluster, Orphans, StoreError, StoreHealth};
+use crate::store::{Cluster, Orphans, StoreHealth};
 
 impl SessionReads for PgStore {
     fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
@@ -386,6 +386,9 @@ impl ClusterStore for PgStore {
             self.inner.pool.count(1);
             conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
                 .await?;
+            // Its release is counted now: it is sent on a task of its own once the run let
+            // go, so counting it then made a turn's count depend on when that task ran.
+            self.inner.pool.count(1);
             let held = HeldSession {
                 conn: Some(conn),
                 key,
@@ -436,35 +439,6 @@ impl Store for PgStore {
                 Box::pin(async move { Ok(vec![write_op(db, op, now, &mut None).await?]) })
             });
         }
-        self.write(move |db, now| {
-            let ops = ops.clone();
-            Box::pin(async move {
-                // The fences at the head go out together with the writes (pipelined on the
-                // connection, no round trip of their own); either failing rolls all back.
-                let fences = ops
-                    .iter()
-                    .take_while(|op| matches!(op, WriteOp::Fence { .. }));
-                let fences: Vec<WriteOp> = fences.cloned().collect();
-                let writes = ops[fences.len()..].to_vec();
-                let fenced = async {
-                    for fence in &fences {
-                        write_op(db, fence.clone(), now, &mut None).await?;
-                    }
-                    Ok::<_, StoreError>(())
-                };
-                let written = async {
-                    let mut outcomes = Vec::with_capacity(writes.len());
-                    let mut held = None;
-                    for op in writes {
-                        outcomes.push(write_op(db, op, now, &mut held).await?);
-                    }
-                    Ok(outcomes)
-                };
-                let ((), written) = futures_util::try_join!(fenced, written)?;
-                let mut outcomes = vec![WriteOutcome::Fenced; fences.len()];
-                outcomes.extend(written);
-                Ok(outcomes)
-            })
-        })
+        self.write_ops(ops)
     }
 }

@@ -175,8 +175,13 @@ impl OneStatement {
         let Some(row) = row else {
             return Ok(None);
         };
+        // Numbered from 1 until now: after the transcript's end the statement read.
+        let numbered = match numbered {
+            Some(numbered) => Some(numbered.after(get(&row, ENTRY_WIDTH)?)),
+            None => None,
+        };
         let entry = match &self.session {
-            Some(_) => Some(self.entry(&row, numbered.as_ref())?),
+            Some(_) => Some(entry(&row, numbered.as_ref())?),
             None => None,
         };
         let outcomes =
@@ -195,21 +200,6 @@ impl OneStatement {
                 },
             });
         outcomes.collect::<Result<Vec<_>, _>>().map(Some)
-    }
-
-    /// The session's entry as the statement left it: its columns, then where its transcript
-    /// ended before the append (`numbered`, moved after it, says where it ends now).
-    fn entry(
-        &self,
-        row: &Row,
-        numbered: Option<&transcript::Numbered>,
-    ) -> Result<SessionEntry, StoreError> {
-        let mut entry = rows::entry(row)?;
-        if numbered.is_some() {
-            let base: i64 = get(row, ENTRY_WIDTH)?;
-            entry.last_seq = base + numbered.map_or(0, |n| n.last_seq);
-        }
-        Ok(entry)
     }
 
     /// The statement and its values.
@@ -283,6 +273,16 @@ impl OneStatement {
         let sql = format!("WITH {} {answer}", ctes.join(", "));
         Ok((sql, v.0))
     }
+}
+
+/// The session's entry as the statement left it: its columns, its transcript's end moved past
+/// the messages `numbered` when it appended them.
+fn entry(row: &Row, numbered: Option<&transcript::Numbered>) -> Result<SessionEntry, StoreError> {
+    let mut entry = rows::entry(row)?;
+    if let Some(numbered) = numbered {
+        entry.last_seq = numbered.last_seq;
+    }
+    Ok(entry)
 }
 
 /// How many columns an entry is read from ([`ENTRY_COLUMNS`]).

@@ -3,7 +3,8 @@
 # (BENCHMARKS.md, issue 38 point 7): one gateway, the bench kit's mock model, TURNS turns
 # (`chat.send` + `agent.wait`) over CONC sessions in parallel, after WARM turns.
 #   - PostgreSQL counts its statements (pg_stat_statements, BEGIN/COMMIT included) and its
-#     commits (pg_stat_database.xact_commit) over the measured turns; heartbeats included;
+#     commits (pg_stat_database.xact_commit) and the WAL its statements wrote over the measured
+#     turns; heartbeats included;
 #   - CPU per turn: the gateway's utime+stime, and every process of this script's own cluster
 #     (the postmaster and its children), from /proc.
 # The statements are listed per turn, most called first (STATEMENTS=0 leaves the list out).
@@ -72,20 +73,20 @@ measure() {
     done
     wait "${outs[@]}"
     for pid in "${gws[@]}"; do gw1=$((gw1 + $(cpu_ms "$pid"))); done
-    local statements=0 rows=''
+    local statements=0 wal=0 rows=''
     if [[ $kind == postgres ]]; then
         pg1=$(pg_cpu_ms); c1=$(commits)
         local ok=$((TURNS / n * n))
-        statements=$(sql "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
+        read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
         sql "SELECT round(calls::numeric / $ok, 2), regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
              WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
     for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-    python3 - "$kind" "$n" "$RUN" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) <<'PY' | tee -a "$RESULTS"
+    python3 - "$kind" "$n" "$RUN" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) "$wal" <<'PY' | tee -a "$RESULTS"
 import json, sys
 kind, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-gw, pg, statements, commits = (int(float(x or 0)) for x in sys.argv[4:8])
+gw, pg, statements, commits, wal = (int(float(x or 0)) for x in sys.argv[4:9])
 parts = [json.load(open(f"{run}/turns-{kind}-{i}.json")) for i in range(n)]
 ok = sum(p["ok"] for p in parts)
 wall = max(p["wallMs"] for p in parts) / 1000
@@ -93,7 +94,8 @@ row = {"store": kind, "gateways": n, "turns": ok, "errors": sum(p["errors"] for 
        "turnsPerSecond": round(ok / wall), "gatewayCpuMsPerTurn": round(gw / ok, 3)}
 if kind == "postgres":
     row |= {"postgresCpuMsPerTurn": round(pg / ok, 3), "totalCpuMsPerTurn": round((gw + pg) / ok, 3),
-            "statementsPerTurn": round(statements / ok, 2), "commitsPerTurn": round(commits / ok, 2)}
+            "statementsPerTurn": round(statements / ok, 2), "commitsPerTurn": round(commits / ok, 2),
+            "walBytesPerTurn": round(wal / ok)}
 print(json.dumps(row))
 PY
     if [[ $kind == postgres && $STATEMENTS == 1 ]]; then

@@ -262,7 +262,7 @@ pub(super) struct Db<'a> {
 pub(super) type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 /// A neutral value as the driver's.
-type Value = Box<dyn ToSql + Sync + Send>;
+pub(super) type Value = Box<dyn ToSql + Sync + Send>;
 
 /// Neutral [`Param`]s as the driver's values (a NULL keeps its type: PostgreSQL types every
 /// parameter).

@@ -6,6 +6,7 @@
 //! pooled connection outside any transaction. Transcripts are not mirrored to JSONL files
 //! (`docs/scale-out.md`): the database is the one copy every gateway reads.
 
+mod batch;
 mod bus;
 mod cluster;
 mod cron;
@@ -225,12 +226,46 @@ impl PgStore {
         F: for<'c, 'd> Fn(&'c Db<'d>, i64) -> Fut<'c, T> + Send + Sync + 'static,
     {
         let inner = self.inner.clone();
-        let writes = inner.pool.writes.clone();
-        let task = writes.spawn(async move { Self::transact(&inner, kind, f).await });
+        self.spawn_write(async move { Self::transact(&inner, kind, f).await })
+    }
+
+    /// Runs the write `work` on a task of its own ([`PgStore::write`]), measured as a write.
+    fn spawn_write<'s, T, W>(&'s self, work: W) -> StoreFuture<'s, T>
+    where
+        T: Send + 'static,
+        W: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let task = self.inner.pool.writes.spawn(work);
         Box::pin(crate::measure::store_op("postgres", "write", async move {
             task.await
                 .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
         }))
+    }
+
+    /// Writes a batch: as one statement when [`batch::OneStatement`] can (a run's start, reply
+    /// and end), else — or when that statement's locks did not all hold, and it wrote nothing —
+    /// in a transaction, op by op. Both on one task, so the batch lands whole when the caller
+    /// stops waiting.
+    fn write_ops(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
+        let inner = self.inner.clone();
+        let one = batch::OneStatement::of(&ops).map(Arc::new);
+        self.spawn_write(async move {
+            if let Some(one) = one {
+                let written = Self::transact(&inner, Kind::OneStatement, move |db, now| {
+                    let one = one.clone();
+                    Box::pin(async move { one.write(db, now).await })
+                })
+                .await?;
+                if let Some(outcomes) = written {
+                    return Ok(outcomes);
+                }
+            }
+            Self::transact(&inner, Kind::Request, move |db, now| {
+                let ops = ops.clone();
+                Box::pin(in_transaction(db, ops, now))
+            })
+            .await
+        })
     }
 
     /// Runs the claim `f` in a transaction after [`cluster::begin_claim`] (one claim at a time,
@@ -330,6 +365,9 @@ impl PgStore {
 
     /// The lock of `key` that `conn` took, given back when it drops.
     fn held_session(&self, conn: Conn, key: String) -> SessionLock {
+        // Its release is counted now: it is sent on a task of its own once the run let go, so
+        // counting it then made a turn's count depend on when that task ran.
+        self.inner.pool.count(1);
         Box::new(HeldSession {
             conn: Some(conn),
             key,
@@ -354,7 +392,6 @@ impl Drop for HeldSession {
                     &[&key],
                 )
                 .await;
-            inner.pool.count(1);
             if unlocked.is_ok()
                 && !inner.stop.is_cancelled()
                 && let Ok(mut lockers) = inner.lockers.lock()
@@ -363,6 +400,38 @@ impl Drop for HeldSession {
             }
         });
     }
+}
+
+/// A batch in its transaction: the fences at its head go out together with the writes
+/// (pipelined on the connection, no round trip of their own); either failing rolls all back.
+async fn in_transaction(
+    db: &Db<'_>,
+    ops: Vec<WriteOp>,
+    now: i64,
+) -> Result<Vec<WriteOutcome>, StoreError> {
+    let fences = ops
+        .iter()
+        .take_while(|op| matches!(op, WriteOp::Fence { .. }));
+    let fences: Vec<WriteOp> = fences.cloned().collect();
+    let writes = ops[fences.len()..].to_vec();
+    let fenced = async {
+        for fence in &fences {
+            write_op(db, fence.clone(), now, &mut None).await?;
+        }
+        Ok::<_, StoreError>(())
+    };
+    let written = async {
+        let mut outcomes = Vec::with_capacity(writes.len());
+        let mut held = None;
+        for op in writes {
+            outcomes.push(write_op(db, op, now, &mut held).await?);
+        }
+        Ok(outcomes)
+    };
+    let ((), written) = futures_util::try_join!(fenced, written)?;
+    let mut outcomes = vec![WriteOutcome::Fenced; fences.len()];
+    outcomes.extend(written);
+    Ok(outcomes)
 }
 
 /// One op of a batch, inside the batch's transaction. `held`: the session entry the batch's

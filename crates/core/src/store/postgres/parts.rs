@@ -21,7 +21,7 @@ use crate::store::{
     RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{Cluster, Orphans, StoreError, StoreHealth, TryLock};
+use crate::store::{Cluster, Orphans, StoreHealth, TryLock};
 
 impl SessionReads for PgStore {
     fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
@@ -452,35 +452,6 @@ impl Store for PgStore {
                 Box::pin(async move { Ok(vec![write_op(db, op, now, &mut None).await?]) })
             });
         }
-        self.write(move |db, now| {
-            let ops = ops.clone();
-            Box::pin(async move {
-                // The fences at the head go out together with the writes (pipelined on the
-                // connection, no round trip of their own); either failing rolls all back.
-                let fences = ops
-                    .iter()
-                    .take_while(|op| matches!(op, WriteOp::Fence { .. }));
-                let fences: Vec<WriteOp> = fences.cloned().collect();
-                let writes = ops[fences.len()..].to_vec();
-                let fenced = async {
-                    for fence in &fences {
-                        write_op(db, fence.clone(), now, &mut None).await?;
-                    }
-                    Ok::<_, StoreError>(())
-                };
-                let written = async {
-                    let mut outcomes = Vec::with_capacity(writes.len());
-                    let mut held = None;
-                    for op in writes {
-                        outcomes.push(write_op(db, op, now, &mut held).await?);
-                    }
-                    Ok(outcomes)
-                };
-                let ((), written) = futures_util::try_join!(fenced, written)?;
-                let mut outcomes = vec![WriteOutcome::Fenced; fences.len()];
-                outcomes.extend(written);
-                Ok(outcomes)
-            })
-        })
+        self.write_ops(ops)
     }
 }

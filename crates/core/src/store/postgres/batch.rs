@@ -1,0 +1,469 @@
+//! A run's batches as one statement each (issue 38 point 7): the start (its message and its
+//! record), each model reply (the run's fence, the reply and the session's token counts) and the
+//! end (the fence, the last reply, the record and the session's flag) commit as one statement of
+//! data-modifying CTEs, atomic on its own, with no `BEGIN` and `COMMIT` around it.
+//!
+//! The statement takes its locks first and writes only when every one of them holds
+//! (docs/decisions.md, "A run's batch as one PostgreSQL statement"):
+//! - `ses`: the session's row, locked (`FOR NO KEY UPDATE`), as a transaction's first write
+//!   would; `tra`: its transcript's row, found by the session's current transcript;
+//! - `own`: the run's row, locked (`FOR SHARE` for a fence, `FOR NO KEY UPDATE` when the batch
+//!   writes the record): a claim's `UPDATE` of the run waits for the statement, and a claim
+//!   that committed first is seen, READ COMMITTED re-reading a locked row at its newest version;
+//!   it holds while the run carries the writer's epoch (for a new record: while no other epoch
+//!   holds it);
+//! - `ok`: one row when all of them hold. Every write reads `ok` (the run's record first, then
+//!   the session and the transcript from `go`, `ok` once the record is written), so a statement
+//!   whose locks do not all hold writes nothing and answers no row.
+//!
+//! No row does not say why: the session is gone, the run is another gateway's, or a reset moved
+//! the session to a transcript the statement's snapshot cannot see (it committed while the
+//! statement waited for the session's lock). The batch is then written again the long way
+//! ([`super::write_op`] in a transaction), which answers the same error or writes it with a new
+//! snapshot. Any other batch (a session created, a label set, a delivery) is written that way at
+//! once.
+
+use switchboard_protocol::message::TranscriptMessage;
+use switchboard_protocol::sessions::Patch;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::db::{Db, Value, bind, refs};
+use super::schema::{get, run_columns};
+use crate::keys::SessionKey;
+use crate::store::dialect::count;
+use crate::store::rules::rows::{self, ENTRY_COLUMNS, RUN_UPDATE};
+use crate::store::rules::{transcript, work};
+use crate::store::{
+    EntryPatch, RunInput, RunRecord, SessionEntry, StoreError, WriteOp, WriteOutcome,
+};
+
+/// A batch that is written as one statement.
+pub(super) struct OneStatement {
+    /// What each op answers, in the batch's order.
+    answers: Vec<Answer>,
+    session: Option<SessionPart>,
+    run: Option<RunPart>,
+}
+
+#[derive(Clone, Copy)]
+enum Answer {
+    Fenced,
+    Appended,
+    PutRun,
+    Patched,
+}
+
+/// The batch's writes to one session: messages appended, fields patched.
+struct SessionPart {
+    key: SessionKey,
+    messages: Option<Vec<TranscriptMessage>>,
+    patch: Option<EntryPatch>,
+}
+
+/// The batch's run: fenced, written, or both.
+struct RunPart {
+    run_id: String,
+    epoch: i64,
+    fenced: bool,
+    record: Option<(RunRecord, Option<RunInput>)>,
+}
+
+/// The statement's values, each named by its placeholder.
+#[derive(Default)]
+struct Values(Vec<Value>);
+
+impl Values {
+    fn add(&mut self, value: impl ToSql + Sync + Send + 'static) -> String {
+        self.0.push(Box::new(value));
+        format!("${}", self.0.len())
+    }
+}
+
+impl OneStatement {
+    /// The batch as one statement, when it is made of what a run commits: fences and a record
+    /// of one run, an append (to an existing session) and a patch of one session.
+    pub(super) fn of(ops: &[WriteOp]) -> Option<Self> {
+        let mut batch = Self {
+            answers: Vec::with_capacity(ops.len()),
+            session: None,
+            run: None,
+        };
+        for op in ops {
+            let answer = match op {
+                WriteOp::Fence { run_id, epoch } => {
+                    let run = batch.run_part(run_id.as_str(), *epoch)?;
+                    (!run.fenced).then_some(())?;
+                    run.fenced = true;
+                    Answer::Fenced
+                }
+                WriteOp::PutRun(record) => batch.record(record, None)?,
+                WriteOp::QueueRun(record, input) => batch.record(record, Some(input))?,
+                WriteOp::Append {
+                    key,
+                    create: None,
+                    messages,
+                } => {
+                    let part = batch.session_part(key)?;
+                    part.messages.is_none().then_some(())?;
+                    part.messages = Some(messages.clone());
+                    Answer::Appended
+                }
+                WriteOp::Patch { key, patch } => {
+                    (patch.label.is_keep() && patch.spawned_by.is_keep()).then_some(())?;
+                    let part = batch.session_part(key)?;
+                    part.patch.is_none().then_some(())?;
+                    part.patch = Some((**patch).clone());
+                    Answer::Patched
+                }
+                _ => return None,
+            };
+            batch.answers.push(answer);
+        }
+        (!batch.answers.is_empty()).then_some(batch)
+    }
+
+    fn run_part(&mut self, run_id: &str, epoch: i64) -> Option<&mut RunPart> {
+        let run = self.run.get_or_insert_with(|| RunPart {
+            run_id: run_id.to_string(),
+            epoch,
+            fenced: false,
+            record: None,
+        });
+        (run.run_id == run_id && run.epoch == epoch).then_some(run)
+    }
+
+    fn record(&mut self, record: &RunRecord, input: Option<&RunInput>) -> Option<Answer> {
+        let run = self.run_part(record.run_id.as_str(), record.epoch)?;
+        run.record.is_none().then_some(())?;
+        run.record = Some((record.clone(), input.cloned()));
+        Some(Answer::PutRun)
+    }
+
+    fn session_part(&mut self, key: &SessionKey) -> Option<&mut SessionPart> {
+        let part = self.session.get_or_insert_with(|| SessionPart {
+            key: key.clone(),
+            messages: None,
+            patch: None,
+        });
+        (part.key == *key).then_some(part)
+    }
+
+    /// Writes the batch; `None` when one of its locks did not hold and nothing was written.
+    pub(super) async fn write(
+        &self,
+        db: &Db<'_>,
+        now: i64,
+    ) -> Result<Option<Vec<WriteOutcome>>, StoreError> {
+        let numbered = match self.session.as_ref().and_then(|s| s.messages.clone()) {
+            Some(messages) => Some(transcript::number(0, messages)?),
+            None => None,
+        };
+        let (sql, values) = self.statement(db.gateway(), numbered.as_ref(), now)?;
+        let row = db.query_opt(&sql, &refs(&values)).await;
+        let row = match (row, &self.run) {
+            (
+                Err(StoreError::Conflict(_)),
+                Some(RunPart {
+                    record: Some(r), ..
+                }),
+            ) => {
+                return Err(work::idempotency_taken(&r.0));
+            }
+            (row, _) => row?,
+        };
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        // Numbered from 1 until now: after the transcript's end the statement read.
+        let numbered = match numbered {
+            Some(numbered) => Some(numbered.after(get(&row, ENTRY_WIDTH)?)),
+            None => None,
+        };
+        let entry = match &self.session {
+            Some(_) => Some(entry(&row, numbered.as_ref())?),
+            None => None,
+        };
+        let outcomes =
+            self.answers.iter().map(|answer| match answer {
+                Answer::Fenced => Ok(WriteOutcome::Fenced),
+                Answer::PutRun => Ok(WriteOutcome::PutRun),
+                Answer::Appended => match (&entry, &numbered) {
+                    (Some(entry), Some(numbered)) => Ok(WriteOutcome::Appended(
+                        transcript::appended(entry.clone(), numbered, now, false),
+                    )),
+                    _ => Err(answered_without(&sql)),
+                },
+                Answer::Patched => match &entry {
+                    Some(entry) => Ok(WriteOutcome::Patched(entry.clone())),
+                    None => Err(answered_without(&sql)),
+                },
+            });
+        outcomes.collect::<Result<Vec<_>, _>>().map(Some)
+    }
+
+    /// The statement and its values.
+    fn statement(
+        &self,
+        gateway: &str,
+        numbered: Option<&transcript::Numbered>,
+        now: i64,
+    ) -> Result<(String, Vec<Value>), StoreError> {
+        let mut v = Values::default();
+        let mut ctes = Vec::with_capacity(9);
+        let mut held = Vec::with_capacity(2);
+        if let Some(part) = &self.session {
+            let key = v.add(part.key.as_str().to_string());
+            ctes.push(format!(
+                "ses AS (SELECT session_id FROM sessions WHERE key = {key} FOR NO KEY UPDATE)"
+            ));
+            // Without an append, the transcript's end is answered: locked, it is read as the
+            // last commit left it (its writers hold the session's lock, held here).
+            let lock = match part.messages {
+                Some(_) => "",
+                None => " FOR KEY SHARE OF t",
+            };
+            ctes.push(format!(
+                "tra AS (SELECT t.session_id, t.last_seq FROM transcripts t \
+                 JOIN ses ON t.session_id = ses.session_id{lock})"
+            ));
+        }
+        if let Some(run) = &self.run {
+            let (id, epoch) = (v.add(run.run_id.clone()), v.add(run.epoch));
+            let lock = match run.record {
+                Some(_) => "NO KEY UPDATE",
+                None => "SHARE",
+            };
+            ctes.push(format!(
+                "own AS (SELECT epoch FROM runs WHERE run_id = {id} FOR {lock})"
+            ));
+            held.push(match run.fenced {
+                true => {
+                    format!("EXISTS (SELECT 1 FROM own WHERE epoch IS NOT DISTINCT FROM {epoch})")
+                }
+                false => {
+                    format!("NOT EXISTS (SELECT 1 FROM own WHERE epoch IS DISTINCT FROM {epoch})")
+                }
+            });
+        }
+        let condition = match held.is_empty() {
+            true => String::new(),
+            false => format!(" WHERE {}", held.join(" AND ")),
+        };
+        ctes.push(match self.session {
+            Some(_) => format!("ok AS (SELECT tra.session_id, tra.last_seq FROM tra{condition})"),
+            None => format!("ok AS (SELECT 1 AS held{condition})"),
+        });
+        let mut gate = "ok";
+        if let Some((record, input)) = self.run.as_ref().and_then(|r| r.record.as_ref()) {
+            ctes.push(put_run(&mut v, record, input.as_ref(), gateway)?);
+            ctes.push("go AS (SELECT ok.* FROM ok WHERE EXISTS (SELECT 1 FROM run))".into());
+            gate = "go";
+        }
+        let mut answer = format!("SELECT 1 FROM {gate}");
+        if let Some(part) = &self.session {
+            ctes.push(write_session(&mut v, part, gate, now)?);
+            answer = format!("SELECT sw.* FROM {gate} JOIN sw ON true");
+            if let Some(numbered) = numbered {
+                ctes.extend(append(&mut v, numbered, gate));
+                answer =
+                    format!("SELECT sw.*, mark.base FROM {gate} JOIN sw ON true JOIN mark ON true");
+            }
+        }
+        let sql = format!("WITH {} {answer}", ctes.join(", "));
+        Ok((sql, v.0))
+    }
+}
+
+/// The session's entry as the statement left it: its columns, its transcript's end moved past
+/// the messages `numbered` when it appended them.
+fn entry(row: &Row, numbered: Option<&transcript::Numbered>) -> Result<SessionEntry, StoreError> {
+    let mut entry = rows::entry(row)?;
+    if let Some(numbered) = numbered {
+        entry.last_seq = numbered.last_seq;
+    }
+    Ok(entry)
+}
+
+/// How many columns an entry is read from ([`ENTRY_COLUMNS`]).
+const ENTRY_WIDTH: usize = 30;
+
+fn answered_without(sql: &str) -> StoreError {
+    StoreError::Backend(format!("a batch's statement answered no entry: {sql}"))
+}
+
+/// The run's record, written when the locks hold (as `queries::put_run`, fenced by its epoch).
+fn put_run(
+    v: &mut Values,
+    record: &RunRecord,
+    input: Option<&RunInput>,
+    gateway: &str,
+) -> Result<String, StoreError> {
+    let mut values = bind(&rows::run_params(record));
+    values.push(Box::new(record.epoch));
+    values.push(Box::new(work::encode_input(input)?));
+    values.push(Box::new(gateway.to_string()));
+    let placeholders: Vec<String> = values
+        .into_iter()
+        .map(|value| {
+            v.0.push(value);
+            format!("${}", v.0.len())
+        })
+        .collect();
+    Ok(format!(
+        "run AS (INSERT INTO runs ({}, input, owner) SELECT {} FROM ok \
+         ON CONFLICT (run_id) DO UPDATE SET {RUN_UPDATE} \
+         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch RETURNING 1)",
+        run_columns(),
+        placeholders.join(", ")
+    ))
+}
+
+/// The session's row: touched (its `updated_at` moves forward, never back) and patched, once.
+fn write_session(
+    v: &mut Values,
+    part: &SessionPart,
+    gate: &str,
+    now: i64,
+) -> Result<String, StoreError> {
+    let mut sets = vec![format!(
+        "updated_at = GREATEST(s.updated_at, {})",
+        v.add(now)
+    )];
+    if let Some(patch) = &part.patch {
+        patch_sets(v, patch, &mut sets)?;
+    }
+    let key = v.add(part.key.as_str().to_string());
+    let columns = ENTRY_COLUMNS.replace("t.last_seq", &format!("{gate}.last_seq"));
+    Ok(format!(
+        "sw AS (UPDATE sessions s SET {} FROM {gate} WHERE s.key = {key} RETURNING {columns})",
+        sets.join(", ")
+    ))
+}
+
+/// The messages stored after the transcript's end, and the end moved (as
+/// `queries::store_messages`).
+fn append(v: &mut Values, numbered: &transcript::Numbered, gate: &str) -> [String; 2] {
+    let n = v.add(numbered.last_seq);
+    let summary = v.add(numbered.summary_seq);
+    let roles: Vec<String> = numbered.rows.iter().map(|r| r.role.to_string()).collect();
+    let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
+    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.to_string()).collect();
+    let (roles, times, bodies) = (v.add(roles), v.add(times), v.add(bodies));
+    [
+        format!(
+            "mark AS (UPDATE transcripts t SET last_seq = t.last_seq + {n}, \
+             summary_seq = coalesce(t.last_seq + {summary}, t.summary_seq) FROM {gate} \
+             WHERE t.session_id = {gate}.session_id RETURNING t.last_seq - {n} AS base)"
+        ),
+        format!(
+            "stored AS (INSERT INTO messages (session_id, seq, role, ts, body) \
+             SELECT {gate}.session_id, mark.base + m.i, m.role, m.ts, m.body FROM {gate}, mark, \
+             unnest({roles}::text[], {times}::bigint[], {bodies}::text[]) \
+             WITH ORDINALITY AS m(role, ts, body, i))"
+        ),
+    ]
+}
+
+/// The patch's changes as `SET` clauses: what [`EntryPatch::apply`] does to an entry, done by
+/// the database (a label and `spawnedBy`, which are checked first, are never here).
+fn patch_sets(
+    v: &mut Values,
+    patch: &EntryPatch,
+    sets: &mut Vec<String>,
+) -> Result<(), StoreError> {
+    let EntryPatch {
+        label: _,
+        spawned_by: _,
+        display_name,
+        model,
+        thinking_level,
+        verbose_level,
+        send_policy,
+        system_sent,
+        aborted_last_run,
+        channel,
+        last_channel,
+        last_to,
+        last_account_id,
+        last_thread_id,
+        delivery_context,
+        add_tokens,
+        add_cost,
+        context_tokens,
+        archived_at,
+        last_model,
+    } = patch;
+    let texts = [
+        ("display_name", display_name),
+        ("model", model),
+        ("thinking_level", thinking_level),
+        ("verbose_level", verbose_level),
+        ("send_policy", send_policy),
+        ("channel", channel),
+        ("last_channel", last_channel),
+        ("last_to", last_to),
+        ("last_account_id", last_account_id),
+        ("last_thread_id", last_thread_id),
+        ("last_model", last_model),
+    ];
+    for (column, value) in texts {
+        set(v, sets, column, value.clone());
+    }
+    let route = match delivery_context {
+        Patch::Set(route) => Patch::Set(serde_json::to_string(route).map_err(|e| {
+            StoreError::Backend(format!("a session's route could not be encoded: {e}"))
+        })?),
+        Patch::Clear => Patch::Clear,
+        Patch::Keep => Patch::Keep,
+    };
+    set(v, sets, "delivery_context", route);
+    set(
+        v,
+        sets,
+        "context_tokens",
+        map(context_tokens, |t| count(*t)),
+    );
+    set(v, sets, "archived_at", archived_at.clone());
+    for (column, flag) in [
+        ("system_sent", system_sent),
+        ("aborted_last_run", aborted_last_run),
+    ] {
+        if let Some(flag) = flag {
+            sets.push(format!("{column} = {}", v.add(*flag)));
+        }
+    }
+    if let Some(d) = add_tokens {
+        let (input, output) = (v.add(count(d.input)), v.add(count(d.output)));
+        let total = v.add(count(d.input + d.output));
+        sets.push(format!(
+            "input_tokens = s.input_tokens + {input}, output_tokens = s.output_tokens + {output}, \
+             total_tokens = s.total_tokens + {total}"
+        ));
+    }
+    if let Some(usd) = add_cost {
+        sets.push(format!("cost_usd = s.cost_usd + {}", v.add(*usd)));
+    }
+    Ok(())
+}
+
+fn map<T, U>(patch: &Patch<T>, f: impl FnOnce(&T) -> U) -> Patch<U> {
+    match patch {
+        Patch::Keep => Patch::Keep,
+        Patch::Clear => Patch::Clear,
+        Patch::Set(value) => Patch::Set(f(value)),
+    }
+}
+
+fn set<T: ToSql + Sync + Send + 'static>(
+    v: &mut Values,
+    sets: &mut Vec<String>,
+    column: &str,
+    value: Patch<T>,
+) {
+    match value {
+        Patch::Keep => {}
+        Patch::Clear => sets.push(format!("{column} = NULL")),
+        Patch::Set(value) => sets.push(format!("{column} = {}", v.add(value))),
+    }
+}

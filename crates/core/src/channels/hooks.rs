@@ -36,7 +36,7 @@ impl Inbound {
         let mut request = RunRequest::new(key.clone(), Lane::Main)
             .with_message(payload.message, Some(provenance));
         request.create = Some(self.resolver.new_session(&key));
-        request.entry = entry;
+        request.entry = entry.map(Box::new);
         Ok(accepted(self.runtime.submit(request).await?))
     }
 

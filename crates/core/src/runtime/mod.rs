@@ -96,8 +96,8 @@ pub struct RunRequest {
     /// current span's when the run is submitted. Stored with the queued run.
     pub trace: Option<String>,
     /// The session as the caller read it just before (to check its send policy); the submit
-    /// reads it when `None`.
-    pub entry: Option<SessionEntry>,
+    /// reads it when `None`. Boxed: a request is moved often, and an entry is large.
+    pub entry: Option<Box<SessionEntry>>,
 }
 
 /// The user-role message of a run, before it has a time.

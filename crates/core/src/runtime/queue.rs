@@ -71,7 +71,7 @@ impl Runtime {
         }
         let store = self.store();
         let known = match request.entry.take() {
-            Some(entry) => Some(entry),
+            Some(entry) => Some(*entry),
             None => store.get(&request.session_key).await?,
         };
         let entry = match known {

@@ -55,7 +55,7 @@ impl Sessions {
             .await?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
         request.add_images(images);
-        request.entry = entry;
+        request.entry = entry.map(Box::new);
         request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
@@ -168,7 +168,7 @@ impl Sessions {
             .await?;
         let mut request = self.operator_run(&key, p.message, lane);
         request.add_images(images);
-        request.entry = entry;
+        request.entry = entry.map(Box::new);
         if let Some(new) = &mut request.create {
             new.label = p.label;
             new.spawned_by = match &p.spawned_by {

@@ -30,6 +30,8 @@ pub(crate) mod tests;
 
 /// Read connections kept open for reuse.
 const MAX_IDLE_READERS: usize = 8;
+/// Prepared statements each connection keeps.
+const STATEMENT_CACHE: usize = 64;
 
 /// SQLite-backed [`Store`](super::Store). Cheap to clone.
 #[derive(Clone)]
@@ -72,6 +74,9 @@ impl SqliteStore {
         private::restrict(&db_path)?;
         let conn = Connection::open(&db_path)?;
         schema::configure(&conn)?;
+        // Every statement the writer runs stays prepared (the default keeps 16, fewer than a
+        // turn's writes use, and re-prepares the rest each time).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&conn)?;
         let repair = repair_behind(&conn, home)?;
         if repair.rebuilt > 0 {
@@ -184,7 +189,7 @@ impl Inner {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         schema::configure(&conn)?;
-        conn.set_prepared_statement_cache_capacity(64);
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(conn)
     }
 

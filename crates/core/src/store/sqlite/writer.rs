@@ -117,11 +117,14 @@ pub(super) fn run(conn: Connection, jobs: Receiver<Job>, home: PathBuf) {
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(e) = cached(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %e, "could not begin a write transaction; {} writes fail", batch.len());
         return; // dropping the jobs answers their callers with an error
     }
     mirror.write_marks(conn);
+    if batch.len() == 1 {
+        return commit_one(conn, batch, mirror);
+    }
     let mut done = Vec::with_capacity(batch.len());
     for job in batch {
         if let Err(e) = conn.execute_batch("SAVEPOINT job") {
@@ -139,7 +142,32 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
         }
         done.push(outcome);
     }
-    let committed = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+    finish(conn, done, mirror);
+}
+
+/// A job alone in its transaction needs no savepoint: when it fails, the whole transaction
+/// rolls back (the mirror marks written in it stay queued for the next one). A savepoint makes
+/// SQLite copy every page a job changes into a statement journal first, for nothing here.
+fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
+    let done: Vec<JobDone> = batch.into_iter().map(|job| job(conn)).collect();
+    if done.iter().any(|outcome| !outcome.ok) {
+        let _ = conn.execute_batch("ROLLBACK");
+        for outcome in done {
+            (outcome.finish)(Ok(()));
+        }
+        return;
+    }
+    finish(conn, done, mirror);
+}
+
+/// Runs one statement of the writer's own, prepared once (`execute_batch` parses it each time).
+fn cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// Commits, writes the mirror lines of what committed, and answers each job.
+fn finish(conn: &Connection, done: Vec<JobDone>, mirror: &mut MirrorState) {
+    let committed = cached(conn, "COMMIT").map_err(|e| e.to_string());
     if committed.is_err() {
         // The marks written in this transaction stay queued for the next one.
         let _ = conn.execute_batch("ROLLBACK");

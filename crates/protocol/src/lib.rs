@@ -20,6 +20,7 @@ pub mod exchanges;
 pub mod frames;
 pub mod inbound;
 pub mod lenient;
+pub mod list_json;
 pub mod message;
 pub mod overview;
 pub mod pairing;

@@ -240,55 +240,65 @@ impl Runtime {
     /// What the session's runs are doing now: `running` (one is working), `queued` (runs wait
     /// for the session's worker or a lane), `None` when idle.
     pub fn run_state(&self, session_key: &SessionKey) -> Option<RunState> {
-        let (active, pending) = {
-            let queues = lock(&self.inner.queues);
-            let queue = queues.get(session_key)?;
-            let active = queue.active.as_ref().map(|(id, _)| id.clone());
-            (active, !queue.pending.is_empty())
-        };
-        // The active run's status; `None` once it ended (its worker clears `active` just after).
-        let status = active.and_then(|id| {
-            lock(&self.inner.live)
-                .get(&id)
-                .map(|run| run.state.borrow().status)
-        });
-        match status {
-            Some(RunStatus::Running) => Some(RunState::Running),
-            Some(RunStatus::Queued) => Some(RunState::Queued),
-            _ => pending.then_some(RunState::Queued),
-        }
+        self.run_views(&[session_key])
+            .pop()
+            .and_then(|(state, _)| state)
     }
 
     /// The session's current run, or its last one since start, as its row shows them.
     pub fn run_activity(&self, session_key: &SessionKey) -> Option<RunActivity> {
-        let state = self.run_state(session_key);
-        let active = match state {
-            Some(RunState::Running) => lock(&self.inner.queues)
-                .get(session_key)
-                .and_then(|q| q.active.as_ref().map(|(id, _)| id.as_str().to_string())),
-            _ => None,
+        self.run_views(&[session_key])
+            .pop()
+            .and_then(|(_, activity)| activity)
+    }
+
+    /// [`Runtime::run_state`] and [`Runtime::run_activity`] of each key, for a page of rows:
+    /// each map is locked once for the page (not three times a row), and the one of live runs
+    /// only when a key has an active run.
+    pub fn run_views(&self, keys: &[&SessionKey]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
+        // Each session's active run, and whether runs wait in its queue.
+        let queued: Vec<Option<(Option<RunId>, bool)>> = {
+            let queues = lock(&self.inner.queues);
+            keys.iter()
+                .map(|key| {
+                    let queue = queues.get(*key)?;
+                    let active = queue.active.as_ref().map(|(id, _)| id.clone());
+                    Some((active, !queue.pending.is_empty()))
+                })
+                .collect()
         };
-        let last = lock(&self.inner.last_ended).get(session_key).cloned();
-        if state.is_none() && last.is_none() {
-            return None;
+        // The active runs' statuses; `None` once one ended (its worker clears `active` just after).
+        let mut statuses: Vec<Option<RunStatus>> = vec![None; keys.len()];
+        if queued.iter().flatten().any(|(active, _)| active.is_some()) {
+            let live = lock(&self.inner.live);
+            for (status, queue) in statuses.iter_mut().zip(&queued) {
+                let active = queue.as_ref().and_then(|(active, _)| active.as_ref());
+                *status = active
+                    .and_then(|id| live.get(id))
+                    .map(|run| run.state.borrow().status);
+            }
         }
-        let status = match (state, &last) {
-            (Some(state), _) => state.as_str(),
-            (None, Some(last)) => ended_status(last.status),
-            (None, None) => return None,
+        let ended: Vec<Option<Ended>> = {
+            let last_ended = lock(&self.inner.last_ended);
+            keys.iter()
+                .map(|key| last_ended.get(*key).map(Ended::of))
+                .collect()
         };
-        let runtime_ms = last
-            .as_ref()
-            .and_then(|l| Some(l.ended_at? - l.started_at?));
-        Some(RunActivity {
-            status: status.to_string(),
-            has_active_run: state.is_some(),
-            active_run_ids: active.into_iter().collect(),
-            last_run_id: last.as_ref().map(|l| l.run_id.as_str().to_string()),
-            started_at: last.as_ref().and_then(|l| l.started_at),
-            ended_at: last.as_ref().and_then(|l| l.ended_at),
-            runtime_ms,
-        })
+        queued
+            .into_iter()
+            .zip(statuses)
+            .zip(ended)
+            .map(|((queue, status), last)| {
+                let (active, pending) = queue.unwrap_or((None, false));
+                let state = match status {
+                    Some(RunStatus::Running) => Some(RunState::Running),
+                    Some(RunStatus::Queued) => Some(RunState::Queued),
+                    _ => pending.then_some(RunState::Queued),
+                };
+                let active = active.filter(|_| state == Some(RunState::Running));
+                (state, activity(state, active, last))
+            })
+            .collect()
     }
 
     /// The one worker of a session: runs `first` (a run that started as it was submitted),
@@ -413,6 +423,54 @@ pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
 }
 
 /// A last run's row status, in the reference's words.
+/// What a row shows of a session's last ended run.
+struct Ended {
+    run_id: String,
+    status: RunStatus,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+}
+
+impl Ended {
+    fn of(run: &RunRecord) -> Self {
+        Self {
+            run_id: run.run_id.as_str().to_string(),
+            status: run.status,
+            started_at: run.started_at,
+            ended_at: run.ended_at,
+        }
+    }
+}
+
+/// A row's run fields: its current run (`state`, the `active` one when running), else its
+/// last ended one; `None` when it had neither since start.
+fn activity(
+    state: Option<RunState>,
+    active: Option<RunId>,
+    last: Option<Ended>,
+) -> Option<RunActivity> {
+    let status = match (state, &last) {
+        (Some(state), _) => state.as_str(),
+        (None, Some(last)) => ended_status(last.status),
+        (None, None) => return None,
+    };
+    let runtime_ms = last
+        .as_ref()
+        .and_then(|l| Some(l.ended_at? - l.started_at?));
+    Some(RunActivity {
+        status: status.to_string(),
+        has_active_run: state.is_some(),
+        active_run_ids: active
+            .map(|id| id.as_str().to_string())
+            .into_iter()
+            .collect(),
+        started_at: last.as_ref().and_then(|l| l.started_at),
+        ended_at: last.as_ref().and_then(|l| l.ended_at),
+        last_run_id: last.map(|l| l.run_id),
+        runtime_ms,
+    })
+}
+
 fn ended_status(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Ok => "done",

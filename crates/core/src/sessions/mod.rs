@@ -20,7 +20,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
 use switchboard_protocol::events::SessionsChanged;
-use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
+use switchboard_protocol::runs::RunState;
+use switchboard_protocol::sessions::{RunActivity, SessionRow, SubagentStatus};
 
 pub use health::{HealthParts, channel_health, channels_status};
 
@@ -101,9 +102,18 @@ impl Sessions {
 
     /// [`Sessions::row`] of an entry the caller is done with: its strings move into the row.
     fn row_of(&self, e: SessionEntry) -> SessionRow {
-        let run_state = self.runtime.run_state(&e.key);
-        let activity = self.runtime.run_activity(&e.key);
-        let mut row = row_of(e, self.store.as_ref(), &self.config);
+        let view = self.runtime.run_views(&[&e.key]).pop().unwrap_or_default();
+        self.row_with(e, view, &mut ModelLookups::new(&self.config))
+    }
+
+    /// The row of an entry with what its runs are doing (`Runtime::run_views`).
+    fn row_with(
+        &self,
+        e: SessionEntry,
+        (run_state, activity): (Option<RunState>, Option<RunActivity>),
+        models: &mut ModelLookups<'_>,
+    ) -> SessionRow {
+        let mut row = row_in(e, self.store.as_ref(), models);
         row.run_state = run_state;
         row.activity = activity;
         row
@@ -118,7 +128,17 @@ impl Sessions {
             .filter(|(_, e)| e.spawned_by.is_some())
             .map(|(i, e)| (e.key.clone(), i))
             .collect();
-        let mut rows: Vec<SessionRow> = entries.into_iter().map(|e| self.row_of(e)).collect();
+        // The runs' maps are read once for the page, and the config once per model.
+        let mut models = ModelLookups::new(&self.config);
+        let views = {
+            let keys: Vec<&SessionKey> = entries.iter().map(|e| &e.key).collect();
+            self.runtime.run_views(&keys)
+        };
+        let mut rows: Vec<SessionRow> = entries
+            .into_iter()
+            .zip(views)
+            .map(|(e, view)| self.row_with(e, view, &mut models))
+            .collect();
         if at.is_empty() {
             return Ok(rows);
         }
@@ -178,6 +198,58 @@ pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> Se
 
 /// [`row`] of an entry the caller is done with: its strings move into the row.
 pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
+    row_in(e, store, &mut ModelLookups::new(config))
+}
+
+/// What the rows of a page look up in the config: an agent's model and a model's context
+/// window, found once for a run of rows that share them (most pages: one agent, one model)
+/// rather than once a row (each lookup normalises or lowercases a name into a new string).
+pub(crate) struct ModelLookups<'a> {
+    config: &'a Config,
+    agent: Option<(String, String)>,
+    window: Option<(String, Option<u64>)>,
+}
+
+impl<'a> ModelLookups<'a> {
+    pub(crate) fn new(config: &'a Config) -> Self {
+        Self {
+            config,
+            agent: None,
+            window: None,
+        }
+    }
+
+    /// [`Config::agent_model`].
+    fn agent_model(&mut self, agent_id: &str) -> String {
+        match &self.agent {
+            Some((id, model)) if id == agent_id => model.clone(),
+            _ => {
+                let model = self.config.agent_model(agent_id).to_string();
+                self.agent = Some((agent_id.to_string(), model.clone()));
+                model
+            }
+        }
+    }
+
+    /// [`Config::context_window`].
+    fn context_window(&mut self, model: &str) -> Option<u64> {
+        match &self.window {
+            Some((known, window)) if known == model => *window,
+            _ => {
+                let window = self.config.context_window(model);
+                self.window = Some((model.to_string(), window));
+                window
+            }
+        }
+    }
+}
+
+/// [`row_of`] with the page's [`ModelLookups`].
+fn row_in<M>(
+    e: SessionEntry,
+    store: &dyn SessionReads,
+    models: &mut ModelLookups<'_>,
+) -> SessionRow<M> {
     let key_channel = || e.key.channel().map(str::to_string);
     let channel = match e.kind {
         SessionKind::Cron | SessionKind::Hook | SessionKind::Node => {
@@ -190,7 +262,11 @@ pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> 
             .or_else(|| e.channel.clone())
             .or_else(key_channel),
     };
-    let model = effective_model(&e, config);
+    // The effective model (see `effective_model`), moved out of the entry.
+    let model = match e.last_model.or(e.model) {
+        Some(model) => model,
+        None => models.agent_model(&e.agent_id),
+    };
     let transcript_path = store
         .transcript_path(&e.agent_id, &e.session_id)
         .map(|path| {
@@ -209,7 +285,7 @@ pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> 
         chat_type: e.chat_type.map(|c| c.as_str().to_string()),
         display_name: e.display_name,
         label: e.label,
-        context_tokens: config.context_window(&model),
+        context_tokens: models.context_window(&model),
         model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),

@@ -303,6 +303,8 @@ impl ListQuery {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage {
+    /// The entries without their transcript's end: `last_seq` is 0 (no list reader uses it;
+    /// `SessionReads::get` reads it).
     pub entries: Vec<SessionEntry>,
     pub next_cursor: Option<Cursor>,
 }

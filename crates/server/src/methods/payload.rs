@@ -29,6 +29,17 @@ impl Payload {
             .map_err(encode_error)
     }
 
+    /// A payload already written as JSON text (`switchboard_protocol::list_json`).
+    pub fn json_bytes(written: serde_json::Result<Vec<u8>>) -> Result<Self, ErrorShape> {
+        let text = written.map_err(encode_error)?;
+        String::from_utf8(text).map(Payload::Json).map_err(|e| {
+            ErrorShape::new(
+                ErrorCode::Internal,
+                format!("could not encode the result: {e}"),
+            )
+        })
+    }
+
     /// The payload as a value (for a caller that needs to look into it).
     pub fn into_value(self) -> Result<Value, ErrorShape> {
         match self {
@@ -122,6 +133,7 @@ mod tests {
 
     #[test]
     fn a_list_page_encoded_from_its_rows_is_the_page_encoded_through_a_value() {
+        use switchboard_protocol::list_json::list_page_json;
         use switchboard_protocol::sessions::SessionsListResult;
         let every_field: Value = serde_json::from_str(
             r#"{
@@ -157,6 +169,11 @@ mod tests {
         let bare: SessionsListResult =
             serde_json::from_value(json!({"count": 0, "sessions": []})).unwrap();
         assert_eq!(frame_encoded("8", &bare), frame_via_value("8", &bare));
+        // As `sessions.list` writes it: field by field, the same text as serde_json's.
+        for page in [&page, &bare] {
+            let written = Payload::json_bytes(list_page_json(page)).unwrap();
+            assert_eq!(written, Payload::encode(page).unwrap());
+        }
     }
 
     #[test]

@@ -620,3 +620,40 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
         .unwrap();
     assert_eq!(run_columns, 2, "schema 8 keeps a run's model and cost");
 }
+
+#[tokio::test]
+async fn a_list_page_is_read_in_order_from_an_index_without_a_sort_or_a_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    for i in 0..30 {
+        store
+            .create(new_session(&format!("agent:main:s{i:02}")))
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
+    let mut query = ListQuery::every(None, 10);
+    query.include_archived = false;
+    query.exclude_keys = vec!["unknown".into(), "global".into()];
+    for agent in [None, Some("main".to_string())] {
+        query.agent_id = agent;
+        let statement = crate::store::rules::list::statement(&query, crate::store::dialect::SQLITE);
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", statement.sql))
+            .unwrap()
+            .query_map(types::bind(&statement.params), |r| r.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert!(plan[0].contains("USING INDEX sessions_by_"), "{plan:?}");
+        let mut stmt = conn.prepare(&statement.sql).unwrap();
+        let rows = stmt
+            .query_map(types::bind(&statement.params), |r| r.get::<_, String>(0))
+            .unwrap()
+            .count();
+        assert_eq!(rows, 11);
+        assert_eq!(stmt.get_status(StatementStatus::Sort), 0);
+    }
+}

@@ -230,10 +230,7 @@ impl Runtime {
             is_new
         };
         if start_worker {
-            let runtime = self.clone();
-            self.inner
-                .tasks
-                .spawn(async move { runtime.session_worker(session_key, None).await });
+            self.spawn_worker(session_key, None);
         }
     }
 
@@ -301,9 +298,17 @@ impl Runtime {
             .collect()
     }
 
+    /// Starts the session's worker (see [`Runtime::session_worker`]).
+    pub(super) fn spawn_worker(&self, session_key: SessionKey, first: Option<Begun>) {
+        let runtime = self.clone();
+        self.inner
+            .tasks
+            .spawn(async move { runtime.session_worker(session_key, first).await });
+    }
+
     /// The one worker of a session: runs `first` (a run that started as it was submitted),
     /// then its queue in order, then exits.
-    pub(super) async fn session_worker(self, session_key: SessionKey, first: Option<Begun>) {
+    async fn session_worker(self, session_key: SessionKey, first: Option<Begun>) {
         if let Some(begun) = first {
             let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
             let work = Box::pin(run::carry_out(&self, begun));

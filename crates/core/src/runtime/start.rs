@@ -161,10 +161,7 @@ impl Runtime {
             started: Ok(entry),
             keep: None,
         };
-        let runtime = self.clone();
-        self.inner
-            .tasks
-            .spawn(async move { runtime.session_worker(key, Some(begun)).await });
+        self.spawn_worker(key, Some(begun));
         Ok(accepted)
     }
 
@@ -182,10 +179,6 @@ impl Runtime {
                 return;
             }
         }
-        let runtime = self.clone();
-        let key = key.clone();
-        self.inner
-            .tasks
-            .spawn(async move { runtime.session_worker(key, None).await });
+        self.spawn_worker(key.clone(), None);
     }
 }

@@ -7,6 +7,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{Value, json};
 use switchboard_core::CoreError;
 use switchboard_protocol::ErrorCode;
@@ -73,6 +74,18 @@ pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
             format!("parse error: the body is not JSON ({e}); {EXPECTED}"),
         )
     })?;
+    let verdict = shape(value);
+    if verdict.is_err() && serde_json::from_slice::<ClientJsonRpcMessage>(body).is_ok() {
+        // What MCP itself reads is never refused here, e.g. `"params": null` on a method rmcp
+        // takes as a custom request.
+        return Ok(());
+    }
+    verdict.map_err(|(code, message)| bad(code, message))
+}
+
+/// Whether `value` has the shape of one JSON-RPC 2.0 message; if not, the code and what is wrong.
+fn shape(value: Value) -> Result<(), (i64, String)> {
+    let bad = |code: i64, message: String| (code, message);
     let message = match value {
         Value::Object(map) => map,
         Value::Array(_) => {
@@ -185,6 +198,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}"#,
             r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
+            // rmcp reads a method it does not know, with null params, as a custom request.
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "initializ1e999e", "params":null}"#,
         ] {
             assert!(json_rpc_body(ok.as_bytes()).is_ok(), "{ok}");
         }

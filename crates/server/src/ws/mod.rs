@@ -30,7 +30,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
-use futures_util::stream::SplitStream;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use switchboard_core::RunId;
@@ -171,31 +171,9 @@ impl Conn {
 
 async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending>) {
     let conn_id = state.next_conn.fetch_add(1, Ordering::Relaxed);
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
-    let writer = state.tasks.spawn(async move {
-        while let Some(out) = rx.recv().await {
-            let (message, last) = match out {
-                Outgoing::Frame(text) => (Message::Text(Utf8Bytes::from(text)), false),
-                Outgoing::Close(code, reason) => {
-                    let frame = CloseFrame {
-                        code,
-                        reason: Utf8Bytes::from(reason),
-                    };
-                    (Message::Close(Some(frame)), true)
-                }
-            };
-            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
-                Ok(Ok(())) if !last => {}
-                Ok(_) => break,
-                Err(_) => {
-                    tracing::info!("a client stopped reading; dropping its connection");
-                    return;
-                }
-            }
-        }
-        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
-    });
+    let (sink, mut stream) = socket.split();
+    let (tx, rx) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
+    let writer = state.tasks.spawn(write_out(sink, rx));
     let conn = Arc::new(Conn {
         out: tx,
         event_seq: AtomicU64::new(0),
@@ -212,6 +190,42 @@ async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending
     conn.gone.cancel();
     drop(conn);
     let _ = writer.await;
+}
+
+/// The connection's writer, until a close frame or the client stops reading. The frames queued
+/// together are written with one flush: the events a turn emits at once (a run's start, its
+/// reply, the `agent.wait` answer) leave in one `sendto` instead of one each.
+async fn write_out(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<Outgoing>) {
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut closing = false;
+        while let Some(out) = next.take() {
+            let message = match out {
+                Outgoing::Frame(text) => Message::Text(Utf8Bytes::from(text)),
+                Outgoing::Close(code, reason) => {
+                    closing = true;
+                    let reason = Utf8Bytes::from(reason);
+                    Message::Close(Some(CloseFrame { code, reason }))
+                }
+            };
+            match tokio::time::timeout(WRITE_TIMEOUT, sink.feed(message)).await {
+                Ok(Ok(())) if !closing => next = rx.try_recv().ok(),
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => closing = true,
+                Err(_) => return stopped_reading(),
+            }
+        }
+        match tokio::time::timeout(WRITE_TIMEOUT, sink.flush()).await {
+            Ok(Ok(())) if !closing => {}
+            Ok(_) => break,
+            Err(_) => return stopped_reading(),
+        }
+    }
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
+}
+
+fn stopped_reading() {
+    tracing::info!("a client stopped reading; dropping its connection");
 }
 
 /// A connected client: its requests, its events, ticks, until it leaves or the gateway stops.

@@ -28,17 +28,17 @@ impl SessionReads for SqliteStore {
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
         let key = key.clone();
-        self.read(move |c| queries::get_entry(c, key.as_str()))
+        self.point_read(move |c| queries::get_entry(c, key.as_str()))
     }
 
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {
         let id = session_id.to_string();
-        self.read(move |c| queries::get_by_session_id(c, &id))
+        self.point_read(move |c| queries::get_by_session_id(c, &id))
     }
 
     fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>> {
         let (agent, label) = (agent_id.to_string(), label.to_string());
-        self.read(move |c| queries::get_by_label(c, &agent, &label))
+        self.point_read(move |c| queries::get_by_label(c, &agent, &label))
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
@@ -65,7 +65,7 @@ impl SessionReads for SqliteStore {
 
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
         let id = session_id.to_string();
-        self.read(move |c| queries::summary(c, &id, before))
+        self.point_read(move |c| queries::summary(c, &id, before))
     }
 
     fn last_messages(
@@ -115,12 +115,12 @@ impl RunStore for SqliteStore {
 
     fn get_run(&self, run_id: &RunId) -> StoreFuture<'_, Option<RunRecord>> {
         let id = run_id.clone();
-        self.read(move |c| queries::get_run(c, id.as_str()))
+        self.point_read(move |c| queries::get_run(c, id.as_str()))
     }
 
     fn get_run_by_idempotency(&self, key: &str) -> StoreFuture<'_, Option<RunRecord>> {
         let key = key.to_string();
-        self.read(move |c| queries::get_run_by_idempotency(c, &key))
+        self.point_read(move |c| queries::get_run_by_idempotency(c, &key))
     }
 
     fn live_runs(&self) -> StoreFuture<'_, Vec<(RunRecord, Option<RunInput>)>> {
@@ -137,7 +137,7 @@ impl RunStore for SqliteStore {
 
     fn get_subagent(&self, child_key: &SessionKey) -> StoreFuture<'_, Option<SubagentRecord>> {
         let key = child_key.clone();
-        self.read(move |c| subagents::get(c, &key))
+        self.point_read(move |c| subagents::get(c, &key))
     }
 
     fn get_subagents(&self, child_keys: Vec<SessionKey>) -> StoreFuture<'_, Vec<SubagentRecord>> {
@@ -164,7 +164,7 @@ impl RunStore for SqliteStore {
 
     fn get_exchange(&self, id: &str) -> StoreFuture<'_, Option<ExchangeRecord>> {
         let id = id.to_string();
-        self.read(move |c| exchanges::get(c, &id))
+        self.point_read(move |c| exchanges::get(c, &id))
     }
 
     fn unfinished_exchanges(&self) -> StoreFuture<'_, Vec<ExchangeRecord>> {
@@ -196,7 +196,7 @@ impl OutboxStore for SqliteStore {
 
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
         let id = id.to_string();
-        self.read(move |c| outbox::get(c, &id))
+        self.point_read(move |c| outbox::get(c, &id))
     }
 
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>> {
@@ -205,12 +205,12 @@ impl OutboxStore for SqliteStore {
 
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
         let name = name.to_string();
-        self.read(move |c| outbox::cursor(c, &name))
+        self.point_read(move |c| outbox::cursor(c, &name))
     }
 
     fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
         let name = name.to_string();
-        self.read(move |c| outbox::token(c, &name))
+        self.point_read(move |c| outbox::token(c, &name))
     }
 }
 
@@ -225,7 +225,7 @@ impl CronStore for SqliteStore {
 
     fn cron_get(&self, id: &str) -> StoreFuture<'_, Option<CronJobRecord>> {
         let id = id.to_string();
-        self.read(move |c| cron::get(c, &id))
+        self.point_read(move |c| cron::get(c, &id))
     }
 
     fn cron_remove(&self, id: &str) -> StoreFuture<'_, CronJobRecord> {
@@ -257,7 +257,7 @@ impl PairingStore for SqliteStore {
         sender: &str,
     ) -> StoreFuture<'_, bool> {
         let who = [channel, account, sender].map(str::to_string);
-        self.read(move |c| pairing::approved(c, (&who[0], &who[1], &who[2])))
+        self.point_read(move |c| pairing::approved(c, (&who[0], &who[1], &who[2])))
     }
 
     fn pairing_admit(&self, ask: PairingAsk) -> StoreFuture<'_, PairingAdmission> {

@@ -8,7 +8,9 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::types::{all, bind, first};
 use super::writer::MirrorOp;
 use crate::store::dialect::SQLITE;
-use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, RUN_COLUMNS, WRITE_ENTRY};
+use crate::store::rules::rows::{
+    self, ENTRY_COLUMNS, ENTRY_FROM, PATCH_ENTRY, RUN_COLUMNS, WRITE_ENTRY,
+};
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
@@ -109,7 +111,8 @@ pub(super) fn patch(
         check_label_free(conn, &e.agent_id, label, key)?;
     }
     rules::patched(&mut e, patch, now)?;
-    write_entry(conn, &e)?;
+    conn.prepare_cached(PATCH_ENTRY)?
+        .execute(bind(&rows::entry_params(&e)?))?;
     Ok(e)
 }
 

@@ -5,7 +5,7 @@
 //! message), so rebuilding a file from the database yields the same bytes; that is what lets a
 //! restart repair a short file by rewriting it.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -43,24 +43,22 @@ fn header_line(session_id: &str, created_at: i64, cwd: &Path) -> String {
     .to_string()
 }
 
-fn message_line(seq: i64, message: &Value) -> String {
+/// Writes one message's line, newline included, straight to `out`: the same bytes as the
+/// `json!` object of its fields (keys in order, as serde_json's map keeps them), without copying
+/// the message into one.
+fn write_message_line(out: &mut impl Write, seq: i64, message: &Value) -> std::io::Result<()> {
     let ts = message
         .get("timestamp")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let parent = if seq > 1 {
-        Value::String(message_id(seq - 1))
+    write!(out, "{{\"id\":\"{seq:08x}\",\"message\":")?;
+    serde_json::to_writer(&mut *out, message)?;
+    if seq > 1 {
+        write!(out, ",\"parentId\":\"{:08x}\"", seq - 1)?;
     } else {
-        Value::Null
-    };
-    json!({
-        "type": "message",
-        "id": message_id(seq),
-        "parentId": parent,
-        "timestamp": iso8601(ts),
-        "message": message,
-    })
-    .to_string()
+        out.write_all(b",\"parentId\":null")?;
+    }
+    writeln!(out, ",\"timestamp\":\"{}\",\"type\":\"message\"}}", iso8601(ts))
 }
 
 /// Creates the file with its header if it does not exist yet.
@@ -93,17 +91,21 @@ pub(crate) fn ensure_file(
     Ok(())
 }
 
-/// Appends message lines to an existing mirror.
-pub(crate) fn append_lines<'a>(
-    path: &Path,
+/// Appends message lines to a mirror open for appending.
+pub(crate) fn append_to<'a>(
+    file: &File,
     messages: impl Iterator<Item = (i64, &'a Value)>,
 ) -> std::io::Result<()> {
-    let file = OpenOptions::new().append(true).open(path)?;
     let mut out = BufWriter::new(file);
     for (seq, message) in messages {
-        writeln!(out, "{}", message_line(seq, message))?;
+        write_message_line(&mut out, seq, message)?;
     }
     out.flush()
+}
+
+/// Opens a mirror for appending.
+pub(crate) fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().append(true).open(path)
 }
 
 /// Rewrites the whole mirror from stored messages (write to a temporary file, then rename, so a
@@ -128,7 +130,7 @@ pub(crate) fn rebuild(
         let mut out = BufWriter::new(file);
         writeln!(out, "{}", header_line(session_id, created_at, cwd))?;
         for (seq, message) in messages {
-            writeln!(out, "{}", message_line(seq, &message))?;
+            write_message_line(&mut out, seq, &message)?;
         }
         out.flush()?;
     }
@@ -195,7 +197,8 @@ mod tests {
             .map(|i| json!({"role": "user", "content": format!("m{i}"), "timestamp": i}))
             .collect();
         ensure_file(&a, "sid", 5, dir.path()).unwrap();
-        append_lines(&a, msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m))).unwrap();
+        let file = open_append(&a).unwrap();
+        append_to(&file, msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m))).unwrap();
         rebuild(
             &b,
             "sid",
@@ -216,5 +219,19 @@ mod tests {
         assert_eq!(lines[0]["version"], 3);
         assert_eq!(lines[2]["parentId"], "00000001");
         assert_eq!(lines[3]["message"]["content"], "m3");
+    }
+
+    #[test]
+    fn a_message_line_is_the_json_object_of_its_fields() {
+        let message = json!({"role": "assistant", "content": [{"type": "text", "text": "é\"\n"}],
+            "timestamp": 1_795_717_272_830_i64, "usage": {"input": 1}});
+        for seq in [1, 2, 300] {
+            let parent = if seq > 1 { json!(message_id(seq - 1)) } else { Value::Null };
+            let object = json!({"type": "message", "id": message_id(seq), "parentId": parent,
+                "timestamp": iso8601(1_795_717_272_830), "message": message});
+            let mut line = Vec::new();
+            write_message_line(&mut line, seq, &message).unwrap();
+            assert_eq!(String::from_utf8(line).unwrap(), format!("{object}\n"));
+        }
     }
 }

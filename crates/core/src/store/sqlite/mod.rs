@@ -1,6 +1,7 @@
-//! The embedded SQLite store (WAL). One writer thread commits in groups (see `writer`); reads run
-//! on a small pool of read-only connections on tokio's blocking threads, so neither blocks the
-//! async runtime.
+//! The embedded SQLite store (WAL). One write connection commits in groups (see `writer`): on
+//! the task that queued a write when no other commit is under way, else on the writer thread.
+//! Reads run on a small pool of read-only connections: a one-row read on the task's own thread,
+//! a read of many rows on tokio's blocking threads.
 
 mod cron;
 mod exchanges;
@@ -14,7 +15,7 @@ mod types;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -23,7 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::{StoreError, StoreFuture, WriteOp, WriteOutcome};
 use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
-use writer::{Job, JobDone, MirrorOp};
+use writer::{Job, JobDone, MirrorOp, Queued, Writer};
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -44,8 +45,10 @@ struct Inner {
     /// Every time the store writes (`createdAt`, `updatedAt`, …) is read from here.
     clock: Arc<dyn Clock>,
     db_path: PathBuf,
-    jobs: Mutex<Option<Sender<Job>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    writer: Arc<Writer>,
+    /// Wakes the writer thread; dropped (taken at close) to stop it.
+    wake: Mutex<Option<SyncSender<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
     /// Read calls served since open (each one store query, or one batched statement).
     reads: std::sync::atomic::AtomicU64,
@@ -85,18 +88,21 @@ impl SqliteStore {
                 "rebuilt transcript mirrors that a crash left missing, short or gapped"
             );
         }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let writer_home = home.to_path_buf();
+        let writer = Arc::new(Writer::new(conn, home.to_path_buf()));
+        // One wake-up waiting is enough: the thread takes every job queued when it wakes.
+        let (wake, woken) = std::sync::mpsc::sync_channel(1);
+        let thread_writer = writer.clone();
         let handle = std::thread::Builder::new()
             .name("switchboard-store-writer".into())
-            .spawn(move || writer::run(conn, rx, writer_home))?;
+            .spawn(move || writer::run(thread_writer, woken))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),
                 clock,
                 db_path,
-                jobs: Mutex::new(Some(tx)),
-                writer: Mutex::new(Some(handle)),
+                writer,
+                wake: Mutex::new(Some(wake)),
+                thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 reads: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -110,16 +116,17 @@ impl SqliteStore {
 
     /// Stops accepting writes, lets the writer finish what it holds, and waits for it.
     pub async fn close(&self) {
-        let sender = self.inner.jobs.lock().ok().and_then(|mut j| j.take());
+        self.inner.writer.close();
+        let sender = self.inner.wake.lock().ok().and_then(|mut w| w.take());
         drop(sender);
-        let handle = self.inner.writer.lock().ok().and_then(|mut h| h.take());
+        let handle = self.inner.thread.lock().ok().and_then(|mut h| h.take());
         if let Some(handle) = handle {
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;
         }
     }
 
-    /// Runs `f` on the writer thread inside the current group transaction, with the time of the
-    /// write (ms, on the store's clock).
+    /// Runs `f` inside the current group transaction (`writer`), with the time of the write
+    /// (ms, on the store's clock).
     fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection, i64, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
@@ -138,13 +145,16 @@ impl SqliteStore {
                 }),
             }
         });
-        let sent = match self.inner.jobs.lock() {
-            Ok(jobs) => jobs.as_ref().is_some_and(|s| s.send(job).is_ok()),
-            Err(_) => false,
-        };
+        let queued = self.inner.writer.submit(job);
+        if matches!(queued, Queued::Behind) {
+            self.inner.wake_writer();
+        }
+        let inner = self.inner.clone();
         Box::pin(crate::measure::store_op("sqlite", "write", async move {
-            if !sent {
-                return Err(StoreError::Closed);
+            match queued {
+                Queued::Closed => return Err(StoreError::Closed),
+                Queued::Alone if !inner.writer.help() => inner.wake_writer(),
+                Queued::Alone | Queued::Behind => {}
             }
             rx.await
                 .map_err(|_| StoreError::Backend("the write was not committed".into()))?
@@ -200,6 +210,15 @@ impl SqliteStore {
 }
 
 impl Inner {
+    fn wake_writer(&self) {
+        if let Ok(wake) = self.wake.lock()
+            && let Some(wake) = wake.as_ref()
+        {
+            // A full slot: the thread is already woken.
+            let _ = wake.try_send(());
+        }
+    }
+
     fn take_reader(&self) -> Result<Connection, StoreError> {
         if let Some(conn) = self.readers.lock().ok().and_then(|mut r| r.pop()) {
             return Ok(conn);

@@ -26,8 +26,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,8 @@ use crate::store::StoreError;
 use crate::store::mirror;
 
 const MAX_BATCH: usize = 512;
+/// How long after two writes were last in flight at once every write goes to the writer thread.
+const CALM: Duration = Duration::from_millis(10);
 /// Mirrors kept open for appending (the sessions written last).
 const OPEN_MIRRORS: usize = 64;
 const IDLE_FLUSH: Duration = Duration::from_millis(200);
@@ -89,6 +91,9 @@ pub(super) struct Writer {
     desk: Mutex<Desk>,
     /// Jobs queued and not yet committed (or failed).
     in_flight: AtomicUsize,
+    /// When (µs after `epoch`) a job was last queued behind another.
+    contended_at: AtomicU64,
+    epoch: Instant,
 }
 
 /// Where [`Writer::submit`] put a job.
@@ -139,23 +144,34 @@ impl Writer {
             queue: Mutex::new(queue),
             desk: Mutex::new(desk),
             in_flight: AtomicUsize::new(0),
+            contended_at: AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
     /// Queues `job` behind every job queued before it, and says whether it is the only write
-    /// in flight: only then is it committed by its own task ([`Writer::help`]). Under
-    /// concurrent writes the writer thread commits them, in groups as large as the writes that
-    /// queued during the last commit: committed one by one on their own tasks, they made
-    /// 20 sessions in parallel a third slower.
+    /// in flight, with none other for [`CALM`]: only then is it committed by its own task
+    /// ([`Writer::help`]). Under concurrent writes the writer thread commits them, in groups as
+    /// large as the writes that queued during the last commit: committed on their own tasks
+    /// whenever they found none in flight, they made 20 sessions in parallel a third slower
+    /// (smaller groups, and a worker thread held by each commit).
     pub(super) fn submit(&self, job: Job) -> Queued {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if !queue.open {
             return Queued::Closed;
         }
         queue.jobs.push_back(job);
-        match self.in_flight.fetch_add(1, Ordering::AcqRel) {
-            0 => Queued::Alone,
-            _ => Queued::Behind,
+        let now = self.epoch.elapsed().as_micros() as u64;
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) > 0 {
+            self.contended_at.store(now, Ordering::Relaxed);
+            return Queued::Behind;
+        }
+        let calm =
+            Duration::from_micros(now.saturating_sub(self.contended_at.load(Ordering::Relaxed)));
+        if calm >= CALM {
+            Queued::Alone
+        } else {
+            Queued::Behind
         }
     }
 

@@ -150,6 +150,13 @@ impl Driver {
     /// exchange never names a run that does not exist), and the step's idempotency key makes a
     /// second driver of the same record find the same run instead of starting another.
     async fn start_step(&self, x: &mut ExchangeRecord, with_message: bool) -> Result<(), Stop> {
+        if x.state == ExchangeState::Replying && (x.turn + 1) % 2 == 1 {
+            // A turn in the requester's session can only run after the run that sent the
+            // message: submitted once that run ended, it starts at once (queued and started in
+            // one commit) instead of waiting in the queue, and the sender's turn does not share
+            // the machine with writing it down.
+            self.runtime.ended_here(&x.requester_run).await;
+        }
         let mut next = x.clone();
         next.step_run = RunId::default();
         next.updated_at = self.runtime.now_ms();

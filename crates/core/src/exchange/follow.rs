@@ -15,7 +15,9 @@ use crate::error::CoreError;
 use crate::ids::RunId;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, Runtime};
-use crate::store::{ExchangeRecord, ExchangeState, RunRecord, RunStatus, Store, WriteOp};
+use crate::store::{
+    ExchangeRecord, ExchangeState, RunRecord, RunStatus, SessionEntry, Store, WriteOp,
+};
 
 /// Starts of one step before the exchange gives up on it: a step the gateway's stop cut off
 /// runs again, a few times at most.
@@ -148,10 +150,17 @@ impl Driver {
     /// exchange never names a run that does not exist), and the step's idempotency key makes a
     /// second driver of the same record find the same run instead of starting another.
     async fn start_step(&self, x: &mut ExchangeRecord, with_message: bool) -> Result<(), Stop> {
+        if x.state == ExchangeState::Replying && (x.turn + 1) % 2 == 1 {
+            // A turn in the requester's session can only run after the run that sent the
+            // message: submitted once that run ended, it starts at once (queued and started in
+            // one commit) instead of waiting in the queue, and the sender's turn does not share
+            // the machine with writing it down.
+            self.runtime.ended_here(&x.requester_run).await;
+        }
         let mut next = x.clone();
         next.step_run = RunId::default();
         next.updated_at = self.runtime.now_ms();
-        let mut request = self.step_request(&next, with_message).await?;
+        let mut request = self.step_request(&next, with_message, None).await?;
         request.run_id = Some(next.step_run.clone());
         request.idempotency_key = Some(format!(
             "exchange:{}:{}:{}:{}",
@@ -177,17 +186,23 @@ impl Driver {
 
     /// The run of the record's current step: its message (the other side's text, unless it is
     /// in the transcript already or there is none), its system-prompt block (every instruction
-    /// of the step), and for the announce its delivery.
+    /// of the step), and for the announce its delivery. `known`: the target's entry when the
+    /// caller just read it. The request carries the entry of the session it runs in, so the
+    /// submit does not read that again.
     pub(super) async fn step_request(
         &self,
         x: &ExchangeRecord,
         with_message: bool,
+        known: Option<SessionEntry>,
     ) -> Result<RunRequest, Stop> {
         let (requester, target) = (&x.requester_key, &x.target_key);
         let latest = x.latest.as_deref().unwrap_or_default();
         let primary = RunId::from_string(x.id.clone());
         let previous = x.previous_run.clone().unwrap_or_else(|| primary.clone());
-        let target_entry = self.entry(target).await?;
+        let target_entry = match known {
+            Some(entry) => entry,
+            None => self.entry(target).await?,
+        };
         let requester_entry = match x.state {
             // The requester may not be a stored session (an MCP client); a failed read is not
             // that: the step waits for the store.
@@ -228,18 +243,18 @@ impl Driver {
                 (target, requester, previous, text, block, Some(deliver))
             }
         };
-        if x.state != ExchangeState::Primary {
-            let entry = match to == target {
-                true => Some(&target_entry),
-                false => requester_entry.as_ref(),
-            };
-            if let SendDecision::Deny { reason } =
-                access::send_policy(&self.config, to.as_str(), entry)
-            {
-                return Err(Stop::Failed(reason));
-            }
+        let to_entry = match to == target {
+            true => Some(&target_entry),
+            false => requester_entry.as_ref(),
+        };
+        if x.state != ExchangeState::Primary
+            && let SendDecision::Deny { reason } =
+                access::send_policy(&self.config, to.as_str(), to_entry)
+        {
+            return Err(Stop::Failed(reason));
         }
         let mut request = RunRequest::new(to.clone(), Lane::Nested);
+        request.entry = to_entry.cloned().map(Box::new);
         if with_message {
             request = request.with_message(text, Some(agent_provenance(from, &from_run)));
         }
@@ -249,10 +264,7 @@ impl Driver {
         Ok(request)
     }
 
-    async fn entry(
-        &self,
-        key: &crate::keys::SessionKey,
-    ) -> Result<crate::store::SessionEntry, Stop> {
+    async fn entry(&self, key: &crate::keys::SessionKey) -> Result<SessionEntry, Stop> {
         match self.store.get(key).await {
             Ok(Some(entry)) => Ok(entry),
             Ok(None) => Err(Stop::Failed(format!(

@@ -114,11 +114,12 @@ impl Exchanges {
     pub async fn begin(&self, exchange: Exchange) -> CoreResult<Accepted> {
         let run_id = RunId::default();
         let now = self.runtime.now_ms();
+        let target = exchange.target;
         let record = ExchangeRecord {
             id: run_id.as_str().to_string(),
             requester_key: exchange.requester,
             requester_run: exchange.requester_run,
-            target_key: exchange.target.key.clone(),
+            target_key: target.key.clone(),
             message: exchange.message,
             chain: exchange.chain,
             state: ExchangeState::Primary,
@@ -135,8 +136,10 @@ impl Exchanges {
             epoch: self.store.cluster().epoch(),
         };
         let driver = self.driver();
+        // The target as the send just read it (to resolve it and check its policy): the
+        // step and the submit do not read it again.
         let mut request = driver
-            .step_request(&record, true)
+            .step_request(&record, true, Some(target))
             .await
             .map_err(follow::Stop::into_error)?;
         request.run_id = Some(run_id);

@@ -486,6 +486,21 @@ impl Runtime {
         self.wait_stored(run_id, timeout).await
     }
 
+    /// Waits until the run ends when it is live on this gateway (queued or running); at once
+    /// otherwise.
+    pub(crate) async fn ended_here(&self, run_id: &RunId) {
+        let live = lock(&self.inner.live)
+            .get(run_id)
+            .map(|l| l.state.subscribe());
+        if let Some(mut state) = live {
+            while !state.borrow_and_update().status.is_final() {
+                if state.changed().await.is_err() {
+                    return; // retired: it ended
+                }
+            }
+        }
+    }
+
     /// The current record of a run (live state first, then the store).
     pub async fn record(&self, run_id: &RunId) -> CoreResult<Option<RunRecord>> {
         let live = lock(&self.inner.live)

@@ -58,7 +58,11 @@ fn write_message_line(out: &mut impl Write, seq: i64, message: &Value) -> std::i
     } else {
         out.write_all(b",\"parentId\":null")?;
     }
-    writeln!(out, ",\"timestamp\":\"{}\",\"type\":\"message\"}}", iso8601(ts))
+    writeln!(
+        out,
+        ",\"timestamp\":\"{}\",\"type\":\"message\"}}",
+        iso8601(ts)
+    )
 }
 
 /// Creates the file with its header if it does not exist yet.
@@ -198,7 +202,11 @@ mod tests {
             .collect();
         ensure_file(&a, "sid", 5, dir.path()).unwrap();
         let file = open_append(&a).unwrap();
-        append_to(&file, msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m))).unwrap();
+        append_to(
+            &file,
+            msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
+        )
+        .unwrap();
         rebuild(
             &b,
             "sid",
@@ -226,7 +234,11 @@ mod tests {
         let message = json!({"role": "assistant", "content": [{"type": "text", "text": "é\"\n"}],
             "timestamp": 1_795_717_272_830_i64, "usage": {"input": 1}});
         for seq in [1, 2, 300] {
-            let parent = if seq > 1 { json!(message_id(seq - 1)) } else { Value::Null };
+            let parent = if seq > 1 {
+                json!(message_id(seq - 1))
+            } else {
+                Value::Null
+            };
             let object = json!({"type": "message", "id": message_id(seq), "parentId": parent,
                 "timestamp": iso8601(1_795_717_272_830), "message": message});
             let mut line = Vec::new();

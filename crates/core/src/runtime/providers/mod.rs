@@ -31,12 +31,15 @@ pub use retry::{RetryPolicy, complete_with_retries};
 
 /// A tool the model may call: name, description for the model, JSON-schema parameters, and
 /// what they cost a request in estimated tokens (uncalibrated), worked out once.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
     pub tokens: f64,
+    /// Its entry of an OpenAI request's `tools`, serialized at its first request: a spec
+    /// lives as long as its tool (or its run), and every model call offers it again.
+    openai: std::sync::OnceLock<String>,
 }
 
 impl ToolSpec {
@@ -47,7 +50,21 @@ impl ToolSpec {
             description,
             parameters,
             tokens,
+            openai: std::sync::OnceLock::new(),
         }
+    }
+}
+
+impl PartialEq for ToolSpec {
+    /// The spec itself; whether its request entry was serialized yet does not matter.
+    fn eq(&self, other: &Self) -> bool {
+        (&self.name, &self.description, &self.parameters, self.tokens)
+            == (
+                &other.name,
+                &other.description,
+                &other.parameters,
+                other.tokens,
+            )
     }
 }
 

@@ -19,6 +19,7 @@ use switchboard_protocol::message::{
 use super::http::{self, Endpoint, Sse};
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
+    ToolSpec,
 };
 use crate::config::{ProviderConfig, ThinkingLevel};
 
@@ -45,8 +46,8 @@ impl OpenAi {
         request: &ModelRequest,
         events: EventSink<'_>,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(request, self.stream);
-        let response = self.endpoint.post(&body).await?;
+        let body = request_bytes(request, self.stream);
+        let response = self.endpoint.post_json(body).await?;
         if self.stream && !http::is_json(&response) {
             let mut turn = Turn::default();
             self.endpoint
@@ -152,19 +153,37 @@ fn request_body(request: &ModelRequest, stream: bool) -> Value {
         // minimal, low, medium, high: the API's own words.
         body["reasoning_effort"] = json!(request.thinking.as_str());
     }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
     body
+}
+
+/// The request's body, serialized: [`request_body`] with `tools` last (where a `Value`'s sorted
+/// keys put it too), each tool written from its spec's entry, serialized once per spec instead
+/// of copied into a `Value` and serialized again at every model call.
+fn request_bytes(request: &ModelRequest, stream: bool) -> Vec<u8> {
+    // A `Value` always serializes (its keys are strings); it is an object, ending in `}`.
+    let mut bytes = serde_json::to_vec(&request_body(request, stream)).unwrap_or_default();
+    if request.tools.is_empty() || bytes.pop() != Some(b'}') {
+        return bytes;
+    }
+    bytes.extend_from_slice(b",\"tools\":[");
+    for (i, tool) in request.tools.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(tool_entry(tool).as_bytes());
+    }
+    bytes.extend_from_slice(b"]}");
+    bytes
+}
+
+/// `{"type": "function", "function": {name, description, parameters}}`, serialized.
+fn tool_entry(tool: &ToolSpec) -> &str {
+    tool.openai.get_or_init(|| {
+        json!({"type": "function", "function": {
+            "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+        }})
+        .to_string()
+    })
 }
 
 fn message(message: &TranscriptMessage) -> Value {
@@ -505,7 +524,47 @@ impl Turn {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    #[test]
+    fn the_body_with_its_tools_is_what_one_value_serialized_was() {
+        let tool = |name: &str| {
+            Arc::new(ToolSpec::new(
+                name.into(),
+                format!("what {name} does"),
+                json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {}}}),
+            ))
+        };
+        let mut request = ModelRequest {
+            model: "m".into(),
+            system: "be brief".into(),
+            messages: Vec::new(),
+            tools: vec![tool("one"), tool("two")],
+            max_tokens: Some(64),
+            thinking: ThinkingLevel::Low,
+        };
+        let mut whole = request_body(&request, true);
+        whole["tools"] = json!([
+            {"type": "function", "function": {"name": "one", "description": "what one does",
+             "parameters": request.tools[0].parameters}},
+            {"type": "function", "function": {"name": "two", "description": "what two does",
+             "parameters": request.tools[1].parameters}},
+        ]);
+        let expected = whole.to_string().into_bytes();
+        assert_eq!(request_bytes(&request, true), expected);
+        assert_eq!(
+            request_bytes(&request, true),
+            expected,
+            "from the kept entries"
+        );
+        request.tools.clear();
+        assert_eq!(
+            request_bytes(&request, false),
+            request_body(&request, false).to_string().into_bytes()
+        );
+    }
 
     #[test]
     fn cached_prompt_tokens_are_read_separately() {

@@ -16,11 +16,19 @@ use crate::store::{
 };
 
 /// `n` placeholders from parameter `first` on (`?3, ?4` / `$3, $4`).
+/// Written into one string: a run's start and end and an exchange's record build these for
+/// every write.
 pub(crate) fn placeholders(d: Dialect, first: usize, n: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("{}{i}", d.mark))
-        .collect::<Vec<_>>()
-        .join(", ")
+    use std::fmt::Write;
+    let mut out = String::with_capacity(n * 5);
+    for i in first..first + n {
+        if i > first {
+            out.push_str(", ");
+        }
+        // Writing to a `String` cannot fail.
+        let _ = write!(out, "{}{i}", d.mark);
+    }
+    out
 }
 
 /// The epoch of a record read back: a record from before epochs is held by nobody (the next
@@ -432,4 +440,17 @@ pub(crate) fn subagent_params(r: &SubagentRecord) -> Vec<Param> {
         r.archived_at.into(),
         r.trace.clone().into(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+    use crate::store::dialect::{POSTGRES, SQLITE};
+
+    #[test]
+    fn placeholders_are_numbered_from_the_first() {
+        assert_eq!(placeholders(SQLITE, 1, 3), "?1, ?2, ?3");
+        assert_eq!(placeholders(POSTGRES, 9, 2), "$9, $10");
+        assert_eq!(placeholders(SQLITE, 4, 0), "");
+    }
 }

@@ -2,8 +2,11 @@
 //! newest first then by key, one row more than the page to know whether another follows, and
 //! the cursor of the last row.
 
+use std::path::Path;
+
+use crate::keys::SessionKey;
 use crate::store::dialect::{Dialect, Statement};
-use crate::store::{Cursor, ListPage, ListQuery, SessionEntry};
+use crate::store::{Cursor, EntrySink, EntryView, ListPage, ListQuery, SessionEntry, StoreError};
 
 use super::rows::ENTRY_COLUMNS;
 
@@ -90,5 +93,54 @@ pub(crate) fn page(mut entries: Vec<SessionEntry>, limit: usize) -> ListPage {
     ListPage {
         entries,
         next_cursor,
+    }
+}
+
+/// A page read into an [`EntrySink`] ([`crate::store::SessionReads::list_into`]): the
+/// statement's rows are handed on until `limit`; the row after them only says that another page
+/// follows, from the cursor of the last row handed on.
+pub(crate) struct SinkPage {
+    limit: usize,
+    handed: usize,
+    last: Option<Cursor>,
+    more: bool,
+}
+
+impl SinkPage {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            handed: 0,
+            last: None,
+            more: false,
+        }
+    }
+
+    /// Whether the page is full: the row read now is the one after it (not to be decoded).
+    pub(crate) fn full(&mut self) -> bool {
+        self.more = self.handed >= self.limit;
+        self.more
+    }
+
+    /// Hands `entry` to `sink`.
+    pub(crate) fn hand(
+        &mut self,
+        sink: &mut dyn EntrySink,
+        entry: &EntryView<'_>,
+        transcript: Option<&Path>,
+    ) -> Result<(), StoreError> {
+        self.handed += 1;
+        if self.handed == self.limit {
+            self.last = Some(Cursor {
+                updated_at: entry.updated_at,
+                key: SessionKey::from_canonical(entry.key.to_owned()),
+            });
+        }
+        sink.entry(entry, transcript)
+    }
+
+    /// The next page's cursor: `None` when no row followed the page.
+    pub(crate) fn next_cursor(self) -> Option<Cursor> {
+        self.last.filter(|_| self.more)
     }
 }

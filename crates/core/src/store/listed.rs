@@ -130,8 +130,10 @@ impl EntryView<'_> {
 /// The store hands the sink back when the page is read (a caller gets its own type back with
 /// `Box<dyn Any>::downcast`).
 pub trait EntrySink: Any + Send {
-    /// The page's next entry (listed entries have `last_seq` 0, as [`super::ListPage`]'s), and
-    /// where its transcript is mirrored (`None` when the store keeps no mirror).
+    /// The page's next entry, and where its transcript is mirrored (`None` when the store keeps
+    /// no mirror). What no list row shows may be left out: `last_seq` is 0 (as in
+    /// [`super::ListPage`]), and a store may leave `total_tokens` 0 and `last_account_id` and
+    /// `last_thread_id` `None`.
     fn entry(&mut self, entry: &EntryView<'_>, transcript: Option<&Path>)
     -> Result<(), StoreError>;
 }

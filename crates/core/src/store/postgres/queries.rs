@@ -284,7 +284,7 @@ pub(super) async fn list_into(
     q: &ListQuery,
     mut sink: Box<dyn EntrySink>,
 ) -> Result<(Box<dyn EntrySink>, Option<Cursor>), StoreError> {
-    let statement = listing::statement(q, POSTGRES);
+    let statement = listing::row_statement(q, POSTGRES);
     let mut page = listing::SinkPage::new(q.limit);
     for row in db.query_with(&statement.sql, &statement.params).await? {
         if page.full() {

@@ -18,15 +18,33 @@ fn list_columns() -> &'static str {
     COLUMNS.get_or_init(|| ENTRY_COLUMNS.replace("t.last_seq", "CAST(0 AS BIGINT)"))
 }
 
+/// The columns of a listed row written out at once ([`crate::store::EntrySink`]): [`list_columns`]
+/// without those no row shows (a constant costs no column read, in the database or out of it).
+fn row_columns() -> &'static str {
+    static COLUMNS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    COLUMNS.get_or_init(|| {
+        list_columns()
+            .replace("s.last_account_id", "CAST(NULL AS TEXT)")
+            .replace("s.last_thread_id", "CAST(NULL AS TEXT)")
+            .replace("s.total_tokens", "CAST(0 AS BIGINT)")
+    })
+}
+
 /// The list's statement in dialect `d`: the filters, then the cursor and the limit.
 pub(crate) fn statement(q: &ListQuery, d: Dialect) -> Statement {
+    select(q, d, list_columns())
+}
+
+/// [`statement`] for rows handed to an [`crate::store::EntrySink`]: their `total_tokens`,
+/// `last_account_id` and `last_thread_id` are not read (0 and `None`).
+pub(crate) fn row_statement(q: &ListQuery, d: Dialect) -> Statement {
+    select(q, d, row_columns())
+}
+
+fn select(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
     let mut a = Statement::new(
         d,
-        format!(
-            "SELECT {} FROM sessions s WHERE {}",
-            list_columns(),
-            d.truth
-        ),
+        format!("SELECT {columns} FROM sessions s WHERE {}", d.truth),
     );
     if !q.include_archived {
         a.sql.push_str(" AND s.archived_at IS NULL");

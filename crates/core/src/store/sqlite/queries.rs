@@ -204,7 +204,7 @@ pub(super) fn list_into(
     home: &Path,
     mut sink: Box<dyn EntrySink>,
 ) -> Result<(Box<dyn EntrySink>, Option<Cursor>), StoreError> {
-    let statement = listing::statement(q, SQLITE);
+    let statement = listing::row_statement(q, SQLITE);
     let mut stmt = conn.prepare_cached(&statement.sql)?;
     let mut rows = stmt.query(bind(&statement.params))?;
     let mut page = listing::SinkPage::new(q.limit);

@@ -9,7 +9,11 @@
 
 use serde::Serialize;
 
-use crate::sessions::{SessionRow, SessionsListResult};
+use crate::overview::SessionDefaults;
+use crate::runs::RunState;
+use crate::sessions::{
+    DeliveryContext, RunActivity, SessionKind, SessionRow, SessionsListResult, SubagentStatus,
+};
 
 /// The page as the compact JSON text of `serde_json::to_vec(page)`.
 pub fn list_page_json<M: Serialize>(page: &SessionsListResult<M>) -> serde_json::Result<Vec<u8>> {
@@ -22,26 +26,221 @@ pub fn list_page_json<M: Serialize>(page: &SessionsListResult<M>) -> serde_json:
     } = page;
     // The seeded rows are 330–400 bytes; one allocation for most pages.
     let mut out = Vec::with_capacity(256 + sessions.len() * 448);
-    out.extend_from_slice(b"{\"count\":");
-    value(&mut out, count)?;
-    out.extend_from_slice(b",\"sessions\":[");
-    for (i, row) in sessions.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_row(&mut out, row)?;
-    }
-    out.push(b']');
-    opt_str(&mut out, b",\"nextCursor\":", next_cursor);
-    opt_str(&mut out, b",\"warning\":", warning);
-    opt_value(&mut out, b",\"defaults\":", defaults)?;
-    out.push(b'}');
+    let end = PageEnd {
+        next_cursor: next_cursor.as_deref(),
+        warning: warning.as_deref(),
+        defaults: defaults.as_ref(),
+    };
+    write_page(&mut out, *count, sessions.len(), end, |out, i| {
+        write_row(out, &sessions[i])
+    })?;
     Ok(out)
 }
 
+/// What a page says after its rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageEnd<'a> {
+    pub next_cursor: Option<&'a str>,
+    pub warning: Option<&'a str>,
+    pub defaults: Option<&'a SessionDefaults>,
+}
+
+/// A page of `rows` rows onto `out`, as serde_json writes [`SessionsListResult`]: `row(out, i)`
+/// writes row `i` (a whole object: [`write_row`], or [`write_row_head`] then
+/// [`write_row_tail`]).
+pub fn write_page(
+    out: &mut Vec<u8>,
+    count: usize,
+    rows: usize,
+    end: PageEnd<'_>,
+    mut row: impl FnMut(&mut Vec<u8>, usize) -> serde_json::Result<()>,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(b"{\"count\":");
+    value(out, &count)?;
+    out.extend_from_slice(b",\"sessions\":[");
+    for i in 0..rows {
+        if i > 0 {
+            out.push(b',');
+        }
+        row(out, i)?;
+    }
+    out.push(b']');
+    let PageEnd {
+        next_cursor,
+        warning,
+        defaults,
+    } = end;
+    opt_str(out, b",\"nextCursor\":", next_cursor);
+    opt_str(out, b",\"warning\":", warning);
+    opt_value(out, b",\"defaults\":", &defaults)?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// What a row shows of its stored entry: the fields of [`SessionRow`] up to `transcriptPath`,
+/// borrowed (from the row a store is reading, say).
+#[derive(Debug, Clone, Copy)]
+pub struct RowHead<'a> {
+    pub key: &'a str,
+    pub kind: SessionKind,
+    pub channel: &'a str,
+    pub agent_id: &'a str,
+    pub session_id: &'a str,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub chat_type: Option<&'a str>,
+    pub display_name: Option<&'a str>,
+    pub label: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub context_tokens: Option<u64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub thinking_level: Option<&'a str>,
+    pub verbose_level: Option<&'a str>,
+    pub system_sent: Option<bool>,
+    pub aborted_last_run: Option<bool>,
+    pub send_policy: Option<&'a str>,
+    pub last_channel: Option<&'a str>,
+    pub last_to: Option<&'a str>,
+    pub delivery_context: Option<&'a DeliveryContext>,
+    pub spawned_by: Option<&'a str>,
+    pub archived_at: Option<i64>,
+    pub transcript_path: Option<&'a str>,
+}
+
+impl<M> SessionRow<M> {
+    /// What the row shows of its stored entry. Every field is taken apart (no `..`): a field
+    /// added to a row does not compile here until it is placed in the head or the tail.
+    pub fn head(&self) -> RowHead<'_> {
+        let SessionRow {
+            key,
+            kind,
+            channel,
+            agent_id,
+            session_id,
+            created_at,
+            updated_at,
+            chat_type,
+            display_name,
+            label,
+            model,
+            context_tokens,
+            input_tokens,
+            output_tokens,
+            total_tokens,
+            cost_usd,
+            thinking_level,
+            verbose_level,
+            system_sent,
+            aborted_last_run,
+            send_policy,
+            last_channel,
+            last_to,
+            delivery_context,
+            spawned_by,
+            archived_at,
+            transcript_path,
+            messages: _,
+            run_state: _,
+            activity: _,
+            subagent: _,
+        } = self;
+        RowHead {
+            key,
+            kind: *kind,
+            channel,
+            agent_id,
+            session_id,
+            created_at: *created_at,
+            updated_at: *updated_at,
+            chat_type: chat_type.as_deref(),
+            display_name: display_name.as_deref(),
+            label: label.as_deref(),
+            model: model.as_deref(),
+            context_tokens: *context_tokens,
+            input_tokens: *input_tokens,
+            output_tokens: *output_tokens,
+            total_tokens: *total_tokens,
+            cost_usd: *cost_usd,
+            thinking_level: thinking_level.as_deref(),
+            verbose_level: verbose_level.as_deref(),
+            system_sent: *system_sent,
+            aborted_last_run: *aborted_last_run,
+            send_policy: send_policy.as_deref(),
+            last_channel: last_channel.as_deref(),
+            last_to: last_to.as_deref(),
+            delivery_context: delivery_context.as_ref(),
+            spawned_by: spawned_by.as_deref(),
+            archived_at: *archived_at,
+            transcript_path: transcript_path.as_deref(),
+        }
+    }
+
+    /// The row of `head`, nothing said yet of the session now (its last messages, runs and
+    /// sub-agent task).
+    pub fn from_head(h: &RowHead<'_>) -> Self {
+        let owned = |s: Option<&str>| s.map(str::to_owned);
+        SessionRow {
+            key: h.key.to_owned(),
+            kind: h.kind,
+            channel: h.channel.to_owned(),
+            agent_id: h.agent_id.to_owned(),
+            session_id: h.session_id.to_owned(),
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+            chat_type: owned(h.chat_type),
+            display_name: owned(h.display_name),
+            label: owned(h.label),
+            model: owned(h.model),
+            context_tokens: h.context_tokens,
+            input_tokens: h.input_tokens,
+            output_tokens: h.output_tokens,
+            total_tokens: h.total_tokens,
+            cost_usd: h.cost_usd,
+            thinking_level: owned(h.thinking_level),
+            verbose_level: owned(h.verbose_level),
+            system_sent: h.system_sent,
+            aborted_last_run: h.aborted_last_run,
+            send_policy: owned(h.send_policy),
+            last_channel: owned(h.last_channel),
+            last_to: owned(h.last_to),
+            delivery_context: h.delivery_context.cloned(),
+            spawned_by: owned(h.spawned_by),
+            archived_at: h.archived_at,
+            transcript_path: owned(h.transcript_path),
+            messages: None,
+            run_state: None,
+            activity: None,
+            subagent: None,
+        }
+    }
+}
+
+/// What a row shows of the session now: the fields of [`SessionRow`] after `transcriptPath`.
+pub struct RowTail<'a, M> {
+    pub messages: Option<&'a [M]>,
+    pub run_state: Option<RunState>,
+    pub activity: Option<&'a RunActivity>,
+    pub subagent: Option<&'a SubagentStatus>,
+}
+
 /// One row, as serde_json writes [`SessionRow`].
-fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_json::Result<()> {
-    let SessionRow {
+pub fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_json::Result<()> {
+    write_row_head(out, &row.head())?;
+    let tail = RowTail {
+        messages: row.messages.as_deref(),
+        run_state: row.run_state,
+        activity: row.activity.as_ref(),
+        subagent: row.subagent.as_ref(),
+    };
+    write_row_tail(out, &tail)
+}
+
+/// The start of a row: its object opened and its fields up to `transcriptPath`.
+pub fn write_row_head(out: &mut Vec<u8>, head: &RowHead<'_>) -> serde_json::Result<()> {
+    let RowHead {
         key,
         kind,
         channel,
@@ -69,11 +268,7 @@ fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_json
         spawned_by,
         archived_at,
         transcript_path,
-        messages,
-        run_state,
-        activity,
-        subagent,
-    } = row;
+    } = *head;
     out.extend_from_slice(b"{\"key\":");
     string(out, key);
     out.extend_from_slice(b",\"kind\":");
@@ -85,29 +280,44 @@ fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_json
     out.extend_from_slice(b",\"sessionId\":");
     string(out, session_id);
     out.extend_from_slice(b",\"createdAt\":");
-    value(out, created_at)?;
+    value(out, &created_at)?;
     out.extend_from_slice(b",\"updatedAt\":");
-    value(out, updated_at)?;
+    value(out, &updated_at)?;
     opt_str(out, b",\"chatType\":", chat_type);
     opt_str(out, b",\"displayName\":", display_name);
     opt_str(out, b",\"label\":", label);
     opt_str(out, b",\"model\":", model);
-    opt_value(out, b",\"contextTokens\":", context_tokens)?;
-    opt_value(out, b",\"inputTokens\":", input_tokens)?;
-    opt_value(out, b",\"outputTokens\":", output_tokens)?;
-    opt_value(out, b",\"totalTokens\":", total_tokens)?;
-    opt_value(out, b",\"costUsd\":", cost_usd)?;
+    opt_value(out, b",\"contextTokens\":", &context_tokens)?;
+    opt_value(out, b",\"inputTokens\":", &input_tokens)?;
+    opt_value(out, b",\"outputTokens\":", &output_tokens)?;
+    opt_value(out, b",\"totalTokens\":", &total_tokens)?;
+    opt_value(out, b",\"costUsd\":", &cost_usd)?;
     opt_str(out, b",\"thinkingLevel\":", thinking_level);
     opt_str(out, b",\"verboseLevel\":", verbose_level);
-    opt_value(out, b",\"systemSent\":", system_sent)?;
-    opt_value(out, b",\"abortedLastRun\":", aborted_last_run)?;
+    opt_value(out, b",\"systemSent\":", &system_sent)?;
+    opt_value(out, b",\"abortedLastRun\":", &aborted_last_run)?;
     opt_str(out, b",\"sendPolicy\":", send_policy);
     opt_str(out, b",\"lastChannel\":", last_channel);
     opt_str(out, b",\"lastTo\":", last_to);
-    opt_value(out, b",\"deliveryContext\":", delivery_context)?;
+    opt_value(out, b",\"deliveryContext\":", &delivery_context)?;
     opt_str(out, b",\"spawnedBy\":", spawned_by);
-    opt_value(out, b",\"archivedAt\":", archived_at)?;
+    opt_value(out, b",\"archivedAt\":", &archived_at)?;
     opt_str(out, b",\"transcriptPath\":", transcript_path);
+    Ok(())
+}
+
+/// The end of a row begun by [`write_row_head`]: the fields after `transcriptPath`, and the
+/// object closed.
+pub fn write_row_tail<M: Serialize>(
+    out: &mut Vec<u8>,
+    tail: &RowTail<'_, M>,
+) -> serde_json::Result<()> {
+    let RowTail {
+        messages,
+        run_state,
+        activity,
+        subagent,
+    } = tail;
     opt_value(out, b",\"messages\":", messages)?;
     opt_value(out, b",\"runState\":", run_state)?;
     if let Some(activity) = activity {
@@ -163,7 +373,7 @@ fn is_plain(bytes: &[u8]) -> bool {
         .all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
 }
 
-fn opt_str(out: &mut Vec<u8>, name: &[u8], s: &Option<String>) {
+fn opt_str(out: &mut Vec<u8>, name: &[u8], s: Option<&str>) {
     if let Some(s) = s {
         out.extend_from_slice(name);
         string(out, s);
@@ -242,6 +452,24 @@ mod tests {
             "warning": "w", "defaults": {"model": "m", "modelProvider": "mock", "contextTokens": 1}
         }));
         same(json!({"count": 0, "sessions": []}));
+    }
+
+    #[test]
+    fn a_row_made_of_its_head_is_the_row_without_its_tail() {
+        let row: SessionRow = serde_json::from_value(json!({"key": "k", "kind": "group",
+            "channel": "c", "agentId": "a", "sessionId": "s", "createdAt": 1, "updatedAt": 2,
+            "chatType": "group", "displayName": "d", "label": "l", "model": "m",
+            "contextTokens": 3, "inputTokens": 4, "outputTokens": 5, "totalTokens": 6,
+            "costUsd": 0.5, "thinkingLevel": "t", "verboseLevel": "v", "systemSent": true,
+            "abortedLastRun": false, "sendPolicy": "deny", "lastChannel": "lc", "lastTo": "lt",
+            "deliveryContext": {"channel": "c", "to": "t"}, "spawnedBy": "p", "archivedAt": 7,
+            "transcriptPath": "/t", "runState": "queued", "subagent": {"state": "done",
+            "task": "t"}, "messages": []}))
+        .unwrap();
+        let mut bare = row.clone();
+        (bare.messages, bare.run_state, bare.activity, bare.subagent) = (None, None, None, None);
+        assert_ne!(bare, row);
+        assert_eq!(SessionRow::from_head(&row.head()), bare);
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl SessionKey {
     /// The part after `agent:<agentId>:`; `"global"` for the global key (and the whole key for a
     /// malformed one).
     pub fn rest(&self) -> &str {
-        self.split().map_or(self.0.as_str(), |(_, rest)| rest)
+        rest_of(&self.0)
     }
 
     fn split(&self) -> Option<(&str, &str)> {
@@ -103,15 +103,7 @@ impl SessionKey {
     /// main key, `direct:<peer>`, sub-agents, custom keys). Needed by the send policy for sessions
     /// that have no entry yet (SPEC §8.2, §13.10).
     pub fn channel(&self) -> Option<&str> {
-        if self.is_global() {
-            return None;
-        }
-        match shape::shape(self.rest()) {
-            Shape::Cron | Shape::Hook | Shape::Node => Some(INTERNAL_CHANNEL),
-            Shape::Group { channel, .. } => Some(channel),
-            Shape::Direct { channel } => channel,
-            Shape::Subagent | Shape::Other => None,
-        }
+        key_channel(&self.0)
     }
 
     /// The chat type derivable from the key: `Group` / `Channel` for those forms, `Direct` for direct
@@ -155,11 +147,36 @@ impl SessionKey {
     /// The form callers see: `main` for `global` (SPEC §2.2: callers never see `global`); the key
     /// otherwise. `main` canonicalises back to `global` under global scope.
     pub fn display(&self) -> &str {
-        if self.is_global() {
-            DEFAULT_MAIN_KEY
-        } else {
-            &self.0
-        }
+        display_key(&self.0)
+    }
+}
+
+/// [`SessionKey::display`] of a canonical key's text (one read in place from the store).
+pub fn display_key(key: &str) -> &str {
+    if key == GLOBAL_KEY {
+        DEFAULT_MAIN_KEY
+    } else {
+        key
+    }
+}
+
+/// [`SessionKey::rest`] of a key's text.
+fn rest_of(key: &str) -> &str {
+    key.strip_prefix(AGENT_PREFIX)
+        .and_then(|k| k.split_once(':'))
+        .map_or(key, |(_, rest)| rest)
+}
+
+/// [`SessionKey::channel`] of a canonical key's text (one read in place from the store).
+pub fn key_channel(key: &str) -> Option<&str> {
+    if key == GLOBAL_KEY {
+        return None;
+    }
+    match shape::shape(rest_of(key)) {
+        Shape::Cron | Shape::Hook | Shape::Node => Some(INTERNAL_CHANNEL),
+        Shape::Group { channel, .. } => Some(channel),
+        Shape::Direct { channel } => channel,
+        Shape::Subagent | Shape::Other => None,
     }
 }
 

@@ -72,7 +72,7 @@ pub use canonical::{
     normalize_main_key,
 };
 pub use error::{ACCEPTED_FORMS, KeyError};
-pub use key::SessionKey;
+pub use key::{SessionKey, display_key, key_channel};
 pub use kind::{ChatType, KindsFilter, SessionKind};
 
 /// The agent id used when none is configured, and what an empty id normalises to.

@@ -237,14 +237,14 @@ impl Runtime {
     /// What the session's runs are doing now: `running` (one is working), `queued` (runs wait
     /// for the session's worker or a lane), `None` when idle.
     pub fn run_state(&self, session_key: &SessionKey) -> Option<RunState> {
-        self.run_views(&[session_key])
+        self.run_views(&[session_key.as_str()])
             .pop()
             .and_then(|(state, _)| state)
     }
 
     /// The session's current run, or its last one since start, as its row shows them.
     pub fn run_activity(&self, session_key: &SessionKey) -> Option<RunActivity> {
-        self.run_views(&[session_key])
+        self.run_views(&[session_key.as_str()])
             .pop()
             .and_then(|(_, activity)| activity)
     }
@@ -252,7 +252,7 @@ impl Runtime {
     /// [`Runtime::run_state`] and [`Runtime::run_activity`] of each key, for a page of rows:
     /// each map is locked once for the page (not three times a row), and the one of live runs
     /// only when a key has an active run.
-    pub fn run_views(&self, keys: &[&SessionKey]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
+    pub fn run_views(&self, keys: &[&str]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
         // Each session's active run, and whether runs wait in its queue.
         let queued: Vec<Option<(Option<RunId>, bool)>> = {
             let queues = lock(&self.inner.queues);

@@ -2,6 +2,7 @@
 //! limited first and returned short pages).
 
 use switchboard_protocol::lenient::clamp_or;
+use switchboard_protocol::message::HistoryMessage;
 use switchboard_protocol::sessions::{SessionsListParams, SessionsListResult};
 
 use super::Sessions;
@@ -14,9 +15,65 @@ pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 1000;
 pub const MAX_MESSAGE_LIMIT: i64 = 20;
 
+/// What a `sessions.list` request asks the store for, and what its answer shows beside the
+/// rows.
+pub(super) struct ListRequest {
+    pub(super) query: ListQuery,
+    /// How many of each session's last messages its row shows (0: none).
+    pub(super) message_limit: usize,
+    /// Something in the request was ignored (an unknown kind).
+    pub(super) warning: Option<String>,
+}
+
 impl Sessions {
     /// `sessions.list`: every filter, then the page.
     pub async fn list(&self, p: SessionsListParams) -> CoreResult<SessionsListResult> {
+        let ListRequest {
+            query,
+            message_limit,
+            warning,
+        } = self.list_request(p)?;
+        let page = self.store.list(query).await?;
+        let ids: Vec<String> = match message_limit {
+            0 => Vec::new(),
+            _ => page.entries.iter().map(|e| e.session_id.clone()).collect(),
+        };
+        let mut sessions = self.rows(page.entries).await?;
+        if message_limit > 0 {
+            let messages = self.last_messages(ids, message_limit).await?;
+            for (row, messages) in sessions.iter_mut().zip(messages) {
+                row.messages = Some(messages);
+            }
+        }
+        Ok(SessionsListResult {
+            count: sessions.len(),
+            sessions,
+            next_cursor: page.next_cursor.map(|c| c.encode()),
+            warning,
+            defaults: Some(self.defaults()),
+        })
+    }
+
+    /// The last `limit` messages of each transcript, as rows show them (one store read).
+    pub(super) async fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+        limit: usize,
+    ) -> CoreResult<Vec<Vec<HistoryMessage>>> {
+        let messages = self.store.last_messages(session_ids, limit).await?;
+        Ok(messages
+            .into_iter()
+            .map(|(session_id, messages)| {
+                messages
+                    .into_iter()
+                    .map(|m| history_message(&session_id, m))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// The store's query of a `sessions.list` request: every filter, the cursor and the limit.
+    pub(super) fn list_request(&self, p: SessionsListParams) -> CoreResult<ListRequest> {
         let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
         let message_limit = clamp_or(p.message_limit, 0, 0, MAX_MESSAGE_LIMIT) as usize;
         let cursor = match p.cursor.as_deref().filter(|c| !c.is_empty()) {
@@ -53,28 +110,10 @@ impl Sessions {
             cursor,
             limit,
         };
-        let page = self.store.list(query).await?;
-        let ids: Vec<String> = match message_limit {
-            0 => Vec::new(),
-            _ => page.entries.iter().map(|e| e.session_id.clone()).collect(),
-        };
-        let mut sessions = self.rows(page.entries).await?;
-        if message_limit > 0 {
-            let messages = self.store.last_messages(ids, message_limit).await?;
-            for (row, (session_id, msgs)) in sessions.iter_mut().zip(messages) {
-                row.messages = Some(
-                    msgs.into_iter()
-                        .map(|m| history_message(&session_id, m))
-                        .collect(),
-                );
-            }
-        }
-        Ok(SessionsListResult {
-            count: sessions.len(),
-            sessions,
-            next_cursor: page.next_cursor.map(|c| c.encode()),
+        Ok(ListRequest {
+            query,
+            message_limit,
             warning: filter.warning,
-            defaults: Some(self.defaults()),
         })
     }
 }

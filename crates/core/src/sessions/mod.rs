@@ -11,27 +11,29 @@ mod attachments;
 mod health;
 mod history;
 mod list;
+mod list_text;
 mod manage;
 mod overview;
 mod runs;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_protocol::agents::{AgentModel, AgentSummary, AgentsListResult};
 use switchboard_protocol::events::SessionsChanged;
-use switchboard_protocol::runs::RunState;
-use switchboard_protocol::sessions::{RunActivity, SessionRow, SubagentStatus};
+use switchboard_protocol::list_json::RowHead;
+use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
 pub use health::{HealthParts, channel_health, channels_status};
 
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::CoreResult;
-use crate::keys::{SessionKey, SessionKind};
+use crate::keys::{self, SessionKey, SessionKind};
 use crate::resolve::Resolver;
 use crate::runtime::Runtime;
-use crate::store::{SessionEntry, SessionReads, Store, StoredMessage};
+use crate::store::{EntryView, SessionEntry, SessionReads, Store, StoredMessage};
 
 /// Session changes buffered per subscriber before a slow one starts missing them.
 const CHANGES_BUFFERED: usize = 256;
@@ -97,23 +99,17 @@ impl Sessions {
 
     /// The row a caller sees for an entry, with what its runs are doing now.
     pub fn row(&self, e: &SessionEntry) -> SessionRow {
-        self.row_of(e.clone())
-    }
-
-    /// [`Sessions::row`] of an entry the caller is done with: its strings move into the row.
-    fn row_of(&self, e: SessionEntry) -> SessionRow {
-        let view = self.runtime.run_views(&[&e.key]).pop().unwrap_or_default();
-        self.row_with(e, view, &mut ModelLookups::new(&self.config))
-    }
-
-    /// The row of an entry with what its runs are doing (`Runtime::run_views`).
-    fn row_with(
-        &self,
-        e: SessionEntry,
-        (run_state, activity): (Option<RunState>, Option<RunActivity>),
-        models: &mut ModelLookups<'_>,
-    ) -> SessionRow {
-        let mut row = row_in(e, self.store.as_ref(), models);
+        let (run_state, activity) = self
+            .runtime
+            .run_views(&[e.key.as_str()])
+            .pop()
+            .unwrap_or_default();
+        let mut row = row_in(
+            e,
+            self.store.as_ref(),
+            &self.config,
+            &mut ModelLookups::default(),
+        );
         row.run_state = run_state;
         row.activity = activity;
         row
@@ -122,30 +118,53 @@ impl Sessions {
     /// [`Sessions::row`] for each entry, and for a sub-agent's session how far its task got (one
     /// store read for all the rows that have a parent).
     pub async fn rows(&self, entries: Vec<SessionEntry>) -> CoreResult<Vec<SessionRow>> {
-        let at: std::collections::HashMap<SessionKey, usize> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.spawned_by.is_some())
-            .map(|(i, e)| (e.key.clone(), i))
-            .collect();
         // The runs' maps are read once for the page, and the config once per model.
-        let mut models = ModelLookups::new(&self.config);
+        let mut models = ModelLookups::default();
         let views = {
-            let keys: Vec<&SessionKey> = entries.iter().map(|e| &e.key).collect();
+            let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
             self.runtime.run_views(&keys)
         };
-        let mut rows: Vec<SessionRow> = entries
-            .into_iter()
+        let parents = entries
+            .iter()
+            .map(|e| e.spawned_by.is_some().then_some(e.key.as_str()));
+        let mut subagents = self.subagents(parents).await?.into_iter();
+        Ok(entries
+            .iter()
             .zip(views)
-            .map(|(e, view)| self.row_with(e, view, &mut models))
-            .collect();
-        if at.is_empty() {
-            return Ok(rows);
+            .map(|(e, (run_state, activity))| {
+                let mut row = row_in(e, self.store.as_ref(), &self.config, &mut models);
+                row.run_state = run_state;
+                row.activity = activity;
+                row.subagent = subagents.next().flatten();
+                row
+            })
+            .collect())
+    }
+
+    /// How far the task of each sub-agent's session among `children` got (a row's key, `None`
+    /// for a row without a parent), in their order: one store read for all of them.
+    async fn subagents<'k>(
+        &self,
+        children: impl Iterator<Item = Option<&'k str>>,
+    ) -> CoreResult<Vec<Option<SubagentStatus>>> {
+        let mut statuses = Vec::new();
+        let mut at: std::collections::HashMap<&'k str, usize> = std::collections::HashMap::new();
+        for (i, child) in children.enumerate() {
+            statuses.push(None);
+            if let Some(child) = child {
+                at.insert(child, i);
+            }
         }
-        let children = at.keys().cloned().collect();
-        for record in self.store.get_subagents(children).await? {
-            if let Some(row) = at.get(&record.child_key).map(|i| &mut rows[*i]) {
-                row.subagent = Some(SubagentStatus {
+        if at.is_empty() {
+            return Ok(statuses);
+        }
+        let keys = at
+            .keys()
+            .map(|k| SessionKey::from_canonical(k.to_string()))
+            .collect();
+        for record in self.store.get_subagents(keys).await? {
+            if let Some(i) = at.get(record.child_key.as_str()) {
+                statuses[*i] = Some(SubagentStatus {
                     state: record.state.into(),
                     outcome: record.outcome,
                     task: record.task,
@@ -153,7 +172,7 @@ impl Sessions {
                 });
             }
         }
-        Ok(rows)
+        Ok(statuses)
     }
 
     /// `agents.list`: the configured agents (the default agent when none are).
@@ -193,99 +212,56 @@ impl Sessions {
 /// one its last model call used, else the one a run would use now (its override, else its
 /// agent's).
 pub fn row<M>(e: &SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
-    row_of(e.clone(), store, config)
+    row_in(e, store, config, &mut ModelLookups::default())
 }
 
-/// [`row`] of an entry the caller is done with: its strings move into the row.
-pub fn row_of<M>(e: SessionEntry, store: &dyn SessionReads, config: &Config) -> SessionRow<M> {
-    row_in(e, store, &mut ModelLookups::new(config))
-}
-
-/// What the rows of a page look up in the config: an agent's model and a model's context
-/// window, found once for a run of rows that share them (most pages: one agent, one model)
-/// rather than once a row (each lookup normalises or lowercases a name into a new string).
-pub(crate) struct ModelLookups<'a> {
-    config: &'a Config,
-    agent: Option<(String, String)>,
-    window: Option<(String, Option<u64>)>,
-}
-
-impl<'a> ModelLookups<'a> {
-    pub(crate) fn new(config: &'a Config) -> Self {
-        Self {
-            config,
-            agent: None,
-            window: None,
-        }
-    }
-
-    /// [`Config::agent_model`].
-    fn agent_model(&mut self, agent_id: &str) -> String {
-        match &self.agent {
-            Some((id, model)) if id == agent_id => model.clone(),
-            _ => {
-                let model = self.config.agent_model(agent_id).to_string();
-                self.agent = Some((agent_id.to_string(), model.clone()));
-                model
-            }
-        }
-    }
-
-    /// [`Config::context_window`].
-    fn context_window(&mut self, model: &str) -> Option<u64> {
-        match &self.window {
-            Some((known, window)) if known == model => *window,
-            _ => {
-                let window = self.config.context_window(model);
-                self.window = Some((model.to_string(), window));
-                window
-            }
-        }
-    }
-}
-
-/// [`row_of`] with the page's [`ModelLookups`].
+/// [`row`] with the page's [`ModelLookups`].
 fn row_in<M>(
-    e: SessionEntry,
+    e: &SessionEntry,
     store: &dyn SessionReads,
-    models: &mut ModelLookups<'_>,
+    config: &Config,
+    models: &mut ModelLookups,
 ) -> SessionRow<M> {
-    let key_channel = || e.key.channel().map(str::to_string);
+    let path = store.transcript_path(&e.agent_id, &e.session_id);
+    let transcript = path.as_deref().map(Path::to_string_lossy);
+    let view = e.view();
+    SessionRow::from_head(&row_head(&view, transcript.as_deref(), config, models))
+}
+
+/// What a row shows of its stored entry (SPEC §7.1), borrowed from it: [`row`] and the rows
+/// `sessions.list` writes as the store reads them (`list_text.rs`) are both made of this.
+pub(crate) fn row_head<'a>(
+    e: &'a EntryView<'_>,
+    transcript_path: Option<&'a str>,
+    config: &Config,
+    models: &'a mut ModelLookups,
+) -> RowHead<'a> {
     let channel = match e.kind {
-        SessionKind::Cron | SessionKind::Hook | SessionKind::Node => {
-            Some(crate::channel::INTERNAL.to_string())
-        }
-        SessionKind::Group => e.channel.clone().or_else(key_channel),
+        SessionKind::Cron | SessionKind::Hook | SessionKind::Node => Some(crate::channel::INTERNAL),
+        SessionKind::Group => e.channel.or_else(|| keys::key_channel(e.key)),
         _ => e
             .last_channel
-            .clone()
-            .or_else(|| e.channel.clone())
-            .or_else(key_channel),
+            .or(e.channel)
+            .or_else(|| keys::key_channel(e.key)),
     };
-    // The effective model (see `effective_model`), moved out of the entry.
+    // The effective model (see `effective_model`).
+    let ModelLookups { agents, windows } = models;
     let model = match e.last_model.or(e.model) {
         Some(model) => model,
-        None => models.agent_model(&e.agent_id),
+        None => agents.model(config, e.agent_id),
     };
-    let transcript_path = store
-        .transcript_path(&e.agent_id, &e.session_id)
-        .map(|path| {
-            path.into_os_string()
-                .into_string()
-                .unwrap_or_else(|path| path.to_string_lossy().into_owned())
-        });
-    SessionRow {
-        key: e.key.into_display(),
+    RowHead {
+        key: keys::display_key(e.key),
         kind: e.kind.into(),
-        channel: channel.unwrap_or_else(|| "unknown".to_string()),
+        channel: channel.unwrap_or("unknown"),
         agent_id: e.agent_id,
         session_id: e.session_id,
         created_at: e.created_at,
         updated_at: e.updated_at,
-        chat_type: e.chat_type.map(|c| c.as_str().to_string()),
+        chat_type: e.chat_type.map(|c| c.as_str()),
         display_name: e.display_name,
         label: e.label,
-        context_tokens: models.context_window(&model),
+        context_tokens: windows.window(config, model),
         model: Some(model),
         input_tokens: Some(e.input_tokens).filter(|n| *n > 0),
         output_tokens: Some(e.output_tokens).filter(|n| *n > 0),
@@ -300,14 +276,54 @@ fn row_in<M>(
         send_policy: e.send_policy,
         last_channel: e.last_channel,
         last_to: e.last_to,
-        delivery_context: e.delivery_context,
-        spawned_by: e.spawned_by.map(SessionKey::into_display),
+        delivery_context: e.delivery_context.as_ref(),
+        spawned_by: e.spawned_by.map(keys::display_key),
         archived_at: e.archived_at,
         transcript_path,
-        messages: None,
-        run_state: None,
-        activity: None,
-        subagent: None,
+    }
+}
+
+/// What the rows of a page look up in the config: an agent's model and a model's context
+/// window, found once for a run of rows that share them (most pages: one agent, one model)
+/// rather than once a row (each lookup normalises or lowercases a name into a new string).
+#[derive(Default)]
+pub(crate) struct ModelLookups {
+    agents: AgentModels,
+    windows: ContextWindows,
+}
+
+/// The last agent whose model was looked up, and that model.
+#[derive(Default)]
+struct AgentModels(Option<(String, String)>);
+
+impl AgentModels {
+    /// [`Config::agent_model`].
+    fn model(&mut self, config: &Config, agent_id: &str) -> &str {
+        if !matches!(&self.0, Some((id, _)) if id == agent_id) {
+            self.0 = Some((
+                agent_id.to_string(),
+                config.agent_model(agent_id).to_string(),
+            ));
+        }
+        self.0.as_ref().map_or("", |(_, model)| model.as_str())
+    }
+}
+
+/// The last model whose context window was looked up, and that window.
+#[derive(Default)]
+struct ContextWindows(Option<(String, Option<u64>)>);
+
+impl ContextWindows {
+    /// [`Config::context_window`].
+    fn window(&mut self, config: &Config, model: &str) -> Option<u64> {
+        match &self.0 {
+            Some((known, window)) if known == model => *window,
+            _ => {
+                let window = config.context_window(model);
+                self.0 = Some((model.to_string(), window));
+                window
+            }
+        }
     }
 }
 

@@ -186,7 +186,11 @@ pub(crate) trait Columns {
     fn int(&self, i: usize) -> Result<Option<i64>, StoreError>;
     fn real(&self, i: usize) -> Result<Option<f64>, StoreError>;
     fn flag(&self, i: usize) -> Result<Option<bool>, StoreError>;
-    fn text(&self, i: usize) -> Result<Option<String>, StoreError>;
+    /// Column `i`'s text borrowed from the row (nothing copied).
+    fn text_ref(&self, i: usize) -> Result<Option<&str>, StoreError>;
+    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.text_ref(i)?.map(str::to_owned))
+    }
 }
 
 /// The reads of [`Columns`] that want a value: NULL there is a backend error.
@@ -202,6 +206,9 @@ pub(crate) trait Required: Columns {
     }
     fn req_text(&self, i: usize) -> Result<String, StoreError> {
         self.text(i)?.ok_or_else(|| null(i))
+    }
+    fn req_text_ref(&self, i: usize) -> Result<&str, StoreError> {
+        self.text_ref(i)?.ok_or_else(|| null(i))
     }
     /// A stored count as a `u32` (a negative or oversized value is clamped).
     fn req_u32(&self, i: usize) -> Result<u32, StoreError> {

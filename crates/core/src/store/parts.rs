@@ -13,11 +13,11 @@ use std::sync::Arc;
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
-    Alone, Appended, Bus, Cluster, CronJobRecord, DeliveryQuery, DeliveryRecord, DeliveryUpdate,
-    EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession, Orphans,
-    PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery, RunRecord, SessionEntry,
-    SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText, SubagentRecord, TryLock,
-    WriteOp, WriteOutcome,
+    Alone, Appended, Bus, Cluster, CronJobRecord, Cursor, DeliveryQuery, DeliveryRecord,
+    DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
+    NewSession, Orphans, PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery,
+    RunRecord, SessionEntry, SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText,
+    SubagentRecord, TryLock, WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -33,6 +33,23 @@ pub trait SessionReads: Send + Sync {
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>>;
     fn get_by_label(&self, agent_id: &str, label: &str) -> StoreFuture<'_, Option<SessionEntry>>;
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage>;
+    /// [`list`](Self::list), each entry of the page handed to `sink` as it is read, its text
+    /// borrowed from the row (no entry built); answers the sink back and the next page's cursor.
+    fn list_into(
+        &self,
+        query: ListQuery,
+        mut sink: Box<dyn EntrySink>,
+    ) -> StoreFuture<'_, (Box<dyn EntrySink>, Option<Cursor>)> {
+        let page = self.list(query);
+        Box::pin(async move {
+            let page = page.await?;
+            for e in &page.entries {
+                let transcript = self.transcript_path(&e.agent_id, &e.session_id);
+                sink.entry(&e.view(), transcript.as_deref())?;
+            }
+            Ok((sink, page.next_cursor))
+        })
+    }
     fn count(&self) -> StoreFuture<'_, u64>;
     /// Sessions per agent id (archived ones included, as `count`).
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;

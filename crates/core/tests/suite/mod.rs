@@ -6,6 +6,7 @@ mod bus;
 mod cron;
 mod discord;
 mod index;
+mod list_text;
 mod long;
 mod matrix;
 mod mcp_tools;

@@ -2,7 +2,6 @@
 
 use switchboard_core::Engine;
 use switchboard_protocol::chat::{ChatHistoryParams, ChatInjectParams};
-use switchboard_protocol::list_json::list_page_json;
 use switchboard_protocol::sessions::{
     SessionKeyParams, SessionsCreateParams, SessionsListParams, SessionsPatchParams,
     SessionsResolveParams,
@@ -12,8 +11,8 @@ use super::{MethodResult, Payload, answer, core_err, encoded};
 use switchboard_protocol::ErrorShape;
 
 pub async fn list(engine: &Engine, p: SessionsListParams) -> Result<Payload, ErrorShape> {
-    let page = engine.sessions().list(p).await.map_err(core_err)?;
-    Payload::json_bytes(list_page_json(&page))
+    let page = engine.sessions().list_text(p).await.map_err(core_err)?;
+    Payload::json_bytes(Ok(page))
 }
 
 pub async fn create(engine: &Engine, p: SessionsCreateParams) -> MethodResult {

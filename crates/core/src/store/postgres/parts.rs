@@ -15,10 +15,10 @@ use super::{
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
-    Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
-    DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
-    RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
+    Appended, ClusterStore, CronJobRecord, CronStore, Cursor, DeliveryQuery, DeliveryRecord,
+    DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
+    NewSession, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
+    RunQuery, RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{Cluster, Orphans, StoreHealth, TryLock};
@@ -47,6 +47,14 @@ impl SessionReads for PgStore {
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
         self.read(move |db| Box::pin(async move { queries::list(db, &query).await }))
+    }
+
+    fn list_into(
+        &self,
+        query: ListQuery,
+        sink: Box<dyn EntrySink>,
+    ) -> StoreFuture<'_, (Box<dyn EntrySink>, Option<Cursor>)> {
+        self.read(move |db| Box::pin(async move { queries::list_into(db, &query, sink).await }))
     }
 
     fn count(&self) -> StoreFuture<'_, u64> {

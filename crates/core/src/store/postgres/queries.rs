@@ -11,8 +11,8 @@ use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, WRITE_ENTRY};
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
+    Appended, Cursor, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery, NewSession,
+    RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {
@@ -276,6 +276,23 @@ pub(super) async fn list(db: &Db<'_>, q: &ListQuery) -> Result<ListPage, StoreEr
         .map(rows::entry)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(listing::page(entries, q.limit))
+}
+
+/// [`list`], each entry handed to `sink` as it is decoded (no mirror: no transcript path).
+pub(super) async fn list_into(
+    db: &Db<'_>,
+    q: &ListQuery,
+    mut sink: Box<dyn EntrySink>,
+) -> Result<(Box<dyn EntrySink>, Option<Cursor>), StoreError> {
+    let statement = listing::row_statement(q, POSTGRES);
+    let mut page = listing::SinkPage::new(q.limit);
+    for row in db.query_with(&statement.sql, &statement.params).await? {
+        if page.full() {
+            break;
+        }
+        page.hand(sink.as_mut(), &rows::entry_view(&row)?, None)?;
+    }
+    Ok((sink, page.next_cursor()))
 }
 
 /// A history page: newest `limit` below `before`, oldest first, as stored text; an index range

@@ -296,7 +296,7 @@ impl Columns for Row {
         get(self, i)
     }
 
-    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
+    fn text_ref(&self, i: usize) -> Result<Option<&str>, StoreError> {
         get(self, i)
     }
 }

@@ -2,8 +2,11 @@
 //! newest first then by key, one row more than the page to know whether another follows, and
 //! the cursor of the last row.
 
+use std::path::Path;
+
+use crate::keys::SessionKey;
 use crate::store::dialect::{Dialect, Statement};
-use crate::store::{Cursor, ListPage, ListQuery, SessionEntry};
+use crate::store::{Cursor, EntrySink, EntryView, ListPage, ListQuery, SessionEntry, StoreError};
 
 use super::rows::ENTRY_COLUMNS;
 
@@ -15,15 +18,33 @@ fn list_columns() -> &'static str {
     COLUMNS.get_or_init(|| ENTRY_COLUMNS.replace("t.last_seq", "CAST(0 AS BIGINT)"))
 }
 
+/// The columns of a listed row written out at once ([`crate::store::EntrySink`]): [`list_columns`]
+/// without those no row shows (a constant costs no column read, in the database or out of it).
+fn row_columns() -> &'static str {
+    static COLUMNS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    COLUMNS.get_or_init(|| {
+        list_columns()
+            .replace("s.last_account_id", "CAST(NULL AS TEXT)")
+            .replace("s.last_thread_id", "CAST(NULL AS TEXT)")
+            .replace("s.total_tokens", "CAST(0 AS BIGINT)")
+    })
+}
+
 /// The list's statement in dialect `d`: the filters, then the cursor and the limit.
 pub(crate) fn statement(q: &ListQuery, d: Dialect) -> Statement {
+    select(q, d, list_columns())
+}
+
+/// [`statement`] for rows handed to an [`crate::store::EntrySink`]: their `total_tokens`,
+/// `last_account_id` and `last_thread_id` are not read (0 and `None`).
+pub(crate) fn row_statement(q: &ListQuery, d: Dialect) -> Statement {
+    select(q, d, row_columns())
+}
+
+fn select(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
     let mut a = Statement::new(
         d,
-        format!(
-            "SELECT {} FROM sessions s WHERE {}",
-            list_columns(),
-            d.truth
-        ),
+        format!("SELECT {columns} FROM sessions s WHERE {}", d.truth),
     );
     if !q.include_archived {
         a.sql.push_str(" AND s.archived_at IS NULL");
@@ -90,5 +111,54 @@ pub(crate) fn page(mut entries: Vec<SessionEntry>, limit: usize) -> ListPage {
     ListPage {
         entries,
         next_cursor,
+    }
+}
+
+/// A page read into an [`EntrySink`] ([`crate::store::SessionReads::list_into`]): the
+/// statement's rows are handed on until `limit`; the row after them only says that another page
+/// follows, from the cursor of the last row handed on.
+pub(crate) struct SinkPage {
+    limit: usize,
+    handed: usize,
+    last: Option<Cursor>,
+    more: bool,
+}
+
+impl SinkPage {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            handed: 0,
+            last: None,
+            more: false,
+        }
+    }
+
+    /// Whether the page is full: the row read now is the one after it (not to be decoded).
+    pub(crate) fn full(&mut self) -> bool {
+        self.more = self.handed >= self.limit;
+        self.more
+    }
+
+    /// Hands `entry` to `sink`.
+    pub(crate) fn hand(
+        &mut self,
+        sink: &mut dyn EntrySink,
+        entry: &EntryView<'_>,
+        transcript: Option<&Path>,
+    ) -> Result<(), StoreError> {
+        self.handed += 1;
+        if self.handed == self.limit {
+            self.last = Some(Cursor {
+                updated_at: entry.updated_at,
+                key: SessionKey::from_canonical(entry.key.to_owned()),
+            });
+        }
+        sink.entry(entry, transcript)
+    }
+
+    /// The next page's cursor: `None` when no row followed the page.
+    pub(crate) fn next_cursor(self) -> Option<Cursor> {
+        self.last.filter(|_| self.more)
     }
 }

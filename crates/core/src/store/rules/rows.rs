@@ -11,8 +11,8 @@ use crate::ids::RunId;
 use crate::keys::{ChatType, SessionKey, SessionKind};
 use crate::store::dialect::{Columns, Dialect, Param, Required, count};
 use crate::store::{
-    CronJobRecord, DeliveryRecord, DeliveryStatus, ExchangeRecord, ExchangeState, PairingRecord,
-    RunRecord, RunStatus, SessionEntry, StoreError, SubagentRecord, SubagentState,
+    CronJobRecord, DeliveryRecord, DeliveryStatus, EntryView, ExchangeRecord, ExchangeState,
+    PairingRecord, RunRecord, RunStatus, SessionEntry, StoreError, SubagentRecord, SubagentState,
 };
 
 /// `n` placeholders from parameter `first` on (`?3, ?4` / `$3, $4`).
@@ -49,10 +49,15 @@ pub(crate) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_
 
 /// A row of [`ENTRY_COLUMNS`] as an entry.
 pub(crate) fn entry(row: &(impl Columns + ?Sized)) -> Result<SessionEntry, StoreError> {
-    let key = SessionKey::from_canonical(row.req_text(0)?);
+    entry_view(row).map(EntryView::into_entry)
+}
+
+/// A row of [`ENTRY_COLUMNS`] as an entry whose text is borrowed from the row.
+pub(crate) fn entry_view(row: &(impl Columns + ?Sized)) -> Result<EntryView<'_>, StoreError> {
+    let key = row.req_text_ref(0)?;
     let tokens = |i| row.req_int(i).map(|v| v.max(0) as u64);
-    let delivery_context = match row.text(21)? {
-        Some(json) => match serde_json::from_str::<DeliveryContext>(&json) {
+    let delivery_context = match row.text_ref(21)? {
+        Some(json) => match serde_json::from_str::<DeliveryContext>(json) {
             Ok(route) => Some(route),
             Err(e) => {
                 // A route a newer build wrote: the session has none here rather than no row.
@@ -62,27 +67,28 @@ pub(crate) fn entry(row: &(impl Columns + ?Sized)) -> Result<SessionEntry, Store
         },
         None => None,
     };
-    Ok(SessionEntry {
-        session_id: row.req_text(1)?,
-        agent_id: row.req_text(2)?,
-        kind: SessionKind::parse(&row.req_text(3)?).unwrap_or(SessionKind::Other),
+    Ok(EntryView {
+        key,
+        session_id: row.req_text_ref(1)?,
+        agent_id: row.req_text_ref(2)?,
+        kind: SessionKind::parse(row.req_text_ref(3)?).unwrap_or(SessionKind::Other),
         created_at: row.req_int(4)?,
         updated_at: row.req_int(5)?,
-        channel: row.text(6)?,
-        chat_type: row.text(7)?.as_deref().and_then(ChatType::parse),
-        display_name: row.text(8)?,
-        label: row.text(9)?,
-        spawned_by: row.text(10)?.map(SessionKey::from_canonical),
-        model: row.text(11)?,
-        thinking_level: row.text(12)?,
-        verbose_level: row.text(13)?,
+        channel: row.text_ref(6)?,
+        chat_type: row.text_ref(7)?.and_then(ChatType::parse),
+        display_name: row.text_ref(8)?,
+        label: row.text_ref(9)?,
+        spawned_by: row.text_ref(10)?,
+        model: row.text_ref(11)?,
+        thinking_level: row.text_ref(12)?,
+        verbose_level: row.text_ref(13)?,
         system_sent: row.req_flag(14)?,
         aborted_last_run: row.req_flag(15)?,
-        send_policy: row.text(16)?,
-        last_channel: row.text(17)?,
-        last_to: row.text(18)?,
-        last_account_id: row.text(19)?,
-        last_thread_id: row.text(20)?,
+        send_policy: row.text_ref(16)?,
+        last_channel: row.text_ref(17)?,
+        last_to: row.text_ref(18)?,
+        last_account_id: row.text_ref(19)?,
+        last_thread_id: row.text_ref(20)?,
         delivery_context,
         input_tokens: tokens(22)?,
         output_tokens: tokens(23)?,
@@ -90,9 +96,8 @@ pub(crate) fn entry(row: &(impl Columns + ?Sized)) -> Result<SessionEntry, Store
         context_tokens: row.int(25)?.map(|v| v.max(0) as u64),
         archived_at: row.int(26)?,
         last_seq: row.req_int(27)?,
-        last_model: row.text(28)?,
+        last_model: row.text_ref(28)?,
         cost_usd: row.req_real(29)?,
-        key,
     })
 }
 

@@ -9,10 +9,10 @@ use super::{SqliteStore, cron, exchanges, outbox, pairing, queries, subagents, w
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
-    Appended, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
-    DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput, RunQuery,
-    RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
+    Appended, ClusterStore, CronJobRecord, CronStore, Cursor, DeliveryQuery, DeliveryRecord,
+    DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
+    NewSession, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
+    RunQuery, RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
 use crate::store::{StoreHealth, mirror};
@@ -43,6 +43,15 @@ impl SessionReads for SqliteStore {
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, ListPage> {
         self.read(move |c| queries::list(c, &query))
+    }
+
+    fn list_into(
+        &self,
+        query: ListQuery,
+        sink: Box<dyn EntrySink>,
+    ) -> StoreFuture<'_, (Box<dyn EntrySink>, Option<Cursor>)> {
+        let home = self.inner.home.clone();
+        self.read(move |c| queries::list_into(c, &query, &home, sink))
     }
 
     fn count(&self) -> StoreFuture<'_, u64> {

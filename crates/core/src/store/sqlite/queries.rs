@@ -1,6 +1,8 @@
 //! The SQL of the store. Writes run on the writer thread inside its transaction; reads run on
 //! pooled read-only connections.
 
+use std::path::{Path, PathBuf};
+
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
@@ -8,14 +10,15 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::types::{all, bind, first};
 use super::writer::MirrorOp;
 use crate::store::dialect::SQLITE;
+use crate::store::mirror;
 use crate::store::rules::rows::{
     self, ENTRY_COLUMNS, ENTRY_FROM, PATCH_ENTRY, RUN_COLUMNS, WRITE_ENTRY,
 };
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, EntryPatch, HistoryPage, ListPage, ListQuery, NewSession, RunInput, RunQuery,
-    RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
+    Appended, Cursor, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery, NewSession,
+    RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
@@ -194,6 +197,30 @@ pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
         .query_and_then(bind(&statement.params), |r| rows::entry(r))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(listing::page(entries, q.limit))
+}
+
+/// [`list`], each entry handed to `sink` as it is read, with where its transcript is mirrored
+/// (one path buffer for the page).
+pub(super) fn list_into(
+    conn: &Connection,
+    q: &ListQuery,
+    home: &Path,
+    mut sink: Box<dyn EntrySink>,
+) -> Result<(Box<dyn EntrySink>, Option<Cursor>), StoreError> {
+    let statement = listing::row_statement(q, SQLITE);
+    let mut stmt = conn.prepare_cached(&statement.sql)?;
+    let mut rows = stmt.query(bind(&statement.params))?;
+    let mut page = listing::SinkPage::new(q.limit);
+    let mut path = PathBuf::new();
+    while let Some(row) = rows.next()? {
+        if page.full() {
+            break;
+        }
+        let entry = rows::entry_view(row)?;
+        mirror::transcript_path_into(&mut path, home, entry.agent_id, entry.session_id);
+        page.hand(sink.as_mut(), &entry, Some(&path))?;
+    }
+    Ok((sink, page.next_cursor()))
 }
 
 /// A history page: newest `limit` below `before`, oldest first, as stored text.

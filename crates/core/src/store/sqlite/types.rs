@@ -61,8 +61,11 @@ impl Columns for Row<'_> {
         Ok(self.get(i)?)
     }
 
-    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
-        Ok(self.get(i)?)
+    fn text_ref(&self, i: usize) -> Result<Option<&str>, StoreError> {
+        let value = self.get_ref(i)?;
+        value.as_str_or_null().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e)).into()
+        })
     }
 }
 

@@ -1,0 +1,147 @@
+//! `sessions.list` written as its JSON text, the text of [`Sessions::list`]'s page byte for byte
+//! (tests compare the two): each row's stored part is written on the thread that reads it, from
+//! the columns borrowed from the row ([`EntrySink`]), so no entry and no row is built and no
+//! string a column is made. What a row shows of the session now (its runs, a sub-agent's task,
+//! its last messages) is known only once the page is read: each row is finished then.
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::Arc;
+
+use switchboard_protocol::list_json::{
+    PageEnd, RowTail, write_page, write_row_head, write_row_tail,
+};
+use switchboard_protocol::message::HistoryMessage;
+use switchboard_protocol::sessions::SessionsListParams;
+
+use super::list::ListRequest;
+use super::{ModelLookups, Sessions, row_head};
+use crate::config::Config;
+use crate::error::{CoreError, CoreResult};
+use crate::store::{EntrySink, EntryView, StoreError};
+
+impl Sessions {
+    /// `sessions.list` as the compact JSON text of its page: every filter, then the page.
+    pub async fn list_text(&self, p: SessionsListParams) -> CoreResult<Vec<u8>> {
+        let ListRequest {
+            query,
+            message_limit,
+            warning,
+        } = self.list_request(p)?;
+        let heads = Heads::new(self.config.clone(), message_limit > 0, query.limit);
+        let (sink, next_cursor) = self.store.list_into(query, Box::new(heads)).await?;
+        let mut heads = (sink as Box<dyn Any>)
+            .downcast::<Heads>()
+            .map_err(|_| backend("the store handed back another list sink".to_string()))?;
+        let rows = heads.rows.len();
+        let keys: Vec<&str> = (0..rows).map(|i| heads.key(i)).collect();
+        let views = self.runtime.run_views(&keys);
+        let parents = (0..rows).map(|i| heads.rows[i].parent.then(|| heads.key(i)));
+        let subagents = self.subagents(parents).await?;
+        let messages: Vec<Vec<HistoryMessage>> = match heads.session_ids.is_empty() {
+            true => Vec::new(),
+            false => {
+                let ids = std::mem::take(&mut heads.session_ids);
+                self.last_messages(ids, message_limit).await?
+            }
+        };
+        let next_cursor = next_cursor.map(|c| c.encode());
+        let defaults = self.defaults();
+        let end = PageEnd {
+            next_cursor: next_cursor.as_deref(),
+            warning: warning.as_deref(),
+            defaults: Some(&defaults),
+        };
+        // The rows as written, and what their tails add (most rows: nothing, or a run's few
+        // fields).
+        let mut out = Vec::with_capacity(heads.text.len() + rows * 2 + 512);
+        write_page(&mut out, rows, rows, end, |out, i| {
+            out.extend_from_slice(heads.head(i));
+            let (run_state, activity) = &views[i];
+            let tail = RowTail {
+                messages: match message_limit {
+                    0 => None,
+                    _ => messages.get(i).map(Vec::as_slice),
+                },
+                run_state: *run_state,
+                activity: activity.as_ref(),
+                subagent: subagents[i].as_ref(),
+            };
+            write_row_tail(out, &tail)
+        })
+        .map_err(|e| backend(format!("could not write a list page: {e}")))?;
+        Ok(out)
+    }
+}
+
+fn backend(message: String) -> CoreError {
+    CoreError::Store(StoreError::Backend(message))
+}
+
+/// The page's rows as the store reads them, written up to what the session shows now.
+struct Heads {
+    config: Arc<Config>,
+    models: ModelLookups,
+    /// The rows' starts, one after another.
+    text: Vec<u8>,
+    rows: Vec<Head>,
+    /// The rows' canonical keys, one after another.
+    keys: String,
+    /// Each row's transcript, when the page shows the last messages.
+    session_ids: Vec<String>,
+    with_messages: bool,
+}
+
+/// Where a row's start and key end in [`Heads`].
+struct Head {
+    text_end: usize,
+    key_end: usize,
+    /// A sub-agent's session (it has a parent).
+    parent: bool,
+}
+
+impl Heads {
+    fn new(config: Arc<Config>, with_messages: bool, limit: usize) -> Self {
+        // The seeded rows are 330–400 bytes and their keys 20–40: one allocation each for most
+        // pages.
+        let rows = limit.min(256);
+        Self {
+            config,
+            models: ModelLookups::default(),
+            text: Vec::with_capacity(rows * 448),
+            rows: Vec::with_capacity(rows),
+            keys: String::with_capacity(rows * 48),
+            session_ids: Vec::new(),
+            with_messages,
+        }
+    }
+
+    fn head(&self, i: usize) -> &[u8] {
+        let start = i.checked_sub(1).map_or(0, |j| self.rows[j].text_end);
+        &self.text[start..self.rows[i].text_end]
+    }
+
+    fn key(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.rows[j].key_end);
+        &self.keys[start..self.rows[i].key_end]
+    }
+}
+
+impl EntrySink for Heads {
+    fn entry(&mut self, e: &EntryView<'_>, transcript: Option<&Path>) -> Result<(), StoreError> {
+        let transcript = transcript.map(Path::to_string_lossy);
+        let head = row_head(e, transcript.as_deref(), &self.config, &mut self.models);
+        write_row_head(&mut self.text, &head)
+            .map_err(|err| StoreError::Backend(format!("could not write a listed row: {err}")))?;
+        self.keys.push_str(e.key);
+        self.rows.push(Head {
+            text_end: self.text.len(),
+            key_end: self.keys.len(),
+            parent: e.spawned_by.is_some(),
+        });
+        if self.with_messages {
+            self.session_ids.push(e.session_id.to_owned());
+        }
+        Ok(())
+    }
+}

@@ -197,13 +197,17 @@ async fn an_exchange_cut_off_mid_loop_runs_the_step_again_and_announces_once() {
     let send = json!({"sessionKey": "peer", "message": "@reply r1", "timeoutSeconds": 0});
     w.turn("main", &format!("@tool sessions_send {send}\n@reply sent"))
         .await;
-    // Turn 2 (the peer answering t1) hangs in a tool call: the gateway stops while it runs.
+    // Turn 2 (the peer answering t1) hangs in a tool call: the gateway stops while it runs,
+    // once the call is in the transcript (a stop between the run's start and the model's
+    // answer would cut off another moment than the one this test is about).
     let runtime = w.engine.runtime().clone();
     let step = eventually(async || {
         let x = exchanges(&w).await.pop()?;
         let run = switchboard_core::RunId::from_string(x.step_run_id.clone());
         let record = runtime.record(&run).await.unwrap()?;
-        (x.turn == 1 && record.status == RunStatus::Running).then_some(x)
+        let peer = shape(&w.transcript("peer").await);
+        let calling = peer.last().is_some_and(|m| m == "assistant toolUse: ");
+        (x.turn == 1 && record.status == RunStatus::Running && calling).then_some(x)
     })
     .await;
     assert_eq!((step.state.as_str(), step.attempt), ("replying", 1));

@@ -101,7 +101,6 @@ pub struct Outbox {
     tasks: TaskTracker,
     stop: CancellationToken,
     wake: Notify,
-    /// The recipients ([`recipient`]) with an attempt under way.
     in_flight: Mutex<HashSet<String>>,
     events: broadcast::Sender<Arc<DeliveryEvent>>,
 }
@@ -236,28 +235,18 @@ impl Outbox {
         }
     }
 
-    /// Starts an attempt for the oldest pending record of each recipient, when it is due and no
-    /// other record of that recipient is in flight; answers when the next one is due (ms).
-    /// Replies to one chat arrive in the order they were made: a record waiting out a failure
-    /// (a 429's `retry_after`, a network error's backoff) holds back the newer ones to its
-    /// recipient, which start once it is delivered or failed for good.
-    fn start_due(self: &Arc<Self>, mut pending: Vec<DeliveryRecord>) -> i64 {
+    /// Starts an attempt for every due record not already in flight; answers when the next one
+    /// is due (ms).
+    fn start_due(self: &Arc<Self>, pending: Vec<DeliveryRecord>) -> i64 {
         let now = self.clock.now_ms();
         let idle = self.cluster.poll_every().unwrap_or(IDLE_WAKE);
         let mut next = now.saturating_add(idle.as_millis() as i64);
-        // Ids are time-ordered (UUIDv7): they break ties within a millisecond.
-        pending.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        let mut older = HashSet::new();
         for record in pending {
-            let route = recipient(&record);
-            if !older.insert(route.clone()) {
-                continue;
-            }
             if record.next_attempt_at > now {
                 next = next.min(record.next_attempt_at);
                 continue;
             }
-            if !self.in_flight().insert(route.clone()) {
+            if !self.in_flight().insert(record.id.clone()) {
                 continue;
             }
             let outbox = self.clone();
@@ -279,7 +268,7 @@ impl Outbox {
                         outbox.pause(STORE_RETRY).await;
                     }
                 }
-                outbox.in_flight().remove(&route);
+                outbox.in_flight().remove(&id);
                 outbox.wake();
             });
         }
@@ -412,16 +401,4 @@ pub fn backoff_ms(config: &crate::config::DeliveryConfig, attempts: u32) -> u64 
         .retry_initial_ms
         .saturating_mul(1u64 << doublings)
         .min(config.retry_max_ms)
-}
-
-/// Who a record goes to: its channel, account, recipient and thread.
-fn recipient(record: &DeliveryRecord) -> String {
-    let part = |p: &Option<String>| p.clone().unwrap_or_default();
-    format!(
-        "{}\u{0}{}\u{0}{}\u{0}{}",
-        record.channel,
-        part(&record.account_id),
-        record.to,
-        part(&record.thread_id)
-    )
 }

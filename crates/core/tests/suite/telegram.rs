@@ -216,28 +216,6 @@ async fn a_429_is_retried_after_its_wait_and_a_blocked_chat_fails_for_good() {
     h.engine.close().await;
 }
 
-/// Replies to one chat arrive in the order they were made: the first waits out a 429, and the
-/// second, due meanwhile, waits behind it instead of overtaking it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_waiting_out_a_429_is_not_overtaken_by_the_next_to_its_chat() {
-    let fake = FakeTelegram::start(TOKEN).await;
-    let h = started(config(&fake, DmPolicy::Open)).await;
-    fake.fail_next(
-        "sendMessage",
-        FakeFailure::TooManyRequests { retry_after: 1 },
-    );
-    fake.private_message(42, "alice", "@reply first");
-    fake.private_message(42, "alice", "@reply second");
-    let replies = sent(&fake, 2).await;
-    assert_eq!(
-        replies.iter().map(text).collect::<Vec<_>>(),
-        ["first", "second"]
-    );
-    assert_eq!(fake.refusals("sendMessage"), [true, false, false]);
-    fake.stop().await;
-    h.engine.close().await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_10000_character_reply_arrives_as_ordered_parts_even_when_a_part_waits_for_a_429() {
     let fake = FakeTelegram::start(TOKEN).await;

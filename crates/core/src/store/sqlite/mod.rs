@@ -180,10 +180,7 @@ impl SqliteStore {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let inner = self.inner.clone();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
-            let conn = inner.take_reader()?;
-            let result = f(&conn);
-            inner.put_reader(conn);
-            result
+            inner.with_reader(f)
         }))
     }
 
@@ -197,14 +194,9 @@ impl SqliteStore {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let inner = self.inner.clone();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = inner.take_reader()?;
-                let result = f(&conn);
-                inner.put_reader(conn);
-                result
-            })
-            .await
-            .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+            tokio::task::spawn_blocking(move || inner.with_reader(f))
+                .await
+                .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
         }))
     }
 }
@@ -217,6 +209,17 @@ impl Inner {
             // A full slot: the thread is already woken.
             let _ = wake.try_send(());
         }
+    }
+
+    /// Runs `f` on a pooled read-only connection, here.
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.take_reader()?;
+        let result = f(&conn);
+        self.put_reader(conn);
+        result
     }
 
     fn take_reader(&self) -> Result<Connection, StoreError> {

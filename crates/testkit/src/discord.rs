@@ -500,7 +500,11 @@ async fn create_message(
         record(&shared, "POST", path, body, true);
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     }
-    let failure = shared.lock().failures.pop_front();
+    let mut failure = shared.lock().failures.pop_front();
+    if let Some(FakeFailure::Slow(wait)) = failure {
+        tokio::time::sleep(wait).await;
+        failure = None;
+    }
     let nonce = body["nonce"]
         .as_str()
         .filter(|_| body["enforce_nonce"] == json!(true));
@@ -534,7 +538,7 @@ async fn create_message(
                 "500: Internal Server Error",
             );
         }
-        None => {}
+        Some(FakeFailure::Slow(_)) | None => {}
     }
     let content = body["content"].as_str().unwrap_or_default();
     if content.is_empty() {

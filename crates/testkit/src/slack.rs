@@ -374,7 +374,7 @@ async fn method(
             let url = format!("ws://{}/link?ticket={}", shared.addr, state.connections);
             (answer(json!({"ok": true, "url": url})), false)
         }
-        ("chat.postMessage", true) => post_message(&shared, &body),
+        ("chat.postMessage", true) => post_message(&shared, &body).await,
         _ => (slack_error("unknown_method"), true),
     };
     shared.state.lock().calls.push(SlackCall {
@@ -387,9 +387,10 @@ async fn method(
 }
 
 /// `chat.postMessage`: a queued failure, or the message taken.
-fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
+async fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
     let failure = shared.state.lock().failures.pop_front();
     match failure {
+        Some(FakeFailure::Slow(wait)) => tokio::time::sleep(wait).await,
         Some(FakeFailure::TooManyRequests { retry_after }) => {
             let headers = [("retry-after", retry_after.to_string())];
             let body = json!({"ok": false, "error": "ratelimited"});

@@ -42,6 +42,9 @@ pub enum FakeFailure {
     BadRequest(String),
     /// 500 `Internal Server Error`.
     Server,
+    /// Taken after this long: the call is recorded, and answered as usual, once it has passed
+    /// (a platform slow to take one message).
+    Slow(Duration),
 }
 
 /// One call the fake received.
@@ -330,17 +333,13 @@ async fn route(
     if method == "getUpdates" {
         return get_updates(&shared, &body).await;
     }
-    let failure = {
+    let mut failure = next_failure(&shared, &method);
+    if let Some(FakeFailure::Slow(wait)) = failure {
+        tokio::time::sleep(wait).await;
+        failure = None;
+    }
+    {
         let mut state = shared.lock();
-        let at = state.failures.iter().position(|(m, _, _)| *m == method);
-        let failure = match at {
-            Some(i) if state.failures[i].1 > 0 => {
-                state.failures[i].1 -= 1;
-                None
-            }
-            Some(i) => state.failures.remove(i).map(|(_, _, f)| f),
-            None => None,
-        };
         let mut recorded = body.clone();
         if failure.is_some() {
             recorded["__failed"] = json!(true);
@@ -349,8 +348,7 @@ async fn route(
             method: method.clone(),
             body: recorded,
         });
-        failure
-    };
+    }
     shared.bump();
     match failure {
         Some(FakeFailure::TooManyRequests { retry_after }) => failed(
@@ -361,8 +359,19 @@ async fn route(
         Some(FakeFailure::Blocked) => failed(403, "Forbidden: bot was blocked by the user", None),
         Some(FakeFailure::BadRequest(description)) => failed(400, &description, None),
         Some(FakeFailure::Server) => failed(500, "Internal Server Error", None),
-        None => succeed(&shared, &method, &body),
+        Some(FakeFailure::Slow(_)) | None => succeed(&shared, &method, &body),
     }
+}
+
+/// The failure queued for this call of `method`, if its turn has come.
+fn next_failure(shared: &Shared, method: &str) -> Option<FakeFailure> {
+    let mut state = shared.lock();
+    let at = state.failures.iter().position(|(m, _, _)| m == method)?;
+    if state.failures[at].1 > 0 {
+        state.failures[at].1 -= 1;
+        return None;
+    }
+    state.failures.remove(at).map(|(_, _, f)| f)
 }
 
 fn succeed(shared: &Shared, method: &str, body: &Value) -> Response {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_testkit::FakeDiscord;
-use switchboard_testkit::discord::sent_of;
+use switchboard_testkit::discord::{GatewayEvent, sent_of};
 
 use super::process::GatewayProcess;
 
@@ -58,6 +58,17 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
 
     let gateway = GatewayProcess::start(home.path());
     posted(&fake, "exactly-once").await;
+    // The resumed run replies over REST, maybe before the new process has a Gateway session:
+    // what is dispatched before its IDENTIFY goes to the dead session, as on Discord.
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|_, events| {
+            let identified = |e: &&GatewayEvent| matches!(e, GatewayEvent::Identify { .. });
+            events.iter().filter(identified).count() >= 2
+        }),
+    )
+    .await
+    .expect("the new process identified");
     // The new Gateway session sees the second message again (as after a lost session): it was
     // handled before, so it is skipped.
     fake.repeat(&second);

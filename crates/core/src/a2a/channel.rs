@@ -72,6 +72,11 @@ impl Channel for A2aChannel {
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
         Box::pin(self.attempt(record))
     }
+
+    /// An attempt waits until the remote's task ends: a slow task must not hold the next send.
+    fn in_order(&self) -> bool {
+        false
+    }
 }
 
 impl A2aChannel {

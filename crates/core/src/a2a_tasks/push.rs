@@ -197,4 +197,9 @@ impl Channel for PushChannel {
     fn offered(&self) -> bool {
         false
     }
+
+    /// Each push stands alone (a client's URL, per task): none waits for another.
+    fn in_order(&self) -> bool {
+        false
+    }
 }

@@ -87,6 +87,13 @@ pub trait Channel: Send + Sync {
         true
     }
 
+    /// Whether deliveries to one recipient go one at a time, oldest first (a chat's replies
+    /// arrive in the order the runs made them). False for a channel whose attempt waits on the
+    /// other side's work (an A2A task): one slow task must not hold the next message.
+    fn in_order(&self) -> bool {
+        true
+    }
+
     /// The pairing hook: whether a private sender its DM policy does not know gets a pairing
     /// code (`pairing.list`, `pairing.approve` accept the channel).
     fn pairs(&self) -> bool {

@@ -201,7 +201,8 @@ impl DoorParts {
         });
     }
 
-    /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…").
+    /// Calls `typing` every `every` until `run` ends or intake stops (a channel's "typing…"),
+    /// never after the run has ended.
     fn typing_until_done<F, Fut>(&self, run: RunId, every: Duration, typing: F)
     where
         F: Fn() -> Fut + Send + 'static,
@@ -212,7 +213,14 @@ impl DoorParts {
             let ended = runtime.wait(&run, Duration::from_secs(3600));
             tokio::pin!(ended);
             loop {
-                typing().await;
+                // A run that ended first gets no "typing…" after its reply; one that ends
+                // during the call cuts it short.
+                tokio::select! {
+                    biased;
+                    _ = &mut ended => return,
+                    () = stop.cancelled() => return,
+                    () = typing() => {}
+                }
                 tokio::select! {
                     _ = &mut ended => return,
                     () = stop.cancelled() => return,

@@ -101,6 +101,7 @@ pub struct Outbox {
     tasks: TaskTracker,
     stop: CancellationToken,
     wake: Notify,
+    /// The lanes with an attempt in flight ([`Outbox::lane`]).
     in_flight: Mutex<HashSet<String>>,
     events: broadcast::Sender<Arc<DeliveryEvent>>,
 }
@@ -235,44 +236,70 @@ impl Outbox {
         }
     }
 
-    /// Starts an attempt for every due record not already in flight; answers when the next one
-    /// is due (ms).
-    fn start_due(self: &Arc<Self>, pending: Vec<DeliveryRecord>) -> i64 {
+    /// Starts an attempt for every due record whose lane is free, oldest first; answers when
+    /// the next one is due (ms). A lane is one recipient of a channel that keeps order (one
+    /// chat, or one thread of it), else the record alone: two replies to one chat never race,
+    /// and the newer one goes once the older one's attempt has ended. A record waiting out a
+    /// backoff does not hold the newer ones (a chat that refuses one message still gets the
+    /// next).
+    fn start_due(self: &Arc<Self>, mut pending: Vec<DeliveryRecord>) -> i64 {
         let now = self.clock.now_ms();
         let idle = self.cluster.poll_every().unwrap_or(IDLE_WAKE);
         let mut next = now.saturating_add(idle.as_millis() as i64);
+        // A retried record is due after newer ones were made; the oldest of a lane goes first.
+        pending.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         for record in pending {
             if record.next_attempt_at > now {
                 next = next.min(record.next_attempt_at);
                 continue;
             }
-            if !self.in_flight().insert(record.id.clone()) {
+            let lane = self.lane(&record);
+            if !self.in_flight().insert(lane.clone()) {
                 continue;
             }
             let outbox = self.clone();
             self.tasks.spawn(async move {
-                let id = record.id.clone();
-                // The list may predate an attempt that finished meanwhile: go by the stored record.
-                match outbox.store.get_delivery(&id).await {
-                    Ok(current) => {
-                        if let Some(record) = current.filter(|r| {
-                            r.status == DeliveryStatus::Pending && r.attempts == record.attempts
-                        }) {
-                            outbox.attempt(record).await;
-                        }
-                    }
-                    // The record stays pending and is tried again on a later pass; the pause
-                    // keeps a store that fails every read from being asked in a tight loop.
-                    Err(e) => {
-                        tracing::warn!(%id, error = %e, "outbox: could not read a delivery before its attempt; trying again");
-                        outbox.pause(STORE_RETRY).await;
-                    }
-                }
-                outbox.in_flight().remove(&id);
+                outbox.attempt_current(record).await;
+                outbox.in_flight().remove(&lane);
                 outbox.wake();
             });
         }
         next
+    }
+
+    /// The lane `record` waits in: its route for a channel that keeps order, else its id.
+    fn lane(&self, record: &DeliveryRecord) -> String {
+        let ordered = self
+            .channels
+            .get(&record.channel)
+            .is_some_and(|channel| channel.in_order());
+        if !ordered {
+            return format!("record\0{}", record.id);
+        }
+        let account = record.account_id.as_deref().unwrap_or_default();
+        let thread = record.thread_id.as_deref().unwrap_or_default();
+        format!("{}\0{account}\0{}\0{thread}", record.channel, record.to)
+    }
+
+    /// Attempts `record` as the store has it now: the pending list may predate an attempt that
+    /// finished meanwhile.
+    async fn attempt_current(&self, record: DeliveryRecord) {
+        let id = &record.id;
+        match self.store.get_delivery(id).await {
+            Ok(current) => {
+                if let Some(record) = current.filter(|r| {
+                    r.status == DeliveryStatus::Pending && r.attempts == record.attempts
+                }) {
+                    self.attempt(record).await;
+                }
+            }
+            // The record stays pending and is tried again on a later pass; the pause keeps a
+            // store that fails every read from being asked in a tight loop.
+            Err(e) => {
+                tracing::warn!(%id, error = %e, "outbox: could not read a delivery before its attempt; trying again");
+                self.pause(STORE_RETRY).await;
+            }
+        }
     }
 
     /// Waits `wait` on the engine's clock, or until the engine stops.

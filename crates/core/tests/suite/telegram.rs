@@ -3,6 +3,8 @@
 //! the stored update offset across a restart, 429s, blocked chats, long replies in parts, and a
 //! token the Bot API refuses.
 
+use std::time::Duration;
+
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channel::LinkState;
@@ -94,14 +96,23 @@ pub(super) async fn drained(fake: &FakeTelegram) {
 async fn a_private_message_is_answered_in_the_same_chat() {
     let fake = FakeTelegram::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::Open)).await;
-    fake.private_message(42, "alice", "@reply pong-1");
+    // The run takes a while, so the chat shows "typing…" before the reply.
+    fake.private_message(42, "alice", "@delay 300\n@reply pong-1");
     let replies = sent(&fake, 1).await;
     assert_eq!(replies[0]["chat_id"], json!(42));
     assert_eq!(text(&replies[0]), "pong-1");
     // The chat showed "typing…" while the run worked.
-    assert!(fake.calls().iter().any(|c| c.method == "sendChatAction"
-        && c.body["chat_id"] == json!(42)
-        && c.body["action"] == "typing"));
+    let calls = fake.calls();
+    let typed = calls.iter().position(|c| {
+        c.method == "sendChatAction"
+            && c.body["chat_id"] == json!(42)
+            && c.body["action"] == "typing"
+    });
+    let answered = calls.iter().position(|c| c.method == "sendMessage");
+    assert!(
+        typed.is_some() && typed < answered,
+        "typing, then the reply: {calls:?}"
+    );
     // The session records the route (dmScope main: the agent's main session).
     let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
     assert_eq!(entry.last_channel.as_deref(), Some("telegram"));
@@ -186,6 +197,24 @@ async fn a_forum_topic_is_its_own_session_and_the_reply_stays_in_the_topic() {
     assert_eq!(text(&replies[0]), "in-topic");
     let key = h.key("agent:main:telegram:group:-1002:topic:77");
     assert!(h.engine.store().get(&key).await.unwrap().is_some());
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+/// Replies to one chat arrive in the order the runs made them: the second reply is made while
+/// the platform is still taking the first, and waits for it instead of overtaking it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_made_while_the_last_one_is_still_being_sent_waits_its_turn() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    fake.fail_next("sendMessage", FakeFailure::Slow(Duration::from_millis(700)));
+    fake.private_message(42, "alice", "@reply first");
+    fake.private_message(42, "alice", "@reply second");
+    let replies = sent(&fake, 2).await;
+    assert_eq!(
+        replies.iter().map(text).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
     fake.stop().await;
     h.engine.close().await;
 }

@@ -329,9 +329,14 @@ where
     P: Future<Output = ()>,
 {
     tokio::pin!(call);
-    let mut ticks = tokio::time::interval(PROGRESS_EVERY);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let started = tokio::time::Instant::now();
+    // The first report goes before the call is first polled: a call that ends at once still
+    // told the client it was under way, ahead of its answer.
+    if let Some(report) = report.as_mut() {
+        report(0).await;
+    }
+    let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was_cancelled = false;
     loop {
         tokio::select! {

@@ -639,14 +639,16 @@ impl Runtime {
         }
     }
 
-    /// Forgets a finished run (its final record is in the store by now).
+    /// Forgets a finished run (its final record is in the store by now). The session's last
+    /// ended run is noted before the waiters are told: one that lists the sessions as soon as
+    /// its wait ends sees the run's end on the row.
     fn retire(&self, record: &RunRecord) {
-        self.publish(record);
         let ended = RunRecord {
             result: None,
             ..record.clone()
         };
         lock(&self.inner.last_ended).insert(record.session_key.clone(), ended);
+        self.publish(record);
         self.forget(record);
     }
 }

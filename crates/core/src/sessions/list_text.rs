@@ -5,7 +5,6 @@
 //! its last messages) is known only once the page is read: each row is finished then.
 
 use std::any::Any;
-use std::path::Path;
 use std::sync::Arc;
 
 use switchboard_protocol::list_json::{
@@ -128,9 +127,8 @@ impl Heads {
 }
 
 impl EntrySink for Heads {
-    fn entry(&mut self, e: &EntryView<'_>, transcript: Option<&Path>) -> Result<(), StoreError> {
-        let transcript = transcript.map(Path::to_string_lossy);
-        let head = row_head(e, transcript.as_deref(), &self.config, &mut self.models);
+    fn entry(&mut self, e: &EntryView<'_>, transcript: Option<&str>) -> Result<(), StoreError> {
+        let head = row_head(e, transcript, &self.config, &mut self.models);
         write_row_head(&mut self.text, &head)
             .map_err(|err| StoreError::Backend(format!("could not write a listed row: {err}")))?;
         self.keys.push_str(e.key);

@@ -4,7 +4,6 @@
 //! text at once (`sessions.list`) so builds no entry and no string a column.
 
 use std::any::Any;
-use std::path::Path;
 
 use switchboard_protocol::sessions::DeliveryContext;
 
@@ -134,6 +133,5 @@ pub trait EntrySink: Any + Send {
     /// no mirror). What no list row shows may be left out: `last_seq` is 0 (as in
     /// [`super::ListPage`]), and a store may leave `total_tokens` 0 and `last_account_id` and
     /// `last_thread_id` `None`.
-    fn entry(&mut self, entry: &EntryView<'_>, transcript: Option<&Path>)
-    -> Result<(), StoreError>;
+    fn entry(&mut self, entry: &EntryView<'_>, transcript: Option<&str>) -> Result<(), StoreError>;
 }

@@ -20,14 +20,29 @@ pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf
     path
 }
 
-/// [`transcript_path`] written into `path` (what it held is dropped): a page of rows reuses
-/// one buffer.
-pub(crate) fn transcript_path_into(
-    path: &mut PathBuf,
-    home: &Path,
+/// [`transcript_path`] as text (its `to_string_lossy`), written into `text` (what it held is
+/// dropped) from `home` already made text: a page of rows reuses one buffer, and no row's path
+/// is checked for UTF-8 again.
+pub(crate) fn transcript_text_into(
+    text: &mut String,
+    home: &str,
     agent_id: &str,
     session_id: &str,
 ) {
+    text.clear();
+    text.push_str(home);
+    // As `PathBuf::push` joins a relative part: a separator unless the text ends with one.
+    for part in ["agents", agent_id, "sessions", session_id] {
+        if !text.is_empty() && !text.ends_with(std::path::MAIN_SEPARATOR) {
+            text.push(std::path::MAIN_SEPARATOR);
+        }
+        text.push_str(part);
+    }
+    text.push_str(".jsonl");
+}
+
+/// [`transcript_path`] written into `path` (what it held is dropped).
+fn transcript_path_into(path: &mut PathBuf, home: &Path, agent_id: &str, session_id: &str) {
     let size = home.as_os_str().len() + agent_id.len() + session_id.len() + 24;
     path.as_mut_os_string().clear();
     path.reserve(size);
@@ -202,6 +217,18 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_transcript_path_as_text_is_the_paths_text() {
+        let mut text = String::from("left over");
+        for home in ["/var/lib/sb", "/var/lib/sb/", "state", "", "/"] {
+            for (agent, session) in [("main", "0192-ab"), ("ops", "")] {
+                transcript_text_into(&mut text, home, agent, session);
+                let path = transcript_path(Path::new(home), agent, session);
+                assert_eq!(text, path.to_string_lossy(), "home {home:?}");
+            }
+        }
     }
 
     #[test]

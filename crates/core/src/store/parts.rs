@@ -45,6 +45,7 @@ pub trait SessionReads: Send + Sync {
             let page = page.await?;
             for e in &page.entries {
                 let transcript = self.transcript_path(&e.agent_id, &e.session_id);
+                let transcript = transcript.as_deref().map(std::path::Path::to_string_lossy);
                 sink.entry(&e.view(), transcript.as_deref())?;
             }
             Ok((sink, page.next_cursor))

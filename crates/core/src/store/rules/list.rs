@@ -2,8 +2,6 @@
 //! newest first then by key, one row more than the page to know whether another follows, and
 //! the cursor of the last row.
 
-use std::path::Path;
-
 use crate::keys::SessionKey;
 use crate::store::dialect::{Dialect, Statement};
 use crate::store::{Cursor, EntrySink, EntryView, ListPage, ListQuery, SessionEntry, StoreError};
@@ -145,7 +143,7 @@ impl SinkPage {
         &mut self,
         sink: &mut dyn EntrySink,
         entry: &EntryView<'_>,
-        transcript: Option<&Path>,
+        transcript: Option<&str>,
     ) -> Result<(), StoreError> {
         self.handed += 1;
         if self.handed == self.limit {

@@ -1,7 +1,7 @@
 //! The SQL of the store. Writes run on the writer thread inside its transaction; reads run on
 //! pooled read-only connections.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use serde_json::Value;
@@ -211,13 +211,14 @@ pub(super) fn list_into(
     let mut stmt = conn.prepare_cached(&statement.sql)?;
     let mut rows = stmt.query(bind(&statement.params))?;
     let mut page = listing::SinkPage::new(q.limit);
-    let mut path = PathBuf::new();
+    let home = home.to_string_lossy();
+    let mut path = String::new();
     while let Some(row) = rows.next()? {
         if page.full() {
             break;
         }
         let entry = rows::entry_view(row)?;
-        mirror::transcript_path_into(&mut path, home, entry.agent_id, entry.session_id);
+        mirror::transcript_text_into(&mut path, &home, entry.agent_id, entry.session_id);
         page.hand(sink.as_mut(), &entry, Some(&path))?;
     }
     Ok((sink, page.next_cursor()))

@@ -30,6 +30,7 @@ mod hold;
 pub mod lanes;
 pub mod providers;
 mod queue;
+mod recent;
 mod recover;
 mod remote;
 mod run;
@@ -307,6 +308,8 @@ struct Inner {
     idempotency: Mutex<HashMap<String, RunId>>,
     /// Each session's last ended run since start (its row's `status`, `lastRunId`, `runtimeMs`).
     last_ended: Mutex<HashMap<SessionKey, RunRecord>>,
+    /// The last runs that ended here, for a wait that comes just after (`recent.rs`).
+    recent: Mutex<recent::RecentRuns>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.
     events: broadcast::Sender<Arc<RunEvent>>,
     /// The bus to the gateways sharing the store, and this runtime's name on it.
@@ -375,6 +378,7 @@ impl Runtime {
                 live: Mutex::default(),
                 idempotency: Mutex::default(),
                 last_ended: Mutex::default(),
+                recent: Mutex::default(),
                 events: broadcast::channel(EVENT_BUFFER).0,
                 bus,
                 origin: uuid::Uuid::new_v4().to_string(),
@@ -480,6 +484,13 @@ impl Runtime {
                     });
                 }
             }
+        }
+        // It ended here a moment ago (a fast turn ends before its client's wait comes).
+        if let Some(record) = lock(&self.inner.recent).get(run_id) {
+            return Ok(WaitOutcome {
+                record,
+                wait_timed_out: false,
+            });
         }
         // A run left queued by a shutdown is still queued in the store: the wait ended first.
         // On a shared store, another gateway may be running it.
@@ -648,6 +659,7 @@ impl Runtime {
             ..record.clone()
         };
         lock(&self.inner.last_ended).insert(record.session_key.clone(), ended);
+        lock(&self.inner.recent).keep(record);
         self.publish(record);
         self.forget(record);
     }

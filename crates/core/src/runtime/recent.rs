@@ -81,7 +81,10 @@ mod tests {
         assert_eq!(recent.records.len(), KEPT);
         assert!(recent.get(&RunId::from_string("r-9")).is_none());
         let last = recent.get(&RunId::from_string(format!("r-{}", KEPT + 9)));
-        assert_eq!(last.and_then(|r| r.result), Some(format!("reply {}", KEPT + 9)));
+        assert_eq!(
+            last.and_then(|r| r.result),
+            Some(format!("reply {}", KEPT + 9))
+        );
         assert!(recent.get(&RunId::from_string("r-10")).is_some());
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use switchboard_protocol::delivery::DeliveryKind;
 
 use super::agent_provenance;
-use super::prompts::{Sides, channel};
+use super::prompts::{Sides, channel, runs_in_requester};
 use crate::access::{self, SendDecision};
 use crate::config::Config;
 use crate::delivery::replies::{ANNOUNCE_SKIP, ends_exchange, is_silent};
@@ -150,7 +150,7 @@ impl Driver {
     /// exchange never names a run that does not exist), and the step's idempotency key makes a
     /// second driver of the same record find the same run instead of starting another.
     async fn start_step(&self, x: &mut ExchangeRecord, with_message: bool) -> Result<(), Stop> {
-        if x.state == ExchangeState::Replying && (x.turn + 1) % 2 == 1 {
+        if x.state == ExchangeState::Replying && runs_in_requester(x.turn + 1) {
             // A turn in the requester's session can only run after the run that sent the
             // message: submitted once that run ended, it starts at once (queued and started in
             // one commit) instead of waiting in the queue, and the sender's turn does not share

@@ -6,6 +6,12 @@ use crate::delivery::replies::{ANNOUNCE_SKIP, REPLY_SKIP};
 use crate::keys::SessionKey;
 use crate::store::SessionEntry;
 
+/// Whether reply-back turn `turn` (from 1) runs in the requester's session: odd turns do, even
+/// ones in the target's.
+pub(super) fn runs_in_requester(turn: u32) -> bool {
+    turn % 2 == 1
+}
+
 /// The two sessions of an exchange, with the channels their blocks name.
 pub(super) struct Sides<'a> {
     pub requester: &'a SessionKey,
@@ -20,9 +26,9 @@ impl<'a> Sides<'a> {
         self.requester_channel.as_deref().unwrap_or("unknown")
     }
 
-    /// `(runs the turn, whose reply it receives)`: odd turns run in the requester.
+    /// `(runs the turn, whose reply it receives)`: see [`runs_in_requester`].
     pub fn turn_sides(&self, turn: u32) -> (&'a SessionKey, &'a SessionKey) {
-        match turn % 2 == 1 {
+        match runs_in_requester(turn) {
             true => (self.requester, self.target),
             false => (self.target, self.requester),
         }

@@ -15,8 +15,14 @@ use super::private;
 
 /// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl`.
 pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf {
-    let mut path = PathBuf::new();
-    transcript_path_into(&mut path, home, agent_id, session_id);
+    let size = home.as_os_str().len() + agent_id.len() + session_id.len() + 24;
+    let mut path = PathBuf::with_capacity(size);
+    path.push(home);
+    path.push("agents");
+    path.push(agent_id);
+    path.push("sessions");
+    path.push(session_id);
+    path.as_mut_os_string().push(".jsonl");
     path
 }
 
@@ -39,19 +45,6 @@ pub(crate) fn transcript_text_into(
         text.push_str(part);
     }
     text.push_str(".jsonl");
-}
-
-/// [`transcript_path`] written into `path` (what it held is dropped).
-fn transcript_path_into(path: &mut PathBuf, home: &Path, agent_id: &str, session_id: &str) {
-    let size = home.as_os_str().len() + agent_id.len() + session_id.len() + 24;
-    path.as_mut_os_string().clear();
-    path.reserve(size);
-    path.push(home);
-    path.push("agents");
-    path.push(agent_id);
-    path.push("sessions");
-    path.push(session_id);
-    path.as_mut_os_string().push(".jsonl");
 }
 
 /// The mirror line id of the message with this `seq`: 8 hex digits, like the reference's ids.

@@ -101,25 +101,27 @@ pub(crate) fn entry_view(row: &(impl Columns + ?Sized)) -> Result<EntryView<'_>,
     })
 }
 
+/// Every field of a stored entry but `session_id`, set from [`entry_params`] (`?1` is its key):
+/// the end of [`WRITE_ENTRY`] and [`PATCH_ENTRY`].
+macro_rules! entry_fields {
+    () => {
+        "updated_at = ?3, channel = ?4, display_name = ?5, label = ?6, spawned_by = ?7, \
+         model = ?8, thinking_level = ?9, verbose_level = ?10, system_sent = ?11, \
+         aborted_last_run = ?12, send_policy = ?13, last_channel = ?14, last_to = ?15, \
+         last_account_id = ?16, last_thread_id = ?17, delivery_context = ?18, \
+         input_tokens = ?19, output_tokens = ?20, total_tokens = ?21, context_tokens = ?22, \
+         archived_at = ?23, last_model = ?24, cost_usd = ?25 WHERE key = ?1"
+    };
+}
+
 /// The statement that writes every field of a stored entry (`?1` is its key).
-pub(crate) const WRITE_ENTRY: &str = "UPDATE sessions SET session_id = ?2, updated_at = ?3, \
-     channel = ?4, display_name = ?5, label = ?6, spawned_by = ?7, model = ?8, \
-     thinking_level = ?9, verbose_level = ?10, system_sent = ?11, aborted_last_run = ?12, \
-     send_policy = ?13, last_channel = ?14, last_to = ?15, last_account_id = ?16, \
-     last_thread_id = ?17, delivery_context = ?18, input_tokens = ?19, output_tokens = ?20, \
-     total_tokens = ?21, context_tokens = ?22, archived_at = ?23, last_model = ?24, \
-     cost_usd = ?25 WHERE key = ?1";
+pub(crate) const WRITE_ENTRY: &str =
+    concat!("UPDATE sessions SET session_id = ?2, ", entry_fields!());
 
 /// [`WRITE_ENTRY`] for a patch, which never changes the transcript: `session_id` is not set
 /// (`?2` is bound and unused), so its unique index is not rewritten with the same value (SQLite
 /// rewrites every index whose column an UPDATE sets, one WAL page more a turn).
-pub(crate) const PATCH_ENTRY: &str = "UPDATE sessions SET updated_at = ?3, \
-     channel = ?4, display_name = ?5, label = ?6, spawned_by = ?7, model = ?8, \
-     thinking_level = ?9, verbose_level = ?10, system_sent = ?11, aborted_last_run = ?12, \
-     send_policy = ?13, last_channel = ?14, last_to = ?15, last_account_id = ?16, \
-     last_thread_id = ?17, delivery_context = ?18, input_tokens = ?19, output_tokens = ?20, \
-     total_tokens = ?21, context_tokens = ?22, archived_at = ?23, last_model = ?24, \
-     cost_usd = ?25 WHERE key = ?1";
+pub(crate) const PATCH_ENTRY: &str = concat!("UPDATE sessions SET ", entry_fields!());
 
 /// The values of [`WRITE_ENTRY`] and [`PATCH_ENTRY`].
 pub(crate) fn entry_params(e: &SessionEntry) -> Result<Vec<Param>, StoreError> {

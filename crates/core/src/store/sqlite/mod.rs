@@ -167,6 +167,14 @@ impl SqliteStore {
         self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Counts one read ([`SqliteStore::reads`]) and answers the state it runs on.
+    fn counted_read(&self) -> Arc<Inner> {
+        self.inner
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.clone()
+    }
+
     /// Runs `f` on a pooled read-only connection here, on the task's own thread: for the reads
     /// of one row through an index (a session, a run, a record by key), which take a few
     /// microseconds. Handing those to a blocking thread cost more than the read itself: two
@@ -175,10 +183,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        self.inner
-            .reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let inner = self.inner.clone();
+        let inner = self.counted_read();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
             inner.with_reader(f)
         }))
@@ -189,10 +194,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        self.inner
-            .reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let inner = self.inner.clone();
+        let inner = self.counted_read();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
             tokio::task::spawn_blocking(move || inner.with_reader(f))
                 .await

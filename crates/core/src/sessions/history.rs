@@ -1,5 +1,7 @@
 //! `chat.history` (newest page first, `before` paging) and `chat.inject`.
 
+use std::sync::Arc;
+
 use serde::Deserialize as _;
 use serde_json::Value;
 use switchboard_protocol::chat::{
@@ -14,7 +16,7 @@ use switchboard_protocol::message::{
 use super::{Sessions, with_seq};
 use crate::error::{CoreError, CoreResult};
 use crate::keys;
-use crate::store::{StoredMessage, StoredText, message_id};
+use crate::store::{StoreError, StoredMessage, StoredText, message_id};
 
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
@@ -54,6 +56,23 @@ impl Sessions {
             messages,
             next_before: page.next_before,
         })
+    }
+
+    /// `chat.history` as its JSON text: [`Sessions::history`]'s page, or the page kept since it
+    /// was read (`kept.rs`).
+    pub async fn history_text(&self, p: ChatHistoryParams) -> CoreResult<Arc<Vec<u8>>> {
+        let asked = (p.session_key.clone(), p.limit, p.before);
+        let version = self.store.version();
+        if let Some(page) = self.kept.histories.get(&asked, version) {
+            return Ok(page);
+        }
+        let page = serde_json::to_vec(&self.history(p).await?)
+            .map_err(|e| StoreError::Backend(format!("could not write a history page: {e}")))?;
+        let page = Arc::new(page);
+        self.kept
+            .histories
+            .keep(asked, version, page.clone(), page.len());
+        Ok(page)
     }
 
     /// `chat.inject`: appends one message without a run, creating the session when the key is new.

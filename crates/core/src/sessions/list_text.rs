@@ -17,21 +17,28 @@ use super::list::ListRequest;
 use super::{ModelLookups, Sessions, row_head};
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
-use crate::store::{EntrySink, EntryView, StoreError};
+use crate::store::{EntrySink, EntryView, ListQuery, StoreError};
 
 impl Sessions {
-    /// `sessions.list` as the compact JSON text of its page: every filter, then the page.
+    /// `sessions.list` as the compact JSON text of its page: every filter, then the page (its
+    /// rows as read from the store, or as kept since: `kept.rs`).
     pub async fn list_text(&self, p: SessionsListParams) -> CoreResult<Vec<u8>> {
         let ListRequest {
             query,
             message_limit,
             warning,
         } = self.list_request(p)?;
-        let heads = Heads::new(self.config.clone(), message_limit > 0, query.limit);
-        let (sink, next_cursor) = self.store.list_into(query, Box::new(heads)).await?;
-        let mut heads = (sink as Box<dyn Any>)
-            .downcast::<Heads>()
-            .map_err(|_| backend("the store handed back another list sink".to_string()))?;
+        let asked = (query, message_limit > 0);
+        let version = self.store.version();
+        let heads = match self.kept.lists.get(&asked, version) {
+            Some(heads) => heads,
+            None => {
+                let heads = Arc::new(self.read_heads(asked.0.clone(), asked.1).await?);
+                let bytes = heads.text.len() + heads.keys.len();
+                self.kept.lists.keep(asked, version, heads.clone(), bytes);
+                heads
+            }
+        };
         let rows = heads.rows.len();
         let keys: Vec<&str> = (0..rows).map(|i| heads.key(i)).collect();
         let views = self.runtime.run_views(&keys);
@@ -40,14 +47,13 @@ impl Sessions {
         let messages: Vec<Vec<HistoryMessage>> = match heads.session_ids.is_empty() {
             true => Vec::new(),
             false => {
-                let ids = std::mem::take(&mut heads.session_ids);
-                self.last_messages(ids, message_limit).await?
+                self.last_messages(heads.session_ids.clone(), message_limit)
+                    .await?
             }
         };
-        let next_cursor = next_cursor.map(|c| c.encode());
         let defaults = self.defaults();
         let end = PageEnd {
-            next_cursor: next_cursor.as_deref(),
+            next_cursor: heads.next_cursor.as_deref(),
             warning: warning.as_deref(),
             defaults: Some(&defaults),
         };
@@ -71,16 +77,28 @@ impl Sessions {
         .map_err(|e| backend(format!("could not write a list page: {e}")))?;
         Ok(out)
     }
+
+    /// The page's rows as the store reads them now, written up to what the session shows now.
+    async fn read_heads(&self, query: ListQuery, with_messages: bool) -> CoreResult<Heads> {
+        let sink = Reading::new(self.config.clone(), with_messages, query.limit);
+        let (sink, next_cursor) = self.store.list_into(query, Box::new(sink)).await?;
+        let reading = (sink as Box<dyn Any>)
+            .downcast::<Reading>()
+            .map_err(|_| backend("the store handed back another list sink".to_string()))?;
+        Ok(Heads {
+            next_cursor: next_cursor.map(|c| c.encode()),
+            ..reading.heads
+        })
+    }
 }
 
 fn backend(message: String) -> CoreError {
     CoreError::Store(StoreError::Backend(message))
 }
 
-/// The page's rows as the store reads them, written up to what the session shows now.
-struct Heads {
-    config: Arc<Config>,
-    models: ModelLookups,
+/// The page's rows as the store read them, written up to what the session shows now: what a
+/// page keeps ([`Sessions::list_text`]).
+pub(super) struct Heads {
     /// The rows' starts, one after another.
     text: Vec<u8>,
     rows: Vec<Head>,
@@ -88,7 +106,7 @@ struct Heads {
     keys: String,
     /// Each row's transcript, when the page shows the last messages.
     session_ids: Vec<String>,
-    with_messages: bool,
+    next_cursor: Option<String>,
 }
 
 /// Where a row's start and key end in [`Heads`].
@@ -100,21 +118,6 @@ struct Head {
 }
 
 impl Heads {
-    fn new(config: Arc<Config>, with_messages: bool, limit: usize) -> Self {
-        // The seeded rows are 330–400 bytes and their keys 20–40: one allocation each for most
-        // pages.
-        let rows = limit.min(256);
-        Self {
-            config,
-            models: ModelLookups::default(),
-            text: Vec::with_capacity(rows * 448),
-            rows: Vec::with_capacity(rows),
-            keys: String::with_capacity(rows * 48),
-            session_ids: Vec::new(),
-            with_messages,
-        }
-    }
-
     fn head(&self, i: usize) -> &[u8] {
         let start = i.checked_sub(1).map_or(0, |j| self.rows[j].text_end);
         &self.text[start..self.rows[i].text_end]
@@ -126,19 +129,48 @@ impl Heads {
     }
 }
 
-impl EntrySink for Heads {
+/// The sink the store hands each row to: the row heads, written as they come.
+struct Reading {
+    config: Arc<Config>,
+    models: ModelLookups,
+    heads: Heads,
+    with_messages: bool,
+}
+
+impl Reading {
+    fn new(config: Arc<Config>, with_messages: bool, limit: usize) -> Self {
+        // The seeded rows are 330–400 bytes and their keys 20–40: one allocation each for most
+        // pages.
+        let rows = limit.min(256);
+        Self {
+            config,
+            models: ModelLookups::default(),
+            heads: Heads {
+                text: Vec::with_capacity(rows * 448),
+                rows: Vec::with_capacity(rows),
+                keys: String::with_capacity(rows * 48),
+                session_ids: Vec::new(),
+                next_cursor: None,
+            },
+            with_messages,
+        }
+    }
+}
+
+impl EntrySink for Reading {
     fn entry(&mut self, e: &EntryView<'_>, transcript: Option<&str>) -> Result<(), StoreError> {
         let head = row_head(e, transcript, &self.config, &mut self.models);
-        write_row_head(&mut self.text, &head)
+        let heads = &mut self.heads;
+        write_row_head(&mut heads.text, &head)
             .map_err(|err| StoreError::Backend(format!("could not write a listed row: {err}")))?;
-        self.keys.push_str(e.key);
-        self.rows.push(Head {
-            text_end: self.text.len(),
-            key_end: self.keys.len(),
+        heads.keys.push_str(e.key);
+        heads.rows.push(Head {
+            text_end: heads.text.len(),
+            key_end: heads.keys.len(),
             parent: e.spawned_by.is_some(),
         });
         if self.with_messages {
-            self.session_ids.push(e.session_id.to_owned());
+            heads.session_ids.push(e.session_id.to_owned());
         }
         Ok(())
     }

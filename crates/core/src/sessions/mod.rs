@@ -10,6 +10,7 @@
 mod attachments;
 mod health;
 mod history;
+mod kept;
 mod list;
 mod list_text;
 mod manage;
@@ -49,6 +50,8 @@ pub struct Sessions {
     counts: std::sync::Mutex<Option<health::Counts>>,
     /// Sessions created, patched, reset or deleted by an operation here (`sessions.changed`).
     changes: tokio::sync::broadcast::Sender<Arc<SessionsChanged>>,
+    /// Pages read a moment ago, answered again while the store has not changed.
+    kept: kept::Pages,
 }
 
 impl Sessions {
@@ -67,6 +70,7 @@ impl Sessions {
             clock,
             counts: std::sync::Mutex::new(None),
             changes: tokio::sync::broadcast::channel(CHANGES_BUFFERED).0,
+            kept: kept::Pages::new(),
         }
     }
 

@@ -267,6 +267,12 @@ pub trait Store:
     fn statements(&self) -> u64 {
         0
     }
+    /// A number that moves on whenever a write may have changed what a read answers, when this
+    /// process sees every write ([`super::SqliteStore`]); `None` when others write too (a
+    /// shared database): a page read from the store is then never kept for a later request.
+    fn version(&self) -> Option<u64> {
+        None
+    }
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;

@@ -218,3 +218,64 @@ async fn a_list_written_as_it_is_read_is_the_typed_page_byte_for_byte() {
         .unwrap();
     assert_eq!(main["messages"].as_array().map(Vec::len), Some(2), "{main}");
 }
+
+/// A list page's text and the store reads it cost.
+async fn listed(h: &TestEngine, params: Value) -> (u64, String) {
+    let before = h.engine.store_reads();
+    let p: SessionsListParams = serde_json::from_value(params).unwrap();
+    let text = h.engine.sessions().list_text(p).await.unwrap();
+    (
+        h.engine.store_reads() - before,
+        String::from_utf8(text).unwrap(),
+    )
+}
+
+/// A history page's text (checked against the typed page) and the store reads it cost.
+async fn history(h: &TestEngine, limit: i64) -> (u64, String) {
+    let p = json!({"sessionKey": "main", "limit": limit});
+    let sessions = h.engine.sessions();
+    let before = h.engine.store_reads();
+    let page = sessions.history_text(serde_json::from_value(p.clone()).unwrap());
+    let page = String::from_utf8(page.await.unwrap().to_vec()).unwrap();
+    let reads = h.engine.store_reads() - before;
+    let typed = sessions.history(serde_json::from_value(p).unwrap()).await;
+    assert_eq!(page, serde_json::to_string(&typed.unwrap()).unwrap());
+    (reads, page)
+}
+
+/// A page asked for again with nothing written since is answered from memory (no read of its
+/// rows); each kind of write shows in the very next answer, which is the typed page again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_asked_again_is_kept_until_the_next_write_shows_in_it() {
+    let h = varied().await;
+    let (first, page) = listed(&h, json!({"limit": 50})).await;
+    let (again, same_page) = listed(&h, json!({"limit": 50})).await;
+    assert_eq!(page, same_page);
+    assert_eq!(again + 1, first, "the rows were not read again");
+    let (other, _) = listed(&h, json!({"limit": 49})).await;
+    assert_eq!(other, first, "another page is read");
+
+    let patch = json!({"key": "agent:main:main", "label": "renamed"});
+    let sessions = h.engine.sessions();
+    sessions
+        .patch(serde_json::from_value(patch).unwrap())
+        .await
+        .unwrap();
+    let patched = same(&h, json!({"limit": 50})).await;
+    assert!(patched.to_string().contains("renamed"), "{patched}");
+    h.turn("agent:ops:main", "a new turn").await;
+    let after_turn = same(&h, json!({"limit": 50})).await;
+    assert_eq!(
+        after_turn["sessions"][0]["key"], "agent:ops:main",
+        "{after_turn}"
+    );
+
+    // chat.history: kept the same way, and a message appended shows at once.
+    let (first, page) = history(&h, 10).await;
+    let (again, same_page) = history(&h, 10).await;
+    assert_eq!(page, same_page);
+    assert_eq!(again, 0, "the page was kept ({first} reads the first time)");
+    h.turn("main", "one more").await;
+    let (_, after) = history(&h, 10).await;
+    assert!(after.contains("one more"), "{after}");
+}

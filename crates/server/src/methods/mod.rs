@@ -293,8 +293,3 @@ pub(crate) fn core_err(e: CoreError) -> ErrorShape {
 pub(crate) fn answer<T: Serialize>(result: Result<T, CoreError>) -> MethodResult {
     to_value(result.map_err(core_err)?)
 }
-
-/// [`answer`] as the frame's text, written once from the typed answer (the large reads).
-pub(crate) fn encoded<T: Serialize>(result: Result<T, CoreError>) -> Result<Payload, ErrorShape> {
-    Payload::encode(&result.map_err(core_err)?)
-}

@@ -7,7 +7,7 @@ use switchboard_protocol::sessions::{
     SessionsResolveParams,
 };
 
-use super::{MethodResult, Payload, answer, core_err, encoded};
+use super::{MethodResult, Payload, answer, core_err};
 use switchboard_protocol::ErrorShape;
 
 pub async fn list(engine: &Engine, p: SessionsListParams) -> Result<Payload, ErrorShape> {
@@ -36,7 +36,8 @@ pub async fn delete(engine: &Engine, p: SessionKeyParams) -> MethodResult {
 }
 
 pub async fn history(engine: &Engine, p: ChatHistoryParams) -> Result<Payload, ErrorShape> {
-    encoded(engine.sessions().history(p).await)
+    let page = engine.sessions().history_text(p).await.map_err(core_err)?;
+    Payload::json_bytes(Ok(page.as_ref().clone()))
 }
 
 pub async fn inject(engine: &Engine, p: ChatInjectParams) -> MethodResult {

@@ -167,6 +167,14 @@ impl SqliteStore {
         self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// A number that moves on whenever a write may have changed what a read answers: every
+    /// write to the file goes through this process's one writer (one gateway serves one
+    /// SQLite file), which moves it on after each commit and before answering the writes.
+    /// Read it before a read: a page read after is at least as new as the number.
+    pub fn version(&self) -> u64 {
+        self.inner.writer.version()
+    }
+
     /// Counts one read ([`SqliteStore::reads`]) and answers the state it runs on.
     fn counted_read(&self) -> Arc<Inner> {
         self.inner

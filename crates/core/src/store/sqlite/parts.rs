@@ -314,6 +314,10 @@ impl Store for SqliteStore {
         SqliteStore::reads(self)
     }
 
+    fn version(&self) -> Option<u64> {
+        Some(SqliteStore::version(self))
+    }
+
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
         self.write(move |c, now, m| ops.into_iter().map(|op| write_op(c, op, now, m)).collect())
     }

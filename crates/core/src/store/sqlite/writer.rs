@@ -94,6 +94,10 @@ pub(super) struct Writer {
     /// When (µs after `epoch`) a job was last queued behind another.
     contended_at: AtomicU64,
     epoch: Instant,
+    /// Job transactions ended since open: moved on after each `COMMIT`, before its jobs are
+    /// answered ([`SqliteStore::version`](super::SqliteStore::version)). The mirror's own
+    /// bookkeeping (`mirrored_seq`, which no request reads) does not move it.
+    version: AtomicU64,
 }
 
 /// Where [`Writer::submit`] put a job.
@@ -146,6 +150,7 @@ impl Writer {
             in_flight: AtomicUsize::new(0),
             contended_at: AtomicU64::new(0),
             epoch: Instant::now(),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -196,9 +201,14 @@ impl Writer {
             .is_empty()
     }
 
+    /// Transactions ended since open (see [`SqliteStore::version`](super::SqliteStore::version)).
+    pub(super) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
     fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
         let n = batch.len();
-        commit_batch(&desk.conn, batch, &mut desk.mirror);
+        commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
         desk.last_commit = Instant::now();
         self.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
@@ -273,14 +283,14 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>) {
     }
 }
 
-fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
+fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &AtomicU64) {
     if let Err(e) = cached(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %e, "could not begin a write transaction; {} writes fail", batch.len());
         return; // dropping the jobs answers their callers with an error
     }
     mirror.write_marks(conn);
     if batch.len() == 1 {
-        return commit_one(conn, batch, mirror);
+        return commit_one(conn, batch, mirror, version);
     }
     let mut done = Vec::with_capacity(batch.len());
     for job in batch {
@@ -299,13 +309,13 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
         }
         done.push(outcome);
     }
-    finish(conn, done, mirror);
+    finish(conn, done, mirror, version);
 }
 
 /// A job alone in its transaction needs no savepoint: when it fails, the whole transaction
 /// rolls back (the mirror marks written in it stay queued for the next one). A savepoint makes
 /// SQLite copy every page a job changes into a statement journal first, for nothing here.
-fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
+fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &AtomicU64) {
     let done: Vec<JobDone> = batch.into_iter().map(|job| job(conn)).collect();
     if done.iter().any(|outcome| !outcome.ok) {
         let _ = conn.execute_batch("ROLLBACK");
@@ -314,7 +324,7 @@ fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState) {
         }
         return;
     }
-    finish(conn, done, mirror);
+    finish(conn, done, mirror, version);
 }
 
 /// Runs one statement of the writer's own, prepared once (`execute_batch` parses it each time).
@@ -322,9 +332,11 @@ fn cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-/// Commits, writes the mirror lines of what committed, and answers each job.
-fn finish(conn: &Connection, done: Vec<JobDone>, mirror: &mut MirrorState) {
+/// Commits, moves `version` on (a reader that sees the new number sees what committed), writes
+/// the mirror lines of what committed, and answers each job.
+fn finish(conn: &Connection, done: Vec<JobDone>, mirror: &mut MirrorState, version: &AtomicU64) {
     let committed = cached(conn, "COMMIT").map_err(|e| e.to_string());
+    version.fetch_add(1, Ordering::Release);
     if committed.is_err() {
         // The marks written in this transaction stay queued for the next one.
         let _ = conn.execute_batch("ROLLBACK");

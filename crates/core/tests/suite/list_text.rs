@@ -244,14 +244,17 @@ async fn history(h: &TestEngine, limit: i64) -> (u64, String) {
 }
 
 /// A page asked for again with nothing written since is answered from memory (no read of its
-/// rows); each kind of write shows in the very next answer, which is the typed page again.
+/// rows) on a store of one gateway; each kind of write shows in the very next answer, which is
+/// the typed page again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_asked_again_is_kept_until_the_next_write_shows_in_it() {
     let h = varied().await;
+    // A store that other gateways write to (PostgreSQL) has no version: nothing is kept.
+    let kept = u64::from(h.engine.store().version().is_some());
     let (first, page) = listed(&h, json!({"limit": 50})).await;
     let (again, same_page) = listed(&h, json!({"limit": 50})).await;
     assert_eq!(page, same_page);
-    assert_eq!(again + 1, first, "the rows were not read again");
+    assert_eq!(again + kept, first, "kept: the rows were not read again");
     let (other, _) = listed(&h, json!({"limit": 49})).await;
     assert_eq!(other, first, "another page is read");
 
@@ -274,7 +277,10 @@ async fn a_page_asked_again_is_kept_until_the_next_write_shows_in_it() {
     let (first, page) = history(&h, 10).await;
     let (again, same_page) = history(&h, 10).await;
     assert_eq!(page, same_page);
-    assert_eq!(again, 0, "the page was kept ({first} reads the first time)");
+    match kept {
+        1 => assert_eq!(again, 0, "the page was kept ({first} reads the first time)"),
+        _ => assert_eq!(again, first, "nothing is kept"),
+    }
     h.turn("main", "one more").await;
     let (_, after) = history(&h, 10).await;
     assert!(after.contains("one more"), "{after}");

@@ -228,18 +228,50 @@ impl Conn {
         self.client.is_closed()
     }
 
-    /// One statement outside the pool's [`Db`] (a session lock's connection).
+    /// One statement outside the pool's [`Db`] (a session lock's connection), prepared once
+    /// on the connection as [`Db`]'s are: a text sent as is would be parsed and planned again,
+    /// in a round trip of its own, at each of a turn's lock and unlock.
     pub(super) async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
-        self.client.execute(sql, params).await.map_err(backend)
+        let statement = self.statement(sql).await?;
+        self.client
+            .execute(&statement, params)
+            .await
+            .map_err(backend)
     }
 
-    /// One query outside the pool's [`Db`] (the heartbeat's connection).
+    /// One query outside the pool's [`Db`] (a session lock's or the heartbeat's connection),
+    /// prepared once as [`Conn::execute`]'s statement is.
     pub(super) async fn query(
         &self,
         sql: &str,
         params: &Params<'_>,
     ) -> Result<Vec<Row>, StoreError> {
-        self.client.query(sql, params).await.map_err(backend)
+        let statement = self.statement(sql).await?;
+        self.client.query(&statement, params).await.map_err(backend)
+    }
+
+    async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(statement) = kept(&self.statements, sql) {
+            return Ok(statement);
+        }
+        let statement = self.client.prepare(sql).await.map_err(backend)?;
+        keep(&self.statements, sql, &statement);
+        Ok(statement)
+    }
+}
+
+/// The statement prepared from `sql`, when a connection's statements keep it.
+fn kept(statements: &Mutex<HashMap<String, Statement>>, sql: &str) -> Option<Statement> {
+    statements.lock().ok().and_then(|s| s.get(sql).cloned())
+}
+
+/// Keeps `statement`, prepared from `sql`, in a connection's statements.
+fn keep(statements: &Mutex<HashMap<String, Statement>>, sql: &str, statement: &Statement) {
+    if let Ok(mut statements) = statements.lock() {
+        if statements.len() >= MAX_STATEMENTS {
+            statements.clear();
+        }
+        statements.insert(sql.to_string(), statement.clone());
     }
 }
 
@@ -309,12 +341,7 @@ impl Db<'_> {
 
     /// The prepared statement of `sql` on this connection.
     async fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
-        let cached = self
-            .statements
-            .lock()
-            .ok()
-            .and_then(|s| s.get(sql).cloned());
-        if let Some(statement) = cached {
+        if let Some(statement) = kept(self.statements, sql) {
             return Ok(statement);
         }
         let statement = match &self.link {
@@ -322,12 +349,7 @@ impl Db<'_> {
             Link::Tx(t) => t.prepare(sql).await,
         }
         .map_err(backend)?;
-        if let Ok(mut statements) = self.statements.lock() {
-            if statements.len() >= MAX_STATEMENTS {
-                statements.clear();
-            }
-            statements.insert(sql.to_string(), statement.clone());
-        }
+        keep(self.statements, sql, &statement);
         Ok(statement)
     }
 

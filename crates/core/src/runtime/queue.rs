@@ -64,8 +64,11 @@ impl Runtime {
                 "the gateway is shutting down; the run was not started".into(),
             ));
         }
+        // A key repeated while its run is live here is answered from memory. A new key is not
+        // looked up: the run's insert is refused when a stored run has it (or the run id), and
+        // the first run is read only then.
         if let Some(key) = &request.idempotency_key
-            && let Some(accepted) = self.find_idempotent(key).await?
+            && let Some(accepted) = self.find_live(key).await?
         {
             return Ok(accepted);
         }
@@ -127,7 +130,7 @@ impl Runtime {
             return Box::pin(self.submit_started(request, record, message, now)).await;
         }
         let input = input_of(&request, message.clone());
-        let mut batch = vec![WriteOp::QueueRun(record.clone(), Box::new(input))];
+        let mut batch = vec![WriteOp::NewRun(record.clone(), Some(Box::new(input)))];
         batch.append(&mut request.commit_with);
         if let Err(e) = store.write_batch(batch).await {
             // Two submits raced with one key: the other one won.
@@ -190,18 +193,22 @@ impl Runtime {
         }
     }
 
+    /// The run an idempotency key names, live here or stored.
     pub(super) async fn find_idempotent(&self, key: &str) -> CoreResult<Option<Accepted>> {
-        let live = lock(&self.inner.idempotency).get(key).cloned();
-        let record = match live {
-            Some(run_id) => self.store().get_run(&run_id).await?,
-            None => self.store().get_run_by_idempotency(key).await?,
+        if let Some(accepted) = self.find_live(key).await? {
+            return Ok(Some(accepted));
+        }
+        let record = self.store().get_run_by_idempotency(key).await?;
+        Ok(record.map(deduplicated))
+    }
+
+    /// The run an idempotency key names when it is live here (no read for a key it does not
+    /// know).
+    async fn find_live(&self, key: &str) -> CoreResult<Option<Accepted>> {
+        let Some(run_id) = lock(&self.inner.idempotency).get(key).cloned() else {
+            return Ok(None);
         };
-        Ok(record.map(|r| Accepted {
-            run_id: r.run_id,
-            session_key: r.session_key,
-            accepted_at: r.created_at,
-            deduplicated: true,
-        }))
+        Ok(self.store().get_run(&run_id).await?.map(deduplicated))
     }
 
     /// Appends to the session's queue; starts its worker when the session was idle.
@@ -407,6 +414,16 @@ pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>)
 }
 
 /// The request of a queued run read back from the store (the inverse of [`input_of`]).
+/// A repeated request's answer: the first run.
+fn deduplicated(r: RunRecord) -> Accepted {
+    Accepted {
+        run_id: r.run_id,
+        session_key: r.session_key,
+        accepted_at: r.created_at,
+        deduplicated: true,
+    }
+}
+
 pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
     let lane = Lane::parse(&record.lane).unwrap_or(Lane::Main);
     let mut request = RunRequest::new(record.session_key.clone(), lane);

@@ -21,18 +21,18 @@ use crate::store::{
     RunRecord, RunStatus, SessionEntry, SessionLock, StoreError, TryLock, WriteOp, WriteOutcome,
 };
 
-/// The writes that start `record`'s run: its input appended first (when it has one), then its
-/// record.
+/// The writes that start a run: its input appended first (when it has one), then its record
+/// (`run`: a queued run's [`WriteOp::PutRun`], a new run's [`WriteOp::NewRun`]).
 pub(super) fn writes(
     key: &SessionKey,
-    record: &RunRecord,
+    run: WriteOp,
     input: Option<TranscriptMessage>,
 ) -> Vec<WriteOp> {
     let mut start = Vec::with_capacity(3);
     if let Some(message) = input {
         start.push(super::run::append(key, message));
     }
-    start.push(WriteOp::PutRun(record.clone()));
+    start.push(run);
     start
 }
 
@@ -135,7 +135,7 @@ impl Runtime {
         let key = record.session_key.clone();
         record.status = RunStatus::Running;
         record.started_at = Some(record.created_at);
-        let mut start = writes(&key, &record, input.clone());
+        let mut start = writes(&key, WriteOp::NewRun(record.clone(), None), input.clone());
         start.append(&mut request.commit_with);
         let entry = match commit(self, &request, &record, start, true, input.as_ref()).await {
             Ok(entry) => entry,

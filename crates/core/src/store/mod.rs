@@ -434,8 +434,13 @@ pub enum WriteOp {
     Create(Box<NewSession>),
     /// Stores a run record; a stored run's input is cleared (it has started).
     PutRun(RunRecord),
-    /// Stores a new queued run with what it needs to start after a restart.
+    /// Stores a queued run with what it needs to start after a restart (a run put back in its
+    /// queue; a new run is a [`WriteOp::NewRun`]).
     QueueRun(RunRecord, Box<RunInput>),
+    /// Stores a run not stored before (a submit's), with its input when it is queued. Refused
+    /// ([`StoreError::Conflict`]) when its run id or idempotency key names a stored run: a
+    /// repeated request, whose caller answers the first run. No read for the key comes first.
+    NewRun(RunRecord, Option<Box<RunInput>>),
     /// Lets the batch commit only while the run is still held under `epoch`: a gateway that
     /// lost the run to another writes nothing of it ([`StoreError::Fenced`]). A no-op on a
     /// store of one gateway.

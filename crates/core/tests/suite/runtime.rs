@@ -542,6 +542,60 @@ async fn an_idempotency_key_answers_the_first_run() {
     assert_eq!(roles(&h.transcript("main").await), ["user", "assistant"]);
 }
 
+/// A new run is not looked up before it is stored: its insert is refused when a stored run has
+/// its id or key. Queued behind a busy session, or started at once after its first run ended, a
+/// repeat (`chat.send`'s shape: the run id is the key) answers the first run and writes nothing;
+/// a run id reused without a key is refused, saying why.
+#[tokio::test]
+async fn a_repeated_run_id_or_key_writes_nothing_queued_or_started() {
+    let h = Harness::open(Config::default()).await;
+    let key = keys::SessionKey::from_canonical("agent:main:main".into());
+    let request = |id: &str, keyed: bool| {
+        let mut r = RunRequest::new(key.clone(), Lane::Main).with_message("@reply again", None);
+        r.create = Some(h.engine.resolver().new_session(&key));
+        r.run_id = Some(RunId::from_string(id));
+        r.idempotency_key = keyed.then(|| id.to_string());
+        r
+    };
+    let mut events = h.engine.runtime().subscribe();
+    let slow = h.submit("main", "@delay 300\n@reply slow", None).await;
+    started(&mut events, &slow).await;
+    let queued = h
+        .engine
+        .runtime()
+        .submit(request("k-1", true))
+        .await
+        .unwrap();
+    let again = h
+        .engine
+        .runtime()
+        .submit(request("k-1", true))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.run_id, again.deduplicated),
+        (queued.run_id.clone(), true)
+    );
+    let runtime = h.engine.runtime();
+    runtime
+        .wait(&queued.run_id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let started_again = runtime.submit(request("k-1", true)).await.unwrap();
+    assert!(started_again.deduplicated, "{started_again:?}");
+    let refused = runtime.submit(request("k-1", false)).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("is stored already"),
+        "{refused}"
+    );
+    let t = h.transcript("main").await;
+    assert_eq!(
+        roles(&t),
+        ["user", "assistant", "user", "assistant"],
+        "{t:?}"
+    );
+}
+
 #[tokio::test]
 async fn waiting_on_an_unknown_run_says_so_and_a_short_wait_tells_queued_from_running() {
     let h = Harness::open(Config::default()).await;

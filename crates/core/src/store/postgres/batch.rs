@@ -10,8 +10,9 @@
 //! - `own`: the run's row, locked (`FOR SHARE` for a fence, `FOR NO KEY UPDATE` when the batch
 //!   writes the record): a claim's `UPDATE` of the run waits for the statement, and a claim
 //!   that committed first is seen, READ COMMITTED re-reading a locked row at its newest version;
-//!   it holds while the run carries the writer's epoch (for a new record: while no other epoch
-//!   holds it);
+//!   it holds while the run carries the writer's epoch. A new run's record
+//!   ([`WriteOp::NewRun`]) has no `own`: its insert has no `ON CONFLICT`, and a stored run of
+//!   the same id or idempotency key makes the statement fail whole;
 //! - `ok`: one row when all of them hold. Every write reads `ok` (the run's record first, then
 //!   the session and the transcript from `go`, `ok` once the record is written), so a statement
 //!   whose locks do not all hold writes nothing and answers no row.
@@ -32,7 +33,7 @@ use super::db::{Db, Value, bind, refs};
 use super::schema::{get, run_columns};
 use crate::keys::SessionKey;
 use crate::store::dialect::count;
-use crate::store::rules::rows::{self, ENTRY_COLUMNS, RUN_UPDATE};
+use crate::store::rules::rows::{self, ENTRY_COLUMNS};
 use crate::store::rules::{transcript, work};
 use crate::store::{
     EntryPatch, RunInput, RunRecord, SessionEntry, StoreError, WriteOp, WriteOutcome,
@@ -67,6 +68,9 @@ struct RunPart {
     epoch: i64,
     fenced: bool,
     record: Option<(RunRecord, Option<RunInput>)>,
+    /// The record is a new run's ([`WriteOp::NewRun`]): no stored run holds it, so none is
+    /// read first, and the insert is refused when its id or idempotency key is taken.
+    new: bool,
 }
 
 /// The statement's values, each named by its placeholder.
@@ -97,8 +101,9 @@ impl OneStatement {
                     run.fenced = true;
                     Answer::Fenced
                 }
-                WriteOp::PutRun(record) => batch.record(record, None)?,
-                WriteOp::QueueRun(record, input) => batch.record(record, Some(input))?,
+                WriteOp::PutRun(record) => batch.record(record, None, false)?,
+                WriteOp::QueueRun(record, input) => batch.record(record, Some(input), false)?,
+                WriteOp::NewRun(record, input) => batch.record(record, input.as_deref(), true)?,
                 WriteOp::Append {
                     key,
                     create: None,
@@ -129,14 +134,21 @@ impl OneStatement {
             epoch,
             fenced: false,
             record: None,
+            new: false,
         });
         (run.run_id == run_id && run.epoch == epoch).then_some(run)
     }
 
-    fn record(&mut self, record: &RunRecord, input: Option<&RunInput>) -> Option<Answer> {
+    fn record(
+        &mut self,
+        record: &RunRecord,
+        input: Option<&RunInput>,
+        new: bool,
+    ) -> Option<Answer> {
         let run = self.run_part(record.run_id.as_str(), record.epoch)?;
         run.record.is_none().then_some(())?;
         run.record = Some((record.clone(), input.cloned()));
+        run.new = new;
         Some(Answer::PutRun)
     }
 
@@ -165,10 +177,12 @@ impl OneStatement {
             (
                 Err(StoreError::Conflict(_)),
                 Some(RunPart {
-                    record: Some(r), ..
+                    record: Some((record, _)),
+                    new,
+                    ..
                 }),
             ) => {
-                return Err(work::idempotency_taken(&r.0));
+                return Err(work::run_taken(record, *new));
             }
             (row, _) => row?,
         };
@@ -228,7 +242,7 @@ impl OneStatement {
                  JOIN ses ON t.session_id = ses.session_id{lock})"
             ));
         }
-        if let Some(run) = &self.run {
+        if let Some(run) = self.run.as_ref().filter(|r| r.fenced || !r.new) {
             let (id, epoch) = (v.add(run.run_id.clone()), v.add(run.epoch));
             let lock = match run.record {
                 Some(_) => "NO KEY UPDATE",
@@ -255,8 +269,10 @@ impl OneStatement {
             None => format!("ok AS (SELECT 1 AS held{condition})"),
         });
         let mut gate = "ok";
-        if let Some((record, input)) = self.run.as_ref().and_then(|r| r.record.as_ref()) {
-            ctes.push(put_run(&mut v, record, input.as_ref(), gateway)?);
+        if let Some(run) = &self.run
+            && let Some((record, input)) = &run.record
+        {
+            ctes.push(put_run(&mut v, record, input.as_ref(), run.new, gateway)?);
             ctes.push("go AS (SELECT ok.* FROM ok WHERE EXISTS (SELECT 1 FROM run))".into());
             gate = "go";
         }
@@ -297,6 +313,7 @@ fn put_run(
     v: &mut Values,
     record: &RunRecord,
     input: Option<&RunInput>,
+    new: bool,
     gateway: &str,
 ) -> Result<String, StoreError> {
     let mut values = bind(&rows::run_params(record));
@@ -311,11 +328,10 @@ fn put_run(
         })
         .collect();
     Ok(format!(
-        "run AS (INSERT INTO runs ({}, input, owner) SELECT {} FROM ok \
-         ON CONFLICT (run_id) DO UPDATE SET {RUN_UPDATE} \
-         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch RETURNING 1)",
+        "run AS (INSERT INTO runs ({}, input, owner) SELECT {} FROM ok{} RETURNING 1)",
         run_columns(),
-        placeholders.join(", ")
+        placeholders.join(", "),
+        work::run_conflict(new),
     ))
 }
 

@@ -457,6 +457,10 @@ async fn write_op(
             queries::put_run(db, &run, Some(&input)).await?;
             WriteOutcome::PutRun
         }
+        WriteOp::NewRun(run, input) => {
+            queries::new_run(db, &run, input.as_deref()).await?;
+            WriteOutcome::PutRun
+        }
         WriteOp::Fence { run_id, epoch } => {
             cluster::fence(db, &run_id, epoch).await?;
             WriteOutcome::Fenced

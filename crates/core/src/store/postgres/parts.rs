@@ -451,7 +451,9 @@ impl Store for PgStore {
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        if let [op @ (WriteOp::PutRun(_) | WriteOp::QueueRun(..))] = ops.as_slice() {
+        if let [op @ (WriteOp::PutRun(_) | WriteOp::QueueRun(..) | WriteOp::NewRun(..))] =
+            ops.as_slice()
+        {
             // A run's record is one statement (an upsert fenced by its own condition): it
             // commits whole without a transaction around it.
             let op = op.clone();

@@ -378,6 +378,25 @@ pub(super) async fn put_run(
     run: &RunRecord,
     input: Option<&RunInput>,
 ) -> Result<(), StoreError> {
+    write_run(db, run, input, false).await
+}
+
+/// A run not stored before: refused when its id or idempotency key is taken.
+pub(super) async fn new_run(
+    db: &Db<'_>,
+    run: &RunRecord,
+    input: Option<&RunInput>,
+) -> Result<(), StoreError> {
+    write_run(db, run, input, true).await
+}
+
+/// Inserts the run, or (unless it is `new`) replaces its stored record.
+async fn write_run(
+    db: &Db<'_>,
+    run: &RunRecord,
+    input: Option<&RunInput>,
+    new: bool,
+) -> Result<(), StoreError> {
     let mut values = rows::run_params(run);
     values.push(run.epoch.into());
     values.push(work::encode_input(input)?.into());
@@ -385,15 +404,13 @@ pub(super) async fn put_run(
     // A new run is this gateway's, under the epoch it was queued with; a stored one is
     // written only while it still carries the writer's epoch (fenced, SPEC §4.3).
     let sql = format!(
-        "INSERT INTO runs ({}, input, owner) VALUES ({}) \
-         ON CONFLICT (run_id) DO UPDATE SET {} \
-         WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch",
+        "INSERT INTO runs ({}, input, owner) VALUES ({}){}",
         run_columns(),
         rows::placeholders(POSTGRES, 1, values.len()),
-        rows::RUN_UPDATE,
+        work::run_conflict(new),
     );
     let written = db.execute_with(&sql, &values).await.map_err(|e| match e {
-        StoreError::Conflict(_) => work::idempotency_taken(run),
+        StoreError::Conflict(_) => work::run_taken(run, new),
         other => other,
     })?;
     super::cluster::held(written, || format!("run {}", run.run_id))

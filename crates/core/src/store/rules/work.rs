@@ -14,6 +14,32 @@ pub(crate) fn idempotency_taken(run: &RunRecord) -> StoreError {
     ))
 }
 
+/// A run's write refused by a unique index: a new run's id or idempotency key is a stored run's
+/// ([`super::super::WriteOp::NewRun`]), or a run's idempotency key names another run.
+pub(crate) fn run_taken(run: &RunRecord, new: bool) -> StoreError {
+    match new {
+        true => StoreError::Conflict(format!(
+            "run {:?} (idempotencyKey {:?}) is stored already",
+            run.run_id.as_str(),
+            run.idempotency_key.as_deref().unwrap_or("")
+        )),
+        false => idempotency_taken(run),
+    }
+}
+
+/// What a PostgreSQL run write does when its id is stored: a new run's is refused; any other
+/// record replaces the stored one while it still carries the writer's epoch (fenced).
+pub(crate) fn run_conflict(new: bool) -> String {
+    match new {
+        true => String::new(),
+        false => format!(
+            " ON CONFLICT (run_id) DO UPDATE SET {} \
+             WHERE runs.epoch IS NOT DISTINCT FROM excluded.epoch",
+            super::rows::RUN_UPDATE
+        ),
+    }
+}
+
 /// A run's stored input, to store: `None` clears a stored one (the run started).
 pub(crate) fn encode_input(input: Option<&RunInput>) -> Result<Option<String>, StoreError> {
     input

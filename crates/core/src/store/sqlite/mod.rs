@@ -302,6 +302,9 @@ fn write_op(
         WriteOp::Create(new) => queries::create(c, *new, now, m)
             .map(|(entry, created)| WriteOutcome::Created(Box::new(entry), created)),
         WriteOp::PutRun(run) => queries::put_run(c, &run, None).map(|()| WriteOutcome::PutRun),
+        WriteOp::NewRun(run, input) => {
+            queries::new_run(c, &run, input.as_deref()).map(|()| WriteOutcome::PutRun)
+        }
         // One gateway alone: nobody else can hold its runs.
         WriteOp::Fence { .. } => Ok(WriteOutcome::Fenced),
         WriteOp::QueueRun(run, input) => {

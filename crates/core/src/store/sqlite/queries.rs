@@ -334,12 +334,34 @@ pub(super) fn put_run(
     run: &RunRecord,
     input: Option<&RunInput>,
 ) -> Result<(), StoreError> {
+    write_run(conn, run, input, false)
+}
+
+/// A run not stored before: refused when its id or idempotency key is taken.
+pub(super) fn new_run(
+    conn: &Connection,
+    run: &RunRecord,
+    input: Option<&RunInput>,
+) -> Result<(), StoreError> {
+    write_run(conn, run, input, true)
+}
+
+/// Inserts the run, or (unless it is `new`) replaces its stored record.
+fn write_run(
+    conn: &Connection,
+    run: &RunRecord,
+    input: Option<&RunInput>,
+    new: bool,
+) -> Result<(), StoreError> {
     let mut values = rows::run_params(run);
     values.push(work::encode_input(input)?.into());
+    let update = match new {
+        true => String::new(),
+        false => format!(" ON CONFLICT (run_id) DO UPDATE SET {}", rows::RUN_UPDATE),
+    };
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ({}) ON CONFLICT (run_id) DO UPDATE SET {}",
+        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ({}){update}",
         rows::placeholders(SQLITE, 1, values.len()),
-        rows::RUN_UPDATE,
     );
     conn.prepare_cached(&sql)?
         .execute(bind(&values))
@@ -347,7 +369,7 @@ pub(super) fn put_run(
             rusqlite::Error::SqliteFailure(f, _)
                 if f.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                work::idempotency_taken(run)
+                work::run_taken(run, new)
             }
             other => other.into(),
         })?;

@@ -1,7 +1,10 @@
 //! The `floor` target: a do-nothing protocol-v4 server. It answers the handshake and every
-//! request at once with a canned payload padded to the size the real gateway answered for that
-//! method, so what it costs is the client, the socket and the frames: the least any gateway can
-//! cost. It runs as a child process (`switchboard bench floor`) so its CPU is read on its own.
+//! request at once with a canned payload: for a call (`health`, `sessions.list`,
+//! `chat.history`) the very payload the first gateway answered, for a turn's answers one padded
+//! to the size it answered. So what the floor costs is the client (parsing the same text), the
+//! socket and the frames: the least any gateway can cost for that answer. A payload padded to
+//! the size alone was parsed by the client several times faster than 200 rows of a list. It runs
+//! as a child process (`switchboard bench floor`) so its CPU is read on its own.
 
 use std::collections::HashMap;
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -15,6 +18,8 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
+use super::workload::Learned;
+
 /// The bytes of an answer frame around its payload: `{"type":"res","id":"b12","ok":true,"payload":}`.
 const FRAME_OVERHEAD: usize = 48;
 
@@ -26,6 +31,9 @@ pub struct FloorArgs {
     /// An answer's size: `METHOD=BYTES` (the whole frame), e.g. `sessions.list=61234`.
     #[arg(long = "size", value_name = "METHOD=BYTES")]
     sizes: Vec<String>,
+    /// An answer's payload: `METHOD=FILE`, the file holding its JSON text (over `--size`).
+    #[arg(long = "answer", value_name = "METHOD=FILE")]
+    answers: Vec<String>,
 }
 
 /// The canned payloads, by method, already serialised.
@@ -55,7 +63,7 @@ fn base_payload(method: &str) -> Value {
 }
 
 impl Answers {
-    fn new(sizes: &[String]) -> Result<Self> {
+    fn new(sizes: &[String], answers: &[String]) -> Result<Self> {
         let mut by_method = HashMap::new();
         for size in sizes {
             let (method, bytes) = size
@@ -63,6 +71,15 @@ impl Answers {
                 .with_context(|| format!("--size wants METHOD=BYTES, got {size:?}"))?;
             let bytes: usize = bytes.parse().with_context(|| format!("--size {size:?}"))?;
             by_method.insert(method.to_string(), padded(base_payload(method), bytes));
+        }
+        for answer in answers {
+            let (method, file) = answer
+                .split_once('=')
+                .with_context(|| format!("--answer wants METHOD=FILE, got {answer:?}"))?;
+            let text = std::fs::read_to_string(file).with_context(|| format!("--answer {file}"))?;
+            serde_json::from_str::<Value>(&text)
+                .with_context(|| format!("--answer {file}: not JSON"))?;
+            by_method.insert(method.to_string(), text);
         }
         for method in ["chat.send", "agent.wait"] {
             by_method
@@ -93,7 +110,7 @@ impl Answers {
 
 /// `switchboard bench floor`: serves until killed.
 pub async fn serve(args: FloorArgs) -> Result<ExitCode> {
-    let answers = Arc::new(Answers::new(&args.sizes)?);
+    let answers = Arc::new(Answers::new(&args.sizes, &args.answers)?);
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -139,15 +156,24 @@ pub struct FloorProcess {
 }
 
 impl FloorProcess {
-    /// Starts `switchboard bench floor` with these answer sizes and reads its address.
-    pub async fn start(sizes: &HashMap<String, usize>) -> Result<Self> {
+    /// Starts `switchboard bench floor` with these answers and reads its address.
+    pub async fn start(learned: &Learned) -> Result<Self> {
         let mut command = Command::new(std::env::current_exe()?);
         command
             .args(["bench", "floor", "--listen", "127.0.0.1:0"])
             .env("SWITCHBOARD_LOG", "warn")
             .stdout(Stdio::piped());
-        for (method, bytes) in sizes {
+        for (method, bytes) in &learned.sizes {
             command.arg("--size").arg(format!("{method}={bytes}"));
+        }
+        // The payloads go through files: a long history page is over an argument's limit.
+        let files = tempfile::TempDir::new().context("a folder for the floor's answers")?;
+        for (method, payload) in &learned.payloads {
+            let file = files.path().join(format!("{method}.json"));
+            std::fs::write(&file, payload)?;
+            command
+                .arg("--answer")
+                .arg(format!("{method}={}", file.display()));
         }
         let mut child = command.spawn().context("cannot start the floor")?;
         let stdout = child.stdout.take().context("the floor's stdout")?;
@@ -174,5 +200,34 @@ impl Drop for FloorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_is_answered_with_the_payload_learned_and_a_turn_padded_to_its_size() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let file = dir.path().join("list.json");
+        std::fs::write(
+            &file,
+            r#"{"count":1,"sessions":[{"key":"agent:main:main"}]}"#,
+        )
+        .unwrap();
+        let answer = format!("sessions.list={}", file.display());
+        let answers = Answers::new(&["agent.wait=300".into()], &[answer]).unwrap();
+        let list = answers.payload("sessions.list");
+        assert_eq!(
+            list,
+            r#"{"count":1,"sessions":[{"key":"agent:main:main"}]}"#
+        );
+        let wait = answers.payload("agent.wait");
+        assert_eq!(wait.len() + FRAME_OVERHEAD, 300, "{wait}");
+        std::fs::write(&file, "not json").unwrap();
+        let answer = format!("sessions.list={}", file.display());
+        let refused = Answers::new(&[], &[answer]).err().unwrap();
+        assert!(format!("{refused:#}").contains("not JSON"), "{refused:#}");
     }
 }

@@ -125,16 +125,16 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| args.turn_session.clone()),
         turn_session: args.turn_session,
     };
-    // Warm every gateway up; the first one's answer sizes are the floor's.
-    let mut sizes = None;
+    // Warm every gateway up; the first one's answers are the floor's.
+    let mut answers = None;
     for target in targets.iter().filter(|t| !t.is_floor()) {
         eprintln!("bench: warming up {}", target.name);
         let learned = workload::warm_up(target, &plan).await?;
-        sizes.get_or_insert(learned);
+        answers.get_or_insert(learned);
     }
     let floor = match targets.iter_mut().find(|t| t.is_floor()) {
         Some(target) => {
-            let floor = FloorProcess::start(&sizes.unwrap_or_default()).await?;
+            let floor = FloorProcess::start(&answers.unwrap_or_default()).await?;
             target.url = floor.url.clone();
             target.pid = Some(floor.pid());
             Some(floor)

@@ -233,14 +233,22 @@ async fn parallel(target: &Target, plan: &Plan, block: &mut Block) -> Result<()>
     Ok(())
 }
 
+/// What the floor answers ([`super::floor`]): a turn's answers padded to the sizes the first
+/// gateway answered, and every call's the very payload it answered.
+#[derive(Default)]
+pub struct Learned {
+    pub sizes: HashMap<String, usize>,
+    pub payloads: HashMap<String, String>,
+}
+
 /// Before the rounds: one turn (the session's first) and one call of each method, so every
-/// round measures a warm gateway; answers the answer sizes per method (the floor's sizes).
-pub async fn warm_up(target: &Target, plan: &Plan) -> Result<HashMap<String, usize>> {
+/// round measures a warm gateway; answers what it answered (the floor's answers).
+pub async fn warm_up(target: &Target, plan: &Plan) -> Result<Learned> {
     let mut conn: Conn = target.connect().await?;
-    let mut sizes = HashMap::new();
+    let mut learned = Learned::default();
     let [send, wait] = conn.turn(&plan.turn_session, "first turn").await?;
-    sizes.insert("chat.send".to_string(), send);
-    sizes.insert("agent.wait".to_string(), wait);
+    learned.sizes.insert("chat.send".to_string(), send);
+    learned.sizes.insert("agent.wait".to_string(), wait);
     let calls = [
         ("health", json!({})),
         ("sessions.list", json!({"limit": 200})),
@@ -250,9 +258,11 @@ pub async fn warm_up(target: &Target, plan: &Plan) -> Result<HashMap<String, usi
         ),
     ];
     for (method, params) in calls {
-        conn.call(method, params).await?;
-        sizes.insert(method.to_string(), conn.last_bytes);
+        let payload = conn.call(method, params).await?;
+        learned
+            .payloads
+            .insert(method.to_string(), payload.to_string());
     }
     conn.close().await;
-    Ok(sizes)
+    Ok(learned)
 }

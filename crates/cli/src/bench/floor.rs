@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::workload::Learned;
+use super::conn::Conn;
+use super::target::Target;
+use super::workload::{Learned, Plan, Workload};
 
 /// The bytes of an answer frame around its payload: `{"type":"res","id":"b12","ok":true,"payload":}`.
 const FRAME_OVERHEAD: usize = 48;
@@ -38,7 +40,8 @@ pub struct FloorArgs {
 
 /// The canned payloads, by method, already serialised.
 struct Answers {
-    by_method: HashMap<String, String>,
+    /// Replaced at run time by `floor.answer` (`match_answer`).
+    by_method: RwLock<HashMap<String, String>>,
     default: String,
     /// Requests answered, `connect` and `floor.stats` excluded.
     answered: AtomicU64,
@@ -87,7 +90,7 @@ impl Answers {
                 .or_insert_with(|| base_payload(method).to_string());
         }
         Ok(Self {
-            by_method,
+            by_method: RwLock::new(by_method),
             default: base_payload("").to_string(),
             answered: AtomicU64::new(0),
         })
@@ -102,10 +105,52 @@ impl Answers {
             "floor.stats" => json!({"answered": self.answered.load(Ordering::Relaxed)}).to_string(),
             _ => {
                 self.answered.fetch_add(1, Ordering::Relaxed);
-                self.by_method.get(method).unwrap_or(&self.default).clone()
+                let by_method = self
+                    .by_method
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner);
+                by_method.get(method).unwrap_or(&self.default).clone()
             }
         }
     }
+
+    /// `floor.answer {method, payload}`: `method` is answered with `payload` from now on.
+    fn set(&self, params: &Value) -> String {
+        let (Some(method), Some(payload)) = (params["method"].as_str(), params.get("payload"))
+        else {
+            return json!({"ok": false, "error": "floor.answer wants {method, payload}"})
+                .to_string();
+        };
+        let mut by_method = self
+            .by_method
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        by_method.insert(method.to_string(), payload.to_string());
+        json!({"ok": true}).to_string()
+    }
+}
+
+/// Before a floor block of a call workload: the floor answers what `first` (the first real
+/// target) answers now. Its answer grows after the warm-up (the `parallel` block makes
+/// sessions), and the floor must answer the same text. Neither call is counted or timed.
+pub async fn match_answer(
+    first: &Target,
+    floor: &Target,
+    workload: Workload,
+    plan: &Plan,
+) -> Result<()> {
+    let Some((method, params)) = workload.call(plan) else {
+        return Ok(());
+    };
+    let uncounted = Arc::new(AtomicU64::new(0));
+    let mut conn = Conn::connect(&first.url, first.token.as_deref(), uncounted.clone()).await?;
+    let payload = conn.call(method, params).await?;
+    conn.close().await;
+    let mut conn = Conn::connect(&floor.url, None, uncounted).await?;
+    let set = json!({"method": method, "payload": payload});
+    conn.call("floor.answer", set).await?;
+    conn.close().await;
+    Ok(())
 }
 
 /// `switchboard bench floor`: serves until killed.
@@ -138,7 +183,10 @@ async fn session(stream: TcpStream, answers: Arc<Answers>) {
         let Ok(request) = serde_json::from_str::<Value>(&text) else {
             return;
         };
-        let payload = answers.payload(request["method"].as_str().unwrap_or_default());
+        let payload = match request["method"].as_str().unwrap_or_default() {
+            "floor.answer" => answers.set(&request["params"]),
+            method => answers.payload(method),
+        };
         let frame = format!(
             "{{\"type\":\"res\",\"id\":{},\"ok\":true,\"payload\":{payload}}}",
             request["id"]
@@ -225,6 +273,11 @@ mod tests {
         );
         let wait = answers.payload("agent.wait");
         assert_eq!(wait.len() + FRAME_OVERHEAD, 300, "{wait}");
+        // floor.answer: the bench matches the answer to the gateway's before each block.
+        let set = json!({"method": "sessions.list", "payload": {"count": 2}});
+        assert_eq!(answers.set(&set), r#"{"ok":true}"#);
+        assert_eq!(answers.payload("sessions.list"), r#"{"count":2}"#);
+        assert!(answers.set(&json!({"method": "health"})).contains("wants"));
         std::fs::write(&file, "not json").unwrap();
         let answer = format!("sessions.list={}", file.display());
         let refused = Answers::new(&[], &[answer]).err().unwrap();

@@ -143,9 +143,13 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
     };
     let mut out = report::Out::open(args.out.as_deref())?;
     let mut blocks = Vec::new();
+    let first = targets.iter().find(|t| !t.is_floor());
     for round in 1..=args.rounds {
         for target in &targets {
             for &workload in &args.workloads {
+                if let (true, Some(first)) = (target.is_floor(), first) {
+                    floor::match_answer(first, target, workload, &plan).await?;
+                }
                 eprintln!("bench: round {round}, {}, {}", target.name, workload.name());
                 let block = workload::run_block(target, workload, &plan, round).await?;
                 out.line(&report::block_line(&block))?;

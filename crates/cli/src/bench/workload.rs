@@ -26,6 +26,20 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// The method and parameters of a call workload (`health`, `list`, `history`); `None` for
+    /// the others.
+    pub fn call(self, plan: &Plan) -> Option<(&'static str, Value)> {
+        match self {
+            Workload::Health => Some(("health", json!({}))),
+            Workload::List => Some(("sessions.list", json!({"limit": 200}))),
+            Workload::History => Some((
+                "chat.history",
+                json!({"sessionKey": plan.history_session, "limit": 50}),
+            )),
+            _ => None,
+        }
+    }
+
     /// Its name on the command line (`--workloads`) and in the JSON lines' `key`.
     pub fn key(self) -> &'static str {
         match self {
@@ -145,16 +159,12 @@ pub async fn run_block(
     round: usize,
 ) -> Result<Block> {
     let mut block = Block::new(workload, target, round);
+    if let Some((method, params)) = workload.call(plan) {
+        calls(target, method, params, plan.calls, &mut block).await?;
+        return Ok(block);
+    }
     match workload {
-        Workload::Health => calls(target, "health", json!({}), plan.calls, &mut block).await?,
-        Workload::List => {
-            let params = json!({"limit": 200});
-            calls(target, "sessions.list", params, plan.calls, &mut block).await?;
-        }
-        Workload::History => {
-            let params = json!({"sessionKey": plan.history_session, "limit": 50});
-            calls(target, "chat.history", params, plan.calls, &mut block).await?;
-        }
+        Workload::Health | Workload::List | Workload::History => {} // calls, above
         Workload::Turn => turns(target, plan, &mut block).await?,
         Workload::Parallel => parallel(target, plan, &mut block).await?,
         Workload::Send => super::agents::send(target, plan, &mut block).await?,
@@ -249,15 +259,8 @@ pub async fn warm_up(target: &Target, plan: &Plan) -> Result<Learned> {
     let [send, wait] = conn.turn(&plan.turn_session, "first turn").await?;
     learned.sizes.insert("chat.send".to_string(), send);
     learned.sizes.insert("agent.wait".to_string(), wait);
-    let calls = [
-        ("health", json!({})),
-        ("sessions.list", json!({"limit": 200})),
-        (
-            "chat.history",
-            json!({"sessionKey": plan.history_session, "limit": 50}),
-        ),
-    ];
-    for (method, params) in calls {
+    let calls = [Workload::Health, Workload::List, Workload::History];
+    for (method, params) in calls.iter().filter_map(|w| w.call(plan)) {
         let payload = conn.call(method, params).await?;
         learned
             .payloads

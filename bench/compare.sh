@@ -260,17 +260,15 @@ fi
 
 if phase interleaved; then
     echo "== interleaved: $GATEWAYS and the floor, $ROUNDS rounds"
-    # Switchboard first: the floor answers a call with what the first target answers.
-    targets=() ref_target=()
+    targets=()
     if gateway reference; then
         ref_start "$BENCH_HOME/state/compare-interleaved" --fresh
-        ref_target=(--target "$(this_target reference)")
+        targets+=(--target "$(this_target reference)")
     fi
     if gateway switchboard; then
         our_start "$RUN/ours/interleaved"
         targets+=(--target "$(this_target switchboard)")
     fi
-    targets+=("${ref_target[@]}")
     bench_steps -- "${targets[@]}" --rounds "$ROUNDS" --workloads health,list,history,turn,parallel,send \
         --parallel "$PARALLEL" --parallel-turns "$PAR_TURNS" --sends "$SENDS" --turn-session agent:main:main
     if gateway switchboard; then our_stop; fi

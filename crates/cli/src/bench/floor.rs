@@ -1,6 +1,6 @@
 //! The `floor` target: a do-nothing protocol-v4 server. It answers the handshake and every
 //! request at once with a canned payload: for a call (`health`, `sessions.list`,
-//! `chat.history`) the very payload the first gateway answered, for a turn's answers one padded
+//! `chat.history`) the very payload the last real target (`--target` order) answered, for a turn's answers one padded
 //! to the size it answered. So what the floor costs is the client (parsing the same text), the
 //! socket and the frames: the least any gateway can cost for that answer. A payload padded to
 //! the size alone was parsed by the client several times faster than 200 rows of a list. It runs
@@ -130,11 +130,11 @@ impl Answers {
     }
 }
 
-/// Before a floor block of a call workload: the floor answers what `first` (the first real
+/// Before a floor block of a call workload: the floor answers what `mirrored` (the last real
 /// target) answers now. Its answer grows after the warm-up (the `parallel` block makes
 /// sessions), and the floor must answer the same text. Neither call is counted or timed.
 pub async fn match_answer(
-    first: &Target,
+    mirrored: &Target,
     floor: &Target,
     workload: Workload,
     plan: &Plan,
@@ -143,7 +143,8 @@ pub async fn match_answer(
         return Ok(());
     };
     let uncounted = Arc::new(AtomicU64::new(0));
-    let mut conn = Conn::connect(&first.url, first.token.as_deref(), uncounted.clone()).await?;
+    let mut conn =
+        Conn::connect(&mirrored.url, mirrored.token.as_deref(), uncounted.clone()).await?;
     let payload = conn.call(method, params).await?;
     conn.close().await;
     let mut conn = Conn::connect(&floor.url, None, uncounted).await?;

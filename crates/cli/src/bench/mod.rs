@@ -125,12 +125,12 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| args.turn_session.clone()),
         turn_session: args.turn_session,
     };
-    // Warm every gateway up; the first one's answers are the floor's.
+    // Warm every gateway up; the last one's answers are the floor's (compare.sh lists
+    // switchboard after the reference).
     let mut answers = None;
     for target in targets.iter().filter(|t| !t.is_floor()) {
         eprintln!("bench: warming up {}", target.name);
-        let learned = workload::warm_up(target, &plan).await?;
-        answers.get_or_insert(learned);
+        answers = Some(workload::warm_up(target, &plan).await?);
     }
     let floor = match targets.iter_mut().find(|t| t.is_floor()) {
         Some(target) => {
@@ -143,12 +143,12 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
     };
     let mut out = report::Out::open(args.out.as_deref())?;
     let mut blocks = Vec::new();
-    let first = targets.iter().find(|t| !t.is_floor());
+    let mirrored = targets.iter().rfind(|t| !t.is_floor());
     for round in 1..=args.rounds {
         for target in &targets {
             for &workload in &args.workloads {
-                if let (true, Some(first)) = (target.is_floor(), first) {
-                    floor::match_answer(first, target, workload, &plan).await?;
+                if let (true, Some(mirrored)) = (target.is_floor(), mirrored) {
+                    floor::match_answer(mirrored, target, workload, &plan).await?;
                 }
                 eprintln!("bench: round {round}, {}, {}", target.name, workload.name());
                 let block = workload::run_block(target, workload, &plan, round).await?;

@@ -243,8 +243,8 @@ async fn parallel(target: &Target, plan: &Plan, block: &mut Block) -> Result<()>
     Ok(())
 }
 
-/// What the floor answers ([`super::floor`]): a turn's answers padded to the sizes the first
-/// gateway answered, and every call's the very payload it answered.
+/// What the floor answers ([`super::floor`]): a turn's answers padded to the sizes the last real
+/// target answered, and every call's the very payload it answered.
 #[derive(Default)]
 pub struct Learned {
     pub sizes: HashMap<String, usize>,

@@ -1,10 +1,11 @@
 //! The `floor` target: a do-nothing protocol-v4 server. It answers the handshake and every
 //! request at once with a canned payload: for a call (`health`, `sessions.list`,
-//! `chat.history`) the very payload the last real target (`--target` order) answered, for a turn's answers one padded
-//! to the size it answered. So what the floor costs is the client (parsing the same text), the
-//! socket and the frames: the least any gateway can cost for that answer. A payload padded to
-//! the size alone was parsed by the client several times faster than 200 rows of a list. It runs
-//! as a child process (`switchboard bench floor`) so its CPU is read on its own.
+//! `chat.history`) the very payload the last real target (in `--target` order) answered, for a
+//! turn's answers one padded to the size it answered. So what the floor costs is the client
+//! (parsing the same text), the socket and the frames: the least any gateway can cost for that
+//! answer. A payload padded to the size alone was parsed by the client several times faster
+//! than 200 rows of a list. It runs as a child process (`switchboard bench floor`) so its CPU
+//! is read on its own.
 
 use std::collections::HashMap;
 use std::process::{Child, Command, ExitCode, Stdio};

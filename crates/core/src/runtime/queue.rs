@@ -413,7 +413,6 @@ pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>)
     }
 }
 
-/// The request of a queued run read back from the store (the inverse of [`input_of`]).
 /// A repeated request's answer: the first run.
 fn deduplicated(r: RunRecord) -> Accepted {
     Accepted {
@@ -424,6 +423,7 @@ fn deduplicated(r: RunRecord) -> Accepted {
     }
 }
 
+/// The request of a queued run read back from the store (the inverse of [`input_of`]).
 pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
     let lane = Lane::parse(&record.lane).unwrap_or(Lane::Main);
     let mut request = RunRequest::new(record.session_key.clone(), lane);

@@ -60,19 +60,17 @@ impl Sessions {
 
     /// `chat.history` as its JSON text: [`Sessions::history`]'s page, or the page kept since it
     /// was read (`kept.rs`).
-    pub async fn history_text(&self, p: ChatHistoryParams) -> CoreResult<Arc<Vec<u8>>> {
+    pub async fn history_text(&self, p: ChatHistoryParams) -> CoreResult<Arc<String>> {
         let asked = (p.session_key.clone(), p.limit, p.before);
-        let version = self.store.version();
-        if let Some(page) = self.kept.histories.get(&asked, version) {
-            return Ok(page);
-        }
-        let page = serde_json::to_vec(&self.history(p).await?)
-            .map_err(|e| StoreError::Backend(format!("could not write a history page: {e}")))?;
-        let page = Arc::new(page);
-        self.kept
-            .histories
-            .keep(asked, version, page.clone(), page.len());
-        Ok(page)
+        let read = async |_: &_| -> CoreResult<String> {
+            let page = self.history(p).await?;
+            serde_json::to_string(&page).map_err(|e| {
+                StoreError::Backend(format!("could not write a history page: {e}")).into()
+            })
+        };
+        (self.kept.histories)
+            .get_or_read(asked, self.store.version(), read, String::len)
+            .await
     }
 
     /// `chat.inject`: appends one message without a run, creating the session when the key is new.

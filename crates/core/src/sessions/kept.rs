@@ -27,7 +27,7 @@ pub(super) struct Pages {
     /// `sessions.list`: by the store query and whether rows show their last messages.
     pub(super) lists: Kept<(ListQuery, bool), Heads>,
     /// `chat.history`'s JSON text: by the key as asked, `limit` and `before`.
-    pub(super) histories: Kept<(String, Option<i64>, Option<i64>), Vec<u8>>,
+    pub(super) histories: Kept<(String, Option<i64>, Option<i64>), String>,
 }
 
 impl Pages {
@@ -57,8 +57,28 @@ impl<K: PartialEq, V> Kept<K, V> {
         }
     }
 
+    /// The page kept for `key` at `version`, or the page `read` makes, then kept. `version` is
+    /// the store's version taken *before* `read` starts (the caller passes
+    /// `store.version()` as the argument): a page read after it is at least that new, so it
+    /// is kept under that version, never a newer one.
+    pub(super) async fn get_or_read<E>(
+        &self,
+        key: K,
+        version: Option<u64>,
+        read: impl AsyncFnOnce(&K) -> Result<V, E>,
+        bytes: impl Fn(&V) -> usize,
+    ) -> Result<Arc<V>, E> {
+        if let Some(page) = self.get(&key, version) {
+            return Ok(page);
+        }
+        let page = Arc::new(read(&key).await?);
+        let size = bytes(&page);
+        self.keep(key, version, page.clone(), size);
+        Ok(page)
+    }
+
     /// The page kept for `key`, when it was read at `version` (the store's version now).
-    pub(super) fn get(&self, key: &K, version: Option<u64>) -> Option<Arc<V>> {
+    fn get(&self, key: &K, version: Option<u64>) -> Option<Arc<V>> {
         let version = version?;
         let pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
         pages
@@ -69,7 +89,7 @@ impl<K: PartialEq, V> Kept<K, V> {
 
     /// Keeps `value` (`bytes` long), read for `key` at `version` (read *before* the page was):
     /// pages of an older version go, and the oldest page when [`KEPT`] are kept.
-    pub(super) fn keep(&self, key: K, version: Option<u64>, value: Arc<V>, bytes: usize) {
+    fn keep(&self, key: K, version: Option<u64>, value: Arc<V>, bytes: usize) {
         let Some(version) = version else { return };
         if bytes > LARGEST {
             return;

@@ -28,17 +28,13 @@ impl Sessions {
             message_limit,
             warning,
         } = self.list_request(p)?;
-        let asked = (query, message_limit > 0);
-        let version = self.store.version();
-        let heads = match self.kept.lists.get(&asked, version) {
-            Some(heads) => heads,
-            None => {
-                let heads = Arc::new(self.read_heads(asked.0.clone(), asked.1).await?);
-                let bytes = heads.text.len() + heads.keys.len();
-                self.kept.lists.keep(asked, version, heads.clone(), bytes);
-                heads
-            }
+        let read = async |(query, messages): &(ListQuery, bool)| {
+            self.read_heads(query.clone(), *messages).await
         };
+        let asked = (query, message_limit > 0);
+        let heads = (self.kept.lists)
+            .get_or_read(asked, self.store.version(), read, Heads::bytes)
+            .await?;
         let rows = heads.rows.len();
         let keys: Vec<&str> = (0..rows).map(|i| heads.key(i)).collect();
         let views = self.runtime.run_views(&keys);
@@ -118,6 +114,11 @@ struct Head {
 }
 
 impl Heads {
+    /// What the page holds, about.
+    fn bytes(&self) -> usize {
+        self.text.len() + self.keys.len()
+    }
+
     fn head(&self, i: usize) -> &[u8] {
         let start = i.checked_sub(1).map_or(0, |j| self.rows[j].text_end);
         &self.text[start..self.rows[i].text_end]

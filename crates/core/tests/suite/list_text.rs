@@ -236,7 +236,7 @@ async fn history(h: &TestEngine, limit: i64) -> (u64, String) {
     let sessions = h.engine.sessions();
     let before = h.engine.store_reads();
     let page = sessions.history_text(serde_json::from_value(p.clone()).unwrap());
-    let page = String::from_utf8(page.await.unwrap().to_vec()).unwrap();
+    let page = page.await.unwrap().as_ref().clone();
     let reads = h.engine.store_reads() - before;
     let typed = sessions.history(serde_json::from_value(p).unwrap()).await;
     assert_eq!(page, serde_json::to_string(&typed.unwrap()).unwrap());

@@ -543,9 +543,10 @@ async fn an_idempotency_key_answers_the_first_run() {
 }
 
 /// A new run is not looked up before it is stored: its insert is refused when a stored run has
-/// its id or key. Queued behind a busy session, or started at once after its first run ended, a
-/// repeat (`chat.send`'s shape: the run id is the key) answers the first run and writes nothing;
-/// a run id reused without a key is refused, saying why.
+/// its id or key. A repeat (`chat.send`'s shape: the run id is the key) answers the first run and
+/// writes nothing: while the first is live (from memory), and once it ended, both when the
+/// repeat would start at once and when it would queue behind a busy session (the insert
+/// refused, then the first run read). A run id reused without a key is refused, saying why.
 #[tokio::test]
 async fn a_repeated_run_id_or_key_writes_nothing_queued_or_started() {
     let h = Harness::open(Config::default()).await;
@@ -594,6 +595,17 @@ async fn a_repeated_run_id_or_key_writes_nothing_queued_or_started() {
         ["user", "assistant", "user", "assistant"],
         "{t:?}"
     );
+    // Ended, and the session busy again: the repeat goes to the queue's insert, refused there.
+    let busy = h.submit("main", "@delay 300\n@reply busy", None).await;
+    started(&mut events, &busy).await;
+    let queued_again = runtime.submit(request("k-1", true)).await.unwrap();
+    assert_eq!(
+        (queued_again.run_id, queued_again.deduplicated),
+        (queued.run_id.clone(), true)
+    );
+    runtime.wait(&busy, Duration::from_secs(10)).await.unwrap();
+    let t = h.transcript("main").await;
+    assert_eq!(roles(&t), ["user", "assistant"].repeat(3), "{t:?}");
 }
 
 #[tokio::test]

@@ -37,7 +37,7 @@ pub async fn delete(engine: &Engine, p: SessionKeyParams) -> MethodResult {
 
 pub async fn history(engine: &Engine, p: ChatHistoryParams) -> Result<Payload, ErrorShape> {
     let page = engine.sessions().history_text(p).await.map_err(core_err)?;
-    Payload::json_bytes(Ok(page.as_ref().clone()))
+    Ok(Payload::Json(page.as_ref().clone()))
 }
 
 pub async fn inject(engine: &Engine, p: ChatInjectParams) -> MethodResult {

@@ -156,7 +156,10 @@ pub trait OutboxStore: Send + Sync {
     /// Stores an outbox record unless its idempotency key names one already; answers the stored
     /// record and whether it is new.
     fn enqueue_delivery(&self, record: DeliveryRecord) -> StoreFuture<'_, (DeliveryRecord, bool)>;
-    /// Pending records, soonest `next_attempt_at` first.
+    /// Pending records, soonest `next_attempt_at` first: those due at the store's now
+    /// (claimed for this gateway when gateways share the store), then the soonest not yet due,
+    /// unclaimed, which say when to call again. A record of the second kind is attempted only
+    /// once a later call answers it as due, even when it falls due meanwhile.
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;

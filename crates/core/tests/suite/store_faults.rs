@@ -1,13 +1,15 @@
 //! Store errors at the moments that decide what becomes of a message: a read that failed is not
 //! taken for an answer. A run's reply is routed by its session (SPEC §9.1); when the read of the
 //! session fails as the run ends, the reply is still sent to the session's chat — it is not
-//! recorded as a reply with no route.
+//! recorded as a reply with no route. And a claim of the outbox that takes time does not let a
+//! delivery be attempted without one.
 
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::RunId;
+use switchboard_core::clock::Clock;
 use switchboard_core::config::DmPolicy;
 use switchboard_core::runtime::lanes::Lane;
 use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
@@ -17,7 +19,7 @@ use switchboard_testkit::FakeTelegram;
 
 use super::support::failing::{Call, Faults};
 use super::support::{GUARD, TestEngine};
-use super::telegram::{TOKEN, config, sent, text};
+use super::telegram::{TOKEN, config, delivery, sent, text};
 
 const GROUP: &str = "agent:main:telegram:group:-1009";
 
@@ -129,4 +131,53 @@ async fn a_reply_whose_session_cannot_be_read_is_failed_with_the_reason_not_reco
         "{detail}"
     );
     assert_eq!(record.text, "the answer");
+}
+
+/// A pass of the outbox attempts only what its claim answered as due. A record that fell due
+/// while the claim was made came back unclaimed (not yet due, when the claim began): attempted
+/// in that pass, it could be attempted by another gateway that claimed it meanwhile. It waits
+/// for this gateway's next claim, which follows at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_falls_due_while_a_claim_is_made_waits_for_the_next_claim() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let faults = Faults::default();
+    let h = TestEngine::builder()
+        .config(config(&fake, DmPolicy::Open))
+        .faults(&faults)
+        .manual_clock_now()
+        .open()
+        .await;
+    let clock = h.clock.clone().unwrap();
+    faults.slow_claims(clock.clone(), 50);
+    let now = clock.now_ms();
+    let record = DeliveryRecord {
+        id: "falls-due".into(),
+        idempotency_key: None,
+        kind: "reply".into(),
+        session_key: None,
+        source_key: None,
+        run_id: None,
+        channel: "telegram".into(),
+        to: "-1009".into(),
+        account_id: None,
+        thread_id: None,
+        text: "on time".into(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: now + 10,
+        detail: None,
+        created_at: now,
+        updated_at: now,
+        delivered_at: None,
+        parts_sent: 0,
+        trace: None,
+    };
+    h.engine.store().enqueue_delivery(record).await.unwrap();
+    h.engine.outbox().wake();
+    let sent = sent(&fake, 1).await;
+    assert_eq!(text(&sent[0]), "on time");
+    let stored = delivery(&h, DeliveryStatus::Delivered, |r| r.id == "falls-due").await;
+    assert_eq!(stored.attempts, 1, "{stored:?}");
+    assert_eq!(faults.unclaimed(), Vec::<String>::new());
+    h.engine.close().await;
 }

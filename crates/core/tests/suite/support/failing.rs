@@ -1,13 +1,16 @@
 //! A store that fails chosen calls: [`Faults::fail`] makes the next calls of one method for one
 //! key answer a backend error; everything else goes to the real store it wraps (SQLite, or the
 //! matrix's PostgreSQL). For tests that prove a store error at a given moment is not taken for
-//! an answer.
+//! an answer. [`Faults::slow_claims`] makes the outbox's claims take time on a manual clock
+//! instead, and notes any delivery attempted without a claim.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use switchboard_core::clock::{Clock, ManualClock};
 use switchboard_core::engine::StoreWrapper;
 use switchboard_core::store::{
     Appended, Bus, Cluster, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
@@ -40,7 +43,18 @@ struct Fault {
 
 /// The switch of a [`FailingStore`], kept by the test.
 #[derive(Clone, Default)]
-pub struct Faults(Arc<Mutex<Vec<Fault>>>);
+pub struct Faults(Arc<Mutex<Vec<Fault>>>, Arc<Mutex<Claims>>);
+
+/// The outbox's claims made slow ([`Faults::slow_claims`]), and what they answered.
+#[derive(Default)]
+struct Claims {
+    /// The clock each claim moves on, and by how many ms, while it is made.
+    slow: Option<(Arc<ManualClock>, i64)>,
+    /// Records a claim answered as due: the outbox may attempt them.
+    due: HashSet<String>,
+    /// Records read for an attempt that no claim had answered as due.
+    unclaimed: Vec<String>,
+}
 
 impl Faults {
     /// The next `times` calls of `call` for `key` fail.
@@ -74,6 +88,19 @@ impl Faults {
             f.failed += 1;
             true
         })
+    }
+
+    /// Each claim of due deliveries moves `clock` on by `ms` while it is made, as a claim does
+    /// on a busy database; from now on every delivery read for an attempt is checked against
+    /// what the claims answered as due.
+    pub fn slow_claims(&self, clock: Arc<ManualClock>, ms: i64) {
+        self.1.lock().unwrap().slow = Some((clock, ms));
+    }
+
+    /// Deliveries read for an attempt that no claim had answered as due (see
+    /// [`Faults::slow_claims`]).
+    pub fn unclaimed(&self) -> Vec<String> {
+        self.1.lock().unwrap().unclaimed.clone()
     }
 
     /// The engine option that puts a [`FailingStore`] with these faults around the real store.
@@ -254,7 +281,19 @@ impl OutboxStore for FailingStore {
     }
 
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>> {
-        self.inner.pending_deliveries(limit)
+        let slow = self.faults.1.lock().unwrap().slow.clone();
+        let Some((clock, ms)) = slow else {
+            return self.inner.pending_deliveries(limit);
+        };
+        Box::pin(async move {
+            let at = clock.now_ms();
+            let pending = self.inner.pending_deliveries(limit).await?;
+            let due = pending.iter().filter(|r| r.next_attempt_at <= at);
+            let mut claims = self.faults.1.lock().unwrap();
+            claims.due.extend(due.map(|r| r.id.clone()));
+            clock.advance(ms);
+            Ok(pending)
+        })
     }
 
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord> {
@@ -262,6 +301,11 @@ impl OutboxStore for FailingStore {
     }
 
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
+        let mut claims = self.faults.1.lock().unwrap();
+        if claims.slow.is_some() && !claims.due.contains(id) {
+            claims.unclaimed.push(id.to_string());
+        }
+        drop(claims);
         self.or_fail(Call::GetDelivery, id, || self.inner.get_delivery(id))
     }
 

@@ -8,11 +8,15 @@
 #   - CPU per turn: the gateway's utime+stime, and every process of this script's own cluster
 #     (the postmaster and its children), from /proc.
 # The statements are listed per turn, most called first (STATEMENTS=0 leaves the list out).
+# ROUNDS rounds (default 3) alternate the two stores, each round on new gateways, a new state
+# directory and a new PostgreSQL schema; the last line gives each round's ratio of PostgreSQL's
+# total CPU to SQLite's and their median (the machine's load moves either figure by ±15% from one
+# run to the next, so one pair decides nothing).
 #
 #   bench/pg_turn.sh            # SKIP_BUILD=1 to use the built binary (CARGO_TARGET_DIR picks it)
 #
 # Environment as for runtime.sh (BENCH_DIR, BENCH_KIT, KEEP_STATE=1), and TURNS (default 1000),
-# CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), MOCK_PORT.
+# CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), ROUNDS, MOCK_PORT.
 set -euo pipefail
 
 TURNS=${TURNS:-1000}
@@ -20,6 +24,7 @@ CONC=${CONC:-8}
 WARM=${WARM:-50}
 GATEWAYS=${GATEWAYS:-1}
 STATEMENTS=${STATEMENTS:-1}
+ROUNDS=${ROUNDS:-3}
 MOCK_PORT=${MOCK_PORT:-18996}
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -39,7 +44,7 @@ trap 'cleanup; stop_cluster' EXIT
 start_mock "$MOCK_PORT"
 psql -qAtX "$URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 
-config() { store_config "$1" "$URL" bench; }
+config() { store_config "$1" "$URL" "bench_r$2"; }
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 pg_cpu_ms() { # this cluster's postmaster and its children
@@ -51,13 +56,14 @@ pg_cpu_ms() { # this cluster's postmaster and its children
 sql() { psql -qAtX -F ' ' "$URL" -c "$1"; }
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
-# measure KIND N: N gateways on KIND; one JSON line; the statements per turn in $RUN/statements-KIND.txt
+# measure KIND N ROUND: N gateways on KIND; one JSON line; the statements per turn in
+# $RUN/statements-KIND-N.txt
 measure() {
-    local kind=$1 n=$2 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
-    cfg=$(config "$kind")
+    local kind=$1 n=$2 round=$3 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
+    cfg=$(config "$kind" "$round")
     for i in $(seq 1 "$n"); do
-        mkdir -p "$RUN/state-$kind-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$i")
-        GW_ARGS=(--config "$cfg"); start_gateway "$RUN/state-$kind-$i"
+        mkdir -p "$RUN/state-$kind-$round-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$round-$i")
+        GW_ARGS=(--config "$cfg"); start_gateway "$RUN/state-$kind-$round-$i"
         gws+=("$GW_PID"); urls+=("$GW_URL"); tokens+=("$GW_TOKEN")
     done
     for i in $(seq 0 $((n - 1))); do
@@ -83,14 +89,14 @@ measure() {
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
     for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-    python3 - "$kind" "$n" "$RUN" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) "$wal" <<'PY' | tee -a "$RESULTS"
+    python3 - "$kind" "$n" "$RUN" "$round" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) "$wal" <<'PY' | tee -a "$RESULTS"
 import json, sys
-kind, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-gw, pg, statements, commits, wal = (int(float(x or 0)) for x in sys.argv[4:9])
+kind, n, run, round_ = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+gw, pg, statements, commits, wal = (int(float(x or 0)) for x in sys.argv[5:10])
 parts = [json.load(open(f"{run}/turns-{kind}-{i}.json")) for i in range(n)]
 ok = sum(p["ok"] for p in parts)
 wall = max(p["wallMs"] for p in parts) / 1000
-row = {"store": kind, "gateways": n, "turns": ok, "errors": sum(p["errors"] for p in parts),
+row = {"store": kind, "round": round_, "gateways": n, "turns": ok, "errors": sum(p["errors"] for p in parts),
        "turnsPerSecond": round(ok / wall), "gatewayCpuMsPerTurn": round(gw / ok, 3)}
 if kind == "postgres":
     row |= {"postgresCpuMsPerTurn": round(pg / ok, 3), "totalCpuMsPerTurn": round((gw + pg) / ok, 3),
@@ -98,11 +104,21 @@ if kind == "postgres":
             "walBytesPerTurn": round(wal / ok)}
 print(json.dumps(row))
 PY
-    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then
+    if [[ $kind == postgres && $STATEMENTS == 1 && $round == "$ROUNDS" ]]; then
         echo "   statements per turn, most called first:"; sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
     fi
 }
 
-measure sqlite 1
-measure postgres "$GATEWAYS"
+for round in $(seq 1 "$ROUNDS"); do
+    measure sqlite 1 "$round"
+    measure postgres "$GATEWAYS" "$round"
+done
+python3 - "$RESULTS" <<'PY' | tee -a "$RESULTS"
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if '"store"' in line]
+sqlite = {r["round"]: r["gatewayCpuMsPerTurn"] for r in rows if r["store"] == "sqlite"}
+ratios = [round(r["totalCpuMsPerTurn"] / sqlite[r["round"]], 2)
+          for r in rows if r["store"] == "postgres" and sqlite.get(r["round"])]
+print(json.dumps({"postgresToSqliteCpu": ratios, "median": statistics.median(ratios) if ratios else None}))
+PY
 echo "== load after the run: $(cut -d' ' -f1-3 /proc/loadavg); results: $RESULTS"

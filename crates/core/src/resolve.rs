@@ -21,7 +21,7 @@ use crate::access::{self, Operation, Requester, SendDecision, Target};
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::keys::{self, SessionKey};
-use crate::store::{EntryPatch, NewSession, SessionEntry, Store, StoreError, WriteOp};
+use crate::store::{EntryPatch, NewSession, SessionEntry, Store, StoreError, TryLock, WriteOp};
 use switchboard_protocol::sessions::Patch;
 
 /// A reference as a tool or a method gives it: a key (any accepted form, or a sessionId), or a
@@ -202,8 +202,26 @@ impl Resolver {
     /// Answers the session it read (`None`: none yet), which their submit takes as it is.
     pub async fn check_send(&self, key: &SessionKey) -> CoreResult<Option<SessionEntry>> {
         let entry = self.store.get(key).await?;
-        match access::send_policy(&self.config, key.as_str(), entry.as_ref()) {
-            SendDecision::Allow => Ok(entry),
+        self.judge_send(key, entry.as_ref())?;
+        Ok(entry)
+    }
+
+    /// [`Resolver::check_send`] for a message that starts a run, with what asking for the
+    /// session's lock found ([`crate::store::Store::get_for_run`]: one statement on a shared
+    /// store), for [`crate::runtime::Runtime::submit_locked`]. A refused message lets the lock
+    /// go.
+    pub async fn check_send_for_run(
+        &self,
+        key: &SessionKey,
+    ) -> CoreResult<(Option<SessionEntry>, TryLock)> {
+        let (entry, lock) = self.store.get_for_run(key).await?;
+        self.judge_send(key, entry.as_ref())?;
+        Ok((entry, lock))
+    }
+
+    fn judge_send(&self, key: &SessionKey, entry: Option<&SessionEntry>) -> CoreResult<()> {
+        match access::send_policy(&self.config, key.as_str(), entry) {
+            SendDecision::Allow => Ok(()),
             SendDecision::Deny { reason } => Err(CoreError::Forbidden(reason)),
         }
     }

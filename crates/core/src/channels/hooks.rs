@@ -28,7 +28,7 @@ impl Inbound {
             ));
         }
         let key = self.hook_key(&payload)?;
-        let entry = self.resolver.check_send(&key).await?;
+        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         let provenance = Provenance {
             kind: "hook".into(),
             ..Provenance::default()
@@ -37,7 +37,7 @@ impl Inbound {
             .with_message(payload.message, Some(provenance));
         request.create = Some(self.resolver.new_session(&key));
         request.entry = entry.map(Box::new);
-        Ok(accepted(self.runtime.submit(request).await?))
+        Ok(accepted(self.runtime.submit_locked(request, lock).await?))
     }
 
     /// The checks of [`Inbound::hook`] before the body (`NotFound`: hooks are off,

@@ -98,13 +98,15 @@ fn end_writes(
 }
 
 /// Writes the run's end (with its last reply, its session flag and its reply's delivery, in one
-/// commit), tells waiters and subscribers.
+/// commit), lets the session's lock go (`held`), then tells waiters and subscribers: a message
+/// sent the moment its waiter is told finds the session free.
 pub(super) async fn finish(
     rt: &Runtime,
     request: &RunRequest,
     mut record: RunRecord,
     ending: Ending,
     keep: Option<TranscriptMessage>,
+    held: Option<crate::store::SessionLock>,
 ) {
     let key = record.session_key.clone();
     let Ending {
@@ -159,6 +161,7 @@ pub(super) async fn finish(
             }
         }
     }
+    drop(held);
     rt.retire(&record);
     let agent = record.session_key.agent_id().unwrap_or("unknown");
     crate::measure::run_ended(agent, record.status.as_str());

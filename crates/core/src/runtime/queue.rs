@@ -20,7 +20,7 @@ use super::{Accepted, Busy, Deliver, LiveRun, RunEventData, RunRequest, Runtime,
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, WriteOp};
+use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, TryLock, WriteOp};
 
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
@@ -56,7 +56,22 @@ impl Runtime {
     ///
     /// Errors: `NotFound` when the session does not exist and the request does not create it;
     /// `Unavailable` once shutdown began; store failures.
-    pub async fn submit(&self, mut request: RunRequest) -> CoreResult<Accepted> {
+    pub async fn submit(&self, request: RunRequest) -> CoreResult<Accepted> {
+        self.submit_asked(request, None).await
+    }
+
+    /// [`Runtime::submit`] with what asking for the session's lock found already
+    /// ([`crate::resolve::Resolver::check_send_for_run`], which asked with its read): a run
+    /// that starts at once keeps a lock held, any other lets it go.
+    pub async fn submit_locked(&self, request: RunRequest, lock: TryLock) -> CoreResult<Accepted> {
+        self.submit_asked(request, Some(lock)).await
+    }
+
+    async fn submit_asked(
+        &self,
+        mut request: RunRequest,
+        asked: Option<TryLock>,
+    ) -> CoreResult<Accepted> {
         // Counted before the check: a shutdown that begins from here on waits for this submit.
         let _admission = Busy::enter(&self.inner.admitting);
         if self.is_closing() {
@@ -123,7 +138,7 @@ impl Runtime {
             request.trace = crate::trace::current();
         }
         if let Some(now) = self
-            .start_now(&record.session_key, &request, &record.run_id)
+            .start_now(&record.session_key, &request, &record.run_id, asked)
             .await
         {
             // Boxed: its commit's future would make every submit's as large.

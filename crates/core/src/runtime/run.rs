@@ -179,8 +179,7 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
     let spent = lock(&partial).spent.clone();
     record.model = spent.model;
     record.cost_usd = spent.cost_usd;
-    finish(rt, &request, record, ending, keep).await;
-    drop(held);
+    finish(rt, &request, record, ending, keep, held).await;
 }
 
 /// Closes the transcript of a run cut off by a timeout or an abort (results for its unanswered

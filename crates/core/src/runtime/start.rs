@@ -81,13 +81,15 @@ pub(super) struct Now {
 impl Runtime {
     /// Claims `key` for `run_id` when its run can start at once: the session has no run here
     /// (its queue is taken, so runs submitted meanwhile queue behind it), its lane has a free
-    /// slot, this gateway holds its lease, and no other gateway runs the session. `None`
-    /// otherwise: the run is queued as usual.
+    /// slot, this gateway holds its lease, and no other gateway runs the session (`asked`:
+    /// what asking for its lock found already, else it is asked now). `None` otherwise: the
+    /// run is queued as usual (and a lock `asked` holds is let go).
     pub(super) async fn start_now(
         &self,
         key: &SessionKey,
         request: &RunRequest,
         run_id: &RunId,
+        asked: Option<TryLock>,
     ) -> Option<Now> {
         let told = request
             .deliver
@@ -109,7 +111,11 @@ impl Runtime {
             };
             queues.insert(key.clone(), queue);
         }
-        match self.store().try_lock_session(key).await {
+        let found = match asked {
+            Some(found) => Ok(found),
+            None => self.store().try_lock_session(key).await,
+        };
+        match found {
             Ok(TryLock::Held(held)) => Some(Now {
                 lease,
                 held,

@@ -23,7 +23,7 @@ use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::{EntryPatch, RunStatus};
+use crate::store::{EntryPatch, RunStatus, SessionEntry};
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
@@ -48,11 +48,9 @@ impl Sessions {
                 self.send_command(&key, policy).await?,
             ));
         }
-        let entry = self.resolver.check_send(&key).await?;
+        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("chat.send", &p.message)?;
-        let images = self
-            .images_for(&key, None, "chat.send", &p.attachments)
-            .await?;
+        let images = self.images_for(&key, entry.as_ref(), None, "chat.send", &p.attachments)?;
         let mut request = self.operator_run(&key, p.message, Lane::Main);
         request.add_images(images);
         request.entry = entry.map(Box::new);
@@ -62,7 +60,7 @@ impl Sessions {
             .timeout_ms
             .filter(|ms| *ms > 0)
             .map(|ms| Duration::from_millis(ms as u64));
-        let accepted = self.runtime.submit(request).await?;
+        let accepted = self.runtime.submit_locked(request, lock).await?;
         Ok(ChatSendAnswer::Started(ChatSendResult {
             run_id: accepted.run_id.into_string(),
             status: "started".into(),
@@ -158,14 +156,18 @@ impl Sessions {
         };
         let agent_id = p.agent_id.as_deref();
         let key = self.resolver.target_key(&p.session_key, agent_id).await?;
-        let entry = self.resolver.check_send(&key).await?;
+        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("agent", &p.message)?;
         if let Some(model) = &p.model {
             self.check_model(model)?;
         }
-        let images = self
-            .images_for(&key, p.model.as_deref(), "agent", &p.attachments)
-            .await?;
+        let images = self.images_for(
+            &key,
+            entry.as_ref(),
+            p.model.as_deref(),
+            "agent",
+            &p.attachments,
+        )?;
         let mut request = self.operator_run(&key, p.message, lane);
         request.add_images(images);
         request.entry = entry.map(Box::new);
@@ -190,7 +192,7 @@ impl Sessions {
             .timeout
             .filter(|s| *s > 0)
             .map(|s| Duration::from_secs(s as u64));
-        let run = self.runtime.submit(request).await?;
+        let run = self.runtime.submit_locked(request, lock).await?;
         accepted(AgentAccepted {
             session_key: Some(key.display().to_string()),
             agent_id: key.agent_id().map(str::to_string),
@@ -304,10 +306,12 @@ impl Sessions {
     }
 
     /// The image blocks of `attachments`, refused when the model the run would use (`model`,
-    /// else the session's, else its agent's) does not take images.
-    async fn images_for(
+    /// else the session's (`entry`, as the send's check read it), else its agent's) does not
+    /// take images.
+    fn images_for(
         &self,
         key: &SessionKey,
+        entry: Option<&SessionEntry>,
         model: Option<&str>,
         method: &str,
         attachments: &[ChatAttachment],
@@ -316,11 +320,11 @@ impl Sessions {
         if images.is_empty() {
             return Ok(images);
         }
-        let entry = self.store.get(key).await?;
         let model = match (model, entry) {
             (Some(model), _) => model.to_string(),
             (None, Some(entry)) => entry
                 .model
+                .clone()
                 .unwrap_or_else(|| self.config.agent(&entry.agent_id).model.clone()),
             (None, None) => {
                 let agent = key.agent_id().map(str::to_string);

@@ -279,4 +279,14 @@ pub trait Store:
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
+    /// The session's entry, read for a run about to be submitted into it, and what asking for
+    /// its lock without waiting found ([`ClusterStore::try_lock_session`]): a run that starts
+    /// at once keeps the lock, any other lets it go. A shared store does both in one statement.
+    fn get_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
+        let key = key.clone();
+        Box::pin(async move {
+            let entry = self.get(&key).await?;
+            Ok((entry, self.try_lock_session(&key).await?))
+        })
+    }
 }

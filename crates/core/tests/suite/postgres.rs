@@ -7,15 +7,17 @@ use std::sync::Arc;
 use serde_json::json;
 use switchboard_core::clock::SystemClock;
 use switchboard_core::config::{Config, ModelRef, StoreConfig, StoreKind};
+use switchboard_core::engine::{Engine, EngineOptions};
 use switchboard_core::ids::RunId;
 use switchboard_core::keys::SessionKey;
 use switchboard_core::store::{
     ClusterStore, EntryPatch, NewSession, PgOptions, PgStore, RunRecord, RunStatus, RunStore,
     SessionReads, SessionStore, Store, StoreError, TokenDelta, WriteOp, WriteOutcome,
 };
+use switchboard_protocol::runs::{ChatSendAnswer, ChatSendParams};
 use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
 
-use super::support::{TestEngine, k, message};
+use super::support::{GUARD, TestEngine, k, message, transcript};
 
 fn options(test: &str) -> Option<PgOptions> {
     match database() {
@@ -209,24 +211,29 @@ async fn tls_connections_verify_the_server_as_sslmode_asks() {
 /// margin.
 const TURN_STATEMENTS: u64 = 6;
 
+/// A gateway on `options`' database whose agents run `model`, the cron scheduler off: it
+/// reads the jobs every 2 s on a shared store, a read that comes with time, not with turns (CI
+/// once counted one in the turns' window).
+fn gateway_config(options: &PgOptions, model: &str) -> Config {
+    let mut config = Config {
+        store: StoreConfig {
+            kind: StoreKind::Postgres,
+            url: Some(options.url.clone()),
+            schema: options.schema.clone(),
+        },
+        ..Config::default()
+    };
+    config.agents.defaults.model = ModelRef::new(model);
+    config.cron.enabled = false;
+    config
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_sends_a_bounded_number_of_statements() {
     let Some(options) = options("a_turn_sends_a_bounded_number_of_statements") else {
         return;
     };
-    let mut config = Config {
-        store: StoreConfig {
-            kind: StoreKind::Postgres,
-            url: Some(options.url),
-            schema: options.schema,
-        },
-        ..Config::default()
-    };
-    config.agents.defaults.model = ModelRef::new("builtin/echo");
-    // The cron scheduler reads the jobs every 2 s on a shared store: a read that comes with
-    // time, not with turns (CI once counted one in the turns' window).
-    config.cron.enabled = false;
-    let h = TestEngine::open(config).await;
+    let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
     // The first turn creates the session and prepares the connections' statements.
     h.turn("agent:main:count", "first").await;
     const TURNS: u64 = 10;
@@ -246,6 +253,100 @@ async fn a_turn_sends_a_bounded_number_of_statements() {
         sent <= TURN_STATEMENTS * TURNS,
         "{TURNS} turns sent {sent} statements, more than {TURN_STATEMENTS} a turn"
     );
+}
+
+/// `message` sent into `key` with `chat.send` on `engine`; answers its run once it ended.
+async fn send_and_wait(engine: &Engine, key: &str, message: &str) -> RunRecord {
+    let params = ChatSendParams {
+        session_key: key.into(),
+        message: message.into(),
+        idempotency_key: None,
+        timeout_ms: None,
+        attachments: Vec::new(),
+    };
+    let answer = engine.sessions().chat_send(params).await.unwrap();
+    let ChatSendAnswer::Started(started) = answer else {
+        panic!("chat.send answered a command");
+    };
+    let run_id = RunId::from_string(&started.run_id);
+    let ended = engine.runtime().wait(&run_id, GUARD).await.unwrap();
+    ended.record
+}
+
+/// A turn sent with `chat.send` reads its session and asks for its lock in one statement: 4 a
+/// turn (the read with the lock, the start, the end, the lock's release), one fewer than a run
+/// submitted on its own. Two statements of margin in all, not one a turn: 5 a turn is the
+/// count of the code before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_send_turn_reads_its_session_and_locks_it_in_one_statement() {
+    let test = "a_chat_send_turn_reads_its_session_and_locks_it_in_one_statement";
+    let Some(options) = options(test) else {
+        return;
+    };
+    let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
+    let key = "agent:main:count-send";
+    send_and_wait(&h.engine, key, "first").await;
+    const TURNS: u64 = 10;
+    let before = h.engine.store().statements();
+    for i in 0..TURNS {
+        let record = send_and_wait(&h.engine, key, &format!("turn {i}")).await;
+        assert_eq!(record.status, RunStatus::Ok, "{record:?}");
+    }
+    let sent = h.engine.store().statements() - before;
+    eprintln!("{sent} statements for {TURNS} sent turns");
+    assert!(sent >= 3 * TURNS, "{sent}");
+    assert!(
+        sent <= 4 * TURNS + 2,
+        "{TURNS} turns sent {sent} statements"
+    );
+}
+
+/// Messages sent into one session through two gateways at once run one after the other, each
+/// turn whole: a send that finds the session's lock taken (asked with its read) queues its
+/// run, and the run waits for the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_into_one_session_through_two_gateways_run_one_after_the_other() {
+    let test = "sends_into_one_session_through_two_gateways_run_one_after_the_other";
+    let Some(options) = options(test) else {
+        return;
+    };
+    let config = gateway_config(&options, "builtin/scripted");
+    let homes = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut gateways = Vec::new();
+    for home in &homes {
+        let opened = Engine::open_with(home.path(), config.clone(), EngineOptions::default());
+        gateways.push(Arc::new(opened.await.unwrap()));
+    }
+    let key = "agent:main:shared";
+    send_and_wait(&gateways[0], key, "@reply ready").await;
+    let mut sends = Vec::new();
+    for i in 0..8 {
+        let gateway = gateways[i % 2].clone();
+        sends.push(tokio::spawn(async move {
+            let message = format!("@delay 30\n@reply turn {i} done");
+            send_and_wait(&gateway, key, &message).await
+        }));
+    }
+    for send in sends {
+        assert_eq!(send.await.unwrap().status, RunStatus::Ok);
+    }
+    let transcript = transcript(&gateways[1], key).await;
+    assert_eq!(transcript.len(), 18);
+    for turn in transcript[2..].chunks(2) {
+        let user = turn[0]["content"].as_str().unwrap();
+        let i = user
+            .split("turn ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert_eq!(turn[1]["role"], "assistant", "{turn:?}");
+        assert_eq!(turn[1]["content"][0]["text"], format!("turn {i} done"));
+    }
+    for gateway in gateways {
+        gateway.close().await;
+    }
 }
 
 /// A run's record held by `store` now, as the runtime writes it.

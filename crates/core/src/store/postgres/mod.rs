@@ -21,6 +21,7 @@ mod schema;
 mod subagents;
 mod tls;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -73,6 +74,8 @@ struct Inner {
     stop: CancellationToken,
     /// Connections that held a session lock, kept for the next.
     lockers: Mutex<Vec<Conn>>,
+    /// Session locks this gateway is letting go: each gate is held until its unlock is done.
+    releasing: Mutex<HashMap<String, Gate>>,
     bus: OnceLock<Arc<bus::PgBus>>,
     /// Whether another gateway may hear the bus.
     peers: Arc<bus::Peers>,
@@ -121,6 +124,7 @@ impl PgStore {
                 reads: std::sync::atomic::AtomicU64::new(0),
                 stop: CancellationToken::new(),
                 lockers: Mutex::new(Vec::new()),
+                releasing: Mutex::new(HashMap::new()),
                 bus: OnceLock::new(),
                 peers,
                 heartbeat: Mutex::new(None),
@@ -383,6 +387,11 @@ impl Drop for HeldSession {
             return; // The connection closes with it, and the server unlocks.
         };
         let (key, inner) = (std::mem::take(&mut self.key), self.inner.clone());
+        let gate = Gate::default();
+        let closed = gate.clone().try_lock_owned().ok();
+        if let Ok(mut releasing) = inner.releasing.lock() {
+            releasing.insert(key.clone(), gate.clone());
+        }
         let writes = inner.pool.writes.clone();
         let _unlock = runtime.enter();
         writes.spawn(async move {
@@ -392,6 +401,12 @@ impl Drop for HeldSession {
                     &[&key],
                 )
                 .await;
+            if let Ok(mut releasing) = inner.releasing.lock()
+                && releasing.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate))
+            {
+                releasing.remove(&key);
+            }
+            drop(closed);
             if unlocked.is_ok()
                 && !inner.stop.is_cancelled()
                 && let Ok(mut lockers) = inner.lockers.lock()
@@ -399,6 +414,30 @@ impl Drop for HeldSession {
                 lockers.push(conn);
             }
         });
+    }
+}
+
+/// Closed while a session lock of this gateway is being let go ([`Inner::releasing`]).
+type Gate = Arc<tokio::sync::Mutex<()>>;
+
+/// How long asking for a session's lock waits for this gateway's own release of it.
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+impl PgStore {
+    /// Waits until this gateway no longer holds `key`'s lock for a run that ended (its unlock
+    /// is sent on a task of its own as the run lets go): asked meanwhile, the lock would be
+    /// found taken, and a message sent the moment the last run was answered would be queued
+    /// as if another gateway ran the session.
+    async fn released(&self, key: &str) {
+        let gate = self
+            .inner
+            .releasing
+            .lock()
+            .ok()
+            .and_then(|r| r.get(key).cloned());
+        if let Some(gate) = gate {
+            let _ = tokio::time::timeout(RELEASE_WAIT, gate.lock()).await;
+        }
     }
 }
 

@@ -397,6 +397,7 @@ impl ClusterStore for PgStore {
     fn try_lock_session(&self, key: &SessionKey) -> StoreFuture<'_, TryLock> {
         let key = key.as_str().to_string();
         Box::pin(async move {
+            self.released(&key).await;
             let conn = self.locker().await?;
             self.inner.pool.count(1);
             let rows = conn
@@ -409,19 +410,56 @@ impl ClusterStore for PgStore {
                 Some(row) => row.try_get::<_, bool>(0).map_err(super::db::backend)?,
                 None => false,
             };
-            if locked {
-                return Ok(TryLock::Held(Some(self.held_session(conn, key))));
-            }
-            if let Ok(mut lockers) = self.inner.lockers.lock() {
-                lockers.push(conn);
-            }
-            Ok(TryLock::Busy)
+            Ok(self.held_or_busy(conn, key, locked))
         })
     }
 
     fn bus(&self) -> Option<Arc<dyn crate::store::Bus>> {
         let bus = self.inner.bus.get()?.clone();
         Some(bus)
+    }
+}
+
+impl PgStore {
+    /// [`Store::get_for_run`] in one statement on a lock's connection: the entry, and the
+    /// session's lock taken when it is free.
+    fn entry_and_lock(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
+        let key = key.as_str().to_string();
+        self.inner
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(crate::measure::store_op("postgres", "read", async move {
+            self.released(&key).await;
+            let conn = self.locker().await?;
+            self.inner.pool.count(1);
+            let rows = conn.query(&queries::ENTRY_AND_LOCK, &[&key]).await?;
+            let row = rows.first().ok_or_else(|| {
+                crate::store::StoreError::Backend("a session's read answered no row".into())
+            })?;
+            let locked = row
+                .try_get::<_, bool>(row.len() - 1)
+                .map_err(super::db::backend)?;
+            // Held before the entry is decoded: should that fail, the lock is let go.
+            let lock = self.held_or_busy(conn, key, locked);
+            let entry = match row.try_get::<_, Option<&str>>(0) {
+                Ok(Some(_)) => Some(crate::store::rules::rows::entry(row)?),
+                Ok(None) => None,
+                Err(e) => return Err(super::db::backend(e)),
+            };
+            Ok((entry, lock))
+        }))
+    }
+
+    /// The lock `conn` took of `key` when `locked`; else `Busy`, and the connection is kept
+    /// for the next lock.
+    fn held_or_busy(&self, conn: super::db::Conn, key: String, locked: bool) -> TryLock {
+        if locked {
+            return TryLock::Held(Some(self.held_session(conn, key)));
+        }
+        if let Ok(mut lockers) = self.inner.lockers.lock() {
+            lockers.push(conn);
+        }
+        TryLock::Busy
     }
 }
 
@@ -448,6 +486,10 @@ impl Store for PgStore {
 
     fn statements(&self) -> u64 {
         PgStore::statements(self)
+    }
+
+    fn get_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
+        self.entry_and_lock(key)
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {

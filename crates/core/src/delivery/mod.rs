@@ -243,10 +243,9 @@ impl Outbox {
     /// Starts an attempt for every record due by `now` (when the claim that answered `pending`
     /// began) whose lane is free, oldest first; answers when the next one is due (ms). A lane is
     /// one recipient of a channel that keeps order (one chat, or one thread of it), else the
-    /// record alone: two replies to one chat never race,
-    /// and the newer one goes once the older one's attempt has ended. A record waiting out a
-    /// backoff does not hold the newer ones (a chat that refuses one message still gets the
-    /// next).
+    /// record alone: two replies to one chat never race, and the newer one goes once the older
+    /// one's attempt has ended. A record waiting out a backoff does not hold the newer ones (a
+    /// chat that refuses one message still gets the next).
     fn start_due(self: &Arc<Self>, mut pending: Vec<DeliveryRecord>, now: i64) -> i64 {
         let idle = self.cluster.poll_every().unwrap_or(IDLE_WAKE);
         let mut next = now.saturating_add(idle.as_millis() as i64);

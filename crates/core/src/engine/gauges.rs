@@ -9,14 +9,11 @@ use crate::channel::ChannelStatus;
 use crate::config::Config;
 use crate::runtime::Runtime;
 use crate::runtime::lanes::Lanes;
-use crate::store::{DeliveryQuery, DeliveryStatus, Store, StoreState};
-
-/// The pending deliveries counted at a scrape, at most (a scrape must stay cheap).
-const PENDING_COUNTED: usize = 10_000;
+use crate::store::{Store, StoreState};
 
 /// The gauges' names.
 pub mod mirrored {
-    /// Deliveries waiting in the outbox, by channel (from the store; at most the first 10 000).
+    /// Deliveries waiting in the outbox, by channel (counted by the store).
     pub const OUTBOX_PENDING: &str = "switchboard_outbox_pending";
     /// Open WebSocket connections (the server's own count).
     pub const WEBSOCKET_CLIENTS: &str = "switchboard_websocket_clients";
@@ -140,21 +137,10 @@ async fn stored(store: &dyn Store) -> Vec<Reading> {
         )),
         Err(e) => tracing::debug!(error = %e, "metrics: could not count the cluster's members"),
     }
-    let pending = store
-        .list_deliveries(DeliveryQuery {
-            session_key: None,
-            status: Some(DeliveryStatus::Pending),
-            limit: PENDING_COUNTED,
-        })
-        .await;
-    match pending {
-        Ok(records) => {
-            let mut by_channel: BTreeMap<String, u64> = BTreeMap::new();
-            for record in records {
-                *by_channel.entry(record.channel).or_default() += 1;
-            }
+    match store.pending_by_channel().await {
+        Ok(counts) => {
             let help = "Deliveries waiting in the outbox, by channel.";
-            readings.extend(by_channel.into_iter().map(|(channel, n)| {
+            readings.extend(counts.into_iter().map(|(channel, n)| {
                 Reading::new(mirrored::OUTBOX_PENDING, help, n as f64).with("channel", channel)
             }));
         }

@@ -161,6 +161,8 @@ pub trait OutboxStore: Send + Sync {
     /// unclaimed, which say when to call again. A record of the second kind is attempted only
     /// once a later call answers it as due, even when it falls due meanwhile.
     fn pending_deliveries(&self, limit: usize) -> StoreFuture<'_, Vec<DeliveryRecord>>;
+    /// How many records wait (`pending`) on each channel, counted by the store (a metric).
+    fn pending_by_channel(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
     fn update_delivery(&self, id: &str, update: DeliveryUpdate) -> StoreFuture<'_, DeliveryRecord>;
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>>;
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;

@@ -11,7 +11,7 @@ use metrics::{
 };
 use switchboard_core::config::Config;
 use switchboard_core::measure;
-use switchboard_core::store::{RunRecord, RunStatus};
+use switchboard_core::store::{DeliveryRecord, DeliveryStatus, RunRecord, RunStatus, WriteOp};
 
 use super::support::TestEngine;
 
@@ -192,4 +192,56 @@ fn a_failed_model_counts_its_error_kind_and_the_fallback_that_took_the_turn() {
         calls - 1.0,
         "{names:?}"
     );
+}
+
+/// The outbox gauge is counted by the store, every pending delivery of every channel: a scrape
+/// used to read the first 10,000 records and count those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_gauge_counts_every_pending_delivery_by_channel() {
+    let h = TestEngine::open(Config::default()).await;
+    // Not due for a day: the outbox leaves them waiting.
+    let later = h.engine.now_ms() + 86_400_000;
+    let pending = |i: usize, channel: &str| DeliveryRecord {
+        id: format!("{channel}-{i}"),
+        idempotency_key: None,
+        kind: "reply".into(),
+        session_key: None,
+        source_key: None,
+        run_id: None,
+        channel: channel.into(),
+        to: "someone".into(),
+        account_id: None,
+        thread_id: None,
+        text: "later".into(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: later,
+        detail: None,
+        created_at: 1,
+        updated_at: 1,
+        delivered_at: None,
+        parts_sent: 0,
+        trace: None,
+    };
+    let mut records: Vec<WriteOp> = (0..10_005)
+        .map(|i| WriteOp::Enqueue(Box::new(pending(i, "telegram"))))
+        .collect();
+    records.extend((0..3).map(|i| WriteOp::Enqueue(Box::new(pending(i, "webhook")))));
+    h.engine.store().write_batch(records).await.unwrap();
+    let counted: Vec<(String, f64)> = h
+        .engine
+        .mirrored_gauges()
+        .await
+        .into_iter()
+        .filter(|r| r.name == "switchboard_outbox_pending")
+        .map(|r| (r.labels[0].1.clone(), r.value))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            ("telegram".to_string(), 10_005.0),
+            ("webhook".to_string(), 3.0)
+        ]
+    );
+    h.engine.close().await;
 }

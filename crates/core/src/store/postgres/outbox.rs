@@ -151,6 +151,15 @@ pub(super) async fn list(
     .collect()
 }
 
+/// The pending records counted by channel.
+pub(super) async fn pending_by_channel(db: &Db<'_>) -> Result<Vec<(String, u64)>, StoreError> {
+    db.query(work::PENDING_BY_CHANNEL, &[])
+        .await?
+        .iter()
+        .map(|row| Ok((col(row, 0)?, col::<i64>(row, 1)?.max(0) as u64)))
+        .collect()
+}
+
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) async fn progress(db: &Db<'_>, id: &str, parts_sent: u32) -> Result<(), StoreError> {
     let values = [id.into(), i64::from(parts_sent).into()];

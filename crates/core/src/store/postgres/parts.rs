@@ -252,6 +252,10 @@ impl OutboxStore for PgStore {
         self.read(move |db| Box::pin(async move { outbox::list(db, &query).await }))
     }
 
+    fn pending_by_channel(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+        self.read(|db| Box::pin(outbox::pending_by_channel(db)))
+    }
+
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
         let name = name.to_string();
         self.read(move |db| Box::pin(async move { outbox::cursor(db, &name).await }))

@@ -40,6 +40,10 @@ pub(crate) fn run_conflict(new: bool) -> String {
     }
 }
 
+/// The pending records counted by channel (`OutboxStore::pending_by_channel`).
+pub(crate) const PENDING_BY_CHANNEL: &str = "SELECT channel, count(*) FROM deliveries \
+     WHERE status = 'pending' GROUP BY channel ORDER BY channel";
+
 /// A run's stored input, to store: `None` clears a stored one (the run started).
 pub(crate) fn encode_input(input: Option<&RunInput>) -> Result<Option<String>, StoreError> {
     input

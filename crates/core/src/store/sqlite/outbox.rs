@@ -73,6 +73,13 @@ pub(super) fn list(
     all(conn, &sql, values, |r| rows::delivery(r))
 }
 
+/// The pending records counted by channel.
+pub(super) fn pending_by_channel(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
+    all(conn, work::PENDING_BY_CHANNEL, [], |r| {
+        Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+    })
+}
+
 /// Raises the count of parts the channel took (never lowers it).
 pub(super) fn progress(conn: &Connection, id: &str, parts_sent: u32) -> Result<(), StoreError> {
     conn.prepare_cached(&work::progress(SQLITE))?

@@ -212,6 +212,10 @@ impl OutboxStore for SqliteStore {
         self.read(move |c| outbox::list(c, &query))
     }
 
+    fn pending_by_channel(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+        self.read(outbox::pending_by_channel)
+    }
+
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>> {
         let name = name.to_string();
         self.point_read(move |c| outbox::cursor(c, &name))

@@ -300,6 +300,10 @@ impl OutboxStore for FailingStore {
         self.inner.update_delivery(id, update)
     }
 
+    fn pending_by_channel(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
+        self.inner.pending_by_channel()
+    }
+
     fn get_delivery(&self, id: &str) -> StoreFuture<'_, Option<DeliveryRecord>> {
         let mut claims = self.faults.1.lock().unwrap();
         if claims.slow.is_some() && !claims.due.contains(id) {

@@ -22,6 +22,7 @@ use tokio_util::task::TaskTracker;
 use super::tool::{McpTool, offered_name};
 use crate::access::glob_allowed;
 use crate::config::McpServerConfig;
+use crate::runtime::providers::ToolSpec;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -418,12 +419,13 @@ impl Server {
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok())
                 .and_then(|a| serde_json::from_value(a).ok());
+            let description = tool.description.as_deref().unwrap_or_default().to_string();
+            let schema = serde_json::Value::Object((*tool.input_schema).clone());
             offered.push(Arc::new(McpTool {
                 server: self.clone(),
+                spec: Arc::new(ToolSpec::new(name.clone(), description, schema)),
                 name,
                 remote,
-                description: tool.description.as_deref().unwrap_or_default().to_string(),
-                schema: serde_json::Value::Object((*tool.input_schema).clone()),
                 hints,
             }));
         }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use switchboard_protocol::message::ContentBlock;
 
 use super::server::Server;
+use crate::runtime::providers::ToolSpec;
 use crate::runtime::tool::{Tool, ToolContext, ToolFuture, ToolHints, ToolOutput};
 
 /// Longest name models accept for a tool.
@@ -40,8 +41,9 @@ pub(super) struct McpTool {
     pub name: String,
     /// What the server calls it.
     pub remote: String,
-    pub description: String,
-    pub schema: Value,
+    /// What the model sees (its description and input schema), built once as the server
+    /// listed it: every run's every model call offers it.
+    pub spec: Arc<ToolSpec>,
     pub hints: Option<ToolHints>,
 }
 
@@ -51,11 +53,15 @@ impl Tool for McpTool {
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     fn parameters(&self) -> Value {
-        self.schema.clone()
+        self.spec.parameters.clone()
+    }
+
+    fn spec(&self) -> Arc<ToolSpec> {
+        self.spec.clone()
     }
 
     fn hints(&self) -> Option<ToolHints> {

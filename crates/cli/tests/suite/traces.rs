@@ -2,7 +2,8 @@
 //! reply-back turns and announce, and a spawn with its announce, each arrive at an OTLP/HTTP
 //! receiver (the protobuf decoded with the OpenTelemetry project's definitions) as one trace
 //! whose spans are each other's parents and children, the model calls with OpenTelemetry's
-//! GenAI attributes.
+//! GenAI attributes. A sender's `traceparent` is honoured on every HTTP door, `/mcp`'s tool
+//! calls included.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -495,4 +496,95 @@ async fn a_send_to_a_remote_a2a_agent_carries_the_trace_on() {
     );
     gateway.stop();
     fake.stop().await;
+}
+
+/// POSTs one MCP message to `/mcp` as the session `main` (`session`: the MCP session's id,
+/// once initialized; `traceparent`: a sender's trace).
+async fn mcp(
+    gateway: &GatewayProcess,
+    session: Option<&str>,
+    traceparent: Option<&str>,
+    body: serde_json::Value,
+) -> reqwest::Response {
+    let base = gateway.url.replace("ws://", "http://");
+    let http = switchboard_core::http_client(std::time::Duration::from_secs(30)).unwrap();
+    let mut request = http
+        .post(format!("{}/mcp?session=main", base.trim_end_matches('/')))
+        .bearer_auth(&gateway.token)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(session) = session {
+        request = request
+            .header("Mcp-Session-Id", session)
+            .header("MCP-Protocol-Version", "2025-06-18");
+    }
+    if let Some(traceparent) = traceparent {
+        request = request.header("traceparent", traceparent);
+    }
+    let answer = request.send().await.unwrap();
+    assert!(answer.status().is_success(), "{body}: {}", answer.status());
+    answer
+}
+
+/// A tool called through `/mcp` is in the trace of the request that called it, and so is the
+/// run it starts: rmcp runs the call on its MCP session's own task, which the gateway puts
+/// under the request's span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_called_through_mcp_and_the_run_it_starts_are_in_the_requests_trace() {
+    let receiver = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"{{ observability: {{ otlp: {{ endpoint: "{}" }} }} }}"#,
+        receiver.endpoint()
+    );
+    let gateway = start(home.path(), &config);
+    // The acting session must exist.
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let params = json!({"sessionKey": "main", "message": "@reply ready"});
+    client.request("agent", params).await.unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "trace-test", "version": "1"}}});
+    let initialized = mcp(&gateway, None, None, initialize).await;
+    let session = initialized.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    mcp(&gateway, Some(&session), None, notice).await;
+    let (trace, sender) = ("4bf92f3577b34da6a3ce929d0e0e4799", "00f067aa0ba902b7");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "sessions_spawn", "arguments": {"task": "@reply from mcp"}}});
+    let traceparent = format!("00-{trace}-{sender}-01");
+    let answered = mcp(&gateway, Some(&session), Some(&traceparent), call).await;
+    let text = answered.text().await.unwrap();
+    assert!(text.contains("accepted"), "{text}");
+    let spans = receiver
+        .wait_for("the request, the tool and the spawned run", |spans| {
+            let trace = of_trace(spans, trace);
+            let named = |name: &str| trace.iter().any(|s| s.name == name);
+            named("POST /mcp") && named("execute_tool sessions_spawn") && !runs(&trace).is_empty()
+        })
+        .await;
+    let trace = of_trace(&spans, trace);
+    let request = trace
+        .iter()
+        .find(|s| s.parent_span_id == sender)
+        .unwrap_or_else(|| panic!("no span has the sender's span as parent: {trace:#?}"));
+    assert_eq!((request.name.as_str(), request.kind), ("POST /mcp", 2));
+    let tool = trace
+        .iter()
+        .find(|s| s.name == "execute_tool sessions_spawn")
+        .unwrap_or_else(|| panic!("no tool span in the request's trace: {trace:#?}"));
+    // The child's run, and its announce's once it came.
+    for span in std::iter::once(*tool).chain(runs(&trace)) {
+        let mut up = parent(&trace, span);
+        while up.span_id != request.span_id {
+            up = parent(&trace, up);
+        }
+    }
+    client.close().await;
+    gateway.stop();
 }

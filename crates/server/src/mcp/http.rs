@@ -35,6 +35,11 @@ pub const NO_SESSION: &str = "no acting session: connect to /mcp?session=<sessio
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActingSession(pub String);
 
+/// The span of the `/mcp` request (`crate::traced`): rmcp runs a tool call on its session's
+/// own task, so the call is put under it by hand.
+#[derive(Debug, Clone)]
+pub struct RequestSpan(pub tracing::Span);
+
 /// The `/mcp` route: the token and acting-session guard in front of rmcp's service.
 pub fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<ServerState>) -> Router<S> {
     // The gateway's own browser check (`crate::guard`) runs first on every door, `/mcp`
@@ -100,6 +105,9 @@ async fn guard(
     }
     let body = Body::from(bytes);
     parts.extensions.insert(ActingSession(session));
+    parts
+        .extensions
+        .insert(RequestSpan(tracing::Span::current()));
     as_json_rpc(next.run(Request::from_parts(parts, body)).await).await
 }
 

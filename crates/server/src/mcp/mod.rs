@@ -284,9 +284,17 @@ impl<I: Invoker> ServerHandler for McpServer<I> {
         let total = wait_seconds(&args);
         let tool = request.name.to_string();
         let stop_waiting = CancellationToken::new();
-        let call = self
-            .invoker
-            .call_tool(&session, &tool, args, stop_waiting.clone());
+        // Under the `/mcp` request's span, and so in its trace (a run it starts included).
+        let span = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<http::RequestSpan>())
+            .map_or_else(tracing::Span::current, |span| span.0.clone());
+        let call = tracing::Instrument::instrument(
+            self.invoker
+                .call_tool(&session, &tool, args, stop_waiting.clone()),
+            span,
+        );
         let report = context.meta.get_progress_token().map(|token| {
             let (tool, peer) = (tool.clone(), context.peer.clone());
             move |elapsed: u64| {

@@ -400,12 +400,11 @@ impl Outbox {
                 }
             }
             // Refused because another attempt recorded its outcome first: two gateways on a
-            // shared PostgreSQL store attempted one record. That came from a pass attempting a
-            // record that fell due while its claim was made (fixed: see `run`; the three-gateway
-            // spawn test saw 8 such refusals a run before, none after). It can still happen when
-            // a gateway declared stopped was attempting. This batch, with the channel's own
-            // writes, rolled back, so an in-store delivery (an announce, a reply-back) still
-            // happens once. Not a fault to warn about.
+            // shared PostgreSQL store attempted one record, which happens when a gateway
+            // declared stopped was attempting it (each pass attempts only what its claim took:
+            // see `run`). This batch, with the channel's own writes, rolled back, so an
+            // in-store delivery (an announce, a reply-back) still happens once. Not a fault to
+            // warn about.
             Err(StoreError::Conflict(e)) if e.ends_with("(already attempted)") => {
                 tracing::debug!(id = %record.id, error = %e, "outbox: another attempt recorded this delivery first")
             }

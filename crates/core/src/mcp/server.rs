@@ -193,7 +193,7 @@ impl Server {
                 "stdio"
             },
             state: self.state.borrow().clone(),
-            tools: live.tools.iter().map(|t| t.name.clone()).collect(),
+            tools: live.tools.iter().map(|t| t.spec.name.clone()).collect(),
             pid: live.pid,
             last_error: live.last_error.clone(),
             restarts: live.restarts,
@@ -405,7 +405,7 @@ impl Server {
                 continue;
             }
             let name = offered_name(&self.name, &remote);
-            if let Some(first) = offered.iter().find(|t| t.name == name) {
+            if let Some(first) = offered.iter().find(|t| t.spec.name == name) {
                 let why = format!(
                     "tools {} and {remote} are both offered as {name}; {remote} is left out",
                     first.remote
@@ -423,8 +423,7 @@ impl Server {
             let schema = serde_json::Value::Object((*tool.input_schema).clone());
             offered.push(Arc::new(McpTool {
                 server: self.clone(),
-                spec: Arc::new(ToolSpec::new(name.clone(), description, schema)),
-                name,
+                spec: Arc::new(ToolSpec::new(name, description, schema)),
                 remote,
                 hints,
             }));

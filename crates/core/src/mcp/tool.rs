@@ -37,19 +37,17 @@ pub(super) fn offered_name(server: &str, tool: &str) -> String {
 /// A tool of an MCP server.
 pub(super) struct McpTool {
     pub server: Arc<Server>,
-    /// What models call it.
-    pub name: String,
     /// What the server calls it.
     pub remote: String,
-    /// What the model sees (its description and input schema), built once as the server
-    /// listed it: every run's every model call offers it.
+    /// What the model sees (the name models call it, its description and input schema), built
+    /// once as the server listed it: every run's every model call offers it.
     pub spec: Arc<ToolSpec>,
     pub hints: Option<ToolHints>,
 }
 
 impl Tool for McpTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     fn description(&self) -> &str {
@@ -96,7 +94,7 @@ impl McpTool {
                  restarted: try again shortly, or do without this tool.",
                 server.name,
                 server.why_down(),
-                self.name
+                self.spec.name
             ));
         };
         let mut params = CallToolRequestParams::new(self.remote.clone());
@@ -116,7 +114,7 @@ impl McpTool {
                 ToolOutput::error(format!(
                     "{} timed out after {}s (mcp.servers.{}.timeoutSeconds); the call was \
                      cancelled",
-                    self.name,
+                    self.spec.name,
                     timeout.as_secs(),
                     server.name
                 ))
@@ -128,7 +126,7 @@ impl McpTool {
             Ok(Ok(_)) => ToolOutput::error(format!(
                 "{} asked for more input or started a task; switchboard answers neither, so \
                  the call ended here",
-                self.name
+                self.spec.name
             )),
         }
     }
@@ -136,17 +134,17 @@ impl McpTool {
     fn failure(&self, e: &ServiceError, generation: u64) -> String {
         match e {
             ServiceError::McpError(error) => {
-                format!("{} failed: {}", self.name, error.message)
+                format!("{} failed: {}", self.spec.name, error.message)
             }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 self.server.unreachable(generation);
                 format!(
                     "MCP server {} could not be reached or stopped during the call to {} ({e}); \
                      it is being reconnected",
-                    self.server.name, self.name
+                    self.server.name, self.spec.name
                 )
             }
-            other => format!("{} failed: {other}", self.name),
+            other => format!("{} failed: {other}", self.spec.name),
         }
     }
 }

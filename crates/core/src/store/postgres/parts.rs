@@ -401,20 +401,8 @@ impl ClusterStore for PgStore {
     fn try_lock_session(&self, key: &SessionKey) -> StoreFuture<'_, TryLock> {
         let key = key.as_str().to_string();
         Box::pin(async move {
-            self.released(&key).await;
-            let conn = self.locker().await?;
-            self.inner.pool.count(1);
-            let rows = conn
-                .query(
-                    "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
-                    &[&key],
-                )
-                .await?;
-            let locked = match rows.first() {
-                Some(row) => row.try_get::<_, bool>(0).map_err(super::db::backend)?,
-                None => false,
-            };
-            Ok(self.held_or_busy(conn, key, locked))
+            let sql = format!("SELECT {}", queries::TRY_LOCK);
+            Ok(self.ask_lock(key, &sql).await?.1)
         })
     }
 
@@ -433,20 +421,10 @@ impl PgStore {
             .reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Box::pin(crate::measure::store_op("postgres", "read", async move {
-            self.released(&key).await;
-            let conn = self.locker().await?;
-            self.inner.pool.count(1);
-            let rows = conn.query(&queries::ENTRY_AND_LOCK, &[&key]).await?;
-            let row = rows.first().ok_or_else(|| {
-                crate::store::StoreError::Backend("a session's read answered no row".into())
-            })?;
-            let locked = row
-                .try_get::<_, bool>(row.len() - 1)
-                .map_err(super::db::backend)?;
-            // Held before the entry is decoded: should that fail, the lock is let go.
-            let lock = self.held_or_busy(conn, key, locked);
+            // The lock is held before the entry is decoded: should that fail, it is let go.
+            let (row, lock) = self.ask_lock(key, &queries::ENTRY_AND_LOCK).await?;
             let entry = match row.try_get::<_, Option<&str>>(0) {
-                Ok(Some(_)) => Some(crate::store::rules::rows::entry(row)?),
+                Ok(Some(_)) => Some(crate::store::rules::rows::entry(&row)?),
                 Ok(None) => None,
                 Err(e) => return Err(super::db::backend(e)),
             };
@@ -454,16 +432,31 @@ impl PgStore {
         }))
     }
 
-    /// The lock `conn` took of `key` when `locked`; else `Busy`, and the connection is kept
-    /// for the next lock.
-    fn held_or_busy(&self, conn: super::db::Conn, key: String, locked: bool) -> TryLock {
+    /// Runs `sql`, one row whose last column is [`queries::TRY_LOCK`], on a lock's connection
+    /// (once this gateway's own release of the lock is done): the row, and the lock it took or
+    /// `Busy` (the connection is then kept for the next lock).
+    async fn ask_lock(
+        &self,
+        key: String,
+        sql: &str,
+    ) -> Result<(tokio_postgres::Row, TryLock), crate::store::StoreError> {
+        self.released(&key).await;
+        let conn = self.locker().await?;
+        self.inner.pool.count(1);
+        let row = conn.query(sql, &[&key]).await?.into_iter().next();
+        let row = row.ok_or_else(|| {
+            crate::store::StoreError::Backend(format!(
+                "asking for a session's lock answered no row: {sql}"
+            ))
+        })?;
+        let locked: bool = row.try_get(row.len() - 1).map_err(super::db::backend)?;
         if locked {
-            return TryLock::Held(Some(self.held_session(conn, key)));
+            return Ok((row, TryLock::Held(Some(self.held_session(conn, key)))));
         }
         if let Ok(mut lockers) = self.inner.lockers.lock() {
             lockers.push(conn);
         }
-        TryLock::Busy
+        Ok((row, TryLock::Busy))
     }
 }
 

@@ -23,11 +23,14 @@ pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEn
         .transpose()
 }
 
-/// The entry of the key `$1` (a row of NULLs when there is none), then whether the session's
-/// lock was taken as `try_lock_session` takes it (`PgStore::get_for_run`).
+/// Takes the session lock of the key `$1` if it is free: whether it did.
+pub(super) const TRY_LOCK: &str = "pg_try_advisory_lock(hashtextextended($1, 0))";
+
+/// The entry of the key `$1` (a row of NULLs when there is none), then [`TRY_LOCK`]
+/// (`PgStore::get_for_run`).
 pub(super) static ENTRY_AND_LOCK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT e.*, pg_try_advisory_lock(hashtextextended($1, 0)) FROM (SELECT 1) AS one \
+        "SELECT e.*, {TRY_LOCK} FROM (SELECT 1) AS one \
          LEFT JOIN (SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = $1) AS e ON true"
     )
 });

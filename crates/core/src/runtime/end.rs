@@ -98,15 +98,16 @@ fn end_writes(
 }
 
 /// Writes the run's end (with its last reply, its session flag and its reply's delivery, in one
-/// commit), lets the session's lock go (`held`), then tells waiters and subscribers: a message
-/// sent the moment its waiter is told finds the session free.
+/// commit), lets the session's lock go (`held`, with that commit where the store can), then
+/// tells waiters and subscribers: a message sent the moment its waiter is told finds the
+/// session free.
 pub(super) async fn finish(
     rt: &Runtime,
     request: &RunRequest,
     mut record: RunRecord,
     ending: Ending,
     keep: Option<TranscriptMessage>,
-    held: Option<crate::store::SessionLock>,
+    mut held: Option<crate::store::SessionLock>,
 ) {
     let key = record.session_key.clone();
     let Ending {
@@ -130,7 +131,7 @@ pub(super) async fn finish(
     };
     let delivers = delivery.is_some();
     end.extend(delivery);
-    match write_end(rt, &record, end).await {
+    match write_end(rt, &record, end, &mut held).await {
         Ok(Some(outcomes)) => {
             if let (true, Some(outcome)) = (delivers, outcomes.last()) {
                 rt.inner.replies.committed(outcome);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::Runtime;
 use crate::keys::SessionKey;
-use crate::store::{RunRecord, RunStatus, StoreError, WriteOp, WriteOutcome};
+use crate::store::{RunRecord, RunStatus, SessionLock, StoreError, WriteOp, WriteOutcome};
 
 /// How long a run whose start write failed waits for the store to say whether it landed.
 const SETTLE_FOR: Duration = Duration::from_secs(60);
@@ -99,14 +99,20 @@ async fn settle_start(rt: &Runtime, record: &RunRecord) -> Settled {
 /// run is read back (the try may have committed as the connection broke) and the write tried
 /// again once the store answers. `Ok(None)`: an earlier try had landed. A refusal that is not
 /// the store being away (a fence, a deleted session) is answered at once.
+///
+/// `held`, the session's lock, goes with the try that lands when the store lets it go with the
+/// commit ([`crate::store::Store::write_end`]); it stays in `held` otherwise.
 pub(super) async fn write_end(
     rt: &Runtime,
     record: &RunRecord,
     end: Vec<WriteOp>,
+    held: &mut Option<SessionLock>,
 ) -> Result<Option<Vec<WriteOutcome>>, StoreError> {
     let deadline = tokio::time::Instant::now() + SETTLE_FOR;
     loop {
-        let error = match rt.store().write_batch(end.clone()).await {
+        let (written, kept) = rt.store().write_end(end.clone(), held.take()).await;
+        *held = kept;
+        let error = match written {
             Ok(outcomes) => return Ok(Some(outcomes)),
             Err(
                 e @ (StoreError::Backend(_) | StoreError::Busy(_) | StoreError::Unreachable(_)),

@@ -99,6 +99,16 @@ pub async fn open(
 /// The future every store method returns: boxed so `dyn Store` works.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
+/// What [`Store::write_end`] answers: the batch's outcome, and the session's lock when it was
+/// not let go with the batch's commit.
+pub type EndFuture<'a> = Pin<
+    Box<
+        dyn Future<Output = (Result<Vec<WriteOutcome>, StoreError>, Option<SessionLock>)>
+            + Send
+            + 'a,
+    >,
+>;
+
 /// Failures of the store. Callers map them onto wire errors in one place (`crate::error`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -14,10 +14,10 @@ use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
     Alone, Appended, Bus, Cluster, CronJobRecord, Cursor, DeliveryQuery, DeliveryRecord,
-    DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
-    NewSession, Orphans, PairingAdmission, PairingAsk, PairingRecord, RunInput, RunQuery,
-    RunRecord, SessionEntry, SessionLock, StoreFuture, StoreHealth, StoredMessage, StoredText,
-    SubagentRecord, TryLock, WriteOp, WriteOutcome,
+    DeliveryUpdate, EndFuture, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage,
+    ListQuery, NewSession, Orphans, PairingAdmission, PairingAsk, PairingRecord, RunInput,
+    RunQuery, RunRecord, SessionEntry, SessionLock, StoreFuture, StoreHealth, StoredMessage,
+    StoredText, SubagentRecord, TryLock, WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -281,6 +281,13 @@ pub trait Store:
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
+    /// A run's end ([`Store::write_batch`]), written while `held`, the session's lock the run
+    /// kept, is held. A shared store lets the lock go with the batch's commit where it can: no
+    /// other gateway finds the session free before the end is visible, and no unlock of its
+    /// own follows. Otherwise the lock comes back, to be let go once the end is settled.
+    fn write_end(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
+        Box::pin(async move { (self.write_batch(ops).await, held) })
+    }
     /// The session's entry, read for a run about to be submitted into it, and what asking for
     /// its lock without waiting found ([`ClusterStore::try_lock_session`]): a run that starts
     /// at once keeps the lock, any other lets it go. A shared store does both in one statement.

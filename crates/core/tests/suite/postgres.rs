@@ -12,7 +12,7 @@ use switchboard_core::ids::RunId;
 use switchboard_core::keys::SessionKey;
 use switchboard_core::store::{
     ClusterStore, EntryPatch, NewSession, PgOptions, PgStore, RunRecord, RunStatus, RunStore,
-    SessionReads, SessionStore, Store, StoreError, TokenDelta, WriteOp, WriteOutcome,
+    SessionReads, SessionStore, Store, StoreError, TokenDelta, TryLock, WriteOp, WriteOutcome,
 };
 use switchboard_protocol::runs::{ChatSendAnswer, ChatSendParams};
 use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
@@ -273,17 +273,21 @@ async fn send_and_wait(engine: &Engine, key: &str, message: &str) -> RunRecord {
     ended.record
 }
 
-/// A turn sent with `chat.send` reads its session and asks for its lock in one statement: 4 a
-/// turn (the read with the lock, the start, the end, the lock's release), one fewer than a run
-/// submitted on its own. Two statements of margin in all, not one a turn: 5 a turn is the
-/// count of the code before.
+/// A turn sent with `chat.send` is 3 statements: the session's read with its lock, the run's
+/// start, and its end, whose commit lets the lock go. Once the turn is answered, another
+/// connection finds the session's lock free. Two statements of margin in all, not one a turn:
+/// 4 a turn is the count of the code before (the lock let go by a statement of its own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_send_turn_reads_its_session_and_locks_it_in_one_statement() {
-    let test = "a_chat_send_turn_reads_its_session_and_locks_it_in_one_statement";
+async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
+    let test = "a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end";
     let Some(options) = options(test) else {
         return;
     };
     let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
+    let (other, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
     let key = "agent:main:count-send";
     send_and_wait(&h.engine, key, "first").await;
     const TURNS: u64 = 10;
@@ -291,12 +295,28 @@ async fn a_chat_send_turn_reads_its_session_and_locks_it_in_one_statement() {
     for i in 0..TURNS {
         let record = send_and_wait(&h.engine, key, &format!("turn {i}")).await;
         assert_eq!(record.status, RunStatus::Ok, "{record:?}");
+        let free: bool = other
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                &[&key],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(free, "turn {i} was answered with its session still locked");
+        other
+            .execute(
+                "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+                &[&key],
+            )
+            .await
+            .unwrap();
     }
     let sent = h.engine.store().statements() - before;
     eprintln!("{sent} statements for {TURNS} sent turns");
     assert!(sent >= 3 * TURNS, "{sent}");
     assert!(
-        sent <= 4 * TURNS + 2,
+        sent <= 3 * TURNS + 2,
         "{TURNS} turns sent {sent} statements"
     );
 }
@@ -458,8 +478,31 @@ async fn the_batches_of_a_run_another_gateway_took_write_nothing() {
         ..record.clone()
     };
     end.insert(2, WriteOp::PutRun(ended));
-    let late = a.write_batch(end).await.unwrap_err();
+    let late = a.write_batch(end.clone()).await.unwrap_err();
     assert!(matches!(late, StoreError::Fenced(_)), "{late:?}");
+    // Written with the session's lock, the refused end lets nothing go: the lock comes back,
+    // still held, and is free once dropped.
+    let Ok(TryLock::Held(lock)) = a.try_lock_session(&key).await else {
+        panic!("the session's lock is free");
+    };
+    let (late, kept) = a.write_end(end, lock).await;
+    assert!(matches!(late, Err(StoreError::Fenced(_))), "{late:?}");
+    assert!(kept.is_some(), "the lock of a refused end comes back");
+    assert!(matches!(
+        other.try_lock_session(&key).await,
+        Ok(TryLock::Busy)
+    ));
+    drop(kept); // Its unlock is sent on a task of its own.
+    let free = async {
+        loop {
+            if let Ok(TryLock::Held(lock)) = other.try_lock_session(&key).await {
+                return lock;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let taken = tokio::time::timeout(GUARD, free).await;
+    drop(taken.expect("the dropped lock is let go"));
     let mut start = reply(&record, "late start");
     start[0] = WriteOp::PutRun(record.clone());
     start.swap(0, 1);

@@ -30,6 +30,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::db::{Db, Value, bind, refs};
+use super::queries;
 use super::schema::{get, run_columns};
 use crate::keys::SessionKey;
 use crate::store::dialect::count;
@@ -162,16 +163,19 @@ impl OneStatement {
     }
 
     /// Writes the batch; `None` when one of its locks did not hold and nothing was written.
+    /// With `release` (a session's key, whose lock `db`'s connection holds), the statement lets
+    /// that lock go with its commit when it writes ([`queries::release_at_commit`]).
     pub(super) async fn write(
         &self,
         db: &Db<'_>,
         now: i64,
+        release: Option<&str>,
     ) -> Result<Option<Vec<WriteOutcome>>, StoreError> {
         let numbered = match self.session.as_ref().and_then(|s| s.messages.clone()) {
             Some(messages) => Some(transcript::number(0, messages)?),
             None => None,
         };
-        let (sql, values) = self.statement(db.gateway(), numbered.as_ref(), now)?;
+        let (sql, values) = self.statement(db.gateway(), numbered.as_ref(), now, release)?;
         let row = db.query_opt(&sql, &refs(&values)).await;
         let row = match (row, &self.run) {
             (
@@ -222,6 +226,7 @@ impl OneStatement {
         gateway: &str,
         numbered: Option<&transcript::Numbered>,
         now: i64,
+        release: Option<&str>,
     ) -> Result<(String, Vec<Value>), StoreError> {
         let mut v = Values::default();
         let mut ctes = Vec::with_capacity(9);
@@ -276,17 +281,24 @@ impl OneStatement {
             ctes.push("go AS (SELECT ok.* FROM ok WHERE EXISTS (SELECT 1 FROM run))".into());
             gate = "go";
         }
-        let mut answer = format!("SELECT 1 FROM {gate}");
+        let (mut columns, mut from) = (vec!["1"], gate.to_string());
         if let Some(part) = &self.session {
             ctes.push(write_session(&mut v, part, gate, now)?);
-            answer = format!("SELECT sw.* FROM {gate} JOIN sw ON true");
+            (columns, from) = (vec!["sw.*"], format!("{gate} JOIN sw ON true"));
             if let Some(numbered) = numbered {
                 ctes.extend(append(&mut v, numbered, gate));
-                answer =
-                    format!("SELECT sw.*, mark.base FROM {gate} JOIN sw ON true JOIN mark ON true");
+                columns.push("mark.base");
+                from.push_str(" JOIN mark ON true");
             }
         }
-        let sql = format!("WITH {} {answer}", ctes.join(", "));
+        // Last: evaluated once the row is made, when every lock held.
+        let released = release.map(|key| queries::release_at_commit(&v.add(key.to_string())));
+        columns.extend(released.as_deref());
+        let sql = format!(
+            "WITH {} SELECT {} FROM {from}",
+            ctes.join(", "),
+            columns.join(", ")
+        );
         Ok((sql, v.0))
     }
 }

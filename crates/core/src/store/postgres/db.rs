@@ -228,6 +228,18 @@ impl Conn {
         self.client.is_closed()
     }
 
+    /// The connection (a session lock's, outside the pool) as a [`Db`] outside any
+    /// transaction, its statements counted in `pool`'s.
+    pub(super) fn db<'a>(&'a self, pool: &'a Pool) -> Db<'a> {
+        Db {
+            link: Link::Client(&self.client),
+            statements: &self.statements,
+            gateway: pool.gateway.as_str(),
+            epoch: pool.epoch(),
+            sent: Some(&pool.sent),
+        }
+    }
+
     /// One statement outside the pool's [`Db`] (a session lock's connection), prepared once
     /// on the connection as [`Db`]'s are: a text sent as is would be parsed and planned again,
     /// in a round trip of its own, at each of a turn's lock and unlock.

@@ -13,6 +13,7 @@ mod cron;
 mod db;
 mod exchanges;
 mod lease;
+mod locks;
 mod outbox;
 mod pairing;
 mod parts;
@@ -75,7 +76,7 @@ struct Inner {
     /// Connections that held a session lock, kept for the next.
     lockers: Mutex<Vec<Conn>>,
     /// Session locks this gateway is letting go: each gate is held until its unlock is done.
-    releasing: Mutex<HashMap<String, Gate>>,
+    releasing: Mutex<HashMap<String, locks::Gate>>,
     bus: OnceLock<Arc<bus::PgBus>>,
     /// Whether another gateway may hear the bus.
     peers: Arc<bus::Peers>,
@@ -257,7 +258,7 @@ impl PgStore {
             if let Some(one) = one {
                 let written = Self::transact(&inner, Kind::OneStatement, move |db, now| {
                     let one = one.clone();
-                    Box::pin(async move { one.write(db, now).await })
+                    Box::pin(async move { one.write(db, now, None).await })
                 })
                 .await?;
                 if let Some(outcomes) = written {
@@ -347,98 +348,6 @@ enum Kind {
     OneStatement,
     /// In a transaction, for the gateway's own background work: not counted.
     Background,
-}
-
-/// A session's advisory lock, held on a connection of its own; dropped, it unlocks and the
-/// connection is kept for the next lock.
-struct HeldSession {
-    conn: Option<Conn>,
-    key: String,
-    inner: Arc<Inner>,
-}
-
-impl PgStore {
-    /// A connection for a session's lock: an idle one, or a new one.
-    async fn locker(&self) -> Result<Conn, StoreError> {
-        let idle = self.inner.lockers.lock().ok().and_then(|mut l| l.pop());
-        match idle {
-            Some(conn) if !conn.is_closed() => Ok(conn),
-            _ => self.inner.pool.connect().await,
-        }
-    }
-
-    /// The lock of `key` that `conn` took, given back when it drops.
-    fn held_session(&self, conn: Conn, key: String) -> SessionLock {
-        // Its release is counted now: it is sent on a task of its own once the run let go, so
-        // counting it then made a turn's count depend on when that task ran.
-        self.inner.pool.count(1);
-        Box::new(HeldSession {
-            conn: Some(conn),
-            key,
-            inner: self.inner.clone(),
-        })
-    }
-}
-
-impl Drop for HeldSession {
-    fn drop(&mut self) {
-        let (Some(conn), Ok(runtime)) = (self.conn.take(), tokio::runtime::Handle::try_current())
-        else {
-            return; // The connection closes with it, and the server unlocks.
-        };
-        let (key, inner) = (std::mem::take(&mut self.key), self.inner.clone());
-        let gate = Gate::default();
-        let closed = gate.clone().try_lock_owned().ok();
-        if let Ok(mut releasing) = inner.releasing.lock() {
-            releasing.insert(key.clone(), gate.clone());
-        }
-        let writes = inner.pool.writes.clone();
-        let _unlock = runtime.enter();
-        writes.spawn(async move {
-            let unlocked = conn
-                .execute(
-                    "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
-                    &[&key],
-                )
-                .await;
-            if let Ok(mut releasing) = inner.releasing.lock()
-                && releasing.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate))
-            {
-                releasing.remove(&key);
-            }
-            drop(closed);
-            if unlocked.is_ok()
-                && !inner.stop.is_cancelled()
-                && let Ok(mut lockers) = inner.lockers.lock()
-            {
-                lockers.push(conn);
-            }
-        });
-    }
-}
-
-/// Closed while a session lock of this gateway is being let go ([`Inner::releasing`]).
-type Gate = Arc<tokio::sync::Mutex<()>>;
-
-/// How long asking for a session's lock waits for this gateway's own release of it.
-const RELEASE_WAIT: Duration = Duration::from_secs(1);
-
-impl PgStore {
-    /// Waits until this gateway no longer holds `key`'s lock for a run that ended (its unlock
-    /// is sent on a task of its own as the run lets go): asked meanwhile, the lock would be
-    /// found taken, and a message sent the moment the last run was answered would be queued
-    /// as if another gateway ran the session.
-    async fn released(&self, key: &str) {
-        let gate = self
-            .inner
-            .releasing
-            .lock()
-            .ok()
-            .and_then(|r| r.get(key).cloned());
-        if let Some(gate) = gate {
-            let _ = tokio::time::timeout(RELEASE_WAIT, gate.lock()).await;
-        }
-    }
 }
 
 /// A batch in its transaction: the fences at its head go out together with the writes

@@ -21,7 +21,7 @@ use crate::store::{
     RunQuery, RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{Cluster, Orphans, StoreHealth, TryLock};
+use crate::store::{Cluster, EndFuture, Orphans, StoreHealth, TryLock};
 
 impl SessionReads for PgStore {
     fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
@@ -412,54 +412,6 @@ impl ClusterStore for PgStore {
     }
 }
 
-impl PgStore {
-    /// [`Store::get_for_run`] in one statement on a lock's connection: the entry, and the
-    /// session's lock taken when it is free.
-    fn entry_and_lock(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
-        let key = key.as_str().to_string();
-        self.inner
-            .reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::pin(crate::measure::store_op("postgres", "read", async move {
-            // The lock is held before the entry is decoded: should that fail, it is let go.
-            let (row, lock) = self.ask_lock(key, &queries::ENTRY_AND_LOCK).await?;
-            let entry = match row.try_get::<_, Option<&str>>(0) {
-                Ok(Some(_)) => Some(crate::store::rules::rows::entry(&row)?),
-                Ok(None) => None,
-                Err(e) => return Err(super::db::backend(e)),
-            };
-            Ok((entry, lock))
-        }))
-    }
-
-    /// Runs `sql`, one row whose last column is [`queries::TRY_LOCK`], on a lock's connection
-    /// (once this gateway's own release of the lock is done): the row, and the lock it took or
-    /// `Busy` (the connection is then kept for the next lock).
-    async fn ask_lock(
-        &self,
-        key: String,
-        sql: &str,
-    ) -> Result<(tokio_postgres::Row, TryLock), crate::store::StoreError> {
-        self.released(&key).await;
-        let conn = self.locker().await?;
-        self.inner.pool.count(1);
-        let row = conn.query(sql, &[&key]).await?.into_iter().next();
-        let row = row.ok_or_else(|| {
-            crate::store::StoreError::Backend(format!(
-                "asking for a session's lock answered no row: {sql}"
-            ))
-        })?;
-        let locked: bool = row.try_get(row.len() - 1).map_err(super::db::backend)?;
-        if locked {
-            return Ok((row, TryLock::Held(Some(self.held_session(conn, key)))));
-        }
-        if let Ok(mut lockers) = self.inner.lockers.lock() {
-            lockers.push(conn);
-        }
-        Ok((row, TryLock::Busy))
-    }
-}
-
 impl Store for PgStore {
     fn health(&self) -> StoreHealth {
         let quiet = self
@@ -487,6 +439,13 @@ impl Store for PgStore {
 
     fn get_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
         self.entry_and_lock(key)
+    }
+
+    fn write_end(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
+        match held {
+            Some(lock) => self.end_releasing(ops, lock),
+            None => Box::pin(async move { (self.write_batch(ops).await, None) }),
+        }
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {

@@ -26,6 +26,17 @@ pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEn
 /// Takes the session lock of the key `$1` if it is free: whether it did.
 pub(super) const TRY_LOCK: &str = "pg_try_advisory_lock(hashtextextended($1, 0))";
 
+/// Lets the session lock of the key `key` (a placeholder) go with the commit of the statement
+/// that evaluates it: taken again for the transaction first (a lock held at both levels is
+/// held until both let go), then let go at the session level. Waiting gateways find the
+/// session free only once what the statement wrote is visible.
+pub(super) fn release_at_commit(key: &str) -> String {
+    format!(
+        "CASE WHEN pg_try_advisory_xact_lock(hashtextextended({key}, 0)) \
+         THEN pg_advisory_unlock(hashtextextended({key}, 0)) END"
+    )
+}
+
 /// The entry of the key `$1` (a row of NULLs when there is none), then [`TRY_LOCK`]
 /// (`PgStore::get_for_run`).
 pub(super) static ENTRY_AND_LOCK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

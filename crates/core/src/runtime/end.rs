@@ -98,9 +98,9 @@ fn end_writes(
 }
 
 /// Writes the run's end (with its last reply, its session flag and its reply's delivery, in one
-/// commit), lets the session's lock go (`held`, with that commit where the store can), then
-/// tells waiters and subscribers: a message sent the moment its waiter is told finds the
-/// session free.
+/// commit), lets the session's lock go (`held`, with that commit where the store can) and frees
+/// the session's queue here, then tells waiters and subscribers: a message sent the moment its
+/// waiter is told finds the session free.
 pub(super) async fn finish(
     rt: &Runtime,
     request: &RunRequest,
@@ -163,6 +163,7 @@ pub(super) async fn finish(
         }
     }
     drop(held);
+    rt.vacate(&key, &record.run_id);
     rt.retire(&record);
     let agent = record.session_key.agent_id().unwrap_or("unknown");
     crate::measure::run_ended(agent, record.status.as_str());

@@ -303,6 +303,8 @@ struct Inner {
     lanes: Lanes,
     conversations: conversation::ConversationCache,
     queues: Mutex<HashMap<SessionKey, queue::SessionQueue>>,
+    /// The last session worker's number ([`queue::SessionQueue::worker`]).
+    workers: std::sync::atomic::AtomicU64,
     live: Mutex<HashMap<RunId, LiveRun>>,
     /// Idempotency keys of live runs (finished ones are found in the store).
     idempotency: Mutex<HashMap<String, RunId>>,
@@ -375,6 +377,7 @@ impl Runtime {
                 lanes,
                 conversations: Default::default(),
                 queues: Mutex::default(),
+                workers: Default::default(),
                 live: Mutex::default(),
                 idempotency: Mutex::default(),
                 last_ended: Mutex::default(),

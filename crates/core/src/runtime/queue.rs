@@ -25,6 +25,10 @@ use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, Try
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
 pub(super) struct SessionQueue {
+    /// The worker that serves it. A worker that finds its session's queue served by another
+    /// (made for a message sent once its last run freed the session, [`Runtime::vacate`])
+    /// ends.
+    pub(super) worker: u64,
     pub(super) pending: VecDeque<Queued>,
     pub(super) active: Option<(RunId, CancellationToken)>,
     /// Runs taken from the front so far (where a run held out of the queue goes back).
@@ -238,7 +242,9 @@ impl Runtime {
         let start_worker = {
             let mut queues = lock(&self.inner.queues);
             let is_new = !queues.contains_key(&session_key);
-            let queue = queues.entry(session_key.clone()).or_default();
+            let queue = queues
+                .entry(session_key.clone())
+                .or_insert_with(|| self.new_queue());
             match at {
                 Some((index, popped)) if !is_new => {
                     let moved_up =
@@ -249,10 +255,39 @@ impl Runtime {
                 Some(_) => queue.pending.push_front(queued),
                 None => queue.pending.push_back(queued),
             }
-            is_new
+            is_new.then_some(queue.worker)
         };
-        if start_worker {
-            self.spawn_worker(session_key, None);
+        if let Some(worker) = start_worker {
+            self.spawn_worker(session_key, None, worker);
+        }
+    }
+
+    /// A session's queue, served by a new worker.
+    pub(super) fn new_queue(&self) -> SessionQueue {
+        let worker = self
+            .inner
+            .workers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SessionQueue {
+            worker: worker + 1,
+            ..SessionQueue::default()
+        }
+    }
+
+    /// Frees the session for the next message as its run `run_id` ends, before the run's
+    /// waiters are told: when no run waits in its queue, the queue goes and its worker ends.
+    /// A message sent the moment a waiter is told then starts at once, instead of queueing
+    /// behind a run that is over.
+    pub(super) fn vacate(&self, session_key: &SessionKey, run_id: &RunId) {
+        let mut queues = lock(&self.inner.queues);
+        let done = queues.get(session_key).is_some_and(|q| {
+            q.pending.is_empty()
+                && q.active
+                    .as_ref()
+                    .is_some_and(|(active, _)| active == run_id)
+        });
+        if done {
+            queues.remove(session_key);
         }
     }
 
@@ -321,26 +356,27 @@ impl Runtime {
     }
 
     /// Starts the session's worker (see [`Runtime::session_worker`]).
-    pub(super) fn spawn_worker(&self, session_key: SessionKey, first: Option<Begun>) {
+    pub(super) fn spawn_worker(&self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
         let runtime = self.clone();
         self.inner
             .tasks
-            .spawn(async move { runtime.session_worker(session_key, first).await });
+            .spawn(async move { runtime.session_worker(session_key, first, worker).await });
     }
 
     /// The one worker of a session: runs `first` (a run that started as it was submitted),
     /// then its queue in order, then exits.
-    async fn session_worker(self, session_key: SessionKey, first: Option<Begun>) {
+    async fn session_worker(self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
+        let session = (&session_key, worker);
         if let Some(begun) = first {
             let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
             let work = Box::pin(run::carry_out(&self, begun));
-            self.guarded(&session_key, &run_id, trace.as_deref(), work)
-                .await;
+            self.guarded(session, &run_id, trace.as_deref(), work).await;
         }
         loop {
             let next = {
                 let mut queues = lock(&self.inner.queues);
-                let Some(queue) = queues.get_mut(&session_key) else {
+                let mine = queues.get_mut(&session_key).filter(|q| q.worker == worker);
+                let Some(queue) = mine else {
                     return;
                 };
                 match queue.pending.pop_front() {
@@ -357,17 +393,16 @@ impl Runtime {
             };
             let (run_id, trace) = (next.run_id.clone(), next.request.trace.clone());
             let work = Box::pin(run::execute(&self, next));
-            self.guarded(&session_key, &run_id, trace.as_deref(), work)
-                .await;
+            self.guarded(session, &run_id, trace.as_deref(), work).await;
         }
     }
 
     /// Runs one run's `work` in its span; a panic ends the run as failed. The session's active
-    /// run is cleared after. `work` comes boxed: a run's future is large, and each wrapper
-    /// would copy it.
+    /// run is cleared after, when its queue is still `worker`'s. `work` comes boxed: a run's
+    /// future is large, and each wrapper would copy it.
     async fn guarded(
         &self,
-        session_key: &SessionKey,
+        (session_key, worker): (&SessionKey, u64),
         run_id: &RunId,
         trace: Option<&str>,
         work: std::pin::Pin<Box<impl std::future::Future<Output = ()>>>,
@@ -379,7 +414,9 @@ impl Runtime {
         if ran.is_err() {
             run::recover_panicked(self, run_id).await;
         }
-        if let Some(queue) = lock(&self.inner.queues).get_mut(session_key) {
+        if let Some(queue) = lock(&self.inner.queues).get_mut(session_key)
+            && queue.worker == worker
+        {
             queue.active = None;
         }
     }

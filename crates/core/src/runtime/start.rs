@@ -74,6 +74,8 @@ pub(super) async fn commit(
 /// What a run that starts as it is submitted holds: its lane slot and its session's lock.
 pub(super) struct Now {
     pub lease: LeaseHolder,
+    /// The worker of the session's queue the claim made.
+    pub worker: u64,
     pub held: Option<SessionLock>,
     pub cancel: CancellationToken,
 }
@@ -100,6 +102,7 @@ impl Runtime {
         }
         let lease = self.inner.lanes.try_lease(request.lane)?;
         let cancel = self.inner.abort_all.child_token();
+        let worker;
         {
             let mut queues = lock(&self.inner.queues);
             if queues.contains_key(key) {
@@ -107,8 +110,9 @@ impl Runtime {
             }
             let queue = SessionQueue {
                 active: Some((run_id.clone(), cancel.clone())),
-                ..SessionQueue::default()
+                ..self.new_queue()
             };
+            worker = queue.worker;
             queues.insert(key.clone(), queue);
         }
         let found = match asked {
@@ -118,6 +122,7 @@ impl Runtime {
         match found {
             Ok(TryLock::Held(held)) => Some(Now {
                 lease,
+                worker,
                 held,
                 cancel,
             }),
@@ -158,6 +163,7 @@ impl Runtime {
             }
         };
         let accepted = self.register(&request, &record, &now.cancel);
+        let worker = now.worker;
         let begun = Begun {
             request,
             record,
@@ -167,14 +173,14 @@ impl Runtime {
             started: Ok(entry),
             keep: None,
         };
-        self.spawn_worker(key, Some(begun));
+        self.spawn_worker(key, Some(begun), worker);
         Ok(accepted)
     }
 
     /// Gives up a claim of [`Runtime::start_now`] whose run did not start: runs queued behind
     /// it meanwhile get the session's worker.
     pub(super) fn unclaim(&self, key: &SessionKey) {
-        {
+        let worker = {
             let mut queues = lock(&self.inner.queues);
             let Some(queue) = queues.get_mut(key) else {
                 return;
@@ -184,7 +190,8 @@ impl Runtime {
                 queues.remove(key);
                 return;
             }
-        }
-        self.spawn_worker(key.clone(), None);
+            queue.worker
+        };
+        self.spawn_worker(key.clone(), None, worker);
     }
 }

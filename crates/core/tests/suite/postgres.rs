@@ -321,6 +321,52 @@ async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
     );
 }
 
+/// A run's end whose statement fails after it let the session's lock go (its reply's insert
+/// runs after the unlock, and a row already there makes it fail) holds the lock again, once:
+/// when the run has ended, the lock is free. Held twice, one unlock would leave it held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_end_that_failed_after_its_unlock_holds_the_lock_again_once() {
+    let test = "an_end_that_failed_after_its_unlock_holds_the_lock_again_once";
+    let Some(options) = options(test) else {
+        return;
+    };
+    let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
+    let (other, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let key = "agent:main:end-fails";
+    send_and_wait(&h.engine, key, "first").await;
+    let entry = h.engine.store().get(&k(key)).await.unwrap().unwrap();
+    // The next turn's message takes the next seq; its reply's is taken already.
+    let taken = entry.last_seq + 2;
+    let insert = "INSERT INTO messages (session_id, seq, role, ts, body) \
+                  VALUES ($1, $2, 'assistant', 0, '{}')";
+    assert_eq!(
+        h.sql_behind(insert, insert, &entry.session_id, taken).await,
+        1
+    );
+    let record = send_and_wait(&h.engine, key, "second").await;
+    assert_eq!(record.status, RunStatus::Error, "{record:?}");
+    let free = async {
+        loop {
+            let row = other
+                .query_one(
+                    "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                    &[&key],
+                )
+                .await
+                .unwrap();
+            if row.get::<_, bool>(0) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let freed = tokio::time::timeout(GUARD, free).await;
+    freed.expect("the failed end's session lock is let go");
+}
+
 /// Messages sent into one session through two gateways at once run one after the other, each
 /// turn whole: a send that finds the session's lock taken (asked with its read) queues its
 /// run, and the run waits for the lock.

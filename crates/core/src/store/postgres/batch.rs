@@ -291,7 +291,9 @@ impl OneStatement {
                 from.push_str(" JOIN mark ON true");
             }
         }
-        // Last: evaluated once the row is made, when every lock held.
+        // Evaluated as the answer's row is made: only when every lock held. A write the answer
+        // does not read (the messages') runs after it; should it fail, the lock may be let go
+        // already (`PgStore::end_releasing` then holds it again).
         let released = release.map(|key| queries::release_at_commit(&v.add(key.to_string())));
         columns.extend(released.as_deref());
         let sql = format!(

@@ -159,8 +159,10 @@ impl PgStore {
     /// ([`batch::OneStatement`]) on the lock's own connection, which lets the lock go with its
     /// commit. When the end is not such a batch, or the statement wrote nothing (one of its
     /// locks did not hold), the batch is written the long way and the lock comes back. When
-    /// the statement failed, whether it let the lock go is not known: its connection is closed
-    /// (the server lets go whatever it held) and the batch is written the long way.
+    /// the statement failed, it may have let the lock go (a write the answer does not read fails
+    /// after the unlock ran): the lock is held again on its connection ([`Self::hold_again`])
+    /// and comes back with the error; when another gateway took it meanwhile, the connection is
+    /// closed and the error comes back alone.
     pub(super) fn end_releasing(&self, ops: Vec<WriteOp>, mut lock: SessionLock) -> EndFuture<'_> {
         let one = batch::OneStatement::of(&ops);
         let held = lock.downcast_mut::<HeldSession>();
@@ -171,11 +173,11 @@ impl PgStore {
         let Some((one, conn, key)) = taken else {
             return Box::pin(async move { (self.write_batch(ops).await, Some(lock)) });
         };
-        let inner = self.inner.clone();
+        let (inner, release) = (self.inner.clone(), key.clone());
         // On a task of its own, as every write: it commits when the caller stops waiting.
         let written = self.spawn_write(async move {
             let db = conn.db(&inner.pool);
-            let written = one.write(&db, inner.clock.now_ms(), Some(&key)).await;
+            let written = one.write(&db, inner.clock.now_ms(), Some(&release)).await;
             drop(db);
             Ok((written, conn))
         });
@@ -195,13 +197,36 @@ impl PgStore {
                     }
                     (self.write_batch(ops).await, Some(lock))
                 }
-                Err(e) => {
-                    tracing::debug!(error = %e, "a run's end with its unlock failed; its lock's connection is closed");
-                    drop((conn, lock));
-                    (self.write_batch(ops).await, None)
-                }
+                // Answered back as it is: the end may have committed before the error (a
+                // broken connection, a row that did not decode), and the run's end is read back
+                // before it is written again (`hold::write_end`), with the lock held again.
+                Err(e) => match self.hold_again(&conn, &key).await {
+                    true => {
+                        if let Some(held) = lock.downcast_mut::<HeldSession>() {
+                            held.conn = Some(conn);
+                        }
+                        (Err(e), Some(lock))
+                    }
+                    false => {
+                        tracing::debug!(error = %e, "a run's end with its unlock failed and its session's lock could not be held again; its connection is closed");
+                        drop((conn, lock));
+                        (Err(e), None)
+                    }
+                },
             }
         })
+    }
+
+    /// Whether `conn` holds `key`'s lock after a statement that may have let it go failed: still
+    /// held (the unlock did not run), or taken again. A lock another gateway took meanwhile is
+    /// not waited for.
+    async fn hold_again(&self, conn: &Conn, key: &str) -> bool {
+        self.inner.pool.count(1);
+        let asked = conn.query(&queries::HOLD_AGAIN, &[&key]).await;
+        let held = asked
+            .ok()
+            .and_then(|rows| rows.first().map(|row| row.try_get(0)));
+        matches!(held, Some(Ok(true)))
     }
 
     /// Keeps `conn`, which holds no session lock now, for the next lock.

@@ -37,6 +37,18 @@ pub(super) fn release_at_commit(key: &str) -> String {
     )
 }
 
+/// Whether this connection holds the session lock of the key `$1` at the session level after
+/// a failed [`release_at_commit`]: it still does (the statement failed before the unlock), or
+/// it takes it again ([`TRY_LOCK`], asked only then, so the lock is never held twice).
+pub(super) static HOLD_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+         AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
+         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)) \
+         THEN true ELSE {TRY_LOCK} END"
+    )
+});
+
 /// The entry of the key `$1` (a row of NULLs when there is none), then [`TRY_LOCK`]
 /// (`PgStore::get_for_run`).
 pub(super) static ENTRY_AND_LOCK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

@@ -273,6 +273,18 @@ async fn send_and_wait(engine: &Engine, key: &str, message: &str) -> RunRecord {
     ended.record
 }
 
+/// An engine on `builtin/echo` with a first turn in `key`, and a connection of the test's own
+/// to its database, to look at the session's lock from outside.
+async fn echo_session(options: &PgOptions, key: &str) -> (TestEngine, tokio_postgres::Client) {
+    let h = TestEngine::open(gateway_config(options, "builtin/echo")).await;
+    let (other, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    send_and_wait(&h.engine, key, "first").await;
+    (h, other)
+}
+
 /// A turn sent with `chat.send` is 3 statements: the session's read with its lock, the run's
 /// start, and its end, whose commit lets the lock go. Once the turn is answered, another
 /// connection finds the session's lock free. Two statements of margin in all, not one a turn:
@@ -283,13 +295,8 @@ async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
     let Some(options) = options(test) else {
         return;
     };
-    let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
-    let (other, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
     let key = "agent:main:count-send";
-    send_and_wait(&h.engine, key, "first").await;
+    let (h, other) = echo_session(&options, key).await;
     const TURNS: u64 = 10;
     let before = h.engine.store().statements();
     for i in 0..TURNS {
@@ -330,13 +337,8 @@ async fn an_end_that_failed_after_its_unlock_holds_the_lock_again_once() {
     let Some(options) = options(test) else {
         return;
     };
-    let h = TestEngine::open(gateway_config(&options, "builtin/echo")).await;
-    let (other, connection) = tokio_postgres::connect(&options.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
     let key = "agent:main:end-fails";
-    send_and_wait(&h.engine, key, "first").await;
+    let (h, other) = echo_session(&options, key).await;
     let entry = h.engine.store().get(&k(key)).await.unwrap().unwrap();
     // The next turn's message takes the next seq; its reply's is taken already.
     let taken = entry.last_seq + 2;

@@ -285,6 +285,24 @@ async fn echo_session(options: &PgOptions, key: &str) -> (TestEngine, tokio_post
     (h, other)
 }
 
+/// Whether the session lock of `key` is free, asked on the test's own connection (taken and
+/// let go again when it is).
+async fn lock_free(other: &tokio_postgres::Client, key: &str) -> bool {
+    let row = other
+        .query_one(
+            "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+            &[&key],
+        )
+        .await
+        .unwrap();
+    let free: bool = row.get(0);
+    if free {
+        let unlock = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
+        other.execute(unlock, &[&key]).await.unwrap();
+    }
+    free
+}
+
 /// A turn sent with `chat.send` is 3 statements: the session's read with its lock, the run's
 /// start, and its end, whose commit lets the lock go. Once the turn is answered, another
 /// connection finds the session's lock free. Two statements of margin in all, not one a turn:
@@ -302,22 +320,8 @@ async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
     for i in 0..TURNS {
         let record = send_and_wait(&h.engine, key, &format!("turn {i}")).await;
         assert_eq!(record.status, RunStatus::Ok, "{record:?}");
-        let free: bool = other
-            .query_one(
-                "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
-                &[&key],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let free = lock_free(&other, key).await;
         assert!(free, "turn {i} was answered with its session still locked");
-        other
-            .execute(
-                "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
-                &[&key],
-            )
-            .await
-            .unwrap();
     }
     let sent = h.engine.store().statements() - before;
     eprintln!("{sent} statements for {TURNS} sent turns");
@@ -351,17 +355,7 @@ async fn an_end_that_failed_after_its_unlock_holds_the_lock_again_once() {
     let record = send_and_wait(&h.engine, key, "second").await;
     assert_eq!(record.status, RunStatus::Error, "{record:?}");
     let free = async {
-        loop {
-            let row = other
-                .query_one(
-                    "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
-                    &[&key],
-                )
-                .await
-                .unwrap();
-            if row.get::<_, bool>(0) {
-                return;
-            }
+        while !lock_free(&other, key).await {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     };

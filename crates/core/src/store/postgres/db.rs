@@ -195,14 +195,11 @@ impl<'p> Pooled<'p> {
 
     /// The connection as a [`Db`] outside any transaction (reads).
     pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
-        let (gateway, epoch, sent) = (self.pool.gateway.as_str(), self.pool.epoch(), self.sent());
-        let conn = self.conn.as_mut().ok_or(StoreError::Closed)?;
+        let sent = self.sent();
+        let conn = self.conn.as_ref().ok_or(StoreError::Closed)?;
         Ok(Db {
-            link: Link::Client(&conn.client),
-            statements: &conn.statements,
-            gateway,
-            epoch,
             sent,
+            ..conn.db(self.pool)
         })
     }
 

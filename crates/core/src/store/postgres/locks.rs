@@ -71,11 +71,8 @@ impl Drop for HeldSession {
                 releasing.remove(&key);
             }
             drop(closed);
-            if unlocked.is_ok()
-                && !inner.stop.is_cancelled()
-                && let Ok(mut lockers) = inner.lockers.lock()
-            {
-                lockers.push(conn);
+            if unlocked.is_ok() {
+                inner.keep_locker(conn);
             }
         });
     }
@@ -149,7 +146,7 @@ impl PgStore {
         if locked {
             return Ok((row, TryLock::Held(Some(self.held_session(conn, key)))));
         }
-        self.keep_locker(conn);
+        self.inner.keep_locker(conn);
         Ok((row, TryLock::Busy))
     }
 }
@@ -188,25 +185,18 @@ impl PgStore {
             };
             match written {
                 Ok(Some(outcomes)) => {
-                    self.keep_locker(conn);
+                    self.inner.keep_locker(conn);
                     (Ok(outcomes), None)
                 }
-                Ok(None) => {
-                    if let Some(held) = lock.downcast_mut::<HeldSession>() {
-                        held.conn = Some(conn);
-                    }
-                    (self.write_batch(ops).await, Some(lock))
-                }
+                Ok(None) => (
+                    self.write_batch(ops).await,
+                    Some(HeldSession::again(lock, conn)),
+                ),
                 // Answered back as it is: the end may have committed before the error (a
                 // broken connection, a row that did not decode), and the run's end is read back
                 // before it is written again (`hold::write_end`), with the lock held again.
                 Err(e) => match self.hold_again(&conn, &key).await {
-                    true => {
-                        if let Some(held) = lock.downcast_mut::<HeldSession>() {
-                            held.conn = Some(conn);
-                        }
-                        (Err(e), Some(lock))
-                    }
+                    true => (Err(e), Some(HeldSession::again(lock, conn))),
                     false => {
                         tracing::debug!(error = %e, "a run's end with its unlock failed and its session's lock could not be held again; its connection is closed");
                         drop((conn, lock));
@@ -228,11 +218,24 @@ impl PgStore {
             .and_then(|rows| rows.first().map(|row| row.try_get(0)));
         matches!(held, Some(Ok(true)))
     }
+}
 
+impl HeldSession {
+    /// `lock`, whose connection [`PgStore::end_releasing`] took, holding `conn` (which still
+    /// holds the session's lock) again.
+    fn again(mut lock: SessionLock, conn: Conn) -> SessionLock {
+        if let Some(held) = lock.downcast_mut::<HeldSession>() {
+            held.conn = Some(conn);
+        }
+        lock
+    }
+}
+
+impl Inner {
     /// Keeps `conn`, which holds no session lock now, for the next lock.
     fn keep_locker(&self, conn: Conn) {
-        if !self.inner.stop.is_cancelled()
-            && let Ok(mut lockers) = self.inner.lockers.lock()
+        if !self.stop.is_cancelled()
+            && let Ok(mut lockers) = self.lockers.lock()
         {
             lockers.push(conn);
         }

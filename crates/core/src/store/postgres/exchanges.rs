@@ -30,16 +30,11 @@ pub(super) async fn put(db: &Db<'_>, r: &ExchangeRecord) -> Result<(), StoreErro
     values.push(db.gateway().into());
     let sql = format!(
         "INSERT INTO exchanges ({}, owner) VALUES ({}) \
-         ON CONFLICT (id) DO UPDATE SET requester_key = excluded.requester_key, \
-         requester_run = excluded.requester_run, target_key = excluded.target_key, \
-         message = excluded.message, chain = excluded.chain, state = excluded.state, \
-         turn = excluded.turn, step_run = excluded.step_run, attempt = excluded.attempt, \
-         round1 = excluded.round1, latest = excluded.latest, \
-         previous_run = excluded.previous_run, detail = excluded.detail, \
-         created_at = excluded.created_at, updated_at = excluded.updated_at \
+         ON CONFLICT (id) DO UPDATE SET {} \
          WHERE exchanges.epoch IS NOT DISTINCT FROM excluded.epoch",
         columns(),
         rows::placeholders(POSTGRES, 1, values.len()),
+        rows::EXCHANGE_UPDATE,
     );
     let written = db.execute_with(&sql, &values).await?;
     super::cluster::held(written, || format!("the exchange {}", r.id))

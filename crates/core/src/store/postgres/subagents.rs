@@ -32,15 +32,11 @@ pub(super) async fn put(db: &Db<'_>, r: &SubagentRecord) -> Result<(), StoreErro
     values.push(db.gateway().into());
     let sql = format!(
         "INSERT INTO subagents ({}, owner) VALUES ({}) \
-         ON CONFLICT (child_key) DO UPDATE SET requester_key = excluded.requester_key, \
-         run_id = excluded.run_id, task = excluded.task, label = excluded.label, \
-         model = excluded.model, delete_after = excluded.delete_after, state = excluded.state, \
-         outcome = excluded.outcome, created_at = excluded.created_at, \
-         ended_at = excluded.ended_at, delivery_id = excluded.delivery_id, \
-         archive_at = excluded.archive_at, archived_at = excluded.archived_at \
+         ON CONFLICT (child_key) DO UPDATE SET {} \
          WHERE subagents.epoch IS NOT DISTINCT FROM excluded.epoch",
         columns(),
         rows::placeholders(POSTGRES, 1, values.len()),
+        rows::SUBAGENT_UPDATE,
     );
     let written = db.execute_with(&sql, &values).await?;
     super::cluster::held(written, || format!("the sub-agent {}", r.child_key))

@@ -336,6 +336,13 @@ pub(crate) fn pairing(row: &(impl Columns + ?Sized)) -> Result<PairingRecord, St
 /// The columns [`exchange`] reads, in order.
 pub(crate) const EXCHANGE_COLUMNS: &str = "id, requester_key, requester_run, target_key, message, chain, state, turn, \
     step_run, attempt, round1, latest, previous_run, detail, created_at, updated_at, trace";
+/// What storing an exchange again sets: the columns its steps change. Its parties, message and
+/// creation stay, so an update leaves its key and its two by-session indexes alone (a replace
+/// rewrote all of them at every step).
+pub(crate) const EXCHANGE_UPDATE: &str = "state = excluded.state, turn = excluded.turn, \
+    step_run = excluded.step_run, attempt = excluded.attempt, round1 = excluded.round1, \
+    latest = excluded.latest, previous_run = excluded.previous_run, detail = excluded.detail, \
+    updated_at = excluded.updated_at";
 /// How many columns [`EXCHANGE_COLUMNS`] names.
 pub(crate) const EXCHANGE_COLUMN_COUNT: usize = 17;
 
@@ -402,6 +409,13 @@ pub(crate) fn exchange_params(r: &ExchangeRecord) -> Result<Vec<Param>, StoreErr
 /// The columns [`subagent`] reads, in order.
 pub(crate) const SUBAGENT_COLUMNS: &str = "child_key, requester_key, run_id, task, label, model, delete_after, state, \
     outcome, created_at, ended_at, delivery_id, archive_at, archived_at, trace";
+/// What storing a sub-agent record again sets: every column but its key, its requester, its
+/// creation and its trace, which stay (an update leaves its key's index alone).
+pub(crate) const SUBAGENT_UPDATE: &str = "run_id = excluded.run_id, task = excluded.task, \
+    label = excluded.label, model = excluded.model, delete_after = excluded.delete_after, \
+    state = excluded.state, outcome = excluded.outcome, ended_at = excluded.ended_at, \
+    delivery_id = excluded.delivery_id, archive_at = excluded.archive_at, \
+    archived_at = excluded.archived_at";
 /// How many columns [`SUBAGENT_COLUMNS`] names.
 pub(crate) const SUBAGENT_COLUMN_COUNT: usize = 15;
 

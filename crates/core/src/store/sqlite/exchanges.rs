@@ -12,8 +12,9 @@ use crate::store::{ExchangeRecord, StoreError};
 pub(super) fn put(conn: &Connection, r: &ExchangeRecord) -> Result<(), StoreError> {
     let values = rows::exchange_params(r)?;
     let sql = format!(
-        "INSERT OR REPLACE INTO exchanges ({EXCHANGE_COLUMNS}) VALUES ({})",
-        rows::placeholders(SQLITE, 1, values.len())
+        "INSERT INTO exchanges ({EXCHANGE_COLUMNS}) VALUES ({}) ON CONFLICT (id) DO UPDATE SET {}",
+        rows::placeholders(SQLITE, 1, values.len()),
+        rows::EXCHANGE_UPDATE
     );
     conn.prepare_cached(&sql)?.execute(bind(&values))?;
     Ok(())

@@ -401,8 +401,11 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRe
 pub(super) fn live_runs(
     conn: &Connection,
 ) -> Result<Vec<(RunRecord, Option<RunInput>)>, StoreError> {
+    // Named: for `ORDER BY rowid` the planner would rather read every run than sort the few
+    // the index holds (a start that grew with the number of runs ever made).
     let sql = format!(
-        "SELECT {RUN_COLUMNS}, input FROM runs WHERE {} ORDER BY rowid",
+        "SELECT {RUN_COLUMNS}, input FROM runs INDEXED BY runs_to_recover WHERE {} \
+         ORDER BY rowid",
         work::LIVE_RUN
     );
     all(conn, &sql, [], |r| {

@@ -96,7 +96,8 @@ CREATE TABLE IF NOT EXISTS runs (
     model TEXT,
     cost_usd REAL
 );
-CREATE INDEX IF NOT EXISTS runs_live ON runs (status) WHERE status IN ('queued', 'running');
+-- No query read `runs_live` (status of live runs), and every run's start and end wrote it.
+DROP INDEX IF EXISTS runs_live;
 -- What a start takes up again (`live_runs`): the same condition as its query.
 CREATE INDEX IF NOT EXISTS runs_to_recover ON runs (created_at) WHERE status IN ('queued', 'running') OR input IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;

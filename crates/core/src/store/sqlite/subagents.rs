@@ -12,8 +12,10 @@ use crate::store::{StoreError, SubagentRecord};
 pub(super) fn put(conn: &Connection, r: &SubagentRecord) -> Result<(), StoreError> {
     let values = rows::subagent_params(r);
     let sql = format!(
-        "INSERT OR REPLACE INTO subagents ({SUBAGENT_COLUMNS}) VALUES ({})",
-        rows::placeholders(SQLITE, 1, values.len())
+        "INSERT INTO subagents ({SUBAGENT_COLUMNS}) VALUES ({}) \
+         ON CONFLICT (child_key) DO UPDATE SET {}",
+        rows::placeholders(SQLITE, 1, values.len()),
+        rows::SUBAGENT_UPDATE
     );
     conn.prepare_cached(&sql)?.execute(bind(&values))?;
     Ok(())

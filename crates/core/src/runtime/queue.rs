@@ -96,48 +96,29 @@ impl Runtime {
             Some(entry) => Some(*entry),
             None => store.get(&request.session_key).await?,
         };
-        let entry = match known {
-            Some(entry) => entry,
+        // A session that does not exist yet is created by the run's own commit, which gives
+        // the run its transcript's id (`WriteOp::NewRun` without one).
+        let (session_key, session_id, create) = match known {
+            Some(entry) => (entry.key, Some(entry.session_id), None),
             None => match request.create.clone() {
-                Some(new) => store.create(new).await?.0,
+                Some(new) => (new.key.clone(), None, Some(new)),
                 None => {
                     return Err(CoreError::session_not_found(request.session_key.as_str()));
                 }
             },
         };
         let now = self.now_ms();
-        let record = RunRecord {
-            run_id: request.run_id.clone().unwrap_or_default(),
-            session_key: entry.key.clone(),
-            session_id: Some(entry.session_id.clone()),
-            status: RunStatus::Queued,
-            lane: request.lane.as_str().to_string(),
-            created_at: now,
-            started_at: None,
-            ended_at: None,
-            result: None,
-            error: None,
+        let run_id = request.run_id.clone().unwrap_or_default();
+        let mut record = RunRecord {
+            session_id,
             idempotency_key: request.idempotency_key.clone(),
-            model: None,
-            cost_usd: None,
             epoch: self.inner.cluster.epoch(),
+            ..RunRecord::queued(run_id, session_key, request.lane.as_str(), now)
         };
-        let message = request.message.take().map(|m| {
-            TranscriptMessage::User(UserMessage {
-                content: match m.images.is_empty() {
-                    true => UserContent::Text(m.text),
-                    false => UserContent::Blocks(
-                        std::iter::once(ContentBlock::text(m.text))
-                            .chain(m.images)
-                            .collect(),
-                    ),
-                },
-                timestamp: now,
-                provenance: m.provenance,
-                // Its run's client matches it with the message it sent by this.
-                origin: Some(MessageOrigin::run_input(record.run_id.as_str())),
-            })
-        });
+        let message = request
+            .message
+            .take()
+            .map(|m| user_message(m, now, &record.run_id));
         if request.trace.is_none() {
             request.trace = crate::trace::current();
         }
@@ -146,19 +127,27 @@ impl Runtime {
             .await
         {
             // Boxed: its commit's future would make every submit's as large.
-            return Box::pin(self.submit_started(request, record, message, now)).await;
+            let started = self.submit_started(request, record, message, create, now);
+            return Box::pin(started).await;
         }
-        let input = input_of(&request, message.clone());
-        let mut batch = vec![WriteOp::NewRun(record.clone(), Some(Box::new(input)))];
+        let input = Some(Box::new(input_of(&request, message.clone())));
+        let run = WriteOp::NewRun(record.clone(), input);
+        let mut batch = super::start::writes(&record.session_key, run, None, create);
         batch.append(&mut request.commit_with);
-        if let Err(e) = store.write_batch(batch).await {
-            // Two submits raced with one key: the other one won.
-            if let (Some(key), StoreError::Conflict(_)) = (&request.idempotency_key, &e)
-                && let Some(accepted) = self.find_idempotent(key).await?
-            {
-                return Ok(accepted);
+        match store.write_batch(batch).await {
+            Ok(outcomes) if record.session_id.is_none() => {
+                record.session_id = super::start::session_of(&outcomes);
             }
-            return Err(e.into());
+            Ok(_) => {}
+            // Two submits raced with one key: the other one won.
+            Err(e) => {
+                if let (Some(key), StoreError::Conflict(_)) = (&request.idempotency_key, &e)
+                    && let Some(accepted) = self.find_idempotent(key).await?
+                {
+                    return Ok(accepted);
+                }
+                return Err(e.into());
+            }
         }
         Ok(self.admit(request, record, message))
     }
@@ -444,6 +433,24 @@ fn run_span(run_id: &RunId, session_key: &SessionKey, parent: Option<&str>) -> t
 }
 
 /// What a queued run stores to start after a restart.
+/// A run's message as its transcript keeps it, with the run it started.
+fn user_message(m: super::RunMessage, now: i64, run_id: &RunId) -> TranscriptMessage {
+    TranscriptMessage::User(UserMessage {
+        content: match m.images.is_empty() {
+            true => UserContent::Text(m.text),
+            false => UserContent::Blocks(
+                std::iter::once(ContentBlock::text(m.text))
+                    .chain(m.images)
+                    .collect(),
+            ),
+        },
+        timestamp: now,
+        provenance: m.provenance,
+        // Its run's client matches it with the message it sent by this.
+        origin: Some(MessageOrigin::run_input(run_id.as_str())),
+    })
+}
+
 pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>) -> RunInput {
     RunInput {
         message,

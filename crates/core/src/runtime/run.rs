@@ -99,7 +99,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         record.status = RunStatus::Running;
         record.started_at = Some(rt.now_ms());
     }
-    let start = super::start::writes(&key, WriteOp::PutRun(record.clone()), message.clone());
+    let start = super::start::writes(&key, WriteOp::PutRun(record.clone()), message.clone(), None);
     let running = lease.is_some();
     let input = message.as_ref();
     let started = super::start::commit(rt, &request, &record, start, running, input).await;

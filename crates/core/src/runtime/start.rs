@@ -18,28 +18,47 @@ use crate::error::CoreResult;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
-    RunRecord, RunStatus, SessionEntry, SessionLock, StoreError, TryLock, WriteOp, WriteOutcome,
+    NewSession, RunRecord, RunStatus, SessionEntry, SessionLock, StoreError, TryLock, WriteOp,
+    WriteOutcome,
 };
 
 /// The writes that start a run: its input appended first (when it has one), then its record
-/// (`run`: a queued run's [`WriteOp::PutRun`], a new run's [`WriteOp::NewRun`]).
+/// (`run`: a queued run's [`WriteOp::PutRun`], a new run's [`WriteOp::NewRun`]). `create`: the
+/// session, when it does not exist yet, made by the same commit (by the append, or first).
 pub(super) fn writes(
     key: &SessionKey,
     run: WriteOp,
     input: Option<TranscriptMessage>,
+    create: Option<NewSession>,
 ) -> Vec<WriteOp> {
     let mut start = Vec::with_capacity(3);
-    if let Some(message) = input {
-        start.push(super::run::append(key, message));
+    match (input, create) {
+        (Some(message), create) => start.push(WriteOp::Append {
+            key: key.clone(),
+            create,
+            messages: vec![message],
+        }),
+        (None, Some(new)) => start.push(WriteOp::Create(Box::new(new))),
+        (None, None) => {}
     }
     start.push(run);
     start
 }
 
+/// The transcript id of the session a batch's first write created or appended to: what a run
+/// whose commit created its session learns of it.
+pub(super) fn session_of(outcomes: &[WriteOutcome]) -> Option<String> {
+    match outcomes.first() {
+        Some(WriteOutcome::Created(entry, _)) => Some(entry.session_id.clone()),
+        Some(WriteOutcome::Appended(appended)) => Some(appended.entry.session_id.clone()),
+        _ => None,
+    }
+}
+
 /// Commits `start` (the run's writes) with what the start of a `running` run delivers. The
 /// run's `input`, when `start` appends it first, joins its session's kept conversation once
 /// written: the run does not read back what it has in hand. Answers the session's entry as the
-/// append left it, when `start` appended.
+/// append left it, when `start` appended, or as `start` created it.
 pub(super) async fn commit(
     rt: &Runtime,
     request: &RunRequest,
@@ -58,17 +77,18 @@ pub(super) async fn commit(
     if let (true, Some(outcome)) = (delivers, outcomes.last()) {
         rt.inner.replies.committed(outcome);
     }
-    let (Some(message), Some(WriteOutcome::Appended(appended))) =
-        (input, outcomes.into_iter().next())
-    else {
-        return Ok(None);
-    };
-    if let Some(&seq) = appended.seqs.last() {
-        rt.inner
-            .conversations
-            .push(&appended.entry.session_id, seq, message);
+    match (input, outcomes.into_iter().next()) {
+        (Some(message), Some(WriteOutcome::Appended(appended))) => {
+            if let Some(&seq) = appended.seqs.last() {
+                rt.inner
+                    .conversations
+                    .push(&appended.entry.session_id, seq, message);
+            }
+            Ok(Some(appended.entry))
+        }
+        (_, Some(WriteOutcome::Created(entry, _))) => Ok(Some(*entry)),
+        _ => Ok(None),
     }
-    Ok(Some(appended.entry))
 }
 
 /// What a run that starts as it is submitted holds: its lane slot and its session's lock.
@@ -141,15 +161,22 @@ impl Runtime {
         mut request: RunRequest,
         mut record: RunRecord,
         input: Option<TranscriptMessage>,
+        create: Option<NewSession>,
         now: Now,
     ) -> CoreResult<Accepted> {
         let key = record.session_key.clone();
         record.status = RunStatus::Running;
         record.started_at = Some(record.created_at);
-        let mut start = writes(&key, WriteOp::NewRun(record.clone(), None), input.clone());
+        let run = WriteOp::NewRun(record.clone(), None);
+        let mut start = writes(&key, run, input.clone(), create);
         start.append(&mut request.commit_with);
         let entry = match commit(self, &request, &record, start, true, input.as_ref()).await {
-            Ok(entry) => entry,
+            Ok(entry) => {
+                if record.session_id.is_none() {
+                    record.session_id = entry.as_ref().map(|e| e.session_id.clone());
+                }
+                entry
+            }
             Err(e) => {
                 drop(now);
                 self.unclaim(&key);

@@ -427,6 +427,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run just submitted: queued, nothing of it done yet, held under epoch 0.
+    pub fn queued(run_id: RunId, session_key: SessionKey, lane: &str, created_at: i64) -> Self {
+        Self {
+            run_id,
+            session_key,
+            session_id: None,
+            status: RunStatus::Queued,
+            lane: lane.to_string(),
+            created_at,
+            started_at: None,
+            ended_at: None,
+            result: None,
+            error: None,
+            idempotency_key: None,
+            model: None,
+            cost_usd: None,
+            epoch: 0,
+        }
+    }
+
     /// The error of a run the gateway's stop cut off (not anyone's abort).
     pub const INTERRUPTED: &'static str =
         "interrupted: the gateway stopped while this run was running";
@@ -450,6 +470,9 @@ pub enum WriteOp {
     /// Stores a run not stored before (a submit's), with its input when it is queued. Refused
     /// ([`StoreError::Conflict`]) when its run id or idempotency key names a stored run: a
     /// repeated request, whose caller answers the first run. No read for the key comes first.
+    /// A record without a session id takes the id of its session as an earlier write of the
+    /// batch created it or appended to it ([`take_session`]): a run whose commit creates its
+    /// session.
     NewRun(RunRecord, Option<Box<RunInput>>),
     /// Lets the batch commit only while the run is still held under `epoch`: a gateway that
     /// lost the run to another writes nothing of it ([`StoreError::Fenced`]). A no-op on a

@@ -5,6 +5,7 @@ mod attachments;
 mod bus;
 mod cron;
 mod discord;
+mod first_turn;
 mod index;
 mod list_text;
 mod long;

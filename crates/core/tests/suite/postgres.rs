@@ -414,20 +414,10 @@ async fn sends_into_one_session_through_two_gateways_run_one_after_the_other() {
 /// A run's record held by `store` now, as the runtime writes it.
 fn running(store: &PgStore, key: &SessionKey, id: &str) -> RunRecord {
     RunRecord {
-        run_id: RunId::from_string(id),
-        session_key: key.clone(),
-        session_id: None,
         status: RunStatus::Running,
-        lane: "main".into(),
-        created_at: 1,
         started_at: Some(1),
-        ended_at: None,
-        result: None,
-        error: None,
-        idempotency_key: None,
-        model: None,
-        cost_usd: None,
         epoch: store.cluster().epoch(),
+        ..RunRecord::queued(RunId::from_string(id), key.clone(), "main", 1)
     }
 }
 

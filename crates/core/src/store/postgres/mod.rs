@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, SessionEntry, SessionLock, StoreError, StoreFuture, WriteOp, WriteOutcome};
 use crate::clock::Clock;
+use crate::store::rules::work;
 use db::{Conn, Db, Pool};
 
 /// Connections a gateway opens at most.
@@ -371,7 +372,8 @@ async fn in_transaction(
     let written = async {
         let mut outcomes = Vec::with_capacity(writes.len());
         let mut held = None;
-        for op in writes {
+        for mut op in writes {
+            work::take_session(&mut op, &outcomes);
             outcomes.push(write_op(db, op, now, &mut held).await?);
         }
         Ok(outcomes)

@@ -4,7 +4,9 @@
 
 use crate::keys::SessionKey;
 use crate::store::dialect::{Dialect, Param};
-use crate::store::{DeliveryUpdate, RunInput, RunQuery, RunRecord, StoreError};
+use crate::store::{
+    DeliveryUpdate, RunInput, RunQuery, RunRecord, StoreError, WriteOp, WriteOutcome,
+};
 
 /// The refusal of a run whose idempotency key another run holds.
 pub(crate) fn idempotency_taken(run: &RunRecord) -> StoreError {
@@ -29,6 +31,25 @@ pub(crate) fn run_taken(run: &RunRecord, new: bool) -> StoreError {
 
 /// What a PostgreSQL run write does when its id is stored: a new run's is refused; any other
 /// record replaces the stored one while it still carries the writer's epoch (fenced).
+/// Gives a new run's record without a session id the id of its session as the batch's earlier
+/// writes (`before`, what they answered) created it or appended to it.
+pub(crate) fn take_session(op: &mut WriteOp, before: &[WriteOutcome]) {
+    let WriteOp::NewRun(record, _) = op else {
+        return;
+    };
+    if record.session_id.is_some() {
+        return;
+    }
+    record.session_id = before.iter().rev().find_map(|outcome| {
+        let entry = match outcome {
+            WriteOutcome::Created(entry, _) => entry.as_ref(),
+            WriteOutcome::Appended(appended) => &appended.entry,
+            _ => return None,
+        };
+        (entry.key == record.session_key).then(|| entry.session_id.clone())
+    });
+}
+
 pub(crate) fn run_conflict(new: bool) -> String {
     match new {
         true => String::new(),

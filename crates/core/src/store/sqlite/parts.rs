@@ -8,6 +8,7 @@ use switchboard_protocol::message::TranscriptMessage;
 use super::{SqliteStore, cron, exchanges, outbox, pairing, queries, subagents, write_op};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
+use crate::store::rules::work;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, Cursor, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
@@ -323,6 +324,13 @@ impl Store for SqliteStore {
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        self.write(move |c, now, m| ops.into_iter().map(|op| write_op(c, op, now, m)).collect())
+        self.write(move |c, now, m| {
+            let mut outcomes = Vec::with_capacity(ops.len());
+            for mut op in ops {
+                work::take_session(&mut op, &outcomes);
+                outcomes.push(write_op(c, op, now, m)?);
+            }
+            Ok(outcomes)
+        })
     }
 }

@@ -539,22 +539,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
     store.create(new_session("agent:main:main")).await.unwrap();
-    let queued = RunRecord {
-        run_id: RunId::from_string("old"),
-        session_key: k("agent:main:main"),
-        session_id: None,
-        status: RunStatus::Queued,
-        lane: "main".into(),
-        created_at: 1,
-        started_at: None,
-        ended_at: None,
-        result: None,
-        error: None,
-        idempotency_key: None,
-        model: None,
-        cost_usd: None,
-        epoch: 0,
-    };
+    let queued = RunRecord::queued(RunId::from_string("old"), k("agent:main:main"), "main", 1);
     store.put_run(queued).await.unwrap();
     store.close().await;
     // What version 1 looked like: no run input, no last model.

@@ -141,14 +141,15 @@ fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
     }
 }
 
-/// The JSON body of one request.
+/// The JSON body of one request. Its messages are moved into it: `json!` would copy the whole
+/// conversation (`to_value` of every message).
 fn request_body(request: &ModelRequest, stream: bool) -> Value {
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages(&request.messages),
         "stream": stream,
     });
+    body["messages"] = Value::Array(messages(&request.messages));
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
     }

@@ -157,8 +157,13 @@ ref_start() { # STATE-DIR [--fresh]
     URL=$(awk '$1 == "url" {print $2; exit}' "$out")
     TOKEN=$(awk '$1 == "token" {print $2; exit}' "$out")
     GPID=$(awk '$1 == "pid" {print $2; exit}' "$out")
+    REF_PID=$GPID
 }
-ref_stop() { "$REF_KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true; }
+# The bench stops the gateways it does not measure (SIGSTOP); one it left stopped goes on first.
+ref_stop() {
+    kill -CONT "${REF_PID:-0}" 2>/dev/null || true
+    "$REF_KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true
+}
 
 cat >"$RUN/config.json5" <<EOF5
 {
@@ -180,6 +185,7 @@ our_start() { # STATE-DIR: ready = spawn → hello-ok + health (bench/launch.py)
     PIDS+=("$GPID")
 }
 our_stop() { # not a child of this shell (launch.py started it): wait for it to go
+    kill -CONT "$GPID" 2>/dev/null || true
     kill -TERM "$GPID" 2>/dev/null || true
     while kill -0 "$GPID" 2>/dev/null; do sleep 0.05; done
 }

@@ -30,6 +30,7 @@ cleanup() {
     local pid
     for pid in "${PIDS[@]}"; do
         if kill -0 "$pid" 2>/dev/null; then
+            kill -CONT "$pid" 2>/dev/null || true # the bench may have left it stopped
             kill -TERM "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
             while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done # not always this shell's child

@@ -13,6 +13,7 @@
 # here: give two binaries), and
 #   SENDS, ROUNDS   samples per round and rounds of the timed comparison (default 20, 3)
 #   SHORT, LONG     samples of the two callgrind runs (default 3, 9); CALLGRIND=0 skips them
+#   WORKLOADS       the timed comparison's workloads (default send; e.g. turn,send)
 set -euo pipefail
 
 [[ $# == 2 ]] || { echo "usage: bench/send_path.sh BEFORE-BINARY AFTER-BINARY" >&2; exit 2; }
@@ -60,7 +61,7 @@ up() {
     echo "$name did not start" >&2
     exit 1
 }
-down() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+down() { kill -CONT "$1" 2>/dev/null || true; kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 echo "== timed: before and after, $ROUNDS interleaved rounds of $SENDS samples"
 up before "$BEFORE"
@@ -69,7 +70,7 @@ up after "$AFTER"
 B_PORT=$PORT B_PID=$UP_PID
 "$AFTER" bench --target "before=ws://127.0.0.1:$A_PORT,token=$TOKEN,pid=$A_PID" \
     --target "after=ws://127.0.0.1:$B_PORT,token=$TOKEN,pid=$B_PID" --rounds "$ROUNDS" \
-    --workloads send --sends "$SENDS" --out "$RUN/timed.jsonl" 2>>"$RUN/bench.err"
+    --workloads "${WORKLOADS:-send}" --sends "$SENDS" --out "$RUN/timed.jsonl" 2>>"$RUN/bench.err"
 grep '"summary":true' "$RUN/timed.jsonl" | while read -r line; do emit "$line"; done
 down "$A_PID"
 down "$B_PID"

@@ -89,6 +89,11 @@ struct RunArgs {
     /// The session `history` reads (default: the turn session).
     #[arg(long)]
     history_session: Option<String>,
+    /// Leave the other targets running during a block. By default each block runs with every
+    /// other target's process stopped (`SIGSTOP`, resumed after it): one gateway's background
+    /// work ran inside another's timed blocks on the same two cores.
+    #[arg(long)]
+    no_hold: bool,
     /// Also write every block and summary as JSON lines to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -151,7 +156,12 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
                     floor::match_answer(mirrored, target, workload, &plan).await?;
                 }
                 eprintln!("bench: round {round}, {}, {}", target.name, workload.name());
+                let held = (!args.no_hold).then(|| Held::all_but(&targets, target));
+                if held.is_some() {
+                    target.settle_cpu().await;
+                }
                 let block = workload::run_block(target, workload, &plan, round).await?;
+                drop(held);
                 out.line(&report::block_line(&block))?;
                 blocks.push(block);
             }
@@ -180,6 +190,32 @@ async fn bench(args: RunArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// While it lives, every target but the measured one is stopped; dropped, they go on.
+struct Held<'a> {
+    others: Vec<&'a Target>,
+}
+
+impl<'a> Held<'a> {
+    fn all_but(targets: &'a [Target], measured: &Target) -> Self {
+        let others: Vec<&Target> = targets
+            .iter()
+            .filter(|t| !std::ptr::eq(*t, measured))
+            .collect();
+        for other in &others {
+            other.signal("STOP");
+        }
+        Self { others }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        for other in &self.others {
+            other.signal("CONT");
+        }
+    }
 }
 
 /// Whether the floor answered every request sent to it: its own count against ours.

@@ -3,12 +3,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use super::conn::Conn;
 
 pub const FLOOR: &str = "floor";
+/// How long a target let go on must use no CPU before its block starts.
+const QUIET: Duration = Duration::from_millis(300);
+const QUIET_LIMIT: Duration = Duration::from_secs(10);
 
 pub struct Target {
     pub name: String,
@@ -71,6 +75,42 @@ impl Target {
         Conn::connect(&self.url, self.token.as_deref(), self.sent.clone())
             .await
             .with_context(|| format!("target {}", self.name))
+    }
+
+    /// Stops its process (`STOP`) or lets it go on (`CONT`), when its PID is known: a gateway
+    /// that is not being measured is held still, so its own background work (a timer, what its
+    /// last block left running) does not run on the same cores inside another's timed block.
+    pub fn signal(&self, signal: &str) {
+        let Some(pid) = self.pid else {
+            return;
+        };
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status();
+        if !matches!(sent, Ok(status) if status.success()) {
+            eprintln!(
+                "bench: could not send {signal} to {} (pid {pid})",
+                self.name
+            );
+        }
+    }
+
+    /// Waits until its process has used no CPU for [`QUIET`] (at most [`QUIET_LIMIT`]): what
+    /// it had due when it was let go on (an overdue timer) runs before its block, not in it.
+    pub async fn settle_cpu(&self) {
+        let (t0, mut last, mut since) = (Instant::now(), self.cpu_ms(), Instant::now());
+        while last.is_some() && since.elapsed() < QUIET {
+            if t0.elapsed() > QUIET_LIMIT {
+                eprintln!("bench: {} was still busy after {QUIET_LIMIT:?}", self.name);
+                return;
+            }
+            tokio::time::sleep(QUIET / 4).await;
+            let now = self.cpu_ms();
+            if now != last {
+                (last, since) = (now, Instant::now());
+            }
+        }
     }
 
     /// The process's CPU time so far (user + system), in milliseconds; `None` without a PID or

@@ -161,8 +161,9 @@ ref_start() { # STATE-DIR [--fresh]
 }
 # The bench stops the gateways it does not measure (SIGSTOP); one it left stopped goes on first.
 ref_stop() {
-    kill -CONT "${REF_PID:-0}" 2>/dev/null || true
+    if [[ -n "${REF_PID:-}" ]]; then kill -CONT "$REF_PID" 2>/dev/null || true; fi
     "$REF_KIT/openclaw/stop.sh" --port "$OC_PORT" >/dev/null 2>&1 || true
+    REF_PID=
 }
 
 cat >"$RUN/config.json5" <<EOF5

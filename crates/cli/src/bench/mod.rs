@@ -199,9 +199,12 @@ struct Held<'a> {
 
 impl<'a> Held<'a> {
     fn all_but(targets: &'a [Target], measured: &Target) -> Self {
+        // By process: one gateway under two names is not stopped while measured, nor is the
+        // bench's own floor thread, and a target without a PID cannot be held.
+        let own = Some(std::process::id());
         let others: Vec<&Target> = targets
             .iter()
-            .filter(|t| !std::ptr::eq(*t, measured))
+            .filter(|t| t.pid.is_some() && t.pid != measured.pid && t.pid != own)
             .collect();
         for other in &others {
             other.signal("STOP");

@@ -13,6 +13,8 @@ pub const FLOOR: &str = "floor";
 /// How long a target let go on must use no CPU before its block starts.
 const QUIET: Duration = Duration::from_millis(300);
 const QUIET_LIMIT: Duration = Duration::from_secs(10);
+/// The CPU a quiet process may use over [`QUIET`]: one clock tick.
+const QUIET_CPU_MS: f64 = 10.0;
 
 pub struct Target {
     pub name: String,
@@ -96,19 +98,22 @@ impl Target {
         }
     }
 
-    /// Waits until its process has used no CPU for [`QUIET`] (at most [`QUIET_LIMIT`]): what
-    /// it had due when it was let go on (an overdue timer) runs before its block, not in it.
+    /// Waits until its process has used at most one clock tick of CPU over [`QUIET`] (at most
+    /// [`QUIET_LIMIT`]): what it had due when it was let go on (an overdue timer) runs before
+    /// its block, not in it, and a process whose timers tick now and then still counts as quiet.
     pub async fn settle_cpu(&self) {
-        let (t0, mut last, mut since) = (Instant::now(), self.cpu_ms(), Instant::now());
-        while last.is_some() && since.elapsed() < QUIET {
+        let (t0, mut base, mut since) = (Instant::now(), self.cpu_ms(), Instant::now());
+        while let Some(at) = base
+            && since.elapsed() < QUIET
+        {
             if t0.elapsed() > QUIET_LIMIT {
                 eprintln!("bench: {} was still busy after {QUIET_LIMIT:?}", self.name);
                 return;
             }
             tokio::time::sleep(QUIET / 4).await;
             let now = self.cpu_ms();
-            if now != last {
-                (last, since) = (now, Instant::now());
+            if now.is_none_or(|now| now - at > QUIET_CPU_MS) {
+                (base, since) = (now, Instant::now());
             }
         }
     }

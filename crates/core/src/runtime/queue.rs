@@ -432,7 +432,6 @@ fn run_span(run_id: &RunId, session_key: &SessionKey, parent: Option<&str>) -> t
     span
 }
 
-/// What a queued run stores to start after a restart.
 /// A run's message as its transcript keeps it, with the run it started.
 fn user_message(m: super::RunMessage, now: i64, run_id: &RunId) -> TranscriptMessage {
     TranscriptMessage::User(UserMessage {
@@ -451,6 +450,7 @@ fn user_message(m: super::RunMessage, now: i64, run_id: &RunId) -> TranscriptMes
     })
 }
 
+/// What a queued run stores to start after a restart.
 pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>) -> RunInput {
     RunInput {
         message,

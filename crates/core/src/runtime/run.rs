@@ -133,7 +133,9 @@ pub(super) struct Begun {
     pub lease: Option<super::lanes::LeaseHolder>,
     /// The session's lock across gateways, kept until the run ended.
     pub held: Option<crate::store::SessionLock>,
-    /// The start commit: the session's entry after it appended the run's input, if it did.
+    /// The start commit: the session's entry after it appended the run's input, or after it
+    /// created the session for a run without one (as that write left it: a later write of the
+    /// same batch, a patch of the session, is not in it).
     pub started: Result<Option<crate::store::SessionEntry>, crate::store::StoreError>,
     /// The input to append with the run's end (its start's write did not land).
     pub keep: Option<switchboard_protocol::message::TranscriptMessage>,

@@ -471,8 +471,8 @@ pub enum WriteOp {
     /// ([`StoreError::Conflict`]) when its run id or idempotency key names a stored run: a
     /// repeated request, whose caller answers the first run. No read for the key comes first.
     /// A record without a session id takes the id of its session as an earlier write of the
-    /// batch created it or appended to it ([`take_session`]): a run whose commit creates its
-    /// session.
+    /// batch created it or appended to it (`rules::work::take_session`): a run whose commit
+    /// creates its session.
     NewRun(RunRecord, Option<Box<RunInput>>),
     /// Lets the batch commit only while the run is still held under `epoch`: a gateway that
     /// lost the run to another writes nothing of it ([`StoreError::Fenced`]). A no-op on a

@@ -146,9 +146,11 @@ impl OneStatement {
         input: Option<&RunInput>,
         new: bool,
     ) -> Option<Answer> {
-        // A record that takes its session's id from the batch's other writes is not one
-        // statement's (its batch creates the session).
-        record.session_id.as_ref()?;
+        // A new run's record that takes its session's id from the batch's other writes is
+        // not one statement's (its batch creates the session).
+        if new {
+            record.session_id.as_ref()?;
+        }
         let run = self.run_part(record.run_id.as_str(), record.epoch)?;
         run.record.is_none().then_some(())?;
         run.record = Some((record.clone(), input.cloned()));

@@ -29,8 +29,6 @@ pub(crate) fn run_taken(run: &RunRecord, new: bool) -> StoreError {
     }
 }
 
-/// What a PostgreSQL run write does when its id is stored: a new run's is refused; any other
-/// record replaces the stored one while it still carries the writer's epoch (fenced).
 /// Gives a new run's record without a session id the id of its session as the batch's earlier
 /// writes (`before`, what they answered) created it or appended to it.
 pub(crate) fn take_session(op: &mut WriteOp, before: &[WriteOutcome]) {
@@ -50,6 +48,8 @@ pub(crate) fn take_session(op: &mut WriteOp, before: &[WriteOutcome]) {
     });
 }
 
+/// What a PostgreSQL run write does when its id is stored: a new run's is refused; any other
+/// record replaces the stored one while it still carries the writer's epoch (fenced).
 pub(crate) fn run_conflict(new: bool) -> String {
     match new {
         true => String::new(),

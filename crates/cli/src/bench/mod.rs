@@ -200,7 +200,7 @@ struct Held<'a> {
 impl<'a> Held<'a> {
     fn all_but(targets: &'a [Target], measured: &Target) -> Self {
         // By process: one gateway under two names is not stopped while measured, nor is the
-        // bench's own floor thread, and a target without a PID cannot be held.
+        // bench itself, and a target without a PID cannot be held.
         let own = Some(std::process::id());
         let others: Vec<&Target> = targets
             .iter()

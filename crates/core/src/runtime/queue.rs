@@ -20,7 +20,9 @@ use super::{Accepted, Busy, Deliver, LiveRun, RunEventData, RunRequest, Runtime,
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::{DeliverInput, RunInput, RunRecord, RunStatus, StoreError, TryLock, WriteOp};
+use crate::store::{
+    DeliverInput, RunInput, RunRecord, RunStatus, StoreError, TryLock, WriteOp, WriteOutcome,
+};
 
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
@@ -135,8 +137,10 @@ impl Runtime {
         let mut batch = super::start::writes(&record.session_key, run, None, create);
         batch.append(&mut request.commit_with);
         match store.write_batch(batch).await {
+            // The session this commit created: the batch's first write.
             Ok(outcomes) if record.session_id.is_none() => {
-                record.session_id = super::start::session_of(&outcomes);
+                let created = outcomes.first().and_then(WriteOutcome::session);
+                record.session_id = created.map(|entry| entry.session_id.clone());
             }
             Ok(_) => {}
             // Two submits raced with one key: the other one won.

@@ -45,16 +45,6 @@ pub(super) fn writes(
     start
 }
 
-/// The transcript id of the session a batch's first write created or appended to: what a run
-/// whose commit created its session learns of it.
-pub(super) fn session_of(outcomes: &[WriteOutcome]) -> Option<String> {
-    match outcomes.first() {
-        Some(WriteOutcome::Created(entry, _)) => Some(entry.session_id.clone()),
-        Some(WriteOutcome::Appended(appended)) => Some(appended.entry.session_id.clone()),
-        _ => None,
-    }
-}
-
 /// Commits `start` (the run's writes) with what the start of a `running` run delivers. The
 /// run's `input`, when `start` appends it first, joins its session's kept conversation once
 /// written: the run does not read back what it has in hand. Answers the session's entry as the

@@ -539,6 +539,17 @@ pub enum WriteOutcome {
     Fenced,
 }
 
+impl WriteOutcome {
+    /// The session the write created or appended to, as the write left it.
+    pub fn session(&self) -> Option<&SessionEntry> {
+        match self {
+            Self::Created(entry, _) => Some(entry),
+            Self::Appended(appended) => Some(&appended.entry),
+            _ => None,
+        }
+    }
+}
+
 /// Work another gateway sharing the store left when it stopped, now this gateway's.
 #[derive(Debug, Default)]
 pub struct Orphans {

@@ -143,11 +143,8 @@ fn request_body(request: &ModelRequest, stream: bool) -> Value {
         messages.push(json!({"role": "system", "content": request.system}));
     }
     messages.extend(request.messages.iter().map(message));
-    let mut body = serde_json::Map::new();
-    body.insert("model".into(), Value::String(request.model.clone()));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), Value::Bool(stream));
-    let mut body = Value::Object(body);
+    let mut body = json!({"model": request.model, "stream": stream});
+    body["messages"] = Value::Array(messages);
     if stream {
         body["stream_options"] = json!({"include_usage": true});
     }

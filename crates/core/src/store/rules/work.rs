@@ -38,14 +38,12 @@ pub(crate) fn take_session(op: &mut WriteOp, before: &[WriteOutcome]) {
     if record.session_id.is_some() {
         return;
     }
-    record.session_id = before.iter().rev().find_map(|outcome| {
-        let entry = match outcome {
-            WriteOutcome::Created(entry, _) => entry.as_ref(),
-            WriteOutcome::Appended(appended) => &appended.entry,
-            _ => return None,
-        };
-        (entry.key == record.session_key).then(|| entry.session_id.clone())
-    });
+    record.session_id = before
+        .iter()
+        .rev()
+        .filter_map(WriteOutcome::session)
+        .find(|entry| entry.key == record.session_key)
+        .map(|entry| entry.session_id.clone());
 }
 
 /// What a PostgreSQL run write does when its id is stored: a new run's is refused; any other

@@ -165,12 +165,12 @@ fn channel_registry(
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
     let chats: Vec<Arc<dyn ChatChannel>> = vec![
-        Telegram::new(config.clone(), store.clone(), http.clone()),
-        Discord::new(config.clone(), store.clone(), http.clone()),
-        Slack::new(config.clone(), store.clone(), http.clone()),
-        WhatsApp::new(config.clone(), store.clone(), http.clone()),
-        Signal::new(config.clone(), store.clone(), http.clone()),
-        Matrix::new(config.clone(), store.clone(), http.clone()),
+        Telegram::channel(config.clone(), store.clone(), http.clone()),
+        Discord::channel(config.clone(), store.clone(), http.clone()),
+        Slack::channel(config.clone(), store.clone(), http.clone()),
+        WhatsApp::channel(config.clone(), store.clone(), http.clone()),
+        Signal::channel(config.clone(), store.clone(), http.clone()),
+        Matrix::channel(config.clone(), store.clone(), http.clone()),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http.clone())),

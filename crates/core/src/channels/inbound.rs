@@ -87,7 +87,7 @@ impl Inbound {
 }
 
 /// A chat message that starts a run whose reply goes back to the chat.
-pub(super) struct ChatTurn {
+pub(crate) struct ChatTurn {
     pub key: SessionKey,
     pub route: DeliveryContext,
     /// What the agent reads.
@@ -156,7 +156,7 @@ impl Inbound {
 }
 
 /// The chat a command came from.
-pub(super) struct Chat {
+pub(crate) struct Chat {
     pub key: SessionKey,
     pub route: DeliveryContext,
     /// The setting that names the chat's owners.

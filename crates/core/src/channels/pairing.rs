@@ -37,7 +37,7 @@ pub struct Pairing {
 }
 
 /// A sender of one bot that the policy does not know.
-pub(super) struct Stranger {
+pub(crate) struct Stranger {
     pub channel: &'static str,
     /// What the channel calls a sender's id, for the code message (`Telegram user id`).
     pub id_name: &'static str,
@@ -49,7 +49,7 @@ pub(super) struct Stranger {
 }
 
 /// What to do with a stranger's message.
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// Approved: the message goes on.
     Pass,
     /// Answer this (the code) in the chat; nothing runs.

@@ -1,149 +1,63 @@
-//! `channels.discord`: one bot at the top level, more under `accounts.<id>` (each account's
-//! unset settings are the channel's), and [`DiscordChannel::bots`], the resolved list the
-//! channel runs. Shaped like `channels.telegram`, with the Gateway's URL beside the REST base.
-
-use std::collections::BTreeMap;
+//! `channels.discord`: a Discord bot's own settings ([`DiscordBot`]), with the Gateway's URL
+//! beside the REST base; the rest of the section is every chat channel's (`super::chat`).
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{push_key, quote};
-use super::validate::{
-    ACCOUNT_ID_EXPECTED, Checker, clear_if_empty, is_id, normalize_optional_agent,
-};
-use super::{DmPolicy, GroupPolicy, GroupSettings, REDACTED};
+use super::ChannelsConfig;
+use super::chat::{ChatSection, Platform, PlatformCheck, Running, hide, or};
+use super::error::quote;
+use super::validate::{Checker, clear_if_empty};
 
-pub use super::bots::DEFAULT_ACCOUNT;
-
-/// What `channels.discord.gatewayUrl` accepts.
+/// What `gatewayUrl` accepts.
 pub(super) const WS_URL_EXPECTED: &str = "a ws:// or wss:// URL";
 
 /// `channels.discord`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DiscordChannel {
-    /// Whether the bots connect to the Gateway.
-    pub enabled: bool,
-    /// The bot token of the `default` account (required while enabled, unless `accounts`
-    /// configures the bots).
+pub type DiscordChannel = ChatSection<DiscordBot>;
+
+/// A Discord bot's own settings (the top level's, or an account's).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscordBot {
+    /// The bot's token (each bot its own).
     pub bot_token: Option<String>,
     /// Base URL of the REST API, version included (tests point it at a local fake).
-    pub api_base: String,
-    /// The Gateway's WebSocket URL (tests point it at a local fake).
-    pub gateway_url: String,
-    /// The agent that answers; absent = the default agent.
-    pub agent_id: Option<String>,
-    /// Who may talk to the bot in a DM.
-    pub dm_policy: DmPolicy,
-    /// User ids (`80351110224678912`) or usernames (`alice`) who may always DM the bot
-    /// (`dmPolicy` `allowlist` and `pairing`; approved pairings add to them).
-    pub allow_from: Vec<String>,
-    /// User ids or usernames who own the bot's chats: they may use owner commands
-    /// (`/send on|off|inherit`, `/status`, `/new`) and are always let in by DM.
-    pub owners: Vec<String>,
-    /// Which guild channels the bot answers in.
-    pub group_policy: GroupPolicy,
-    /// Guild channels by channel id, or `"*"` for every channel: listed ones pass
-    /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
-    pub channels: BTreeMap<String, GroupSettings>,
-    /// In guild channels, answer only messages that mention the bot or reply to it.
-    pub require_mention: bool,
-    /// More bots, by account id; each runs with the settings above except those it sets.
-    pub accounts: BTreeMap<String, DiscordAccount>,
-}
-
-/// `channels.discord.accounts.<id>`: one more bot. Unset settings are the channel's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DiscordAccount {
-    /// False = this bot does not connect (the others still do).
-    pub enabled: bool,
-    /// The bot's own token (required while it is enabled).
-    pub bot_token: Option<String>,
     pub api_base: Option<String>,
+    /// The Gateway's WebSocket URL (tests point it at a local fake).
     pub gateway_url: Option<String>,
-    pub agent_id: Option<String>,
-    pub dm_policy: Option<DmPolicy>,
-    pub allow_from: Option<Vec<String>>,
-    pub owners: Option<Vec<String>>,
-    pub group_policy: Option<GroupPolicy>,
-    pub channels: Option<BTreeMap<String, GroupSettings>>,
-    pub require_mention: Option<bool>,
 }
 
-impl Default for DiscordAccount {
-    fn default() -> Self {
+impl Platform for DiscordBot {
+    const NAME: &'static str = "discord";
+    const GROUPS: (&'static str, &'static str) = ("guild channels", "channels");
+    const CREDENTIAL: &'static str = "botToken";
+    const TEXT_LIMIT: u32 = 2000;
+
+    fn section(channels: &ChannelsConfig) -> &ChatSection<Self> {
+        &channels.discord
+    }
+
+    fn defaults() -> Self {
         Self {
-            enabled: true,
             bot_token: None,
-            api_base: None,
-            gateway_url: None,
-            agent_id: None,
-            dm_policy: None,
-            allow_from: None,
-            owners: None,
-            group_policy: None,
-            channels: None,
-            require_mention: None,
+            api_base: Some("https://discord.com/api/v10".to_owned()),
+            gateway_url: Some("wss://gateway.discord.gg".to_owned()),
         }
     }
-}
 
-impl Default for DiscordChannel {
-    fn default() -> Self {
+    fn over(&self, base: &Self) -> Self {
         Self {
-            enabled: false,
-            bot_token: None,
-            api_base: "https://discord.com/api/v10".to_owned(),
-            gateway_url: "wss://gateway.discord.gg".to_owned(),
-            agent_id: None,
-            dm_policy: DmPolicy::default(),
-            allow_from: Vec::new(),
-            owners: Vec::new(),
-            group_policy: GroupPolicy::default(),
-            channels: BTreeMap::new(),
-            require_mention: true,
-            accounts: BTreeMap::new(),
-        }
-    }
-}
-
-impl DiscordChannel {
-    /// The bots that run, by account id, each with its settings resolved (and no `accounts`):
-    /// `default` from the top level when it has a token (an account named `default` replaces
-    /// it), then every enabled account. Empty while the channel is off.
-    pub fn bots(&self) -> Vec<(String, DiscordChannel)> {
-        let base = DiscordChannel {
-            accounts: BTreeMap::new(),
-            ..self.clone()
-        };
-        let top = self.bot_token.is_some().then(|| base.clone());
-        let over = |account: &DiscordAccount| account.over(&base);
-        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
-    }
-
-    /// The resolved settings of the bot `account` (`None`: no such running bot).
-    pub fn bot(&self, account: &str) -> Option<DiscordChannel> {
-        super::bots::find(self.bots(), account)
-    }
-}
-
-impl DiscordAccount {
-    /// This account's settings over the channel's.
-    fn over(&self, base: &DiscordChannel) -> DiscordChannel {
-        DiscordChannel {
-            enabled: true,
             bot_token: self.bot_token.clone(),
-            api_base: self.api_base.clone().unwrap_or(base.api_base.clone()),
-            gateway_url: self.gateway_url.clone().unwrap_or(base.gateway_url.clone()),
-            agent_id: self.agent_id.clone().or(base.agent_id.clone()),
-            dm_policy: self.dm_policy.unwrap_or(base.dm_policy),
-            allow_from: self.allow_from.clone().unwrap_or(base.allow_from.clone()),
-            owners: self.owners.clone().unwrap_or(base.owners.clone()),
-            group_policy: self.group_policy.unwrap_or(base.group_policy),
-            channels: self.channels.clone().unwrap_or(base.channels.clone()),
-            require_mention: self.require_mention.unwrap_or(base.require_mention),
-            accounts: BTreeMap::new(),
+            api_base: or(&self.api_base, &base.api_base),
+            gateway_url: or(&self.gateway_url, &base.gateway_url),
         }
+    }
+
+    fn configured(&self) -> bool {
+        self.bot_token.is_some()
+    }
+
+    fn hide_secrets(&mut self) {
+        hide(&mut self.bot_token);
     }
 }
 
@@ -155,58 +69,31 @@ fn is_ws_url(url: &str) -> bool {
     })
 }
 
-impl Checker<'_> {
-    /// The top-level bot and each account: URLs, tokens (each enabled bot its own), agent ids.
-    pub(super) fn discord(&mut self, discord: &mut DiscordChannel) {
-        self.url("channels.discord.apiBase", &discord.api_base);
-        if !is_ws_url(&discord.gateway_url) {
-            self.invalid(
-                "channels.discord.gatewayUrl",
-                quote(&discord.gateway_url),
-                WS_URL_EXPECTED,
-            );
+impl PlatformCheck for DiscordBot {
+    const SECRET_IDENTITY: bool = true;
+
+    fn check(&mut self, check: &mut Checker, path: &str) {
+        if let Some(url) = &self.api_base {
+            check.url(&format!("{path}.apiBase"), url);
         }
-        if discord.enabled && discord.accounts.is_empty() {
-            self.required_secret(
-                "channels.discord.botToken",
-                &mut discord.bot_token,
-                "required while channels.discord.enabled is true, unless accounts configures the bots",
-            );
+        if let Some(url) = self.gateway_url.as_deref().filter(|u| !is_ws_url(u)) {
+            check.invalid(format!("{path}.gatewayUrl"), quote(url), WS_URL_EXPECTED);
         }
-        clear_if_empty(&mut discord.bot_token);
-        normalize_optional_agent(&mut discord.agent_id);
-        let mut tokens: BTreeMap<String, String> = BTreeMap::new();
-        if let Some(token) = &discord.bot_token {
-            tokens.insert(token.clone(), "channels.discord.botToken".into());
-        }
-        for (id, account) in &mut discord.accounts {
-            let path = push_key("channels.discord.accounts", id);
-            if !is_id(id) {
-                self.invalid(&path, quote(id), ACCOUNT_ID_EXPECTED);
-            }
-            if let Some(url) = &account.api_base {
-                self.url(&format!("{path}.apiBase"), url);
-            }
-            if let Some(url) = account.gateway_url.as_deref().filter(|u| !is_ws_url(u)) {
-                self.invalid(format!("{path}.gatewayUrl"), quote(url), WS_URL_EXPECTED);
-            }
-            normalize_optional_agent(&mut account.agent_id);
-            if !(discord.enabled && account.enabled) {
-                clear_if_empty(&mut account.bot_token);
-                continue;
-            }
-            let because = "each enabled account needs its own bot";
-            self.required_secret(&format!("{path}.botToken"), &mut account.bot_token, because);
-            let Some(token) = &account.bot_token else {
-                continue;
-            };
-            if let Some(other) = tokens.insert(token.clone(), format!("{path}.botToken")) {
-                self.invalid(
-                    format!("{path}.botToken"),
-                    REDACTED,
-                    format!("a token no other account uses ({other} has the same bot; two Gateway sessions of one bot each get every event)"),
-                );
-            }
-        }
+        clear_if_empty(&mut self.bot_token);
+    }
+
+    fn require(&mut self, _bot: &Self, check: &mut Checker, at: &Running) {
+        let path = format!("{}.botToken", at.path);
+        check.required_secret(&path, &mut self.bot_token, at.because);
+    }
+
+    fn identity(&self) -> Option<(&'static str, &str)> {
+        Some(("botToken", self.bot_token.as_deref()?))
+    }
+
+    fn shared(other: &str) -> String {
+        format!(
+            "a token no other account uses ({other}.botToken has the same bot; two Gateway sessions of one bot each get every event)"
+        )
     }
 }

@@ -1,169 +1,83 @@
-//! `channels.matrix`: one bot user at the top level, more under `accounts.<id>` (each account's
-//! unset settings are the channel's), and [`MatrixChannel::bots`], the resolved list the channel
-//! runs. Shaped like `channels.discord`, with the homeserver's URL and the bot's user id, and an
-//! access token or a password to log in with.
-
-use std::collections::BTreeMap;
+//! `channels.matrix`: a Matrix bot user's own settings ([`MatrixBot`]): the homeserver, the
+//! bot's user id and an access token or a password to log in with, the sync's timeout and
+//! which invitations it accepts; the rest of the section is every chat channel's
+//! (`super::chat`).
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{ConfigError, push_key, quote};
-use super::validate::{
-    ACCOUNT_ID_EXPECTED, Checker, POLL_TIMEOUT_SECONDS, clear_if_empty, is_id,
-    normalize_optional_agent,
-};
-use super::{AutoJoin, DmPolicy, GroupPolicy, GroupSettings};
+use super::AutoJoin;
+use super::ChannelsConfig;
+use super::chat::{ChatSection, Platform, PlatformCheck, Running, hide, or};
+use super::error::{ConfigError, quote};
+use super::validate::{Checker, POLL_TIMEOUT_SECONDS, URL_EXPECTED, clear_if_empty};
 
 /// The channel's name in setting paths, keys and records.
 pub const MATRIX: &str = "matrix";
-/// The account id of the bot the top level of `channels.matrix` configures.
-pub use super::bots::DEFAULT_ACCOUNT;
 /// What a Matrix user id looks like.
 const USER_ID_EXPECTED: &str = "a Matrix user id such as \"@bot:example.org\"";
 
 /// `channels.matrix`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MatrixChannel {
-    /// Whether the bots sync with their homeserver.
-    pub enabled: bool,
-    /// The homeserver's client-server API base (`https://matrix.example.org`; required while
-    /// enabled).
-    pub homeserver: String,
-    /// The bot's user id (`@bot:example.org`; required while enabled).
+pub type MatrixChannel = ChatSection<MatrixBot>;
+
+/// A Matrix bot user's own settings (the top level's, or an account's).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatrixBot {
+    /// The homeserver's client-server API base (`https://matrix.example.org`).
+    pub homeserver: Option<String>,
+    /// The bot's user id (`@bot:example.org`; each bot its own).
     pub user_id: Option<String>,
     /// The bot's access token; without one the bot logs in with `password`.
     pub access_token: Option<String>,
     /// The bot's password, for `m.login.password` when no `accessToken` is set.
     pub password: Option<String>,
-    /// The agent that answers; absent = the default agent.
-    pub agent_id: Option<String>,
-    /// `/sync` long-poll timeout.
-    pub poll_timeout_seconds: u64,
-    /// Who may talk to the bot in a direct room (two members).
-    pub dm_policy: DmPolicy,
-    /// User ids (`@alice:example.org`) who may always talk to the bot in a direct room
-    /// (`dmPolicy` `allowlist` and `pairing`; approved pairings add to them).
-    pub allow_from: Vec<String>,
-    /// User ids who own the bot's rooms: they may use owner commands (`/send on|off|inherit`,
-    /// `/status`, `/new`) and are always let in directly.
-    pub owners: Vec<String>,
-    /// Which rooms (more than two members) the bot answers in.
-    pub group_policy: GroupPolicy,
-    /// Rooms by room id (`!abc:example.org`), or `"*"` for every room: listed ones pass
-    /// `groupPolicy: "allowlist"`, and each may set its own `requireMention`.
-    pub rooms: BTreeMap<String, GroupSettings>,
-    /// In rooms, answer only messages that mention the bot.
-    pub require_mention: bool,
+    /// `/sync` long-poll timeout, in seconds.
+    pub poll_timeout_seconds: Option<u64>,
     /// Which invitations the bot accepts.
-    pub auto_join: AutoJoin,
-    /// More bot users, by account id; each runs with the settings above except those it sets.
-    pub accounts: BTreeMap<String, MatrixAccount>,
-}
-
-/// `channels.matrix.accounts.<id>`: one more bot user. Unset settings are the channel's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MatrixAccount {
-    /// False = this bot does not sync (the others still do).
-    pub enabled: bool,
-    pub homeserver: Option<String>,
-    /// The bot's own user id (required while it is enabled).
-    pub user_id: Option<String>,
-    pub access_token: Option<String>,
-    pub password: Option<String>,
-    pub agent_id: Option<String>,
-    pub dm_policy: Option<DmPolicy>,
-    pub allow_from: Option<Vec<String>>,
-    pub owners: Option<Vec<String>>,
-    pub group_policy: Option<GroupPolicy>,
-    pub rooms: Option<BTreeMap<String, GroupSettings>>,
-    pub require_mention: Option<bool>,
     pub auto_join: Option<AutoJoin>,
 }
 
-impl Default for MatrixAccount {
-    fn default() -> Self {
+impl Platform for MatrixBot {
+    const NAME: &'static str = MATRIX;
+    const GROUPS: (&'static str, &'static str) = ("rooms", "rooms");
+    const CREDENTIAL: &'static str = "userId";
+    /// The homeserver takes events of up to 65,536 bytes of JSON; 16,000 characters stay under
+    /// it whatever their UTF-8 width (4 bytes at most each) with room for the envelope and
+    /// escapes, and are still a readable message.
+    const TEXT_LIMIT: u32 = 16_000;
+
+    fn section(channels: &ChannelsConfig) -> &ChatSection<Self> {
+        &channels.matrix
+    }
+
+    fn defaults() -> Self {
         Self {
-            enabled: true,
-            homeserver: None,
-            user_id: None,
-            access_token: None,
-            password: None,
-            agent_id: None,
-            dm_policy: None,
-            allow_from: None,
-            owners: None,
-            group_policy: None,
-            rooms: None,
-            require_mention: None,
-            auto_join: None,
+            poll_timeout_seconds: Some(30),
+            auto_join: Some(AutoJoin::default()),
+            ..Self::default()
         }
     }
-}
 
-impl Default for MatrixChannel {
-    fn default() -> Self {
+    /// The homeserver, timeout and `autoJoin` are the channel's unless set; the user and its
+    /// credentials are the account's own.
+    fn over(&self, base: &Self) -> Self {
         Self {
-            enabled: false,
-            homeserver: String::new(),
-            user_id: None,
-            access_token: None,
-            password: None,
-            agent_id: None,
-            poll_timeout_seconds: 30,
-            dm_policy: DmPolicy::default(),
-            allow_from: Vec::new(),
-            owners: Vec::new(),
-            group_policy: GroupPolicy::default(),
-            rooms: BTreeMap::new(),
-            require_mention: true,
-            auto_join: AutoJoin::default(),
-            accounts: BTreeMap::new(),
-        }
-    }
-}
-
-impl MatrixChannel {
-    /// The bots that run, by account id, each with its settings resolved (and no `accounts`):
-    /// `default` from the top level when it names a user (an account named `default` replaces
-    /// it), then every enabled account. Empty while the channel is off.
-    pub fn bots(&self) -> Vec<(String, MatrixChannel)> {
-        let base = MatrixChannel {
-            accounts: BTreeMap::new(),
-            ..self.clone()
-        };
-        let top = self.user_id.is_some().then(|| base.clone());
-        let over = |a: &MatrixAccount| a.over(&base);
-        super::bots::resolve(self.enabled, top, &self.accounts, |a| a.enabled, over)
-    }
-
-    /// The resolved settings of the bot `account` (`None`: no such running bot).
-    pub fn bot(&self, account: &str) -> Option<MatrixChannel> {
-        super::bots::find(self.bots(), account)
-    }
-}
-
-impl MatrixAccount {
-    /// This account's settings over the channel's (its credentials are its own).
-    fn over(&self, base: &MatrixChannel) -> MatrixChannel {
-        MatrixChannel {
-            enabled: true,
-            homeserver: self.homeserver.clone().unwrap_or(base.homeserver.clone()),
+            homeserver: or(&self.homeserver, &base.homeserver),
             user_id: self.user_id.clone(),
             access_token: self.access_token.clone(),
             password: self.password.clone(),
-            agent_id: self.agent_id.clone().or(base.agent_id.clone()),
-            poll_timeout_seconds: base.poll_timeout_seconds,
-            dm_policy: self.dm_policy.unwrap_or(base.dm_policy),
-            allow_from: self.allow_from.clone().unwrap_or(base.allow_from.clone()),
-            owners: self.owners.clone().unwrap_or(base.owners.clone()),
-            group_policy: self.group_policy.unwrap_or(base.group_policy),
-            rooms: self.rooms.clone().unwrap_or(base.rooms.clone()),
-            require_mention: self.require_mention.unwrap_or(base.require_mention),
-            auto_join: self.auto_join.unwrap_or(base.auto_join),
-            accounts: BTreeMap::new(),
+            poll_timeout_seconds: self.poll_timeout_seconds.or(base.poll_timeout_seconds),
+            auto_join: self.auto_join.or(base.auto_join),
         }
+    }
+
+    fn configured(&self) -> bool {
+        self.user_id.is_some()
+    }
+
+    fn hide_secrets(&mut self) {
+        hide(&mut self.access_token);
+        hide(&mut self.password);
     }
 }
 
@@ -176,114 +90,74 @@ fn is_user_id(id: &str) -> bool {
         })
 }
 
-/// One bot's identity as written at `path`: its user id, and a token or a password.
-struct Login<'a> {
-    path: String,
-    user_id: &'a mut Option<String>,
-    access_token: &'a mut Option<String>,
-    password: &'a mut Option<String>,
-}
-
-impl Checker<'_> {
-    /// The homeserver URLs, the bots' user ids and credentials (each enabled bot its own), the
-    /// timeout and the agent ids.
-    pub(super) fn matrix(&mut self, matrix: &mut MatrixChannel) {
-        self.range(
-            "channels.matrix.pollTimeoutSeconds",
-            matrix.poll_timeout_seconds,
-            &POLL_TIMEOUT_SECONDS,
-        );
-        matrix.homeserver = matrix.homeserver.trim().to_owned();
-        if !matrix.homeserver.is_empty() || matrix.enabled {
-            self.url("channels.matrix.homeserver", &matrix.homeserver);
+impl PlatformCheck for MatrixBot {
+    fn check(&mut self, check: &mut Checker, path: &str) {
+        if let Some(seconds) = self.poll_timeout_seconds {
+            let at = format!("{path}.pollTimeoutSeconds");
+            check.range(&at, seconds, &POLL_TIMEOUT_SECONDS);
         }
-        normalize_optional_agent(&mut matrix.agent_id);
-        let top_level = matrix.enabled && matrix.accounts.is_empty();
-        let mut users: BTreeMap<String, String> = BTreeMap::new();
-        self.matrix_login(
-            Login {
-                path: "channels.matrix".into(),
-                user_id: &mut matrix.user_id,
-                access_token: &mut matrix.access_token,
-                password: &mut matrix.password,
-            },
-            top_level,
-            &mut users,
-        );
-        for (id, account) in &mut matrix.accounts {
-            let path = push_key("channels.matrix.accounts", id);
-            if !is_id(id) {
-                self.invalid(&path, quote(id), ACCOUNT_ID_EXPECTED);
+        if let Some(url) = &mut self.homeserver {
+            *url = url.trim().to_owned();
+            check.url(&format!("{path}.homeserver"), url);
+        }
+        for secret in [
+            &mut self.access_token,
+            &mut self.password,
+            &mut self.user_id,
+        ] {
+            clear_if_empty(secret);
+        }
+        if let Some(id) = &mut self.user_id {
+            *id = id.trim().to_owned();
+            if !is_user_id(id) {
+                check.invalid(format!("{path}.userId"), quote(id), USER_ID_EXPECTED);
             }
-            if let Some(url) = &account.homeserver {
-                self.url(&format!("{path}.homeserver"), url);
-            }
-            normalize_optional_agent(&mut account.agent_id);
-            let login = Login {
-                path,
-                user_id: &mut account.user_id,
-                access_token: &mut account.access_token,
-                password: &mut account.password,
-            };
-            self.matrix_login(login, matrix.enabled && account.enabled, &mut users);
         }
     }
 
-    /// A bot's user id and credentials: required when `required`, checked when present; two
-    /// bots may not be one user (`users`: the ids seen so far, and where).
-    fn matrix_login(
-        &mut self,
-        login: Login<'_>,
-        required: bool,
-        users: &mut BTreeMap<String, String>,
-    ) {
-        let Login {
-            path,
-            user_id,
-            access_token,
-            password,
-        } = login;
-        clear_if_empty(access_token);
-        clear_if_empty(password);
-        clear_if_empty(user_id);
-        match user_id.as_mut() {
-            Some(id) => {
-                *id = id.trim().to_owned();
-                if !is_user_id(id) {
-                    self.invalid(format!("{path}.userId"), quote(id), USER_ID_EXPECTED);
-                } else if let Some(other) = users.insert(id.clone(), format!("{path}.userId")) {
-                    self.invalid(
-                        format!("{path}.userId"),
-                        quote(id),
-                        format!("a user no other account uses ({other} names it too; two syncs of one user each get every event)"),
-                    );
-                }
-            }
-            None if required => self.problems.push(ConfigError::Missing {
+    /// A homeserver (its own or the channel's), its own user, and a token or a password.
+    fn require(&mut self, bot: &Self, check: &mut Checker, at: &Running) {
+        let path = at.path;
+        if bot.homeserver.is_none() {
+            let expected = format!("{URL_EXPECTED} (the bot's homeserver)");
+            check.missing(&format!("{path}.homeserver"), &expected);
+        }
+        if self.user_id.is_none() {
+            check.problems.push(ConfigError::Missing {
                 path: format!("{path}.userId"),
                 expected: format!("{USER_ID_EXPECTED} (the bot's own user)"),
-            }),
-            None => {}
-        }
-        if required && access_token.is_none() && password.is_none() {
-            let unset: Vec<String> = ["accessToken", "password"]
-                .iter()
-                .filter_map(|key| self.unset_secrets.get(&format!("{path}.{key}")).cloned())
-                .collect();
-            let mut expected =
-                "an accessToken, or a password to log in with (required while the bot is enabled)"
-                    .to_string();
-            if !unset.is_empty() {
-                expected.push_str(&format!(
-                    "; environment variable {} is not set",
-                    unset.join(", ")
-                ));
-            }
-            self.problems.push(ConfigError::Missing {
-                path: format!("{path}.accessToken"),
-                expected,
             });
         }
+        if self.access_token.is_some() || self.password.is_some() {
+            return;
+        }
+        let unset: Vec<String> = ["accessToken", "password"]
+            .iter()
+            .filter_map(|key| check.unset_secrets.get(&format!("{path}.{key}")).cloned())
+            .collect();
+        let mut expected =
+            "an accessToken, or a password to log in with (required while the bot is enabled)"
+                .to_string();
+        if !unset.is_empty() {
+            expected.push_str(&format!(
+                "; environment variable {} is not set",
+                unset.join(", ")
+            ));
+        }
+        check.problems.push(ConfigError::Missing {
+            path: format!("{path}.accessToken"),
+            expected,
+        });
+    }
+
+    fn identity(&self) -> Option<(&'static str, &str)> {
+        Some(("userId", self.user_id.as_deref()?))
+    }
+
+    fn shared(other: &str) -> String {
+        format!(
+            "a user no other account uses ({other}.userId names it too; two syncs of one user each get every event)"
+        )
     }
 }
 

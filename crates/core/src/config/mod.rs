@@ -15,7 +15,6 @@
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
 mod a2a;
-mod bots;
 mod chat;
 mod choices;
 mod discord;
@@ -42,29 +41,32 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use a2a::{A2aRemote, AgentA2a, is_remote_name};
-pub use chat::GroupSettings;
+pub use chat::{
+    Access, BotConfig, ChatAccount, ChatSection, DEFAULT_ACCOUNT, GroupSettings, MAX_REPLY_PARTS,
+    Platform,
+};
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,
     ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SendAction, SessionScope,
     SessionToolsVisibility, ThinkingLevel,
 };
-pub use discord::{DEFAULT_ACCOUNT as DISCORD_DEFAULT_ACCOUNT, DiscordAccount, DiscordChannel};
+pub use discord::{DiscordBot, DiscordChannel};
 pub use error::ConfigError;
 pub use load::{
     LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_section, load_str,
     process_env,
 };
-pub use matrix::{DEFAULT_ACCOUNT as MATRIX_DEFAULT_ACCOUNT, MATRIX, MatrixAccount, MatrixChannel};
+pub use matrix::{MATRIX, MatrixBot, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig, OtlpConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
-pub use signal::SignalChannel;
-pub use slack::{DEFAULT_ACCOUNT as SLACK_DEFAULT_ACCOUNT, SlackAccount, SlackChannel};
+pub use signal::{SignalAccount, SignalChannel};
+pub use slack::{SlackApp, SlackChannel};
 pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
-pub use telegram::{DEFAULT_ACCOUNT as TELEGRAM_DEFAULT_ACCOUNT, TelegramAccount, TelegramChannel};
+pub use telegram::{TelegramBot, TelegramChannel};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
-pub use whatsapp::{DEFAULT_ACCOUNT as WHATSAPP_DEFAULT_ACCOUNT, WhatsAppAccount, WhatsAppChannel};
+pub use whatsapp::{WhatsAppChannel, WhatsAppNumber};
 
 /// The provider id reserved for the providers built into switchboard (`builtin/echo`,
 /// `builtin/scripted`); a configured provider may not use it.

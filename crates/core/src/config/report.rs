@@ -148,11 +148,16 @@ fn template() -> Value {
     provider.models.push(ModelEntry::default());
     config.models.providers.insert("*".into(), provider);
     config.agents.list.push(AgentEntry::default());
-    config
-        .channels
+    let channels = &mut config.channels;
+    channels
         .webhook
         .accounts
         .insert("*".into(), WebhookAccount::default());
+    channels.telegram = std::mem::take(&mut channels.telegram).template();
+    channels.discord = std::mem::take(&mut channels.discord).template();
+    channels.slack = std::mem::take(&mut channels.slack).template();
+    channels.whatsapp = std::mem::take(&mut channels.whatsapp).template();
+    channels.matrix = std::mem::take(&mut channels.matrix).template();
     config
         .session
         .send_policy

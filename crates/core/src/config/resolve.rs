@@ -188,44 +188,12 @@ impl Config {
         for account in copy.channels.webhook.accounts.values_mut() {
             hide(&mut account.token);
         }
-        hide(&mut copy.channels.telegram.bot_token);
-        for account in copy.channels.telegram.accounts.values_mut() {
-            hide(&mut account.bot_token);
-        }
-        hide(&mut copy.channels.discord.bot_token);
-        for account in copy.channels.discord.accounts.values_mut() {
-            hide(&mut account.bot_token);
-        }
-        hide(&mut copy.channels.slack.bot_token);
-        hide(&mut copy.channels.slack.app_token);
-        for account in copy.channels.slack.accounts.values_mut() {
-            hide(&mut account.bot_token);
-            hide(&mut account.app_token);
-        }
-        let whatsapp = &mut copy.channels.whatsapp;
-        for secret in [
-            &mut whatsapp.access_token,
-            &mut whatsapp.app_secret,
-            &mut whatsapp.verify_token,
-        ] {
-            hide(secret);
-        }
-        for account in whatsapp.accounts.values_mut() {
-            for secret in [
-                &mut account.access_token,
-                &mut account.app_secret,
-                &mut account.verify_token,
-            ] {
-                hide(secret);
-            }
-        }
-        let matrix = &mut copy.channels.matrix;
-        hide(&mut matrix.access_token);
-        hide(&mut matrix.password);
-        for account in matrix.accounts.values_mut() {
-            hide(&mut account.access_token);
-            hide(&mut account.password);
-        }
+        let chats = &mut copy.channels;
+        chats.telegram.hide_secrets();
+        chats.discord.hide_secrets();
+        chats.slack.hide_secrets();
+        chats.whatsapp.hide_secrets();
+        chats.matrix.hide_secrets();
         hide(&mut copy.hooks.token);
         // A database URL may carry its password.
         hide(&mut copy.store.url);

@@ -1,65 +1,66 @@
 //! `channels.signal`: one Signal account served through a `signal-cli` daemon's HTTP JSON-RPC
-//! interface (`signal-cli -a +NUMBER daemon --http 127.0.0.1:8080`). The gateway does not run
-//! signal-cli; it talks to the daemon at `httpUrl`. One account (the daemon's `-a`): several
-//! accounts are not offered.
-
-use std::collections::BTreeMap;
+//! interface (`signal-cli -a +NUMBER daemon --http 127.0.0.1:8080`), its own settings in
+//! [`SignalAccount`]; the rest of the section is every chat channel's (`super::chat`). The
+//! gateway does not run signal-cli; it talks to the daemon at `httpUrl`. One account (the
+//! daemon's `-a`): several accounts are not offered.
 
 use serde::{Deserialize, Serialize};
 
+use super::ChannelsConfig;
+use super::chat::{ChatSection, Platform, PlatformCheck, Running, or};
 use super::error::quote;
-use super::validate::{Checker, clear_if_empty, normalize_optional_agent};
-use super::{DmPolicy, GroupPolicy, GroupSettings};
+use super::validate::{Checker, clear_if_empty};
 
 /// What `account` accepts.
 const ACCOUNT_EXPECTED: &str =
     "the daemon's account: a phone number in E.164 form (\"+15551234567\") or the account's UUID";
 
 /// `channels.signal`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SignalChannel {
-    /// Whether the gateway listens to the daemon's events and replies through it.
-    pub enabled: bool,
-    /// The account the daemon runs (`signal-cli -a <account>`): `+E.164` or a UUID. Required
-    /// while enabled; messages it sent itself are not answered.
+pub type SignalChannel = ChatSection<SignalAccount>;
+
+/// The Signal account's own settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalAccount {
+    /// The account the daemon runs (`signal-cli -a <account>`): `+E.164` or a UUID. Messages
+    /// it sent itself are not answered.
     pub account: Option<String>,
     /// Base URL of the daemon's HTTP interface (`daemon --http <host:port>`).
-    pub http_url: String,
-    /// The agent that answers; absent = the default agent.
-    pub agent_id: Option<String>,
-    /// Who may write to the account one to one.
-    pub dm_policy: DmPolicy,
-    /// Phone numbers (`+15551234567`) or UUIDs who may always write.
-    pub allow_from: Vec<String>,
-    /// Phone numbers or UUIDs who own the chats: owner commands, always let in.
-    pub owners: Vec<String>,
-    /// Which groups the account answers in.
-    pub group_policy: GroupPolicy,
-    /// Groups by group id (base64, as signal-cli names them), or `"*"` for every group.
-    pub groups: BTreeMap<String, GroupSettings>,
-    /// In groups, only these senders; empty = anyone.
-    pub group_allow_from: Vec<String>,
-    /// In groups, answer only messages that mention the account or quote its message.
-    pub require_mention: bool,
+    pub http_url: Option<String>,
 }
 
-impl Default for SignalChannel {
-    fn default() -> Self {
+impl Platform for SignalAccount {
+    const NAME: &'static str = "signal";
+    const BOTS: (&'static str, &'static str) = ("account", "accounts");
+    const ACCOUNTS: bool = false;
+    const CREDENTIAL: &'static str = "account";
+    /// Signal's apps turn a longer body into an attachment.
+    const TEXT_LIMIT: u32 = 2000;
+
+    fn section(channels: &ChannelsConfig) -> &ChatSection<Self> {
+        &channels.signal
+    }
+
+    fn defaults() -> Self {
         Self {
-            enabled: false,
             account: None,
-            http_url: "http://127.0.0.1:8080".to_owned(),
-            agent_id: None,
-            dm_policy: DmPolicy::default(),
-            allow_from: Vec::new(),
-            owners: Vec::new(),
-            group_policy: GroupPolicy::default(),
-            groups: BTreeMap::new(),
-            group_allow_from: Vec::new(),
-            require_mention: true,
+            http_url: Some("http://127.0.0.1:8080".to_owned()),
         }
     }
+
+    fn over(&self, base: &Self) -> Self {
+        Self {
+            account: self.account.clone(),
+            http_url: or(&self.http_url, &base.http_url),
+        }
+    }
+
+    fn configured(&self) -> bool {
+        self.account.is_some()
+    }
+
+    /// The daemon has no secret.
+    fn hide_secrets(&mut self) {}
 }
 
 /// `+` and 6 to 15 digits (E.164).
@@ -78,16 +79,50 @@ fn is_uuid(account: &str) -> bool {
             .all(|g| g.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
-/// Phone numbers as signal-cli writes them: `+1 555-0100` → `+15550100` (UUIDs lower case,
-/// other entries kept as written).
-fn signal_ids(list: &mut [String]) {
-    for entry in list.iter_mut() {
-        let trimmed = entry.trim();
+impl PlatformCheck for SignalAccount {
+    /// `httpUrl` an http URL, `account` a number or a UUID in signal-cli's spelling.
+    fn check(&mut self, check: &mut Checker, path: &str) {
+        if let Some(url) = &self.http_url {
+            check.url(&format!("{path}.httpUrl"), url);
+        }
+        clear_if_empty(&mut self.account);
+        if let Some(account) = self.account.as_mut() {
+            let mut normalized = account.clone();
+            Self::normalize_id(&mut normalized);
+            if is_e164(&normalized) || is_uuid(&normalized) {
+                *account = normalized;
+            } else {
+                check.invalid(format!("{path}.account"), quote(account), ACCOUNT_EXPECTED);
+            }
+        }
+    }
+
+    fn require(&mut self, _account: &Self, check: &mut Checker, at: &Running) {
+        if self.account.is_none() {
+            check.missing(
+                &format!("{}.account", at.path),
+                "required while channels.signal.enabled is true (the account signal-cli's daemon runs, -a)",
+            );
+        }
+    }
+
+    fn identity(&self) -> Option<(&'static str, &str)> {
+        None
+    }
+
+    fn shared(other: &str) -> String {
+        format!("an account no other one uses ({other} has it)")
+    }
+
+    /// Phone numbers as signal-cli writes them: `+1 555-0100` → `+15550100` (UUIDs lower case,
+    /// other entries as written).
+    fn normalize_id(id: &mut String) {
+        let trimmed = id.trim();
         let phone_like = trimmed.starts_with('+')
             && trimmed
                 .chars()
                 .all(|c| c.is_ascii_digit() || " +-().".contains(c));
-        *entry = if phone_like {
+        *id = if phone_like {
             let digits: String = trimmed.chars().filter(char::is_ascii_digit).collect();
             format!("+{digits}")
         } else if is_uuid(trimmed) {
@@ -95,40 +130,6 @@ fn signal_ids(list: &mut [String]) {
         } else {
             trimmed.to_owned()
         };
-    }
-}
-
-impl Checker<'_> {
-    /// `httpUrl` an http URL, `account` a number or UUID (required while enabled), and the
-    /// lists in signal-cli's spelling.
-    pub(super) fn signal(&mut self, signal: &mut SignalChannel) {
-        self.url("channels.signal.httpUrl", &signal.http_url);
-        clear_if_empty(&mut signal.account);
-        normalize_optional_agent(&mut signal.agent_id);
-        for list in [
-            &mut signal.allow_from,
-            &mut signal.owners,
-            &mut signal.group_allow_from,
-        ] {
-            signal_ids(list);
-        }
-        match signal.account.as_mut() {
-            None if signal.enabled => self.missing(
-                "channels.signal.account",
-                "required while channels.signal.enabled is true (the account signal-cli's daemon runs, -a)",
-            ),
-            None => {}
-            Some(account) => {
-                let mut one = [account.clone()];
-                signal_ids(&mut one);
-                let [normalized] = one;
-                if is_e164(&normalized) || is_uuid(&normalized) {
-                    *account = normalized;
-                } else {
-                    self.invalid("channels.signal.account", quote(account), ACCOUNT_EXPECTED);
-                }
-            }
-        }
     }
 }
 
@@ -147,7 +148,7 @@ mod tests {
             "A1B2C3D4-0000-4000-8000-123456789ABC".to_owned(),
             " bob ".to_owned(),
         ];
-        signal_ids(&mut list);
+        list.iter_mut().for_each(SignalAccount::normalize_id);
         assert_eq!(
             list,
             ["+15550100", "a1b2c3d4-0000-4000-8000-123456789abc", "bob"]

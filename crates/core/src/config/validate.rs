@@ -76,7 +76,7 @@ fn channel_expected(shape: &str) -> Option<String> {
     })
 }
 
-pub(super) fn integer(range: &RangeInclusive<u64>) -> String {
+pub(in crate::config) fn integer(range: &RangeInclusive<u64>) -> String {
     format!("an integer {}–{}", range.start(), range.end())
 }
 
@@ -635,12 +635,13 @@ impl Checker<'_> {
         }
         webhook.accounts = normalized;
 
-        self.telegram(&mut config.channels.telegram);
-        self.discord(&mut config.channels.discord);
-        self.slack(&mut config.channels.slack);
-        self.whatsapp(&mut config.channels.whatsapp);
-        self.signal(&mut config.channels.signal);
-        self.matrix(&mut config.channels.matrix);
+        let chats = &mut config.channels;
+        self.chat(&mut chats.telegram);
+        self.chat(&mut chats.discord);
+        self.chat(&mut chats.slack);
+        self.chat(&mut chats.whatsapp);
+        self.chat(&mut chats.signal);
+        self.chat(&mut chats.matrix);
     }
 
     fn hooks_and_cron(&mut self, config: &mut Config) {

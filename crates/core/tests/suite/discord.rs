@@ -21,12 +21,13 @@ fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let discord = &mut config.channels.discord;
     discord.enabled = true;
-    discord.bot_token = Some(TOKEN.into());
-    discord.api_base = fake.api_base();
-    discord.gateway_url = fake.gateway_url();
-    discord.dm_policy = policy;
+    discord.bot.bot_token = Some(TOKEN.into());
+    discord.bot.api_base = Some(fake.api_base());
+    discord.bot.gateway_url = Some(fake.gateway_url());
+    discord.access.dm_policy = Some(policy);
     discord
-        .channels
+        .access
+        .groups_mut()
         .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
@@ -363,8 +364,8 @@ async fn the_bot_heartbeats_at_the_interval_hello_gives() {
 async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
     let fake = FakeDiscord::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Allowlist);
-    config.channels.discord.owners = vec!["42".into()];
-    config.channels.discord.allow_from = vec!["43".into()];
+    config.channels.discord.access.owners = Some(vec!["42".into()]);
+    config.channels.discord.access.allow_from = Some(vec!["43".into()]);
     let h = started(config).await;
     // An owner is let in by DM without being in allowFrom.
     fake.dm("42", "alice", "@reply hello");
@@ -455,7 +456,7 @@ async fn an_announce_from_another_session_lands_in_the_discord_channel() {
 async fn a_sub_agent_spawned_from_a_guild_channel_reports_in_the_channel() {
     let fake = FakeDiscord::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.discord.require_mention = false;
+    config.channels.discord.access.require_mention = Some(false);
     let h = started(config).await;
     fake.text_channel("701", "research");
     let spawn = json!({"task": "@reply child-report-7"});

@@ -34,11 +34,14 @@ fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let matrix = &mut config.channels.matrix;
     matrix.enabled = true;
-    matrix.homeserver = hs.url.clone();
-    matrix.user_id = Some(bot.user_id.clone());
-    matrix.access_token = Some(bot.access_token.clone());
-    matrix.dm_policy = policy;
-    matrix.rooms.insert("*".into(), GroupSettings::default());
+    matrix.bot.homeserver = Some(hs.url.clone());
+    matrix.bot.user_id = Some(bot.user_id.clone());
+    matrix.bot.access_token = Some(bot.access_token.clone());
+    matrix.access.dm_policy = Some(policy);
+    matrix
+        .access
+        .groups_mut()
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -312,8 +315,8 @@ async fn a_password_logs_in_and_a_refused_token_fails_the_channel() {
         return;
     };
     let mut settings = config(hs, &bot, DmPolicy::Open);
-    settings.channels.matrix.access_token = None;
-    settings.channels.matrix.password = Some(bot.password.clone());
+    settings.channels.matrix.bot.access_token = None;
+    settings.channels.matrix.bot.password = Some(bot.password.clone());
     let h = started(settings).await;
     let room = direct_room(&alice, &bot).await;
     alice.say(&room, "@reply logged-in", &[]).await;
@@ -324,7 +327,7 @@ async fn a_password_logs_in_and_a_refused_token_fails_the_channel() {
     h.engine.close().await;
 
     let mut settings = config(hs, &bot, DmPolicy::Open);
-    settings.channels.matrix.access_token = Some("syt_not_a_token".into());
+    settings.channels.matrix.bot.access_token = Some("syt_not_a_token".into());
     let h = started(settings).await;
     let failed = || async {
         match matrix_state(&h) {
@@ -349,7 +352,7 @@ async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused() {
     };
     let carol = hs.register("carol").await;
     let mut settings = config(hs, &bot, DmPolicy::Open);
-    settings.channels.matrix.owners = vec![alice.user_id.clone()];
+    settings.channels.matrix.access.owners = Some(vec![alice.user_id.clone()]);
     let h = started(settings).await;
     let room = group_room(&alice, &carol, &bot).await;
     carol.say(&room, "/status", &[]).await;
@@ -377,9 +380,9 @@ async fn with_auto_join_allowlist_only_an_allowed_inviter_is_followed() {
     let stranger = hs.register("stranger").await;
     let mut settings = config(hs, &bot, DmPolicy::Open);
     let matrix = &mut settings.channels.matrix;
-    matrix.auto_join = switchboard_core::config::AutoJoin::Allowlist;
-    matrix.allow_from = vec![alice.user_id.clone()];
-    matrix.rooms.clear();
+    matrix.bot.auto_join = Some(switchboard_core::config::AutoJoin::Allowlist);
+    matrix.access.allow_from = Some(vec![alice.user_id.clone()]);
+    matrix.access.groups_mut().clear();
     let h = started(settings).await;
     let left = stranger.create_room(&[&bot.user_id], true).await;
     let room = direct_room(&alice, &bot).await;

@@ -21,10 +21,13 @@ fn config(fake: &FakeSignal, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let signal = &mut config.channels.signal;
     signal.enabled = true;
-    signal.account = Some(ACCOUNT.into());
-    signal.http_url = fake.http_url();
-    signal.dm_policy = policy;
-    signal.groups.insert("*".into(), GroupSettings::default());
+    signal.bot.account = Some(ACCOUNT.into());
+    signal.bot.http_url = Some(fake.http_url());
+    signal.access.dm_policy = Some(policy);
+    signal
+        .access
+        .groups_mut()
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -391,7 +394,7 @@ async fn a_daemon_that_is_not_there_shows_failed_with_the_reason_in_health() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    settings.channels.signal.http_url = nowhere.clone();
+    settings.channels.signal.bot.http_url = Some(nowhere.clone());
     let h = TestEngine::open(settings).await;
     h.engine.start_channels();
     let failed = async {

@@ -22,11 +22,14 @@ fn config(fake: &FakeSlack, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let slack = &mut config.channels.slack;
     slack.enabled = true;
-    slack.bot_token = Some(BOT_TOKEN.into());
-    slack.app_token = Some(APP_TOKEN.into());
-    slack.api_base = fake.api_base();
-    slack.dm_policy = policy;
-    slack.channels.insert("*".into(), GroupSettings::default());
+    slack.bot.bot_token = Some(BOT_TOKEN.into());
+    slack.bot.app_token = Some(APP_TOKEN.into());
+    slack.bot.api_base = Some(fake.api_base());
+    slack.access.dm_policy = Some(policy);
+    slack
+        .access
+        .groups_mut()
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -142,7 +145,7 @@ async fn channel_messages_need_a_mention_and_a_mention_that_comes_twice_runs_onc
 async fn a_thread_has_its_own_session_and_the_reply_carries_its_thread_ts() {
     let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.slack.require_mention = false;
+    config.channels.slack.access.require_mention = Some(false);
     let h = started(config).await;
     let parent = fake.channel_message(("C700", None), "U43", "@reply in-channel", false);
     sent(&fake, 1).await;
@@ -408,8 +411,8 @@ async fn a_10000_character_reply_arrives_in_ordered_parts() {
 async fn owners_ask_for_status_and_a_new_session_and_others_are_refused() {
     let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
     let mut config = config(&fake, DmPolicy::Allowlist);
-    config.channels.slack.owners = vec!["U42".into()];
-    config.channels.slack.allow_from = vec!["U43".into()];
+    config.channels.slack.access.owners = Some(vec!["U42".into()]);
+    config.channels.slack.access.allow_from = Some(vec!["U43".into()]);
     let h = started(config).await;
     // An owner is let in by DM without being in allowFrom.
     fake.dm("U42", "@reply hello");
@@ -467,7 +470,7 @@ async fn a_malformed_event_is_skipped_and_the_channel_keeps_running() {
 async fn a_refused_token_stops_the_app_and_health_says_why() {
     let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.slack.app_token = Some("xapp-wrong".into());
+    config.channels.slack.bot.app_token = Some("xapp-wrong".into());
     let h = started(config).await;
     let state = state_becomes(&h, |s| matches!(s, LinkState::Failed(_))).await;
     let why = state.last_error().unwrap_or_default().to_string();

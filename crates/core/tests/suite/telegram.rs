@@ -20,12 +20,15 @@ pub(super) fn config(fake: &FakeTelegram, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let telegram = &mut config.channels.telegram;
     telegram.enabled = true;
-    telegram.bot_token = Some(TOKEN.into());
-    telegram.api_base = fake.api_base();
-    telegram.dm_policy = policy;
-    telegram.poll_timeout_seconds = 1;
+    telegram.bot.bot_token = Some(TOKEN.into());
+    telegram.bot.api_base = Some(fake.api_base());
+    telegram.access.dm_policy = Some(policy);
+    telegram.bot.poll_timeout_seconds = Some(1);
     // Every group passes groupPolicy "allowlist" (the policy test lists its own).
-    telegram.groups.insert("*".into(), GroupSettings::default());
+    telegram
+        .access
+        .groups_mut()
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }
@@ -125,7 +128,7 @@ async fn a_private_message_is_answered_in_the_same_chat() {
 async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Allowlist);
-    config.channels.telegram.allow_from = vec!["@Bob".into()];
+    config.channels.telegram.access.allow_from = Some(vec!["@Bob".into()]);
     let h = started(config).await;
     fake.private_message(42, "mallory", "@reply should not run");
     fake.group_message(
@@ -188,7 +191,7 @@ async fn strangers_are_ignored_unless_allowed_and_groups_need_a_mention() {
 async fn a_forum_topic_is_its_own_session_and_the_reply_stays_in_the_topic() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.telegram.require_mention = false;
+    config.channels.telegram.access.require_mention = Some(false);
     let h = started(config).await;
     fake.group_message(-1002, "Forum", 43, "carol", "@reply in-topic", Some(77));
     let replies = sent(&fake, 1).await;
@@ -336,7 +339,7 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
 async fn owners_switch_the_send_policy_from_the_chat_and_others_are_told_no() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.telegram.owners = vec!["@Alice".into()];
+    config.channels.telegram.access.owners = Some(vec!["@Alice".into()]);
     let h = started(config).await;
     fake.private_message(43, "mallory", "/send off");
     let refused = sent(&fake, 1).await;
@@ -397,7 +400,7 @@ async fn an_operator_send_reaches_a_telegram_group_once() {
 async fn owners_ask_for_status_and_a_new_session_and_other_bots_commands_are_not_ours() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.telegram.owners = vec!["42".into()];
+    config.channels.telegram.access.owners = Some(vec!["42".into()]);
     let h = started(config).await;
     fake.private_message(42, "alice", "@reply hello");
     sent(&fake, 1).await;
@@ -436,12 +439,12 @@ async fn only_listed_groups_and_allowed_senders_reach_the_agent() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
     let telegram = &mut config.channels.telegram;
-    telegram.groups.clear();
+    telegram.access.groups_mut().clear();
     let quiet = GroupSettings {
         require_mention: Some(false),
     };
-    telegram.groups.insert("-1005".into(), quiet);
-    telegram.group_allow_from = vec!["@alice".into(), "44".into()];
+    telegram.access.groups_mut().insert("-1005".into(), quiet);
+    telegram.access.group_allow_from = Some(vec!["@alice".into(), "44".into()]);
     let h = started(config).await;
     let bot = switchboard_testkit::telegram::BOT_USERNAME;
     // Not listed: ignored even with a mention.
@@ -470,7 +473,7 @@ async fn only_listed_groups_and_allowed_senders_reach_the_agent() {
     // groupPolicy "disabled": no group reaches the agent, listed or not.
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = super::telegram::config(&fake, DmPolicy::Open);
-    config.channels.telegram.group_policy = GroupPolicy::Disabled;
+    config.channels.telegram.access.group_policy = Some(GroupPolicy::Disabled);
     let h = started(config).await;
     fake.group_message(
         -1007,

@@ -4,7 +4,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{DmPolicy, ProviderApi, TelegramAccount};
+use switchboard_core::config::{ChatAccount, DmPolicy, ProviderApi, TelegramBot};
 use switchboard_protocol::delivery::SendParams;
 use switchboard_protocol::pairing::{PairingApproveParams, PairingListParams};
 use switchboard_testkit::{FakeTelegram, MockLlm, MockReply};
@@ -32,8 +32,11 @@ async fn pending(h: &TestEngine) -> Vec<(String, String)> {
 async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::default());
-    assert_eq!(config.channels.telegram.dm_policy, DmPolicy::Pairing);
-    config.channels.telegram.owners = vec!["@olga".into()];
+    assert_eq!(
+        config.channels.telegram.access.dm_policy,
+        Some(DmPolicy::Pairing)
+    );
+    config.channels.telegram.access.owners = Some(vec!["@olga".into()]);
     let h = started(config).await;
     fake.private_message(42, "alice", "@reply hi-1");
     let answer = sent(&fake, 1).await.remove(0);
@@ -138,10 +141,13 @@ async fn two_bots_poll_at_once_and_each_chat_is_answered_by_its_own_bot() {
     let work = FakeTelegram::start(WORK_TOKEN).await;
     let mut config = config(&home, DmPolicy::Open);
     config.session.dm_scope = switchboard_core::config::DmScope::PerAccountChannelPeer;
-    let account = TelegramAccount {
-        bot_token: Some(WORK_TOKEN.into()),
-        api_base: Some(work.api_base()),
-        ..TelegramAccount::default()
+    let account = ChatAccount {
+        bot: TelegramBot {
+            bot_token: Some(WORK_TOKEN.into()),
+            api_base: Some(work.api_base()),
+            ..TelegramBot::default()
+        },
+        ..ChatAccount::default()
     };
     config
         .channels
@@ -261,7 +267,7 @@ async fn an_announce_from_another_session_lands_in_the_telegram_group() {
 async fn a_sub_agent_spawned_from_a_group_reports_in_the_group() {
     let fake = FakeTelegram::start(TOKEN).await;
     let mut config = config(&fake, DmPolicy::Open);
-    config.channels.telegram.require_mention = false;
+    config.channels.telegram.access.require_mention = Some(false);
     let h = started(config).await;
     let spawn = json!({"task": "@reply child-report-7"});
     fake.group_message(

@@ -25,13 +25,16 @@ fn config(fake: &FakeWhatsApp, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let whatsapp = &mut config.channels.whatsapp;
     whatsapp.enabled = true;
-    whatsapp.access_token = Some(TOKEN.into());
-    whatsapp.app_secret = Some(SECRET.into());
-    whatsapp.verify_token = Some(VERIFY.into());
-    whatsapp.phone_number_id = Some(PHONE_NUMBER_ID.into());
-    whatsapp.api_base = fake.api_base();
-    whatsapp.dm_policy = policy;
-    whatsapp.groups.insert("*".into(), GroupSettings::default());
+    whatsapp.bot.access_token = Some(TOKEN.into());
+    whatsapp.bot.app_secret = Some(SECRET.into());
+    whatsapp.bot.verify_token = Some(VERIFY.into());
+    whatsapp.bot.phone_number_id = Some(PHONE_NUMBER_ID.into());
+    whatsapp.bot.api_base = Some(fake.api_base());
+    whatsapp.access.dm_policy = Some(policy);
+    whatsapp
+        .access
+        .groups_mut()
+        .insert("*".into(), GroupSettings::default());
     config.delivery.retry_initial_ms = 50;
     config
 }

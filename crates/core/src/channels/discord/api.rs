@@ -9,27 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    /// The HTTP status, 0 when no answer came.
-    pub status: u16,
-    /// Discord's JSON error `code` (10003: unknown channel), when the answer had one.
-    pub code: Option<u64>,
-    /// Discord's `message`, or what went wrong on the way.
-    pub message: String,
-    /// A 429's wait (`retry_after` in the body, else the `Retry-After` header).
-    pub retry_after: Option<Duration>,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.status {
-            0 => write!(f, "{}", self.message),
-            status => write!(f, "{status} {}", self.message),
-        }
-    }
-}
+use crate::channels::kit::http::{ApiError, send, wait};
 
 /// A Discord user (the bot itself in READY, a message's author or mentions).
 #[derive(Debug, Clone, Deserialize)]
@@ -135,41 +115,19 @@ impl Rest {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request.send().await.map_err(|e| ApiError {
-            status: 0,
-            code: None,
-            message: format!(
-                "{path}: no answer from the Discord API ({})",
-                crate::channels::why_no_answer(&e)
-            ),
-            retry_after: None,
-        })?;
-        let status = response.status().as_u16();
-        let header_wait = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok());
-        let bytes = response.bytes().await.unwrap_or_default();
-        let answer: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
-        if (200..300).contains(&status) {
-            return Ok(answer);
+        let answer = send(request, ("the Discord API", path)).await?;
+        if answer.is_success() {
+            return Ok(answer.body);
         }
-        let wait = answer["retry_after"].as_f64().or(header_wait);
+        let body = &answer.body;
+        let message = body["message"].as_str().unwrap_or("no error message");
         Err(ApiError {
-            status,
-            code: answer["code"].as_u64(),
-            message: answer["message"].as_str().map_or_else(
-                || format!("{path}: no error message"),
-                |m| format!("{path}: {m}"),
-            ),
-            retry_after: wait
-                .filter(|w| w.is_finite() && *w >= 0.0)
-                .map(|w| Duration::from_secs_f64(w.min(3600.0))),
+            retry_after: wait(body["retry_after"].as_f64()).or(answer.retry_after),
+            ..ApiError::new(
+                answer.status,
+                body["code"].as_u64().map(|c| c.to_string()),
+                format!("{path}: {message}"),
+            )
         })
     }
 
@@ -206,12 +164,11 @@ impl Rest {
             .await?;
         match answer["id"].as_str() {
             Some(id) => Ok(id.to_string()),
-            None => Err(ApiError {
-                status: 200,
-                code: None,
-                message: "/users/@me/channels: an answer without the channel id".into(),
-                retry_after: None,
-            }),
+            None => Err(ApiError::new(
+                200,
+                None,
+                "/users/@me/channels: an answer without the channel id",
+            )),
         }
     }
 
@@ -219,11 +176,8 @@ impl Rest {
     pub async fn channel(&self, channel_id: &str) -> Result<ChannelInfo, ApiError> {
         let path = format!("/channels/{}", segment(channel_id));
         let answer = self.call(reqwest::Method::GET, &path, None).await?;
-        serde_json::from_value(answer).map_err(|e| ApiError {
-            status: 200,
-            code: None,
-            message: format!("{path}: unexpected channel object: {e}"),
-            retry_after: None,
+        serde_json::from_value(answer).map_err(|e| {
+            ApiError::new(200, None, format!("{path}: unexpected channel object: {e}"))
         })
     }
 }

@@ -1,9 +1,10 @@
-//! The Discord channel's inbound door: one task per bot holds a Gateway session over a
-//! WebSocket and hands each MESSAGE_CREATE on — a run (committed with the channel's cursor), an
-//! owner command, a pairing code, or nothing. See the module doc of `discord` for the session's life.
+//! The Discord channel's inbound link: each session is one WebSocket connection to the
+//! Gateway — HELLO, IDENTIFY or RESUME, then heartbeats and dispatches until it ends — and each
+//! MESSAGE_CREATE is handed on: a run (committed with the channel's cursor), an owner command,
+//! a pairing code, or nothing. See the module doc of `discord` for the session's life.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -14,25 +15,27 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
 use super::route::{self, Place};
-use super::{Account, CONNECTED, DISCORD, Discord};
-use crate::channel::{Door, LinkState};
-use crate::channels::bot::{Socket, connect};
-use crate::channels::pairing::Stranger;
-use crate::channels::{DoorParts, Taken};
-use crate::error::CoreResult;
+use super::{DISCORD, Discord, DiscordApi};
+use crate::channel::LinkState;
+use crate::channels::kit::http::{Socket, connect};
+use crate::channels::kit::link::Linked;
+use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
+use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
-/// Waits between failed connections grow to this.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Discord shows "typing…" for about 10 s; it is sent again this often while a run works.
-const TYPING_EVERY: Duration = Duration::from_secs(8);
+/// What a bot's link is called while its Gateway session is up.
+const CONNECTED: &str = "connected";
 
-/// The Gateway sessions of every configured bot.
-pub struct Gateway {
-    discord: Arc<Discord>,
+/// One bot's Gateway link: its session (to resume) and what it knows of the guild channels.
+pub(crate) struct Gateway {
+    chat: Arc<Chat<Discord>>,
+    bot: Arc<Bot<DiscordApi>>,
     parts: DoorParts,
+    session: Option<Session>,
+    /// The bot's guild channels (threads and their parents, names), by id.
+    known: HashMap<String, ChannelInfo>,
 }
 
 /// A Gateway session that can be resumed.
@@ -50,98 +53,82 @@ enum End {
     Resume,
     /// Reconnect with a new session (op 9 with `d: false`, a session Discord forgot).
     Identify,
+    /// It never got going (no HELLO): try again after a wait.
+    Failed(String),
     /// Stop for good, and why (a refused token, intents not allowed).
     Fatal(String),
 }
 
-impl Gateway {
-    pub(super) fn new(discord: Arc<Discord>, parts: &DoorParts) -> Self {
-        Self {
-            discord,
+impl Linked for Discord {
+    type Link = Gateway;
+
+    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<DiscordApi>>, parts: &DoorParts) -> Gateway {
+        Gateway {
+            chat: chat.clone(),
+            bot: bot.clone(),
             parts: parts.clone(),
+            session: None,
+            known: HashMap::new(),
         }
     }
 }
 
-impl Door for Gateway {
-    /// Connects every configured bot; each stops when intake stops.
-    fn start(self: Arc<Self>) {
-        for account in &self.discord.accounts {
-            account.status.set(LinkState::Starting);
-            let (this, account) = (self.clone(), account.clone());
-            self.parts.spawn_until_stopped(async move {
-                let channels = Mutex::new(HashMap::new());
-                this.run(&account, &channels).await;
-            });
+impl Link for Gateway {
+    /// Discord says who the bot is in each session's READY.
+    type Me = ();
+
+    async fn sign_in(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// One connection, resuming the session when there is one.
+    async fn session(&mut self, _: &()) -> Result<Again, Failure> {
+        let base = match &self.session {
+            Some(session) => session.resume_url.as_str(),
+            None => self
+                .bot
+                .api
+                .settings
+                .gateway_url
+                .as_deref()
+                .unwrap_or_default(),
+        };
+        let url = format!("{}/?v=10&encoding=json", base.trim_end_matches('/'));
+        let socket = connect(&url).await;
+        let socket =
+            socket.map_err(|e| Failure::Retry(format!("cannot reach the Gateway: {e}")))?;
+        let end = self.connection(socket).await;
+        self.bot.link.set(LinkState::Starting);
+        match end {
+            End::Resume => {
+                tracing::info!(account = %self.bot.id, "discord: connection ended; resuming");
+                Ok(Again::Now)
+            }
+            End::Identify => {
+                tracing::info!(account = %self.bot.id, "discord: session invalid; identifying anew");
+                self.session = None;
+                // Discord asks for a wait of 1–5 s before identifying again.
+                Ok(Again::After(jitter(
+                    Duration::from_secs(1),
+                    Duration::from_secs(4),
+                )))
+            }
+            End::Failed(why) => Err(Failure::Retry(format!("discord: {why}"))),
+            End::Fatal(why) => Err(Failure::Fatal(why)),
         }
     }
 }
-
-/// What the door knows of the bot's guild channels (threads and their parents, names).
-type Known = Mutex<HashMap<String, ChannelInfo>>;
 
 impl Gateway {
-    /// Connects, and reconnects after every drop (resuming when it can), until the gateway
-    /// stops or Discord refuses the bot.
-    async fn run(&self, account: &Arc<Account>, known: &Known) {
-        let mut session: Option<Session> = None;
-        let mut backoff = Duration::from_millis(250);
-        loop {
-            let base = session
-                .as_ref()
-                .map_or(account.settings.gateway_url.as_str(), |s| {
-                    s.resume_url.as_str()
-                });
-            let url = format!("{}/?v=10&encoding=json", base.trim_end_matches('/'));
-            let socket = match connect(&url).await {
-                Ok(socket) => socket,
-                Err(e) => {
-                    tracing::warn!(account = %account.id, error = %e, "discord: cannot reach the Gateway; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            };
-            match self.connection(account, known, socket, &mut session).await {
-                End::Resume => {
-                    tracing::info!(account = %account.id, "discord: connection ended; resuming");
-                }
-                End::Identify => {
-                    tracing::info!(account = %account.id, "discord: session invalid; identifying anew");
-                    session = None;
-                    // Discord asks for a wait of 1–5 s before identifying again.
-                    tokio::time::sleep(jitter(Duration::from_secs(1), Duration::from_secs(4)))
-                        .await;
-                }
-                End::Fatal(why) => {
-                    tracing::error!(account = %account.id, "discord: {why}");
-                    account.status.set(LinkState::Failed(why));
-                    return;
-                }
-            }
-            account.status.set(LinkState::Starting);
-            backoff = Duration::from_millis(250);
-        }
-    }
-
     /// One WebSocket connection: HELLO, IDENTIFY or RESUME, then heartbeats and dispatches until
     /// it ends.
-    async fn connection(
-        &self,
-        account: &Arc<Account>,
-        known: &Known,
-        mut socket: Socket,
-        session: &mut Option<Session>,
-    ) -> End {
+    async fn connection(&mut self, mut socket: Socket) -> End {
         let interval = match hello(&mut socket).await {
             Ok(interval) => interval,
-            Err(why) => {
-                tracing::warn!(account = %account.id, "discord: {why}");
-                return End::Resume;
-            }
+            Err(why) => return End::Failed(why),
         };
-        let token = account.rest.token();
-        let opening = match session {
+        let token = self.bot.api.rest.token();
+        let opening = match &self.session {
             Some(s) => json!({"op": 6, "d": {"token": token, "session_id": s.id, "seq": s.seq}}),
             None => json!({"op": 2, "d": {
                 "token": token,
@@ -160,12 +147,11 @@ impl Gateway {
                 () = tokio::time::sleep_until(next_beat) => {
                     if !acked {
                         // No ACK since the last beat: a zombie connection.
-                        tracing::warn!(account = %account.id, "discord: heartbeat not acknowledged; reconnecting");
+                        tracing::warn!(account = %self.bot.id, "discord: heartbeat not acknowledged; reconnecting");
                         let _ = socket.close(None).await;
                         return End::Resume;
                     }
-                    let seq = session.as_ref().and_then(|s| s.seq);
-                    if socket.send(Frame::text(json!({"op": 1, "d": seq}).to_string())).await.is_err() {
+                    if socket.send(self.beat()).await.is_err() {
                         return End::Resume;
                     }
                     acked = false;
@@ -182,173 +168,129 @@ impl Gateway {
             let payload: Payload = match serde_json::from_str(text.as_str()) {
                 Ok(payload) => payload,
                 Err(e) => {
-                    tracing::warn!(account = %account.id, error = %e, "discord: a Gateway payload that is not JSON; skipped");
+                    tracing::warn!(account = %self.bot.id, error = %e, "discord: a Gateway payload that is not JSON; skipped");
                     continue;
                 }
             };
-            match payload.op {
-                0 => {
-                    if let Err(end) = self.dispatch(account, known, session, payload).await {
-                        let _ = socket.close(None).await;
-                        return end;
-                    }
+            let end = match payload.op {
+                0 => self.dispatch(payload).await.err(),
+                1 => socket.send(self.beat()).await.err().map(|_| End::Resume),
+                7 => Some(End::Resume),
+                9 => Some(match (payload.d.as_bool(), self.session.is_some()) {
+                    (Some(true), true) => End::Resume,
+                    _ => End::Identify,
+                }),
+                11 => {
+                    acked = true;
+                    None
                 }
-                1 => {
-                    let seq = session.as_ref().and_then(|s| s.seq);
-                    let _ = socket
-                        .send(Frame::text(json!({"op": 1, "d": seq}).to_string()))
-                        .await;
-                }
-                7 => {
-                    let _ = socket.close(None).await;
-                    return End::Resume;
-                }
-                9 => {
-                    let _ = socket.close(None).await;
-                    return match (payload.d.as_bool(), session.is_some()) {
-                        (Some(true), true) => End::Resume,
-                        _ => End::Identify,
-                    };
-                }
-                11 => acked = true,
-                _ => {}
+                _ => None,
+            };
+            if let Some(end) = end {
+                let _ = socket.close(None).await;
+                return end;
             }
         }
     }
 
+    /// A heartbeat with the last sequence handled.
+    fn beat(&self) -> Frame {
+        let seq = self.session.as_ref().and_then(|s| s.seq);
+        Frame::text(json!({"op": 1, "d": seq}).to_string())
+    }
+
     /// One dispatch (op 0). The sequence moves past it only once it is handled: an error ends
     /// the connection, and the resume replays it.
-    async fn dispatch(
-        &self,
-        account: &Arc<Account>,
-        known: &Known,
-        session: &mut Option<Session>,
-        payload: Payload,
-    ) -> Result<(), End> {
+    async fn dispatch(&mut self, payload: Payload) -> Result<(), End> {
         match payload.t.as_deref() {
-            Some("READY") => match serde_json::from_value::<Ready>(payload.d) {
-                Ok(ready) => {
-                    tracing::info!(account = %account.id, bot = %ready.user.username, "discord: connected");
-                    account.status.set(LinkState::Up(CONNECTED));
-                    *session = Some(Session {
-                        id: ready.session_id,
-                        resume_url: ready.resume_gateway_url,
-                        seq: None,
-                        me: ready.user,
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(account = %account.id, error = %e, "discord: a READY without its session");
-                    return Err(End::Identify);
-                }
-            },
-            Some("RESUMED") => account.status.set(LinkState::Up(CONNECTED)),
-            Some("GUILD_CREATE") => learn(known, &payload.d),
+            Some("READY") => self.ready(payload.d)?,
+            Some("RESUMED") => self.bot.link.set(LinkState::Up(CONNECTED)),
+            Some("GUILD_CREATE") => self.learn(&payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {
-                    lock(known).insert(info.id.clone(), info);
+                    self.known.insert(info.id.clone(), info);
                 }
             }
-            Some("MESSAGE_CREATE") => {
-                let Some(me) = session.as_ref().map(|s| s.me.clone()) else {
-                    return Ok(());
-                };
-                match serde_json::from_value::<Message>(payload.d) {
-                    Ok(message) => {
-                        if let Err(e) = self.message(account, known, &me, message).await {
-                            tracing::warn!(account = %account.id, error = %e, "discord: a message could not be handled; resuming to see it again");
-                            return Err(End::Resume);
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(account = %account.id, error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
-                    }
-                }
-            }
+            Some("MESSAGE_CREATE") => self.message_created(payload.d).await?,
             _ => {}
         }
-        if let (Some(s), Some(seq)) = (session.as_mut(), payload.s) {
+        if let (Some(s), Some(seq)) = (self.session.as_mut(), payload.s) {
             s.seq = Some(s.seq.map_or(seq, |old| old.max(seq)));
         }
         Ok(())
     }
 
-    /// One message: a run committed with the channel's cursor, a pairing code, or nothing.
-    async fn message(
-        &self,
-        account: &Arc<Account>,
-        known: &Known,
-        me: &User,
-        message: Message,
-    ) -> CoreResult<()> {
-        let store = &self.discord.store;
+    /// READY: the new session, and who the bot is.
+    fn ready(&mut self, d: Value) -> Result<(), End> {
+        let ready = serde_json::from_value::<Ready>(d).map_err(|e| {
+            tracing::warn!(account = %self.bot.id, error = %e, "discord: a READY without its session");
+            End::Identify
+        })?;
+        tracing::info!(account = %self.bot.id, bot = %ready.user.username, "discord: connected");
+        self.bot.link.set(LinkState::Up(CONNECTED));
+        self.session = Some(Session {
+            id: ready.session_id,
+            resume_url: ready.resume_gateway_url,
+            seq: None,
+            me: ready.user,
+        });
+        Ok(())
+    }
+
+    /// A MESSAGE_CREATE: handled, or (when that failed) the connection ended to see it again.
+    async fn message_created(&mut self, d: Value) -> Result<(), End> {
+        let Some(me) = self.session.as_ref().map(|s| s.me.clone()) else {
+            return Ok(());
+        };
+        match serde_json::from_value::<Message>(d) {
+            Ok(message) => self.message(&me, message).await.map_err(|e| {
+                tracing::warn!(account = %self.bot.id, error = %e, "discord: a message could not be handled; resuming to see it again");
+                End::Resume
+            }),
+            Err(e) => {
+                tracing::warn!(account = %self.bot.id, error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
+                Ok(())
+            }
+        }
+    }
+
+    /// One message: skipped when handled before, else handed on with the channel's cursor.
+    async fn message(&mut self, me: &User, message: Message) -> CoreResult<()> {
         let id: i64 = message.id.parse().unwrap_or(0);
-        let cursor = account.cursor(&message.channel_id);
-        if store.cursor(&cursor).await?.is_some_and(|done| id <= done) {
+        let cursor = format!("{DISCORD}:{}:{}", self.bot.id, message.channel_id);
+        let done = self.chat.store.cursor(&cursor).await?;
+        if done.is_some_and(|done| id <= done) {
             tracing::debug!(message = %message.id, "discord: a message handled before; skipped");
             return Ok(());
         }
         let place = match &message.guild_id {
             None => Place::Direct,
-            Some(_) => Place::Guild(
-                self.channel_info(account, known, &message.channel_id)
-                    .await?,
-            ),
+            Some(_) => Place::Guild(self.channel_info(&message.channel_id).await?),
         };
-        let source = match account.id.as_str() {
-            crate::config::DISCORD_DEFAULT_ACCOUNT => format!("{DISCORD}:{}", message.id),
-            account => format!("{DISCORD}:{account}:{}", message.id),
-        };
-        let (settings, account_id) = (&account.settings, account.id.as_str());
-        let config = &self.discord.config;
-        let mut decision = route::decide(config, (account_id, settings), me, (&message, &place))?;
-        if let Some((sender, username)) = route::stranger(settings, &message, &place) {
-            let stranger = Stranger {
-                channel: DISCORD,
-                id_name: "Discord user id",
-                account_id: account_id.into(),
-                id: sender,
-                username,
-                source: source.clone(),
-            };
-            decision = self.parts.admit(decision, stranger).await?;
-        }
+        let source = self.bot.source(DISCORD, &message.id);
+        let view = route::view(me, (&message, &place));
         let position = WriteOp::SetCursor {
             name: cursor,
             position: id,
         };
-        match self
-            .parts
-            .take(DISCORD, decision, (source, vec![position]))
-            .await?
-        {
-            Taken::Run(run, route) => {
-                self.show_typing(account, route.thread_id.unwrap_or(route.to), run);
-            }
-            Taken::Answered => {}
-            Taken::Ignored(why) => {
-                tracing::debug!(message = %message.id, why, "discord: message ignored");
-            }
-        }
+        let bot = (&self.chat, &self.bot);
+        self.parts
+            .receive(bot, view, (source, vec![position]))
+            .await?;
         Ok(())
     }
 
     /// The guild channel a message was written in: known from GUILD_CREATE or THREAD_CREATE,
     /// else asked of the REST API (and remembered). A channel the API will not describe is
     /// taken as a plain text channel.
-    async fn channel_info(
-        &self,
-        account: &Account,
-        known: &Known,
-        id: &str,
-    ) -> CoreResult<ChannelInfo> {
-        if let Some(info) = lock(known).get(id).cloned() {
-            return Ok(info);
+    async fn channel_info(&mut self, id: &str) -> CoreResult<ChannelInfo> {
+        if let Some(info) = self.known.get(id) {
+            return Ok(info.clone());
         }
-        let info = match account.rest.channel(id).await {
+        let info = match self.bot.api.rest.channel(id).await {
             Ok(info) => info,
             Err(e) if matches!(e.status, 0 | 429 | 500..=599) => {
-                return Err(crate::error::CoreError::Unavailable(e.to_string()));
+                return Err(CoreError::Unavailable(e.to_string()));
             }
             Err(e) => {
                 tracing::warn!(channel = id, error = %e, "discord: cannot describe the channel; taken as a text channel");
@@ -360,19 +302,19 @@ impl Gateway {
                 }
             }
         };
-        lock(known).insert(id.into(), info.clone());
+        self.known.insert(id.into(), info.clone());
         Ok(info)
     }
 
-    /// "typing…" in the channel until the run ends (bounded by the gateway's stop).
-    fn show_typing(&self, account: &Arc<Account>, channel: String, run: crate::RunId) {
-        let rest = account.rest.clone();
-        self.parts.typing_until_done(run, TYPING_EVERY, move || {
-            let (rest, channel) = (rest.clone(), channel.clone());
-            async move {
-                let _ = rest.typing(&channel).await;
+    /// The channels and threads of a GUILD_CREATE.
+    fn learn(&mut self, guild: &Value) {
+        for list in ["channels", "threads"] {
+            for item in guild[list].as_array().into_iter().flatten() {
+                if let Ok(info) = serde_json::from_value::<ChannelInfo>(item.clone()) {
+                    self.known.insert(info.id.clone(), info);
+                }
             }
-        });
+        }
     }
 }
 
@@ -407,24 +349,6 @@ fn closed(code: Option<CloseCode>) -> End {
         Some(4007 | 4009) => End::Identify,
         _ => End::Resume,
     }
-}
-
-/// The channels and threads of a GUILD_CREATE.
-fn learn(known: &Known, guild: &Value) {
-    let mut known = lock(known);
-    for list in ["channels", "threads"] {
-        for item in guild[list].as_array().into_iter().flatten() {
-            if let Ok(info) = serde_json::from_value::<ChannelInfo>(item.clone()) {
-                known.insert(info.id.clone(), info);
-            }
-        }
-    }
-}
-
-fn lock(known: &Known) -> std::sync::MutexGuard<'_, HashMap<String, ChannelInfo>> {
-    known
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A random wait in `from..from + span` (the first heartbeat's jitter, op 9's wait).

@@ -1,18 +1,11 @@
-//! Which messages start a run or are owner commands, and in which session (the reference's routing): DMs by
-//! `session.dmScope` and `dmPolicy`; guild text channels in
-//! `agent:<agentId>:discord:group:<channelId>` (`:thread:<threadId>` in a thread), only when the
-//! bot is mentioned or replied to (unless `requireMention` is off). The reply goes back to the
-//! same channel or thread. The bot's own messages, and other bots', are ignored.
+//! A Discord message as the kit's routing reads it: DM channels are direct; guild text
+//! channels are groups by channel id, a thread `:thread:<threadId>` in its parent channel; the
+//! bot is addressed when it is mentioned or replied to. The reply goes back to the same channel
+//! or thread. The bot's own messages are not read.
 
-use switchboard_protocol::sessions::DeliveryContext;
-
-use super::DISCORD;
 use super::api::{ChannelInfo, Message, User};
-use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::kit::{ChatMessage, Group};
 use crate::channels::owner::Order;
-use crate::config::{Config, DiscordChannel};
-use crate::error::CoreError;
-use crate::keys::{self, ChatType, SessionKey};
 
 /// Where a message was written.
 pub(super) enum Place {
@@ -22,117 +15,46 @@ pub(super) enum Place {
     Guild(ChannelInfo),
 }
 
-/// What to do with a message: a run or nothing.
-pub(super) fn decide(
-    config: &Config,
-    (account, channel): (&str, &DiscordChannel),
-    me: &User,
-    (message, place): (&Message, &Place),
-) -> Result<Decision, CoreError> {
+/// `message` as the kit reads it, or why it is none the bot reads.
+pub(super) fn view(me: &User, (message, place): (&Message, &Place)) -> Result<ChatMessage, String> {
     let from = &message.author;
     if from.id == me.id {
-        return Ok(Decision::ignore("the bot's own message"));
-    }
-    if from.bot {
-        return Ok(Decision::ignore("not from a person"));
+        return Err("the bot's own message".into());
     }
     let text = strip_mention(&message.content, me);
-    if text.is_empty() {
-        return Ok(Decision::ignore("no text"));
-    }
-    let (gate, sender) = (gate(channel), sender(from));
     let order = {
         let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
         Order::parse(&word.to_lowercase(), rest)
     };
-    let agent_id = channel
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| config.default_agent_id());
-    let mut route = DeliveryContext {
-        channel: DISCORD.into(),
-        to: message.channel_id.clone(),
-        account_id: Some(account.into()),
-        thread_id: None,
-    };
-    let turn = match place {
-        Place::Direct => {
-            if let Err(why) = gate.may_dm(sender) {
-                return Ok(Decision::Ignore(why));
-            }
-            let key =
-                crate::channels::direct_key(config, &agent_id, DISCORD, account, &from.id, None)?;
-            Turn {
-                key,
-                route,
-                text,
-                title: None,
-            }
-        }
+    let (group, reply_to, title) = match place {
+        Place::Direct => (None, (message.channel_id.clone(), None), None),
         Place::Guild(info) => {
             let thread = info.is_thread().then(|| info.id.clone());
             let parent = match &thread {
                 Some(_) => info.parent_id.clone().unwrap_or_else(|| info.id.clone()),
                 None => info.id.clone(),
             };
-            if let Err(why) = gate.group_allows(&parent, sender) {
-                return Ok(Decision::Ignore(why));
-            }
-            if gate.require_mention(&parent) && order.is_none() && !addressed(me, message) {
-                return Ok(Decision::ignore(
-                    "a guild message that does not mention the bot",
-                ));
-            }
-            let mut key = keys::group_key(&agent_id, DISCORD, ChatType::Group, &parent, None);
-            route.to = parent;
-            if let Some(thread) = thread {
-                key = SessionKey::from_canonical(format!("{}:thread:{thread}", key.as_str()));
-                route.thread_id = Some(thread);
-            }
-            Turn {
-                key,
-                route,
-                text: format!("[from {}]\n{text}", from.username),
-                title: info.name.as_ref().map(|n| format!("#{n}")),
-            }
+            let group = Group {
+                id: parent.clone(),
+                thread: thread.clone().map(|id| ("thread", id)),
+            };
+            let title = info.name.as_ref().map(|n| format!("#{n}"));
+            (Some(group), (parent, thread), title)
         }
     };
-    Ok(Decision::of(turn, order, gate.is_owner(sender)))
-}
-
-/// A DM sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an owner):
-/// their id and username. `None` for anything else.
-pub(super) fn stranger(
-    channel: &DiscordChannel,
-    message: &Message,
-    place: &Place,
-) -> Option<(String, Option<String>)> {
-    let from = &message.author;
-    let direct = matches!(place, Place::Direct);
-    (direct && !from.bot && gate(channel).is_stranger(sender(from)))
-        .then(|| (from.id.clone(), Some(from.username.clone())))
-}
-
-/// The bot's access settings (Discord has no `groupAllowFrom` yet).
-fn gate(channel: &DiscordChannel) -> Gate<'_> {
-    Gate {
-        channel: DISCORD,
-        groups_are: ("guild channels", "channels"),
-        dm_policy: channel.dm_policy,
-        allow_from: &channel.allow_from,
-        owners: &channel.owners,
-        group_policy: channel.group_policy,
-        groups: &channel.channels,
-        group_allow_from: &[],
-        require_mention: channel.require_mention,
-    }
-}
-
-fn sender(from: &User) -> Sender<'_> {
-    Sender {
-        id: &from.id,
-        username: Some(&from.username),
-    }
+    Ok(ChatMessage {
+        sender: from.id.clone(),
+        alias: Some(from.username.clone()),
+        name: Some(from.username.clone()),
+        from_bot: from.bot,
+        text,
+        group,
+        addressed: addressed(me, message),
+        order,
+        reply_to,
+        who: from.username.clone(),
+        title,
+    })
 }
 
 /// The bot is mentioned or the message replies to one of its messages.

@@ -11,41 +11,22 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub(super) use crate::channels::kit::http::ApiError;
+use crate::channels::kit::http::{send, wait};
+
 /// The device id a password login asks for: the same on every login, so that the homeserver
 /// keeps one device for the bot and a retried send's transaction id still names its first try.
 const DEVICE_ID: &str = "SWITCHBOARD";
 
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    /// The HTTP status, 0 when no answer came.
-    pub status: u16,
-    /// The Matrix `errcode` (`M_UNKNOWN_TOKEN`, `M_LIMIT_EXCEEDED`, …), when the answer had one.
-    pub errcode: Option<String>,
-    /// What went wrong, with the call's path.
-    pub message: String,
-    /// A 429's `retry_after_ms`.
-    pub retry_after: Option<Duration>,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.status, &self.errcode) {
-            (0, _) => write!(f, "{}", self.message),
-            (status, Some(code)) => write!(f, "{status} {code}: {}", self.message),
-            (status, None) => write!(f, "{status} {}", self.message),
-        }
-    }
-}
-
-impl ApiError {
-    /// The homeserver does not know the token (or the password login was refused).
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self.errcode.as_deref(),
-            Some("M_UNKNOWN_TOKEN" | "M_MISSING_TOKEN" | "M_FORBIDDEN" | "M_USER_DEACTIVATED")
-        ) && matches!(self.status, 401 | 403)
-    }
+/// The homeserver does not know the token (or the password login was refused).
+pub fn is_refusal(e: &ApiError) -> bool {
+    let refused = [
+        "M_UNKNOWN_TOKEN",
+        "M_MISSING_TOKEN",
+        "M_FORBIDDEN",
+        "M_USER_DEACTIVATED",
+    ];
+    refused.iter().any(|code| e.is(code)) && matches!(e.status, 401 | 403)
 }
 
 /// One `/sync` answer: the rooms' new events and the next position.
@@ -143,11 +124,8 @@ impl Client {
             return Ok(token.clone());
         }
         let Some(password) = &self.password else {
-            return Err(error(
-                0,
-                None,
-                "no access token and no password to log in with",
-            ));
+            let why = "no access token and no password to log in with";
+            return Err(ApiError::new(0, None, why));
         };
         let body = json!({
             "type": "m.login.password",
@@ -160,7 +138,10 @@ impl Client {
         let answer = answer.await?;
         let fresh: Arc<str> = match answer["access_token"].as_str() {
             Some(t) => Arc::from(t),
-            None => return Err(error(200, None, "/login: an answer without access_token")),
+            None => {
+                let why = "/login: an answer without access_token";
+                return Err(ApiError::new(200, None, why));
+            }
         };
         *token = Some(fresh.clone());
         Ok(fresh)
@@ -184,7 +165,7 @@ impl Client {
         let request = self.call(method, path, Some((&token, wait)), body);
         let answer = request.await;
         if let Err(e) = &answer
-            && e.errcode.as_deref() == Some("M_UNKNOWN_TOKEN")
+            && e.is("M_UNKNOWN_TOKEN")
         {
             self.forget_token().await;
         }
@@ -198,12 +179,12 @@ impl Client {
         auth: Option<(&str, Duration)>,
         body: Option<Value>,
     ) -> Result<Value, ApiError> {
-        let wait = auth.map_or(Duration::ZERO, |(_, wait)| wait);
+        let held = auth.map_or(Duration::ZERO, |(_, held)| held);
         let url = format!("{}/_matrix/client/v3{path}", self.base);
         let mut request = self
             .http
             .request(method, url)
-            .timeout(Duration::from_secs(30) + wait);
+            .timeout(Duration::from_secs(30) + held);
         if let Some((token, _)) = auth {
             request = request.bearer_auth(token);
         }
@@ -212,29 +193,19 @@ impl Client {
         }
         // The path without its query (a sync's `since`, a filter).
         let name = path.split('?').next().unwrap_or(path);
-        let response = request.send().await.map_err(|e| {
-            error(
-                0,
-                None,
-                &format!(
-                    "{name}: no answer from the homeserver ({})",
-                    crate::channels::why_no_answer(&e)
-                ),
-            )
-        })?;
-        let status = response.status().as_u16();
-        let bytes = response.bytes().await.unwrap_or_default();
-        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if (200..300).contains(&status) {
-            return Ok(answer);
+        let answer = send(request, ("the homeserver", name)).await?;
+        if answer.is_success() {
+            return Ok(answer.body);
         }
-        let errcode = answer["errcode"].as_str().map(str::to_string);
-        let message = answer["error"].as_str().unwrap_or("no error message");
-        let mut e = error(status, errcode, &format!("{name}: {message}"));
-        e.retry_after = answer["retry_after_ms"]
-            .as_u64()
-            .map(|ms| Duration::from_millis(ms.min(3_600_000)));
-        Err(e)
+        let body = &answer.body;
+        let errcode = body["errcode"].as_str().map(str::to_string);
+        let message = body["error"].as_str().unwrap_or("no error message");
+        Err(ApiError {
+            retry_after: body["retry_after_ms"]
+                .as_f64()
+                .and_then(|ms| wait(Some(ms / 1000.0))),
+            ..ApiError::new(answer.status, errcode, format!("{name}: {message}"))
+        })
     }
 
     /// `GET /sync`: the events after `since` (all rooms' state and no timeline when `None`,
@@ -263,7 +234,7 @@ impl Client {
             .authed(reqwest::Method::GET, &path, None, timeout)
             .await?;
         serde_json::from_value(answer)
-            .map_err(|e| error(200, None, &format!("/sync: unexpected answer: {e}")))
+            .map_err(|e| ApiError::new(200, None, format!("/sync: unexpected answer: {e}")))
     }
 
     /// `GET /account/whoami`: checks the token (or logs in) and answers the user it names.
@@ -324,15 +295,6 @@ impl Client {
         let body = json!({"typing": true, "timeout": lasting.as_millis() as u64});
         let answer = self.authed(reqwest::Method::PUT, &path, Some(body), Duration::ZERO);
         answer.await.map(|_| ())
-    }
-}
-
-fn error(status: u16, errcode: Option<String>, message: &str) -> ApiError {
-    ApiError {
-        status,
-        errcode,
-        message: message.to_string(),
-        retry_after: None,
     }
 }
 

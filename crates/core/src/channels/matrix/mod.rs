@@ -1,24 +1,25 @@
 //! The Matrix channel (SPEC §9.2) over the client-server API: `/sync` in, `m.room.message` out,
-//! for one bot user (`channels.matrix`) or several (`channels.matrix.accounts.<id>`). A thin
-//! client over reqwest (docs/decisions.md says why not `matrix-sdk`). Unencrypted rooms only.
+//! for one bot user (`channels.matrix`) or several (`channels.matrix.accounts.<id>`), on the
+//! channel kit (`super::kit`). A thin client over reqwest (docs/decisions.md says why not
+//! `matrix-sdk`). Unencrypted rooms only.
 //!
-//! In ([`Matrix::door`], `sync.rs`): one task per bot long-polls `/sync` from the bot's stored
-//! `next_batch` (a channel token in the store). The first sync of a bot that has none reads no
-//! history: it accepts pending invitations and records where the stream is, so a fresh start
-//! does not answer a room's past. Each `m.room.message` of type `m.text` is decided (`route.rs`);
-//! a message that starts a run is committed together with the token — the batch's `next_batch`
-//! with its last message, the position before the batch with the others — and the run's
-//! idempotency key (`matrix:<account>:<eventId>`) makes a message seen again after a crash in
-//! the middle of a batch a no-op. So no message is handled twice and none is lost. Invitations
-//! are accepted per `autoJoin`. A room of two members (the bot and one person) is direct; any
-//! other is a group room. While a run works the room shows the bot typing.
+//! In (`sync.rs`): each bot long-polls `/sync` from its stored `next_batch` (a channel token in
+//! the store). The first sync of a bot that has none reads no history: it accepts pending
+//! invitations and records where the stream is, so a fresh start does not answer a room's past.
+//! Each `m.room.message` of type `m.text` is mapped to the kit's view (`route.rs`); a message
+//! that starts a run is committed together with the token — the batch's `next_batch` with its
+//! last message, the position before the batch with the others — and the run's idempotency key
+//! (`matrix:<account>:<eventId>`) makes a message seen again after a crash in the middle of a
+//! batch a no-op. So no message is handled twice and none is lost. Invitations are accepted per
+//! `autoJoin`. A room of two members (the bot and one person) is direct; any other is a group
+//! room. While a run works the room shows the bot typing.
 //!
-//! Out: the outbox calls [`Matrix`]'s `send` (the channel seam): the text in parts of at most
-//! 16,000 characters, each `PUT …/send/m.room.message/{txnId}` with a transaction id made of the
-//! delivery id and the part's index, so a part retried after a lost answer (or a `kill -9`
-//! before its progress was recorded) is answered by the homeserver with the first event and
-//! posted once. A 429 `M_LIMIT_EXCEEDED` is retried after its `retry_after_ms`; 5xx and no
-//! answer are retried; other refusals are permanent, with their `errcode`.
+//! Out: each part (at most 16,000 characters) is one `PUT …/send/m.room.message/{txnId}` with a
+//! transaction id made of the delivery id and the part's index, so a part retried after a lost
+//! answer (or a `kill -9` before its progress was recorded) is answered by the homeserver with
+//! the first event and posted once. A 429 `M_LIMIT_EXCEEDED` is retried after its
+//! `retry_after_ms`; 5xx and no answer are retried; other refusals are permanent, with their
+//! `errcode`.
 //!
 //! A token the homeserver refuses (`M_UNKNOWN_TOKEN`) stops that bot — unless it logs in with a
 //! password, when it logs in again: `health` and the log say so, and the gateway keeps serving.
@@ -33,46 +34,33 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-pub use sync::Syncer;
 
-use super::bot::InParts;
-use super::{ChannelDoors, ChatChannel, DoorParts};
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
+use super::ChannelDoors;
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use crate::channel::ChannelError;
 pub use crate::config::MATRIX;
-use crate::config::{Config, MATRIX_DEFAULT_ACCOUNT, MatrixChannel};
+use crate::config::{BotConfig, MatrixBot};
 use crate::store::{DeliveryRecord, Store};
-use api::{ApiError, Client};
 
-/// The most characters one message carries. The homeserver takes events of up to 65,536 bytes
-/// of JSON; 16,000 characters stay under it whatever their UTF-8 width (4 bytes at most each)
-/// with room for the envelope and escapes, and are still a readable message.
-const LIMIT: usize = 16_000;
-/// What a bot's link is called while its sync is up.
-const CONNECTED: &str = "connected";
+/// How long one "typing" lasts.
+const TYPING_FOR: Duration = Duration::from_secs(30);
+/// What a 403 means on Matrix.
+const FORBIDDEN: &str = "the bot may not write in this room: not joined, or not allowed";
 
-/// The Matrix channel: its bots, their states, and the outbound sender.
-pub struct Matrix {
-    config: Arc<Config>,
-    store: Arc<dyn Store>,
-    accounts: Vec<Arc<Account>>,
+/// The Matrix platform: its bots' clients.
+pub(crate) struct Matrix {
+    http: reqwest::Client,
 }
 
-/// One bot user: its account id, its resolved settings, its client and state.
-struct Account {
-    id: String,
-    settings: MatrixChannel,
-    client: Client,
-    status: LinkCell,
+/// One bot user's own part: its client, settings, and the direct rooms it knows.
+pub(crate) struct MatrixApi {
+    client: api::Client,
+    settings: MatrixBot,
     /// The direct room the door last saw with each user: where a message to a user goes.
     direct: Mutex<HashMap<String, String>>,
 }
 
-impl Account {
-    /// The bot's `next_batch` in the store's channel tokens.
-    fn token_name(&self) -> String {
-        format!("{MATRIX}:{}", self.id)
-    }
-
+impl MatrixApi {
     /// The bot logs in with its password (it has no configured token).
     fn logs_in(&self) -> bool {
         self.settings.access_token.is_none() && self.settings.password.is_some()
@@ -101,128 +89,66 @@ impl Account {
 }
 
 impl Matrix {
-    /// The configured bots (`channels.matrix`), none started; `http` carries each call (every
-    /// call sets its own timeout).
-    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, http: reqwest::Client) -> Arc<Self> {
-        let accounts = config
-            .channels
-            .matrix
-            .bots()
-            .into_iter()
-            .filter_map(|(id, settings)| {
-                let user = settings.user_id.clone()?;
-                let login = (settings.access_token.clone(), settings.password.clone());
-                let client = Client::new(http.clone(), &settings.homeserver, &user, login);
-                Some(Arc::new(Account {
-                    id,
-                    settings,
-                    client,
-                    status: LinkCell::new(LinkState::Off),
-                    direct: Mutex::new(HashMap::new()),
-                }))
-            })
-            .collect();
-        Arc::new(Self {
-            config,
-            store,
-            accounts,
+    /// The channel with the configured bots (`channels.matrix`), none started; `http` carries
+    /// each call (every call sets its own timeout).
+    pub(crate) fn channel(
+        config: Arc<crate::config::Config>,
+        store: Arc<dyn Store>,
+        http: reqwest::Client,
+    ) -> Arc<Chat<Self>> {
+        Chat::new(Self { http }, config, store)
+    }
+}
+
+impl ChatPlatform for Matrix {
+    type Settings = MatrixBot;
+    type Bot = MatrixApi;
+    const LABEL: &'static str = "Matrix";
+    const ID_NAME: &'static str = "Matrix user id";
+    const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(20));
+
+    fn bot(&self, config: &BotConfig<MatrixBot>) -> Option<MatrixApi> {
+        let settings = config.platform.clone();
+        let user = settings.user_id.as_deref()?;
+        let homeserver = settings.homeserver.as_deref().unwrap_or_default();
+        let login = (settings.access_token.clone(), settings.password.clone());
+        let client = api::Client::new(self.http.clone(), homeserver, user, login);
+        Some(MatrixApi {
+            client,
+            settings,
+            direct: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The inbound door: a sync per bot, handing messages to the doors' components.
-    pub fn door(self: &Arc<Self>, parts: &DoorParts) -> Arc<Syncer> {
-        Arc::new(Syncer::new(self.clone(), parts))
-    }
-
-    fn account(&self, id: &str) -> Result<&Arc<Account>, String> {
-        match self.accounts.iter().find(|a| a.id == id) {
-            Some(account) => Ok(account),
-            None => {
-                let running: Vec<String> = self.accounts.iter().map(|a| a.id.clone()).collect();
-                Err(crate::channel::no_such_bot(MATRIX, id, &running))
-            }
+    async fn post(
+        &self,
+        bot: &Bot<MatrixApi>,
+        record: &DeliveryRecord,
+        (index, part): (usize, &str),
+    ) -> Result<(), ChannelError> {
+        let room = bot.api.room_of(&record.to)?;
+        let mut content = json!({"msgtype": "m.text", "body": part});
+        if let Some(root) = &record.thread_id {
+            content["m.relates_to"] = json!({
+                "rel_type": "m.thread", "event_id": root,
+                "is_falling_back": true, "m.in_reply_to": {"event_id": root},
+            });
         }
+        let txn = format!("switchboard.{}.{index}", record.id);
+        let sent = bot.api.client.send(&room, &txn, content).await;
+        sent.map_err(|e| match e.is("M_UNKNOWN_TOKEN") && bot.api.logs_in() {
+            // A bot with a password logs in again on the next attempt.
+            true => ChannelError::Retry(e.to_string()),
+            false => e.verdict(FORBIDDEN),
+        })
     }
 
-    /// One delivery attempt: the parts of the text not taken yet, in order, each one recorded
-    /// as taken before the next is sent.
-    async fn deliver(&self, record: &DeliveryRecord) -> Result<(), ChannelError> {
-        let id = record
-            .account_id
-            .as_deref()
-            .unwrap_or(MATRIX_DEFAULT_ACCOUNT);
-        let account = self.account(id).map_err(ChannelError::Permanent)?;
-        let room = account.room_of(&record.to)?;
-        let parts = InParts::new(&self.store, record, LIMIT);
-        for (done, part) in parts.rest() {
-            let mut content = json!({"msgtype": "m.text", "body": part});
-            if let Some(root) = &record.thread_id {
-                content["m.relates_to"] = json!({
-                    "rel_type": "m.thread", "event_id": root,
-                    "is_falling_back": true, "m.in_reply_to": {"event_id": root},
-                });
-            }
-            let txn = format!("switchboard.{}.{done}", record.id);
-            let sent = account.client.send(&room, &txn, content).await;
-            sent.map_err(|e| match e.errcode.as_deref() {
-                // A bot with a password logs in again on the next attempt.
-                Some("M_UNKNOWN_TOKEN") if account.logs_in() => ChannelError::Retry(e.to_string()),
-                _ => classify(e),
-            })?;
-            parts.took(done).await?;
-        }
-        Ok(())
-    }
-}
-
-impl ChatChannel for Matrix {
-    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
-        ChannelDoors::running(self.door(parts))
-    }
-}
-
-impl Channel for Matrix {
-    fn name(&self) -> &'static str {
-        MATRIX
+    async fn typing(&self, bot: &Bot<MatrixApi>, to: &str, _thread: Option<&str>) {
+        let _ = bot.api.client.typing(to, TYPING_FOR).await;
     }
 
-    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move { self.deliver(record).await.map(|()| Vec::new()) })
-    }
-
-    /// The bot `send` names must run (the default one when none is named).
-    fn check_account(&self, account_id: Option<&str>) -> Result<(), String> {
-        self.account(account_id.unwrap_or(MATRIX_DEFAULT_ACCOUNT))
-            .map(|_| ())
-    }
-
-    /// Each bot and its sync's state; the whole as the default bot's.
-    fn status(&self) -> Option<ChannelStatus> {
-        let bots = self.accounts.iter().map(|a| (a.id.clone(), a.status.get()));
-        Some(ChannelStatus::of_bots(
-            (MATRIX, "Matrix"),
-            self.config.channels.matrix.enabled,
-            MATRIX_DEFAULT_ACCOUNT,
-            bots.collect(),
-        ))
-    }
-
-    fn pairs(&self) -> bool {
-        true
-    }
-}
-
-/// 429 (after its `retry_after_ms`), 5xx and no answer are worth another attempt; other
-/// refusals are not.
-fn classify(e: ApiError) -> ChannelError {
-    match (e.status, e.retry_after) {
-        (429, Some(after)) => ChannelError::RetryAfter(after, e.to_string()),
-        (429, None) => ChannelError::RetryAfter(Duration::from_secs(1), e.to_string()),
-        (0 | 500..=599, _) => ChannelError::Retry(e.to_string()),
-        (403, _) => ChannelError::Permanent(format!(
-            "{e} (the bot may not write in this room: not joined, or not allowed)"
-        )),
-        _ => ChannelError::Permanent(e.to_string()),
+    fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {
+        ChannelDoors::running(link::Links::new(chat, parts))
     }
 }
 
@@ -245,34 +171,4 @@ pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
         .filter_map(|event| route::text(event, &me).ok())
         .map(|text| text.body)
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refusal(status: u16, errcode: &str, retry_ms: Option<u64>) -> ApiError {
-        ApiError {
-            status,
-            errcode: Some(errcode.into()),
-            message: "/rooms/x/send: no".into(),
-            retry_after: retry_ms.map(Duration::from_millis),
-        }
-    }
-
-    #[test]
-    fn refusals_are_classified_by_status_and_errcode() {
-        let limited = classify(refusal(429, "M_LIMIT_EXCEEDED", Some(1500)));
-        assert!(
-            matches!(limited, ChannelError::RetryAfter(d, _) if d == Duration::from_millis(1500))
-        );
-        assert!(matches!(
-            classify(refusal(502, "M_UNKNOWN", None)),
-            ChannelError::Retry(_)
-        ));
-        let forbidden = classify(refusal(403, "M_FORBIDDEN", None)).to_string();
-        assert!(forbidden.contains("M_FORBIDDEN"), "{forbidden}");
-        let unknown = classify(refusal(401, "M_UNKNOWN_TOKEN", None));
-        assert!(matches!(unknown, ChannelError::Permanent(m) if m.contains("M_UNKNOWN_TOKEN")));
-    }
 }

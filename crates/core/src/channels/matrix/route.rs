@@ -1,23 +1,20 @@
-//! Which events start a run or are owner commands, and in which session (the reference's
-//! routing): direct rooms by `session.dmScope` and `dmPolicy`; group rooms in
-//! `agent:<agentId>:matrix:group:<roomId>` (`:thread:<eventId>` in a thread), only when the bot
-//! is mentioned (unless `requireMention` is off). The reply goes back to the same room and
-//! thread. The bot's own events, notices (other bots' output), edits and anything but text are
-//! ignored. Which invitations the bot accepts (`autoJoin`) is decided here too.
+//! A Matrix event as the kit's routing reads it: direct rooms (two members) are direct; other
+//! rooms are groups by room id, a thread `:thread:<eventId>`; the bot is addressed when it is
+//! mentioned (`m.mentions`, its user id or its display name). The reply goes back to the same
+//! room and thread. The bot's own events, edits and anything but text are not read; notices
+//! are bots' output (read with `allowBots`). Which invitations the bot accepts (`autoJoin`) is
+//! decided here too.
 
 use serde_json::Value;
-use switchboard_protocol::sessions::DeliveryContext;
 
-use super::MATRIX;
 use super::api::Event;
-use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::kit::gate::{Gate, Sender};
+use crate::channels::kit::{ChatMessage, Group};
 use crate::channels::owner::Order;
-use crate::config::{AutoJoin, Config, MatrixChannel};
-use crate::error::CoreError;
-use crate::keys::{self, ChatType, SessionKey};
+use crate::config::AutoJoin;
 
 /// The bot as the door knows it.
-pub(super) struct Me {
+pub(crate) struct Me {
     pub user_id: String,
     pub display_name: Option<String>,
 }
@@ -31,6 +28,8 @@ pub(super) struct Text<'a> {
     pub thread: Option<&'a str>,
     /// The bot is mentioned (`m.mentions`, its user id or its display name).
     pub mentioned: bool,
+    /// An `m.notice`: a bot's output.
+    pub notice: bool,
 }
 
 /// The text message `event` carries, or why it is none the bot reads.
@@ -42,11 +41,11 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         return Err("the bot's own message");
     }
     let content = &event.content;
-    match content["msgtype"].as_str() {
-        Some("m.text") => {}
-        Some("m.notice") => return Err("a notice (a bot's output)"),
+    let notice = match content["msgtype"].as_str() {
+        Some("m.text") => false,
+        Some("m.notice") => true,
         _ => return Err("not text"),
-    }
+    };
     let relation = &content["m.relates_to"];
     if relation["rel_type"].as_str() == Some("m.replace") {
         return Err("an edit");
@@ -65,6 +64,7 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         body,
         thread,
         mentioned,
+        notice,
     })
 }
 
@@ -108,103 +108,42 @@ fn alone(text: &str, at: usize, len: usize) -> bool {
         .all(|c| !c.is_some_and(char::is_alphanumeric))
 }
 
-/// What to do with a message in `room` (`direct`: the room has two members): a run, an owner
-/// command, or nothing.
-pub(super) fn decide(
-    config: &Config,
-    (account, channel): (&str, &MatrixChannel),
-    (room, direct): (&str, bool),
-    text: &Text,
-) -> Result<Decision, CoreError> {
-    let (gate, sender) = (gate(channel), sender(text.sender));
-    let order = Order::of_text(&text.body);
-    let agent_id = channel
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| config.default_agent_id());
-    let mut route = DeliveryContext {
-        channel: MATRIX.into(),
-        to: room.to_string(),
-        account_id: Some(account.into()),
-        thread_id: None,
-    };
-    let turn = if direct {
-        if let Err(why) = gate.may_dm(sender) {
-            return Ok(Decision::Ignore(why));
-        }
-        let peer = text.sender;
-        let key = crate::channels::direct_key(config, &agent_id, MATRIX, account, peer, None)?;
-        Turn {
-            key,
-            route,
-            text: text.body.clone(),
-            title: None,
-        }
-    } else {
-        if let Err(why) = gate.group_allows(room, sender) {
-            return Ok(Decision::Ignore(why));
-        }
-        if gate.require_mention(room) && order.is_none() && !text.mentioned {
-            return Ok(Decision::ignore(
-                "a room message that does not mention the bot",
-            ));
-        }
-        let mut key = keys::group_key(&agent_id, MATRIX, ChatType::Group, room, None);
-        if let Some(root) = text.thread {
-            let thread = keys::group_key(&agent_id, MATRIX, ChatType::Group, room, Some(root));
-            key = SessionKey::from_canonical(thread.as_str().to_string());
-            route.thread_id = Some(root.to_string());
-        }
-        Turn {
-            key,
-            route,
-            text: format!("[from {}]\n{}", text.sender, text.body),
-            title: None,
-        }
-    };
-    Ok(Decision::of(turn, order, gate.is_owner(sender)))
-}
-
-/// A direct-room sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an
-/// owner). `None` for anything else.
-pub(super) fn stranger(channel: &MatrixChannel, text: &Text, direct: bool) -> Option<String> {
-    let stranger = direct && gate(channel).is_stranger(sender(text.sender));
-    stranger.then(|| text.sender.to_string())
+/// A message in `room` (`direct`: the room has two members) as the kit reads it.
+pub(super) fn view(text: &Text, (room, direct): (&str, bool)) -> ChatMessage {
+    let group = (!direct).then(|| Group {
+        id: room.to_owned(),
+        thread: text.thread.map(|root| ("thread", root.to_owned())),
+    });
+    ChatMessage {
+        sender: text.sender.to_owned(),
+        alias: None,
+        name: None,
+        from_bot: text.notice,
+        text: text.body.clone(),
+        group,
+        addressed: text.mentioned,
+        order: Order::of_text(&text.body),
+        reply_to: (room.to_owned(), text.thread.map(str::to_owned)),
+        who: text.sender.to_owned(),
+        title: None,
+    }
 }
 
 /// Whether the bot accepts an invitation to `room` from `inviter`, per `autoJoin`: always,
 /// never, or (`allowlist`) when the inviter is let in by `allowFrom` or `owners`, or the room
 /// passes `groupPolicy` and `rooms`.
-pub(super) fn may_join(channel: &MatrixChannel, room: &str, inviter: &str) -> bool {
-    let gate = gate(channel);
-    match channel.auto_join {
+pub(super) fn may_join((gate, auto_join): (&Gate, AutoJoin), room: &str, inviter: &str) -> bool {
+    match auto_join {
         AutoJoin::Always => true,
         AutoJoin::Off => false,
         AutoJoin::Allowlist => {
-            let from = sender(inviter);
+            let from = Sender {
+                id: inviter,
+                username: None,
+            };
             gate.lets_in(from) || gate.group_allows(room, from).is_ok()
         }
     }
-}
-
-/// The bot's access settings (Matrix has no `groupAllowFrom`).
-fn gate(channel: &MatrixChannel) -> Gate<'_> {
-    Gate {
-        channel: MATRIX,
-        groups_are: ("rooms", "rooms"),
-        dm_policy: channel.dm_policy,
-        allow_from: &channel.allow_from,
-        owners: &channel.owners,
-        group_policy: channel.group_policy,
-        groups: &channel.rooms,
-        group_allow_from: &[],
-        require_mention: channel.require_mention,
-    }
-}
-
-/// A Matrix user is named by their user id alone (`@alice:example.org`).
-fn sender(id: &str) -> Sender<'_> {
-    Sender { id, username: None }
 }
 
 #[cfg(test)]
@@ -262,10 +201,13 @@ mod tests {
     }
 
     #[test]
-    fn notices_edits_and_the_bots_own_messages_are_not_read() {
+    fn edits_and_the_bots_own_messages_are_not_read_and_notices_are_a_bots() {
         let me = me();
         let notice = event(json!({"msgtype": "m.notice", "body": "x"}));
-        assert_eq!(text(&notice, &me).err(), Some("a notice (a bot's output)"));
+        assert!(
+            text(&notice, &me).is_ok_and(|t| t.notice),
+            "a notice is a bot's output"
+        );
         let edit = event(
             json!({"msgtype": "m.text", "body": "x", "m.relates_to": {"rel_type": "m.replace"}}),
         );

@@ -1,34 +1,32 @@
-//! The Signal channel's inbound door: one task holds the daemon's event stream and hands each
-//! data message on — a run (committed with the sender's last-message time), an owner command, a
-//! pairing code, or nothing. See the module doc of `signal` for what a replay does.
+//! The Signal channel's inbound link: each session holds the daemon's event stream from the
+//! last event handled, and hands each data message on — a run (committed with the sender's
+//! last-message time), an owner command, a pairing code, or nothing. See the module doc of
+//! `signal` for what a replay does.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::StreamExt;
 
 use super::api::{Envelope, Event, Received, SILENCE, SseReader};
-use super::{ACCOUNT_ID, CONNECTED, SIGNAL, Signal, route};
-use crate::channel::{Door, LinkState};
-use crate::channels::pairing::Stranger;
-use crate::channels::{DoorParts, Taken};
+use super::{SIGNAL, Signal, SignalApi, route};
+use crate::channel::LinkState;
+use crate::channels::kit::link::Linked;
+use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
-/// Waits between failed connections grow to this.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Failed connections in a row before `health` shows the link failed (with the reason; the
-/// door keeps trying).
-const FAILURES_SHOWN: u32 = 3;
-/// Signal shows "typing…" for about 15 s; it is sent again this often while a run works.
-const TYPING_EVERY: Duration = Duration::from_secs(10);
+/// What the link is called while the event stream is open.
+const CONNECTED: &str = "connected";
 /// The cursor holding the start time (ms) of the daemon whose events were handled last.
 const DAEMON_CURSOR: &str = "signal:events:daemon";
 
-/// The event stream of the channel's account.
-pub(super) struct Events {
-    signal: Arc<Signal>,
+/// The account's event stream.
+pub(crate) struct Events {
+    chat: Arc<Chat<Signal>>,
+    bot: Arc<Bot<SignalApi>>,
     parts: DoorParts,
+    /// The last event id handled.
+    last: Option<String>,
 }
 
 /// Why a connection ended.
@@ -39,62 +37,49 @@ enum End {
     Refused(String),
 }
 
-impl Events {
-    pub(super) fn new(signal: Arc<Signal>, parts: &DoorParts) -> Self {
-        Self {
-            signal,
+impl Linked for Signal {
+    type Link = Events;
+
+    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<SignalApi>>, parts: &DoorParts) -> Events {
+        Events {
+            chat: chat.clone(),
+            bot: bot.clone(),
             parts: parts.clone(),
+            last: None,
         }
     }
 }
 
-impl Door for Events {
-    /// Connects to the daemon; stops when intake stops.
-    fn start(self: Arc<Self>) {
-        self.signal.status.set(LinkState::Starting);
-        let this = self.clone();
-        self.parts
-            .spawn_until_stopped(async move { this.run().await });
+impl Link for Events {
+    type Me = ();
+
+    /// The last event id handled, as kept by [`Events::keep_position`].
+    async fn sign_in(&mut self) -> Result<(), Failure> {
+        self.last = self.stored_position().await;
+        Ok(())
+    }
+
+    /// One connection, after the last event handled.
+    async fn session(&mut self, _: &()) -> Result<Again, Failure> {
+        match self.connection().await {
+            End::Dropped(why) => {
+                tracing::info!(why, "signal: the event stream ended; reconnecting");
+                self.bot.link.set(LinkState::Starting);
+                Ok(Again::Now)
+            }
+            End::Refused(why) => Err(Failure::Retry(format!(
+                "cannot open the signal-cli daemon's event stream at {}: {why}",
+                self.bot.api.daemon.base()
+            ))),
+        }
     }
 }
 
 impl Events {
-    /// Connects, and reconnects after every drop with the last event id handled, until the
-    /// gateway stops.
-    async fn run(&self) {
-        let mut last = self.stored_position().await;
-        let mut backoff = Duration::from_millis(250);
-        let mut failures = 0;
-        loop {
-            match self.connection(&mut last).await {
-                End::Dropped(why) => {
-                    tracing::info!(why, "signal: the event stream ended; reconnecting");
-                    self.signal.status.set(LinkState::Starting);
-                    backoff = Duration::from_millis(250);
-                    failures = 0;
-                }
-                End::Refused(why) => {
-                    failures += 1;
-                    let why = format!(
-                        "cannot open the signal-cli daemon's event stream at {}: {why}; retrying",
-                        self.signal.daemon.base()
-                    );
-                    tracing::warn!("signal: {why}");
-                    self.signal.status.set(match failures >= FAILURES_SHOWN {
-                        true => LinkState::Failed(why),
-                        false => LinkState::Starting,
-                    });
-                }
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
-    }
-
-    /// One connection: events handled in order, `last` moved past each.
-    async fn connection(&self, last: &mut Option<String>) -> End {
-        let daemon = &self.signal.daemon;
-        let response = match daemon.events(last.as_deref()).await {
+    /// One connection: events handled in order, the last id moved past each.
+    async fn connection(&mut self) -> End {
+        let daemon = &self.bot.api.daemon;
+        let response = match daemon.events(self.last.as_deref()).await {
             Ok(response) => response,
             // The check tells a daemon that is not there from one that refuses the stream.
             Err(e) => match daemon.check().await {
@@ -102,8 +87,11 @@ impl Events {
                 Err(_) => return End::Refused(e.to_string()),
             },
         };
-        tracing::info!(after = last.as_deref().unwrap_or("-"), "signal: connected");
-        self.signal.status.set(LinkState::Up(CONNECTED));
+        tracing::info!(
+            after = self.last.as_deref().unwrap_or("-"),
+            "signal: connected"
+        );
+        self.bot.link.set(LinkState::Up(CONNECTED));
         let mut stream = response.bytes_stream();
         let mut reader = SseReader::default();
         loop {
@@ -114,18 +102,18 @@ impl Events {
                 Ok(Some(Ok(chunk))) => chunk,
             };
             let events = reader.push(&chunk);
-            let before = last.clone();
+            let before = self.last.clone();
             for event in events {
                 if let Err(e) = self.event(&event).await {
                     // Not moved past: the reconnection asks for it again.
-                    self.keep_position(before.as_deref(), last.as_deref()).await;
+                    self.keep_position(before.as_deref()).await;
                     return End::Dropped(format!("an event could not be handled: {e}"));
                 }
                 if let Some(id) = event.id {
-                    *last = Some(id);
+                    self.last = Some(id);
                 }
             }
-            self.keep_position(before.as_deref(), last.as_deref()).await;
+            self.keep_position(before.as_deref()).await;
         }
     }
 
@@ -146,13 +134,12 @@ impl Events {
     }
 
     /// One envelope: a run committed with the sender's last-message time, an owner command
-    /// answered, a pairing code, or nothing.
+    /// answered, a pairing code, or nothing. The account's own messages are not read.
     async fn message(&self, envelope: &Envelope) -> CoreResult<()> {
         let (Some(message), Some(sender)) = (&envelope.data_message, envelope.sender()) else {
             return Ok(());
         };
-        let settings = &self.signal.settings;
-        let account = settings.account.as_deref().unwrap_or_default();
+        let account = &self.bot.api.account;
         let own = [Some(sender), envelope.source_uuid.as_deref()]
             .into_iter()
             .flatten()
@@ -161,65 +148,32 @@ impl Events {
             return Ok(());
         }
         let source = format!("{SIGNAL}:{sender}:{}", envelope.timestamp);
-        let parts = (envelope, message, sender);
-        let mut decision = route::decide(&self.signal.config, settings, parts)?;
-        if let Some((id, username)) = route::stranger(settings, parts) {
-            let stranger = Stranger {
-                channel: SIGNAL,
-                id_name: "Signal number",
-                account_id: ACCOUNT_ID.into(),
-                id,
-                username,
-                source: source.clone(),
-            };
-            decision = self.parts.admit(decision, stranger).await?;
-        }
+        let view = Ok(route::view(account, (envelope, message, sender)));
         let cursor = WriteOp::SetCursor {
             name: format!("{SIGNAL}:from:{sender}"),
             position: envelope.timestamp,
         };
-        match self
-            .parts
-            .take(SIGNAL, decision, (source, vec![cursor]))
-            .await?
-        {
-            Taken::Run(run, route) => self.show_typing(route.to, run),
-            Taken::Answered => {}
-            Taken::Ignored(why) => {
-                tracing::debug!(
-                    timestamp = envelope.timestamp,
-                    why,
-                    "signal: message ignored"
-                );
-            }
-        }
+        let bot = (&self.chat, &self.bot);
+        self.parts
+            .receive(bot, view, (source, vec![cursor]))
+            .await?;
         Ok(())
-    }
-
-    /// "typing…" in the chat until the run ends (bounded by the gateway's stop).
-    fn show_typing(&self, to: String, run: crate::RunId) {
-        let daemon = self.signal.daemon.clone();
-        let id = format!("typing:{}", run.as_str());
-        self.parts.typing_until_done(run, TYPING_EVERY, move || {
-            let (daemon, to, id) = (daemon.clone(), to.clone(), id.clone());
-            async move {
-                let _ = daemon.typing(super::target(&to), &id).await;
-            }
-        });
     }
 
     /// The last event id handled, as kept by [`Events::keep_position`] (none: the door starts
     /// with what comes next).
     async fn stored_position(&self) -> Option<String> {
-        let store = &self.signal.store;
+        let store = &self.chat.store;
         let start = store.cursor(DAEMON_CURSOR).await.ok().flatten()?;
         let seq = store.cursor(&sequence_cursor(start)).await.ok().flatten()?;
         Some(format!("{start}-{seq}"))
     }
 
-    /// Keeps `now` when it moved past `before`, so a gateway restart asks the daemon for what
-    /// came after it. Losing it costs a replay, not a message: the runs are once-only.
-    async fn keep_position(&self, before: Option<&str>, now: Option<&str>) {
+    /// Keeps the last event id when it moved past `before`, so a gateway restart asks the
+    /// daemon for what came after it. Losing it costs a replay, not a message: the runs are
+    /// once-only.
+    async fn keep_position(&self, before: Option<&str>) {
+        let now = self.last.as_deref();
         let Some((start, seq)) = now.filter(|now| Some(*now) != before).and_then(position) else {
             return;
         };
@@ -233,7 +187,7 @@ impl Events {
                 position: seq,
             },
         ];
-        if let Err(e) = self.signal.store.write_batch(writes).await {
+        if let Err(e) = self.parts.commit(writes).await {
             tracing::warn!(error = %e, "signal: cannot keep the event position");
         }
     }

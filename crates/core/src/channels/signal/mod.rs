@@ -1,22 +1,21 @@
 //! The Signal channel (SPEC §9.2) through a `signal-cli` daemon's HTTP interface
 //! (`signal-cli -a +NUMBER daemon --http 127.0.0.1:8080`), for the one account the daemon runs
-//! (`channels.signal`). The gateway does not run signal-cli; docs/channels/signal.md says how.
+//! (`channels.signal`), on the channel kit (`super::kit`). The gateway does not run signal-cli;
+//! docs/channels/signal.md says how.
 //!
-//! In ([`events::Events`]): one task holds `GET /api/v1/events` (Server-Sent Events) and
-//! reconnects with backoff after every drop, sending `Last-Event-ID` so the daemon replays what
-//! came meanwhile. Each `receive` event's data message is decided (`route.rs`) and a run
-//! committed with the idempotency key `signal:<sender>:<timestamp>` (a Signal message is its
-//! sender and send time), so a replayed event — after a reconnect, or all the daemon kept after
-//! it restarted and no longer knows the id — starts nothing twice. The last event id handled is
-//! kept in the store (`signal:events:daemon` = the daemon's start time, `signal:events:<start>`
-//! = the sequence), so a gateway restart asks for what it missed too.
+//! In (`events.rs`): each session holds `GET /api/v1/events` (Server-Sent Events), sending
+//! `Last-Event-ID` so the daemon replays what came since the last one handled. Each `receive`
+//! event's data message is mapped to the kit's view (`route.rs`) and a run committed with the
+//! idempotency key `signal:<sender>:<timestamp>` (a Signal message is its sender and send time),
+//! so a replayed event — after a reconnect, or all the daemon kept after it restarted and no
+//! longer knows the id — starts nothing twice. The last event id handled is kept in the store
+//! (`signal:events:daemon` = the daemon's start time, `signal:events:<start>` = the sequence),
+//! so a gateway restart asks for what it missed too.
 //!
-//! Out: the outbox calls [`Signal`]'s `send`: JSON-RPC `send` of the text in parts of at most
-//! 2,000 characters (longer bodies reach Signal's apps as attachments), in order, each part
-//! taken recorded so a retry sends only the rest; the call's id is `<delivery id>:<part>`. A
-//! rate limit (error -5, `RATE_LIMIT_FAILURE`), an I/O error (-3, `NETWORK_FAILURE`), 5xx and no
-//! answer are retried; an unregistered or untrusted recipient and other errors fail for good
-//! with the reason.
+//! Out: each part (at most 2,000 characters: longer bodies reach Signal's apps as attachments)
+//! is one JSON-RPC `send`, whose id is `<delivery id>:<part>`. A rate limit (error -5,
+//! `RATE_LIMIT_FAILURE`), an I/O error (-3, `NETWORK_FAILURE`), 5xx and no answer are retried;
+//! an unregistered or untrusted recipient and other errors fail for good with the reason.
 
 mod api;
 mod events;
@@ -25,63 +24,74 @@ mod route;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ChannelDoors, ChatChannel, DoorParts};
-use crate::channel::{Channel, ChannelError, ChannelStatus, LinkCell, LinkState, Sent};
-use crate::config::{Config, SignalChannel};
+use super::ChannelDoors;
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use crate::channel::ChannelError;
+use crate::config::{BotConfig, Platform, SignalAccount};
 use crate::store::{DeliveryRecord, Store};
 use api::{Daemon, RpcError};
 
 /// The channel's name in keys, routes, records and pairing.
-pub const SIGNAL: &str = "signal";
-/// The longest part sent as one message, in characters: Signal's apps turn a longer body into
-/// an attachment.
-const LIMIT: usize = 2000;
-/// What the link is called while the event stream is open.
-const CONNECTED: &str = "connected";
-/// The account id the channel's one account is shown as.
-const ACCOUNT_ID: &str = "default";
+pub const SIGNAL: &str = SignalAccount::NAME;
 
-/// The Signal channel: its account's settings, the daemon, the link state.
-pub struct Signal {
-    config: Arc<Config>,
-    store: Arc<dyn Store>,
-    settings: SignalChannel,
+/// The Signal platform: the daemon's clients.
+pub(crate) struct Signal {
+    http: reqwest::Client,
+}
+
+/// The account's own part: the daemon it is served by, and who it is.
+pub(crate) struct SignalApi {
     daemon: Daemon,
-    status: LinkCell,
+    account: String,
 }
 
 impl Signal {
-    /// The configured account (`channels.signal`); `http` bounds each call by
+    /// The channel of the configured account (`channels.signal`); `http` bounds each call by
     /// `delivery.timeoutSeconds` (the event stream sets its own bound).
-    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, http: reqwest::Client) -> Arc<Self> {
-        let settings = config.channels.signal.clone();
-        Arc::new(Self {
-            daemon: Daemon::new(http, &settings.http_url),
-            status: LinkCell::new(LinkState::Off),
-            settings,
-            config,
-            store,
+    pub(crate) fn channel(
+        config: Arc<crate::config::Config>,
+        store: Arc<dyn Store>,
+        http: reqwest::Client,
+    ) -> Arc<Chat<Self>> {
+        Chat::new(Self { http }, config, store)
+    }
+}
+
+impl ChatPlatform for Signal {
+    type Settings = SignalAccount;
+    type Bot = SignalApi;
+    const LABEL: &'static str = "Signal";
+    const ID_NAME: &'static str = "Signal number";
+    /// Signal shows "typing…" for about 15 s.
+    const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(10));
+
+    fn bot(&self, config: &BotConfig<SignalAccount>) -> Option<SignalApi> {
+        let settings = &config.platform;
+        let base = settings.http_url.as_deref().unwrap_or_default();
+        Some(SignalApi {
+            daemon: Daemon::new(self.http.clone(), base),
+            account: settings.account.clone()?,
         })
     }
 
-    fn on(&self) -> bool {
-        self.settings.enabled && self.settings.account.is_some()
+    async fn post(
+        &self,
+        bot: &Bot<SignalApi>,
+        record: &DeliveryRecord,
+        (index, part): (usize, &str),
+    ) -> Result<(), ChannelError> {
+        let id = format!("{}:{index}", record.id);
+        let sent = bot.api.daemon.send(target(&record.to), part, &id).await;
+        sent.map_err(classify)
     }
 
-    /// One delivery attempt: the parts not taken yet, in order, each recorded as taken before
-    /// the next is sent.
-    async fn send(&self, record: &DeliveryRecord) -> Result<(), ChannelError> {
-        self.check_account(record.account_id.as_deref())
-            .map_err(ChannelError::Permanent)?;
-        let to = target(&record.to);
-        let parts = super::split::parts(&record.text, LIMIT);
-        let last = parts.len();
-        for (done, part) in parts.iter().enumerate().skip(record.parts_sent as usize) {
-            let id = format!("{}:{done}", record.id);
-            self.daemon.send(to, part, &id).await.map_err(classify)?;
-            super::split::record_taken(self.store.as_ref(), record, (done + 1, last)).await?;
-        }
-        Ok(())
+    async fn typing(&self, bot: &Bot<SignalApi>, to: &str, _thread: Option<&str>) {
+        let id = format!("typing:{to}");
+        let _ = bot.api.daemon.typing(target(to), &id).await;
+    }
+
+    fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {
+        ChannelDoors::running(link::Links::new(chat, parts))
     }
 }
 
@@ -115,55 +125,6 @@ fn classify(e: RpcError) -> ChannelError {
             format!("{e} (the recipient's safety number changed; trust it with signal-cli trust)"),
         ),
         _ => ChannelError::Permanent(e.to_string()),
-    }
-}
-
-impl ChatChannel for Signal {
-    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
-        match self.on() {
-            true => ChannelDoors::running(Arc::new(events::Events::new(self, parts))),
-            false => ChannelDoors::default(),
-        }
-    }
-}
-
-impl Channel for Signal {
-    fn name(&self) -> &'static str {
-        SIGNAL
-    }
-
-    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move { Signal::send(self, record).await.map(|()| Vec::new()) })
-    }
-
-    /// One account: none named, or `default`.
-    fn check_account(&self, account_id: Option<&str>) -> Result<(), String> {
-        match (self.on(), account_id) {
-            (false, _) => {
-                Err("the signal channel is off (set channels.signal.enabled and account)".into())
-            }
-            (true, None | Some(ACCOUNT_ID)) => Ok(()),
-            (true, Some(other)) => Err(format!(
-                "the signal channel has one account ({ACCOUNT_ID}), not {other}"
-            )),
-        }
-    }
-
-    fn status(&self) -> Option<ChannelStatus> {
-        let accounts = match self.on() {
-            true => vec![(ACCOUNT_ID.to_owned(), self.status.get())],
-            false => Vec::new(),
-        };
-        Some(ChannelStatus::of_bots(
-            (SIGNAL, "Signal"),
-            self.settings.enabled,
-            ACCOUNT_ID,
-            accounts,
-        ))
-    }
-
-    fn pairs(&self) -> bool {
-        true
     }
 }
 

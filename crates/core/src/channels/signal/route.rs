@@ -1,109 +1,50 @@
-//! Which Signal messages start a run or are owner commands, and in which session (the
-//! reference's routing): one-to-one chats by `session.dmScope` and `dmPolicy`; groups in
-//! `agent:<agentId>:signal:group:<groupId>`, only when the account is mentioned or its message
-//! quoted, unless `requireMention` is off. The reply goes back to the same chat: the sender
-//! (number, else UUID), or `group:<groupId>` for a group.
+//! A Signal message as the kit's routing reads it: one-to-one chats are direct; groups are
+//! groups by group id; the account is addressed when it is mentioned or its message quoted. The
+//! reply goes back to the same chat: the sender (number, else UUID), or `group:<groupId>` for a
+//! group. Only text is read.
 
-use switchboard_protocol::sessions::DeliveryContext;
-
-use super::SIGNAL;
 use super::api::{DataMessage, Envelope, Mention};
-use crate::channels::gate::{Decision, Gate, Sender, Turn, gate_of};
+use crate::channels::kit::{ChatMessage, Group};
 use crate::channels::owner::Order;
-use crate::config::{Config, SignalChannel};
-use crate::error::CoreError;
-use crate::keys::{self, ChatType};
 
 /// The route prefix of a group chat (`to` = `group:<groupId>`).
 pub(super) const GROUP_PREFIX: &str = "group:";
 /// What a mention stands in for in a message's text.
 const PLACEHOLDER: char = '\u{FFFC}';
 
-/// What to do with a data message from `sender` (see the module doc).
-pub(super) fn decide(
-    config: &Config,
-    settings: &SignalChannel,
+/// A data message from `sender` to `account` as the kit reads it.
+pub(super) fn view(
+    account: &str,
     (envelope, message, sender): (&Envelope, &DataMessage, &str),
-) -> Result<Decision, CoreError> {
-    let account = settings.account.as_deref().unwrap_or_default();
+) -> ChatMessage {
     let (text, mentioned) = text_of(message, account);
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(Decision::ignore("no text (only text is read)"));
-    }
-    let (gate, from) = (gate(settings), self::sender(envelope, sender));
-    let order = Order::of_text(text);
-    let agent_id = settings
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| config.default_agent_id());
-    let mut route = DeliveryContext {
-        channel: SIGNAL.into(),
-        to: sender.to_owned(),
-        account_id: None,
-        thread_id: None,
+    let text = text.trim().to_owned();
+    let name = envelope.source_name.clone().filter(|n| !n.is_empty());
+    let group = message.group_info.as_ref().map(|g| Group {
+        id: g.group_id.clone(),
+        thread: None,
+    });
+    let quoted = message.quote.as_ref().is_some_and(|q| {
+        [&q.author, &q.author_number, &q.author_uuid]
+            .iter()
+            .any(|a| is_account(a.as_deref(), account))
+    });
+    let reply_to = match &group {
+        Some(group) => format!("{GROUP_PREFIX}{}", group.id),
+        None => sender.to_owned(),
     };
-    let name = envelope.source_name.as_deref().filter(|n| !n.is_empty());
-    let (key, text, title) = match &message.group_info {
-        None => {
-            if let Err(why) = gate.may_dm(from) {
-                return Ok(Decision::Ignore(why));
-            }
-            let direct = crate::channels::direct_key;
-            let key = direct(config, &agent_id, SIGNAL, account, sender, None)?;
-            (key, text.to_owned(), name.map(str::to_owned))
-        }
-        Some(group) => {
-            let group = group.group_id.as_str();
-            if let Err(why) = gate.group_allows(group, from) {
-                return Ok(Decision::Ignore(why));
-            }
-            let quoted = message.quote.as_ref().is_some_and(|q| {
-                [&q.author, &q.author_number, &q.author_uuid]
-                    .iter()
-                    .any(|a| is_account(a.as_deref(), account))
-            });
-            if gate.require_mention(group) && order.is_none() && !mentioned && !quoted {
-                return Ok(Decision::ignore(
-                    "a group message that does not mention the account",
-                ));
-            }
-            route.to = format!("{GROUP_PREFIX}{group}");
-            let key = keys::group_key(&agent_id, SIGNAL, ChatType::Group, group, None);
-            let text = format!("[from {}]\n{text}", name.unwrap_or(sender));
-            (key, text, None)
-        }
-    };
-    let turn = Turn {
-        key,
-        route,
+    ChatMessage {
+        sender: sender.to_owned(),
+        alias: envelope.source_uuid.clone(),
+        name: name.clone(),
+        from_bot: false,
+        order: Order::of_text(&text),
         text,
-        title,
-    };
-    Ok(Decision::of(turn, order, gate.is_owner(from)))
-}
-
-/// A one-to-one sender whom `dmPolicy: "pairing"` must admit: their address and name.
-pub(super) fn stranger(
-    settings: &SignalChannel,
-    (envelope, message, sender): (&Envelope, &DataMessage, &str),
-) -> Option<(String, Option<String>)> {
-    let direct = message.group_info.is_none();
-    (direct && gate(settings).is_stranger(self::sender(envelope, sender)))
-        .then(|| (sender.to_owned(), envelope.source_name.clone()))
-}
-
-/// The account's access settings.
-fn gate(settings: &SignalChannel) -> Gate<'_> {
-    gate_of!(SIGNAL, settings)
-}
-
-/// The sender by number (or UUID when the number is hidden), with the UUID as the second name
-/// the config's lists may use.
-fn sender<'a>(envelope: &'a Envelope, address: &'a str) -> Sender<'a> {
-    Sender {
-        id: address,
-        username: envelope.source_uuid.as_deref(),
+        addressed: mentioned || quoted,
+        title: group.is_none().then(|| name.clone()).flatten(),
+        group,
+        reply_to: (reply_to, None),
+        who: name.unwrap_or_else(|| sender.to_owned()),
     }
 }
 

@@ -10,26 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    /// The HTTP status, 0 when no answer came.
-    pub status: u16,
-    /// Slack's `error` code (`channel_not_found`, `invalid_auth`, `ratelimited`), or what went
-    /// wrong on the way.
-    pub error: String,
-    /// A 429's `Retry-After`.
-    pub retry_after: Option<Duration>,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.status {
-            0 | 200 => write!(f, "{}", self.error),
-            status => write!(f, "{status} {}", self.error),
-        }
-    }
-}
+use crate::channels::kit::http::{ApiError, send};
 
 /// `auth.test`'s answer: who the bot is.
 #[derive(Debug, Clone, Deserialize)]
@@ -104,62 +85,39 @@ impl WebApi {
         }
     }
 
-    /// One method call: its answer when `ok`, else Slack's error.
+    /// One method call: its answer when `ok`, else Slack's error (a 429's code is
+    /// `ratelimited`).
     async fn call(&self, method: &str, body: Value) -> Result<Value, ApiError> {
-        let failed = |status, error: String| ApiError {
-            status,
-            error: format!("{method}: {error}"),
-            retry_after: None,
-        };
-        let response = self
+        let request = self
             .http
             .post(format!("{}/{method}", self.base))
             .bearer_auth(&self.token)
             .timeout(Duration::from_secs(30))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| {
-                failed(
-                    0,
-                    format!(
-                        "no answer from the Slack API ({})",
-                        crate::channels::why_no_answer(&e)
-                    ),
-                )
-            })?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(3600)));
-        let bytes = response.bytes().await.unwrap_or_default();
-        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            .json(&body);
+        let answer = send(request, ("the Slack API", method)).await?;
+        let status = answer.status;
         if status == 429 {
             return Err(ApiError {
-                retry_after: retry_after.or(Some(Duration::from_secs(1))),
-                ..failed(status, "ratelimited".into())
+                retry_after: answer.retry_after.or(Some(Duration::from_secs(1))),
+                ..ApiError::new(status, Some("ratelimited".into()), method)
             });
         }
-        if answer["ok"] == json!(true) && (200..300).contains(&status) {
-            return Ok(answer);
+        if answer.body["ok"] == json!(true) && answer.is_success() {
+            return Ok(answer.body);
         }
-        let error = answer["error"].as_str().map_or_else(
-            || format!("HTTP {status} without an error code"),
-            str::to_string,
-        );
-        Err(failed(status, error))
+        let code = match answer.body["error"].as_str() {
+            Some(code) => code.to_owned(),
+            None => format!("HTTP {status} without an error code"),
+        };
+        Err(ApiError::new(status, Some(code), method))
     }
 
     /// `auth.test` with the bot token: the bot's own ids.
     pub async fn auth_test(&self) -> Result<Me, ApiError> {
         let answer = self.call("auth.test", json!({})).await?;
-        serde_json::from_value(answer).map_err(|e| ApiError {
-            status: 200,
-            error: format!("auth.test: an answer without the bot's user id ({e})"),
-            retry_after: None,
+        serde_json::from_value(answer).map_err(|e| {
+            let why = format!("auth.test: an answer without the bot's user id ({e})");
+            ApiError::new(200, None, why)
         })
     }
 
@@ -168,11 +126,11 @@ impl WebApi {
         let answer = self.call("apps.connections.open", json!({})).await?;
         match answer["url"].as_str() {
             Some(url) => Ok(url.to_string()),
-            None => Err(ApiError {
-                status: 200,
-                error: "apps.connections.open: an answer without the url".into(),
-                retry_after: None,
-            }),
+            None => Err(ApiError::new(
+                200,
+                None,
+                "apps.connections.open: an answer without the url",
+            )),
         }
     }
 

@@ -1,118 +1,49 @@
-//! Which events start a run or are owner commands, and in which session (the reference's
-//! routing): DMs (`channel_type: "im"`) by `session.dmScope` and `dmPolicy`; channels (public,
-//! private, group DMs) in `agent:<agentId>:slack:group:<channelId>`
-//! (`:thread:<thread_ts>` in a thread), only when the app is mentioned (`<@botUserId>` in the
-//! text, or an `app_mention` event) unless `requireMention` is off. The reply goes back to the
-//! same conversation and thread. Bots' messages (the app's own included) and edits, joins and
-//! other subtypes are ignored.
+//! A Slack event as the kit's routing reads it: DMs (`channel_type: "im"`) are direct;
+//! channels (public, private, group DMs) are groups by channel id, a thread
+//! `:thread:<thread_ts>`; the app is addressed when it is mentioned (`<@botUserId>` in the text,
+//! or an `app_mention` event). The reply goes back to the same conversation and thread. The
+//! app's own messages and edits, joins and other subtypes are not read; other bots' messages
+//! are read as a bot's (`allowBots`).
 
-use switchboard_protocol::sessions::DeliveryContext;
-
-use super::SLACK;
 use super::api::{Event, Me};
-use crate::channels::gate::{Decision, Gate, Sender, Turn};
+use crate::channels::kit::{ChatMessage, Group};
 use crate::channels::owner::Order;
-use crate::config::{Config, SlackChannel};
-use crate::error::CoreError;
-use crate::keys::{self, ChatType};
 
-/// What to do with an event: a run, an owner command, or nothing.
-pub(super) fn decide(
-    config: &Config,
-    (account, channel): (&str, &SlackChannel),
-    me: &Me,
-    event: &Event,
-) -> Result<Decision, CoreError> {
-    let Some(user) = event.user.as_deref().filter(|_| person(event)) else {
-        return Ok(Decision::ignore("not a person's new message"));
+/// `event` as the kit reads it, or why it is none the app reads.
+pub(super) fn view(me: &Me, event: &Event) -> Result<ChatMessage, String> {
+    if event.subtype.as_deref().is_some_and(|s| s != "bot_message") {
+        return Err("not a new message".into());
+    }
+    let Some(sender) = event.user.as_deref().or(event.bot_id.as_deref()) else {
+        return Err("no sender".into());
     };
-    if user == me.user_id {
-        return Ok(Decision::ignore("the app's own message"));
+    if sender == me.user_id {
+        return Err("the app's own message".into());
     }
     let text = strip_mention(&event.text, &me.user_id);
-    let mentioned = event.kind == "app_mention" || text != event.text.trim();
-    if text.is_empty() {
-        return Ok(Decision::ignore("no text"));
-    }
+    let addressed = event.kind == "app_mention" || text != event.text.trim();
     let order = {
         let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
         Order::parse(&word.to_lowercase(), rest)
     };
-    let (rules, sender) = (gate(channel), sender(user));
-    let agent_id = channel
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| config.default_agent_id());
     let thread = event.thread_ts.clone().filter(|parent| *parent != event.ts);
-    let route = DeliveryContext {
-        channel: SLACK.into(),
-        to: event.channel.clone(),
-        account_id: Some(account.into()),
-        thread_id: thread.clone(),
-    };
-    let turn = if is_direct(event) {
-        if let Err(why) = rules.may_dm(sender) {
-            return Ok(Decision::Ignore(why));
-        }
-        let key = crate::channels::direct_key(config, &agent_id, SLACK, account, user, None)?;
-        Turn {
-            key,
-            route,
-            text,
-            title: None,
-        }
-    } else {
-        if let Err(why) = rules.group_allows(&event.channel, sender) {
-            return Ok(Decision::Ignore(why));
-        }
-        if rules.require_mention(&event.channel) && order.is_none() && !mentioned {
-            return Ok(Decision::ignore(
-                "a channel message that does not mention the app",
-            ));
-        }
-        let key = keys::group_key(
-            &agent_id,
-            SLACK,
-            ChatType::Group,
-            &event.channel,
-            thread.as_deref(),
-        );
-        Turn {
-            key,
-            route,
-            text: format!("[from <@{user}>]\n{text}"),
-            title: None,
-        }
-    };
-    Ok(Decision::of(turn, order, rules.is_owner(sender)))
-}
-
-/// A DM sender whom `dmPolicy: "pairing"` must admit (neither in `allowFrom` nor an owner):
-/// their user id. `None` for anything else.
-pub(super) fn stranger(channel: &SlackChannel, event: &Event) -> Option<String> {
-    let user = event.user.as_deref().filter(|_| person(event))?;
-    (is_direct(event) && gate(channel).is_stranger(sender(user))).then(|| user.to_string())
-}
-
-/// The app's access settings (Slack has no `groupAllowFrom` yet).
-fn gate(channel: &SlackChannel) -> Gate<'_> {
-    Gate {
-        channel: SLACK,
-        groups_are: ("channels", "channels"),
-        dm_policy: channel.dm_policy,
-        allow_from: &channel.allow_from,
-        owners: &channel.owners,
-        group_policy: channel.group_policy,
-        groups: &channel.channels,
-        group_allow_from: &[],
-        require_mention: channel.require_mention,
-    }
-}
-
-/// A person's new message: no bot behind it, no subtype (`bot_message`, `message_changed`,
-/// `channel_join`, …).
-fn person(event: &Event) -> bool {
-    event.bot_id.is_none() && event.subtype.is_none()
+    let group = (!is_direct(event)).then(|| Group {
+        id: event.channel.clone(),
+        thread: thread.clone().map(|ts| ("thread", ts)),
+    });
+    Ok(ChatMessage {
+        sender: sender.to_owned(),
+        alias: None,
+        name: None,
+        from_bot: event.bot_id.is_some(),
+        text,
+        group,
+        addressed,
+        order,
+        reply_to: (event.channel.clone(), thread),
+        who: format!("<@{sender}>"),
+        title: None,
+    })
 }
 
 /// A DM with the app (`im`; a `D…` conversation when the event does not say).
@@ -120,14 +51,6 @@ fn is_direct(event: &Event) -> bool {
     match event.channel_type.as_deref() {
         Some(kind) => kind == "im",
         None => event.channel.starts_with('D'),
-    }
-}
-
-/// Slack gives user ids only: they are what `allowFrom` and `owners` list.
-fn sender(user: &str) -> Sender<'_> {
-    Sender {
-        id: user,
-        username: None,
     }
 }
 

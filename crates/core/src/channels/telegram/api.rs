@@ -1,7 +1,8 @@
 //! The Bot API calls the channel makes (`getMe`, `getUpdates`, `sendMessage`, `sendChatAction`),
 //! over reqwest: `POST <apiBase>/bot<token>/<method>` with a JSON body, answered
 //! `{"ok": true, "result": …}` or `{"ok": false, "error_code", "description", "parameters"?}`.
-//! Only the fields the channel reads are decoded; the token never appears in an error.
+//! Only the fields the channel reads are decoded; the token never appears in an error (the
+//! kit's [`send`] says "no answer" without the URL, which carries it).
 
 use std::time::Duration;
 
@@ -9,25 +10,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    /// Telegram's `error_code` (the HTTP status), 0 when no answer came.
-    pub code: u16,
-    /// Telegram's `description`, or what went wrong on the way.
-    pub description: String,
-    /// `parameters.retry_after` of a 429.
-    pub retry_after: Option<u64>,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.code {
-            0 => write!(f, "{}", self.description),
-            code => write!(f, "{code} {}", self.description),
-        }
-    }
-}
+use crate::channels::kit::http::{ApiError, send, wait};
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct User {
@@ -36,8 +19,6 @@ pub struct User {
     pub is_bot: bool,
     #[serde(default)]
     pub username: Option<String>,
-    #[serde(default)]
-    pub first_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,15 +29,10 @@ pub struct Chat {
     pub kind: String,
     #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
-    pub username: Option<String>,
-    #[serde(default)]
-    pub first_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Message {
-    pub message_id: i64,
     pub chat: Chat,
     #[serde(default)]
     pub from: Option<User>,
@@ -79,15 +55,15 @@ pub struct Update {
     pub message: Option<Message>,
 }
 
-/// A bot: where its API is and its token.
+/// A bot's client: where its API is and its token.
 #[derive(Clone)]
-pub struct Bot {
+pub struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
 }
 
-impl Bot {
+impl Client {
     pub fn new(http: reqwest::Client, base: &str, token: &str) -> Self {
         Self {
             http,
@@ -103,44 +79,28 @@ impl Bot {
         timeout: Duration,
     ) -> Result<T, ApiError> {
         let url = format!("{}/bot{}/{method}", self.base, self.token);
-        let sent = self
-            .http
-            .post(url)
-            .json(&body)
-            .timeout(timeout)
-            .send()
-            .await;
-        // reqwest's error text carries the URL, and the URL carries the token.
-        let response = sent.map_err(|e| ApiError {
-            code: 0,
-            description: format!(
-                "{method}: no answer from the Bot API ({})",
-                crate::channels::why_no_answer(&e)
-            ),
-            retry_after: None,
-        })?;
-        let status = response.status().as_u16();
-        let answer: Value = response.json().await.map_err(|_| ApiError {
-            code: status,
-            description: format!(
-                "{method}: the Bot API answered {status} with a body that is not JSON"
-            ),
-            retry_after: None,
-        })?;
-        if answer["ok"].as_bool() == Some(true) {
-            return serde_json::from_value(answer["result"].clone()).map_err(|e| ApiError {
-                code: status,
-                description: format!("{method}: unexpected result: {e}"),
-                retry_after: None,
+        let request = self.http.post(url).json(&body).timeout(timeout);
+        let answer = send(request, ("the Bot API", method)).await?;
+        let status = answer.status;
+        if answer.body.is_null() {
+            let why =
+                format!("{method}: the Bot API answered {status} with a body that is not JSON");
+            return Err(ApiError::new(status, None, why));
+        }
+        let body = answer.body;
+        if body["ok"].as_bool() == Some(true) {
+            return serde_json::from_value(body["result"].clone()).map_err(|e| {
+                ApiError::new(status, None, format!("{method}: unexpected result: {e}"))
             });
         }
+        let description = body["description"].as_str().unwrap_or("no description");
         Err(ApiError {
-            code: answer["error_code"].as_u64().map_or(status, |c| c as u16),
-            description: answer["description"]
-                .as_str()
-                .unwrap_or("no description")
-                .to_string(),
-            retry_after: answer["parameters"]["retry_after"].as_u64(),
+            retry_after: wait(body["parameters"]["retry_after"].as_f64()),
+            ..ApiError::new(
+                body["error_code"].as_u64().map_or(status, |c| c as u16),
+                None,
+                description,
+            )
         })
     }
 

@@ -4,10 +4,11 @@
 //! (`X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`), and
 //! the Graph API's `POST /<phone-number-id>/messages` with its error body.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+pub(super) use crate::channels::kit::http::ApiError;
+use crate::channels::kit::http::send;
 
 /// A webhook POST's body.
 #[derive(Debug, Deserialize)]
@@ -118,28 +119,6 @@ fn from_hex(hex: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// A Graph API call that did not succeed.
-#[derive(Debug, Clone)]
-pub(super) struct ApiError {
-    /// HTTP status (0: no answer).
-    pub status: u16,
-    /// The Graph error's `code` (`131047`: outside the 24-hour window).
-    pub code: Option<u64>,
-    pub message: String,
-    /// How long the platform asked to wait (`Retry-After`).
-    pub retry_after: Option<Duration>,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.status, self.code) {
-            (0, _) => write!(f, "the Graph API did not answer: {}", self.message),
-            (status, Some(code)) => write!(f, "Graph API {status} (code {code}): {}", self.message),
-            (status, None) => write!(f, "Graph API {status}: {}", self.message),
-        }
-    }
-}
-
 /// The Graph API as one number (its id and access token) uses it.
 #[derive(Clone)]
 pub(super) struct Graph {
@@ -170,39 +149,22 @@ impl Graph {
             "type": "text", "text": {"body": text, "preview_url": false},
         });
         let url = format!("{}/{}/messages", self.base, segment(phone_number_id));
-        let sent = self
-            .http
-            .post(url)
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await;
-        let response = sent.map_err(|e| ApiError {
-            status: 0,
-            code: None,
-            message: crate::channels::why_no_answer(&e).to_owned(),
-            retry_after: None,
-        })?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(3600)));
-        if response.status().is_success() {
+        let request = self.http.post(url).bearer_auth(&self.token).json(&body);
+        let answer = send(request, ("the Graph API", "messages")).await?;
+        if answer.is_success() {
             return Ok(());
         }
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        let error = &answer["error"];
+        let error = &answer.body["error"];
+        let message = error["message"]
+            .as_str()
+            .unwrap_or("an error without a message");
         Err(ApiError {
-            status,
-            code: error["code"].as_u64(),
-            message: error["message"]
-                .as_str()
-                .unwrap_or("an error without a message")
-                .to_owned(),
-            retry_after,
+            retry_after: answer.retry_after,
+            ..ApiError::new(
+                answer.status,
+                error["code"].as_u64().map(|c| c.to_string()),
+                format!("Graph API: {message}"),
+            )
         })
     }
 }

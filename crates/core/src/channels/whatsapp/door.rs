@@ -6,29 +6,31 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::api::{self, Contact, Message, Messages, Notification};
-use super::route::{self, To};
-use super::{Number, WHATSAPP, WhatsApp};
+use super::{WHATSAPP, WhatsApp, WhatsAppApi, route, window};
 use switchboard_protocol::ErrorCode;
 
 use crate::channel::{HttpCall, HttpDoor, HttpReply};
-use crate::channels::pairing::Stranger;
-use crate::channels::{DoorParts, Taken};
+use crate::channels::kit::gate::Sender;
+use crate::channels::kit::{Bot, Chat, DoorParts};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
+
+/// One served number.
+type Number = Bot<WhatsAppApi>;
 
 /// The header the platform signs each notification with.
 const SIGNATURE: &str = "x-hub-signature-256";
 
 /// The webhook of every served number.
 pub(super) struct Webhook {
-    whatsapp: Arc<WhatsApp>,
+    chat: Arc<Chat<WhatsApp>>,
     parts: DoorParts,
 }
 
 impl Webhook {
-    pub fn new(whatsapp: Arc<WhatsApp>, parts: &DoorParts) -> Self {
+    pub fn new(chat: Arc<Chat<WhatsApp>>, parts: &DoorParts) -> Self {
         Self {
-            whatsapp,
+            chat,
             parts: parts.clone(),
         }
     }
@@ -47,8 +49,9 @@ impl Webhook {
                 "a verification request needs hub.mode, hub.verify_token and hub.challenge",
             );
         };
-        let known = self.whatsapp.numbers.iter().any(|n| {
-            n.settings
+        let known = self.chat.bots.iter().any(|n| {
+            n.api
+                .settings
                 .verify_token
                 .as_deref()
                 .is_some_and(|t| same(t.as_bytes(), token.as_bytes()))
@@ -75,11 +78,12 @@ impl Webhook {
             return HttpReply::refused(401, ErrorCode::Unauthorized, "missing X-Hub-Signature-256");
         };
         let signed: Vec<&Arc<Number>> = self
-            .whatsapp
-            .numbers
+            .chat
+            .bots
             .iter()
             .filter(|n| {
-                n.settings
+                n.api
+                    .settings
                     .app_secret
                     .as_deref()
                     .is_some_and(|secret| api::signed_by(secret, &call.body, signature))
@@ -125,7 +129,7 @@ impl Webhook {
             };
             let to_number = signed
                 .iter()
-                .find(|n| n.phone_number_id() == value.metadata.phone_number_id);
+                .find(|n| n.api.phone_number_id() == value.metadata.phone_number_id);
             let Some(number) = to_number else {
                 tracing::warn!(
                     phone_number_id = %value.metadata.phone_number_id,
@@ -133,13 +137,9 @@ impl Webhook {
                 );
                 continue;
             };
-            let to = To {
-                account: &number.id,
-                settings: &number.settings,
-                phone: route::digits(&value.metadata.display_phone_number),
-            };
+            let phone = route::digits(&value.metadata.display_phone_number);
             for message in &value.messages {
-                self.message(number, &to, (message, &value.contacts))
+                self.message(number, &phone, (message, &value.contacts))
                     .await?;
             }
         }
@@ -150,8 +150,8 @@ impl Webhook {
     /// answered, a pairing code, or nothing.
     async fn message(
         &self,
-        number: &Number,
-        to: &To<'_>,
+        number: &Arc<Number>,
+        phone: &str,
         (message, contacts): (&Message, &[Contact]),
     ) -> CoreResult<()> {
         let source = format!("{WHATSAPP}:{}:{}", number.id, message.id);
@@ -159,32 +159,23 @@ impl Webhook {
             .iter()
             .find(|c| c.wa_id == message.from)
             .and_then(|c| c.profile.as_ref()?.name.as_deref());
-        let config = &self.whatsapp.config;
-        let mut decision = route::decide(config, to, (message, name))?;
         let window = WriteOp::SetCursor {
-            name: number.window(&message.from),
+            name: window(&number.id, &message.from),
             position: message.sent_at(),
         };
-        if let Some((id, username)) = route::stranger(to.settings, (message, name)) {
-            // The code is answered at once: the user's window is open from their message on.
-            self.parts.store.write_batch(vec![window.clone()]).await?;
-            let stranger = Stranger {
-                channel: WHATSAPP,
-                id_name: "WhatsApp id",
-                account_id: number.id.clone(),
-                id,
-                username,
-                source: source.clone(),
-            };
-            decision = self.parts.admit(decision, stranger).await?;
+        let sender = Sender {
+            id: &message.from,
+            username: None,
+        };
+        if message.group_id.is_none() && number.gate.is_stranger(sender) {
+            // A pairing code is answered at once: the user's window is open from their message on.
+            self.parts.commit(vec![window.clone()]).await?;
         }
-        if let Taken::Ignored(why) = self
-            .parts
-            .take(WHATSAPP, decision, (source, vec![window]))
-            .await?
-        {
-            tracing::debug!(message = %message.id, why, "whatsapp: message ignored");
-        }
+        let view = route::view(phone, (message, name));
+        let bot = (&self.chat, number);
+        self.parts
+            .receive(bot, view, (source, vec![window]))
+            .await?;
         Ok(())
     }
 }

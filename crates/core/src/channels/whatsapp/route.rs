@@ -1,127 +1,59 @@
-//! Which WhatsApp messages start a run or are owner commands, and in which session (the
-//! reference's routing): one-to-one chats by `session.dmScope` and `dmPolicy`; groups in
-//! `agent:<agentId>:whatsapp:group:<groupId>`, only when the number is mentioned
-//! (`@<its phone number>`) or replied to, unless `requireMention` is off. The reply goes back to
-//! the same chat: the user's WhatsApp id, or `group:<groupId>` for a group.
+//! A WhatsApp message as the kit's routing reads it: one-to-one chats are direct; groups are
+//! groups by group id; the number is addressed when it is mentioned (`@<its phone number>`) or
+//! replied to. The reply goes back to the same chat: the user's WhatsApp id, or
+//! `group:<groupId>` for a group. Only text is read.
 
-use switchboard_protocol::sessions::DeliveryContext;
-
-use super::WHATSAPP;
 use super::api::Message;
-use crate::channels::gate::{Decision, Gate, Sender, Turn, gate_of};
+use crate::channels::kit::{ChatMessage, Group};
 use crate::channels::owner::Order;
-use crate::config::{Config, WhatsAppChannel};
-use crate::error::CoreError;
-use crate::keys::{self, ChatType};
 
 /// The route prefix of a group chat (`to` = `group:<groupId>`).
 pub(super) const GROUP_PREFIX: &str = "group:";
 
-/// The number a message came to: its account id, settings and phone number (digits only).
-pub(super) struct To<'a> {
-    pub account: &'a str,
-    pub settings: &'a WhatsAppChannel,
-    pub phone: String,
-}
-
-/// What to do with a text message from `name` (its profile's name, when the platform gave it).
-pub(super) fn decide(
-    config: &Config,
-    to: &To,
+/// A text message from `name` (its profile's name, when the platform gave it) to the number
+/// `phone` (digits only), as the kit reads it; or why it is none the number reads.
+pub(super) fn view(
+    phone: &str,
     (message, name): (&Message, Option<&str>),
-) -> Result<Decision, CoreError> {
+) -> Result<ChatMessage, String> {
     let Some(text) = message.text.as_ref().map(|t| t.body.trim()) else {
-        return Ok(Decision::ignore(format!(
-            "a {} message (only text is read)",
-            message.kind
-        )));
+        return Err(format!("a {} message (only text is read)", message.kind));
     };
-    if text.is_empty() {
-        return Ok(Decision::ignore("no text"));
-    }
-    let (gate, sender) = (gate(to.settings), sender(message));
     let order = Order::of_text(text);
-    let agent_id = to
-        .settings
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| config.default_agent_id());
-    let mut route = DeliveryContext {
-        channel: WHATSAPP.into(),
-        to: message.from.clone(),
-        account_id: Some(to.account.into()),
-        thread_id: None,
-    };
-    let turn = match &message.group_id {
-        None => {
-            if let Err(why) = gate.may_dm(sender) {
-                return Ok(Decision::Ignore(why));
-            }
-            let key = crate::channels::direct_key(
-                config,
-                &agent_id,
-                WHATSAPP,
-                to.account,
-                &message.from,
-                None,
-            )?;
-            Turn {
-                key,
-                route,
-                text: text.to_owned(),
-                title: name.map(str::to_owned),
-            }
-        }
+    let (text, group, addressed) = match &message.group_id {
+        None => (text.to_owned(), None, false),
         Some(group) => {
-            if let Err(why) = gate.group_allows(group, sender) {
-                return Ok(Decision::Ignore(why));
-            }
-            let (text, mentioned) = strip_mention(text, &to.phone);
+            let (text, mentioned) = strip_mention(text, phone);
             let replied = message
                 .context
                 .as_ref()
                 .and_then(|c| c.from.as_deref())
-                .is_some_and(|from| digits(from) == to.phone);
-            if gate.require_mention(group) && order.is_none() && !mentioned && !replied {
-                return Ok(Decision::ignore(
-                    "a group message that does not mention the number",
-                ));
-            }
-            route.to = format!("{GROUP_PREFIX}{group}");
-            let key = keys::group_key(&agent_id, WHATSAPP, ChatType::Group, group, None);
-            let who = name.unwrap_or(&message.from);
-            Turn {
-                key,
-                route,
-                text: format!("[from {who}]\n{text}"),
-                title: None,
-            }
+                .is_some_and(|from| digits(from) == phone);
+            let group = Group {
+                id: group.clone(),
+                thread: None,
+            };
+            (text, Some(group), mentioned || replied)
         }
     };
-    Ok(Decision::of(turn, order, gate.is_owner(sender)))
-}
-
-/// A one-to-one sender whom `dmPolicy: "pairing"` must admit: their WhatsApp id and name.
-pub(super) fn stranger(
-    settings: &WhatsAppChannel,
-    (message, name): (&Message, Option<&str>),
-) -> Option<(String, Option<String>)> {
-    let direct = message.group_id.is_none();
-    (direct && gate(settings).is_stranger(sender(message)))
-        .then(|| (message.from.clone(), name.map(str::to_owned)))
-}
-
-/// The number's access settings.
-fn gate(settings: &WhatsAppChannel) -> Gate<'_> {
-    gate_of!(WHATSAPP, settings)
-}
-
-/// The sender by WhatsApp id (the config's lists are digits only, `+` and spaces taken out).
-fn sender(message: &Message) -> Sender<'_> {
-    Sender {
-        id: &message.from,
-        username: None,
-    }
+    let reply_to = match &message.group_id {
+        Some(group) => format!("{GROUP_PREFIX}{group}"),
+        None => message.from.clone(),
+    };
+    let title = group.is_none().then(|| name.map(str::to_owned)).flatten();
+    Ok(ChatMessage {
+        sender: message.from.clone(),
+        alias: None,
+        name: name.map(str::to_owned),
+        from_bot: false,
+        text,
+        group,
+        addressed,
+        order,
+        reply_to: (reply_to, None),
+        who: name.unwrap_or(&message.from).to_owned(),
+        title,
+    })
 }
 
 /// The digits of a phone number (`+1 555-0100` → `15550100`).

@@ -93,12 +93,12 @@ fn redacted_hides_every_secret() {
         Some(REDACTED)
     );
     assert_eq!(
-        redacted.channels.telegram.bot_token.as_deref(),
+        redacted.channels.telegram.bot.bot_token.as_deref(),
         Some(REDACTED)
     );
     assert_eq!(redacted.hooks.token.as_deref(), Some(REDACTED));
     assert_eq!(redacted.observability.otlp.headers["x-api-key"], REDACTED);
-    let matrix = &redacted.channels.matrix;
+    let matrix = &redacted.channels.matrix.bot;
     assert_eq!(matrix.access_token.as_deref(), Some(REDACTED));
     assert_eq!(matrix.password.as_deref(), Some(REDACTED));
     // Everything else is untouched, and absent secrets stay absent.

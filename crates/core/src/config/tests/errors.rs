@@ -332,11 +332,14 @@ fn an_enabled_slack_app_with_both_tokens_is_accepted() {
     let slack = &loaded.config.channels.slack;
     let bots = slack.bots();
     assert_eq!(bots.len(), 1);
-    let (id, bot) = &bots[0];
-    assert_eq!(id, SLACK_DEFAULT_ACCOUNT);
-    assert_eq!(bot.api_base, "http://127.0.0.1:9/api");
-    assert_eq!(bot.dm_policy, DmPolicy::Pairing);
-    assert!(bot.require_mention);
+    let bot = &bots[0];
+    assert_eq!(bot.id, DEFAULT_ACCOUNT);
+    assert_eq!(
+        bot.platform.api_base.as_deref(),
+        Some("http://127.0.0.1:9/api")
+    );
+    assert_eq!(bot.access.dm_policy, Some(DmPolicy::Pairing));
+    assert_eq!(bot.access.require_mention, Some(true));
 }
 
 #[test]
@@ -346,18 +349,18 @@ fn a_slack_account_takes_the_channels_settings_it_leaves_out() {
                     off: { enabled: false } } } } }"#;
     let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));
     let bots = loaded.config.channels.slack.bots();
-    let ids: Vec<&str> = bots.iter().map(|(id, _)| id.as_str()).collect();
+    let ids: Vec<&str> = bots.iter().map(|bot| bot.id.as_str()).collect();
     assert_eq!(
         ids,
         ["ops"],
         "no top-level tokens: no default app; off is off"
     );
-    let ops = &bots[0].1;
+    let ops = &bots[0];
     assert_eq!(ops.agent_id.as_deref(), Some("ops"));
-    assert_eq!(ops.dm_policy, DmPolicy::Open);
-    assert_eq!(ops.owners, ["U1"]);
-    assert!(!ops.require_mention);
-    assert_eq!(ops.api_base, SlackChannel::default().api_base);
+    assert_eq!(ops.access.dm_policy, Some(DmPolicy::Open));
+    assert_eq!(ops.access.owners.as_deref(), Some(&["U1".to_owned()][..]));
+    assert_eq!(ops.access.require_mention, Some(false));
+    assert_eq!(ops.platform.api_base, SlackChannel::default().bot.api_base);
 }
 
 /// Found by the `config` fuzz target: an empty key (`"": …`) made the loader look for it in the

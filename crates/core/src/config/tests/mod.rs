@@ -204,11 +204,12 @@ fn every_default_equals_the_spec() {
     assert!(!config.channels.webhook.enabled);
     assert!(config.channels.webhook.accounts.is_empty());
     assert!(!config.channels.telegram.enabled);
+    let telegram = &config.channels.telegram.bot;
     assert_eq!(
-        config.channels.telegram.api_base,
-        "https://api.telegram.org"
+        telegram.api_base.as_deref(),
+        Some("https://api.telegram.org")
     );
-    assert_eq!(config.channels.telegram.poll_timeout_seconds, 30);
+    assert_eq!(telegram.poll_timeout_seconds, Some(30));
     assert_eq!(config.hooks, HooksConfig::default());
     assert!(!config.hooks.enabled);
     assert!(config.cron.enabled);
@@ -270,7 +271,7 @@ fn an_unset_secret_is_absent_unless_it_is_required() {
     assert_eq!(config.gateway.auth.token, None);
     assert_eq!(config.models.providers["openai"].api_key, None);
     assert_eq!(config.channels.webhook.accounts["inbox"].token, None);
-    assert_eq!(config.channels.telegram.bot_token, None);
+    assert_eq!(config.channels.telegram.bot.bot_token, None);
     assert_eq!(config.hooks.token, None);
 
     assert_eq!(

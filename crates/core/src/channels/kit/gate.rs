@@ -1,22 +1,22 @@
 //! Who may talk to a chat channel's bot, and where (the reference's access model, one copy for
 //! every chat channel): `dmPolicy` with `allowFrom` and `owners` in private chats, `groupPolicy`
-//! with the channel's map of groups (`"*"` for all) and `groupAllowFrom` in groups, and
-//! `requireMention` per group. A channel describes one bot's settings as a [`Gate`] and its
-//! sender as a [`Sender`]; its routing decides with what the gate answers, and answers a
-//! [`Decision`].
+//! with the channel's map of groups (`"*"` for all) and `groupAllowFrom` in groups,
+//! `requireMention` per group, and `allowBots`. Each bot has its [`Gate`], resolved from its
+//! settings once; the kit's routing (`route.rs`) asks it about a message's [`Sender`] and
+//! answers a [`Decision`].
 
 use std::collections::BTreeMap;
 
 use switchboard_protocol::sessions::DeliveryContext;
 
-use super::inbound::Chat;
-use super::owner::Order;
-use crate::config::{DmPolicy, GroupPolicy, GroupSettings};
+use crate::channels::inbound::Chat;
+use crate::channels::owner::Order;
+use crate::config::{Access, DmPolicy, GroupPolicy, GroupSettings, Platform};
 use crate::keys::SessionKey;
 
 /// A message that starts a run: its session, where the reply goes, the text the agent reads
 /// and the chat's name (the session's `displayName`) when it has one.
-pub(super) struct Turn {
+pub(crate) struct Turn {
     pub key: SessionKey,
     pub route: DeliveryContext,
     pub text: String,
@@ -37,7 +37,7 @@ impl Turn {
 }
 
 /// An owner command from a chat the bot may talk in.
-pub(super) struct Command {
+pub(crate) struct Command {
     pub chat: Turn,
     /// The sender is one of the bot's `owners`.
     pub owner: bool,
@@ -45,7 +45,7 @@ pub(super) struct Command {
 }
 
 /// What a message asks for.
-pub(super) enum Decision {
+pub(crate) enum Decision {
     /// A run in the chat's session.
     Run(Turn),
     /// An owner command (it needs no mention in a group).
@@ -74,7 +74,7 @@ impl Decision {
 
 /// Who wrote a message: the platform's user id and, where it has them, the username.
 #[derive(Clone, Copy)]
-pub(super) struct Sender<'a> {
+pub(crate) struct Sender<'a> {
     pub id: &'a str,
     pub username: Option<&'a str>,
 }
@@ -92,43 +92,44 @@ impl Sender<'_> {
     }
 }
 
-/// The [`Gate`] of a channel's settings whose access fields have the shared names
-/// (`dm_policy`, `allow_from`, `owners`, `group_policy`, `groups`, `group_allow_from`,
-/// `require_mention`), its groups listed under `groups`.
-macro_rules! gate_of {
-    ($channel:expr, $settings:expr) => {
-        $crate::channels::gate::Gate {
-            channel: $channel,
-            groups_are: ("groups", "groups"),
-            dm_policy: $settings.dm_policy,
-            allow_from: &$settings.allow_from,
-            owners: &$settings.owners,
-            group_policy: $settings.group_policy,
-            groups: &$settings.groups,
-            group_allow_from: &$settings.group_allow_from,
-            require_mention: $settings.require_mention,
-        }
-    };
-}
-pub(super) use gate_of;
-
-/// One bot's access settings, as its channel's config has them.
-pub(super) struct Gate<'a> {
+/// One bot's access rules, resolved from its channel's settings (`dmPolicy`, `allowFrom`,
+/// `owners`, `groupPolicy`, the groups, `groupAllowFrom`, `requireMention`, `allowBots`).
+pub(crate) struct Gate {
     /// The channel's name in setting paths (`channels.<channel>.dmPolicy`).
     pub channel: &'static str,
     /// What the channel calls its groups, and the setting that lists them.
     pub groups_are: (&'static str, &'static str),
     pub dm_policy: DmPolicy,
-    pub allow_from: &'a [String],
-    pub owners: &'a [String],
+    pub allow_from: Vec<String>,
+    pub owners: Vec<String>,
     pub group_policy: GroupPolicy,
-    pub groups: &'a BTreeMap<String, GroupSettings>,
+    pub groups: BTreeMap<String, GroupSettings>,
     /// In groups, only these senders; empty = anyone.
-    pub group_allow_from: &'a [String],
+    pub group_allow_from: Vec<String>,
     pub require_mention: bool,
+    /// Messages other bots wrote are read.
+    pub allow_bots: bool,
 }
 
-impl Gate<'_> {
+impl Gate {
+    /// The rules of `access` (every setting resolved) for a bot of platform `P`.
+    pub fn new<P: Platform>(access: &Access) -> Self {
+        Self {
+            channel: P::NAME,
+            groups_are: P::GROUPS,
+            dm_policy: access.dm_policy.unwrap_or_default(),
+            allow_from: access.allow_from.clone().unwrap_or_default(),
+            owners: access.owners.clone().unwrap_or_default(),
+            group_policy: access.group_policy.unwrap_or_default(),
+            groups: access.groups.clone().unwrap_or_default(),
+            group_allow_from: access.group_allow_from.clone().unwrap_or_default(),
+            require_mention: access.require_mention.unwrap_or(true),
+            allow_bots: access.allow_bots.unwrap_or(false),
+        }
+    }
+}
+
+impl Gate {
     /// `dmPolicy`: open, disabled, the sender in `allowFrom` or an owner, or (pairing) decided
     /// by the pairing check after this one. `Err` says why not, for the log.
     pub fn may_dm(&self, from: Sender) -> Result<(), String> {
@@ -154,12 +155,12 @@ impl Gate<'_> {
 
     /// In `allowFrom`, or an owner: let in without asking.
     pub fn lets_in(&self, from: Sender) -> bool {
-        from.is_in(self.allow_from) || self.is_owner(from)
+        from.is_in(&self.allow_from) || self.is_owner(from)
     }
 
     /// One of the bot's `owners`: may use owner commands.
     pub fn is_owner(&self, from: Sender) -> bool {
-        from.is_in(self.owners)
+        from.is_in(&self.owners)
     }
 
     /// `groupPolicy`, the groups listed and `groupAllowFrom`: may this sender talk to the bot
@@ -182,7 +183,7 @@ impl Gate<'_> {
             }
             _ => {}
         }
-        if !self.group_allow_from.is_empty() && !from.is_in(self.group_allow_from) {
+        if !self.group_allow_from.is_empty() && !from.is_in(&self.group_allow_from) {
             return Err(format!(
                 "a sender not in channels.{}.groupAllowFrom",
                 self.channel

@@ -1,0 +1,215 @@
+//! What an inbound door hands a message to, and what the message then does: the pairing gate
+//! for a stranger, a run committed together with the platform's cursor, an owner command
+//! answered, "typing…" in the chat while the run works.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_protocol::sessions::DeliveryContext;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::gate::Decision;
+use super::{Bot, Chat, ChatMessage, ChatPlatform, route};
+use crate::channels::inbound::{self, Inbound};
+use crate::channels::owner;
+use crate::channels::pairing::{self, Pairing};
+use crate::error::CoreResult;
+use crate::ids::RunId;
+use crate::runtime::Runtime;
+use crate::sessions::Sessions;
+use crate::store::{Store, WriteOp};
+
+/// What became of a message.
+pub(crate) enum Taken {
+    /// A run started; its reply goes to this route.
+    Run(RunId, DeliveryContext),
+    /// Nothing more to do (an owner command answered, a run that had started before).
+    Answered,
+    /// Nothing, and why (for the log).
+    Ignored(String),
+}
+
+/// What a channel's inbound door is built from: the components it hands messages to.
+#[derive(Clone)]
+pub struct DoorParts {
+    /// Where a door's cursor (its position in the platform's stream) is kept.
+    pub store: Arc<dyn Store>,
+    pub inbound: Arc<Inbound>,
+    /// Owner commands (`/status`, `/new`).
+    pub sessions: Arc<Sessions>,
+    pub pairing: Arc<Pairing>,
+    pub runtime: Runtime,
+    pub tasks: TaskTracker,
+    /// Cancelled when intake stops: the door takes nothing more in.
+    pub stop: CancellationToken,
+}
+
+impl DoorParts {
+    /// One message `bot` of `chat` received (`Err`: what the platform already ignored, and
+    /// why): decided, a stranger's pairing code answered, then taken — a run committed with
+    /// `commit` (the platform's position past the message), or an owner command answered and
+    /// `commit` written. An ignored message writes nothing: the caller says whether its cursor
+    /// moves. `source` (the message's id) makes the run and every answer once-only.
+    pub(crate) async fn receive<P: ChatPlatform>(
+        &self,
+        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P::Bot>>),
+        message: Result<ChatMessage, String>,
+        (source, commit): (String, Vec<WriteOp>),
+    ) -> CoreResult<Taken> {
+        let channel = P::name();
+        let message = match message {
+            Ok(message) => message,
+            Err(why) => return Ok(ignored(channel, &source, why)),
+        };
+        let stranger =
+            route::stranger((channel, P::ID_NAME, &bot.id), &bot.gate, &message, &source);
+        let agent = (bot.agent_id.as_deref(), &bot.gate);
+        let mut decision = route::decide(&chat.config, (channel, &bot.id), agent, message)?;
+        if let Some(stranger) = stranger {
+            decision = self.admit(decision, stranger).await?;
+        }
+        let taken = self
+            .take(channel, decision, (source.clone(), commit))
+            .await?;
+        match &taken {
+            Taken::Run(run, route) => self.show_typing((chat, bot), route, run.clone()),
+            Taken::Answered => {}
+            Taken::Ignored(why) => {
+                tracing::debug!(channel, source, why, "message ignored");
+            }
+        }
+        Ok(taken)
+    }
+
+    /// The pairing gate of a direct message from `stranger` that `decision` would take:
+    /// approved before (the decision stands), or answered with its code in the chat (once per
+    /// message), or left unanswered.
+    async fn admit(&self, decision: Decision, stranger: pairing::Stranger) -> CoreResult<Decision> {
+        let turn = match &decision {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => &command.chat,
+            Decision::Ignore(_) => return Ok(decision),
+        };
+        let chat = turn.chat(stranger.channel, &stranger.source);
+        match self.pairing.check(stranger).await? {
+            pairing::Verdict::Pass => Ok(decision),
+            pairing::Verdict::Answer(text) => {
+                self.inbound.answer_command(chat, text).await?;
+                Ok(Decision::ignore("answered with a pairing code"))
+            }
+            pairing::Verdict::Silent(why) => Ok(Decision::ignore(why)),
+        }
+    }
+
+    /// Does what a message of `channel` decided (see [`DoorParts::receive`]).
+    async fn take(
+        &self,
+        channel: &'static str,
+        decision: Decision,
+        (source, commit): (String, Vec<WriteOp>),
+    ) -> CoreResult<Taken> {
+        let turn = match decision {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => {
+                let chat = command.chat.chat(channel, &source);
+                let parts = (self.inbound.as_ref(), self.sessions.as_ref());
+                owner::answer(parts, chat, command.owner, command.order).await?;
+                self.commit(commit).await?;
+                return Ok(Taken::Answered);
+            }
+            Decision::Ignore(why) => return Ok(Taken::Ignored(why)),
+        };
+        let route = turn.route.clone();
+        let accepted = self
+            .inbound
+            .chat_turn(inbound::ChatTurn {
+                key: turn.key,
+                route: turn.route,
+                text: turn.text,
+                display_name: turn.title,
+                idempotency_key: Some(source),
+                commit_with: commit.clone(),
+            })
+            .await?;
+        if accepted.deduplicated {
+            // The run was committed before, without these writes (another connection's commit).
+            self.commit(commit).await?;
+            return Ok(Taken::Answered);
+        }
+        Ok(Taken::Run(accepted.run_id, route))
+    }
+
+    /// Writes `writes` in one commit (nothing for none).
+    pub(crate) async fn commit(&self, writes: Vec<WriteOp>) -> CoreResult<()> {
+        if !writes.is_empty() {
+            self.store.write_batch(writes).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `work` (a door's loop) as one of the gateway's tasks, until it ends or intake stops.
+    pub(crate) fn spawn_until_stopped(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = work => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+
+    /// "typing…" by `bot` where the reply to `route` goes, every [`ChatPlatform::TYPING_EVERY`]
+    /// until `run` ends or intake stops, never after the run has ended.
+    fn show_typing<P: ChatPlatform>(
+        &self,
+        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P::Bot>>),
+        route: &DeliveryContext,
+        run: RunId,
+    ) {
+        let Some(every) = P::TYPING_EVERY else {
+            return;
+        };
+        let (chat, bot) = (chat.clone(), bot.clone());
+        let (to, thread) = (route.to.clone(), route.thread_id.clone());
+        self.typing_until_done(run, every, move || {
+            let (chat, bot, to, thread) = (chat.clone(), bot.clone(), to.clone(), thread.clone());
+            async move { chat.platform.typing(&bot, &to, thread.as_deref()).await }
+        });
+    }
+
+    /// Calls `typing` every `every` until `run` ends or intake stops, never after the run has
+    /// ended.
+    fn typing_until_done<F, Fut>(&self, run: RunId, every: Duration, typing: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send,
+    {
+        let (runtime, stop) = (self.runtime.clone(), self.stop.clone());
+        self.tasks.spawn(async move {
+            let ended = runtime.wait(&run, Duration::from_secs(3600));
+            tokio::pin!(ended);
+            loop {
+                // A run that ended first gets no "typing…" after its reply; one that ends
+                // during the call cuts it short.
+                tokio::select! {
+                    biased;
+                    _ = &mut ended => return,
+                    () = stop.cancelled() => return,
+                    () = typing() => {}
+                }
+                tokio::select! {
+                    _ = &mut ended => return,
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
+            }
+        });
+    }
+}
+
+/// What the platform ignored, logged.
+fn ignored(channel: &str, source: &str, why: String) -> Taken {
+    tracing::debug!(channel, source, why, "message ignored");
+    Taken::Ignored(why)
+}

@@ -1,0 +1,148 @@
+//! The inbound driver of a chat channel's bot, for a platform whose messages come in by a link
+//! the gateway holds (a long poll, a socket, an event stream): the platform writes one
+//! [`Link`] — how the bot signs in, and one session of its link (one poll, one connection) —
+//! and [`run`] does the rest: sign in, then session after session until the gateway stops; a
+//! failed attempt waits (250 ms, doubling to 30 s) and tries again, and after
+//! [`FAILURES_SHOWN`] in a row `health` shows the link failed with the reason while it keeps
+//! trying; a fatal one (a refused credential) stops the bot, and `health` and the log say why.
+//! The platform resumes from its committed cursor inside its session: what it handed on is
+//! committed with the cursor past it, so a restart or a reconnect neither loses a message nor
+//! handles one twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Bot, Chat, ChatPlatform, DoorParts};
+use crate::channel::{Door, LinkState};
+
+/// The first wait after a failure.
+const FIRST_WAIT: Duration = Duration::from_millis(250);
+/// Waits between failed attempts grow to this.
+const LONGEST_WAIT: Duration = Duration::from_secs(30);
+/// Failed attempts in a row before `health` shows the link failed (the driver keeps trying).
+pub(crate) const FAILURES_SHOWN: u32 = 3;
+
+/// Why an attempt failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Worth trying again after a wait (no answer, a dropped connection, a commit that failed).
+    Retry(String),
+    /// Not worth trying again until the config changes (a refused token): the bot stops.
+    Fatal(String),
+}
+
+/// How a session ended that did not fail.
+pub(crate) enum Again {
+    /// Start the next one at once (the next poll, a reconnect Slack or Discord asked for).
+    Now,
+    /// Start the next one after this wait (Discord asks for one before a new session).
+    After(Duration),
+}
+
+/// One bot's inbound link, as its platform holds it.
+pub(crate) trait Link: Send + 'static {
+    /// Who the bot is, as the platform says (`getMe`, `auth.test`, `whoami`).
+    type Me: Send + Sync;
+
+    /// Signs in: who the bot is, and whatever the link needs before its first session (its
+    /// stored cursor).
+    fn sign_in(&mut self) -> impl Future<Output = Result<Self::Me, Failure>> + Send;
+
+    /// One session: connect (or poll), hand each message on, until it ends. The session sets
+    /// the link's state once it is up ([`Bot::link`]).
+    fn session(&mut self, me: &Self::Me) -> impl Future<Output = Result<Again, Failure>> + Send;
+}
+
+/// A platform whose bots each hold a [`Link`].
+pub(crate) trait Linked: ChatPlatform {
+    type Link: Link;
+
+    /// The link of `bot`, handing messages to `parts`.
+    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<Self::Bot>>, parts: &DoorParts) -> Self::Link;
+}
+
+/// The door of a [`Linked`] platform: one driver per bot.
+pub(crate) struct Links<P: ChatPlatform> {
+    chat: Arc<Chat<P>>,
+    parts: DoorParts,
+}
+
+impl<P: Linked> Links<P> {
+    pub fn new(chat: Arc<Chat<P>>, parts: &DoorParts) -> Arc<Self> {
+        let parts = parts.clone();
+        Arc::new(Self { chat, parts })
+    }
+}
+
+impl<P: Linked> Door for Links<P> {
+    /// Starts every bot's driver; each stops when intake stops.
+    fn start(self: Arc<Self>) {
+        for bot in self.chat.bots.iter() {
+            bot.link.set(LinkState::Starting);
+            let link = P::link(&self.chat, bot, &self.parts);
+            let bot = bot.clone();
+            self.parts.spawn_until_stopped(async move {
+                run::<P::Link, P::Bot>(P::name(), &bot, link).await
+            });
+        }
+    }
+}
+
+/// Drives `link` of `bot` until the gateway stops or the platform refuses the bot.
+pub(crate) async fn run<L: Link, B>(channel: &str, bot: &Bot<B>, mut link: L) {
+    let mut wait = Wait::default();
+    let me = loop {
+        match link.sign_in().await {
+            Ok(me) => break me,
+            Err(Failure::Fatal(why)) => return fail(channel, bot, why),
+            Err(Failure::Retry(why)) => wait.after(channel, bot, &why).await,
+        }
+    };
+    loop {
+        match link.session(&me).await {
+            Ok(Again::Now) => wait = Wait::default(),
+            Ok(Again::After(pause)) => {
+                wait = Wait::default();
+                tokio::time::sleep(pause).await;
+            }
+            Err(Failure::Retry(why)) => wait.after(channel, bot, &why).await,
+            Err(Failure::Fatal(why)) => return fail(channel, bot, why),
+        }
+    }
+}
+
+/// The bot stops: its state and the log say why.
+fn fail<B>(channel: &str, bot: &Bot<B>, why: String) {
+    tracing::error!(channel, account = %bot.id, "{why}");
+    bot.link.set(LinkState::Failed(why));
+}
+
+/// The wait before the next attempt, and the failures in a row so far.
+struct Wait {
+    next: Duration,
+    failures: u32,
+}
+
+impl Default for Wait {
+    fn default() -> Self {
+        Self {
+            next: FIRST_WAIT,
+            failures: 0,
+        }
+    }
+}
+
+impl Wait {
+    /// Says what failed, shows the link failed after [`FAILURES_SHOWN`] in a row (starting
+    /// again before), waits, and doubles the next wait.
+    async fn after<B>(&mut self, channel: &str, bot: &Bot<B>, why: &str) {
+        self.failures += 1;
+        tracing::warn!(channel, account = %bot.id, error = why, "retrying");
+        bot.link.set(match self.failures >= FAILURES_SHOWN {
+            true => LinkState::Failed(format!("{why}; retrying")),
+            false => LinkState::Starting,
+        });
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(LONGEST_WAIT);
+    }
+}

@@ -1,0 +1,170 @@
+//! The channel kit: everything a chat channel is besides its platform's code. A platform
+//! (Telegram, Discord, Slack, Matrix, WhatsApp, Signal) writes five things — its wire types, its
+//! API calls, how its messages map to the kit's view ([`ChatMessage`]), its limits (its settings'
+//! [`crate::config::Platform`]) and, for an inbound link that runs by itself, one session of it
+//! ([`Link`]) — and implements [`ChatPlatform`]; [`Chat`] is then its channel:
+//!
+//! - its bots ([`Bots`]): one per account, the default account, `send`'s account check, and
+//!   their states for `health` as one;
+//! - its outbound sender ([`Chat`]'s `send`): the reply in parts of at most `textChunkLimit`
+//!   characters, at most `maxReplyParts` of them, each part taken recorded so a retry sends only
+//!   the rest (`parts.rs`);
+//! - its inbound driver ([`link::run`]): sign in, read session after session, back off after
+//!   a failure, show the link's state, stop for good on a refused credential, stop with the
+//!   engine;
+//! - its routing ([`route`]): DM or group, `dmPolicy`, `groupPolicy`, `requireMention`,
+//!   `allowBots`, owners and owner commands, the session key and the reply's route, decided
+//!   once for every channel over the platform's view of a message;
+//! - what a message then does ([`DoorParts::receive`]): a stranger's pairing code, a run
+//!   committed with the platform's cursor, an owner command answered, "typing…" while the run
+//!   works.
+//!
+//! Anything the gateway adds to "every channel" is written here, once.
+
+mod bots;
+pub(crate) mod door;
+pub(crate) mod gate;
+pub(crate) mod http;
+pub(crate) mod link;
+mod parts;
+pub(crate) mod route;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+pub(crate) use bots::{Bot, Bots};
+pub(crate) use door::{DoorParts, Taken};
+pub(crate) use link::{Again, Failure, Link};
+pub(crate) use route::{ChatMessage, Group};
+
+use super::{ChannelDoors, ChatChannel};
+use crate::channel::{Channel, ChannelError, ChannelStatus, Sent};
+use crate::config::{BotConfig, Config, Platform};
+use crate::store::{DeliveryRecord, Store};
+
+/// What a chat platform writes; [`Chat`] is the rest of its channel.
+pub(crate) trait ChatPlatform: Send + Sync + Sized + 'static {
+    /// Its settings in the config (`channels.<name>`'s platform part, and its limits).
+    type Settings: Platform;
+    /// One bot's own part: its API client(s), its resolved settings, whatever its door keeps.
+    type Bot: Send + Sync + 'static;
+    /// How people name the platform (`Telegram`).
+    const LABEL: &'static str;
+    /// What the platform calls a sender's id, for a pairing code's message (`Telegram user id`).
+    const ID_NAME: &'static str;
+    /// How long the platform shows "typing…" after one call, less a margin: how often the call
+    /// is made again while a run works (`None`: the platform shows no typing).
+    const TYPING_EVERY: Option<Duration>;
+
+    /// The channel's name in keys, routes, records and pairing.
+    fn name() -> &'static str {
+        Self::Settings::NAME
+    }
+
+    /// A bot's own part, from its resolved settings (`None`: it lacks what it needs to run).
+    fn bot(&self, config: &BotConfig<Self::Settings>) -> Option<Self::Bot>;
+
+    /// Posts part `index` of `record`'s text by `bot` (the same index on a retry of the part).
+    fn post(
+        &self,
+        bot: &Bot<Self::Bot>,
+        record: &DeliveryRecord,
+        part: (usize, &str),
+    ) -> impl Future<Output = Result<(), ChannelError>> + Send;
+
+    /// What must hold before any part of `record` goes out (WhatsApp's 24-hour window).
+    fn before_post(
+        &self,
+        _bot: &Bot<Self::Bot>,
+        _record: &DeliveryRecord,
+    ) -> impl Future<Output = Result<(), ChannelError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Shows "typing…" by `bot` where a reply to `to` (and `thread`) goes.
+    fn typing(
+        &self,
+        _bot: &Bot<Self::Bot>,
+        _to: &str,
+        _thread: Option<&str>,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// The channel's inbound doors, handing messages to `parts`.
+    fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors;
+}
+
+/// A chat channel: a platform and its bots.
+pub(crate) struct Chat<P: ChatPlatform> {
+    pub platform: P,
+    pub bots: Bots<P::Bot>,
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+}
+
+impl<P: ChatPlatform> Chat<P> {
+    /// The channel of `platform` with the bots `channels.<name>` configures (none started).
+    pub fn new(platform: P, config: Arc<Config>, store: Arc<dyn Store>) -> Arc<Self> {
+        let section = P::Settings::section(&config.channels);
+        let bots = Bots::new(section, P::LABEL, |bot| platform.bot(bot));
+        Arc::new(Self {
+            platform,
+            bots,
+            config,
+            store,
+        })
+    }
+
+    /// One delivery attempt: the parts of the text not taken yet, in order, each recorded as
+    /// taken before the next is posted.
+    async fn deliver(&self, record: &DeliveryRecord) -> Result<(), ChannelError> {
+        let bot = self
+            .bots
+            .get(record.account_id.as_deref())
+            .map_err(ChannelError::Permanent)?;
+        self.platform.before_post(bot, record).await?;
+        let parts = parts::Parts::new(&self.store, record, bot.caps);
+        for (index, part) in parts.rest() {
+            self.platform.post(bot, record, (index, part)).await?;
+            parts.took(index).await?;
+        }
+        Ok(())
+    }
+}
+
+impl<P: ChatPlatform> Channel for Chat<P> {
+    fn name(&self) -> &'static str {
+        P::name()
+    }
+
+    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
+        let sent: BoxFuture<'a, _> = Box::pin(async move {
+            self.deliver(record).await?;
+            Ok(Vec::new())
+        });
+        sent
+    }
+
+    /// The bot `send` names must run (the default one when none is named).
+    fn check_account(&self, account_id: Option<&str>) -> Result<(), String> {
+        self.bots.get(account_id).map(|_| ())
+    }
+
+    /// Each bot and its link's state; the whole as the default bot's.
+    fn status(&self) -> Option<ChannelStatus> {
+        Some(self.bots.status())
+    }
+
+    fn pairs(&self) -> bool {
+        true
+    }
+}
+
+impl<P: ChatPlatform> ChatChannel for Chat<P> {
+    fn doors(self: Arc<Self>, parts: &DoorParts) -> ChannelDoors {
+        P::doors(self, parts)
+    }
+}

@@ -43,7 +43,8 @@ use crate::a2a_tasks::{A2aParts, A2aTasks};
 use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
-use crate::channels::local::{Internal, Webchat};
+use crate::channels::kit::Chat;
+use crate::channels::local::Local;
 use crate::channels::matrix::Matrix;
 use crate::channels::pairing::Pairing;
 use crate::channels::signal::Signal;
@@ -165,18 +166,18 @@ fn channel_registry(
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
     let chats: Vec<Arc<dyn ChatChannel>> = vec![
-        Telegram::channel(config.clone(), store.clone(), http.clone()),
-        Discord::channel(config.clone(), store.clone(), http.clone()),
-        Slack::channel(config.clone(), store.clone(), http.clone()),
-        WhatsApp::channel(config.clone(), store.clone(), http.clone()),
-        Signal::channel(config.clone(), store.clone(), http.clone()),
-        Matrix::channel(config.clone(), store.clone(), http.clone()),
+        Chat::<Telegram>::new(config.clone(), store.clone(), &http),
+        Chat::<Discord>::new(config.clone(), store.clone(), &http),
+        Chat::<Slack>::new(config.clone(), store.clone(), &http),
+        Chat::<WhatsApp>::new(config.clone(), store.clone(), &http),
+        Chat::<Signal>::new(config.clone(), store.clone(), &http),
+        Chat::<Matrix>::new(config.clone(), store.clone(), &http),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http.clone())),
         Arc::new(PushChannel::new(store.clone(), http.clone())),
-        Arc::new(Webchat::new(store.clone(), clock.clone())),
-        Arc::new(Internal::new(store.clone(), clock.clone())),
+        Arc::new(Local::webchat(store.clone(), clock.clone())),
+        Arc::new(Local::internal(store.clone(), clock.clone())),
         Arc::new(IMessage),
     ];
     channels.extend(chats.iter().map(|c| c.clone() as Arc<dyn Channel>));

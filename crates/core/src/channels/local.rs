@@ -1,9 +1,11 @@
 //! The gateway's own two channels, deliveries into a session of this gateway (never a route):
 //!
-//! - [`Webchat`]: the gateway's clients; the text is appended to the session named by `to` as an
-//!   assistant message of the gateway, and clients subscribed to it get a `delivery` event.
-//! - [`Internal`]: into the transcript of the session named by `to` as a user-role message with
-//!   provenance (a sub-agent announce to a requester that has no chat route).
+//! - `webchat` ([`Local::webchat`]): the gateway's clients; the text is appended to the session
+//!   named by `to` as an assistant message of the gateway, and clients subscribed to it get a
+//!   `delivery` event.
+//! - `internal` ([`Local::internal`]): into the transcript of the session named by `to` as a
+//!   user-role message with provenance (a sub-agent announce to a requester that has no chat
+//!   route).
 //!
 //! Both answer their append as the delivery's own write, committed with its `delivered` mark, so
 //! it happens exactly once.
@@ -20,75 +22,63 @@ use crate::clock::Clock;
 use crate::keys::SessionKey;
 use crate::store::{DeliveryRecord, Store, WriteOp};
 
-/// The `webchat` channel.
-pub struct Webchat {
+/// One of the gateway's own two channels.
+pub struct Local {
+    /// [`channel::WEBCHAT`] or [`channel::INTERNAL`].
+    name: &'static str,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
 }
 
-impl Webchat {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
-    }
-}
-
-impl Channel for Webchat {
-    fn name(&self) -> &'static str {
-        channel::WEBCHAT
+impl Local {
+    /// The `webchat` channel.
+    pub fn webchat(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        let name = channel::WEBCHAT;
+        Self { name, store, clock }
     }
 
-    fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
-        Box::pin(async move {
-            let now = self.clock.now_ms();
-            Ok(vec![WriteOp::Append {
-                key: existing(self.store.as_ref(), &record.to).await?,
-                create: None,
-                messages: vec![delivered_message(&record.text, now)],
-            }])
+    /// The `internal` channel.
+    pub fn internal(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        let name = channel::INTERNAL;
+        Self { name, store, clock }
+    }
+
+    /// What a delivery of `record` adds to its session's transcript.
+    fn message(&self, record: &DeliveryRecord) -> TranscriptMessage {
+        let now = self.clock.now_ms();
+        if self.name == channel::WEBCHAT {
+            return delivered_message(&record.text, now);
+        }
+        let provenance = Provenance {
+            kind: record.kind.clone(),
+            from_session_key: record
+                .source_key
+                .as_ref()
+                .or(record.session_key.as_ref())
+                .map(|k| k.display().to_string()),
+            run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
+            ..Provenance::default()
+        };
+        TranscriptMessage::User(UserMessage {
+            content: UserContent::Text(record.text.clone()),
+            timestamp: now,
+            provenance: Some(provenance),
+            origin: None,
         })
     }
 }
 
-/// The `internal` channel.
-pub struct Internal {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-}
-
-impl Internal {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
-    }
-}
-
-impl Channel for Internal {
+impl Channel for Local {
     fn name(&self) -> &'static str {
-        channel::INTERNAL
+        self.name
     }
 
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {
         Box::pin(async move {
-            let now = self.clock.now_ms();
-            let provenance = Provenance {
-                kind: record.kind.clone(),
-                from_session_key: record
-                    .source_key
-                    .as_ref()
-                    .or(record.session_key.as_ref())
-                    .map(|k| k.display().to_string()),
-                run_id: record.run_id.as_ref().map(|r| r.as_str().to_string()),
-                ..Provenance::default()
-            };
-            let message = TranscriptMessage::User(UserMessage {
-                content: UserContent::Text(record.text.clone()),
-                timestamp: now,
-                provenance: Some(provenance),
-                origin: None,
-            });
             Ok(vec![WriteOp::Append {
                 key: existing(self.store.as_ref(), &record.to).await?,
                 create: None,
-                messages: vec![message],
+                messages: vec![self.message(record)],
             }])
         })
     }

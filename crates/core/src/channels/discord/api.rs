@@ -27,7 +27,6 @@ pub struct Message {
     pub id: String,
     pub channel_id: String,
     /// Absent in DMs.
-    #[serde(default)]
     pub guild_id: Option<String>,
     pub author: User,
     /// Empty unless the bot has the MESSAGE_CONTENT intent (or is mentioned, or in a DM).
@@ -35,7 +34,6 @@ pub struct Message {
     pub content: String,
     #[serde(default)]
     pub mentions: Vec<User>,
-    #[serde(default)]
     pub referenced_message: Option<Box<Message>>,
 }
 
@@ -46,9 +44,7 @@ pub struct ChannelInfo {
     /// 0 text, 1 DM, 5 announcement, 10–12 threads, …
     #[serde(rename = "type")]
     pub kind: u8,
-    #[serde(default)]
     pub parent_id: Option<String>,
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -73,9 +69,7 @@ pub struct Payload {
     pub op: u8,
     #[serde(default)]
     pub d: Value,
-    #[serde(default)]
     pub s: Option<u64>,
-    #[serde(default)]
     pub t: Option<String>,
 }
 

@@ -4,7 +4,6 @@
 //! a pairing code, or nothing. See the module doc of `discord` for the session's life.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -15,11 +14,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::api::{ChannelInfo, Message, Payload, Ready, User};
 use super::route::{self, Place};
-use super::{DISCORD, Discord, DiscordApi};
+use super::{DISCORD, Discord};
 use crate::channel::LinkState;
 use crate::channels::kit::http::{Socket, connect};
 use crate::channels::kit::link::Linked;
-use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
+use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
@@ -30,9 +29,7 @@ const CONNECTED: &str = "connected";
 
 /// One bot's Gateway link: its session (to resume) and what it knows of the guild channels.
 pub(crate) struct Gateway {
-    chat: Arc<Chat<Discord>>,
-    bot: Arc<Bot<DiscordApi>>,
-    parts: DoorParts,
+    door: BotDoor<Discord>,
     session: Option<Session>,
     /// The bot's guild channels (threads and their parents, names), by id.
     known: HashMap<String, ChannelInfo>,
@@ -62,11 +59,9 @@ enum End {
 impl Linked for Discord {
     type Link = Gateway;
 
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<DiscordApi>>, parts: &DoorParts) -> Gateway {
+    fn link(door: BotDoor<Self>) -> Gateway {
         Gateway {
-            chat: chat.clone(),
-            bot: bot.clone(),
-            parts: parts.clone(),
+            door,
             session: None,
             known: HashMap::new(),
         }
@@ -86,9 +81,8 @@ impl Link for Gateway {
         let base = match &self.session {
             Some(session) => session.resume_url.as_str(),
             None => self
-                .bot
-                .api
-                .settings
+                .door
+                .settings()
                 .gateway_url
                 .as_deref()
                 .unwrap_or_default(),
@@ -98,14 +92,20 @@ impl Link for Gateway {
         let socket =
             socket.map_err(|e| Failure::Retry(format!("cannot reach the Gateway: {e}")))?;
         let end = self.connection(socket).await;
-        self.bot.link.set(LinkState::Starting);
+        self.door.bot.link.set(LinkState::Starting);
         match end {
             End::Resume => {
-                tracing::info!(account = %self.bot.id, "discord: connection ended; resuming");
+                tracing::info!(
+                    account = self.door.account(),
+                    "discord: connection ended; resuming"
+                );
                 Ok(Again::Now)
             }
             End::Identify => {
-                tracing::info!(account = %self.bot.id, "discord: session invalid; identifying anew");
+                tracing::info!(
+                    account = self.door.account(),
+                    "discord: session invalid; identifying anew"
+                );
                 self.session = None;
                 // Discord asks for a wait of 1–5 s before identifying again.
                 Ok(Again::After(jitter(
@@ -127,7 +127,7 @@ impl Gateway {
             Ok(interval) => interval,
             Err(why) => return End::Failed(why),
         };
-        let token = self.bot.api.rest.token();
+        let token = self.door.api().token();
         let opening = match &self.session {
             Some(s) => json!({"op": 6, "d": {"token": token, "session_id": s.id, "seq": s.seq}}),
             None => json!({"op": 2, "d": {
@@ -147,7 +147,7 @@ impl Gateway {
                 () = tokio::time::sleep_until(next_beat) => {
                     if !acked {
                         // No ACK since the last beat: a zombie connection.
-                        tracing::warn!(account = %self.bot.id, "discord: heartbeat not acknowledged; reconnecting");
+                        tracing::warn!(account = self.door.account(), "discord: heartbeat not acknowledged; reconnecting");
                         let _ = socket.close(None).await;
                         return End::Resume;
                     }
@@ -168,7 +168,7 @@ impl Gateway {
             let payload: Payload = match serde_json::from_str(text.as_str()) {
                 Ok(payload) => payload,
                 Err(e) => {
-                    tracing::warn!(account = %self.bot.id, error = %e, "discord: a Gateway payload that is not JSON; skipped");
+                    tracing::warn!(account = self.door.account(), error = %e, "discord: a Gateway payload that is not JSON; skipped");
                     continue;
                 }
             };
@@ -204,7 +204,7 @@ impl Gateway {
     async fn dispatch(&mut self, payload: Payload) -> Result<(), End> {
         match payload.t.as_deref() {
             Some("READY") => self.ready(payload.d)?,
-            Some("RESUMED") => self.bot.link.set(LinkState::Up(CONNECTED)),
+            Some("RESUMED") => self.door.bot.link.set(LinkState::Up(CONNECTED)),
             Some("GUILD_CREATE") => self.learn(&payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {
@@ -223,11 +223,11 @@ impl Gateway {
     /// READY: the new session, and who the bot is.
     fn ready(&mut self, d: Value) -> Result<(), End> {
         let ready = serde_json::from_value::<Ready>(d).map_err(|e| {
-            tracing::warn!(account = %self.bot.id, error = %e, "discord: a READY without its session");
+            tracing::warn!(account = self.door.account(), error = %e, "discord: a READY without its session");
             End::Identify
         })?;
-        tracing::info!(account = %self.bot.id, bot = %ready.user.username, "discord: connected");
-        self.bot.link.set(LinkState::Up(CONNECTED));
+        tracing::info!(account = self.door.account(), bot = %ready.user.username, "discord: connected");
+        self.door.bot.link.set(LinkState::Up(CONNECTED));
         self.session = Some(Session {
             id: ready.session_id,
             resume_url: ready.resume_gateway_url,
@@ -244,11 +244,11 @@ impl Gateway {
         };
         match serde_json::from_value::<Message>(d) {
             Ok(message) => self.message(&me, message).await.map_err(|e| {
-                tracing::warn!(account = %self.bot.id, error = %e, "discord: a message could not be handled; resuming to see it again");
+                tracing::warn!(account = self.door.account(), error = %e, "discord: a message could not be handled; resuming to see it again");
                 End::Resume
             }),
             Err(e) => {
-                tracing::warn!(account = %self.bot.id, error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
+                tracing::warn!(account = self.door.account(), error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
                 Ok(())
             }
         }
@@ -257,8 +257,8 @@ impl Gateway {
     /// One message: skipped when handled before, else handed on with the channel's cursor.
     async fn message(&mut self, me: &User, message: Message) -> CoreResult<()> {
         let id: i64 = message.id.parse().unwrap_or(0);
-        let cursor = format!("{DISCORD}:{}:{}", self.bot.id, message.channel_id);
-        let done = self.chat.store.cursor(&cursor).await?;
+        let cursor = format!("{DISCORD}:{}:{}", self.door.account(), message.channel_id);
+        let done = self.door.chat.store.cursor(&cursor).await?;
         if done.is_some_and(|done| id <= done) {
             tracing::debug!(message = %message.id, "discord: a message handled before; skipped");
             return Ok(());
@@ -267,16 +267,13 @@ impl Gateway {
             None => Place::Direct,
             Some(_) => Place::Guild(self.channel_info(&message.channel_id).await?),
         };
-        let source = self.bot.source(DISCORD, &message.id);
+        let source = self.door.bot.source(&message.id);
         let view = route::view(me, (&message, &place));
         let position = WriteOp::SetCursor {
             name: cursor,
             position: id,
         };
-        let bot = (&self.chat, &self.bot);
-        self.parts
-            .receive(bot, view, (source, vec![position]))
-            .await?;
+        self.door.receive(view, (source, vec![position])).await?;
         Ok(())
     }
 
@@ -287,7 +284,7 @@ impl Gateway {
         if let Some(info) = self.known.get(id) {
             return Ok(info.clone());
         }
-        let info = match self.bot.api.rest.channel(id).await {
+        let info = match self.door.api().channel(id).await {
             Ok(info) => info,
             Err(e) if matches!(e.status, 0 | 429 | 500..=599) => {
                 return Err(CoreError::Unavailable(e.to_string()));

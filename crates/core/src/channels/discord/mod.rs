@@ -32,8 +32,8 @@ use std::time::Duration;
 use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
-use crate::config::{BotConfig, DiscordBot, Platform};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::{DiscordBot, Platform};
+use crate::store::DeliveryRecord;
 
 /// The channel's name in keys, routes, records and pairing.
 pub const DISCORD: &str = DiscordBot::NAME;
@@ -43,71 +43,48 @@ const UNKNOWN_CHANNEL: &str = "10003";
 const FORBIDDEN: &str =
     "the bot may not write in this channel, or the user does not take DMs from it";
 
-/// The Discord platform: its bots' REST clients.
-pub(crate) struct Discord {
-    http: reqwest::Client,
-}
-
-/// One bot's own part: its REST client and settings.
-pub(crate) struct DiscordApi {
-    rest: api::Rest,
-    settings: DiscordBot,
-}
-
-impl Discord {
-    /// The channel with the configured bots (`channels.discord`), none connected; `http`
-    /// bounds each call by `delivery.timeoutSeconds`.
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        Chat::new(Self { http }, config, store)
-    }
-}
+/// The Discord platform.
+pub(crate) struct Discord;
 
 impl ChatPlatform for Discord {
     type Settings = DiscordBot;
-    type Bot = DiscordApi;
+    type Api = api::Rest;
     const LABEL: &'static str = "Discord";
     const ID_NAME: &'static str = "Discord user id";
     /// Discord shows "typing…" for about 10 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(8));
 
-    fn bot(&self, config: &BotConfig<DiscordBot>) -> Option<DiscordApi> {
-        let settings = config.platform.clone();
-        let token = settings.bot_token.as_deref()?;
-        let base = settings.api_base.as_deref().unwrap_or_default();
-        let rest = api::Rest::new(self.http.clone(), base, token);
-        Some(DiscordApi { rest, settings })
+    fn api(bot: &DiscordBot, http: &reqwest::Client) -> Option<api::Rest> {
+        let base = bot.api_base.as_deref().unwrap_or_default();
+        Some(api::Rest::new(
+            http.clone(),
+            base,
+            bot.bot_token.as_deref()?,
+        ))
     }
 
     /// In the thread when the route names one; a user id's DM channel when the channel is
     /// unknown (a pairing notice, `send` to a user).
     async fn post(
-        &self,
-        bot: &Bot<DiscordApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (index, part): (usize, &str),
     ) -> Result<(), ChannelError> {
-        let rest = &bot.api.rest;
         let target = record.thread_id.as_deref().unwrap_or(&record.to);
         let nonce = nonce(&record.id, index);
-        match rest.create_message(target, part, &nonce).await {
+        match bot.api.create_message(target, part, &nonce).await {
             Err(e) if e.is(UNKNOWN_CHANNEL) && record.thread_id.is_none() => {
-                let dm = rest
-                    .open_dm(&record.to)
-                    .await
-                    .map_err(|e| e.verdict(FORBIDDEN))?;
-                rest.create_message(&dm, part, &nonce).await
+                let dm = bot.api.open_dm(&record.to).await;
+                let dm = dm.map_err(|e| e.verdict(FORBIDDEN))?;
+                bot.api.create_message(&dm, part, &nonce).await
             }
             sent => sent,
         }
         .map_err(|e| e.verdict(FORBIDDEN))
     }
 
-    async fn typing(&self, bot: &Bot<DiscordApi>, to: &str, thread: Option<&str>) {
-        let _ = bot.api.rest.typing(thread.unwrap_or(to)).await;
+    async fn typing(bot: &Bot<Self>, to: &str, thread: Option<&str>) {
+        let _ = bot.api.typing(thread.unwrap_or(to)).await;
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {

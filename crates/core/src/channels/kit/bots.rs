@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use super::ChatPlatform;
 use super::gate::Gate;
 use super::parts::Caps;
 use crate::channel::{ChannelStatus, LinkCell, LinkState};
-use crate::config::{BotConfig, ChatSection, DEFAULT_ACCOUNT, Platform};
+use crate::config::{ChatSection, DEFAULT_ACCOUNT, Platform};
 
 /// One bot of a chat channel.
-pub(crate) struct Bot<B> {
+pub(crate) struct Bot<P: ChatPlatform> {
     /// Its account id.
     pub id: String,
     /// The agent that answers; absent = the default agent.
@@ -21,14 +22,17 @@ pub(crate) struct Bot<B> {
     pub caps: Caps,
     /// Its inbound link's state, set by its door, read by `health`.
     pub link: LinkCell,
-    /// The platform's part: its API client, its settings.
-    pub api: B,
+    /// Its platform settings, resolved.
+    pub settings: P::Settings,
+    /// Its client of the platform's API.
+    pub api: P::Api,
 }
 
-impl<B> Bot<B> {
+impl<P: ChatPlatform> Bot<P> {
     /// The setting that holds `key` of this bot (`channels.telegram.botToken`,
     /// `channels.telegram.accounts.work.botToken`), for messages about it.
-    pub fn setting(&self, channel: &str, key: &str) -> String {
+    pub fn setting(&self, key: &str) -> String {
+        let channel = P::name();
         match self.id.as_str() {
             DEFAULT_ACCOUNT => format!("channels.{channel}.{key}"),
             id => format!("channels.{channel}.accounts.{id}.{key}"),
@@ -37,7 +41,8 @@ impl<B> Bot<B> {
 
     /// An id for what this bot received: `<channel>:<id>` for the default bot, else
     /// `<channel>:<account>:<id>` (the idempotency key of the run it starts).
-    pub fn source(&self, channel: &str, id: &str) -> String {
+    pub fn source(&self, id: &str) -> String {
+        let channel = P::name();
         match self.id.as_str() {
             DEFAULT_ACCOUNT => format!("{channel}:{id}"),
             account => format!("{channel}:{account}:{id}"),
@@ -46,58 +51,47 @@ impl<B> Bot<B> {
 }
 
 /// Every bot a chat channel runs, in the config's order.
-pub(crate) struct Bots<B> {
-    name: &'static str,
-    label: &'static str,
+pub(crate) struct Bots<P: ChatPlatform> {
     enabled: bool,
-    /// What the channel calls a bot (`bot`, `app`, `number`).
-    noun: &'static str,
-    /// The setting that configures the top level's bot.
-    credential: &'static str,
-    list: Vec<Arc<Bot<B>>>,
+    list: Vec<Arc<Bot<P>>>,
 }
 
-impl<B> Bots<B> {
-    /// The bots `section` runs, each with its platform part from `make` (a bot `make` cannot
-    /// build does not run).
-    pub fn new<P: Platform>(
-        section: &ChatSection<P>,
-        label: &'static str,
-        mut make: impl FnMut(&BotConfig<P>) -> Option<B>,
+impl<P: ChatPlatform> Bots<P> {
+    /// The bots `section` runs, each with its client from `api` (a bot without one does not
+    /// run).
+    pub fn new(
+        section: &ChatSection<P::Settings>,
+        api: impl Fn(&P::Settings) -> Option<P::Api>,
     ) -> Self {
         let list = section.bots().into_iter().filter_map(|config| {
-            let api = make(&config)?;
             Some(Arc::new(Bot {
-                gate: Gate::new::<P>(&config.access),
-                caps: Caps::of::<P>(&config.access),
+                api: api(&config.platform)?,
+                gate: Gate::new::<P::Settings>(&config.access),
+                caps: Caps::of::<P::Settings>(&config.access),
                 link: LinkCell::new(LinkState::Off),
                 id: config.id,
                 agent_id: config.agent_id,
-                api,
+                settings: config.platform,
             }))
         });
         Self {
-            name: P::NAME,
-            label,
             enabled: section.enabled,
-            noun: P::BOTS.0,
-            credential: P::CREDENTIAL,
             list: list.collect(),
         }
     }
 
     /// The bot of `account` (the default one when none is named); when there is none, why, and
     /// which ones run.
-    pub fn get(&self, account: Option<&str>) -> Result<&Arc<Bot<B>>, String> {
+    pub fn get(&self, account: Option<&str>) -> Result<&Arc<Bot<P>>, String> {
         let account = account.unwrap_or(DEFAULT_ACCOUNT);
         if let Some(bot) = self.list.iter().find(|b| b.id == account) {
             return Ok(bot);
         }
-        let (name, noun) = (self.name, self.noun);
+        let (name, noun) = (P::name(), P::Settings::BOTS.0);
         Err(match self.list.is_empty() {
             true => format!(
                 "the {name} channel is off (set channels.{name}.enabled and {})",
-                self.credential
+                P::Settings::CREDENTIAL
             ),
             false => {
                 let running: Vec<&str> = self.list.iter().map(|b| b.id.as_str()).collect();
@@ -109,7 +103,7 @@ impl<B> Bots<B> {
         })
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Bot<B>>> {
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Bot<P>>> {
         self.list.iter()
     }
 
@@ -117,7 +111,7 @@ impl<B> Bots<B> {
     pub fn status(&self) -> ChannelStatus {
         let bots = self.list.iter().map(|b| (b.id.clone(), b.link.get()));
         ChannelStatus::of_bots(
-            (self.name, self.label),
+            (P::name(), P::LABEL),
             self.enabled,
             DEFAULT_ACCOUNT,
             bots.collect(),

@@ -53,7 +53,7 @@ impl DoorParts {
     /// moves. `source` (the message's id) makes the run and every answer once-only.
     pub(crate) async fn receive<P: ChatPlatform>(
         &self,
-        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P::Bot>>),
+        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P>>),
         message: Result<ChatMessage, String>,
         (source, commit): (String, Vec<WriteOp>),
     ) -> CoreResult<Taken> {
@@ -73,7 +73,7 @@ impl DoorParts {
             .take(channel, decision, (source.clone(), commit))
             .await?;
         match &taken {
-            Taken::Run(run, route) => self.show_typing((chat, bot), route, run.clone()),
+            Taken::Run(run, route) => self.show_typing(bot, route, run.clone()),
             Taken::Answered => {}
             Taken::Ignored(why) => {
                 tracing::debug!(channel, source, why, "message ignored");
@@ -161,20 +161,15 @@ impl DoorParts {
 
     /// "typing…" by `bot` where the reply to `route` goes, every [`ChatPlatform::TYPING_EVERY`]
     /// until `run` ends or intake stops, never after the run has ended.
-    fn show_typing<P: ChatPlatform>(
-        &self,
-        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P::Bot>>),
-        route: &DeliveryContext,
-        run: RunId,
-    ) {
+    fn show_typing<P: ChatPlatform>(&self, bot: &Arc<Bot<P>>, route: &DeliveryContext, run: RunId) {
         let Some(every) = P::TYPING_EVERY else {
             return;
         };
-        let (chat, bot) = (chat.clone(), bot.clone());
+        let bot = bot.clone();
         let (to, thread) = (route.to.clone(), route.thread_id.clone());
         self.typing_until_done(run, every, move || {
-            let (chat, bot, to, thread) = (chat.clone(), bot.clone(), to.clone(), thread.clone());
-            async move { chat.platform.typing(&bot, &to, thread.as_deref()).await }
+            let (bot, to, thread) = (bot.clone(), to.clone(), thread.clone());
+            async move { P::typing(&bot, &to, thread.as_deref()).await }
         });
     }
 
@@ -212,4 +207,44 @@ impl DoorParts {
 fn ignored(channel: &str, source: &str, why: String) -> Taken {
     tracing::debug!(channel, source, why, "message ignored");
     Taken::Ignored(why)
+}
+
+/// What one bot's inbound link works with: its channel, the bot, and the components messages
+/// are handed to.
+pub(crate) struct BotDoor<P: ChatPlatform> {
+    pub chat: Arc<Chat<P>>,
+    pub bot: Arc<Bot<P>>,
+    pub parts: DoorParts,
+}
+
+impl<P: ChatPlatform> BotDoor<P> {
+    /// One message the bot received (see [`DoorParts::receive`]).
+    pub async fn receive(
+        &self,
+        message: Result<ChatMessage, String>,
+        commit: (String, Vec<WriteOp>),
+    ) -> CoreResult<Taken> {
+        let bot = (&self.chat, &self.bot);
+        self.parts.receive(bot, message, commit).await
+    }
+
+    /// The bot's client of the platform's API.
+    pub fn api(&self) -> &P::Api {
+        &self.bot.api
+    }
+
+    /// The bot's resolved platform settings.
+    pub fn settings(&self) -> &P::Settings {
+        &self.bot.settings
+    }
+
+    /// The bot's account id.
+    pub fn account(&self) -> &str {
+        &self.bot.id
+    }
+
+    /// The bot's link is up; `word` says how (`polling`, `connected`).
+    pub fn up(&self, word: &'static str) {
+        self.bot.link.set(crate::channel::LinkState::Up(word));
+    }
 }

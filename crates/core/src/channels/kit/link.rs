@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Bot, Chat, ChatPlatform, DoorParts};
+use super::{Bot, BotDoor, Chat, ChatPlatform, DoorParts};
 use crate::channel::{Door, LinkState};
 
 /// The first wait after a failure.
@@ -35,6 +35,9 @@ pub(crate) enum Failure {
 pub(crate) enum Again {
     /// Start the next one at once (the next poll, a reconnect Slack or Discord asked for).
     Now,
+    /// Start the next one after the first wait: a connection that was up ended by itself (a
+    /// server that closes every connection at once must not be asked again in a tight loop).
+    Soon,
     /// Start the next one after this wait (Discord asks for one before a new session).
     After(Duration),
 }
@@ -57,8 +60,8 @@ pub(crate) trait Link: Send + 'static {
 pub(crate) trait Linked: ChatPlatform {
     type Link: Link;
 
-    /// The link of `bot`, handing messages to `parts`.
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<Self::Bot>>, parts: &DoorParts) -> Self::Link;
+    /// The link of the bot `door` holds.
+    fn link(door: BotDoor<Self>) -> Self::Link;
 }
 
 /// The door of a [`Linked`] platform: one driver per bot.
@@ -79,17 +82,21 @@ impl<P: Linked> Door for Links<P> {
     fn start(self: Arc<Self>) {
         for bot in self.chat.bots.iter() {
             bot.link.set(LinkState::Starting);
-            let link = P::link(&self.chat, bot, &self.parts);
-            let bot = bot.clone();
-            self.parts.spawn_until_stopped(async move {
-                run::<P::Link, P::Bot>(P::name(), &bot, link).await
+            let link = P::link(BotDoor {
+                chat: self.chat.clone(),
+                bot: bot.clone(),
+                parts: self.parts.clone(),
             });
+            let bot = bot.clone();
+            self.parts
+                .spawn_until_stopped(async move { run(&bot, link).await });
         }
     }
 }
 
 /// Drives `link` of `bot` until the gateway stops or the platform refuses the bot.
-pub(crate) async fn run<L: Link, B>(channel: &str, bot: &Bot<B>, mut link: L) {
+async fn run<P: ChatPlatform, L: Link>(bot: &Bot<P>, mut link: L) {
+    let channel = P::name();
     let mut wait = Wait::default();
     let me = loop {
         match link.sign_in().await {
@@ -101,6 +108,10 @@ pub(crate) async fn run<L: Link, B>(channel: &str, bot: &Bot<B>, mut link: L) {
     loop {
         match link.session(&me).await {
             Ok(Again::Now) => wait = Wait::default(),
+            Ok(Again::Soon) => {
+                wait = Wait::default();
+                tokio::time::sleep(FIRST_WAIT).await;
+            }
             Ok(Again::After(pause)) => {
                 wait = Wait::default();
                 tokio::time::sleep(pause).await;
@@ -112,7 +123,7 @@ pub(crate) async fn run<L: Link, B>(channel: &str, bot: &Bot<B>, mut link: L) {
 }
 
 /// The bot stops: its state and the log say why.
-fn fail<B>(channel: &str, bot: &Bot<B>, why: String) {
+fn fail<P: ChatPlatform>(channel: &str, bot: &Bot<P>, why: String) {
     tracing::error!(channel, account = %bot.id, "{why}");
     bot.link.set(LinkState::Failed(why));
 }
@@ -135,7 +146,7 @@ impl Default for Wait {
 impl Wait {
     /// Says what failed, shows the link failed after [`FAILURES_SHOWN`] in a row (starting
     /// again before), waits, and doubles the next wait.
-    async fn after<B>(&mut self, channel: &str, bot: &Bot<B>, why: &str) {
+    async fn after<P: ChatPlatform>(&mut self, channel: &str, bot: &Bot<P>, why: &str) {
         self.failures += 1;
         tracing::warn!(channel, account = %bot.id, error = why, "retrying");
         bot.link.set(match self.failures >= FAILURES_SHOWN {

@@ -35,49 +35,49 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 pub(crate) use bots::{Bot, Bots};
-pub(crate) use door::{DoorParts, Taken};
+pub(crate) use door::{BotDoor, DoorParts, Taken};
 pub(crate) use link::{Again, Failure, Link};
 pub(crate) use route::{ChatMessage, Group};
 
 use super::{ChannelDoors, ChatChannel};
 use crate::channel::{Channel, ChannelError, ChannelStatus, Sent};
-use crate::config::{BotConfig, Config, Platform};
+use crate::config::{Config, Platform};
 use crate::store::{DeliveryRecord, Store};
 
-/// What a chat platform writes; [`Chat`] is the rest of its channel.
-pub(crate) trait ChatPlatform: Send + Sync + Sized + 'static {
+/// What a chat platform writes; [`Chat`] is the rest of its channel. A platform is a marker
+/// type: what it keeps lives in its bots ([`Bot::api`]) and its links.
+pub(crate) trait ChatPlatform: Sized + Send + Sync + 'static {
     /// Its settings in the config (`channels.<name>`'s platform part, and its limits).
     type Settings: Platform;
-    /// One bot's own part: its API client(s), its resolved settings, whatever its door keeps.
-    type Bot: Send + Sync + 'static;
+    /// One bot's client of the platform's API (and whatever else the bot keeps).
+    type Api: Send + Sync + 'static;
     /// How people name the platform (`Telegram`).
     const LABEL: &'static str;
     /// What the platform calls a sender's id, for a pairing code's message (`Telegram user id`).
     const ID_NAME: &'static str;
     /// How long the platform shows "typing…" after one call, less a margin: how often the call
     /// is made again while a run works (`None`: the platform shows no typing).
-    const TYPING_EVERY: Option<Duration>;
+    const TYPING_EVERY: Option<Duration> = None;
 
     /// The channel's name in keys, routes, records and pairing.
     fn name() -> &'static str {
         Self::Settings::NAME
     }
 
-    /// A bot's own part, from its resolved settings (`None`: it lacks what it needs to run).
-    fn bot(&self, config: &BotConfig<Self::Settings>) -> Option<Self::Bot>;
+    /// A bot's client, from its resolved settings (`None`: it lacks what it needs to run).
+    fn api(settings: &Self::Settings, http: &reqwest::Client) -> Option<Self::Api>;
 
     /// Posts part `index` of `record`'s text by `bot` (the same index on a retry of the part).
     fn post(
-        &self,
-        bot: &Bot<Self::Bot>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         part: (usize, &str),
     ) -> impl Future<Output = Result<(), ChannelError>> + Send;
 
     /// What must hold before any part of `record` goes out (WhatsApp's 24-hour window).
     fn before_post(
-        &self,
-        _bot: &Bot<Self::Bot>,
+        _chat: &Chat<Self>,
+        _bot: &Bot<Self>,
         _record: &DeliveryRecord,
     ) -> impl Future<Output = Result<(), ChannelError>> + Send {
         async { Ok(()) }
@@ -85,8 +85,7 @@ pub(crate) trait ChatPlatform: Send + Sync + Sized + 'static {
 
     /// Shows "typing…" by `bot` where a reply to `to` (and `thread`) goes.
     fn typing(
-        &self,
-        _bot: &Bot<Self::Bot>,
+        _bot: &Bot<Self>,
         _to: &str,
         _thread: Option<&str>,
     ) -> impl Future<Output = ()> + Send {
@@ -97,21 +96,20 @@ pub(crate) trait ChatPlatform: Send + Sync + Sized + 'static {
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors;
 }
 
-/// A chat channel: a platform and its bots.
+/// A chat channel: its bots, and where it keeps what it must.
 pub(crate) struct Chat<P: ChatPlatform> {
-    pub platform: P,
-    pub bots: Bots<P::Bot>,
+    pub bots: Bots<P>,
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
 }
 
 impl<P: ChatPlatform> Chat<P> {
-    /// The channel of `platform` with the bots `channels.<name>` configures (none started).
-    pub fn new(platform: P, config: Arc<Config>, store: Arc<dyn Store>) -> Arc<Self> {
+    /// The channel with the bots `channels.<name>` configures (none started); `http` carries
+    /// their calls.
+    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, http: &reqwest::Client) -> Arc<Self> {
         let section = P::Settings::section(&config.channels);
-        let bots = Bots::new(section, P::LABEL, |bot| platform.bot(bot));
+        let bots = Bots::new(section, |settings| P::api(settings, http));
         Arc::new(Self {
-            platform,
             bots,
             config,
             store,
@@ -125,10 +123,10 @@ impl<P: ChatPlatform> Chat<P> {
             .bots
             .get(record.account_id.as_deref())
             .map_err(ChannelError::Permanent)?;
-        self.platform.before_post(bot, record).await?;
+        P::before_post(self, bot, record).await?;
         let parts = parts::Parts::new(&self.store, record, bot.caps);
         for (index, part) in parts.rest() {
-            self.platform.post(bot, record, (index, part)).await?;
+            P::post(bot, record, (index, part)).await?;
             parts.took(index).await?;
         }
         Ok(())

@@ -78,7 +78,6 @@ pub struct Event {
     pub event_id: String,
     #[serde(default)]
     pub sender: String,
-    #[serde(default)]
     pub state_key: Option<String>,
     #[serde(default)]
     pub content: Value,

@@ -39,33 +39,25 @@ use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
 pub use crate::config::MATRIX;
-use crate::config::{BotConfig, MatrixBot};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::MatrixBot;
+use crate::store::DeliveryRecord;
 
 /// How long one "typing" lasts.
 const TYPING_FOR: Duration = Duration::from_secs(30);
 /// What a 403 means on Matrix.
 const FORBIDDEN: &str = "the bot may not write in this room: not joined, or not allowed";
 
-/// The Matrix platform: its bots' clients.
-pub(crate) struct Matrix {
-    http: reqwest::Client,
-}
+/// The Matrix platform.
+pub(crate) struct Matrix;
 
-/// One bot user's own part: its client, settings, and the direct rooms it knows.
+/// One bot user's client, and the direct rooms it knows.
 pub(crate) struct MatrixApi {
     client: api::Client,
-    settings: MatrixBot,
     /// The direct room the door last saw with each user: where a message to a user goes.
     direct: Mutex<HashMap<String, String>>,
 }
 
 impl MatrixApi {
-    /// The bot logs in with its password (it has no configured token).
-    fn logs_in(&self) -> bool {
-        self.settings.access_token.is_none() && self.settings.password.is_some()
-    }
-
     /// Remembers that `room` is the direct room with `user`.
     fn direct_room(&self, user: &str, room: &str) {
         if let Ok(mut rooms) = self.direct.lock() {
@@ -88,41 +80,30 @@ impl MatrixApi {
     }
 }
 
-impl Matrix {
-    /// The channel with the configured bots (`channels.matrix`), none started; `http` carries
-    /// each call (every call sets its own timeout).
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        Chat::new(Self { http }, config, store)
-    }
+/// The bot logs in with its password (it has no configured token).
+fn logs_in(bot: &MatrixBot) -> bool {
+    bot.access_token.is_none() && bot.password.is_some()
 }
 
 impl ChatPlatform for Matrix {
     type Settings = MatrixBot;
-    type Bot = MatrixApi;
+    type Api = MatrixApi;
     const LABEL: &'static str = "Matrix";
     const ID_NAME: &'static str = "Matrix user id";
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(20));
 
-    fn bot(&self, config: &BotConfig<MatrixBot>) -> Option<MatrixApi> {
-        let settings = config.platform.clone();
-        let user = settings.user_id.as_deref()?;
-        let homeserver = settings.homeserver.as_deref().unwrap_or_default();
-        let login = (settings.access_token.clone(), settings.password.clone());
-        let client = api::Client::new(self.http.clone(), homeserver, user, login);
+    fn api(bot: &MatrixBot, http: &reqwest::Client) -> Option<MatrixApi> {
+        let homeserver = bot.homeserver.as_deref().unwrap_or_default();
+        let login = (bot.access_token.clone(), bot.password.clone());
+        let client = api::Client::new(http.clone(), homeserver, bot.user_id.as_deref()?, login);
         Some(MatrixApi {
             client,
-            settings,
             direct: Mutex::new(HashMap::new()),
         })
     }
 
     async fn post(
-        &self,
-        bot: &Bot<MatrixApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (index, part): (usize, &str),
     ) -> Result<(), ChannelError> {
@@ -136,14 +117,16 @@ impl ChatPlatform for Matrix {
         }
         let txn = format!("switchboard.{}.{index}", record.id);
         let sent = bot.api.client.send(&room, &txn, content).await;
-        sent.map_err(|e| match e.is("M_UNKNOWN_TOKEN") && bot.api.logs_in() {
-            // A bot with a password logs in again on the next attempt.
-            true => ChannelError::Retry(e.to_string()),
-            false => e.verdict(FORBIDDEN),
-        })
+        sent.map_err(
+            |e| match e.is("M_UNKNOWN_TOKEN") && logs_in(&bot.settings) {
+                // A bot with a password logs in again on the next attempt.
+                true => ChannelError::Retry(e.to_string()),
+                false => e.verdict(FORBIDDEN),
+            },
+        )
     }
 
-    async fn typing(&self, bot: &Bot<MatrixApi>, to: &str, _thread: Option<&str>) {
+    async fn typing(bot: &Bot<Self>, to: &str, _thread: Option<&str>) {
         let _ = bot.api.client.typing(to, TYPING_FOR).await;
     }
 

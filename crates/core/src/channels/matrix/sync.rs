@@ -5,15 +5,13 @@
 //! nothing is handled twice or lost.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::api::{ApiError, Event, InvitedRoom, Sync, is_refusal};
 use super::route::{self, Me};
-use super::{MATRIX, Matrix, MatrixApi};
-use crate::channel::LinkState;
+use super::{MATRIX, Matrix, logs_in};
 use crate::channels::kit::link::Linked;
-use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
+use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
@@ -22,9 +20,7 @@ const CONNECTED: &str = "connected";
 
 /// One bot's sync.
 pub(crate) struct Syncer {
-    chat: Arc<Chat<Matrix>>,
-    bot: Arc<Bot<MatrixApi>>,
-    parts: DoorParts,
+    door: BotDoor<Matrix>,
     /// Where the stream is: the last `next_batch` handled (none before the first sync).
     since: Option<String>,
     /// Whether each room the bot is in is direct (two members), as last asked; a membership
@@ -35,11 +31,9 @@ pub(crate) struct Syncer {
 impl Linked for Matrix {
     type Link = Syncer;
 
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<MatrixApi>>, parts: &DoorParts) -> Syncer {
+    fn link(door: BotDoor<Self>) -> Syncer {
         Syncer {
-            chat: chat.clone(),
-            bot: bot.clone(),
-            parts: parts.clone(),
+            door,
             since: None,
             direct: HashMap::new(),
         }
@@ -51,7 +45,7 @@ impl Link for Syncer {
 
     /// Who the bot is (logging in when it has a password), and the stored sync token.
     async fn sign_in(&mut self) -> Result<Me, Failure> {
-        let client = &self.bot.api.client;
+        let client = &self.door.api().client;
         let user_id = client.whoami().await.map_err(|e| self.refused(e))?;
         if user_id != client.user_id() {
             return Err(Failure::Fatal(format!(
@@ -60,10 +54,10 @@ impl Link for Syncer {
             )));
         }
         let display_name = client.display_name().await;
-        let token = self.chat.store.token(&self.token_name()).await;
+        let token = self.door.chat.store.token(&self.token_name()).await;
         self.since =
             token.map_err(|e| Failure::Retry(format!("cannot read the sync token: {e}")))?;
-        tracing::info!(account = %self.bot.id, user = %user_id, "matrix: syncing");
+        tracing::info!(account = self.door.account(), user = %user_id, "matrix: syncing");
         Ok(Me {
             user_id,
             display_name,
@@ -73,15 +67,15 @@ impl Link for Syncer {
     /// One `/sync` and its batch. A first one answers at once: it only learns where the stream
     /// is.
     async fn session(&mut self, me: &Me) -> Result<Again, Failure> {
-        let timeout = self.bot.api.settings.poll_timeout_seconds.unwrap_or(30);
+        let timeout = self.door.settings().poll_timeout_seconds.unwrap_or(30);
         let wait = match self.since {
             Some(_) => Duration::from_secs(timeout),
             None => Duration::ZERO,
         };
-        let client = &self.bot.api.client;
+        let client = &self.door.api().client;
         let sync = client.sync(self.since.as_deref(), wait).await;
         let sync = sync.map_err(|e| self.refused(e))?;
-        self.bot.link.set(LinkState::Up(CONNECTED));
+        self.door.up(CONNECTED);
         match self.batch(me, &sync).await {
             Ok(()) => {
                 self.since = Some(sync.next_batch);
@@ -98,7 +92,7 @@ impl Link for Syncer {
 impl Syncer {
     /// The bot's `next_batch` in the store's channel tokens.
     fn token_name(&self) -> String {
-        format!("{MATRIX}:{}", self.bot.id)
+        format!("{MATRIX}:{}", self.door.account())
     }
 
     /// One sync's answer: invitations accepted, then each message in order, the last one's run
@@ -143,7 +137,7 @@ impl Syncer {
             name: self.token_name(),
             token: sync.next_batch.clone(),
         };
-        self.parts.commit(vec![done]).await
+        self.door.parts.commit(vec![done]).await
     }
 
     /// An invitation: accepted when `autoJoin` lets the inviter in; a failed join is logged
@@ -155,15 +149,25 @@ impl Syncer {
             .iter()
             .find(|e| e.kind == "m.room.member" && e.state_key.as_deref() == Some(&me.user_id))
             .map_or("", |e| e.sender.as_str());
-        let auto_join = self.bot.api.settings.auto_join.unwrap_or_default();
-        if !route::may_join((&self.bot.gate, auto_join), room, inviter) {
-            tracing::info!(account = %self.bot.id, room, inviter, "matrix: invitation left (autoJoin)");
+        let auto_join = self.door.settings().auto_join.unwrap_or_default();
+        if !route::may_join((&self.door.bot.gate, auto_join), room, inviter) {
+            tracing::info!(
+                account = self.door.account(),
+                room,
+                inviter,
+                "matrix: invitation left (autoJoin)"
+            );
             return;
         }
-        match self.bot.api.client.join(room).await {
-            Ok(()) => tracing::info!(account = %self.bot.id, room, inviter, "matrix: joined"),
+        match self.door.api().client.join(room).await {
+            Ok(()) => tracing::info!(
+                account = self.door.account(),
+                room,
+                inviter,
+                "matrix: joined"
+            ),
             Err(e) => {
-                tracing::warn!(account = %self.bot.id, room, error = %e, "matrix: cannot join")
+                tracing::warn!(account = self.door.account(), room, error = %e, "matrix: cannot join")
             }
         }
     }
@@ -184,14 +188,11 @@ impl Syncer {
         };
         let direct = self.is_direct(room).await?;
         if direct {
-            self.bot.api.direct_room(text.sender, room);
+            self.door.api().direct_room(text.sender, room);
         }
-        let source = self.bot.source(MATRIX, &event.event_id);
+        let source = self.door.bot.source(&event.event_id);
         let view = Ok(route::view(&text, (room, direct)));
-        let bot = (&self.chat, &self.bot);
-        self.parts
-            .receive(bot, view, (source, vec![cursor]))
-            .await?;
+        self.door.receive(view, (source, vec![cursor])).await?;
         Ok(())
     }
 
@@ -200,7 +201,7 @@ impl Syncer {
         if let Some(known) = self.direct.get(room) {
             return Ok(*known);
         }
-        let members = self.bot.api.client.joined_members(room).await;
+        let members = self.door.api().client.joined_members(room).await;
         let members = members
             .map_err(|e| CoreError::Unavailable(format!("matrix: the members of {room}: {e}")))?;
         self.direct.insert(room.to_string(), members == 2);
@@ -213,13 +214,13 @@ impl Syncer {
         if !is_refusal(&e) {
             return Failure::Retry(format!("matrix: {e}"));
         }
-        if e.is("M_UNKNOWN_TOKEN") && self.bot.api.logs_in() {
+        if e.is("M_UNKNOWN_TOKEN") && logs_in(self.door.settings()) {
             // The client forgot the token: the next call logs in again.
             return Failure::Retry(format!(
                 "matrix: the token was refused ({e}); logging in again"
             ));
         }
-        let setting = match self.bot.id.as_str() {
+        let setting = match self.door.account() {
             crate::config::DEFAULT_ACCOUNT => "channels.matrix".to_string(),
             id => format!("channels.matrix.accounts.{id}"),
         };

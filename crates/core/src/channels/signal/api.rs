@@ -70,18 +70,13 @@ pub(super) struct Received {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Envelope {
-    #[serde(default)]
     pub source: Option<String>,
-    #[serde(default)]
     pub source_number: Option<String>,
-    #[serde(default)]
     pub source_uuid: Option<String>,
-    #[serde(default)]
     pub source_name: Option<String>,
     /// When the sender sent it (ms): with the sender, the message's identity.
     #[serde(default)]
     pub timestamp: i64,
-    #[serde(default)]
     pub data_message: Option<DataMessage>,
 }
 
@@ -99,13 +94,10 @@ impl Envelope {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct DataMessage {
-    #[serde(default)]
     pub message: Option<String>,
-    #[serde(default)]
     pub group_info: Option<GroupInfo>,
     #[serde(default)]
     pub mentions: Vec<Mention>,
-    #[serde(default)]
     pub quote: Option<Quote>,
 }
 
@@ -119,11 +111,8 @@ pub(super) struct GroupInfo {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Mention {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub number: Option<String>,
-    #[serde(default)]
     pub uuid: Option<String>,
     #[serde(default)]
     pub start: usize,
@@ -133,17 +122,14 @@ pub(super) struct Mention {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Quote {
-    #[serde(default)]
     pub author: Option<String>,
-    #[serde(default)]
     pub author_number: Option<String>,
-    #[serde(default)]
     pub author_uuid: Option<String>,
 }
 
 /// A JSON-RPC call that did not succeed, or a send some recipient did not take.
 #[derive(Debug, Clone)]
-pub(super) enum RpcError {
+pub(crate) enum RpcError {
     /// No answer, or an HTTP error status (0: no answer).
     Http(u16, String),
     /// A JSON-RPC error object.
@@ -165,7 +151,7 @@ impl std::fmt::Display for RpcError {
 
 /// The daemon's HTTP interface.
 #[derive(Clone)]
-pub(super) struct Daemon {
+pub(crate) struct Daemon {
     http: reqwest::Client,
     base: String,
 }

@@ -3,15 +3,13 @@
 //! last-message time), an owner command, a pairing code, or nothing. See the module doc of
 //! `signal` for what a replay does.
 
-use std::sync::Arc;
-
 use futures_util::StreamExt;
 
 use super::api::{Envelope, Event, Received, SILENCE, SseReader};
-use super::{SIGNAL, Signal, SignalApi, route};
+use super::{SIGNAL, Signal, route};
 use crate::channel::LinkState;
 use crate::channels::kit::link::Linked;
-use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
+use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
@@ -22,9 +20,7 @@ const DAEMON_CURSOR: &str = "signal:events:daemon";
 
 /// The account's event stream.
 pub(crate) struct Events {
-    chat: Arc<Chat<Signal>>,
-    bot: Arc<Bot<SignalApi>>,
-    parts: DoorParts,
+    door: BotDoor<Signal>,
     /// The last event id handled.
     last: Option<String>,
 }
@@ -40,13 +36,8 @@ enum End {
 impl Linked for Signal {
     type Link = Events;
 
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<SignalApi>>, parts: &DoorParts) -> Events {
-        Events {
-            chat: chat.clone(),
-            bot: bot.clone(),
-            parts: parts.clone(),
-            last: None,
-        }
+    fn link(door: BotDoor<Self>) -> Events {
+        Events { door, last: None }
     }
 }
 
@@ -64,12 +55,12 @@ impl Link for Events {
         match self.connection().await {
             End::Dropped(why) => {
                 tracing::info!(why, "signal: the event stream ended; reconnecting");
-                self.bot.link.set(LinkState::Starting);
-                Ok(Again::Now)
+                self.door.bot.link.set(LinkState::Starting);
+                Ok(Again::Soon)
             }
             End::Refused(why) => Err(Failure::Retry(format!(
                 "cannot open the signal-cli daemon's event stream at {}: {why}",
-                self.bot.api.daemon.base()
+                self.door.api().base()
             ))),
         }
     }
@@ -78,7 +69,7 @@ impl Link for Events {
 impl Events {
     /// One connection: events handled in order, the last id moved past each.
     async fn connection(&mut self) -> End {
-        let daemon = &self.bot.api.daemon;
+        let daemon = self.door.api();
         let response = match daemon.events(self.last.as_deref()).await {
             Ok(response) => response,
             // The check tells a daemon that is not there from one that refuses the stream.
@@ -91,7 +82,7 @@ impl Events {
             after = self.last.as_deref().unwrap_or("-"),
             "signal: connected"
         );
-        self.bot.link.set(LinkState::Up(CONNECTED));
+        self.door.bot.link.set(LinkState::Up(CONNECTED));
         let mut stream = response.bytes_stream();
         let mut reader = SseReader::default();
         loop {
@@ -139,7 +130,7 @@ impl Events {
         let (Some(message), Some(sender)) = (&envelope.data_message, envelope.sender()) else {
             return Ok(());
         };
-        let account = &self.bot.api.account;
+        let account = self.door.settings().account.as_deref().unwrap_or_default();
         let own = [Some(sender), envelope.source_uuid.as_deref()]
             .into_iter()
             .flatten()
@@ -153,17 +144,14 @@ impl Events {
             name: format!("{SIGNAL}:from:{sender}"),
             position: envelope.timestamp,
         };
-        let bot = (&self.chat, &self.bot);
-        self.parts
-            .receive(bot, view, (source, vec![cursor]))
-            .await?;
+        self.door.receive(view, (source, vec![cursor])).await?;
         Ok(())
     }
 
     /// The last event id handled, as kept by [`Events::keep_position`] (none: the door starts
     /// with what comes next).
     async fn stored_position(&self) -> Option<String> {
-        let store = &self.chat.store;
+        let store = &self.door.chat.store;
         let start = store.cursor(DAEMON_CURSOR).await.ok().flatten()?;
         let seq = store.cursor(&sequence_cursor(start)).await.ok().flatten()?;
         Some(format!("{start}-{seq}"))
@@ -187,7 +175,7 @@ impl Events {
                 position: seq,
             },
         ];
-        if let Err(e) = self.parts.commit(writes).await {
+        if let Err(e) = self.door.parts.commit(writes).await {
             tracing::warn!(error = %e, "signal: cannot keep the event position");
         }
     }

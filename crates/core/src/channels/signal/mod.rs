@@ -27,67 +27,42 @@ use std::time::Duration;
 use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
-use crate::config::{BotConfig, Platform, SignalAccount};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::{Platform, SignalAccount};
+use crate::store::DeliveryRecord;
 use api::{Daemon, RpcError};
 
 /// The channel's name in keys, routes, records and pairing.
 pub const SIGNAL: &str = SignalAccount::NAME;
 
-/// The Signal platform: the daemon's clients.
-pub(crate) struct Signal {
-    http: reqwest::Client,
-}
-
-/// The account's own part: the daemon it is served by, and who it is.
-pub(crate) struct SignalApi {
-    daemon: Daemon,
-    account: String,
-}
-
-impl Signal {
-    /// The channel of the configured account (`channels.signal`); `http` bounds each call by
-    /// `delivery.timeoutSeconds` (the event stream sets its own bound).
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        Chat::new(Self { http }, config, store)
-    }
-}
+/// The Signal platform.
+pub(crate) struct Signal;
 
 impl ChatPlatform for Signal {
     type Settings = SignalAccount;
-    type Bot = SignalApi;
+    type Api = Daemon;
     const LABEL: &'static str = "Signal";
     const ID_NAME: &'static str = "Signal number";
     /// Signal shows "typing…" for about 15 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(10));
 
-    fn bot(&self, config: &BotConfig<SignalAccount>) -> Option<SignalApi> {
-        let settings = &config.platform;
-        let base = settings.http_url.as_deref().unwrap_or_default();
-        Some(SignalApi {
-            daemon: Daemon::new(self.http.clone(), base),
-            account: settings.account.clone()?,
-        })
+    fn api(account: &SignalAccount, http: &reqwest::Client) -> Option<Daemon> {
+        account.account.as_ref()?;
+        let base = account.http_url.as_deref().unwrap_or_default();
+        Some(Daemon::new(http.clone(), base))
     }
 
     async fn post(
-        &self,
-        bot: &Bot<SignalApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (index, part): (usize, &str),
     ) -> Result<(), ChannelError> {
         let id = format!("{}:{index}", record.id);
-        let sent = bot.api.daemon.send(target(&record.to), part, &id).await;
+        let sent = bot.api.send(target(&record.to), part, &id).await;
         sent.map_err(classify)
     }
 
-    async fn typing(&self, bot: &Bot<SignalApi>, to: &str, _thread: Option<&str>) {
-        let id = format!("typing:{to}");
-        let _ = bot.api.daemon.typing(target(to), &id).await;
+    async fn typing(bot: &Bot<Self>, to: &str, _thread: Option<&str>) {
+        let _ = bot.api.typing(target(to), &format!("typing:{to}")).await;
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {

@@ -27,17 +27,13 @@ pub struct Me {
 pub struct Frame {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub envelope_id: Option<String>,
     #[serde(default)]
     pub payload: Value,
     /// A redelivery's attempt number (0 the first time).
-    #[serde(default)]
     pub retry_attempt: Option<u64>,
-    #[serde(default)]
     pub retry_reason: Option<String>,
     /// `disconnect`'s reason (`refresh_requested`, `warning`, `link_disabled`).
-    #[serde(default)]
     pub reason: Option<String>,
 }
 
@@ -46,25 +42,20 @@ pub struct Frame {
 pub struct Event {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub subtype: Option<String>,
     /// The conversation id (`C…` channel, `G…` private, `D…` DM).
     pub channel: String,
     /// `im` (a DM), `channel`, `group`, `mpim`; absent in `app_mention`.
-    #[serde(default)]
     pub channel_type: Option<String>,
     /// The author's user id (absent in some bot and system messages).
-    #[serde(default)]
     pub user: Option<String>,
     /// Set on a bot's message.
-    #[serde(default)]
     pub bot_id: Option<String>,
     #[serde(default)]
     pub text: String,
     /// The message's id in its conversation.
     pub ts: String,
     /// The thread's parent `ts`, in a thread (equal to `ts` on the parent itself).
-    #[serde(default)]
     pub thread_ts: Option<String>,
 }
 

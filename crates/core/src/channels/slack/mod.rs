@@ -31,18 +31,16 @@ use super::ChannelDoors;
 use super::kit::http::ApiError;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
-use crate::config::{BotConfig, Platform, SlackApp};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::{Platform, SlackApp};
+use crate::store::DeliveryRecord;
 
 /// The channel's name in keys, routes, records and pairing.
 pub const SLACK: &str = SlackApp::NAME;
 
-/// The Slack platform: its apps' Web API clients.
-pub(crate) struct Slack {
-    http: reqwest::Client,
-}
+/// The Slack platform.
+pub(crate) struct Slack;
 
-/// One app's own part: its Web API clients.
+/// One app's Web API clients.
 pub(crate) struct SlackApi {
     /// With the bot token: `auth.test`, `chat.postMessage`.
     web: api::WebApi,
@@ -50,42 +48,24 @@ pub(crate) struct SlackApi {
     app: api::WebApi,
 }
 
-impl Slack {
-    /// The channel with the configured apps (`channels.slack`), none connected; `http` bounds
-    /// each call by `delivery.timeoutSeconds`.
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        Chat::new(Self { http }, config, store)
-    }
-}
-
 impl ChatPlatform for Slack {
     type Settings = SlackApp;
-    type Bot = SlackApi;
+    type Api = SlackApi;
     const LABEL: &'static str = "Slack";
     const ID_NAME: &'static str = "Slack user id";
-    /// Slack shows no "typing…" for an app's messages.
-    const TYPING_EVERY: Option<Duration> = None;
 
-    fn bot(&self, config: &BotConfig<SlackApp>) -> Option<SlackApi> {
-        let settings = &config.platform;
-        let base = settings.api_base.as_deref().unwrap_or_default();
-        let client = |token: &Option<String>| {
-            let token = token.as_deref()?;
-            Some(api::WebApi::new(self.http.clone(), base, token))
-        };
+    fn api(app: &SlackApp, http: &reqwest::Client) -> Option<SlackApi> {
+        let base = app.api_base.as_deref().unwrap_or_default();
+        let client =
+            |token: &Option<String>| Some(api::WebApi::new(http.clone(), base, token.as_deref()?));
         Some(SlackApi {
-            web: client(&settings.bot_token)?,
-            app: client(&settings.app_token)?,
+            web: client(&app.bot_token)?,
+            app: client(&app.app_token)?,
         })
     }
 
     async fn post(
-        &self,
-        bot: &Bot<SlackApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (_, part): (usize, &str),
     ) -> Result<(), ChannelError> {

@@ -3,7 +3,6 @@
 //! nothing — and its envelope acknowledged once that is committed. See the module doc of
 //! `slack` for the connection's life.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -12,11 +11,11 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message as WsFrame;
 
 use super::api::{Event, Frame, Me};
-use super::{SLACK, Slack, SlackApi, route};
+use super::{SLACK, Slack, route};
 use crate::channel::LinkState;
 use crate::channels::kit::http::{ApiError, Socket, connect};
 use crate::channels::kit::link::Linked;
-use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link};
+use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
 
 /// Slack pings its connections every few seconds; after this long without a frame the door
@@ -37,9 +36,7 @@ const REFUSED: &[&str] = &[
 
 /// One app's Socket Mode link.
 pub(crate) struct SocketMode {
-    chat: Arc<Chat<Slack>>,
-    bot: Arc<Bot<SlackApi>>,
-    parts: DoorParts,
+    door: BotDoor<Slack>,
 }
 
 /// How one connection ended.
@@ -57,12 +54,8 @@ enum End {
 impl Linked for Slack {
     type Link = SocketMode;
 
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<SlackApi>>, parts: &DoorParts) -> SocketMode {
-        SocketMode {
-            chat: chat.clone(),
-            bot: bot.clone(),
-            parts: parts.clone(),
-        }
+    fn link(door: BotDoor<Self>) -> SocketMode {
+        SocketMode { door }
     }
 }
 
@@ -70,30 +63,34 @@ impl Link for SocketMode {
     type Me = Me;
 
     async fn sign_in(&mut self) -> Result<Me, Failure> {
-        let me = self.bot.api.web.auth_test().await;
+        let me = self.door.api().web.auth_test().await;
         let me = me.map_err(|e| self.refused("botToken", "auth.test", e))?;
-        tracing::info!(account = %self.bot.id, bot = %me.user, user_id = %me.user_id, "slack: signed in");
+        tracing::info!(account = self.door.account(), bot = %me.user, user_id = %me.user_id, "slack: signed in");
         Ok(me)
     }
 
     /// One Socket Mode connection, from `apps.connections.open` to its end.
     async fn session(&mut self, me: &Me) -> Result<Again, Failure> {
-        let url = self.bot.api.app.open_connection().await;
+        let url = self.door.api().app.open_connection().await;
         let url = url.map_err(|e| self.refused("appToken", "a connection", e))?;
         let socket = connect(&url)
             .await
             .map_err(|e| Failure::Retry(format!("slack: cannot reach the Socket Mode URL: {e}")))?;
         let end = self.connection(me, socket).await;
-        let was_up = self.bot.link.get().is_up();
-        self.bot.link.set(LinkState::Starting);
+        let was_up = self.door.bot.link.get().is_up();
+        self.door.bot.link.set(LinkState::Starting);
         match end {
             End::Refresh => {
-                tracing::info!(account = %self.bot.id, "slack: a new connection");
+                tracing::info!(account = self.door.account(), "slack: a new connection");
                 Ok(Again::Now)
             }
             End::Dropped(why) if was_up => {
-                tracing::info!(account = %self.bot.id, why, "slack: the connection ended; reconnecting");
-                Ok(Again::Now)
+                tracing::info!(
+                    account = self.door.account(),
+                    why,
+                    "slack: the connection ended; reconnecting"
+                );
+                Ok(Again::Soon)
             }
             End::Dropped(why) => Err(Failure::Retry(format!("slack: {why}"))),
             End::Fatal(why) => Err(Failure::Fatal(why)),
@@ -130,7 +127,7 @@ impl SocketMode {
             let frame: Frame = match serde_json::from_str(text.as_str()) {
                 Ok(frame) => frame,
                 Err(e) => {
-                    tracing::warn!(account = %self.bot.id, error = %e, "slack: a frame that is not a Socket Mode message; skipped");
+                    tracing::warn!(account = self.door.account(), error = %e, "slack: a frame that is not a Socket Mode message; skipped");
                     continue;
                 }
             };
@@ -147,8 +144,8 @@ impl SocketMode {
     async fn frame(&self, me: &Me, socket: &mut Socket, frame: Frame) -> Option<End> {
         match frame.kind.as_str() {
             "hello" => {
-                tracing::info!(account = %self.bot.id, "slack: connected");
-                self.bot.link.set(LinkState::Up(CONNECTED));
+                tracing::info!(account = self.door.account(), "slack: connected");
+                self.door.bot.link.set(LinkState::Up(CONNECTED));
                 None
             }
             "disconnect" => Some(match frame.reason.as_deref() {
@@ -178,7 +175,7 @@ impl SocketMode {
         let event = match Event::deserialize(&frame.payload["event"]) {
             Ok(event) => event,
             Err(e) => {
-                tracing::warn!(account = %self.bot.id, error = %e, "slack: an event of an unexpected shape; skipped");
+                tracing::warn!(account = self.door.account(), error = %e, "slack: an event of an unexpected shape; skipped");
                 return Ok(());
             }
         };
@@ -187,13 +184,22 @@ impl SocketMode {
         }
         if let Some(attempt) = frame.retry_attempt.filter(|n| *n > 0) {
             let reason = frame.retry_reason.as_deref().unwrap_or_default();
-            tracing::debug!(account = %self.bot.id, attempt, reason, "slack: an event delivered again");
+            tracing::debug!(
+                account = self.door.account(),
+                attempt,
+                reason,
+                "slack: an event delivered again"
+            );
         }
         // No cursor: Slack redelivers out of order; the idempotency key keeps a message once.
-        let source = format!("{SLACK}:{}:{}:{}", self.bot.id, event.channel, event.ts);
+        let source = format!(
+            "{SLACK}:{}:{}:{}",
+            self.door.account(),
+            event.channel,
+            event.ts
+        );
         let view = route::view(me, &event);
-        let bot = (&self.chat, &self.bot);
-        self.parts.receive(bot, view, (source, Vec::new())).await?;
+        self.door.receive(view, (source, Vec::new())).await?;
         Ok(())
     }
 
@@ -204,7 +210,7 @@ impl SocketMode {
         if !REFUSED.contains(&code) {
             return Failure::Retry(format!("slack: cannot reach {what}: {e}"));
         }
-        let path = self.bot.setting(SLACK, token);
+        let path = self.door.bot.setting(token);
         Failure::Fatal(format!(
             "Slack refused {path} ({code}); fix the token and restart"
         ))

@@ -17,7 +17,6 @@ pub struct User {
     pub id: i64,
     #[serde(default)]
     pub is_bot: bool,
-    #[serde(default)]
     pub username: Option<String>,
 }
 
@@ -27,31 +26,24 @@ pub struct Chat {
     /// `private`, `group`, `supergroup` or `channel`.
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub title: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Message {
     pub chat: Chat,
-    #[serde(default)]
     pub from: Option<User>,
-    #[serde(default)]
     pub text: Option<String>,
-    #[serde(default)]
     pub caption: Option<String>,
-    #[serde(default)]
     pub message_thread_id: Option<i64>,
     #[serde(default)]
     pub is_topic_message: bool,
-    #[serde(default)]
     pub reply_to_message: Option<Box<Message>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Update {
     pub update_id: i64,
-    #[serde(default)]
     pub message: Option<Message>,
 }
 

@@ -24,64 +24,44 @@ use std::time::Duration;
 use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
-use crate::config::{BotConfig, Platform, TelegramBot};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::{Platform, TelegramBot};
+use crate::store::DeliveryRecord;
 
 /// The channel's name in keys, routes, records and pairing.
 pub const TELEGRAM: &str = TelegramBot::NAME;
 
-/// The Telegram platform: its bots' API clients.
-pub(crate) struct Telegram {
-    http: reqwest::Client,
-}
-
-/// One bot's own part: its client and settings.
-pub(crate) struct TelegramApi {
-    client: api::Client,
-    settings: TelegramBot,
-}
-
-impl Telegram {
-    /// The channel with the configured bots (`channels.telegram`), none started; `http` bounds
-    /// each call by `delivery.timeoutSeconds`.
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        Chat::new(Self { http }, config, store)
-    }
-}
+/// The Telegram platform.
+pub(crate) struct Telegram;
 
 impl ChatPlatform for Telegram {
     type Settings = TelegramBot;
-    type Bot = TelegramApi;
+    type Api = api::Client;
     const LABEL: &'static str = "Telegram";
     const ID_NAME: &'static str = "Telegram user id";
     /// Telegram shows "typing…" for about 5 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(4));
 
-    fn bot(&self, config: &BotConfig<TelegramBot>) -> Option<TelegramApi> {
-        let settings = config.platform.clone();
-        let token = settings.bot_token.as_deref()?;
-        let base = settings.api_base.as_deref().unwrap_or_default();
-        let client = api::Client::new(self.http.clone(), base, token);
-        Some(TelegramApi { client, settings })
+    fn api(bot: &TelegramBot, http: &reqwest::Client) -> Option<api::Client> {
+        let base = bot.api_base.as_deref().unwrap_or_default();
+        Some(api::Client::new(
+            http.clone(),
+            base,
+            bot.bot_token.as_deref()?,
+        ))
     }
 
     async fn post(
-        &self,
-        bot: &Bot<TelegramApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (_, part): (usize, &str),
     ) -> Result<(), ChannelError> {
         let thread = record.thread_id.as_deref();
-        let sent = bot.api.client.send_message(&record.to, thread, part).await;
+        let sent = bot.api.send_message(&record.to, thread, part).await;
         sent.map_err(|e| e.verdict("the bot was blocked or removed from the chat"))
     }
 
-    async fn typing(&self, bot: &Bot<TelegramApi>, to: &str, thread: Option<&str>) {
-        let _ = bot.api.client.typing(to, thread).await;
+    async fn typing(bot: &Bot<Self>, to: &str, thread: Option<&str>) {
+        let _ = bot.api.typing(to, thread).await;
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {

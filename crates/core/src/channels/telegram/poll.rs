@@ -3,14 +3,11 @@
 //! (committed with the next offset), an owner command, a pairing code, or nothing (the offset
 //! alone). See the module doc of `telegram`.
 
-use std::sync::Arc;
-
 use super::api::{Update, User};
-use super::{TELEGRAM, Telegram, TelegramApi, route};
-use crate::channel::LinkState;
+use super::{TELEGRAM, Telegram, route};
 use crate::channels::kit::http::ApiError;
 use crate::channels::kit::link::Linked;
-use crate::channels::kit::{Again, Bot, Chat, DoorParts, Failure, Link, Taken};
+use crate::channels::kit::{Again, BotDoor, Failure, Link, Taken};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
@@ -19,9 +16,7 @@ const POLLING: &str = "polling";
 
 /// One bot's poller.
 pub(crate) struct Poller {
-    chat: Arc<Chat<Telegram>>,
-    bot: Arc<Bot<TelegramApi>>,
-    parts: DoorParts,
+    door: BotDoor<Telegram>,
     /// The next update to ask for; it moves with each update handled (and committed).
     offset: i64,
 }
@@ -29,13 +24,8 @@ pub(crate) struct Poller {
 impl Linked for Telegram {
     type Link = Poller;
 
-    fn link(chat: &Arc<Chat<Self>>, bot: &Arc<Bot<TelegramApi>>, parts: &DoorParts) -> Poller {
-        Poller {
-            chat: chat.clone(),
-            bot: bot.clone(),
-            parts: parts.clone(),
-            offset: 0,
-        }
+    fn link(door: BotDoor<Self>) -> Poller {
+        Poller { door, offset: 0 }
     }
 }
 
@@ -45,30 +35,32 @@ impl Link for Poller {
     /// `getMe`, then the stored offset.
     async fn sign_in(&mut self) -> Result<User, Failure> {
         let me = self
-            .bot
-            .api
-            .client
+            .door
+            .api()
             .get_me()
             .await
             .map_err(|e| self.refused(e))?;
-        let stored = self.chat.store.cursor(&self.cursor()).await;
+        let stored = self.door.chat.store.cursor(&self.cursor()).await;
         self.offset = stored
             .map_err(|e| Failure::Retry(format!("cannot read the update offset: {e}")))?
             .unwrap_or(0);
-        self.bot.link.set(LinkState::Up(POLLING));
+        self.door.up(POLLING);
         let name = me.username.as_deref().unwrap_or("?");
-        tracing::info!(account = %self.bot.id, bot = name, "telegram: polling");
+        tracing::info!(
+            account = self.door.account(),
+            bot = name,
+            "telegram: polling"
+        );
         Ok(me)
     }
 
     /// One `getUpdates`, each update handled in order; one that could not be handled is not
     /// committed and comes again with the next poll.
     async fn session(&mut self, me: &User) -> Result<Again, Failure> {
-        let api = &self.bot.api;
-        let timeout = api.settings.poll_timeout_seconds.unwrap_or(30);
-        let updates = api.client.get_updates(self.offset, timeout).await;
+        let timeout = self.door.settings().poll_timeout_seconds.unwrap_or(30);
+        let updates = self.door.api().get_updates(self.offset, timeout).await;
         let updates = updates.map_err(|e| self.refused(e))?;
-        self.bot.link.set(LinkState::Up(POLLING));
+        self.door.up(POLLING);
         for update in updates {
             let next = update.update_id + 1;
             if let Err(e) = self.handle(me, update).await {
@@ -85,7 +77,7 @@ impl Link for Poller {
 impl Poller {
     /// The bot's cursor in `channel_cursors`.
     fn cursor(&self) -> String {
-        format!("{TELEGRAM}:{}", self.bot.id)
+        format!("{TELEGRAM}:{}", self.door.account())
     }
 
     /// One update: a run committed with the next offset, or the next offset alone.
@@ -94,17 +86,14 @@ impl Poller {
             name: self.cursor(),
             position: update.update_id + 1,
         };
-        let source = self.bot.source(TELEGRAM, &update.update_id.to_string());
+        let source = self.door.bot.source(&update.update_id.to_string());
         let message = match &update.message {
             Some(message) => route::view(me, message),
             None => Err("not a message".into()),
         };
-        let bot = (&self.chat, &self.bot);
-        let taken = self
-            .parts
-            .receive(bot, message, (source, vec![cursor.clone()]));
+        let taken = self.door.receive(message, (source, vec![cursor.clone()]));
         if let Taken::Ignored(_) = taken.await? {
-            self.parts.commit(vec![cursor]).await?;
+            self.door.parts.commit(vec![cursor]).await?;
         }
         Ok(())
     }
@@ -115,7 +104,7 @@ impl Poller {
         if !matches!(e.status, 401 | 404) {
             return Failure::Retry(format!("telegram: {e}"));
         }
-        let setting = self.bot.setting(TELEGRAM, "botToken");
+        let setting = self.door.bot.setting("botToken");
         Failure::Fatal(format!(
             "the Bot API refused {setting} ({e}); fix the token and restart"
         ))

@@ -51,13 +51,11 @@ pub(super) struct Metadata {
 #[derive(Debug, Deserialize)]
 pub(super) struct Contact {
     pub wa_id: String,
-    #[serde(default)]
     pub profile: Option<Profile>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Profile {
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -71,13 +69,10 @@ pub(super) struct Message {
     pub timestamp: String,
     #[serde(rename = "type", default)]
     pub kind: String,
-    #[serde(default)]
     pub text: Option<Text>,
     /// Set when the message was written in a group.
-    #[serde(default)]
     pub group_id: Option<String>,
     /// The message it replies to.
-    #[serde(default)]
     pub context: Option<Context>,
 }
 
@@ -88,7 +83,6 @@ pub(super) struct Text {
 
 #[derive(Debug, Clone, Deserialize)]
 pub(super) struct Context {
-    #[serde(default)]
     pub from: Option<String>,
 }
 
@@ -121,7 +115,7 @@ fn from_hex(hex: &str) -> Option<Vec<u8>> {
 
 /// The Graph API as one number (its id and access token) uses it.
 #[derive(Clone)]
-pub(super) struct Graph {
+pub(crate) struct Graph {
     http: reqwest::Client,
     base: String,
     token: String,

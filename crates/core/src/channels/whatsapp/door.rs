@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::api::{self, Contact, Message, Messages, Notification};
-use super::{WHATSAPP, WhatsApp, WhatsAppApi, route, window};
+use super::{WHATSAPP, WhatsApp, route, window};
 use switchboard_protocol::ErrorCode;
 
 use crate::channel::{HttpCall, HttpDoor, HttpReply};
@@ -16,7 +16,7 @@ use crate::error::CoreResult;
 use crate::store::WriteOp;
 
 /// One served number.
-type Number = Bot<WhatsAppApi>;
+type Number = Bot<WhatsApp>;
 
 /// The header the platform signs each notification with.
 const SIGNATURE: &str = "x-hub-signature-256";
@@ -50,8 +50,7 @@ impl Webhook {
             );
         };
         let known = self.chat.bots.iter().any(|n| {
-            n.api
-                .settings
+            n.settings
                 .verify_token
                 .as_deref()
                 .is_some_and(|t| same(t.as_bytes(), token.as_bytes()))
@@ -82,8 +81,7 @@ impl Webhook {
             .bots
             .iter()
             .filter(|n| {
-                n.api
-                    .settings
+                n.settings
                     .app_secret
                     .as_deref()
                     .is_some_and(|secret| api::signed_by(secret, &call.body, signature))
@@ -127,9 +125,9 @@ impl Webhook {
                     continue;
                 }
             };
-            let to_number = signed
-                .iter()
-                .find(|n| n.api.phone_number_id() == value.metadata.phone_number_id);
+            let to_number = signed.iter().find(|n| {
+                n.settings.phone_number_id.as_deref() == Some(&value.metadata.phone_number_id)
+            });
             let Some(number) = to_number else {
                 tracing::warn!(
                     phone_number_id = %value.metadata.phone_number_id,

@@ -31,8 +31,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts};
 use crate::channel::{ChannelError, LinkState};
-use crate::config::{BotConfig, Platform, WhatsAppNumber};
-use crate::store::{DeliveryRecord, Store};
+use crate::config::{Platform, WhatsAppNumber};
+use crate::store::DeliveryRecord;
 use api::{ApiError, Graph};
 
 /// The channel's name in keys, routes, records and pairing.
@@ -46,72 +46,37 @@ const SLOW_DOWN: [&str; 5] = ["4", "80007", "130429", "131048", "131056"];
 /// What a number's link is called while its webhook is served.
 const SERVED: &str = "webhook";
 
-/// The WhatsApp platform: its numbers' Graph clients, and the store holding their windows.
-pub(crate) struct WhatsApp {
-    http: reqwest::Client,
-    store: Arc<dyn Store>,
-}
-
-/// One number's own part: its Graph client and settings.
-pub(crate) struct WhatsAppApi {
-    graph: Graph,
-    settings: WhatsAppNumber,
-}
-
-impl WhatsAppApi {
-    fn phone_number_id(&self) -> &str {
-        self.settings.phone_number_id.as_deref().unwrap_or_default()
-    }
-}
+/// The WhatsApp platform.
+pub(crate) struct WhatsApp;
 
 /// The cursor holding when user `wa_id` last wrote to number `account` (seconds).
 fn window(account: &str, wa_id: &str) -> String {
     format!("{WHATSAPP}:{account}:window:{wa_id}")
 }
 
-impl WhatsApp {
-    /// The channel with the configured numbers (`channels.whatsapp`); `http` bounds each call
-    /// by `delivery.timeoutSeconds`.
-    pub(crate) fn channel(
-        config: Arc<crate::config::Config>,
-        store: Arc<dyn Store>,
-        http: reqwest::Client,
-    ) -> Arc<Chat<Self>> {
-        let platform = Self {
-            http,
-            store: store.clone(),
-        };
-        Chat::new(platform, config, store)
-    }
-}
-
 impl ChatPlatform for WhatsApp {
     type Settings = WhatsAppNumber;
-    type Bot = WhatsAppApi;
+    type Api = Graph;
     const LABEL: &'static str = "WhatsApp";
     const ID_NAME: &'static str = "WhatsApp id";
-    /// The Cloud API shows no "typing…" outside its own flows.
-    const TYPING_EVERY: Option<Duration> = None;
 
-    fn bot(&self, config: &BotConfig<WhatsAppNumber>) -> Option<WhatsAppApi> {
-        let settings = config.platform.clone();
-        let token = settings.access_token.as_deref().unwrap_or_default();
-        let base = settings.api_base.as_deref().unwrap_or_default();
-        let graph = Graph::new(self.http.clone(), base, token);
-        Some(WhatsAppApi { graph, settings })
+    fn api(number: &WhatsAppNumber, http: &reqwest::Client) -> Option<Graph> {
+        let token = number.access_token.as_deref().unwrap_or_default();
+        let base = number.api_base.as_deref().unwrap_or_default();
+        Some(Graph::new(http.clone(), base, token))
     }
 
     /// A one-to-one message may go only within 24 hours of the user's last message.
     async fn before_post(
-        &self,
-        bot: &Bot<WhatsAppApi>,
+        chat: &Chat<Self>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
     ) -> Result<(), ChannelError> {
         if record.to.starts_with(route::GROUP_PREFIX) {
             return Ok(());
         }
         let wa_id = &record.to;
-        let last = self.store.cursor(&window(&bot.id, wa_id)).await;
+        let last = chat.store.cursor(&window(&bot.id, wa_id)).await;
         let last = last.map_err(|e| ChannelError::Retry(e.to_string()))?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -131,8 +96,7 @@ impl ChatPlatform for WhatsApp {
     }
 
     async fn post(
-        &self,
-        bot: &Bot<WhatsAppApi>,
+        bot: &Bot<Self>,
         record: &DeliveryRecord,
         (_, part): (usize, &str),
     ) -> Result<(), ChannelError> {
@@ -140,8 +104,9 @@ impl ChatPlatform for WhatsApp {
             Some(group) => (group, true),
             None => (record.to.as_str(), false),
         };
-        let sent = bot.api.graph.send_text(bot.api.phone_number_id(), to, part);
-        sent.await.map_err(|e| verdict(bot, e))
+        let phone_number_id = bot.settings.phone_number_id.as_deref().unwrap_or_default();
+        let sent = bot.api.send_text(phone_number_id, to, part).await;
+        sent.map_err(|e| verdict(bot, e))
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {
@@ -154,7 +119,7 @@ impl ChatPlatform for WhatsApp {
 
 /// Rate and throughput limits and 5xx are worth another attempt; the window and other 4xx not;
 /// a refused token also marks the number failed.
-fn verdict(number: &Bot<WhatsAppApi>, e: ApiError) -> ChannelError {
+fn verdict(number: &Bot<WhatsApp>, e: ApiError) -> ChannelError {
     let code = e.code.clone().unwrap_or_default();
     if SLOW_DOWN.contains(&code.as_str()) {
         let wait = e.retry_after.unwrap_or(Duration::from_secs(1));
@@ -166,7 +131,7 @@ fn verdict(number: &Bot<WhatsAppApi>, e: ApiError) -> ChannelError {
             "{e} (outside WhatsApp's 24-hour customer-service window; templates are not offered)"
         )),
         (401, _) | (_, "190") => {
-            let setting = number.setting(WHATSAPP, "accessToken");
+            let setting = number.setting("accessToken");
             let why = format!("the Graph API refused {setting} ({e}); fix the token and restart");
             tracing::error!("whatsapp: {why}");
             number.link.set(LinkState::Failed(why.clone()));

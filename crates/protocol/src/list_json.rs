@@ -4,8 +4,8 @@
 //! that needs no escaping is copied in one piece; the fields most rows leave out cost one test.
 //! The rare nested fields (a route, run activity, a sub-agent, messages) go through serde_json.
 //!
-//! Every struct is taken apart without `..`: a field added to a row does not compile here until
-//! it is written.
+//! Every struct is taken apart or built without `..`: a field added to a row does not compile
+//! here until it is written.
 
 use serde::Serialize;
 
@@ -111,70 +111,37 @@ pub struct RowHead<'a> {
 }
 
 impl<M> SessionRow<M> {
-    /// What the row shows of its stored entry. Every field is taken apart (no `..`): a field
-    /// added to a row does not compile here until it is placed in the head or the tail.
+    /// What the row shows of its stored entry. [`Self::from_head`] builds a whole row (no `..`):
+    /// a field added to a row does not compile there until it is placed in the head or the tail.
     pub fn head(&self) -> RowHead<'_> {
-        let SessionRow {
-            key,
-            kind,
-            channel,
-            agent_id,
-            session_id,
-            created_at,
-            updated_at,
-            chat_type,
-            display_name,
-            label,
-            model,
-            context_tokens,
-            input_tokens,
-            output_tokens,
-            total_tokens,
-            cost_usd,
-            thinking_level,
-            verbose_level,
-            system_sent,
-            aborted_last_run,
-            send_policy,
-            last_channel,
-            last_to,
-            delivery_context,
-            spawned_by,
-            archived_at,
-            transcript_path,
-            messages: _,
-            run_state: _,
-            activity: _,
-            subagent: _,
-        } = self;
         RowHead {
-            key,
-            kind: *kind,
-            channel,
-            agent_id,
-            session_id,
-            created_at: *created_at,
-            updated_at: *updated_at,
-            chat_type: chat_type.as_deref(),
-            display_name: display_name.as_deref(),
-            label: label.as_deref(),
-            model: model.as_deref(),
-            context_tokens: *context_tokens,
-            input_tokens: *input_tokens,
-            output_tokens: *output_tokens,
-            total_tokens: *total_tokens,
-            cost_usd: *cost_usd,
-            thinking_level: thinking_level.as_deref(),
-            verbose_level: verbose_level.as_deref(),
-            system_sent: *system_sent,
-            aborted_last_run: *aborted_last_run,
-            send_policy: send_policy.as_deref(),
-            last_channel: last_channel.as_deref(),
-            last_to: last_to.as_deref(),
-            delivery_context: delivery_context.as_ref(),
-            spawned_by: spawned_by.as_deref(),
-            archived_at: *archived_at,
-            transcript_path: transcript_path.as_deref(),
+            key: &self.key,
+            kind: self.kind,
+            channel: &self.channel,
+            agent_id: &self.agent_id,
+            session_id: &self.session_id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            chat_type: self.chat_type.as_deref(),
+            display_name: self.display_name.as_deref(),
+            label: self.label.as_deref(),
+            model: self.model.as_deref(),
+            context_tokens: self.context_tokens,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            total_tokens: self.total_tokens,
+            cost_usd: self.cost_usd,
+            thinking_level: self.thinking_level.as_deref(),
+            verbose_level: self.verbose_level.as_deref(),
+            system_sent: self.system_sent,
+            aborted_last_run: self.aborted_last_run,
+            send_policy: self.send_policy.as_deref(),
+            last_channel: self.last_channel.as_deref(),
+            last_to: self.last_to.as_deref(),
+            delivery_context: self.delivery_context.as_ref(),
+            spawned_by: self.spawned_by.as_deref(),
+            archived_at: self.archived_at,
+            transcript_path: self.transcript_path.as_deref(),
         }
     }
 

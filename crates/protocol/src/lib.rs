@@ -4,6 +4,13 @@
 //!
 //! Field names are camelCase on the wire, like the reference gateway's protocol (version 4), so
 //! its clients can talk to us.
+//!
+//! A type whose optional fields may each be absent, and are left out while `None`, says so once
+//! for all of them with serde_with's `apply`: `Option => #[serde(default, skip_serializing_if =
+//! "Option::is_none")]`, the attribute each field would otherwise carry (a field that must be
+//! written as `null` opts out with `#[serde_with(skip_apply)]`). Where the defaults are given
+//! another way (`#[serde(default)]` on the type, or field by field), `#[skip_serializing_none]`
+//! only leaves `None` out.
 
 #[macro_use]
 mod names;

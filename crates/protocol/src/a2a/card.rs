@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// An agent's self-description.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
@@ -13,11 +14,9 @@ pub struct AgentCard {
     pub description: String,
     /// Where to call it, in order of preference.
     pub supported_interfaces: Vec<AgentInterface>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
     /// The agent's (here: the gateway's) version.
     pub version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     pub capabilities: AgentCapabilities,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -28,18 +27,17 @@ pub struct AgentCard {
     pub default_output_modes: Vec<String>,
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }
 
 /// One interface of an agent: a URL, the binding spoken there and the protocol version.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
     pub url: String,
     /// `JSONRPC` here.
     pub protocol_binding: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub protocol_version: String,
 }
@@ -53,16 +51,14 @@ pub struct AgentProvider {
 }
 
 /// What the agent's interface offers beyond `SendMessage`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCapabilities {
     /// `SendStreamingMessage` and `SubscribeToTask`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
     /// The push-notification config methods.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extended_agent_card: Option<bool>,
 }
 
@@ -84,22 +80,21 @@ pub struct AgentSkill {
 }
 
 /// One way to authenticate (only HTTP auth is modelled: the gateway's bearer token).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecurityScheme {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_auth_security_scheme: Option<HttpAuthSecurityScheme>,
 }
 
 /// HTTP authentication: `Authorization: <scheme> <credentials>`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpAuthSecurityScheme {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// `Bearer`.
     pub scheme: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_format: Option<String>,
 }
 

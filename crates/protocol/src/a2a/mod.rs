@@ -81,24 +81,18 @@ pub enum Role {
 }
 
 /// One piece of a message or artifact: exactly one of `text`, `raw` (base64), `url`, `data`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Part {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Bytes, base64-encoded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Structured data (any JSON value).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
 }
 
@@ -113,6 +107,7 @@ impl Part {
 }
 
 /// One message of a conversation.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
@@ -120,16 +115,13 @@ pub struct Message {
     #[serde(default)]
     pub message_id: String,
     /// The conversation it belongs to; the server makes one up when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// The task it continues, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     #[serde(default)]
     pub role: Role,
     #[serde(default)]
     pub parts: Vec<Part>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
@@ -150,35 +142,33 @@ impl Message {
 }
 
 /// A task's state, with the message that goes with it and when it was reached.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
     pub state: TaskState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     /// RFC 3339, UTC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
 }
 
 /// An output of a task.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     pub artifact_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default)]
     pub parts: Vec<Part>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
 }
 
 /// A unit of work the agent does for a message.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
@@ -189,22 +179,22 @@ pub struct Task {
     pub artifacts: Vec<Artifact>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Message>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
 
 /// A task's state changed (streams and push notifications).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     pub task_id: String,
     pub context_id: String,
     pub status: TaskStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
 
 /// A task produced (part of) an artifact.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
@@ -217,7 +207,6 @@ pub struct TaskArtifactUpdateEvent {
     /// The artifact's last piece.
     #[serde(default, skip_serializing_if = "is_false")]
     pub last_chunk: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
 
@@ -240,22 +229,21 @@ pub enum SendMessageResponse {
 }
 
 /// Credentials a push notification carries in `Authorization: <scheme> <credentials>`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
     pub scheme: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
 }
 
 /// Where to push a task's updates.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The config's id within its task; the server gives one when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The task (empty inside `SendMessage`'s configuration: the new task's).
     #[serde(default)]
@@ -263,23 +251,20 @@ pub struct TaskPushNotificationConfig {
     /// The receiver's URL (`http` or `https`).
     pub url: String,
     /// Sent back in the `X-A2A-Notification-Token` header, for the receiver to check.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
 }
 
 /// How `SendMessage` should answer.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_output_modes: Vec<String>,
     /// Push this task's updates there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// At most this many messages of the task's history in the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
     /// Answer once the task is stored instead of when it ends.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -287,51 +272,41 @@ pub struct SendMessageConfiguration {
 }
 
 /// `SendMessage` and `SendStreamingMessage` params.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub message: Message,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
 
 /// `GetTask` params.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
 }
 
 /// `ListTasks` params: newest first, `pageSize` (default 50, at most 100) a page.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// Only this conversation's tasks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// Only tasks in this state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskState>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
     /// The previous page's `nextPageToken`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_timestamp_after: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -348,36 +323,33 @@ pub struct ListTasksResponse {
 }
 
 /// `CancelTask` and `SubscribeToTask` params.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskIdRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
 
 /// `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` params.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub task_id: String,
     pub id: String,
 }
 
 /// `ListTaskPushNotificationConfigs` params.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPushConfigsRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub task_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
 }
 

@@ -4,24 +4,23 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A request as it arrives (`id` may be a string, a number or null).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonRpcRequest {
     pub jsonrpc: String,
     #[serde(default)]
     pub id: Value,
     pub method: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
 }
 
 /// An answer: `result` or `error`, under the request's `id`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonRpcResponse {
     pub jsonrpc: String,
     pub id: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<A2aError>,
 }
 
@@ -46,12 +45,12 @@ impl JsonRpcResponse {
 }
 
 /// A JSON-RPC error object with an A2A code.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct A2aError {
     pub code: i64,
     /// What was wrong and what is accepted.
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 

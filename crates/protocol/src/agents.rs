@@ -2,11 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSummary {
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub default: bool,
     /// The agent's model in the reference's shape, `{primary, fallbacks}`. **Changed meaning:**
@@ -43,6 +43,7 @@ pub struct AgentsListResult {
 /// `health`: ours (`version`, `protocol`, `uptimeMs`, `sessionCount`, `connections`) and the
 /// reference's (`ts`, `durationMs`, channels, agents, `sessions: {path, count, recent}`), which
 /// its `openclaw health` prints.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthResult {
@@ -74,7 +75,6 @@ pub struct HealthResult {
     pub mcp: std::collections::BTreeMap<String, McpServerHealth>,
     /// The store: whether it answers now. While it is `unreachable`, `ok` is false and the
     /// session counts and lists are empty (they could not be read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreHealthInfo>,
     /// All sessions: **changed meaning** — a number before, now the reference's object (the
     /// number is `sessionCount`).
@@ -82,6 +82,7 @@ pub struct HealthResult {
 }
 
 /// One MCP server in `health`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerHealth {
@@ -92,10 +93,8 @@ pub struct McpServerHealth {
     /// The tools it offers, as models call them (`<server>__<tool>`).
     pub tools: Vec<String>,
     /// The process of a stdio server while it runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// Why it last failed or went away.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// Reconnections since the gateway started.
     pub restarts: u64,
@@ -104,11 +103,11 @@ pub struct McpServerHealth {
 }
 
 /// One agent in `health`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthAgent {
     pub agent_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub is_default: bool,
     /// `{enabled: false, everyMs: null}`: no heartbeat turns.
@@ -159,6 +158,7 @@ wire_names! {
 }
 
 /// The store in `health`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreHealthInfo {
@@ -168,12 +168,12 @@ pub struct StoreHealthInfo {
     /// (not for longer than a lease: calls that need it are refused with `UNAVAILABLE`).
     pub state: StoreState,
     /// Where it is, how long it has been quiet and its last error (never a password).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
 /// `GET /health`: liveness without authentication (no counts, nothing about sessions).
 /// Answered 503 while the store is unreachable.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LivenessResult {
@@ -185,7 +185,6 @@ pub struct LivenessResult {
     pub uptime_ms: u64,
     /// The store's state: `ok`, `degraded` or `unreachable` (no detail: this door asks no
     /// token).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
 }
 

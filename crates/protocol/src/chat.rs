@@ -6,37 +6,29 @@ use serde_json::Value;
 use crate::lenient;
 use crate::message::HistoryMessage;
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatHistoryParams {
     pub session_key: String,
     /// Messages per page: default 200, clamped to 1–1000.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub limit: Option<i64>,
     /// Only messages with a `seq` below this one (page backwards with `nextBefore`).
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub before: Option<i64>,
 }
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatHistoryResult {
     pub session_key: String,
     /// Absent when the key names no session yet (the history is then empty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Transcript messages, oldest first, each with its `seq`.
     pub messages: Vec<HistoryMessage>,
     /// Pass as `before` to read the older messages; absent when none are left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before: Option<i64>,
 }
 
@@ -48,16 +40,15 @@ pub enum InjectMessage {
     Message(Value),
 }
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatInjectParams {
     pub session_key: String,
     pub message: InjectMessage,
     /// For a text message: `assistant` (default) or `user`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     /// Agent for a new session whose key does not name one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 

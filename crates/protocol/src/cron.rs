@@ -9,13 +9,13 @@ use serde_json::Value;
 use crate::runs::RunStatus;
 
 /// `cron.add`: store a job that runs an agent turn on a schedule.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronAddParams {
     /// The job's id: 1–64 characters `a-z`, `0-9`, `-`, `_`, starting with a letter or digit
     /// (upper case is lower-cased). Absent = a generated UUID. It names the job's session,
     /// `agent:<agentId>:cron:<id>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// When the job fires, in UTC. A string: a cron expression of 5 fields (`minute hour
     /// day-of-month month day-of-week`), 6 fields (seconds first) or a nickname (`@hourly`,
@@ -28,65 +28,48 @@ pub struct CronAddParams {
     #[serde(default)]
     pub message: String,
     /// The agent that runs the job; absent = the default agent. Must be a configured agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// Whether the agent's reply is delivered to a channel (stored; delivery goes through the
     /// outbox). Default false: the reply stays in the job's transcript.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver: Option<bool>,
     /// The time zone of a cron expression. Only `"UTC"` is accepted (the default): schedules
     /// are evaluated in UTC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
     /// The job's name (the reference's); absent = its id. Without an `id`, a name that is a
     /// valid id becomes the id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// False = stored but never fired by the schedule (`cron.run` still fires it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// The reference's session target: only `isolated` (a session of the job's own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_target: Option<String>,
     /// The reference's wake mode (`now` or `next-heartbeat`); an isolated job runs at its slot
     /// either way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_mode: Option<String>,
     /// The reference's payload: `{kind: "agentTurn", message}` (instead of `message`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
     /// The reference's delivery: `{mode: "announce" | "none"}` (instead of `deliver`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Value>,
 }
 
 /// `cron.list`: which jobs, and a page of them.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronListParams {
     /// Include disabled jobs (default false, as the reference).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_disabled: Option<bool>,
     /// Only this agent's jobs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// Page size; absent = every job.
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "crate::lenient::opt_int")]
     pub limit: Option<i64>,
     /// Jobs to skip (in id order).
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "crate::lenient::opt_int")]
     pub offset: Option<i64>,
 }
 
 /// The answer of `cron.status`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronStatusResult {
@@ -95,7 +78,6 @@ pub struct CronStatusResult {
     /// Stored jobs.
     pub jobs: usize,
     /// The earliest next slot of an enabled job (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_wake_at_ms: Option<i64>,
 }
 
@@ -131,35 +113,30 @@ wire_names! {
 }
 
 /// A job's schedule in the reference's shape.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleView {
     /// `cron` or `every`.
     pub kind: ScheduleKind,
     /// The cron expression (`cron`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expr: Option<String>,
     /// Always `UTC` (`cron`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
     /// The interval (`every`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_ms: Option<i64>,
 }
 
 /// A job's run state in the reference's shape.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronJobState {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_at_ms: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_at_ms: Option<i64>,
     /// The last firing's run status once it ended (`ok`, `error`, `timeout`, `aborted`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_status: Option<RunStatus>,
     /// When the last firing's run started, while it runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_at_ms: Option<i64>,
 }
 
@@ -173,6 +150,7 @@ pub struct CronJobIdParams {
 }
 
 /// A stored cron job, as `cron.add` and `cron.list` answer it.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronJob {
@@ -207,7 +185,6 @@ pub struct CronJob {
     /// `cron` (an expression) or `every` (a fixed interval).
     pub kind: ScheduleKind,
     /// The interval in milliseconds (`every` jobs only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_ms: Option<i64>,
     /// The time zone the schedule is evaluated in (always `UTC`).
     pub tz: String,
@@ -218,16 +195,12 @@ pub struct CronJob {
     /// When the job was added (ms); interval slots are counted from here.
     pub created_at: i64,
     /// The next slot the scheduler will fire (ms), or a slot that is due now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<i64>,
     /// The last slot fired by the schedule (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_slot: Option<i64>,
     /// The run of the last firing (scheduled or `cron.run`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_id: Option<String>,
     /// When the last firing was submitted (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_fired_at: Option<i64>,
 }
 
@@ -313,6 +286,7 @@ pub struct CronRunResult {
 }
 
 /// `cron.runs`: a job's runs, newest first.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronRunsParams {
@@ -320,11 +294,8 @@ pub struct CronRunsParams {
     #[serde(alias = "jobId")]
     pub id: String,
     /// Only this run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
 }
 
@@ -342,6 +313,7 @@ pub struct CronRunsResult {
 }
 
 /// One run of a job.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronRunEntry {
@@ -356,11 +328,9 @@ pub struct CronRunEntry {
     /// When it was fired (ms).
     pub run_at_ms: i64,
     /// From its start to its end (ms), once it ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<i64>,
     pub session_key: String,
     /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

@@ -103,6 +103,7 @@ wire_names! {
 }
 
 /// `send`: deliver a text to a channel target through the outbox.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendParams {
@@ -111,9 +112,7 @@ pub struct SendParams {
     /// The chat (webhook) or session (webchat, internal) to deliver to.
     pub to: String,
     /// Webhook account; may be left out when exactly one is configured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     pub message: String,
     /// A repeated key answers the first delivery and sends nothing twice.
@@ -121,25 +120,21 @@ pub struct SendParams {
 }
 
 /// `deliveries.list`: outbox records, newest first.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveriesListParams {
     /// Only the records of this session (a key in any accepted form).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// `pending`, `delivered`, `failed`, `denied` or `recorded`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Default 50, at most 500.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub limit: Option<i64>,
 }
 
 /// One outbox record.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryInfo {
@@ -150,25 +145,18 @@ pub struct DeliveryInfo {
     pub status: DeliveryStatus,
     pub channel: String,
     pub to: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     pub text: String,
     pub attempts: u32,
     /// When a pending record is attempted next (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<i64>,
     /// Why it failed, was denied or only recorded; the last error while pending.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<i64>,
 }
 
@@ -183,6 +171,7 @@ pub struct DeliveriesListResult {
 /// The JSON body the webhook channel `POST`s to an account's `url` for one delivery. The same
 /// `id` is sent in the `Idempotency-Key` header: an attempt repeated after a crash carries it
 /// again, so the receiver can drop the repeat.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookOutbound {
@@ -195,15 +184,12 @@ pub struct WebhookOutbound {
     /// The chat to deliver to (as the inbound `chatId`, or the sender of a direct chat).
     pub to: String,
     /// The thread inside the chat, when the conversation is in one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// The text to post.
     pub text: String,
     /// The session the text comes from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The run that produced the text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
 }
 

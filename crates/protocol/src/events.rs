@@ -127,18 +127,16 @@ pub fn close_frame(head: &str, seq: Option<u64>) -> String {
 
 /// `sessions.changed`, in the reference's shape: which session, why, and for run phases which
 /// run. Clients reload the rows they show (`sessions.list`, `sessions.describe`).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsChanged {
     pub session_key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// `create`, `update`, `reset` or `delete`.
     pub reason: String,
     /// A run's `queued`, `start` or `end` (with `reason: "update"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     pub ts: i64,
 }
@@ -303,6 +301,7 @@ pub enum ToolStep {
 }
 
 /// `chat`: the run's reply for chat views.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatEvent {
@@ -313,10 +312,8 @@ pub struct ChatEvent {
     /// `delta` while the reply grows, then `final`, `aborted` or `error`.
     pub state: ChatState,
     /// The reply so far (`delta`) or in full (`final`); absent when there is none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<ChatMessage>,
     /// Why the run ended without a reply.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
 }
 

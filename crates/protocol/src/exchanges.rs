@@ -6,19 +6,15 @@ use serde::{Deserialize, Serialize};
 use crate::lenient;
 
 /// `exchanges.list`: exchanges, newest first.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangesListParams {
     /// Only exchanges this session took part in, as requester or target (a key in any
     /// accepted form).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// Default 50, at most 500.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub limit: Option<i64>,
 }
 
@@ -42,6 +38,7 @@ wire_names! {
 }
 
 /// One exchange.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeInfo {
@@ -58,7 +55,6 @@ pub struct ExchangeInfo {
     /// Starts of the current step (a step the gateway's stop cut off runs again).
     pub attempt: u32,
     /// Why it failed, or how it ended (`announced`, or silent by `ANNOUNCE_SKIP`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,

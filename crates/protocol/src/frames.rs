@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 /// Any frame on the WebSocket, told apart by its `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -13,22 +14,21 @@ pub enum Frame {
 }
 
 /// A client's request: `{"type":"req","id","method","params"}`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestFrame {
     pub id: String,
     pub method: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
 }
 
 /// The answer to one request, carrying the request's id.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResponseFrame {
     pub id: String,
     pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorShape>,
 }
 
@@ -53,12 +53,12 @@ impl ResponseFrame {
 }
 
 /// A server push. `seq` counts the events sent on one connection, so a client can see gaps.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventFrame {
     pub event: String,
     #[serde(default)]
     pub payload: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
 }
 
@@ -94,14 +94,13 @@ impl ErrorCode {
 }
 
 /// `{"code","message","details"?}` in a failed response.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorShape {
     pub code: ErrorCode,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
 }
 
@@ -117,6 +116,7 @@ impl ErrorShape {
 }
 
 /// Params of the `connect` request, the first frame a client must send.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConnectParams {
@@ -124,16 +124,14 @@ pub struct ConnectParams {
     pub max_protocol: u32,
     pub client: ClientInfo,
     /// `operator` (the default) or `node`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     pub scopes: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<ConnectAuth>,
     /// Set by node clients (`role: "node"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClientInfo {
@@ -141,20 +139,19 @@ pub struct ClientInfo {
     pub version: String,
     pub platform: String,
     pub mode: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConnectAuth {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
 }
 
 /// The payload of the successful `connect` response.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HelloOk {
@@ -166,10 +163,8 @@ pub struct HelloOk {
     pub features: Features,
     pub policy: Policy,
     /// A node connection's session (`agent:<agentId>:node-<nodeId>`); absent for operators.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The role and scopes this connection was granted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<HelloAuth>,
 }
 
@@ -230,12 +225,11 @@ pub struct RpcRequest {
 }
 
 /// `POST /rpc` answer.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcResponse {
     pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorShape>,
 }
 

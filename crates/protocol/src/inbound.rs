@@ -70,6 +70,7 @@ impl<'de> Deserialize<'de> for ChatId {
 
 /// `POST /channels/webhook/<accountId>` body: one message from a chat, with the account's token
 /// in `Authorization: Bearer …`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookInbound {
@@ -78,42 +79,38 @@ pub struct WebhookInbound {
     /// `direct` (or `dm`), `group` or `channel`.
     pub chat_type: String,
     /// The chat; required for `group` and `channel`. Replies go to it (else to `from`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<ChatId>,
     /// The message for the agent (non-empty).
     pub text: String,
     /// The thread inside the chat: a session of its own, and where replies go.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<ChatId>,
 }
 
 /// `POST /hooks/agent` body: a run on a message, with the hook token.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookAgentParams {
     /// The text the agent runs on (non-empty).
     pub message: String,
     /// The session to run in (any accepted key form); absent = a new `hook:<uuid>` session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The agent to run as; must be configured when agents are. Absent = the default agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
 /// The `202 Accepted` body: the message is stored and its run queued.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InboundAccepted {
     /// Always true.
     pub ok: bool,
     /// The run the message started (none for a chat command such as `/send off`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The session it runs in (canonical key).
     pub session_key: String,
     /// A chat command's confirmation or refusal, also delivered back to the chat.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
 }
 

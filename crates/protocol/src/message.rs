@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 /// One transcript message, told apart by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,19 +84,15 @@ impl HistoryMessage {
 }
 
 /// A user-role message: a person, or another session/agent (then `provenance` says which).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserMessage {
     pub content: UserContent,
     pub timestamp: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
     /// The run this message started (`idempotencyKey` `<runId>:user`), and its place once read.
-    #[serde(
-        rename = "__openclaw",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "__openclaw")]
     pub origin: Option<Box<MessageOrigin>>,
 }
 
@@ -104,23 +101,19 @@ pub struct UserMessage {
 /// reference's Control UI matches the message it sent (`idempotencyKey` `<runId>:user`) and the
 /// reply it streamed (`runId`) with the stored ones by these; without them it kept "Sending
 /// message..." and showed each reply twice.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageOrigin {
     /// The message's id (`msg-<seq>`, as `chat.inject` answers), on a page only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The message's place in its transcript, on a page only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
     /// The run that wrote it (assistant messages).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// `<runId>:user` on the message that started a run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// `compaction` on a compaction summary, on a page only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
 }
 
@@ -180,6 +173,7 @@ impl<'de> Deserialize<'de> for UserContent {
 }
 
 /// Where a user-role message came from when it was not a person.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
@@ -187,27 +181,22 @@ pub struct Provenance {
     /// kind of the delivery that brought it (`reply`, `announce`, `subagent-announce`, `send`).
     pub kind: String,
     /// The session the message came from (`agent` and deliveries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_session_key: Option<String>,
     /// The run that sent it (`agent`: the sender's run; deliveries: the run that produced it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The cron job that fired (`cron`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     /// What fired the cron job: `schedule` or `manual` (`cron.run`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
     /// The schedule slot that fired (ms; `trigger: "schedule"` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_at: Option<i64>,
     /// `compaction`: the summary stands for the messages before this `seq` (they stay in the
     /// transcript; the model is sent the summary instead).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers_until_seq: Option<i64>,
 }
 
 /// An assistant message with its provider, model, usage and stop reason.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessage {
@@ -220,18 +209,14 @@ pub struct AssistantMessage {
     pub usage: Usage,
     #[serde(default)]
     pub stop_reason: StopReason,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     pub timestamp: i64,
     /// The run that wrote this reply, and its place once read.
-    #[serde(
-        rename = "__openclaw",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "__openclaw")]
     pub origin: Option<Box<MessageOrigin>>,
 }
 
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Usage {
@@ -240,7 +225,6 @@ pub struct Usage {
     pub cache_read: u64,
     pub cache_write: u64,
     pub total_tokens: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,
 }
 
@@ -256,6 +240,7 @@ pub enum StopReason {
 }
 
 /// The result of one tool call, answering the assistant's `toolCall` block with the same id.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultMessage {
@@ -266,12 +251,12 @@ pub struct ToolResultMessage {
     pub is_error: bool,
     /// Structured data the tool attached for programs (not sent to the model; `sessions_history`
     /// strips it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     pub timestamp: i64,
 }
 
 /// A content block inside a message.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ContentBlock {
@@ -280,11 +265,7 @@ pub enum ContentBlock {
     },
     Thinking {
         thinking: String,
-        #[serde(
-            default,
-            rename = "thinkingSignature",
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(rename = "thinkingSignature")]
         signature: Option<String>,
     },
     #[serde(rename_all = "camelCase")]

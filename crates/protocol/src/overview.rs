@@ -12,6 +12,7 @@ use crate::sessions::SessionRow;
 
 /// The model a session uses when it names none: `sessions.list`'s and `sessions.describe`'s
 /// `defaults`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDefaults {
@@ -19,18 +20,17 @@ pub struct SessionDefaults {
     pub model: String,
     pub model_provider: String,
     /// Its configured context window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
 }
 
 /// `sessions.describe`: one session's row.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsDescribeParams {
     /// Any accepted reference (`sessionKey` is accepted too).
     #[serde(alias = "sessionKey")]
     pub key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
@@ -81,6 +81,7 @@ pub struct AgentSessions {
 }
 
 /// One entry of `system-presence` (the answer is an array of them).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PresenceEntry {
@@ -92,7 +93,6 @@ pub struct PresenceEntry {
     pub reason: String,
     pub text: String,
     pub ts: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
 }
 
@@ -109,6 +109,7 @@ pub struct ConfigGetResult {
 }
 
 /// One model of `models.list`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelInfo {
@@ -116,7 +117,6 @@ pub struct ModelInfo {
     pub id: String,
     pub name: String,
     pub provider: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
     /// `["text"]` or `["text", "image"]`.
     pub input: Vec<String>,
@@ -130,13 +130,12 @@ pub struct ModelsListResult {
 }
 
 /// `agent.identity.get`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentIdentityParams {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// The agent of this session when `agentId` is absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
 }
 

@@ -5,18 +5,18 @@
 use serde::{Deserialize, Serialize};
 
 /// `pairing.list`: the pending requests of a channel.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingListParams {
     /// Default `telegram`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
     /// One bot's requests (`channels.telegram.accounts.<id>`); all bots' when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
 }
 
 /// One pending (or just approved) request.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingRequest {
@@ -24,13 +24,11 @@ pub struct PairingRequest {
     pub account_id: String,
     /// The sender's id on the channel (Telegram's user id).
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
     pub code: String,
     pub created_at: i64,
     /// When the code stops being good (ms).
     pub expires_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_at: Option<i64>,
 }
 
@@ -43,16 +41,15 @@ pub struct PairingListResult {
 }
 
 /// `pairing.approve`: let the sender of a pending request talk to the bot.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingApproveParams {
     /// Default `telegram`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
     /// The code the sender was given (any case).
     pub code: String,
     /// Needed only when the same code is pending on two bots.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
     /// Also tell the sender, in their chat, that they may talk to the bot now.
     #[serde(default)]
@@ -60,12 +57,12 @@ pub struct PairingApproveParams {
 }
 
 /// The answer of `pairing.approve`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingApproveResult {
     pub ok: bool,
     pub approved: PairingRequest,
     /// The id of the outbox record that tells the sender (with `notify`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice_delivery_id: Option<String>,
 }

@@ -39,6 +39,7 @@ pub struct TrimmedMessage {
 }
 
 /// A transcript message without its heavy fields, told apart by `role`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
 pub enum TrimmedBody {
@@ -46,7 +47,6 @@ pub enum TrimmedBody {
     User {
         content: TrimmedContent,
         timestamp: i64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         provenance: Option<Provenance>,
     },
     /// An assistant message without its `usage`.
@@ -56,7 +56,6 @@ pub enum TrimmedBody {
         provider: String,
         model: String,
         stop_reason: StopReason,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         error_message: Option<String>,
         timestamp: i64,
     },

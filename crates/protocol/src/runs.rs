@@ -5,20 +5,16 @@ use serde::{Deserialize, Serialize};
 use crate::lenient;
 
 /// `chat.send`: an operator message into a session; starts a run.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     pub session_key: String,
     pub message: String,
     /// A repeated key answers the first run and does no work twice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Upper bound of the run in milliseconds.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_non_negative",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_non_negative")]
     pub timeout_ms: Option<i64>,
     /// Images sent with the message, stored as image blocks of the user message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -28,17 +24,16 @@ pub struct ChatSendParams {
 /// One attachment of `chat.send`/`agent`, in the reference's shape. Only images are accepted
 /// (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, at most 5 MB decoded); anything else
 /// is refused with an error that says so.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatAttachment {
     /// `image` (absent = taken from `mimeType`).
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub kind: Option<String>,
     /// The media type; absent = recognised from the bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// The file's name, for error messages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
     /// The bytes in base64 (a `data:<type>;base64,` prefix is accepted).
     #[serde(default)]
@@ -46,66 +41,51 @@ pub struct ChatAttachment {
 }
 
 /// `agent`: start a run; answered with `accepted`, then with the outcome under the same id.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentParams {
     pub session_key: String,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra_system_prompt: Option<String>,
     /// `main` (default), `nested`, `subagent` or `cron`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane: Option<String>,
     /// Upper bound of the run in seconds.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_non_negative",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_non_negative")]
     pub timeout: Option<i64>,
     /// Agent of a new session whose key does not name one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// `provider/model` for this run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Label of a new session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Parent of a new sub-agent session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawned_by: Option<String>,
     /// Deliver the reply through the outbox: to `channel`/`to` when given, else to the
     /// session's route (none → recorded, not sent).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deliver: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
     /// Images sent with the message (as `chat.send`'s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<ChatAttachment>,
 }
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentWaitParams {
     pub run_id: String,
     /// How long to wait: default 30000, at most 600000.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_non_negative",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_non_negative")]
     pub timeout_ms: Option<i64>,
 }
 
 /// The outcome of `agent.wait`, and the final answer of `agent`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
@@ -117,37 +97,30 @@ pub struct RunResult {
     /// The run's session (canonical key).
     pub session_key: String,
     /// `queued` or `running`: where the run stands when the wait ended first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<RunState>,
     /// True when the wait ended before the run did (the run goes on).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait_timed_out: bool,
     /// When the run started (ms); absent while queued.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<i64>,
     /// When the run ended (ms); absent until it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
     /// Why the run ended `error`, `timeout` or `aborted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The run's final assistant text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     /// The model that answered (`provider/model`; a fallback when the primary failed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// What the run's model calls cost in USD, from the configured prices.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatAbortParams {
     pub session_key: String,
     /// Only this run (queued or running); default: the session's running run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
 }
 
@@ -223,6 +196,7 @@ pub enum ChatSendAnswer {
 
 /// `agent`'s first answer: the run is stored and queued. The final answer ([`AgentResult`])
 /// follows under the same request id.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentAccepted {
@@ -233,10 +207,8 @@ pub struct AgentAccepted {
     /// When the run was accepted (ms).
     pub accepted_at: i64,
     /// The run's session, as callers know it (the reference's clients abort through it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The agent that runs it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
@@ -256,6 +228,7 @@ impl AgentAccepted {
 
 /// The reply of a run, as `agent`'s `result`: our `text`, and the reference's `payloads` (what
 /// its CLI prints) and `meta`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentReplyText {
@@ -265,7 +238,6 @@ pub struct AgentReplyText {
     #[serde(default)]
     pub payloads: Vec<ReplyPayload>,
     /// How the run went.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RunMeta>,
 }
 
@@ -287,20 +259,17 @@ pub struct RunMeta {
 }
 
 /// `result.meta.agentMeta` of `agent`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentMeta {
     /// The session's transcript id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// The provider of the session's last model call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// The model of that call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The tokens of the run's model calls, summed (`openclaw agent --json` shows them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<RunTokens>,
 }
 
@@ -316,6 +285,7 @@ pub struct RunTokens {
 }
 
 /// `agent`'s final answer: the run's outcome, a summary line and the reply.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentResult {
@@ -325,7 +295,6 @@ pub struct AgentResult {
     /// The first 200 characters of the reply, else of the error; empty when there is neither.
     pub summary: String,
     /// The reply, when the run produced one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<AgentReplyText>,
 }
 

@@ -14,6 +14,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 use crate::lenient;
 use crate::reading::ReadMessage;
@@ -26,49 +27,37 @@ use crate::sessions::SessionsListResult;
 /// Arguments of `sessions_list`.
 // The model's schema carries no top-level description for this tool: the tool's description
 // says it all (hence the empty `schemars(description)`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(description = "")]
 pub struct ListParams {
     /// Only these kinds: any of "main", "group", "cron", "hook", "node", "other" (an array, or
     /// one string). Omit for every kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(
         with = "Option<Vec<String>>",
         extend("items" = {"type": "string", "enum": ["main", "group", "cron", "hook", "node", "other"]})
     )]
     pub kinds: Option<Value>,
     /// How many sessions to return (default 50, at most 200).
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     pub limit: Option<i64>,
     /// Only sessions updated in the last N minutes (N ≥ 1). Omit for any age.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     pub active_minutes: Option<i64>,
     /// Also return the last N messages of each session (0–20, default 0), tool results left out.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     pub message_limit: Option<i64>,
     /// Only sessions whose key, label or display name contains this text (case-insensitive).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
     /// The nextCursor of a previous sessions_list result, to get the next page.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
 }
 
 /// Arguments of `sessions_history`.
 // No top-level description in the model's schema (see `ListParams`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(
@@ -78,44 +67,27 @@ pub struct ListParams {
 pub struct HistoryParams {
     /// The session to read: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
     /// its sessionId, or "main" for your own main session. Give this or `label`, not both.
-    #[serde(
-        alias = "session_key",
-        alias = "key",
-        alias = "sessionId",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(alias = "session_key", alias = "key", alias = "sessionId")]
     pub session_key: Option<String>,
     /// Alternative to sessionKey: the session's label (as shown by sessions_list).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// With label: the agent whose sessions the label is looked up in (default: yours).
-    #[serde(alias = "agent_id", skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "agent_id")]
     pub agent_id: Option<String>,
     /// How many messages to return, newest last (default 50, at most 200).
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     pub limit: Option<i64>,
     /// Include tool results (role "toolResult"). Default false.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_bool")]
     pub include_tools: Option<bool>,
     /// Page backwards: only messages with a seq below this. Pass the nextBefore of a previous
     /// result.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     pub before: Option<i64>,
 }
 
 /// Arguments of `sessions_send`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 #[schemars(extend(
@@ -125,54 +97,40 @@ pub struct HistoryParams {
 pub struct SendParams {
     /// The target session: its key from sessions_list (e.g. "agent:main:discord:group:dev"),
     /// "main" for your agent's main session, or its sessionId. Give this or `label`, not both.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The target session's label, instead of sessionKey.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// With `label`: the agent whose session carries the label (default: yours).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// The message to send: the text the target's agent receives as its user message.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Seconds to wait for the reply (default 30, at most 600). 0 sends without waiting.
-    #[serde(
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_int")]
     #[schemars(with = "Option<f64>")]
     pub timeout_seconds: Option<i64>,
 }
 
 /// Arguments of `sessions_spawn`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 #[schemars(extend("required" = ["task"]))]
 pub struct SpawnParams {
     /// What the sub-agent should do, written as a complete instruction: it is all the
     /// sub-agent is told.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// A short name for the sub-agent's session (unique per agent, at most 64 characters).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// The agent to run the sub-agent as (default: yours). agents_list shows which ids work.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// `provider/model` for the sub-agent (default: the agent's sub-agent model, else its model).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Stop the sub-agent after this many seconds (0 or absent: the agent's own timeout).
-    #[serde(
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_int")]
     #[schemars(with = "Option<f64>")]
     pub run_timeout_seconds: Option<i64>,
     /// "keep" (default) archives the sub-agent's session later; "delete" removes it once its
     /// result was announced.
-    #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["keep", "delete"]))]
     pub cleanup: Option<String>,
 }
@@ -297,6 +255,7 @@ impl ToolFailure {
 pub type ListResult = SessionsListResult<ReadMessage>;
 
 /// The answer of `sessions_history`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryResult {
@@ -315,7 +274,6 @@ pub struct HistoryResult {
     /// Size of the serialized `messages` array in bytes.
     pub bytes: usize,
     /// Pass as `before` to read further back; absent when the transcript's start was reached.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before: Option<i64>,
 }
 
@@ -338,6 +296,7 @@ pub struct PendingRun {
 }
 
 /// The answer of `sessions_send`, told apart by `status`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "status",
@@ -377,10 +336,8 @@ pub enum SendResult {
         /// What went wrong and what is accepted instead.
         error: String,
         /// The target's run, when one was started and ended badly.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         run_id: Option<String>,
         /// The target session, when one was resolved.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         session_key: Option<String>,
     },
     /// Access rules or the target's send policy refused the message.
@@ -388,7 +345,6 @@ pub enum SendResult {
         /// Which rule refused.
         error: String,
         /// The target session, when the send policy refused it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         session_key: Option<String>,
     },
 }
@@ -460,13 +416,13 @@ impl From<ToolFailure> for SpawnResult {
 }
 
 /// One agent id `sessions_spawn` accepts from the caller.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentChoice {
     /// Pass it as `agentId` to sessions_spawn.
     pub id: String,
     /// The agent's display name, when configured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// False for an allowed id with no configuration (it would run on the defaults).
     pub configured: bool,

@@ -4,26 +4,27 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 use crate::lenient;
 use crate::message::HistoryMessage;
 use crate::runs::RunState;
 
 /// A session's delivery route: where replies to it go.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryContext {
     pub channel: String,
     pub to: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
 }
 
 /// One row of `sessions.list` / `sessions_list`. `M` is how its last messages are shown: whole
 /// ([`HistoryMessage`]) to operators, trimmed ([`ReadMessage`](crate::reading::ReadMessage)) to a
 /// model.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
 pub struct SessionRow<M = HistoryMessage> {
@@ -38,67 +39,45 @@ pub struct SessionRow<M = HistoryMessage> {
     pub session_id: String,
     pub created_at: i64,
     pub updated_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
     /// What the current transcript's model calls cost (USD), priced as they were answered;
     /// absent when nothing was priced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verbose_level: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_sent: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted_last_run: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_policy: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_channel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_to: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_context: Option<DeliveryContext>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawned_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<i64>,
     /// Absolute path of the session's JSONL transcript mirror; the file exists. Absent on a
     /// store that keeps no mirror (PostgreSQL: the database is the transcript).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<M>>,
     /// `running` (a run is working) or `queued` (runs wait for the session or a lane); absent
     /// when the session is idle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_state: Option<RunState>,
     /// The session's current or last run since the gateway started, in the reference's
     /// fields; absent when it had none.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[serde(flatten)]
     pub activity: Option<RunActivity>,
     /// A sub-agent's session: how far its task got (`sessions_spawn`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<SubagentStatus>,
 }
 
 /// A session's current or last run, in the reference's row fields. Its Control UI ends a turn
 /// ("Done in 1 second") when the row says the run it sent is `done` (`lastRunId`, `runtimeMs`).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunActivity {
@@ -110,14 +89,10 @@ pub struct RunActivity {
     /// The runs working now (one at most; queued ones are not listed).
     pub active_run_ids: Vec<String>,
     /// The last run that ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_id: Option<String>,
     /// When that run started and ended (ms), and how long it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_ms: Option<i64>,
 }
 
@@ -146,14 +121,13 @@ wire_names! {
 
 /// How far a sub-agent's task got: `running`, then `announcing` once it ended, then
 /// `announced` and `done`; `outcome` is the task run's final status.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentStatus {
     pub state: SubagentState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     pub task: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
 }
 
@@ -201,59 +175,42 @@ impl OneOrMany {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsListParams {
     /// Rows per page: default 50, clamped to 1–1000 (`sessions_list`: 1–200).
-    #[serde(
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Only sessions updated in the last N minutes (N ≥ 1).
-    #[serde(
-        deserialize_with = "lenient::opt_positive",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_positive")]
     pub active_minutes: Option<i64>,
     /// Kinds to keep: `main|group|cron|hook|node|other`; unknown values are ignored.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub kinds: Option<OneOrMany>,
     /// Substring of the key, label or display name (case-insensitive).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub spawned_by: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Include the last N messages of each row (0–20), tool results removed.
-    #[serde(
-        deserialize_with = "lenient::opt_non_negative",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient::opt_non_negative")]
     pub message_limit: Option<i64>,
     /// Include archived sessions too.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub include_archived: Option<bool>,
 }
 
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
 pub struct SessionsListResult<M = HistoryMessage> {
     pub count: usize,
     pub sessions: Vec<SessionRow<M>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Something in the request was ignored, and what is accepted instead (an unknown kind).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
     /// The model of sessions that name none (the reference's; its TUI shows it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defaults: Option<crate::overview::SessionDefaults>,
 }
 
@@ -341,6 +298,7 @@ pub struct SessionKeyParams {
 }
 
 /// The answer of `sessions.compact`.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsCompactResult {
@@ -350,7 +308,6 @@ pub struct SessionsCompactResult {
     pub compacted: bool,
     /// The messages the summary stands for.
     pub messages: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }
 
@@ -395,6 +352,7 @@ pub struct SessionsPatchResult {
 }
 
 /// The answer of `sessions.reset`: the session starts a new transcript; the old one is kept.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsResetResult {
@@ -407,11 +365,11 @@ pub struct SessionsResetResult {
     /// The sessionId before the reset.
     pub previous_session_id: String,
     /// Absolute path of the previous transcript's JSONL mirror (absent without a mirror).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_transcript_path: Option<String>,
 }
 
 /// The answer of `sessions.delete`: the entry is gone; its transcript is archived, not lost.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsDeleteResult {
@@ -424,12 +382,12 @@ pub struct SessionsDeleteResult {
     /// The deleted session's last sessionId.
     pub session_id: String,
     /// Absolute path of the archived transcript's JSONL mirror (absent without a mirror).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_transcript_path: Option<String>,
 }
 
 /// `sessions.subscribe` / `sessions.unsubscribe`: which sessions' run events (`agent`, `chat`,
 /// `delivery`) this connection receives.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsSubscribeParams {
@@ -437,7 +395,6 @@ pub struct SessionsSubscribeParams {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub session_keys: Vec<String>,
     /// Subscribe: every session. Unsubscribe: drop every subscription, `all` included.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub all: Option<bool>,
 }
 

@@ -18,19 +18,19 @@ pub struct ToolsInvokeParams {
 }
 
 /// `tools.list`: the tools a session may call, as its agent sees them.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsListParams {
     /// The acting session: a key (any accepted form) or a sessionId. Absent: the main session
     /// of `agentId` (or of the default agent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// With no `sessionKey`: whose main session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
 /// One callable tool: what the model (or an MCP client) is shown.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDescriptor {
@@ -40,7 +40,6 @@ pub struct ToolDescriptor {
     /// JSON schema of the arguments (an object schema).
     pub input_schema: Value,
     /// What calling it does, for clients that ask before acting (MCP `annotations`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolHints>,
 }
 

@@ -268,25 +268,21 @@ impl<T: Serialize> Serialize for Patch<T> {
     }
 }
 
+/// `sessions.patch`: the session's fields to change. Each [`Patch`] is kept when absent, and
+/// left out again when written.
+#[serde_with::apply(Patch => #[serde(default, skip_serializing_if = "Patch::is_keep")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsPatchParams {
     pub key: String,
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub label: Patch<String>,
     /// `allow`, `deny`, or `null` to inherit the configured policy.
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub send_policy: Patch<String>,
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub model: Patch<String>,
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub thinking_level: Patch<String>,
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub verbose_level: Patch<String>,
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub display_name: Patch<String>,
     /// Only on `subagent:` keys, and only once.
-    #[serde(default, skip_serializing_if = "Patch::is_keep")]
     pub spawned_by: Patch<String>,
 }
 

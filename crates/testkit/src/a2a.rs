@@ -5,14 +5,16 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::fake::{self, FakeServer};
 use crate::mcp_servers::{Missing, must, once, python_with, works};
 
 /// The Python SDK (`a2a-sdk`), pinned.
@@ -101,64 +103,35 @@ pub fn by_state(mut pushes: Vec<Push>) -> Vec<(Option<String>, Option<String>, O
 
 /// A push receiver on `http://<addr>/push`; stops when dropped.
 pub struct PushReceiver {
-    addr: SocketAddr,
-    pushes: Arc<Mutex<Vec<Push>>>,
-    stop: watch::Sender<bool>,
+    server: FakeServer<(), Vec<Push>>,
 }
 
 impl PushReceiver {
     /// On a free loopback port.
     pub async fn start() -> Self {
-        let (listener, addr) = crate::bind("push receiver").await;
-        Self::serve(listener, addr)
+        let routes = Router::new().route("/push", post(take));
+        Self {
+            server: FakeServer::start("push receiver", (), Vec::new(), routes).await,
+        }
     }
 
     /// On `addr` (a port chosen earlier, for a gateway that was told it before).
     pub async fn start_on(addr: SocketAddr) -> Self {
-        let listener = match tokio::net::TcpListener::bind(addr).await {
-            Ok(listener) => listener,
-            Err(e) => panic!("push receiver: cannot bind {addr}: {e}"),
-        };
-        Self::serve(listener, addr)
-    }
-
-    fn serve(listener: tokio::net::TcpListener, addr: SocketAddr) -> Self {
-        let pushes: Arc<Mutex<Vec<Push>>> = Arc::default();
-        let seen = pushes.clone();
-        let app = Router::new().route(
-            "/push",
-            post(async move |headers: HeaderMap, body: String| {
-                let header = |name: &str| {
-                    headers
-                        .get(name)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string)
-                };
-                let push = Push {
-                    token: header("x-a2a-notification-token"),
-                    idempotency_key: header("idempotency-key"),
-                    body: serde_json::from_str(&body).unwrap_or(Value::String(body)),
-                };
-                seen.lock().unwrap_or_else(|e| e.into_inner()).push(push);
-                "ok"
-            }),
-        );
-        let (stop, stopped) = watch::channel(false);
-        crate::serve("push receiver", listener, app, stopped);
-        Self { addr, pushes, stop }
+        let bound = fake::bind("push receiver", addr).await;
+        let routes = Router::new().route("/push", post(take));
+        Self {
+            server: FakeServer::start_on("push receiver", bound, (), Vec::new(), routes),
+        }
     }
 
     /// Where pushes go.
     pub fn url(&self) -> String {
-        format!("http://{}/push", self.addr)
+        format!("http://{}/push", self.server.addr)
     }
 
     /// What it was sent, in order.
     pub fn pushes(&self) -> Vec<Push> {
-        self.pushes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.server.lock().clone()
     }
 
     /// Waits until it was sent at least `n` pushes (a minute at most: longer is a hang).
@@ -166,12 +139,17 @@ impl PushReceiver {
     /// # Panics
     /// When they do not come.
     pub async fn wait_for(&self, n: usize) -> Vec<Push> {
-        for _ in 0..1200 {
-            let pushes = self.pushes();
-            if pushes.len() >= n {
-                return pushes;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut pushes = Vec::new();
+        let ready = || {
+            pushes = self.pushes();
+            pushes.len() >= n
+        };
+        if self
+            .server
+            .wait_at_most(Duration::from_secs(60), ready)
+            .await
+        {
+            return pushes;
         }
         panic!(
             "push receiver: {n} pushes never came (got {:?})",
@@ -180,8 +158,24 @@ impl PushReceiver {
     }
 }
 
-impl Drop for PushReceiver {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-    }
+/// `POST /push`: records the push with its token and idempotency key.
+async fn take(
+    State(shared): State<Arc<fake::Shared<(), Vec<Push>>>>,
+    headers: HeaderMap,
+    body: String,
+) -> &'static str {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let push = Push {
+        token: header("x-a2a-notification-token"),
+        idempotency_key: header("idempotency-key"),
+        body: serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    };
+    shared.lock().push(push);
+    shared.bump();
+    "ok"
 }

@@ -6,8 +6,7 @@
 //! key test, `a2a_client.rs`, runs that SDK itself).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use axum::Json;
@@ -17,22 +16,17 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+use crate::fake::FakeServer;
 
 /// A fake remote A2A agent.
 pub struct FakeA2a {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<Option<String>, FakeState>,
 }
 
-struct Shared {
-    token: Option<String>,
-    base: String,
-    state: Mutex<FakeState>,
-}
+/// The routes' shared part: the bearer token calls must carry (if any), and the state (changed
+/// on every JSON-RPC call).
+type Shared = crate::fake::Shared<Option<String>, FakeState>;
 
 #[derive(Default)]
 struct FakeState {
@@ -76,29 +70,17 @@ impl FakeA2a {
     /// Serves on `127.0.0.1:0`; with a `token`, calls without `Authorization: Bearer <token>`
     /// get a 401.
     pub async fn start(token: Option<&str>) -> FakeA2a {
-        let (listener, addr) = crate::bind("FakeA2a").await;
-        let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            token: token.map(str::to_string),
-            base: format!("http://{addr}"),
-            state: Mutex::default(),
-        });
-        let app = Router::new()
+        let routes = Router::new()
             .route("/.well-known/agent-card.json", get(card))
-            .route("/rpc", post(rpc))
-            .with_state(shared.clone());
-        let server = crate::serve("FakeA2a", listener, app, signal);
-        FakeA2a {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
-        }
+            .route("/rpc", post(rpc));
+        let token = token.map(str::to_string);
+        let server = FakeServer::start("FakeA2a", token, FakeState::default(), routes).await;
+        FakeA2a { server }
     }
 
     /// `http://127.0.0.1:PORT`: a remote's `url`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// Tasks keep working (`true`) or finish (`false`, the default) from now on.
@@ -156,42 +138,23 @@ impl FakeA2a {
     }
 
     async fn wait_for(&self, what: &str, done: impl Fn(&FakeState) -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !done(&self.state()) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "FakeA2a: {what} never came"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let server = &self.server;
+        let ready = || done(&server.lock());
+        let came = server.wait_at_most(Duration::from_secs(60), ready).await;
+        assert!(came, "FakeA2a: {what} never came");
     }
 
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 
     fn state(&self) -> MutexGuard<'_, FakeState> {
-        self.shared.state()
-    }
-}
-
-impl Drop for FakeA2a {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
-    }
-}
-
-impl Shared {
-    fn state(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.server.lock()
     }
 }
 
 async fn card(State(shared): State<Arc<Shared>>) -> Response {
-    match shared.state().card.clone() {
+    match shared.lock().card.clone() {
         Some(Value::Null) => return StatusCode::NOT_FOUND.into_response(),
         Some(card) => return Json(card).into_response(),
         None => {}
@@ -201,7 +164,7 @@ async fn card(State(shared): State<Arc<Shared>>) -> Response {
         "description": "A fake A2A remote",
         "version": "1.0.0",
         "supportedInterfaces": [
-            {"url": format!("{}/rpc", shared.base), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            {"url": format!("http://{}/rpc", shared.addr), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
         ],
         "capabilities": {},
         "defaultInputModes": ["text/plain"],
@@ -223,12 +186,19 @@ async fn rpc(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    let auth = header(&headers, "authorization");
-    let version = header(&headers, "a2a-version");
-    let mut state = shared.state();
+    let response = answer(&shared, &headers, &body);
+    shared.bump();
+    response
+}
+
+/// A JSON-RPC call's answer (see the module doc); the call is recorded.
+fn answer(shared: &Shared, headers: &HeaderMap, body: &Value) -> Response {
+    let auth = header(headers, "authorization");
+    let version = header(headers, "a2a-version");
+    let mut state = shared.lock();
     state.headers.push((version.clone(), auth.clone()));
-    state.traceparents.extend(header(&headers, "traceparent"));
-    if let Some(token) = &shared.token
+    state.traceparents.extend(header(headers, "traceparent"));
+    if let Some(token) = &shared.config
         && auth.as_deref() != Some(&format!("Bearer {token}"))
     {
         return (StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response();

@@ -19,8 +19,7 @@
 //!   (no close frame), [`FakeDiscord::reconnect`] sends op 7, [`FakeDiscord::invalidate`] op 9.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{Message as Frame, WebSocket, WebSocketUpgrade};
@@ -29,8 +28,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+use crate::fake::{FakeServer, send_frames};
 
 pub use crate::telegram::FakeFailure;
 
@@ -89,58 +88,38 @@ struct FakeState {
     calls: Vec<DiscordCall>,
     gateway: Vec<GatewayEvent>,
     failures: VecDeque<FakeFailure>,
-    /// Bumped to cut the live connection.
-    cut: u64,
     /// Control frames for the live connection (op 7, op 9).
     control: VecDeque<Value>,
     heartbeat_ms: u64,
 }
 
-struct Shared {
-    token: String,
-    base: String,
-    state: Mutex<FakeState>,
-    changed: watch::Sender<u64>,
-    shutdown: watch::Receiver<bool>,
-}
+/// The routes' shared part: the bot token and the state; a cut ends the live connection.
+type Shared = crate::fake::Shared<String, FakeState>;
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-
-    /// Appends a dispatch to the session's log (or to the pending ones); answers its `s`.
-    fn dispatch(&self, t: &str, d: Value) -> Option<u64> {
-        let seq = {
-            let mut state = self.lock();
-            let event = json!({"op": 0, "t": t, "d": d});
-            match state.session.as_mut() {
-                Some(session) => {
-                    let seq = session.log.len() as u64 + 1;
-                    session.log.push((seq, event));
-                    Some(seq)
-                }
-                None => {
-                    state.pending.push(event);
-                    None
-                }
+/// Appends a dispatch to the session's log (or to the pending ones); answers its `s`.
+fn dispatch(shared: &Shared, t: &str, d: Value) -> Option<u64> {
+    let seq = {
+        let mut state = shared.lock();
+        let event = json!({"op": 0, "t": t, "d": d});
+        match state.session.as_mut() {
+            Some(session) => {
+                let seq = session.log.len() as u64 + 1;
+                session.log.push((seq, event));
+                Some(seq)
             }
-        };
-        self.bump();
-        seq
-    }
+            None => {
+                state.pending.push(event);
+                None
+            }
+        }
+    };
+    shared.bump();
+    seq
 }
 
 /// The fake Discord (see the module doc).
 pub struct FakeDiscord {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<String, FakeState>,
 }
 
 impl FakeDiscord {
@@ -149,31 +128,22 @@ impl FakeDiscord {
     /// # Panics
     /// If the loopback listener cannot be bound.
     pub async fn start(token: &str) -> FakeDiscord {
-        let (listener, addr) = crate::bind("FakeDiscord").await;
-        let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            token: token.to_string(),
-            base: format!("ws://{addr}"),
-            state: Mutex::new(FakeState {
-                session: None,
-                sessions_made: 0,
-                pending: Vec::new(),
-                next_message: 1_300_000_000_000_000_000,
-                messages: BTreeMap::new(),
-                nonces: BTreeMap::new(),
-                users: std::collections::BTreeSet::new(),
-                channels: BTreeMap::new(),
-                calls: Vec::new(),
-                gateway: Vec::new(),
-                failures: VecDeque::new(),
-                cut: 0,
-                control: VecDeque::new(),
-                heartbeat_ms: 41_250,
-            }),
-            changed: watch::channel(0).0,
-            shutdown: signal.clone(),
-        });
-        let app = Router::new()
+        let state = FakeState {
+            session: None,
+            sessions_made: 0,
+            pending: Vec::new(),
+            next_message: 1_300_000_000_000_000_000,
+            messages: BTreeMap::new(),
+            nonces: BTreeMap::new(),
+            users: std::collections::BTreeSet::new(),
+            channels: BTreeMap::new(),
+            calls: Vec::new(),
+            gateway: Vec::new(),
+            failures: VecDeque::new(),
+            control: VecDeque::new(),
+            heartbeat_ms: 41_250,
+        };
+        let routes = Router::new()
             .route("/gateway", any(upgrade))
             .route("/gateway/", any(upgrade))
             .route("/resume", any(upgrade))
@@ -181,47 +151,41 @@ impl FakeDiscord {
             .route("/api/v10/channels/{id}", get(describe))
             .route("/api/v10/channels/{id}/messages", post(create_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
-            .route("/api/v10/users/@me/channels", post(open_dm))
-            .with_state(shared.clone());
-        let server = crate::serve("FakeDiscord", listener, app, signal);
-        FakeDiscord {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
-        }
+            .route("/api/v10/users/@me/channels", post(open_dm));
+        let server = FakeServer::start("FakeDiscord", token.to_string(), state, routes).await;
+        FakeDiscord { server }
     }
 
     /// `http://127.0.0.1:PORT/api/v10`: the channel's `apiBase`.
     pub fn api_base(&self) -> String {
-        format!("http://{}/api/v10", self.addr)
+        format!("http://{}/api/v10", self.server.addr)
     }
 
     /// `ws://127.0.0.1:PORT/gateway`: the channel's `gatewayUrl`.
     pub fn gateway_url(&self) -> String {
-        format!("ws://{}/gateway", self.addr)
+        format!("ws://{}/gateway", self.server.addr)
     }
 
     /// The `heartbeat_interval` HELLO gives to the next connections.
     pub fn set_heartbeat_ms(&self, ms: u64) {
-        self.shared.lock().heartbeat_ms = ms;
+        self.server.lock().heartbeat_ms = ms;
     }
 
     /// Describes a guild text channel (`GET /channels/{id}`, type 0).
     pub fn text_channel(&self, id: &str, name: &str) {
         let channel = json!({"id": id, "type": 0, "guild_id": GUILD_ID, "name": name});
-        self.shared.lock().channels.insert(id.into(), channel);
+        self.server.lock().channels.insert(id.into(), channel);
     }
 
     /// Describes a public thread (type 11) in channel `parent`.
     pub fn thread(&self, id: &str, parent: &str, name: &str) {
         let channel =
             json!({"id": id, "type": 11, "guild_id": GUILD_ID, "parent_id": parent, "name": name});
-        self.shared.lock().channels.insert(id.into(), channel);
+        self.server.lock().channels.insert(id.into(), channel);
     }
 
     fn message_id(&self) -> String {
-        let mut state = self.shared.lock();
+        let mut state = self.server.lock();
         state.next_message += 1;
         state.next_message.to_string()
     }
@@ -231,27 +195,27 @@ impl FakeDiscord {
         let id = self.message_id();
         d["id"] = json!(id);
         {
-            let mut state = self.shared.lock();
+            let mut state = self.server.lock();
             state.messages.insert(id.clone(), d.clone());
             if let Some(author) = d["author"]["id"].as_str().filter(|a| *a != BOT_ID) {
                 state.users.insert(author.to_string());
             }
         }
-        self.shared.dispatch("MESSAGE_CREATE", d);
+        dispatch(&self.server, "MESSAGE_CREATE", d);
         id
     }
 
     /// Dispatches any event `t` with data `d` as it is (a malformed one included).
     pub fn dispatch(&self, t: &str, d: Value) {
-        self.shared.dispatch(t, d);
+        dispatch(&self.server, t, d);
     }
 
     /// Dispatches the message `id` pushed before once more (as a new event of the current
     /// session), as a client that lost its session may see it again.
     pub fn repeat(&self, id: &str) {
-        let message = self.shared.lock().messages.get(id).cloned();
+        let message = self.server.lock().messages.get(id).cloned();
         if let Some(d) = message {
-            self.shared.dispatch("MESSAGE_CREATE", d);
+            dispatch(&self.server, "MESSAGE_CREATE", d);
         }
     }
 
@@ -312,65 +276,59 @@ impl FakeDiscord {
     /// Cuts the live Gateway connection without a close frame; the events queued by `then`
     /// (called with the socket already cut) are in the session's log for the resume to replay.
     pub fn drop_connection(&self, then: impl FnOnce(&Self)) {
-        self.shared.lock().cut += 1;
-        self.shared.bump();
+        self.server.cut();
         then(self);
     }
 
     /// Sends op 7 (RECONNECT) on the live connection.
     pub fn reconnect(&self) {
-        self.shared
+        self.server
             .lock()
             .control
             .push_back(json!({"op": 7, "d": null}));
-        self.shared.bump();
+        self.server.bump();
     }
 
     /// Sends op 9 (INVALID_SESSION) with `d: resumable`; an unresumable one forgets the session.
     pub fn invalidate(&self, resumable: bool) {
-        let mut state = self.shared.lock();
+        let mut state = self.server.lock();
         if !resumable {
             state.session = None;
         }
         state.control.push_back(json!({"op": 9, "d": resumable}));
         drop(state);
-        self.shared.bump();
+        self.server.bump();
     }
 
     /// The next create-message fails as `failure` (queued in order).
     pub fn fail_next(&self, failure: FakeFailure) {
-        self.shared.lock().failures.push_back(failure);
+        self.server.lock().failures.push_back(failure);
     }
 
     /// Every REST call received, in order.
     pub fn calls(&self) -> Vec<DiscordCall> {
-        self.shared.lock().calls.clone()
+        self.server.lock().calls.clone()
     }
 
     /// What the Gateway saw (identifies, resumes, heartbeats), in order.
     pub fn gateway_events(&self) -> Vec<GatewayEvent> {
-        self.shared.lock().gateway.clone()
+        self.server.lock().gateway.clone()
     }
 
     /// The created messages that succeeded, in order: (channel id, content).
     pub fn sent(&self) -> Vec<(String, String)> {
-        sent_of(&self.shared.lock().calls)
+        sent_of(&self.server.lock().calls)
     }
 
     /// Waits until `check` holds for the REST calls and Gateway events (checked on each change).
     pub async fn wait_for(&self, mut check: impl FnMut(&[DiscordCall], &[GatewayEvent]) -> bool) {
-        let mut changed = self.shared.changed.subscribe();
-        loop {
-            {
-                let state = self.shared.lock();
-                if check(&state.calls, &state.gateway) {
-                    return;
-                }
-            }
-            if changed.changed().await.is_err() {
-                return;
-            }
-        }
+        let server = &self.server;
+        server
+            .wait(|| {
+                let state = server.lock();
+                check(&state.calls, &state.gateway)
+            })
+            .await;
     }
 
     /// Waits until `n` messages were created; answers them.
@@ -380,17 +338,8 @@ impl FakeDiscord {
     }
 
     /// Stops the server and every Gateway connection.
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for FakeDiscord {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 
@@ -423,7 +372,7 @@ fn error(status: StatusCode, code: u64, message: &str) -> Response {
 }
 
 fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
-    let expected = format!("Bot {}", shared.token);
+    let expected = format!("Bot {}", shared.config);
     headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(expected.as_str())
 }
 
@@ -606,27 +555,19 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
 
 /// One Gateway connection (see the module doc).
 async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
-    let (interval, cut) = {
-        let state = shared.lock();
-        (state.heartbeat_ms, state.cut)
-    };
+    let (mut link, interval) = (shared.link(), shared.lock().heartbeat_ms);
     let hello = json!({"op": 10, "d": {"heartbeat_interval": interval}});
-    if socket
-        .send(Frame::Text(hello.to_string().into()))
-        .await
-        .is_err()
-    {
+    if !send_frames(&mut socket, vec![hello]).await {
         return;
     }
-    let mut changed = shared.changed.subscribe();
-    let mut shutdown = shared.shutdown.clone();
     // The session this connection serves and the last sequence it sent.
     let mut live: Option<(String, u64)> = None;
     loop {
-        // Cut, control frames, then the session's events not sent yet.
-        let (outgoing, is_cut) = {
-            let mut state = shared.lock();
-            let is_cut = state.cut != cut;
+        // Control frames, then the session's events not sent yet; nothing once cut.
+        let outgoing = {
+            let Some(mut state) = shared.lock_live(&link) else {
+                return;
+            };
             let mut outgoing: Vec<Value> = Vec::new();
             if let Some((session_id, sent)) = live.as_mut() {
                 outgoing.extend(state.control.drain(..));
@@ -640,19 +581,10 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                     }
                 }
             }
-            (outgoing, is_cut)
+            outgoing
         };
-        if is_cut {
+        if !send_frames(&mut socket, outgoing).await {
             return;
-        }
-        for frame in outgoing {
-            if socket
-                .send(Frame::Text(frame.to_string().into()))
-                .await
-                .is_err()
-            {
-                return;
-            }
         }
         tokio::select! {
             frame = socket.recv() => {
@@ -664,10 +596,8 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                 };
                 match answer(&shared, &payload, &mut live) {
                     Answer::Frames(frames) => {
-                        for frame in frames {
-                            if socket.send(Frame::Text(frame.to_string().into())).await.is_err() {
-                                return;
-                            }
+                        if !send_frames(&mut socket, frames).await {
+                            return;
                         }
                     }
                     Answer::Close(code, reason) => {
@@ -677,8 +607,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                     }
                 }
             }
-            _ = changed.changed() => {}
-            _ = async { shutdown.wait_for(|s| *s).await.is_ok() } => return,
+            alive = link.next() => if !alive { return },
         }
     }
 }
@@ -698,7 +627,7 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             Answer::Frames(vec![json!({"op": 11})])
         }
         Some(2) => {
-            if d["token"].as_str() != Some(shared.token.as_str()) {
+            if d["token"].as_str() != Some(shared.config.as_str()) {
                 return Answer::Close(4004, "Authentication failed.");
             }
             let intents = d["intents"].as_u64().unwrap_or(0);
@@ -707,7 +636,7 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             state.sessions_made += 1;
             let id = format!("session-{}", state.sessions_made);
             let ready = json!({"op": 0, "t": "READY", "d": {
-                "v": 10, "session_id": id, "resume_gateway_url": format!("{}/resume", shared.base),
+                "v": 10, "session_id": id, "resume_gateway_url": format!("ws://{}/resume", shared.addr),
                 "user": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true, "discriminator": "0"},
                 "guilds": [{"id": GUILD_ID, "unavailable": true}], "application": {"id": BOT_ID, "flags": 0},
             }});
@@ -733,7 +662,7 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
                 seq,
             });
             let known = state.session.as_ref().is_some_and(|s| s.id == session_id);
-            if d["token"].as_str() != Some(shared.token.as_str()) {
+            if d["token"].as_str() != Some(shared.config.as_str()) {
                 return Answer::Close(4004, "Authentication failed.");
             }
             if !known {

@@ -31,6 +31,7 @@ pub mod a2a_remote;
 mod anthropic;
 mod context;
 pub mod discord;
+mod fake;
 pub mod fuzz;
 mod keeper;
 pub mod mcp_servers;
@@ -48,7 +49,7 @@ pub mod whatsapp;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -59,7 +60,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use a2a_remote::{FakeA2a, Finish};
 pub use anthropic::THINKING_SIGNATURE;
@@ -69,6 +69,7 @@ pub use reply::{COMPLETION_TOKENS, Gate, MockReply, MockToolCall, PROMPT_TOKENS}
 pub use slack::FakeSlack;
 pub use telegram::{FakeFailure, FakeTelegram};
 
+use fake::FakeServer;
 use reply::{Ending, Turn, status_of, words};
 
 /// Which wire format a request used.
@@ -122,18 +123,12 @@ impl Recorded {
 
 /// A mock LLM server; see the crate docs.
 pub struct MockLlm {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<(), MockState>,
 }
 
-struct Shared {
-    state: Mutex<MockState>,
-    shutdown: watch::Receiver<bool>,
-    /// How many requests arrived (see [`MockLlm::wait_requests`]).
-    received: watch::Sender<usize>,
-}
+/// What the routes share: the queue, the recorded requests (the change counter counts them),
+/// and the stop signal hanging and slow replies watch.
+type Shared = fake::Shared<(), MockState>;
 
 struct MockState {
     queue: VecDeque<MockReply>,
@@ -143,86 +138,66 @@ struct MockState {
     context_limit: Option<u64>,
 }
 
-impl Shared {
-    /// The state; a test that panicked while holding the lock leaves it usable.
-    fn lock(&self) -> MutexGuard<'_, MockState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
 impl MockLlm {
     /// Binds `127.0.0.1:0` and serves until [`MockLlm::stop`] (or drop).
     ///
     /// # Panics
     /// If the loopback listener cannot be bound (a broken test environment).
     pub async fn start() -> MockLlm {
-        let (listener, addr) = bind("MockLlm").await;
-        let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            state: Mutex::new(MockState {
-                queue: VecDeque::new(),
-                fallback: MockReply::text("ok"),
-                requests: Vec::new(),
-                context_limit: None,
-            }),
-            shutdown: signal.clone(),
-            received: watch::channel(0).0,
-        });
-        let app = Router::new()
+        let state = MockState {
+            queue: VecDeque::new(),
+            fallback: MockReply::text("ok"),
+            requests: Vec::new(),
+            context_limit: None,
+        };
+        let routes = Router::new()
             .route("/v1/chat/completions", post(openai_route))
-            .route("/v1/messages", post(anthropic_route))
-            .with_state(shared.clone());
-        let server = serve("MockLlm", listener, app, signal);
+            .route("/v1/messages", post(anthropic_route));
         MockLlm {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
+            server: FakeServer::start("MockLlm", (), state, routes).await,
         }
     }
 
     /// `http://127.0.0.1:PORT/v1`: the `baseUrl` of an `openai-completions` provider.
     pub fn openai_base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr)
     }
 
     /// `http://127.0.0.1:PORT`: the `baseUrl` of an `anthropic-messages` provider.
     pub fn anthropic_base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr
     }
 
     /// Queues a reply; replies are consumed in order, whatever the format asked.
     pub fn push(&self, reply: MockReply) {
-        self.shared.lock().queue.push_back(reply);
+        self.server.lock().queue.push_back(reply);
     }
 
     /// Refuses prompts of more than `limit` tokens ([`prompt_tokens`]) with the provider's
     /// context-length error, consuming no reply; prompts within it report their count.
     pub fn set_context_limit(&self, limit: Option<u64>) {
-        self.shared.lock().context_limit = limit;
+        self.server.lock().context_limit = limit;
     }
 
     /// The reply used when the queue is empty (default: `Text("ok")`).
     pub fn set_fallback(&self, reply: MockReply) {
-        self.shared.lock().fallback = reply;
+        self.server.lock().fallback = reply;
     }
 
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.shared.lock().requests.clone()
+        self.server.lock().requests.clone()
     }
 
     /// Resolves once at least `n` requests have arrived (recorded before their replies start).
     pub async fn wait_requests(&self, n: usize) {
-        let mut received = self.shared.received.subscribe();
-        let _ = received.wait_for(|count| *count >= n).await;
+        let server = &self.server;
+        server.wait(|| server.lock().requests.len() >= n).await;
     }
 
     /// The first tool-pairing problem among the recorded requests (see
@@ -251,25 +226,10 @@ impl MockLlm {
         }
     }
 
-    /// Stops serving: hanging and slow replies end at once, then the server shuts down.
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(mut server) = self.server.take() {
-            // Graceful shutdown waits for open connections; a client that never reads must
-            // not hang the test.
-            if tokio::time::timeout(Duration::from_secs(5), &mut server)
-                .await
-                .is_err()
-            {
-                server.abort();
-            }
-        }
-    }
-}
-
-impl Drop for MockLlm {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
+    /// Stops serving: hanging and slow replies end at once, then the server shuts down (or is
+    /// aborted after 5 s: a client that never reads must not hang the test).
+    pub async fn stop(self) {
+        self.server.stop_within(Duration::from_secs(5)).await;
     }
 }
 
@@ -328,14 +288,14 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
         let limit = state.context_limit;
         if limit.is_some_and(|limit| counted > limit) {
             drop(state);
-            shared.received.send_modify(|n| *n += 1);
+            shared.bump();
             return context::refusal(api, counted, limit.unwrap_or_default());
         }
         let fallback = state.fallback.clone();
         (state.queue.pop_front().unwrap_or(fallback), limit)
     };
-    shared.received.send_modify(|n| *n += 1);
-    let mut shutdown = shared.shutdown.clone();
+    shared.bump();
+    let mut shutdown = shared.stopped();
     loop {
         let turn = match reply {
             MockReply::Delay(wait, inner) => {
@@ -545,118 +505,6 @@ pub(crate) fn http_client() -> reqwest::Client {
         .timeout(std::time::Duration::from_secs(30))
         .build()
         .unwrap_or_else(|e| panic!("an HTTP client: {e}"))
-}
-
-/// A listener on `127.0.0.1:0` and its address.
-///
-/// # Panics
-/// If loopback cannot be bound (a broken test environment).
-pub(crate) async fn bind(name: &str) -> (tokio::net::TcpListener, SocketAddr) {
-    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-        Ok(listener) => listener,
-        Err(e) => panic!("{name}: cannot bind 127.0.0.1:0: {e}"),
-    };
-    match listener.local_addr() {
-        Ok(addr) => (listener, addr),
-        Err(e) => panic!("{name}: no local address: {e}"),
-    }
-}
-
-/// Serves `app` on `listener` until `stopped` turns true.
-pub(crate) fn serve(
-    name: &'static str,
-    listener: tokio::net::TcpListener,
-    app: Router,
-    mut stopped: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        });
-        if let Err(e) = serve.await {
-            eprintln!("{name}: server error: {e}");
-        }
-    })
-}
-
-/// Sends each JSON frame as a text message on a fake's WebSocket; false once the socket is gone.
-pub(crate) async fn send_frames(
-    socket: &mut axum::extract::ws::WebSocket,
-    frames: Vec<Value>,
-) -> bool {
-    for frame in frames {
-        let text = axum::extract::ws::Message::Text(frame.to_string().into());
-        if socket.send(text).await.is_err() {
-            return false;
-        }
-    }
-    true
-}
-
-/// A fake's state, and a counter bumped on each change that tests wait on.
-pub(crate) struct Watched<T> {
-    state: Mutex<T>,
-    changed: watch::Sender<u64>,
-}
-
-impl<T> Watched<T> {
-    pub(crate) fn new(state: T) -> Self {
-        Self {
-            state: Mutex::new(state),
-            changed: watch::channel(0).0,
-        }
-    }
-
-    /// The state (a test that panicked while holding it leaves it as it was).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Tells the waiters that something changed.
-    pub(crate) fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-
-    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-}
-
-/// A fake's server task and its stop signal: stopped by [`Served::stop`], or signalled to stop
-/// when dropped.
-pub(crate) struct Served {
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
-}
-
-impl Served {
-    /// Serves `app` on `listener` (see [`serve`]) until `shutdown` turns true (the fake's
-    /// connections may watch it too).
-    pub(crate) fn start(
-        name: &'static str,
-        listener: tokio::net::TcpListener,
-        app: Router,
-        shutdown: watch::Sender<bool>,
-    ) -> Self {
-        Self {
-            server: Some(serve(name, listener, app, shutdown.subscribe())),
-            shutdown,
-        }
-    }
-
-    /// Stops the server and every connection, and waits for it.
-    pub(crate) async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
-    }
 }
 
 #[cfg(test)]

@@ -3,18 +3,20 @@
 //! and keeps every span it was sent, for the trace tests (docs/observability.md).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::{AnyValue as Any, KeyValue};
 use prost::Message;
-use tokio::sync::watch;
+
+use crate::fake::{FakeServer, Shared};
 
 /// One span as the receiver decoded it: ids in lower-case hex, attributes as text.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,54 +43,38 @@ impl Span {
 
 /// A running receiver; it stops when dropped.
 pub struct Receiver {
-    addr: std::net::SocketAddr,
-    spans: Arc<Mutex<Vec<Span>>>,
-    headers: Arc<Mutex<Vec<HeaderMap>>>,
-    _stop: watch::Sender<bool>,
+    server: FakeServer<(), Received>,
+}
+
+/// What the receiver was sent.
+#[derive(Default)]
+struct Received {
+    spans: Vec<Span>,
+    /// The headers of every export.
+    headers: Vec<HeaderMap>,
 }
 
 impl Receiver {
     /// On a free loopback port.
     pub async fn start() -> Self {
-        let (listener, addr) = crate::bind("OTLP receiver").await;
-        let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
-        let headers: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
-        let (seen, seen_headers) = (spans.clone(), headers.clone());
-        let app = Router::new().route(
-            "/v1/traces",
-            post(async move |request_headers: HeaderMap, body: Bytes| {
-                let request = match ExportTraceServiceRequest::decode(body) {
-                    Ok(request) => request,
-                    Err(e) => return (StatusCode::BAD_REQUEST, format!("not OTLP protobuf: {e}")),
-                };
-                lock(&seen_headers).push(request_headers);
-                lock(&seen).extend(decoded(request));
-                (StatusCode::OK, String::new())
-            }),
-        );
-        let (stop, stopped) = watch::channel(false);
-        crate::serve("OTLP receiver", listener, app, stopped);
-        Self {
-            addr,
-            spans,
-            headers,
-            _stop: stop,
-        }
+        let routes = Router::new().route("/v1/traces", post(export));
+        let server = FakeServer::start("OTLP receiver", (), Received::default(), routes).await;
+        Self { server }
     }
 
     /// The base URL to give as `observability.otlp.endpoint`.
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Span> {
-        lock(&self.spans).clone()
+        self.server.lock().spans.clone()
     }
 
     /// The headers of every export received so far.
     pub fn export_headers(&self) -> Vec<HeaderMap> {
-        lock(&self.headers).clone()
+        self.server.lock().headers.clone()
     }
 
     /// Waits (a minute at most: longer is a hang) until the spans received satisfy `done`.
@@ -96,12 +82,17 @@ impl Receiver {
     /// # Panics
     /// When they never do; the message lists what came.
     pub async fn wait_for(&self, what: &str, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
-        for _ in 0..1200 {
-            let spans = self.spans();
-            if done(&spans) {
-                return spans;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut spans = Vec::new();
+        let ready = || {
+            spans = self.spans();
+            done(&spans)
+        };
+        if self
+            .server
+            .wait_at_most(Duration::from_secs(60), ready)
+            .await
+        {
+            return spans;
         }
         let names: Vec<String> = self
             .spans()
@@ -112,8 +103,22 @@ impl Receiver {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// `POST /v1/traces`: an OTLP protobuf export, its spans kept.
+async fn export(
+    State(shared): State<Arc<Shared<(), Received>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let request = match ExportTraceServiceRequest::decode(body) {
+        Ok(request) => request,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("not OTLP protobuf: {e}")),
+    };
+    let mut received = shared.lock();
+    received.headers.push(headers);
+    received.spans.extend(decoded(request));
+    drop(received);
+    shared.bump();
+    (StatusCode::OK, String::new())
 }
 
 fn decoded(request: ExportTraceServiceRequest) -> Vec<Span> {

@@ -17,8 +17,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -28,8 +27,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+use crate::fake::{FakeServer, Link};
 
 /// The daemon's account (`signal-cli -a`) and its UUID.
 pub const ACCOUNT: &str = "+15550001111";
@@ -94,29 +93,12 @@ impl FakeState {
     }
 }
 
-struct Shared {
-    state: Mutex<FakeState>,
-    changed: watch::Sender<u64>,
-    /// Bumped to end every open stream.
-    drops: watch::Sender<u64>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn touch(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-}
+/// The routes' shared part: the state; a cut ends every open event stream.
+type Shared = crate::fake::Shared<(), FakeState>;
 
 /// The fake daemon (see the module doc).
 pub struct FakeSignal {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<(), FakeState>,
 }
 
 impl FakeSignal {
@@ -130,39 +112,26 @@ impl FakeSignal {
             clock: 1_700_000_100_000,
             ..FakeState::default()
         };
-        let shared = Arc::new(Shared {
-            state: Mutex::new(state),
-            changed: watch::channel(0).0,
-            drops: watch::channel(0).0,
-        });
-        let app = Router::new()
+        let routes = Router::new()
             .route("/api/v1/rpc", post(rpc))
             .route("/api/v1/events", get(events))
-            .route("/api/v1/check", get(|| async { StatusCode::OK }))
-            .with_state(shared.clone());
-        let (listener, addr) = crate::bind("FakeSignal").await;
-        let (shutdown, signal) = watch::channel(false);
-        let server = crate::serve("FakeSignal", listener, app, signal);
-        FakeSignal {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
-        }
+            .route("/api/v1/check", get(|| async { StatusCode::OK }));
+        let server = FakeServer::start("FakeSignal", (), state, routes).await;
+        FakeSignal { server }
     }
 
     /// The `httpUrl` to configure.
     pub fn http_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// The next `send` fails with `failure` (queued in order).
     pub fn fail_next(&self, failure: SignalFailure) {
-        self.shared.lock().failures.push_back(failure);
+        self.server.lock().failures.push_back(failure);
     }
 
     pub fn calls(&self) -> Vec<RpcCall> {
-        self.shared.lock().calls.clone()
+        self.server.lock().calls.clone()
     }
 
     /// The texts sent successfully, in order: (recipient or `group:<groupId>`, message).
@@ -172,27 +141,27 @@ impl FakeSignal {
 
     /// The `Last-Event-ID` each connection to the event stream came with, in order.
     pub fn connections(&self) -> Vec<Option<String>> {
-        self.shared.lock().connections.clone()
+        self.server.lock().connections.clone()
     }
 
     /// The id of the last event pushed.
     pub fn last_event_id(&self) -> Option<String> {
-        let state = self.shared.lock();
+        let state = self.server.lock();
         state.events.last().map(|kept| state.id(kept))
     }
 
     /// Waits until `check` holds for the calls and connections so far.
     pub async fn wait_for(&self, mut check: impl FnMut(&[RpcCall], &[Option<String>]) -> bool) {
-        let mut changed = self.shared.changed.subscribe();
-        loop {
-            let (calls, connections) = {
-                let state = self.shared.lock();
-                (state.calls.clone(), state.connections.clone())
-            };
-            if check(&calls, &connections) || changed.changed().await.is_err() {
-                return;
-            }
-        }
+        let server = &self.server;
+        server
+            .wait(|| {
+                let (calls, connections) = {
+                    let state = server.lock();
+                    (state.calls.clone(), state.connections.clone())
+                };
+                check(&calls, &connections)
+            })
+            .await;
     }
 
     /// Waits until `n` texts were sent; answers them.
@@ -230,7 +199,7 @@ impl FakeSignal {
 
     fn message(&self, (from, name): (&str, &str), mut message: Value) -> i64 {
         let at = {
-            let mut state = self.shared.lock();
+            let mut state = self.server.lock();
             state.clock += 1000;
             state.clock
         };
@@ -245,7 +214,7 @@ impl FakeSignal {
 
     /// An event with any name and data (a malformed one, a receipt).
     pub fn push_raw(&self, name: &str, data: &str) {
-        let mut state = self.shared.lock();
+        let mut state = self.server.lock();
         let seq = state.events.len() as u64 + 1;
         state.events.push(Kept {
             seq,
@@ -253,43 +222,33 @@ impl FakeSignal {
             data: data.to_owned(),
         });
         drop(state);
-        self.shared.touch();
+        self.server.bump();
     }
 
     /// Ends every open event stream (the client reconnects with its `Last-Event-ID`).
     pub fn drop_streams(&self) {
-        self.shared.drops.send_modify(|n| *n += 1);
+        self.server.cut();
     }
 
     /// Ends every open stream and refuses new ones (503) while `meanwhile` runs (messages
     /// that arrive while the client is away reach it only through `Last-Event-ID`).
     pub fn drop_connection(&self, meanwhile: impl FnOnce(&Self)) {
-        self.shared.lock().down = true;
+        self.server.lock().down = true;
         self.drop_streams();
         meanwhile(self);
-        self.shared.lock().down = false;
+        self.server.lock().down = false;
     }
 
     /// The daemon "restarts": a new start time (so no earlier id is known: a client's
     /// `Last-Event-ID` gets every kept event again) and every stream ended.
     pub fn restart(&self) {
-        self.shared.lock().start += 60_000;
+        self.server.lock().start += 60_000;
         self.drop_streams();
     }
 
-    pub async fn stop(mut self) {
-        self.drop_streams();
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for FakeSignal {
-    fn drop(&mut self) {
-        self.drop_streams();
-        let _ = self.shutdown.send(true);
+    /// Stops the daemon; every open stream ends.
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 
@@ -345,7 +304,7 @@ async fn rpc(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         id: id.clone(),
         refused: failure.is_some() || !known,
     });
-    shared.touch();
+    shared.bump();
     match (method.as_str(), failure) {
         (_, Some(SignalFailure::RateLimit)) => {
             rpc_error(&id, -5, "Failed to send message due to rate limiting")
@@ -370,13 +329,12 @@ fn send_result(call: &Value, id: &Value, kind: &str) -> Response {
     axum::Json(json!({"jsonrpc": "2.0", "result": result, "id": id})).into_response()
 }
 
-/// One open stream: the next kept event to send, and the drop generation it belongs to.
+/// One open stream: the next kept event to send, and its link (over once the fake stops or
+/// its streams are dropped).
 struct Stream {
     shared: Arc<Shared>,
     next: usize,
-    generation: u64,
-    drops: watch::Receiver<u64>,
-    changed: watch::Receiver<u64>,
+    link: Link,
     opened: bool,
 }
 
@@ -401,13 +359,11 @@ async fn events(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
     };
     let stream = Stream {
         next,
-        generation: *shared.drops.borrow(),
-        drops: shared.drops.subscribe(),
-        changed: shared.changed.subscribe(),
+        link: shared.link(),
         shared: shared.clone(),
         opened: false,
     };
-    shared.touch();
+    shared.bump();
     let body = futures_util::stream::unfold(stream, next_chunk);
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -422,11 +378,8 @@ async fn next_chunk(mut stream: Stream) -> Option<(Result<Bytes, Infallible>, St
         return Some((Ok(Bytes::from_static(b": open\n\n")), stream));
     }
     loop {
-        if *stream.drops.borrow_and_update() != stream.generation {
-            return None;
-        }
         let event = {
-            let state = stream.shared.lock();
+            let state = stream.shared.lock_live(&stream.link)?;
             state.events.get(stream.next).map(|kept| {
                 format!(
                     "id: {}\nevent: {}\ndata: {}\n\n",
@@ -441,8 +394,7 @@ async fn next_chunk(mut stream: Stream) -> Option<(Result<Bytes, Infallible>, St
             return Some((Ok(Bytes::from(event)), stream));
         }
         tokio::select! {
-            _ = stream.changed.changed() => {}
-            _ = stream.drops.changed() => {}
+            live = stream.link.next() => if !live { return None },
             () = tokio::time::sleep(KEEP_ALIVE) => {
                 return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), stream));
             }

@@ -18,7 +18,6 @@
 //!   and sees the acknowledgements ([`FakeSlack::acked`]).
 
 use std::collections::{BTreeSet, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -28,7 +27,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use serde_json::{Value, json};
-use tokio::sync::watch;
+
+use crate::fake::{FakeServer, send_frames};
 
 pub use crate::telegram::FakeFailure;
 
@@ -73,8 +73,6 @@ struct FakeState {
     failures: VecDeque<FakeFailure>,
     /// Connections opened by `apps.connections.open` (the live one is the last).
     connections: u64,
-    /// Bumped to cut the live connection.
-    cut: u64,
     /// Frames for the live connection (`disconnect`).
     control: VecDeque<Value>,
     next_ts: u64,
@@ -82,19 +80,18 @@ struct FakeState {
     lose_acks: bool,
 }
 
-struct Shared {
-    bot_token: String,
-    app_token: String,
-    addr: SocketAddr,
-    state: crate::Watched<FakeState>,
-    shutdown: watch::Receiver<bool>,
+/// The app's tokens.
+struct Tokens {
+    bot: String,
+    app: String,
 }
+
+/// The routes' shared part: the tokens and the state; a cut ends the live connection.
+type Shared = crate::fake::Shared<Tokens, FakeState>;
 
 /// The fake Slack (see the module doc).
 pub struct FakeSlack {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    served: crate::Served,
+    server: FakeServer<Tokens, FakeState>,
 }
 
 impl FakeSlack {
@@ -103,45 +100,35 @@ impl FakeSlack {
     /// # Panics
     /// If the loopback listener cannot be bound.
     pub async fn start(bot_token: &str, app_token: &str) -> FakeSlack {
-        let (listener, addr) = crate::bind("FakeSlack").await;
-        let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            bot_token: bot_token.to_string(),
-            app_token: app_token.to_string(),
-            addr,
-            state: crate::Watched::new(FakeState {
-                envelopes: Vec::new(),
-                acks: Vec::new(),
-                calls: Vec::new(),
-                failures: VecDeque::new(),
-                connections: 0,
-                cut: 0,
-                control: VecDeque::new(),
-                next_ts: 1_764_000_000_000_100,
-                lose_acks: false,
-            }),
-            shutdown: signal,
-        });
-        let app = Router::new()
+        let tokens = Tokens {
+            bot: bot_token.to_string(),
+            app: app_token.to_string(),
+        };
+        let state = FakeState {
+            envelopes: Vec::new(),
+            acks: Vec::new(),
+            calls: Vec::new(),
+            failures: VecDeque::new(),
+            connections: 0,
+            control: VecDeque::new(),
+            next_ts: 1_764_000_000_000_100,
+            lose_acks: false,
+        };
+        let routes = Router::new()
             .route("/link", any(upgrade))
-            .route("/api/{method}", post(method))
-            .with_state(shared.clone());
-        let served = crate::Served::start("FakeSlack", listener, app, shutdown);
-        FakeSlack {
-            addr,
-            shared,
-            served,
-        }
+            .route("/api/{method}", post(method));
+        let server = FakeServer::start("FakeSlack", tokens, state, routes).await;
+        FakeSlack { server }
     }
 
     /// `http://127.0.0.1:PORT/api`: the channel's `apiBase`.
     pub fn api_base(&self) -> String {
-        format!("http://{}/api", self.addr)
+        format!("http://{}/api", self.server.addr)
     }
 
     /// A new message `ts` (`1764000000.000101`, growing).
     fn ts(&self) -> String {
-        let mut state = self.shared.state.lock();
+        let mut state = self.server.lock();
         state.next_ts += 1;
         let n = state.next_ts;
         format!("{}.{:06}", n / 1_000_000, n % 1_000_000)
@@ -149,7 +136,7 @@ impl FakeSlack {
 
     /// Queues an `events_api` envelope of `event` as it is (a malformed one included).
     pub fn push_event(&self, event: Value) {
-        let mut state = self.shared.state.lock();
+        let mut state = self.server.lock();
         let id = format!("env-{}", state.envelopes.len() + 1);
         state.envelopes.push(Envelope {
             id,
@@ -158,7 +145,7 @@ impl FakeSlack {
             acked: false,
         });
         drop(state);
-        self.shared.state.bump();
+        self.server.bump();
     }
 
     /// A `message` event of `fields` with a new `ts` (and `type`, `ts`, `event_ts` filled in);
@@ -223,7 +210,7 @@ impl FakeSlack {
     /// it thinks was not received).
     pub fn redeliver(&self, ts: &str) {
         let event = {
-            let state = self.shared.state.lock();
+            let state = self.server.lock();
             let found = state.envelopes.iter().find(|e| e.event["ts"] == json!(ts));
             found.map(|e| e.event.clone())
         };
@@ -236,75 +223,66 @@ impl FakeSlack {
     pub fn disconnect(&self, reason: &str) {
         let frame = json!({"type": "disconnect", "reason": reason,
             "debug_info": {"host": "applink-fake"}});
-        self.shared.state.lock().control.push_back(frame);
-        self.shared.state.bump();
+        self.server.lock().control.push_back(frame);
+        self.server.bump();
     }
 
     /// Cuts the live connection without a close frame; events queued by `then` (called with
     /// the socket already cut) wait for the next connection.
     pub fn drop_connection(&self, then: impl FnOnce(&Self)) {
-        self.shared.state.lock().cut += 1;
-        self.shared.state.bump();
+        self.server.cut();
         then(self);
     }
 
     /// While `lose`, acknowledgements are lost on the way: the envelopes stay unacknowledged,
     /// and the next connection gets them again.
     pub fn lose_acks(&self, lose: bool) {
-        self.shared.state.lock().lose_acks = lose;
+        self.server.lock().lose_acks = lose;
     }
 
     /// The next `chat.postMessage` fails as `failure` (queued in order): `Blocked` is
     /// `not_in_channel`, `BadRequest(code)` is that error code.
     pub fn fail_next(&self, failure: FakeFailure) {
-        self.shared.state.lock().failures.push_back(failure);
+        self.server.lock().failures.push_back(failure);
     }
 
     /// Every Web API call received, in order.
     pub fn calls(&self) -> Vec<SlackCall> {
-        self.shared.state.lock().calls.clone()
+        self.server.lock().calls.clone()
     }
 
     /// Each `chat.postMessage` attempt, in order: whether it was refused.
     pub fn post_attempts(&self) -> Vec<bool> {
-        let calls = self.shared.state.lock().calls.clone();
+        let calls = self.server.lock().calls.clone();
         let posts = calls.iter().filter(|c| c.method == "chat.postMessage");
         posts.map(|c| c.refused).collect()
     }
 
     /// The envelope ids acknowledged, in order.
     pub fn acked(&self) -> Vec<String> {
-        self.shared.state.lock().acks.clone()
+        self.server.lock().acks.clone()
     }
 
     /// How many envelopes were pushed, and how many of them are acknowledged.
     pub fn envelopes(&self) -> (usize, usize) {
-        let state = self.shared.state.lock();
+        let state = self.server.lock();
         let acked = state.envelopes.iter().filter(|e| e.acked).count();
         (state.envelopes.len(), acked)
     }
 
     /// The Socket Mode connections opened so far.
     pub fn connections(&self) -> u64 {
-        self.shared.state.lock().connections
+        self.server.lock().connections
     }
 
     /// The messages posted, in order.
     pub fn sent(&self) -> Vec<Posted> {
-        posted_of(&self.shared.state.lock().calls)
+        posted_of(&self.server.lock().calls)
     }
 
     /// Waits until `check` holds for the fake (checked on each change).
     pub async fn wait_for(&self, mut check: impl FnMut(&FakeSlack) -> bool) {
-        let mut changed = self.shared.state.subscribe();
-        loop {
-            if check(self) {
-                return;
-            }
-            if changed.changed().await.is_err() {
-                return;
-            }
-        }
+        self.server.wait(|| check(self)).await;
     }
 
     /// Waits until `n` messages were posted; answers them.
@@ -315,7 +293,7 @@ impl FakeSlack {
 
     /// Stops the server and every connection.
     pub async fn stop(self) {
-        self.served.stop().await;
+        self.server.stop().await;
     }
 }
 
@@ -355,8 +333,8 @@ async fn method(
         .unwrap_or_default()
         .to_string();
     let wanted = match name.as_str() {
-        "apps.connections.open" => &shared.app_token,
-        _ => &shared.bot_token,
+        "apps.connections.open" => &shared.config.app,
+        _ => &shared.config.bot,
     };
     let authorized = token == *wanted;
     let (response, refused) = match (name.as_str(), authorized) {
@@ -369,7 +347,7 @@ async fn method(
             false,
         ),
         ("apps.connections.open", true) => {
-            let mut state = shared.state.lock();
+            let mut state = shared.lock();
             state.connections += 1;
             let url = format!("ws://{}/link?ticket={}", shared.addr, state.connections);
             (answer(json!({"ok": true, "url": url})), false)
@@ -377,18 +355,18 @@ async fn method(
         ("chat.postMessage", true) => post_message(&shared, &body).await,
         _ => (slack_error("unknown_method"), true),
     };
-    shared.state.lock().calls.push(SlackCall {
+    shared.lock().calls.push(SlackCall {
         method: name,
         body,
         refused,
     });
-    shared.state.bump();
+    shared.bump();
     response
 }
 
 /// `chat.postMessage`: a queued failure, or the message taken.
 async fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
-    let failure = shared.state.lock().failures.pop_front();
+    let failure = shared.lock().failures.pop_front();
     match failure {
         Some(FakeFailure::Slow(wait)) => tokio::time::sleep(wait).await,
         Some(FakeFailure::TooManyRequests { retry_after }) => {
@@ -412,7 +390,7 @@ async fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
         Some(_) if text.is_empty() => (slack_error("no_text"), true),
         Some(_) if text.chars().count() > LIMIT => (slack_error("msg_too_long"), true),
         Some(channel) => {
-            let ts = format!("1764000000.{:06}", shared.state.lock().calls.len());
+            let ts = format!("1764000000.{:06}", shared.lock().calls.len());
             let answer = json!({"ok": true, "channel": channel, "ts": ts,
                 "message": {"type": "message", "text": text, "user": BOT_USER, "bot_id": BOT_ID, "ts": ts}});
             (axum::Json(answer).into_response(), false)
@@ -426,8 +404,7 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
 
 /// The frames due on connection `me`: control frames, then every envelope not acknowledged
 /// and not sent on it yet (counting a redelivery's attempt).
-fn due(shared: &Shared, me: u64) -> Vec<Value> {
-    let mut state = shared.state.lock();
+fn due(state: &mut FakeState, me: u64) -> Vec<Value> {
     let mut out: Vec<Value> = state.control.drain(..).collect();
     for envelope in state.envelopes.iter_mut().filter(|e| !e.acked) {
         if envelope.sent_on.insert(me) {
@@ -446,22 +423,18 @@ fn due(shared: &Shared, me: u64) -> Vec<Value> {
 
 /// One Socket Mode connection (see the module doc).
 async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
-    let (me, cut) = {
-        let state = shared.state.lock();
-        (state.connections, state.cut)
-    };
+    let (mut link, me) = (shared.link(), shared.lock().connections);
     let hello = json!({"type": "hello", "num_connections": 1,
         "connection_info": {"app_id": "A0FAKE"}, "debug_info": {"host": "applink-fake"}});
-    if !crate::send_frames(&mut socket, vec![hello]).await {
+    if !send_frames(&mut socket, vec![hello]).await {
         return;
     }
-    let mut changed = shared.state.subscribe();
-    let mut shutdown = shared.shutdown.clone();
     loop {
-        if shared.state.lock().cut != cut {
-            return;
-        }
-        if !crate::send_frames(&mut socket, due(&shared, me)).await {
+        let due = match shared.lock_live(&link) {
+            Some(mut state) => due(&mut state, me),
+            None => return,
+        };
+        if !send_frames(&mut socket, due).await {
             return;
         }
         tokio::select! {
@@ -470,7 +443,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                 let WsFrame::Text(text) = frame else { continue };
                 let ack: Value = serde_json::from_str(text.as_str()).unwrap_or(Value::Null);
                 if let Some(id) = ack["envelope_id"].as_str() {
-                    let mut state = shared.state.lock();
+                    let mut state = shared.lock();
                     state.acks.push(id.to_string());
                     let honoured = !state.lose_acks;
                     let found = state.envelopes.iter_mut().find(|e| e.id == id);
@@ -478,11 +451,10 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
                         envelope.acked = true;
                     }
                     drop(state);
-                    shared.state.bump();
+                    shared.bump();
                 }
             }
-            _ = changed.changed() => {}
-            _ = async { shutdown.wait_for(|s| *s).await.is_ok() } => return,
+            live = link.next() => if !live { return },
         }
     }
 }

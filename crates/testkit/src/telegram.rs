@@ -14,8 +14,7 @@
 //! - A wrong token is 401 `Unauthorized`, an unknown method 404, as the real API answers.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -24,8 +23,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+use crate::fake::FakeServer;
 
 /// The bot's user id and username (`getMe`).
 pub const BOT_ID: i64 = 7_000_000_001;
@@ -64,32 +63,13 @@ struct FakeState {
     failures: VecDeque<(String, usize, FakeFailure)>,
 }
 
-struct Shared {
-    token: String,
-    state: Mutex<FakeState>,
-    /// Bumped on every queued update and every call (long polls and waiters watch it).
-    changed: watch::Sender<u64>,
-    shutdown: watch::Receiver<bool>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-}
+/// The routes' shared part: the token, and the state (changed on every queued update and every
+/// call; long polls and waiters watch it).
+type Shared = crate::fake::Shared<String, FakeState>;
 
 /// The fake Bot API server (see the module doc).
 pub struct FakeTelegram {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<String, FakeState>,
 }
 
 impl FakeTelegram {
@@ -98,48 +78,34 @@ impl FakeTelegram {
     /// # Panics
     /// If the loopback listener cannot be bound.
     pub async fn start(token: &str) -> FakeTelegram {
-        let (listener, addr) = crate::bind("FakeTelegram").await;
-        let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            token: token.to_string(),
-            state: Mutex::new(FakeState {
-                updates: VecDeque::new(),
-                next_update_id: 100_001,
-                next_message_id: 1,
-                calls: Vec::new(),
-                failures: VecDeque::new(),
-            }),
-            changed: watch::channel(0).0,
-            shutdown: signal.clone(),
-        });
-        let app = Router::new()
-            .route("/{bot}/{method}", post(route))
-            .with_state(shared.clone());
-        let server = crate::serve("FakeTelegram", listener, app, signal);
-        FakeTelegram {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
-        }
+        let state = FakeState {
+            updates: VecDeque::new(),
+            next_update_id: 100_001,
+            next_message_id: 1,
+            calls: Vec::new(),
+            failures: VecDeque::new(),
+        };
+        let routes = Router::new().route("/{bot}/{method}", post(route));
+        let server = FakeServer::start("FakeTelegram", token.to_string(), state, routes).await;
+        FakeTelegram { server }
     }
 
     /// `http://127.0.0.1:PORT`: the channel's `apiBase`.
     pub fn api_base(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// Queues an update; `update` gets its `update_id`. Answers the id.
     pub fn push_update(&self, mut update: Value) -> i64 {
         let id = {
-            let mut state = self.shared.lock();
+            let mut state = self.server.lock();
             let id = state.next_update_id;
             state.next_update_id += 1;
             update["update_id"] = json!(id);
             state.updates.push_back(update);
             id
         };
-        self.shared.bump();
+        self.server.bump();
         id
     }
 
@@ -195,7 +161,7 @@ impl FakeTelegram {
         reply_to: Option<Value>,
     ) -> i64 {
         let message_id = {
-            let mut state = self.shared.lock();
+            let mut state = self.server.lock();
             state.next_message_id += 1;
             state.next_message_id
         };
@@ -223,7 +189,7 @@ impl FakeTelegram {
 
     /// After `successes` more successful calls of `method`, the next one fails as `failure`.
     pub fn fail_after(&self, method: &str, successes: usize, failure: FakeFailure) {
-        self.shared
+        self.server
             .lock()
             .failures
             .push_back((method.to_string(), successes, failure));
@@ -231,12 +197,12 @@ impl FakeTelegram {
 
     /// Every call received, in order.
     pub fn calls(&self) -> Vec<TelegramCall> {
-        self.shared.lock().calls.clone()
+        self.server.lock().calls.clone()
     }
 
     /// The bodies of the `sendMessage` calls that succeeded, in order.
     pub fn sent(&self) -> Vec<Value> {
-        self.shared
+        self.server
             .lock()
             .calls
             .iter()
@@ -247,7 +213,7 @@ impl FakeTelegram {
 
     /// For each call of `method`, in order: whether the fake refused it (a queued failure).
     pub fn refusals(&self, method: &str) -> Vec<bool> {
-        self.shared
+        self.server
             .lock()
             .calls
             .iter()
@@ -258,20 +224,13 @@ impl FakeTelegram {
 
     /// Updates queued and not yet confirmed by an offset past them.
     pub fn unconfirmed(&self) -> usize {
-        self.shared.lock().updates.len()
+        self.server.lock().updates.len()
     }
 
     /// Waits until `check` holds for the calls received (it is checked on every call).
     pub async fn wait_for(&self, mut check: impl FnMut(&[TelegramCall]) -> bool) {
-        let mut changed = self.shared.changed.subscribe();
-        loop {
-            if check(&self.shared.lock().calls) {
-                return;
-            }
-            if changed.changed().await.is_err() {
-                return;
-            }
-        }
+        let server = &self.server;
+        server.wait(|| check(&server.lock().calls)).await;
     }
 
     /// Waits until `n` messages were sent successfully; answers them.
@@ -288,17 +247,8 @@ impl FakeTelegram {
     }
 
     /// Stops the server (long polls end empty).
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for FakeTelegram {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 
@@ -320,7 +270,7 @@ async fn route(
     Path((bot, method)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Response {
-    if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
+    if bot.strip_prefix("bot") != Some(shared.config.as_str()) {
         return failed(401, "Unauthorized", None);
     }
     let body: Value = match body.is_empty() {
@@ -421,8 +371,7 @@ async fn get_updates(shared: &Shared, body: &Value) -> Response {
         body: body.clone(),
     });
     shared.bump();
-    let mut changed = shared.changed.subscribe();
-    let mut shutdown = shared.shutdown.clone();
+    let mut link = shared.link();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     loop {
         let ready: Vec<Value> = {
@@ -440,11 +389,10 @@ async fn get_updates(shared: &Shared, body: &Value) -> Response {
             return answer(StatusCode::OK, json!({"ok": true, "result": ready}));
         }
         tokio::select! {
-            _ = changed.changed() => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = shutdown.wait_for(|s| *s) => {
+            live = link.next() => if !live {
                 return answer(StatusCode::OK, json!({"ok": true, "result": []}));
-            }
+            },
+            _ = tokio::time::sleep_until(deadline) => {}
         }
     }
 }

@@ -12,8 +12,7 @@
 //!   one message (a new `wamid` each), [`sign`] its `X-Hub-Signature-256` header.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -21,8 +20,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+
+use crate::fake::FakeServer;
 
 /// The served number's id and display number.
 pub const PHONE_NUMBER_ID: &str = "106540352242922";
@@ -55,24 +54,12 @@ struct FakeState {
     next: u64,
 }
 
-struct Shared {
-    token: String,
-    state: Mutex<FakeState>,
-    changed: watch::Sender<u64>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+/// The routes' shared part: the access token, and the state.
+type Shared = crate::fake::Shared<String, FakeState>;
 
 /// The fake Graph API (see the module doc).
 pub struct FakeWhatsApp {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    server: Option<JoinHandle<()>>,
+    server: FakeServer<String, FakeState>,
 }
 
 impl FakeWhatsApp {
@@ -81,37 +68,24 @@ impl FakeWhatsApp {
     /// # Panics
     /// If the loopback listener cannot be bound.
     pub async fn start(token: &str) -> FakeWhatsApp {
-        let shared = Arc::new(Shared {
-            token: token.to_owned(),
-            state: Mutex::new(FakeState::default()),
-            changed: watch::channel(0).0,
-        });
-        let app = Router::new()
-            .route("/{number}/messages", post(send))
-            .with_state(shared.clone());
-        let (listener, addr) = crate::bind("FakeWhatsApp").await;
-        let (shutdown, signal) = watch::channel(false);
-        let server = crate::serve("FakeWhatsApp", listener, app, signal);
-        FakeWhatsApp {
-            addr,
-            shared,
-            shutdown,
-            server: Some(server),
-        }
+        let routes = Router::new().route("/{number}/messages", post(send));
+        let state = FakeState::default();
+        let server = FakeServer::start("FakeWhatsApp", token.to_owned(), state, routes).await;
+        FakeWhatsApp { server }
     }
 
     /// The `apiBase` to configure.
     pub fn api_base(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     /// The next send fails with `failure` (queued in order).
     pub fn fail_next(&self, failure: WhatsAppFailure) {
-        self.shared.lock().failures.push_back(failure);
+        self.server.lock().failures.push_back(failure);
     }
 
     pub fn calls(&self) -> Vec<WhatsAppCall> {
-        self.shared.lock().calls.clone()
+        self.server.lock().calls.clone()
     }
 
     /// The texts sent successfully, in order: (to, body).
@@ -121,15 +95,7 @@ impl FakeWhatsApp {
 
     /// Waits until `check` holds for the calls so far.
     pub async fn wait_for(&self, mut check: impl FnMut(&[WhatsAppCall]) -> bool) {
-        let mut changed = self.shared.changed.subscribe();
-        loop {
-            if check(&self.calls()) {
-                return;
-            }
-            if changed.changed().await.is_err() {
-                return;
-            }
-        }
+        self.server.wait(|| check(&self.calls())).await;
     }
 
     /// Waits until `n` texts were sent; answers them.
@@ -167,7 +133,7 @@ impl FakeWhatsApp {
 
     fn notification(&self, mut message: Value, name: &str, at: i64) -> (Vec<u8>, String) {
         let id = {
-            let mut state = self.shared.lock();
+            let mut state = self.server.lock();
             state.next += 1;
             format!("wamid.in{:08}", state.next)
         };
@@ -186,17 +152,8 @@ impl FakeWhatsApp {
         (body.to_string().into_bytes(), id)
     }
 
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(server) = self.server.take() {
-            let _ = server.await;
-        }
-    }
-}
-
-impl Drop for FakeWhatsApp {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 
@@ -235,7 +192,7 @@ async fn send(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let expected = format!("Bearer {}", shared.token);
+    let expected = format!("Bearer {}", shared.config);
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
         return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token.");
     }
@@ -249,7 +206,7 @@ async fn send(
         body: body.clone(),
         refused: failure.is_some() || too_long,
     });
-    shared.changed.send_modify(|n| *n += 1);
+    shared.bump();
     match failure {
         Some(WhatsAppFailure::TooManyRequests { retry_after }) => {
             let mut response = graph_error(

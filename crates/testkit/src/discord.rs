@@ -22,14 +22,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::ws::{Message as Frame, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 
-use crate::fake::{FakeServer, send_frames};
+use crate::fake::{Conversation, FakeServer, Reply};
 
 pub use crate::telegram::FakeFailure;
 
@@ -553,82 +553,59 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
     ws.on_upgrade(move |socket| connection(shared, socket))
 }
 
-/// One Gateway connection (see the module doc).
-async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
-    let (mut link, interval) = (shared.link(), shared.lock().heartbeat_ms);
+/// One Gateway connection (see the module doc): HELLO, then the frames due on it and the
+/// answers to its payloads.
+async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+    let (link, interval) = (shared.link(), shared.lock().heartbeat_ms);
     let hello = json!({"op": 10, "d": {"heartbeat_interval": interval}});
-    if !send_frames(&mut socket, vec![hello]).await {
-        return;
-    }
-    // The session this connection serves and the last sequence it sent.
-    let mut live: Option<(String, u64)> = None;
-    loop {
-        // Control frames, then the session's events not sent yet; nothing once cut.
-        let outgoing = {
-            let Some(mut state) = shared.lock_live(&link) else {
-                return;
-            };
-            let mut outgoing: Vec<Value> = Vec::new();
-            if let Some((session_id, sent)) = live.as_mut() {
-                outgoing.extend(state.control.drain(..));
-                if let Some(session) = state.session.as_ref().filter(|s| s.id == *session_id) {
-                    let from = *sent;
-                    for (seq, event) in session.log.iter().filter(|(seq, _)| *seq > from) {
-                        let mut event = event.clone();
-                        event["s"] = json!(seq);
-                        outgoing.push(event);
-                        *sent = *seq;
-                    }
-                }
-            }
-            outgoing
-        };
-        if !send_frames(&mut socket, outgoing).await {
-            return;
-        }
-        tokio::select! {
-            frame = socket.recv() => {
-                let Some(Ok(frame)) = frame else { return };
-                let Frame::Text(text) = frame else { continue };
-                let Ok(payload) = serde_json::from_str::<Value>(text.as_str()) else {
-                    let _ = socket.send(Frame::Close(Some(axum::extract::ws::CloseFrame { code: 4002, reason: "Decode error".into() }))).await;
-                    return;
-                };
-                match answer(&shared, &payload, &mut live) {
-                    Answer::Frames(frames) => {
-                        if !send_frames(&mut socket, frames).await {
-                            return;
-                        }
-                    }
-                    Answer::Close(code, reason) => {
-                        let close = axum::extract::ws::CloseFrame { code, reason: reason.into() };
-                        let _ = socket.send(Frame::Close(Some(close))).await;
-                        return;
-                    }
-                }
-            }
-            alive = link.next() => if !alive { return },
-        }
-    }
+    crate::fake::converse(&shared, link, socket, hello, Gateway { live: None }).await;
 }
 
-enum Answer {
-    Frames(Vec<Value>),
-    Close(u16, &'static str),
+/// One connection's side of the Gateway.
+struct Gateway {
+    /// The session this connection serves and the last sequence it sent.
+    live: Option<(String, u64)>,
+}
+
+impl Conversation<String, FakeState> for Gateway {
+    /// Control frames, then the session's events not sent yet.
+    fn due(&mut self, state: &mut FakeState) -> Vec<Value> {
+        let Some((session_id, sent)) = self.live.as_mut() else {
+            return Vec::new();
+        };
+        let mut outgoing: Vec<Value> = state.control.drain(..).collect();
+        if let Some(session) = state.session.as_ref().filter(|s| s.id == *session_id) {
+            let from = *sent;
+            for (seq, event) in session.log.iter().filter(|(seq, _)| *seq > from) {
+                let mut event = event.clone();
+                event["s"] = json!(seq);
+                outgoing.push(event);
+                *sent = *seq;
+            }
+        }
+        outgoing
+    }
+
+    fn take(&mut self, shared: &Shared, text: &str) -> Reply {
+        match serde_json::from_str::<Value>(text) {
+            Ok(payload) => answer(shared, &payload, &mut self.live),
+            Err(_) => Reply::Close(4002, "Decode error"),
+        }
+    }
 }
 
 /// A client payload: heartbeat, IDENTIFY or RESUME.
-fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) -> Answer {
+fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) -> Reply {
     let d = &payload["d"];
     match payload["op"].as_u64() {
         Some(1) => {
             shared.lock().gateway.push(GatewayEvent::Heartbeat);
             shared.bump();
-            Answer::Frames(vec![json!({"op": 11})])
+            Reply::Frames(vec![json!({"op": 11})])
         }
         Some(2) => {
             if d["token"].as_str() != Some(shared.config.as_str()) {
-                return Answer::Close(4004, "Authentication failed.");
+                return Reply::Close(4004, "Authentication failed.");
             }
             let intents = d["intents"].as_u64().unwrap_or(0);
             let mut state = shared.lock();
@@ -651,7 +628,7 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             *live = Some((id, 0));
             drop(state);
             shared.bump();
-            Answer::Frames(Vec::new())
+            Reply::Frames(Vec::new())
         }
         Some(6) => {
             let session_id = d["session_id"].as_str().unwrap_or_default().to_string();
@@ -663,12 +640,12 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             });
             let known = state.session.as_ref().is_some_and(|s| s.id == session_id);
             if d["token"].as_str() != Some(shared.config.as_str()) {
-                return Answer::Close(4004, "Authentication failed.");
+                return Reply::Close(4004, "Authentication failed.");
             }
             if !known {
                 drop(state);
                 shared.bump();
-                return Answer::Frames(vec![json!({"op": 9, "d": false})]);
+                return Reply::Frames(vec![json!({"op": 9, "d": false})]);
             }
             // Replays what follows `seq` (the loop sends it), then RESUMED.
             if let Some(session) = state.session.as_mut() {
@@ -680,8 +657,8 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             *live = Some((session_id, seq.unwrap_or(0)));
             drop(state);
             shared.bump();
-            Answer::Frames(Vec::new())
+            Reply::Frames(Vec::new())
         }
-        _ => Answer::Close(4001, "Unknown opcode."),
+        _ => Reply::Close(4001, "Unknown opcode."),
     }
 }

@@ -8,7 +8,8 @@
 //!   bumped on every change that tests wait on ([`Shared::wait`]).
 //! - A [`Link`] is one open connection's view of its fake (a long poll, an event stream, a
 //!   WebSocket): it wakes on every change and is over once the fake stops or
-//!   [`Shared::cut`] ends the connections open at the time.
+//!   [`Shared::cut`] ends the connections open at the time. [`converse`] drives a WebSocket on
+//!   it.
 //!
 //! Invariant: a cut and what the test does after it are never seen apart. [`Shared::cut`] takes
 //! the state's lock, and a connection reads the state with [`Shared::lock_live`], which checks
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -242,8 +243,68 @@ impl<C, T> Drop for FakeServer<C, T> {
     }
 }
 
+/// What a WebSocket fake answers a text frame from its client.
+pub(crate) enum Reply {
+    /// These frames (none, often).
+    Frames(Vec<Value>),
+    /// A close frame with this code and reason; the connection ends.
+    Close(u16, &'static str),
+}
+
+/// One WebSocket connection's side of a fake's protocol, driven by [`converse`].
+pub(crate) trait Conversation<C, T> {
+    /// The frames due after a change (called with the state, while the link is live).
+    fn due(&mut self, state: &mut T) -> Vec<Value>;
+
+    /// The answer to a text frame from the client.
+    fn take(&mut self, shared: &Shared<C, T>, text: &str) -> Reply;
+}
+
+/// Serves one WebSocket connection: sends `hello`, then, until the client goes, the link is
+/// over or `talk` closes it, the frames `talk` finds due after each change, and `talk`'s answer
+/// to each text frame the client sends (other frames are ignored).
+pub(crate) async fn converse<C, T>(
+    shared: &Shared<C, T>,
+    mut link: Link,
+    mut socket: WebSocket,
+    hello: Value,
+    mut talk: impl Conversation<C, T>,
+) {
+    if !send_frames(&mut socket, vec![hello]).await {
+        return;
+    }
+    loop {
+        let due = match shared.lock_live(&link) {
+            Some(mut state) => talk.due(&mut state),
+            None => return,
+        };
+        if !send_frames(&mut socket, due).await {
+            return;
+        }
+        tokio::select! {
+            frame = socket.recv() => {
+                let Some(Ok(frame)) = frame else { return };
+                let Message::Text(text) = frame else { continue };
+                match talk.take(shared, text.as_str()) {
+                    Reply::Frames(frames) => {
+                        if !send_frames(&mut socket, frames).await {
+                            return;
+                        }
+                    }
+                    Reply::Close(code, reason) => {
+                        let close = CloseFrame { code, reason: reason.into() };
+                        let _ = socket.send(Message::Close(Some(close))).await;
+                        return;
+                    }
+                }
+            }
+            live = link.next() => if !live { return },
+        }
+    }
+}
+
 /// Sends each JSON frame as a text message; false once the socket is gone.
-pub(crate) async fn send_frames(socket: &mut WebSocket, frames: Vec<Value>) -> bool {
+async fn send_frames(socket: &mut WebSocket, frames: Vec<Value>) -> bool {
     for frame in frames {
         if socket
             .send(Message::Text(frame.to_string().into()))

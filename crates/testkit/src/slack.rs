@@ -21,14 +21,14 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::ws::{Message as WsFrame, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use serde_json::{Value, json};
 
-use crate::fake::{FakeServer, send_frames};
+use crate::fake::{Conversation, FakeServer, Reply};
 
 pub use crate::telegram::FakeFailure;
 
@@ -402,59 +402,54 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
     ws.on_upgrade(move |socket| connection(shared, socket))
 }
 
-/// The frames due on connection `me`: control frames, then every envelope not acknowledged
-/// and not sent on it yet (counting a redelivery's attempt).
-fn due(state: &mut FakeState, me: u64) -> Vec<Value> {
-    let mut out: Vec<Value> = state.control.drain(..).collect();
-    for envelope in state.envelopes.iter_mut().filter(|e| !e.acked) {
-        if envelope.sent_on.insert(me) {
-            let attempt = envelope.sent_on.len() - 1;
-            out.push(json!({
-                "envelope_id": envelope.id, "type": "events_api", "accepts_response_payload": false,
-                "retry_attempt": attempt, "retry_reason": if attempt > 0 { "timeout" } else { "" },
-                "payload": {"token": "verification", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
-                    "type": "event_callback", "event_id": format!("Ev{}", envelope.id),
-                    "event_time": 1_764_000_000, "event": envelope.event},
-            }));
-        }
-    }
-    out
-}
-
-/// One Socket Mode connection (see the module doc).
-async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
-    let (mut link, me) = (shared.link(), shared.lock().connections);
+/// One Socket Mode connection (see the module doc): `hello`, then the frames due on it, and
+/// the acknowledgements it sends.
+async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+    let (link, me) = (shared.link(), shared.lock().connections);
     let hello = json!({"type": "hello", "num_connections": 1,
         "connection_info": {"app_id": "A0FAKE"}, "debug_info": {"host": "applink-fake"}});
-    if !send_frames(&mut socket, vec![hello]).await {
-        return;
-    }
-    loop {
-        let due = match shared.lock_live(&link) {
-            Some(mut state) => due(&mut state, me),
-            None => return,
-        };
-        if !send_frames(&mut socket, due).await {
-            return;
-        }
-        tokio::select! {
-            frame = socket.recv() => {
-                let Some(Ok(frame)) = frame else { return };
-                let WsFrame::Text(text) = frame else { continue };
-                let ack: Value = serde_json::from_str(text.as_str()).unwrap_or(Value::Null);
-                if let Some(id) = ack["envelope_id"].as_str() {
-                    let mut state = shared.lock();
-                    state.acks.push(id.to_string());
-                    let honoured = !state.lose_acks;
-                    let found = state.envelopes.iter_mut().find(|e| e.id == id);
-                    if let Some(envelope) = found.filter(|_| honoured) {
-                        envelope.acked = true;
-                    }
-                    drop(state);
-                    shared.bump();
-                }
+    crate::fake::converse(&shared, link, socket, hello, SocketMode { me }).await;
+}
+
+/// Connection `me`'s side of Socket Mode.
+struct SocketMode {
+    me: u64,
+}
+
+impl Conversation<Tokens, FakeState> for SocketMode {
+    /// Control frames, then every envelope not acknowledged and not sent on this connection yet
+    /// (counting a redelivery's attempt).
+    fn due(&mut self, state: &mut FakeState) -> Vec<Value> {
+        let mut out: Vec<Value> = state.control.drain(..).collect();
+        for envelope in state.envelopes.iter_mut().filter(|e| !e.acked) {
+            if envelope.sent_on.insert(self.me) {
+                let attempt = envelope.sent_on.len() - 1;
+                out.push(json!({
+                    "envelope_id": envelope.id, "type": "events_api", "accepts_response_payload": false,
+                    "retry_attempt": attempt, "retry_reason": if attempt > 0 { "timeout" } else { "" },
+                    "payload": {"token": "verification", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
+                        "type": "event_callback", "event_id": format!("Ev{}", envelope.id),
+                        "event_time": 1_764_000_000, "event": envelope.event},
+                }));
             }
-            live = link.next() => if !live { return },
         }
+        out
+    }
+
+    /// An acknowledgement (`{"envelope_id"}`): recorded, and honoured unless acks are lost.
+    fn take(&mut self, shared: &Shared, text: &str) -> Reply {
+        let ack: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        if let Some(id) = ack["envelope_id"].as_str() {
+            let mut state = shared.lock();
+            state.acks.push(id.to_string());
+            let honoured = !state.lose_acks;
+            let found = state.envelopes.iter_mut().find(|e| e.id == id);
+            if let Some(envelope) = found.filter(|_| honoured) {
+                envelope.acked = true;
+            }
+            drop(state);
+            shared.bump();
+        }
+        Reply::Frames(Vec::new())
     }
 }

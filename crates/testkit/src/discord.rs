@@ -23,8 +23,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
@@ -143,16 +144,8 @@ impl FakeDiscord {
             control: VecDeque::new(),
             heartbeat_ms: 41_250,
         };
-        let routes = Router::new()
-            .route("/gateway", any(upgrade))
-            .route("/gateway/", any(upgrade))
-            .route("/resume", any(upgrade))
-            .route("/resume/", any(upgrade))
-            .route("/api/v10/channels/{id}", get(describe))
-            .route("/api/v10/channels/{id}/messages", post(create_message))
-            .route("/api/v10/channels/{id}/typing", post(typing))
-            .route("/api/v10/users/@me/channels", post(open_dm));
-        let server = FakeServer::start("FakeDiscord", token.to_string(), state, routes).await;
+        let server =
+            FakeServer::start("FakeDiscord", token.to_string(), state, routes(token)).await;
         FakeDiscord { server }
     }
 
@@ -343,6 +336,33 @@ impl FakeDiscord {
     }
 }
 
+/// The Gateway's WebSocket routes, and the REST routes behind the bot token's check.
+fn routes(token: &str) -> Router<Arc<Shared>> {
+    let expected = format!("Bot {token}");
+    let authorized = move |request: Request, next: Next| {
+        let given = request.headers().get("authorization");
+        let granted = given.and_then(|v| v.to_str().ok()) == Some(expected.as_str());
+        async move {
+            match granted {
+                true => next.run(request).await,
+                false => error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized"),
+            }
+        }
+    };
+    let rest = Router::new()
+        .route("/api/v10/channels/{id}", get(describe))
+        .route("/api/v10/channels/{id}/messages", post(create_message))
+        .route("/api/v10/channels/{id}/typing", post(typing))
+        .route("/api/v10/users/@me/channels", post(open_dm))
+        .route_layer(middleware::from_fn(authorized));
+    Router::new()
+        .route("/gateway", any(upgrade))
+        .route("/gateway/", any(upgrade))
+        .route("/resume", any(upgrade))
+        .route("/resume/", any(upgrade))
+        .merge(rest)
+}
+
 fn author(id: &str, username: &str) -> Value {
     json!({"id": id, "username": username, "discriminator": "0", "global_name": username})
 }
@@ -371,11 +391,6 @@ fn error(status: StatusCode, code: u64, message: &str) -> Response {
         .into_response()
 }
 
-fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
-    let expected = format!("Bot {}", shared.config);
-    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(expected.as_str())
-}
-
 fn record(shared: &Shared, method: &str, path: String, body: Value, refused: bool) {
     shared.lock().calls.push(DiscordCall {
         method: method.into(),
@@ -387,14 +402,7 @@ fn record(shared: &Shared, method: &str, path: String, body: Value, refused: boo
     shared.bump();
 }
 
-async fn describe(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if !authorized(&shared, &headers) {
-        return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
-    }
+async fn describe(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     record(
         &shared,
         "GET",
@@ -408,14 +416,7 @@ async fn describe(
     }
 }
 
-async fn typing(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if !authorized(&shared, &headers) {
-        return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
-    }
+async fn typing(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     record(
         &shared,
         "POST",
@@ -429,12 +430,8 @@ async fn typing(
 async fn create_message(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if !authorized(&shared, &headers) {
-        return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
-    }
     let path = format!("/channels/{id}/messages");
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         record(&shared, "POST", path, Value::Null, true);
@@ -518,14 +515,7 @@ async fn create_message(
 }
 
 /// `POST /users/@me/channels {recipient_id}`: the DM channel with a user (`"5" + id`).
-async fn open_dm(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    if !authorized(&shared, &headers) {
-        return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
-    }
+async fn open_dm(State(shared): State<Arc<Shared>>, body: axum::body::Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     record(
         &shared,
@@ -660,5 +650,33 @@ fn answer(shared: &Shared, payload: &Value, live: &mut Option<(String, u64)>) ->
             Reply::Frames(Vec::new())
         }
         _ => Reply::Close(4001, "Unknown opcode."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every REST route sits behind the one token check: a wrong token is a 401 that records
+    /// nothing, the right one gets through.
+    #[tokio::test]
+    async fn the_rest_routes_take_only_the_bot_token() {
+        let fake = FakeDiscord::start("right").await;
+        let client = crate::http_client();
+        let typing = format!("{}/channels/10/typing", fake.api_base());
+        for (token, status) in [("wrong", 401), ("right", 204)] {
+            let answer = client
+                .post(&typing)
+                .header("authorization", format!("Bot {token}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status().as_u16(), status);
+        }
+        let answer = client.get(format!("{}/channels/10", fake.api_base()));
+        assert_eq!(answer.send().await.unwrap().status().as_u16(), 401);
+        let paths: Vec<String> = fake.calls().into_iter().map(|c| c.path).collect();
+        assert_eq!(paths, ["/channels/10/typing"]);
+        fake.stop().await;
     }
 }

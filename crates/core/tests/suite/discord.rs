@@ -13,11 +13,11 @@ use switchboard_testkit::{MockLlm, MockReply};
 
 use super::support::{GUARD, TestEngine};
 
-const TOKEN: &str = "discord-test-token";
+pub(super) const TOKEN: &str = "discord-test-token";
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 const INTENTS: u64 = 1 | 1 << 9 | 1 << 12 | 1 << 15;
 
-fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
+pub(super) fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let discord = &mut config.channels.discord;
     discord.enabled = true;
@@ -33,14 +33,14 @@ fn config(fake: &FakeDiscord, policy: DmPolicy) -> Config {
     config
 }
 
-async fn started(config: Config) -> TestEngine {
+pub(super) async fn started(config: Config) -> TestEngine {
     let h = TestEngine::open(config).await;
     h.engine.start_channels();
     h
 }
 
 /// Waits until `n` messages were created; answers (channel id, content) of each.
-async fn sent(fake: &FakeDiscord, n: usize) -> Vec<(String, String)> {
+pub(super) async fn sent(fake: &FakeDiscord, n: usize) -> Vec<(String, String)> {
     tokio::time::timeout(GUARD, fake.wait_sent(n))
         .await
         .expect("the bot sent the messages")

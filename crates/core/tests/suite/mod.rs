@@ -3,6 +3,7 @@ mod a2a_faults;
 mod a2a_push;
 mod attachments;
 mod bus;
+mod chat_kit;
 mod cron;
 mod discord;
 mod first_turn;

@@ -161,7 +161,9 @@ impl Gateway {
             };
             let text = match frame {
                 Some(Ok(Frame::Text(text))) => text,
-                Some(Ok(Frame::Close(close))) => return closed(close.map(|c| c.code)),
+                Some(Ok(Frame::Close(close))) => {
+                    return closed(close.map(|c| c.code), &self.door.bot.setting("botToken"));
+                }
                 Some(Ok(_)) => continue,
                 Some(Err(_)) | None => return End::Resume,
             };
@@ -335,11 +337,12 @@ async fn hello(socket: &mut Socket) -> Result<Duration, String> {
 /// What a close code asks for: 4004 (authentication failed) and 4010–4014 (shard, version,
 /// intents) are fatal; 4007 (bad sequence) and 4009 (session timed out) need a new session;
 /// anything else is resumed.
-fn closed(code: Option<CloseCode>) -> End {
+/// `token` is the setting that holds the bot's token.
+fn closed(code: Option<CloseCode>, token: &str) -> End {
     match code.map(u16::from) {
-        Some(4004) => End::Fatal(
-            "the Gateway refused channels.discord.botToken (authentication failed); fix the token and restart".into(),
-        ),
+        Some(4004) => End::Fatal(format!(
+            "the Gateway refused {token} (authentication failed); fix the token and restart"
+        )),
         Some(code @ 4010..=4014) => End::Fatal(format!(
             "the Gateway closed the connection with {code} (check the bot's privileged intents: Message Content)"
         )),

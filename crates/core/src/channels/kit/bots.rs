@@ -39,6 +39,14 @@ impl<P: ChatPlatform> Bot<P> {
         }
     }
 
+    /// The platform refused this bot's credential (`why` names the setting): the bot is shown
+    /// failed, the log says why, and the delivery fails for good.
+    pub fn refused(&self, why: String) -> crate::channel::ChannelError {
+        tracing::error!(channel = P::name(), account = %self.id, "{why}");
+        self.link.set(LinkState::Failed(why.clone()));
+        crate::channel::ChannelError::Permanent(why)
+    }
+
     /// An id for what this bot received: `<channel>:<id>` for the default bot, else
     /// `<channel>:<account>:<id>` (the idempotency key of the run it starts).
     pub fn source(&self, id: &str) -> String {

@@ -9,7 +9,7 @@ use super::api::{self, Contact, Message, Messages, Notification};
 use super::{WHATSAPP, WhatsApp, route, window};
 use switchboard_protocol::ErrorCode;
 
-use crate::channel::{HttpCall, HttpDoor, HttpReply};
+use crate::channel::{HttpCall, HttpDoor, HttpReply, LinkState};
 use crate::channels::kit::gate::Sender;
 use crate::channels::kit::{Bot, Chat, DoorParts};
 use crate::error::CoreResult;
@@ -18,6 +18,8 @@ use crate::store::WriteOp;
 /// One served number.
 type Number = Bot<WhatsApp>;
 
+/// What a number's link is called while its webhook is served.
+const SERVED: &str = "webhook";
 /// The header the platform signs each notification with.
 const SIGNATURE: &str = "x-hub-signature-256";
 
@@ -28,7 +30,11 @@ pub(super) struct Webhook {
 }
 
 impl Webhook {
+    /// The webhook of every served number: while it is served, each number's link is up.
     pub fn new(chat: Arc<Chat<WhatsApp>>, parts: &DoorParts) -> Self {
+        for number in chat.bots.iter() {
+            number.link.set(LinkState::Up(SERVED));
+        }
         Self {
             chat,
             parts: parts.clone(),

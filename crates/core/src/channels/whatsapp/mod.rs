@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::ChannelDoors;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts};
-use crate::channel::{ChannelError, LinkState};
+use crate::channel::ChannelError;
 use crate::config::{Platform, WhatsAppNumber};
 use crate::store::DeliveryRecord;
 use api::{ApiError, Graph};
@@ -43,8 +43,6 @@ const WINDOW_SECONDS: i64 = 24 * 3600;
 const OUTSIDE_WINDOW: &str = "131047";
 /// Graph error codes that mean "too many, later": rate and throughput limits.
 const SLOW_DOWN: [&str; 5] = ["4", "80007", "130429", "131048", "131056"];
-/// What a number's link is called while its webhook is served.
-const SERVED: &str = "webhook";
 
 /// The WhatsApp platform.
 pub(crate) struct WhatsApp;
@@ -110,9 +108,6 @@ impl ChatPlatform for WhatsApp {
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {
-        for number in chat.bots.iter() {
-            number.link.set(LinkState::Up(SERVED));
-        }
         ChannelDoors::http(Arc::new(door::Webhook::new(chat, parts)))
     }
 }
@@ -132,10 +127,9 @@ fn verdict(number: &Bot<WhatsApp>, e: ApiError) -> ChannelError {
         )),
         (401, _) | (_, "190") => {
             let setting = number.setting("accessToken");
-            let why = format!("the Graph API refused {setting} ({e}); fix the token and restart");
-            tracing::error!("whatsapp: {why}");
-            number.link.set(LinkState::Failed(why.clone()));
-            ChannelError::Permanent(why)
+            number.refused(format!(
+                "the Graph API refused {setting} ({e}); fix the token and restart"
+            ))
         }
         _ => e.verdict("the number may not write to this chat"),
     }

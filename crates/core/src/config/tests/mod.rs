@@ -9,6 +9,7 @@ use super::*;
 
 mod a2a;
 mod agents;
+mod chat;
 mod errors;
 mod mcp;
 mod store;

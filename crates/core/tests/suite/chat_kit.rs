@@ -1,0 +1,116 @@
+//! What the channel kit does for every chat channel, tried through real doors against the fakes:
+//! a reply cut at `textChunkLimit` and capped at `maxReplyParts` with a note, bots' messages
+//! read only with `allowBots`, and `groupAllowFrom` in a channel that had none before the kit
+//! (Discord). Each "not answered" is proved by a later message that is: a session's runs are
+//! serial and a door hands messages on in order, so the earlier one was decided first.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::config::DmPolicy;
+use switchboard_core::store::DeliveryStatus;
+use switchboard_testkit::{FakeDiscord, FakeTelegram};
+
+use super::{discord, telegram};
+
+/// The user messages of `key`'s transcript, as the agent read them.
+async fn users(h: &super::support::TestEngine, key: &str) -> Vec<String> {
+    let transcript = h.transcript(key).await;
+    let users = transcript.iter().filter(|m| m["role"] == "user");
+    users.map(|m| m["content"].to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reply_is_cut_at_the_chunk_limit_and_capped_with_a_note_on_the_rest() {
+    let fake = FakeDiscord::start(discord::TOKEN).await;
+    let mut config = discord::config(&fake, DmPolicy::Open);
+    config.channels.discord.access.text_chunk_limit = Some(500);
+    config.channels.discord.access.max_reply_parts = Some(3);
+    let h = discord::started(config).await;
+    let long = "A sentence of the long answer. ".repeat(400);
+    fake.dm("42", "alice", &format!("@reply {long}"));
+    discord::sent(&fake, 3).await;
+    let records = h.settled_deliveries().await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].status, DeliveryStatus::Delivered);
+    let parts = fake.sent();
+    assert_eq!(parts.len(), 3, "three parts, not the 25 of the whole reply");
+    assert!(
+        parts.iter().all(|(_, p)| p.chars().count() <= 500),
+        "{parts:?}"
+    );
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let posted = squash(&format!("{} {}", parts[0].1, parts[1].1));
+    assert!(
+        squash(&long).starts_with(&posted),
+        "the first parts are the answer's beginning"
+    );
+    let note = &parts[2].1;
+    assert!(
+        note.contains("more parts of this answer are not posted here")
+            && note.contains("at most 3 a reply")
+            && note.contains("agent:main:main"),
+        "{note}"
+    );
+    // The whole answer stays in the transcript the note points at.
+    let transcript = h.transcript("agent:main:main").await;
+    let reply = transcript
+        .iter()
+        .rfind(|m| m["role"] == "assistant")
+        .unwrap();
+    assert!(squash(&reply.to_string()).len() >= squash(&long).len());
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+/// A private message to the fake bot from another bot.
+fn from_a_bot(fake: &FakeTelegram, text: &str) {
+    fake.push_update(json!({"message": {
+        "message_id": 1, "date": 1_764_000_000,
+        "chat": {"id": 77, "type": "private", "first_name": "otherbot", "username": "otherbot"},
+        "from": {"id": 77, "is_bot": true, "first_name": "otherbot", "username": "otherbot"},
+        "text": text,
+    }}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bots_message_is_answered_only_with_allow_bots() {
+    let fake = FakeTelegram::start(telegram::TOKEN).await;
+    let h = telegram::started(telegram::config(&fake, DmPolicy::Open)).await;
+    from_a_bot(&fake, "@reply to-a-bot");
+    fake.private_message(42, "alice", "@reply to-alice");
+    let replies: Vec<Value> = telegram::sent(&fake, 1).await;
+    assert_eq!(telegram::text(&replies[0]), "to-alice");
+    let read = users(&h, "agent:main:main").await;
+    assert_eq!(read.len(), 1, "the bot's message started no run: {read:?}");
+    fake.stop().await;
+    h.engine.close().await;
+
+    let fake = FakeTelegram::start(telegram::TOKEN).await;
+    let mut config = telegram::config(&fake, DmPolicy::Open);
+    config.channels.telegram.access.allow_bots = Some(true);
+    let h = telegram::started(config).await;
+    from_a_bot(&fake, "@reply to-a-bot");
+    let replies = telegram::sent(&fake, 1).await;
+    assert_eq!(telegram::text(&replies[0]), "to-a-bot");
+    assert_eq!(replies[0]["chat_id"], 77);
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_guild_channel_only_the_senders_group_allow_from_lists_reach_the_agent() {
+    let fake = FakeDiscord::start(discord::TOKEN).await;
+    let mut config = discord::config(&fake, DmPolicy::Open);
+    config.channels.discord.access.group_allow_from = Some(vec!["44".into()]);
+    let h = discord::started(config).await;
+    fake.text_channel("700", "dev");
+    fake.guild_message("700", "43", "carol", "@reply from-carol", true);
+    fake.guild_message("700", "44", "dave", "@reply from-dave", true);
+    let replies = discord::sent(&fake, 1).await;
+    assert_eq!(replies, [("700".to_string(), "from-dave".to_string())]);
+    let read = users(&h, "agent:main:discord:group:700").await;
+    assert_eq!(read.len(), 1, "carol's message started no run: {read:?}");
+    assert!(read[0].contains("[from dave]"), "{read:?}");
+    fake.stop().await;
+    h.engine.close().await;
+}

@@ -109,19 +109,6 @@ pub trait Door: Send + Sync {
     fn start(self: Arc<Self>);
 }
 
-/// Why a channel of bots cannot send as `account`: the channel is off (no bot configured), or
-/// no bot has that account id (`running`: the ones that do).
-pub fn no_such_bot(channel: &str, account: &str, running: &[String]) -> String {
-    if running.is_empty() {
-        format!("the {channel} channel is off (set channels.{channel}.enabled and botToken)")
-    } else {
-        format!(
-            "no {channel} bot has account id {account} (running: {})",
-            running.join(", ")
-        )
-    }
-}
-
 /// A reqwest error, briefly, for a message that already names the URL: what every channel
 /// that speaks HTTP says when a call did not get an answer.
 pub fn describe_http_error(e: &reqwest::Error) -> String {

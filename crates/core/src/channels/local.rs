@@ -24,29 +24,37 @@ use crate::store::{DeliveryRecord, Store, WriteOp};
 
 /// One of the gateway's own two channels.
 pub struct Local {
-    /// [`channel::WEBCHAT`] or [`channel::INTERNAL`].
-    name: &'static str,
+    kind: Kind,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+}
+
+/// Which one.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// [`channel::WEBCHAT`]: an assistant message of the gateway.
+    Webchat,
+    /// [`channel::INTERNAL`]: a user-role message with provenance.
+    Internal,
 }
 
 impl Local {
     /// The `webchat` channel.
     pub fn webchat(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        let name = channel::WEBCHAT;
-        Self { name, store, clock }
+        let kind = Kind::Webchat;
+        Self { kind, store, clock }
     }
 
     /// The `internal` channel.
     pub fn internal(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        let name = channel::INTERNAL;
-        Self { name, store, clock }
+        let kind = Kind::Internal;
+        Self { kind, store, clock }
     }
 
     /// What a delivery of `record` adds to its session's transcript.
     fn message(&self, record: &DeliveryRecord) -> TranscriptMessage {
         let now = self.clock.now_ms();
-        if self.name == channel::WEBCHAT {
+        if let Kind::Webchat = self.kind {
             return delivered_message(&record.text, now);
         }
         let provenance = Provenance {
@@ -70,7 +78,10 @@ impl Local {
 
 impl Channel for Local {
     fn name(&self) -> &'static str {
-        self.name
+        match self.kind {
+            Kind::Webchat => channel::WEBCHAT,
+            Kind::Internal => channel::INTERNAL,
+        }
     }
 
     fn send<'a>(&'a self, record: &'a DeliveryRecord) -> Sent<'a> {

@@ -96,16 +96,18 @@ impl PlatformCheck for MatrixBot {
             let at = format!("{path}.pollTimeoutSeconds");
             check.range(&at, seconds, &POLL_TIMEOUT_SECONDS);
         }
-        if let Some(url) = &mut self.homeserver {
-            *url = url.trim().to_owned();
-            check.url(&format!("{path}.homeserver"), url);
-        }
-        for secret in [
+        // An empty homeserver (what `config show` wrote before it was optional) is unset.
+        for setting in [
+            &mut self.homeserver,
             &mut self.access_token,
             &mut self.password,
             &mut self.user_id,
         ] {
-            clear_if_empty(secret);
+            clear_if_empty(setting);
+        }
+        if let Some(url) = &mut self.homeserver {
+            *url = url.trim().to_owned();
+            check.url(&format!("{path}.homeserver"), url);
         }
         if let Some(id) = &mut self.user_id {
             *id = id.trim().to_owned();

@@ -63,9 +63,15 @@ pub fn normalize_origin(text: &str) -> Option<String> {
 /// What a chat channel's setting accepts, the same in every channel and in each of its
 /// accounts (`channels.<channel>.dmPolicy`, `channels.<channel>.accounts.<id>.dmPolicy`).
 fn channel_expected(shape: &str) -> Option<String> {
-    let (_channel, setting) = shape.strip_prefix("channels.")?.split_once('.')?;
-    let setting = setting.strip_prefix("accounts.*.").unwrap_or(setting);
+    let (channel, setting) = shape.strip_prefix("channels.")?.split_once('.')?;
+    let setting = match setting.strip_prefix("accounts.") {
+        Some(account) => account.split_once('.')?.1,
+        None => setting,
+    };
     Some(match setting {
+        "textChunkLimit" => integer(&(1..=u64::from(super::chat::text_limit(channel)?))),
+        "maxReplyParts" => integer(&super::chat::REPLY_PARTS),
+        "pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
         "apiBase" => URL_EXPECTED.to_owned(),
         "gatewayUrl" => super::discord::WS_URL_EXPECTED.to_owned(),
         "homeserver" => URL_EXPECTED.to_owned(),
@@ -137,7 +143,6 @@ pub(crate) fn expected_at(segs: &[Seg]) -> Option<String> {
         }
         "session.agentToAgent.maxPingPongTurns" => integer(&MAX_PING_PONG_TURNS),
         "session.agentToAgent.maxHops" => integer(&MAX_HOPS),
-        "channels.telegram.pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
         "cron.maxConcurrentRuns" => integer(&CRON_MAX_CONCURRENT_RUNS),
         "delivery.maxAttempts" => integer(&DELIVERY_MAX_ATTEMPTS),
         "delivery.retryInitialMs" | "delivery.retryMaxMs" => integer(&DELIVERY_RETRY_MS),

@@ -17,15 +17,13 @@ use super::route::{self, Place};
 use super::{DISCORD, Discord};
 use crate::channel::LinkState;
 use crate::channels::kit::http::{Socket, connect};
-use crate::channels::kit::link::Linked;
+use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
-/// What a bot's link is called while its Gateway session is up.
-const CONNECTED: &str = "connected";
 
 /// One bot's Gateway link: its session (to resume) and what it knows of the guild channels.
 pub(crate) struct Gateway {
@@ -50,7 +48,8 @@ enum End {
     Resume,
     /// Reconnect with a new session (op 9 with `d: false`, a session Discord forgot).
     Identify,
-    /// It never got going (no HELLO): try again after a wait.
+    /// It never got going (no HELLO), or a message could not be handled: resume after a wait
+    /// (the resume replays what was not handled).
     Failed(String),
     /// Stop for good, and why (a refused token, intents not allowed).
     Fatal(String),
@@ -161,9 +160,7 @@ impl Gateway {
             };
             let text = match frame {
                 Some(Ok(Frame::Text(text))) => text,
-                Some(Ok(Frame::Close(close))) => {
-                    return closed(close.map(|c| c.code), &self.door.bot.setting("botToken"));
-                }
+                Some(Ok(Frame::Close(close))) => return closed(&self.door, close.map(|c| c.code)),
                 Some(Ok(_)) => continue,
                 Some(Err(_)) | None => return End::Resume,
             };
@@ -206,7 +203,7 @@ impl Gateway {
     async fn dispatch(&mut self, payload: Payload) -> Result<(), End> {
         match payload.t.as_deref() {
             Some("READY") => self.ready(payload.d)?,
-            Some("RESUMED") => self.door.bot.link.set(LinkState::Up(CONNECTED)),
+            Some("RESUMED") => self.door.up(CONNECTED),
             Some("GUILD_CREATE") => self.learn(&payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
                 if let Ok(info) = serde_json::from_value::<ChannelInfo>(payload.d.clone()) {
@@ -229,7 +226,7 @@ impl Gateway {
             End::Identify
         })?;
         tracing::info!(account = self.door.account(), bot = %ready.user.username, "discord: connected");
-        self.door.bot.link.set(LinkState::Up(CONNECTED));
+        self.door.up(CONNECTED);
         self.session = Some(Session {
             id: ready.session_id,
             resume_url: ready.resume_gateway_url,
@@ -239,15 +236,17 @@ impl Gateway {
         Ok(())
     }
 
-    /// A MESSAGE_CREATE: handled, or (when that failed) the connection ended to see it again.
+    /// A MESSAGE_CREATE: handled, or (when that failed) the connection ended to resume and see
+    /// it again after a wait.
     async fn message_created(&mut self, d: Value) -> Result<(), End> {
         let Some(me) = self.session.as_ref().map(|s| s.me.clone()) else {
             return Ok(());
         };
         match serde_json::from_value::<Message>(d) {
             Ok(message) => self.message(&me, message).await.map_err(|e| {
-                tracing::warn!(account = self.door.account(), error = %e, "discord: a message could not be handled; resuming to see it again");
-                End::Resume
+                End::Failed(format!(
+                    "a message could not be handled ({e}); resuming to see it again"
+                ))
             }),
             Err(e) => {
                 tracing::warn!(account = self.door.account(), error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
@@ -275,7 +274,7 @@ impl Gateway {
             name: cursor,
             position: id,
         };
-        self.door.receive(view, (source, vec![position])).await?;
+        self.door.receive(view, source, vec![position]).await?;
         Ok(())
     }
 
@@ -337,11 +336,12 @@ async fn hello(socket: &mut Socket) -> Result<Duration, String> {
 /// What a close code asks for: 4004 (authentication failed) and 4010–4014 (shard, version,
 /// intents) are fatal; 4007 (bad sequence) and 4009 (session timed out) need a new session;
 /// anything else is resumed.
-/// `token` is the setting that holds the bot's token.
-fn closed(code: Option<CloseCode>, token: &str) -> End {
+fn closed(door: &BotDoor<Discord>, code: Option<CloseCode>) -> End {
     match code.map(u16::from) {
-        Some(4004) => End::Fatal(format!(
-            "the Gateway refused {token} (authentication failed); fix the token and restart"
+        Some(4004) => End::Fatal(door.bot.refusal(
+            "the Gateway",
+            "botToken",
+            &"4004, authentication failed",
         )),
         Some(code @ 4010..=4014) => End::Fatal(format!(
             "the Gateway closed the connection with {code} (check the bot's privileged intents: Message Content)"

@@ -80,7 +80,10 @@ impl ChatPlatform for Discord {
             }
             sent => sent,
         }
-        .map_err(|e| e.verdict(FORBIDDEN))
+        .map_err(|e| match e.status {
+            401 => bot.refused(bot.refusal("the Discord API", "botToken", &e)),
+            _ => e.verdict(FORBIDDEN),
+        })
     }
 
     async fn typing(bot: &Bot<Self>, to: &str, thread: Option<&str>) {

@@ -4,7 +4,7 @@
 //! or thread. The bot's own messages are not read.
 
 use super::api::{ChannelInfo, Message, User};
-use crate::channels::kit::{ChatMessage, Group};
+use crate::channels::kit::{ChatMessage, Group, Thread};
 use crate::channels::owner::Order;
 
 /// Where a message was written.
@@ -22,10 +22,7 @@ pub(super) fn view(me: &User, (message, place): (&Message, &Place)) -> Result<Ch
         return Err("the bot's own message".into());
     }
     let text = strip_mention(&message.content, me);
-    let order = {
-        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
-        Order::parse(&word.to_lowercase(), rest)
-    };
+    let order = Order::of_text(&text);
     let (group, reply_to, title) = match place {
         Place::Direct => (None, (message.channel_id.clone(), None), None),
         Place::Guild(info) => {
@@ -36,7 +33,7 @@ pub(super) fn view(me: &User, (message, place): (&Message, &Place)) -> Result<Ch
             };
             let group = Group {
                 id: parent.clone(),
-                thread: thread.clone().map(|id| ("thread", id)),
+                thread: thread.clone().map(Thread::Thread),
             };
             let title = info.name.as_ref().map(|n| format!("#{n}"));
             (Some(group), (parent, thread), title)

@@ -29,18 +29,30 @@ pub(crate) struct Bot<P: ChatPlatform> {
 }
 
 impl<P: ChatPlatform> Bot<P> {
-    /// The setting that holds `key` of this bot (`channels.telegram.botToken`,
-    /// `channels.telegram.accounts.work.botToken`), for messages about it.
-    pub fn setting(&self, key: &str) -> String {
+    /// Where this bot is configured: `channels.<channel>`, or `channels.<channel>.accounts.<id>`.
+    pub fn path(&self) -> String {
         let channel = P::name();
         match self.id.as_str() {
-            DEFAULT_ACCOUNT => format!("channels.{channel}.{key}"),
-            id => format!("channels.{channel}.accounts.{id}.{key}"),
+            DEFAULT_ACCOUNT => format!("channels.{channel}"),
+            id => format!("channels.{channel}.accounts.{id}"),
         }
     }
 
-    /// The platform refused this bot's credential (`why` names the setting): the bot is shown
-    /// failed, the log says why, and the delivery fails for good.
+    /// The setting that holds `key` of this bot (`channels.telegram.botToken`,
+    /// `channels.telegram.accounts.work.botToken`), for messages about it.
+    pub fn setting(&self, key: &str) -> String {
+        format!("{}.{key}", self.path())
+    }
+
+    /// Why `api` (`the Bot API`) refused this bot's credential `key` with `e`: for `health`,
+    /// the log, and a delivery's failure (never the credential itself).
+    pub fn refusal(&self, api: &str, key: &str, e: &dyn std::fmt::Display) -> String {
+        let setting = self.setting(key);
+        format!("{api} refused {setting} ({e}); fix it and restart")
+    }
+
+    /// The platform refused this bot's credential (`why`, from [`Bot::refusal`]): the bot is
+    /// shown failed, the log says why, and the delivery fails for good.
     pub fn refused(&self, why: String) -> crate::channel::ChannelError {
         tracing::error!(channel = P::name(), account = %self.id, "{why}");
         self.link.set(LinkState::Failed(why.clone()));

@@ -46,42 +46,6 @@ pub struct DoorParts {
 }
 
 impl DoorParts {
-    /// One message `bot` of `chat` received (`Err`: what the platform already ignored, and
-    /// why): decided, a stranger's pairing code answered, then taken — a run committed with
-    /// `commit` (the platform's position past the message), or an owner command answered and
-    /// `commit` written. An ignored message writes nothing: the caller says whether its cursor
-    /// moves. `source` (the message's id) makes the run and every answer once-only.
-    pub(crate) async fn receive<P: ChatPlatform>(
-        &self,
-        (chat, bot): (&Arc<Chat<P>>, &Arc<Bot<P>>),
-        message: Result<ChatMessage, String>,
-        (source, commit): (String, Vec<WriteOp>),
-    ) -> CoreResult<Taken> {
-        let channel = P::name();
-        let message = match message {
-            Ok(message) => message,
-            Err(why) => return Ok(ignored(channel, &source, why)),
-        };
-        let stranger =
-            route::stranger((channel, P::ID_NAME, &bot.id), &bot.gate, &message, &source);
-        let agent = (bot.agent_id.as_deref(), &bot.gate);
-        let mut decision = route::decide(&chat.config, (channel, &bot.id), agent, message)?;
-        if let Some(stranger) = stranger {
-            decision = self.admit(decision, stranger).await?;
-        }
-        let taken = self
-            .take(channel, decision, (source.clone(), commit))
-            .await?;
-        match &taken {
-            Taken::Run(run, route) => self.show_typing(bot, route, run.clone()),
-            Taken::Answered => {}
-            Taken::Ignored(why) => {
-                tracing::debug!(channel, source, why, "message ignored");
-            }
-        }
-        Ok(taken)
-    }
-
     /// The pairing gate of a direct message from `stranger` that `decision` would take:
     /// approved before (the decision stands), or answered with its code in the chat (once per
     /// message), or left unanswered.
@@ -218,14 +182,38 @@ pub(crate) struct BotDoor<P: ChatPlatform> {
 }
 
 impl<P: ChatPlatform> BotDoor<P> {
-    /// One message the bot received (see [`DoorParts::receive`]).
+    /// One message the bot received (`Err`: what the platform already ignored, and why):
+    /// decided, a stranger's pairing code answered, then taken — a run committed with `commit`
+    /// (the platform's position past the message), or an owner command answered and `commit`
+    /// written. An ignored message writes nothing: the caller says whether its cursor moves.
+    /// `source` (the message's id) makes the run and every answer once-only.
     pub async fn receive(
         &self,
         message: Result<ChatMessage, String>,
-        commit: (String, Vec<WriteOp>),
+        source: String,
+        commit: Vec<WriteOp>,
     ) -> CoreResult<Taken> {
-        let bot = (&self.chat, &self.bot);
-        self.parts.receive(bot, message, commit).await
+        let channel = P::name();
+        let message = match message {
+            Ok(message) => message,
+            Err(why) => return Ok(ignored(channel, &source, why)),
+        };
+        let bot = self.bot.as_ref();
+        let stranger = route::stranger(bot, &message, &source);
+        let mut decision = route::decide(&self.chat.config, bot, message)?;
+        if let Some(stranger) = stranger {
+            decision = self.parts.admit(decision, stranger).await?;
+        }
+        let taken = self.parts.take(channel, decision, (source.clone(), commit));
+        let taken = taken.await?;
+        match &taken {
+            Taken::Run(run, route) => self.parts.show_typing(&self.bot, route, run.clone()),
+            Taken::Answered => {}
+            Taken::Ignored(why) => {
+                tracing::debug!(channel, source, why, "message ignored");
+            }
+        }
+        Ok(taken)
     }
 
     /// The bot's client of the platform's API.

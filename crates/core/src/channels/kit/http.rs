@@ -106,7 +106,14 @@ pub(crate) async fn send(
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| wait(v.trim().parse().ok()));
-    let bytes = response.bytes().await.unwrap_or_default();
+    let bytes = response.bytes().await.map_err(|e| {
+        let why = crate::channels::why_no_answer(&e);
+        ApiError::new(
+            0,
+            None,
+            format!("{call}: the answer of {api} broke off ({why})"),
+        )
+    })?;
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     Ok(Answer {
         status,

@@ -15,6 +15,8 @@ use std::time::Duration;
 use super::{Bot, BotDoor, Chat, ChatPlatform, DoorParts};
 use crate::channel::{Door, LinkState};
 
+/// What a link is called while it is up, for a platform with no word of its own.
+pub(crate) const CONNECTED: &str = "connected";
 /// The first wait after a failure.
 const FIRST_WAIT: Duration = Duration::from_millis(250);
 /// Waits between failed attempts grow to this.

@@ -37,7 +37,7 @@ use futures_util::future::BoxFuture;
 pub(crate) use bots::{Bot, Bots};
 pub(crate) use door::{BotDoor, DoorParts, Taken};
 pub(crate) use link::{Again, Failure, Link};
-pub(crate) use route::{ChatMessage, Group};
+pub(crate) use route::{ChatMessage, Group, Thread};
 
 use super::{ChannelDoors, ChatChannel};
 use crate::channel::{Channel, ChannelError, ChannelStatus, Sent};
@@ -62,6 +62,12 @@ pub(crate) trait ChatPlatform: Sized + Send + Sync + 'static {
     /// The channel's name in keys, routes, records and pairing.
     fn name() -> &'static str {
         Self::Settings::NAME
+    }
+
+    /// What a private chat's session key calls `bot` under `dmScope:
+    /// "per-account-channel-peer"`: its account id (Signal: its number, as its keys always did).
+    fn key_account(bot: &Bot<Self>) -> &str {
+        &bot.id
     }
 
     /// A bot's client, from its resolved settings (`None`: it lacks what it needs to run).

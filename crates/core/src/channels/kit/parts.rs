@@ -78,23 +78,34 @@ impl<'a> Parts<'a> {
     }
 }
 
-/// `parts`, at most `caps.parts` of them: when there are more, the last one posted says how
-/// many are left out and where the whole answer is.
+/// `parts`, at most `caps.parts` of them: when there are more, the last one posted is a note
+/// (cut to one part) that says how many are left out and where the whole answer is; with room
+/// for one part only, as much of the answer's start as fits beside the note.
 fn capped(mut parts: Vec<String>, caps: Caps, record: &DeliveryRecord) -> Vec<String> {
     if parts.len() <= caps.parts {
         return parts;
     }
-    let left = parts.len() - (caps.parts - 1);
+    let keep = caps.parts - 1;
     let session = record
         .session_key
         .as_ref()
         .map_or_else(String::new, |key| format!(" of {}", key.display()));
     let note = format!(
-        "[{left} more parts of this answer are not posted here (at most {} a reply): the whole answer is in the transcript{session}.]",
+        "[{} more parts of this answer are not posted here (at most {} a reply): the whole answer is in the transcript{session}.]",
+        parts.len() - keep,
         caps.parts
     );
-    parts.truncate(caps.parts - 1);
-    parts.extend(split(&note, caps.chunk));
+    let note: String = note.chars().take(caps.chunk).collect();
+    if keep == 0 {
+        let room = caps.chunk.saturating_sub(note.chars().count() + 1);
+        let start: String = parts[0].chars().take(room).collect();
+        return vec![match start.trim().is_empty() {
+            true => note,
+            false => format!("{}\n{note}", start.trim_end()),
+        }];
+    }
+    parts.truncate(keep);
+    parts.push(note);
     parts
 }
 
@@ -132,6 +143,54 @@ pub(crate) fn split(text: &str, limit: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(text: &str) -> DeliveryRecord {
+        DeliveryRecord {
+            id: "d1".into(),
+            idempotency_key: None,
+            kind: "reply".into(),
+            session_key: None,
+            source_key: None,
+            run_id: None,
+            channel: "discord".into(),
+            to: "1".into(),
+            account_id: None,
+            thread_id: None,
+            text: text.into(),
+            status: crate::store::DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: 0,
+            detail: None,
+            trace: None,
+            created_at: 0,
+            updated_at: 0,
+            delivered_at: None,
+            parts_sent: 0,
+        }
+    }
+
+    #[test]
+    fn a_reply_over_the_cap_ends_with_a_note_within_the_caps() {
+        let text = "word ".repeat(400);
+        let cut = |chunk, parts| {
+            let caps = Caps { chunk, parts };
+            capped(split(&text, chunk), caps, &record(&text))
+        };
+        let three = cut(100, 3);
+        assert_eq!(three.len(), 3);
+        assert!(three[..2].iter().all(|p| p.starts_with("word")));
+        assert!(three[2].starts_with("[18 more parts"), "{}", three[2]);
+        // A note longer than a part is cut to one part.
+        let tiny = cut(20, 3);
+        assert_eq!(tiny.len(), 3);
+        assert!(tiny.iter().all(|p| p.chars().count() <= 20), "{tiny:?}");
+        // Room for one part: the answer's start, then the note.
+        let one = cut(300, 1);
+        assert_eq!(one.len(), 1);
+        assert!(one[0].starts_with("word word") && one[0].contains("not posted here"));
+        assert!(one[0].chars().count() <= 300);
+        assert_eq!(cut(4000, 10), [text.as_str()], "a short reply is one part");
+    }
 
     const LIMIT: usize = 4096;
 

@@ -9,7 +9,8 @@
 
 use switchboard_protocol::sessions::DeliveryContext;
 
-use super::gate::{Decision, Gate, Sender, Turn};
+use super::gate::{Decision, Sender, Turn};
+use super::{Bot, ChatPlatform};
 use crate::channels::owner::Order;
 use crate::channels::pairing::Stranger;
 use crate::config::Config;
@@ -46,8 +47,16 @@ pub(crate) struct ChatMessage {
 pub(crate) struct Group {
     /// The group's id: what `groupPolicy` and the listed groups decide on.
     pub id: String,
-    /// The thread in it, and what the session key calls one (`thread`, Telegram's `topic`).
-    pub thread: Option<(&'static str, String)>,
+    /// The thread in it, when it was written in one.
+    pub thread: Option<Thread>,
+}
+
+/// A thread in a group: its own session under the group's (`…:thread:<id>`).
+pub(crate) enum Thread {
+    /// A thread (Discord, Slack, Matrix).
+    Thread(String),
+    /// A Telegram forum topic (`…:topic:<id>`).
+    Topic(String),
 }
 
 impl ChatMessage {
@@ -59,14 +68,14 @@ impl ChatMessage {
     }
 }
 
-/// What to do with `message`, received by bot `account` (its `agent` and `gate`) of `channel`:
-/// a run, an owner command, or nothing (and why, for the log).
-pub(crate) fn decide(
+/// What to do with `message`, received by `bot`: a run, an owner command, or nothing (and
+/// why, for the log).
+pub(crate) fn decide<P: ChatPlatform>(
     config: &Config,
-    (channel, account): (&'static str, &str),
-    (agent, gate): (Option<&str>, &Gate),
+    bot: &Bot<P>,
     message: ChatMessage,
 ) -> Result<Decision, CoreError> {
+    let (channel, gate) = (P::name(), &bot.gate);
     if message.from_bot && !gate.allow_bots {
         return Ok(Decision::ignore(format!(
             "a bot's message (channels.{channel}.allowBots is off)"
@@ -76,11 +85,14 @@ pub(crate) fn decide(
         return Ok(Decision::ignore("no text"));
     }
     let from = message.from();
-    let agent_id = agent.map_or_else(|| config.default_agent_id(), str::to_owned);
+    let agent_id = bot
+        .agent_id
+        .clone()
+        .unwrap_or_else(|| config.default_agent_id());
     let route = DeliveryContext {
         channel: channel.into(),
         to: message.reply_to.0.clone(),
-        account_id: Some(account.into()),
+        account_id: Some(bot.id.clone()),
         thread_id: message.reply_to.1.clone(),
     };
     let (key, text) = match &message.group {
@@ -88,7 +100,7 @@ pub(crate) fn decide(
             if let Err(why) = gate.may_dm(from) {
                 return Ok(Decision::Ignore(why));
             }
-            let peer = &message.sender;
+            let (account, peer) = (P::key_account(bot), &message.sender);
             let key = crate::channels::direct_key(config, &agent_id, channel, account, peer, None)?;
             (key, message.text.clone())
         }
@@ -116,33 +128,32 @@ pub(crate) fn decide(
     Ok(Decision::of(turn, message.order, owner))
 }
 
-/// The session of a group (and of a thread in it).
+/// The session of a group (and of a thread or topic in it).
 fn group_key(agent_id: &str, channel: &str, group: &Group) -> SessionKey {
+    let in_group = |thread| keys::group_key(agent_id, channel, ChatType::Group, &group.id, thread);
     match &group.thread {
-        Some(("thread", id)) => {
-            keys::group_key(agent_id, channel, ChatType::Group, &group.id, Some(id))
+        None => in_group(None),
+        Some(Thread::Thread(id)) => in_group(Some(id)),
+        Some(Thread::Topic(id)) => {
+            let key = in_group(None);
+            SessionKey::from_canonical(format!("{}:topic:{id}", key.as_str()))
         }
-        Some((word, id)) => {
-            let key = keys::group_key(agent_id, channel, ChatType::Group, &group.id, None);
-            SessionKey::from_canonical(format!("{}:{word}:{id}", key.as_str()))
-        }
-        None => keys::group_key(agent_id, channel, ChatType::Group, &group.id, None),
     }
 }
 
-/// The private sender of `message` when `dmPolicy: "pairing"` must admit them (neither in
-/// `allowFrom` nor an owner), as the pairing component takes them.
-pub(crate) fn stranger(
-    (channel, id_name, account): (&'static str, &'static str, &str),
-    gate: &Gate,
+/// The private sender of `message`, received by `bot`, when `dmPolicy: "pairing"` must admit
+/// them (neither in `allowFrom` nor an owner), as the pairing component takes them.
+pub(crate) fn stranger<P: ChatPlatform>(
+    bot: &Bot<P>,
     message: &ChatMessage,
     source: &str,
 ) -> Option<Stranger> {
+    let gate = &bot.gate;
     let read = gate.allow_bots || !message.from_bot;
     (read && message.group.is_none() && gate.is_stranger(message.from())).then(|| Stranger {
-        channel,
-        id_name,
-        account_id: account.to_owned(),
+        channel: P::name(),
+        id_name: P::ID_NAME,
+        account_id: bot.id.clone(),
         id: message.sender.clone(),
         username: message.name.clone(),
         source: source.to_owned(),

@@ -80,9 +80,20 @@ impl MatrixApi {
     }
 }
 
+/// What the homeserver is called in messages.
+const API: &str = "the homeserver";
+
 /// The bot logs in with its password (it has no configured token).
 fn logs_in(bot: &MatrixBot) -> bool {
     bot.access_token.is_none() && bot.password.is_some()
+}
+
+/// The setting of the credential the bot uses.
+fn credential(bot: &MatrixBot) -> &'static str {
+    match logs_in(bot) {
+        true => "password",
+        false => "accessToken",
+    }
 }
 
 impl ChatPlatform for Matrix {
@@ -118,10 +129,11 @@ impl ChatPlatform for Matrix {
         let txn = format!("switchboard.{}.{index}", record.id);
         let sent = bot.api.client.send(&room, &txn, content).await;
         sent.map_err(
-            |e| match e.is("M_UNKNOWN_TOKEN") && logs_in(&bot.settings) {
+            |e| match (e.is("M_UNKNOWN_TOKEN"), logs_in(&bot.settings)) {
                 // A bot with a password logs in again on the next attempt.
-                true => ChannelError::Retry(e.to_string()),
-                false => e.verdict(FORBIDDEN),
+                (true, true) => ChannelError::Retry(e.to_string()),
+                (true, false) => bot.refused(bot.refusal(API, credential(&bot.settings), &e)),
+                _ => e.verdict(FORBIDDEN),
             },
         )
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::api::Event;
 use crate::channels::kit::gate::{Gate, Sender};
-use crate::channels::kit::{ChatMessage, Group};
+use crate::channels::kit::{ChatMessage, Group, Thread};
 use crate::channels::owner::Order;
 use crate::config::AutoJoin;
 
@@ -112,7 +112,7 @@ fn alone(text: &str, at: usize, len: usize) -> bool {
 pub(super) fn view(text: &Text, (room, direct): (&str, bool)) -> ChatMessage {
     let group = (!direct).then(|| Group {
         id: room.to_owned(),
-        thread: text.thread.map(|root| ("thread", root.to_owned())),
+        thread: text.thread.map(|root| Thread::Thread(root.to_owned())),
     });
     ChatMessage {
         sender: text.sender.to_owned(),

@@ -9,14 +9,11 @@ use std::time::Duration;
 
 use super::api::{ApiError, Event, InvitedRoom, Sync, is_refusal};
 use super::route::{self, Me};
-use super::{MATRIX, Matrix, logs_in};
-use crate::channels::kit::link::Linked;
+use super::{API, MATRIX, Matrix, credential, logs_in};
+use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
-
-/// What a bot's link is called while its sync is up.
-const CONNECTED: &str = "connected";
 
 /// One bot's sync.
 pub(crate) struct Syncer {
@@ -192,7 +189,7 @@ impl Syncer {
         }
         let source = self.door.bot.source(&event.event_id);
         let view = Ok(route::view(&text, (room, direct)));
-        self.door.receive(view, (source, vec![cursor])).await?;
+        self.door.receive(view, source, vec![cursor]).await?;
         Ok(())
     }
 
@@ -220,13 +217,11 @@ impl Syncer {
                 "matrix: the token was refused ({e}); logging in again"
             ));
         }
-        let setting = match self.door.account() {
-            crate::config::DEFAULT_ACCOUNT => "channels.matrix".to_string(),
-            id => format!("channels.matrix.accounts.{id}"),
-        };
-        Failure::Fatal(format!(
-            "the homeserver refused {setting}'s credentials ({e}); fix them and restart"
-        ))
+        Failure::Fatal(
+            self.door
+                .bot
+                .refusal(API, credential(self.door.settings()), &e),
+        )
     }
 }
 

@@ -8,13 +8,11 @@ use futures_util::StreamExt;
 use super::api::{Envelope, Event, Received, SILENCE, SseReader};
 use super::{SIGNAL, Signal, route};
 use crate::channel::LinkState;
-use crate::channels::kit::link::Linked;
+use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
-/// What the link is called while the event stream is open.
-const CONNECTED: &str = "connected";
 /// The cursor holding the start time (ms) of the daemon whose events were handled last.
 const DAEMON_CURSOR: &str = "signal:events:daemon";
 
@@ -27,10 +25,13 @@ pub(crate) struct Events {
 
 /// Why a connection ended.
 enum End {
-    /// It was open, then dropped (the daemon went away, a silent stream, a failed commit).
+    /// It was open, then dropped (the daemon went away, a silent stream).
     Dropped(String),
     /// It never opened.
     Refused(String),
+    /// An event could not be handled: reopened after a wait (growing while it lasts), from
+    /// the last one handled.
+    Failed(String),
 }
 
 impl Linked for Signal {
@@ -62,6 +63,7 @@ impl Link for Events {
                 "cannot open the signal-cli daemon's event stream at {}: {why}",
                 self.door.api().base()
             ))),
+            End::Failed(why) => Err(Failure::Retry(format!("signal: {why}"))),
         }
     }
 }
@@ -82,7 +84,7 @@ impl Events {
             after = self.last.as_deref().unwrap_or("-"),
             "signal: connected"
         );
-        self.door.bot.link.set(LinkState::Up(CONNECTED));
+        self.door.up(CONNECTED);
         let mut stream = response.bytes_stream();
         let mut reader = SseReader::default();
         loop {
@@ -98,7 +100,7 @@ impl Events {
                 if let Err(e) = self.event(&event).await {
                     // Not moved past: the reconnection asks for it again.
                     self.keep_position(before.as_deref()).await;
-                    return End::Dropped(format!("an event could not be handled: {e}"));
+                    return End::Failed(format!("an event could not be handled: {e}"));
                 }
                 if let Some(id) = event.id {
                     self.last = Some(id);
@@ -144,7 +146,7 @@ impl Events {
             name: format!("{SIGNAL}:from:{sender}"),
             position: envelope.timestamp,
         };
-        self.door.receive(view, (source, vec![cursor])).await?;
+        self.door.receive(view, source, vec![cursor]).await?;
         Ok(())
     }
 

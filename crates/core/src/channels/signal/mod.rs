@@ -45,6 +45,11 @@ impl ChatPlatform for Signal {
     /// Signal shows "typing…" for about 15 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(10));
 
+    /// Its number, as Signal's keys were before the kit (`signal:<number>:direct:<peer>`).
+    fn key_account(bot: &Bot<Self>) -> &str {
+        bot.settings.account.as_deref().unwrap_or(&bot.id)
+    }
+
     fn api(account: &SignalAccount, http: &reqwest::Client) -> Option<Daemon> {
         account.account.as_ref()?;
         let base = account.http_url.as_deref().unwrap_or_default();

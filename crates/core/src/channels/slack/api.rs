@@ -17,6 +17,8 @@ use crate::channels::kit::http::{ApiError, send};
 pub struct Me {
     /// The bot's user id: its mentions are `<@user_id>`, its own messages carry it.
     pub user_id: String,
+    /// The app's bot id: its own messages carry it too (some without a `user`).
+    pub bot_id: Option<String>,
     #[serde(default)]
     pub user: String,
 }

@@ -71,12 +71,31 @@ impl ChatPlatform for Slack {
     ) -> Result<(), ChannelError> {
         let thread = record.thread_id.as_deref();
         let sent = bot.api.web.post_message(&record.to, part, thread).await;
-        sent.map_err(verdict)
+        sent.map_err(|e| match refused(&e) {
+            true => bot.refused(bot.refusal("Slack", "botToken", &e)),
+            false => verdict(e),
+        })
     }
 
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors {
         ChannelDoors::running(link::Links::new(chat, parts))
     }
+}
+
+/// Slack's errors that no retry mends: the token is wrong, revoked, or of the wrong kind.
+const REFUSED: &[&str] = &[
+    "invalid_auth",
+    "not_authed",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "not_allowed_token_type",
+    "missing_scope",
+];
+
+/// Slack refused the token it was called with.
+fn refused(e: &ApiError) -> bool {
+    REFUSED.contains(&e.code.as_deref().unwrap_or_default())
 }
 
 /// Slack's errors that a later attempt may not meet.

@@ -6,7 +6,7 @@
 //! are read as a bot's (`allowBots`).
 
 use super::api::{Event, Me};
-use crate::channels::kit::{ChatMessage, Group};
+use crate::channels::kit::{ChatMessage, Group, Thread};
 use crate::channels::owner::Order;
 
 /// `event` as the kit reads it, or why it is none the app reads.
@@ -17,19 +17,17 @@ pub(super) fn view(me: &Me, event: &Event) -> Result<ChatMessage, String> {
     let Some(sender) = event.user.as_deref().or(event.bot_id.as_deref()) else {
         return Err("no sender".into());
     };
-    if sender == me.user_id {
+    let own_bot = event.bot_id.is_some() && event.bot_id == me.bot_id;
+    if sender == me.user_id || own_bot {
         return Err("the app's own message".into());
     }
     let text = strip_mention(&event.text, &me.user_id);
     let addressed = event.kind == "app_mention" || text != event.text.trim();
-    let order = {
-        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((&text, ""));
-        Order::parse(&word.to_lowercase(), rest)
-    };
+    let order = Order::of_text(&text);
     let thread = event.thread_ts.clone().filter(|parent| *parent != event.ts);
     let group = (!is_direct(event)).then(|| Group {
         id: event.channel.clone(),
-        thread: thread.clone().map(|ts| ("thread", ts)),
+        thread: thread.clone().map(Thread::Thread),
     });
     Ok(ChatMessage {
         sender: sender.to_owned(),

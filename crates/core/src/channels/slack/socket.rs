@@ -14,25 +14,13 @@ use super::api::{Event, Frame, Me};
 use super::{SLACK, Slack, route};
 use crate::channel::LinkState;
 use crate::channels::kit::http::{ApiError, Socket, connect};
-use crate::channels::kit::link::Linked;
+use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
 
 /// Slack pings its connections every few seconds; after this long without a frame the door
 /// pings, and after twice this long it takes the connection as dead.
 const IDLE: Duration = Duration::from_secs(60);
-/// What an app's link is called while its Socket Mode connection is up.
-const CONNECTED: &str = "connected";
-/// Slack's errors that no retry mends: the token is wrong, revoked, or of the wrong kind.
-const REFUSED: &[&str] = &[
-    "invalid_auth",
-    "not_authed",
-    "account_inactive",
-    "token_revoked",
-    "token_expired",
-    "not_allowed_token_type",
-    "missing_scope",
-];
 
 /// One app's Socket Mode link.
 pub(crate) struct SocketMode {
@@ -44,9 +32,11 @@ enum End {
     /// Slack asked for a new connection (`disconnect`), or the socket went after it was up:
     /// open one now.
     Refresh,
-    /// The socket went before it was up (or an event could not be committed): open a new one
-    /// after a wait.
+    /// The socket went before it was up: open a new one after a wait.
     Dropped(String),
+    /// An event could not be committed: open a new one after a wait (growing while it lasts);
+    /// Slack delivers the event again, unacknowledged.
+    Failed(String),
     /// Stop for good, and why (`link_disabled`).
     Fatal(String),
 }
@@ -92,7 +82,7 @@ impl Link for SocketMode {
                 );
                 Ok(Again::Soon)
             }
-            End::Dropped(why) => Err(Failure::Retry(format!("slack: {why}"))),
+            End::Dropped(why) | End::Failed(why) => Err(Failure::Retry(format!("slack: {why}"))),
             End::Fatal(why) => Err(Failure::Fatal(why)),
         }
     }
@@ -145,7 +135,7 @@ impl SocketMode {
         match frame.kind.as_str() {
             "hello" => {
                 tracing::info!(account = self.door.account(), "slack: connected");
-                self.door.bot.link.set(LinkState::Up(CONNECTED));
+                self.door.up(CONNECTED);
                 None
             }
             "disconnect" => Some(match frame.reason.as_deref() {
@@ -160,7 +150,7 @@ impl SocketMode {
                     && let Err(e) = self.envelope(me, &frame).await
                 {
                     let why = format!("an event could not be handled ({e}); reconnecting to see it again");
-                    return Some(End::Dropped(why));
+                    return Some(End::Failed(why));
                 }
                 let ack = json!({"envelope_id": envelope}).to_string();
                 let acked = socket.send(WsFrame::text(ack)).await;
@@ -199,20 +189,16 @@ impl SocketMode {
             event.ts
         );
         let view = route::view(me, &event);
-        self.door.receive(view, (source, Vec::new())).await?;
+        self.door.receive(view, source, Vec::new()).await?;
         Ok(())
     }
 
     /// Why Slack will not take the app's `token` (`botToken`, `appToken`) when no retry mends
     /// it; else a failure to try again.
     fn refused(&self, token: &str, what: &str, e: ApiError) -> Failure {
-        let code = e.code.as_deref().unwrap_or_default();
-        if !REFUSED.contains(&code) {
-            return Failure::Retry(format!("slack: cannot reach {what}: {e}"));
+        match super::refused(&e) {
+            true => Failure::Fatal(self.door.bot.refusal("Slack", token, &e)),
+            false => Failure::Retry(format!("slack: cannot reach {what}: {e}")),
         }
-        let path = self.door.bot.setting(token);
-        Failure::Fatal(format!(
-            "Slack refused {path} ({code}); fix the token and restart"
-        ))
     }
 }

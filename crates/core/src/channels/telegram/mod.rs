@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ChannelDoors;
+use super::kit::http::ApiError;
 use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
 use crate::channel::ChannelError;
 use crate::config::{Platform, TelegramBot};
@@ -32,6 +33,14 @@ pub const TELEGRAM: &str = TelegramBot::NAME;
 
 /// The Telegram platform.
 pub(crate) struct Telegram;
+
+/// What the platform's API is called in messages.
+const API: &str = "the Bot API";
+
+/// A 401 (or a 404: a token of no bot): the Bot API refused the token.
+fn refused(e: &ApiError) -> bool {
+    matches!(e.status, 401 | 404)
+}
 
 impl ChatPlatform for Telegram {
     type Settings = TelegramBot;
@@ -57,7 +66,10 @@ impl ChatPlatform for Telegram {
     ) -> Result<(), ChannelError> {
         let thread = record.thread_id.as_deref();
         let sent = bot.api.send_message(&record.to, thread, part).await;
-        sent.map_err(|e| e.verdict("the bot was blocked or removed from the chat"))
+        sent.map_err(|e| match refused(&e) {
+            true => bot.refused(bot.refusal(API, "botToken", &e)),
+            false => e.verdict("the bot was blocked or removed from the chat"),
+        })
     }
 
     async fn typing(bot: &Bot<Self>, to: &str, thread: Option<&str>) {

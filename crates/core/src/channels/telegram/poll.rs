@@ -91,22 +91,18 @@ impl Poller {
             Some(message) => route::view(me, message),
             None => Err("not a message".into()),
         };
-        let taken = self.door.receive(message, (source, vec![cursor.clone()]));
+        let taken = self.door.receive(message, source, vec![cursor.clone()]);
         if let Taken::Ignored(_) = taken.await? {
             self.door.parts.commit(vec![cursor]).await?;
         }
         Ok(())
     }
 
-    /// A 401 (or 404, a token of no bot) stops the bot until the config changes; anything
-    /// else is tried again.
+    /// A refused token stops the bot until the config changes; anything else is tried again.
     fn refused(&self, e: ApiError) -> Failure {
-        if !matches!(e.status, 401 | 404) {
-            return Failure::Retry(format!("telegram: {e}"));
+        match super::refused(&e) {
+            true => Failure::Fatal(self.door.bot.refusal(super::API, "botToken", &e)),
+            false => Failure::Retry(format!("telegram: {e}")),
         }
-        let setting = self.door.bot.setting("botToken");
-        Failure::Fatal(format!(
-            "the Bot API refused {setting} ({e}); fix the token and restart"
-        ))
     }
 }

@@ -4,7 +4,7 @@
 //! groups (`/new@thisbot`) too. The reply goes back to the same chat and topic.
 
 use super::api::{Message, User};
-use crate::channels::kit::{ChatMessage, Group};
+use crate::channels::kit::{ChatMessage, Group, Thread};
 use crate::channels::owner::Order;
 
 /// An owner command the bot understands: `/send …`, `/status` or `/new`, also as Telegram
@@ -31,21 +31,21 @@ pub(super) fn view(me: &User, message: &Message) -> Result<ChatMessage, String> 
         return Err("not from a person".into());
     };
     let chat_id = message.chat.id.to_string();
-    let group = match message.chat.kind.as_str() {
-        "private" => None,
-        "group" | "supergroup" => Some(Group {
-            id: chat_id.clone(),
-            thread: message
-                .message_thread_id
-                .filter(|_| message.is_topic_message)
-                .map(|thread| ("topic", thread.to_string())),
-        }),
+    let topic = message
+        .message_thread_id
+        .filter(|_| message.is_topic_message)
+        .map(|thread| thread.to_string());
+    let (group, thread) = match message.chat.kind.as_str() {
+        "private" => (None, None),
+        "group" | "supergroup" => {
+            let group = Group {
+                id: chat_id.clone(),
+                thread: topic.clone().map(Thread::Topic),
+            };
+            (Some(group), topic)
+        }
         _ => return Err("a channel post".into()),
     };
-    let thread = group
-        .as_ref()
-        .and_then(|g| g.thread.as_ref())
-        .map(|(_, id)| id.clone());
     let title = group.as_ref().and(message.chat.title.clone());
     Ok(ChatMessage {
         sender: from.id.to_string(),

@@ -11,12 +11,12 @@ use switchboard_protocol::ErrorCode;
 
 use crate::channel::{HttpCall, HttpDoor, HttpReply, LinkState};
 use crate::channels::kit::gate::Sender;
-use crate::channels::kit::{Bot, Chat, DoorParts};
+use crate::channels::kit::{BotDoor, Chat, DoorParts};
 use crate::error::CoreResult;
 use crate::store::WriteOp;
 
-/// One served number.
-type Number = Bot<WhatsApp>;
+/// One served number, and what its messages are handed to.
+type Number = BotDoor<WhatsApp>;
 
 /// What a number's link is called while its webhook is served.
 const SERVED: &str = "webhook";
@@ -25,19 +25,22 @@ const SIGNATURE: &str = "x-hub-signature-256";
 
 /// The webhook of every served number.
 pub(super) struct Webhook {
-    chat: Arc<Chat<WhatsApp>>,
-    parts: DoorParts,
+    numbers: Vec<Number>,
 }
 
 impl Webhook {
     /// The webhook of every served number: while it is served, each number's link is up.
     pub fn new(chat: Arc<Chat<WhatsApp>>, parts: &DoorParts) -> Self {
-        for number in chat.bots.iter() {
-            number.link.set(LinkState::Up(SERVED));
-        }
+        let numbers = chat.bots.iter().map(|bot| {
+            bot.link.set(LinkState::Up(SERVED));
+            BotDoor {
+                chat: chat.clone(),
+                bot: bot.clone(),
+                parts: parts.clone(),
+            }
+        });
         Self {
-            chat,
-            parts: parts.clone(),
+            numbers: numbers.collect(),
         }
     }
 
@@ -55,8 +58,8 @@ impl Webhook {
                 "a verification request needs hub.mode, hub.verify_token and hub.challenge",
             );
         };
-        let known = self.chat.bots.iter().any(|n| {
-            n.settings
+        let known = self.numbers.iter().any(|n| {
+            n.settings()
                 .verify_token
                 .as_deref()
                 .is_some_and(|t| same(t.as_bytes(), token.as_bytes()))
@@ -82,12 +85,11 @@ impl Webhook {
         let Some(signature) = call.header(SIGNATURE) else {
             return HttpReply::refused(401, ErrorCode::Unauthorized, "missing X-Hub-Signature-256");
         };
-        let signed: Vec<&Arc<Number>> = self
-            .chat
-            .bots
+        let signed: Vec<&Number> = self
+            .numbers
             .iter()
             .filter(|n| {
-                n.settings
+                n.settings()
                     .app_secret
                     .as_deref()
                     .is_some_and(|secret| api::signed_by(secret, &call.body, signature))
@@ -121,7 +123,7 @@ impl Webhook {
     }
 
     /// Every `messages` change for a number whose secret signed the body.
-    async fn changes(&self, signed: &[&Arc<Number>], notification: Notification) -> CoreResult<()> {
+    async fn changes(&self, signed: &[&Number], notification: Notification) -> CoreResult<()> {
         let changes = notification.entry.into_iter().flat_map(|e| e.changes);
         for change in changes.filter(|c| c.field == "messages") {
             let value: Messages = match serde_json::from_value(change.value) {
@@ -132,7 +134,7 @@ impl Webhook {
                 }
             };
             let to_number = signed.iter().find(|n| {
-                n.settings.phone_number_id.as_deref() == Some(&value.metadata.phone_number_id)
+                n.settings().phone_number_id.as_deref() == Some(&value.metadata.phone_number_id)
             });
             let Some(number) = to_number else {
                 tracing::warn!(
@@ -154,32 +156,29 @@ impl Webhook {
     /// answered, a pairing code, or nothing.
     async fn message(
         &self,
-        number: &Arc<Number>,
+        number: &Number,
         phone: &str,
         (message, contacts): (&Message, &[Contact]),
     ) -> CoreResult<()> {
-        let source = format!("{WHATSAPP}:{}:{}", number.id, message.id);
+        let source = format!("{WHATSAPP}:{}:{}", number.account(), message.id);
         let name = contacts
             .iter()
             .find(|c| c.wa_id == message.from)
             .and_then(|c| c.profile.as_ref()?.name.as_deref());
         let window = WriteOp::SetCursor {
-            name: window(&number.id, &message.from),
+            name: window(number.account(), &message.from),
             position: message.sent_at(),
         };
         let sender = Sender {
             id: &message.from,
             username: None,
         };
-        if message.group_id.is_none() && number.gate.is_stranger(sender) {
+        if message.group_id.is_none() && number.bot.gate.is_stranger(sender) {
             // A pairing code is answered at once: the user's window is open from their message on.
-            self.parts.commit(vec![window.clone()]).await?;
+            number.parts.commit(vec![window.clone()]).await?;
         }
         let view = route::view(phone, (message, name));
-        let bot = (&self.chat, number);
-        self.parts
-            .receive(bot, view, (source, vec![window]))
-            .await?;
+        number.receive(view, source, vec![window]).await?;
         Ok(())
     }
 }

@@ -125,12 +125,7 @@ fn verdict(number: &Bot<WhatsApp>, e: ApiError) -> ChannelError {
         (_, OUTSIDE_WINDOW) => ChannelError::Permanent(format!(
             "{e} (outside WhatsApp's 24-hour customer-service window; templates are not offered)"
         )),
-        (401, _) | (_, "190") => {
-            let setting = number.setting("accessToken");
-            number.refused(format!(
-                "the Graph API refused {setting} ({e}); fix the token and restart"
-            ))
-        }
+        (401, _) | (_, "190") => number.refused(number.refusal("the Graph API", "accessToken", &e)),
         _ => e.verdict("the number may not write to this chat"),
     }
 }

@@ -13,7 +13,7 @@ use crate::config::error::{push_key, quote};
 use crate::config::validate::{ACCOUNT_ID_EXPECTED, Checker, is_id, normalize_optional_agent};
 
 /// What `maxReplyParts` accepts.
-const REPLY_PARTS: RangeInclusive<u64> = 1..=1000;
+pub(in crate::config) const REPLY_PARTS: RangeInclusive<u64> = 1..=1000;
 
 /// Where a bot that runs is written, and why what it needs is required.
 pub(in crate::config) struct Running<'a> {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{DmPolicy, GroupPolicy};
 
-pub(super) use check::{PlatformCheck, Running};
+pub(super) use check::{PlatformCheck, REPLY_PARTS, Running};
 
 /// The account id of the bot the top level of a channel's section configures.
 pub const DEFAULT_ACCOUNT: &str = "default";
@@ -165,8 +165,12 @@ pub struct ChatSection<P> {
 pub struct ChatAccount<P> {
     /// False = this bot does not run (the others still do).
     pub enabled: bool,
+    /// The agent that answers this bot's chats; absent = the channel's.
     pub agent_id: Option<String>,
+    /// Its access settings; each one unset is the channel's.
     pub access: Access,
+    /// Its platform settings; each one unset is the channel's, but its identity and
+    /// credentials, which are its own.
     pub bot: P,
 }
 
@@ -240,11 +244,6 @@ impl<P: Platform> ChatSection<P> {
         bots
     }
 
-    /// The resolved settings of the bot `account` (`None`: no such running bot).
-    pub fn bot(&self, account: &str) -> Option<BotConfig<P>> {
-        self.bots().into_iter().find(|bot| bot.id == account)
-    }
-
     /// The top level runs a bot of its own: it configures one and no account replaces it.
     fn top_runs(&self) -> bool {
         self.bot.configured() && !self.accounts.contains_key(DEFAULT_ACCOUNT)
@@ -279,4 +278,20 @@ pub fn hide(secret: &mut Option<String>) {
     if secret.is_some() {
         *secret = Some(super::REDACTED.to_owned());
     }
+}
+
+/// The most characters one message of chat channel `channel` carries (`textChunkLimit` at
+/// most), when `channel` is one.
+pub(super) fn text_limit(channel: &str) -> Option<u32> {
+    use super::{DiscordBot, MatrixBot, SignalAccount, SlackApp, TelegramBot, WhatsAppNumber};
+    [
+        (TelegramBot::NAME, TelegramBot::TEXT_LIMIT),
+        (DiscordBot::NAME, DiscordBot::TEXT_LIMIT),
+        (SlackApp::NAME, SlackApp::TEXT_LIMIT),
+        (WhatsAppNumber::NAME, WhatsAppNumber::TEXT_LIMIT),
+        (SignalAccount::NAME, SignalAccount::TEXT_LIMIT),
+        (MatrixBot::NAME, MatrixBot::TEXT_LIMIT),
+    ]
+    .into_iter()
+    .find_map(|(name, limit)| (name == channel).then_some(limit))
 }

@@ -64,6 +64,18 @@ fn reply_caps_are_checked_against_the_platform() {
 }
 
 #[test]
+fn a_value_of_the_wrong_type_says_what_the_setting_takes() {
+    let text = r#"{ channels: { matrix: { maxReplyParts: "10", textChunkLimit: -1,
+        accounts: { b: { pollTimeoutSeconds: "30" } } } } }"#;
+    assert_eq!(
+        error_text(text),
+        "line 1: config error at channels.matrix.maxReplyParts: expected an integer 1–1000, got \"10\"\n\
+         line 1: config error at channels.matrix.textChunkLimit: -1 is not allowed; expected an integer 1–16000\n\
+         line 2: config error at channels.matrix.accounts.b.pollTimeoutSeconds: expected an integer 0–300, got \"30\""
+    );
+}
+
+#[test]
 fn an_account_takes_every_access_setting_it_leaves_out_from_the_channel() {
     let text = r#"{ channels: { discord: { enabled: true, botToken: "t", groupAllowFrom: ["1"],
         allowBots: true, textChunkLimit: 900, channels: { "*": {} },

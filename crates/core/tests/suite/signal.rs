@@ -72,6 +72,23 @@ fn signal_state(h: &TestEngine) -> LinkState {
         .state
 }
 
+/// Signal's private chats kept the account's number in their key when the channel moved onto the
+/// kit (whose other channels name their account id there): an upgraded gateway finds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_chat_per_account_is_keyed_by_the_accounts_number() {
+    let fake = FakeSignal::start().await;
+    let mut config = config(&fake, DmPolicy::Open);
+    config.session.dm_scope = switchboard_core::config::DmScope::PerAccountChannelPeer;
+    let h = started(&fake, config).await;
+    fake.dm(ALICE, "Alice", "@reply hi");
+    sent(&fake, 1).await;
+    let key = format!("agent:main:signal:{ACCOUNT}:direct:{ALICE}");
+    let entry = h.engine.store().get(&h.key(&key)).await.unwrap();
+    assert!(entry.is_some(), "no session {key}");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_message_is_answered_through_json_rpc_send() {
     let fake = FakeSignal::start().await;

@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 
 pub use a2a::{A2aRemote, AgentA2a, is_remote_name};
 pub use chat::{
-    Access, BotConfig, ChatAccount, ChatSection, DEFAULT_ACCOUNT, GroupSettings, MAX_REPLY_PARTS,
-    Platform,
+    Access, BotConfig, ChatAccount, ChatSection, DEFAULT_ACCOUNT, GroupSettings, MAX_INBOUND_CHARS,
+    MAX_REPLY_PARTS, Platform,
 };
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,

@@ -71,6 +71,7 @@ fn channel_expected(shape: &str) -> Option<String> {
     Some(match setting {
         "textChunkLimit" => integer(&(1..=u64::from(super::chat::text_limit(channel)?))),
         "maxReplyParts" => integer(&super::chat::REPLY_PARTS),
+        "maxInboundChars" => integer(&super::chat::INBOUND_CHARS),
         "pollTimeoutSeconds" => integer(&POLL_TIMEOUT_SECONDS),
         "apiBase" => URL_EXPECTED.to_owned(),
         "gatewayUrl" => super::discord::WS_URL_EXPECTED.to_owned(),

@@ -1,13 +1,15 @@
 //! What the channel kit does for every chat channel, tried through real doors against the fakes:
-//! a reply cut at `textChunkLimit` and capped at `maxReplyParts` with a note, bots' messages
-//! read only with `allowBots`, and `groupAllowFrom` in a channel that had none before the kit
-//! (Discord). Each "not answered" is proved by a later message that is: a session's runs are
+//! a reply cut at `textChunkLimit` and capped at `maxReplyParts` with a note, a message cut at
+//! `maxInboundChars`, bots' messages read only with `allowBots` and stopped by the chat's
+//! breaker after a run of them without a person, and `groupAllowFrom` in a channel that had
+//! none before the kit (Discord). Each "not answered" is proved by a later message that is: a session's runs are
 //! serial and a door hands messages on in order, so the earlier one was decided first.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::config::DmPolicy;
 use switchboard_core::store::DeliveryStatus;
+use switchboard_testkit::discord::{BOT_ID, BOT_USERNAME};
 use switchboard_testkit::{FakeDiscord, FakeTelegram};
 
 use super::{discord, telegram};
@@ -111,6 +113,76 @@ async fn in_a_guild_channel_only_the_senders_group_allow_from_lists_reach_the_ag
     let read = users(&h, "agent:main:discord:group:700").await;
     assert_eq!(read.len(), 1, "carol's message started no run: {read:?}");
     assert!(read[0].contains("[from dave]"), "{read:?}");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_200_kb_message_is_read_cut_and_answered_in_at_most_the_capped_parts() {
+    let fake = FakeDiscord::start(discord::TOKEN).await;
+    let h = discord::started(discord::config(&fake, DmPolicy::Open)).await;
+    let huge = "All work and no play makes a long message. ".repeat(200_000 / 43);
+    fake.dm("42", "alice", &format!("@reply {huge}"));
+    discord::sent(&fake, 1).await;
+    h.settled_deliveries().await;
+    let posts = fake.sent();
+    assert!(posts.len() <= 10, "{} posts", posts.len());
+    let read = users(&h, "agent:main:main").await;
+    assert!(
+        read[0].len() < 51_000,
+        "the agent read {} bytes",
+        read[0].len()
+    );
+    assert!(
+        read[0].contains("cut at 50000 (maxInboundChars)"),
+        "{}",
+        &read[0][49_900..]
+    );
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+/// A message in guild channel `700` from another bot, mentioning this one.
+fn from_another_bot(fake: &FakeDiscord, text: &str) {
+    fake.push_message(json!({
+        "channel_id": "700", "guild_id": "1200000000000000001", "type": 0,
+        "content": format!("<@{BOT_ID}> {text}"),
+        "author": {"id": "1300000000000000077", "username": "otherbot", "bot": true},
+        "mentions": [{"id": BOT_ID, "username": BOT_USERNAME}],
+        "timestamp": "2026-11-26T00:00:00.000000+00:00",
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_bot_messages_without_a_person_opens_the_chats_breaker_once() {
+    let fake = FakeDiscord::start(discord::TOKEN).await;
+    let mut config = discord::config(&fake, DmPolicy::Open);
+    config.channels.discord.access.allow_bots = Some(true);
+    let h = discord::started(config).await;
+    fake.text_channel("700", "dev");
+    for i in 1..=12 {
+        from_another_bot(&fake, &format!("@reply bot-{i}"));
+    }
+    fake.guild_message("700", "43", "carol", "@reply a-person", true);
+    // Ten bots' messages answered, the notice, and the person's message answered.
+    discord::sent(&fake, 12).await;
+    h.settled_deliveries().await;
+    let posts: Vec<String> = fake.sent().into_iter().map(|(_, text)| text).collect();
+    assert_eq!(posts.len(), 12, "{posts:?}");
+    let notices = posts
+        .iter()
+        .filter(|p| p.contains("I stop answering bots"))
+        .count();
+    assert_eq!(notices, 1, "{posts:?}");
+    assert!(
+        !posts.iter().any(|p| p == "bot-11" || p == "bot-12"),
+        "{posts:?}"
+    );
+    assert!(posts.iter().any(|p| p == "a-person"), "{posts:?}");
+    // After the person, bots are answered again.
+    from_another_bot(&fake, "@reply bot-13");
+    discord::sent(&fake, 13).await;
+    assert_eq!(fake.sent().last().unwrap().1, "bot-13");
     fake.stop().await;
     h.engine.close().await;
 }

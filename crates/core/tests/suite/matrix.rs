@@ -91,6 +91,9 @@ async fn a_direct_message_is_answered_in_the_same_room() {
     alice.say(&room, "@reply pong-1", &[]).await;
     let replies = alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
     assert_eq!(replies, ["pong-1"]);
+    // A bot's output is a notice, which other bots do not answer.
+    let sent = alice.messages(&room, &bot.user_id).await;
+    assert_eq!(sent[0]["msgtype"], "m.notice");
     assert_eq!(matrix_state(&h), LinkState::Up("connected"));
     // dmScope main: the agent's main session, with the room as its route.
     let entry = h.engine.store().get(&h.key("main")).await.unwrap().unwrap();
@@ -390,5 +393,46 @@ async fn with_auto_join_allowlist_only_an_allowed_inviter_is_followed() {
     alice.say(&room, "@reply barrier", &[]).await;
     alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
     assert!(!stranger.is_joined(&left, &bot.user_id).await);
+    h.engine.close().await;
+}
+
+/// The loop of two bot accounts answering each other in one room (253 messages in 20 s before):
+/// with `allowBots` on, each reads other bots' notices but never this gateway's own bots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_bots_of_the_gateway_in_one_room_answer_the_person_and_not_each_other() {
+    let test = "two_bots_of_the_gateway_in_one_room_answer_the_person_and_not_each_other";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let other = hs.register("otherbot").await;
+    let mut config = config(hs, &bot, DmPolicy::Open);
+    let matrix = &mut config.channels.matrix;
+    // Two accounts instead of the top level's one bot.
+    (matrix.bot.user_id, matrix.bot.access_token) = (None, None);
+    matrix.access.allow_bots = Some(true);
+    matrix.access.require_mention = Some(false);
+    let account = |user: &MatrixUser| switchboard_core::config::ChatAccount {
+        bot: switchboard_core::config::MatrixBot {
+            user_id: Some(user.user_id.clone()),
+            access_token: Some(user.access_token.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    matrix.accounts.insert("a".into(), account(&bot));
+    matrix.accounts.insert("b".into(), account(&other));
+    let h = started(config).await;
+    let room = group_room(&alice, &other, &bot).await;
+    joined(&alice, &room, &other).await;
+    alice.say(&room, "@reply one", &[]).await;
+    alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
+    alice.wait_for(&room, &other.user_id, 1, GUARD).await;
+    alice.say(&room, "@reply two", &[]).await;
+    // Both bots' turns are runs of the room's one session, in order: a run the other bot's
+    // notice had started would have answered before "two".
+    let a = alice.wait_for(&room, &bot.user_id, 2, GUARD).await;
+    let b = alice.wait_for(&room, &other.user_id, 2, GUARD).await;
+    assert_eq!(a, ["one", "two"], "the first bot wrote");
+    assert_eq!(b, ["one", "two"], "the second bot wrote");
     h.engine.close().await;
 }

@@ -227,6 +227,7 @@ impl Gateway {
         })?;
         tracing::info!(account = self.door.account(), bot = %ready.user.username, "discord: connected");
         self.door.up(CONNECTED);
+        self.door.own(&ready.user.id);
         self.session = Some(Session {
             id: ready.session_id,
             resume_url: ready.resume_gateway_url,

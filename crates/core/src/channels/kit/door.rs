@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::gate::Decision;
+use super::guard::{Breaker, notice};
 use super::{Bot, Chat, ChatMessage, ChatPlatform, route};
 use crate::channels::inbound::{self, Inbound};
 use crate::channels::owner;
@@ -198,9 +199,18 @@ impl<P: ChatPlatform> BotDoor<P> {
             Ok(message) => message,
             Err(why) => return Ok(ignored(channel, &source, why)),
         };
+        if self.chat.guard.is_own(&message.sender) {
+            return Ok(ignored(
+                channel,
+                &source,
+                "one of this gateway's own bots".into(),
+            ));
+        }
         let bot = self.bot.as_ref();
         let stranger = route::stranger(bot, &message, &source);
+        let (from_bot, chat) = (message.from_bot, self.chat_of(&message));
         let mut decision = route::decide(&self.chat.config, bot, message)?;
+        decision = self.breaker(decision, (&chat, from_bot), &source).await?;
         if let Some(stranger) = stranger {
             decision = self.parts.admit(decision, stranger).await?;
         }
@@ -214,6 +224,46 @@ impl<P: ChatPlatform> BotDoor<P> {
             }
         }
         Ok(taken)
+    }
+
+    /// The chat `message` was written in, as the breaker counts it: by this bot, in one chat
+    /// and thread.
+    fn chat_of(&self, message: &ChatMessage) -> String {
+        let (to, thread) = &message.reply_to;
+        format!("{}:{to}:{}", self.bot.id, thread.as_deref().unwrap_or(""))
+    }
+
+    /// `decision` on a message in `chat` (`from_bot`: a bot wrote it) past the chat's breaker:
+    /// a bot's message once the breaker is open is not answered, and the chat is told once; a
+    /// person's message closes it.
+    async fn breaker(
+        &self,
+        decision: Decision,
+        (chat, from_bot): (&str, bool),
+        source: &str,
+    ) -> CoreResult<Decision> {
+        let turn = match (&decision, from_bot) {
+            (Decision::Run(turn), true) => turn,
+            (Decision::Run(_) | Decision::Command(_), false) => {
+                self.chat.guard.person(chat);
+                return Ok(decision);
+            }
+            _ => return Ok(decision),
+        };
+        match self.chat.guard.bot_turn(chat) {
+            Breaker::Closed => Ok(decision),
+            Breaker::Opened => {
+                let answer = turn.chat(P::name(), source);
+                self.parts.inbound.answer_command(answer, notice()).await?;
+                Ok(Decision::ignore("a bot's message past the chat's breaker"))
+            }
+            Breaker::Open => Ok(Decision::ignore("a bot's message past the chat's breaker")),
+        }
+    }
+
+    /// `id` is the platform's id of this bot (so that the channel's other bots ignore it).
+    pub fn own(&self, id: &str) {
+        self.chat.guard.own(id);
     }
 
     /// The bot's client of the platform's API.

@@ -14,7 +14,10 @@
 //!   engine;
 //! - its routing ([`route`]): DM or group, `dmPolicy`, `groupPolicy`, `requireMention`,
 //!   `allowBots`, owners and owner commands, the session key and the reply's route, decided
-//!   once for every channel over the platform's view of a message;
+//!   once for every channel over the platform's view of a message, the message cut at
+//!   `maxInboundChars`;
+//! - its guard against loops (`guard.rs`): its own bots ignore each other, and a per-chat
+//!   breaker stops answering bots after a run of their messages without a person;
 //! - what a message then does ([`DoorParts::receive`]): a stranger's pairing code, a run
 //!   committed with the platform's cursor, an owner command answered, "typing…" while the run
 //!   works.
@@ -24,6 +27,7 @@
 mod bots;
 pub(crate) mod door;
 pub(crate) mod gate;
+mod guard;
 pub(crate) mod http;
 pub(crate) mod link;
 mod parts;
@@ -102,11 +106,12 @@ pub(crate) trait ChatPlatform: Sized + Send + Sync + 'static {
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors;
 }
 
-/// A chat channel: its bots, and where it keeps what it must.
+/// A chat channel: its bots, where it keeps what it must, and its guard against loops.
 pub(crate) struct Chat<P: ChatPlatform> {
     pub bots: Bots<P>,
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
+    pub guard: guard::Guard,
 }
 
 impl<P: ChatPlatform> Chat<P> {
@@ -119,6 +124,7 @@ impl<P: ChatPlatform> Chat<P> {
             bots,
             config,
             store,
+            guard: guard::Guard::default(),
         })
     }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::channel::ChannelError;
-use crate::config::{Access, MAX_REPLY_PARTS, Platform};
+use crate::config::{Access, MAX_INBOUND_CHARS, MAX_REPLY_PARTS, Platform};
 use crate::store::{DeliveryRecord, Store, WriteOp};
 
 /// How a bot's replies are cut.
@@ -18,6 +18,8 @@ pub(crate) struct Caps {
     pub chunk: usize,
     /// The most parts of one reply.
     pub parts: usize,
+    /// The most characters of one message the agent reads.
+    pub inbound: usize,
 }
 
 impl Caps {
@@ -25,9 +27,11 @@ impl Caps {
     pub fn of<P: Platform>(access: &Access) -> Self {
         let chunk = access.text_chunk_limit.unwrap_or(P::TEXT_LIMIT);
         let parts = access.max_reply_parts.unwrap_or(MAX_REPLY_PARTS);
+        let inbound = access.max_inbound_chars.unwrap_or(MAX_INBOUND_CHARS);
         Self {
             chunk: chunk.clamp(1, P::TEXT_LIMIT) as usize,
             parts: parts.max(1) as usize,
+            inbound: inbound.max(1) as usize,
         }
     }
 }
@@ -173,7 +177,11 @@ mod tests {
     fn a_reply_over_the_cap_ends_with_a_note_within_the_caps() {
         let text = "word ".repeat(400);
         let cut = |chunk, parts| {
-            let caps = Caps { chunk, parts };
+            let caps = Caps {
+                chunk,
+                parts,
+                inbound: 1,
+            };
             capped(split(&text, chunk), caps, &record(&text))
         };
         let three = cut(100, 3);

@@ -85,6 +85,7 @@ pub(crate) fn decide<P: ChatPlatform>(
         return Ok(Decision::ignore("no text"));
     }
     let from = message.from();
+    let read = read_at_most(&message.text, bot.caps.inbound);
     let agent_id = bot
         .agent_id
         .clone()
@@ -102,7 +103,7 @@ pub(crate) fn decide<P: ChatPlatform>(
             }
             let (account, peer) = (P::key_account(bot), &message.sender);
             let key = crate::channels::direct_key(config, &agent_id, channel, account, peer, None)?;
-            (key, message.text.clone())
+            (key, read)
         }
         Some(group) => {
             if let Err(why) = gate.group_allows(&group.id, from) {
@@ -115,7 +116,7 @@ pub(crate) fn decide<P: ChatPlatform>(
                 ));
             }
             let key = group_key(&agent_id, channel, group);
-            (key, format!("[from {}]\n{}", message.who, message.text))
+            (key, format!("[from {}]\n{read}", message.who))
         }
     };
     let owner = gate.is_owner(from);
@@ -126,6 +127,20 @@ pub(crate) fn decide<P: ChatPlatform>(
         title: message.title,
     };
     Ok(Decision::of(turn, message.order, owner))
+}
+
+/// `text` as the agent reads it: at most `max` characters, and a note saying how much more
+/// there was.
+fn read_at_most(text: &str, max: usize) -> String {
+    let length = text.chars().count();
+    if length <= max {
+        return text.to_owned();
+    }
+    let start: String = text.chars().take(max).collect();
+    let more = length - max;
+    format!(
+        "{start}\n[… the message goes on for {more} more characters, not shown: it was cut at {max} (maxInboundChars)]"
+    )
 }
 
 /// The session of a group (and of a thread or topic in it).

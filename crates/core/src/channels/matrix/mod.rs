@@ -6,20 +6,20 @@
 //! In (`sync.rs`): each bot long-polls `/sync` from its stored `next_batch` (a channel token in
 //! the store). The first sync of a bot that has none reads no history: it accepts pending
 //! invitations and records where the stream is, so a fresh start does not answer a room's past.
-//! Each `m.room.message` of type `m.text` is mapped to the kit's view (`route.rs`); a message
-//! that starts a run is committed together with the token — the batch's `next_batch` with its
-//! last message, the position before the batch with the others — and the run's idempotency key
-//! (`matrix:<account>:<eventId>`) makes a message seen again after a crash in the middle of a
-//! batch a no-op. So no message is handled twice and none is lost. Invitations are accepted per
-//! `autoJoin`. A room of two members (the bot and one person) is direct; any other is a group
-//! room. While a run works the room shows the bot typing.
+//! Each `m.room.message` of type `m.text` (or `m.notice`, a bot's) is mapped to the kit's view
+//! (`route.rs`); a message that starts a run is committed together with the token — the batch's
+//! `next_batch` with its last message, the position before the batch with the others — and the
+//! run's idempotency key (`matrix:<account>:<eventId>`) makes a message seen again after a crash
+//! in the middle of a batch a no-op. So no message is handled twice and none is lost.
+//! Invitations are accepted per `autoJoin`. A room of two members (the bot and one person) is
+//! direct; any other is a group room. While a run works the room shows the bot typing.
 //!
-//! Out: each part (at most 16,000 characters) is one `PUT …/send/m.room.message/{txnId}` with a
-//! transaction id made of the delivery id and the part's index, so a part retried after a lost
-//! answer (or a `kill -9` before its progress was recorded) is answered by the homeserver with
-//! the first event and posted once. A 429 `M_LIMIT_EXCEEDED` is retried after its
-//! `retry_after_ms`; 5xx and no answer are retried; other refusals are permanent, with their
-//! `errcode`.
+//! Out: each part (at most 16,000 characters) is one `m.notice` — a bot's output, which other
+//! bots do not answer — `PUT …/send/m.room.message/{txnId}` with a transaction id made of the
+//! delivery id and the part's index, so a part retried after a lost answer (or a `kill -9`
+//! before its progress was recorded) is answered by the homeserver with the first event and
+//! posted once. A 429 `M_LIMIT_EXCEEDED` is retried after its `retry_after_ms`; 5xx and no
+//! answer are retried; other refusals are permanent, with their `errcode`.
 //!
 //! A token the homeserver refuses (`M_UNKNOWN_TOKEN`) stops that bot — unless it logs in with a
 //! password, when it logs in again: `health` and the log say so, and the gateway keeps serving.
@@ -119,7 +119,8 @@ impl ChatPlatform for Matrix {
         (index, part): (usize, &str),
     ) -> Result<(), ChannelError> {
         let room = bot.api.room_of(&record.to)?;
-        let mut content = json!({"msgtype": "m.text", "body": part});
+        // A bot's output is a notice: other bots do not answer it (SPEC §9.2, no loops).
+        let mut content = json!({"msgtype": "m.notice", "body": part});
         if let Some(root) = &record.thread_id {
             content["m.relates_to"] = json!({
                 "rel_type": "m.thread", "event_id": root,

@@ -50,6 +50,7 @@ impl Link for Syncer {
                 client.user_id()
             )));
         }
+        self.door.own(&user_id);
         let display_name = client.display_name().await;
         let token = self.door.chat.store.token(&self.token_name()).await;
         self.since =

@@ -47,6 +47,9 @@ impl Link for Events {
 
     /// The last event id handled, as kept by [`Events::keep_position`].
     async fn sign_in(&mut self) -> Result<(), Failure> {
+        if let Some(account) = &self.door.settings().account {
+            self.door.own(account);
+        }
         self.last = self.stored_position().await;
         Ok(())
     }

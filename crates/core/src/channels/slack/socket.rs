@@ -55,6 +55,7 @@ impl Link for SocketMode {
     async fn sign_in(&mut self) -> Result<Me, Failure> {
         let me = self.door.api().web.auth_test().await;
         let me = me.map_err(|e| self.refused("botToken", "auth.test", e))?;
+        self.door.own(&me.user_id);
         tracing::info!(account = self.door.account(), bot = %me.user, user_id = %me.user_id, "slack: signed in");
         Ok(me)
     }

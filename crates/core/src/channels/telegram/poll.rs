@@ -45,6 +45,7 @@ impl Link for Poller {
             .map_err(|e| Failure::Retry(format!("cannot read the update offset: {e}")))?
             .unwrap_or(0);
         self.door.up(POLLING);
+        self.door.own(&me.id.to_string());
         let name = me.username.as_deref().unwrap_or("?");
         tracing::info!(
             account = self.door.account(),

@@ -14,6 +14,8 @@ use crate::config::validate::{ACCOUNT_ID_EXPECTED, Checker, is_id, normalize_opt
 
 /// What `maxReplyParts` accepts.
 pub(in crate::config) const REPLY_PARTS: RangeInclusive<u64> = 1..=1000;
+/// What `maxInboundChars` accepts.
+pub(in crate::config) const INBOUND_CHARS: RangeInclusive<u64> = 100..=1_000_000;
 
 /// Where a bot that runs is written, and why what it needs is required.
 pub(in crate::config) struct Running<'a> {
@@ -147,6 +149,13 @@ impl Checker<'_> {
         }
         if let Some(parts) = access.max_reply_parts {
             self.range(&format!("{path}.maxReplyParts"), parts.into(), &REPLY_PARTS);
+        }
+        if let Some(chars) = access.max_inbound_chars {
+            self.range(
+                &format!("{path}.maxInboundChars"),
+                chars.into(),
+                &INBOUND_CHARS,
+            );
         }
     }
 }

@@ -74,6 +74,7 @@ impl Access {
             "allowBots" => self.allow_bots = map.next_value()?,
             "textChunkLimit" => self.text_chunk_limit = map.next_value()?,
             "maxReplyParts" => self.max_reply_parts = map.next_value()?,
+            "maxInboundChars" => self.max_inbound_chars = map.next_value()?,
             _ if key == groups => self.groups = map.next_value()?,
             _ => return Ok(false),
         }
@@ -91,7 +92,8 @@ impl Access {
         map.serialize_entry("requireMention", &self.require_mention)?;
         map.serialize_entry("allowBots", &self.allow_bots)?;
         map.serialize_entry("textChunkLimit", &self.text_chunk_limit)?;
-        map.serialize_entry("maxReplyParts", &self.max_reply_parts)
+        map.serialize_entry("maxReplyParts", &self.max_reply_parts)?;
+        map.serialize_entry("maxInboundChars", &self.max_inbound_chars)
     }
 }
 

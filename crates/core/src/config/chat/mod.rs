@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{DmPolicy, GroupPolicy};
 
-pub(super) use check::{PlatformCheck, REPLY_PARTS, Running};
+pub(super) use check::{INBOUND_CHARS, PlatformCheck, REPLY_PARTS, Running};
 
 /// The account id of the bot the top level of a channel's section configures.
 pub const DEFAULT_ACCOUNT: &str = "default";
@@ -66,10 +66,16 @@ pub struct Access {
     /// `maxReplyParts`: the most parts one reply is posted in; a longer one ends with a note
     /// that the rest is in the session's transcript (default [`MAX_REPLY_PARTS`]).
     pub max_reply_parts: Option<u32>,
+    /// `maxInboundChars`: the most characters of one message the agent reads; a longer one is
+    /// cut, with a note saying so (default [`MAX_INBOUND_CHARS`]).
+    pub max_inbound_chars: Option<u32>,
 }
 
 /// How many parts a reply is posted in at most, unless `maxReplyParts` says otherwise.
 pub const MAX_REPLY_PARTS: u32 = 10;
+/// How many characters of one message the agent reads at most, unless `maxInboundChars` says
+/// otherwise: about 12,000 tokens, more than the longest message Slack takes (40,000).
+pub const MAX_INBOUND_CHARS: u32 = 50_000;
 
 impl Access {
     /// The groups listed, to change them (an unset list becomes an empty one).
@@ -91,6 +97,7 @@ impl Access {
             allow_bots: Some(false),
             text_chunk_limit: Some(text_limit),
             max_reply_parts: Some(MAX_REPLY_PARTS),
+            max_inbound_chars: Some(MAX_INBOUND_CHARS),
         }
     }
 
@@ -107,6 +114,7 @@ impl Access {
             allow_bots: self.allow_bots.or(base.allow_bots),
             text_chunk_limit: self.text_chunk_limit.or(base.text_chunk_limit),
             max_reply_parts: self.max_reply_parts.or(base.max_reply_parts),
+            max_inbound_chars: self.max_inbound_chars.or(base.max_inbound_chars),
         }
     }
 }

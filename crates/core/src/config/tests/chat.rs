@@ -53,12 +53,13 @@ fn a_bad_value_in_an_account_or_a_group_is_reported_where_it_is() {
 
 #[test]
 fn reply_caps_are_checked_against_the_platform() {
-    let text = r#"{ channels: { discord: { textChunkLimit: 2500, maxReplyParts: 0,
+    let text = r#"{ channels: { discord: { textChunkLimit: 2500, maxReplyParts: 0, maxInboundChars: 5,
         accounts: { ops: { botToken: "t", textChunkLimit: 0 } } } } }"#;
     assert_eq!(
         error_text(text),
         "line 1: config error at channels.discord.textChunkLimit: 2500 is not allowed; expected an integer 1–2000\n\
          line 1: config error at channels.discord.maxReplyParts: 0 is not allowed; expected an integer 1–1000\n\
+         line 1: config error at channels.discord.maxInboundChars: 5 is not allowed; expected an integer 100–1000000\n\
          line 2: config error at channels.discord.accounts.ops.textChunkLimit: 0 is not allowed; expected an integer 1–2000"
     );
 }

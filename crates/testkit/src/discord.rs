@@ -170,6 +170,27 @@ impl FakeDiscord {
         self.server.lock().channels.insert(id.into(), channel);
     }
 
+    /// Describes a group DM (type 3, outside any guild).
+    pub fn group_dm(&self, id: &str, name: &str) {
+        let channel = json!({"id": id, "type": 3, "name": name});
+        self.server.lock().channels.insert(id.into(), channel);
+    }
+
+    /// A message in group DM `channel`, mentioning the bot. Answers the message id.
+    pub fn group_dm_message(
+        &self,
+        channel: &str,
+        from: &str,
+        username: &str,
+        text: &str,
+    ) -> String {
+        self.push_message(json!({
+            "channel_id": channel, "type": 0, "content": format!("<@{BOT_ID}> {text}"),
+            "author": author(from, username), "mentions": [author(BOT_ID, BOT_USERNAME)],
+            "timestamp": "2026-11-26T00:00:00.000000+00:00",
+        }))
+    }
+
     /// Describes a public thread (type 11) in channel `parent`.
     pub fn thread(&self, id: &str, parent: &str, name: &str) {
         let channel =

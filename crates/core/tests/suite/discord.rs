@@ -121,6 +121,25 @@ async fn guild_messages_need_a_mention_or_a_reply_and_the_bots_own_are_ignored()
     h.engine.close().await;
 }
 
+/// A group DM (channel type 3) has no guild, but it is a group: its own session, as the
+/// reference keys it, not the main session a DM goes to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_dm_is_a_group_of_its_own() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    fake.group_dm("900", "weekend");
+    fake.group_dm_message("900", "43", "carol", "@reply in-the-group");
+    let replies = sent(&fake, 1).await;
+    assert_eq!(replies, [("900".to_string(), "in-the-group".to_string())]);
+    let key = "agent:main:discord:group:900";
+    let entry = h.engine.store().get(&h.key(key)).await.unwrap();
+    assert!(entry.is_some(), "no session {key}");
+    let main = h.transcript("agent:main:main").await;
+    assert!(main.iter().all(|m| m["role"] != "user"), "{main:?}");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_has_its_own_session_and_is_answered_in_the_thread() {
     let fake = FakeDiscord::start(TOKEN).await;

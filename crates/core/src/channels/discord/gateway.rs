@@ -22,6 +22,10 @@ use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
+/// The channel type of a DM.
+const DM: u8 = 1;
+/// The channel type of a group DM.
+const GROUP_DM: u8 = 3;
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 
@@ -265,9 +269,13 @@ impl Gateway {
             tracing::debug!(message = %message.id, "discord: a message handled before; skipped");
             return Ok(());
         }
-        let place = match &message.guild_id {
-            None => Place::Direct,
-            Some(_) => Place::Guild(self.channel_info(&message.channel_id).await?),
+        // Outside a guild: a DM, or a group DM (type 3), which is a group like a guild channel.
+        let (channel, private) = (&message.channel_id, message.guild_id.is_none());
+        let info = self.channel_info(channel, private).await?;
+        let place = match (private, info.kind) {
+            (true, GROUP_DM) => Place::GroupDm(info),
+            (true, _) => Place::Direct,
+            (false, _) => Place::Guild(info),
         };
         let source = self.door.bot.source(&message.id);
         let view = route::view(me, (&message, &place));
@@ -279,10 +287,10 @@ impl Gateway {
         Ok(())
     }
 
-    /// The guild channel a message was written in: known from GUILD_CREATE or THREAD_CREATE,
-    /// else asked of the REST API (and remembered). A channel the API will not describe is
-    /// taken as a plain text channel.
-    async fn channel_info(&mut self, id: &str) -> CoreResult<ChannelInfo> {
+    /// The channel a message was written in: known from GUILD_CREATE or THREAD_CREATE, else
+    /// asked of the REST API (and remembered). A channel the API will not describe is taken as
+    /// a plain text channel, or (`private`: outside a guild) as a DM.
+    async fn channel_info(&mut self, id: &str, private: bool) -> CoreResult<ChannelInfo> {
         if let Some(info) = self.known.get(id) {
             return Ok(info.clone());
         }
@@ -292,10 +300,10 @@ impl Gateway {
                 return Err(CoreError::Unavailable(e.to_string()));
             }
             Err(e) => {
-                tracing::warn!(channel = id, error = %e, "discord: cannot describe the channel; taken as a text channel");
+                tracing::debug!(channel = id, error = %e, "discord: cannot describe the channel; taken as a text channel or a DM");
                 ChannelInfo {
                     id: id.into(),
-                    kind: 0,
+                    kind: if private { DM } else { 0 },
                     parent_id: None,
                     name: None,
                 }

@@ -1,7 +1,7 @@
 //! A Discord message as the kit's routing reads it: DM channels are direct; guild text
-//! channels are groups by channel id, a thread `:thread:<threadId>` in its parent channel; the
-//! bot is addressed when it is mentioned or replied to. The reply goes back to the same channel
-//! or thread. The bot's own messages are not read.
+//! channels and group DMs are groups by channel id, a thread `:thread:<threadId>` in its parent
+//! channel; the bot is addressed when it is mentioned or replied to. The reply goes back to the
+//! same channel or thread. The bot's own messages are not read.
 
 use super::api::{ChannelInfo, Message, User};
 use crate::channels::kit::{ChatMessage, Group, Thread};
@@ -13,6 +13,8 @@ pub(super) enum Place {
     Direct,
     /// A guild channel, or a thread in one (`info` says which).
     Guild(ChannelInfo),
+    /// A group DM: a group of its own, outside any guild.
+    GroupDm(ChannelInfo),
 }
 
 /// `message` as the kit reads it, or why it is none the bot reads.
@@ -25,6 +27,13 @@ pub(super) fn view(me: &User, (message, place): (&Message, &Place)) -> Result<Ch
     let order = Order::of_text(&text);
     let (group, reply_to, title) = match place {
         Place::Direct => (None, (message.channel_id.clone(), None), None),
+        Place::GroupDm(info) => {
+            let group = Group {
+                id: info.id.clone(),
+                thread: None,
+            };
+            (Some(group), (info.id.clone(), None), info.name.clone())
+        }
         Place::Guild(info) => {
             let thread = info.is_thread().then(|| info.id.clone());
             let parent = match &thread {

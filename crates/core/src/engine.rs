@@ -121,7 +121,7 @@ pub struct Engine {
 const ADOPT_EVERY: Duration = Duration::from_secs(3);
 
 /// Takes up, until the engine stops, the work of the gateways sharing the store that stopped:
-/// their running runs end `aborted`, their queued ones run here, their sub-agents' announces
+/// their running runs are resumed here, their queued ones run here, their sub-agents' announces
 /// and their exchanges go on here (docs/scale-out.md).
 async fn adopt_orphans(engine: Arc<Engine>) {
     loop {
@@ -448,7 +448,7 @@ impl Engine {
     }
 
     /// The graceful shutdown: cron stops firing; live runs get up to `grace` to finish, then are
-    /// aborted (recorded `aborted`, partial output kept); the background tasks stop and are
+    /// stopped (left `running`, resumed at the next start); the background tasks stop and are
     /// waited for; the store commits what it holds and its writer stops. Calling it again is
     /// harmless.
     pub async fn shutdown(&self, grace: Duration) {

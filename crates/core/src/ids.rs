@@ -33,6 +33,12 @@ impl RunId {
         usable.then(|| Self(key.to_string()))
     }
 
+    /// The id named by `name`, the same for the same name: a step that is made again (a tool
+    /// call of a run resumed after a stop) names the run it made the first time.
+    pub fn named(name: &str) -> Self {
+        Self(uuid_named(name).to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -40,6 +46,15 @@ impl RunId {
     pub fn into_string(self) -> String {
         self.0
     }
+}
+
+/// A UUID made from `name` (the first 16 bytes of its SHA-256, marked as a v4 UUID): the same
+/// name gives the same UUID.
+pub fn uuid_named(name: &str) -> uuid::Uuid {
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest.as_ref()[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 impl Default for RunId {

@@ -1,6 +1,7 @@
 //! The Discord channel through the gateway binary, against the test kit's fake Discord: a
-//! `kill -9` between receiving a message and replying to it ends in exactly one reply, and the
-//! message seen again on the new Gateway session is not run twice.
+//! `kill -9` while the model streams an answer, with a message received and queued behind it,
+//! ends in exactly one reply to each (the cut-off run resumed, SPEC §6.3), and the message seen
+//! again on the new Gateway session is not run twice.
 
 use std::path::Path;
 use std::time::Duration;
@@ -36,14 +37,14 @@ async fn posted(fake: &FakeDiscord, text: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_run() {
+async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     let fake = FakeDiscord::start(TOKEN).await;
     fake.text_channel("700", "dev");
     let home = tempfile::tempdir().unwrap();
     write_config(home.path(), &fake);
     let gateway = GatewayProcess::start(home.path());
     // The first message holds the DM's session; the second is received and queued behind it.
-    fake.dm("42", "alice", "@delay 60000\n@reply too slow");
+    fake.dm("42", "alice", "@slow 1500\n@reply answered after the kill");
     tokio::time::timeout(
         BOUND,
         fake.wait_for(|calls, _| calls.iter().any(|c| c.path.ends_with("/typing"))),
@@ -75,10 +76,17 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
     fake.guild_message("700", "43", "carol", "@reply after", true);
     posted(&fake, "after").await;
     let texts: Vec<String> = sent_of(&fake.calls()).into_iter().map(|(_, t)| t).collect();
+    let mut sorted = texts.clone();
+    sorted.sort();
     assert_eq!(
-        texts,
-        ["marker", "exactly-once", "after"],
-        "the queued run resumed and replied once; the aborted one did not reply"
+        sorted,
+        ["after", "answered after the kill", "exactly-once", "marker"],
+        "the cut-off run resumed and the queued one ran: each replied once"
+    );
+    let at = |text: &str| texts.iter().position(|t| t == text);
+    assert!(
+        at("answered after the kill") < at("exactly-once"),
+        "{texts:?}"
     );
     let history = super::process::run(
         home.path(),

@@ -41,14 +41,14 @@ async fn connected(fake: &FakeSignal, n: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_run() {
+async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     let fake = FakeSignal::start().await;
     let home = tempfile::tempdir().unwrap();
     write_config(home.path(), &fake);
     let gateway = GatewayProcess::start(home.path());
     connected(&fake, 1).await;
     // The first message holds the DM's session; the second is received and queued behind it.
-    fake.dm(ALICE, "Alice", "@delay 60000\n@reply too slow");
+    fake.dm(ALICE, "Alice", "@slow 1500\n@reply answered after the kill");
     tokio::time::timeout(
         BOUND,
         fake.wait_for(|calls, _| calls.iter().any(|c| c.method == "sendTyping")),
@@ -102,8 +102,14 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
     texts.sort();
     assert_eq!(
         texts,
-        ["after", "after-group", "exactly-once", "marker"],
-        "the queued run resumed and replied once; the aborted one did not reply"
+        [
+            "after",
+            "after-group",
+            "answered after the kill",
+            "exactly-once",
+            "marker"
+        ],
+        "the cut-off run resumed and the queued one ran: each replied once"
     );
     let history = run(
         home.path(),

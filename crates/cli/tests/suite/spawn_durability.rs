@@ -31,7 +31,7 @@ async fn announces(client: &mut GatewayClient, key: &str) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
+async fn kill_9_while_the_child_runs_resumes_it_and_announces_its_result_once() {
     let home = tempfile::tempdir().unwrap();
     let gateway = GatewayProcess::start(home.path());
     let mut client = connect(&gateway).await;
@@ -43,7 +43,7 @@ async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
         .request(
             "tools.invoke",
             json!({"sessionKey": "main", "tool": "sessions_spawn",
-                   "args": {"task": "@delay 60000\n@reply never"}}),
+                   "args": {"task": "@slow 1000\n@reply the child finished after all"}}),
         )
         .await
         .unwrap();
@@ -60,13 +60,15 @@ async fn kill_9_while_the_child_runs_still_announces_a_non_success_status() {
     let mut client = connect(&gateway).await;
     let announce = until(async || announces(&mut client, "agent:main:main").await.pop()).await;
     let text = announce["content"].as_str().unwrap();
-    assert!(text.starts_with("Status: error\n"), "{text}");
+    // The child's run was resumed from its transcript and answered.
+    assert!(text.starts_with("Status: success\n"), "{text}");
+    assert!(text.contains("the child finished after all"), "{text}");
     assert_eq!(announce["provenance"]["fromSessionKey"], child.as_str());
     let waited = client
         .request("agent.wait", json!({"runId": run_id, "timeoutMs": 1000}))
         .await
         .unwrap();
-    assert_eq!(waited["status"], "aborted");
+    assert_eq!(waited["status"], "ok");
     // Once, and only once, even after another restart.
     client.close().await;
     gateway.stop();

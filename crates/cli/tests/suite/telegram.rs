@@ -52,13 +52,13 @@ async fn a_private_message_gets_its_reply_from_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_run() {
+async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     let fake = FakeTelegram::start(TOKEN).await;
     let home = tempfile::tempdir().unwrap();
     write_config(home.path(), &fake);
     let gateway = GatewayProcess::start(home.path());
     // The first message holds the session; the second is received and queued behind it.
-    fake.private_message(42, "alice", "@delay 60000\n@reply too slow");
+    fake.private_message(42, "alice", "@slow 1500\n@reply answered after the kill");
     tokio::time::timeout(
         BOUND,
         fake.wait_for(|calls| calls.iter().any(|c| c.method == "sendChatAction")),
@@ -84,12 +84,12 @@ async fn kill_9_between_receiving_and_replying_ends_in_one_reply_and_no_second_r
         .count();
 
     let gateway = GatewayProcess::start(home.path());
-    let sent = replies(&fake, 1).await;
+    let sent = replies(&fake, 2).await;
     let texts: Vec<&str> = sent.iter().map(|m| m["text"].as_str().unwrap()).collect();
     assert_eq!(
         texts,
-        ["exactly-once"],
-        "the queued run resumed and replied once"
+        ["answered after the kill", "exactly-once"],
+        "the cut-off run resumed and the queued one ran: each replied once"
     );
     // After the restart the poller asked from past the second update: it is never read again.
     let after: Vec<i64> = fake.calls()[..]

@@ -272,9 +272,10 @@ async fn an_exchange_resumed_after_kill_9_goes_on_in_its_trace() {
         .await
         .unwrap();
     until_exchange_done(&mut client).await;
-    // After the restart: main's turn, cut off by the kill (its span was never sent), ran again,
-    // and the announce ran, both under the resumed exchange's span in the trace of the tool
-    // call made before the kill.
+    // After the restart, in the trace of the tool call made before the kill: main's turn, cut
+    // off by the kill (its span was never sent), resumed (SPEC §6.3) under the exchange span it
+    // started in, which died with the process; and the announce, under the resumed exchange's
+    // span.
     let under_exchange = |trace: &[&Span], session: &str| {
         runs(trace).into_iter().any(|run| {
             run.attr("session") == Some(session)
@@ -286,7 +287,10 @@ async fn an_exchange_resumed_after_kill_9_goes_on_in_its_trace() {
     receiver
         .wait_for("the resumed exchange's runs", |spans| {
             let trace = of_trace(spans, &trace);
-            under_exchange(&trace, "agent:main:main") && under_exchange(&trace, "agent:main:peer")
+            let resumed = runs(&trace)
+                .into_iter()
+                .any(|run| run.attr("session") == Some("agent:main:main"));
+            resumed && under_exchange(&trace, "agent:main:peer")
         })
         .await;
     gateway.stop();

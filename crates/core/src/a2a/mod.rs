@@ -165,6 +165,9 @@ pub struct RemoteSend {
     pub message: String,
     /// 0: answer `accepted` at once.
     pub timeout: Duration,
+    /// The name of the tool call that sends it: the outbox record's idempotency key, so the call
+    /// made again after a stop finds the send it stored.
+    pub call: Option<String>,
 }
 
 /// The tool side of the client: stores a send and waits for its outcome.
@@ -240,7 +243,7 @@ impl Remotes {
                 thread_id: c.written_context.clone(),
             }),
             text: send.message.clone(),
-            idempotency_key: None,
+            idempotency_key: send.call.clone(),
         };
         self.outbox.deliver(out).await.map_err(|e| e.to_string())
     }

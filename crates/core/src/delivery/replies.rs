@@ -123,11 +123,18 @@ impl ReplyHandler for Replies {
         record: &'a RunRecord,
     ) -> BoxFuture<'a, Option<WriteOp>> {
         Box::pin(async move {
-            let text = record.result.as_deref().unwrap_or_default();
+            // A reply the gateway's stop lost for good is replaced by one notice saying so
+            // (SPEC §6.3): the person gets exactly one message back, never silence.
+            let notice = lost_notice(deliver, record);
+            let text = match &notice {
+                Some(notice) => notice.as_str(),
+                None => record.result.as_deref().unwrap_or_default(),
+            };
             // An A2A task's push reports every end (failed and canceled too, a silent reply
             // included): the client waits for the task's final state, not for a chat message.
             let every_end = deliver.kind == DeliveryKind::A2aPush;
-            if !every_end && (record.status != RunStatus::Ok || is_silent(text)) {
+            let answered = record.status == RunStatus::Ok && !is_silent(text);
+            if !every_end && !answered && notice.is_none() {
                 return None;
             }
             if every_end && !self.has_push_configs(record).await {
@@ -171,6 +178,16 @@ impl ReplyHandler for Replies {
             self.outbox.wake();
         }
     }
+}
+
+/// The notice a chat gets instead of a reply the gateway's stop lost for good.
+fn lost_notice(deliver: &Deliver, record: &RunRecord) -> Option<String> {
+    let why = record
+        .answer_lost()
+        .filter(|_| deliver.kind == DeliveryKind::Reply)?;
+    Some(format!(
+        "⚠️ My answer to your message was lost: {why}. Please send it again."
+    ))
 }
 
 /// The delivery of a run's reply (its idempotency key: one per run and kind).

@@ -64,6 +64,11 @@ pub struct Exchange {
     /// The chain the primary run carries: the sender's chain plus the sender (loop turns keep
     /// it).
     pub chain: Vec<SessionKey>,
+    /// The name of the tool call that sends it ([`ToolContext::call_name`]): the primary run
+    /// is named by it, so the call made again after a stop finds the exchange it began.
+    ///
+    /// [`ToolContext::call_name`]: crate::runtime::tool::ToolContext::call_name
+    pub call: Option<String>,
 }
 
 /// The exchanges component.
@@ -112,7 +117,10 @@ impl Exchanges {
     /// record, and starts the follow-up (reply-back loop and announce) in the background;
     /// answers once both are committed.
     pub async fn begin(&self, exchange: Exchange) -> CoreResult<Accepted> {
-        let run_id = RunId::default();
+        let run_id = exchange
+            .call
+            .as_deref()
+            .map_or_else(RunId::new, RunId::named);
         let now = self.runtime.now_ms();
         let target = exchange.target;
         let record = ExchangeRecord {
@@ -143,9 +151,14 @@ impl Exchanges {
             .await
             .map_err(follow::Stop::into_error)?;
         request.run_id = Some(run_id);
+        request.idempotency_key = exchange.call;
         request.commit_with = vec![WriteOp::PutExchange(Box::new(record.clone()))];
         let busy = self.runtime.busy();
         let accepted = self.runtime.submit(request).await?;
+        // Begun by the first try of the call: driven since (or resumed at the start).
+        if accepted.deduplicated {
+            return Ok(accepted);
+        }
         self.tasks.spawn(async move {
             driver.drive(record).await;
             drop(busy);

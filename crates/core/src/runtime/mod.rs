@@ -17,8 +17,8 @@
 //!
 //! Concurrency: every worker is a task of the engine's `TaskTracker`; each live run has its own
 //! `CancellationToken` (abort, shutdown). [`Runtime::shutdown`] refuses new runs, lets live ones
-//! finish for a grace period, then cancels the rest: each ends `aborted` and is recorded by its
-//! worker before the tracker reports it done.
+//! finish for a grace period, then stops the rest without writing anything for them: each stays
+//! `running` with its request in the store and is resumed at the next start (`resume.rs`).
 
 mod abort;
 pub mod compact;
@@ -33,6 +33,7 @@ mod queue;
 mod recent;
 mod recover;
 mod remote;
+mod resume;
 mod run;
 mod start;
 pub mod tool;
@@ -559,8 +560,8 @@ impl Runtime {
     }
 
     /// Refuses new runs from now on, lets live runs (and submits already past the check) go on
-    /// for up to `grace`, then aborts every run still live and waits until each has recorded its
-    /// end (`aborted`, partial output kept).
+    /// for up to `grace`, then stops every run still live and waits until each has let go: a
+    /// stopped run stays `running` in the store, to be resumed at the next start (SPEC §6.3).
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.closing.cancel();
         if tokio::time::timeout(grace, self.drained()).await.is_err() {

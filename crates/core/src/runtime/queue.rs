@@ -45,6 +45,8 @@ pub(super) struct Queued {
     pub message: Option<TranscriptMessage>,
     pub cancel: CancellationToken,
     pub record: RunRecord,
+    /// How many times the run started before (a run resumed after a stop: at least one).
+    pub starts: u32,
 }
 
 impl Runtime {
@@ -153,7 +155,7 @@ impl Runtime {
                 return Err(e.into());
             }
         }
-        Ok(self.admit(request, record, message))
+        Ok(self.admit(request, record, message, 0))
     }
 
     /// Registers a stored queued run as live and puts it in its session's queue.
@@ -162,6 +164,7 @@ impl Runtime {
         request: RunRequest,
         record: RunRecord,
         message: Option<TranscriptMessage>,
+        starts: u32,
     ) -> Accepted {
         let cancel = self.inner.abort_all.child_token();
         let accepted = self.register(&request, &record, &cancel);
@@ -171,6 +174,7 @@ impl Runtime {
             message,
             cancel,
             record,
+            starts,
         };
         self.enqueue(accepted.session_key.clone(), queued);
         accepted
@@ -405,7 +409,7 @@ impl Runtime {
             .catch_unwind()
             .await;
         if ran.is_err() {
-            run::recover_panicked(self, run_id).await;
+            super::recover::recover_panicked(self, run_id).await;
         }
         if let Some(queue) = lock(&self.inner.queues).get_mut(session_key)
             && queue.worker == worker
@@ -473,6 +477,16 @@ pub(super) fn input_of(request: &RunRequest, message: Option<TranscriptMessage>)
             route: d.route.clone(),
         }),
         trace: request.trace.clone(),
+        starts: 0,
+    }
+}
+
+/// What a running run keeps in the store to be resumed after a stop (SPEC §6.3): its request,
+/// without its message (the transcript has it), and how many times it has started now.
+pub(super) fn resume_input(request: &RunRequest, starts: u32) -> RunInput {
+    RunInput {
+        starts,
+        ..input_of(request, None)
     }
 }
 
@@ -504,6 +518,8 @@ pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
         route: d.route.clone(),
     });
     request.run_id = Some(record.run_id.clone());
+    // It goes on in the trace of the work that asked for it (SPEC §10b).
+    request.trace = input.trace.clone();
     request
 }
 

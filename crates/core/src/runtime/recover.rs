@@ -2,13 +2,14 @@
 //!
 //! A run that never started was acknowledged with its input, so it goes back to its session's
 //! queue, in the order it was submitted, and runs as if nothing happened. One aborted while it
-//! was queued is not run; its message joins the transcript if it had not yet. A run that was running
-//! cannot be resumed mid-stream: it ends `aborted` with [`RunRecord::INTERRUPTED`], its input
-//! (appended when it started) and everything it committed stay in the transcript, and the
-//! transcript is closed like any cut-off run's (a result for each unanswered tool call, an
-//! `aborted` assistant message). Streamed text not yet committed died with the process.
+//! was queued is not run; its message joins the transcript if it had not yet. A run that was
+//! running goes back to its queue too, ahead of the runs queued after it, and is resumed from
+//! its transcript as committed (`resume.rs`, SPEC §6.3); streamed text not yet committed died
+//! with the process, and the model is asked again. Only a running run stored without its
+//! request (by a gateway from before resumption) ends `aborted` with [`RunRecord::INTERRUPTED`],
+//! its transcript closed like any cut-off run's.
 
-use super::{Runtime, cut, queue};
+use super::{RunEventData, Runtime, cut, queue};
 use crate::error::CoreResult;
 use crate::store::{EntryPatch, RunInput, RunRecord, RunStatus, WriteOp};
 
@@ -18,22 +19,23 @@ const TAIL: usize = 64;
 /// What recovery found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Recovered {
-    /// Runs that were running, now `aborted`.
+    /// Runs that were running and cannot be resumed, now `aborted`.
     pub interrupted: usize,
-    /// Queued runs back in their queues.
+    /// Runs back in their queues: queued ones, and running ones to be resumed.
     pub resumed: usize,
 }
 
 impl Runtime {
-    /// Ends the runs the last process left running and puts the ones it left queued back in
-    /// their sessions' queues. Called once, when the engine opens, before anything submits.
+    /// Puts the runs the last process left queued or running back in their sessions' queues
+    /// (the running ones to be resumed). Called once, when the engine opens, before anything
+    /// submits.
     pub async fn recover(&self) -> CoreResult<Recovered> {
         let live = self.store().live_runs().await?;
         self.take_up(live).await
     }
 
-    /// Ends the `runs` that were running and queues the queued ones again, in order: the runs
-    /// of a stopped process (at start), or of a gateway that stopped sharing the store.
+    /// Queues the `runs` that were queued or running again, in order: the runs of a stopped
+    /// process (at start), or of a gateway that stopped sharing the store.
     pub async fn take_up(&self, runs: Vec<(RunRecord, Option<RunInput>)>) -> CoreResult<Recovered> {
         let mut recovered = Recovered::default();
         let mut queued = Vec::new();
@@ -41,9 +43,10 @@ impl Runtime {
         // half way must not leave acknowledged runs started and then stopped by the failed open.
         for (record, input) in runs {
             match (record.status, input) {
-                (RunStatus::Queued, Some(input)) => queued.push((record, input)),
-                (RunStatus::Aborted, Some(input)) => {
-                    self.keep_aborted_message(record, input).await?
+                // One aborted while queued goes through its queue too, already aborted: its
+                // message joins the transcript in its turn, after a resumed run's answer.
+                (RunStatus::Queued | RunStatus::Running | RunStatus::Aborted, Some(input)) => {
+                    queued.push((record, input))
                 }
                 (_, _) => {
                     self.end_interrupted(record).await?;
@@ -55,28 +58,24 @@ impl Runtime {
         // whole; for a stopped gateway's runs the claim stays this gateway's, see scale-out.md.)
         for (record, input) in queued {
             let request = queue::request_of(&record, &input);
-            self.admit(request, record, input.message);
-            recovered.resumed += 1;
+            let status = record.status;
+            // A running run's message is in its transcript already.
+            let message = input.message.filter(|_| status != RunStatus::Running);
+            let run_id = record.run_id.clone();
+            self.admit(request, record, message, input.starts);
+            match status {
+                RunStatus::Aborted => self.cancel_live(&run_id),
+                _ => recovered.resumed += 1,
+            }
         }
         Ok(recovered)
     }
 
-    /// A run aborted while queued whose message had not reached the transcript: it gets there
-    /// now, and the run keeps its `aborted` record.
-    async fn keep_aborted_message(&self, record: RunRecord, input: RunInput) -> CoreResult<()> {
-        let mut ops = Vec::new();
-        if let (Some(message), Some(_)) =
-            (input.message, self.store().get(&record.session_key).await?)
-        {
-            ops.push(WriteOp::Append {
-                key: record.session_key.clone(),
-                create: None,
-                messages: vec![message],
-            });
+    /// Cancels a live run (one put back in its queue already aborted).
+    fn cancel_live(&self, run_id: &crate::ids::RunId) {
+        if let Some(live) = super::lock(&self.inner.live).get(run_id) {
+            live.cancel.cancel();
         }
-        ops.push(WriteOp::PutRun(record));
-        self.store().write_batch(ops).await?;
-        Ok(())
     }
 
     /// Records a run the stop cut off as `aborted`, closing its transcript when it had started.
@@ -125,4 +124,33 @@ impl Runtime {
         self.store().write_batch(ops).await?;
         Ok(())
     }
+}
+
+/// A run whose loop panicked (a bug, in a tool an embedder added for instance): recorded as an
+/// error so its waiters, the counters and shutdown never wait on it forever.
+pub(super) async fn recover_panicked(rt: &Runtime, run_id: &crate::ids::RunId) {
+    let live = super::lock(&rt.inner.live)
+        .get(run_id)
+        .map(|l| l.state.borrow().clone());
+    let Some(mut record) = live else {
+        return;
+    };
+    tracing::error!(%run_id, "a run stopped on a panic; it is recorded as an error");
+    let error = "internal error: the run stopped unexpectedly (see the gateway log)".to_string();
+    record.status = RunStatus::Error;
+    record.error = Some(error.clone());
+    record.ended_at = Some(rt.now_ms());
+    if let Err(e) = rt.store().put_run(record.clone()).await {
+        tracing::error!(%run_id, error = %e, "could not store the end of a run that panicked");
+    }
+    rt.retire(&record);
+    rt.emit(
+        run_id,
+        &record.session_key,
+        RunEventData::Ended {
+            status: record.status,
+            result: None,
+            error: Some(error),
+        },
+    );
 }

@@ -58,6 +58,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         message,
         cancel,
         mut record,
+        starts,
         ..
     } = job;
     let key = request.session_key.clone();
@@ -95,14 +96,24 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     // The run's message was acknowledged with the run: it enters the transcript however the run
     // ends, appended here outside the abort/timeout select so it is written exactly once, in the
     // same commit that marks the run running (and clears its stored input).
-    if lease.is_some() {
-        record.status = RunStatus::Running;
-        record.started_at = Some(rt.now_ms());
-    }
-    let start = super::start::writes(&key, WriteOp::PutRun(record.clone()), message.clone(), None);
-    let running = lease.is_some();
+    // A running run keeps its request (not its message) to be resumed after a stop.
+    let run = match lease.is_some() {
+        true => {
+            record.status = RunStatus::Running;
+            record.started_at = record
+                .started_at
+                .filter(|_| starts > 0)
+                .or(Some(rt.now_ms()));
+            let input = super::queue::resume_input(&request, starts + 1);
+            WriteOp::QueueRun(record.clone(), Box::new(input))
+        }
+        false => WriteOp::PutRun(record.clone()),
+    };
+    let start = super::start::writes(&key, run, message.clone(), None);
+    // A resumed run's start was told when it first started.
+    let told = lease.is_some() && starts == 0;
     let input = message.as_ref();
-    let started = super::start::commit(rt, &request, &record, start, running, input).await;
+    let started = super::start::commit(rt, &request, &record, start, told, input).await;
     let Some(keep) = after_start(rt, &record, &started, message).await else {
         return rt.forget(&record);
     };
@@ -120,6 +131,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
         held,
         started,
         keep,
+        starts,
     };
     carry_out(rt, begun).await;
 }
@@ -139,6 +151,8 @@ pub(super) struct Begun {
     pub started: Result<Option<crate::store::SessionEntry>, crate::store::StoreError>,
     /// The input to append with the run's end (its start's write did not land).
     pub keep: Option<switchboard_protocol::message::TranscriptMessage>,
+    /// How many times the run started before (a resumed run: at least one).
+    pub starts: u32,
 }
 
 /// Runs a started run until it ends (its reply, a failure, a timeout or an abort), and ends it.
@@ -151,6 +165,7 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
         held,
         started,
         keep,
+        starts,
     } = begun;
     let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
@@ -166,7 +181,7 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
             let timeout = request.timeout.unwrap_or(Duration::from_secs(
                 rt.config().agents.defaults.timeout_seconds,
             ));
-            let looped = run_loop(rt, &request, &record, lease, partial.clone(), entry);
+            let looped = run_loop(rt, &request, &record, lease, partial.clone(), entry, starts);
             let stopped = tokio::select! {
                 ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
@@ -174,6 +189,12 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
             };
             match stopped {
                 Ok(ending) => ending,
+                // The gateway's stop (its grace ran out): the run stays `running` in the
+                // store, and the next start resumes it (SPEC §6.3).
+                Err(_) if rt.inner.abort_all.is_cancelled() => {
+                    drop(held);
+                    return rt.forget(&record);
+                }
                 Err((status, reason)) => keep_partial(rt, &record, &partial, status, reason).await,
             }
         }
@@ -252,12 +273,22 @@ async fn run_loop(
     lease: super::lanes::LeaseHolder,
     partial: Arc<Mutex<Partial>>,
     entry: Option<crate::store::SessionEntry>,
+    starts: u32,
 ) -> Ending {
     let (mut turn, mut model_request, session_id) =
         match Turn::prepare(rt, request, record, lease, partial, entry).await {
             Ok(prepared) => prepared,
             Err(ending) => return ending,
         };
+    if starts > 0 {
+        match turn.resume(&mut model_request, starts).await {
+            Ok(None) => {}
+            Ok(Some(lost)) => {
+                return keep_partial(rt, record, &turn.partial, RunStatus::Aborted, lost).await;
+            }
+            Err(ending) => return ending,
+        }
+    }
     for _ in 0..MAX_MODEL_CALLS {
         let response = match turn.call_model(&mut model_request).await {
             Ok(response) => response,
@@ -398,6 +429,33 @@ impl<'a> Turn<'a> {
 }
 
 impl Turn<'_> {
+    /// Goes on with a run resumed after a stop (`resume.rs`): the calls of its last reply that
+    /// have no result are made again, when that is safe. `Some` says why the run cannot go on
+    /// (the caller closes its transcript, those calls unanswered, and ends it `aborted`).
+    async fn resume(
+        &mut self,
+        request: &mut ModelRequest,
+        starts: u32,
+    ) -> Result<Option<String>, Ending> {
+        let pending = super::resume::pending_calls(&request.messages);
+        tracing::info!(run_id = %self.run_id, starts, calls = pending.len(), "a run cut off by a stop goes on");
+        if let Some(reason) = super::resume::refusal(starts, &pending, &self.tools) {
+            let mut partial = lock(&self.partial);
+            partial.unanswered = pending
+                .into_iter()
+                .map(|(id, name, _)| (id, name))
+                .collect();
+            partial.model.clone_from(&self.target.model);
+            partial.provider.clone_from(&self.target.provider_id);
+            return Ok(Some(reason));
+        }
+        for (id, name, arguments) in pending {
+            let result = self.call_tool(id, name, arguments).await;
+            self.append(result, request).await?;
+        }
+        Ok(None)
+    }
+
     /// One model call, its stream reported as events. When the model fails after its retries
     /// (or at once on an auth error), the next of its fallbacks runs the call, and the rest of
     /// the run; the last failure is kept in the transcript and ends the run.
@@ -605,6 +663,7 @@ impl Turn<'_> {
                 arguments: arguments.clone(),
             },
         );
+        self.ctx.calling(&id);
         let output = match self.tools.iter().find(|t| t.name() == name) {
             Some(tool) if arguments.is_object() || arguments.is_null() => {
                 tool::traced(&name, &id, tool.call(&self.ctx, arguments)).await
@@ -660,35 +719,6 @@ impl Turn<'_> {
         self.rt.emit(&self.ctx.caller().run_id, self.key, event);
         Ok(())
     }
-}
-
-/// A run whose loop panicked (a bug, in a tool an embedder added for instance): recorded as an
-/// error so its waiters, the counters and shutdown never wait on it forever.
-pub(super) async fn recover_panicked(rt: &Runtime, run_id: &crate::ids::RunId) {
-    let live = lock(&rt.inner.live)
-        .get(run_id)
-        .map(|l| l.state.borrow().clone());
-    let Some(mut record) = live else {
-        return;
-    };
-    tracing::error!(%run_id, "a run stopped on a panic; it is recorded as an error");
-    let error = "internal error: the run stopped unexpectedly (see the gateway log)".to_string();
-    record.status = RunStatus::Error;
-    record.error = Some(error.clone());
-    record.ended_at = Some(rt.now_ms());
-    if let Err(e) = rt.store().put_run(record.clone()).await {
-        tracing::error!(%run_id, error = %e, "could not store the end of a run that panicked");
-    }
-    rt.retire(&record);
-    rt.emit(
-        run_id,
-        &record.session_key,
-        RunEventData::Ended {
-            status: record.status,
-            result: None,
-            error: Some(error),
-        },
-    );
 }
 
 /// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.

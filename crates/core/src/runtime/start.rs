@@ -157,7 +157,9 @@ impl Runtime {
         let key = record.session_key.clone();
         record.status = RunStatus::Running;
         record.started_at = Some(record.created_at);
-        let run = WriteOp::NewRun(record.clone(), None);
+        // Kept while it runs, to be resumed after a stop (SPEC §6.3).
+        let resume = super::queue::resume_input(&request, 1);
+        let run = WriteOp::NewRun(record.clone(), Some(Box::new(resume)));
         let mut start = writes(&key, run, input.clone(), create);
         start.append(&mut request.commit_with);
         let entry = match commit(self, &request, &record, start, true, input.as_ref()).await {
@@ -189,6 +191,7 @@ impl Runtime {
             held: now.held,
             started: Ok(entry),
             keep: None,
+            starts: 0,
         };
         self.spawn_worker(key, Some(begun), worker);
         Ok(accepted)

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -92,6 +92,8 @@ pub struct ToolContext {
     runtime: Runtime,
     lease: LeaseHolder,
     stop_waiting: CancellationToken,
+    /// The id of the model's tool call being made (none for `tools.invoke`).
+    call_id: Mutex<Option<String>>,
 }
 
 impl ToolContext {
@@ -106,11 +108,27 @@ impl ToolContext {
             runtime,
             lease,
             stop_waiting,
+            call_id: Mutex::new(None),
         }
     }
 
     pub fn caller(&self) -> &Caller {
         &self.caller
+    }
+
+    /// Notes the model's tool call being made now.
+    pub(super) fn calling(&self, id: &str) {
+        *self.call_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.to_string());
+    }
+
+    /// A name for what `tool` makes in the model's current tool call, the same when that call
+    /// is made again by its run resumed after a stop (SPEC §6.3): a tool names the runs and
+    /// sessions it makes by it, so a repeated call finds them instead of making them twice.
+    /// `None` outside a run's tool call (`tools.invoke`).
+    pub fn call_name(&self, tool: &str) -> Option<String> {
+        let call = self.call_id.lock().unwrap_or_else(|p| p.into_inner());
+        let call = call.as_deref()?;
+        Some(format!("{tool}:{}:{call}", self.caller.run_id))
     }
 
     /// The store's session reads: sessions, transcripts and their mirrors. A tool writes
@@ -183,6 +201,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether a call cut off by a stop may be made again when its run is resumed (SPEC §6.3):
+    /// a tool that only reads, or whose second identical call changes nothing more.
+    fn repeatable(&self) -> bool {
+        self.hints()
+            .is_some_and(|h| h.read_only_hint || h.idempotent_hint)
+    }
+
     /// The answer to arguments that are not a JSON object (a model's malformed call), in the
     /// tool's own result shape; `message` says how to fix the call.
     fn invalid(&self, message: String) -> ToolOutput {
@@ -221,6 +246,9 @@ impl Tool for Specced {
     }
     fn hints(&self) -> Option<ToolHints> {
         self.tool.hints()
+    }
+    fn repeatable(&self) -> bool {
+        self.tool.repeatable()
     }
     fn invalid(&self, message: String) -> ToolOutput {
         self.tool.invalid(message)
@@ -277,6 +305,12 @@ pub trait TypedTool: Send + Sync + 'static {
     fn description(&self) -> &'static str;
     /// What calling it does (MCP annotations).
     fn hints(&self) -> ToolHints;
+    /// Whether a call cut off by a stop may be made again (see [`Tool::repeatable`]); a tool
+    /// that makes runs says so when it names them by [`ToolContext::call_name`].
+    fn repeatable(&self) -> bool {
+        let hints = self.hints();
+        hints.read_only_hint || hints.idempotent_hint
+    }
     fn run(
         &self,
         ctx: &ToolContext,
@@ -314,6 +348,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn hints(&self) -> Option<ToolHints> {
         Some(self.tool.hints())
+    }
+
+    fn repeatable(&self) -> bool {
+        self.tool.repeatable()
     }
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {

@@ -451,9 +451,25 @@ impl RunRecord {
     pub const INTERRUPTED: &'static str =
         "interrupted: the gateway stopped while this run was running";
 
+    /// The error of a run the gateway's stop cut off for good (SPEC §6.3): `why` says how.
+    pub fn lost(why: &str) -> String {
+        format!("interrupted: {why}")
+    }
+
     /// True when the gateway's stop ended the run, not its work or anyone's abort.
     pub fn interrupted(&self) -> bool {
-        self.status == RunStatus::Aborted && self.error.as_deref() == Some(Self::INTERRUPTED)
+        self.status == RunStatus::Aborted
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("interrupted: the gateway stopped"))
+    }
+
+    /// Why the answer of a run the gateway's stop cut off for good was lost (what the chat it
+    /// answered is told), when it was.
+    pub fn answer_lost(&self) -> Option<&str> {
+        let error = self.error.as_deref().filter(|_| self.interrupted())?;
+        error.strip_prefix("interrupted: ")
     }
 }
 

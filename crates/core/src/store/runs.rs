@@ -1,5 +1,6 @@
-//! What a queued run needs to start after a restart: stored with its record when it is
-//! acknowledged, cleared once it starts (its message is in the transcript by then).
+//! What a run needs to start, or to be resumed, after a restart: stored with its record when it
+//! is acknowledged, kept without its message while it runs (the message is in the transcript by
+//! then, SPEC §6.3), cleared when it ends.
 
 use serde::{Deserialize, Serialize};
 use switchboard_protocol::message::TranscriptMessage;
@@ -26,6 +27,13 @@ pub struct RunInput {
     /// The `traceparent` the run's span continues (SPEC §10b).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// How many times the run has started (a run resumed after a stop starts again).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub starts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where the run's reply goes once it ends.

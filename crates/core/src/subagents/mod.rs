@@ -75,6 +75,19 @@ pub struct Spawn {
     pub delete_after: bool,
     /// Stops the task run after this long; `None`: the agent's own timeout.
     pub timeout: Option<Duration>,
+    /// The name of the tool call that spawns it ([`ToolContext::call_name`]): the child's
+    /// session and run are named by it, so the call made again after a stop finds the child it
+    /// started.
+    ///
+    /// [`ToolContext::call_name`]: crate::runtime::tool::ToolContext::call_name
+    pub call: Option<String>,
+}
+
+/// The session key of the child `agent_id` spawns in the tool call named `call` (a new one
+/// without a name).
+pub fn child_key(agent_id: &str, call: Option<&str>) -> SessionKey {
+    let id = call.map_or_else(uuid::Uuid::new_v4, crate::ids::uuid_named);
+    SessionKey::from_canonical(format!("agent:{agent_id}:subagent:{id}"))
 }
 
 /// The sub-agents component.
@@ -114,12 +127,17 @@ impl Subagents {
         if self.runtime.is_closing() {
             return Err("the gateway is shutting down; no sub-agent was started".into());
         }
-        let child = SessionKey::from_canonical(format!(
-            "agent:{}:subagent:{}",
-            spawn.agent_id,
-            uuid::Uuid::new_v4()
-        ));
-        let run_id = RunId::new();
+        let child = child_key(&spawn.agent_id, spawn.call.as_deref());
+        if spawn.call.is_some()
+            && let Ok(Some(started)) = self.store.get_subagent(&child).await
+        {
+            // The call made again after a stop: its child was started the first time.
+            return Ok((started.run_id, child));
+        }
+        let run_id = match &spawn.call {
+            Some(call) => RunId::named(&format!("{call}:run")),
+            None => RunId::new(),
+        };
         let new = NewSession {
             key: child.clone(),
             agent_id: spawn.agent_id.clone(),

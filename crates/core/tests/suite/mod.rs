@@ -16,6 +16,7 @@ mod measure;
 mod postgres;
 mod providers;
 mod restart;
+mod resume;
 mod robustness;
 mod runtime;
 mod send;

@@ -411,6 +411,7 @@ async fn runs_left_live_by_a_dead_process_are_found_with_their_input() {
         chain: vec!["agent:main:a".into()],
         deliver: None,
         trace: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+        starts: 0,
     };
     store
         .write_batch(vec![

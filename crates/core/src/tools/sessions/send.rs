@@ -39,6 +39,12 @@ impl TypedTool for SessionsSend {
         ToolHints::ACTS
     }
 
+    /// Made again after a stop, a call finds the exchange (or remote send) it began: both are
+    /// named by the call.
+    fn repeatable(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "Send a message into another session and (by default) wait for its agent's reply. \
          Name the target with sessionKey (from sessions_list) or label. Returns status \"ok\" with \
@@ -113,6 +119,7 @@ impl SessionsSend {
                 target,
                 message,
                 chain,
+                call: ctx.call_name("sessions_send"),
             })
             .await
             .map_err(|e| error(e.to_string()))?;
@@ -187,6 +194,7 @@ impl SessionsSend {
             requester_run: caller.run_id.clone(),
             message,
             timeout: Duration::from_secs(timeout_seconds(p.timeout_seconds) as u64),
+            call: ctx.call_name("sessions_send"),
         };
         // Like a local send's wait, it holds no lane slot.
         ctx.while_waiting(self.0.remotes.send(send, ctx.stopped_waiting()))

@@ -37,6 +37,12 @@ impl TypedTool for SessionsSpawn {
         ToolHints::ACTS
     }
 
+    /// Made again after a stop, a call finds the sub-agent it started: its session and run are
+    /// named by the call.
+    fn repeatable(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "Start a sub-agent in a new isolated session to work on one task in the background. \
          Returns at once with status \"accepted\", the runId and childSessionKey; when the \
@@ -114,7 +120,11 @@ impl SessionsSpawn {
             .label
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty());
-        if let Some(label) = &label {
+        let call = ctx.call_name("sessions_spawn");
+        // A call made again after a stop finds its label on the child it started.
+        let child = crate::subagents::child_key(&agent_id, call.as_deref());
+        let again = call.is_some() && matches!(ctx.store().get(&child).await, Ok(Some(_)));
+        if let (Some(label), false) = (&label, again) {
             self.check_label(ctx, &agent_id, label).await?;
         }
         let timeout = lenient::clamp_or(p.run_timeout_seconds, 0, 0, MAX_RUN_TIMEOUT_SECONDS);
@@ -127,6 +137,7 @@ impl SessionsSpawn {
             model,
             delete_after,
             timeout: (timeout > 0).then(|| Duration::from_secs(timeout as u64)),
+            call,
         })
     }
 

@@ -387,6 +387,12 @@ impl<'a> Turn<'a> {
             agent_id: entry.agent_id.clone(),
             run_id: record.run_id.clone(),
             chain: request.chain.clone(),
+            origin: request
+                .deliver
+                .as_ref()
+                .filter(|d| d.kind == switchboard_protocol::delivery::DeliveryKind::Reply)
+                .and_then(|d| d.route.clone())
+                .map_or(tool::Origin::Elsewhere, tool::Origin::Chat),
         };
         let ctx = ToolContext::new(
             caller,

@@ -84,6 +84,21 @@ pub struct Caller {
     pub run_id: RunId,
     /// Sessions that led to this run, the requester's own first (the cycle guard, SPEC §6.3).
     pub chain: Vec<SessionKey>,
+    /// Where the message that caused the call came from: what the call starts reports back
+    /// there, never to a chat the session used last (SPEC §9.1).
+    pub origin: Origin,
+}
+
+/// Where the message that caused a tool call came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// A chat: its reply's route.
+    Chat(switchboard_protocol::sessions::DeliveryContext),
+    /// No chat: the terminal, the web page, cron, a hook, another agent.
+    Elsewhere,
+    /// The call was made on the session itself (`tools.invoke`, an operator's): the session's
+    /// own route says.
+    Session,
 }
 
 /// The host handle of one tool call (see the module doc).

@@ -58,6 +58,11 @@ pub struct SubagentRecord {
     /// The W3C `traceparent` of the span that made it; its own spans continue that trace
     /// (SPEC §10b). `None` with traces off.
     pub trace: Option<String>,
+    /// Where the message that made the requester spawn it came from (its chat's route): the
+    /// announce goes there. `None`: from no chat (the terminal, the web page, cron, a hook), so
+    /// the announce goes into the requester session itself — never to a chat the session
+    /// happened to use last.
+    pub origin: Option<switchboard_protocol::sessions::DeliveryContext>,
     pub created_at: i64,
     pub ended_at: Option<i64>,
     /// The announce's outbox record, once made.

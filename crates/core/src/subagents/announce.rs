@@ -149,10 +149,12 @@ impl Subagents {
         parts.push(format!("sessionKey {}", record.child_key));
         if let Some(entry) = entry {
             parts.push(format!("sessionId {}", entry.session_id));
-            if let Some(path) = self
-                .store
-                .transcript_path(&entry.agent_id, &entry.session_id)
-            {
+            // A path of the server's file system is never posted to a chat (SPEC §9.2).
+            if let (None, Some(path)) = (
+                &record.origin,
+                self.store
+                    .transcript_path(&entry.agent_id, &entry.session_id),
+            ) {
                 parts.push(format!("transcript {}", path.display()));
             }
         }

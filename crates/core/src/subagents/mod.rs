@@ -33,10 +33,11 @@ use tokio_util::task::TaskTracker;
 use crate::channel;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::delivery::{Outbound, Outbox, route_of};
+use crate::delivery::{Outbound, Outbox};
 use crate::ids::RunId;
 use crate::keys::{SessionKey, SessionKind};
 use crate::runtime::lanes::Lane;
+use crate::runtime::tool::Origin;
 use crate::runtime::{RunRequest, Runtime};
 use crate::store::{
     EntryPatch, NewSession, Store, StoreError, SubagentRecord, SubagentState, WriteOp,
@@ -81,6 +82,8 @@ pub struct Spawn {
     ///
     /// [`ToolContext::call_name`]: crate::runtime::tool::ToolContext::call_name
     pub call: Option<String>,
+    /// Where the spawn's message came from: the announce goes there.
+    pub origin: Origin,
 }
 
 /// The session key of the child `agent_id` spawns in the tool call named `call` (a new one
@@ -149,6 +152,7 @@ impl Subagents {
             spawned_by: Some(spawn.requester.clone()),
         };
         let trace = crate::trace::current();
+        let origin = self.origin_route(&spawn).await?;
         let record = SubagentRecord {
             child_key: child.clone(),
             requester_key: spawn.requester.clone(),
@@ -165,6 +169,7 @@ impl Subagents {
             archive_at: None,
             archived_at: None,
             trace: trace.clone(),
+            origin,
             epoch: self.store.cluster().epoch(),
         };
         let model_override = EntryPatch {
@@ -283,7 +288,10 @@ impl Subagents {
         }
         if record.state == SubagentState::Announcing {
             if let Some(text) = self.announce_text(&record).await? {
-                let route = self.requester_route(&record.requester_key).await?;
+                let route = record
+                    .origin
+                    .clone()
+                    .unwrap_or_else(|| into_session(&record.requester_key));
                 let delivery = self
                     .outbox
                     .deliver(Outbound {
@@ -322,20 +330,6 @@ impl Subagents {
             .map_err(|e| e.to_string())
     }
 
-    /// The requester's chat route, else `internal` into the requester session itself.
-    async fn requester_route(&self, requester: &SessionKey) -> Result<DeliveryContext, String> {
-        let entry = self.store.get(requester).await.map_err(|e| e.to_string())?;
-        Ok(entry
-            .as_ref()
-            .and_then(route_of)
-            .unwrap_or(DeliveryContext {
-                channel: channel::INTERNAL.into(),
-                to: requester.as_str().to_string(),
-                account_id: None,
-                thread_id: None,
-            }))
-    }
-
     /// Archives every kept sub-agent whose `archive_at` has passed on the engine's clock;
     /// answers how many. Archived sessions leave lists but stay readable by key.
     pub async fn sweep_archives(&self) -> Result<usize, StoreError> {
@@ -372,5 +366,32 @@ impl Subagents {
                 }
             }
         });
+    }
+}
+
+impl Subagents {
+    /// The chat a spawn's announce goes to: the one its message came from; none (into the
+    /// requester session) when it came from no chat; the requester's route for a call made on
+    /// the session itself.
+    async fn origin_route(&self, spawn: &Spawn) -> Result<Option<DeliveryContext>, String> {
+        Ok(match &spawn.origin {
+            Origin::Chat(route) => Some(route.clone()),
+            Origin::Elsewhere => None,
+            Origin::Session => {
+                let entry = self.store.get(&spawn.requester).await;
+                let entry = entry.map_err(|e| format!("could not read the requester: {e}"))?;
+                entry.as_ref().and_then(crate::delivery::route_of)
+            }
+        })
+    }
+}
+
+/// The route `internal` into the requester session itself.
+fn into_session(requester: &SessionKey) -> DeliveryContext {
+    DeliveryContext {
+        channel: channel::INTERNAL.into(),
+        to: requester.as_str().to_string(),
+        account_id: None,
+        thread_id: None,
     }
 }

@@ -24,7 +24,7 @@ use crate::ids::RunId;
 use crate::keys;
 use crate::resolve::Resolver;
 use crate::runtime::Runtime;
-use crate::runtime::tool::{Caller, ToolOutput, parse_args};
+use crate::runtime::tool::{Caller, Origin, ToolOutput, parse_args};
 
 /// The tool invoker component.
 pub struct ToolInvoker {
@@ -117,6 +117,7 @@ impl ToolInvoker {
             agent_id: entry.agent_id,
             run_id: RunId::from_string(format!("invoke-{}", uuid::Uuid::now_v7())),
             chain: Vec::new(),
+            origin: Origin::Session,
         };
         Ok(self
             .runtime

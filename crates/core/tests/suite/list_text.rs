@@ -123,6 +123,7 @@ async fn varied() -> TestEngine {
         state: SubagentState::Announcing,
         outcome: Some("ok".into()),
         trace: None,
+        origin: None,
         created_at: 1,
         ended_at: Some(9),
         delivery_id: None,

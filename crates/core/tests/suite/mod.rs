@@ -13,6 +13,7 @@ mod long;
 mod matrix;
 mod mcp_tools;
 mod measure;
+mod origin;
 mod postgres;
 mod providers;
 mod restart;

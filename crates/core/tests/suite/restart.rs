@@ -8,7 +8,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::config::{AgentEntry, Config};
-use switchboard_core::store::{DeliveryQuery, ExchangeState, RunStatus};
+use switchboard_core::store::{ExchangeState, RunStatus};
 use switchboard_protocol::exchanges::{ExchangeInfo, ExchangesListParams};
 
 use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
@@ -177,17 +177,8 @@ async fn exchanges(w: &TestEngine) -> Vec<ExchangeInfo> {
 }
 
 async fn announces(w: &TestEngine) -> Vec<String> {
-    let query = DeliveryQuery {
-        session_key: None,
-        status: None,
-        limit: 100,
-    };
-    let records = w.engine.store().list_deliveries(query).await.unwrap();
-    records
-        .into_iter()
-        .filter(|d| d.kind == "announce")
-        .map(|d| d.text)
-        .collect()
+    let records = super::support::deliveries_of(&w.engine, "announce").await;
+    records.into_iter().map(|d| d.text).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,6 +377,7 @@ async fn waiting_work_keeps_its_trace_context() {
         archive_at: None,
         archived_at: None,
         trace: Some(TRACE.into()),
+        origin: None,
         epoch: store.cluster().epoch(),
     };
     store

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_core::config::Config;
 use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
 use switchboard_core::runtime::{Deliver, RunRequest, lanes::Lane};
-use switchboard_core::store::{DeliveryQuery, RunStatus};
+use switchboard_core::store::RunStatus;
 use switchboard_protocol::delivery::DeliveryKind;
 use switchboard_protocol::sessions::DeliveryContext;
 use switchboard_protocol::tools::ToolHints;
@@ -82,17 +82,8 @@ async fn submit_from_chat(w: &TestEngine, text: &str) -> switchboard_core::RunId
 
 /// The texts of the replies recorded for delivery (sent or not).
 async fn replies(w: &TestEngine) -> Vec<String> {
-    let query = DeliveryQuery {
-        session_key: None,
-        status: None,
-        limit: 100,
-    };
-    let records = w.engine.store().list_deliveries(query).await.unwrap();
-    records
-        .into_iter()
-        .filter(|d| d.kind == "reply")
-        .map(|d| d.text)
-        .collect()
+    let records = super::support::deliveries_of(&w.engine, "reply").await;
+    records.into_iter().map(|d| d.text).collect()
 }
 
 /// Waits until `calls` is `n` (the tool was called, and hangs).

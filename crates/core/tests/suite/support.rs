@@ -305,6 +305,17 @@ impl TestEngine {
     }
 }
 
+/// The deliveries of `kind` recorded so far (sent or not), newest first.
+pub async fn deliveries_of(engine: &Engine, kind: &str) -> Vec<DeliveryRecord> {
+    let query = DeliveryQuery {
+        session_key: None,
+        status: None,
+        limit: 100,
+    };
+    let records = engine.store().list_deliveries(query).await.unwrap();
+    records.into_iter().filter(|d| d.kind == kind).collect()
+}
+
 /// A transcript message written as its JSON.
 pub fn message(json: Value) -> TranscriptMessage {
     serde_json::from_value(json).unwrap()

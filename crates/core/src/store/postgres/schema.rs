@@ -214,6 +214,8 @@ ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS epoch BIGINT;
 -- The W3C traceparent of the span that made the record (SPEC §10b), when traces are on.
 ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS trace TEXT;
 ALTER TABLE subagents ADD COLUMN IF NOT EXISTS trace TEXT;
+-- The route of the chat a sub-agent's spawn came from: its announce goes there.
+ALTER TABLE subagents ADD COLUMN IF NOT EXISTS origin TEXT;
 ALTER TABLE exchanges ADD COLUMN IF NOT EXISTS trace TEXT;
 
 CREATE TABLE IF NOT EXISTS channel_cursors (

@@ -408,16 +408,16 @@ pub(crate) fn exchange_params(r: &ExchangeRecord) -> Result<Vec<Param>, StoreErr
 
 /// The columns [`subagent`] reads, in order.
 pub(crate) const SUBAGENT_COLUMNS: &str = "child_key, requester_key, run_id, task, label, model, delete_after, state, \
-    outcome, created_at, ended_at, delivery_id, archive_at, archived_at, trace";
+    outcome, created_at, ended_at, delivery_id, archive_at, archived_at, trace, origin";
 /// What storing a sub-agent record again sets: every column but its key, its requester, its
-/// creation and its trace, which stay (an update leaves its key's index alone).
+/// creation, its trace and its origin, which stay (an update leaves its key's index alone).
 pub(crate) const SUBAGENT_UPDATE: &str = "run_id = excluded.run_id, task = excluded.task, \
     label = excluded.label, model = excluded.model, delete_after = excluded.delete_after, \
     state = excluded.state, outcome = excluded.outcome, ended_at = excluded.ended_at, \
     delivery_id = excluded.delivery_id, archive_at = excluded.archive_at, \
     archived_at = excluded.archived_at";
 /// How many columns [`SUBAGENT_COLUMNS`] names.
-pub(crate) const SUBAGENT_COLUMN_COUNT: usize = 15;
+pub(crate) const SUBAGENT_COLUMN_COUNT: usize = 16;
 
 /// A row of [`SUBAGENT_COLUMNS`] as a sub-agent record, held under epoch 0.
 pub(crate) fn subagent(row: &(impl Columns + ?Sized)) -> Result<SubagentRecord, StoreError> {
@@ -438,6 +438,10 @@ pub(crate) fn subagent(row: &(impl Columns + ?Sized)) -> Result<SubagentRecord, 
         archive_at: row.int(12)?,
         archived_at: row.int(13)?,
         trace: row.text(14)?,
+        // A route a newer build wrote: announced into the requester session rather than lost.
+        origin: row
+            .text_ref(15)?
+            .and_then(|json| serde_json::from_str(json).ok()),
         epoch: 0,
     })
 }
@@ -460,6 +464,10 @@ pub(crate) fn subagent_params(r: &SubagentRecord) -> Vec<Param> {
         r.archive_at.into(),
         r.archived_at.into(),
         r.trace.clone().into(),
+        r.origin
+            .as_ref()
+            .and_then(|route| serde_json::to_string(route).ok())
+            .into(),
     ]
 }
 

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 10;
+const SCHEMA_VERSION: i64 = 11;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -146,7 +146,8 @@ CREATE TABLE IF NOT EXISTS subagents (
     delivery_id TEXT,
     archive_at INTEGER,
     archived_at INTEGER,
-    trace TEXT
+    trace TEXT,
+    origin TEXT
 );
 CREATE INDEX IF NOT EXISTS subagents_unfinished ON subagents (created_at) WHERE state != 'done';
 CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
@@ -295,6 +296,10 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
                  ALTER TABLE subagents ADD COLUMN trace TEXT;
                  ALTER TABLE exchanges ADD COLUMN trace TEXT",
             )?;
+        }
+        if (1..11).contains(&version) {
+            // Version 11 keeps the chat a sub-agent's spawn came from (its announce goes there).
+            conn.execute_batch("ALTER TABLE subagents ADD COLUMN origin TEXT")?;
         }
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -553,7 +553,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              DROP TABLE channel_pairings; ALTER TABLE deliveries DROP COLUMN parts_sent; \
              ALTER TABLE sessions DROP COLUMN cost_usd; ALTER TABLE runs DROP COLUMN model; \
              ALTER TABLE runs DROP COLUMN cost_usd; ALTER TABLE transcripts DROP COLUMN summary_seq; \
-             ALTER TABLE deliveries DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN trace; \
+             ALTER TABLE deliveries DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN origin; \
              ALTER TABLE exchanges DROP COLUMN trace; PRAGMA user_version = 1;",
         )
         .unwrap();
@@ -569,7 +569,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",

@@ -138,6 +138,7 @@ impl SessionsSpawn {
             delete_after,
             timeout: (timeout > 0).then(|| Duration::from_secs(timeout as u64)),
             call,
+            origin: ctx.caller().origin.clone(),
         })
     }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -372,7 +372,10 @@ fn routes(token: &str) -> Router<Arc<Shared>> {
     };
     let rest = Router::new()
         .route("/api/v10/channels/{id}", get(describe))
-        .route("/api/v10/channels/{id}/messages", post(create_message))
+        .route(
+            "/api/v10/channels/{id}/messages",
+            post(create_message).get(list_messages),
+        )
         .route("/api/v10/channels/{id}/typing", post(typing))
         .route("/api/v10/users/@me/channels", post(open_dm))
         .route_layer(middleware::from_fn(authorized));
@@ -435,6 +438,37 @@ async fn describe(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> 
         Some(channel) => axum::Json(channel.clone()).into_response(),
         None => error(StatusCode::NOT_FOUND, 10003, "Unknown Channel"),
     }
+}
+
+/// `GET /channels/{id}/messages?after=&limit=`: the first `limit` messages pushed to the channel
+/// after the message `after` (50 by default, 100 at most), newest first, as Discord's REST
+/// answers them (without `guild_id`).
+async fn list_messages(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let path = format!("/channels/{id}/messages");
+    record(&shared, "GET", path, json!(query), false);
+    let number = |key: &str| query.get(key).and_then(|v| v.parse::<u64>().ok());
+    let (after, limit) = (number("after").unwrap_or(0), number("limit").unwrap_or(50));
+    let mut found: Vec<(u64, Value)> = shared
+        .lock()
+        .messages
+        .iter()
+        .filter_map(|(key, message)| Some((key.parse::<u64>().ok()?, message)))
+        .filter(|(n, m)| *n > after && m["channel_id"] == json!(id))
+        .map(|(n, m)| {
+            let mut m = m.clone();
+            m.as_object_mut().map(|o| o.remove("guild_id"));
+            (n, m)
+        })
+        .collect();
+    // The oldest `limit` after `after`, answered newest first (as Discord does).
+    found.sort_by_key(|(n, _)| *n);
+    found.truncate(limit.min(100) as usize);
+    let list: Vec<Value> = found.into_iter().rev().map(|(_, m)| m).collect();
+    axum::Json(list).into_response()
 }
 
 async fn typing(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {

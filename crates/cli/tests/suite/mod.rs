@@ -26,3 +26,4 @@ mod telegram;
 mod traces;
 mod warnings;
 mod web;
+mod whatsapp;

@@ -27,6 +27,16 @@ impl Ending {
         Self::new(RunStatus::Error, None, Some(error))
     }
 
+    /// A run the gateway's stop cut off, to be resumed: nothing of its end is written.
+    pub(super) fn left_for_resumption() -> Self {
+        Self::new(RunStatus::Running, None, None)
+    }
+
+    /// Whether the run is left to be resumed ([`Ending::left_for_resumption`]).
+    pub(super) fn left(&self) -> bool {
+        self.status == RunStatus::Running
+    }
+
     pub(super) fn new(status: RunStatus, result: Option<String>, error: Option<String>) -> Self {
         Self {
             status,

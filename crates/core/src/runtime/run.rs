@@ -182,19 +182,25 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
                 rt.config().agents.defaults.timeout_seconds,
             ));
             let looped = run_loop(rt, &request, &record, lease, partial.clone(), entry, starts);
+            // The cancellation first: a run the stop cut off goes no further.
             let stopped = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err((RunStatus::Aborted, rt.abort_reason())),
                 ending = looped => Ok(ending),
                 () = tokio::time::sleep(timeout) => Err((RunStatus::Timeout, format!("timed out after {}s", timeout.as_secs_f64()))),
-                () = cancel.cancelled() => Err((RunStatus::Aborted, rt.abort_reason())),
             };
-            match stopped {
-                Ok(ending) => ending,
+            let left = match &stopped {
+                Ok(ending) => ending.left(),
+                Err(_) => rt.inner.abort_all.is_cancelled(),
+            };
+            if left {
                 // The gateway's stop (its grace ran out): the run stays `running` in the
                 // store, and the next start resumes it (SPEC §6.3).
-                Err(_) if rt.inner.abort_all.is_cancelled() => {
-                    drop(held);
-                    return rt.forget(&record);
-                }
+                drop(held);
+                return rt.forget(&record);
+            }
+            match stopped {
+                Ok(ending) => ending,
                 Err((status, reason)) => keep_partial(rt, &record, &partial, status, reason).await,
             }
         }
@@ -708,12 +714,17 @@ impl Turn<'_> {
         (message, event)
     }
 
-    /// Appends a tool result to the transcript and to the model's view, then reports it.
+    /// Appends a tool result to the transcript and to the model's view, then reports it. Not
+    /// once the gateway's stop began: what a call saw then (a run it waited on, let go by the
+    /// stop) is not its result; the call is made again when the run is resumed.
     async fn append(
         &mut self,
         (message, event): (TranscriptMessage, RunEventData),
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
+        if self.rt.inner.abort_all.is_cancelled() {
+            return Err(Ending::left_for_resumption());
+        }
         let outcomes = self
             .rt
             .store()

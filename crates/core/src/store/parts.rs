@@ -168,6 +168,9 @@ pub trait OutboxStore: Send + Sync {
     fn list_deliveries(&self, query: DeliveryQuery) -> StoreFuture<'_, Vec<DeliveryRecord>>;
     /// A channel account's cursor ([`WriteOp::SetCursor`]), if it has one.
     fn cursor(&self, name: &str) -> StoreFuture<'_, Option<i64>>;
+    /// Every cursor whose name starts with `prefix`, with its position, by name (a channel's
+    /// cursors per chat: the chats it knows).
+    fn cursors(&self, prefix: &str) -> StoreFuture<'_, Vec<(String, i64)>>;
     /// A channel account's token ([`WriteOp::SetToken`]), if it has one.
     fn token(&self, name: &str) -> StoreFuture<'_, Option<String>>;
 }

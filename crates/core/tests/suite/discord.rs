@@ -323,6 +323,49 @@ async fn a_message_seen_again_after_a_restart_is_not_handled_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_the_gateway_was_down_are_fetched_and_answered_once() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    fake.text_channel("700", "dev");
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    fake.dm("42", "alice", "@reply before");
+    fake.guild_message("700", "43", "carol", "@reply before in dev", true);
+    sent(&fake, 2).await;
+    h.engine.close().await;
+    // Sent while no process is connected: the old session's events, never delivered to the new
+    // one (as on Discord).
+    fake.dm("42", "alice", "@reply missed one");
+    fake.dm("42", "alice", "@reply missed two");
+    fake.guild_message("700", "43", "carol", "@reply missed in dev", true);
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    let replies = sent(&fake, 5).await;
+    let mut missed: Vec<(String, String)> = replies[2..].to_vec();
+    missed.sort();
+    assert_eq!(
+        missed,
+        [
+            ("542".to_string(), "missed one".to_string()),
+            ("542".to_string(), "missed two".to_string()),
+            ("700".to_string(), "missed in dev".to_string()),
+        ]
+    );
+    // In order within a chat; and a later restart fetches them again but answers none twice.
+    let dm: Vec<&str> = texts(&replies[2..])
+        .into_iter()
+        .filter(|t| t.starts_with("missed o") || t.starts_with("missed t"))
+        .collect();
+    assert_eq!(dm, ["missed one", "missed two"]);
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    fake.dm("42", "alice", "@reply after");
+    let replies = sent(&fake, 6).await;
+    assert_eq!(replies[5].1, "after");
+    assert_eq!(fake.sent().len(), 6, "nothing answered twice");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pairing_gives_a_stranger_a_code_and_an_approved_sender_is_answered() {
     let fake = FakeDiscord::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::default())).await;

@@ -218,3 +218,31 @@ async fn a_send_cut_off_while_it_waits_is_made_again_without_a_second_message() 
         "the message reached the peer once: {peer:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_telegram_chat_gets_the_notice_once_when_its_answer_is_lost() {
+    let fake = switchboard_testkit::FakeTelegram::start(super::telegram::TOKEN).await;
+    let (tool, calls) = Stuck::new("charge", 1, false);
+    let config = super::telegram::config(&fake, switchboard_core::config::DmPolicy::Open);
+    let w = TestEngine::builder().config(config).tool(tool).open().await;
+    w.engine.start_channels();
+    fake.private_message(42, "alice", "@tool charge {}\n@reply charged");
+    called(&calls, 1).await;
+    let w = w.restart(None).await;
+    w.engine.start_channels();
+
+    let sent = super::telegram::sent(&fake, 1).await;
+    let text = sent[0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("⚠️ My answer to your message was lost: the gateway stopped while the tool charge was running"),
+        "{text}"
+    );
+    // A later message is answered, and the notice was the only message before it.
+    fake.private_message(42, "alice", "@reply still here");
+    let sent = super::telegram::sent(&fake, 2).await;
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1]["text"], "still here");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "never called twice");
+    fake.stop().await;
+    w.engine.close().await;
+}

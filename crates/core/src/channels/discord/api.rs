@@ -166,6 +166,28 @@ impl Rest {
         }
     }
 
+    /// The messages of `channel_id` after the message `after`, oldest first (at most `limit`,
+    /// the oldest of them); one of an unexpected shape is left out.
+    pub async fn messages_after(
+        &self,
+        channel_id: &str,
+        after: i64,
+        limit: u8,
+    ) -> Result<Vec<Message>, ApiError> {
+        let channel = segment(channel_id);
+        let path = format!("/channels/{channel}/messages?after={after}&limit={limit}");
+        let answer = self.call(reqwest::Method::GET, &path, None).await?;
+        let Value::Array(items) = answer else {
+            return Err(ApiError::new(200, None, format!("{path}: not a list")));
+        };
+        let mut messages: Vec<Message> = items
+            .into_iter()
+            .filter_map(|item| serde_json::from_value(item).ok())
+            .collect();
+        messages.sort_by_key(|m| m.id.parse::<i64>().unwrap_or(0));
+        Ok(messages)
+    }
+
     /// What kind of channel `channel_id` is (a thread and its parent, its name).
     pub async fn channel(&self, channel_id: &str) -> Result<ChannelInfo, ApiError> {
         let path = format!("/channels/{}", segment(channel_id));

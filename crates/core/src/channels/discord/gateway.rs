@@ -26,6 +26,10 @@ use crate::store::WriteOp;
 const DM: u8 = 1;
 /// The channel type of a group DM.
 const GROUP_DM: u8 = 3;
+/// Chats a new session looks back into for messages sent while the bot was away (the most
+/// recently active), and messages fetched per chat.
+const BACKFILL_CHATS: usize = 50;
+const BACKFILL_MESSAGES: u8 = 100;
 /// GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
 pub(super) const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 
@@ -206,7 +210,10 @@ impl Gateway {
     /// the connection, and the resume replays it.
     async fn dispatch(&mut self, payload: Payload) -> Result<(), End> {
         match payload.t.as_deref() {
-            Some("READY") => self.ready(payload.d)?,
+            Some("READY") => {
+                self.ready(payload.d)?;
+                self.backfill().await;
+            }
             Some("RESUMED") => self.door.up(CONNECTED),
             Some("GUILD_CREATE") => self.learn(&payload.d),
             Some("THREAD_CREATE" | "CHANNEL_CREATE" | "THREAD_UPDATE" | "CHANNEL_UPDATE") => {
@@ -284,6 +291,58 @@ impl Gateway {
             position: id,
         };
         self.door.receive(view, source, vec![position]).await?;
+        Ok(())
+    }
+
+    /// After a new session (SPEC §9.2): the messages sent while the bot was away (its process
+    /// stopped, its session lost) to the chats it knows — those with a cursor, the
+    /// [`BACKFILL_CHATS`] most recently active — fetched over REST after each chat's cursor and
+    /// handled in order, like live ones; one handled before is skipped by its cursor, so none is
+    /// answered twice. A chat that cannot be read is logged and left: live messages go on.
+    async fn backfill(&mut self) {
+        let Some(me) = self.session.as_ref().map(|s| s.me.clone()) else {
+            return;
+        };
+        let prefix = format!("{DISCORD}:{}:", self.door.account());
+        let mut chats = match self.door.chat.store.cursors(&prefix).await {
+            Ok(chats) => chats,
+            Err(e) => {
+                tracing::warn!(account = self.door.account(), error = %e, "discord: cannot read the chats to look back into");
+                return;
+            }
+        };
+        // Snowflakes grow with time: the highest cursors are the chats active last.
+        chats.sort_by_key(|(_, position)| std::cmp::Reverse(*position));
+        chats.truncate(BACKFILL_CHATS);
+        for (name, after) in chats {
+            let channel = name[prefix.len()..].to_string();
+            if let Err(e) = self.look_back(&me, &channel, after).await {
+                tracing::warn!(account = self.door.account(), channel, error = %e, "discord: cannot fetch the messages sent while away");
+            }
+        }
+    }
+
+    /// The messages of `channel` after `after`, handled in order.
+    async fn look_back(&mut self, me: &User, channel: &str, after: i64) -> CoreResult<()> {
+        let api = self.door.api().clone();
+        let missed = api.messages_after(channel, after, BACKFILL_MESSAGES).await;
+        let missed = missed.map_err(|e| CoreError::Unavailable(e.to_string()))?;
+        if missed.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            account = self.door.account(),
+            channel,
+            count = missed.len(),
+            "discord: messages sent while away"
+        );
+        // A message read over REST does not name its guild: its channel says whether it is one.
+        let info = self.channel_info(channel, true).await?;
+        let guild = (!matches!(info.kind, DM | GROUP_DM)).then(String::new);
+        for mut message in missed {
+            message.guild_id = message.guild_id.or_else(|| guild.clone());
+            self.message(me, message).await?;
+        }
         Ok(())
     }
 

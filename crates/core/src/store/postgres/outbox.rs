@@ -176,6 +176,17 @@ pub(super) async fn cursor(db: &Db<'_>, name: &str) -> Result<Option<i64>, Store
         .transpose()
 }
 
+/// The cursors whose name starts with `prefix`, by name.
+pub(super) async fn cursors(db: &Db<'_>, prefix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    let end = work::prefix_end(prefix);
+    let rows = db
+        .query_with(work::CURSORS, &[prefix.into(), end.as_str().into()])
+        .await?;
+    rows.iter()
+        .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
+        .collect()
+}
+
 /// A channel account's token (`channel_tokens`), if one was set.
 pub(super) async fn token(db: &Db<'_>, name: &str) -> Result<Option<String>, StoreError> {
     db.query_opt_with(work::TOKEN, &[name.into()])

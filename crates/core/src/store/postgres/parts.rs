@@ -261,6 +261,14 @@ impl OutboxStore for PgStore {
         self.read(move |db| Box::pin(async move { outbox::cursor(db, &name).await }))
     }
 
+    fn cursors(&self, prefix: &str) -> StoreFuture<'_, Vec<(String, i64)>> {
+        let prefix = prefix.to_string();
+        self.read(move |db| {
+            let prefix = prefix.clone();
+            Box::pin(async move { outbox::cursors(db, &prefix).await })
+        })
+    }
+
     fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
         let name = name.to_string();
         self.read(move |db| Box::pin(async move { outbox::token(db, &name).await }))

@@ -129,6 +129,23 @@ pub(crate) const TO_ARCHIVE: &str = "WHERE archive_at IS NOT NULL AND archived_a
 /// A channel account's cursor.
 pub(crate) const CURSOR: &str = "SELECT position FROM channel_cursors WHERE name = ?1";
 
+/// The cursors whose name lies in `?1 <= name < ?2` (a prefix's range, [`prefix_end`]).
+pub(crate) const CURSORS: &str =
+    "SELECT name, position FROM channel_cursors WHERE name >= ?1 AND name < ?2 ORDER BY name";
+
+/// The first string after every string that starts with `prefix` (its last character moved
+/// one on): the end of the prefix's range in a byte-ordered index.
+pub(crate) fn prefix_end(prefix: &str) -> String {
+    let mut end: Vec<char> = prefix.chars().collect();
+    while let Some(last) = end.pop() {
+        if let Some(next) = char::from_u32(last as u32 + 1) {
+            end.push(next);
+            return end.into_iter().collect();
+        }
+    }
+    String::from(char::MAX)
+}
+
 /// A channel account's token.
 pub(crate) const TOKEN: &str = "SELECT token FROM channel_tokens WHERE name = ?1";
 

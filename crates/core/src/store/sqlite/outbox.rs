@@ -92,6 +92,14 @@ pub(super) fn cursor(conn: &Connection, name: &str) -> Result<Option<i64>, Store
     first(conn, work::CURSOR, [name], |r| Ok(r.get(0)?))
 }
 
+/// The cursors whose name starts with `prefix`, by name.
+pub(super) fn cursors(conn: &Connection, prefix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    let end = work::prefix_end(prefix);
+    all(conn, work::CURSORS, params![prefix, end], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+}
+
 /// A channel account's token (`channel_tokens`), if one was set.
 pub(super) fn token(conn: &Connection, name: &str) -> Result<Option<String>, StoreError> {
     first(conn, work::TOKEN, [name], |r| Ok(r.get(0)?))

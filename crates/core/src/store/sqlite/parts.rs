@@ -222,6 +222,11 @@ impl OutboxStore for SqliteStore {
         self.point_read(move |c| outbox::cursor(c, &name))
     }
 
+    fn cursors(&self, prefix: &str) -> StoreFuture<'_, Vec<(String, i64)>> {
+        let prefix = prefix.to_string();
+        self.read(move |c| outbox::cursors(c, &prefix))
+    }
+
     fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
         let name = name.to_string();
         self.point_read(move |c| outbox::token(c, &name))

@@ -321,6 +321,10 @@ impl OutboxStore for FailingStore {
         self.inner.cursor(name)
     }
 
+    fn cursors(&self, prefix: &str) -> StoreFuture<'_, Vec<(String, i64)>> {
+        self.inner.cursors(prefix)
+    }
+
     fn token(&self, name: &str) -> StoreFuture<'_, Option<String>> {
         self.inner.token(name)
     }

@@ -532,6 +532,9 @@ async fn create_message(
         Some(FakeFailure::BadRequest(message)) => {
             return error(StatusCode::BAD_REQUEST, 50035, &message);
         }
+        Some(FakeFailure::Unauthorized) => {
+            return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
+        }
         Some(FakeFailure::Server) => {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -382,6 +382,7 @@ async fn post_message(shared: &Shared, body: &Value) -> (Response, bool) {
         Some(FakeFailure::Server) => {
             return (StatusCode::INTERNAL_SERVER_ERROR.into_response(), true);
         }
+        Some(FakeFailure::Unauthorized) => return (slack_error("invalid_auth"), true),
         None => {}
     }
     let text = body["text"].as_str().unwrap_or_default();

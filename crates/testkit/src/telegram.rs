@@ -41,6 +41,8 @@ pub enum FakeFailure {
     BadRequest(String),
     /// 500 `Internal Server Error`.
     Server,
+    /// 401 `Unauthorized`: the token refused (a token revoked, then issued again).
+    Unauthorized,
     /// Taken after this long: the call is recorded, and answered as usual, once it has passed
     /// (a platform slow to take one message).
     Slow(Duration),
@@ -309,6 +311,7 @@ async fn route(
         Some(FakeFailure::Blocked) => failed(403, "Forbidden: bot was blocked by the user", None),
         Some(FakeFailure::BadRequest(description)) => failed(400, &description, None),
         Some(FakeFailure::Server) => failed(500, "Internal Server Error", None),
+        Some(FakeFailure::Unauthorized) => failed(401, "Unauthorized", None),
         Some(FakeFailure::Slow(_)) | None => succeed(&shared, &method, &body),
     }
 }

@@ -50,6 +50,20 @@ pub(super) fn telegram_state(h: &TestEngine) -> LinkState {
 }
 
 /// Waits until `n` messages were sent; answers their texts and their bodies.
+/// The reason of the channel's `failed` state, once it shows one.
+async fn failed_state(h: &TestEngine) -> String {
+    tokio::time::timeout(GUARD, async {
+        loop {
+            if let LinkState::Failed(why) = telegram_state(h) {
+                return why;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the channel reports itself failed")
+}
+
 pub(super) async fn sent(fake: &FakeTelegram, n: usize) -> Vec<Value> {
     tokio::time::timeout(GUARD, fake.wait_sent(n))
         .await
@@ -309,16 +323,7 @@ async fn the_offset_is_kept_across_a_restart_so_no_update_runs_twice() {
 async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     let fake = FakeTelegram::start("999:the-real-token").await;
     let h = started(config(&fake, DmPolicy::Open)).await;
-    let status = tokio::time::timeout(GUARD, async {
-        loop {
-            if let LinkState::Failed(why) = telegram_state(&h) {
-                return why;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the channel reports itself failed");
+    let status = failed_state(&h).await;
     assert!(
         status.contains("401") && status.contains("botToken"),
         "{status}"
@@ -331,6 +336,23 @@ async fn a_refused_token_marks_the_channel_failed_and_nothing_else_stops() {
     assert_eq!(channels["telegram"]["lastError"], json!(status));
     let record = h.turn("main", "@reply still serving").await;
     assert_eq!(record.result.as_deref(), Some("still serving"));
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_refused_once_recovers_when_the_platform_takes_it_again() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    // Refused twice (as a revoked token), then taken.
+    fake.fail_next("getMe", FakeFailure::Unauthorized);
+    fake.fail_next("getMe", FakeFailure::Unauthorized);
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    let failed = failed_state(&h).await;
+    assert!(failed.contains("401"), "{failed}");
+    // Tried again, seldom, and up again once the token is taken: health says so.
+    fake.private_message(42, "alice", "@reply back again");
+    assert_eq!(text(&sent(&fake, 1).await[0]), "back again");
+    assert!(telegram_state(&h).is_up(), "{:?}", telegram_state(&h));
     fake.stop().await;
     h.engine.close().await;
 }

@@ -4,7 +4,9 @@
 //! and [`run`] does the rest: sign in, then session after session until the gateway stops; a
 //! failed attempt waits (250 ms, doubling to 30 s) and tries again, and after
 //! [`FAILURES_SHOWN`] in a row `health` shows the link failed with the reason while it keeps
-//! trying; a fatal one (a refused credential) stops the bot, and `health` and the log say why.
+//! trying; a refused credential shows the link failed at once, the log says why once, and the
+//! bot tries again seldom (1 s, doubling to 5 min) until the platform takes it — a token mended
+//! on the platform's side (or a platform that refused it by mistake) recovers by itself.
 //! The platform resumes from its committed cursor inside its session: what it handed on is
 //! committed with the cursor past it, so a restart or a reconnect neither loses a message nor
 //! handles one twice.
@@ -23,13 +25,16 @@ const FIRST_WAIT: Duration = Duration::from_millis(250);
 const LONGEST_WAIT: Duration = Duration::from_secs(30);
 /// Failed attempts in a row before `health` shows the link failed (the driver keeps trying).
 pub(crate) const FAILURES_SHOWN: u32 = 3;
+/// The first wait after a refused credential; it doubles up to [`REFUSED_LONGEST`].
+const REFUSED_FIRST: Duration = Duration::from_secs(1);
+const REFUSED_LONGEST: Duration = Duration::from_secs(300);
 
 /// Why an attempt failed.
 #[derive(Debug)]
 pub(crate) enum Failure {
     /// Worth trying again after a wait (no answer, a dropped connection, a commit that failed).
     Retry(String),
-    /// Not worth trying again until the config changes (a refused token): the bot stops.
+    /// Refused (a token the platform will not take): tried again seldom, shown failed.
     Fatal(String),
 }
 
@@ -96,38 +101,65 @@ impl<P: Linked> Door for Links<P> {
     }
 }
 
-/// Drives `link` of `bot` until the gateway stops or the platform refuses the bot.
+/// Drives `link` of `bot` until the gateway stops.
 async fn run<P: ChatPlatform, L: Link>(bot: &Bot<P>, mut link: L) {
     let channel = P::name();
-    let mut wait = Wait::default();
+    let (mut wait, mut refused) = (Wait::default(), Refused::default());
     let me = loop {
         match link.sign_in().await {
             Ok(me) => break me,
-            Err(Failure::Fatal(why)) => return fail(channel, bot, why),
+            Err(Failure::Fatal(why)) => refused.after(channel, bot, why).await,
             Err(Failure::Retry(why)) => wait.after(channel, bot, &why).await,
         }
     };
     loop {
-        match link.session(&me).await {
-            Ok(Again::Now) => wait = Wait::default(),
-            Ok(Again::Soon) => {
-                wait = Wait::default();
-                tokio::time::sleep(FIRST_WAIT).await;
+        let pause = match link.session(&me).await {
+            Ok(Again::Now) => None,
+            Ok(Again::Soon) => Some(FIRST_WAIT),
+            Ok(Again::After(pause)) => Some(pause),
+            Err(Failure::Retry(why)) => {
+                wait.after(channel, bot, &why).await;
+                continue;
             }
-            Ok(Again::After(pause)) => {
-                wait = Wait::default();
-                tokio::time::sleep(pause).await;
+            Err(Failure::Fatal(why)) => {
+                refused.after(channel, bot, why).await;
+                continue;
             }
-            Err(Failure::Retry(why)) => wait.after(channel, bot, &why).await,
-            Err(Failure::Fatal(why)) => return fail(channel, bot, why),
+        };
+        (wait, refused) = (Wait::default(), Refused::default());
+        if let Some(pause) = pause {
+            tokio::time::sleep(pause).await;
         }
     }
 }
 
-/// The bot stops: its state and the log say why.
-fn fail<P: ChatPlatform>(channel: &str, bot: &Bot<P>, why: String) {
-    tracing::error!(channel, account = %bot.id, "{why}");
-    bot.link.set(LinkState::Failed(why));
+/// The wait after a refused credential, and what was last said of it.
+struct Refused {
+    next: Duration,
+    said: Option<String>,
+}
+
+impl Default for Refused {
+    fn default() -> Self {
+        Self {
+            next: REFUSED_FIRST,
+            said: None,
+        }
+    }
+}
+
+impl Refused {
+    /// Shows the link failed with `why` (logged once while it stays the same), waits, and
+    /// doubles the next wait.
+    async fn after<P: ChatPlatform>(&mut self, channel: &str, bot: &Bot<P>, why: String) {
+        if self.said.as_deref() != Some(why.as_str()) {
+            tracing::error!(channel, account = %bot.id, "{why}");
+        }
+        bot.link.set(LinkState::Failed(why.clone()));
+        self.said = Some(why);
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(REFUSED_LONGEST);
+    }
 }
 
 /// The wait before the next attempt, and the failures in a row so far.

@@ -13,7 +13,7 @@ use crate::table;
 
 #[derive(Subcommand)]
 pub enum PairingCommand {
-    /// Pending requests: `switchboard pairing list telegram`.
+    /// Pending requests of every channel, or of one: `switchboard pairing list [telegram]`.
     List(ListArgs),
     /// Let a sender in by the code they were given: `switchboard pairing approve telegram CODE`.
     Approve(ApproveArgs),
@@ -21,7 +21,7 @@ pub enum PairingCommand {
 
 #[derive(Args)]
 pub struct ListArgs {
-    /// The channel (default telegram).
+    /// The channel (default: every channel with pairing).
     channel: Option<String>,
     #[arg(long = "channel", conflicts_with = "channel")]
     channel_flag: Option<String>,
@@ -53,7 +53,7 @@ pub async fn run(global: &GlobalArgs, cmd: PairingCommand) -> Result<ExitCode> {
 }
 
 async fn list(global: &GlobalArgs, args: ListArgs) -> Result<ExitCode> {
-    let channel = args.channel.or(args.channel_flag);
+    let channel = args.channel.or(args.channel_flag).unwrap_or("*".into());
     let params = json!({"channel": channel, "accountId": args.account});
     let result = request(global, "pairing.list", params).await?;
     if global.json {
@@ -61,7 +61,11 @@ async fn list(global: &GlobalArgs, args: ListArgs) -> Result<ExitCode> {
     }
     let requests = result["requests"].as_array().cloned().unwrap_or_default();
     if requests.is_empty() {
-        outln!("No pending {} pairing requests.", text(&result["channel"]));
+        let channel = match text(&result["channel"]).as_str() {
+            "*" => String::new(),
+            one => format!("{one} "),
+        };
+        outln!("No pending {channel}pairing requests.");
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = requests
@@ -69,6 +73,7 @@ async fn list(global: &GlobalArgs, args: ListArgs) -> Result<ExitCode> {
         .map(|r| {
             let username = r["username"].as_str().map(|u| format!("@{u}"));
             vec![
+                text(&r["channel"]),
                 text(&r["code"]),
                 text(&r["id"]),
                 username.unwrap_or_default(),
@@ -77,7 +82,9 @@ async fn list(global: &GlobalArgs, args: ListArgs) -> Result<ExitCode> {
             ]
         })
         .collect();
-    let headers = ["CODE", "SENDER", "USERNAME", "ACCOUNT", "EXPIRES"];
+    let headers = [
+        "CHANNEL", "CODE", "SENDER", "USERNAME", "ACCOUNT", "EXPIRES",
+    ];
     outln!("{}", table::render(&headers, &rows));
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairingListParams {
-    /// Default `telegram`.
+    /// Default `telegram`; `"*"`: every channel with pairing.
     pub channel: Option<String>,
     /// One bot's requests (`channels.telegram.accounts.<id>`); all bots' when absent.
     pub account_id: Option<String>,

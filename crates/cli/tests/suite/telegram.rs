@@ -133,6 +133,13 @@ async fn a_stranger_is_let_in_with_switchboard_pairing_approve() {
         listed.contains(&code) && listed.contains("@alice"),
         "{listed}"
     );
+    // Without a channel: every channel's requests, each named.
+    let (ok, every, err) = run(&["pairing", "list"]);
+    assert!(ok, "{err}");
+    assert!(
+        every.contains("CHANNEL") && every.contains("telegram") && every.contains(&code),
+        "{every}"
+    );
     let (ok, _, err) = run(&["pairing", "approve", "telegram", "WRONG234"]);
     assert!(!ok);
     assert!(

@@ -109,17 +109,28 @@ impl Pairing {
     }
 
     /// `pairing.list`: the pending requests, oldest first.
+    /// `channel: "*"`: every channel's, by channel.
     pub async fn list(&self, p: PairingListParams) -> CoreResult<PairingListResult> {
-        let channel = channel(&self.channels, p.channel.as_deref())?;
+        let every = p.channel.as_deref().map(str::trim) == Some(ALL);
+        let channels = match every {
+            true => self.channels.pairing(),
+            false => vec![channel(&self.channels, p.channel.as_deref())?],
+        };
         let account = p.account_id.map(|a| a.trim().to_lowercase());
         let since = self.clock.now_ms() - CODE_TTL_MS;
-        let requests = self
-            .store
-            .pairing_pending(channel, account.as_deref(), since)
-            .await?;
+        let mut requests = Vec::new();
+        for channel in &channels {
+            let pending = self
+                .store
+                .pairing_pending(channel, account.as_deref(), since);
+            requests.extend(pending.await?.iter().map(request));
+        }
         Ok(PairingListResult {
-            channel: channel.into(),
-            requests: requests.iter().map(request).collect(),
+            channel: match every {
+                true => ALL.into(),
+                false => channels[0].into(),
+            },
+            requests,
         })
     }
 
@@ -180,6 +191,9 @@ impl Pairing {
 }
 
 /// The channel named (default: the first that pairs, `telegram`), which must pair.
+/// The `channel` of `pairing.list` that lists every channel's requests.
+const ALL: &str = "*";
+
 fn channel(channels: &Channels, name: Option<&str>) -> CoreResult<&'static str> {
     let pairing = channels.pairing();
     let name = name.map(|n| n.trim().to_lowercase());

@@ -186,3 +186,40 @@ async fn a_run_of_bot_messages_without_a_person_opens_the_chats_breaker_once() {
     fake.stop().await;
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_list_of_every_channel_shows_each_channels_requests() {
+    let telegram_fake = FakeTelegram::start(telegram::TOKEN).await;
+    let discord_fake = FakeDiscord::start(discord::TOKEN).await;
+    // Pairing (the default) on both.
+    let mut config = telegram::config(&telegram_fake, DmPolicy::default());
+    let other = discord::config(&discord_fake, DmPolicy::default());
+    config.channels.discord = other.channels.discord;
+    let h = telegram::started(config).await;
+    telegram_fake.private_message(42, "alice", "hello");
+    discord_fake.dm("43", "bob", "hello");
+    telegram::sent(&telegram_fake, 1).await;
+    discord::sent(&discord_fake, 1).await;
+    let every = switchboard_protocol::pairing::PairingListParams {
+        channel: Some("*".into()),
+        account_id: None,
+    };
+    let listed = h.engine.pairing().list(every).await.unwrap();
+    let mut seen: Vec<(String, String)> = listed
+        .requests
+        .iter()
+        .map(|r| (r.channel.clone(), r.id.clone()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("discord".to_string(), "43".to_string()),
+            ("telegram".to_string(), "42".to_string())
+        ]
+    );
+    assert_eq!(listed.channel, "*");
+    telegram_fake.stop().await;
+    discord_fake.stop().await;
+    h.engine.close().await;
+}

@@ -313,7 +313,8 @@ impl Engine {
             tracing::warn!(
                 interrupted = recovered.interrupted,
                 resumed = recovered.resumed,
-                "runs left by the last stop: the running ones ended aborted, the queued ones resumed"
+                "runs left by the last stop: queued again, the running ones to be resumed from their \
+                 transcripts (interrupted: stored without their request, ended aborted)"
             );
         }
         self.outbox.start();

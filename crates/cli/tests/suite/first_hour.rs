@@ -292,3 +292,45 @@ fn text_of_lines(bytes: &[u8]) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+#[tokio::test]
+async fn chat_goes_on_across_a_gateway_restart_and_prints_reports_that_arrive_later() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let said = Arc::new(Mutex::new(String::new()));
+    let mut child = chat(home.path(), said.clone());
+    let mut stdin = child.stdin.take().unwrap();
+    // A reply that takes a while: the gateway dies while it is being written.
+    writeln!(stdin, "@delay 3000").unwrap();
+    until(async || {
+        let history = main_history(home.path()).to_string();
+        history.contains("@delay 3000").then_some(())
+    })
+    .await;
+    gateway.kill_9();
+    // A line typed while the gateway is away is kept, and sent once it is back.
+    writeln!(stdin, "@reply typed while away").unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    until(async || said_contains(&said, "[connected again]")).await;
+    // The cut-off run was resumed: its reply is printed, then the kept line's.
+    until(async || said_contains(&said, "I am the scripted model")).await;
+    until(async || said_contains(&said, "typed while away")).await;
+    let history = main_history(home.path()).to_string();
+    assert_eq!(
+        history.matches("@reply typed while away").count(),
+        1,
+        "{history}"
+    );
+    // A sub-agent's report arrives later, while the prompt waits: it is printed.
+    writeln!(
+        stdin,
+        r#"@tool sessions_spawn {{"task": "@reply the child is done"}}"#
+    )
+    .unwrap();
+    until(async || said_contains(&said, "[subagent-announce]")).await;
+    until(async || said_contains(&said, "Status: success")).await;
+    drop(stdin);
+    let left = until(async || child.try_wait().unwrap()).await;
+    assert!(left.success(), "{}", said.lock().unwrap());
+    gateway.stop();
+}

@@ -157,6 +157,50 @@ async fn a_run_sent_through_one_gateway_is_waited_for_read_and_streamed_through_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_to_the_gateway_running_a_turn_has_another_finish_it_with_one_answer() {
+    let test = "sigterm_to_the_gateway_running_a_turn_has_another_finish_it_with_one_answer";
+    let Some(db) = shared_database(test) else {
+        return;
+    };
+    let homes = [(); 3].map(|()| tempfile::tempdir().unwrap());
+    // A's grace is shorter than the turn: a deploy that does not wait for it.
+    let short = json!({"gateway": {"shutdownGraceSeconds": 1}});
+    let a = gateway_with(&db, homes[0].path(), &short);
+    let b = gateway(&db, homes[1].path());
+    let c = gateway(&db, homes[2].path());
+    let mut client_a = connect(&a).await;
+    let message = "@slow 1000\n@reply finished on another gateway";
+    let sent = client_a
+        .request(
+            "chat.send",
+            json!({"sessionKey": "main", "message": message}),
+        )
+        .await
+        .unwrap();
+    let run_id = sent["runId"].as_str().unwrap().to_string();
+    super::process::wait_running(&mut client_a, &run_id).await;
+    client_a.close().await;
+    let status = a.terminate();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+
+    // B or C takes the stopped gateway's run up and resumes it: one answer, the run's own.
+    let mut client_b = connect(&b).await;
+    let waited = client_b
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&waited["status"], &waited["reply"]),
+        (&json!("ok"), &json!("finished on another gateway")),
+        "{waited}"
+    );
+    let seen = texts(&history(&mut client_b, "main").await);
+    assert_eq!(seen, [message, "finished on another gateway"]);
+    b.stop();
+    c.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_gateways_running_child_is_resumed_by_another_and_announced_once() {
     let test = "a_killed_gateways_running_child_is_resumed_by_another_and_announced_once";
     let Some(db) = shared_database(test) else {

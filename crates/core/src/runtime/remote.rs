@@ -280,6 +280,9 @@ impl Runtime {
             }
             let tick = (deadline - now).min(POLL);
             tokio::select! {
+                // A gateway that stops waits on nothing more: a run its stop left `running`
+                // is resumed by the next start (or by another gateway), not here.
+                () = self.inner.closing.cancelled() => break,
                 event = events.recv() => match event {
                     Ok(e) if e.run_id != *run_id || !matches!(e.data, RunEventData::Ended { .. }) => continue,
                     _ => {}

@@ -186,6 +186,18 @@ pub fn lane_asked(lane: &'static str) -> LaneWait {
     }
 }
 
+/// A slot taken at once, by a run that may yet not start with it: busy, and no wait recorded
+/// (see [`started_at_once`]).
+pub fn lane_taken(lane: &'static str) -> LaneSlot {
+    gauge!(LANE_BUSY, "lane" => lane).increment(1.0);
+    LaneSlot(lane)
+}
+
+/// A run started with a slot taken at once: it waited for none.
+pub fn started_at_once(lane: &'static str) {
+    histogram!(LANE_WAIT, "lane" => lane).record(0.0);
+}
+
 /// A run waiting for a lane slot (it stops counting as waiting when dropped).
 pub struct LaneWait {
     lane: &'static str,

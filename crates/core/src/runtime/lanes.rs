@@ -97,12 +97,14 @@ impl Lanes {
     }
 
     /// A slot on `lane` if one is free now (a run that can start at once); `None` when full.
+    /// Its (zero) wait is recorded by the run once it starts with it: a run that gives the
+    /// slot back (its session busy elsewhere) and queues waits once, as it really does.
     pub fn try_lease(&self, lane: Lane) -> Option<LeaseHolder> {
         let semaphore = self.semaphore(lane).clone();
         let permit = semaphore.clone().try_acquire_owned().ok()?;
         let slot = Slot {
             _permit: permit,
-            _busy: crate::measure::lane_asked(lane.as_str()).granted(),
+            _busy: crate::measure::lane_taken(lane.as_str()),
         };
         Some(LeaseHolder {
             semaphore,

@@ -181,6 +181,7 @@ impl Runtime {
                 return Err(e.into());
             }
         };
+        crate::measure::started_at_once(request.lane.as_str());
         let accepted = self.register(&request, &record, &now.cancel);
         let worker = now.worker;
         let begun = Begun {

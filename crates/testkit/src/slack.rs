@@ -219,6 +219,14 @@ impl FakeSlack {
         }
     }
 
+    /// Slack gives up on the envelopes not acknowledged (its retries run out after about an
+    /// hour): they are never sent again; the messages stay in `conversations.history`.
+    pub fn give_up_unacknowledged(&self) {
+        for envelope in self.server.lock().envelopes.iter_mut() {
+            envelope.acked = true;
+        }
+    }
+
     /// Sends `{"type": "disconnect", "reason": reason}` on the live connection.
     pub fn disconnect(&self, reason: &str) {
         let frame = json!({"type": "disconnect", "reason": reason,
@@ -325,7 +333,8 @@ async fn method(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // JSON, or a form (a read method's arguments).
+    let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| form(&body));
     let token = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -353,6 +362,7 @@ async fn method(
             (answer(json!({"ok": true, "url": url})), false)
         }
         ("chat.postMessage", true) => post_message(&shared, &body).await,
+        ("conversations.history", true) => (history(&shared, &body), false),
         _ => (slack_error("unknown_method"), true),
     };
     shared.lock().calls.push(SlackCall {
@@ -362,6 +372,44 @@ async fn method(
     });
     shared.bump();
     response
+}
+
+/// A form body (`a=1&b=2`) as a JSON object of strings.
+fn form(body: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(body);
+    let pairs = text.split('&').filter_map(|pair| pair.split_once('='));
+    Value::Object(pairs.map(|(k, v)| (k.to_string(), json!(v))).collect())
+}
+
+/// `conversations.history {channel, oldest, limit}`: the messages pushed to the conversation
+/// after `oldest`, the first `limit` of them (100 by default), newest first, as Slack answers
+/// (without `channel`).
+fn history(shared: &Shared, body: &Value) -> Response {
+    let channel = body["channel"].as_str().unwrap_or_default();
+    let oldest = body["oldest"].as_str().unwrap_or("0");
+    let number = |ts: &str| ts.replace('.', "").parse::<u128>().unwrap_or(0);
+    let limit = body["limit"]
+        .as_str()
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(100);
+    let mut found: Vec<Value> = shared
+        .lock()
+        .envelopes
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| e["type"] == "message" && e["channel"] == channel)
+        .filter(|e| number(e["ts"].as_str().unwrap_or("0")) > number(oldest))
+        .map(|e| {
+            let mut message = e.clone();
+            message.as_object_mut().map(|m| m.remove("channel"));
+            message
+        })
+        .collect();
+    found.sort_by_key(|m| number(m["ts"].as_str().unwrap_or("0")));
+    found.dedup_by(|a, b| a["ts"] == b["ts"]);
+    found.truncate(limit);
+    found.reverse();
+    answer(json!({"ok": true, "messages": found, "has_more": false}))
 }
 
 /// `chat.postMessage`: a queued failure, or the message taken.

@@ -351,6 +351,45 @@ async fn an_event_seen_again_after_a_restart_is_not_handled_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_slack_gave_up_on_while_the_gateway_was_down_are_fetched_and_answered_once() {
+    let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
+    let h = started(config(&fake, DmPolicy::Open)).await;
+    fake.dm("U42", "@reply before");
+    fake.mention("C700", "U43", "@reply before in the channel");
+    sent(&fake, 2).await;
+    h.engine.close().await;
+    // Sent while the gateway was down, for longer than Slack retries an event.
+    fake.dm("U42", "@reply missed one");
+    fake.dm("U42", "@reply missed two");
+    fake.mention("C700", "U43", "@reply missed in the channel");
+    fake.give_up_unacknowledged();
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    let replies = sent(&fake, 5).await;
+    let missed: Vec<&str> = texts(&replies[2..]).into_iter().collect();
+    let mut sorted = missed.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["missed in the channel", "missed one", "missed two"]
+    );
+    // In order within a conversation; a later start answers none of them again.
+    let dm: Vec<&str> = missed
+        .into_iter()
+        .filter(|t| t.starts_with("missed o") || t.starts_with("missed t"))
+        .collect();
+    assert_eq!(dm, ["missed one", "missed two"]);
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    fake.dm("U42", "@reply after");
+    let replies = sent(&fake, 6).await;
+    assert_eq!(replies[5].text, "after");
+    assert_eq!(fake.sent().len(), 6, "nothing answered twice");
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_delivered_after_its_retry_after() {
     let fake = FakeSlack::start(BOT_TOKEN, APP_TOKEN).await;
     fake.fail_next(FakeFailure::TooManyRequests { retry_after: 1 });

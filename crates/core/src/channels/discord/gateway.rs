@@ -303,19 +303,8 @@ impl Gateway {
         let Some(me) = self.session.as_ref().map(|s| s.me.clone()) else {
             return;
         };
-        let prefix = format!("{DISCORD}:{}:", self.door.account());
-        let mut chats = match self.door.chat.store.cursors(&prefix).await {
-            Ok(chats) => chats,
-            Err(e) => {
-                tracing::warn!(account = self.door.account(), error = %e, "discord: cannot read the chats to look back into");
-                return;
-            }
-        };
         // Snowflakes grow with time: the highest cursors are the chats active last.
-        chats.sort_by_key(|(_, position)| std::cmp::Reverse(*position));
-        chats.truncate(BACKFILL_CHATS);
-        for (name, after) in chats {
-            let channel = name[prefix.len()..].to_string();
+        for (channel, after) in self.door.known_chats(BACKFILL_CHATS).await {
             if let Err(e) = self.look_back(&me, &channel, after).await {
                 tracing::warn!(account = self.door.account(), channel, error = %e, "discord: cannot fetch the messages sent while away");
             }

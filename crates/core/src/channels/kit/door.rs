@@ -281,6 +281,27 @@ impl<P: ChatPlatform> BotDoor<P> {
         &self.bot.id
     }
 
+    /// The chats the bot answered before, by their cursors (`<channel>:<account>:<chat>`, a
+    /// position that grows with time): the `most` most recently active, as (chat, position) —
+    /// where a new session looks back for what came while the bot was away. None when the
+    /// store cannot say (logged).
+    pub async fn known_chats(&self, most: usize) -> Vec<(String, i64)> {
+        let prefix = format!("{}:{}:", P::name(), self.account());
+        let mut chats = match self.chat.store.cursors(&prefix).await {
+            Ok(chats) => chats,
+            Err(e) => {
+                tracing::warn!(channel = P::name(), account = self.account(), error = %e, "cannot read the chats to look back into");
+                return Vec::new();
+            }
+        };
+        chats.sort_by_key(|(_, position)| std::cmp::Reverse(*position));
+        chats.truncate(most);
+        chats
+            .into_iter()
+            .map(|(name, position)| (name[prefix.len()..].to_string(), position))
+            .collect()
+    }
+
     /// The bot's link is up; `word` says how (`polling`, `connected`).
     pub fn up(&self, word: &'static str) {
         self.bot.link.set(crate::channel::LinkState::Up(word));

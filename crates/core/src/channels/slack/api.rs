@@ -81,12 +81,23 @@ impl WebApi {
     /// One method call: its answer when `ok`, else Slack's error (a 429's code is
     /// `ratelimited`).
     async fn call(&self, method: &str, body: Value) -> Result<Value, ApiError> {
-        let request = self
-            .http
+        let request = self.request(method).json(&body);
+        self.answer(method, request).await
+    }
+
+    fn request(&self, method: &str) -> reqwest::RequestBuilder {
+        self.http
             .post(format!("{}/{method}", self.base))
             .bearer_auth(&self.token)
             .timeout(Duration::from_secs(30))
-            .json(&body);
+    }
+
+    /// The answer of one method call (see [`WebApi::call`]).
+    async fn answer(
+        &self,
+        method: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Value, ApiError> {
         let answer = send(request, ("the Slack API", method)).await?;
         let status = answer.status;
         if status == 429 {
@@ -127,6 +138,42 @@ impl WebApi {
         }
     }
 
+    /// `conversations.history`: the messages of `channel` after the message `oldest` (a `ts`),
+    /// oldest first, at most `limit` (the newest are left for the next look). A read method:
+    /// its arguments go as a form, as Slack reads them; a message of an unexpected shape is left
+    /// out.
+    pub async fn history(
+        &self,
+        channel: &str,
+        oldest: &str,
+        limit: u32,
+    ) -> Result<Vec<Event>, ApiError> {
+        let safe = |s: &str| -> String {
+            s.chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect()
+        };
+        let (channel, oldest) = (safe(channel), safe(oldest));
+        let form = format!("channel={channel}&oldest={oldest}&limit={limit}&inclusive=false");
+        let method = "conversations.history";
+        let request = self
+            .request(method)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form);
+        let answer = self.answer(method, request).await?;
+        let items = answer["messages"].as_array().cloned().unwrap_or_default();
+        let mut events: Vec<Event> = items
+            .into_iter()
+            .filter_map(|mut item| {
+                // History's messages do not name their conversation.
+                item["channel"] = json!(channel);
+                serde_json::from_value(item).ok()
+            })
+            .collect();
+        events.sort_by_key(|e| ts_position(&e.ts));
+        Ok(events)
+    }
+
     /// `chat.postMessage` of plain `text` (in the thread `thread_ts`, when given). `channel`
     /// may be a user id: Slack posts it in the app's DM with them.
     pub async fn post_message(
@@ -141,4 +188,20 @@ impl WebApi {
         }
         self.call("chat.postMessage", body).await.map(|_| ())
     }
+}
+
+/// A message's `ts` (`"1700000000.000100"`) as one number (microseconds), for a cursor; 0 when
+/// it is not one.
+pub fn ts_position(ts: &str) -> i64 {
+    let (seconds, micros) = ts.split_once('.').unwrap_or((ts, "0"));
+    let micros = format!("{micros:0<6}");
+    let (Ok(seconds), Ok(micros)) = (seconds.parse::<i64>(), micros[..6].parse::<i64>()) else {
+        return 0;
+    };
+    seconds.saturating_mul(1_000_000).saturating_add(micros)
+}
+
+/// A cursor's position as a `ts` (the inverse of [`ts_position`]).
+pub fn ts_of(position: i64) -> String {
+    format!("{}.{:06}", position / 1_000_000, position % 1_000_000)
 }

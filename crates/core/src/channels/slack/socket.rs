@@ -10,17 +10,23 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message as WsFrame;
 
-use super::api::{Event, Frame, Me};
+use super::api::{Event, Frame, Me, ts_of, ts_position};
 use super::{SLACK, Slack, route};
 use crate::channel::LinkState;
 use crate::channels::kit::http::{ApiError, Socket, connect};
 use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
+use crate::store::WriteOp;
 
 /// Slack pings its connections every few seconds; after this long without a frame the door
 /// pings, and after twice this long it takes the connection as dead.
 const IDLE: Duration = Duration::from_secs(60);
+
+/// Conversations a sign-in looks back into for messages sent while the app was away (the most
+/// recently active), and messages fetched per conversation.
+const LOOK_BACK_CHATS: usize = 50;
+const LOOK_BACK_MESSAGES: u32 = 100;
 
 /// One app's Socket Mode link.
 pub(crate) struct SocketMode {
@@ -57,6 +63,7 @@ impl Link for SocketMode {
         let me = me.map_err(|e| self.refused("botToken", "auth.test", e))?;
         self.door.own(&me.user_id);
         tracing::info!(account = self.door.account(), bot = %me.user, user_id = %me.user_id, "slack: signed in");
+        self.look_back(&me).await;
         Ok(me)
     }
 
@@ -182,15 +189,57 @@ impl SocketMode {
                 "slack: an event delivered again"
             );
         }
-        // No cursor: Slack redelivers out of order; the idempotency key keeps a message once.
-        let source = format!(
-            "{SLACK}:{}:{}:{}",
-            self.door.account(),
-            event.channel,
-            event.ts
-        );
-        let view = route::view(me, &event);
-        self.door.receive(view, source, Vec::new()).await?;
+        self.take(me, &event).await
+    }
+
+    /// One message, live or fetched: handed on under its idempotency key (Slack redelivers out
+    /// of order: the key, not the cursor, keeps a message once), with its conversation's cursor
+    /// — where a later sign-in looks back from.
+    async fn take(&self, me: &Me, event: &Event) -> CoreResult<()> {
+        let account = self.door.account();
+        let source = format!("{SLACK}:{account}:{}:{}", event.channel, event.ts);
+        let cursor = WriteOp::SetCursor {
+            name: format!("{SLACK}:{account}:{}", event.channel),
+            position: ts_position(&event.ts),
+        };
+        let view = route::view(me, event);
+        self.door.receive(view, source, vec![cursor]).await?;
+        Ok(())
+    }
+
+    /// At sign-in (SPEC §9.2): the messages sent while the app was away to the conversations it
+    /// answered before — the [`LOOK_BACK_CHATS`] most recently active — fetched with
+    /// `conversations.history` after each one's cursor and handled in order, none twice (Slack
+    /// retries an unacknowledged event for about an hour only). Threads' replies are not
+    /// fetched. A conversation that cannot be read is logged and left.
+    async fn look_back(&self, me: &Me) {
+        for (channel, after) in self.door.known_chats(LOOK_BACK_CHATS).await {
+            let channel = channel.as_str();
+            let api = &self.door.api().web;
+            let missed = api
+                .history(channel, &ts_of(after), LOOK_BACK_MESSAGES)
+                .await;
+            let handled = match missed {
+                Ok(missed) => self.take_all(me, &missed).await,
+                Err(e) => Err(crate::error::CoreError::Unavailable(e.to_string())),
+            };
+            if let Err(e) = handled {
+                tracing::warn!(account = self.door.account(), channel, error = %e, "slack: cannot fetch the messages sent while away");
+            }
+        }
+    }
+
+    async fn take_all(&self, me: &Me, events: &[Event]) -> CoreResult<()> {
+        if !events.is_empty() {
+            tracing::info!(
+                account = self.door.account(),
+                count = events.len(),
+                "slack: messages sent while away"
+            );
+        }
+        for event in events {
+            self.take(me, event).await?;
+        }
         Ok(())
     }
 

@@ -10,24 +10,29 @@ use switchboard_testkit::whatsapp::{FakeWhatsApp, PHONE_NUMBER_ID, sign};
 
 use super::process::{GatewayProcess, times_asked, until};
 
-const TOKEN: &str = "whatsapp-cli-test-token";
+pub(super) const TOKEN: &str = "whatsapp-cli-test-token";
 const SECRET: &str = "whatsapp-cli-app-secret";
 const ALICE: &str = "15551234567";
 /// How long a reply may take before the test fails (a bound, not a timing).
 const BOUND: Duration = Duration::from_secs(60);
 
-fn write_config(home: &Path, fake: &FakeWhatsApp) {
-    let config = format!(
-        r#"{{ channels: {{ whatsapp: {{ enabled: true, accessToken: "{TOKEN}", appSecret: "{SECRET}",
+/// The `whatsapp` section of `channels` for `fake` (an open DM policy).
+pub(super) fn section(fake: &FakeWhatsApp) -> String {
+    format!(
+        r#"whatsapp: {{ enabled: true, accessToken: "{TOKEN}", appSecret: "{SECRET}",
               verifyToken: "verify-me", phoneNumberId: "{PHONE_NUMBER_ID}", apiBase: "{}",
-              dmPolicy: "open" }} }} }}"#,
+              dmPolicy: "open" }}"#,
         fake.api_base()
-    );
+    )
+}
+
+fn write_config(home: &Path, fake: &FakeWhatsApp) {
+    let config = format!("{{ channels: {{ {} }} }}", section(fake));
     std::fs::write(home.join("config.json5"), config).unwrap();
 }
 
 /// Posts a signed notification of `text` from Alice to the gateway's webhook; answers its status.
-async fn notify(gateway: &GatewayProcess, fake: &FakeWhatsApp, text: &str) -> u16 {
+pub(super) async fn notify(gateway: &GatewayProcess, fake: &FakeWhatsApp, text: &str) -> u16 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

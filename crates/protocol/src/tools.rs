@@ -58,6 +58,12 @@ pub struct ToolHints {
 }
 
 impl ToolHints {
+    /// Whether a call may be made a second time with no more effect than once: it only
+    /// reads, or it is idempotent.
+    pub fn repeatable(&self) -> bool {
+        self.read_only_hint || self.idempotent_hint
+    }
+
     /// A tool that only reads the gateway.
     pub const READS: Self = Self {
         read_only_hint: true,

@@ -62,15 +62,12 @@ pub(super) fn refusal(
     tools: &[std::sync::Arc<dyn Tool>],
 ) -> Option<String> {
     if starts >= MAX_STARTS {
-        return Some(RunRecord::lost(&format!(
-            "the gateway stopped {starts} times while answering"
-        )));
+        return Some(RunRecord::lost(&format!("{starts} times while answering")));
     }
     let repeatable = |name: &str| tools.iter().any(|t| t.name() == name && t.repeatable());
     let (_, name, _) = pending.iter().find(|(_, name, _)| !repeatable(name))?;
     Some(RunRecord::lost(&format!(
-        "the gateway stopped while the tool {name} was running, and {name} is not safe to run \
-         twice"
+        "while the tool {name} was running, and {name} is not safe to run twice"
     )))
 }
 

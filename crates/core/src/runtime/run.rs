@@ -331,7 +331,7 @@ async fn run_loop(
             return ending;
         }
         for (id, name, arguments) in calls {
-            let result = turn.call_tool(id.clone(), name, arguments).await;
+            let result = turn.call_tool(id.clone(), name, arguments, false).await;
             lock(&turn.partial)
                 .unanswered
                 .retain(|(call, _)| *call != id);
@@ -462,7 +462,7 @@ impl Turn<'_> {
             return Ok(Some(reason));
         }
         for (id, name, arguments) in pending {
-            let result = self.call_tool(id, name, arguments).await;
+            let result = self.call_tool(id, name, arguments, true).await;
             self.append(result, request).await?;
         }
         Ok(None)
@@ -659,11 +659,13 @@ impl Turn<'_> {
 
     /// Runs one tool call (an unknown tool or unusable arguments answer an error the model can
     /// act on); answers the result message and the event that reports it once it is recorded.
+    /// `again`: the call is made again by the run resumed after a stop.
     async fn call_tool(
         &self,
         id: String,
         name: String,
         arguments: Value,
+        again: bool,
     ) -> (TranscriptMessage, RunEventData) {
         let (rt, key, run_id) = (self.rt, self.key, &self.ctx.caller().run_id);
         rt.emit(
@@ -675,7 +677,7 @@ impl Turn<'_> {
                 arguments: arguments.clone(),
             },
         );
-        self.ctx.calling(&id);
+        self.ctx.calling(&id, again);
         let output = match self.tools.iter().find(|t| t.name() == name) {
             Some(tool) if arguments.is_object() || arguments.is_null() => {
                 tool::traced(&name, &id, tool.call(&self.ctx, arguments)).await

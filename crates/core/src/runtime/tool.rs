@@ -107,8 +107,9 @@ pub struct ToolContext {
     runtime: Runtime,
     lease: LeaseHolder,
     stop_waiting: CancellationToken,
-    /// The id of the model's tool call being made (none for `tools.invoke`).
-    call_id: Mutex<Option<String>>,
+    /// The model's tool call being made (none for `tools.invoke`): its id, and whether it is
+    /// made again by its run resumed after a stop.
+    call: Mutex<Option<(String, bool)>>,
 }
 
 impl ToolContext {
@@ -123,7 +124,7 @@ impl ToolContext {
             runtime,
             lease,
             stop_waiting,
-            call_id: Mutex::new(None),
+            call: Mutex::new(None),
         }
     }
 
@@ -131,9 +132,16 @@ impl ToolContext {
         &self.caller
     }
 
-    /// Notes the model's tool call being made now.
-    pub(super) fn calling(&self, id: &str) {
-        *self.call_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.to_string());
+    /// Notes the model's tool call being made now (`again`: by its run resumed after a stop).
+    pub(super) fn calling(&self, id: &str, again: bool) {
+        *self.call.lock().unwrap_or_else(|p| p.into_inner()) = Some((id.to_string(), again));
+    }
+
+    /// Whether the call being made was made before, by this run before a stop: what it made
+    /// then (named by [`ToolContext::call_name`]) may exist. A first call looks for nothing.
+    pub fn made_again(&self) -> bool {
+        let call = self.call.lock().unwrap_or_else(|p| p.into_inner());
+        call.as_ref().is_some_and(|(_, again)| *again)
     }
 
     /// A name for what `tool` makes in the model's current tool call, the same when that call
@@ -141,9 +149,9 @@ impl ToolContext {
     /// sessions it makes by it, so a repeated call finds them instead of making them twice.
     /// `None` outside a run's tool call (`tools.invoke`).
     pub fn call_name(&self, tool: &str) -> Option<String> {
-        let call = self.call_id.lock().unwrap_or_else(|p| p.into_inner());
-        let call = call.as_deref()?;
-        Some(format!("{tool}:{}:{call}", self.caller.run_id))
+        let call = self.call.lock().unwrap_or_else(|p| p.into_inner());
+        let (id, _) = call.as_ref()?;
+        Some(format!("{tool}:{}:{id}", self.caller.run_id))
     }
 
     /// The store's session reads: sessions, transcripts and their mirrors. A tool writes
@@ -219,8 +227,7 @@ pub trait Tool: Send + Sync {
     /// Whether a call cut off by a stop may be made again when its run is resumed (SPEC §6.3):
     /// a tool that only reads, or whose second identical call changes nothing more.
     fn repeatable(&self) -> bool {
-        self.hints()
-            .is_some_and(|h| h.read_only_hint || h.idempotent_hint)
+        self.hints().is_some_and(|h| h.repeatable())
     }
 
     /// The answer to arguments that are not a JSON object (a model's malformed call), in the
@@ -323,8 +330,7 @@ pub trait TypedTool: Send + Sync + 'static {
     /// Whether a call cut off by a stop may be made again (see [`Tool::repeatable`]); a tool
     /// that makes runs says so when it names them by [`ToolContext::call_name`].
     fn repeatable(&self) -> bool {
-        let hints = self.hints();
-        hints.read_only_hint || hints.idempotent_hint
+        self.hints().repeatable()
     }
     fn run(
         &self,

@@ -451,9 +451,13 @@ impl RunRecord {
     pub const INTERRUPTED: &'static str =
         "interrupted: the gateway stopped while this run was running";
 
-    /// The error of a run the gateway's stop cut off for good (SPEC §6.3): `why` says how.
-    pub fn lost(why: &str) -> String {
-        format!("interrupted: {why}")
+    /// How the error of every run the gateway's stop ended begins.
+    const STOPPED: &'static str = "interrupted: the gateway stopped";
+
+    /// The error of a run the gateway's stop cut off for good (SPEC §6.3): `how` goes on the
+    /// sentence "the gateway stopped …".
+    pub fn lost(how: &str) -> String {
+        format!("{} {how}", Self::STOPPED)
     }
 
     /// True when the gateway's stop ended the run, not its work or anyone's abort.
@@ -462,7 +466,7 @@ impl RunRecord {
             && self
                 .error
                 .as_deref()
-                .is_some_and(|e| e.starts_with("interrupted: the gateway stopped"))
+                .is_some_and(|e| e.starts_with(Self::STOPPED))
     }
 
     /// Why the answer of a run the gateway's stop cut off for good was lost (what the chat it

@@ -82,6 +82,8 @@ pub struct Spawn {
     ///
     /// [`ToolContext::call_name`]: crate::runtime::tool::ToolContext::call_name
     pub call: Option<String>,
+    /// The call is made again by its run resumed after a stop: its child may exist already.
+    pub again: bool,
     /// Where the spawn's message came from: the announce goes there.
     pub origin: Origin,
 }
@@ -131,7 +133,7 @@ impl Subagents {
             return Err("the gateway is shutting down; no sub-agent was started".into());
         }
         let child = child_key(&spawn.agent_id, spawn.call.as_deref());
-        if spawn.call.is_some()
+        if spawn.again
             && let Ok(Some(started)) = self.store.get_subagent(&child).await
         {
             // The call made again after a stop: its child was started the first time.
@@ -330,6 +332,21 @@ impl Subagents {
             .map_err(|e| e.to_string())
     }
 
+    /// The chat a spawn's announce goes to: the one its message came from; none (into the
+    /// requester session) when it came from no chat; the requester's route for a call made on
+    /// the session itself.
+    async fn origin_route(&self, spawn: &Spawn) -> Result<Option<DeliveryContext>, String> {
+        Ok(match &spawn.origin {
+            Origin::Chat(route) => Some(route.clone()),
+            Origin::Elsewhere => None,
+            Origin::Session => {
+                let entry = self.store.get(&spawn.requester).await;
+                let entry = entry.map_err(|e| format!("could not read the requester: {e}"))?;
+                entry.as_ref().and_then(crate::delivery::route_of)
+            }
+        })
+    }
+
     /// Archives every kept sub-agent whose `archive_at` has passed on the engine's clock;
     /// answers how many. Archived sessions leave lists but stay readable by key.
     pub async fn sweep_archives(&self) -> Result<usize, StoreError> {
@@ -366,23 +383,6 @@ impl Subagents {
                 }
             }
         });
-    }
-}
-
-impl Subagents {
-    /// The chat a spawn's announce goes to: the one its message came from; none (into the
-    /// requester session) when it came from no chat; the requester's route for a call made on
-    /// the session itself.
-    async fn origin_route(&self, spawn: &Spawn) -> Result<Option<DeliveryContext>, String> {
-        Ok(match &spawn.origin {
-            Origin::Chat(route) => Some(route.clone()),
-            Origin::Elsewhere => None,
-            Origin::Session => {
-                let entry = self.store.get(&spawn.requester).await;
-                let entry = entry.map_err(|e| format!("could not read the requester: {e}"))?;
-                entry.as_ref().and_then(crate::delivery::route_of)
-            }
-        })
     }
 }
 

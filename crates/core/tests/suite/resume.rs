@@ -94,6 +94,27 @@ async fn called(calls: &AtomicUsize, n: usize) {
     .await;
 }
 
+/// A run from a chat that calls `tool` (safe to repeat when `reads`), cut off by a stop while
+/// the tool hangs once; answers the engine after the restart, the run's end and the tool's
+/// calls.
+async fn cut_off_in(
+    tool: &'static str,
+    reads: bool,
+    text: &str,
+) -> (
+    TestEngine,
+    switchboard_core::store::RunRecord,
+    Arc<AtomicUsize>,
+) {
+    let (stuck, calls) = Stuck::new(tool, 1, reads);
+    let w = TestEngine::builder().tool(stuck).open().await;
+    let run = submit_from_chat(&w, text).await;
+    called(&calls, 1).await;
+    let w = w.restart(None).await;
+    let record = w.engine.runtime().wait(&run, GUARD).await.unwrap().record;
+    (w, record, calls)
+}
+
 fn roles(transcript: &[Value]) -> Vec<String> {
     transcript
         .iter()
@@ -103,13 +124,8 @@ fn roles(transcript: &[Value]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_safe_to_repeat_is_called_again_and_the_run_answers_once() {
-    let (tool, calls) = Stuck::new("lookup", 1, true);
-    let w = TestEngine::builder().tool(tool).open().await;
-    let run = submit_from_chat(&w, "@tool lookup {}\n@reply found: {{result}}").await;
-    called(&calls, 1).await;
-    let w = w.restart(None).await;
-
-    let record = w.engine.runtime().wait(&run, GUARD).await.unwrap().record;
+    let text = "@tool lookup {}\n@reply found: {{result}}";
+    let (w, record, calls) = cut_off_in("lookup", true, text).await;
     assert_eq!(
         (record.status, record.result.as_deref()),
         (RunStatus::Ok, Some("found: done"))
@@ -132,13 +148,7 @@ async fn a_tool_safe_to_repeat_is_called_again_and_the_run_answers_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_not_safe_to_repeat_ends_the_run_aborted_with_one_notice() {
-    let (tool, calls) = Stuck::new("charge", 1, false);
-    let w = TestEngine::builder().tool(tool).open().await;
-    let run = submit_from_chat(&w, "@tool charge {}\n@reply charged").await;
-    called(&calls, 1).await;
-    let w = w.restart(None).await;
-
-    let record = w.engine.runtime().wait(&run, GUARD).await.unwrap().record;
+    let (w, record, calls) = cut_off_in("charge", false, "@tool charge {}\n@reply charged").await;
     assert_eq!(record.status, RunStatus::Aborted);
     assert!(record.interrupted(), "{:?}", record.error);
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never called twice");

@@ -59,7 +59,7 @@ enum End {
     /// It never got going (no HELLO), or a message could not be handled: resume after a wait
     /// (the resume replays what was not handled).
     Failed(String),
-    /// Stop for good, and why (a refused token, intents not allowed).
+    /// Refused, and why (a refused token, intents not allowed): tried again seldom.
     Fatal(String),
 }
 
@@ -255,11 +255,15 @@ impl Gateway {
             return Ok(());
         };
         match serde_json::from_value::<Message>(d) {
-            Ok(message) => self.message(&me, message).await.map_err(|e| {
-                End::Failed(format!(
-                    "a message could not be handled ({e}); resuming to see it again"
-                ))
-            }),
+            Ok(message) => {
+                // Outside a guild: a DM, or a group DM.
+                let private = message.guild_id.is_none();
+                self.message(&me, message, private).await.map_err(|e| {
+                    End::Failed(format!(
+                        "a message could not be handled ({e}); resuming to see it again"
+                    ))
+                })
+            }
             Err(e) => {
                 tracing::warn!(account = self.door.account(), error = %e, "discord: a MESSAGE_CREATE of an unexpected shape; skipped");
                 Ok(())
@@ -268,7 +272,8 @@ impl Gateway {
     }
 
     /// One message: skipped when handled before, else handed on with the channel's cursor.
-    async fn message(&mut self, me: &User, message: Message) -> CoreResult<()> {
+    /// `private`: written outside a guild.
+    async fn message(&mut self, me: &User, message: Message, private: bool) -> CoreResult<()> {
         let id: i64 = message.id.parse().unwrap_or(0);
         let cursor = format!("{DISCORD}:{}:{}", self.door.account(), message.channel_id);
         let done = self.door.chat.store.cursor(&cursor).await?;
@@ -277,8 +282,7 @@ impl Gateway {
             return Ok(());
         }
         // Outside a guild: a DM, or a group DM (type 3), which is a group like a guild channel.
-        let (channel, private) = (&message.channel_id, message.guild_id.is_none());
-        let info = self.channel_info(channel, private).await?;
+        let info = self.channel_info(&message.channel_id, private).await?;
         let place = match (private, info.kind) {
             (true, GROUP_DM) => Place::GroupDm(info),
             (true, _) => Place::Direct,
@@ -327,10 +331,9 @@ impl Gateway {
         );
         // A message read over REST does not name its guild: its channel says whether it is one.
         let info = self.channel_info(channel, true).await?;
-        let guild = (!matches!(info.kind, DM | GROUP_DM)).then(String::new);
-        for mut message in missed {
-            message.guild_id = message.guild_id.or_else(|| guild.clone());
-            self.message(me, message).await?;
+        let private = matches!(info.kind, DM | GROUP_DM);
+        for message in missed {
+            self.message(me, message, private).await?;
         }
         Ok(())
     }

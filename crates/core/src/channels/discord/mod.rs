@@ -19,8 +19,9 @@
 //! whose `to` is a user id rather than a channel's (a pairing notice) goes to the user's DM
 //! channel, opened on the way.
 //!
-//! A token the Gateway refuses (close code 4004) stops that bot: `health` and the log say so, and
-//! the gateway keeps serving. The token is never logged.
+//! A token the Gateway refuses (close code 4004) fails that bot: `health` and the log say so,
+//! the gateway keeps serving, and the kit tries the bot again seldom until the token is taken
+//! (`kit/link.rs`). The token is never logged.
 
 mod api;
 mod gateway;

@@ -21,8 +21,9 @@
 //! posted once. A 429 `M_LIMIT_EXCEEDED` is retried after its `retry_after_ms`; 5xx and no
 //! answer are retried; other refusals are permanent, with their `errcode`.
 //!
-//! A token the homeserver refuses (`M_UNKNOWN_TOKEN`) stops that bot — unless it logs in with a
-//! password, when it logs in again: `health` and the log say so, and the gateway keeps serving.
+//! A token the homeserver refuses (`M_UNKNOWN_TOKEN`) fails that bot — unless it logs in with a
+//! password, when it logs in again: `health` and the log say so, the gateway keeps serving, and
+//! the bot is tried again seldom until the token is taken (`kit/link.rs`).
 //! The token and the password are never logged.
 
 mod api;

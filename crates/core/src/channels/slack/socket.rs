@@ -43,7 +43,7 @@ enum End {
     /// An event could not be committed: open a new one after a wait (growing while it lasts);
     /// Slack delivers the event again, unacknowledged.
     Failed(String),
-    /// Stop for good, and why (`link_disabled`).
+    /// Refused, and why (`link_disabled`): tried again seldom.
     Fatal(String),
 }
 

@@ -8,7 +8,8 @@
 //! alone. So an update is handled once: a `kill -9` before the commit sees it again after the
 //! restart, one after it does not. The run's idempotency key (`telegram:<account>:<update_id>`)
 //! guards the same update against a second poller. While the run works the chat shows
-//! "typing…". A token the Bot API refuses (401) stops that bot: `health` and the log say so.
+//! "typing…". A token the Bot API refuses (401) fails that bot: `health` and the log say
+//! so, and it is tried again seldom until the token is taken (`kit/link.rs`).
 //!
 //! Out: each part (at most 4,096 characters) is one `sendMessage` of plain text. A 429 is
 //! retried after its `retry_after`; a 403 (the bot was blocked or removed) and other 4xx are

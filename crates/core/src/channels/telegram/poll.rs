@@ -99,7 +99,8 @@ impl Poller {
         Ok(())
     }
 
-    /// A refused token stops the bot until the config changes; anything else is tried again.
+    /// A refused token fails the bot (tried again seldom, `kit/link.rs`); anything else is
+    /// tried again soon.
     fn refused(&self, e: ApiError) -> Failure {
         match super::refused(&e) {
             true => Failure::Fatal(self.door.bot.refusal(super::API, "botToken", &e)),

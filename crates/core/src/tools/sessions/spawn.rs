@@ -121,11 +121,10 @@ impl SessionsSpawn {
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty());
         let call = ctx.call_name("sessions_spawn");
-        // A call made again after a stop finds its label on the child it started.
-        let child = crate::subagents::child_key(&agent_id, call.as_deref());
-        let again = call.is_some() && matches!(ctx.store().get(&child).await, Ok(Some(_)));
-        if let (Some(label), false) = (&label, again) {
-            self.check_label(ctx, &agent_id, label).await?;
+        if let Some(label) = &label {
+            // A call made again after a stop finds its label on the child it started.
+            let child = crate::subagents::child_key(&agent_id, call.as_deref());
+            self.check_label(ctx, &agent_id, label, &child).await?;
         }
         let timeout = lenient::clamp_or(p.run_timeout_seconds, 0, 0, MAX_RUN_TIMEOUT_SECONDS);
         Ok(Spawn {
@@ -138,16 +137,19 @@ impl SessionsSpawn {
             delete_after,
             timeout: (timeout > 0).then(|| Duration::from_secs(timeout as u64)),
             call,
+            again: ctx.made_again(),
             origin: ctx.caller().origin.clone(),
         })
     }
 
     /// A label must be short and unused among the agent's sessions.
+    /// `child`: the session this spawn makes (a label already on it is its own).
     async fn check_label(
         &self,
         ctx: &ToolContext,
         agent_id: &str,
         label: &str,
+        child: &crate::keys::SessionKey,
     ) -> Result<(), ToolFailure> {
         if label.chars().count() > MAX_LABEL_CHARS {
             return Err(ToolFailure::error(format!(
@@ -155,6 +157,7 @@ impl SessionsSpawn {
             )));
         }
         match ctx.store().get_by_label(agent_id, label).await {
+            Ok(Some(entry)) if entry.key == *child => Ok(()),
             // The other session stays unnamed: a sandboxed caller must not learn its key.
             Ok(Some(_)) => Err(ToolFailure::error(format!(
                 "label {label:?} is already used by another session of agent {agent_id}; choose another"

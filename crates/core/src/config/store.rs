@@ -20,6 +20,8 @@ pub struct StoreConfig {
     /// PostgreSQL: the schema the tables are in (created when missing), so several
     /// deployments can share one database.
     pub schema: String,
+    /// How long a store call is waited for before its caller is answered `UNAVAILABLE`.
+    pub timeout_seconds: u64,
 }
 
 impl Default for StoreConfig {
@@ -28,6 +30,7 @@ impl Default for StoreConfig {
             kind: StoreKind::Sqlite,
             url: None,
             schema: "public".into(),
+            timeout_seconds: crate::store::bound::DEFAULT_LIMIT.as_secs(),
         }
     }
 }
@@ -45,6 +48,11 @@ pub enum StoreKind {
 }
 
 impl StoreConfig {
+    /// `store.timeoutSeconds`.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_seconds)
+    }
+
     /// `SWITCHBOARD_DATABASE_URL`, when set, selects PostgreSQL at that URL (over the file's
     /// `store`).
     pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) {
@@ -59,8 +67,16 @@ const URL_EXPECTED: &str = "a PostgreSQL URL such as postgres://user:password@ho
 const SCHEMA_EXPECTED: &str =
     "a schema name of 1 to 63 lower-case letters, digits and _, not starting with a digit";
 
+/// `store.timeoutSeconds`: a second to an hour.
+const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
+
 impl Checker<'_> {
     pub(super) fn store(&mut self, store: &StoreConfig) {
+        self.range(
+            "store.timeoutSeconds",
+            store.timeout_seconds,
+            &TIMEOUT_RANGE,
+        );
         if !is_schema_name(&store.schema) {
             self.invalid("store.schema", quote(&store.schema), SCHEMA_EXPECTED);
         }

@@ -11,6 +11,7 @@
 //! transcript and keeps the old one. Messages carry a `seq` that starts at 1 in every transcript
 //! and has no gaps.
 
+pub mod bound;
 pub mod bus;
 mod cluster;
 mod cron;
@@ -43,6 +44,7 @@ use switchboard_protocol::sessions::{DeliveryContext, Patch};
 use crate::ids::RunId;
 use crate::keys::{ChatType, SessionKey, SessionKind};
 
+pub use bound::Bound;
 pub use bus::Bus;
 pub use cluster::{Alone, Cluster};
 pub use cron::CronJobRecord;
@@ -84,6 +86,7 @@ pub async fn open(
                 url: url.clone(),
                 schema: config.schema.clone(),
                 gateway_id: postgres::gateway_id(home)?,
+                timeout: config.timeout(),
             };
             std::sync::Arc::new(PgStore::open(&options, clock).await?)
         }
@@ -92,7 +95,9 @@ pub async fn open(
                 "store.kind is postgres but store.url is not set".into(),
             ));
         }
-        (StoreKind::Sqlite, _) => std::sync::Arc::new(SqliteStore::open_with_clock(home, clock)?),
+        (StoreKind::Sqlite, _) => {
+            std::sync::Arc::new(SqliteStore::open_bounded(home, clock, config.timeout())?)
+        }
     })
 }
 

@@ -39,6 +39,7 @@ async fn typed_messages_cross_whole_and_a_payload_that_is_not_one_is_skipped() {
         url: url.clone(),
         schema,
         gateway_id: "g-a".into(),
+        timeout: switchboard_core::store::bound::DEFAULT_LIMIT,
     };
     let a = PgStore::open(&options, Arc::new(SystemClock))
         .await
@@ -132,6 +133,7 @@ async fn the_members_are_the_gateways_sharing_the_store() {
             url: url.clone(),
             schema: schema.clone(),
             gateway_id: gateway_id.into(),
+            timeout: switchboard_core::store::bound::DEFAULT_LIMIT,
         };
         async move {
             PgStore::open(&options, Arc::new(SystemClock))

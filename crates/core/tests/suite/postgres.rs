@@ -15,7 +15,9 @@ use switchboard_core::store::{
     SessionReads, SessionStore, Store, StoreError, TokenDelta, TryLock, WriteOp, WriteOutcome,
 };
 use switchboard_protocol::runs::{ChatSendAnswer, ChatSendParams};
-use switchboard_testkit::postgres::{TestDatabase, database, not_run, private_tls_cluster};
+use switchboard_testkit::postgres::{
+    TestDatabase, database, not_run, private_cluster, private_tls_cluster,
+};
 
 use super::support::{GUARD, TestEngine, k, message, transcript};
 
@@ -25,6 +27,7 @@ fn options(test: &str) -> Option<PgOptions> {
             url,
             schema,
             gateway_id: "g-test".into(),
+            timeout: switchboard_core::store::bound::DEFAULT_LIMIT,
         }),
         Err(why) => {
             not_run(test, &why);
@@ -79,6 +82,7 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
         url: "postgres://sb:hunter2@127.0.0.1:1/sb".into(),
         schema: "public".into(),
         gateway_id: "g-test".into(),
+        timeout: switchboard_core::store::bound::DEFAULT_LIMIT,
     };
     let refused = open(&options).await.err().unwrap();
     let error = refused.to_string();
@@ -94,6 +98,55 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
     );
     assert!(error.to_lowercase().contains("refused"), "{error}");
     assert!(!error.contains("hunter2"), "{error}");
+}
+
+/// A database that stops answering (every server process stopped) leaves no caller waiting past
+/// `store.timeoutSeconds`: a read and a write are answered, naming the store, and the write
+/// given up on lands whole once the database answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_database_answers_each_call_unreachable_within_the_limit() {
+    let test = "a_stalled_database_answers_each_call_unreachable_within_the_limit";
+    let cluster = match private_cluster() {
+        Ok(cluster) => cluster,
+        Err(why) => return not_run(test, &why),
+    };
+    let options = PgOptions {
+        url: cluster.db.url.clone(),
+        schema: cluster.db.schema.clone(),
+        gateway_id: "g-bound".into(),
+        timeout: std::time::Duration::from_secs(2),
+    };
+    let store = open(&options).await.unwrap();
+    let key = k("agent:main:stalled");
+    store
+        .create(NewSession::for_key(&key, "main", "main"))
+        .await
+        .unwrap();
+    // The database answers nothing until both calls were answered.
+    cluster.pause();
+    let read = store.get(&key).await.unwrap_err().to_string();
+    let text = message(json!({"role": "user", "content": "kept", "timestamp": 1}));
+    let write = store.append(&key, None, vec![text]).await.unwrap_err();
+    cluster.resume();
+    let place = "storage unavailable: PostgreSQL at 127.0.0.1:";
+    assert!(read.starts_with(place), "{read}");
+    assert!(
+        read.ends_with("did not answer within 2 s (store.timeoutSeconds)"),
+        "{read}"
+    );
+    assert!(matches!(write, StoreError::Unreachable(_)), "{write}");
+    assert!(write.to_string().contains("the write goes on"), "{write}");
+    let landed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            match store.get(&key).await {
+                Ok(Some(entry)) if entry.last_seq == 1 => return,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        }
+    })
+    .await;
+    assert!(landed.is_ok(), "the write given up on never landed");
+    store.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,6 +202,7 @@ async fn tls_connections_verify_the_server_as_sslmode_asks() {
         url: format!("{}?{query}", cluster.db.url),
         schema: cluster.db.schema.clone(),
         gateway_id: "g-tls".into(),
+        timeout: switchboard_core::store::bound::DEFAULT_LIMIT,
     };
     // The server takes TCP connections over TLS only: one without is refused, naming why.
     let plain = open(&with("sslmode=disable".into())).await.err().unwrap();
@@ -220,6 +274,7 @@ fn gateway_config(options: &PgOptions, model: &str) -> Config {
             kind: StoreKind::Postgres,
             url: Some(options.url.clone()),
             schema: options.schema.clone(),
+            ..StoreConfig::default()
         },
         ..Config::default()
     };

@@ -29,6 +29,7 @@ pub fn on_matrix_store(config: &mut Config) {
             kind: StoreKind::Postgres,
             url: Some(db.url),
             schema: db.schema,
+            ..StoreConfig::default()
         };
     }
 }

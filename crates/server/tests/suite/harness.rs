@@ -70,6 +70,7 @@ impl TestGateway {
                 kind: switchboard_core::config::StoreKind::Postgres,
                 url: Some(db.url),
                 schema: db.schema,
+                ..Default::default()
             };
         }
         let dir = tempfile::tempdir().unwrap();

@@ -58,3 +58,20 @@ fn a_postgres_store_without_a_usable_url_or_with_a_bad_schema_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn the_store_timeout_is_a_minute_by_default_and_refused_outside_a_second_to_an_hour() {
+    let loaded = load("{}").unwrap();
+    assert_eq!(loaded.config.store.timeout_seconds, 60);
+    let loaded = load("{ store: { timeoutSeconds: 5 } }").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.config.store.timeout().as_secs(), 5);
+    for bad in ["0", "3601"] {
+        let text = error_text(&format!("{{ store: {{ timeoutSeconds: {bad} }} }}"));
+        assert!(
+            text.contains(&format!(
+                "store.timeoutSeconds: {bad} is not allowed; expected"
+            )),
+            "{text}"
+        );
+    }
+}

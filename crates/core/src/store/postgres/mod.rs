@@ -30,7 +30,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Cluster, SessionEntry, SessionLock, StoreError, StoreFuture, WriteOp, WriteOutcome};
+use super::{
+    Bound, Cluster, SessionEntry, SessionLock, StoreError, StoreFuture, WriteOp, WriteOutcome,
+};
 use crate::clock::Clock;
 use crate::store::rules::work;
 use db::{Conn, Db, Pool};
@@ -60,6 +62,8 @@ pub struct PgOptions {
     /// Kept across restarts (in the state dir), so a restarted gateway takes up its own work
     /// at once.
     pub gateway_id: String,
+    /// How long a read or a write is waited for ([`Bound`], `store.timeoutSeconds`).
+    pub timeout: Duration,
 }
 
 /// PostgreSQL-backed [`Store`](super::Store). Cheap to clone.
@@ -70,6 +74,8 @@ pub struct PgStore {
 
 struct Inner {
     pool: Pool,
+    /// How long a read or a write is waited for.
+    bound: Bound,
     clock: Arc<dyn Clock>,
     reads: std::sync::atomic::AtomicU64,
     /// Cancelled at close: the heartbeat and the bus stop.
@@ -121,6 +127,7 @@ impl PgStore {
         }
         let store = Self {
             inner: Arc::new(Inner {
+                bound: Bound::new(options.timeout, pool.place()),
                 pool,
                 clock,
                 reads: std::sync::atomic::AtomicU64::new(0),
@@ -204,11 +211,16 @@ impl PgStore {
         self.inner
             .reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::pin(crate::measure::store_op("postgres", "read", async move {
+        let read = async move {
             let mut conn = self.inner.pool.get().await?;
             let db = conn.db()?;
             f(&db).await
-        }))
+        };
+        Box::pin(crate::measure::store_op(
+            "postgres",
+            "read",
+            self.inner.bound.read(read),
+        ))
     }
 
     /// Runs `f` in a transaction with the time of the write, and commits; a transaction that
@@ -242,10 +254,15 @@ impl PgStore {
         W: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         let task = self.inner.pool.writes.spawn(work);
-        Box::pin(crate::measure::store_op("postgres", "write", async move {
+        let landed = async move {
             task.await
                 .map_err(|e| StoreError::Backend(format!("a write's task failed: {e}")))?
-        }))
+        };
+        Box::pin(crate::measure::store_op(
+            "postgres",
+            "write",
+            self.inner.bound.write(landed),
+        ))
     }
 
     /// Writes a batch: as one statement when [`batch::OneStatement`] can (a run's start, reply

@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{StoreError, StoreFuture, WriteOp, WriteOutcome};
+use super::{Bound, StoreError, StoreFuture, WriteOp, WriteOutcome};
 use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
 use writer::{Job, JobDone, MirrorOp, Queued, Writer};
@@ -52,6 +52,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// Read calls served since open (each one store query, or one batched statement).
     reads: std::sync::atomic::AtomicU64,
+    /// How long a read on a thread of its own, or a write, is waited for.
+    bound: Bound,
 }
 
 /// The database file in the state dir.
@@ -67,6 +69,16 @@ impl SqliteStore {
     /// crash left behind its database, and starts the writer thread (which then checks every
     /// other mirror exists, in small steps, in the background). Times written come from `clock`.
     pub fn open_with_clock(home: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        Self::open_bounded(home, clock, super::bound::DEFAULT_LIMIT)
+    }
+
+    /// [`SqliteStore::open_with_clock`], a read or a write waited for at most `limit`
+    /// (`store.timeoutSeconds`).
+    pub fn open_bounded(
+        home: &Path,
+        clock: Arc<dyn Clock>,
+        limit: std::time::Duration,
+    ) -> Result<Self, StoreError> {
         // The state dir and the database are its owner's only (transcripts, tokens).
         private::create_dir(home)?;
         private::restrict(home)?;
@@ -99,12 +111,13 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),
                 clock,
-                db_path,
                 writer,
                 wake: Mutex::new(Some(wake)),
                 thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 reads: std::sync::atomic::AtomicU64::new(0),
+                bound: Bound::new(limit, format!("the SQLite file {}", db_path.display())),
+                db_path,
             }),
         })
     }
@@ -156,8 +169,11 @@ impl SqliteStore {
                 Queued::Alone if !inner.writer.help() => inner.wake_writer(),
                 Queued::Alone | Queued::Behind => {}
             }
-            rx.await
-                .map_err(|_| StoreError::Backend("the write was not committed".into()))?
+            let landed = async {
+                rx.await
+                    .map_err(|_| StoreError::Backend("the write was not committed".into()))?
+            };
+            inner.bound.write(landed).await
         }))
     }
 
@@ -204,9 +220,13 @@ impl SqliteStore {
     ) -> StoreFuture<'_, T> {
         let inner = self.counted_read();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
-            tokio::task::spawn_blocking(move || inner.with_reader(f))
-                .await
-                .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+            let bound = inner.bound.clone();
+            let read = async {
+                tokio::task::spawn_blocking(move || inner.with_reader(f))
+                    .await
+                    .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+            };
+            bound.read(read).await
         }))
     }
 }

@@ -143,7 +143,7 @@ pub enum AgentsCommand {
 
 #[derive(Subcommand)]
 pub enum ToolsCommand {
-    /// The tools an agent may call (session tools and MCP servers' tools).
+    /// The tools an agent may call (built-in, session and MCP servers' tools), by group.
     List(ToolsListArgs),
 }
 
@@ -172,13 +172,17 @@ pub async fn tools(global: &GlobalArgs, cmd: ToolsCommand) -> Result<ExitCode> {
             let description = t["description"].as_str().unwrap_or_default();
             let first = description.split(". ").next().unwrap_or_default();
             vec![
+                t["group"].as_str().unwrap_or("-").to_string(),
                 t["name"].as_str().unwrap_or_default().to_string(),
-                shortened(first, 72),
+                shortened(first, 60),
             ]
         })
         .collect();
     outln!("{}", text_of(&result["sessionKey"]));
-    outln!("{}", table::render(&["TOOL", "WHAT IT DOES"], &rows));
+    outln!(
+        "{}",
+        table::render(&["GROUP", "TOOL", "WHAT IT DOES"], &rows)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -399,7 +399,8 @@ impl Engine {
             subagents: subagents.clone(),
             remotes: Arc::new(Remotes::new(store.clone(), outbox.clone())),
         };
-        let mcp = install_tools(&runtime, session_tools, extra_tools, (&tasks, &stop));
+        let tools = (session_tools, extra_tools);
+        let mcp = install_tools(&runtime, home, tools, (&tasks, &stop));
         let sessions = Arc::new(Sessions::new(
             config.clone(),
             store.clone(),
@@ -422,15 +423,12 @@ impl Engine {
             doors,
             mcp,
             inbound,
-            cron: Cron::new(CronParts {
-                config: config.clone(),
-                store: store.clone(),
-                runtime: runtime.clone(),
-                resolver: resolver.clone(),
-                clock: clock.clone(),
-                tasks: tasks.clone(),
-                stop: intake.clone(),
-            }),
+            cron: cron(
+                &config,
+                &store,
+                (&runtime, &resolver, &clock),
+                (&tasks, &intake),
+            ),
             tools: invoker(&config, &resolver, &runtime),
             started_ms: clock.now_ms(),
             home: home.to_path_buf(),
@@ -596,6 +594,24 @@ impl Engine {
     }
 }
 
+/// The cron scheduler, stopped with the intake.
+fn cron(
+    config: &Arc<Config>,
+    store: &Arc<dyn Store>,
+    (runtime, resolver, clock): (&Runtime, &Arc<Resolver>, &Arc<dyn Clock>),
+    (tasks, intake): (&TaskTracker, &CancellationToken),
+) -> Arc<Cron> {
+    Cron::new(CronParts {
+        config: config.clone(),
+        store: store.clone(),
+        runtime: runtime.clone(),
+        resolver: resolver.clone(),
+        clock: clock.clone(),
+        tasks: tasks.clone(),
+        stop: intake.clone(),
+    })
+}
+
 /// `tools.invoke` and MCP's door to the tools.
 fn invoker(config: &Arc<Config>, resolver: &Arc<Resolver>, runtime: &Runtime) -> Arc<ToolInvoker> {
     Arc::new(ToolInvoker::new(
@@ -605,16 +621,18 @@ fn invoker(config: &Arc<Config>, resolver: &Arc<Resolver>, runtime: &Runtime) ->
     ))
 }
 
-/// The session tools and any extra ones in the runtime's registry, and the MCP servers' tools
+/// The session tools, the file tools and any extra ones in the runtime's registry, and the MCP servers' tools
 /// as its tool source (answered, to be started and watched).
 fn install_tools(
     runtime: &Runtime,
-    session_tools: SessionTools,
-    extra: Vec<Arc<dyn Tool>>,
+    home: &Path,
+    (session_tools, extra): (SessionTools, Vec<Arc<dyn Tool>>),
     (tasks, stop): (&TaskTracker, &CancellationToken),
 ) -> Arc<Mcp> {
     let mut registry = ToolRegistry::default();
+    let file_tools = crate::tools::fs::FileTools::new(session_tools.config.clone(), home);
     session_tools::register(&mut registry, Arc::new(session_tools));
+    crate::tools::fs::register(&mut registry, Arc::new(file_tools));
     for tool in extra {
         registry.register(tool);
     }

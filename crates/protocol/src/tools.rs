@@ -41,6 +41,9 @@ pub struct ToolDescriptor {
     pub input_schema: Value,
     /// What calling it does, for clients that ask before acting (MCP `annotations`).
     pub annotations: Option<ToolHints>,
+    /// Where it comes from: its built-in group (`group:fs`, `group:sessions`, …) or its MCP
+    /// server (`mcp:<server>`).
+    pub group: Option<String>,
 }
 
 /// MCP's tool annotations: hints, not guarantees, about what a call does.

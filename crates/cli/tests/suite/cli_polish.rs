@@ -34,7 +34,11 @@ fn a_refused_send_to_ones_own_session_advises_the_cli_flag() {
 fn tools_list_cuts_descriptions_between_words() {
     let home = tempfile::tempdir().unwrap();
     let gateway = GatewayProcess::start(home.path());
-    let listed = run(home.path(), &gateway.url, &["tools", "list", "--json"]);
+    let listed = run(
+        home.path(),
+        &gateway.url,
+        &["tools", "list", "--agent", "main", "--json"],
+    );
     let tools: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let table = run(home.path(), &gateway.url, &["tools", "list"]);
     let (table, err) = text(&table);
@@ -49,9 +53,11 @@ fn tools_list_cuts_descriptions_between_words() {
             .unwrap();
         let row = table
             .lines()
-            .find(|l| l.split_whitespace().next() == Some(name))
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
             .unwrap_or_else(|| panic!("{name} missing: {table}{err}"));
-        let cell = row[name.len()..].trim();
+        let group = row.split_whitespace().next().unwrap();
+        assert_eq!(Some(group), tool["group"].as_str(), "{row}");
+        let cell = row[row.find(name).unwrap() + name.len()..].trim();
         if cell == first {
             continue;
         }
@@ -62,6 +68,20 @@ fn tools_list_cuts_descriptions_between_words() {
         assert!(!next.is_alphanumeric(), "cut mid-word: {row} / {first}");
     }
     assert!(cut > 0, "no description was long enough to cut: {table}");
+    // The built-ins by group: the file tools and the session tools.
+    let grouped: Vec<(&str, &str)> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["group"].as_str().unwrap(), t["name"].as_str().unwrap()))
+        .collect();
+    for expected in [
+        ("group:fs", "apply_patch"),
+        ("group:fs", "read"),
+        ("group:sessions", "sessions_spawn"),
+    ] {
+        assert!(grouped.contains(&expected), "{grouped:?}");
+    }
     gateway.stop();
 }
 

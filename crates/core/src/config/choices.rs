@@ -90,6 +90,21 @@ string_enum! {
 }
 
 string_enum! {
+    /// `tools.profile`: the base set of tools before `allow`/`deny` (SPEC §6.5).
+    pub enum ToolProfile {
+        /// `session_status` only.
+        Minimal = "minimal",
+        /// Files, commands, sessions: `group:fs`, `group:runtime`, `group:sessions`.
+        Coding = "coding",
+        /// `group:messaging` and the session tools that talk.
+        Messaging = "messaging",
+        /// Every tool (the default).
+        Full = "full",
+    }
+    default = Full;
+}
+
+string_enum! {
     /// `sandbox.sessionToolsVisibility`: what a sandboxed session may see and message.
     pub enum SessionToolsVisibility {
         /// Only the sessions it spawned directly.

@@ -120,7 +120,8 @@ impl Checker<'_> {
                 server.timeout_seconds,
                 &TIMEOUT_SECONDS,
             );
-            self.tool_policy(&format!("{path}.tools"), &mut server.tools);
+            let tools = &mut server.tools;
+            self.tool_policy(&format!("{path}.tools"), &mut tools.allow, &mut tools.deny);
         }
     }
 }

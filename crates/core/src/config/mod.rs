@@ -29,6 +29,7 @@ mod signal;
 mod slack;
 mod store;
 mod telegram;
+pub mod tool_groups;
 mod validate;
 mod values;
 mod whatsapp;
@@ -48,7 +49,7 @@ pub use chat::{
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,
     ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SendAction, SessionScope,
-    SessionToolsVisibility, ThinkingLevel,
+    SessionToolsVisibility, ThinkingLevel, ToolProfile,
 };
 pub use discord::{DiscordBot, DiscordChannel};
 pub use error::ConfigError;
@@ -62,7 +63,10 @@ pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig, OtlpC
 pub use resolve::{REDACTED, ResolvedAgent};
 pub use signal::{SignalAccount, SignalChannel};
 pub use slack::{SlackApp, SlackChannel};
-pub use store::{DATABASE_URL_ENV, StoreConfig, StoreKind};
+pub use store::{
+    DATABASE_URL_ENV, DEFAULT_TIMEOUT_SECONDS as DEFAULT_STORE_TIMEOUT_SECONDS, StoreConfig,
+    StoreKind,
+};
 pub use telegram::{TelegramBot, TelegramChannel};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
@@ -382,7 +386,10 @@ pub struct AgentEntry {
     /// Per-agent sandbox overrides.
     pub sandbox: SandboxOverride,
     /// Per-agent tool policy.
-    pub tools: ToolPolicy,
+    pub tools: AgentToolPolicy,
+    /// The folder its file tools and commands work in (`~` and paths relative to the state
+    /// dir accepted); absent: `<state dir>/workspace/<agentId>`.
+    pub workspace: Option<String>,
     /// Overrides `agents.defaults.thinkingLevel`.
     pub thinking_level: Option<ThinkingLevel>,
     /// The remote A2A agents this agent may message (`sessions_send` to `a2a:<name>`).
@@ -417,6 +424,19 @@ pub struct ToolPolicy {
     /// Tool names allowed (empty = all).
     pub allow: Vec<String>,
     /// Tool names refused.
+    pub deny: Vec<String>,
+}
+
+/// `agents.list[].tools`: the agent's profile (over `tools.profile`) and its allow/deny, which
+/// narrow the global ones.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentToolPolicy {
+    /// Overrides `tools.profile`.
+    pub profile: Option<ToolProfile>,
+    /// Tool names, groups (`group:fs`) or globs allowed (empty = all the profile gives).
+    pub allow: Vec<String>,
+    /// Tool names, groups or globs refused.
     pub deny: Vec<String>,
 }
 
@@ -503,6 +523,13 @@ impl Default for SessionAgentToAgent {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ToolsConfig {
+    /// The base tool set of every agent (`agents.list[].tools.profile` overrides it); absent:
+    /// every tool, with `group:runtime` only where a policy names it.
+    pub profile: Option<ToolProfile>,
+    /// Tools, groups or globs every agent may call (empty = all the profile gives).
+    pub allow: Vec<String>,
+    /// Tools, groups or globs no agent may call.
+    pub deny: Vec<String>,
     /// Cross-agent list/history/send.
     pub agent_to_agent: ToolsAgentToAgent,
     /// Tools of sub-agent sessions.

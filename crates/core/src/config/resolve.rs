@@ -3,6 +3,7 @@
 
 use super::{
     AgentEntry, Config, ModelRef, SandboxMode, SessionScope, SessionToolsVisibility, ThinkingLevel,
+    ToolProfile,
 };
 use crate::keys::{self, KeyContext, Scope, SessionKey, normalize_agent_id};
 
@@ -36,10 +37,15 @@ pub struct ResolvedAgent {
     /// Model for its sub-agents: its own `subagents.model`, else `agents.defaults.subagents.model`;
     /// `None` means "the agent's own model".
     pub subagent_model: Option<String>,
+    /// Its tool profile: its own, else `tools.profile` (`None`: every tool, `group:runtime`
+    /// only where named).
+    pub tools_profile: Option<ToolProfile>,
     /// Tools allowed (empty = all).
     pub tools_allow: Vec<String>,
     /// Tools refused.
     pub tools_deny: Vec<String>,
+    /// `agents.list[].workspace` as written, if set.
+    pub workspace: Option<String>,
     /// How much its models think (a session's `thinkingLevel` overrides it).
     pub thinking_level: ThinkingLevel,
 }
@@ -147,6 +153,10 @@ impl Config {
             thinking_level: entry
                 .and_then(|agent| agent.thinking_level)
                 .unwrap_or(defaults.thinking_level),
+            tools_profile: entry
+                .and_then(|agent| agent.tools.profile)
+                .or(self.tools.profile),
+            workspace: entry.and_then(|agent| agent.workspace.clone()),
             tools_allow: entry
                 .map(|agent| agent.tools.allow.clone())
                 .unwrap_or_default(),

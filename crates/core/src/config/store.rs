@@ -10,6 +10,10 @@ use super::validate::Checker;
 /// The environment variable that selects PostgreSQL with its URL.
 pub const DATABASE_URL_ENV: &str = "SWITCHBOARD_DATABASE_URL";
 
+/// `store.timeoutSeconds` unless set: longer than any stall the store rides out on its own (a
+/// database restart, a lost lease taken up by another gateway).
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 60;
+
 /// `store`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -30,7 +34,7 @@ impl Default for StoreConfig {
             kind: StoreKind::Sqlite,
             url: None,
             schema: "public".into(),
-            timeout_seconds: crate::store::bound::DEFAULT_LIMIT.as_secs(),
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::{
     AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope,
     GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef, OtlpProtocol,
     ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
-    ThinkingLevel, ToolPolicy,
+    ThinkingLevel,
 };
 use crate::keys::normalize_agent_id;
 
@@ -256,9 +256,23 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn tool_policy(&mut self, path: &str, policy: &mut ToolPolicy) {
-        self.names(&format!("{path}.allow"), &mut policy.allow, "a tool name");
-        self.names(&format!("{path}.deny"), &mut policy.deny, "a tool name");
+    pub(super) fn tool_policy(
+        &mut self,
+        path: &str,
+        allow: &mut Vec<String>,
+        deny: &mut Vec<String>,
+    ) {
+        for (path, names) in [
+            (format!("{path}.allow"), allow),
+            (format!("{path}.deny"), deny),
+        ] {
+            self.names(&path, names, "a tool name");
+            for (i, name) in names.iter().enumerate() {
+                if let Err(known) = super::tool_groups::known_group(name) {
+                    self.invalid(format!("{path}[{i}]"), quote(name), known);
+                }
+            }
+        }
     }
 
     fn gateway(&mut self, config: &mut Config) {
@@ -549,7 +563,8 @@ impl Checker<'_> {
                     *allowed = "*".to_owned();
                 }
             }
-            self.tool_policy(&format!("{path}.tools"), &mut agent.tools);
+            let tools = &mut agent.tools;
+            self.tool_policy(&format!("{path}.tools"), &mut tools.allow, &mut tools.deny);
             self.a2a(&format!("{path}.a2a"), &mut agent.a2a);
         }
     }
@@ -606,7 +621,13 @@ impl Checker<'_> {
         for pattern in &mut tools.agent_to_agent.allow {
             *pattern = pattern.to_ascii_lowercase();
         }
-        self.tool_policy("tools.subagents.tools", &mut tools.subagents.tools);
+        self.tool_policy("tools", &mut tools.allow, &mut tools.deny);
+        let subagents = &mut tools.subagents.tools;
+        self.tool_policy(
+            "tools.subagents.tools",
+            &mut subagents.allow,
+            &mut subagents.deny,
+        );
     }
 
     fn channels(&mut self, config: &mut Config) {

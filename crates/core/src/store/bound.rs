@@ -15,9 +15,9 @@ use std::time::Duration;
 use super::StoreError;
 
 /// A store call waited for longer than this is answered `UNAVAILABLE` (the default of
-/// `store.timeoutSeconds`). Longer than any stall the store rides out on its own (a database
-/// restart, a lost lease taken up by another gateway).
-pub const DEFAULT_LIMIT: Duration = Duration::from_secs(60);
+/// `store.timeoutSeconds`).
+pub const DEFAULT_LIMIT: Duration =
+    Duration::from_secs(crate::config::DEFAULT_STORE_TIMEOUT_SECONDS);
 
 /// The limit and the store's name for its answers. Cheap to clone.
 #[derive(Debug, Clone)]

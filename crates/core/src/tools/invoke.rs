@@ -157,6 +157,7 @@ impl ToolInvoker {
                 description: tool.description().to_string(),
                 input_schema: tool.parameters(),
                 annotations: tool.hints(),
+                group: group_of(tool.name()),
             })
             .collect();
         Ok(ToolsListResult {
@@ -164,4 +165,13 @@ impl ToolInvoker {
             tools,
         })
     }
+}
+
+/// The group a tool is listed under: its built-in group, else its MCP server's.
+fn group_of(name: &str) -> Option<String> {
+    if let Some(group) = crate::access::groups_of(name).first() {
+        return Some((*group).to_string());
+    }
+    name.split_once("__")
+        .map(|(server, _)| format!("mcp:{server}"))
 }

@@ -9,13 +9,13 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::RunId;
-use switchboard_core::config::{AgentEntry, Config, McpServerConfig, ToolPolicy};
+use switchboard_core::config::{AgentEntry, AgentToolPolicy, Config, McpServerConfig, ToolPolicy};
 use switchboard_core::mcp::{ServerStatus, State};
 use switchboard_core::runtime::{RunEvent, RunEventData};
 use switchboard_core::store::RunStatus;
 use switchboard_testkit::mcp_servers::{self, Missing};
 
-use super::support::{GUARD, TestEngine};
+use super::support::{GUARD, TestEngine, tool_results};
 
 fn tmp() -> &'static Path {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -103,25 +103,6 @@ async fn called(
     .await
     .expect("the run called the tool");
     let _ = h;
-}
-
-/// The tool results of `session`'s transcript: (tool name, text, isError).
-async fn tool_results(h: &TestEngine, session: &str) -> Vec<(String, String, bool)> {
-    h.transcript(session)
-        .await
-        .iter()
-        .filter(|m| m["role"] == "toolResult")
-        .map(|m| {
-            (
-                m["toolName"].as_str().unwrap_or_default().to_string(),
-                m["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                m["isError"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,9 +272,9 @@ async fn deny_rules_hide_tools_from_agents_and_sub_agents() {
         config.agents.list = vec![AgentEntry {
             id: "main".into(),
             default: true,
-            tools: ToolPolicy {
-                allow: Vec::new(),
+            tools: AgentToolPolicy {
                 deny: vec!["*__get-sum".into()],
+                ..AgentToolPolicy::default()
             },
             ..AgentEntry::default()
         }];

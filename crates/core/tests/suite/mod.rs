@@ -6,6 +6,7 @@ mod bus;
 mod chat_kit;
 mod cron;
 mod discord;
+mod file_tools;
 mod first_turn;
 mod index;
 mod list_text;

@@ -256,9 +256,9 @@ async fn agents_list_names_itself_then_the_allow_list() {
     assert_eq!(
         all,
         json!({"requester": "main", "allowAny": true, "agents": [
-            {"id": "main", "name": "Main", "configured": true},
-            {"id": "research", "name": "Research", "configured": true},
-            {"id": "ops", "configured": true},
+            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "ops", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
         ]})
     );
     let some = h
@@ -267,15 +267,15 @@ async fn agents_list_names_itself_then_the_allow_list() {
     assert_eq!(
         some,
         json!({"requester": "research", "allowAny": false, "agents": [
-            {"id": "research", "name": "Research", "configured": true},
-            {"id": "main", "name": "Main", "configured": true},
-            {"id": "ghost", "configured": false},
+            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "ghost", "configured": false, "tools": ["apply_patch", "edit", "read", "write"]},
         ]})
     );
     let alone = h.ok("agent:ops:main", "agents_list", Value::Null).await;
     assert_eq!(
         alone,
-        json!({"requester": "ops", "allowAny": false, "agents": [{"id": "ops", "configured": true}]})
+        json!({"requester": "ops", "allowAny": false, "agents": [{"id": "ops", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]}]})
     );
     // With no agents configured, the implicit default agent is itself.
     let h = H::open(Config::default()).await;
@@ -283,7 +283,7 @@ async fn agents_list_names_itself_then_the_allow_list() {
     let only = h.ok("main", "agents_list", json!({})).await;
     assert_eq!(
         only,
-        json!({"requester": "main", "allowAny": false, "agents": [{"id": "main", "configured": true}]})
+        json!({"requester": "main", "allowAny": false, "agents": [{"id": "main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]}]})
     );
 }
 

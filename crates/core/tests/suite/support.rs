@@ -407,3 +407,22 @@ pub fn text_of(m: &Value) -> String {
         _ => String::new(),
     }
 }
+
+/// The tool results of `session`'s transcript: (tool name, text, isError).
+pub async fn tool_results(h: &TestEngine, session: &str) -> Vec<(String, String, bool)> {
+    h.transcript(session)
+        .await
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .map(|m| {
+            (
+                m["toolName"].as_str().unwrap_or_default().to_string(),
+                m["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                m["isError"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}

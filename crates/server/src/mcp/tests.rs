@@ -164,6 +164,7 @@ fn tools_keep_their_name_description_and_schema() {
         description: "List sessions.".into(),
         input_schema: schema.clone(),
         annotations: None,
+        group: None,
     });
     assert_eq!(
         serde_json::to_value(&tool).unwrap(),
@@ -174,6 +175,7 @@ fn tools_keep_their_name_description_and_schema() {
         description: "Send.".into(),
         input_schema: schema.clone(),
         annotations: Some(ToolHints::ACTS),
+        group: None,
     });
     assert_eq!(
         serde_json::to_value(&acting).unwrap()["annotations"],

@@ -113,7 +113,8 @@ async fn session_tools_answer_through_tools_invoke() {
     assert_eq!(
         json!({"ok": by_id["ok"], "result": by_id["result"]}),
         json!({"ok": true, "result": {"requester": "main", "allowAny": false,
-            "agents": [{"id": "main", "configured": true}]}})
+            "agents": [{"id": "main", "configured": true,
+                "tools": ["apply_patch", "edit", "read", "write"]}]}})
     );
     gw.stop().await;
 }

@@ -157,8 +157,10 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             session_tools_visibility: SessionToolsVisibility::All,
             allow_agents: vec!["research".to_owned(), "*".to_owned()],
             subagent_model: Some("builtin/scripted".to_owned()),
+            tools_profile: None,
             tools_allow: vec![],
             tools_deny: vec!["exec".to_owned()],
+            workspace: None,
             thinking_level: ThinkingLevel::Off,
         }
     );
@@ -176,8 +178,10 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             session_tools_visibility: SessionToolsVisibility::All,
             allow_agents: vec![],
             subagent_model: Some("builtin/echo".to_owned()),
+            tools_profile: None,
             tools_allow: vec![],
             tools_deny: vec![],
+            workspace: None,
             thinking_level: ThinkingLevel::Off,
         }
     );
@@ -223,4 +227,30 @@ fn ids_are_normalised() {
             .as_deref(),
         Some("discord")
     );
+}
+
+#[test]
+fn tool_profiles_groups_and_workspaces_are_read_and_an_unknown_group_is_named() {
+    let text = r#"{
+      tools: { profile: "coding", deny: ["group:web"] },
+      agents: { list: [ { id: "main", workspace: "~/agents/main",
+                          tools: { profile: "minimal", allow: ["group:fs", "read"] } } ] },
+    }"#;
+    let config = load(text).unwrap_or_else(|err| panic!("{err}")).config;
+    let main = config.agent("main");
+    assert_eq!(
+        main.tools_profile,
+        Some(crate::config::ToolProfile::Minimal)
+    );
+    assert_eq!(main.workspace.as_deref(), Some("~/agents/main"));
+    assert_eq!(
+        config.agent("other").tools_profile,
+        Some(crate::config::ToolProfile::Coding)
+    );
+    let text = error_text(r#"{ tools: { allow: ["group:files"], profile: "everything" } }"#);
+    assert!(
+        text.contains("tools.allow[0]: \"group:files\" is not allowed; expected one of group:fs, group:runtime,"),
+        "{text}"
+    );
+    assert!(text.contains("tools.profile"), "{text}");
 }

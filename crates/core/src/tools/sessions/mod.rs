@@ -12,9 +12,9 @@ mod spawn;
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use switchboard_protocol::session_tools::{SendResult, SpawnResult, ToolFailure};
 
+pub use super::Answer;
 use crate::a2a::Remotes;
 use crate::access::{self, Operation, Requester, Target};
 use crate::config::Config;
@@ -58,24 +58,6 @@ impl SessionTools {
             spawned_by: None,
         };
         access::decide(&self.config, requester, itself, Operation::Spawn)
-    }
-}
-
-/// A tool's own result, or its failure (`{"status":"error"|"forbidden","error"}`).
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum Answer<T> {
-    Done(T),
-    Failed(ToolFailure),
-}
-
-impl<T: Serialize> ToolResult for Answer<T> {
-    fn is_error(&self) -> bool {
-        matches!(self, Self::Failed(_))
-    }
-
-    fn invalid(message: String) -> Self {
-        Self::Failed(ToolFailure::error(message))
     }
 }
 

@@ -630,9 +630,13 @@ fn install_tools(
     (tasks, stop): (&TaskTracker, &CancellationToken),
 ) -> Arc<Mcp> {
     let mut registry = ToolRegistry::default();
-    let file_tools = crate::tools::fs::FileTools::new(session_tools.config.clone(), home);
+    let config = session_tools.config.clone();
     session_tools::register(&mut registry, Arc::new(session_tools));
+    let file_tools = crate::tools::fs::FileTools::new(config.clone(), home);
     crate::tools::fs::register(&mut registry, Arc::new(file_tools));
+    let exec_tools = Arc::new(crate::tools::exec::ExecTools::new(config, home));
+    exec_tools.watch(runtime, (tasks, stop));
+    crate::tools::exec::register(&mut registry, exec_tools);
     for tool in extra {
         registry.register(tool);
     }

@@ -24,6 +24,7 @@ pub mod delivery;
 pub mod empty;
 pub mod events;
 pub mod exchanges;
+pub mod exec_tools;
 pub mod file_tools;
 pub mod frames;
 pub mod inbound;

@@ -1,8 +1,9 @@
 //! The tools agents call, above the runtime's tool contract (`crate::runtime::tool`): the
 //! session tools (SPEC §7, [`sessions`]), the file tools on each agent's workspace (SPEC §6.5,
-//! [`fs`]), and [`ToolInvoker`], which calls any of them outside a run exactly as the agent of
+//! [`fs`]), the command tools ([`exec`]), and [`ToolInvoker`], which calls any of them outside a run exactly as the agent of
 //! a session would (`tools.invoke`, `tools.list`, MCP).
 
+pub mod exec;
 pub mod fs;
 pub mod invoke;
 pub mod sessions;

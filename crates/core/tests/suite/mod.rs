@@ -6,6 +6,7 @@ mod bus;
 mod chat_kit;
 mod cron;
 mod discord;
+mod exec_tools;
 mod file_tools;
 mod first_turn;
 mod index;

@@ -164,6 +164,18 @@ impl Workspace {
         renamed.map(|()| !existed)
     }
 
+    /// Makes the folder `path` (and its parents) when missing; a file there is refused.
+    pub fn folder(&self, path: &Path, given: &str) -> Result<(), PathError> {
+        self.make_folders(path, given)?;
+        match self.open_at(path, OFlags::PATH | OFlags::DIRECTORY, given) {
+            Err(PathError::Io(..)) => Err(PathError::Io(
+                given.into(),
+                "is a file, not a folder".into(),
+            )),
+            other => other.map(drop),
+        }
+    }
+
     /// Removes the file at `path`.
     pub fn remove(&self, path: &Path, given: &str) -> Result<(), PathError> {
         let (parent, name) = self.parent_of(path, given)?;

@@ -1,0 +1,233 @@
+//! The command tools (SPEC §6.5, `group:runtime`): `exec` runs `sh -c` in the agent's
+//! workspace with a timeout and an output cap; a command still running after `yieldMs` (or
+//! started with `background`) goes on as a background process, which `process` lists, polls,
+//! writes to, kills and removes. A command runs with a clean environment (PATH, HOME = the
+//! workspace, LANG, and what the call sets): none of the gateway's variables (its keys,
+//! tokens) reach it. A sandboxed session's command runs in the sandbox ([`sandbox`]).
+//!
+//! Every process dies with the abort of the run that started it and with the gateway's stop
+//! (`ExecTools::watch`); a command in the foreground dies with its call.
+
+mod output;
+mod process_tool;
+mod processes;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_protocol::exec_tools::{CommandState, ExecParams};
+use switchboard_protocol::session_tools::ToolFailure;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Answer;
+use super::fs::{Workspace, workspace_path};
+use crate::config::Config;
+use crate::runtime::tool::{ToolContext, ToolHints, ToolRegistry, Typed, TypedTool};
+use crate::runtime::{RunEventData, Runtime};
+use crate::store::RunStatus;
+pub use processes::{Process, Processes, State};
+
+/// How long `exec` waits before a command goes on in the background.
+const DEFAULT_YIELD: Duration = Duration::from_secs(10);
+/// How long a command may run unless the call says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// A command: what it does is unknown, so a call cut off by a stop is never made again.
+const RUNS_COMMANDS: ToolHints = ToolHints {
+    read_only_hint: false,
+    destructive_hint: true,
+    idempotent_hint: false,
+    open_world_hint: true,
+};
+
+/// What the command tools are built with.
+pub struct ExecTools {
+    config: Arc<Config>,
+    home: PathBuf,
+    processes: Arc<Processes>,
+}
+
+impl ExecTools {
+    pub fn new(config: Arc<Config>, home: &Path) -> Self {
+        Self {
+            config,
+            home: home.to_path_buf(),
+            processes: Arc::new(Processes::default()),
+        }
+    }
+
+    /// Kills the processes of aborted runs, and all of them when `stop` is cancelled.
+    pub fn watch(&self, runtime: &Runtime, (tasks, stop): (&TaskTracker, &CancellationToken)) {
+        let processes = self.processes.clone();
+        let mut events = runtime.subscribe();
+        let stop = stop.clone();
+        tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    event = events.recv() => match event {
+                        Ok(event) => {
+                            if let RunEventData::Ended { status: RunStatus::Aborted, .. } = event.data {
+                                processes.kill_run(&event.run_id);
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => break,
+                    },
+                }
+            }
+            processes.kill_all();
+        });
+    }
+
+    /// The program and arguments that run `command` for this call.
+    fn argv(&self, command: &str) -> Vec<String> {
+        vec!["/bin/sh".into(), "-c".into(), command.into()]
+    }
+
+    /// The folder a command runs in: the workspace, or `workdir` inside it (made when missing).
+    fn folder(&self, agent_id: &str, workdir: Option<&str>) -> Result<PathBuf, ToolFailure> {
+        let root = workspace_path(&self.home, &self.config, agent_id);
+        let workspace = Workspace::open(&root).map_err(|e| {
+            ToolFailure::error(format!(
+                "the workspace {} cannot be opened: {e}",
+                root.display()
+            ))
+        })?;
+        let Some(workdir) = workdir else {
+            return Ok(root);
+        };
+        let relative = workspace.relative(workdir)?;
+        workspace.folder(&relative, workdir)?;
+        Ok(root.join(relative))
+    }
+
+    /// The environment of a command: nothing of the gateway's.
+    fn environment(
+        folder: &Path,
+        extra: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![
+            (
+                "PATH".to_string(),
+                "/usr/local/bin:/usr/bin:/bin".to_string(),
+            ),
+            ("HOME".to_string(), folder.display().to_string()),
+            ("LANG".to_string(), "C.UTF-8".to_string()),
+            ("TERM".to_string(), "dumb".to_string()),
+        ];
+        env.extend(
+            extra
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        env
+    }
+}
+
+/// The state of `process` as a result, with the output since the last poll (`log`: all).
+pub fn state_of(process: &Process, all: bool, kept: bool) -> CommandState {
+    let read = if all { process.log() } else { process.poll() };
+    let state = process.state();
+    CommandState {
+        process_id: kept.then(|| process.id.clone()),
+        status: state.name().to_string(),
+        exit_code: state.exit_code(),
+        output: read.text,
+        truncated: read.truncated,
+        duration_ms: process.elapsed_ms(),
+    }
+}
+
+/// Kills a foreground command whose call was dropped (its run aborted or stopped).
+struct Foreground(Option<Arc<Process>>);
+
+impl Drop for Foreground {
+    fn drop(&mut self) {
+        if let Some(process) = self.0.take() {
+            process.kill(State::Killed);
+        }
+    }
+}
+
+pub struct Exec(pub Arc<ExecTools>);
+
+impl TypedTool for Exec {
+    type Params = ExecParams;
+    type Output = Answer<CommandState>;
+
+    fn name(&self) -> &'static str {
+        "exec"
+    }
+
+    fn hints(&self) -> ToolHints {
+        RUNS_COMMANDS
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command (sh -c) in your workspace. Answers its exit code and output (the \
+         start and the end of a long one). A command still running after yieldMs (default \
+         10000) goes on in the background: the answer has its processId, and the process tool \
+         polls it, writes to it or kills it. background: true starts it there at once; timeout \
+         (seconds, default 1800) stops it."
+    }
+
+    async fn run(&self, ctx: &ToolContext, params: ExecParams) -> Self::Output {
+        match self.start(ctx, params).await {
+            Ok(state) => Answer::Done(state),
+            Err(failure) => Answer::Failed(failure),
+        }
+    }
+}
+
+impl Exec {
+    async fn start(
+        &self,
+        ctx: &ToolContext,
+        params: ExecParams,
+    ) -> Result<CommandState, ToolFailure> {
+        let tools = &self.0;
+        let caller = ctx.caller();
+        if params.command.trim().is_empty() {
+            return Err(ToolFailure::error(
+                "command is empty; give a shell command such as `ls -la`",
+            ));
+        }
+        let folder = tools.folder(&caller.agent_id, params.workdir.as_deref())?;
+        let spec = processes::Spec {
+            argv: tools.argv(&params.command),
+            env: ExecTools::environment(&folder, params.env.as_ref()),
+            cwd: folder,
+            timeout: params.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
+            agent_id: caller.agent_id.clone(),
+            run_id: caller.run_id.clone(),
+            command: params.command.clone(),
+            started_ms: ctx.now_ms(),
+        };
+        let process = tools
+            .processes
+            .start(spec)
+            .map_err(|e| ToolFailure::error(format!("the command could not start: {e}")))?;
+        let mut foreground = Foreground(Some(process.clone()));
+        let wait = match params.background {
+            Some(true) => Duration::ZERO,
+            _ => params.yield_ms.map_or(DEFAULT_YIELD, Duration::from_millis),
+        };
+        if tokio::time::timeout(wait, process.ended()).await.is_ok() {
+            foreground.0 = None;
+            return Ok(state_of(&process, false, false));
+        }
+        tools.processes.keep(&process).map_err(ToolFailure::error)?;
+        foreground.0 = None;
+        Ok(state_of(&process, false, true))
+    }
+}
+
+/// Registers `exec` and `process`; answers the tools, to be watched once the runtime runs.
+pub fn register(registry: &mut ToolRegistry, deps: Arc<ExecTools>) {
+    registry.register(Arc::new(Typed::new(Exec(deps.clone()))));
+    registry.register(Arc::new(Typed::new(process_tool::ProcessTool(deps))));
+}

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use switchboard_core::Engine;
 use switchboard_core::config::GatewayBind;
+use switchboard_core::engine::EngineOptions;
 use switchboard_server::{GatewayAuth, ServerState};
 use tokio_util::sync::CancellationToken;
 
@@ -48,9 +49,14 @@ pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
         ),
         false => None,
     };
-    let engine = Engine::open(&home, config)
+    // Sandboxed commands run through this binary (`switchboard_core::sandbox`).
+    let options = EngineOptions {
+        sandbox_helper: std::env::current_exe().ok(),
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open_with(&home, config, options)
         .await
-        .with_context(|| format!("opening the store in {}", home.display()))?;
+        .with_context(|| format!("opening the gateway in {}", home.display()))?;
     engine.cron().start();
     engine.start_channels();
     let state = ServerState::new(engine.clone(), auth.clone());

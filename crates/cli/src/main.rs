@@ -204,6 +204,12 @@ fn init_logging(
 }
 
 fn main() -> std::process::ExitCode {
+    // The command sandbox's helper stages: before any thread starts (a process with threads
+    // may not enter a new user namespace).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = switchboard_core::sandbox::helper_main(&args) {
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = parse_cli();
     // An MCP server's stderr usually lands in its client's log: only what needs attention. The
     // MCP SDK logs every request at info and every error answer at warn; the client sees those.

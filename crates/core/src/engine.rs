@@ -82,6 +82,10 @@ pub struct EngineOptions {
     /// Wraps the opened store before any component is given it (tests that make chosen store
     /// calls fail put their wrapper around the real store here).
     pub wrap_store: Option<StoreWrapper>,
+    /// The program that builds the command sandbox: the gateway's own binary, which answers
+    /// `switchboard_core::sandbox::COMMAND` before anything else. `None`: sandboxed sessions
+    /// run no commands (an embedder without the binary).
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 /// See [`EngineOptions::wrap_store`].
@@ -279,11 +283,15 @@ impl Engine {
         let config = Arc::new(config);
         let clock: Arc<dyn Clock> = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let providers = Arc::new(Providers::from_config(&config).map_err(CoreError::Invalid)?);
+        if let Some(helper) = &options.sandbox_helper {
+            crate::tools::exec::probe_sandboxes(home, &config, helper).await?;
+        }
         let mut store = crate::store::open(home, &config.store, clock.clone()).await?;
         if let Some(wrap) = options.wrap_store {
             store = wrap(store);
         }
-        let engine = Self::wire(home, config, clock, store, providers, options.tools)?;
+        let extras = (options.tools, options.sandbox_helper);
+        let engine = Self::wire(home, config, clock, store, providers, extras)?;
         // MCP servers start now: a run waits for their first connection, not for a client.
         engine.mcp.start();
         if let Err(e) = engine.resume().await {
@@ -353,7 +361,7 @@ impl Engine {
         clock: Arc<dyn Clock>,
         store: Arc<dyn Store>,
         providers: Arc<Providers>,
-        extra_tools: Vec<Arc<dyn Tool>>,
+        (extra_tools, helper): (Vec<Arc<dyn Tool>>, Option<PathBuf>),
     ) -> CoreResult<Self> {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
@@ -399,7 +407,7 @@ impl Engine {
             subagents: subagents.clone(),
             remotes: Arc::new(Remotes::new(store.clone(), outbox.clone())),
         };
-        let tools = (session_tools, extra_tools);
+        let tools = (session_tools, extra_tools, helper);
         let mcp = install_tools(&runtime, home, tools, (&tasks, &stop));
         let sessions = Arc::new(Sessions::new(
             config.clone(),
@@ -626,7 +634,7 @@ fn invoker(config: &Arc<Config>, resolver: &Arc<Resolver>, runtime: &Runtime) ->
 fn install_tools(
     runtime: &Runtime,
     home: &Path,
-    (session_tools, extra): (SessionTools, Vec<Arc<dyn Tool>>),
+    (session_tools, extra, helper): (SessionTools, Vec<Arc<dyn Tool>>, Option<PathBuf>),
     (tasks, stop): (&TaskTracker, &CancellationToken),
 ) -> Arc<Mcp> {
     let mut registry = ToolRegistry::default();
@@ -634,7 +642,7 @@ fn install_tools(
     session_tools::register(&mut registry, Arc::new(session_tools));
     let file_tools = crate::tools::fs::FileTools::new(config.clone(), home);
     crate::tools::fs::register(&mut registry, Arc::new(file_tools));
-    let exec_tools = Arc::new(crate::tools::exec::ExecTools::new(config, home));
+    let exec_tools = Arc::new(crate::tools::exec::ExecTools::new(config, home, helper));
     exec_tools.watch(runtime, (tasks, stop));
     crate::tools::exec::register(&mut registry, exec_tools);
     for tool in extra {

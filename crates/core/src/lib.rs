@@ -9,7 +9,7 @@
 //! interfaces the layers above implement (`ReplyHandler`, `Tool`). Above it the components:
 //! `delivery` (the outbox and what becomes of replies; it sends through the channel seam),
 //! `sessions` (operator operations), `exchange` (the agent-to-agent exchange), `subagents`,
-//! `tools` (the session tools), `a2a_tasks` (A2A tasks over runs), `cron`, `channels` (the channel implementations and the inbound
+//! `tools` (the session, file and command tools), `sandbox` (the command sandbox's helper), `a2a_tasks` (A2A tasks over runs), `cron`, `channels` (the channel implementations and the inbound
 //! doors), `mcp`. `engine` is the composition root that builds and wires them. `.ci/structure`
 //! holds each module to the imports it is allowed.
 
@@ -31,6 +31,7 @@ pub mod mcp;
 pub mod measure;
 pub mod resolve;
 pub mod runtime;
+pub mod sandbox;
 pub mod sessions;
 pub mod store;
 pub mod subagents;

@@ -19,6 +19,7 @@ mod mcp;
 mod mcp_tools;
 mod observability;
 mod process;
+mod sandbox;
 mod signal;
 mod slack;
 mod spawn;

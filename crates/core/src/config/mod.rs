@@ -25,6 +25,7 @@ mod mcp;
 mod observability;
 mod report;
 mod resolve;
+mod sandbox;
 mod signal;
 mod slack;
 mod store;
@@ -61,6 +62,7 @@ pub use matrix::{MATRIX, MatrixBot, MatrixChannel};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use observability::{LoggingConfig, MetricsConfig, ObservabilityConfig, OtlpConfig};
 pub use resolve::{REDACTED, ResolvedAgent};
+pub use sandbox::{SandboxConfig, SandboxLimits, SandboxOverride};
 pub use signal::{SignalAccount, SignalChannel};
 pub use slack::{SlackApp, SlackChannel};
 pub use store::{
@@ -335,16 +337,6 @@ impl Default for AgentDefaults {
     }
 }
 
-/// `agents.defaults.sandbox`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SandboxConfig {
-    /// Which sessions are sandboxed.
-    pub mode: SandboxMode,
-    /// What a sandboxed session may see.
-    pub session_tools_visibility: SessionToolsVisibility,
-}
-
 /// `agents.defaults.subagents`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -404,16 +396,6 @@ pub struct AgentSubagents {
     pub allow_agents: Vec<String>,
     /// Model of sub-agents spawned by this agent.
     pub model: Option<ModelRef>,
-}
-
-/// `agents.list[].sandbox`: each field absent = inherit `agents.defaults.sandbox`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SandboxOverride {
-    /// Overrides `agents.defaults.sandbox.mode`.
-    pub mode: Option<SandboxMode>,
-    /// Overrides `agents.defaults.sandbox.sessionToolsVisibility`.
-    pub session_tools_visibility: Option<SessionToolsVisibility>,
 }
 
 /// A tool allow/deny list (`agents.list[].tools`, `tools.subagents.tools`). Empty `allow` means

@@ -32,6 +32,8 @@ pub struct ResolvedAgent {
     pub sandbox_mode: SandboxMode,
     /// What its sandboxed sessions may see.
     pub session_tools_visibility: SessionToolsVisibility,
+    /// Whether its sandboxed commands have a network.
+    pub sandbox_network: bool,
     /// Other agents it may spawn (`"*"` = any).
     pub allow_agents: Vec<String>,
     /// Model for its sub-agents: its own `subagents.model`, else `agents.defaults.subagents.model`;
@@ -146,6 +148,9 @@ impl Config {
             session_tools_visibility: entry
                 .and_then(|agent| agent.sandbox.session_tools_visibility)
                 .unwrap_or(defaults.sandbox.session_tools_visibility),
+            sandbox_network: entry
+                .and_then(|agent| agent.sandbox.network)
+                .unwrap_or(defaults.sandbox.network),
             allow_agents: entry
                 .map(|agent| agent.subagents.allow_agents.clone())
                 .unwrap_or_default(),

@@ -507,6 +507,7 @@ impl Checker<'_> {
             defaults.subagents.archive_after_minutes,
             &ARCHIVE_AFTER_MINUTES,
         );
+        self.sandbox(&defaults.sandbox);
 
         let mut ids: Vec<String> = Vec::new();
         let mut first_default: Option<usize> = None;

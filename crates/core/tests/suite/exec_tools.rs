@@ -201,3 +201,20 @@ async fn a_runs_abort_kills_its_command_and_the_gateways_stop_kills_the_backgrou
     h.engine.close().await;
     until_gone(&pid).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_session_runs_no_command_without_the_sandbox_helper() {
+    let mut config = Config::default();
+    config.tools.profile = Some(ToolProfile::Coding);
+    config.agents.defaults.sandbox.mode = switchboard_core::config::SandboxMode::All;
+    // An embedder without the gateway's binary: nothing can build the sandbox.
+    let h = TestEngine::open(config).await;
+    let refused = exec(&h, json!({"command": "touch ran"})).await;
+    let error = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("this session is sandboxed and this gateway has no sandbox helper"),
+        "{refused}"
+    );
+    assert!(!workspace(&h).join("ran").exists());
+    h.engine.close().await;
+}

@@ -147,6 +147,7 @@ impl TestEngine {
             tools: tools.clone(),
             clock: clock.clone().map(|c| c as Arc<dyn Clock>),
             wrap_store,
+            sandbox_helper: None,
         };
         let engine = Engine::open_with(dir.path(), config.clone(), options)
             .await

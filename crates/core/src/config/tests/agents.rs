@@ -155,6 +155,7 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             model_fallbacks: vec![],
             sandbox_mode: SandboxMode::NonMain,
             session_tools_visibility: SessionToolsVisibility::All,
+            sandbox_network: false,
             allow_agents: vec!["research".to_owned(), "*".to_owned()],
             subagent_model: Some("builtin/scripted".to_owned()),
             tools_profile: None,
@@ -176,6 +177,7 @@ fn an_agent_merges_its_overrides_onto_the_defaults() {
             model_fallbacks: vec!["builtin/echo".to_owned()],
             sandbox_mode: SandboxMode::All,
             session_tools_visibility: SessionToolsVisibility::All,
+            sandbox_network: false,
             allow_agents: vec![],
             subagent_model: Some("builtin/echo".to_owned()),
             tools_profile: None,
@@ -253,4 +255,36 @@ fn tool_profiles_groups_and_workspaces_are_read_and_an_unknown_group_is_named() 
         "{text}"
     );
     assert!(text.contains("tools.profile"), "{text}");
+}
+
+#[test]
+fn sandbox_settings_are_read_and_bad_limits_and_paths_are_named() {
+    let text = r#"{ agents: {
+      defaults: { sandbox: { network: true, readOnlyPaths: ["/usr", "/opt/tools"],
+                             limits: { cpuSeconds: 30, memoryMb: 256 }, uid: 4000 } },
+      list: [ { id: "main", sandbox: { network: false } } ] } }"#;
+    let config = load(text).unwrap_or_else(|err| panic!("{err}")).config;
+    let sandbox = &config.agents.defaults.sandbox;
+    assert_eq!(
+        (
+            sandbox.uid,
+            sandbox.limits.cpu_seconds,
+            sandbox.limits.memory_mb
+        ),
+        (4000, 30, 256)
+    );
+    assert_eq!(
+        sandbox.limits.processes, 128,
+        "an unset limit keeps its default"
+    );
+    assert!(!config.agent("main").sandbox_network && config.agent("other").sandbox_network);
+    let text = error_text(
+        r#"{ agents: { defaults: { sandbox: { readOnlyPaths: ["usr"], limits: { memoryMb: 1 } } } } }"#,
+    );
+    for expected in [
+        "agents.defaults.sandbox.readOnlyPaths[0]: \"usr\" is not allowed; expected an absolute path such as /usr",
+        "agents.defaults.sandbox.limits.memoryMb: 1 is not allowed",
+    ] {
+        assert!(text.contains(expected), "{text}");
+    }
 }

@@ -133,6 +133,7 @@ fn the_spec_example_loads_with_defaults_filled_and_no_env_set() {
         sandbox: SandboxOverride {
             mode: Some(SandboxMode::Off),
             session_tools_visibility: None,
+            network: None,
         },
         ..AgentEntry::default()
     }];

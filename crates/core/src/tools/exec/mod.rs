@@ -24,8 +24,9 @@ use tokio_util::task::TaskTracker;
 use super::Answer;
 use super::fs::{Workspace, workspace_path};
 use crate::config::Config;
-use crate::runtime::tool::{ToolContext, ToolHints, ToolRegistry, Typed, TypedTool};
+use crate::runtime::tool::{Caller, ToolContext, ToolHints, ToolRegistry, Typed, TypedTool};
 use crate::runtime::{RunEventData, Runtime};
+use crate::sandbox::Spec;
 use crate::store::RunStatus;
 pub use processes::{Process, Processes, State};
 
@@ -47,14 +48,17 @@ pub struct ExecTools {
     config: Arc<Config>,
     home: PathBuf,
     processes: Arc<Processes>,
+    /// The gateway's binary, which builds the sandbox ([`crate::sandbox`]).
+    helper: Option<PathBuf>,
 }
 
 impl ExecTools {
-    pub fn new(config: Arc<Config>, home: &Path) -> Self {
+    pub fn new(config: Arc<Config>, home: &Path, helper: Option<PathBuf>) -> Self {
         Self {
             config,
             home: home.to_path_buf(),
             processes: Arc::new(Processes::default()),
+            helper,
         }
     }
 
@@ -82,26 +86,46 @@ impl ExecTools {
         });
     }
 
-    /// The program and arguments that run `command` for this call.
-    fn argv(&self, command: &str) -> Vec<String> {
-        vec!["/bin/sh".into(), "-c".into(), command.into()]
+    /// The program and arguments that run `command` for `caller` in `folder` of `root`: in
+    /// the sandbox when its session is sandboxed.
+    fn argv(
+        &self,
+        caller: &Caller,
+        (root, folder): (&Path, &Path),
+        command: &str,
+    ) -> Result<Vec<String>, ToolFailure> {
+        let (agent, key) = (&caller.agent_id, caller.session_key.as_str());
+        if !crate::access::is_sandboxed(&self.config, agent, key) {
+            return Ok(vec!["/bin/sh".into(), "-c".into(), command.into()]);
+        }
+        let Some(helper) = &self.helper else {
+            return Err(ToolFailure::error(
+                "this session is sandboxed and this gateway has no sandbox helper (commands of sandboxed sessions run through the switchboard binary's gateway)",
+            ));
+        };
+        Ok(Spec::of(&self.config, agent, root, folder).argv(helper, command))
     }
 
-    /// The folder a command runs in: the workspace, or `workdir` inside it (made when missing).
-    fn folder(&self, agent_id: &str, workdir: Option<&str>) -> Result<PathBuf, ToolFailure> {
+    /// The folder a command runs in (the workspace, or `workdir` inside it, made when
+    /// missing) and the workspace, by their real paths.
+    fn folder(
+        &self,
+        agent_id: &str,
+        workdir: Option<&str>,
+    ) -> Result<(PathBuf, PathBuf), ToolFailure> {
         let root = workspace_path(&self.home, &self.config, agent_id);
-        let workspace = Workspace::open(&root).map_err(|e| {
-            ToolFailure::error(format!(
-                "the workspace {} cannot be opened: {e}",
-                root.display()
-            ))
-        })?;
+        let cannot = |e: std::io::Error| {
+            let root = root.display();
+            ToolFailure::error(format!("the workspace {root} cannot be opened: {e}"))
+        };
+        let workspace = Workspace::open(&root).map_err(cannot)?;
+        let real = root.canonicalize().map_err(cannot)?;
         let Some(workdir) = workdir else {
-            return Ok(root);
+            return Ok((real.clone(), real));
         };
         let relative = workspace.relative(workdir)?;
         workspace.folder(&relative, workdir)?;
-        Ok(root.join(relative))
+        Ok((real.join(relative), real))
     }
 
     /// The environment of a command: nothing of the gateway's.
@@ -196,9 +220,9 @@ impl Exec {
                 "command is empty; give a shell command such as `ls -la`",
             ));
         }
-        let folder = tools.folder(&caller.agent_id, params.workdir.as_deref())?;
+        let (folder, root) = tools.folder(&caller.agent_id, params.workdir.as_deref())?;
         let spec = processes::Spec {
-            argv: tools.argv(&params.command),
+            argv: tools.argv(caller, (&root, &folder), &params.command)?,
             env: ExecTools::environment(&folder, params.env.as_ref()),
             cwd: folder,
             timeout: params.timeout.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
@@ -230,4 +254,40 @@ impl Exec {
 pub fn register(registry: &mut ToolRegistry, deps: Arc<ExecTools>) {
     registry.register(Arc::new(Typed::new(Exec(deps.clone()))));
     registry.register(Arc::new(Typed::new(process_tool::ProcessTool(deps))));
+}
+
+/// Builds, at start, the sandbox of every agent whose sandboxed sessions may run commands,
+/// running `true` in it through `helper`: a kernel that lacks a piece stops the gateway here,
+/// naming the piece, instead of a sandboxed agent running unconfined or not at all.
+pub async fn probe_sandboxes(
+    home: &Path,
+    config: &Config,
+    helper: &Path,
+) -> crate::error::CoreResult<()> {
+    for id in config.agent_ids() {
+        let agent = config.agent(&id);
+        // A session of the agent that is sandboxed under every mode but `off`.
+        let key = crate::keys::SessionKey::from_canonical(format!("agent:{id}:sandbox-probe"));
+        let sandboxed = crate::access::is_sandboxed(config, &id, key.as_str());
+        if !sandboxed || crate::access::tool_allowed(config, &key, &agent, "exec").is_err() {
+            continue;
+        }
+        let root = workspace_path(home, config, &id);
+        let root = Workspace::open(&root)
+            .and_then(|_| root.canonicalize())
+            .map_err(|e| {
+                crate::error::CoreError::Unavailable(format!(
+                    "the workspace {} of agent {id}: {e}",
+                    root.display()
+                ))
+            })?;
+        let spec = Spec::of(config, &id, &root, &root);
+        if let Err(why) = crate::sandbox::probe(helper, &spec).await {
+            return Err(crate::error::CoreError::Unavailable(format!(
+                "agent {id} runs commands in a sandbox (sandbox.mode {}), which cannot be built on this machine: {why}; see docs/sandbox.md",
+                agent.sandbox_mode.as_str()
+            )));
+        }
+    }
+    Ok(())
 }

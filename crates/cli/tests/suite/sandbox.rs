@@ -1,0 +1,173 @@
+//! The command sandbox (SPEC §6.5, docs/sandbox.md) through the real binary: a sandboxed
+//! session's `exec` runs in the namespaces, Landlock and seccomp the gateway builds itself, as
+//! the CI user does (root here: the sandbox then runs as `nobody`). Each escape is refused or
+//! contained with a clear result, and the gateway goes on answering. A gateway whose kernel
+//! (here: the sandbox it itself runs in) cannot build the sandbox refuses to start, naming the
+//! piece.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use switchboard_server::client::GatewayClient;
+
+use super::process::{BIN, GatewayProcess};
+
+/// Every session of `main` is sandboxed and may run commands, with small limits.
+const CONFIG: &str = r#"{
+  tools: { profile: "coding" },
+  agents: { defaults: { sandbox: { mode: "all",
+    limits: { cpuSeconds: 20, memoryMb: 512, processes: 64, fileSizeMb: 16 } } } },
+}"#;
+
+async fn exec(client: &mut GatewayClient, args: Value) -> Value {
+    let answer = client
+        .request(
+            "tools.invoke",
+            json!({"sessionKey": "main", "tool": "exec", "args": args}),
+        )
+        .await
+        .unwrap();
+    answer["result"].clone()
+}
+
+fn output(result: &Value) -> &str {
+    result["output"].as_str().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_escape_from_the_sandbox_is_refused_or_contained_and_the_gateway_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.json5"), CONFIG).unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
+        .await
+        .unwrap();
+    let state = home.path().display().to_string();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+
+    let inside = exec(
+        &mut client,
+        json!({"command": "id -u; hostname; echo $$; echo made > mine.txt; cat mine.txt"}),
+    )
+    .await;
+    assert_eq!(
+        (&inside["status"], &inside["exitCode"]),
+        (&json!("exited"), &json!(0)),
+        "{inside}"
+    );
+    assert_eq!(
+        output(&inside),
+        "0\nsandbox\n2\nmade\n",
+        "root of its own namespaces, PID 2 under its init"
+    );
+    // The state dir is hidden from the sandbox (a tmpfs over it) when its user may not enter
+    // it, denied when it may: either way nothing of it is read.
+    let hidden: &[&str] = &["No such file or directory", "Permission denied"];
+    let escapes: [(&str, &[&str]); 12] = [
+        ("cat /etc/shadow", &["Permission denied"]),
+        (&format!("cat {state}/gateway-token"), hidden),
+        (&format!("ls {state}/switchboard.db"), hidden),
+        ("cat ../../gateway-token", hidden),
+        (&format!("echo x > {state}/planted"), hidden),
+        ("echo x > /etc/planted", &["Permission denied"]),
+        (
+            &format!("ln -s {state} door && cat door/gateway-token"),
+            hidden,
+        ),
+        ("mount -t tmpfs x /mnt", &["permission denied"]),
+        (
+            "python3 -c 'import ctypes; c = ctypes.CDLL(None, use_errno=True); print(c.ptrace(0, 0, 0, 0), ctypes.get_errno()); exit(1)'",
+            &["-1 1\n"],
+        ),
+        (
+            &format!(
+                "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
+            ),
+            &["Network is unreachable"],
+        ),
+        ("python3 -c 'bytearray(1 << 30)'", &["MemoryError"]),
+        ("unshare -U true", &["Operation not permitted"]),
+    ];
+    for (command, expected) in escapes {
+        let result = exec(&mut client, json!({"command": command})).await;
+        assert!(
+            expected.iter().any(|e| output(&result).contains(e)),
+            "{command}: {result}"
+        );
+        assert_ne!(result["exitCode"], 0, "{command}: {result}");
+        assert!(
+            !output(&result).contains(&gateway.token),
+            "{command} read the token"
+        );
+    }
+    assert!(!home.path().join("planted").exists() && !Path::new("/etc/planted").exists());
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "the sandbox reached a loopback listener"
+    );
+
+    // Contained: a fork bomb, 100 MB of output, a command that never ends.
+    let bomb = exec(
+        &mut client,
+        json!({"command": "b() { b | b & }; b; sleep 1; echo contained", "timeout": 10}),
+    )
+    .await;
+    assert!(
+        ["exited", "timeout"].contains(&bomb["status"].as_str().unwrap()),
+        "{bomb}"
+    );
+    let flood = exec(
+        &mut client,
+        json!({"command": "head -c 100000000 /dev/zero | tr '\\0' a"}),
+    )
+    .await;
+    assert_eq!(
+        (&flood["exitCode"], &flood["truncated"]),
+        (&json!(0), &json!(true)),
+        "{}",
+        &output(&flood)[..100]
+    );
+    assert!(output(&flood).len() < 40_000);
+    let endless = exec(&mut client, json!({"command": "sleep 1000", "timeout": 2})).await;
+    assert_eq!(endless["status"], "timeout", "{endless}");
+
+    let health = client.request("health", Value::Null).await.unwrap();
+    assert_eq!(health["ok"], true, "{health}");
+    let after = exec(&mut client, json!({"command": "cat mine.txt"})).await;
+    assert_eq!(output(&after), "made\n", "{after}");
+    gateway.stop();
+}
+
+#[test]
+fn a_gateway_that_cannot_build_the_sandbox_refuses_to_start_naming_the_piece() {
+    // The gateway runs inside a sandbox of its own making, where new namespaces are refused:
+    // the kernel it sees lacks that piece.
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().canonicalize().unwrap();
+    std::fs::write(root.join("config.json5"), CONFIG).unwrap();
+    let binary = Path::new(BIN).canonicalize().unwrap();
+    let spec = json!({
+        "workspace": root, "cwd": root, "network": false, "uid": 65534,
+        "readOnly": ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", binary.parent().unwrap()],
+        "limits": {"cpuSeconds": 60, "memoryBytes": 4u64 << 30, "processes": 256,
+                   "fileSizeBytes": 1u64 << 30, "openFiles": 1024},
+    });
+    let command = format!(
+        "{} gateway --port 0 --state-dir {}",
+        binary.display(),
+        root.display()
+    );
+    let ran = std::process::Command::new(BIN)
+        .args(["__sandbox", &spec.to_string(), &command])
+        .env("SWITCHBOARD_LOG", "warn")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(!ran.status.success(), "{said}");
+    assert!(
+        said.contains("agent main runs commands in a sandbox (sandbox.mode all), which cannot be built on this machine: sandbox: user, mount, PID and network namespaces (unshare)"),
+        "{said}"
+    );
+}

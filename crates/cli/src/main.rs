@@ -13,6 +13,7 @@ macro_rules! outln {
     }};
 }
 
+mod approvals;
 mod bench;
 mod chat;
 mod client_cmds;
@@ -60,6 +61,9 @@ enum Command {
     /// Who may talk to a bot: pending DM pairing requests, and approving one by its code.
     #[command(subcommand)]
     Pairing(pairing::PairingCommand),
+    /// Commands waiting for an operator's approval (tools.exec.ask): list, approve, deny.
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
     /// Check or show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -241,6 +245,7 @@ fn main() -> std::process::ExitCode {
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
             Command::Pairing(cmd) => pairing::run(&cli.global, cmd).await,
+            Command::Approvals(cmd) => approvals::run(&cli.global, cmd).await,
             Command::Tools(cmd) => client_cmds::tools(&cli.global, cmd).await,
             Command::Chat(args) => chat::run(&cli.global, args).await,
             Command::Mcp(args) => mcp::run(&cli.global, args).await,

@@ -69,6 +69,8 @@ use crate::sessions::Sessions;
 use crate::store::{Store, WriteOp};
 use crate::subagents::{Subagents, SubagentsParts};
 use crate::tools::ToolInvoker;
+use crate::tools::agent::AgentTools;
+use crate::tools::exec::{Approvals, ExecTools};
 use crate::tools::sessions::{self as session_tools, SessionTools};
 
 /// What an embedder (a test, the gateway) adds to the engine.
@@ -113,6 +115,8 @@ pub struct Engine {
     mcp: Arc<Mcp>,
     tools: Arc<ToolInvoker>,
     cron: Arc<Cron>,
+    /// Commands waiting for an operator's approval.
+    approvals: Arc<Approvals>,
     /// Every background task of every component.
     tasks: TaskTracker,
     /// Cancelled first at shutdown: nothing new is scheduled (cron).
@@ -400,15 +404,18 @@ impl Engine {
             resolver.clone(),
             tasks.clone(),
         ));
-        let session_tools = SessionTools {
-            config: config.clone(),
-            resolver: resolver.clone(),
-            exchanges: exchanges.clone(),
-            subagents: subagents.clone(),
-            remotes: Arc::new(Remotes::new(store.clone(), outbox.clone())),
-        };
-        let tools = (session_tools, extra_tools, helper);
-        let mcp = install_tools(&runtime, home, tools, (&tasks, &stop));
+        let cron = cron(
+            &config,
+            &store,
+            (&runtime, &resolver, &clock),
+            (&tasks, &intake),
+        );
+        let (mcp, approvals) = install_tools(
+            (&runtime, home, helper, extra_tools),
+            (&config, &store, &resolver, &outbox),
+            (&exchanges, &subagents, &cron),
+            (&tasks, &stop),
+        );
         let sessions = Arc::new(Sessions::new(
             config.clone(),
             store.clone(),
@@ -431,12 +438,8 @@ impl Engine {
             doors,
             mcp,
             inbound,
-            cron: cron(
-                &config,
-                &store,
-                (&runtime, &resolver, &clock),
-                (&tasks, &intake),
-            ),
+            cron,
+            approvals,
             tools: invoker(&config, &resolver, &runtime),
             started_ms: clock.now_ms(),
             home: home.to_path_buf(),
@@ -571,6 +574,11 @@ impl Engine {
     }
 
     /// `cron.*` and the scheduler.
+    /// Commands waiting for an operator's approval (`exec.approvals.*`).
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.approvals
+    }
+
     pub fn cron(&self) -> &Arc<Cron> {
         &self.cron
     }
@@ -629,20 +637,36 @@ fn invoker(config: &Arc<Config>, resolver: &Arc<Resolver>, runtime: &Runtime) ->
     ))
 }
 
-/// The session tools, the file tools and any extra ones in the runtime's registry, and the MCP servers' tools
+/// The built-in tools and any extra ones in the runtime's registry, and the MCP servers' tools
 /// as its tool source (answered, to be started and watched).
 fn install_tools(
-    runtime: &Runtime,
-    home: &Path,
-    (session_tools, extra, helper): (SessionTools, Vec<Arc<dyn Tool>>, Option<PathBuf>),
+    (runtime, home, helper, extra): (&Runtime, &Path, Option<PathBuf>, Vec<Arc<dyn Tool>>),
+    (config, store, resolver, outbox): (
+        &Arc<Config>,
+        &Arc<dyn Store>,
+        &Arc<Resolver>,
+        &Arc<Outbox>,
+    ),
+    (exchanges, subagents, cron): (&Arc<Exchanges>, &Arc<Subagents>, &Arc<Cron>),
     (tasks, stop): (&TaskTracker, &CancellationToken),
-) -> Arc<Mcp> {
+) -> (Arc<Mcp>, Arc<Approvals>) {
     let mut registry = ToolRegistry::default();
-    let config = session_tools.config.clone();
+    let session_tools = SessionTools {
+        config: config.clone(),
+        resolver: resolver.clone(),
+        exchanges: exchanges.clone(),
+        subagents: subagents.clone(),
+        remotes: Arc::new(Remotes::new(store.clone(), outbox.clone())),
+    };
     session_tools::register(&mut registry, Arc::new(session_tools));
+    let agent_tools = AgentTools::new(config.clone(), home, outbox.clone(), cron.clone());
+    crate::tools::agent::register(&mut registry, Arc::new(agent_tools));
     let file_tools = crate::tools::fs::FileTools::new(config.clone(), home);
     crate::tools::fs::register(&mut registry, Arc::new(file_tools));
-    let exec_tools = Arc::new(crate::tools::exec::ExecTools::new(config, home, helper));
+    crate::tools::web::register(&mut registry, config.clone());
+    let approvals = Arc::new(Approvals::new(home));
+    let exec_tools = ExecTools::new(config.clone(), home, helper, approvals.clone());
+    let exec_tools = Arc::new(exec_tools);
     exec_tools.watch(runtime, (tasks, stop));
     crate::tools::exec::register(&mut registry, exec_tools);
     for tool in extra {
@@ -651,5 +675,5 @@ fn install_tools(
     runtime.install_tools(registry);
     let mcp = Mcp::new(runtime.config(), tasks.clone(), stop.clone());
     runtime.install_tool_source(mcp.clone());
-    mcp
+    (mcp, approvals)
 }

@@ -18,6 +18,8 @@ pub enum DeliveryKind {
     SubagentAnnounce,
     /// An operator's `send`.
     Send,
+    /// An agent's `message` tool.
+    Message,
     /// An owner command's answer in a chat.
     Command,
     /// A DM pairing code or its approval.
@@ -36,6 +38,7 @@ impl DeliveryKind {
             Self::Announce => "announce",
             Self::SubagentAnnounce => "subagent-announce",
             Self::Send => "send",
+            Self::Message => "message",
             Self::Command => "command",
             Self::Pairing => "pairing",
             Self::A2aPush => "a2a-push",
@@ -51,6 +54,7 @@ impl From<&str> for DeliveryKind {
             "announce" => Self::Announce,
             "subagent-announce" => Self::SubagentAnnounce,
             "send" => Self::Send,
+            "message" => Self::Message,
             "command" => Self::Command,
             "pairing" => Self::Pairing,
             "a2a-push" => Self::A2aPush,

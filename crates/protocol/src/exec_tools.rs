@@ -115,3 +115,47 @@ pub enum ProcessAnswer {
     #[serde(rename_all = "camelCase")]
     Removed { process_id: String, removed: bool },
 }
+
+/// A command waiting for an operator's approval (`tools.exec.ask`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// What `exec.approvals.approve` / `deny` name it by.
+    pub id: String,
+    pub agent_id: String,
+    pub session_key: String,
+    pub command: String,
+    /// The folder it would run in.
+    pub cwd: String,
+    /// When it was asked for, and when it is refused unless approved (ms since the epoch).
+    pub requested_at: i64,
+    pub expires_at: i64,
+}
+
+/// The answer of `exec.approvals.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalsListResult {
+    /// Oldest first.
+    pub approvals: Vec<PendingApproval>,
+}
+
+/// `exec.approvals.approve` and `exec.approvals.deny`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalDecideParams {
+    pub id: String,
+    /// approve: also add the program to the agent's allowlist (`exec-approvals.json`).
+    #[serde(default)]
+    pub allow_always: bool,
+}
+
+/// What became of an approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalDecided {
+    pub id: String,
+    /// `approved` or `denied`.
+    pub decision: String,
+    pub command: String,
+}

@@ -16,6 +16,7 @@
 mod names;
 
 pub mod a2a;
+pub mod agent_tools;
 pub mod agents;
 pub mod chat;
 pub mod cron;
@@ -38,6 +39,7 @@ pub mod runs;
 pub mod session_tools;
 pub mod sessions;
 pub mod tools;
+pub mod web_tools;
 
 #[cfg(test)]
 mod test_support;

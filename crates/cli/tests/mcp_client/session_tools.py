@@ -33,7 +33,7 @@ async def tools_and_calls(args) -> None:
         got = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
                for t in listed.tools]
         # Exactly what the gateway's tools.list (the core registry) says for this session.
-        expected = [{k: v for k, v in t.items() if k != "annotations"}
+        expected = [{k: v for k, v in t.items() if k not in ("annotations", "group")}
                     for t in facts["expectedTools"]]
         expect(got == expected, "the tools and schemas of tools.list", got)
         hints = {t.name: t.annotations.model_dump(by_alias=True, exclude_none=True)

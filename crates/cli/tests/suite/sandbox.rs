@@ -171,3 +171,75 @@ fn a_gateway_that_cannot_build_the_sandbox_refuses_to_start_naming_the_piece() {
         "{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_approves_and_denies_held_commands_with_switchboard_approvals() {
+    let home = tempfile::tempdir().unwrap();
+    // Outside a sandbox a command the allowlist does not name waits for an operator.
+    std::fs::write(
+        home.path().join("config.json5"),
+        r#"{ tools: { profile: "coding" } }"#,
+    )
+    .unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let cli = |args: &[&str]| {
+        let out = super::process::run(home.path(), &gateway.url, args);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let held = |command: &'static str| {
+        let (url, token) = (gateway.url.clone(), gateway.token.clone());
+        tokio::spawn(async move {
+            let mut client = GatewayClient::connect(&url, Some(&token)).await.unwrap();
+            exec(&mut client, json!({"command": command})).await
+        })
+    };
+    let id_of = |command: &'static str| async move {
+        loop {
+            let listed: Value =
+                serde_json::from_str(&cli(&["approvals", "list", "--json"])).unwrap();
+            let waiting = listed["approvals"].as_array().cloned().unwrap_or_default();
+            if let Some(found) = waiting.iter().find(|a| a["command"] == command) {
+                return found["id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let approved = held("echo let me");
+    let id = tokio::time::timeout(std::time::Duration::from_secs(60), id_of("echo let me"))
+        .await
+        .unwrap();
+    let table = cli(&["approvals", "list"]);
+    assert!(
+        table.contains(&id) && table.contains("echo let me") && table.contains("agent:main:main"),
+        "{table}"
+    );
+    assert_eq!(
+        cli(&["approvals", "approve", &id]),
+        format!("approved {id}: echo let me\n")
+    );
+    let ran = approved.await.unwrap();
+    assert_eq!(ran["output"], "let me\n", "{ran}");
+
+    let denied = held("touch nope");
+    let id = tokio::time::timeout(std::time::Duration::from_secs(60), id_of("touch nope"))
+        .await
+        .unwrap();
+    assert_eq!(
+        cli(&["approvals", "deny", &id]),
+        format!("denied {id}: touch nope\n")
+    );
+    let refused = denied.await.unwrap();
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("an operator denied"),
+        "{refused}"
+    );
+    assert!(!home.path().join("workspace/main/nope").exists());
+    assert_eq!(
+        cli(&["approvals", "list"]),
+        "No command waits for approval.\n"
+    );
+    gateway.stop();
+}

@@ -280,3 +280,27 @@ string_enum! {
     }
     default = Text;
 }
+
+string_enum! {
+    /// `tools.web.search.provider`.
+    pub enum SearchProvider {
+        /// A SearXNG instance (`baseUrl`), its JSON API (`/search?format=json`).
+        Searxng = "searxng",
+        /// Brave Search's API (`X-Subscription-Token: apiKey`).
+        Brave = "brave",
+    }
+    default = Searxng;
+}
+
+string_enum! {
+    /// `tools.exec.ask`.
+    pub enum ExecAsk {
+        /// Never: every command runs.
+        Off = "off",
+        /// A command the allowlist (`exec-approvals.json`) does not match waits for approval.
+        OnMiss = "on-miss",
+        /// Every command waits for approval.
+        Always = "always",
+    }
+    default = OnMiss;
+}

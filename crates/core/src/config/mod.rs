@@ -31,6 +31,7 @@ mod slack;
 mod store;
 mod telegram;
 pub mod tool_groups;
+mod tool_settings;
 mod validate;
 mod values;
 mod whatsapp;
@@ -48,8 +49,8 @@ pub use chat::{
     MAX_REPLY_PARTS, Platform,
 };
 pub use choices::{
-    AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, GroupPolicy, LogFormat, MetricsAuth,
-    ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SendAction, SessionScope,
+    AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, ExecAsk, GroupPolicy, LogFormat, MetricsAuth,
+    ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SearchProvider, SendAction, SessionScope,
     SessionToolsVisibility, ThinkingLevel, ToolProfile,
 };
 pub use discord::{DiscordBot, DiscordChannel};
@@ -70,6 +71,7 @@ pub use store::{
     StoreKind,
 };
 pub use telegram::{TelegramBot, TelegramChannel};
+pub use tool_settings::{ExecToolConfig, WebFetch, WebSearch, WebTools};
 pub use validate::normalize_origin;
 pub use values::{GatewayBind, ModelRef};
 pub use whatsapp::{WhatsAppChannel, WhatsAppNumber};
@@ -516,6 +518,10 @@ pub struct ToolsConfig {
     pub agent_to_agent: ToolsAgentToAgent,
     /// Tools of sub-agent sessions.
     pub subagents: SubagentTools,
+    /// `web_fetch` and `web_search`.
+    pub web: WebTools,
+    /// `exec`: approvals.
+    pub exec: ExecToolConfig,
 }
 
 /// `tools.agentToAgent`.

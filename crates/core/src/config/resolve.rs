@@ -210,6 +210,7 @@ impl Config {
         chats.whatsapp.hide_secrets();
         chats.matrix.hide_secrets();
         hide(&mut copy.hooks.token);
+        hide(&mut copy.tools.web.search.api_key);
         // A database URL may carry its password.
         hide(&mut copy.store.url);
         // MCP servers' environments and headers carry their API keys.

@@ -623,6 +623,7 @@ impl Checker<'_> {
             *pattern = pattern.to_ascii_lowercase();
         }
         self.tool_policy("tools", &mut tools.allow, &mut tools.deny);
+        self.tool_settings(&tools.web, &tools.exec);
         let subagents = &mut tools.subagents.tools;
         self.tool_policy(
             "tools.subagents.tools",

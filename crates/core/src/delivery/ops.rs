@@ -9,6 +9,8 @@ use switchboard_protocol::sessions::DeliveryContext;
 use super::{Outbound, Outbox};
 use crate::channel;
 use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
+use crate::keys::SessionKey;
 use crate::store::{DeliveryQuery, DeliveryRecord, DeliveryStatus};
 
 const DEFAULT_LIMIT: i64 = 50;
@@ -18,52 +20,84 @@ impl Outbox {
     /// `send`: stores the delivery (answered once committed) and lets the outbox send it; a
     /// repeated `idempotencyKey` answers the first record.
     pub async fn send(&self, p: SendParams) -> CoreResult<DeliveryInfo> {
-        let channel = p.channel.trim().to_lowercase();
-        let Some(connected) = self.channels.get(&channel) else {
-            return Err(CoreError::invalid(format!(
-                "send: channel {channel:?} is not connected to this gateway; expected one of: {}",
-                self.channels.names().join(", ")
-            )));
-        };
         if p.idempotency_key.trim().is_empty() {
             return Err(CoreError::invalid(
                 "send: idempotencyKey must not be empty (it makes a retried send harmless)",
             ));
         }
-        if p.message.trim().is_empty() {
-            return Err(CoreError::invalid("send: message must not be empty"));
-        }
-        let mut to = p.to.trim().to_string();
-        if to.is_empty() {
-            return Err(CoreError::invalid(
-                "send: to must name the chat or session to deliver to",
-            ));
-        }
-        let account = p.account_id.as_deref().map(|a| a.trim().to_lowercase());
-        if let Err(why) = connected.check_account(account.as_deref()) {
-            return Err(CoreError::invalid(format!("send: {why}")));
-        }
-        if !channel::is_route(&channel) {
-            // webchat and internal deliver into a session: it must exist (checked now, not later).
-            to = self.resolver.find(&to, None).await?.key.into_string();
-        }
+        let route = self.route_of("send", &p).await?;
         let record = self
             .deliver(Outbound {
                 kind: DeliveryKind::Send,
                 session_key: None,
                 source_key: None,
                 run_id: None,
-                route: Some(DeliveryContext {
-                    channel,
-                    to,
-                    account_id: p.account_id.map(|a| a.trim().to_lowercase()),
-                    thread_id: p.thread_id,
-                }),
+                route: Some(route),
                 text: p.message,
                 idempotency_key: Some(format!("send:{}", p.idempotency_key.trim())),
             })
             .await?;
         Ok(info(record))
+    }
+
+    /// The `message` tool's send: as `send`, for the session `from` (its send policy decides)
+    /// in its run `run_id`.
+    pub async fn send_from(
+        &self,
+        p: SendParams,
+        from: SessionKey,
+        run_id: RunId,
+    ) -> CoreResult<DeliveryInfo> {
+        let route = self.route_of("message", &p).await?;
+        let record = self
+            .deliver(Outbound {
+                kind: DeliveryKind::Message,
+                session_key: Some(from),
+                source_key: None,
+                run_id: Some(run_id),
+                route: Some(route),
+                text: p.message,
+                idempotency_key: Some(format!("message:{}", p.idempotency_key.trim())),
+            })
+            .await?;
+        Ok(info(record))
+    }
+
+    /// Where `p` goes: a connected channel, an account it has, a target (a session that
+    /// exists, for `webchat` and `internal`), a text; the error, `what`'s, says which is not.
+    async fn route_of(&self, what: &str, p: &SendParams) -> CoreResult<DeliveryContext> {
+        let channel = p.channel.trim().to_lowercase();
+        let Some(connected) = self.channels.get(&channel) else {
+            return Err(CoreError::invalid(format!(
+                "{what}: channel {channel:?} is not connected to this gateway; expected one of: {}",
+                self.channels.names().join(", ")
+            )));
+        };
+        if p.message.trim().is_empty() {
+            return Err(CoreError::invalid(format!(
+                "{what}: the text must not be empty"
+            )));
+        }
+        let mut to = p.to.trim().to_string();
+        if to.is_empty() {
+            return Err(CoreError::invalid(format!(
+                "{what}: to must name the chat or session to deliver to"
+            )));
+        }
+        let account = p.account_id.as_deref().map(|a| a.trim().to_lowercase());
+        if let Err(why) = connected.check_account(account.as_deref()) {
+            return Err(CoreError::invalid(format!("{what}: {why}")));
+        }
+        if !channel::is_route(&channel) {
+            // webchat and internal deliver into a session: it must exist (checked now, not later).
+            to = self.resolver.find(&to, None).await?.key.into_string();
+        }
+        Ok(DeliveryContext {
+            channel,
+            to,
+            account_id: account,
+            thread_id: p.thread_id.clone(),
+        })
     }
 
     /// `deliveries.list`: records newest first, filtered by session and status.

@@ -3,10 +3,12 @@
 //! [`fs`]), the command tools ([`exec`]), and [`ToolInvoker`], which calls any of them outside a run exactly as the agent of
 //! a session would (`tools.invoke`, `tools.list`, MCP).
 
+pub mod agent;
 pub mod exec;
 pub mod fs;
 pub mod invoke;
 pub mod sessions;
+pub mod web;
 
 pub use invoke::ToolInvoker;
 

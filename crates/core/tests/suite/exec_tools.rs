@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use switchboard_core::config::{Config, ToolProfile};
+use switchboard_core::config::{Config, ExecAsk, ToolProfile};
 use switchboard_core::store::RunStatus;
 
 use super::support::{GUARD, TestEngine, tool_results};
 
-/// An engine whose agents may run commands.
+/// An engine whose agents may run commands without asking.
 async fn engine() -> TestEngine {
     let mut config = Config::default();
     config.tools.profile = Some(ToolProfile::Coding);
+    config.tools.exec.ask = Some(ExecAsk::Off);
     TestEngine::open(config).await
 }
 
@@ -216,5 +217,93 @@ async fn a_sandboxed_session_runs_no_command_without_the_sandbox_helper() {
         "{refused}"
     );
     assert!(!workspace(&h).join("ran").exists());
+    h.engine.close().await;
+}
+
+/// The commands waiting for approval, once `n` wait (a hang guard, not a timing).
+async fn waiting(
+    h: &TestEngine,
+    n: usize,
+) -> Vec<switchboard_protocol::exec_tools::PendingApproval> {
+    let listed = tokio::time::timeout(GUARD, async {
+        loop {
+            let waiting = h.engine.approvals().list();
+            if waiting.len() == n {
+                return waiting;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    listed.await.expect("the command was held for approval")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_a_sandbox_a_command_waits_for_an_operator_unless_allowlisted() {
+    use switchboard_core::tools::exec::Decision;
+    let mut config = Config::default();
+    config.tools.profile = Some(ToolProfile::Coding);
+    config.tools.exec.approval_timeout_seconds = 2;
+    let h = TestEngine::open(config).await;
+    let engine = h.engine.clone();
+    let call = |command: &'static str| {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            super::support::invoke(&engine, "main", "exec", json!({"command": command})).await
+        })
+    };
+    // Held, approved: it runs.
+    let approved = call("echo approved");
+    let held = waiting(&h, 1).await;
+    assert_eq!(
+        (held[0].command.as_str(), held[0].agent_id.as_str()),
+        ("echo approved", "main")
+    );
+    assert!(!workspace(&h).join("never").exists());
+    h.engine
+        .approvals()
+        .decide(&held[0].id, Decision::Approve { always: false })
+        .unwrap();
+    let ran = approved.await.unwrap();
+    assert_eq!(ran.content["output"], "approved\n", "{}", ran.content);
+    // Held, denied: it does not.
+    let denied = call("touch never");
+    let held = waiting(&h, 1).await;
+    h.engine
+        .approvals()
+        .decide(&held[0].id, Decision::Deny)
+        .unwrap();
+    let refused = denied.await.unwrap();
+    assert!(
+        refused.content["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("an operator denied this command"),
+        "{}",
+        refused.content
+    );
+    // Nobody answers: refused when the time is out.
+    let ignored = call("touch never").await.unwrap();
+    let error = ignored.content["error"].as_str().unwrap();
+    assert_eq!(
+        error,
+        "no operator approved this command within 2 s (tools.exec.ask); it was not run"
+    );
+    assert!(!workspace(&h).join("never").exists());
+    assert!(h.engine.approvals().list().is_empty());
+    // Approved for always: the program joins the allowlist and runs unasked from then on.
+    let always = call("uname");
+    let held = waiting(&h, 1).await;
+    h.engine
+        .approvals()
+        .decide(&held[0].id, Decision::Approve { always: true })
+        .unwrap();
+    always.await.unwrap();
+    let unasked = call("uname -s").await.unwrap();
+    assert_eq!(unasked.content["output"], "Linux\n", "{}", unasked.content);
+    let file = std::fs::read_to_string(h.engine.home().join("exec-approvals.json")).unwrap();
+    assert!(
+        file.contains("/usr/bin/uname") || file.contains("/bin/uname"),
+        "{file}"
+    );
     h.engine.close().await;
 }

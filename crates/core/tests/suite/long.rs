@@ -19,8 +19,16 @@ fn config(mock: &MockLlm, api: ProviderApi, window: Option<u64>) -> Config {
         context_window: window,
         ..ModelEntry::default()
     }];
-    // The window is for the conversation: the file tools' schemas would take a fifth of it.
-    config.tools.deny = vec!["group:fs".into()];
+    // The window is for the conversation: the built-in tools' schemas would take much of it.
+    config.tools.deny = [
+        "group:fs",
+        "group:web",
+        "group:messaging",
+        "group:automation",
+        "session_status",
+    ]
+    .map(String::from)
+    .to_vec();
     config
 }
 

@@ -1,6 +1,7 @@
 mod a2a_client;
 mod a2a_faults;
 mod a2a_push;
+mod agent_tools;
 mod attachments;
 mod bus;
 mod chat_kit;
@@ -31,4 +32,5 @@ mod store_faults;
 mod support;
 mod telegram;
 mod telegram_bots;
+mod web_tools;
 mod whatsapp;

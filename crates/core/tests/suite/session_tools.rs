@@ -256,9 +256,9 @@ async fn agents_list_names_itself_then_the_allow_list() {
     assert_eq!(
         all,
         json!({"requester": "main", "allowAny": true, "agents": [
-            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
-            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
-            {"id": "ops", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
+            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
+            {"id": "ops", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
         ]})
     );
     let some = h
@@ -267,15 +267,15 @@ async fn agents_list_names_itself_then_the_allow_list() {
     assert_eq!(
         some,
         json!({"requester": "research", "allowAny": false, "agents": [
-            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
-            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]},
-            {"id": "ghost", "configured": false, "tools": ["apply_patch", "edit", "read", "write"]},
+            {"id": "research", "name": "Research", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
+            {"id": "main", "name": "Main", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
+            {"id": "ghost", "configured": false, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
         ]})
     );
     let alone = h.ok("agent:ops:main", "agents_list", Value::Null).await;
     assert_eq!(
         alone,
-        json!({"requester": "ops", "allowAny": false, "agents": [{"id": "ops", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]}]})
+        json!({"requester": "ops", "allowAny": false, "agents": [{"id": "ops", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]}]})
     );
     // With no agents configured, the implicit default agent is itself.
     let h = H::open(Config::default()).await;
@@ -283,7 +283,7 @@ async fn agents_list_names_itself_then_the_allow_list() {
     let only = h.ok("main", "agents_list", json!({})).await;
     assert_eq!(
         only,
-        json!({"requester": "main", "allowAny": false, "agents": [{"id": "main", "configured": true, "tools": ["apply_patch", "edit", "read", "write"]}]})
+        json!({"requester": "main", "allowAny": false, "agents": [{"id": "main", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]}]})
     );
 }
 
@@ -318,7 +318,7 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
     let err = h
         .engine
         .tools()
-        .call("main", "exec", json!({}), CancellationToken::new())
+        .call("main", "nonesuch", json!({}), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(err, CoreError::Invalid(_)));
@@ -331,6 +331,16 @@ async fn invoke_tool_checks_the_session_the_tool_and_the_agents_policy() {
     ] {
         assert!(text.contains(tool), "{text}");
     }
+
+    // A built-in the policy does not give: refused, naming the setting.
+    let err = h
+        .engine
+        .tools()
+        .call("main", "exec", json!({}), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CoreError::Forbidden(_)), "{err}");
+    assert!(err.to_string().contains("names group:runtime"), "{err}");
 
     let err = h
         .engine

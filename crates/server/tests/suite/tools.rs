@@ -114,7 +114,7 @@ async fn session_tools_answer_through_tools_invoke() {
         json!({"ok": by_id["ok"], "result": by_id["result"]}),
         json!({"ok": true, "result": {"requester": "main", "allowAny": false,
             "agents": [{"id": "main", "configured": true,
-                "tools": ["apply_patch", "edit", "read", "write"]}]}})
+                "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]}]}})
     );
     gw.stop().await;
 }

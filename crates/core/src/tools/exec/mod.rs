@@ -8,6 +8,7 @@
 //! Every process dies with the abort of the run that started it and with the gateway's stop
 //! (`ExecTools::watch`); a command in the foreground dies with its call.
 
+pub mod approvals;
 mod output;
 mod process_tool;
 mod processes;
@@ -16,18 +17,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_protocol::exec_tools::{CommandState, ExecParams};
+use switchboard_protocol::exec_tools::{CommandState, ExecParams, PendingApproval};
 use switchboard_protocol::session_tools::ToolFailure;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Answer;
 use super::fs::{Workspace, workspace_path};
-use crate::config::Config;
+use crate::config::{Config, ExecAsk};
 use crate::runtime::tool::{Caller, ToolContext, ToolHints, ToolRegistry, Typed, TypedTool};
 use crate::runtime::{RunEventData, Runtime};
 use crate::sandbox::Spec;
 use crate::store::RunStatus;
+pub use approvals::{Approvals, Decision};
 pub use processes::{Process, Processes, State};
 
 /// How long `exec` waits before a command goes on in the background.
@@ -50,15 +52,75 @@ pub struct ExecTools {
     processes: Arc<Processes>,
     /// The gateway's binary, which builds the sandbox ([`crate::sandbox`]).
     helper: Option<PathBuf>,
+    /// Commands waiting for an operator ([`approvals`]).
+    approvals: Arc<Approvals>,
 }
 
 impl ExecTools {
-    pub fn new(config: Arc<Config>, home: &Path, helper: Option<PathBuf>) -> Self {
+    pub fn new(
+        config: Arc<Config>,
+        home: &Path,
+        helper: Option<PathBuf>,
+        approvals: Arc<Approvals>,
+    ) -> Self {
         Self {
             config,
             home: home.to_path_buf(),
             processes: Arc::new(Processes::default()),
             helper,
+            approvals,
+        }
+    }
+
+    /// Holds `command` for an operator when `tools.exec.ask` says so (outside a sandbox,
+    /// `on-miss` unless set): `Ok` once it may run.
+    async fn approved(
+        &self,
+        ctx: &ToolContext,
+        command: &str,
+        cwd: &Path,
+    ) -> Result<(), ToolFailure> {
+        let caller = ctx.caller();
+        let (agent, key) = (&caller.agent_id, caller.session_key.as_str());
+        let sandboxed = crate::access::is_sandboxed(&self.config, agent, key);
+        let exec = &self.config.tools.exec;
+        let ask = exec.ask.unwrap_or(if sandboxed {
+            ExecAsk::Off
+        } else {
+            ExecAsk::OnMiss
+        });
+        let held = match ask {
+            ExecAsk::Off => false,
+            ExecAsk::OnMiss => !self.approvals.allowed(agent, command),
+            ExecAsk::Always => true,
+        };
+        if !held {
+            return Ok(());
+        }
+        let timeout = Duration::from_secs(exec.approval_timeout_seconds.max(1));
+        let now = ctx.now_ms();
+        let request = PendingApproval {
+            id: format!("approval-{}", uuid::Uuid::new_v4().simple()),
+            agent_id: agent.clone(),
+            session_key: caller.session_key.display().to_string(),
+            command: command.to_string(),
+            cwd: cwd.display().to_string(),
+            requested_at: now,
+            expires_at: now + timeout.as_millis() as i64,
+        };
+        tracing::info!(id = %request.id, agent = %agent, "a command waits for an operator's approval");
+        match ctx
+            .while_waiting(self.approvals.ask(request, timeout))
+            .await
+        {
+            Some(Decision::Approve { .. }) => Ok(()),
+            Some(Decision::Deny) => Err(ToolFailure::error(
+                "an operator denied this command; do not run it again unless the user asks",
+            )),
+            None => Err(ToolFailure::error(format!(
+                "no operator approved this command within {} s (tools.exec.ask); it was not run",
+                timeout.as_secs()
+            ))),
         }
     }
 
@@ -221,6 +283,7 @@ impl Exec {
             ));
         }
         let (folder, root) = tools.folder(&caller.agent_id, params.workdir.as_deref())?;
+        tools.approved(ctx, &params.command, &folder).await?;
         let spec = processes::Spec {
             argv: tools.argv(caller, (&root, &folder), &params.command)?,
             env: ExecTools::environment(&folder, params.env.as_ref()),

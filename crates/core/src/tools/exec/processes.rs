@@ -163,8 +163,8 @@ impl Processes {
             output: Mutex::new(Output::default()),
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
         });
-        watch_output(&process, &mut child);
-        tokio::spawn(wait_for_end(process.clone(), child, spec.timeout));
+        let readers = watch_output(&process, &mut child);
+        tokio::spawn(wait_for_end(process.clone(), child, spec.timeout, readers));
         Ok(process)
     }
 
@@ -225,8 +225,9 @@ impl Processes {
     }
 }
 
-/// Reads stdout and stderr into the process's output as they come.
-fn watch_output(process: &Arc<Process>, child: &mut Child) {
+/// Reads stdout and stderr into the process's output as they come; the readers end when the
+/// pipes close.
+fn watch_output(process: &Arc<Process>, child: &mut Child) -> Vec<tokio::task::JoinHandle<()>> {
     let stdout = child
         .stdout
         .take()
@@ -235,23 +236,31 @@ fn watch_output(process: &Arc<Process>, child: &mut Child) {
         .stderr
         .take()
         .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>);
+    let mut readers = Vec::new();
     for mut pipe in [stdout, stderr].into_iter().flatten() {
         let process = process.clone();
-        tokio::spawn(async move {
+        readers.push(tokio::spawn(async move {
             let mut buffer = vec![0u8; 8192];
             while let Ok(n @ 1..) = pipe.read(&mut buffer).await {
-                process
-                    .output
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(&buffer[..n]);
+                let mut output = process.output.lock().unwrap_or_else(|p| p.into_inner());
+                output.push(&buffer[..n]);
             }
-        });
+        }));
     }
+    readers
 }
 
+/// How long the end of a command waits for the rest of its output (a process that left the
+/// group may hold the pipe open).
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
 /// Waits for the command's end, killing its group at the timeout; records how it ended.
-async fn wait_for_end(process: Arc<Process>, mut child: Child, timeout: Duration) {
+async fn wait_for_end(
+    process: Arc<Process>,
+    mut child: Child,
+    timeout: Duration,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+) {
     let status = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
@@ -260,6 +269,12 @@ async fn wait_for_end(process: Arc<Process>, mut child: Child, timeout: Duration
         }
     };
     let code = status.ok().and_then(|s| s.code());
+    // What it started in the background dies with it: the group is the command. Its output is
+    // read to the end before its end is told, so an answer never misses its last lines.
+    if let Some(group) = process.group {
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+    }
+    let _ = tokio::time::timeout(OUTPUT_DRAIN, futures_util::future::join_all(readers)).await;
     process.state.send_if_modified(|state| {
         let running = *state == State::Running;
         if running {
@@ -268,8 +283,4 @@ async fn wait_for_end(process: Arc<Process>, mut child: Child, timeout: Duration
         }
         running
     });
-    // What it started in the background dies with it: the group is the command.
-    if let Some(group) = process.group {
-        let _ = rustix::process::kill_process_group(group, Signal::KILL);
-    }
 }

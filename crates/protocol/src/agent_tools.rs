@@ -4,7 +4,6 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use serde_with::skip_serializing_none;
 
 use crate::cron::CronJob;
@@ -50,13 +49,13 @@ pub struct MessageQueued {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CronAction {
-    /// Your jobs.
+    // Your jobs.
     List,
-    /// A new job: `schedule` and `message` (and `name`, `enabled`).
+    // A new job: `schedule` and `message` (and `name`, `enabled`).
     Add,
-    /// Remove job `id`.
+    // Remove job `id`.
     Remove,
-    /// Fire job `id` now.
+    // Fire job `id` now.
     Run,
 }
 
@@ -65,6 +64,7 @@ pub enum CronAction {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(description = "")]
 pub struct CronToolParams {
+    /// list (your jobs), add, remove (id) or run (id: fire it now).
     pub action: CronAction,
     /// The job (remove, run; add: its id, else one is made).
     #[serde(default, alias = "jobId")]
@@ -72,7 +72,7 @@ pub struct CronToolParams {
     /// add: when it fires, in UTC: a cron expression ("0 9 * * 1-5"), a nickname ("@daily") or
     /// "every 30m".
     #[serde(default)]
-    pub schedule: Option<Value>,
+    pub schedule: Option<String>,
     /// add: what you are told at each firing.
     #[serde(default)]
     pub message: Option<String>,

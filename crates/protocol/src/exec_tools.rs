@@ -40,17 +40,17 @@ pub struct ExecParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProcessAction {
-    /// Your processes, newest first.
+    // Your processes, newest first.
     List,
-    /// A process's state and the output since the last poll.
+    // A process's state and the output since the last poll.
     Poll,
-    /// A process's whole kept output.
+    // A process's whole kept output.
     Log,
-    /// Send `data` to its standard input.
+    // Send `data` to its standard input.
     Write,
-    /// Stop it (and everything it started).
+    // Stop it (and everything it started).
     Kill,
-    /// Forget a process that has ended.
+    // Forget a process that has ended.
     Remove,
 }
 
@@ -59,7 +59,8 @@ pub enum ProcessAction {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(description = "")]
 pub struct ProcessParams {
-    /// What to do.
+    /// list (your processes), poll (state and new output), log (all kept output), write
+    /// (data to its input), kill, or remove (forget an ended one).
     pub action: ProcessAction,
     /// The process (`processId` from exec); not for `list`.
     #[serde(default, alias = "sessionId")]

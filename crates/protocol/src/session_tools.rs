@@ -152,7 +152,13 @@ pub struct AgentsListParams {}
 /// `"default": null`), and each property's description on one line (doc comments wrap). Always
 /// an object schema with `properties`.
 pub fn tool_schema<P: JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(P)).unwrap_or(Value::Null);
+    // Every subschema inline: a model (and a strict validator) reads each field whole, an
+    // enum's values included, with no `$ref` to follow.
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let root = generator.into_root_schema_for::<P>();
+    let mut schema = serde_json::to_value(root).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
         map.remove("title");

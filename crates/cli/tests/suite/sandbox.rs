@@ -34,9 +34,34 @@ fn output(result: &Value) -> &str {
     result["output"].as_str().unwrap_or_default()
 }
 
+/// Why this machine's kernel cannot build the sandbox at all (no Landlock, no user
+/// namespaces), if it cannot: the helper's own refusal, naming the piece.
+fn kernel_lacks(home: &Path) -> Option<String> {
+    let root = home.canonicalize().unwrap();
+    let spec = json!({
+        "workspace": root, "cwd": root, "network": false, "uid": 65534,
+        "readOnly": ["/usr", "/bin", "/lib", "/lib64", "/etc"],
+        "limits": {"cpuSeconds": 10, "memoryBytes": 1u64 << 30, "processes": 64,
+                   "fileSizeBytes": 1u64 << 20, "openFiles": 256},
+    });
+    let ran = std::process::Command::new(BIN)
+        .args(["__sandbox", &spec.to_string(), "true"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stderr).into_owned();
+    let kernel =
+        said.contains("Landlock") || said.contains("namespaces") || said.contains("seccomp");
+    (ran.status.code() == Some(125) && kernel).then_some(said)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_escape_from_the_sandbox_is_refused_or_contained_and_the_gateway_goes_on() {
     let home = tempfile::tempdir().unwrap();
+    if let Some(why) = kernel_lacks(home.path()) {
+        let test = "every_escape_from_the_sandbox_is_refused_or_contained_and_the_gateway_goes_on";
+        eprintln!("sandbox test {test} NOT RUN: this kernel cannot build the sandbox: {why}");
+        return;
+    }
     std::fs::write(home.path().join("config.json5"), CONFIG).unwrap();
     let gateway = GatewayProcess::start(home.path());
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))

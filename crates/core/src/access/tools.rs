@@ -70,6 +70,9 @@ pub fn tool_allowed(
         let setting = format!("agents.list[{}].tools.allow/deny", agent.id);
         return refuse(key, tool, setting);
     }
+    if let Some(reason) = outside_provider(config, agent, tool) {
+        return refuse(key, tool, reason);
+    }
     if !key.is_subagent() {
         return Ok(());
     }
@@ -101,6 +104,28 @@ fn outside_profile(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option
                 .to_string(),
         ),
         None => None,
+    }
+}
+
+/// Why `tools.byProvider` leaves `tool` out for `agent`'s model, if it does: the entry for its
+/// `provider/model`, else for its provider.
+fn outside_provider(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option<String> {
+    let model = agent.model.to_ascii_lowercase();
+    let provider = model.split('/').next().unwrap_or_default();
+    let (name, policy) = [model.as_str(), provider]
+        .into_iter()
+        .find_map(|k| config.tools.by_provider.get(k).map(|p| (k, p)))?;
+    if let Some(profile) = policy.profile
+        && !profile_entries(profile).iter().any(|p| covers(p, tool))
+    {
+        return Some(format!(
+            "tools.byProvider.{name}.profile \"{}\" leaves it out",
+            profile.as_str()
+        ));
+    }
+    match glob_allowed(tool, &policy.allow, &policy.deny) {
+        true => None,
+        false => Some(format!("tools.byProvider.{name}.allow/deny")),
     }
 }
 
@@ -267,6 +292,44 @@ mod tests {
                 "message",
                 "time__now"
             ])
+        );
+    }
+
+    #[test]
+    fn a_provider_or_a_model_narrows_the_tools_of_agents_on_it() {
+        let mut config = Config::default();
+        config.agents.defaults.model = crate::config::ModelRef::new("openai/gpt-4o-mini");
+        let policy = |deny: &[&str]| crate::config::AgentToolPolicy {
+            deny: s(deny),
+            ..Default::default()
+        };
+        config
+            .tools
+            .by_provider
+            .insert("openai".into(), policy(&["message"]));
+        assert_eq!(
+            offered(&config, "agent:main:main", SOME),
+            s(&["read", "sessions_send", "session_status", "time__now"])
+        );
+        config.tools.by_provider.insert(
+            "openai/gpt-4o-mini".into(),
+            crate::config::AgentToolPolicy {
+                profile: Some(ToolProfile::Minimal),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            offered(&config, "agent:main:main", SOME),
+            s(&["session_status"])
+        );
+        let key = SessionKey::from_canonical("agent:main:main".into());
+        let refused = tool_allowed(&config, &key, &config.agent("main"), "read").unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("tools.byProvider.openai/gpt-4o-mini.profile \"minimal\""),
+            "{}",
+            refused.message
         );
     }
 

@@ -518,6 +518,9 @@ pub struct ToolsConfig {
     pub agent_to_agent: ToolsAgentToAgent,
     /// Tools of sub-agent sessions.
     pub subagents: SubagentTools,
+    /// Narrower tool sets for agents on a provider (`openai`) or a model (`openai/gpt-4o`),
+    /// the more exact key first.
+    pub by_provider: BTreeMap<String, AgentToolPolicy>,
     /// `web_fetch` and `web_search`.
     pub web: WebTools,
     /// `exec`: approvals.

@@ -624,6 +624,10 @@ impl Checker<'_> {
         }
         self.tool_policy("tools", &mut tools.allow, &mut tools.deny);
         self.tool_settings(&tools.web, &tools.exec);
+        for (name, policy) in &mut tools.by_provider {
+            let path = format!("tools.byProvider.{name}");
+            self.tool_policy(&path, &mut policy.allow, &mut policy.deny);
+        }
         let subagents = &mut tools.subagents.tools;
         self.tool_policy(
             "tools.subagents.tools",

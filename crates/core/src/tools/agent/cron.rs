@@ -50,7 +50,10 @@ impl CronTool {
             CronAction::Add => {
                 let add = CronAddParams {
                     id: p.id,
-                    schedule: p.schedule.unwrap_or_default(),
+                    schedule: p
+                        .schedule
+                        .map(serde_json::Value::String)
+                        .unwrap_or_default(),
                     message: p.message.unwrap_or_default(),
                     agent_id: Some(agent.to_string()),
                     name: p.name,

@@ -168,6 +168,15 @@ async fn a_background_process_is_polled_written_to_killed_and_removed() {
     assert_eq!(killed["status"], "killed", "{killed}");
     let log = process(&h, json!({"action": "log", "processId": id})).await;
     assert_eq!(log["output"], "ready\nhello\n");
+    // In a scripted run: its result is in the transcript.
+    let listed = h
+        .turn(
+            "main",
+            "@tool process {\"action\": \"list\"}\n@reply {{result.processes.0.status}}",
+        )
+        .await;
+    assert_eq!(listed.result.as_deref(), Some("killed"));
+    assert_eq!(tool_results(&h, "main").await[0].0, "process");
     let removed = process(&h, json!({"action": "remove", "processId": id})).await;
     assert_eq!(removed, json!({"processId": id, "removed": true}));
     let missing = process(&h, json!({"action": "poll", "processId": id})).await;

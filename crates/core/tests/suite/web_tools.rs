@@ -441,6 +441,19 @@ async fn web_search_asks_searxng_and_answers_its_results() {
     );
     assert!(!output.is_error);
     assert_eq!(site.targets(), ["/search?q=rust+async&format=json"]);
+    // The same search in a scripted run: its result is in the transcript.
+    let script =
+        "@tool web_search {\"query\": \"rust async\"}\n@reply first: {{result.results.0.title}}";
+    let record = h.turn("main", script).await;
+    assert_eq!(record.result.as_deref(), Some("first: Async Rust"));
+    let results = super::support::tool_results(&h, "main").await;
+    assert_eq!(results[0].0, "web_search");
+    assert!(
+        results[0]
+            .1
+            .contains("\"snippet\":\"An asynchronous runtime\""),
+        "{results:?}"
+    );
     h.engine.close().await;
 }
 

@@ -37,7 +37,10 @@ fn output(result: &Value) -> &str {
 /// Why this machine's kernel cannot build the sandbox at all (no Landlock, no user
 /// namespaces), if it cannot: the helper's own refusal, naming the piece.
 fn kernel_lacks(home: &Path) -> Option<String> {
-    let root = home.canonicalize().unwrap();
+    // A folder of its own: the sandbox gives its workspace to the sandbox user.
+    let root = home.join("probe");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
     let spec = json!({
         "workspace": root, "cwd": root, "network": false, "uid": 65534,
         "readOnly": ["/usr", "/bin", "/lib", "/lib64", "/etc"],
@@ -57,7 +60,8 @@ fn kernel_lacks(home: &Path) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_escape_from_the_sandbox_is_refused_or_contained_and_the_gateway_goes_on() {
     let home = tempfile::tempdir().unwrap();
-    if let Some(why) = kernel_lacks(home.path()) {
+    let probe = tempfile::tempdir().unwrap();
+    if let Some(why) = kernel_lacks(probe.path()) {
         let test = "every_escape_from_the_sandbox_is_refused_or_contained_and_the_gateway_goes_on";
         eprintln!("sandbox test {test} NOT RUN: this kernel cannot build the sandbox: {why}");
         return;

@@ -11,7 +11,7 @@
 //! Every list takes tool names, globs (`time__*`) and the reference's groups (`group:fs`).
 
 use super::{Decision, Denial};
-pub use crate::config::tool_groups::{group, groups_of, known_group};
+pub use crate::config::tool_groups::{group, groups_of, in_group, known_group};
 use crate::config::{Config, ResolvedAgent, ToolProfile};
 use crate::keys::SessionKey;
 
@@ -39,8 +39,8 @@ fn profile_entries(profile: ToolProfile) -> &'static [&'static str] {
 
 /// Whether `pattern` (a name, a glob or a group) covers `tool`.
 fn covers(pattern: &str, tool: &str) -> bool {
-    match group(pattern) {
-        Some(tools) => tools.contains(&tool),
+    match in_group(pattern, tool) {
+        Some(held) => held,
         None => super::visibility::wildcard_match(pattern, tool),
     }
 }
@@ -110,6 +110,9 @@ fn outside_profile(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option
 /// Why `tools.byProvider` leaves `tool` out for `agent`'s model, if it does: the entry for its
 /// `provider/model`, else for its provider.
 fn outside_provider(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option<String> {
+    if config.tools.by_provider.is_empty() {
+        return None;
+    }
     let model = agent.model.to_ascii_lowercase();
     let provider = model.split('/').next().unwrap_or_default();
     let (name, policy) = [model.as_str(), provider]
@@ -142,7 +145,7 @@ fn named(config: &Config, agent: &ResolvedAgent, tool: &str) -> bool {
 }
 
 fn is_runtime(tool: &str) -> bool {
-    group("group:runtime").is_some_and(|tools| tools.contains(&tool))
+    in_group("group:runtime", tool) == Some(true)
 }
 
 fn refuse(key: &SessionKey, tool: &str, reason: String) -> Decision {

@@ -45,6 +45,18 @@ pub fn group(name: &str) -> Option<Vec<&'static str>> {
         .map(|(_, tools)| tools.to_vec())
 }
 
+/// Whether the group `name` holds `tool`; `None` when `name` is no group. Allocates nothing:
+/// the policy asks it for every tool of every run.
+pub fn in_group(name: &str, tool: &str) -> Option<bool> {
+    if name == ALL_BUILT_INS {
+        return Some(GROUPS.iter().any(|(_, tools)| tools.contains(&tool)));
+    }
+    GROUPS
+        .iter()
+        .find(|(group, _)| *group == name)
+        .map(|(_, tools)| tools.contains(&tool))
+}
+
 /// The groups a tool belongs to (its place in `tools list`).
 pub fn groups_of(tool: &str) -> Vec<&'static str> {
     GROUPS

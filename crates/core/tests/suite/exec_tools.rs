@@ -316,3 +316,22 @@ async fn outside_a_sandbox_a_command_waits_for_an_operator_unless_allowlisted() 
     );
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_workspace_may_not_hold_the_state_dir() {
+    let mut config = Config::default();
+    config.tools.profile = Some(ToolProfile::Coding);
+    config.agents.defaults.sandbox.mode = switchboard_core::config::SandboxMode::All;
+    // "." is the state dir itself: the sandbox would be given all of it.
+    config.agents.list = vec![switchboard_core::config::AgentEntry {
+        id: "main".into(),
+        default: true,
+        workspace: Some(".".into()),
+        ..Default::default()
+    }];
+    let h = TestEngine::open(config).await;
+    let refused = exec(&h, json!({"command": "true"})).await;
+    let error = refused["error"].as_str().unwrap_or_default();
+    assert!(error.contains("holds the gateway's state dir"), "{refused}");
+    h.engine.close().await;
+}

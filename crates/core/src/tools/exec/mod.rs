@@ -160,6 +160,9 @@ impl ExecTools {
         if !crate::access::is_sandboxed(&self.config, agent, key) {
             return Ok(vec!["/bin/sh".into(), "-c".into(), command.into()]);
         }
+        if holds_state_dir(root, &self.home) {
+            return Err(ToolFailure::error(held_state_dir(agent, root)));
+        }
         let Some(helper) = &self.helper else {
             return Err(ToolFailure::error(
                 "this session is sandboxed and this gateway has no sandbox helper (commands of sandboxed sessions run through the switchboard binary's gateway)",
@@ -344,6 +347,11 @@ pub async fn probe_sandboxes(
                     root.display()
                 ))
             })?;
+        if holds_state_dir(&root, home) {
+            return Err(crate::error::CoreError::Unavailable(held_state_dir(
+                &id, &root,
+            )));
+        }
         let spec = Spec::of(config, &id, &root, &root);
         if let Err(why) = crate::sandbox::probe(helper, &spec).await {
             return Err(crate::error::CoreError::Unavailable(format!(
@@ -353,4 +361,18 @@ pub async fn probe_sandboxes(
         }
     }
     Ok(())
+}
+
+/// Whether the workspace `root` holds the state dir `home` (or is it): a sandboxed agent's
+/// workspace is given to the sandbox user and is read-write inside, so it may not.
+fn holds_state_dir(root: &Path, home: &Path) -> bool {
+    let home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
+    home.starts_with(root)
+}
+
+fn held_state_dir(agent: &str, root: &Path) -> String {
+    format!(
+        "the workspace of agent {agent} ({}) holds the gateway's state dir; a sandboxed agent's workspace must be a folder of its own (agents.list[].workspace)",
+        root.display()
+    )
 }

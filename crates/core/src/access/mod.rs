@@ -13,7 +13,7 @@ mod tools;
 mod visibility;
 
 pub use send_policy::{SendDecision, send_policy};
-pub use tools::{glob_allowed, group, groups_of, known_group, tool_allowed};
+pub use tools::{glob_allowed, groups_of, known_group, tool_allowed};
 pub use visibility::{is_sandboxed, requester};
 
 /// What the requester wants to do with the target.

@@ -11,7 +11,7 @@
 //! Every list takes tool names, globs (`time__*`) and the reference's groups (`group:fs`).
 
 use super::{Decision, Denial};
-pub use crate::config::tool_groups::{group, groups_of, in_group, known_group};
+pub use crate::config::tool_groups::{groups_of, in_group, known_group};
 use crate::config::{Config, ResolvedAgent, ToolProfile};
 use crate::keys::SessionKey;
 

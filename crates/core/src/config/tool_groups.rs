@@ -29,22 +29,6 @@ const GROUPS: &[(&str, &[&str])] = &[
 /// Every built-in tool (`group:openclaw`, the reference's name for them all).
 const ALL_BUILT_INS: &str = "group:openclaw";
 
-/// The tools of `group` (`group:fs`), if it is one.
-pub fn group(name: &str) -> Option<Vec<&'static str>> {
-    if name == ALL_BUILT_INS {
-        return Some(
-            GROUPS
-                .iter()
-                .flat_map(|(_, tools)| tools.iter().copied())
-                .collect(),
-        );
-    }
-    GROUPS
-        .iter()
-        .find(|(group, _)| *group == name)
-        .map(|(_, tools)| tools.to_vec())
-}
-
 /// Whether the group `name` holds `tool`; `None` when `name` is no group. Allocates nothing:
 /// the policy asks it for every tool of every run.
 pub fn in_group(name: &str, tool: &str) -> Option<bool> {
@@ -68,7 +52,7 @@ pub fn groups_of(tool: &str) -> Vec<&'static str> {
 
 /// `Ok` unless `name` starts with `group:` and is no group; the error says which are.
 pub fn known_group(name: &str) -> Result<(), String> {
-    if !name.starts_with("group:") || group(name).is_some() {
+    if !name.starts_with("group:") || in_group(name, "").is_some() {
         return Ok(());
     }
     let names: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();

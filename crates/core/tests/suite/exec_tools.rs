@@ -335,3 +335,32 @@ async fn a_sandboxed_workspace_may_not_hold_the_state_dir() {
     assert!(error.contains("holds the gateway's state dir"), "{refused}");
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_command_whose_run_is_aborted_leaves_the_approvals() {
+    let mut config = Config::default();
+    config.tools.profile = Some(ToolProfile::Coding);
+    let h = TestEngine::open(config).await;
+    let run = h
+        .submit(
+            "main",
+            "@tool exec {\"command\": \"touch held\"}\n@reply done",
+            None,
+        )
+        .await;
+    waiting(&h, 1).await;
+    h.engine
+        .runtime()
+        .abort(&h.key("main"), Some(&run))
+        .await
+        .unwrap();
+    let record = h.engine.runtime().wait(&run, GUARD).await.unwrap().record;
+    assert_eq!(record.status, RunStatus::Aborted);
+    assert!(
+        h.engine.approvals().list().is_empty(),
+        "{:?}",
+        h.engine.approvals().list()
+    );
+    assert!(!workspace(&h).join("held").exists());
+    h.engine.close().await;
+}

@@ -27,12 +27,16 @@ use crate::config::ProviderConfig;
 /// The timeout covers the whole exchange, streamed body included, so a stream that stalls ends
 /// as a network error instead of hanging the run.
 pub fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    client_builder()
         .timeout(timeout)
-        .tcp_nodelay(true)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// How every HTTP client of the gateway starts: rustls with the ring provider, no Nagle delay.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().tcp_nodelay(true)
 }
 
 /// `base` + `/` + `path` with exactly one slash between them.

@@ -102,10 +102,9 @@ impl CronTool {
                 "id is missing; give the job's id (action list shows them)",
             ));
         }
-        let mine = self.mine(agent).await?;
-        match mine.iter().any(|job| job.id == id) {
-            true => Ok(id),
-            false => Err(ToolFailure::error(format!(
+        match self.0.cron.get(&id).await {
+            Ok(job) if job.agent_id == agent => Ok(id),
+            _ => Err(ToolFailure::error(format!(
                 "no job {id} of yours; action list shows them"
             ))),
         }

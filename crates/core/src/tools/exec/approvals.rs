@@ -30,6 +30,18 @@ struct Held {
     answer: oneshot::Sender<Decision>,
 }
 
+/// Takes a held command off the list when its wait ends.
+struct Withdraw<'a> {
+    approvals: &'a Approvals,
+    id: String,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.approvals.lock().remove(&self.id);
+    }
+}
+
 /// The commands waiting, and the allowlist file.
 pub struct Approvals {
     file: PathBuf,
@@ -82,8 +94,12 @@ impl Approvals {
                 answer,
             },
         );
+        // Withdrawn however the wait ends: answered, timed out, or dropped with its run.
+        let _withdrawn = Withdraw {
+            approvals: self,
+            id,
+        };
         let decided = tokio::time::timeout(timeout, decision).await;
-        self.lock().remove(&id);
         decided.ok().and_then(Result::ok)
     }
 
@@ -146,8 +162,8 @@ pub fn program_of(command: &str) -> Option<String> {
     if first.contains('/') {
         return Some(first.to_string());
     }
-    ["/usr/local/bin", "/usr/bin", "/bin"]
-        .iter()
+    super::COMMAND_PATH
+        .split(':')
         .map(|dir| Path::new(dir).join(first))
         .find(|path| path.is_file())
         .map(|path| path.display().to_string())

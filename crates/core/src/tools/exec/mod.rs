@@ -34,6 +34,8 @@ pub use processes::{Process, Processes, State};
 
 /// How long `exec` waits before a command goes on in the background.
 const DEFAULT_YIELD: Duration = Duration::from_secs(10);
+/// The `PATH` of every command, and where the allowlist looks a program up.
+const COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long a command may run unless the call says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -199,10 +201,7 @@ impl ExecTools {
         extra: Option<&std::collections::BTreeMap<String, String>>,
     ) -> Vec<(String, String)> {
         let mut env = vec![
-            (
-                "PATH".to_string(),
-                "/usr/local/bin:/usr/bin:/bin".to_string(),
-            ),
+            ("PATH".to_string(), COMMAND_PATH.to_string()),
             ("HOME".to_string(), folder.display().to_string()),
             ("LANG".to_string(), "C.UTF-8".to_string()),
             ("TERM".to_string(), "dumb".to_string()),

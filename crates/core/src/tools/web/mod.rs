@@ -31,12 +31,9 @@ pub fn register(registry: &mut ToolRegistry, config: Arc<Config>) {
     registry.register(Arc::new(Typed::new(fetch::WebFetch::new(config))));
 }
 
-/// A client builder as the gateway's other HTTP clients start theirs: rustls with the ring
-/// provider. Each tool bounds its own time.
+/// The gateway's HTTP client builder, naming itself. Each tool bounds its own time.
 fn client_builder() -> reqwest::ClientBuilder {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .tcp_nodelay(true)
+    crate::runtime::providers::http::client_builder()
         .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
 }
 

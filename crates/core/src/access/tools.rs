@@ -12,7 +12,9 @@
 
 use super::{Decision, Denial};
 pub use crate::config::tool_groups::{groups_of, in_group, known_group};
-use crate::config::{Config, ResolvedAgent, ToolProfile};
+use std::collections::BTreeMap;
+
+use crate::config::{AgentToolPolicy, Config, ResolvedAgent, ToolProfile};
 use crate::keys::SessionKey;
 
 /// What each profile gives, in groups and names (`full`: everything).
@@ -107,28 +109,47 @@ fn outside_profile(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option
     }
 }
 
-/// Why `tools.byProvider` leaves `tool` out for `agent`'s model, if it does: the entry for its
-/// `provider/model`, else for its provider.
+/// Why `tools.byProvider` or the agent's own `agents.list[].tools.byProvider` leaves `tool`
+/// out for `agent`'s model, if one does: in each, the entry for its `provider/model`, else for
+/// its provider.
 fn outside_provider(config: &Config, agent: &ResolvedAgent, tool: &str) -> Option<String> {
-    if config.tools.by_provider.is_empty() {
+    let own = config
+        .agents
+        .list
+        .iter()
+        .find(|a| a.id == agent.id)
+        .map(|a| &a.tools.by_provider);
+    if config.tools.by_provider.is_empty() && own.is_none_or(BTreeMap::is_empty) {
         return None;
     }
     let model = agent.model.to_ascii_lowercase();
     let provider = model.split('/').next().unwrap_or_default();
-    let (name, policy) = [model.as_str(), provider]
+    let global = ("tools.byProvider".to_string(), &config.tools.by_provider);
+    let own = own.map(|map| (format!("agents.list[{}].tools.byProvider", agent.id), map));
+    [Some(global), own]
         .into_iter()
-        .find_map(|k| config.tools.by_provider.get(k).map(|p| (k, p)))?;
+        .flatten()
+        .find_map(|(path, entries)| {
+            let (name, policy) = [model.as_str(), provider]
+                .into_iter()
+                .find_map(|k| entries.get(k).map(|p| (k, p)))?;
+            provider_refuses(&format!("{path}.{name}"), policy, tool)
+        })
+}
+
+/// Why one `byProvider` entry (at `path`) leaves `tool` out, if it does.
+fn provider_refuses(path: &str, policy: &AgentToolPolicy, tool: &str) -> Option<String> {
     if let Some(profile) = policy.profile
         && !profile_entries(profile).iter().any(|p| covers(p, tool))
     {
         return Some(format!(
-            "tools.byProvider.{name}.profile \"{}\" leaves it out",
+            "{path}.profile \"{}\" leaves it out",
             profile.as_str()
         ));
     }
     match glob_allowed(tool, &policy.allow, &policy.deny) {
         true => None,
-        false => Some(format!("tools.byProvider.{name}.allow/deny")),
+        false => Some(format!("{path}.allow/deny")),
     }
 }
 
@@ -331,6 +352,44 @@ mod tests {
             refused
                 .message
                 .contains("tools.byProvider.openai/gpt-4o-mini.profile \"minimal\""),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[test]
+    fn an_agents_own_provider_entry_narrows_only_that_agent() {
+        let mut config = Config::default();
+        config.agents.defaults.model = crate::config::ModelRef::new("openai/gpt-4o-mini");
+        let mut main = crate::config::AgentEntry {
+            id: "main".into(),
+            ..Default::default()
+        };
+        main.tools.by_provider.insert(
+            "openai".into(),
+            crate::config::AgentToolPolicy {
+                deny: s(&["read"]),
+                ..Default::default()
+            },
+        );
+        let other = crate::config::AgentEntry {
+            id: "other".into(),
+            ..Default::default()
+        };
+        config.agents.list = vec![main, other];
+        assert_eq!(
+            offered(&config, "agent:main:main", SOME),
+            s(&["sessions_send", "session_status", "message", "time__now"])
+        );
+        let key = SessionKey::from_canonical("agent:other:main".into());
+        let other = config.agent("other");
+        assert!(tool_allowed(&config, &key, &other, "read").is_ok());
+        let key = SessionKey::from_canonical("agent:main:main".into());
+        let refused = tool_allowed(&config, &key, &config.agent("main"), "read").unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("agents.list[main].tools.byProvider.openai.allow/deny"),
             "{}",
             refused.message
         );

@@ -380,7 +380,7 @@ pub struct AgentEntry {
     /// Per-agent sandbox overrides.
     pub sandbox: SandboxOverride,
     /// Per-agent tool policy.
-    pub tools: AgentToolPolicy,
+    pub tools: AgentTools,
     /// The folder its file tools and commands work in (`~` and paths relative to the state
     /// dir accepted); absent: `<state dir>/workspace/<agentId>`.
     pub workspace: Option<String>,
@@ -411,8 +411,22 @@ pub struct ToolPolicy {
     pub deny: Vec<String>,
 }
 
-/// `agents.list[].tools`: the agent's profile (over `tools.profile`) and its allow/deny, which
-/// narrow the global ones.
+/// `agents.list[].tools`: the agent's profile (over `tools.profile`), its allow/deny, which
+/// narrow the global ones, and narrower sets for its models' providers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentTools {
+    /// Overrides `tools.profile`.
+    pub profile: Option<ToolProfile>,
+    /// Tool names, groups (`group:fs`) or globs allowed (empty = all the profile gives).
+    pub allow: Vec<String>,
+    /// Tool names, groups or globs refused.
+    pub deny: Vec<String>,
+    /// As `tools.byProvider`, for this agent only: applied after the global entry.
+    pub by_provider: BTreeMap<String, AgentToolPolicy>,
+}
+
+/// A profile with allow/deny: an entry of `tools.byProvider` (global or an agent's).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentToolPolicy {

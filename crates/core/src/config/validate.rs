@@ -10,10 +10,10 @@ use std::ops::RangeInclusive;
 
 use super::error::{self, ConfigError, Seg, one_of, push_index, push_key, quote};
 use super::{
-    AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config, DmPolicy, DmScope,
-    GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef, OtlpProtocol,
-    ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope, SessionToolsVisibility,
-    ThinkingLevel,
+    AgentToolPolicy, AuthMode, AutoJoin, BUILTIN_MODELS, BUILTIN_PROVIDER, ChatType, Config,
+    DmPolicy, DmScope, GatewayBind, GroupPolicy, LogFormat, MetricsAuth, ModelInput, ModelRef,
+    OtlpProtocol, ProviderApi, ProviderConfig, SandboxMode, SendAction, SessionScope,
+    SessionToolsVisibility, ThinkingLevel,
 };
 use crate::keys::normalize_agent_id;
 
@@ -272,6 +272,16 @@ impl Checker<'_> {
                     self.invalid(format!("{path}[{i}]"), quote(name), known);
                 }
             }
+        }
+    }
+
+    /// A `byProvider` map: each entry's lists checked, its key (a provider or
+    /// `provider/model`) matched without regard to case.
+    fn by_provider(&mut self, path: &str, entries: &mut BTreeMap<String, AgentToolPolicy>) {
+        let written = std::mem::take(entries);
+        for (name, mut policy) in written {
+            self.tool_policy(&push_key(path, &name), &mut policy.allow, &mut policy.deny);
+            entries.insert(name.trim().to_ascii_lowercase(), policy);
         }
     }
 
@@ -566,6 +576,7 @@ impl Checker<'_> {
             }
             let tools = &mut agent.tools;
             self.tool_policy(&format!("{path}.tools"), &mut tools.allow, &mut tools.deny);
+            self.by_provider(&format!("{path}.tools.byProvider"), &mut tools.by_provider);
             self.a2a(&format!("{path}.a2a"), &mut agent.a2a);
         }
     }
@@ -624,10 +635,7 @@ impl Checker<'_> {
         }
         self.tool_policy("tools", &mut tools.allow, &mut tools.deny);
         self.tool_settings(&tools.web, &tools.exec);
-        for (name, policy) in &mut tools.by_provider {
-            let path = format!("tools.byProvider.{name}");
-            self.tool_policy(&path, &mut policy.allow, &mut policy.deny);
-        }
+        self.by_provider("tools.byProvider", &mut tools.by_provider);
         let subagents = &mut tools.subagents.tools;
         self.tool_policy(
             "tools.subagents.tools",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard_core::RunId;
-use switchboard_core::config::{AgentEntry, AgentToolPolicy, Config, McpServerConfig, ToolPolicy};
+use switchboard_core::config::{AgentEntry, AgentTools, Config, McpServerConfig, ToolPolicy};
 use switchboard_core::mcp::{ServerStatus, State};
 use switchboard_core::runtime::{RunEvent, RunEventData};
 use switchboard_core::store::RunStatus;
@@ -272,9 +272,9 @@ async fn deny_rules_hide_tools_from_agents_and_sub_agents() {
         config.agents.list = vec![AgentEntry {
             id: "main".into(),
             default: true,
-            tools: AgentToolPolicy {
+            tools: AgentTools {
                 deny: vec!["*__get-sum".into()],
-                ..AgentToolPolicy::default()
+                ..AgentTools::default()
             },
             ..AgentEntry::default()
         }];

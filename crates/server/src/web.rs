@@ -82,6 +82,7 @@ const ASSETS: &[Asset] = &[
     asset!("exchanges.js", JS),
     asset!("composer.js", JS),
     asset!("agents.js", JS),
+    asset!("approvals.js", JS),
     asset!("marked.esm.js" in "vendor/", JS),
 ];
 

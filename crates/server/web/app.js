@@ -4,6 +4,7 @@ import { SessionList } from './sessions.js';
 import { Transcript } from './transcript.js';
 import { Composer } from './composer.js';
 import { Agents } from './agents.js';
+import { Approvals } from './approvals.js';
 import { showView, keyboard } from './views.js';
 
 const TOKEN_KEY = 'switchboard.token';
@@ -34,6 +35,9 @@ function main() {
   const agents = new Agents(gateway, $('agent-rows'), $('agent-filter'));
   const transcript = new Transcript(gateway, sessions, (id) => agents.model(id));
   const composer = new Composer(gateway, transcript);
+  const approvals = new Approvals(gateway, {
+    rows: $('approval-rows'), count: $('approval-count'), empty: $('approvals-empty'), status: $('approvals-status'),
+  });
   agents.onLoad = () => transcript.header.refresh();
 
   function status(state, text) {
@@ -61,7 +65,7 @@ function main() {
 
   gateway.onReady = async () => {
     $('login').hidden = true;
-    await Promise.allSettled([sessions.start(), agents.load()]);
+    await Promise.allSettled([sessions.start(), agents.load(), approvals.start()]);
     transcript.reconnected();
   };
 
@@ -74,13 +78,15 @@ function main() {
     $('login').hidden = true;
     gateway.start(value);
   });
-  for (const [id, show] of [['show-sessions', false], ['show-agents', true]]) {
-    $(id).addEventListener('click', () => {
-      $('agents').hidden = !show;
-      $('sessions').hidden = show;
-      $('transcript').hidden = show;
-      $('show-sessions').setAttribute('aria-pressed', String(!show));
-      $('show-agents').setAttribute('aria-pressed', String(show));
+  // The screens: each tab shows its sections and hides the others'.
+  const screens = { 'show-sessions': ['sessions', 'transcript'], 'show-agents': ['agents'], 'show-approvals': ['approvals'] };
+  for (const tab of Object.keys(screens)) {
+    $(tab).addEventListener('click', () => {
+      for (const [other, sections] of Object.entries(screens)) {
+        for (const section of sections) $(section).hidden = other !== tab;
+        $(other).setAttribute('aria-pressed', String(other === tab));
+      }
+      if (tab === 'show-approvals') approvals.load().catch(() => {});
     });
   }
   $('search').addEventListener('input', () => sessions.filter({ search: $('search').value }));

@@ -35,7 +35,7 @@ fn shots() -> String {
 }
 
 /// How many scenarios page.mjs runs (each prints `ok <name>`).
-const SCENARIOS: usize = 18;
+const SCENARIOS: usize = 19;
 
 /// The name the not-run line gives for the scenarios' test.
 const PAGE_TEST: &str = "the_page_works_in_headless_chromium";
@@ -103,7 +103,7 @@ fn config(home: &Path, mock: &MockLlm) {
                                               cost: {{ input: 3, output: 15 }} }}] }},
                          dead: {{ api: "openai-completions", baseUrl: "http://127.0.0.1:9/v1",
                                   maxRetries: 0, models: [{{ id: "gone" }}] }} }} }},
-  agents: {{ list: [ {{ id: "main", default: true }},
+  agents: {{ list: [ {{ id: "main", default: true, tools: {{ profile: "full" }} }},
                      {{ id: "writer", model: "mock/writer" }},
                      {{ id: "fallback", model: {{ primary: "dead/gone",
                                                   fallbacks: ["builtin/scripted"] }} }} ] }},

@@ -442,6 +442,35 @@ const scenarios = {
     check(injected.images === 0 && injected.bold === 0 && !injected.pwned, `nothing was injected: ${JSON.stringify(injected)}`);
   },
 
+  async 'a held command is approved and denied on the Approvals screen'() {
+    // The default agent may run commands (tools.profile "full"); outside a sandbox each waits.
+    const run = (command) => rpc('tools.invoke', { sessionKey: 'main', tool: 'exec', args: { command } });
+    const held = (command) => page.locator('#approval-rows tr').filter({ hasText: command });
+    const approved = run('echo from the page');
+    await page.locator('#approval-count').filter({ hasText: '1' }).waitFor(WAIT);
+    await page.click('#show-approvals');
+    await held('echo from the page').waitFor(WAIT);
+    const row = await held('echo from the page').textContent();
+    check(row.includes('main') && row.includes('agent:main:main'), `the row names the agent and session: ${row}`);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await accessible(page, 'the approvals (dark)');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await accessible(page, 'the approvals (light)');
+    await held('echo from the page').getByRole('button', { name: 'Approve', exact: true }).click();
+    const ran = (await approved).result;
+    check(ran.output === 'from the page\n', `the approved command ran: ${JSON.stringify(ran)}`);
+    await held('echo from the page').waitFor({ state: 'detached', ...WAIT });
+    await waitText('#approvals-status', 'approved: echo from the page');
+    const denied = run('touch denied-on-the-page');
+    await held('touch denied-on-the-page').waitFor(WAIT);
+    await held('touch denied-on-the-page').getByRole('button', { name: 'Deny', exact: true }).click();
+    const refused = (await denied).result;
+    check(String(refused.error).startsWith('an operator denied'), `the denied command was refused: ${JSON.stringify(refused)}`);
+    await page.locator('#approvals-empty').waitFor({ state: 'visible', ...WAIT });
+    check(await page.locator('#approval-count').isHidden(), 'no count once nothing waits');
+    await page.click('#show-sessions');
+  },
+
   async '10,000 sessions page through the cursor'() {
     const total = 10000;
     let next = 0;

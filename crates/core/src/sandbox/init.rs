@@ -22,6 +22,10 @@ const TMP_SIZE: &str = "size=256m,mode=1777";
 pub fn run(spec: &Spec, command: &str) -> Result<i32, Refusal> {
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| Refusal::of("the init's parent-death signal")(&e))?;
+    for folder in &spec.hide {
+        cover(folder, &spec.workspace)
+            .map_err(|e| Refusal::of("an empty tmpfs over the state dir")(&e))?;
+    }
     reach_workspace(&spec.workspace)?;
     let fresh = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     mount(
@@ -96,26 +100,35 @@ fn reach_workspace(workspace: &Path) -> Result<(), Refusal> {
         .find(|folder| access(*folder, AccessFlags::X_OK).is_err())
         .unwrap_or(workspace)
         .to_path_buf();
-    let reach = Refusal::of("the workspace's path inside the sandbox");
-    let made = mount(
+    cover(&closed, workspace)
+        .map_err(|e| Refusal::of("the workspace's path inside the sandbox")(&e))
+}
+
+/// Mounts a small empty tmpfs on `folder`, hiding what it held; when `workspace` (the current
+/// folder) is beneath it, the path to the workspace is made in it and the workspace bound there.
+fn cover(folder: &Path, workspace: &Path) -> nix::Result<()> {
+    if !folder.is_dir() {
+        return Ok(());
+    }
+    mount(
         Some("tmpfs"),
-        &closed,
+        folder,
         Some("tmpfs"),
-        MsFlags::MS_NOSUID,
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         Some("size=1m,mode=0755"),
-    )
-    .and_then(|()| make_path(&closed, workspace))
-    .and_then(|()| {
-        mount(
-            Some("."),
-            workspace,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        )
-    })
-    .and_then(|()| nix::unistd::chdir(workspace));
-    made.map_err(|e| reach(&e))
+    )?;
+    if !workspace.starts_with(folder) {
+        return Ok(());
+    }
+    make_path(folder, workspace)?;
+    mount(
+        Some("."),
+        workspace,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )?;
+    nix::unistd::chdir(workspace)
 }
 
 /// Makes each folder from below `top` down to `path`.

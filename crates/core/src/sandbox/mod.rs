@@ -48,6 +48,9 @@ pub struct Spec {
     pub limits: Limits,
     /// The user to become first when the helper starts as root.
     pub uid: u32,
+    /// Folders an empty tmpfs covers (the state dir): not even their names can be seen.
+    #[serde(default)]
+    pub hide: Vec<PathBuf>,
 }
 
 /// The rlimits of a sandboxed command.
@@ -80,7 +83,19 @@ impl Spec {
                 open_files: limits.open_files,
             },
             uid: sandbox.uid,
+            hide: Vec::new(),
         }
+    }
+
+    /// The same, with `folder` (the state dir) covered by an empty tmpfs: a command cannot
+    /// even learn which files it holds (Landlock alone leaves `stat` of a known name).
+    pub fn hiding(mut self, folder: &Path) -> Self {
+        self.hide.push(
+            folder
+                .canonicalize()
+                .unwrap_or_else(|_| folder.to_path_buf()),
+        );
+        self
     }
 
     /// The command line that runs `command` in this sandbox through `helper` (the gateway's

@@ -170,7 +170,8 @@ impl ExecTools {
                 "this session is sandboxed and this gateway has no sandbox helper (commands of sandboxed sessions run through the switchboard binary's gateway)",
             ));
         };
-        Ok(Spec::of(&self.config, agent, root, folder).argv(helper, command))
+        let spec = Spec::of(&self.config, agent, root, folder).hiding(&self.home);
+        Ok(spec.argv(helper, command))
     }
 
     /// The folder a command runs in (the workspace, or `workdir` inside it, made when
@@ -351,7 +352,7 @@ pub async fn probe_sandboxes(
                 &id, &root,
             )));
         }
-        let spec = Spec::of(config, &id, &root, &root);
+        let spec = Spec::of(config, &id, &root, &root).hiding(home);
         if let Err(why) = crate::sandbox::probe(helper, &spec).await {
             return Err(crate::error::CoreError::Unavailable(format!(
                 "agent {id} runs commands in a sandbox (sandbox.mode {}), which cannot be built on this machine: {why}; see docs/sandbox.md",

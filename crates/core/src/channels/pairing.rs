@@ -46,6 +46,9 @@ pub(crate) struct Stranger {
     pub username: Option<String>,
     /// What the sender sent (the channel's message id): a replay of it answers the same code.
     pub source: String,
+    /// Whether the sender is given a code (`dmPolicy: "pairing"`); else (`allowlist`) only a
+    /// sender approved before is let in.
+    pub ask: bool,
 }
 
 /// What to do with a stranger's message.
@@ -82,6 +85,11 @@ impl Pairing {
             .await?;
         if approved {
             return Ok(Verdict::Pass);
+        }
+        if !who.ask {
+            return Ok(Verdict::Silent(
+                "the sender is neither in allowFrom nor approved by pairing (dmPolicy allowlist)",
+            ));
         }
         let ask = PairingAsk {
             record: PairingRecord {

@@ -161,7 +161,8 @@ string_enum! {
         /// The users in `allowFrom` and those an owner approved: an unknown sender gets a
         /// one-time code, and nothing runs until `switchboard pairing approve` accepts it.
         Pairing = "pairing",
-        /// Only the users in `allowFrom` (ids or usernames); nobody when it is empty.
+        /// Only the users in `allowFrom` (ids or usernames, `*` for anyone) and those an owner
+        /// approved by pairing before; nobody else is answered, and no code is given.
         Allowlist = "allowlist",
         /// Anyone.
         Open = "open",

@@ -82,6 +82,15 @@ pub enum ConfigError {
         /// The closest known key at the same place, when one is close.
         suggestion: Option<String>,
     },
+    /// A setting of the reference (OpenClaw) that switchboard does not honour, with what to do
+    /// instead (docs/moving-from-openclaw.md).
+    #[error("config error at {path}: the reference's setting has no counterpart here: {instead}")]
+    NoCounterpart {
+        /// Where the setting is.
+        path: String,
+        /// Why, and what to use or do instead.
+        instead: String,
+    },
     /// A problem and the line of the file it stands at (1-based).
     #[error("line {line}: {error}")]
     At {
@@ -109,7 +118,8 @@ impl ConfigError {
             | ConfigError::Invalid { path, .. }
             | ConfigError::WrongType { path, .. }
             | ConfigError::Missing { path, .. }
-            | ConfigError::Unknown { path, .. } => Some(path),
+            | ConfigError::Unknown { path, .. }
+            | ConfigError::NoCounterpart { path, .. } => Some(path),
             ConfigError::At { error, .. } => error.path(),
             ConfigError::Io { .. } | ConfigError::Syntax { .. } | ConfigError::Many(_) => None,
         }

@@ -152,6 +152,7 @@ fn load_value(
         &mut problems,
         &mut unset_secrets,
     );
+    super::reference::translate(&mut value, env, &mut problems);
     check_required(&value, &mut problems);
     let (mut config, unknown) = deserialize_collecting(value, &mut problems);
     config.store.apply_env(env);

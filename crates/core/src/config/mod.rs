@@ -23,6 +23,7 @@ mod load;
 mod matrix;
 mod mcp;
 mod observability;
+mod reference;
 mod report;
 mod resolve;
 mod sandbox;

@@ -114,6 +114,39 @@ async fn pairing_gives_a_stranger_one_code_and_an_approved_sender_is_answered() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_allowlist_a_sender_approved_by_pairing_is_answered_and_a_stranger_gets_no_code() {
+    // As in the reference: `allowlist` lets in allowFrom and the senders paired before.
+    let fake = FakeTelegram::start(TOKEN).await;
+    let h = started(config(&fake, DmPolicy::Pairing)).await;
+    fake.private_message(42, "alice", "let me in");
+    let code = code_in(&sent(&fake, 1).await[0]);
+    let approve = PairingApproveParams {
+        code,
+        ..Default::default()
+    };
+    h.engine.pairing().approve(approve).await.unwrap();
+    let mut h = h;
+    h.config.channels.telegram.access.dm_policy = Some(DmPolicy::Allowlist);
+    h.config.channels.telegram.access.allow_from = Some(vec!["tg:45".into()]);
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    fake.private_message(43, "mallory", "@reply should not run");
+    fake.private_message(42, "alice", "@reply paired-ok");
+    fake.private_message(45, "bob", "@reply listed-ok");
+    let mut texts: Vec<String> = sent(&fake, 3).await[1..]
+        .iter()
+        .map(|m| text(m).to_string())
+        .collect();
+    texts.sort();
+    assert_eq!(texts, ["listed-ok", "paired-ok"]);
+    drained(&fake).await;
+    assert_eq!(fake.sent().len(), 3, "the stranger got no code");
+    assert!(pending(&h).await.is_empty());
+    fake.stop().await;
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_code_survives_a_restart_and_a_replayed_update_answers_the_same_code() {
     let fake = FakeTelegram::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::Pairing)).await;

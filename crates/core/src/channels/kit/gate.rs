@@ -80,11 +80,13 @@ pub(crate) struct Sender<'a> {
 }
 
 impl Sender<'_> {
-    /// The sender's id or username (with or without `@`, any case) is in `list`.
+    /// The sender's id or username (with or without `@`, any case) is in `list`, or the list
+    /// holds `*` (anyone).
     fn is_in(&self, list: &[String]) -> bool {
         list.iter().any(|listed| {
             let listed = listed.trim();
-            listed == self.id
+            listed == "*"
+                || listed == self.id
                 || self
                     .username
                     .is_some_and(|u| listed.trim_start_matches('@').eq_ignore_ascii_case(u))
@@ -130,13 +132,13 @@ impl Gate {
 }
 
 impl Gate {
-    /// `dmPolicy`: open, disabled, the sender in `allowFrom` or an owner, or (pairing) decided
-    /// by the pairing check after this one. `Err` says why not, for the log.
-    pub fn may_dm(&self, from: Sender) -> Result<(), String> {
+    /// `dmPolicy`: open, disabled, or decided by the pairing check after this one for a sender
+    /// neither in `allowFrom` nor an owner (`pairing` asks for a code; `allowlist` lets in only
+    /// senders approved before, as the reference does). `Err` says why not, for the log.
+    pub fn may_dm(&self, _from: Sender) -> Result<(), String> {
         let may = match self.dm_policy {
-            DmPolicy::Open | DmPolicy::Pairing => true,
+            DmPolicy::Open | DmPolicy::Pairing | DmPolicy::Allowlist => true,
             DmPolicy::Disabled => false,
-            DmPolicy::Allowlist => self.lets_in(from),
         };
         match may {
             true => Ok(()),
@@ -147,10 +149,16 @@ impl Gate {
         }
     }
 
-    /// A private sender whom `dmPolicy: "pairing"` must admit: neither in `allowFrom` nor an
-    /// owner.
+    /// A private sender whom the pairing check must admit (`dmPolicy` `pairing` or
+    /// `allowlist`): neither in `allowFrom` nor an owner.
     pub fn is_stranger(&self, from: Sender) -> bool {
-        self.dm_policy == DmPolicy::Pairing && !self.lets_in(from)
+        matches!(self.dm_policy, DmPolicy::Pairing | DmPolicy::Allowlist) && !self.lets_in(from)
+    }
+
+    /// Whether a stranger is given a pairing code (`pairing`), or only let in when approved
+    /// before (`allowlist`).
+    pub fn asks_strangers(&self) -> bool {
+        self.dm_policy == DmPolicy::Pairing
     }
 
     /// In `allowFrom`, or an owner: let in without asking.
@@ -198,5 +206,36 @@ impl Gate {
             .iter()
             .find_map(|id| self.groups.get(*id).and_then(|g| g.require_mention))
             .unwrap_or(self.require_mention)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Access;
+
+    fn gate(policy: DmPolicy, allow_from: &[&str]) -> Gate {
+        let access = Access {
+            dm_policy: Some(policy),
+            allow_from: Some(allow_from.iter().map(|s| s.to_string()).collect()),
+            ..Access::defaults(4096)
+        };
+        Gate::new::<crate::config::TelegramBot>(&access)
+    }
+
+    fn sender<'a>(id: &'a str, username: Option<&'a str>) -> Sender<'a> {
+        Sender { id, username }
+    }
+
+    #[test]
+    fn a_star_lets_anyone_in_and_a_username_matches_in_any_case() {
+        let anyone = gate(DmPolicy::Allowlist, &["*"]);
+        assert!(!anyone.is_stranger(sender("42", None)));
+        let prefixed = gate(DmPolicy::Allowlist, &["42", "AbC-1"]);
+        assert!(!prefixed.is_stranger(sender("42", None)));
+        assert!(!prefixed.is_stranger(sender("+15550001", Some("abc-1"))));
+        assert!(prefixed.is_stranger(sender("43", None)));
+        assert!(!prefixed.asks_strangers());
+        assert!(!gate(DmPolicy::Pairing, &["*"]).is_stranger(sender("7", None)));
     }
 }

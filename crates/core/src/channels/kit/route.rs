@@ -156,8 +156,8 @@ fn group_key(agent_id: &str, channel: &str, group: &Group) -> SessionKey {
     }
 }
 
-/// The private sender of `message`, received by `bot`, when `dmPolicy: "pairing"` must admit
-/// them (neither in `allowFrom` nor an owner), as the pairing component takes them.
+/// The private sender of `message`, received by `bot`, when the pairing check must admit them
+/// (neither in `allowFrom` nor an owner), as the pairing component takes them.
 pub(crate) fn stranger<P: ChatPlatform>(
     bot: &Bot<P>,
     message: &ChatMessage,
@@ -172,5 +172,6 @@ pub(crate) fn stranger<P: ChatPlatform>(
         id: message.sender.clone(),
         username: message.name.clone(),
         source: source.to_owned(),
+        ask: gate.asks_strangers(),
     })
 }

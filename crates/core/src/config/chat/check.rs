@@ -139,9 +139,16 @@ impl Checker<'_> {
             &mut access.group_allow_from,
         ] {
             for id in list.iter_mut().flatten() {
-                *id = id.trim().to_owned();
+                *id = without_reference_prefix(id.trim()).to_owned();
                 P::normalize_id(id);
             }
+        }
+        if access.owners.iter().flatten().any(|o| o == "*") {
+            self.invalid(
+                format!("{path}.owners"),
+                quote("*"),
+                "ids of the people who own the bot (\"*\", anyone, belongs in allowFrom)",
+            );
         }
         if let Some(limit) = access.text_chunk_limit {
             let range = 1..=u64::from(P::TEXT_LIMIT);
@@ -158,4 +165,24 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// Prefixes the reference writes before a sender in `allowFrom`, `owners` and `groupAllowFrom`
+/// (`tg:123`, `uuid:…`, `user:…`): the sender is what follows.
+const REFERENCE_PREFIXES: [&str; 8] = [
+    "tg:",
+    "telegram:",
+    "uuid:",
+    "signal:",
+    "user:",
+    "discord:",
+    "slack:",
+    "whatsapp:",
+];
+
+fn without_reference_prefix(id: &str) -> &str {
+    REFERENCE_PREFIXES
+        .iter()
+        .find_map(|p| id.strip_prefix(p))
+        .unwrap_or(id)
 }

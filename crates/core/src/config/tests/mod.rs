@@ -12,6 +12,7 @@ mod agents;
 mod chat;
 mod errors;
 mod mcp;
+mod reference;
 mod store;
 
 pub(super) fn no_env(_: &str) -> Option<String> {

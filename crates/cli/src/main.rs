@@ -20,6 +20,7 @@ mod client_cmds;
 mod demo;
 mod dev;
 mod gateway;
+mod import;
 mod mcp;
 mod otlp;
 mod pairing;
@@ -67,6 +68,9 @@ enum Command {
     /// Check or show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Move in from the reference: `switchboard import openclaw [--from DIR] [--dry-run]`.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
     /// Serve the session tools to an MCP client over stdio, acting as a session of the running
     /// gateway: `switchboard mcp --session agent:main:main`.
     Mcp(mcp::McpArgs),
@@ -251,6 +255,7 @@ fn main() -> std::process::ExitCode {
             Command::Mcp(args) => mcp::run(&cli.global, args).await,
             Command::Config(ConfigCommand::Check) => settings::config_check(&cli.global),
             Command::Config(ConfigCommand::Show) => settings::config_show(&cli.global),
+            Command::Import(cmd) => import::run(&cli.global, cmd).await,
             Command::Demo(args) => demo::run(&cli.global, args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
             Command::Bench(args) => bench::run(args).await,

@@ -26,6 +26,7 @@ pub mod engine;
 pub mod error;
 pub mod exchange;
 pub mod ids;
+pub mod import;
 pub mod keys;
 pub mod mcp;
 pub mod measure;

@@ -12,6 +12,7 @@ mod discord;
 mod durability;
 mod exchange_durability;
 mod first_hour;
+mod import;
 mod logging;
 mod lost_answer;
 mod matrix;

@@ -182,7 +182,7 @@ fn load_value(
     })
 }
 
-fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError> {
+pub(super) fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError> {
     json5::from_str::<Value>(text).map_err(|err| {
         // End-of-input errors carry no position: they are at the end.
         let position = err
@@ -425,6 +425,26 @@ fn objects_in(value: Option<&Value>) -> Vec<(usize, &serde_json::Map<String, Val
     }
 }
 
+/// Every problem the gateway would find in `value`, and its unknown settings, with each
+/// `${VAR}` taken as set (the import checks a config whose environment is not this one).
+pub(super) fn check_value(mut value: Value) -> (Vec<ConfigError>, Vec<Vec<Seg>>) {
+    let mut problems = Vec::new();
+    let mut unset_secrets = BTreeMap::new();
+    let set = |_: &str| Some("set".to_owned());
+    substitute_env(
+        &mut value,
+        &mut Vec::new(),
+        &set,
+        &mut problems,
+        &mut unset_secrets,
+    );
+    super::reference::translate(&mut value, &|_| None, &mut problems);
+    check_required(&value, &mut problems);
+    let (mut config, unknown) = deserialize_collecting(value, &mut problems);
+    problems.extend(validate::validate(&mut config, &unset_secrets));
+    (problems, unknown)
+}
+
 /// Upper bound on serde problems reported from one file (each costs a re-parse).
 const MAX_TYPE_PROBLEMS: usize = 100;
 
@@ -498,7 +518,7 @@ fn ignored_segs(path: &serde_ignored::Path<'_>, out: &mut Vec<Seg>) {
 /// Removes the object entry that holds the value at `segs` so its default applies. A bad array
 /// element takes its whole array with it: removing only the element would renumber its siblings
 /// and make later paths wrong. `false` when there is nothing removable (the error is at the top).
-fn remove_at(root: &mut Value, segs: &[Seg]) -> bool {
+pub(super) fn remove_at(root: &mut Value, segs: &[Seg]) -> bool {
     let keep = segs
         .iter()
         .rposition(|seg| matches!(seg, Seg::Key(_)))

@@ -19,6 +19,7 @@ mod chat;
 mod choices;
 mod discord;
 mod error;
+mod import;
 mod load;
 mod matrix;
 mod mcp;
@@ -56,6 +57,7 @@ pub use choices::{
 };
 pub use discord::{DiscordBot, DiscordChannel};
 pub use error::ConfigError;
+pub use import::{ImportedConfig, LeftOut, import_reference};
 pub use load::{
     LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_section, load_str,
     process_env,

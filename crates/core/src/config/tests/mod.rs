@@ -11,6 +11,7 @@ mod a2a;
 mod agents;
 mod chat;
 mod errors;
+mod import;
 mod mcp;
 mod reference;
 mod store;

@@ -1,10 +1,10 @@
-//! `switchboard import openclaw` against a state dir the reference (2026.7.35, its on-disk
-//! form: `sessions.json` and one JSONL transcript per session) wrote itself:
-//! `tests/fixtures/openclaw-2026.7.35/` is that state dir, and its `expected.json` is what the
-//! reference's own `sessions.list` and `chat.history` answered for it (keys, group or not,
-//! labels, and each message's role and text). After the import the gateway answers the same,
-//! a new turn in an imported session continues its conversation, and a second import writes
-//! nothing twice.
+//! `switchboard import openclaw` against state dirs the reference wrote itself: 2026.9.6 (its
+//! SQLite session store, transcripts in a table, some events zstd-compressed) and 2026.7.35 (its
+//! on-disk form: `sessions.json` and one JSONL transcript per session), under
+//! `tests/fixtures/openclaw-<version>/`. Each fixture's `expected.json` is what the reference's
+//! own `sessions.list` and `chat.history` answered for it (keys, group or not, labels, and each
+//! message's role and text). After the import the gateway answers the same, a new turn in an
+//! imported session continues its conversation, and a second import writes nothing twice.
 
 use std::path::Path;
 
@@ -14,22 +14,23 @@ use switchboard_testkit::{MockLlm, MockReply};
 
 use super::process::{BIN, GatewayProcess};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/openclaw-2026.7.35"
-);
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 /// The reference's gateway token in the fixture's config (carried over as it is).
 const TOKEN: &str = "REDACTED-GATEWAY-TOKEN";
 
-/// A copy of the fixture with its model pointed at `mock`.
-fn reference_state(mock: &MockLlm) -> tempfile::TempDir {
+/// A copy of the fixture `version` with its model pointed at `mock`.
+fn reference_state(version: &str, mock: &MockLlm) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(Path::new(FIXTURE), dir.path());
+    copy_tree(&fixture(version), dir.path());
     let config = dir.path().join("openclaw.json");
     let text = std::fs::read_to_string(&config).unwrap();
     let text = text.replace("http://127.0.0.1:18999/v1", &mock.openai_base_url());
     std::fs::write(config, text).unwrap();
     dir
+}
+
+fn fixture(version: &str) -> std::path::PathBuf {
+    Path::new(FIXTURES).join(format!("openclaw-{version}"))
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -95,11 +96,44 @@ fn summary(message: &Value) -> (String, String) {
     }
 }
 
+/// Our message as the reference's `chat.history` shows it, where 2026.9.6 shows a stored
+/// message otherwise: a cron job's prompt (stored as the user message `[cron:<jobId> <name>]
+/// <text>`, as here) it shows as an assistant message without its `[cron:…]` prefix.
+fn shown_as_the_reference_shows(
+    ours: (String, String),
+    theirs: &(String, String),
+) -> (String, String) {
+    let cron_prompt = ours.0 == "user" && ours.1.starts_with("[cron:");
+    match cron_prompt && theirs.0 == "assistant" && ours.1.ends_with(&theirs.1) {
+        true => theirs.clone(),
+        false => ours,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reference_state_dir_moves_in_and_its_sessions_read_as_the_reference_gave_them() {
+async fn a_state_dir_of_the_references_sqlite_store_moves_in_as_the_reference_gave_it() {
+    // Two of the reference's messages in the main chat are its own `custom` rows (a tool the
+    // meta-tool `tool_call` ran): not messages here, and the import says so.
+    let said = moves_in("2026.9.6", "agent:main:research-notes").await;
+    assert!(
+        said.contains("not carried over: agent:main:main: 2 transcript messages that are not user, assistant or tool-result messages"),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_dir_of_the_references_session_files_moves_in_as_the_reference_gave_it() {
+    let said = moves_in("2026.7.35", "agent:main:research-notes").await;
+    assert!(!said.contains("not carried over: agent:"), "{said}");
+}
+
+/// Imports the fixture `version`, checks what the gateway then answers against what the
+/// reference answered, continues `key`'s conversation and imports again; answers what the
+/// first import printed.
+async fn moves_in(version: &str, key: &str) -> String {
     let mock = MockLlm::start().await;
     mock.set_fallback(MockReply::Text("continued".into()));
-    let from = reference_state(&mock);
+    let from = reference_state(version, &mock);
     let home = tempfile::tempdir().unwrap();
     let said = import(home.path(), from.path());
     assert!(said.contains("sessions: 6 imported"), "{said}");
@@ -107,10 +141,8 @@ async fn a_reference_state_dir_moves_in_and_its_sessions_read_as_the_reference_g
         said.contains("gateway.tailscale: switchboard has no such setting"),
         "{said}"
     );
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(FIXTURE).join("expected.json")).unwrap(),
-    )
-    .unwrap();
+    let expected = std::fs::read_to_string(fixture(version).join("expected.json")).unwrap();
+    let expected: Value = serde_json::from_str(&expected).unwrap();
 
     std::fs::write(home.path().join("gateway-token"), TOKEN).unwrap();
     let gateway = GatewayProcess::start(home.path());
@@ -162,13 +194,19 @@ async fn a_reference_state_dir_moves_in_and_its_sessions_read_as_the_reference_g
             .as_array()
             .unwrap()
             .iter()
+            .filter(|m| m[0] != "custom")
             .map(|m| (m[0].as_str().unwrap().into(), m[1].as_str().unwrap().into()))
+            .collect();
+        assert_eq!(ours.len(), theirs.len(), "{key}: {ours:#?}\n{theirs:#?}");
+        let ours: Vec<(String, String)> = ours
+            .into_iter()
+            .zip(&theirs)
+            .map(|(mine, theirs)| shown_as_the_reference_shows(mine, theirs))
             .collect();
         assert_eq!(ours, theirs, "the history of {key}");
     }
 
     // A new turn continues the imported conversation: the model is sent what came before.
-    let key = "agent:main:research-notes";
     let earlier = expected["history"][key][0][1].as_str().unwrap().to_owned();
     let sent = client
         .request(
@@ -207,4 +245,5 @@ async fn a_reference_state_dir_moves_in_and_its_sessions_read_as_the_reference_g
         again.contains("sessions: 0 imported (0 messages); 6 already here"),
         "{again}"
     );
+    said
 }

@@ -3,16 +3,18 @@
 //! as the reference wrote it, its kind (read from the key, as the reference does), label,
 //! model, counters, route and transcript (order, tool calls and results, provenance).
 //!
-//! Read here: the reference's on-disk form (`agents/<id>/sessions/sessions.json` and one JSONL
-//! transcript per session, before 2026.8). A session already in the store is left as it is,
-//! so a second import writes nothing twice.
+//! Read here: the reference's SQLite session store (2026.8 and later,
+//! `agents/<id>/agent/openclaw-agent.sqlite`) and, for an agent without one, its on-disk form
+//! (`agents/<id>/sessions/sessions.json` and one JSONL transcript per session). A session already
+//! in the store is left as it is, so a second import writes nothing twice.
 
+mod sqlite;
 mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
@@ -35,6 +37,15 @@ pub struct SessionsReport {
 /// The main key the reference uses (`agent:<id>:main`).
 const MAIN_KEY: &str = "main";
 
+/// One session as the reference stored it: its key, its entry, and its transcript's events
+/// in order (with how many could not be read).
+pub(super) struct Found {
+    pub key: String,
+    pub entry: Value,
+    pub events: Vec<Value>,
+    pub unread: usize,
+}
+
 /// Imports every agent's sessions under `from` (a reference state dir) into `store`.
 pub async fn import_sessions(
     from: &Path,
@@ -42,57 +53,81 @@ pub async fn import_sessions(
     dry_run: bool,
 ) -> CoreResult<SessionsReport> {
     let mut report = SessionsReport::default();
-    for (agent, dir) in agent_session_dirs(from)? {
-        let index = dir.join("sessions.json");
-        let entries = read_index(&index)?;
-        for (key, entry) in entries {
-            let one = Session::read(&agent, &dir, &key, &entry, &mut report.left_out);
-            let Some(one) = one else { continue };
-            if store.get(&one.key).await?.is_some() {
+    for (agent, found) in agents(from)? {
+        for one in found {
+            let key = one.key.clone();
+            let mut notes = Vec::new();
+            let Some(session) = Session::read(&agent, one, &mut notes) else {
+                report.left_out.append(&mut notes);
+                continue;
+            };
+            if store.get(&session.key).await?.is_some() {
                 report.present.push(key);
                 continue;
             }
-            report.messages += one.messages.len();
+            report.left_out.append(&mut notes);
+            report.messages += session.messages.len();
             report.imported.push(key);
             if !dry_run {
-                store.write_batch(one.ops()).await?;
+                store.write_batch(session.ops()).await?;
             }
         }
     }
     Ok(report)
 }
 
-/// `agents/<id>/sessions` folders that hold a `sessions.json`, by agent id.
-fn agent_session_dirs(from: &Path) -> CoreResult<Vec<(String, PathBuf)>> {
-    let agents = from.join("agents");
-    let Ok(read) = std::fs::read_dir(&agents) else {
+/// Each agent's sessions: from its SQLite store when it has one, else from `sessions.json`.
+fn agents(from: &Path) -> CoreResult<Vec<(String, Vec<Found>)>> {
+    let Ok(read) = std::fs::read_dir(from.join("agents")) else {
         return Ok(Vec::new());
     };
     let mut dirs: Vec<(String, PathBuf)> = read
         .filter_map(Result::ok)
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                e.path().join("sessions"),
-            )
-        })
-        .filter(|(_, dir)| dir.join("sessions.json").is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
         .collect();
     dirs.sort();
-    Ok(dirs)
+    let mut agents = Vec::new();
+    for (agent, dir) in dirs {
+        let database = dir.join("agent").join("openclaw-agent.sqlite");
+        let sessions = dir.join("sessions");
+        let found = match (database.is_file(), sessions.join("sessions.json").is_file()) {
+            (true, _) => sqlite::read(&database)?,
+            (false, true) => on_disk(&sessions)?,
+            (false, false) => continue,
+        };
+        agents.push((agent, found));
+    }
+    Ok(agents)
 }
 
-fn read_index(path: &Path) -> CoreResult<Map<String, Value>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CoreError::Invalid(format!("reading {}: {e}", path.display())))?;
-    match json5::from_str::<Value>(&text) {
-        Ok(Value::Object(entries)) => Ok(entries),
-        Ok(_) => Err(CoreError::Invalid(format!(
-            "{}: expected an object of sessions by key",
-            path.display()
-        ))),
-        Err(e) => Err(CoreError::Invalid(format!("{}: {e}", path.display()))),
-    }
+/// The on-disk form: `sessions.json`, and `<sessionId>.jsonl` beside it for each entry.
+fn on_disk(dir: &Path) -> CoreResult<Vec<Found>> {
+    let index = dir.join("sessions.json");
+    let text = std::fs::read_to_string(&index)
+        .map_err(|e| CoreError::Invalid(format!("reading {}: {e}", index.display())))?;
+    let entries = match json5::from_str::<Value>(&text) {
+        Ok(Value::Object(entries)) => entries,
+        Ok(_) => {
+            let why = format!("{}: expected an object of sessions by key", index.display());
+            return Err(CoreError::Invalid(why));
+        }
+        Err(e) => return Err(CoreError::Invalid(format!("{}: {e}", index.display()))),
+    };
+    Ok(entries
+        .into_iter()
+        .map(|(key, entry)| {
+            let file = entry["sessionId"]
+                .as_str()
+                .map(|id| dir.join(format!("{id}.jsonl")));
+            let (events, unread) = file.map(|f| transcript::events(&f)).unwrap_or_default();
+            Found {
+                key,
+                entry,
+                events,
+                unread,
+            }
+        })
+        .collect())
 }
 
 /// One reference session, read.
@@ -104,33 +139,36 @@ struct Session {
 }
 
 impl Session {
-    fn read(
-        agent: &str,
-        dir: &Path,
-        key: &str,
-        entry: &Value,
-        left_out: &mut Vec<String>,
-    ) -> Option<Self> {
-        let written = key.trim().to_ascii_lowercase();
-        if !written.starts_with("agent:") {
-            left_out.push(format!("{key}: not an agent's session key (agent:<id>:…)"));
+    fn read(agent: &str, found: Found, left_out: &mut Vec<String>) -> Option<Self> {
+        let Found {
+            key: written,
+            entry,
+            events,
+            unread,
+        } = found;
+        let lowered = written.trim().to_ascii_lowercase();
+        if !lowered.starts_with("agent:") {
+            left_out.push(format!(
+                "{written}: not an agent's session key (agent:<id>:…)"
+            ));
             return None;
         }
-        let key = SessionKey::from_canonical(written);
+        if unread > 0 {
+            left_out.push(format!(
+                "{written}: {unread} transcript events that could not be read"
+            ));
+        }
+        let key = SessionKey::from_canonical(lowered);
         let mut new = NewSession::for_key(&key, agent, MAIN_KEY);
-        new.label = text(entry, "label");
-        new.display_name = text(entry, "displayName");
+        new.label = text(&entry, "label");
+        new.display_name = text(&entry, "displayName");
         new.spawned_by =
-            text(entry, "spawnedBy").map(|k| SessionKey::from_canonical(k.to_ascii_lowercase()));
-        let messages = match text(entry, "sessionId") {
-            Some(id) => transcript::read(&dir.join(format!("{id}.jsonl")), key.as_str(), left_out),
-            None => Vec::new(),
-        };
-        let patch = patch_of(entry);
+            text(&entry, "spawnedBy").map(|k| SessionKey::from_canonical(k.to_ascii_lowercase()));
+        let messages = transcript::messages(&events, &written, left_out);
         Some(Self {
             key,
             new,
-            patch,
+            patch: patch_of(&entry),
             messages,
         })
     }
@@ -171,8 +209,13 @@ fn patch_of(entry: &Value) -> EntryPatch {
         }
         (_, model) => model,
     };
-    let route = &entry["deliveryContext"];
-    // A route names a chat: without `to` it is the reference's webchat or internal marker.
+    // 2026.8 and later keep the route in `delivery.context` (`kind: "external"`), earlier
+    // releases in `deliveryContext`. A route names a chat: without `to` it is the reference's
+    // webchat or internal marker.
+    let route = match &entry["delivery"]["context"] {
+        Value::Object(_) => &entry["delivery"]["context"],
+        _ => &entry["deliveryContext"],
+    };
     let delivery = text(route, "channel")
         .zip(text(route, "to"))
         .map(|(channel, to)| DeliveryContext {

@@ -10,35 +10,44 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use switchboard_protocol::message::TranscriptMessage;
 
-/// The messages of the transcript at `path`; what cannot be read goes to `left_out`.
-pub(super) fn read(path: &Path, key: &str, left_out: &mut Vec<String>) -> Vec<TranscriptMessage> {
+/// The events of the JSONL transcript at `path`, and how many lines could not be read (a
+/// missing file: none, and one unread).
+pub(super) fn events(path: &Path) -> (Vec<Value>, usize) {
     let Ok(text) = std::fs::read_to_string(path) else {
-        left_out.push(format!(
-            "{key}: its transcript {} was not found",
-            path.display()
-        ));
-        return Vec::new();
+        return (Vec::new(), 1);
     };
-    let events: Vec<Value> = text
+    let mut unread = 0;
+    let events = text
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter_map(|l| {
+            let event = serde_json::from_str(l).ok();
+            unread += usize::from(event.is_none());
+            event
+        })
         .collect();
+    (events, unread)
+}
+
+/// The messages of a transcript's `events`; what is not a message here goes to `left_out`.
+pub(super) fn messages(
+    events: &[Value],
+    key: &str,
+    left_out: &mut Vec<String>,
+) -> Vec<TranscriptMessage> {
     let mut skipped = 0;
-    let messages: Vec<TranscriptMessage> = active_branch(&events)
+    let messages: Vec<TranscriptMessage> = active_branch(events)
         .into_iter()
         .filter(|e| e["type"] == "message")
-        .filter_map(|e| match message(&e["message"]) {
-            Some(m) => Some(m),
-            None => {
-                skipped += 1;
-                None
-            }
+        .filter_map(|e| {
+            let message = message(&e["message"]);
+            skipped += usize::from(message.is_none());
+            message
         })
         .collect();
     if skipped > 0 {
         left_out.push(format!(
-            "{key}: {skipped} transcript entries that are not user, assistant or tool-result messages"
+            "{key}: {skipped} transcript messages that are not user, assistant or tool-result messages (the reference's custom ones)"
         ));
     }
     messages

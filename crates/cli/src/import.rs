@@ -97,6 +97,20 @@ fn report_sessions(sessions: &SessionsReport, dry_run: bool) {
     for key in &sessions.imported {
         outln!("  {key}");
     }
+    let groups = [
+        ("cron jobs", &sessions.cron_jobs, sessions.cron_present),
+        (
+            "senders let in by pairing",
+            &sessions.paired,
+            sessions.paired_present,
+        ),
+    ];
+    for (what, written, present) in groups {
+        outln!("{what}: {} {verb}; {present} already here", written.len());
+        for one in written {
+            outln!("  {one}");
+        }
+    }
     for left in &sessions.left_out {
         outln!("  not carried over: {left}");
     }

@@ -119,12 +119,41 @@ async fn a_state_dir_of_the_references_sqlite_store_moves_in_as_the_reference_ga
         said.contains("not carried over: agent:main:main: 2 transcript messages that are not user, assistant or tool-result messages"),
         "{said}"
     );
+    // Its three jobs ask for what a job here cannot do, each said; its own two (a heartbeat,
+    // a skill review) are not anyone's and are not mentioned.
+    for refused in [
+        "cron job \"Hourly ping\": sessionTarget: \"main\" is not supported",
+        "cron job \"Morning brief\": tz: \"Europe/Berlin\" is not supported",
+        "cron job \"Deploy digest\": schedule.kind: one-shot \"at\" schedules are not supported",
+    ] {
+        assert!(said.contains(refused), "{refused}\nnot in:\n{said}");
+    }
+    assert!(
+        !said.contains("heartbeat-main") && !said.contains("skill-collection-review"),
+        "{said}"
+    );
+    assert!(
+        said.contains("senders let in by pairing: 4 imported"),
+        "{said}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_dir_of_the_references_session_files_moves_in_as_the_reference_gave_it() {
     let said = moves_in("2026.7.35", "agent:main:research-notes").await;
     assert!(!said.contains("not carried over: agent:"), "{said}");
+    // Its pairing files: two of Telegram's default account (merged), one of WhatsApp's.
+    for sender in [
+        "telegram/default: 111111111",
+        "telegram/default: 222222222",
+        "telegram/default: 333333333",
+        "whatsapp/default: +15555550123",
+    ] {
+        assert!(
+            said.contains(&format!("  {sender}\n")),
+            "{sender}\nnot in:\n{said}"
+        );
+    }
 }
 
 /// Imports the fixture `version`, checks what the gateway then answers against what the
@@ -243,6 +272,10 @@ async fn moves_in(version: &str, key: &str) -> String {
     let again = import(home.path(), from.path());
     assert!(
         again.contains("sessions: 0 imported (0 messages); 6 already here"),
+        "{again}"
+    );
+    assert!(
+        again.contains("senders let in by pairing: 0 imported; 4 already here"),
         "{again}"
     );
     said

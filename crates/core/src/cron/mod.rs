@@ -115,6 +115,83 @@ impl Cron {
     }
 }
 
+/// The record stored for `p` (ours, its reference fields folded in) as job `id` of
+/// `agent_id`, added at `now`: every check of `cron.add` but those against the store and the
+/// config (the id's and the agent's).
+fn record_of(
+    p: CronAddParams,
+    id: String,
+    agent_id: String,
+    now: i64,
+) -> CoreResult<CronJobRecord> {
+    let schedule = Schedule::from_param(&p.schedule).map_err(CoreError::Invalid)?;
+    check_tz(p.tz.as_deref())?;
+    if p.message.trim().is_empty() {
+        return Err(CoreError::invalid(
+            "message: empty; expected the text the agent receives at each firing",
+        ));
+    }
+    if schedule.next_after(now, now).is_none() {
+        return Err(CoreError::invalid(format!(
+            "schedule: {:?} matches no date, so it would never fire; {}",
+            schedule.to_string(),
+            schedule::ACCEPTED
+        )));
+    }
+    let name = p.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+    Ok(CronJobRecord {
+        id,
+        agent_id,
+        name: name.map(str::to_string),
+        enabled: p.enabled.unwrap_or(true),
+        schedule: schedule.to_string(),
+        message: p.message,
+        deliver: p.deliver.unwrap_or(false),
+        created_at: now,
+        last_slot: None,
+        last_run_id: None,
+        last_fired_at: None,
+    })
+}
+
+/// A job the reference stored (its `job_json`: the shape of its `cron.add` with its own
+/// bookkeeping beside) as the record stored here, for the import: its id, name, agent
+/// (`default_agent` when it names none), schedule, message and delivery; refused as `cron.add`
+/// refuses what this gateway cannot do as asked.
+pub fn reference_record(
+    job: &serde_json::Value,
+    default_agent: &str,
+    now: i64,
+) -> CoreResult<CronJobRecord> {
+    const READ: [&str; 9] = [
+        "id",
+        "name",
+        "agentId",
+        "enabled",
+        "schedule",
+        "sessionTarget",
+        "wakeMode",
+        "payload",
+        "delivery",
+    ];
+    let kept: serde_json::Map<String, serde_json::Value> = job
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| READ.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let p: CronAddParams = serde_json::from_value(serde_json::Value::Object(kept))
+        .map_err(|e| CoreError::invalid(format!("the job is not in the reference's shape: {e}")))?;
+    let p = reference::fold(p)?;
+    let id = check_id(p.id.as_deref().unwrap_or_default())?;
+    let agent_id = p
+        .agent_id
+        .as_deref()
+        .map_or_else(|| default_agent.to_owned(), normalize_agent_id);
+    record_of(p, id, agent_id, now)
+}
+
 /// Why a job fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Trigger {
@@ -135,35 +212,10 @@ impl Cron {
             (None, Some(name)) => self.id_from_name(name).await?,
             (None, None) => uuid::Uuid::new_v4().to_string(),
         };
-        let schedule = Schedule::from_param(&p.schedule).map_err(CoreError::Invalid)?;
-        check_tz(p.tz.as_deref())?;
-        if p.message.trim().is_empty() {
-            return Err(CoreError::invalid(
-                "message: empty; expected the text the agent receives at each firing",
-            ));
-        }
         let agent_id = self.job_agent(p.agent_id.as_deref())?;
         let now = self.clock.now_ms();
-        if schedule.next_after(now, now).is_none() {
-            return Err(CoreError::invalid(format!(
-                "schedule: {:?} matches no date, so it would never fire; {}",
-                schedule.to_string(),
-                schedule::ACCEPTED
-            )));
-        }
-        let record = CronJobRecord {
-            id,
-            agent_id,
-            name: name.map(str::to_string),
-            enabled: p.enabled.unwrap_or(true),
-            schedule: schedule.to_string(),
-            message: p.message,
-            deliver: p.deliver.unwrap_or(false),
-            created_at: now,
-            last_slot: None,
-            last_run_id: None,
-            last_fired_at: None,
-        };
+        let record = record_of(p, id, agent_id, now)?;
+        let schedule = Schedule::parse(&record.schedule).map_err(CoreError::Invalid)?;
         self.store.cron_insert(record.clone()).await?;
         self.changed();
         Ok(job_view(&record, &schedule, now, None))

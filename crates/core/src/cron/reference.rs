@@ -120,9 +120,12 @@ fn payload_message(payload: &Value) -> CoreResult<String> {
              agent answers)"
         )));
     }
-    if let Some(extra) = map
-        .keys()
-        .find(|k| !["kind", "message"].contains(&k.as_str()))
+    // `toolsAllow: ["*"]` (what the reference writes for a job by default) is every tool the
+    // agent has: what a job here runs with.
+    let every_tool = |k: &str, v: &Value| k == "toolsAllow" && *v == serde_json::json!(["*"]);
+    if let Some((extra, _)) = map
+        .iter()
+        .find(|(k, v)| !["kind", "message"].contains(&k.as_str()) && !every_tool(k, v))
     {
         return Err(invalid(format!(
             "payload.{extra}: not supported per job; expected only kind and message (the job \
@@ -233,5 +236,52 @@ mod tests {
             let err = fold(reference(extra)).unwrap_err().to_string();
             assert!(err.contains(expected), "{err} should name {expected}");
         }
+    }
+}
+
+#[cfg(test)]
+mod stored_tests {
+    use serde_json::json;
+
+    use crate::cron::reference_record;
+
+    #[test]
+    fn a_job_the_reference_stored_becomes_ours_with_its_id_and_agent() {
+        // As the reference stores a job: its `cron.add` shape with its bookkeeping beside.
+        let job = json!({
+            "id": "a56c3b5d-75c6-42d8-a3c6-99065e829cf7", "name": "Hourly ping", "enabled": true,
+            "createdAtMs": 1_795_924_509_036_i64, "description": "every hour",
+            "schedule": {"kind": "every", "everyMs": 3_600_000, "anchorMs": 1_795_924_509_036_i64},
+            "sessionTarget": "isolated", "wakeMode": "now",
+            "payload": {"kind": "agentTurn", "message": "check the queue", "toolsAllow": ["*"]},
+            "delivery": {"mode": "announce", "channel": "last"},
+            "scheduledToolPolicy": {"version": 1, "mode": "trusted"}, "state": {"nextRunAtMs": 1}
+        });
+        let record = reference_record(&job, "main", 1_795_924_600_000).unwrap();
+        assert_eq!(
+            (
+                record.id.as_str(),
+                record.agent_id.as_str(),
+                record.name.as_deref()
+            ),
+            (
+                "a56c3b5d-75c6-42d8-a3c6-99065e829cf7",
+                "main",
+                Some("Hourly ping")
+            )
+        );
+        assert_eq!(
+            (record.message.as_str(), record.deliver),
+            ("check the queue", true)
+        );
+        let mut narrowed = job.clone();
+        narrowed["payload"]["toolsAllow"] = json!(["read"]);
+        let refused = reference_record(&narrowed, "main", 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("payload.toolsAllow: not supported per job"),
+            "{refused}"
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! in the store is left as it is, so a second import writes nothing twice.
 
 mod sqlite;
+mod state;
 mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,9 @@ use serde_json::Value;
 
 use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
-use crate::store::{EntryPatch, NewSession, Store, TokenDelta, WriteOp};
+use crate::store::{
+    EntryPatch, NewSession, PairingAdmission, PairingAsk, PairingRecord, Store, TokenDelta, WriteOp,
+};
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 /// What an import did (or would do, on a dry run).
@@ -32,6 +35,12 @@ pub struct SessionsReport {
     pub messages: usize,
     /// What was not carried over, with why (`<key>: …`).
     pub left_out: Vec<String>,
+    /// Cron jobs written, and those here already.
+    pub cron_jobs: Vec<String>,
+    pub cron_present: usize,
+    /// Senders let in by pairing, written (`<channel>/<account>: <sender>`); already here.
+    pub paired: Vec<String>,
+    pub paired_present: usize,
 }
 
 /// The main key the reference uses (`agent:<id>:main`).
@@ -67,13 +76,109 @@ pub async fn import_sessions(
             }
             report.left_out.append(&mut notes);
             report.messages += session.messages.len();
-            report.imported.push(key);
-            if !dry_run {
-                store.write_batch(session.ops()).await?;
+            report.imported.push(key.clone());
+            if dry_run {
+                continue;
+            }
+            // A label another session here holds already (labels are unique per agent): the
+            // session comes in without it.
+            let (label, unlabelled) = (session.new.label.clone(), session.without_label());
+            match store.write_batch(session.ops()).await {
+                Err(crate::store::StoreError::Conflict(why)) if label.is_some() => {
+                    report
+                        .left_out
+                        .push(format!("{key}: its label, because {why}"));
+                    store.write_batch(unlabelled.ops()).await?;
+                }
+                written => {
+                    written?;
+                }
             }
         }
     }
+    import_cron(from, store, dry_run, &mut report).await?;
+    import_pairing(from, store, dry_run, &mut report).await?;
     Ok(report)
+}
+
+/// The reference's cron jobs, each as `cron.add` would take it (what this gateway cannot do
+/// as asked is left out, with why); a job whose id is here already is left as it is.
+async fn import_cron(
+    from: &Path,
+    store: &Arc<dyn Store>,
+    dry_run: bool,
+    report: &mut SessionsReport,
+) -> CoreResult<()> {
+    let now = chrono::Utc::now().timestamp_millis();
+    for job in state::cron_jobs(from) {
+        let name = job["name"]
+            .as_str()
+            .or(job["id"].as_str())
+            .unwrap_or("?")
+            .to_owned();
+        let record = match crate::cron::reference_record(&job, "main", now) {
+            Ok(record) => record,
+            Err(e) => {
+                report.left_out.push(format!("cron job {name:?}: {e}"));
+                continue;
+            }
+        };
+        if store.cron_get(&record.id).await?.is_some() {
+            report.cron_present += 1;
+            continue;
+        }
+        report.cron_jobs.push(name);
+        if !dry_run {
+            store.cron_insert(record).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The senders the reference let in by pairing, let in here too.
+async fn import_pairing(
+    from: &Path,
+    store: &Arc<dyn Store>,
+    dry_run: bool,
+    report: &mut SessionsReport,
+) -> CoreResult<()> {
+    for allowed in state::allowed(from) {
+        let (channel, account) = (
+            allowed.channel.to_ascii_lowercase(),
+            allowed.account.to_ascii_lowercase(),
+        );
+        let sender = allowed.sender.trim().to_owned();
+        if store.pairing_approved(&channel, &account, &sender).await? {
+            report.paired_present += 1;
+            continue;
+        }
+        report.paired.push(format!("{channel}/{account}: {sender}"));
+        if dry_run {
+            continue;
+        }
+        let ask = PairingAsk {
+            record: PairingRecord {
+                channel: channel.clone(),
+                account_id: account.clone(),
+                sender_id: sender,
+                username: None,
+                code: uuid::Uuid::new_v4().simple().to_string()[..8].to_ascii_uppercase(),
+                created_at: 0,
+                approved_at: None,
+                source: "import openclaw".into(),
+            },
+            ttl_ms: i64::MAX / 4,
+            max_pending: usize::MAX,
+        };
+        let code = match store.pairing_admit(ask).await? {
+            PairingAdmission::Created(record) | PairingAdmission::Pending(record) => record.code,
+            PairingAdmission::Approved | PairingAdmission::Full => continue,
+        };
+        store
+            .pairing_approve(&channel, Some(&account), &code, 0)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Each agent's sessions: from its SQLite store when it has one, else from `sessions.json`.
@@ -171,6 +276,18 @@ impl Session {
             patch: patch_of(&entry),
             messages,
         })
+    }
+
+    /// The same session without its label.
+    fn without_label(&self) -> Self {
+        let mut new = self.new.clone();
+        new.label = None;
+        Self {
+            key: self.key.clone(),
+            new,
+            patch: self.patch.clone(),
+            messages: self.messages.clone(),
+        }
     }
 
     /// The session created with its transcript, then its model, counters and route.

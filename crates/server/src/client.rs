@@ -219,7 +219,9 @@ pub fn connect_params(token: Option<&str>) -> ConnectParams {
         min_protocol: PROTOCOL_VERSION,
         max_protocol: PROTOCOL_VERSION,
         client: ClientInfo {
-            id: "switchboard-cli".into(),
+            // One of the client ids the reference accepts, so this client talks to it as well
+            // (its CLI's backend id; the version says which client it is).
+            id: "gateway-client".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             platform: std::env::consts::OS.into(),
             mode: "backend".into(),

@@ -130,9 +130,14 @@ pub struct MockLlm {
 /// and the stop signal hanging and slow replies watch.
 type Shared = fake::Shared<(), MockState>;
 
+/// A reply decided by the request itself (see [`MockLlm::set_rule`]).
+pub type MockRule = Box<dyn Fn(&Recorded) -> Option<MockReply> + Send + Sync>;
+
 struct MockState {
     queue: VecDeque<MockReply>,
     fallback: MockReply,
+    /// Consulted first: a reply it gives takes no queued one.
+    rule: Option<MockRule>,
     requests: Vec<Recorded>,
     /// Prompts over this many tokens are refused (see `context.rs`).
     context_limit: Option<u64>,
@@ -147,6 +152,7 @@ impl MockLlm {
         let state = MockState {
             queue: VecDeque::new(),
             fallback: MockReply::text("ok"),
+            rule: None,
             requests: Vec::new(),
             context_limit: None,
         };
@@ -182,6 +188,13 @@ impl MockLlm {
     /// context-length error, consuming no reply; prompts within it report their count.
     pub fn set_context_limit(&self, limit: Option<u64>) {
         self.server.lock().context_limit = limit;
+    }
+
+    /// Answers each request `rule` has a reply for with that reply, before the queue: for a
+    /// client that calls the model more often than a test can predict (another gateway's
+    /// title or memory calls), replies keyed on what was asked.
+    pub fn set_rule(&self, rule: MockRule) {
+        self.server.lock().rule = Some(rule);
     }
 
     /// The reply used when the queue is empty (default: `Text("ok")`).
@@ -291,8 +304,13 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
             shared.bump();
             return context::refusal(api, counted, limit.unwrap_or_default());
         }
+        let ruled = state
+            .rule
+            .as_ref()
+            .and_then(|rule| rule(state.requests.last()?));
         let fallback = state.fallback.clone();
-        (state.queue.pop_front().unwrap_or(fallback), limit)
+        let reply = ruled.or_else(|| state.queue.pop_front());
+        (reply.unwrap_or(fallback), limit)
     };
     shared.bump();
     let mut shutdown = shared.stopped();

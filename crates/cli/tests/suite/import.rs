@@ -47,7 +47,7 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn import(home: &Path, from: &Path) -> String {
+pub(super) fn import(home: &Path, from: &Path) -> String {
     let out = std::process::Command::new(BIN)
         .args(["--state-dir"])
         .arg(home)
@@ -66,7 +66,7 @@ fn import(home: &Path, from: &Path) -> String {
 
 /// A message as the fixture's `expected.json` writes it: its role and its text (tool calls as
 /// `toolCall:<name>`, a tool result as `<tool>: <first 60 characters>`).
-fn summary(message: &Value) -> (String, String) {
+pub(super) fn summary(message: &Value) -> (String, String) {
     let role = message["role"].as_str().unwrap_or_default().to_owned();
     let content = &message["content"];
     if let Some(text) = content.as_str() {
@@ -94,6 +94,20 @@ fn summary(message: &Value) -> (String, String) {
         }
         _ => (role, text),
     }
+}
+
+/// Asserts that our history of `key` is the reference's, but for the reference's own `custom`
+/// messages (which the import leaves out, saying so) and how it shows a cron prompt.
+pub(super) fn same_history(key: &str, ours: Vec<(String, String)>, theirs: &[(String, String)]) {
+    let theirs: Vec<(String, String)> =
+        theirs.iter().filter(|m| m.0 != "custom").cloned().collect();
+    assert_eq!(ours.len(), theirs.len(), "{key}: {ours:#?}\n{theirs:#?}");
+    let ours: Vec<(String, String)> = ours
+        .into_iter()
+        .zip(&theirs)
+        .map(|(mine, theirs)| shown_as_the_reference_shows(mine, theirs))
+        .collect();
+    assert_eq!(ours, theirs, "the history of {key}");
 }
 
 /// Our message as the reference's `chat.history` shows it, where 2026.9.6 shows a stored
@@ -223,16 +237,9 @@ async fn moves_in(version: &str, key: &str) -> String {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|m| m[0] != "custom")
             .map(|m| (m[0].as_str().unwrap().into(), m[1].as_str().unwrap().into()))
             .collect();
-        assert_eq!(ours.len(), theirs.len(), "{key}: {ours:#?}\n{theirs:#?}");
-        let ours: Vec<(String, String)> = ours
-            .into_iter()
-            .zip(&theirs)
-            .map(|(mine, theirs)| shown_as_the_reference_shows(mine, theirs))
-            .collect();
-        assert_eq!(ours, theirs, "the history of {key}");
+        same_history(key, ours, &theirs);
     }
 
     // A new turn continues the imported conversation: the model is sent what came before.

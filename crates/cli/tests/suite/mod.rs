@@ -13,6 +13,7 @@ mod durability;
 mod exchange_durability;
 mod first_hour;
 mod import;
+mod import_live;
 mod logging;
 mod lost_answer;
 mod matrix;

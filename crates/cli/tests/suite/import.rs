@@ -181,7 +181,7 @@ async fn moves_in(version: &str, key: &str) -> String {
     let said = import(home.path(), from.path());
     assert!(said.contains("sessions: 6 imported"), "{said}");
     assert!(
-        said.contains("gateway.tailscale: switchboard has no such setting"),
+        said.contains("models.mode: switchboard has no such setting"),
         "{said}"
     );
     let expected = std::fs::read_to_string(fixture(version).join("expected.json")).unwrap();

@@ -18,6 +18,28 @@ const VERSION: &str = "2026.9.6";
 const TOKEN: &str = "live-import-token-0123456789";
 const TEST: &str = "a_state_dir_the_reference_just_wrote_moves_in_as_it_gave_it";
 
+/// A job in the reference's own `cron.add` shape.
+const HOURLY: &str = r#"{"name": "Hourly report", "schedule": {"kind": "every", "everyMs": 3600000},
+  "sessionTarget": "isolated", "wakeMode": "now", "payload": {"kind": "agentTurn", "message": "report"}}"#;
+
+/// Every chat channel both have, in the reference's spellings (which its `config set` checks),
+/// off.
+const CHANNELS: &str = r#"{
+  "discord": {"enabled": false, "token": "discord-token", "allowBots": false, "dmPolicy": "allowlist",
+    "allowFrom": ["123456789012345678"], "dm": {"enabled": true},
+    "guilds": {"111111111111111111": {"requireMention": false, "channels": {"222222222222222222": {"enabled": true}}}},
+    "textChunkLimit": 1800},
+  "telegram": {"enabled": false, "botToken": "123:abc", "dmPolicy": "pairing", "allowFrom": ["tg:123456789"],
+    "groups": {"*": {"requireMention": true}}},
+  "slack": {"enabled": false, "botToken": "xoxb-1", "appToken": "xapp-1", "allowFrom": ["U123"],
+    "channels": {"C123": {"enabled": true, "requireMention": false}}},
+  "signal": {"enabled": false, "account": "+15555550123", "dmPolicy": "allowlist",
+    "allowFrom": ["+15551234567", "uuid:123e4567-e89b-12d3-a456-426614174000"]},
+  "whatsapp": {"enabled": false, "dmPolicy": "pairing", "allowFrom": ["+15555550123"]},
+  "matrix": {"enabled": false, "homeserver": "https://matrix.example.org", "accessToken": "syt_x",
+    "userId": "@bot:example.org", "groups": {"!room:example.org": {"requireMention": true}}}
+}"#;
+
 /// The bench kit beside the repository (`../shared/bench/openclaw`).
 fn kit() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/openclaw")
@@ -210,9 +232,27 @@ async fn a_state_dir_the_reference_just_wrote_moves_in_as_it_gave_it() {
             4,
         )
         .await;
-        answers(&mut client).await
+        let hourly: serde_json::Value = serde_json::from_str(HOURLY).unwrap();
+        let job = client.request("cron.add", hourly).await.unwrap();
+        let job = job["id"].as_str().unwrap().to_owned();
+        (answers(&mut client).await, job)
     }
     .await;
+    let (theirs, job) = theirs;
+    // The reference writes its channels' settings itself (off: nothing here may reach out).
+    let oc_args = [
+        "--version",
+        VERSION,
+        "--state",
+        &oc_text,
+        "--port",
+        &port,
+        "--token",
+        TOKEN,
+        "--",
+    ];
+    let set = ["config", "set", "channels", CHANNELS, "--strict-json"];
+    kit_script("cli.sh", &[&oc_args[..], &set[..]].concat());
     drop(stopped);
     let keys: Vec<&str> = theirs.0.iter().map(|(k, ..)| k.as_str()).collect();
     for key in [
@@ -241,6 +281,34 @@ async fn a_state_dir_the_reference_just_wrote_moves_in_as_it_gave_it() {
         said.contains(&format!("sessions: {} imported", theirs.0.len())),
         "{said}"
     );
+    assert!(
+        said.contains("cron jobs: 1 imported") && said.contains("Hourly report"),
+        "{said}"
+    );
+    // The channels, as the reference wrote them, carried over and checked as the gateway would.
+    let config = std::fs::read_to_string(home.path().join("config.json5")).unwrap();
+    for written in [
+        "\"botToken\": \"discord-token\"",
+        "\"222222222222222222\"",
+        "\"rooms\"",
+        "uuid:123e4567",
+    ] {
+        assert!(
+            config.contains(written),
+            "{written} not in the imported config:\n{config}"
+        );
+    }
+    let check = Command::new(super::process::BIN)
+        .arg("--state-dir")
+        .arg(home.path())
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     std::fs::write(home.path().join("gateway-token"), TOKEN).unwrap();
     let gateway = GatewayProcess::start(home.path());
     let mut client = GatewayClient::connect(&gateway.url, Some(TOKEN))
@@ -251,6 +319,14 @@ async fn a_state_dir_the_reference_just_wrote_moves_in_as_it_gave_it() {
     for ((key, mine), (_, reference)) in ours.1.iter().zip(&theirs.1) {
         same_history(key, mine.clone(), reference);
     }
+    let jobs = client
+        .request("cron.list", json!({"includeDisabled": true}))
+        .await
+        .unwrap();
+    assert!(
+        jobs.to_string().contains(&job),
+        "the reference's job {job} is here: {jobs}"
+    );
     let asked = mock.requests().len();
     turn(&mut client, "agent:main:research-notes", "and then?", 5).await;
     let sent = mock.requests()[asked..]

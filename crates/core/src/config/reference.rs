@@ -317,6 +317,7 @@ pub(super) fn translate(
     env: &dyn Fn(&str) -> Option<String>,
     problems: &mut Vec<ConfigError>,
 ) {
+    gateway(root, problems);
     for channel in CHANNELS {
         let path = format!("channels.{channel}");
         let Some(section) = root
@@ -336,6 +337,33 @@ pub(super) fn translate(
                 let path = push_key(&format!("{path}.accounts"), id);
                 one(channel, &path, account, problems);
             }
+        }
+    }
+}
+
+/// The reference's `gateway.mode` and `gateway.tailscale`: what this gateway does anyway
+/// (`"local"`, `{mode: "off"}`) is accepted; anything else has no counterpart.
+fn gateway(root: &mut Value, problems: &mut Vec<ConfigError>) {
+    let Some(gateway) = root.get_mut("gateway").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let remote =
+        "a gateway here serves its own sessions on this machine; connect clients to it by its URL";
+    let checks: [(&str, Value, &str); 2] = [
+        ("mode", Value::String("local".into()), remote),
+        (
+            "tailscale",
+            serde_json::json!({"mode": "off"}),
+            "expose the gateway with gateway.bind and a token, or put it behind your own tunnel",
+        ),
+    ];
+    for (key, accepted, instead) in checks {
+        match gateway.remove(key) {
+            Some(value) if value != accepted => problems.push(ConfigError::NoCounterpart {
+                path: format!("gateway.{key}"),
+                instead: instead.to_owned(),
+            }),
+            _ => {}
         }
     }
 }

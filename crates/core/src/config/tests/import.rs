@@ -40,7 +40,6 @@ fn a_reference_config_is_carried_over_and_what_has_no_counterpart_is_listed() {
     for expected in [
         "update",
         "channels.discord.historyLimit",
-        "gateway.mode",
         "agents.defaults.heartbeat",
         "models.mode",
     ] {

@@ -7,6 +7,7 @@ use super::*;
 
 /// A config as the reference's docs write it, for every chat channel both have.
 const AS_THE_REFERENCE_WRITES_IT: &str = r#"{
+  gateway: { mode: "local", tailscale: { mode: "off" } },
   channels: {
     discord: {
       enabled: true,
@@ -99,6 +100,7 @@ fn a_setting_nothing_here_honours_is_refused_naming_what_to_do() {
               userId: "@b:m.example.org", encryption: true },
     slack: { enabled: true, botToken: "xoxb", appToken: "xapp", userToken: "xoxp", dm: { groupEnabled: true } },
   },
+  gateway: { mode: "remote" },
 }"#;
     let errors = error_text(text);
     for expected in [
@@ -110,6 +112,7 @@ fn a_setting_nothing_here_honours_is_refused_naming_what_to_do() {
         "config error at channels.matrix.encryption: the reference's setting has no counterpart here: end-to-end encryption is not supported yet",
         "config error at channels.slack.userToken: the reference's setting has no counterpart here: the app reads and posts as its bot",
         "config error at channels.slack.dm.groupEnabled: the reference's setting has no counterpart here: private messages follow dmPolicy and allowFrom",
+        "config error at gateway.mode: the reference's setting has no counterpart here: a gateway here serves its own sessions",
     ] {
         assert!(errors.contains(expected), "{expected}\nnot in:\n{errors}");
     }

@@ -127,7 +127,7 @@ async fn under_allowlist_a_sender_approved_by_pairing_is_answered_and_a_stranger
     h.engine.pairing().approve(approve).await.unwrap();
     let mut h = h;
     h.config.channels.telegram.access.dm_policy = Some(DmPolicy::Allowlist);
-    h.config.channels.telegram.access.allow_from = Some(vec!["tg:45".into()]);
+    h.config.channels.telegram.access.allow_from = Some(vec!["45".into()]);
     let h = h.restart(None).await;
     h.engine.start_channels();
     fake.private_message(43, "mallory", "@reply should not run");

@@ -153,6 +153,42 @@ async fn a_state_dir_of_the_references_sqlite_store_moves_in_as_the_reference_ga
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_keeps_its_task_and_outcome() {
+    let mock = MockLlm::start().await;
+    let from = reference_state("2026.9.6", &mock);
+    let home = tempfile::tempdir().unwrap();
+    import(home.path(), from.path());
+    std::fs::write(home.path().join("gateway-token"), TOKEN).unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut client = GatewayClient::connect(&gateway.url, Some(TOKEN))
+        .await
+        .unwrap();
+    let listed = client.request("sessions.list", json!({})).await.unwrap();
+    let child = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "agent:main:subagent:7701d895-0973-41fe-865f-db1cd6d6826a")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (
+            &child["subagent"]["task"],
+            &child["subagent"]["state"],
+            &child["subagent"]["outcome"]
+        ),
+        (
+            &json!("Say hello from the sub-agent"),
+            &json!("done"),
+            &json!("ok")
+        ),
+        "{child}"
+    );
+    assert_eq!(child["spawnedBy"], "agent:main:main", "{child}");
+    gateway.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_dir_of_the_references_session_files_moves_in_as_the_reference_gave_it() {
     let said = moves_in("2026.7.35", "agent:main:research-notes").await;
     assert!(!said.contains("not carried over: agent:"), "{said}");

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::{CoreError, CoreResult};
+use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
-    EntryPatch, NewSession, PairingAdmission, PairingAsk, PairingRecord, Store, TokenDelta, WriteOp,
+    EntryPatch, NewSession, PairingAdmission, PairingAsk, PairingRecord, Store, SubagentRecord,
+    SubagentState, TokenDelta, WriteOp,
 };
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
@@ -96,9 +98,58 @@ pub async fn import_sessions(
             }
         }
     }
+    if !dry_run {
+        import_subagents(from, store, &report.imported).await?;
+    }
     import_cron(from, store, dry_run, &mut report).await?;
     import_pairing(from, store, dry_run, &mut report).await?;
     Ok(report)
+}
+
+/// The records of the sub-agents whose sessions came in now: who spawned each, its task,
+/// label, model and outcome, ended (the reference finished them).
+async fn import_subagents(
+    from: &Path,
+    store: &Arc<dyn Store>,
+    imported: &[String],
+) -> CoreResult<()> {
+    for run in state::subagent_runs(from) {
+        let text = |field: &str| run[field].as_str().map(str::to_owned);
+        let (Some(child), Some(requester), Some(run_id)) = (
+            text("childSessionKey"),
+            text("requesterSessionKey"),
+            text("runId"),
+        ) else {
+            continue;
+        };
+        if !imported.contains(&child) {
+            continue;
+        }
+        let execution = &run["execution"];
+        let record = SubagentRecord {
+            child_key: SessionKey::from_canonical(child.to_ascii_lowercase()),
+            requester_key: SessionKey::from_canonical(requester.to_ascii_lowercase()),
+            run_id: RunId::from_string(run_id),
+            task: text("task").unwrap_or_default(),
+            label: text("label"),
+            model: text("model").unwrap_or_default(),
+            delete_after: run["cleanup"] == "delete",
+            state: SubagentState::Done,
+            outcome: execution["outcome"]["status"].as_str().map(str::to_owned),
+            trace: None,
+            origin: None,
+            created_at: run["createdAt"].as_i64().unwrap_or_default(),
+            ended_at: execution["endedAt"].as_i64(),
+            delivery_id: None,
+            archive_at: None,
+            archived_at: None,
+            epoch: 0,
+        };
+        store
+            .write_batch(vec![WriteOp::PutSubagent(Box::new(record))])
+            .await?;
+    }
+    Ok(())
 }
 
 /// The reference's cron jobs, each as `cron.add` would take it (what this gateway cannot do

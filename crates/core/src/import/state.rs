@@ -97,3 +97,20 @@ pub(super) fn allowed(from: &Path) -> Vec<Allowed> {
     }
     allowed
 }
+
+/// The sub-agents the reference spawned (`subagent_runs`), as its `payload_json`.
+pub(super) fn subagent_runs(from: &Path) -> Vec<Value> {
+    let Some(db) = database(from) else {
+        return Vec::new();
+    };
+    let Ok(mut rows) = db.prepare("SELECT payload_json FROM subagent_runs ORDER BY created_at")
+    else {
+        return Vec::new();
+    };
+    let read = rows.query_map([], |row| row.get::<_, String>(0));
+    read.into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .collect()
+}

@@ -12,9 +12,10 @@ use super::ConfigError;
 use super::error::{parse_path, render_path};
 use super::load::{check_value, parse_json5, remove_at};
 
-/// The reference's top-level sections switchboard has.
+/// The reference's top-level sections switchboard has (`commands` gives the channels' owners).
 const SECTIONS: &[&str] = &[
     "gateway", "models", "agents", "session", "tools", "channels", "hooks", "cron", "logging",
+    "commands",
 ];
 
 /// How deep `$include`s may nest (as in the reference).

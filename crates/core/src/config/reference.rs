@@ -318,6 +318,7 @@ pub(super) fn translate(
     problems: &mut Vec<ConfigError>,
 ) {
     gateway(root, problems);
+    commands(root, problems);
     for channel in CHANNELS {
         let path = format!("channels.{channel}");
         let Some(section) = root
@@ -364,6 +365,50 @@ fn gateway(root: &mut Value, problems: &mut Vec<ConfigError>) {
                 instead: instead.to_owned(),
             }),
             _ => {}
+        }
+    }
+}
+
+/// The reference's `commands`: its `ownerAllowFrom` (`"discord:123"`, or a sender of any
+/// channel) are the owners of the chat channels here (`channels.<channel>.owners`); its other
+/// command settings have no counterpart (the owner commands are built in).
+fn commands(root: &mut Value, problems: &mut Vec<ConfigError>) {
+    let Some(Value::Object(mut commands)) = root.as_object_mut().and_then(|r| r.remove("commands"))
+    else {
+        return;
+    };
+    let owners = commands.remove("ownerAllowFrom");
+    for key in commands.keys() {
+        problems.push(ConfigError::NoCounterpart {
+            path: push_key("commands", key),
+            instead: "the owner commands (/status, /new, /send) are built in; owners are channels.<channel>.owners".to_owned(),
+        });
+    }
+    for owner in owners
+        .iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let (only, sender) = match owner.split_once(':') {
+            Some((channel, sender)) if CHANNELS.contains(&channel) => (Some(channel), sender),
+            _ => (None, owner),
+        };
+        for channel in CHANNELS.iter().filter(|c| only.is_none_or(|o| o == **c)) {
+            let Some(section) = root["channels"]
+                .get_mut(*channel)
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            let listed = section
+                .entry("owners")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(listed) = listed
+                && !listed.iter().any(|o| o == sender)
+            {
+                listed.push(Value::String(sender.to_owned()));
+            }
         }
     }
 }

@@ -23,6 +23,7 @@ fn a_reference_config_is_carried_over_and_what_has_no_counterpart_is_listed() {
   models: { mode: "replace", providers: { mock: { baseUrl: "http://127.0.0.1:9/v1", apiKey: "k",
             api: "openai-completions", models: [{ id: "mock-model", contextWindow: 128000 }] } } },
   channels: { discord: { enabled: true, token: "${DISCORD_TOKEN}", historyLimit: 20 } },
+  commands: { ownerAllowFrom: ["discord:123456789012345678"], native: "auto" },
 }"#,
     )]);
     let value = &out.value;
@@ -33,6 +34,11 @@ fn a_reference_config_is_carried_over_and_what_has_no_counterpart_is_listed() {
     );
     assert_eq!(value["channels"]["discord"]["botToken"], "${DISCORD_TOKEN}");
     assert_eq!(
+        value["channels"]["discord"]["owners"][0],
+        "123456789012345678"
+    );
+    assert!(value.get("commands").is_none(), "{value}");
+    assert_eq!(
         value["agents"]["defaults"]["model"]["primary"],
         "mock/mock-model"
     );
@@ -42,6 +48,7 @@ fn a_reference_config_is_carried_over_and_what_has_no_counterpart_is_listed() {
         "channels.discord.historyLimit",
         "agents.defaults.heartbeat",
         "models.mode",
+        "commands.native",
     ] {
         assert!(
             paths.contains(&expected),

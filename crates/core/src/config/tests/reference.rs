@@ -162,3 +162,28 @@ fn anyone_is_not_an_owner() {
         "{errors}"
     );
 }
+
+#[test]
+fn the_references_owners_are_the_owners_of_its_channels() {
+    let loaded = load(
+        r#"{
+  commands: { ownerAllowFrom: ["discord:123456789012345678", "@olga"] },
+  channels: { discord: { token: "t" }, telegram: { botToken: "1:a", owners: ["@olga"] } },
+}"#,
+    )
+    .unwrap();
+    let channels = &loaded.config.channels;
+    assert_eq!(
+        channels.discord.access.owners,
+        Some(vec!["123456789012345678".to_owned(), "@olga".to_owned()])
+    );
+    assert_eq!(
+        channels.telegram.access.owners,
+        Some(vec!["@olga".to_owned()])
+    );
+    let errors = error_text(r#"{ commands: { bash: true, ownerAllowFrom: [] } }"#);
+    assert!(
+        errors.contains("config error at commands.bash: the reference's setting has no counterpart here: the owner commands"),
+        "{errors}"
+    );
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::error::{parse_path, render_path};
+use super::error::{Seg, parse_path, render_path};
 use super::load::{check_value, parse_json5, remove_at};
 
 /// The reference's top-level sections switchboard has (`commands` gives the channels' owners).
@@ -58,11 +58,36 @@ pub fn import_reference(path: &Path) -> Result<ImportedConfig, ConfigError> {
             kept
         });
     }
+    let web = started_as_the_reference_does(&mut value);
     let mut problems = Vec::new();
     super::reference::translate(&mut value, &|_| None, &mut problems);
     left_out.extend(problems.iter().map(left_out_of));
     settle(&mut value, &mut left_out);
+    if web {
+        left_out.push(LeftOut {
+            path: "channels.whatsapp".into(),
+            why: "WhatsApp Web pairing has no counterpart: switchboard uses the WhatsApp Business Cloud API; add phoneNumberId, accessToken, appSecret and verifyToken (docs/channels/whatsapp.md)".into(),
+        });
+    }
     Ok(ImportedConfig { value, left_out })
+}
+
+/// The reference runs a chat channel whose section is there unless it says `enabled: false`;
+/// here a section runs when it says `enabled: true`: written so. Answers whether the reference
+/// ran WhatsApp (through WhatsApp Web, which has no counterpart).
+fn started_as_the_reference_does(value: &mut Value) -> bool {
+    let mut web = false;
+    for channel in super::reference::CHANNELS {
+        let Some(section) = value["channels"]
+            .get_mut(channel)
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let on = section.entry("enabled").or_insert(Value::Bool(true));
+        web |= channel == "whatsapp" && *on == Value::Bool(true);
+    }
+    web
 }
 
 /// Checks `value` as the gateway would and removes what is refused or unknown, until it loads.
@@ -75,6 +100,13 @@ fn settle(value: &mut Value, left_out: &mut Vec<LeftOut>) {
             if !segs.is_empty() && remove_at(value, &segs) {
                 removed = true;
                 left_out.push(left_out_of(problem));
+            } else if let Some(off) = turn_off(value, &segs) {
+                // A setting the channel needs here is missing (WhatsApp's Cloud API ones, say):
+                // the channel comes over off, with what to add.
+                removed = true;
+                let missing = left_out_of(problem);
+                let why = format!("turned off: {}: {}", missing.path, missing.why);
+                left_out.push(LeftOut { path: off, why });
             }
         }
         for segs in unknown {
@@ -90,6 +122,34 @@ fn settle(value: &mut Value, left_out: &mut Vec<LeftOut>) {
             return;
         }
     }
+}
+
+/// Turns off the channel (or the channel's account) a problem at `segs` is in, if it is on:
+/// the path of its `enabled`.
+fn turn_off(value: &mut Value, segs: &[Seg]) -> Option<String> {
+    let (Some(Seg::Key(top)), Some(Seg::Key(channel))) = (segs.first(), segs.get(1)) else {
+        return None;
+    };
+    if top != "channels" {
+        return None;
+    }
+    let mut at = vec![Seg::Key(top.clone()), Seg::Key(channel.clone())];
+    if let (Some(Seg::Key(accounts)), Some(Seg::Key(id))) = (segs.get(2), segs.get(3))
+        && accounts == "accounts"
+    {
+        at.extend([Seg::Key(accounts.clone()), Seg::Key(id.clone())]);
+    }
+    let section = at.iter().try_fold(&mut *value, |v, seg| match seg {
+        Seg::Key(k) => v.get_mut(k.as_str()),
+        Seg::Index(i) => v.get_mut(*i),
+    })?;
+    let section = section.as_object_mut()?;
+    if section.get("enabled") == Some(&Value::Bool(false)) {
+        return None;
+    }
+    section.insert("enabled".into(), Value::Bool(false));
+    at.push(Seg::Key("enabled".into()));
+    Some(render_path(&at))
 }
 
 fn left_out_of(problem: &ConfigError) -> LeftOut {

@@ -12,7 +12,7 @@ use super::ConfigError;
 use super::error::push_key;
 
 /// The chat channels both have.
-const CHANNELS: [&str; 6] = [
+pub(super) const CHANNELS: [&str; 6] = [
     "telegram", "discord", "slack", "matrix", "whatsapp", "signal",
 ];
 

@@ -84,3 +84,34 @@ fn includes_are_merged_with_the_siblings_over_them() {
         "siblings win"
     );
 }
+
+#[test]
+fn a_channel_the_reference_ran_runs_here_or_is_turned_off_saying_what_to_add() {
+    let out = imported(&[(
+        "openclaw.json",
+        r#"{ channels: { discord: { token: "t" }, whatsapp: { dmPolicy: "pairing" }, slack: { enabled: false } } }"#,
+    )]);
+    let channels = &out.value["channels"];
+    assert_eq!(
+        channels["discord"]["enabled"], true,
+        "the reference ran it: so does this gateway"
+    );
+    assert_eq!(channels["slack"]["enabled"], false);
+    assert_eq!(channels["whatsapp"]["enabled"], false);
+    let said: Vec<String> = out
+        .left_out
+        .iter()
+        .map(|l| format!("{}: {}", l.path, l.why))
+        .collect();
+    assert!(
+        said.iter().any(|l| l.starts_with(
+            "channels.whatsapp.enabled: turned off: channels.whatsapp.phoneNumberId: missing"
+        )),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("channels.whatsapp: WhatsApp Web pairing has no counterpart")),
+        "{said:#?}"
+    );
+}

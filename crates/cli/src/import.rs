@@ -60,10 +60,17 @@ pub async fn run(global: &GlobalArgs, command: ImportCommand) -> Result<ExitCode
         target.as_deref(),
         args.dry_run,
     );
-    let store = open_store(global, &home).await?;
-    let sessions = import_sessions(&from, &store, args.dry_run).await?;
+    // A dry run writes nothing: with no state dir yet, it compares against an empty store of
+    // its own, removed after.
+    let scratch = (args.dry_run && !home.exists())
+        .then(|| std::env::temp_dir().join(format!("switchboard-import-{}", std::process::id())));
+    let store = open_store(global, scratch.as_deref().unwrap_or(&home)).await?;
+    let sessions = import_sessions(&from, &store, args.dry_run).await;
     store.close().await;
-    report_sessions(&sessions, args.dry_run);
+    if let Some(scratch) = scratch {
+        let _ = std::fs::remove_dir_all(scratch);
+    }
+    report_sessions(&sessions?, args.dry_run);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -214,6 +214,18 @@ async fn moves_in(version: &str, key: &str) -> String {
     mock.set_fallback(MockReply::Text("continued".into()));
     let from = reference_state(version, &mock);
     let home = tempfile::tempdir().unwrap();
+    // A dry run says what would come over, and writes nothing.
+    let fresh = home.path().join("fresh");
+    let dry = std::process::Command::new(BIN)
+        .arg("--state-dir")
+        .arg(&fresh)
+        .args(["import", "openclaw", "--dry-run", "--from"])
+        .arg(from.path())
+        .output()
+        .unwrap();
+    let dry = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.contains("sessions: 6 would be imported"), "{dry}");
+    assert!(!fresh.exists(), "a dry run wrote {}", fresh.display());
     let said = import(home.path(), from.path());
     assert!(said.contains("sessions: 6 imported"), "{said}");
     assert!(

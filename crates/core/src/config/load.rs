@@ -182,7 +182,73 @@ fn load_value(
     })
 }
 
+/// How deeply objects and arrays may nest in a JSON5 text (as serde_json allows JSON): a
+/// config is a few levels deep; thousands would overflow the parser's stack.
+pub const MAX_DEPTH: usize = 128;
+
+/// Where `text` (JSON5) first nests deeper than [`MAX_DEPTH`]: its 1-based line and column.
+/// Strings and comments are skipped; the scan is one pass and allocates nothing.
+pub(crate) fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        column += 1;
+        if c == '\n' {
+            (line, column) = (line + 1, 0);
+        }
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+                column += 1;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '/') if chars.peek() == Some(&'/') => {
+                for skipped in chars.by_ref() {
+                    if skipped == '\n' {
+                        (line, column) = (line + 1, 0);
+                        break;
+                    }
+                }
+            }
+            (None, '/') if chars.peek() == Some(&'*') => {
+                let mut last = ' ';
+                for skipped in chars.by_ref() {
+                    if skipped == '\n' {
+                        (line, column) = (line + 1, 0);
+                    }
+                    if last == '*' && skipped == '/' {
+                        break;
+                    }
+                    last = skipped;
+                }
+            }
+            (None, '{' | '[') => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some((line, column));
+                }
+            }
+            (None, '}' | ']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 pub(super) fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError> {
+    if let Some((line, column)) = too_deep(text) {
+        return Err(ConfigError::Syntax {
+            origin: origin.to_owned(),
+            line,
+            column,
+            message: format!(
+                "objects and arrays nest more than {MAX_DEPTH} levels deep here; a config needs a few"
+            ),
+        });
+    }
     json5::from_str::<Value>(text).map_err(|err| {
         // End-of-input errors carry no position: they are at the end.
         let position = err
@@ -575,6 +641,24 @@ mod tests {
             expand("${NOPE}${EMPTY}${NOPE}", &env),
             Err(vec!["NOPE".to_owned(), "EMPTY".to_owned()])
         );
+    }
+
+    #[test]
+    fn nesting_beyond_the_limit_is_an_error_not_a_crash() {
+        let deep = format!("{}1{}", "{a:".repeat(20_000), "}".repeat(20_000));
+        let e = load_str(&deep, "deep.json5", &env).unwrap_err().to_string();
+        assert!(
+            e.starts_with("config syntax error in deep.json5 at line 1, column 385: objects and arrays nest more than 128 levels"),
+            "{e}"
+        );
+        // Brackets in strings and comments do not count; 128 levels are fine.
+        let text = format!(
+            "// {{{{{{ [[[ \n{{ s: \"{{{{[[\", t: '}}}}', /* {{{{ */ x: {}1{} }}",
+            "[".repeat(126),
+            "]".repeat(126)
+        );
+        assert_eq!(too_deep(&text), None, "{text}");
+        assert!(load_str(&text, "ok.json5", &env).is_ok());
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub use choices::{
 pub use discord::{DiscordBot, DiscordChannel};
 pub use error::ConfigError;
 pub use import::{ImportedConfig, LeftOut, import_reference};
+pub(crate) use load::too_deep;
 pub use load::{
     LoadedConfig, load_file, load_file_or_default, load_gateway_section, load_section, load_str,
     process_env,

@@ -261,6 +261,10 @@ fn on_disk(dir: &Path) -> CoreResult<Vec<Found>> {
     let index = dir.join("sessions.json");
     let text = std::fs::read_to_string(&index)
         .map_err(|e| CoreError::Invalid(format!("reading {}: {e}", index.display())))?;
+    if let Some((line, column)) = crate::config::too_deep(&text) {
+        let why = format!("{}: nests too deep at line {line}, column {column}", index.display());
+        return Err(CoreError::Invalid(why));
+    }
     let entries = match json5::from_str::<Value>(&text) {
         Ok(Value::Object(entries)) => entries,
         Ok(_) => {

@@ -335,3 +335,22 @@ async fn moves_in(version: &str, key: &str) -> String {
     );
     said
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_label_held_here_already_leaves_the_session_unlabelled_and_says_so() {
+    // Both state dirs have a sub-agent labelled `helper-one`; labels are unique per agent here.
+    let mock = MockLlm::start().await;
+    let (older, newer) = (
+        reference_state("2026.7.35", &mock),
+        reference_state("2026.9.6", &mock),
+    );
+    let home = tempfile::tempdir().unwrap();
+    import(home.path(), older.path());
+    let said = import(home.path(), newer.path());
+    assert!(
+        said.contains("not carried over: agent:main:subagent:7701d895-0973-41fe-865f-db1cd6d6826a: its label, because label \"helper-one\" is already used"),
+        "{said}"
+    );
+    // The keys both have (the main chat, the groups, …) were there already and stay as they are.
+    assert!(said.contains("sessions: 2 imported (4 messages); 4 already here"), "{said}");
+}

@@ -68,7 +68,7 @@ pub async fn import_sessions(
         for one in found {
             let key = one.key.clone();
             let mut notes = Vec::new();
-            let Some(session) = Session::read(&agent, one, &mut notes) else {
+            let Some(mut session) = Session::read(&agent, one, &mut notes) else {
                 report.left_out.append(&mut notes);
                 continue;
             };
@@ -84,13 +84,13 @@ pub async fn import_sessions(
             }
             // A label another session here holds already (labels are unique per agent): the
             // session comes in without it.
-            let (label, unlabelled) = (session.new.label.clone(), session.without_label());
             match store.write_batch(session.ops()).await {
-                Err(crate::store::StoreError::Conflict(why)) if label.is_some() => {
+                Err(crate::store::StoreError::Conflict(why)) if session.new.label.is_some() => {
                     report
                         .left_out
                         .push(format!("{key}: its label, because {why}"));
-                    store.write_batch(unlabelled.ops()).await?;
+                    session.new.label = None;
+                    store.write_batch(session.ops()).await?;
                 }
                 written => {
                     written?;
@@ -262,7 +262,10 @@ fn on_disk(dir: &Path) -> CoreResult<Vec<Found>> {
     let text = std::fs::read_to_string(&index)
         .map_err(|e| CoreError::Invalid(format!("reading {}: {e}", index.display())))?;
     if let Some((line, column)) = crate::config::too_deep(&text) {
-        let why = format!("{}: nests too deep at line {line}, column {column}", index.display());
+        let why = format!(
+            "{}: nests too deep at line {line}, column {column}",
+            index.display()
+        );
         return Err(CoreError::Invalid(why));
     }
     let entries = match json5::from_str::<Value>(&text) {
@@ -333,29 +336,17 @@ impl Session {
         })
     }
 
-    /// The same session without its label.
-    fn without_label(&self) -> Self {
-        let mut new = self.new.clone();
-        new.label = None;
-        Self {
-            key: self.key.clone(),
-            new,
-            patch: self.patch.clone(),
-            messages: self.messages.clone(),
-        }
-    }
-
     /// The session created with its transcript, then its model, counters and route.
-    fn ops(self) -> Vec<WriteOp> {
+    fn ops(&self) -> Vec<WriteOp> {
         vec![
             WriteOp::Append {
                 key: self.key.clone(),
-                create: Some(self.new),
-                messages: self.messages,
+                create: Some(self.new.clone()),
+                messages: self.messages.clone(),
             },
             WriteOp::Patch {
-                key: self.key,
-                patch: Box::new(self.patch),
+                key: self.key.clone(),
+                patch: Box::new(self.patch.clone()),
             },
         ]
     }

@@ -19,6 +19,8 @@ pub enum Frame {
 pub struct RequestFrame {
     pub id: String,
     pub method: String,
+    /// A repeated key anywhere in it is refused (`crate::strict`).
+    #[serde(deserialize_with = "crate::strict::params")]
     pub params: Option<Value>,
 }
 
@@ -220,7 +222,8 @@ pub struct ConnectChallenge {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcRequest {
     pub method: String,
-    #[serde(default)]
+    /// A repeated key anywhere in it is refused (`crate::strict`).
+    #[serde(default, deserialize_with = "crate::strict::params")]
     pub params: Option<Value>,
 }
 

@@ -38,6 +38,7 @@ pub mod reading;
 pub mod runs;
 pub mod session_tools;
 pub mod sessions;
+pub mod strict;
 pub mod tools;
 pub mod web_tools;
 

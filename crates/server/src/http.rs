@@ -137,8 +137,11 @@ pub async fn rpc(
 
 /// A `POST /rpc` body as a request, or what is wrong with it and what is expected.
 pub(crate) fn parse_body(body: &[u8]) -> Result<RpcRequest, String> {
-    // serde would read a struct from an array of its fields in order: a body is an object.
-    serde_json::from_slice::<Value>(body)
+    // serde would read a struct from an array of its fields in order: a body is an object. A
+    // key written twice (`method`, or one in `params`) is refused, not the last one taken.
+    let text = std::str::from_utf8(body)
+        .map_err(|e| format!("body is not UTF-8 text ({e}); expected a JSON object"))?;
+    switchboard_protocol::strict::value(text)
         .and_then(|value| match value {
             Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
             other => Err(serde::de::Error::custom(format!(
@@ -177,6 +180,17 @@ mod tests {
 
     /// Found by the `rpc_body` fuzz target: a whole number too long for 64 bits was read
     /// inexactly, so the request written back read as another number.
+    #[test]
+    fn a_key_written_twice_is_refused_not_the_last_one_taken() {
+        for body in [
+            &br#"{"method":"health","method":"sessions.reset"}"#[..],
+            br#"{"method":"sessions.patch","params":{"key":"main","label":"a","label":"b"}}"#,
+        ] {
+            let message = parse_body(body).unwrap_err();
+            assert!(message.contains("written twice"), "{message}");
+        }
+    }
+
     #[test]
     fn a_body_written_back_reads_the_same() {
         let body = br#"{"method": "chat.send", "params": {"n": 33333333133333333333333333333}}"#;

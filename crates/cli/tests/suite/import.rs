@@ -352,5 +352,8 @@ async fn a_label_held_here_already_leaves_the_session_unlabelled_and_says_so() {
         "{said}"
     );
     // The keys both have (the main chat, the groups, …) were there already and stay as they are.
-    assert!(said.contains("sessions: 2 imported (4 messages); 4 already here"), "{said}");
+    assert!(
+        said.contains("sessions: 2 imported (4 messages); 4 already here"),
+        "{said}"
+    );
 }

@@ -455,7 +455,8 @@ pub(crate) fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorSh
     {
         return Ok(req);
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| {
+    // Read strictly: a key written twice is refused here too, not the last one taken.
+    let value: Value = switchboard_protocol::strict::value(text).map_err(|e| {
         (
             String::new(),
             ErrorShape::new(
@@ -528,6 +529,18 @@ mod tests {
 
     fn value() -> impl Strategy<Value = Value> {
         switchboard_testkit::fuzz::json(KEYS, WORDS, 3)
+    }
+
+    #[test]
+    fn a_key_written_twice_is_refused_not_the_last_one_taken() {
+        for text in [
+            r#"{"type":"req","id":"1","method":"health","method":"sessions.reset"}"#,
+            r#"{"type":"req","id":"2","method":"sessions.patch","params":{"key":"main","label":"a","label":"b"}}"#,
+        ] {
+            let (_, e) = parse_request(text).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{text}");
+            assert!(e.message.contains("written twice"), "{text}: {}", e.message);
+        }
     }
 
     #[test]

@@ -139,8 +139,9 @@ pub async fn rpc(
 pub(crate) fn parse_body(body: &[u8]) -> Result<RpcRequest, String> {
     // serde would read a struct from an array of its fields in order: a body is an object. A
     // key written twice (`method`, or one in `params`) is refused, not the last one taken.
-    let text = std::str::from_utf8(body)
-        .map_err(|e| format!("body is not UTF-8 text ({e}); expected a JSON object"))?;
+    let text = std::str::from_utf8(body).map_err(|e| {
+        format!("body is not a request (not UTF-8: {e}); expected {{\"method\": \"…\", \"params\": {{…}}}}")
+    })?;
     switchboard_protocol::strict::value(text)
         .and_then(|value| match value {
             Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
@@ -178,8 +179,6 @@ pub async fn health(State(state): State<Arc<ServerState>>) -> Response {
 mod tests {
     use super::parse_body;
 
-    /// Found by the `rpc_body` fuzz target: a whole number too long for 64 bits was read
-    /// inexactly, so the request written back read as another number.
     #[test]
     fn a_key_written_twice_is_refused_not_the_last_one_taken() {
         for body in [
@@ -191,6 +190,8 @@ mod tests {
         }
     }
 
+    /// Found by the `rpc_body` fuzz target: a whole number too long for 64 bits was read
+    /// inexactly, so the request written back read as another number.
     #[test]
     fn a_body_written_back_reads_the_same() {
         let body = br#"{"method": "chat.send", "params": {"n": 33333333133333333333333333333}}"#;

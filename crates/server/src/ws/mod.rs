@@ -455,14 +455,18 @@ pub(crate) fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorSh
     {
         return Ok(req);
     }
-    // Read strictly: a key written twice is refused here too, not the last one taken.
+    // Read strictly: a key written twice is refused here too, not the last one taken; the
+    // answer still carries the request's id when the text is JSON at all.
     let value: Value = switchboard_protocol::strict::value(text).map_err(|e| {
+        let loose = serde_json::from_str::<Value>(text).ok();
+        let id = loose.as_ref().and_then(|v| v.get("id")?.as_str());
+        let message = match loose.is_some() {
+            true => format!("invalid frame ({e}); {EXPECTED}"),
+            false => format!("frame is not JSON ({e}); {EXPECTED}"),
+        };
         (
-            String::new(),
-            ErrorShape::new(
-                ErrorCode::InvalidRequest,
-                format!("frame is not JSON ({e}); {EXPECTED}"),
-            ),
+            id.unwrap_or_default().to_owned(),
+            ErrorShape::new(ErrorCode::InvalidRequest, message),
         )
     })?;
     // serde would read a struct from an array of its fields in order: a frame is an object.
@@ -537,9 +541,13 @@ mod tests {
             r#"{"type":"req","id":"1","method":"health","method":"sessions.reset"}"#,
             r#"{"type":"req","id":"2","method":"sessions.patch","params":{"key":"main","label":"a","label":"b"}}"#,
         ] {
-            let (_, e) = parse_request(text).unwrap_err();
+            let (id, e) = parse_request(text).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidRequest, "{text}");
             assert!(e.message.contains("written twice"), "{text}: {}", e.message);
+            assert!(
+                ["1", "2"].contains(&id.as_str()),
+                "the answer names the request: {id:?}"
+            );
         }
     }
 

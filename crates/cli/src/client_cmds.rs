@@ -247,8 +247,15 @@ pub(crate) fn print_json(value: &Value) -> Result<ExitCode> {
 }
 
 pub async fn call(global: &GlobalArgs, method: &str, params: &str) -> Result<ExitCode> {
-    let params: Value = serde_json::from_str(params)
-        .with_context(|| format!("--params must be a JSON object, got {params:?}"))?;
+    let given = params;
+    let params: Value = serde_json::from_str(given)
+        .with_context(|| format!("--params must be a JSON object, got {given:?}"))?;
+    if !params.is_object() {
+        anyhow::bail!(
+            "--params must be a JSON object of named fields (for example '{{\"limit\": 5}}'), got {}: {given}",
+            switchboard_protocol::decode::kind_of(&params)
+        );
+    }
     let result = request(global, method, params).await?;
     print_json(&result)?;
     Ok(run_outcome(method, &result))

@@ -28,12 +28,19 @@ impl BodyError {
     pub(crate) fn refusal(&self, path: &str) -> Response {
         match self {
             Self::TooLarge { size, max } => {
-                let size = size.map_or_else(|| "over".to_string(), |s| format!("of {s} bytes"));
+                // A chunked body has no declared size: it is refused once it grows past the
+                // limit, and said so.
+                let body = size.map_or_else(
+                    || "the body grew past the limit and".to_string(),
+                    |s| format!("the body of {s} bytes"),
+                );
                 refusal(
                     path,
                     StatusCode::PAYLOAD_TOO_LARGE,
                     ErrorCode::InvalidRequest,
-                    format!("body {size} exceeds maxPayload ({max} bytes)"),
+                    format!(
+                        "{body} exceeds maxPayload ({max} bytes, gateway.maxPayloadBytes); send less"
+                    ),
                 )
             }
             Self::Timeout { after } => refusal(

@@ -182,11 +182,22 @@ pub enum ServeError {
         "refusing to listen on {0} without a token: set gateway.auth.mode to \"token\" (the default) or bind to loopback"
     )]
     OpenWithoutToken(SocketAddr),
-    #[error("cannot listen on {addr}: {source}")]
+    /// The address could not be bound; the message says why once, with what to do.
+    #[error("cannot listen on {addr}: {}", bind_hint(.error))]
     Bind {
         addr: SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+}
+
+/// Why a bind failed, in a person's words, with what to do.
+fn bind_hint(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => "the port is in use (is another gateway, this one or the reference, running? stop it, or pick another port with --port or gateway.port)".to_string(),
+        std::io::ErrorKind::PermissionDenied => format!("{error} (ports under 1024 need privileges; pick another with --port or gateway.port)"),
+        std::io::ErrorKind::AddrNotAvailable => format!("{error} (no interface of this machine has that address; check gateway.bind)"),
+        _ => error.to_string(),
+    }
 }
 
 /// Binds `addr` (port 0 picks a free port) and answers the bound address with a future that
@@ -200,10 +211,10 @@ pub async fn bind(
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| ServeError::Bind { addr, source })?;
+        .map_err(|error| ServeError::Bind { addr, error })?;
     let local = listener
         .local_addr()
-        .map_err(|source| ServeError::Bind { addr, source })?;
+        .map_err(|error| ServeError::Bind { addr, error })?;
     Ok((local, listener))
 }
 

@@ -244,3 +244,51 @@ fn client_commands_need_no_channel_secret_from_the_config() {
     }
     gateway.stop();
 }
+
+#[test]
+fn call_params_must_be_an_object_of_named_fields() {
+    let home = tempfile::tempdir().unwrap();
+    // Refused before any gateway is reached: nothing listens at this URL.
+    for (params, kind) in [
+        ("[1]", "an array"),
+        ("5", "a number"),
+        ("\"main\"", "a string"),
+    ] {
+        let out = run(
+            home.path(),
+            "ws://127.0.0.1:9",
+            &["call", "health", "--params", params],
+        );
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{params}");
+        assert!(
+            stderr.contains(&format!(
+                "--params must be a JSON object of named fields (for example '{{\"limit\": 5}}'), got {kind}: {params}"
+            )),
+            "{params}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_busy_port_is_said_once_with_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = std::process::Command::new(super::process::BIN)
+        .arg("--state-dir")
+        .arg(home.path())
+        .args(["gateway", "--port", &port])
+        .env("SWITCHBOARD_LOG", "warn")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot listen on 127.0.0.1:{port}: the port is in use (is another gateway, this one or the reference, running? stop it, or pick another port with --port or gateway.port)"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("in use").count(), 1, "said once: {stderr}");
+}

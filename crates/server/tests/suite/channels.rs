@@ -589,7 +589,7 @@ async fn bad_webhook_requests_get_a_clear_4xx_and_store_nothing() {
             Some(ACCOUNT_TOKEN),
             json!({"from": "a", "chatType": "direct", "text": "x".repeat(5000)}).to_string(),
             413,
-            "exceeds maxPayload (4096 bytes)",
+            "exceeds maxPayload (4096 bytes, gateway.maxPayloadBytes)",
         ),
         (
             "/hooks/agent",
@@ -625,7 +625,7 @@ async fn bad_webhook_requests_get_a_clear_4xx_and_store_nothing() {
             Some(HOOK_TOKEN),
             json!({"message": "x".repeat(5000)}).to_string(),
             413,
-            "exceeds maxPayload (4096 bytes)",
+            "exceeds maxPayload (4096 bytes, gateway.maxPayloadBytes)",
         ),
         (
             "/hooks/agent",

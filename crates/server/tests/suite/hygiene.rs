@@ -77,6 +77,28 @@ async fn connections_that_never_finish_a_request_are_closed() {
 }
 
 #[tokio::test]
+async fn a_chunked_body_that_grows_past_the_limit_is_refused_saying_so() {
+    let mut config = Config::default();
+    config.gateway.max_payload_bytes = 4096;
+    let gw = TestGateway::start_with(config).await;
+    let chunk = format!("{:x}\r\n{}\r\n", 3000, "x".repeat(3000));
+    let request = format!(
+        "POST /rpc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{chunk}{chunk}0\r\n\r\n"
+    );
+    let answer = until_closed(&gw, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let message = body_json(&answer)["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        message,
+        "the body grew past the limit and exceeds maxPayload (4096 bytes, gateway.maxPayloadBytes); send less"
+    );
+}
+
+#[tokio::test]
 async fn bodies_are_refused_before_they_are_read() {
     let mut config = Config::default();
     config.gateway.max_payload_bytes = 4 * 1024 * 1024;
@@ -101,7 +123,9 @@ async fn bodies_are_refused_before_they_are_read() {
             body["error"]["message"].as_str().unwrap().to_string()
         };
         assert!(
-            message.contains("exceeds maxPayload (4194304 bytes)"),
+            message.contains(&format!(
+                "the body of {too_long} bytes exceeds maxPayload (4194304 bytes, gateway.maxPayloadBytes)"
+            )),
             "{message}"
         );
     }

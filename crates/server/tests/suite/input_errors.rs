@@ -355,14 +355,21 @@ async fn what_the_reference_accepts_is_answered_as_documented() {
         empty,
         json!({"sessionKey": "agent:main:nobody-yet", "messages": []})
     );
-    // A key given twice counts once, the last (the reference's JSON.parse does the same).
+    // A key given twice is refused, naming it (the reference's JSON.parse keeps the last one;
+    // here neither is guessed), and the answer carries the request's id.
     let twice = r#"{"type":"req","id":"dup","method":"chat.history","params":{"sessionKey":"agent:main:nope","sessionKey":"main","limit":1}}"#;
     client.send_text(twice.into()).await.unwrap();
     let Frame::Res(res) = client.next_frame().await.unwrap() else {
         panic!("expected the response")
     };
-    assert!(res.ok, "{res:?}");
-    assert_eq!(res.payload.unwrap()["sessionKey"], "agent:main:main");
+    assert_eq!(res.id, "dup");
+    let error = res.error.expect("refused");
+    assert_eq!(error.code, ErrorCode::InvalidRequest);
+    assert!(
+        error.message.contains("the key \"sessionKey\" is written twice in one object"),
+        "{}",
+        error.message
+    );
     // An agentId filter names no session of an agent nobody configured: nothing listed.
     let none = client
         .request("sessions.list", json!({"agentId": "nobody"}))

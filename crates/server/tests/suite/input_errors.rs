@@ -366,7 +366,9 @@ async fn what_the_reference_accepts_is_answered_as_documented() {
     let error = res.error.expect("refused");
     assert_eq!(error.code, ErrorCode::InvalidRequest);
     assert!(
-        error.message.contains("the key \"sessionKey\" is written twice in one object"),
+        error
+            .message
+            .contains("the key \"sessionKey\" is written twice in one object"),
         "{}",
         error.message
     );

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use switchboard_core::clock::{Clock, SystemClock};
 use switchboard_core::config::{self, ImportedConfig};
-use switchboard_core::import::{SessionsReport, import_sessions};
+use switchboard_core::import::{ImportReport, import_sessions};
 use switchboard_core::store::{self, Store};
 
 use crate::settings::GlobalArgs;
@@ -90,7 +90,7 @@ async fn open_store(global: &GlobalArgs, home: &Path) -> Result<Arc<dyn Store>> 
         .map_err(|e| anyhow::anyhow!("opening the store: {e}"))
 }
 
-fn report_sessions(sessions: &SessionsReport, dry_run: bool) {
+fn report_sessions(sessions: &ImportReport, dry_run: bool) {
     let verb = match dry_run {
         true => "would be imported",
         false => "imported",

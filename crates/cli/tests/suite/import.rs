@@ -240,19 +240,7 @@ async fn moves_in(version: &str, key: &str) -> String {
     let mut client = GatewayClient::connect(&gateway.url, Some(TOKEN))
         .await
         .unwrap();
-    let listed = client.request("sessions.list", json!({})).await.unwrap();
-    let rows = listed["sessions"].as_array().unwrap();
-    let mut ours: Vec<(String, bool, Option<String>)> = rows
-        .iter()
-        .map(|r| {
-            let key = r["key"].as_str().unwrap().to_owned();
-            (
-                key,
-                r["kind"] == "group",
-                r["label"].as_str().map(str::to_owned),
-            )
-        })
-        .collect();
+    let (ours, histories) = answers(&mut client).await;
     let mut theirs: Vec<(String, bool, Option<String>)> = expected["sessions"]
         .as_array()
         .unwrap()
@@ -266,28 +254,18 @@ async fn moves_in(version: &str, key: &str) -> String {
             )
         })
         .collect();
-    ours.sort();
     theirs.sort();
     assert_eq!(ours, theirs, "the same keys, group sessions and labels");
 
     for (key, messages) in expected["history"].as_object().unwrap() {
-        let history = client
-            .request("chat.history", json!({"sessionKey": key, "limit": 200}))
-            .await
-            .unwrap();
-        let ours: Vec<(String, String)> = history["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(summary)
-            .collect();
+        let ours = &histories.iter().find(|(k, _)| k == key).expect(key).1;
         let theirs: Vec<(String, String)> = messages
             .as_array()
             .unwrap()
             .iter()
             .map(|m| (m[0].as_str().unwrap().into(), m[1].as_str().unwrap().into()))
             .collect();
-        same_history(key, ours, &theirs);
+        same_history(key, ours.clone(), &theirs);
     }
 
     // A new turn continues the imported conversation: the model is sent what came before.
@@ -356,4 +334,39 @@ async fn a_label_held_here_already_leaves_the_session_unlabelled_and_says_so() {
         said.contains("sessions: 2 imported (4 messages); 4 already here"),
         "{said}"
     );
+}
+
+/// What a gateway answers: its `sessions.list` rows (key, group or not, label) and
+/// each session's history as `(role, text)`.
+pub(super) async fn answers(
+    client: &mut GatewayClient,
+) -> (
+    Vec<(String, bool, Option<String>)>,
+    Vec<(String, Vec<(String, String)>)>,
+) {
+    let listed = client.request("sessions.list", json!({})).await.unwrap();
+    let mut rows: Vec<(String, bool, Option<String>)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let key = r["key"].as_str().unwrap().to_owned();
+            (
+                key,
+                r["kind"] == "group",
+                r["label"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    rows.sort();
+    let mut histories = Vec::new();
+    for (key, ..) in &rows {
+        let history = client
+            .request("chat.history", json!({"sessionKey": key, "limit": 200}))
+            .await
+            .unwrap();
+        let messages = history["messages"].as_array().unwrap();
+        histories.push((key.clone(), messages.iter().map(summary).collect()));
+    }
+    (rows, histories)
 }

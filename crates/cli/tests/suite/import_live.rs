@@ -11,7 +11,7 @@ use serde_json::json;
 use switchboard_server::client::GatewayClient;
 use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
 
-use super::import::{import, same_history, summary};
+use super::import::{answers, import, same_history};
 use super::process::GatewayProcess;
 
 const VERSION: &str = "2026.9.6";
@@ -138,41 +138,6 @@ async fn turn(client: &mut GatewayClient, key: &str, text: &str, n: usize) {
         .await
         .unwrap();
     assert_eq!(waited["status"], "ok", "{key}: {waited}");
-}
-
-/// What a gateway answers for `keys`: its `sessions.list` rows (key, group or not, label) and
-/// each session's history as `(role, text)`.
-async fn answers(
-    client: &mut GatewayClient,
-) -> (
-    Vec<(String, bool, Option<String>)>,
-    Vec<(String, Vec<(String, String)>)>,
-) {
-    let listed = client.request("sessions.list", json!({})).await.unwrap();
-    let mut rows: Vec<(String, bool, Option<String>)> = listed["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let key = r["key"].as_str().unwrap().to_owned();
-            (
-                key,
-                r["kind"] == "group",
-                r["label"].as_str().map(str::to_owned),
-            )
-        })
-        .collect();
-    rows.sort();
-    let mut histories = Vec::new();
-    for (key, ..) in &rows {
-        let history = client
-            .request("chat.history", json!({"sessionKey": key, "limit": 200}))
-            .await
-            .unwrap();
-        let messages = history["messages"].as_array().unwrap();
-        histories.push((key.clone(), messages.iter().map(summary).collect()));
-    }
-    (rows, histories)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

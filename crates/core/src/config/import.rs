@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::ConfigError;
 use super::error::{Seg, parse_path, render_path};
-use super::load::{check_value, parse_json5, remove_at};
+use super::load::{check_value, parse_json5, remove_at, value_at_mut};
 
 /// The reference's top-level sections switchboard has (`commands` gives the channels' owners).
 const SECTIONS: &[&str] = &[
@@ -139,11 +139,7 @@ fn turn_off(value: &mut Value, segs: &[Seg]) -> Option<String> {
     {
         at.extend([Seg::Key(accounts.clone()), Seg::Key(id.clone())]);
     }
-    let section = at.iter().try_fold(&mut *value, |v, seg| match seg {
-        Seg::Key(k) => v.get_mut(k.as_str()),
-        Seg::Index(i) => v.get_mut(*i),
-    })?;
-    let section = section.as_object_mut()?;
+    let section = value_at_mut(value, &at)?.as_object_mut()?;
     if section.get("enabled") == Some(&Value::Bool(false)) {
         return None;
     }

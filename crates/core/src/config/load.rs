@@ -130,7 +130,7 @@ pub fn load_section(
 
 /// [`load_str`] after parsing: `text` is what `value` was parsed from (for line numbers).
 fn load_value(
-    mut value: Value,
+    value: Value,
     text: &str,
     origin: &str,
     env: &dyn Fn(&str) -> Option<String>,
@@ -143,20 +143,7 @@ fn load_value(
         });
     }
 
-    let mut problems = Vec::new();
-    let mut unset_secrets = BTreeMap::new();
-    substitute_env(
-        &mut value,
-        &mut Vec::new(),
-        env,
-        &mut problems,
-        &mut unset_secrets,
-    );
-    super::reference::translate(&mut value, env, &mut problems);
-    check_required(&value, &mut problems);
-    let (mut config, unknown) = deserialize_collecting(value, &mut problems);
-    config.store.apply_env(env);
-    problems.extend(validate::validate(&mut config, &unset_secrets));
+    let (config, unknown, mut problems) = read_checked(value, env, env);
     let mut unknown_paths: Vec<String> = Vec::with_capacity(unknown.len());
     let mut unknown_problems = Vec::with_capacity(unknown.len());
     for segs in unknown {
@@ -491,23 +478,38 @@ fn objects_in(value: Option<&Value>) -> Vec<(usize, &serde_json::Map<String, Val
     }
 }
 
-/// Every problem the gateway would find in `value`, and its unknown settings, with each
-/// `${VAR}` taken as set (the import checks a config whose environment is not this one).
-pub(super) fn check_value(mut value: Value) -> (Vec<ConfigError>, Vec<Vec<Seg>>) {
+/// The stages after parsing: `${VAR}` substitution (through `vars`), the reference's
+/// spellings, required settings, typed reading (unknown keys collected) and validation; `host`
+/// answers the variables the config falls back to (a channel's `DISCORD_BOT_TOKEN`, the store's
+/// `SWITCHBOARD_DATABASE_URL`). Answers the config, its unknown keys and every problem.
+fn read_checked(
+    mut value: Value,
+    vars: &dyn Fn(&str) -> Option<String>,
+    host: &dyn Fn(&str) -> Option<String>,
+) -> (Config, Vec<Vec<Seg>>, Vec<ConfigError>) {
     let mut problems = Vec::new();
     let mut unset_secrets = BTreeMap::new();
-    let set = |_: &str| Some("set".to_owned());
     substitute_env(
         &mut value,
         &mut Vec::new(),
-        &set,
+        vars,
         &mut problems,
         &mut unset_secrets,
     );
-    super::reference::translate(&mut value, &|_| None, &mut problems);
+    super::reference::translate(&mut value, host, &mut problems);
     check_required(&value, &mut problems);
     let (mut config, unknown) = deserialize_collecting(value, &mut problems);
+    config.store.apply_env(host);
     problems.extend(validate::validate(&mut config, &unset_secrets));
+    (config, unknown, problems)
+}
+
+/// Every problem the gateway would find in `value`, and its unknown settings, with each
+/// `${VAR}` taken as set and nothing from this machine's environment (the import checks a
+/// config whose environment is not this one).
+pub(super) fn check_value(value: Value) -> (Vec<ConfigError>, Vec<Vec<Seg>>) {
+    let set = |_: &str| Some("set".to_owned());
+    let (_, unknown, problems) = read_checked(value, &set, &|_| None);
     (problems, unknown)
 }
 
@@ -581,6 +583,14 @@ fn ignored_segs(path: &serde_ignored::Path<'_>, out: &mut Vec<Seg>) {
     }
 }
 
+/// The value at `segs`, to change it.
+pub(super) fn value_at_mut<'v>(root: &'v mut Value, segs: &[Seg]) -> Option<&'v mut Value> {
+    segs.iter().try_fold(root, |value, seg| match seg {
+        Seg::Key(k) => value.get_mut(k.as_str()),
+        Seg::Index(i) => value.get_mut(*i),
+    })
+}
+
 /// Removes the object entry that holds the value at `segs` so its default applies. A bad array
 /// element takes its whole array with it: removing only the element would renumber its siblings
 /// and make later paths wrong. `false` when there is nothing removable (the error is at the top).
@@ -592,11 +602,7 @@ pub(super) fn remove_at(root: &mut Value, segs: &[Seg]) -> bool {
     let Some((Seg::Key(key), parent_segs)) = segs[..keep].split_last() else {
         return false;
     };
-    let parent = parent_segs.iter().try_fold(root, |value, seg| match seg {
-        Seg::Key(k) => value.get_mut(k.as_str()),
-        Seg::Index(i) => value.get_mut(*i),
-    });
-    parent
+    value_at_mut(root, parent_segs)
         .and_then(Value::as_object_mut)
         .is_some_and(|object| object.remove(key).is_some())
 }

@@ -26,9 +26,9 @@ use crate::store::{
 };
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
-/// What an import did (or would do, on a dry run).
+/// What an import did (or would do, on a dry run): sessions, cron jobs, paired senders.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SessionsReport {
+pub struct ImportReport {
     /// Sessions written.
     pub imported: Vec<String>,
     /// Sessions the store held already (left as they are).
@@ -62,8 +62,8 @@ pub async fn import_sessions(
     from: &Path,
     store: &Arc<dyn Store>,
     dry_run: bool,
-) -> CoreResult<SessionsReport> {
-    let mut report = SessionsReport::default();
+) -> CoreResult<ImportReport> {
+    let mut report = ImportReport::default();
     for (agent, found) in agents(from)? {
         for one in found {
             let key = one.key.clone();
@@ -158,7 +158,7 @@ async fn import_cron(
     from: &Path,
     store: &Arc<dyn Store>,
     dry_run: bool,
-    report: &mut SessionsReport,
+    report: &mut ImportReport,
 ) -> CoreResult<()> {
     let now = chrono::Utc::now().timestamp_millis();
     for job in state::cron_jobs(from) {
@@ -191,7 +191,7 @@ async fn import_pairing(
     from: &Path,
     store: &Arc<dyn Store>,
     dry_run: bool,
-    report: &mut SessionsReport,
+    report: &mut ImportReport,
 ) -> CoreResult<()> {
     for allowed in state::allowed(from) {
         let (channel, account) = (

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
-use switchboard_protocol::EventFrame;
+use switchboard_protocol::{ErrorCode, EventFrame};
 use switchboard_server::client::{ClientError, GatewayClient};
 
 use crate::settings::GlobalArgs;
@@ -215,7 +215,9 @@ async fn subscribed(global: &GlobalArgs, session: &str) -> Result<(GatewayClient
     let key = match resolved {
         Ok(answer) => answer["key"].as_str().unwrap_or(session).to_string(),
         // A session that does not exist yet: the first message makes it; its events name it.
-        Err(ClientError::Gateway(_)) => session.to_string(),
+        Err(ClientError::Gateway(e)) if e.code == ErrorCode::NotFound => session.to_string(),
+        // A key the gateway cannot take (`::::`): said before the first prompt, in the flag's name.
+        Err(ClientError::Gateway(e)) => anyhow::bail!("--session {session:?}: {}", e.message),
         Err(e) => return Err(e.into()),
     };
     let keys = json!({"sessionKeys": [session]});

@@ -180,7 +180,11 @@ pub async fn connect(global: &GlobalArgs) -> Result<GatewayClient> {
 pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
     let (path, _) = global.config_path();
     let (problems, unknown_paths) = match global.load_config() {
-        Ok(loaded) if path.exists() => (loaded.unknown, loaded.unknown_paths),
+        Ok(loaded) if path.exists() => {
+            let mut problems = loaded.unknown;
+            problems.extend(start_problems(&loaded.config));
+            (problems, loaded.unknown_paths)
+        }
         Ok(_) => (Vec::new(), Vec::new()),
         Err(e) => (
             e.to_string().lines().map(str::to_string).collect(),
@@ -214,6 +218,22 @@ pub fn config_check(global: &GlobalArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What the gateway would refuse at start beyond the config's own checks: the store's URL
+/// as the store reads it (`sslmode=maybe`).
+fn start_problems(config: &switchboard_core::config::Config) -> Vec<String> {
+    let store = &config.store;
+    match (&store.kind, &store.url) {
+        (switchboard_core::config::StoreKind::Postgres, Some(url)) => {
+            switchboard_core::store::postgres::check_url(url)
+                .err()
+                .map(|e| format!("config error at store.url: {e}"))
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// One problem line (`line 3: config error at agents.defaults.timeoutSeconds: 0 is not

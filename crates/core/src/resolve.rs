@@ -122,11 +122,19 @@ impl Resolver {
                 .await?
                 .ok_or_else(|| CoreError::session_not_found(reference));
         }
-        let key = self.canonical(reference, agent_id)?;
-        self.store
-            .get(&key)
-            .await?
-            .ok_or_else(|| CoreError::session_not_found(reference))
+        // A caller's agent must be configured and agree with the key's own.
+        let key = match agent_id {
+            Some(_) => self.caller_key(reference, agent_id)?,
+            None => self.canonical(reference, None)?,
+        };
+        match self.store.get(&key).await? {
+            Some(entry) => Ok(entry),
+            // No session, and none can be made: say why (`agent:nobody:main`).
+            None => Err(self
+                .configured_key(key)
+                .err()
+                .unwrap_or_else(|| CoreError::session_not_found(reference))),
+        }
     }
 
     /// The entry with this sessionId, for an operator. Errors: `NotFound`.
@@ -158,10 +166,12 @@ impl Resolver {
     /// A caller's `agentId`, normalised as the reference does (`Ops` is `ops`), which must name
     /// a configured agent: a typo must not start sessions of an agent nobody configured.
     /// Errors: `NotFound` naming the configured agents.
+    /// An id with no letter or digit (`-`, `☃`) names no agent, although it normalises to
+    /// the default.
     pub fn known_agent(&self, raw: &str) -> CoreResult<String> {
         let agent = keys::normalize_agent_id(raw);
         let known = self.config.agent_ids();
-        if known.contains(&agent) {
+        if known.contains(&agent) && raw.chars().any(|c| c.is_ascii_alphanumeric()) {
             return Ok(agent);
         }
         Err(CoreError::NotFound(format!(
@@ -173,14 +183,34 @@ impl Resolver {
     /// An operator's key with the `agentId` it came with, as the reference reads the pair: the
     /// agent must be configured ([`Resolver::known_agent`]) and a key that names its agent
     /// (`agent:<id>:…`) must name the same one. Errors: `NotFound`, `Invalid`, `Key`.
+    /// The key's own agent must be configured too: `agent:nobody:main` is refused, never run
+    /// on the defaults (SPEC §12).
     pub fn caller_key(&self, input: &str, agent_id: Option<&str>) -> CoreResult<SessionKey> {
-        let Some(raw) = agent_id else {
-            return self.canonical(input, None);
+        let key = match agent_id {
+            None => self.canonical(input, None)?,
+            Some(raw) => {
+                let agent = self.known_agent(raw)?;
+                let key = self.canonical(input, Some(&agent))?;
+                agent_agrees(&key, &agent, raw)?;
+                key
+            }
         };
-        let agent = self.known_agent(raw)?;
-        let key = self.canonical(input, Some(&agent))?;
-        agent_agrees(&key, &agent, raw)?;
-        Ok(key)
+        self.configured_key(key)
+    }
+
+    /// `key` when the agent it names is configured. Errors: `NotFound` naming the key, its
+    /// agent and the configured agents.
+    pub fn configured_key(&self, key: SessionKey) -> CoreResult<SessionKey> {
+        let known = self.config.agent_ids();
+        match key.agent_id() {
+            Some(agent) if !known.iter().any(|k| k == agent) => Err(CoreError::NotFound(format!(
+                "sessionKey: {} belongs to agent {agent:?}, which is not configured \
+                 (configured: {})",
+                key.display(),
+                known.join(", ")
+            ))),
+            _ => Ok(key),
+        }
     }
 
     /// The entry with `label` among `agent_id`'s sessions (the default agent when absent), for

@@ -11,6 +11,9 @@ use crate::message::HistoryMessage;
 #[serde(rename_all = "camelCase")]
 pub struct ChatHistoryParams {
     pub session_key: String,
+    /// The agent `main` and legacy keys belong to (the reference's clients send it); a key that
+    /// names its agent must name this one.
+    pub agent_id: Option<String>,
     /// Messages per page: default 200, clamped to 1–1000.
     #[serde(deserialize_with = "lenient::opt_positive")]
     pub limit: Option<i64>,

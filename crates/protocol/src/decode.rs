@@ -1,7 +1,8 @@
 //! How a method's params are read into its wire type, with serde's messages put in the wire's
 //! words. A client knows objects, arrays, strings and numbers — not Rust's structs, tagged enums
 //! and `usize` — so every refusal names the field (a path such as `attachments[0].content`) and
-//! what is accepted there.
+//! what is accepted there. Params are read through [`crate::checked`]: a field the method does
+//! not know is refused, never dropped.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -13,7 +14,10 @@ use crate::{ErrorCode, ErrorShape};
 pub fn params<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorShape> {
     let value = match params {
         None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(Value::Object(map)) => Value::Object(map),
+        Some(Value::Object(mut map)) => {
+            crate::reference_fields::strip(method, &mut map);
+            Value::Object(map)
+        }
         Some(other) => {
             return Err(ErrorShape::new(
                 ErrorCode::InvalidRequest,
@@ -25,18 +29,13 @@ pub fn params<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Resul
             ));
         }
     };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!(" at {path}")
-        };
+    crate::checked::from_value(&value).map_err(|refusal| {
         ErrorShape::new(
             ErrorCode::InvalidRequest,
             format!(
-                "{method}: invalid params{at}: {}",
-                explain(&e.inner().to_string())
+                "{method}: invalid params{}: {}",
+                refusal.at(),
+                refusal.message
             ),
         )
     })
@@ -63,7 +62,9 @@ pub fn explain(message: &str) -> String {
     ];
     let mut out = message
         .replace("expected a sequence", "expected an array")
-        .replace("expected a map", "expected an object");
+        .replace("expected a map", "expected an object")
+        .replace("invalid type: sequence,", "invalid type: an array,")
+        .replace("invalid type: map,", "invalid type: an object,");
     for prefix in OBJECTS {
         out = replace_named(&out, &format!("expected {prefix}"), "expected an object");
     }

@@ -10,6 +10,9 @@ use crate::lenient;
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     pub session_key: String,
+    /// The agent `main` and legacy keys belong to (the reference's clients send it); a key that
+    /// names its agent must name this one.
+    pub agent_id: Option<String>,
     pub message: String,
     /// A repeated key answers the first run and does no work twice.
     pub idempotency_key: Option<String>,
@@ -120,6 +123,9 @@ pub struct RunResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatAbortParams {
     pub session_key: String,
+    /// The agent `main` and legacy keys belong to (the reference's clients send it); a key that
+    /// names its agent must name this one.
+    pub agent_id: Option<String>,
     /// Only this run (queued or running); default: the session's running run.
     pub run_id: Option<String>,
 }

@@ -284,13 +284,19 @@ pub struct SessionsPatchParams {
     pub display_name: Patch<String>,
     /// Only on `subagent:` keys, and only once.
     pub spawned_by: Patch<String>,
+    /// The agent `main` and legacy keys belong to (the reference's clients send it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
-/// Params of `sessions.reset` and `sessions.delete`.
+/// Params of `sessions.reset`, `sessions.delete` and `sessions.compact`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionKeyParams {
     pub key: String,
+    /// The agent `main` and legacy keys belong to (the reference's clients send it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// The answer of `sessions.compact`.

@@ -25,6 +25,16 @@ pub fn params<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Erro
     Ok((!value.is_null()).then_some(value))
 }
 
+/// Any JSON value read from any serde format (the config's JSON5 too), a repeated key refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unique(pub Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        Strict.deserialize(de).map(Unique)
+    }
+}
+
 struct Strict;
 
 impl<'de> DeserializeSeed<'de> for Strict {

@@ -7,7 +7,7 @@ use switchboard_protocol::message::Provenance;
 use super::inbound::{Inbound, accepted};
 use super::webhook;
 use crate::error::{CoreError, CoreResult};
-use crate::keys::{self, SessionKey};
+use crate::keys::SessionKey;
 use crate::runtime::RunRequest;
 use crate::runtime::lanes::Lane;
 
@@ -63,24 +63,22 @@ impl Inbound {
 
     /// The key given (canonical for the hook's agent), else a new `hook:<uuid>`.
     fn hook_key(&self, payload: &HookAgentParams) -> CoreResult<SessionKey> {
-        let agent_id = payload.agent_id.as_deref().map(keys::normalize_agent_id);
-        let configured = self.config.agent_ids();
-        // With no agents configured, any id runs on the defaults.
-        if let Some(id) = &agent_id
-            && !self.config.agents.list.is_empty()
-            && !configured.contains(id)
-        {
-            return Err(CoreError::Invalid(format!(
-                "agentId: {id:?} is not a configured agent (configured: {})",
-                configured.join(", ")
-            )));
-        }
-        let agent = agent_id.unwrap_or_else(|| self.config.default_agent_id());
+        // With no agents configured, the default agent is the one there is.
+        let agent = match payload.agent_id.as_deref() {
+            Some(raw) => self.resolver.known_agent(raw).map_err(|_| {
+                CoreError::Invalid(format!(
+                    "agentId: {raw:?} is not a configured agent (configured: {})",
+                    self.config.agent_ids().join(", ")
+                ))
+            })?,
+            None => self.config.default_agent_id(),
+        };
         match payload.session_key.as_deref().map(str::trim) {
             Some(given) if !given.is_empty() => self
                 .resolver
                 .canonical(given, Some(&agent))
-                .map_err(|e| CoreError::Invalid(format!("sessionKey: {e}"))),
+                .map_err(|e| CoreError::Invalid(format!("sessionKey: {e}")))
+                .and_then(|key| self.resolver.configured_key(key)),
             _ => Ok(SessionKey::from_canonical(format!(
                 "agent:{agent}:hook:{}",
                 uuid::Uuid::new_v4()

@@ -66,6 +66,7 @@ pub(crate) async fn answer(
         Order::New => {
             let key = SessionKeyParams {
                 key: chat.key.as_str().to_string(),
+                agent_id: None,
             };
             let text = match sessions.reset(key).await {
                 Ok(reset) => format!(

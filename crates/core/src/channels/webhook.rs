@@ -104,16 +104,14 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(
     body: &[u8],
     expected: &str,
 ) -> Result<T, CoreError> {
-    let mut json = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut json).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!(" at {path}")
-        };
-        CoreError::Invalid(format!("invalid payload{at}: {}; {expected}", e.inner()))
-    })
+    let invalid = |at: &str, why: &dyn std::fmt::Display| {
+        CoreError::Invalid(format!("invalid payload{at}: {why}; {expected}"))
+    };
+    let text = std::str::from_utf8(body).map_err(|e| invalid("", &e))?;
+    // One key twice is refused, and so is a field the payload does not have (SPEC §12).
+    let value = switchboard_protocol::strict::value(text).map_err(|e| invalid("", &e))?;
+    switchboard_protocol::checked::from_value(&value)
+        .map_err(|refusal| invalid(&refusal.at(), &refusal.message))
 }
 
 /// The fuzz targets' door (docs/testing.md): a `POST /channels/webhook/<accountId>` body decoded

@@ -236,7 +236,9 @@ pub(super) fn parse_json5(text: &str, origin: &str) -> Result<Value, ConfigError
             ),
         });
     }
-    json5::from_str::<Value>(text).map_err(|err| {
+    // A setting written twice is refused, not settled by the last one (SPEC §12).
+    let read = json5::from_str::<switchboard_protocol::strict::Unique>(text).map(|u| u.0);
+    read.map_err(|err| {
         // End-of-input errors carry no position: they are at the end.
         let position = err
             .position()

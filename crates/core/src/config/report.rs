@@ -166,41 +166,10 @@ fn template() -> Value {
     serde_json::to_value(config).unwrap_or(Value::Null)
 }
 
-/// The known key closest to `key` (case aside, then by edit distance), if it is close: at most
-/// a third of its length apart, and never more than 3 edits.
+/// The known key closest to `key`, if it is close (the one rule of every door's "did you mean").
 fn closest(key: &str, known: &[String]) -> Option<String> {
-    let lower = key.to_lowercase();
-    known
-        .iter()
-        .map(|k| (distance(&lower, &k.to_lowercase()), k))
-        .filter(|(d, k)| *d <= (k.len() / 3).clamp(1, 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k.clone())
-}
-
-/// Edit distance where swapping two neighbours is one edit (`prot` → `port`).
-fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
+    switchboard_protocol::checked::closest(key, known.iter().map(String::as_str))
+        .map(str::to_string)
 }
 
 impl ConfigError {

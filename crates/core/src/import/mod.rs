@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
-use crate::keys::SessionKey;
+use crate::keys::{self, SessionKey};
 use crate::store::{
     EntryPatch, NewSession, PairingAdmission, PairingAsk, PairingRecord, Store, SubagentRecord,
     SubagentState, TokenDelta, WriteOp,
@@ -279,8 +279,10 @@ fn on_disk(dir: &Path) -> CoreResult<Vec<Found>> {
     Ok(entries
         .into_iter()
         .map(|(key, entry)| {
+            // Only a session id names a file: `../../x` must not reach beyond the directory.
             let file = entry["sessionId"]
                 .as_str()
+                .filter(|id| keys::looks_like_session_id(id))
                 .map(|id| dir.join(format!("{id}.jsonl")));
             let (events, unread) = file.map(|f| transcript::events(&f)).unwrap_or_default();
             Found {
@@ -320,6 +322,15 @@ impl Session {
             left_out.push(format!(
                 "{written}: {unread} transcript events that could not be read"
             ));
+        }
+        // A key the grammar refuses (`agent:main:../../etc`) is never taken in.
+        let context = keys::KeyContext {
+            agent_id: agent,
+            ..keys::KeyContext::default()
+        };
+        if let Err(e) = keys::canonicalize(&lowered, &context) {
+            left_out.push(format!("{written}: {e}"));
+            return None;
         }
         let key = SessionKey::from_canonical(lowered);
         let mut new = NewSession::for_key(&key, agent, MAIN_KEY);

@@ -307,9 +307,12 @@ fn normalize_rest(rest: &str) -> Result<Cow<'_, str>, &'static str> {
 /// Characters no key may contain: whitespace, control characters, and invisible formatting
 /// characters (zero-width spaces and joiners, bidi controls, BOM) that would make two keys look
 /// identical.
+/// Path separators too: no platform's id holds one, and a key must never read as a path
+/// (`../../etc`), whatever later code does with it.
 fn is_forbidden_char(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
+        || matches!(c, '/' | '\\')
         || matches!(
             c,
             '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'
@@ -319,6 +322,8 @@ fn is_forbidden_char(c: char) -> bool {
 fn forbidden_reason(c: char) -> String {
     let what = if c.is_whitespace() {
         "whitespace"
+    } else if matches!(c, '/' | '\\') {
+        "a path separator"
     } else if c.is_control() {
         "a control character"
     } else {

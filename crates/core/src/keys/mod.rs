@@ -11,15 +11,17 @@
 //! # Canonical keys
 //!
 //! A canonical key is `agent:<agentId>:<rest>` or the literal `global`. It is entirely lower-case,
-//! has no whitespace, control or invisible formatting characters, no empty `:` segment, is at most
+//! has no whitespace, control or invisible formatting characters, no path separator (`/`, `\`), no
+//! empty `:` segment, is at most
 //! [`MAX_KEY_BYTES`] bytes, its agent id matches `^[a-z0-9][a-z0-9_-]{0,63}$`, and its rest is
 //! neither `global` nor `unknown`.
 //!
 //! # Canonicalisation rules ([`canonicalize`])
 //!
 //! 1. Surrounding whitespace is trimmed; an empty input is [`KeyError::Empty`]; more than
-//!    [`MAX_KEY_BYTES`] bytes is [`KeyError::TooLong`]; whitespace, control characters or invisible
-//!    formatting characters (zero-width, bidi controls, BOM) inside are [`KeyError::Invalid`].
+//!    [`MAX_KEY_BYTES`] bytes is [`KeyError::TooLong`]; whitespace, control characters, invisible
+//!    formatting characters (zero-width, bidi controls, BOM) or path separators (`/`, `\`) inside
+//!    are [`KeyError::Invalid`].
 //! 2. The input is lower-cased.
 //! 3. `main` is the caller's main key: [`main_session_key`]`(ctx.agent_id, ctx)`.
 //! 4. `global` is the shared bucket under [`Scope::Global`] and [`KeyError::Reserved`] under

@@ -422,17 +422,15 @@ pub fn parse_args<P: DeserializeOwned>(tool: &dyn Tool, arguments: Value) -> Res
             tool.parameters()
         ));
     }
-    serde_path_to_error::deserialize(arguments).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!(" at `{path}`")
+    switchboard_protocol::checked::from_value(&arguments).map_err(|refusal| {
+        let at = match refusal.path.as_str() {
+            "." => String::new(),
+            path => format!(" at `{path}`"),
         };
         format!(
             "Invalid arguments for {}{at}: {}. Fix the call to match the schema: {}",
             tool.name(),
-            e.inner(),
+            refusal.message,
             tool.parameters()
         )
     })

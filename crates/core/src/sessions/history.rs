@@ -24,12 +24,13 @@ pub const MAX_LIMIT: i64 = 1000;
 impl Sessions {
     /// `chat.history`: a page of the transcript, newest first.
     pub async fn history(&self, p: ChatHistoryParams) -> CoreResult<ChatHistoryResult> {
-        let entry = match self.resolver.find(&p.session_key, None).await {
+        let agent_id = p.agent_id.as_deref();
+        let entry = match self.resolver.find(&p.session_key, agent_id).await {
             Ok(entry) => entry,
             // A valid key that names no session yet has an empty history (the reference's answer,
             // which its clients expect); nothing is created. An unknown sessionId stays an error.
             Err(CoreError::NotFound(_)) if !keys::looks_like_session_id(p.session_key.trim()) => {
-                let key = self.resolver.canonical(&p.session_key, None)?;
+                let key = self.resolver.canonical(&p.session_key, agent_id)?;
                 return Ok(ChatHistoryResult {
                     session_key: key.display().to_string(),
                     session_id: None,

@@ -121,7 +121,7 @@ impl Sessions {
     }
 
     pub async fn patch(&self, p: SessionsPatchParams) -> CoreResult<SessionsPatchResult> {
-        let entry = self.resolver.find(&p.key, None).await?;
+        let entry = self.resolver.find(&p.key, p.agent_id.as_deref()).await?;
         if let Patch::Set(label) = &p.label {
             check_label(label)?;
         }
@@ -181,7 +181,7 @@ impl Sessions {
     }
 
     pub async fn reset(&self, p: SessionKeyParams) -> CoreResult<SessionsResetResult> {
-        let entry = self.resolver.find(&p.key, None).await?;
+        let entry = self.resolver.find(&p.key, p.agent_id.as_deref()).await?;
         let previous = entry.session_id.clone();
         let entry = self.store.reset(&entry.key).await?;
         self.changed(&entry.key, "reset");
@@ -199,7 +199,7 @@ impl Sessions {
     /// is sent instead (the messages stay in the transcript). Errors: `NotFound`; `Unavailable`
     /// when the session's model could not write the summary.
     pub async fn compact(&self, p: SessionKeyParams) -> CoreResult<SessionsCompactResult> {
-        let entry = self.resolver.find(&p.key, None).await?;
+        let entry = self.resolver.find(&p.key, p.agent_id.as_deref()).await?;
         let done = self.runtime.compact(&entry.key, When::Asked).await?;
         if done.is_some() {
             self.changed(&entry.key, "update");
@@ -215,7 +215,7 @@ impl Sessions {
 
     /// Removes the entry; the transcript stays on disk and in the database (archived, not lost).
     pub async fn delete(&self, p: SessionKeyParams) -> CoreResult<SessionsDeleteResult> {
-        let entry = self.resolver.find(&p.key, None).await?;
+        let entry = self.resolver.find(&p.key, p.agent_id.as_deref()).await?;
         if self.config.is_main(&entry.key) {
             return Err(CoreError::invalid(format!(
                 "{} is the main session of agent {}; it cannot be deleted (use sessions.reset to start it afresh)",

@@ -33,7 +33,8 @@ impl Sessions {
     /// run, answered `started` once it is committed; a standalone `/send on|off|inherit` sets
     /// the session's send policy instead. Errors: `Forbidden` when the send policy refuses.
     pub async fn chat_send(&self, p: ChatSendParams) -> CoreResult<ChatSendAnswer> {
-        let key = self.resolver.target_key(&p.session_key, None).await?;
+        let agent_id = p.agent_id.as_deref();
+        let key = self.resolver.target_key(&p.session_key, agent_id).await?;
         if let Some(level) = think_command(&p.message) {
             return Ok(ChatSendAnswer::Command(
                 self.think_command(&key, level).await?,
@@ -89,6 +90,7 @@ impl Sessions {
     async fn compact_command(&self, key: &SessionKey) -> CoreResult<SendCommandResult> {
         let params = switchboard_protocol::sessions::SessionKeyParams {
             key: key.as_str().to_string(),
+            agent_id: None,
         };
         let done = self.compact(params).await?;
         let reply = if done.compacted {
@@ -294,7 +296,8 @@ impl Sessions {
 
     /// `chat.abort`: stops the session's running run (or the named one, queued or running).
     pub async fn chat_abort(&self, p: ChatAbortParams) -> CoreResult<ChatAbortResult> {
-        let key = self.resolver.target_key(&p.session_key, None).await?;
+        let agent_id = p.agent_id.as_deref();
+        let key = self.resolver.target_key(&p.session_key, agent_id).await?;
         let run_id = p.run_id.as_deref().map(RunId::from_string);
         let aborted = self.runtime.abort(&key, run_id.as_ref()).await?;
         Ok(ChatAbortResult {

@@ -223,8 +223,7 @@ async fn a_profile_without_the_file_tools_refuses_them_and_unknown_arguments_are
     let error = output.content["error"].as_str().unwrap_or_default();
     assert!(
         output.is_error
-            && error
-                .contains("unknown field `text`, expected one of `file_path`, `path`, `content`"),
+            && error.contains("unknown field `text`; accepted: `file_path`, `path`, `content`"),
         "{error}"
     );
     h.engine.close().await;

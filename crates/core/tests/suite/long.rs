@@ -375,7 +375,10 @@ async fn sessions_compact_and_the_compact_command_summarise_all_but_the_newest_t
     let h = TestEngine::open(config(&mock, ProviderApi::OpenAiCompletions, None)).await;
     long_session(&h, "main", 40, 100).await;
     mock.push(MockReply::text("notes: forty messages about items"));
-    let key = SessionKeyParams { key: "main".into() };
+    let key = SessionKeyParams {
+        key: "main".into(),
+        agent_id: None,
+    };
     let done = h.engine.sessions().compact(key).await.unwrap();
     assert_eq!((done.compacted, done.messages), (true, 38));
     assert_eq!(
@@ -417,7 +420,10 @@ async fn a_summary_older_than_the_newest_200_messages_still_leads_the_view_after
     let h = TestEngine::open(config(&mock, ProviderApi::OpenAiCompletions, None)).await;
     long_session(&h, "main", 40, 100).await;
     mock.push(MockReply::text("notes: the first forty"));
-    let key = switchboard_protocol::sessions::SessionKeyParams { key: "main".into() };
+    let key = switchboard_protocol::sessions::SessionKeyParams {
+        key: "main".into(),
+        agent_id: None,
+    };
     assert!(h.engine.sessions().compact(key).await.unwrap().compacted);
     add_messages(&h, "main", 40..340, 100).await;
     let sent_after = |mock: &MockLlm| {

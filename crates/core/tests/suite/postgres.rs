@@ -315,9 +315,7 @@ async fn send_and_wait(engine: &Engine, key: &str, message: &str) -> RunRecord {
     let params = ChatSendParams {
         session_key: key.into(),
         message: message.into(),
-        idempotency_key: None,
-        timeout_ms: None,
-        attachments: Vec::new(),
+        ..ChatSendParams::default()
     };
     let answer = engine.sessions().chat_send(params).await.unwrap();
     let ChatSendAnswer::Started(started) = answer else {

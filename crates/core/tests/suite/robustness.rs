@@ -9,32 +9,64 @@ use switchboard_core::config::Config;
 
 use super::support::{GUARD, TestEngine};
 
-/// The session tools' own field names, with arbitrary values (so decoding goes deep).
-const KEYS: &[&str] = &[
-    "sessionKey",
-    "label",
-    "agentId",
-    "message",
-    "task",
-    "limit",
-    "kinds",
-    "activeMinutes",
-    "messageLimit",
-    "includeTools",
-    "timeoutSeconds",
-    "runTimeoutSeconds",
-    "model",
-    "cleanup",
-    "before",
-    "cursor",
-    "search",
+/// Each session tool with its own field names, which get arbitrary values (so decoding goes
+/// deep); a model's misspelling of one is among them, and must be refused naming it.
+const TOOLS: &[(&str, &[&str])] = &[
+    (
+        "sessions_list",
+        &[
+            "kinds",
+            "limit",
+            "activeMinutes",
+            "messageLimit",
+            "search",
+            "cursor",
+            "limt",
+        ],
+    ),
+    (
+        "sessions_history",
+        &[
+            "sessionKey",
+            "label",
+            "agentId",
+            "limit",
+            "includeTools",
+            "before",
+            "sesionKey",
+        ],
+    ),
+    (
+        "sessions_send",
+        &[
+            "sessionKey",
+            "label",
+            "agentId",
+            "message",
+            "timeoutSeconds",
+            "mesage",
+        ],
+    ),
+    (
+        "sessions_spawn",
+        &[
+            "task",
+            "label",
+            "agentId",
+            "model",
+            "runTimeoutSeconds",
+            "cleanup",
+            "tsak",
+        ],
+    ),
+    ("agents_list", &["agentid"]),
 ];
 
-/// Mostly objects of the tools' fields; sometimes any JSON (refused before the tool runs).
-fn args() -> impl Strategy<Value = Value> {
-    let value = switchboard_testkit::fuzz::json(KEYS, &["main", "*", "agent:main:x"], 3);
+/// Mostly objects of the tool's fields; sometimes any JSON (refused before the tool runs).
+fn args(keys: &'static [&'static str]) -> impl Strategy<Value = Value> {
+    let value = switchboard_testkit::fuzz::json(keys, &["main", "*", "agent:main:x"], 3);
     prop_oneof![
-        4 => switchboard_testkit::fuzz::object(KEYS, value.clone()),
+        4 => switchboard_testkit::fuzz::object(keys, value.clone()),
         1 => value,
     ]
 }
@@ -47,16 +79,10 @@ async fn any_arguments_to_any_session_tool_get_an_answer_that_says_what_was_wron
     let w = TestEngine::open(config).await;
     w.create("main").await;
     let mut runner = TestRunner::deterministic();
-    let strategy = args();
-    let tools = [
-        "sessions_list",
-        "sessions_history",
-        "sessions_send",
-        "sessions_spawn",
-        "agents_list",
-    ];
-    let (mut answered, mut refused) = (0, 0);
-    for tool in tools {
+    let (mut answered, mut refused, mut misspelt) = (0, 0, 0);
+    for &(tool, keys) in TOOLS {
+        let strategy = args(keys);
+        let typo = keys.last().copied().unwrap_or_default();
         for _ in 0..48 {
             let mut arguments = strategy.new_tree(&mut runner).unwrap().current();
             if tool == "sessions_send"
@@ -95,15 +121,23 @@ async fn any_arguments_to_any_session_tool_get_an_answer_that_says_what_was_wron
                     out.content
                 );
                 refused += 1;
+                if arguments.get(typo).is_some() && error.contains(&format!("`{typo}`")) {
+                    misspelt += 1;
+                }
             } else {
+                assert!(
+                    arguments.get(typo).is_none(),
+                    "{tool} {arguments}: the unknown field `{typo}` was taken: {}",
+                    out.content
+                );
                 answered += 1;
             }
         }
     }
     // The inputs reach both the tools' work and their refusals.
     assert!(
-        answered > 20 && refused > 20,
-        "{answered} answered, {refused} refused"
+        answered > 10 && refused > 20 && misspelt > 10,
+        "{answered} answered, {refused} refused ({misspelt} naming a misspelt field)"
     );
     tokio::time::timeout(GUARD, w.engine.runtime().idle())
         .await

@@ -261,9 +261,15 @@ async fn agents_list_names_itself_then_the_allow_list() {
             {"id": "ops", "configured": true, "tools": ["apply_patch", "cron", "edit", "message", "read", "session_status", "web_fetch", "write"]},
         ]})
     );
-    let some = h
-        .ok("agent:research:main", "agents_list", json!({"ignored": 1}))
+    // A field the tool does not take is refused, not dropped (SPEC §12).
+    let (_, error) = h
+        .fails("agent:research:main", "agents_list", json!({"ignored": 1}))
         .await;
+    assert!(
+        error.contains("unknown field `ignored`; no fields are accepted here"),
+        "{error}"
+    );
+    let some = h.ok("agent:research:main", "agents_list", json!({})).await;
     assert_eq!(
         some,
         json!({"requester": "research", "allowAny": false, "agents": [

@@ -176,7 +176,7 @@ async fn the_loopback_address_is_refused_by_default_and_nothing_is_sent() {
     )
     .await;
     assert!(
-        error_of(&unknown).contains("unknown field `method`, expected `url` or `maxChars`"),
+        error_of(&unknown).contains("unknown field `method`; accepted: `url`, `maxChars`"),
         "{}",
         unknown.content
     );

@@ -74,8 +74,12 @@ pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
             format!("parse error: the body is not JSON ({e}); {EXPECTED}"),
         )
     })?;
+    let initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
     let verdict = shape(value);
-    if verdict.is_err() && serde_json::from_slice::<ClientJsonRpcMessage>(body).is_ok() {
+    if verdict.is_err()
+        && !initialize
+        && serde_json::from_slice::<ClientJsonRpcMessage>(body).is_ok()
+    {
         // What MCP itself reads is never refused here, e.g. `"params": null` on a method rmcp
         // takes as a custom request.
         return Ok(());
@@ -113,6 +117,9 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
         ));
     }
     match (message.get("method"), message.get("params")) {
+        (Some(Value::String(method)), params) if method == "initialize" => {
+            initialize_params(params).map_err(|why| bad(INVALID_PARAMS, why))
+        }
         (Some(Value::String(_)), None | Some(Value::Object(_))) => Ok(()),
         (Some(Value::String(method)), Some(other)) => Err(bad(
             INVALID_PARAMS,
@@ -140,6 +147,49 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
                 "method: missing; a request or notification names its method, a response \
                  carries an id and a result or an error; {EXPECTED}"
             ),
+        )),
+    }
+}
+
+/// `initialize`'s params hold what MCP requires of them (left to rmcp, a missing one was
+/// answered "Session ID is required").
+fn initialize_params(params: Option<&Value>) -> Result<(), String> {
+    const SHAPE: &str = "{\"protocolVersion\": \"2025-06-18\", \"capabilities\": {}, \
+                         \"clientInfo\": {\"name\": \"…\", \"version\": \"…\"}}";
+    let fields = match params {
+        Some(Value::Object(fields)) => fields,
+        Some(other) => {
+            let got = kind_of(other);
+            return Err(format!(
+                "params of initialize: expected an object, got {got}"
+            ));
+        }
+        None => return Err(format!("params of initialize: missing; expected {SHAPE}")),
+    };
+    let wanted = [
+        (
+            "protocolVersion",
+            fields.get("protocolVersion").is_some_and(Value::is_string),
+        ),
+        (
+            "capabilities",
+            fields.get("capabilities").is_some_and(Value::is_object),
+        ),
+        (
+            "clientInfo",
+            fields.get("clientInfo").is_some_and(Value::is_object),
+        ),
+    ];
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(name, _)| *name)
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "params of initialize: {} missing or of the wrong type; expected {SHAPE}",
+            missing.join(", ")
         )),
     }
 }

@@ -197,6 +197,37 @@ fn refuse_unreachable(state: &ServerState, method: &str) -> Result<(), ErrorShap
     ))
 }
 
+/// Methods that take no params: a field given to them is refused like any unknown field (the
+/// reference's closed schemas say the same, after [`switchboard_protocol::reference_fields`]).
+const NO_PARAMS: &[&str] = &[
+    "agents.list",
+    "channels.status",
+    "cron.status",
+    "config.get",
+    "models.list",
+    "exec.approvals.list",
+];
+
+/// Methods whose params are not read, here or in the reference (which has no schema for them,
+/// so its clients may send anything): any params are accepted (docs/protocol.md).
+pub const ANY_PARAMS: &[&str] = &[
+    "health",
+    "status",
+    "system-presence",
+    "usage.cost",
+    "wake",
+    "last-heartbeat",
+    "exec.approval.list",
+    "plugin.approval.list",
+    "openclaw.approval.list",
+    "diagnostics.stability",
+    "doctor.memory.status",
+];
+
+/// The params of a method in [`NO_PARAMS`], or of an empty-state one not in [`ANY_PARAMS`].
+#[derive(serde::Deserialize)]
+struct NoParams {}
+
 async fn run(
     state: &ServerState,
     method: &str,
@@ -205,6 +236,10 @@ async fn run(
     gone: &CancellationToken,
 ) -> MethodResult {
     let engine = state.engine.as_ref();
+    let empty_state = switchboard_protocol::empty::METHODS.contains(&method);
+    if NO_PARAMS.contains(&method) || (empty_state && !ANY_PARAMS.contains(&method)) {
+        parse::<NoParams>(method, p.clone())?;
+    }
     match method {
         "health" => system::health(state).await,
         "channels.status" => system::channels(engine),
@@ -266,14 +301,24 @@ async fn run(
             ErrorCode::InvalidRequest,
             "connect: this connection is already connected",
         )),
-        other => Err(ErrorShape::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "unknown method: {other}; available: {}",
-                method_names().collect::<Vec<_>>().join(", ")
-            ),
-        )),
+        other => Err(unknown_method(other)),
     }
+}
+
+/// An unknown method, with the nearest known one; the whole list is where a client looks it up
+/// (the connect answer's `features.methods`), not in a message a person reads.
+fn unknown_method(name: &str) -> ErrorShape {
+    let near = switchboard_protocol::checked::closest(name, method_names())
+        .map(|m| format!("; did you mean {m}?"))
+        .unwrap_or_default();
+    ErrorShape::new(
+        ErrorCode::InvalidRequest,
+        format!(
+            "unknown method: {name}{near} ({} methods are answered here: the connect answer's \
+             features.methods lists them, docs/protocol.md describes them)",
+            method_names().count()
+        ),
+    )
 }
 
 /// Decodes params (absent or `null` = `{}`, otherwise an object), naming the offending field on

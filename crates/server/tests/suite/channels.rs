@@ -610,6 +610,13 @@ async fn bad_webhook_requests_get_a_clear_4xx_and_store_nothing() {
             Some(HOOK_TOKEN),
             json!({"text": "x"}).to_string(),
             400,
+            "unknown field `text`; accepted: `message`, `sessionKey`, `agentId`",
+        ),
+        (
+            "/hooks/agent",
+            Some(HOOK_TOKEN),
+            json!({"sessionKey": "main"}).to_string(),
+            400,
             "missing field `message`",
         ),
         // The hook door checks its token before the size: a stranger learns nothing more.

@@ -14,7 +14,7 @@ use super::mcp::INITIALIZE;
 use super::protocol::http;
 
 /// Agents `main` (the default) and `ops`.
-fn two_agents() -> Config {
+pub(super) fn two_agents() -> Config {
     let mut config = Config::default();
     config.agents.list = ["main", "ops"]
         .into_iter()
@@ -426,7 +426,7 @@ async fn mcp(gw: &TestGateway, path: &str, body: &str) -> super::harness::RawRes
 async fn mcp_refuses_an_unknown_acting_session_and_malformed_bodies_at_once() {
     let gw = TestGateway::start().await;
     // An acting session that does not exist is refused at initialize, not at the first call.
-    let answer = mcp(&gw, "/mcp?session=../../etc", INITIALIZE).await;
+    let answer = mcp(&gw, "/mcp?session=agent:main:nowhere", INITIALIZE).await;
     assert_eq!(answer.status, 404, "{}", answer.body);
     let error = &answer.json["error"];
     assert_eq!(
@@ -435,19 +435,25 @@ async fn mcp_refuses_an_unknown_acting_session_and_malformed_bodies_at_once() {
     );
     let message = error["message"].as_str().unwrap();
     assert!(
-        message.contains("Session not found: ../../etc")
+        message.contains("Session not found: agent:main:nowhere")
             && message.contains("which must exist")
             && message.contains("/mcp?session=KEY or the X-Switchboard-Session header"),
         "{message}"
     );
-    let answer = mcp(&gw, "/mcp?session=agent::x", INITIALIZE).await;
-    assert_eq!(answer.status, 400, "{}", answer.body);
-    let message = answer.json["error"]["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("the acting session (?session= or X-Switchboard-Session)")
-            && message.contains("accepted:"),
-        "{message}"
-    );
+    for (key, why) in [
+        ("agent::x", "empty segment"),
+        ("../../etc", "contains a path separator (U+002F)"),
+    ] {
+        let answer = mcp(&gw, &format!("/mcp?session={key}"), INITIALIZE).await;
+        assert_eq!(answer.status, 400, "{}", answer.body);
+        let message = answer.json["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the acting session (?session= or X-Switchboard-Session)")
+                && message.contains(why)
+                && message.contains("accepted:"),
+            "{message}"
+        );
+    }
     // Bodies that are not one JSON-RPC message: 400 with what is wrong, not 415.
     let cases = [
         ("{not json", -32700, "parse error: the body is not JSON"),

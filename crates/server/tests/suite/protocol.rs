@@ -211,9 +211,16 @@ async fn unknown_methods_and_bad_params_name_what_is_wrong() {
             .contains("unknown method: sessions.frobnicate")
     );
     assert!(
-        error.message.contains("sessions.list"),
-        "lists what is available: {}",
+        error.message.contains("features.methods lists them"),
+        "says where the methods are listed: {}",
         error.message
+    );
+    let near = gw.call_err("sessions.lst", json!({})).await;
+    assert!(
+        near.message
+            .starts_with("unknown method: sessions.lst; did you mean sessions.list? ("),
+        "{}",
+        near.message
     );
 
     let missing = gw.call_err("chat.history", json!({"limit": 5})).await;

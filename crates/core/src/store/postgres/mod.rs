@@ -95,16 +95,30 @@ struct Inner {
     last_error: Mutex<Option<String>>,
 }
 
+/// The URL read as [`PgStore::open`] reads it before it connects: its `sslmode`, its
+/// `sslrootcert` and the rest of it (`config check` runs this, so a URL the gateway would refuse
+/// at start fails the check). The message never repeats the URL (it may hold a password).
+pub fn check_url(url: &str) -> Result<(), StoreError> {
+    let (config, tls) = read_url(url)?;
+    drop(config);
+    tls.connector().map(drop)
+}
+
+fn read_url(url: &str) -> Result<(tokio_postgres::Config, tls::Tls), StoreError> {
+    let (url, tls) = tls::split(url)?;
+    let config = url.parse().map_err(|e| {
+        StoreError::Backend(format!(
+            "the PostgreSQL url is not usable ({e}); give postgres://user:password@host:port/database"
+        ))
+    })?;
+    Ok((config, tls))
+}
+
 impl PgStore {
     /// Connects, creates or upgrades the schema, and answers the store. Times written come
     /// from `clock`.
     pub async fn open(options: &PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
-        let (url, tls) = tls::split(&options.url)?;
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
-            StoreError::Backend(format!(
-                "the PostgreSQL url is not usable ({e}); give postgres://user:password@host:port/database"
-            ))
-        })?;
+        let (mut config, tls) = read_url(&options.url)?;
         config.options(format!("-c search_path={}", options.schema));
         config.application_name("switchboard");
         config.connect_timeout(Duration::from_secs(10));

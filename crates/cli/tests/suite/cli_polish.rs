@@ -292,3 +292,32 @@ fn a_busy_port_is_said_once_with_what_to_do() {
     );
     assert_eq!(stderr.matches("in use").count(), 1, "said once: {stderr}");
 }
+
+/// The misuse corpus's CLI cases (crates/server/tests/corpus/misuse.jsonl, door `cli`): each
+/// command fails, and says what was wrong in the command's own terms.
+#[test]
+fn the_cli_cases_of_the_misuse_corpus_are_refused_naming_what_was_wrong() {
+    const CORPUS: &str = include_str!("../../../server/tests/corpus/misuse.jsonl");
+    let home = tempfile::tempdir().unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let mut ran = 0;
+    for line in CORPUS.lines().filter(|l| l.contains(r#""door": "cli""#)) {
+        let case: Value = serde_json::from_str(line).unwrap();
+        let argv: Vec<&str> = case["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let out = run(home.path(), &gateway.url, &argv);
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{argv:?} succeeded: {stdout}");
+        for name in case["names"].as_array().unwrap() {
+            let name = name.as_str().unwrap();
+            assert!(stderr.contains(name), "{argv:?}: no {name:?} in {stderr}");
+        }
+        ran += 1;
+    }
+    assert!(ran >= 5, "{ran} CLI cases");
+    gateway.stop();
+}

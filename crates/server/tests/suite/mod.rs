@@ -11,6 +11,7 @@ mod hygiene;
 mod input_errors;
 mod mcp;
 mod metrics;
+mod misuse;
 mod policy;
 mod protocol;
 mod reference;

@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde_json::Value;
 use switchboard_core::error::http_status;
 use switchboard_core::store::StoreState;
 use switchboard_protocol::agents::LivenessResult;
@@ -38,11 +37,14 @@ pub(crate) fn failure(status: StatusCode, code: ErrorCode, message: String) -> R
 
 /// The token of an `Authorization: Bearer <token>` header.
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
+    // The scheme is read in any case (`bearer`), as HTTP says (RFC 7235 §2.1).
+    let value = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .trim_start();
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Whether the body is declared JSON (`application/json`, parameters such as a charset allowed):
@@ -142,19 +144,23 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<RpcRequest, String> {
     let text = std::str::from_utf8(body).map_err(|e| {
         format!("body is not a request (not UTF-8: {e}); expected {{\"method\": \"…\", \"params\": {{…}}}}")
     })?;
-    switchboard_protocol::strict::value(text)
-        .and_then(|value| match value {
-            Value::Object(_) => serde_json::from_value::<RpcRequest>(value),
-            other => Err(serde::de::Error::custom(format!(
-                "a JSON object, not {}",
-                switchboard_protocol::decode::kind_of(&other)
-            ))),
-        })
-        .map_err(|e| {
-            format!(
-                "body is not a request ({e}); expected {{\"method\": \"…\", \"params\": {{…}}}}"
-            )
-        })
+    let expected = "expected {\"method\": \"…\", \"params\": {…}}";
+    let value = switchboard_protocol::strict::value(text)
+        .map_err(|e| format!("body is not a request ({e}); {expected}"))?;
+    if !value.is_object() {
+        let kind = switchboard_protocol::decode::kind_of(&value);
+        return Err(format!(
+            "body is not a request (a JSON object, not {kind}); {expected}"
+        ));
+    }
+    // A field beside `method` and `params` is refused, as in params (SPEC §12).
+    switchboard_protocol::checked::from_value::<RpcRequest>(&value).map_err(|refusal| {
+        format!(
+            "body is not a request ({}{}); {expected}",
+            refusal.message,
+            refusal.at()
+        )
+    })
 }
 
 /// Liveness without authentication: no counts, nothing about sessions.

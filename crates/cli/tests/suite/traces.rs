@@ -3,7 +3,8 @@
 //! receiver (the protobuf decoded with the OpenTelemetry project's definitions) as one trace
 //! whose spans are each other's parents and children, the model calls with OpenTelemetry's
 //! GenAI attributes. A sender's `traceparent` is honoured on every HTTP door, `/mcp`'s tool
-//! calls included.
+//! calls included. The token counts' type (`int`) is checked in process, on the span the
+//! tracing layer hands its exporter: the receiver reads every attribute as text.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -591,4 +592,105 @@ async fn a_tool_called_through_mcp_and_the_run_it_starts_are_in_the_requests_tra
     }
     client.close().await;
     gateway.stop();
+}
+
+/// A span exporter that keeps what it is handed.
+#[derive(Debug, Clone, Default)]
+struct Kept(Arc<Mutex<Vec<opentelemetry_sdk::trace::SpanData>>>);
+
+impl opentelemetry_sdk::trace::SpanExporter for Kept {
+    async fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+/// A model that answers "ok" with 12 tokens in and 7 out.
+struct Counted;
+
+impl switchboard_core::runtime::providers::Provider for Counted {
+    fn id(&self) -> &str {
+        "counted"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a switchboard_core::runtime::providers::ModelRequest,
+        _events: switchboard_core::runtime::providers::EventSink<'a>,
+    ) -> switchboard_core::runtime::providers::ProviderFuture<'a> {
+        use switchboard_protocol::message::{ContentBlock, Usage};
+        Box::pin(async {
+            Ok(switchboard_core::runtime::providers::ModelResponse {
+                content: vec![ContentBlock::Text { text: "ok".into() }],
+                usage: Usage {
+                    input: 12,
+                    output: 7,
+                    total_tokens: 19,
+                    ..Usage::default()
+                },
+                stop_reason: Default::default(),
+            })
+        })
+    }
+}
+
+// OpenTelemetry GenAI semantic conventions (attribute registry, `gen_ai`):
+// `gen_ai.usage.input_tokens` "int — The number of tokens used in the GenAI input (prompt)",
+// `gen_ai.usage.output_tokens` "int — The number of tokens used in the GenAI response
+// (completion)". The receiver above reads every attribute as text, so the type is checked here,
+// on the span as the tracing layer the gateway uses hands it to the exporter (OTLP writes an
+// `I64` as `intValue`, a string as `stringValue`): found exported as strings, since
+// tracing-opentelemetry turns a `u64` into text.
+#[tokio::test]
+async fn a_model_call_s_token_counts_are_exported_as_integers() {
+    use opentelemetry::trace::TracerProvider as _;
+    use switchboard_core::runtime::providers::{ModelRequest, RetryPolicy, complete_with_retries};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let kept = Kept::default();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(kept.clone())
+        .build();
+    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("traces-test"));
+    let subscriber = tracing_subscriber::registry().with(layer);
+    let request = ModelRequest {
+        model: "m".into(),
+        system: String::new(),
+        messages: Vec::new(),
+        tools: Vec::new(),
+        max_tokens: None,
+        thinking: Default::default(),
+    };
+    {
+        // The test's runtime runs on this thread: the subscriber sees the whole call.
+        let _default = tracing::subscriber::set_default(subscriber);
+        complete_with_retries(&Counted, &request, &|_| {}, &RetryPolicy::default())
+            .await
+            .unwrap();
+    }
+    provider.force_flush().unwrap();
+    let spans = kept.0.lock().unwrap().clone();
+    let call = spans
+        .iter()
+        .find(|s| s.name == "chat m")
+        .unwrap_or_else(|| panic!("no model call span: {spans:#?}"));
+    let attr = |key: &str| {
+        call.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.clone())
+    };
+    assert_eq!(
+        (
+            attr("gen_ai.usage.input_tokens"),
+            attr("gen_ai.usage.output_tokens")
+        ),
+        (
+            Some(opentelemetry::Value::I64(12)),
+            Some(opentelemetry::Value::I64(7))
+        )
+    );
 }

@@ -2,8 +2,10 @@
 //! task is a run of the agent in a session. A conversation (`contextId`) is the session
 //! `agent:<agentId>:a2a:<contextId>` (created by its first message); a task is the run its
 //! message started (task id = run id), its state the run's, its reply an artifact and the final
-//! status's message (`task.rs`). Push-notification configs are stored with the task, and every
-//! push goes through the outbox (`push.rs`).
+//! status's message (`task.rs`), its history the client's message and that final message
+//! (`history.rs`). Push-notification configs are stored with the task, and every push goes
+//! through the outbox (`push.rs`). What A2A requires of a request's values is checked before
+//! anything is stored (`checks.rs`); `ListTasks` is `list.rs`.
 //!
 //! Durable as the rest: a task is acknowledged only once its run is committed; the push config
 //! named in `SendMessage` and the `SUBMITTED` push commit with it, and the end push commits with
@@ -14,7 +16,10 @@
 //! (the server's `a2a` module does), or decide what becomes of a reply beyond the push.
 
 mod card;
+mod checks;
 mod configs;
+mod history;
+mod list;
 pub mod push;
 mod stream;
 pub mod task;
@@ -23,9 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_protocol::a2a::{
-    A2aError, A2aErrorCode, GetTaskRequest, ListTasksRequest, ListTasksResponse,
-    SendMessageRequest, StreamResponse, Task, TaskIdRequest, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    A2aError, A2aErrorCode, GetTaskRequest, SendMessageRequest, StreamResponse, Task,
+    TaskIdRequest, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use switchboard_protocol::delivery::DeliveryKind;
 use switchboard_protocol::sessions::DeliveryContext;
@@ -42,16 +46,13 @@ use crate::keys::SessionKey;
 use crate::resolve::Resolver;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunEvent, RunRequest, Runtime};
-use crate::store::{RunQuery, RunRecord, Store, StoreError, WriteOp, iso8601};
+use crate::store::{RunRecord, Store, StoreError, WriteOp, iso8601};
 use push::PUSH_CHANNEL;
 use task::{context_of, key_prefix, task_of};
 
 /// An answer of this component, or the A2A error to send.
 pub type A2aResult<T> = Result<T, A2aError>;
 
-/// `ListTasks`' page size when none is asked, and the largest.
-const DEFAULT_PAGE: usize = 50;
-const MAX_PAGE: usize = 100;
 /// How long `CancelTask` waits for the run to record its end.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
 /// The longest context id taken (it becomes part of a session key).
@@ -62,6 +63,9 @@ const MAX_CONTEXT_ID: usize = 128;
 pub struct Submitted {
     pub task: Task,
     pub run_id: RunId,
+    /// How many of the task's most recent history messages the answer carries
+    /// (`configuration.historyLength`; `None`: all), for [`A2aTasks::finished`].
+    pub history: Option<usize>,
 }
 
 /// What the A2A tasks component is built from.
@@ -116,19 +120,10 @@ impl A2aTasks {
     /// `SUBMITTED` push, when one is named) is committed.
     pub async fn send(&self, agent: &str, req: SendMessageRequest) -> A2aResult<Submitted> {
         let message = req.message;
-        if message.message_id.trim().is_empty() {
-            return Err(invalid_params(
-                "message.messageId is required: a unique id for this message (a repeat of the \
-                 same id is the same message, answered with its task)",
-            ));
-        }
-        let Some(text) = message.text().filter(|t| !t.trim().is_empty()) else {
-            return Err(A2aError::new(
-                A2aErrorCode::ContentTypeNotSupported,
-                "the message has no text: send parts with text ({\"text\": \"…\"}); this agent \
-                 reads text parts only (raw, url and data parts are not read)",
-            ));
-        };
+        let text = checks::message_text(&message)?;
+        let configuration = req.configuration.unwrap_or_default();
+        let history =
+            checks::history_length("configuration.historyLength", configuration.history_length)?;
         if let Some(task_id) = message.task_id.as_deref().filter(|t| !t.is_empty()) {
             return Err(self.continuation(agent, task_id).await);
         }
@@ -147,10 +142,11 @@ impl A2aTasks {
             kind: DeliveryKind::A2aPush,
             route: Some(push_route(&run_id)),
         });
-        let config = req
-            .configuration
-            .and_then(|c| c.task_push_notification_config);
-        if let Some(config) = config {
+        let first = history::first(&message, run_id.as_str(), &context_id);
+        request
+            .commit_with
+            .push(history::save(&first, run_id.as_str())?);
+        if let Some(config) = configuration.task_push_notification_config {
             let config = configs::checked_config(config, run_id.as_str())?;
             request
                 .commit_with
@@ -164,16 +160,21 @@ impl A2aTasks {
         // A new task is answered as it was acknowledged (its run may have started since: the
         // stream tells that next); a repeated message's task as it stands.
         let task = match accepted.deduplicated {
-            false => submitted_task(&accepted.run_id, &context_id, accepted.accepted_at),
+            false => Task {
+                history: history::cut(vec![first], history),
+                ..submitted_task(&accepted.run_id, &context_id, accepted.accepted_at)
+            },
             true => {
                 let record = self.record(&accepted.run_id).await?;
                 let context = context_of(agent, &record.session_key).unwrap_or(&context_id);
-                task_of(&record, context)
+                let task = task_of(&record, context);
+                history::with_history(self.store.as_ref(), task, history).await?
             }
         };
         Ok(Submitted {
             task,
             run_id: accepted.run_id,
+            history,
         })
     }
 
@@ -287,22 +288,25 @@ impl A2aTasks {
             })
     }
 
-    /// The task once its run ended (`SendMessage` without `returnImmediately`).
-    pub async fn finished(&self, agent: &str, run_id: &RunId) -> A2aResult<Task> {
+    /// The task once its run ended (`SendMessage` without `returnImmediately`), with the
+    /// history [`Submitted::history`] asks for.
+    pub async fn finished(&self, agent: &str, sent: &Submitted) -> A2aResult<Task> {
         let outcome = self
             .runtime
-            .wait(run_id, Duration::MAX)
+            .wait(&sent.run_id, Duration::MAX)
             .await
             .map_err(core_error)?;
         let record = outcome.record;
         let context = context_of(agent, &record.session_key).unwrap_or_default();
-        Ok(task_of(&record, context))
+        history::with_history(self.store.as_ref(), task_of(&record, context), sent.history).await
     }
 
-    /// `GetTask`.
+    /// `GetTask`: the task with the last `historyLength` messages of its history (all when
+    /// unset).
     pub async fn get(&self, agent: &str, req: GetTaskRequest) -> A2aResult<Task> {
+        let history = checks::history_length("historyLength", req.history_length)?;
         let (record, context) = self.task_record(agent, &req.id).await?;
-        Ok(task_of(&record, &context))
+        history::with_history(self.store.as_ref(), task_of(&record, &context), history).await
     }
 
     /// `CancelTask`: aborts the run (queued or running) and answers the task once its end is
@@ -330,80 +334,6 @@ impl A2aTasks {
             .await
             .map_err(core_error)?;
         Ok(task_of(&outcome.record, &context))
-    }
-
-    /// `ListTasks`: the agent's tasks (of one conversation, with `contextId`), newest first,
-    /// a page at a time; the state filter is applied before the page is cut.
-    pub async fn list(&self, agent: &str, req: ListTasksRequest) -> A2aResult<ListTasksResponse> {
-        let page = match req.page_size {
-            None | Some(0) => DEFAULT_PAGE,
-            Some(n) if n < 0 => {
-                return Err(invalid_params(format!(
-                    "pageSize {n}: give 1 to {MAX_PAGE}, or leave it out for {DEFAULT_PAGE}"
-                )));
-            }
-            Some(n) => (n as usize).min(MAX_PAGE),
-        };
-        if req.status_timestamp_after.is_some() {
-            return Err(invalid_params(
-                "statusTimestampAfter is not supported here: filter by contextId or status, \
-                 and page with pageToken",
-            ));
-        }
-        let (key, prefix) = match req.context_id.as_deref().filter(|c| !c.is_empty()) {
-            Some(context) => (self.context_key(agent, context)?.into_string(), false),
-            None => (key_prefix(agent), true),
-        };
-        let mut before = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
-            Some(token) => Some(decode_token(token)?),
-            None => None,
-        };
-        let mut found: Vec<RunRecord> = Vec::new();
-        // Read until the page is full (and one more shows whether a next page exists) or the
-        // runs are exhausted: filtering after a cut page would answer short pages.
-        loop {
-            let query = RunQuery {
-                key: key.clone(),
-                prefix,
-                before: before.clone(),
-                limit: page + 1,
-            };
-            let runs = self.store.list_runs(query).await.map_err(store_error)?;
-            let exhausted = runs.len() <= page;
-            before = runs
-                .last()
-                .map(|r| (r.created_at, r.run_id.as_str().to_string()));
-            found.extend(runs.into_iter().filter(|r| {
-                req.status.is_none_or(|s| s == task::state_of(r))
-                    && context_of(agent, &r.session_key).is_some()
-            }));
-            if found.len() > page || exhausted {
-                break;
-            }
-        }
-        let more = found.len() > page;
-        found.truncate(page);
-        let next_page_token = match (more, found.last()) {
-            (true, Some(last)) => format!("{}:{}", last.created_at, last.run_id),
-            _ => String::new(),
-        };
-        let with_artifacts = req.include_artifacts.unwrap_or(false);
-        let tasks: Vec<Task> = found
-            .iter()
-            .map(|r| {
-                let mut task = task_of(r, context_of(agent, &r.session_key).unwrap_or_default());
-                if !with_artifacts {
-                    task.artifacts.clear();
-                }
-                task
-            })
-            .collect();
-        Ok(ListTasksResponse {
-            total_size: tasks.len() as i32,
-            page_size: page as i32,
-            tasks,
-            next_page_token,
-        })
     }
 
     /// `SubscribeToTask`: the task now, then its events until it ends; a task that already
@@ -481,20 +411,6 @@ fn push_route(run_id: &RunId) -> DeliveryContext {
         account_id: None,
         thread_id: None,
     }
-}
-
-/// A page token: `<createdAt>:<taskId>` of the previous page's last task.
-fn decode_token(token: &str) -> A2aResult<(i64, String)> {
-    token
-        .split_once(':')
-        .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
-        .filter(|(_, id)| !id.is_empty())
-        .ok_or_else(|| {
-            invalid_params(format!(
-                "pageToken {token:?} is not one this agent gave: pass the nextPageToken of the \
-                 previous ListTasks answer, or none for the first page"
-            ))
-        })
 }
 
 /// A state as a caller reads it (`completed`).

@@ -7,8 +7,10 @@
 //! Python, `@a2a-js/sdk` 1.3.0 for JavaScript) read and write it: camelCase fields, enums as
 //! `TASK_STATE_*` / `ROLE_*` strings, a part's content as one of `text`, `raw`, `url`, `data`,
 //! and a stream or push event as an object with one of `task`, `message`, `statusUpdate`,
-//! `artifactUpdate`. Fields left at their default are omitted on output, as that mapping does;
-//! on input, unknown fields are ignored so a newer client's additions do not break a call.
+//! `artifactUpdate`. Fields left at their default are omitted on output, as that mapping does.
+//! On input, params are read through `crate::checked` like every door's (SPEC §12): an unknown
+//! field is refused naming the nearest known one, where A2A 1.0 §5.7 says implementations
+//! "SHOULD ignore unrecognized fields" (docs/a2a.md says so).
 
 mod card;
 mod rpc;
@@ -24,7 +26,8 @@ pub use rpc::{A2aError, A2aErrorCode, JsonRpcRequest, JsonRpcResponse, Method};
 
 /// The protocol version this gateway speaks.
 pub const A2A_VERSION: &str = "1.0";
-/// The header a client names the protocol version in (absent means 0.3, the protocol says).
+/// The service parameter a client names the protocol version in: a header, or a query
+/// parameter of the URL (A2A 1.0 §3.6.1); absent means 0.3, the protocol says.
 pub const VERSION_HEADER: &str = "A2A-Version";
 /// The header a push notification carries the config's token in.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
@@ -264,7 +267,8 @@ pub struct SendMessageConfiguration {
     pub accepted_output_modes: Vec<String>,
     /// Push this task's updates there.
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
-    /// At most this many messages of the task's history in the answer.
+    /// At most this many of the task's most recent history messages in the answer (not
+    /// negative; 0: none; all when left out).
     pub history_length: Option<i32>,
     /// Answer once the task is stored instead of when it ends.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -289,10 +293,12 @@ pub struct SendMessageRequest {
 pub struct GetTaskRequest {
     pub tenant: Option<String>,
     pub id: String,
+    /// At most this many of the task's most recent history messages (not negative; 0: none;
+    /// all when left out).
     pub history_length: Option<i32>,
 }
 
-/// `ListTasks` params: newest first, `pageSize` (default 50, at most 100) a page.
+/// `ListTasks` params: newest first, `pageSize` (1 to 100; 50 when left out) a page.
 #[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -302,9 +308,12 @@ pub struct ListTasksRequest {
     pub context_id: Option<String>,
     /// Only tasks in this state.
     pub status: Option<TaskState>,
+    /// 1 to 100; 50 when left out.
     pub page_size: Option<i32>,
     /// The previous page's `nextPageToken`.
     pub page_token: Option<String>,
+    /// At most this many of each task's most recent history messages (not negative); none
+    /// when left out.
     pub history_length: Option<i32>,
     pub status_timestamp_after: Option<String>,
     pub include_artifacts: Option<bool>,
@@ -318,7 +327,7 @@ pub struct ListTasksResponse {
     /// Empty on the last page.
     pub next_page_token: String,
     pub page_size: i32,
-    /// The tasks on this page (the total is not counted).
+    /// Every task that matches the request's filters, on this page and the others.
     pub total_size: i32,
 }
 

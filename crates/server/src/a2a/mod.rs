@@ -9,8 +9,10 @@
 //! passes the same checks as `/rpc` and `/mcp`, in this order, each refusal a JSON-RPC error
 //! with the A2A code and a message that says what is accepted, and nothing stored: the gateway
 //! token (401), the content type (415), the body within `gateway.maxPayloadBytes` and the body
-//! timeout, JSON (-32700), a JSON-RPC 2.0 request (-32600), the `A2A-Version` header (1.0;
-//! -32009), the method (-32601), its params (-32602).
+//! timeout, JSON (-32700), a JSON-RPC 2.0 request (-32600), the `A2A-Version` header or query
+//! parameter (1.x; -32009), the method (-32601), the agent in the path (404), its params and
+//! what A2A requires of their values (-32602). A notification (no `id` member) is never
+//! answered with a JSON-RPC response: `204 No Content` (`404` for an unknown agent).
 
 pub(crate) mod rpc;
 

@@ -1,13 +1,15 @@
 //! `POST /a2a/<agentId>`: one JSON-RPC request of A2A 1.0, checked in the module doc's order,
 //! answered as JSON or, for `SendStreamingMessage` and `SubscribeToTask`, as an SSE stream of
-//! JSON-RPC answers under the request's id.
+//! JSON-RPC answers under the request's id. A notification (a request without `id`) is done
+//! and not answered: `204 No Content`, no body (JSON-RPC 2.0 §4.1).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,17 +27,31 @@ use super::{error_response, refusal};
 use crate::ServerState;
 use crate::admission::{self, Pending};
 
-/// A checked request: its id, method and params.
+/// A checked request: its id, method and params, and whether it is a notification (it has no
+/// `id` member; `"id": null` is an id).
 pub(crate) struct Call {
     pub(crate) id: Value,
     pub(crate) method: Method,
     pub(crate) params: Option<Value>,
+    pub(crate) notification: bool,
 }
+
+/// A request refused: the error to answer under `id`, unless the request was a notification,
+/// which is never answered.
+struct Refused {
+    id: Value,
+    error: A2aError,
+    notification: bool,
+}
+
+/// The URL's query parameters, in order.
+type QueryPairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
 /// The handler.
 pub(super) async fn call(
     State(state): State<Arc<ServerState>>,
     Path(agent): Path<String>,
+    query: QueryPairs,
     pending: Option<Extension<Pending>>,
     headers: HeaderMap,
     body: Body,
@@ -63,14 +79,27 @@ pub(super) async fn call(
         Ok(body) => body,
         Err(e) => return e.refusal("/a2a"),
     };
-    let call = match check(&body, &headers) {
+    let version = query
+        .as_ref()
+        .ok()
+        .and_then(|Query(pairs)| query_version(pairs));
+    let call = match read(&body, &headers, version) {
         Ok(call) => call,
-        Err((id, error)) => return error_response(StatusCode::OK, id, error),
+        Err(refused) if refused.notification => {
+            tracing::debug!(error = %refused.error, "an A2A notification was refused (not answered)");
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        Err(refused) => return error_response(StatusCode::OK, refused.id, refused.error),
     };
     let agent = match state.engine.a2a().agent(&agent) {
         Ok(agent) => agent,
+        Err(_) if call.notification => return StatusCode::NOT_FOUND.into_response(),
         Err(e) => return error_response(StatusCode::NOT_FOUND, call.id, e),
     };
+    if call.notification {
+        notify(&state, &agent, call).await;
+        return StatusCode::NO_CONTENT.into_response();
+    }
     if call.method.streams() {
         return stream(state, agent, call).await;
     }
@@ -85,9 +114,24 @@ pub(super) async fn call(
     }
 }
 
-/// The body as a JSON-RPC 2.0 request of a known method, in a version this gateway speaks;
-/// otherwise the error, under the request's id when it has one.
+/// The body as a JSON-RPC 2.0 request of a known method, in a version this gateway speaks (the
+/// `A2A-Version` header); otherwise the error, under the request's id when it has one.
 pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2aError)> {
+    read(body, headers, None).map_err(|refused| (refused.id, refused.error))
+}
+
+/// The `A2A-Version` query parameter (its name read case-insensitively, as every service
+/// parameter's, A2A 1.0 §3.2.6), if the URL has one.
+fn query_version(pairs: &[(String, String)]) -> Option<&str> {
+    pairs
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(VERSION_HEADER))
+        .map(|(_, value)| value.as_str())
+}
+
+/// [`check`], the version also taken from the URL's query (`query_version`) when no header
+/// names one, and a refused notification told apart.
+fn read(body: &[u8], headers: &HeaderMap, query_version: Option<&str>) -> Result<Call, Refused> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         let error = A2aError::new(
             A2aErrorCode::ParseError,
@@ -96,7 +140,11 @@ pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2
                  {{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"SendMessage\", \"params\": {{…}}}}"
             ),
         );
-        (Value::Null, error)
+        Refused {
+            id: Value::Null,
+            error,
+            notification: false,
+        }
     })?;
     let given = match &value {
         Value::Object(map) => map.get("id").cloned().unwrap_or(Value::Null),
@@ -112,10 +160,11 @@ pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2
              \"method\": \"SendMessage\", \"params\": {{…}}}} (one request; batches are not \
              taken)"
         );
-        (
-            id.clone(),
-            A2aError::new(A2aErrorCode::InvalidRequest, message),
-        )
+        Refused {
+            id: id.clone(),
+            error: A2aError::new(A2aErrorCode::InvalidRequest, message),
+            notification: false,
+        }
     };
     let Value::Object(map) = &value else {
         return Err(invalid(format!(
@@ -132,46 +181,75 @@ pub(crate) fn check(body: &[u8], headers: &HeaderMap) -> Result<Call, (Value, A2
     let Some(name) = map.get("method").and_then(Value::as_str) else {
         return Err(invalid("\"method\" is missing or not a string".into()));
     };
-    check_version(headers).map_err(|e| (id.clone(), e))?;
+    // A valid request without an `id` member is a notification: whatever becomes of it, it is
+    // not answered (JSON-RPC 2.0 §4.1).
+    let notification = !map.contains_key("id");
+    let refused = |error| Refused {
+        id: id.clone(),
+        error,
+        notification,
+    };
+    check_version(headers, query_version).map_err(refused)?;
     let Some(method) = Method::parse(name) else {
         let known: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
-        let error = A2aError::new(
+        return Err(refused(A2aError::new(
             A2aErrorCode::MethodNotFound,
             format!(
                 "unknown method {name:?}; this agent speaks A2A 1.0: {}",
                 known.join(", ")
             ),
-        );
-        return Err((id, error));
+        )));
     };
     Ok(Call {
         method,
         params: map.get("params").cloned(),
         id,
+        notification,
     })
 }
 
-/// The `A2A-Version` header names 1.x (a request without one is 0.3's, the protocol says).
-fn check_version(headers: &HeaderMap) -> Result<(), A2aError> {
+/// The `A2A-Version` header (else the query parameter) names 1.x (a request without either is
+/// 0.3's, the protocol says).
+fn check_version(headers: &HeaderMap, query_version: Option<&str>) -> Result<(), A2aError> {
     let given = headers
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
-        .filter(|v| !v.is_empty());
+        .filter(|v| !v.is_empty())
+        .or_else(|| query_version.map(str::trim).filter(|v| !v.is_empty()));
     let major = given.and_then(|v| v.split('.').next());
     if major == Some("1") {
         return Ok(());
     }
     let asked = match given {
         Some(v) => format!("A2A version {v:?}"),
-        None => "no A2A-Version header (read as A2A 0.3)".to_string(),
+        None => "no A2A-Version header or query parameter (read as A2A 0.3)".to_string(),
     };
     Err(A2aError::new(
         A2aErrorCode::VersionNotSupported,
         format!(
-            "{asked} is not spoken here: this agent speaks A2A {A2A_VERSION}; send the header {VERSION_HEADER}: {A2A_VERSION}"
+            "{asked} is not spoken here: this agent speaks A2A {A2A_VERSION}; send the header \
+             {VERSION_HEADER}: {A2A_VERSION} (or ?{VERSION_HEADER}={A2A_VERSION} in the URL)"
         ),
     ))
+}
+
+/// A notification: done as the request would be, its answer dropped. A message starts its task
+/// and the door returns once it is stored, as with `returnImmediately` (nobody reads a stream or
+/// waits for the end); `SubscribeToTask` has nothing to do.
+async fn notify(state: &ServerState, agent: &str, call: Call) {
+    let method = call.method;
+    let done = match method {
+        Method::SendMessage | Method::SendStreamingMessage => match params(&call) {
+            Ok(request) => state.engine.a2a().send(agent, request).await.map(drop),
+            Err(e) => Err(e),
+        },
+        Method::SubscribeToTask => Ok(()),
+        _ => answer(state, agent, call).await.map(drop),
+    };
+    if let Err(error) = done {
+        tracing::debug!(method = method.as_str(), %error, "an A2A notification was refused (not answered)");
+    }
 }
 
 /// A method's params, decoded; what is wrong with them, named, when they do not fit.
@@ -231,7 +309,7 @@ async fn send(state: &ServerState, agent: &str, call: &Call) -> A2aResult<Value>
         return to_value(SendMessageResponse::Task(sent.task));
     }
     let task = tokio::select! {
-        task = tasks.finished(agent, &sent.run_id) => task?,
+        task = tasks.finished(agent, &sent) => task?,
         () = state.stop.cancelled() => sent.task,
     };
     to_value(SendMessageResponse::Task(task))

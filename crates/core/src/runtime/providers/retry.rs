@@ -57,8 +57,16 @@ pub async fn complete_with_retries(
         crate::measure::model_called(provider.id(), &request.model, outcome, started.elapsed());
         match &result {
             Ok(response) => {
-                span.record("gen_ai.usage.input_tokens", response.usage.input);
-                span.record("gen_ai.usage.output_tokens", response.usage.output);
+                // As i64: tracing-opentelemetry exports a u64 as text, and OpenTelemetry's
+                // GenAI conventions type the token counts `int`.
+                span.record(
+                    "gen_ai.usage.input_tokens",
+                    token_count(response.usage.input),
+                );
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    token_count(response.usage.output),
+                );
             }
             Err(_) => {
                 span.record("error.type", outcome);
@@ -81,6 +89,11 @@ pub async fn complete_with_retries(
             Err(error) => return Err(error),
         }
     }
+}
+
+/// A token count as a span records it: an `i64` (an OTLP int), the largest for a count beyond.
+fn token_count(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
 }
 
 /// One model call's span, with OpenTelemetry's GenAI attributes (`chat <model>`); the token

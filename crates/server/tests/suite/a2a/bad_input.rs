@@ -9,7 +9,7 @@ use super::super::harness::TestGateway;
 use super::{post, rpc};
 
 /// The error's code and whether its message says `hint`.
-fn error(body: &Value, hint: &str) -> i64 {
+pub(super) fn error(body: &Value, hint: &str) -> i64 {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(hint), "{hint:?} not in {body}");
     assert!(body.get("result").is_none(), "{body}");
@@ -17,7 +17,7 @@ fn error(body: &Value, hint: &str) -> i64 {
 }
 
 /// Nothing of the refused calls was stored: no A2A session, no run.
-async fn nothing_stored(gateway: &TestGateway) {
+pub(super) async fn nothing_stored(gateway: &TestGateway) {
     let store = gateway.engine.store();
     let query = RunQuery {
         key: "agent:".into(),
@@ -113,7 +113,10 @@ async fn a_version_other_than_1_is_refused_saying_which_is_spoken() {
     let token = format!("Bearer {}", super::super::harness::TOKEN);
     let (_, body) = post(&gateway, "main", &call, &[("authorization", &token)]).await;
     assert_eq!(
-        error(&body, "no A2A-Version header (read as A2A 0.3)"),
+        error(
+            &body,
+            "no A2A-Version header or query parameter (read as A2A 0.3)"
+        ),
         -32009
     );
     let (_, body) = post(

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchboard_fuzz::{pick, round_trip, says};
+use switchboard_fuzz::{pick, refusal_of, round_trip, says};
 use switchboard_protocol::decode::params;
 use switchboard_protocol::{
     ErrorCode, chat, cron, delivery, exchanges, frames, overview, pairing, runs, sessions, tools,
@@ -18,9 +18,10 @@ fn check<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
     method: &str,
     value: Option<Value>,
 ) {
-    match params::<T>(method, value) {
+    match params::<T>(method, value.clone()) {
         Ok(decoded) => round_trip(&decoded, |json| params::<T>(method, Some(json))),
         Err(error) => {
+            refusal_of(&error.message, &value.unwrap_or_default());
             assert_eq!(error.code, ErrorCode::InvalidRequest);
             assert!(
                 error.message.starts_with(&format!("{method}: ")),

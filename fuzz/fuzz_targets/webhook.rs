@@ -7,14 +7,17 @@
 use libfuzzer_sys::fuzz_target;
 use switchboard_core::CoreError;
 use switchboard_core::channels::webhook::{fuzz_hook, fuzz_inbound};
-use switchboard_fuzz::{pick, round_trip, says};
+use switchboard_fuzz::{json, pick, refusal_of, round_trip, says};
 
 /// The promise of both doors' errors: `Invalid`, naming the field at fault (`chatId: …`) or
 /// the shape that is expected.
-fn refused(e: CoreError) {
+fn refused(e: CoreError, body: &[u8]) {
     const FIELDS: &[&str] = &["expected", "from: ", "chatType: ", "chatId: ", "text: "];
     match e {
-        CoreError::Invalid(message) => says(&message, FIELDS),
+        CoreError::Invalid(message) => {
+            says(&message, FIELDS);
+            refusal_of(&message, &json(body).unwrap_or_default());
+        }
         other => panic!("a body is refused as invalid, not {other:?}"),
     }
 }
@@ -24,12 +27,12 @@ fuzz_target!(|data: &[u8]| {
     if door == 0 {
         match fuzz_inbound(body) {
             Ok(payload) => round_trip(&payload, |json| fuzz_inbound(json.to_string().as_bytes())),
-            Err(e) => refused(e),
+            Err(e) => refused(e, body),
         }
     } else {
         match fuzz_hook(body) {
             Ok(params) => round_trip(&params, |json| fuzz_hook(json.to_string().as_bytes())),
-            Err(e) => refused(e),
+            Err(e) => refused(e, body),
         }
     }
 });

@@ -25,6 +25,54 @@ pub fn says(message: &str, any_of: &[&str]) {
     );
 }
 
+/// The misuse rule's promises for a refusal of `input` (SPEC §12): no Rust type name in the
+/// message, and an unknown field it names is one the input holds.
+pub fn refusal_of(message: &str, input: &Value) {
+    let mut keys = Vec::new();
+    keys_of(input, &mut keys);
+    // What the caller wrote may be quoted back, and may hold any word.
+    let mut own = message.to_string();
+    let mut texts = Vec::new();
+    texts_of(input, &mut texts);
+    for text in keys.iter().chain(texts.iter()).filter(|t| !t.is_empty()) {
+        own = own.replace(&format!("{text:?}"), "").replace(text, "");
+    }
+    for rust in ["struct ", "enum ", "Params", "usize", "Option<", "Vec<"] {
+        assert!(!own.contains(rust), "a Rust word {rust:?} in: {message}");
+    }
+    if message.contains("unknown field `") {
+        assert!(
+            keys.iter()
+                .any(|k| message.contains(&format!("unknown field `{k}`"))),
+            "the unknown field named is none of the input's keys {keys:?}: {message}"
+        );
+    }
+}
+
+/// Every string in `value`, at any depth.
+fn texts_of<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Object(map) => map.values().for_each(|inner| texts_of(inner, out)),
+        Value::Array(items) => items.iter().for_each(|item| texts_of(item, out)),
+        _ => {}
+    }
+}
+
+/// Every object key in `value`, at any depth.
+fn keys_of<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                out.push(key);
+                keys_of(inner, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| keys_of(item, out)),
+        _ => {}
+    }
+}
+
 /// The words of serde_json's message for bytes that are not JSON, or not the expected shape:
 /// its position (`at line 1 column 7`) when it read the bytes.
 pub const POSITION: &[&str] = &["line ", "column "];

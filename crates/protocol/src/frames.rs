@@ -13,15 +13,36 @@ pub enum Frame {
     Event(EventFrame),
 }
 
-/// A client's request: `{"type":"req","id","method","params"}`.
+/// A client's request: `{"type":"req","id","method","params"}`. Any other field is refused
+/// (SPEC §12) but the two the reference's frame schema allows besides, which are accepted and
+/// not used (docs/protocol.md).
 #[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestFrame {
     pub id: String,
     pub method: String,
     /// A repeated key anywhere in it is refused (`crate::strict`).
     #[serde(deserialize_with = "crate::strict::params")]
     pub params: Option<Value>,
+    /// The reference's W3C trace context of the request: a trace here starts at the door.
+    #[serde(default, skip_serializing)]
+    pub traceparent: crate::checked::Ignored,
+    /// The reference's guard on its profile: there are no profiles here.
+    #[serde(default, skip_serializing, rename = "expectedProfileId")]
+    pub expected_profile_id: crate::checked::Ignored,
+}
+
+impl RequestFrame {
+    pub fn new(id: impl Into<String>, method: impl Into<String>, params: Option<Value>) -> Self {
+        Self {
+            id: id.into(),
+            method: method.into(),
+            params,
+            traceparent: crate::checked::Ignored,
+            expected_profile_id: crate::checked::Ignored,
+        }
+    }
 }
 
 /// The answer to one request, carrying the request's id.
@@ -220,6 +241,7 @@ pub struct ConnectChallenge {
 
 /// `POST /rpc` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RpcRequest {
     pub method: String,
     /// A repeated key anywhere in it is refused (`crate::strict`).
@@ -249,11 +271,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             req,
-            Frame::Req(RequestFrame {
-                id: "1".into(),
-                method: "sessions.list".into(),
-                params: Some(json!({"limit": 5}))
-            })
+            Frame::Req(RequestFrame::new(
+                "1",
+                "sessions.list",
+                Some(json!({"limit": 5}))
+            ))
         );
         let res = Frame::Res(ResponseFrame::err(
             "1",

@@ -102,11 +102,7 @@ impl GatewayClient {
     ) -> Result<String, ClientError> {
         self.next_id += 1;
         let id = format!("c{}", self.next_id);
-        let frame = Frame::Req(RequestFrame {
-            id: id.clone(),
-            method: method.to_string(),
-            params: Some(params),
-        });
+        let frame = Frame::Req(RequestFrame::new(id.clone(), method, Some(params)));
         let text = serde_json::to_string(&frame)
             .map_err(|e| ClientError::Protocol(format!("could not encode the request: {e}")))?;
         self.send_text(text).await?;

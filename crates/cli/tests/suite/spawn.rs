@@ -138,7 +138,7 @@ fn a_refused_spawn_fails_with_the_tools_error_and_creates_nothing() {
     assert!(!refused.status.success());
     assert_eq!(
         text(&refused.stderr).trim(),
-        "forbidden: agentId is not allowed for sessions_spawn (allowed: main)"
+        "forbidden: agentId \"research\" is not allowed for sessions_spawn (allowed: main)"
     );
     assert_eq!(text(&refused.stdout), "");
     // With --json the raw result is printed, and the exit code still says it failed.

@@ -52,6 +52,17 @@ impl Channel for Webhook {
         })
     }
 
+    /// A named account must be configured: a send to one that is not is refused, not stored
+    /// to fail at each attempt.
+    fn check_account(&self, account_id: Option<&str>) -> Result<(), String> {
+        match account_id {
+            Some(id) => account(&self.config, id)
+                .map(drop)
+                .map_err(|e| format!("accountId: {e}")),
+            None => Ok(()),
+        }
+    }
+
     fn status(&self) -> Option<ChannelStatus> {
         let webhook = &self.config.channels.webhook;
         let accounts = webhook.accounts.keys().map(|id| AccountStatus {

@@ -30,7 +30,13 @@ impl Sessions {
             // A valid key that names no session yet has an empty history (the reference's answer,
             // which its clients expect); nothing is created. An unknown sessionId stays an error.
             Err(CoreError::NotFound(_)) if !keys::looks_like_session_id(p.session_key.trim()) => {
-                let key = self.resolver.canonical(&p.session_key, agent_id)?;
+                // …of an agent that is configured (`agentId` and the key's own).
+                let key = match agent_id {
+                    Some(_) => self.resolver.caller_key(&p.session_key, agent_id)?,
+                    None => self
+                        .resolver
+                        .configured_key(self.resolver.canonical(&p.session_key, None)?)?,
+                };
                 return Ok(ChatHistoryResult {
                     session_key: key.display().to_string(),
                     session_id: None,

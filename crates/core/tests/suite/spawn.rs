@@ -395,7 +395,7 @@ async fn refused_spawns_create_nothing_and_say_why() {
     assert_eq!(ops["status"], "forbidden");
     assert_eq!(
         ops["error"],
-        "agentId is not allowed for sessions_spawn (allowed: main, research)"
+        "agentId \"ops\" is not allowed for sessions_spawn (allowed: main, research)"
     );
     let model = w.spawn(json!({"task": "x", "model": "nope/m"})).await;
     assert_eq!(model["status"], "error");

@@ -552,6 +552,20 @@ mod tests {
     }
 
     #[test]
+    fn a_field_a_frame_does_not_have_is_refused_and_the_references_two_are_taken() {
+        let text = r#"{"type":"req","id":"3","method":"health","colour":1}"#;
+        let (id, e) = parse_request(text).unwrap_err();
+        assert_eq!((id.as_str(), e.code), ("3", ErrorCode::InvalidRequest));
+        assert!(
+            e.message.contains("unknown field `colour`"),
+            "{}",
+            e.message
+        );
+        let text = r#"{"type":"req","id":"4","method":"health","traceparent":"00-x","expectedProfileId":"p"}"#;
+        assert_eq!(parse_request(text).unwrap().method, "health");
+    }
+
+    #[test]
     fn an_array_of_a_frames_fields_is_not_a_frame() {
         let (_, e) = parse_request(r#"["req","1","health"]"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidRequest);

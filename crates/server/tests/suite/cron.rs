@@ -221,11 +221,11 @@ async fn bad_cron_params_are_invalid_requests_and_nothing_is_stored() {
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0]["message"], "x");
 
-    let unknown = gw.call_err("cron.frobnicate", json!({})).await;
+    let unknown = gw.call_err("cron.udpate", json!({})).await;
     assert!(
         unknown
             .message
-            .contains("cron.add, cron.get, cron.list, cron.status, cron.update, cron.remove"),
+            .starts_with("unknown method: cron.udpate; did you mean cron.update?"),
         "{}",
         unknown.message
     );

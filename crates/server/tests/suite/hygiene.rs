@@ -153,7 +153,8 @@ async fn bodies_are_refused_before_they_are_read() {
             .contains("text/event-stream")
     );
     // The limit is maxPayloadBytes, not a fixed 2 MiB: a 3 MiB request is served.
-    let body = json!({"method": "health", "pad": "x".repeat(3 * 1024 * 1024)}).to_string();
+    let body = json!({"method": "health", "params": {"pad": "x".repeat(3 * 1024 * 1024)}});
+    let body = body.to_string();
     let request = format!("{}{body}", post_head("/rpc", TOKEN, body.len()));
     let request = request.replace("HTTP/1.1\r\n", "HTTP/1.1\r\nConnection: close\r\n");
     let res = raw_http(gw.addr, &request).await;

@@ -100,7 +100,7 @@ impl SessionsSpawn {
             let mut allowed = vec![caller.id.clone()];
             allowed.extend(caller.allow_agents.iter().cloned());
             return Err(ToolFailure::forbidden(format!(
-                "agentId is not allowed for sessions_spawn (allowed: {})",
+                "agentId {agent_id:?} is not allowed for sessions_spawn (allowed: {})",
                 allowed.join(", ")
             )));
         }

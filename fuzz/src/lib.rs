@@ -31,16 +31,27 @@ pub fn refusal_of(message: &str, input: &Value) {
     let mut keys = Vec::new();
     keys_of(input, &mut keys);
     // What the caller wrote may be quoted back, and may hold any word.
-    let mut own = message.to_string();
     let mut texts = Vec::new();
     texts_of(input, &mut texts);
-    for text in keys.iter().chain(texts.iter()).filter(|t| !t.is_empty()) {
-        own = own.replace(&format!("{text:?}"), "").replace(text, "");
-    }
+    let without = |message: &str, quoted: &[&str]| {
+        let mut own = message.to_string();
+        for text in quoted.iter().filter(|t| !t.is_empty()) {
+            let json = serde_json::to_string(text).unwrap_or_default();
+            own = own
+                .replace(&json, "")
+                .replace(&format!("{text:?}"), "")
+                .replace(text, "");
+        }
+        own
+    };
+    let ours = without(message, &texts);
+    let mut quoted = keys.clone();
+    quoted.extend(&texts);
+    let own = without(message, &quoted);
     for rust in ["struct ", "enum ", "Params", "usize", "Option<", "Vec<"] {
         assert!(!own.contains(rust), "a Rust word {rust:?} in: {message}");
     }
-    if message.contains("unknown field `") {
+    if ours.contains("unknown field `") {
         assert!(
             keys.iter()
                 .any(|k| message.contains(&format!("unknown field `{k}`"))),

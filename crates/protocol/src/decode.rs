@@ -53,8 +53,38 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// serde's message with Rust's type names replaced by what they are on the wire.
+/// serde's message with Rust's type names replaced by what they are on the wire. What it
+/// quotes of the caller's input (`"…"` strings, `` `…` `` field names) is left as it was: a field
+/// named `expected u64` is named so.
 pub fn explain(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut plain = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '"' && c != '`' {
+            plain.push(c);
+            continue;
+        }
+        out.push_str(&explain_plain(&std::mem::take(&mut plain)));
+        out.push(c);
+        // The quoted text, to its closing mark (a `\"` inside a string does not close it).
+        while let Some(q) = chars.next() {
+            out.push(q);
+            if q == '\\' && c == '"' {
+                if let Some(escaped) = chars.next() {
+                    out.push(escaped);
+                }
+            } else if q == c {
+                break;
+            }
+        }
+    }
+    out.push_str(&explain_plain(&plain));
+    out
+}
+
+/// [`explain`] of text that quotes nothing.
+fn explain_plain(message: &str) -> String {
     const OBJECTS: [&str; 3] = [
         "struct ",
         "internally tagged enum ",
@@ -187,5 +217,9 @@ mod tests {
             "expected an object here"
         );
         assert_eq!(explain("expected u64x"), "expected u64x");
+        assert_eq!(
+            explain("unknown field `fedexpected f32`; expected u64 \"expected i64\\\" x\""),
+            "unknown field `fedexpected f32`; expected a whole number ≥ 0 \"expected i64\\\" x\""
+        );
     }
 }

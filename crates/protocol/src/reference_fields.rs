@@ -294,7 +294,6 @@ pub const ACCEPTED: &[Accepted] = &[
         fields: &[
             "provider",
             "replyTo",
-            "sessionId",
             "expectedExistingSessionId",
             "thinking",
             "replyChannel",

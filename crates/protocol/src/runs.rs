@@ -48,7 +48,12 @@ pub struct ChatAttachment {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentParams {
+    /// Absent or empty: `sessionId`'s session, else the agent's main session (as the
+    /// reference's `openclaw agent --agent` and `--session-id`).
+    #[serde(default)]
     pub session_key: String,
+    /// A session by its id (or key), when `sessionKey` is not given.
+    pub session_id: Option<String>,
     pub message: String,
     pub idempotency_key: Option<String>,
     pub extra_system_prompt: Option<String>,

@@ -157,7 +157,16 @@ impl Sessions {
             })?,
         };
         let agent_id = p.agent_id.as_deref();
-        let key = self.resolver.target_key(&p.session_key, agent_id).await?;
+        let by_id = p
+            .session_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty());
+        let session = match p.session_key.trim() {
+            "" => by_id.unwrap_or("main"),
+            given => given,
+        };
+        let key = self.resolver.target_key(session, agent_id).await?;
         let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("agent", &p.message)?;
         if let Some(model) = &p.model {

@@ -14,6 +14,8 @@ use switchboard_core::config::{
     ChatType, Config, SendAction, SendPolicyMatch, SendPolicyRule, WebhookAccount,
 };
 
+use switchboard_protocol::ErrorCode;
+
 use super::harness::{TOKEN, TestGateway};
 
 const ACCOUNT_TOKEN: &str = "acme-secret";
@@ -396,21 +398,23 @@ async fn send_is_idempotent_and_names_what_it_cannot_do() {
         "{}",
         e.message
     );
-    // A webhook account that does not exist fails permanently, with the reason recorded.
+    // A webhook account that does not exist is refused at once, naming the ones there are,
+    // and nothing is stored to fail later.
     let bad = gw
-        .call(
+        .call_err(
             "send",
             json!({"channel": "webhook", "accountId": "nope", "to": "x", "message": "hi", "idempotencyKey": "b"}),
         )
         .await;
-    let records = deliveries_until(&gw, json!({"status": "failed"}), |r| r.len() == 1).await;
-    assert_eq!(records[0]["id"], bad["id"]);
-    assert!(
-        records[0]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("unknown webhook account \"nope\"")
+    assert_eq!(bad.code, ErrorCode::InvalidRequest);
+    assert_eq!(
+        bad.message,
+        "send: accountId: unknown webhook account \"nope\" (configured: acme)"
     );
+    let failed = gw
+        .call("deliveries.list", json!({"status": "failed"}))
+        .await;
+    assert_eq!(failed["deliveries"], json!([]), "{failed}");
     gw.stop().await;
 }
 

@@ -310,6 +310,28 @@ async fn agent_over_http_rpc_answers_the_outcome() {
     gw.stop().await;
 }
 
+/// `openclaw agent --agent main` sends no `sessionKey`, `--session-id` a `sessionId`: the
+/// agent's main session, and the session that id names.
+#[tokio::test]
+async fn agent_without_a_session_key_runs_in_the_main_session_or_the_one_its_id_names() {
+    let gw = TestGateway::start().await;
+    let main = gw
+        .call("agent", json!({"message": "@reply hi", "agentId": "main"}))
+        .await;
+    assert_eq!(main["sessionKey"], "agent:main:main", "{main}");
+    gw.call("sessions.create", json!({"key": "agent:main:desk"}))
+        .await;
+    let desk = gw
+        .call("sessions.resolve", json!({"key": "agent:main:desk"}))
+        .await;
+    let id = desk["sessionId"].as_str().unwrap().to_string();
+    let by_id = gw
+        .call("agent", json!({"message": "@reply there", "sessionId": id}))
+        .await;
+    assert_eq!(by_id["sessionKey"], "agent:main:desk", "{by_id}");
+    gw.stop().await;
+}
+
 #[tokio::test]
 async fn run_events_go_only_to_subscribed_clients() {
     let gw = TestGateway::start().await;

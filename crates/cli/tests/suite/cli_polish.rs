@@ -309,7 +309,16 @@ fn the_cli_cases_of_the_misuse_corpus_are_refused_naming_what_was_wrong() {
             .iter()
             .map(|a| a.as_str().unwrap())
             .collect();
-        let out = run(home.path(), &gateway.url, &argv);
+        // A case with a config runs in a state dir of its own holding it (`config check`).
+        let own = tempfile::tempdir().unwrap();
+        let home = match case["config"].as_str() {
+            Some(text) => {
+                std::fs::write(own.path().join("config.json5"), text).unwrap();
+                own.path()
+            }
+            None => home.path(),
+        };
+        let out = run(home, &gateway.url, &argv);
         let (stdout, stderr) = text(&out);
         assert!(!out.status.success(), "{argv:?} succeeded: {stdout}");
         for name in case["names"].as_array().unwrap() {

@@ -53,6 +53,8 @@ struct Said {
     status: Option<u16>,
     code: Value,
     message: String,
+    /// The whole answer (HTTP doors), for the cases that expect one (`expect`).
+    answer: Value,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +71,11 @@ async fn every_case_of_the_corpus_is_refused_naming_what_was_wrong() {
     let cases = cases();
     let mut by_door = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();
+    let mut task = String::new();
     for (line, case) in &cases {
+        // `$task`: the task the last case that saved one made.
+        let case =
+            &serde_json::from_str::<Value>(&case.to_string().replace("$task", &task)).unwrap();
         let door = case["door"].as_str().unwrap_or_default();
         let said = match door {
             "ws" => ws(&mut client, case).await,
@@ -82,6 +88,12 @@ async fn every_case_of_the_corpus_is_refused_naming_what_was_wrong() {
             other => panic!("misuse.jsonl line {line}: no door {other:?}"),
         };
         wrong.extend(check(*line, case, &said));
+        if case["save"] == "task" {
+            task = said.answer["result"]["task"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
         *by_door.entry(door.to_string()).or_default() += 1;
     }
     assert!(
@@ -180,6 +192,16 @@ fn check(line: usize, case: &Value, said: &Said) -> Vec<String> {
             wrong.push(format!("{place}: does not name {name:?}: {}", said.message));
         }
     }
+    for pair in case["expect"].as_array().into_iter().flatten() {
+        let (path, want) = (pair[0].as_str().unwrap_or_default(), &pair[1]);
+        let got = at(&said.answer, path);
+        if &got != want {
+            wrong.push(format!(
+                "{place}: {path} is {got}, not {want}: {}",
+                said.answer
+            ));
+        }
+    }
     for name in case["not"].as_array().into_iter().flatten() {
         let name = name.as_str().unwrap_or_default();
         if said.message.contains(name) {
@@ -189,6 +211,19 @@ fn check(line: usize, case: &Value, said: &Said) -> Vec<String> {
     wrong
 }
 
+/// The value at a dotted `path` of `answer`; a last segment `len` is the length of an array
+/// (0 when the field is absent).
+fn at(answer: &Value, path: &str) -> Value {
+    let mut node = answer;
+    for segment in path.split('.') {
+        if segment == "len" {
+            return json!(node.as_array().map_or(0, Vec::len));
+        }
+        node = &node[segment];
+    }
+    node.clone()
+}
+
 async fn ws(client: &mut GatewayClient, case: &Value) -> Said {
     let method = case["method"].as_str().unwrap();
     match client.request(method, case["params"].clone()).await {
@@ -196,11 +231,13 @@ async fn ws(client: &mut GatewayClient, case: &Value) -> Said {
             status: None,
             code: json!(e.code),
             message: e.message,
+            answer: Value::Null,
         },
         other => Said {
             status: None,
             code: json!("ANSWERED"),
             message: format!("{other:?}"),
+            answer: Value::Null,
         },
     }
 }
@@ -229,8 +266,9 @@ async fn http(gw: &TestGateway, case: &Value) -> Said {
         Some("none") => None,
         _ => Some(TOKEN),
     };
+    let scheme = case["scheme"].as_str().unwrap_or("Bearer");
     let mut headers: Vec<(&str, String)> = token
-        .map(|t| ("Authorization", format!("Bearer {t}")))
+        .map(|t| ("Authorization", format!("{scheme} {t}")))
         .into_iter()
         .collect();
     for (name, value) in case["headers"].as_object().into_iter().flatten() {
@@ -269,6 +307,7 @@ fn refusal_of(answer: super::harness::RawResponse) -> Said {
         message: error["message"]
             .as_str()
             .map_or_else(|| answer.body.clone(), str::to_string),
+        answer: answer.json,
     }
 }
 
@@ -280,11 +319,13 @@ async fn tool(client: &mut GatewayClient, case: &Value) -> Said {
             status: None,
             code: json!(e.code),
             message: e.message,
+            answer: Value::Null,
         },
         Ok(result) => Said {
             status: None,
             code: json!("TOOL_ERROR"),
             message: result.to_string(),
+            answer: Value::Null,
         },
         Err(e) => panic!("{case}: {e}"),
     }
@@ -308,6 +349,7 @@ fn config_text(case: &Value) -> Said {
         status: None,
         code: Value::Null,
         message,
+        answer: Value::Null,
     }
 }
 
@@ -322,5 +364,6 @@ fn store_url(case: &Value) -> Said {
         status: None,
         code: Value::Null,
         message,
+        answer: Value::Null,
     }
 }

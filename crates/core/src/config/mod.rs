@@ -15,6 +15,7 @@
 //! naturally; `docs/configuration.md` lists every setting and the decisions the spec left open.
 
 mod a2a;
+mod agent_refs;
 mod chat;
 mod choices;
 mod discord;

@@ -185,6 +185,7 @@ pub(crate) fn validate(
     check.delivery(config);
     check.store(&config.store);
     check.observability(&mut config.observability);
+    check.agent_refs(config);
     check.problems
 }
 

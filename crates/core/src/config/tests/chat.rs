@@ -78,7 +78,8 @@ fn a_value_of_the_wrong_type_says_what_the_setting_takes() {
 
 #[test]
 fn an_account_takes_every_access_setting_it_leaves_out_from_the_channel() {
-    let text = r#"{ channels: { discord: { enabled: true, botToken: "t", groupAllowFrom: ["1"],
+    let text = r#"{ agents: { list: [{ id: "main" }, { id: "ops" }] },
+      channels: { discord: { enabled: true, botToken: "t", groupAllowFrom: ["1"],
         allowBots: true, textChunkLimit: 900, channels: { "*": {} },
         accounts: { ops: { botToken: "u", dmPolicy: "open", agentId: "Ops",
           channels: { "9": { requireMention: false } } } } } } }"#;

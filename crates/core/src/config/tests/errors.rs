@@ -344,7 +344,8 @@ fn an_enabled_slack_app_with_both_tokens_is_accepted() {
 
 #[test]
 fn a_slack_account_takes_the_channels_settings_it_leaves_out() {
-    let text = r#"{ channels: { slack: { enabled: true, dmPolicy: "open", owners: ["U1"],
+    let text = r#"{ agents: { list: [{ id: "main" }, { id: "ops" }] },
+      channels: { slack: { enabled: true, dmPolicy: "open", owners: ["U1"],
         accounts: { ops: { botToken: "xoxb-ops", appToken: "xapp-ops", agentId: "Ops", requireMention: false },
                     off: { enabled: false } } } } }"#;
     let loaded = load(text).unwrap_or_else(|err| panic!("{err}"));

@@ -104,6 +104,14 @@ impl SessionsSpawn {
                 allowed.join(", ")
             )));
         }
+        // Allowed ("*") is not configured: a sub-agent of nobody's would run on the defaults.
+        let configured = config.agent_ids();
+        if !configured.contains(&agent_id) {
+            return Err(ToolFailure::error(format!(
+                "agentId {agent_id:?} is not a configured agent (configured: {})",
+                configured.join(", ")
+            )));
+        }
         let agent = config.agent(&agent_id);
         let model = p
             .model

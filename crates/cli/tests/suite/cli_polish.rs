@@ -303,11 +303,17 @@ fn the_cli_cases_of_the_misuse_corpus_are_refused_naming_what_was_wrong() {
     let mut ran = 0;
     for line in CORPUS.lines().filter(|l| l.contains(r#""door": "cli""#)) {
         let case: Value = serde_json::from_str(line).unwrap();
+        // `$busy_port`: a port something already listens on.
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let busy_port = busy.local_addr().unwrap().port().to_string();
         let argv: Vec<&str> = case["argv"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|a| a.as_str().unwrap())
+            .map(|a| match a.as_str().unwrap() {
+                "$busy_port" => busy_port.as_str(),
+                other => other,
+            })
             .collect();
         // A case with a config runs in a state dir of its own holding it (`config check`).
         let own = tempfile::tempdir().unwrap();

@@ -278,7 +278,30 @@ async fn http(gw: &TestGateway, case: &Value) -> Said {
         ));
     }
     let path = case["path"].as_str().unwrap();
+    if let Some(chunks) = case["chunks"].as_u64() {
+        return refusal_of(post_chunked(gw, path, &headers, chunks).await);
+    }
     refusal_of(post(gw, path, &headers, &body).await)
+}
+
+/// `chunks` chunks of 512 KiB, sent without a length (`Transfer-Encoding: chunked`).
+async fn post_chunked(
+    gw: &TestGateway,
+    path: &str,
+    headers: &[(&str, String)],
+    chunks: u64,
+) -> super::harness::RawResponse {
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let chunk = format!("{:x}\r\n{}\r\n", 512 * 1024, "x".repeat(512 * 1024));
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{extra}\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{}0\r\n\r\n",
+        chunk.repeat(chunks as usize)
+    );
+    raw_http(gw.addr, &request).await
 }
 
 async fn post(

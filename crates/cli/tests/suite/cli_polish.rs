@@ -334,5 +334,20 @@ fn the_cli_cases_of_the_misuse_corpus_are_refused_naming_what_was_wrong() {
         ran += 1;
     }
     assert!(ran >= 5, "{ran} CLI cases");
+    // The `trace` case: token counts leave in the OTLP export as integers, not text.
+    assert!(CORPUS.lines().any(|l| l.contains(r#""door": "trace""#)));
+    let counts = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(super::traces::token_counts());
+    assert_eq!(
+        counts,
+        (
+            Some(opentelemetry::Value::I64(12)),
+            Some(opentelemetry::Value::I64(7))
+        ),
+        "gen_ai.usage.*_tokens are integers"
+    );
     gateway.stop();
 }

@@ -549,8 +549,14 @@ pub fn strip(method: &str, params: &mut Map<String, Value>) {
     let Some(accepted) = ACCEPTED.iter().find(|a| a.method == method) else {
         return;
     };
-    for path in accepted.fields {
-        remove(params, path);
+    // The params hold a few fields, the list many: each field given is looked up in the list,
+    // and a nested path is followed only where its object was given.
+    params.retain(|key, _| !accepted.fields.contains(&key.as_str()));
+    for path in accepted.fields.iter().filter(|p| p.contains('.')) {
+        let head = path.split(['.', '[']).next().unwrap_or_default();
+        if params.contains_key(head) {
+            remove(params, path);
+        }
     }
 }
 

@@ -151,45 +151,24 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
     }
 }
 
-/// `initialize`'s params hold what MCP requires of them (left to rmcp, a missing one was
-/// answered "Session ID is required").
+/// `initialize`'s params hold what MCP requires of them, read as rmcp reads an initialize
+/// (left to rmcp, one it cannot read is taken for a request of another kind, answered "Session
+/// ID is required").
 fn initialize_params(params: Option<&Value>) -> Result<(), String> {
     const SHAPE: &str = "{\"protocolVersion\": \"2025-06-18\", \"capabilities\": {}, \
                          \"clientInfo\": {\"name\": \"…\", \"version\": \"…\"}}";
-    let fields = match params {
-        Some(Value::Object(fields)) => fields,
-        Some(other) => {
-            let got = kind_of(other);
-            return Err(format!(
-                "params of initialize: expected an object, got {got}"
-            ));
-        }
-        None => return Err(format!("params of initialize: missing; expected {SHAPE}")),
+    let Some(params) = params else {
+        return Err(format!("params of initialize: missing; expected {SHAPE}"));
     };
-    let wanted = [
-        (
-            "protocolVersion",
-            fields.get("protocolVersion").is_some_and(Value::is_string),
-        ),
-        (
-            "capabilities",
-            fields.get("capabilities").is_some_and(Value::is_object),
-        ),
-        (
-            "clientInfo",
-            fields.get("clientInfo").is_some_and(Value::is_object),
-        ),
-    ];
-    let missing: Vec<&str> = wanted
-        .iter()
-        .filter(|(_, ok)| !ok)
-        .map(|(name, _)| *name)
-        .collect();
-    match missing.is_empty() {
-        true => Ok(()),
-        false => Err(format!(
-            "params of initialize: {} missing or of the wrong type; expected {SHAPE}",
-            missing.join(", ")
+    match serde_json::from_value::<rmcp::model::InitializeRequestParams>(params.clone()) {
+        Ok(_) => Ok(()),
+        Err(_) if !params.is_object() => Err(format!(
+            "params of initialize: expected an object, got {}; expected {SHAPE}",
+            kind_of(params)
+        )),
+        Err(e) => Err(format!(
+            "params of initialize: {}; expected {SHAPE}",
+            switchboard_protocol::decode::explain(&e.to_string())
         )),
     }
 }

@@ -9,8 +9,8 @@ use switchboard_fuzz::says;
 use switchboard_server::fuzzing::mcp_body;
 
 fuzz_target!(|data: &[u8]| {
-    // rmcp takes an `initialize` it cannot read as one for a request of another kind; MCP
-    // does not read it, and the check refuses it naming what initialize needs.
+    // rmcp takes an `initialize` request it cannot read as one for a request of another kind;
+    // MCP does not read it, and the check refuses it naming what initialize needs.
     let mcp_reads = match serde_json::from_slice::<ClientJsonRpcMessage>(data) {
         Ok(JsonRpcMessage::Request(r)) => {
             !matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "initialize")

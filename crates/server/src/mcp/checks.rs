@@ -74,7 +74,8 @@ pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
             format!("parse error: the body is not JSON ({e}); {EXPECTED}"),
         )
     })?;
-    let initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
+    let initialize = value.get("method").and_then(Value::as_str) == Some("initialize")
+        && matches!(value.get("id"), Some(Value::String(_) | Value::Number(_)));
     let verdict = shape(value);
     if verdict.is_err()
         && !initialize
@@ -117,7 +118,11 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
         ));
     }
     match (message.get("method"), message.get("params")) {
-        (Some(Value::String(method)), params) if method == "initialize" => {
+        // An initialize request (one with an id; a notification of that name is MCP's to read).
+        (Some(Value::String(method)), params)
+            if method == "initialize"
+                && matches!(message.get("id"), Some(Value::String(_) | Value::Number(_))) =>
+        {
             initialize_params(params).map_err(|why| bad(INVALID_PARAMS, why))
         }
         (Some(Value::String(_)), None | Some(Value::Object(_))) => Ok(()),

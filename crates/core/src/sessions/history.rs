@@ -31,12 +31,7 @@ impl Sessions {
             // which its clients expect); nothing is created. An unknown sessionId stays an error.
             Err(CoreError::NotFound(_)) if !keys::looks_like_session_id(p.session_key.trim()) => {
                 // …of an agent that is configured (`agentId` and the key's own).
-                let key = match agent_id {
-                    Some(_) => self.resolver.caller_key(&p.session_key, agent_id)?,
-                    None => self
-                        .resolver
-                        .configured_key(self.resolver.canonical(&p.session_key, None)?)?,
-                };
+                let key = self.resolver.caller_key(&p.session_key, agent_id)?;
                 return Ok(ChatHistoryResult {
                     session_key: key.display().to_string(),
                     session_id: None,

@@ -74,9 +74,8 @@ pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
             format!("parse error: the body is not JSON ({e}); {EXPECTED}"),
         )
     })?;
-    let initialize = value.get("method").and_then(Value::as_str) == Some("initialize")
-        && matches!(value.get("id"), Some(Value::String(_) | Value::Number(_)));
-    let verdict = shape(value);
+    let initialize = is_initialize_request(&value);
+    let verdict = shape(value, initialize);
     if verdict.is_err()
         && !initialize
         && serde_json::from_slice::<ClientJsonRpcMessage>(body).is_ok()
@@ -89,7 +88,7 @@ pub(crate) fn json_rpc_body(body: &[u8]) -> Result<(), Rejection> {
 }
 
 /// Whether `value` has the shape of one JSON-RPC 2.0 message; if not, the code and what is wrong.
-fn shape(value: Value) -> Result<(), (i64, String)> {
+fn shape(value: Value, initialize: bool) -> Result<(), (i64, String)> {
     let bad = |code: i64, message: String| (code, message);
     let message = match value {
         Value::Object(map) => map,
@@ -118,11 +117,7 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
         ));
     }
     match (message.get("method"), message.get("params")) {
-        // An initialize request (one with an id; a notification of that name is MCP's to read).
-        (Some(Value::String(method)), params)
-            if method == "initialize"
-                && matches!(message.get("id"), Some(Value::String(_) | Value::Number(_))) =>
-        {
+        (Some(Value::String(_)), params) if initialize => {
             initialize_params(params).map_err(|why| bad(INVALID_PARAMS, why))
         }
         (Some(Value::String(_)), None | Some(Value::Object(_))) => Ok(()),
@@ -154,6 +149,13 @@ fn shape(value: Value) -> Result<(), (i64, String)> {
             ),
         )),
     }
+}
+
+/// Whether `message` is an initialize request: one with an id (a notification of that name is
+/// MCP's to read).
+fn is_initialize_request(message: &Value) -> bool {
+    message.get("method").and_then(Value::as_str) == Some("initialize")
+        && matches!(message.get("id"), Some(Value::String(_) | Value::Number(_)))
 }
 
 /// `initialize`'s params hold what MCP requires of them, read as rmcp reads an initialize

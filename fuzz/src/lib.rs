@@ -51,10 +51,13 @@ pub fn refusal_of(message: &str, input: &Value) {
     for rust in ["struct ", "enum ", "Params", "usize", "Option<", "Vec<"] {
         assert!(!own.contains(rust), "a Rust word {rust:?} in: {message}");
     }
-    if ours.contains("unknown field `") {
+    if ours.contains("unknown field `") || ours.contains("unknown field \"") {
+        let named = |k: &&str| {
+            let quoted = switchboard_protocol::checked::quoted(k);
+            message.contains(&format!("unknown field {quoted}"))
+        };
         assert!(
-            keys.iter()
-                .any(|k| message.contains(&format!("unknown field `{k}`"))),
+            keys.iter().any(named),
             "the unknown field named is none of the input's keys {keys:?}: {message}"
         );
     }

@@ -57,9 +57,20 @@ impl<'de> Deserialize<'de> for Ignored {
     }
 }
 
+/// A field name the caller wrote, as the message quotes it: `` `name` ``, or as a JSON string
+/// when the name holds a backtick (which would end the quote early, and a reader — a person or
+/// [`crate::decode::explain`] — would take the rest for the message's own words).
+pub fn quoted(key: &str) -> String {
+    if key.contains('`') {
+        serde_json::Value::from(key).to_string()
+    } else {
+        format!("`{key}`")
+    }
+}
+
 /// The refusal of `key` where `fields` are known.
 fn unknown_field(key: &str, fields: &[&str]) -> Error {
-    let mut message = format!("unknown field `{key}`");
+    let mut message = format!("unknown field {}", quoted(key));
     if let Some(near) = closest(key, fields.iter().copied()) {
         message.push_str(&format!("; did you mean `{near}`?"));
     }

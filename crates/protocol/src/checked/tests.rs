@@ -75,6 +75,20 @@ fn an_unknown_field_is_refused_with_the_nearest_and_the_accepted() {
 }
 
 #[test]
+fn a_field_name_holding_a_backtick_is_named_whole() {
+    // Found by fuzzing: the name's backtick closed the quote, and the rest of the name
+    // (`… expected f32`) was read as the message's own words and rewritten.
+    let key = "a`b expected f32";
+    let r = refusal(json!({"key": "main", key: 1}));
+    assert!(
+        r.message
+            .starts_with(r#"unknown field "a`b expected f32"; accepted:"#),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
 fn nested_objects_are_checked_and_placed() {
     let r = refusal(json!({"key": "k", "parts": [{"text": "a"}, {"txet": "b"}]}));
     assert_eq!(r.path, "parts[1]");

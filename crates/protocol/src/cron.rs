@@ -204,13 +204,14 @@ pub struct CronJob {
     pub last_fired_at: Option<i64>,
 }
 
-/// The answer of `cron.add`.
+/// The answer of `cron.add`, as the reference's: the stored job itself (`openclaw cron add …
+/// | jq .id` is its id), and where its replies go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronAddResult {
-    pub ok: bool,
-    /// The stored job.
+    #[serde(flatten)]
     pub job: CronJob,
+    pub delivery_preview: DeliveryPreview,
 }
 
 /// The answer of `cron.list`: a page of jobs with the reference's paging fields.
@@ -285,18 +286,36 @@ pub struct CronRunResult {
     pub enqueued: bool,
 }
 
-/// `cron.runs`: a job's runs, newest first.
+/// `cron.runs`: the runs of one job (`id`) or of every job (`scope: "all"`, the default without
+/// an id), newest first, as the reference's CLI and Control UI (Automations) ask.
 #[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CronRunsParams {
     /// The job's id (`jobId` is accepted too).
     #[serde(alias = "jobId")]
-    pub id: String,
+    pub id: Option<String>,
+    /// `job` (needs `id`) or `all`.
+    pub scope: Option<String>,
+    /// With `scope: "all"`: only this agent's jobs.
+    pub agent_id: Option<String>,
     /// Only this run.
     pub run_id: Option<String>,
+    /// 1–200, default 50.
+    #[serde(deserialize_with = "crate::lenient::opt_int")]
     pub limit: Option<i64>,
+    #[serde(deserialize_with = "crate::lenient::opt_int")]
     pub offset: Option<i64>,
+    /// `all`, `ok`, `error` or `skipped` (and `statuses`, several).
+    pub status: Option<String>,
+    pub statuses: Option<Vec<String>>,
+    /// `delivered`, `not-delivered`, `unknown`, `not-requested` (and `deliveryStatuses`).
+    pub delivery_status: Option<String>,
+    pub delivery_statuses: Option<Vec<String>>,
+    /// Words in the job's name or id, the run's summary or error (any case).
+    pub query: Option<String>,
+    /// `desc` (newest first, the default) or `asc`.
+    pub sort_dir: Option<String>,
 }
 
 /// The answer of `cron.runs`, with the reference's paging fields. A job's last firing is the
@@ -320,6 +339,8 @@ pub struct CronRunEntry {
     /// When the run ended, else when it was fired (ms).
     pub ts: i64,
     pub job_id: String,
+    /// The job's name (its id when it has none).
+    pub job_name: String,
     /// `finished` once the run ended, else `started`.
     pub action: String,
     /// `ok` or `error` once it ended (a timeout and an abort are errors); `running` before.
@@ -332,6 +353,13 @@ pub struct CronRunEntry {
     pub session_key: String,
     /// Why it failed.
     pub error: Option<String>,
+    /// The start of the run's reply.
+    pub summary: Option<String>,
+    /// `not-requested` for a job that does not deliver; `unknown` for one that does (the
+    /// delivery is the outbox's: `deliveries.list` has it).
+    pub delivery_status: String,
+    /// The model that answered.
+    pub model: Option<String>,
 }
 
 /// `cron.update` (`openclaw cron enable|disable|edit`): what changes in a job, in either shape

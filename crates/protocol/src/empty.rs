@@ -27,6 +27,10 @@ pub const METHODS: &[&str] = &[
     "wake",
     "last-heartbeat",
     "node.list",
+    "node.pair.list",
+    "device.pair.list",
+    "plugins.list",
+    "usage.status",
     "skills.status",
     "diagnostics.stability",
     "doctor.memory.status",
@@ -132,6 +136,33 @@ pub struct NodeListResult {
     pub nodes: Vec<Value>,
 }
 
+/// `node.pair.list` and `device.pair.list`: no node or device waits or is paired (clients
+/// connect with the gateway token; `openclaw nodes list` prints `Pending: 0 · Paired: 0`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PairsResult {
+    pub pending: Vec<Value>,
+    pub paired: Vec<Value>,
+}
+
+/// `plugins.list`: no plugins, and none to install (the Control UI hides its install actions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginsListResult {
+    pub plugins: Vec<Value>,
+    pub diagnostics: Vec<Value>,
+    pub mutation_allowed: bool,
+    pub generation: u64,
+}
+
+/// `usage.status`: the providers' own quota windows; no provider this gateway speaks to
+/// reports them (the Usage page's figures come from `sessions.usage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageStatusResult {
+    pub updated_at: i64,
+    pub providers: Vec<Value>,
+}
+
 /// `skills.status`: `{skills: []}` (`openclaw skills list` prints "No skills found.").
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SkillsStatusResult {
@@ -192,6 +223,9 @@ pub enum EmptyState {
     Companion(CompanionStateResult),
     Ok(OkResult),
     Nodes(NodeListResult),
+    Pairs(PairsResult),
+    Plugins(PluginsListResult),
+    UsageStatus(UsageStatusResult),
     Skills(SkillsStatusResult),
     Stability(StabilityResult),
     Memory(MemoryStatusResult),
@@ -236,6 +270,17 @@ impl EmptyState {
             "node.list" => Self::Nodes(NodeListResult {
                 ts,
                 nodes: Vec::new(),
+            }),
+            "node.pair.list" | "device.pair.list" => Self::Pairs(PairsResult::default()),
+            "plugins.list" => Self::Plugins(PluginsListResult {
+                plugins: Vec::new(),
+                diagnostics: Vec::new(),
+                mutation_allowed: false,
+                generation: 0,
+            }),
+            "usage.status" => Self::UsageStatus(UsageStatusResult {
+                updated_at: ts,
+                providers: Vec::new(),
             }),
             "skills.status" => Self::Skills(SkillsStatusResult::default()),
             "diagnostics.stability" => Self::Stability(StabilityResult {
@@ -292,6 +337,11 @@ mod tests {
                 json!({"ok": true}),
                 json!(null),
                 json!({"ts": 7, "nodes": []}),
+                json!({"pending": [], "paired": []}),
+                json!({"pending": [], "paired": []}),
+                json!({"plugins": [], "diagnostics": [], "mutationAllowed": false,
+                    "generation": 0}),
+                json!({"updatedAt": 7, "providers": []}),
                 json!({"skills": []}),
                 json!({"capacity": 0, "count": 0, "dropped": 0, "firstSeq": null,
                     "lastSeq": null, "events": [], "summary": {"byType": {}}}),

@@ -42,6 +42,7 @@ pub mod session_tools;
 pub mod sessions;
 pub mod strict;
 pub mod tools;
+pub mod usage;
 pub mod web_tools;
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ pub fn list_page_json<M: Serialize>(page: &SessionsListResult<M>) -> serde_json:
         count,
         sessions,
         next_cursor,
+        total_count,
+        has_more,
+        next_offset,
         warning,
         defaults,
     } = page;
@@ -28,6 +31,9 @@ pub fn list_page_json<M: Serialize>(page: &SessionsListResult<M>) -> serde_json:
     let mut out = Vec::with_capacity(256 + sessions.len() * 448);
     let end = PageEnd {
         next_cursor: next_cursor.as_deref(),
+        total_count: *total_count,
+        has_more: *has_more,
+        next_offset: *next_offset,
         warning: warning.as_deref(),
         defaults: defaults.as_ref(),
     };
@@ -41,6 +47,9 @@ pub fn list_page_json<M: Serialize>(page: &SessionsListResult<M>) -> serde_json:
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PageEnd<'a> {
     pub next_cursor: Option<&'a str>,
+    pub total_count: Option<u64>,
+    pub has_more: Option<bool>,
+    pub next_offset: Option<u64>,
     pub warning: Option<&'a str>,
     pub defaults: Option<&'a SessionDefaults>,
 }
@@ -67,10 +76,16 @@ pub fn write_page(
     out.push(b']');
     let PageEnd {
         next_cursor,
+        total_count,
+        has_more,
+        next_offset,
         warning,
         defaults,
     } = end;
     opt_str(out, b",\"nextCursor\":", next_cursor);
+    opt_value(out, b",\"totalCount\":", &total_count)?;
+    opt_value(out, b",\"hasMore\":", &has_more)?;
+    opt_value(out, b",\"nextOffset\":", &next_offset)?;
     opt_str(out, b",\"warning\":", warning);
     opt_value(out, b",\"defaults\":", &defaults)?;
     out.push(b'}');
@@ -287,7 +302,10 @@ pub fn write_row_tail<M: Serialize>(
     } = tail;
     opt_value(out, b",\"messages\":", messages)?;
     opt_value(out, b",\"runState\":", run_state)?;
-    if let Some(activity) = activity {
+    if activity.is_some_and(|a| a.is_idle()) {
+        // Most rows: a session without a run since start, in one literal.
+        out.extend_from_slice(b",\"hasActiveRun\":false,\"activeRunIds\":[]");
+    } else if let Some(activity) = activity {
         // Flattened: its fields inside the row's object.
         let inner = serde_json::to_vec(activity)?;
         if inner.len() > 2 {
@@ -414,8 +432,12 @@ mod tests {
         let idle = json!({"key": "k", "kind": "other", "channel": "c", "agentId": "a",
             "sessionId": "s", "createdAt": 0, "updatedAt": 0, "costUsd": 1e300,
             "status": "done", "hasActiveRun": false, "activeRunIds": [], "messages": []});
+        let never_ran = json!({"key": "n", "kind": "other", "channel": "c", "agentId": "a",
+            "sessionId": "s", "createdAt": 0, "updatedAt": 0, "hasActiveRun": false,
+            "activeRunIds": []});
         same(json!({
-            "count": 3, "sessions": [every_field, no_field, idle], "nextCursor": "1:a\"b",
+            "count": 4, "sessions": [every_field, no_field, idle, never_ran],
+            "nextCursor": "1:a\"b", "totalCount": 9, "hasMore": true, "nextOffset": 4,
             "warning": "w", "defaults": {"model": "m", "modelProvider": "mock", "contextTokens": 1}
         }));
         same(json!({"count": 0, "sessions": []}));

@@ -2,8 +2,6 @@
 //! shapes: `status`, `system-presence`, `config.get`, `models.list`, `agent.identity.get`,
 //! `sessions.describe`, `usage.cost`.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -146,29 +144,4 @@ pub struct AgentIdentity {
     pub agent_id: String,
     /// The configured name, else the id.
     pub name: String,
-}
-
-/// Token counts and their cost.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageTotals {
-    pub input: u64,
-    pub output: u64,
-    pub total_tokens: u64,
-    /// USD, from `models.providers.*.models[].cost`; 0 for models without prices.
-    pub total_cost: f64,
-    /// Sessions whose model has no configured price.
-    pub missing_cost_entries: u64,
-}
-
-/// The answer of `usage.cost`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageCostResult {
-    pub updated_at: i64,
-    /// Always empty: usage is counted per session, not per day.
-    pub daily: Vec<Value>,
-    pub totals: UsageTotals,
-    /// Per model (`provider/model`).
-    pub by_model: BTreeMap<String, UsageTotals>,
 }

@@ -66,3 +66,51 @@ pub struct PairingApproveResult {
     /// The id of the outbox record that tells the sender (with `notify`).
     pub notice_delivery_id: Option<String>,
 }
+
+/// The answer of `channels.pairing.list` (the reference's Control UI, Channels page): each
+/// account that pairs strangers, and the pending requests, in the reference's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelsPairingList {
+    pub accounts: Vec<PairingAccount>,
+    pub requests: Vec<ChannelPairingRequest>,
+    pub limits: PairingLimits,
+}
+
+/// An account whose strangers get a pairing code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingAccount {
+    pub channel: String,
+    pub channel_label: String,
+    pub account_id: String,
+    /// Whether approving can tell the sender (`pairing.approve` with `notify`): always.
+    pub notify_supported: bool,
+}
+
+/// A pending request. `requestId` is its code (what `pairing.approve` takes).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelPairingRequest {
+    pub request_id: String,
+    pub channel: String,
+    pub channel_label: String,
+    pub account_id: String,
+    pub sender_id: String,
+    pub sender_label: Option<String>,
+    pub code: String,
+    /// ISO 8601 times, as the reference writes them.
+    pub created_at: String,
+    pub last_seen_at: String,
+    pub expires_at: String,
+    pub notify_supported: bool,
+}
+
+/// How many requests may wait per account, and how long a code is good (ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingLimits {
+    pub pending_per_account: usize,
+    pub ttl_ms: i64,
+}

@@ -22,7 +22,6 @@ pub const ACCEPTED: &[Accepted] = &[
     Accepted {
         method: "sessions.list",
         fields: &[
-            "offset",
             "activeOnly",
             "requireLastInteraction",
             "sortBy",
@@ -50,7 +49,7 @@ pub const ACCEPTED: &[Accepted] = &[
             "includePeople",
             "archived",
         ],
-        why: "the Control UI's and CLI's list options (paging by offset, filters for boards, projects, owners, people and titles) that have no counterpart here: the list is answered unfiltered by them, paged by `cursor`",
+        why: "the Control UI's and CLI's list options (filters for boards, projects, owners, people and titles) that have no counterpart here: the list is answered unfiltered by them",
     },
     Accepted {
         method: "sessions.subscribe",
@@ -403,20 +402,6 @@ pub const ACCEPTED: &[Accepted] = &[
         method: "cron.run",
         fields: &["mode", "expectedProcessInstanceId"],
         why: "`mode` (`force` or `due`) and the process guard: a run asked for here always runs now",
-    },
-    Accepted {
-        method: "cron.runs",
-        fields: &[
-            "agentId",
-            "scope",
-            "statuses",
-            "status",
-            "deliveryStatuses",
-            "deliveryStatus",
-            "query",
-            "sortDir",
-        ],
-        why: "the Control UI's filters and sorting of run records",
     },
     Accepted {
         method: "sessions.describe",

@@ -68,7 +68,7 @@ pub struct SessionRow<M = HistoryMessage> {
     /// when the session is idle.
     pub run_state: Option<RunState>,
     /// The session's current or last run since the gateway started, in the reference's
-    /// fields; absent when it had none.
+    /// fields (only `hasActiveRun: false` when it had none).
     #[serde(flatten)]
     pub activity: Option<RunActivity>,
     /// A sub-agent's session: how far its task got (`sessions_spawn`).
@@ -82,8 +82,9 @@ pub struct SessionRow<M = HistoryMessage> {
 #[serde(rename_all = "camelCase")]
 pub struct RunActivity {
     /// `running`, `queued`, or how the last run ended: `done`, `failed`, `killed` (aborted),
-    /// `timeout`.
-    pub status: String,
+    /// `timeout`; absent for a session with no run since the gateway started (its Control UI
+    /// shows it `Idle`, from `hasActiveRun: false`).
+    pub status: Option<String>,
     /// True while a run works or waits in the session.
     pub has_active_run: bool,
     /// The runs working now (one at most; queued ones are not listed).
@@ -94,6 +95,28 @@ pub struct RunActivity {
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
     pub runtime_ms: Option<i64>,
+}
+
+impl RunActivity {
+    /// A session without a run since the gateway started: only `hasActiveRun: false`.
+    pub fn is_idle(&self) -> bool {
+        let Self {
+            status,
+            has_active_run,
+            active_run_ids,
+            last_run_id,
+            started_at,
+            ended_at,
+            runtime_ms,
+        } = self;
+        status.is_none()
+            && !has_active_run
+            && active_run_ids.is_empty()
+            && last_run_id.is_none()
+            && started_at.is_none()
+            && ended_at.is_none()
+            && runtime_ms.is_none()
+    }
 }
 
 wire_names! {
@@ -184,6 +207,10 @@ pub struct SessionsListParams {
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
+    /// Rows to skip (after the cursor, when there is one): the reference's paging, whose
+    /// `nextOffset` the answer gives.
+    #[serde(deserialize_with = "lenient::opt_non_negative")]
+    pub offset: Option<i64>,
     /// Only sessions updated in the last N minutes (N ≥ 1).
     #[serde(deserialize_with = "lenient::opt_positive")]
     pub active_minutes: Option<i64>,
@@ -205,9 +232,15 @@ pub struct SessionsListParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", bound(deserialize = "M: Deserialize<'de>"))]
 pub struct SessionsListResult<M = HistoryMessage> {
+    /// Rows on this page.
     pub count: usize,
     pub sessions: Vec<SessionRow<M>>,
     pub next_cursor: Option<String>,
+    /// Sessions the request lists over all its pages (the reference's field).
+    pub total_count: Option<u64>,
+    /// Whether a next page exists; its offset (the reference's paging; `nextCursor` is ours).
+    pub has_more: Option<bool>,
+    pub next_offset: Option<u64>,
     /// Something in the request was ignored, and what is accepted instead (an unknown kind).
     pub warning: Option<String>,
     /// The model of sessions that name none (the reference's; its TUI shows it).

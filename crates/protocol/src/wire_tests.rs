@@ -276,11 +276,14 @@ fn messages_name_their_run_and_rows_their_last_run() {
 #[test]
 fn cron_runs_and_delivery_previews() {
     pin::<crate::cron::CronRunsResult>(json!({
-        "entries": [{"ts": 5, "jobId": "j1", "action": "finished", "status": "error",
-                     "runId": "r1", "runAtMs": 1, "durationMs": 3,
-                     "sessionKey": "agent:main:cron:j1", "error": "boom"},
-                    {"ts": 6, "jobId": "j1", "action": "started", "status": "running",
-                     "runId": "r2", "runAtMs": 6, "sessionKey": "agent:main:cron:j1"}],
+        "entries": [{"ts": 5, "jobId": "j1", "jobName": "Nightly", "action": "finished",
+                     "status": "error", "runId": "r1", "runAtMs": 1, "durationMs": 3,
+                     "sessionKey": "agent:main:cron:j1", "error": "boom",
+                     "deliveryStatus": "not-requested", "model": "mock/m1"},
+                    {"ts": 6, "jobId": "j1", "jobName": "Nightly", "action": "started",
+                     "status": "running", "runId": "r2", "runAtMs": 6,
+                     "sessionKey": "agent:main:cron:j1", "summary": "so far",
+                     "deliveryStatus": "unknown"}],
         "total": 2, "offset": 0, "limit": 50, "hasMore": false, "nextOffset": null,
     }));
     pin::<crate::cron::DeliveryPreview>(

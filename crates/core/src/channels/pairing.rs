@@ -9,8 +9,8 @@ use std::sync::Arc;
 use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::pairing::{
-    PairingApproveParams, PairingApproveResult, PairingListParams, PairingListResult,
-    PairingRequest,
+    ChannelPairingRequest, ChannelsPairingList, PairingAccount, PairingApproveParams,
+    PairingApproveResult, PairingLimits, PairingListParams, PairingListResult, PairingRequest,
 };
 use switchboard_protocol::sessions::DeliveryContext;
 
@@ -139,6 +139,53 @@ impl Pairing {
                 false => channels[0].into(),
             },
             requests,
+        })
+    }
+
+    /// `channels.pairing.list`: the accounts of the channels that pair strangers, and every
+    /// pending request, in the reference's fields.
+    pub async fn channels_list(&self) -> CoreResult<ChannelsPairingList> {
+        let pairs = self.channels.pairing();
+        let statuses = self.channels.statuses();
+        let label = |name: &str| {
+            (statuses.iter().find(|s| s.name == name)).map_or(name.to_string(), |s| s.label.into())
+        };
+        let accounts = (statuses.iter().filter(|s| pairs.contains(&s.name)))
+            .flat_map(|s| {
+                s.accounts.iter().map(|a| PairingAccount {
+                    channel: s.name.into(),
+                    channel_label: s.label.into(),
+                    account_id: a.account_id.clone(),
+                    notify_supported: true,
+                })
+            })
+            .collect();
+        let every = PairingListParams {
+            channel: Some(ALL.into()),
+            account_id: None,
+        };
+        let requests = (self.list(every).await?.requests.into_iter())
+            .map(|r| ChannelPairingRequest {
+                request_id: r.code.clone(),
+                channel_label: label(&r.channel),
+                channel: r.channel,
+                account_id: r.account_id,
+                sender_id: r.id,
+                sender_label: r.username,
+                code: r.code,
+                created_at: crate::store::iso8601(r.created_at),
+                last_seen_at: crate::store::iso8601(r.created_at),
+                expires_at: crate::store::iso8601(r.expires_at),
+                notify_supported: true,
+            })
+            .collect();
+        Ok(ChannelsPairingList {
+            accounts,
+            requests,
+            limits: PairingLimits {
+                pending_per_account: MAX_PENDING,
+                ttl_ms: CODE_TTL_MS,
+            },
         })
     }
 

@@ -13,6 +13,7 @@
 //! before it are never due again). See `docs/cron.md` for the missed-slot rule.
 
 mod reference;
+mod runs;
 pub mod schedule;
 mod scheduler;
 mod view;
@@ -22,9 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use switchboard_protocol::delivery::DeliveryKind;
 
 use switchboard_protocol::cron::{
-    CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunEntry,
-    CronRunResult, CronRunsParams, CronRunsResult, CronStatusResult, CronUpdateParams,
-    DeliveryPreview,
+    CronAddParams, CronJob, CronListParams, CronListResult, CronRemoveResult, CronRunResult,
+    CronStatusResult, CronUpdateParams, DeliveryPreview,
 };
 use switchboard_protocol::message::Provenance;
 use tokio::sync::{Notify, watch};
@@ -373,32 +373,6 @@ impl Cron {
         self.get(id).await
     }
 
-    /// `cron.runs`: the job's last firing, the one run kept for it (an unknown id is
-    /// `INVALID_REQUEST`, as `cron.get`).
-    pub async fn runs(&self, p: CronRunsParams) -> CoreResult<CronRunsResult> {
-        let job = self.job(&p.id).await?;
-        let limit = p.limit.unwrap_or(50).max(1) as usize;
-        let offset = p.offset.unwrap_or(0).max(0) as usize;
-        let entries: Vec<CronRunEntry> = self
-            .last_run(&job)
-            .await?
-            .filter(|r| p.run_id.as_deref().is_none_or(|id| r.run_id.as_str() == id))
-            .map(|r| run_entry(&job, r))
-            .into_iter()
-            .collect();
-        let total = entries.len();
-        let entries: Vec<CronRunEntry> = entries.into_iter().skip(offset).take(limit).collect();
-        let end = offset + entries.len();
-        Ok(CronRunsResult {
-            entries,
-            total,
-            offset,
-            limit,
-            has_more: end < total,
-            next_offset: (end < total).then_some(end),
-        })
-    }
-
     /// `cron.remove`: deletes the job (its session and transcript stay).
     pub async fn remove(&self, id: &str) -> CoreResult<CronRemoveResult> {
         let removed = self.store.cron_remove(id.trim()).await?;
@@ -542,25 +516,4 @@ fn revision(jobs: &[CronJob]) -> String {
         (&job.id, job.created_at, job.enabled).hash(&mut hasher);
     }
     format!("{}-{:016x}", jobs.len(), hasher.finish())
-}
-
-/// A job's run as `cron.runs` shows it.
-fn run_entry(job: &CronJobRecord, r: crate::store::RunRecord) -> CronRunEntry {
-    use crate::store::RunStatus;
-    let (action, status) = match r.status {
-        RunStatus::Queued | RunStatus::Running => ("started", "running"),
-        RunStatus::Ok => ("finished", "ok"),
-        RunStatus::Error | RunStatus::Timeout | RunStatus::Aborted => ("finished", "error"),
-    };
-    CronRunEntry {
-        ts: r.ended_at.unwrap_or(r.created_at),
-        job_id: job.id.clone(),
-        action: action.into(),
-        status: status.into(),
-        run_id: r.run_id.into_string(),
-        run_at_ms: r.created_at,
-        duration_ms: r.ended_at.zip(r.started_at).map(|(end, start)| end - start),
-        session_key: r.session_key.display().to_string(),
-        error: r.error,
-    }
 }

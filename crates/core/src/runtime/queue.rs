@@ -544,22 +544,22 @@ impl Ended {
 }
 
 /// A row's run fields: its current run (`state`, the `active` one when running), else its
-/// last ended one; `None` when it had neither since start.
+/// last ended one; only "no active run" when it had neither since start.
 fn activity(
     state: Option<RunState>,
     active: Option<RunId>,
     last: Option<Ended>,
 ) -> Option<RunActivity> {
     let status = match (state, &last) {
-        (Some(state), _) => state.as_str(),
-        (None, Some(last)) => ended_status(last.status),
-        (None, None) => return None,
+        (Some(state), _) => Some(state.as_str()),
+        (None, Some(last)) => Some(ended_status(last.status)),
+        (None, None) => None,
     };
     let runtime_ms = last
         .as_ref()
         .and_then(|l| Some(l.ended_at? - l.started_at?));
     Some(RunActivity {
-        status: status.to_string(),
+        status: status.map(str::to_string),
         has_active_run: state.is_some(),
         active_run_ids: active
             .map(|id| id.as_str().to_string())

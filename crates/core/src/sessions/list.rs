@@ -33,7 +33,9 @@ impl Sessions {
             message_limit,
             warning,
         } = self.list_request(p)?;
-        let page = self.store.list(query).await?;
+        let page = self.store.list(query.clone()).await?;
+        let more = page.next_cursor.is_some();
+        let total = self.total(&query, page.entries.len(), more).await?;
         let ids: Vec<String> = match message_limit {
             0 => Vec::new(),
             _ => page.entries.iter().map(|e| e.session_id.clone()).collect(),
@@ -45,13 +47,31 @@ impl Sessions {
                 row.messages = Some(messages);
             }
         }
+        let count = sessions.len();
         Ok(SessionsListResult {
-            count: sessions.len(),
+            count,
             sessions,
             next_cursor: page.next_cursor.map(|c| c.encode()),
+            total_count: Some(total),
+            has_more: Some(more),
+            next_offset: more.then_some((query.offset + count) as u64),
             warning,
             defaults: Some(self.defaults()),
         })
+    }
+
+    /// How many sessions `query` lists over all its pages, having read a page of `rows` from
+    /// it: counted by the store only when the page is not the whole answer.
+    pub(super) async fn total(
+        &self,
+        query: &ListQuery,
+        rows: usize,
+        more: bool,
+    ) -> CoreResult<u64> {
+        if !more && query.cursor.is_none() && (rows > 0 || query.offset == 0) {
+            return Ok((query.offset + rows) as u64);
+        }
+        Ok(self.store.count_listed(query.clone()).await?)
     }
 
     /// The last `limit` messages of each transcript, as rows show them (one store read).
@@ -108,6 +128,7 @@ impl Sessions {
             include_archived: p.include_archived.unwrap_or(false),
             exclude_keys,
             cursor,
+            offset: p.offset.unwrap_or(0).max(0) as usize,
             limit,
         };
         Ok(ListRequest {

@@ -16,6 +16,7 @@ mod list_text;
 mod manage;
 mod overview;
 mod runs;
+mod usage;
 
 use std::path::Path;
 use std::sync::Arc;

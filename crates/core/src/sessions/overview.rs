@@ -8,7 +8,6 @@ use serde_json::json;
 use switchboard_protocol::overview::{
     AgentIdentity, AgentIdentityParams, AgentSessions, ModelInfo, ModelsListResult,
     SessionDefaults, SessionsDescribeParams, SessionsDescribeResult, StatusResult, StatusSessions,
-    UsageCostResult, UsageTotals,
 };
 
 use super::Sessions;
@@ -16,10 +15,6 @@ use super::health::channel_health;
 use crate::channel::ChannelStatus;
 use crate::config::{BUILTIN_MODELS, BUILTIN_PROVIDER, ModelInput, ModelRef};
 use crate::error::{CoreError, CoreResult};
-use crate::store::{ListQuery, SessionEntry};
-
-/// Sessions read per page when adding up usage.
-const USAGE_PAGE: usize = 500;
 
 impl Sessions {
     /// The model of a session that names none: the default agent's.
@@ -160,65 +155,6 @@ impl Sessions {
             },
             queued_system_events: Vec::new(),
         })
-    }
-
-    /// `usage.cost`: the token counts of every session and their price, per model.
-    pub async fn usage_cost(&self) -> CoreResult<UsageCostResult> {
-        let mut by_model: BTreeMap<String, UsageTotals> = BTreeMap::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .list(ListQuery::every(cursor, USAGE_PAGE))
-                .await?;
-            for entry in &page.entries {
-                self.add_usage(entry, &mut by_model);
-            }
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        let mut totals = UsageTotals::default();
-        for t in by_model.values() {
-            totals.input += t.input;
-            totals.output += t.output;
-            totals.total_tokens += t.total_tokens;
-            totals.total_cost += t.total_cost;
-            totals.missing_cost_entries += t.missing_cost_entries;
-        }
-        Ok(UsageCostResult {
-            updated_at: self.clock.now_ms(),
-            daily: Vec::new(),
-            totals,
-            by_model,
-        })
-    }
-
-    fn add_usage(&self, entry: &SessionEntry, by_model: &mut BTreeMap<String, UsageTotals>) {
-        if entry.total_tokens == 0 && entry.input_tokens == 0 && entry.output_tokens == 0 {
-            return;
-        }
-        let model = super::effective_model(entry, &self.config);
-        let price = self
-            .runtime
-            .providers()
-            .resolve(&model)
-            .ok()
-            .and_then(|t| t.cost);
-        let t = by_model.entry(model).or_default();
-        t.input += entry.input_tokens;
-        t.output += entry.output_tokens;
-        t.total_tokens += entry
-            .total_tokens
-            .max(entry.input_tokens + entry.output_tokens);
-        // Priced as each call was answered when prices were configured then; else with the
-        // session's current model.
-        match price {
-            _ if entry.cost_usd > 0.0 => t.total_cost += entry.cost_usd,
-            Some(cost) => t.total_cost += cost.usd(entry.input_tokens, entry.output_tokens),
-            None => t.missing_cost_entries += 1,
-        }
     }
 }
 

@@ -297,6 +297,8 @@ pub struct ListQuery {
     /// Keys never listed (`global`/`unknown` under the per-sender scope).
     pub exclude_keys: Vec<String>,
     pub cursor: Option<Cursor>,
+    /// Rows skipped (after the cursor, when there is one): the reference's offset paging.
+    pub offset: usize,
     pub limit: usize,
 }
 
@@ -313,6 +315,7 @@ impl ListQuery {
             include_archived: true,
             exclude_keys: Vec::new(),
             cursor,
+            offset: 0,
             limit,
         }
     }
@@ -331,6 +334,19 @@ pub struct ListPage {
 pub struct StoredMessage {
     pub seq: i64,
     pub message: Value,
+}
+
+/// A message of some transcript, for counting usage (`sessions.usage`, `usage.cost`): where and
+/// when it was written, its role, and its JSON text when it is an assistant's (the others' text
+/// is not read: empty).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatedMessage {
+    pub session_key: String,
+    pub session_id: String,
+    pub agent_id: String,
+    pub role: String,
+    pub ts: i64,
+    pub body: String,
 }
 
 /// A message as stored, undecoded: its `seq` and its transcript JSON's text (for an answer that

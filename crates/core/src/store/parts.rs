@@ -13,11 +13,11 @@ use std::sync::Arc;
 use switchboard_protocol::message::TranscriptMessage;
 
 use super::{
-    Alone, Appended, Bus, Cluster, CronJobRecord, Cursor, DeliveryQuery, DeliveryRecord,
-    DeliveryUpdate, EndFuture, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage,
-    ListQuery, NewSession, Orphans, PairingAdmission, PairingAsk, PairingRecord, RunInput,
-    RunQuery, RunRecord, SessionEntry, SessionLock, StoreFuture, StoreHealth, StoredMessage,
-    StoredText, SubagentRecord, TryLock, WriteOp, WriteOutcome,
+    Alone, Appended, Bus, Cluster, CronJobRecord, Cursor, DatedMessage, DeliveryQuery,
+    DeliveryRecord, DeliveryUpdate, EndFuture, EntryPatch, EntrySink, ExchangeRecord, HistoryPage,
+    ListPage, ListQuery, NewSession, Orphans, PairingAdmission, PairingAsk, PairingRecord,
+    RunInput, RunQuery, RunRecord, SessionEntry, SessionLock, StoreFuture, StoreHealth,
+    StoredMessage, StoredText, SubagentRecord, TryLock, WriteOp, WriteOutcome,
 };
 use crate::ids::RunId;
 use crate::keys::SessionKey;
@@ -52,6 +52,8 @@ pub trait SessionReads: Send + Sync {
         })
     }
     fn count(&self) -> StoreFuture<'_, u64>;
+    /// How many sessions `query` lists over all its pages (its cursor, offset and limit aside).
+    fn count_listed(&self, query: ListQuery) -> StoreFuture<'_, u64>;
     /// Sessions per agent id (archived ones included, as `count`).
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>>;
 
@@ -86,6 +88,9 @@ pub trait SessionReads: Send + Sync {
     /// The transcript's newest compaction summary ([`super::is_summary`]), when its seq is below
     /// `before`: the model's view starts from it however long ago it was written.
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>>;
+    /// Every message written at or after `from` and before `to` (ms), of any transcript, oldest
+    /// first ([`DatedMessage`]).
+    fn messages_between(&self, from: i64, to: i64) -> StoreFuture<'_, Vec<DatedMessage>>;
     /// The last `limit` non-tool-result messages of each transcript, in one query.
     fn last_messages(
         &self,

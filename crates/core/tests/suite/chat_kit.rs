@@ -219,6 +219,45 @@ async fn pairing_list_of_every_channel_shows_each_channels_requests() {
         ]
     );
     assert_eq!(listed.channel, "*");
+    // The reference's Channels page: each pairing account, and the requests by code.
+    let page = h.engine.pairing().channels_list().await.unwrap();
+    let mut accounts: Vec<(String, String)> = (page.accounts.iter())
+        .map(|a| (a.channel_label.clone(), a.account_id.clone()))
+        .collect();
+    accounts.sort();
+    assert_eq!(
+        accounts,
+        [
+            ("Discord".into(), "default".into()),
+            ("Telegram".into(), "default".into())
+        ]
+    );
+    let mut requests: Vec<(String, String, bool)> = (page.requests.iter())
+        .map(|r| {
+            (
+                r.channel_label.clone(),
+                r.sender_id.clone(),
+                r.request_id == r.code,
+            )
+        })
+        .collect();
+    requests.sort();
+    assert_eq!(
+        requests,
+        [
+            ("Discord".into(), "43".into(), true),
+            ("Telegram".into(), "42".into(), true)
+        ]
+    );
+    assert!(
+        page.requests[0].expires_at.ends_with('Z'),
+        "{:?}",
+        page.requests[0]
+    );
+    assert_eq!(
+        (page.limits.pending_per_account, page.limits.ttl_ms),
+        (3, 3_600_000)
+    );
     telegram_fake.stop().await;
     discord_fake.stop().await;
     h.engine.close().await;

@@ -4,19 +4,17 @@
 
 use switchboard_core::Engine;
 use switchboard_protocol::cron::{
-    CronAddParams, CronAddResult, CronJobIdParams, CronListParams, CronRunsParams, CronUpdateParams,
+    CronAddParams, CronAddResult, CronJobIdParams, CronListParams, CronRunsParams,
+    CronUpdateParams, DeliveryPreview,
 };
 
 use super::{MethodResult, answer};
 
 pub async fn add(engine: &Engine, p: CronAddParams) -> MethodResult {
-    answer(
-        engine
-            .cron()
-            .add(p)
-            .await
-            .map(|job| CronAddResult { ok: true, job }),
-    )
+    answer(engine.cron().add(p).await.map(|job| CronAddResult {
+        delivery_preview: DeliveryPreview::of(job.deliver),
+        job,
+    }))
 }
 
 pub async fn get(engine: &Engine, p: CronJobIdParams) -> MethodResult {

@@ -69,6 +69,10 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("sessions.messages.subscribe", Scope::Read),
     ("sessions.messages.unsubscribe", Scope::Read),
     ("usage.cost", Scope::Read),
+    ("sessions.usage", Scope::Read),
+    ("sessions.usage.timeseries", Scope::Read),
+    ("sessions.usage.logs", Scope::Read),
+    ("channels.pairing.list", Scope::Admin),
     ("logs.tail", Scope::Read),
     ("exec.approvals.list", Scope::Read),
     ("exec.approvals.approve", Scope::Admin),
@@ -90,6 +94,10 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("wake", Scope::Write),
     ("last-heartbeat", Scope::Read),
     ("node.list", Scope::Read),
+    ("node.pair.list", Scope::Read),
+    ("device.pair.list", Scope::Read),
+    ("plugins.list", Scope::Read),
+    ("usage.status", Scope::Read),
     ("skills.status", Scope::Read),
     ("diagnostics.stability", Scope::Read),
     ("doctor.memory.status", Scope::Read),
@@ -206,6 +214,7 @@ const NO_PARAMS: &[&str] = &[
     "config.get",
     "models.list",
     "exec.approvals.list",
+    "channels.pairing.list",
 ];
 
 /// Methods whose params are not read, here or in the reference (which has no schema for them,
@@ -214,7 +223,6 @@ pub const ANY_PARAMS: &[&str] = &[
     "health",
     "status",
     "system-presence",
-    "usage.cost",
     "wake",
     "last-heartbeat",
     "exec.approval.list",
@@ -284,7 +292,13 @@ async fn run(
         "models.list" => to_value(engine.sessions().models()),
         "agent.identity.get" => overview::identity(engine, parse(method, p)?).await,
         "sessions.describe" => overview::describe(engine, parse(method, p)?).await,
-        "usage.cost" => overview::usage_cost(engine).await,
+        "usage.cost" => answer(engine.sessions().usage_cost(parse(method, p)?).await),
+        "sessions.usage" => answer(engine.sessions().sessions_usage(parse(method, p)?).await),
+        "sessions.usage.timeseries" => {
+            answer(engine.sessions().usage_timeseries(parse(method, p)?).await)
+        }
+        "sessions.usage.logs" => answer(engine.sessions().usage_logs(parse(method, p)?).await),
+        "channels.pairing.list" => answer(engine.pairing().channels_list().await),
         "logs.tail" => overview::logs_tail(parse(method, p)?),
         m if switchboard_protocol::empty::METHODS.contains(&m) => overview::empty_state(engine, m),
         "sessions.subscribe"

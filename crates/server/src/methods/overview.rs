@@ -24,10 +24,6 @@ pub const UNAVAILABLE: &[(&str, &str)] = &[
         "config.apply",
         "edit the config file and restart the gateway",
     ),
-    (
-        "device.pair.list",
-        "this gateway pairs no devices; clients use the gateway token",
-    ),
 ];
 
 /// The `UNAVAILABLE` answer of `method`, when it is one of [`UNAVAILABLE`].
@@ -104,10 +100,6 @@ pub async fn identity(engine: &Engine, p: AgentIdentityParams) -> MethodResult {
 
 pub async fn describe(engine: &Engine, p: SessionsDescribeParams) -> MethodResult {
     answer(engine.sessions().describe(p).await)
-}
-
-pub async fn usage_cost(engine: &Engine) -> MethodResult {
-    answer(engine.sessions().usage_cost().await)
 }
 
 pub fn logs_tail(p: crate::logs::LogsTailParams) -> MethodResult {

@@ -165,8 +165,10 @@ async fn the_references_features_we_lack_answer_their_empty_state() {
         let mut answer = client.request(method, json!({})).await.unwrap();
         // The clock and the configured models are the gateway's; the rest is the empty state
         // whose shapes the protocol crate pins.
-        if let Some(ts) = answer.get_mut("ts") {
-            *ts = json!(0);
+        for clock in ["ts", "updatedAt"] {
+            if let Some(ts) = answer.get_mut(clock) {
+                *ts = json!(0);
+            }
         }
         if let Some(models) = answer.get_mut("models") {
             assert!(!models.as_array().unwrap().is_empty(), "{method}");

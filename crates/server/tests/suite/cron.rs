@@ -48,9 +48,9 @@ async fn add_list_run_and_remove_over_the_websocket() {
         )
         .await
         .unwrap();
-    assert_eq!(added["ok"], true);
+    // The stored job itself, as the reference answers (`jq .id` is its id).
     assert_eq!(
-        without_times(added["job"].clone()),
+        without_times(added.clone()),
         json!({
             "id": "nightly", "agentId": "main", "sessionKey": "agent:main:cron:nightly",
             "scheduleText": "0 3 * * *", "kind": "cron", "tz": "UTC", "message": "@reply done",
@@ -59,11 +59,10 @@ async fn add_list_run_and_remove_over_the_websocket() {
             "sessionTarget": "isolated", "wakeMode": "now",
             "payload": {"kind": "agentTurn", "message": "@reply done"},
             "delivery": {"mode": "announce"},
+            "deliveryPreview": {"label": "announce", "detail": "the job session's route"},
         })
     );
-    assert!(
-        added["job"]["nextRunAt"].as_i64().unwrap() > added["job"]["createdAt"].as_i64().unwrap()
-    );
+    assert!(added["nextRunAt"].as_i64().unwrap() > added["createdAt"].as_i64().unwrap());
     let generated = client
         .request(
             "cron.add",
@@ -71,9 +70,9 @@ async fn add_list_run_and_remove_over_the_websocket() {
         )
         .await
         .unwrap();
-    let generated_id = generated["job"]["id"].as_str().unwrap().to_string();
+    let generated_id = generated["id"].as_str().unwrap().to_string();
     assert_eq!(generated_id.len(), 36, "a UUID: {generated_id}");
-    assert_eq!(generated["job"]["everyMs"], 7_200_000);
+    assert_eq!(generated["everyMs"], 7_200_000);
 
     let list = client.request("cron.list", Value::Null).await.unwrap();
     assert_eq!(list["enabled"], true);
@@ -279,7 +278,7 @@ async fn the_reference_clients_cron_calls_add_get_page_and_fire() {
     let added = gw
         .call("cron.add", reference_add("nightly", 600_000, "report"))
         .await;
-    let job = &added["job"];
+    let job = &added;
     assert_eq!(
         (
             job["id"].clone(),
@@ -326,7 +325,7 @@ async fn the_reference_clients_cron_calls_add_get_page_and_fire() {
     let twin = gw
         .call("cron.add", reference_add("nightly", 600_000, "again"))
         .await;
-    assert_eq!(twin["job"]["id"].as_str().unwrap().len(), 36);
+    assert_eq!(twin["id"].as_str().unwrap().len(), 36);
     let mut off = reference_add("paused", 600_000, "x");
     off["enabled"] = json!(false);
     gw.call("cron.add", off).await;
@@ -394,5 +393,80 @@ async fn the_reference_clients_cron_calls_add_get_page_and_fire() {
         )
         .await;
     assert!(refused.message.contains("one-shot"), "{}", refused.message);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn the_automations_page_reads_every_jobs_runs_filtered_and_paged() {
+    let gw = TestGateway::start().await;
+    for (id, message) in [
+        ("daily", "@reply daily digest"),
+        ("weekly", "@reply weekly report"),
+    ] {
+        let add = json!({"id": id, "schedule": "0 3 * * *", "message": message});
+        gw.call("cron.add", add).await;
+    }
+    let mut runs = Vec::new();
+    for id in ["daily", "weekly", "daily"] {
+        let ran = gw.call("cron.run", json!({"id": id})).await;
+        let wait = json!({"runId": ran["runId"], "timeoutMs": 10_000});
+        assert_eq!(gw.call("agent.wait", wait).await["status"], "ok");
+        runs.push(ran["runId"].as_str().unwrap().to_string());
+    }
+    // What the Control UI's Automations page sends: every job's runs, newest first.
+    let page = json!({"scope": "all", "limit": 50, "offset": 0, "status": "all",
+        "sortDir": "desc"});
+    let all = gw.call("cron.runs", page).await;
+    let ids: Vec<&str> = (all["entries"].as_array().unwrap().iter())
+        .map(|e| e["runId"].as_str().unwrap())
+        .collect();
+    let newest_first: Vec<&str> = runs.iter().rev().map(String::as_str).collect();
+    assert_eq!(ids, newest_first);
+    let first = &all["entries"][0];
+    assert_eq!(
+        (
+            &first["jobId"],
+            &first["jobName"],
+            &first["status"],
+            &first["summary"]
+        ),
+        (
+            &json!("daily"),
+            &json!("daily"),
+            &json!("ok"),
+            &json!("daily digest")
+        )
+    );
+    assert_eq!(first["deliveryStatus"], "not-requested");
+    assert!(first["ts"].as_i64().is_some());
+    assert_eq!((&all["total"], &all["hasMore"]), (&json!(3), &json!(false)));
+    // One job (the CLI's `cron runs --id`), a page of one, a search, a status.
+    let daily = gw.call("cron.runs", json!({"id": "daily"})).await;
+    assert_eq!(daily["total"], 2);
+    let paged = gw.call("cron.runs", json!({"limit": 1, "offset": 1})).await;
+    assert_eq!(
+        (&paged["entries"][0]["runId"], &paged["nextOffset"]),
+        (&json!(runs[1]), &json!(2))
+    );
+    let found = gw.call("cron.runs", json!({"query": "WEEKLY"})).await;
+    assert_eq!(found["total"], 1);
+    let failed = gw.call("cron.runs", json!({"statuses": ["error"]})).await;
+    assert_eq!(failed["total"], 0);
+    let oldest = gw
+        .call("cron.runs", json!({"sortDir": "asc", "limit": 1}))
+        .await;
+    assert_eq!(oldest["entries"][0]["runId"], json!(runs[0]));
+    for (params, says) in [
+        (json!({"scope": "job"}), "scope \"job\" needs id"),
+        (
+            json!({"status": "fine"}),
+            "accepted: all, ok, error, skipped",
+        ),
+        (json!({"limit": 500}), "1 to 200"),
+        (json!({"sortDir": "up"}), "accepted: desc, asc"),
+    ] {
+        let error = gw.call_err("cron.runs", params.clone()).await;
+        assert!(error.message.contains(says), "{params}: {}", error.message);
+    }
     gw.stop().await;
 }

@@ -18,4 +18,5 @@ mod reference;
 mod runs;
 mod sessions;
 mod tools;
+mod usage;
 mod whatsapp;

@@ -567,3 +567,55 @@ async fn every_configured_agents_main_session_exists_from_the_first_start() {
     assert!(!tools["tools"].as_array().unwrap().is_empty());
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn the_reference_pages_the_list_by_offset_and_reads_its_total_and_idle_rows() {
+    let gw = TestGateway::start().await;
+    for name in ["a", "b", "c", "d", "e"] {
+        let key = format!("agent:main:{name}");
+        gw.call("sessions.create", json!({"key": key})).await;
+    }
+    let all = gw.call("sessions.list", json!({"limit": 100})).await;
+    let total = all["count"].as_u64().unwrap();
+    assert_eq!(
+        (all["totalCount"].as_u64(), &all["hasMore"]),
+        (Some(total), &json!(false))
+    );
+    assert_eq!(all.get("nextOffset"), None);
+    let keys: Vec<&str> = (all["sessions"].as_array().unwrap().iter())
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    // The Control UI's "Load more": offset by offset, the same rows in the same order.
+    let mut paged = Vec::new();
+    let mut offset = Some(0);
+    while let Some(at) = offset {
+        let page = gw
+            .call("sessions.list", json!({"limit": 2, "offset": at}))
+            .await;
+        assert_eq!(page["totalCount"].as_u64(), Some(total), "{page}");
+        paged.extend(
+            page["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["key"].clone()),
+        );
+        offset = page["nextOffset"].as_u64();
+        assert_eq!(page["hasMore"], json!(offset.is_some()));
+    }
+    assert_eq!(paged, keys);
+    // A session with no run since start: not running, shown "Idle" (no status).
+    let row = &all["sessions"][0];
+    assert_eq!(
+        (&row["hasActiveRun"], row.get("status")),
+        (&json!(false), None)
+    );
+    let searched = gw
+        .call(
+            "sessions.list",
+            json!({"limit": 1, "search": "agent:main:"}),
+        )
+        .await;
+    assert_eq!(searched["totalCount"].as_u64(), Some(total));
+    gw.stop().await;
+}

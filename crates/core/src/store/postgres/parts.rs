@@ -21,7 +21,7 @@ use crate::store::{
     RunQuery, RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{Cluster, EndFuture, Orphans, StoreHealth, TryLock};
+use crate::store::{Cluster, DatedMessage, EndFuture, Orphans, StoreHealth, TryLock};
 
 impl SessionReads for PgStore {
     fn transcript_path(&self, _agent_id: &str, _session_id: &str) -> Option<PathBuf> {
@@ -61,6 +61,10 @@ impl SessionReads for PgStore {
         self.read(|db| Box::pin(queries::count(db)))
     }
 
+    fn count_listed(&self, query: ListQuery) -> StoreFuture<'_, u64> {
+        self.read(move |db| Box::pin(async move { queries::count_listed(db, &query).await }))
+    }
+
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         self.read(|db| Box::pin(queries::count_by_agent(db)))
     }
@@ -80,6 +84,10 @@ impl SessionReads for PgStore {
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
         let id = session_id.to_string();
         self.read(move |db| Box::pin(async move { queries::summary(db, &id, before).await }))
+    }
+
+    fn messages_between(&self, from: i64, to: i64) -> StoreFuture<'_, Vec<DatedMessage>> {
+        self.read(move |db| Box::pin(async move { queries::messages_between(db, from, to).await }))
     }
 
     fn last_messages(

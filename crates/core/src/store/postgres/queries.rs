@@ -11,8 +11,8 @@ use crate::store::rules::rows::{self, ENTRY_COLUMNS, ENTRY_FROM, WRITE_ENTRY};
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, Cursor, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery, NewSession,
-    RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
+    Appended, Cursor, DatedMessage, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery,
+    NewSession, RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEntry>, StoreError> {
@@ -313,6 +313,14 @@ pub(super) async fn list(db: &Db<'_>, q: &ListQuery) -> Result<ListPage, StoreEr
     Ok(listing::page(entries, q.limit))
 }
 
+/// How many rows `q` lists over all its pages.
+pub(super) async fn count_listed(db: &Db<'_>, q: &ListQuery) -> Result<u64, StoreError> {
+    let statement = listing::count_statement(q, POSTGRES);
+    let rows = db.query_with(&statement.sql, &statement.params).await?;
+    let row = rows.first().ok_or_else(rules::vanished)?;
+    Ok(get::<i64>(row, 0)?.max(0) as u64)
+}
+
 /// [`list`], each entry handed to `sink` as it is decoded (no mirror: no transcript path).
 pub(super) async fn list_into(
     db: &Db<'_>,
@@ -389,6 +397,34 @@ pub(super) async fn last_messages(
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
     Ok(transcript::gather_last(session_ids, rows))
+}
+
+/// Every message in `[from, to)` with its transcript's key and agent; only an assistant's body.
+pub(super) async fn messages_between(
+    db: &Db<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<DatedMessage>, StoreError> {
+    db.query(
+        "SELECT t.session_key, m.session_id, t.agent_id, m.role, m.ts, \
+         CASE WHEN m.role = 'assistant' THEN m.body ELSE '' END \
+         FROM messages m JOIN transcripts t ON t.session_id = m.session_id \
+         WHERE m.ts >= $1 AND m.ts < $2 ORDER BY m.ts, m.session_id, m.seq",
+        &[&from, &to],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(DatedMessage {
+            session_key: get(r, 0)?,
+            session_id: get(r, 1)?,
+            agent_id: get(r, 2)?,
+            role: get(r, 3)?,
+            ts: get(r, 4)?,
+            body: get(r, 5)?,
+        })
+    })
+    .collect()
 }
 
 pub(super) async fn count(db: &Db<'_>) -> Result<u64, StoreError> {

@@ -39,7 +39,31 @@ pub(crate) fn row_statement(q: &ListQuery, d: Dialect) -> Statement {
     select(q, d, row_columns())
 }
 
+/// How many rows [`statement`] would read over all pages (from the first).
+pub(crate) fn count_statement(q: &ListQuery, d: Dialect) -> Statement {
+    filtered(q, d, "count(*)")
+}
+
 fn select(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
+    let mut a = filtered(q, d, columns);
+    if let Some(c) = &q.cursor {
+        // Newest first, then by key: the rows after the cursor.
+        let at = a.push(" AND (s.updated_at < ?", c.updated_at);
+        let at = a.placeholder(at);
+        a.sql
+            .push_str(&format!(" OR (s.updated_at = {at} AND s.key > "));
+        a.push("?))", c.key.as_str());
+    }
+    let limit = i64::try_from(q.limit).unwrap_or(i64::MAX - 1) + 1;
+    a.push(" ORDER BY s.updated_at DESC, s.key ASC LIMIT ?", limit);
+    if q.offset > 0 {
+        a.push(" OFFSET ?", i64::try_from(q.offset).unwrap_or(i64::MAX));
+    }
+    a
+}
+
+/// The statement's `SELECT … WHERE` with every filter of `q`, no cursor, order or limit.
+fn filtered(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
     let mut a = Statement::new(
         d,
         format!("SELECT {columns} FROM sessions s WHERE {}", d.truth),
@@ -81,16 +105,6 @@ fn select(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
         );
     }
     a.none_of("s.key", q.exclude_keys.clone());
-    if let Some(c) = &q.cursor {
-        // Newest first, then by key: the rows after the cursor.
-        let at = a.push(" AND (s.updated_at < ?", c.updated_at);
-        let at = a.placeholder(at);
-        a.sql
-            .push_str(&format!(" OR (s.updated_at = {at} AND s.key > "));
-        a.push("?))", c.key.as_str());
-    }
-    let limit = i64::try_from(q.limit).unwrap_or(i64::MAX - 1) + 1;
-    a.push(" ORDER BY s.updated_at DESC, s.key ASC LIMIT ?", limit);
     a
 }
 

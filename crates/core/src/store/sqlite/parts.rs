@@ -16,7 +16,7 @@ use crate::store::{
     RunQuery, RunRecord, RunStore, SessionEntry, SessionReads, SessionStore, Store, StoreFuture,
     StoredMessage, StoredText, SubagentRecord, WriteOp, WriteOutcome,
 };
-use crate::store::{StoreHealth, mirror};
+use crate::store::{DatedMessage, StoreHealth, mirror};
 
 impl SessionReads for SqliteStore {
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
@@ -59,6 +59,10 @@ impl SessionReads for SqliteStore {
         self.read(queries::count)
     }
 
+    fn count_listed(&self, query: ListQuery) -> StoreFuture<'_, u64> {
+        self.read(move |c| queries::count_listed(c, &query))
+    }
+
     fn count_by_agent(&self) -> StoreFuture<'_, Vec<(String, u64)>> {
         self.read(queries::count_by_agent)
     }
@@ -76,6 +80,10 @@ impl SessionReads for SqliteStore {
     fn summary(&self, session_id: &str, before: i64) -> StoreFuture<'_, Option<StoredMessage>> {
         let id = session_id.to_string();
         self.point_read(move |c| queries::summary(c, &id, before))
+    }
+
+    fn messages_between(&self, from: i64, to: i64) -> StoreFuture<'_, Vec<DatedMessage>> {
+        self.read(move |c| queries::messages_between(c, from, to))
     }
 
     fn last_messages(

@@ -17,8 +17,8 @@ use crate::store::rules::rows::{
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
 use crate::store::{
-    Appended, Cursor, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery, NewSession,
-    RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
+    Appended, Cursor, DatedMessage, EntryPatch, EntrySink, HistoryPage, ListPage, ListQuery,
+    NewSession, RunInput, RunQuery, RunRecord, SessionEntry, StoreError, StoredMessage, StoredText,
 };
 
 /// A history page: index range on (session_id, seq), newest first. Reads only returned rows.
@@ -199,6 +199,14 @@ pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
     Ok(listing::page(entries, q.limit))
 }
 
+/// How many rows `q` lists over all its pages.
+pub(super) fn count_listed(conn: &Connection, q: &ListQuery) -> Result<u64, StoreError> {
+    let statement = listing::count_statement(q, SQLITE);
+    let mut stmt = conn.prepare_cached(&statement.sql)?;
+    let count: i64 = stmt.query_row(bind(&statement.params), |r| r.get(0))?;
+    Ok(count.max(0) as u64)
+}
+
 /// [`list`], each entry handed to `sink` as it is read, with where its transcript is mirrored
 /// (one path buffer for the page).
 pub(super) fn list_into(
@@ -316,6 +324,31 @@ pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
         .prepare_cached("SELECT count(*) FROM sessions")?
         .query_row([], |r| r.get(0))?;
     Ok(n.max(0) as u64)
+}
+
+/// Every message in `[from, to)` with its transcript's key and agent; only an assistant's body.
+pub(super) fn messages_between(
+    conn: &Connection,
+    from: i64,
+    to: i64,
+) -> Result<Vec<DatedMessage>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT t.session_key, m.session_id, t.agent_id, m.role, m.ts, \
+         CASE WHEN m.role = 'assistant' THEN m.body ELSE '' END \
+         FROM messages m JOIN transcripts t ON t.session_id = m.session_id \
+         WHERE m.ts >= ?1 AND m.ts < ?2 ORDER BY m.ts, m.session_id, m.seq",
+    )?;
+    let rows = stmt.query_map([from, to], |r| {
+        Ok(DatedMessage {
+            session_key: r.get(0)?,
+            session_id: r.get(1)?,
+            agent_id: r.get(2)?,
+            role: r.get(3)?,
+            ts: r.get(4)?,
+            body: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub(super) fn count_by_agent(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {

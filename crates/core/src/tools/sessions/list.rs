@@ -103,6 +103,7 @@ impl SessionsList {
             include_archived: false,
             exclude_keys,
             cursor,
+            offset: 0,
             limit,
         };
         let (entries, next_cursor) = self
@@ -135,6 +136,10 @@ impl SessionsList {
             count: rows.len(),
             sessions: rows,
             next_cursor: next_cursor.map(|c| c.encode()),
+            // A model pages by cursor; the reference's paging fields are for operators.
+            total_count: None,
+            has_more: None,
+            next_offset: None,
             warning: filter.warning,
             defaults: None,
         })

@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex};
 use switchboard_core::clock::{Clock, ManualClock};
 use switchboard_core::engine::StoreWrapper;
 use switchboard_core::store::{
-    Appended, Bus, Cluster, ClusterStore, CronJobRecord, CronStore, DeliveryQuery, DeliveryRecord,
-    DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery, NewSession,
-    Orphans, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore, RunInput,
-    RunRecord, RunStore, SessionEntry, SessionLock, SessionReads, SessionStore, Store, StoreError,
-    StoreFuture, StoredMessage, StoredText, SubagentRecord, TryLock, WriteOp, WriteOutcome,
+    Appended, Bus, Cluster, ClusterStore, CronJobRecord, CronStore, DatedMessage, DeliveryQuery,
+    DeliveryRecord, DeliveryUpdate, EntryPatch, ExchangeRecord, HistoryPage, ListPage, ListQuery,
+    NewSession, Orphans, OutboxStore, PairingAdmission, PairingAsk, PairingRecord, PairingStore,
+    RunInput, RunRecord, RunStore, SessionEntry, SessionLock, SessionReads, SessionStore, Store,
+    StoreError, StoreFuture, StoredMessage, StoredText, SubagentRecord, TryLock, WriteOp,
+    WriteOutcome,
 };
 use switchboard_core::{RunId, SessionKey};
 
@@ -139,6 +140,14 @@ impl SessionReads for FailingStore {
 
     fn get(&self, key: &SessionKey) -> StoreFuture<'_, Option<SessionEntry>> {
         self.or_fail(Call::Get, key.as_str(), || self.inner.get(key))
+    }
+
+    fn count_listed(&self, query: ListQuery) -> StoreFuture<'_, u64> {
+        self.inner.count_listed(query)
+    }
+
+    fn messages_between(&self, from: i64, to: i64) -> StoreFuture<'_, Vec<DatedMessage>> {
+        self.inner.messages_between(from, to)
     }
 
     fn get_by_session_id(&self, session_id: &str) -> StoreFuture<'_, Option<SessionEntry>> {

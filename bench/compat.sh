@@ -79,19 +79,24 @@ doctor_gateway() {
     fi
 }
 
-tui_exchange() {
+# tui_screen NAME ARGS REGEX [REGEX2]: runs the reference's TUI with ARGS under tmux until its
+# screen matches REGEX (and REGEX2), at most a minute; prints the screen.
+tui_screen() {
     command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
-    local session="compat-tui-$$"
-    tmux new-session -d -s "$session" -x 160 -y 40 \
-        "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui --session agent:main:main --message '@reply tui-pong-7'"
-    local i screen=""
+    local session="compat-$1-$$" i screen=""
+    tmux new-session -d -s "$session" -x 160 -y 40 "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui $2"
     for i in $(seq 1 60); do
         screen=$(tmux capture-pane -p -t "$session" 2>/dev/null)
-        if grep -q '^tui-pong-7' <<<"$screen" && grep -q 'tokens' <<<"$screen"; then break; fi
+        if grep -Eq -- "$3" <<<"$screen" && grep -Eq -- "${4:-.}" <<<"$screen"; then break; fi
         sleep 1
     done
     tmux kill-session -t "$session" 2>/dev/null
     echo "$screen"
+}
+
+# One exchange: the reply, and the footer's tokens once the turn is done.
+tui_exchange() {
+    tui_screen tui "--session agent:main:main --message '@reply tui-pong-7'" '^tui-pong-7' 'tokens'
 }
 
 check "agent --message" '^agent-pong-1$' \
@@ -135,18 +140,7 @@ check "skills list" 'No skills found' oc skills list
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
 # The TUI's footer: how full the context is beside the model's window.
 tui_footer() {
-    command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
-    local session="compat-tui-ctx-$$"
-    tmux new-session -d -s "$session" -x 160 -y 40 \
-        "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui --session agent:ctx:main --message 'hello window'"
-    local i screen=""
-    for i in $(seq 1 60); do
-        screen=$(tmux capture-pane -p -t "$session" 2>/dev/null)
-        if grep -Eq 'tokens [0-9.k]+/128k \([0-9]+%\)' <<<"$screen"; then break; fi
-        sleep 1
-    done
-    tmux kill-session -t "$session" 2>/dev/null
-    echo "$screen"
+    tui_screen tui-ctx "--session agent:ctx:main --message 'hello window'" 'tokens [0-9.k]+/128k \([0-9]+%\)'
 }
 check "tui footer (context window)" 'tokens [0-9.k]+/128k \([0-9]+%\)' tui_footer
 
@@ -185,7 +179,28 @@ check "pairing list (the reference's local store)" 'No pending whatsapp pairing 
     oc pairing list --channel whatsapp
 check "doctor (no gateway memory probe)" 'Doctor complete' doctor_gateway
 
-check "logs" 'gateway ready' oc logs --limit 20
+check "logs" 'run ended' oc logs --limit 20
+
+# The operator's reads of issue 57: each answered where the reference's clients call them.
+check "cron add (the job itself: jq .id)" '^weekly$' bash -c "$(declare -f oc); OC_KIT='$OC_KIT' \
+    OC_STATE='$OC_STATE'; oc cron add weekly --every 1h --message 'weekly report' --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)[\"id\"])'"
+check "cron runs (every job)" '"total": [1-9]' oc gateway call cron.runs --params '{"scope":"all"}' --json
+check "gateway usage-cost" 'Total: \$' oc gateway usage-cost --days 7
+check "gateway call sessions.usage" '"aggregates"' oc gateway call sessions.usage --json
+check "gateway call usage.status" '"providers": \[\]' oc gateway call usage.status --json
+check "gateway call plugins.list" '"plugins": \[\]' oc gateway call plugins.list --json
+check "gateway call channels.pairing.list" '"requests"' \
+    oc gateway call channels.pairing.list --json
+check "nodes list" 'Pending: 0' oc nodes list
+check "devices list" 'Paired|Pending|No ' oc devices list
+check "sessions.list (totalCount, idle rows)" '"totalCount": [1-9]' \
+    oc gateway call sessions.list --params '{"limit":1}' --json
+# The TUI's `/status`: answered by the gateway with a status card, no model call.
+tui_status() {
+    tui_screen tui-status "--session agent:main:main --message '/status'" 'Session: agent:main:main'
+}
+check "tui /status (a status card)" 'Session: agent:main:main' tui_status
 
 # The Control UI: its built assets served from loopback, the page in headless Chromium; it must
 # send from its composer and reach its done state ("Done in …", nothing "Working…") for an
@@ -221,6 +236,23 @@ for key, entry in rows:
 PY
 }
 check "control ui (headless chromium)" '"text": "control-ui-pong-slow"' control_ui
+# The Control UI's pages around the chat: Usage, Automations, Sessions, Channels, Devices, Logs.
+control_ui_pages() {
+    command -v chromium >/dev/null || { echo "chromium not installed (apt install chromium)"; return 1; }
+    local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid
+    python3 -m http.server "$port" --bind 127.0.0.1 --directory "$assets" >"$RUN/ui-http.log" 2>&1 &
+    ui_pid=$!
+    PIDS+=("$ui_pid")
+    sleep 1
+    PLAYWRIGHT_CORE="$OC_APP/node_modules/playwright-core/index.mjs" "$NODE" \
+        "$ROOT/bench/control_ui_pages.mjs" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" \
+        "$RUN/control-ui-page"
+    local status=$?
+    kill "$ui_pid" 2>/dev/null
+    return $status
+}
+check "control ui pages (Usage, Automations, Sessions, Channels, Devices, Logs)" \
+    'every page answered' control_ui_pages
 check "doctor --session-sqlite import" 'imported agent:main:labelled label=Kept label' doctor_import
 
 echo

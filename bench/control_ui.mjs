@@ -7,16 +7,12 @@
 //   node control_ui.mjs <ui url with ?gatewayUrl=…#token=…> <reply text> <png>
 // Prints the methods the page called, those answered with an error, and the page's text; exits 1
 // when a step fails, a method was answered with an error, or one was called in a loop.
+import { launch, watchFrames } from './control_ui_lib.mjs';
+
 const [uiUrl, text, shot] = process.argv.slice(2);
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-});
-const calls = {};
-const pending = new Map();
-const failed = {};
+const browser = await launch();
 let page;
+let watch = { calls: {}, failed: {} };
 
 // Waits until the page shows `reply` as the latest turn, done; throws with what it shows.
 async function done(reply, timeoutMs) {
@@ -41,25 +37,7 @@ async function send(message) {
 
 try {
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('websocket', (ws) => {
-    ws.on('framesent', (f) => {
-      try {
-        const frame = JSON.parse(f.payload);
-        if (frame.method) {
-          calls[frame.method] = (calls[frame.method] || 0) + 1;
-          pending.set(frame.id, frame.method);
-        }
-      } catch {}
-    });
-    ws.on('framereceived', (f) => {
-      try {
-        const frame = JSON.parse(f.payload);
-        if (frame.type === 'res' && frame.ok === false && pending.has(frame.id)) {
-          failed[pending.get(frame.id)] = `${frame.error?.code}: ${frame.error?.message}`;
-        }
-      } catch {}
-    });
-  });
+  watch = watchFrames(page);
   await page.goto(uiUrl);
   // The page asks before it follows a link to another gateway.
   await page.getByRole('button', { name: /Switch to/ }).click({ timeout: 30000 });
@@ -79,15 +57,15 @@ try {
   });
   await page.waitForTimeout(500);
   await page.screenshot({ path: shot });
-  console.log('calls', JSON.stringify(calls));
+  console.log('calls', JSON.stringify(watch.calls));
   console.log('page', (await page.innerText('body')).replace(/\s+/g, ' ').slice(0, 2000));
   // A method the page keeps calling means it did not like our answer (it retries in a loop).
-  const looping = Object.entries(calls).filter(([, n]) => n > 10);
+  const looping = Object.entries(watch.calls).filter(([, n]) => n > 10);
   if (looping.length > 0) throw new Error(`called in a loop: ${JSON.stringify(looping)}`);
-  if (Object.keys(failed).length > 0) throw new Error(`answered with an error: ${JSON.stringify(failed)}`);
+  if (Object.keys(watch.failed).length > 0) throw new Error(`answered with an error: ${JSON.stringify(watch.failed)}`);
 } catch (e) {
-  console.log('calls', JSON.stringify(calls));
-  console.log('errors', JSON.stringify(failed));
+  console.log('calls', JSON.stringify(watch.calls));
+  console.log('errors', JSON.stringify(watch.failed));
   console.log('failed:', e.message.split('\n')[0]);
   if (page) await page.screenshot({ path: shot }).catch(() => {});
   process.exitCode = 1;

@@ -121,11 +121,20 @@ impl<'a> Chat<'a> {
                 Err(e) => return Err(e.into()),
             }
         };
-        let Some(run_id) = started["runId"].as_str().map(str::to_string) else {
-            // A command such as `/send off` answers at once, with no run.
+        // A slash command (`/status`, `/send off`) is answered at once: no run to follow.
+        let command = started["command"].is_string();
+        if command {
+            // Its reply is also told as a run's events: printed here once, not again.
+            if let Some(id) = started["runId"].as_str() {
+                self.mine.insert(id.to_string());
+            }
             outln!("{}", started["reply"].as_str().unwrap_or_default());
             return Ok(());
+        }
+        let Some(run_id) = started["runId"].as_str() else {
+            return Ok(());
         };
+        let run_id = run_id.to_string();
         self.mine.insert(run_id.clone());
         self.follow(&run_id).await
     }

@@ -159,50 +159,44 @@ impl ChatSendResult {
     }
 }
 
-/// `chat.send`'s answer to the operator's standalone `/send on|off|inherit`: the session's send
-/// policy override was set; no run was started.
+/// `chat.send`'s answer to a slash command (`/status`, `/send off`, …): what it did, in a
+/// sentence for the person; no model was called. The reply is also told as the `chat` events of
+/// a run of id `runId` (the request's `idempotencyKey`), so a client that shows replies shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendCommandResult {
     /// Always `ok` ([`SendCommandResult::STATUS`]).
     pub status: String,
-    /// Always `/send` ([`SendCommandResult::COMMAND`]).
+    /// The command, with its `/`.
     pub command: String,
     /// The session, in display form.
     pub session_key: String,
-    /// The override now set: `allow` or `deny`; `null` (always present) when the session
-    /// inherits the configured policy again.
-    #[serde(default)]
-    pub send_policy: Option<String>,
-    /// A sentence for the operator saying what was set.
+    /// `/send` only: the override now set, `allow` or `deny`; `null` when the session inherits
+    /// the configured policy again.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "::serde_with::rust::double_option"
+    )]
+    pub send_policy: Option<Option<String>>,
+    /// A sentence (or, for `/status`, a few lines) for the person.
     pub reply: String,
+    /// The id the reply's events carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 impl SendCommandResult {
     pub const STATUS: &'static str = "ok";
-    pub const COMMAND: &'static str = "/send";
-
-    pub fn new(
-        session_key: impl Into<String>,
-        send_policy: Option<String>,
-        reply: impl Into<String>,
-    ) -> Self {
-        Self {
-            status: Self::STATUS.into(),
-            command: Self::COMMAND.into(),
-            session_key: session_key.into(),
-            send_policy,
-            reply: reply.into(),
-        }
-    }
 }
 
-/// Everything `chat.send` answers: a started run, or the `/send` command's result (no `runId`).
+/// Everything `chat.send` answers: a started run, or a slash command's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ChatSendAnswer {
-    Started(ChatSendResult),
+    // A command's answer has a `runId` too: it is told apart by its `command` and `reply`.
     Command(SendCommandResult),
+    Started(ChatSendResult),
 }
 
 /// `agent`'s first answer: the run is stored and queued. The final answer ([`AgentResult`])
@@ -381,27 +375,38 @@ mod tests {
             ChatSendAnswer::Started(ChatSendResult::started("r1", "agent:main:main")),
             json!({"runId": "r1", "status": "started", "sessionKey": "agent:main:main"}),
         );
+        let command = |command: &str, send_policy, reply: &str| {
+            ChatSendAnswer::Command(SendCommandResult {
+                status: SendCommandResult::STATUS.into(),
+                command: command.into(),
+                session_key: "main".into(),
+                send_policy,
+                reply: reply.into(),
+                run_id: Some("r2".into()),
+            })
+        };
         round_trip(
-            ChatSendAnswer::Command(SendCommandResult::new(
-                "main",
-                Some("deny".into()),
+            command(
+                "/send",
+                Some(Some("deny".into())),
                 "Send policy for main: deny.",
-            )),
+            ),
             json!({
                 "status": "ok", "command": "/send", "sessionKey": "main", "sendPolicy": "deny",
-                "reply": "Send policy for main: deny.",
+                "reply": "Send policy for main: deny.", "runId": "r2",
             }),
         );
         round_trip(
-            ChatSendAnswer::Command(SendCommandResult::new(
-                "main",
-                None,
-                "Send policy for main: inherit (the configured policy).",
-            )),
+            command("/send", Some(None), "Send policy for main: inherit."),
             json!({
                 "status": "ok", "command": "/send", "sessionKey": "main", "sendPolicy": null,
-                "reply": "Send policy for main: inherit (the configured policy).",
+                "reply": "Send policy for main: inherit.", "runId": "r2",
             }),
+        );
+        round_trip(
+            command("/status", None, "switchboard 0.1.0"),
+            json!({"status": "ok", "command": "/status", "sessionKey": "main",
+                "reply": "switchboard 0.1.0", "runId": "r2"}),
         );
     }
 

@@ -111,6 +111,11 @@ impl Grant {
         }
     }
 
+    /// Whether this is an operator with `operator.admin`: the reference's owner of a chat.
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Self::Operator(scopes) if Self::covers(scopes, Scope::Admin))
+    }
+
     fn covers(scopes: &[Scope], needed: Scope) -> bool {
         scopes.iter().any(|granted| *granted >= needed)
     }

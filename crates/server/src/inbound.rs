@@ -59,7 +59,8 @@ pub async fn webhook(
         Ok(body) => body,
         Err(e) => return e.refusal(&path),
     };
-    let result = inbound.webhook(&account_id, bearer(&headers), &body).await;
+    let sessions = state.engine.sessions();
+    let result = (inbound.webhook(sessions, &account_id, bearer(&headers), &body)).await;
     answer(result, pending.as_ref())
 }
 

@@ -3,7 +3,9 @@
 //! in memory ([`LOGS`]). Cursors are byte offsets into everything written since the process
 //! started, so a follower asks "what came after N" and learns when lines it never saw were
 //! dropped (`reset`, `skippedBytes`). Secrets are never logged (docs/security.md), so nothing here
-//! needs redacting.
+//! needs redacting. Each line is answered as the reference writes its log, one JSON object
+//! (`{time, level, subsystem, message}`), whichever `--log-format` wrote it: the reference's
+//! Logs page and `openclaw logs` show its time, level chip and subsystem, and filter by level.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -54,6 +56,9 @@ pub struct LogsTailParams {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogsTail {
+    /// Where the lines come from, as the reference names its log file (a client starts over
+    /// when it changes).
+    pub file: String,
     pub source: String,
     /// `memory`: the gateway's own buffer.
     pub source_kind: String,
@@ -117,11 +122,12 @@ impl LogRing {
                 break;
             }
             bytes += line.len();
-            lines.push((*line).clone());
+            lines.push(reference_line(line));
         }
         let truncated = lines.len() < matching.len();
         lines.reverse();
         LogsTail {
+            file: "switchboard gateway (recent log in memory)".into(),
             source: "switchboard gateway (recent log in memory)".into(),
             source_kind: "memory".into(),
             cursor: ring.end,
@@ -132,6 +138,85 @@ impl LogRing {
             skipped_bytes: skipped,
         }
     }
+}
+
+/// `line` as the reference's log line: `{time, level, subsystem, message}` read from a line of
+/// our text format (`<time> <LEVEL> <spans>: <target>: <message> <fields>`) or of our JSON
+/// format (`{timestamp, level, target, message, …fields}`); a line of neither (the rest of a
+/// message that spans lines) as it is.
+fn reference_line(line: &str) -> String {
+    let parsed = match line.starts_with('{') {
+        true => from_json(line),
+        false => from_text(line),
+    };
+    match parsed {
+        Some((time, level, subsystem, message)) => serde_json::json!({
+            "time": time, "level": level.to_lowercase(), "subsystem": subsystem,
+            "message": message,
+        })
+        .to_string(),
+        None => line.to_string(),
+    }
+}
+
+type Parts = (String, String, String, String);
+
+fn from_text(line: &str) -> Option<Parts> {
+    let (time, rest) = line.split_once(' ')?;
+    if !time.contains('T') {
+        return None;
+    }
+    let rest = rest.trim_start();
+    let (level, rest) = rest.split_once(' ')?;
+    if !["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level) {
+        return None;
+    }
+    // The target is the first `path: ` (a span is `name{fields}: `).
+    let mut from = 0;
+    while let Some(at) = rest[from..].find(": ") {
+        let end = from + at;
+        let start = rest[..end].rfind(' ').map_or(0, |s| s + 1);
+        let word = &rest[start..end];
+        if !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        {
+            return Some((
+                time.into(),
+                level.into(),
+                word.into(),
+                rest[end + 2..].into(),
+            ));
+        }
+        from = end + 2;
+    }
+    Some((time.into(), level.into(), String::new(), rest.trim().into()))
+}
+
+fn from_json(line: &str) -> Option<Parts> {
+    let serde_json::Value::Object(mut map) = serde_json::from_str(line).ok()? else {
+        return None;
+    };
+    let mut take = |key: &str| match map.remove(key) {
+        Some(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    };
+    let (time, level, target, mut message) = (
+        take("timestamp"),
+        take("level"),
+        take("target"),
+        take("message"),
+    );
+    map.remove("spans");
+    for (key, value) in map {
+        let value = match value {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        message.push_str(&format!(" {key}={value}"));
+    }
+    Some((time, level, target, message))
 }
 
 /// A log writer: standard error, and [`LOGS`].
@@ -172,11 +257,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lines_are_answered_as_the_references_log_lines() {
+        let ring = LogRing::default();
+        ring.append(
+            b"2026-11-29T10:00:00.123Z  INFO run{run_id=r1}: switchboard_core::runtime: run ended status=ok\n\
+              2026-11-29T10:00:01Z  WARN switchboard_server: a client stopped reading\n\
+              {\"timestamp\":\"2026-11-29T10:00:02Z\",\"level\":\"ERROR\",\"target\":\"switchboard_core::store\",\
+              \"message\":\"store unreachable\",\"attempt\":3,\"spans\":[]}\n",
+        );
+        let lines: Vec<serde_json::Value> = (ring.tail(&LogsTailParams::default()).lines.iter())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                serde_json::json!({"time": "2026-11-29T10:00:00.123Z", "level": "info",
+                    "subsystem": "switchboard_core::runtime", "message": "run ended status=ok"}),
+                serde_json::json!({"time": "2026-11-29T10:00:01Z", "level": "warn",
+                    "subsystem": "switchboard_server", "message": "a client stopped reading"}),
+                serde_json::json!({"time": "2026-11-29T10:00:02Z", "level": "error",
+                    "subsystem": "switchboard_core::store",
+                    "message": "store unreachable attempt=3"}),
+            ]
+        );
+    }
+
+    #[test]
     fn a_follower_gets_what_came_after_its_cursor_and_hears_of_a_gap() {
         let ring = LogRing::default();
         ring.append(b"\x1b[32mINFO\x1b[0m one\nINFO two\n");
         let first = ring.tail(&LogsTailParams::default());
-        assert_eq!(first.lines, ["INFO one", "INFO two"]);
+        assert_eq!(
+            first.lines,
+            ["INFO one", "INFO two"],
+            "neither format: as written"
+        );
         assert!(!first.reset && !first.truncated);
         ring.append(b"INFO three\n");
         let next = ring.tail(&LogsTailParams {

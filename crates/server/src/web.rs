@@ -83,6 +83,10 @@ const ASSETS: &[Asset] = &[
     asset!("composer.js", JS),
     asset!("agents.js", JS),
     asset!("approvals.js", JS),
+    asset!("usage.js", JS),
+    asset!("cron.js", JS),
+    asset!("channels.js", JS),
+    asset!("logs.js", JS),
     asset!("marked.esm.js" in "vendor/", JS),
 ];
 

@@ -5,6 +5,10 @@ import { Transcript } from './transcript.js';
 import { Composer } from './composer.js';
 import { Agents } from './agents.js';
 import { Approvals } from './approvals.js';
+import { Usage } from './usage.js';
+import { Cron } from './cron.js';
+import { Channels } from './channels.js';
+import { Logs } from './logs.js';
 import { showView, keyboard } from './views.js';
 
 const TOKEN_KEY = 'switchboard.token';
@@ -38,6 +42,13 @@ function main() {
   const approvals = new Approvals(gateway, {
     rows: $('approval-rows'), count: $('approval-count'), empty: $('approvals-empty'), status: $('approvals-status'),
   });
+  const usage = new Usage(gateway, {
+    range: $('usage-range'), totals: $('usage-totals'), days: $('usage-days'), agents: $('usage-agents'),
+    models: $('usage-models'), sessions: $('usage-sessions'), status: $('usage-status'),
+  });
+  const cron = new Cron(gateway, { jobs: $('cron-jobs'), runs: $('cron-runs'), form: $('cron-form'), status: $('cron-status') });
+  const channels = new Channels(gateway, { accounts: $('channel-accounts'), requests: $('pairing-requests'), status: $('channels-status') });
+  const logs = new Logs(gateway, { lines: $('log-lines'), level: $('log-level'), status: $('logs-status') });
   agents.onLoad = () => transcript.header.refresh();
 
   function status(state, text) {
@@ -79,14 +90,23 @@ function main() {
     gateway.start(value);
   });
   // The screens: each tab shows its sections and hides the others'.
-  const screens = { 'show-sessions': ['sessions', 'transcript'], 'show-agents': ['agents'], 'show-approvals': ['approvals'] };
+  const screens = {
+    'show-sessions': ['sessions', 'transcript'], 'show-agents': ['agents'], 'show-approvals': ['approvals'],
+    'show-usage': ['usage'], 'show-cron': ['cron'], 'show-channels': ['channels'], 'show-logs': ['logs'],
+  };
+  // What a screen reads when it is shown (the log keeps reading while it is shown).
+  const shown = {
+    'show-approvals': () => approvals.load(), 'show-usage': () => usage.load(), 'show-cron': () => cron.load(),
+    'show-channels': () => channels.load(), 'show-logs': () => logs.start(),
+  };
   for (const tab of Object.keys(screens)) {
     $(tab).addEventListener('click', () => {
       for (const [other, sections] of Object.entries(screens)) {
         for (const section of sections) $(section).hidden = other !== tab;
         $(other).setAttribute('aria-pressed', String(other === tab));
       }
-      if (tab === 'show-approvals') approvals.load().catch(() => {});
+      if (tab !== 'show-logs') logs.stop();
+      shown[tab]?.().catch((e) => console.warn(tab, e));
     });
   }
   $('search').addEventListener('input', () => sessions.filter({ search: $('search').value }));

@@ -62,7 +62,8 @@ export class Composer {
     $('send').disabled = false;
     if (!sent) return;
     $('message').value = '';
-    this.say('Sent; the reply shows in the transcript.');
+    // A slash command (`/status`, `/model …`) is answered by the gateway itself.
+    this.say(sent.command ? sent.reply : 'Sent; the reply shows in the transcript.');
   }
 
   async abort() {

@@ -26,7 +26,8 @@ function blocks(tokens) {
 function blockToken(t) {
   switch (t.type) {
     case 'paragraph': return el('p', {}, inline(t.tokens));
-    case 'heading': return el(`h${Math.min(Math.max(t.depth, 3), 6)}`, {}, inline(t.tokens));
+    // `#` is h3 (the page's own headings are h1 and h2), `##` h4, down to h6.
+    case 'heading': return el(`h${Math.min(t.depth + 2, 6)}`, {}, inline(t.tokens));
     case 'code': return codeBlock(t.text, t.lang);
     case 'blockquote': return el('blockquote', {}, blocks(t.tokens));
     case 'list': return list(t);

@@ -115,6 +115,7 @@ export class SessionList {
   take(page) {
     for (const row of page.sessions) this.put(row);
     this.cursor = page.nextCursor || null;
+    if (typeof page.totalCount === 'number') this.total = page.totalCount;
     this.render();
   }
 
@@ -252,7 +253,8 @@ export class SessionList {
     };
     this.list.replaceChildren(...top.map((row) => tree(row, 0)));
     const n = this.rows.size;
-    this.end.textContent = this.cursor ? `${n} sessions loaded; scroll for more` : `${n} sessions`;
+    const total = this.cursor && this.total ? ` of ${this.total}` : '';
+    this.end.textContent = this.cursor ? `${n}${total} sessions loaded; scroll for more` : `${n} sessions`;
     // A short list may not fill the screen: keep paging while its end is in view.
     if (this.cursor) requestAnimationFrame(() => this.moreIfVisible());
   }

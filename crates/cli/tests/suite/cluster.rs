@@ -373,7 +373,7 @@ async fn a_cron_job_fires_once_per_slot_across_three_gateways() {
         )
         .await
         .unwrap();
-    assert_eq!(added["ok"], true, "{added}");
+    assert_eq!(added["id"], "tick", "{added}");
     let mut c = connect(&gateways[2]).await;
     // Every gateway's scheduler sees the job and fires its slots; each slot runs once.
     let fired = until(async || {

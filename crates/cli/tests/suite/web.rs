@@ -23,7 +23,11 @@ use super::process::BIN;
 /// The browser driver (Playwright's library without its browser downloads) and the
 /// accessibility checker, pinned.
 const NODE_PACKAGES: &[&str] = &["playwright-core@1.64.1", "axe-core@4.14.1"];
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs");
+/// The scripts: the scenarios, and the operator screens' (imported by the first).
+const SCRIPTS: &[&str] = &[
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/page.mjs"),
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/web/ops.mjs"),
+];
 /// Where the run puts its pictures: docs/web (the ones docs/web.md shows) when
 /// `SWITCHBOARD_DOC_SHOTS` is set, else under `target/tmp`, so a test run leaves the tree as it
 /// was (the pictures show times).
@@ -35,7 +39,7 @@ fn shots() -> String {
 }
 
 /// How many scenarios page.mjs runs (each prints `ok <name>`).
-const SCENARIOS: usize = 19;
+const SCENARIOS: usize = 24;
 
 /// The name the not-run line gives for the scenarios' test.
 const PAGE_TEST: &str = "the_page_works_in_headless_chromium";
@@ -88,13 +92,18 @@ fn playwright() -> PathBuf {
         );
         std::fs::write(&installed, NODE_PACKAGES.join("\n")).unwrap();
     }
-    // Bare imports resolve from the script's folder: the script runs from beside node_modules.
-    std::fs::copy(SCRIPT, dir.join("page.mjs")).unwrap();
+    // Bare imports resolve from the script's folder: the scripts run from beside node_modules.
+    for script in SCRIPTS {
+        let name = Path::new(script).file_name().unwrap();
+        std::fs::copy(script, dir.join(name)).unwrap();
+    }
     dir
 }
 
 /// Agents on the scripted model, `writer` on the mock model over HTTP, and `fallback` on a
-/// model nothing answers (a closed loopback port), with the scripted model as its fallback.
+/// model nothing answers (a closed loopback port), with the scripted model as its fallback;
+/// WhatsApp for a stranger's pairing request (its Graph API a closed port: the code's delivery
+/// fails and is retried, which the page does not need).
 fn config(home: &Path, mock: &MockLlm) {
     let config = format!(
         r#"{{
@@ -107,6 +116,9 @@ fn config(home: &Path, mock: &MockLlm) {
                      {{ id: "writer", model: "mock/writer" }},
                      {{ id: "fallback", model: {{ primary: "dead/gone",
                                                   fallbacks: ["builtin/scripted"] }} }} ] }},
+  channels: {{ whatsapp: {{ enabled: true, accessToken: "page-token", phoneNumberId: "1065000",
+                           appSecret: "page-app-secret", verifyToken: "page-verify",
+                           apiBase: "http://127.0.0.1:9/v21.0" }} }},
 }}"#,
         mock.openai_base_url()
     );

@@ -14,10 +14,13 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
+import { opsScenarios } from './ops.mjs';
 
 const { SWITCHBOARD_BIN: BIN, STATE_DIR: HOME, CHROMIUM, SHOTS } = process.env;
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 390, height: 844 };
+/** The WhatsApp app secret of the test's config (web.rs): a stranger's message is signed with it. */
+const WA_SECRET = 'page-app-secret';
 const WAIT = { timeout: 20000 };
 const problems = [];
 let gateway = null;
@@ -26,7 +29,8 @@ let page = null;
 /** Starts the gateway (on `port`, 0 = any); answers its page's address and the link with the token. */
 async function startGateway(port = 0) {
   const child = spawn(BIN, ['--state-dir', HOME, 'gateway', '--port', String(port)], {
-    env: { ...process.env, SWITCHBOARD_LOG: 'warn' },
+    // Warnings, and each run's end (the Logs screen shows them).
+    env: { ...process.env, SWITCHBOARD_LOG: 'warn,switchboard_core::runtime::end=info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });
@@ -470,6 +474,12 @@ const scenarios = {
     check(await page.locator('#approval-count').isHidden(), 'no count once nothing waits');
     await page.click('#show-sessions');
   },
+
+  ...opsScenarios({
+    get page() { return page; },
+    get gateway() { return gateway; },
+    rpc, check, accessible, shot, turn, waitText, openSession, WAIT, PHONE, WA_SECRET,
+  }),
 
   async '10,000 sessions page through the cursor'() {
     const total = 10000;

@@ -10,7 +10,6 @@ use switchboard_protocol::inbound::{InboundAccepted, WebhookInbound};
 use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::webhook::{self, Message, PAYLOAD_EXPECTED};
-use crate::access;
 use crate::config::Config;
 use crate::delivery::{Outbound, Outbox};
 use crate::error::{CoreError, CoreResult};
@@ -18,6 +17,7 @@ use crate::keys::SessionKey;
 use crate::resolve::Resolver;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Accepted, Deliver, RunRequest, Runtime};
+use crate::sessions::{Command, Sessions};
 use crate::store::WriteOp;
 
 /// The inbound doors' component.
@@ -49,6 +49,7 @@ impl Inbound {
     /// (token), `Invalid` (payload), `Unavailable` (shutting down).
     pub async fn webhook(
         &self,
+        sessions: &Sessions,
         account_id: &str,
         token: Option<&str>,
         body: &[u8],
@@ -64,15 +65,22 @@ impl Inbound {
             .unwrap_or_else(|| self.config.default_agent_id());
         let key = message.session_key(&self.config, &agent_id, &account_id)?;
         let route = message.route(&account_id);
-        if let Some(command) = access::send_command(&message.text) {
+        if let Some(command) = Command::of_text(&message.text) {
             let owner = account.owners.contains(&message.from);
+            let session_key = key.display().to_string();
             let chat = Chat {
                 key,
                 route,
                 setting: format!("channels.webhook.accounts.{account_id}.owners"),
                 idempotency_key: None,
             };
-            return self.send_command(chat, owner, command).await;
+            let reply = super::owner::answer((self, sessions), chat, owner, command).await?;
+            return Ok(InboundAccepted {
+                ok: true,
+                run_id: None,
+                session_key,
+                reply: Some(reply),
+            });
         }
         let turn = ChatTurn {
             key,
@@ -170,30 +178,6 @@ impl Inbound {
     /// (SPEC §8.2), anyone else's is refused; either way the answer goes back to the chat and no
     /// run starts. The confirmation is not the session's delivery, so its send policy (perhaps
     /// just set to deny) does not hold it back.
-    pub(super) async fn send_command(
-        &self,
-        chat: Chat,
-        owner: bool,
-        command: Result<Option<&'static str>, String>,
-    ) -> CoreResult<InboundAccepted> {
-        let reply = match (owner, command) {
-            (false, _) => format!(
-                "Only an owner of this chat can change its send policy ({} lists them).",
-                chat.setting
-            ),
-            (true, Err(usage)) => usage,
-            (true, Ok(policy)) => self.resolver.set_send_override(&chat.key, policy).await?,
-        };
-        let session_key = chat.key.display().to_string();
-        self.answer_command(chat, reply.clone()).await?;
-        Ok(InboundAccepted {
-            ok: true,
-            run_id: None,
-            session_key,
-            reply: Some(reply),
-        })
-    }
-
     /// A command's answer, back to the chat it came from. It is not the session's delivery, so
     /// the session's send policy does not hold it back.
     pub(super) async fn answer_command(&self, chat: Chat, text: String) -> CoreResult<()> {

@@ -177,6 +177,16 @@ pub(super) async fn finish(
     rt.retire(&record);
     let agent = record.session_key.agent_id().unwrap_or("unknown");
     crate::measure::run_ended(agent, record.status.as_str());
+    // One line a run for the operator's log (`logs.tail`, `openclaw logs`).
+    let ran_ms = record.ended_at.zip(record.started_at).map(|(e, s)| e - s);
+    tracing::info!(
+        run_id = %record.run_id,
+        session = %key,
+        status = record.status.as_str(),
+        ms = ran_ms.unwrap_or(0),
+        model = record.model.as_deref().unwrap_or("-"),
+        "run ended"
+    );
     rt.emit(
         &record.run_id,
         &key,

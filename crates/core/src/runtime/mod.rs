@@ -615,6 +615,18 @@ impl Runtime {
         self.inner.closing.is_cancelled()
     }
 
+    /// Tells subscribers a reply no model wrote (a slash command's) as the events of a run of id
+    /// `run_id` that starts and ends at once; nothing is stored.
+    pub fn tell_reply(&self, run_id: &RunId, session_key: &SessionKey, text: String) {
+        self.emit(run_id, session_key, RunEventData::Started);
+        let ended = RunEventData::Ended {
+            status: RunStatus::Ok,
+            result: Some(text),
+            error: None,
+        };
+        self.emit(run_id, session_key, ended);
+    }
+
     fn emit(&self, run_id: &RunId, session_key: &SessionKey, data: RunEventData) {
         let event = Arc::new(RunEvent {
             run_id: run_id.clone(),

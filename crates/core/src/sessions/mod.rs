@@ -8,6 +8,7 @@
 //! runtime does; `chat.send` and `agent` submit runs to it).
 
 mod attachments;
+mod commands;
 mod health;
 mod history;
 mod kept;
@@ -27,6 +28,7 @@ use switchboard_protocol::events::SessionsChanged;
 use switchboard_protocol::list_json::RowHead;
 use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
+pub use commands::{Command, CommandReply, Door};
 pub use health::{HealthParts, channel_health, channels_status};
 
 use crate::clock::Clock;

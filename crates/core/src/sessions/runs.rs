@@ -11,42 +11,35 @@ use switchboard_protocol::runs::RunStatus as WireRunStatus;
 use switchboard_protocol::runs::{
     AgentAccepted, AgentMeta, AgentParams, AgentResult, AgentWaitParams, ChatAbortParams,
     ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
-    RunResult, RunTokens, SendCommandResult,
+    RunResult, RunTokens,
 };
-use switchboard_protocol::sessions::{DeliveryContext, Patch};
+use switchboard_protocol::sessions::DeliveryContext;
 
+use super::commands::Command;
 use super::{Sessions, attachments};
-use crate::access;
 use crate::config::ModelRef;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::{EntryPatch, RunStatus, SessionEntry};
+use crate::store::{RunStatus, SessionEntry};
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
 
 impl Sessions {
     /// `chat.send`: an operator message into a session (created when the key is new) starts a
-    /// run, answered `started` once it is committed; a standalone `/send on|off|inherit` sets
-    /// the session's send policy instead. Errors: `Forbidden` when the send policy refuses.
-    pub async fn chat_send(&self, p: ChatSendParams) -> CoreResult<ChatSendAnswer> {
+    /// run, answered `started` once it is committed; a slash command is answered instead
+    /// (`commands.rs`; `owner`: the caller has `operator.admin`). Errors: `Forbidden` when the
+    /// send policy refuses.
+    pub async fn chat_send(&self, p: ChatSendParams, owner: bool) -> CoreResult<ChatSendAnswer> {
         let agent_id = p.agent_id.as_deref();
         let key = self.resolver.target_key(&p.session_key, agent_id).await?;
-        if let Some(level) = think_command(&p.message) {
+        if let Some(command) = Command::of_text(&p.message) {
+            let id = p.idempotency_key.as_deref();
             return Ok(ChatSendAnswer::Command(
-                self.think_command(&key, level).await?,
-            ));
-        }
-        if p.message.trim() == "/compact" {
-            return Ok(ChatSendAnswer::Command(self.compact_command(&key).await?));
-        }
-        if let Some(policy) = access::send_command(&p.message) {
-            let policy = policy.map_err(CoreError::Invalid)?;
-            return Ok(ChatSendAnswer::Command(
-                self.send_command(&key, policy).await?,
+                self.operator_command(&key, command, id, owner).await?,
             ));
         }
         let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
@@ -69,83 +62,13 @@ impl Sessions {
         }))
     }
 
-    /// The owner's standalone `/send on|off|inherit`: sets the session's override, no run.
-    async fn send_command(
-        &self,
-        key: &SessionKey,
-        policy: Option<&'static str>,
-    ) -> CoreResult<SendCommandResult> {
-        let reply = self.resolver.set_send_override(key, policy).await?;
-        self.changed(key, "update");
-        Ok(SendCommandResult {
-            status: "ok".into(),
-            command: "/send".into(),
-            session_key: key.display().to_string(),
-            send_policy: policy.map(str::to_string),
-            reply,
-        })
-    }
-
-    /// `/compact`: `sessions.compact` from the chat, no run.
-    async fn compact_command(&self, key: &SessionKey) -> CoreResult<SendCommandResult> {
-        let params = switchboard_protocol::sessions::SessionKeyParams {
-            key: key.as_str().to_string(),
-            agent_id: None,
-        };
-        let done = self.compact(params).await?;
-        let reply = if done.compacted {
-            format!(
-                "Compacted {} messages into a summary; they stay in the history.",
-                done.messages
-            )
-        } else {
-            "Nothing to compact yet.".to_string()
-        };
-        Ok(SendCommandResult {
-            status: "ok".into(),
-            command: "/compact".into(),
-            session_key: key.display().to_string(),
-            send_policy: None,
-            reply,
-        })
-    }
-
-    /// `/think <level>`: sets the session's thinking level (`/think` alone says it), no run.
-    async fn think_command(&self, key: &SessionKey, level: &str) -> CoreResult<SendCommandResult> {
-        let entry = self.store.get(key).await?;
-        let reply = if level.is_empty() {
-            let agent = self.config.agent(key.agent_id().unwrap_or_default());
-            let current = entry
-                .and_then(|e| e.thinking_level)
-                .unwrap_or_else(|| format!("{} (the agent's)", agent.thinking_level));
-            format!("Thinking level: {current}. Set it with /think off|minimal|low|medium|high.")
-        } else {
-            let level = super::manage::thinking_level(level)?;
-            let patch = EntryPatch {
-                thinking_level: Patch::Set(level.as_str().to_string()),
-                ..EntryPatch::default()
-            };
-            if entry.is_none() {
-                self.store.create(self.resolver.new_session(key)).await?;
-            }
-            self.store.patch(key, patch).await?;
-            self.changed(key, "update");
-            format!("Thinking level set to {level}.")
-        };
-        Ok(SendCommandResult {
-            status: "ok".into(),
-            command: "/think".into(),
-            session_key: key.display().to_string(),
-            send_policy: None,
-            reply,
-        })
-    }
-
     /// `agent`: starts a run; `accepted` is told as soon as it is committed, and the answer is the
-    /// run's outcome once it ends (its own timeout bounds it).
+    /// run's outcome once it ends (its own timeout bounds it). A slash command is answered at
+    /// once instead (`owner`: the caller has `operator.admin`).
     pub async fn agent(
         &self,
         p: AgentParams,
+        owner: bool,
         accepted: impl FnOnce(AgentAccepted),
     ) -> CoreResult<AgentResult> {
         let lane = match p.lane.as_deref() {
@@ -167,6 +90,10 @@ impl Sessions {
             given => given,
         };
         let key = self.resolver.target_key(session, agent_id).await?;
+        if let Some(command) = Command::of_text(&p.message) {
+            let caller = (p.idempotency_key.as_deref(), owner);
+            return self.agent_command(&key, command, caller, accepted).await;
+        }
         let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("agent", &p.message)?;
         if let Some(model) = &p.model {
@@ -422,11 +349,4 @@ fn check_message(method: &str, message: &str) -> CoreResult<()> {
         ))),
         false => Ok(()),
     }
-}
-
-/// `/think` or `/think <level>` alone in a message: the level asked (empty: say it).
-fn think_command(message: &str) -> Option<&str> {
-    let message = message.trim();
-    let rest = message.strip_prefix("/think")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }

@@ -100,7 +100,7 @@ async fn an_image_reaches_both_wire_formats_and_stays_in_the_transcript() {
         let answer = t
             .engine
             .sessions()
-            .chat_send(send(&session, vec![png(mime)]))
+            .chat_send(send(&session, vec![png(mime)]), true)
             .await
             .unwrap();
         let ChatSendAnswer::Started(started) = answer else {
@@ -142,7 +142,7 @@ async fn a_model_without_image_input_refuses_the_image_and_stores_nothing() {
     let err = t
         .engine
         .sessions()
-        .chat_send(send("main", vec![png(None)]))
+        .chat_send(send("main", vec![png(None)]), true)
         .await
         .unwrap_err()
         .to_string();
@@ -164,7 +164,7 @@ async fn a_model_without_image_input_refuses_the_image_and_stores_nothing() {
     let err = t
         .engine
         .sessions()
-        .chat_send(send("local", vec![png(None)]))
+        .chat_send(send("local", vec![png(None)]), true)
         .await
         .unwrap_err()
         .to_string();
@@ -181,7 +181,7 @@ async fn a_model_without_image_input_refuses_the_image_and_stores_nothing() {
     let err = t
         .engine
         .sessions()
-        .chat_send(send("main", vec![pdf]))
+        .chat_send(send("main", vec![pdf]), true)
         .await
         .unwrap_err()
         .to_string();

@@ -314,13 +314,13 @@ async fn thinking_levels_reach_the_wire_requests_of_both_formats() {
         };
         h.engine
             .sessions()
-            .chat_send(send("/think high"))
+            .chat_send(send("/think high"), true)
             .await
             .unwrap();
         h.turn("main", "second").await;
         h.engine
             .sessions()
-            .chat_send(send("/think OFF"))
+            .chat_send(send("/think OFF"), true)
             .await
             .unwrap();
         h.turn("main", "third").await;
@@ -404,7 +404,8 @@ async fn sessions_compact_and_the_compact_command_summarise_all_but_the_newest_t
         message: "/compact".into(),
         ..ChatSendParams::default()
     };
-    let answer = serde_json::to_value(h.engine.sessions().chat_send(send).await.unwrap()).unwrap();
+    let answer =
+        serde_json::to_value(h.engine.sessions().chat_send(send, true).await.unwrap()).unwrap();
     assert_eq!(answer["command"], "/compact", "{answer}");
     let reply = answer["reply"].as_str().unwrap();
     assert!(reply.starts_with("Compacted 3 messages"), "{answer}");

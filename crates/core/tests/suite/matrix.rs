@@ -348,8 +348,8 @@ async fn a_password_logs_in_and_a_refused_token_fails_the_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused() {
-    let test = "an_owner_asks_for_status_without_a_mention_and_others_are_refused";
+async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused_a_reset() {
+    let test = "an_owner_asks_for_status_without_a_mention_and_others_are_refused_a_reset";
     let Some((hs, bot, alice)) = world(test).await else {
         return;
     };
@@ -358,7 +358,7 @@ async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused() {
     settings.channels.matrix.access.owners = Some(vec![alice.user_id.clone()]);
     let h = started(settings).await;
     let room = group_room(&alice, &carol, &bot).await;
-    carol.say(&room, "/status", &[]).await;
+    carol.say(&room, "/new", &[]).await;
     alice.say(&room, "/status", &[]).await;
     let answers = alice.wait_for(&room, &bot.user_id, 2, GUARD).await;
     // Two answers, each to its message (the outbox may post them in either order).
@@ -368,7 +368,7 @@ async fn an_owner_asks_for_status_without_a_mention_and_others_are_refused() {
         .count();
     let status = answers
         .iter()
-        .filter(|a| a.contains("no session yet"))
+        .filter(|a| a.contains("no messages yet"))
         .count();
     assert_eq!((refused, status), (1, 1), "{answers:?}");
     h.engine.close().await;

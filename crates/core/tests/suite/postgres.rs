@@ -317,7 +317,7 @@ async fn send_and_wait(engine: &Engine, key: &str, message: &str) -> RunRecord {
         message: message.into(),
         ..ChatSendParams::default()
     };
-    let answer = engine.sessions().chat_send(params).await.unwrap();
+    let answer = engine.sessions().chat_send(params, true).await.unwrap();
     let ChatSendAnswer::Started(started) = answer else {
         panic!("chat.send answered a command");
     };

@@ -281,6 +281,19 @@ impl TestEngine {
 }
 
 /// The code in a channel's pairing answer, after checking it names `channel`'s approve command.
+/// Whether `text` is `/status`'s card of the main session of agent `main` on the scripted model
+/// with the inherited send policy: a line each for the session, its model and its policy.
+pub fn is_main_status_card(text: &str) -> bool {
+    text.starts_with("switchboard ")
+        && [
+            "Session: agent:main:main",
+            "Model: builtin/scripted",
+            "Send policy: inherit",
+        ]
+        .iter()
+        .all(|line| text.contains(line))
+}
+
 pub fn pairing_code(answer: &str, channel: &str) -> String {
     let code = answer
         .lines()

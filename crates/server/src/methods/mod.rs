@@ -172,7 +172,7 @@ pub async fn dispatch(
     match method {
         "sessions.list" => sessions::list(engine, parse(method, params)?).await,
         "chat.history" | "chat.startup" => sessions::history(engine, parse(method, params)?).await,
-        _ => run(state, method, params, interim, gone)
+        _ => run(state, (method, grant.is_admin()), params, interim, gone)
             .await
             .map(Payload::Value),
     }
@@ -236,9 +236,10 @@ pub const ANY_PARAMS: &[&str] = &[
 #[derive(serde::Deserialize)]
 struct NoParams {}
 
+/// `owner`: the caller has `operator.admin` (slash commands that change a session need it).
 async fn run(
     state: &ServerState,
-    method: &str,
+    (method, owner): (&str, bool),
     p: Option<Value>,
     interim: Interim<'_>,
     gone: &CancellationToken,
@@ -263,9 +264,9 @@ async fn run(
         "sessions.delete" => sessions::delete(engine, parse(method, p)?).await,
         "sessions.compact" => answer(engine.sessions().compact(parse(method, p)?).await),
         "chat.inject" => sessions::inject(engine, parse(method, p)?).await,
-        "chat.send" => runs::chat_send(engine, parse(method, p)?).await,
+        "chat.send" => runs::chat_send(engine, parse(method, p)?, owner).await,
         "chat.abort" => runs::chat_abort(engine, parse(method, p)?).await,
-        "agent" => runs::agent(engine, parse(method, p)?, interim).await,
+        "agent" => runs::agent(engine, parse(method, p)?, owner, interim).await,
         "agent.wait" => runs::agent_wait(engine, parse(method, p)?).await,
         "tools.invoke" => tools::invoke(engine, parse(method, p)?, gone).await,
         "tools.list" => tools::list(engine, parse(method, p)?).await,

@@ -6,17 +6,23 @@ use switchboard_protocol::runs::{AgentParams, AgentWaitParams, ChatAbortParams, 
 
 use super::{Interim, MethodResult, answer, to_value};
 
-pub async fn chat_send(engine: &Engine, p: ChatSendParams) -> MethodResult {
-    answer(engine.sessions().chat_send(p).await)
+/// `owner`: the caller has `operator.admin` (what `/send`, `/new` and `/reset` need).
+pub async fn chat_send(engine: &Engine, p: ChatSendParams, owner: bool) -> MethodResult {
+    answer(engine.sessions().chat_send(p, owner).await)
 }
 
-pub async fn agent(engine: &Engine, p: AgentParams, interim: Interim<'_>) -> MethodResult {
+pub async fn agent(
+    engine: &Engine,
+    p: AgentParams,
+    owner: bool,
+    interim: Interim<'_>,
+) -> MethodResult {
     let accepted = |a| {
         if let Ok(value) = to_value(a) {
             interim(value);
         }
     };
-    answer(engine.sessions().agent(p, accepted).await)
+    answer(engine.sessions().agent(p, owner, accepted).await)
 }
 
 pub async fn agent_wait(engine: &Engine, p: AgentWaitParams) -> MethodResult {

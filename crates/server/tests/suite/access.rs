@@ -99,7 +99,7 @@ fn rank(scope: &str) -> u8 {
 }
 
 /// Connects with `params` (a `connect` request's params); answers the client and hello-ok.
-async fn connect_with(gw: &TestGateway, params: Value) -> (GatewayClient, Value) {
+pub(super) async fn connect_with(gw: &TestGateway, params: Value) -> (GatewayClient, Value) {
     let mut client = GatewayClient::open(&gw.url).await.unwrap();
     assert_eq!(
         client.next_event().await.unwrap().event,
@@ -109,7 +109,7 @@ async fn connect_with(gw: &TestGateway, params: Value) -> (GatewayClient, Value)
     (client, hello)
 }
 
-fn operator(scopes: Option<&[&str]>) -> Value {
+pub(super) fn operator(scopes: Option<&[&str]>) -> Value {
     let mut params = serde_json::to_value(connect_params(Some(TOKEN))).unwrap();
     match scopes {
         Some(scopes) => params["scopes"] = json!(scopes),

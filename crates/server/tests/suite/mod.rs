@@ -3,6 +3,7 @@ mod access;
 mod browser;
 mod channels;
 mod clients;
+mod commands;
 mod cron;
 mod doors;
 mod harness;

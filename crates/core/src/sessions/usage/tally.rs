@@ -61,9 +61,14 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// The call an assistant message's JSON records; `None` when it is not readable.
+    /// The call an assistant message's JSON records; `None` when it is not readable, or when no
+    /// model wrote it (`chat.inject`, the gateway's notices: provider `switchboard`). The
+    /// built-in models cost nothing: their calls are priced at 0.
     pub(crate) fn of(body: &str) -> Option<Self> {
         let reply: Reply = serde_json::from_str(body).ok()?;
+        if reply.provider == "switchboard" {
+            return None;
+        }
         let u = &reply.usage;
         let mut totals = CostTotals {
             input: u.input,
@@ -83,7 +88,9 @@ impl Call {
                 totals.cache_read_cost = c.cache_read;
                 totals.cache_write_cost = c.cache_write;
             }
-            None if totals.total_tokens > 0 => totals.missing_cost_entries = 1,
+            None if totals.total_tokens > 0 && reply.provider != "builtin" => {
+                totals.missing_cost_entries = 1;
+            }
             None => {}
         }
         let tools = reply
@@ -306,6 +313,10 @@ mod tests {
         assert_eq!(unpriced.totals.total_tokens, 7);
         assert!(unpriced.error);
         assert_eq!(Call::of("not json"), None);
+        let injected = r#"{"provider":"switchboard","model":"inject","content":[{"type":"text","text":"hi"}]}"#;
+        assert_eq!(Call::of(injected), None, "no model call");
+        let free = Call::of(r#"{"provider":"builtin","usage":{"input":3,"output":4}}"#).unwrap();
+        assert_eq!(free.totals.missing_cost_entries, 0);
     }
 
     #[test]

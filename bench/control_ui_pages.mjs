@@ -42,8 +42,9 @@ try {
     }, path);
     await page.waitForTimeout(4000);
     const text = (await page.innerText('body')).replace(/\s+/g, ' ');
+    // Only what shows: the page keeps a hidden "did not start" alert for a failed boot.
     const dangers = await page.$$eval('.callout.danger, [role="alert"]', (els) =>
-      els.map((e) => e.innerText.trim()).filter(Boolean));
+      els.filter((e) => e.checkVisibility()).map((e) => e.innerText.trim()).filter(Boolean));
     await page.screenshot({ path: `${shots}-${name}.png` });
     const problems = [];
     if (Object.keys(watch.failed).length > 0) problems.push(`answered with an error: ${JSON.stringify(watch.failed)}`);

@@ -226,6 +226,9 @@ pub struct SessionsListParams {
     pub message_limit: Option<i64>,
     /// Include archived sessions too.
     pub include_archived: Option<bool>,
+    /// Count the sessions over all pages (`totalCount`) even when more pages follow: a read of
+    /// every matching session, so only when asked. A page that reaches the end has it anyway.
+    pub include_total: Option<bool>,
 }
 
 #[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
@@ -236,7 +239,8 @@ pub struct SessionsListResult<M = HistoryMessage> {
     pub count: usize,
     pub sessions: Vec<SessionRow<M>>,
     pub next_cursor: Option<String>,
-    /// Sessions the request lists over all its pages (the reference's field).
+    /// Sessions the request lists over all its pages (the reference's field): known when the
+    /// page reached the end, else counted only with `includeTotal`.
     pub total_count: Option<u64>,
     /// Whether a next page exists; its offset (the reference's paging; `nextCursor` is ours).
     pub has_more: Option<bool>,

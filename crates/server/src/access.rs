@@ -5,8 +5,10 @@
 //!
 //! - `operator` with `operator.read` (reads), `operator.write` (runs, sends, injects, patches,
 //!   tools) and `operator.admin` (reset, delete, cron). Admin implies write, write implies read,
-//!   as in the reference. Scopes the gateway does not know (the reference's `operator.approvals`,
-//!   `operator.pairing`, …) are ignored; absent or empty scopes grant nothing (the reference's
+//!   as in the reference. `operator.pairing` is the reference's scope of its pairing lists
+//!   (`node.pair.list`, `device.pair.list`, `channels.pairing.list`), beside the others: it covers
+//!   those alone, and admin covers it. Scopes the gateway does not know (the reference's
+//!   `operator.approvals`, …) are ignored; absent or empty scopes grant nothing (the reference's
 //!   default-deny).
 //! - `node` acts only in its own `node-<nodeId>` session: `agent`, `chat.send`, `chat.history`
 //!   and `chat.abort` on that session, without routing anything elsewhere.
@@ -18,22 +20,35 @@ use serde_json::Value;
 use switchboard_protocol::frames::HelloAuth;
 use switchboard_protocol::{ErrorCode, ErrorShape};
 
-/// An operator scope, weakest first: each one covers the ones before it.
+/// An operator scope: read, write and admin weakest first, each covering the ones before it;
+/// pairing beside them, covered by admin ([`Scope::covers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scope {
     Read,
     Write,
     Admin,
+    Pairing,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Write, Scope::Admin];
+    pub const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Admin, Scope::Pairing];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Read => "operator.read",
             Self::Write => "operator.write",
             Self::Admin => "operator.admin",
+            Self::Pairing => "operator.pairing",
+        }
+    }
+
+    /// Whether a grant of `self` covers `needed`.
+    fn covers(self, needed: Scope) -> bool {
+        match (self, needed) {
+            (Self::Pairing, needed) => needed == Self::Pairing,
+            (Self::Admin, Self::Pairing) => true,
+            (_, Self::Pairing) => false,
+            (granted, needed) => granted >= needed,
         }
     }
 
@@ -117,7 +132,7 @@ impl Grant {
     }
 
     fn covers(scopes: &[Scope], needed: Scope) -> bool {
-        scopes.iter().any(|granted| *granted >= needed)
+        scopes.iter().any(|granted| granted.covers(needed))
     }
 
     /// Whether this grant may call `method` with `params`. `needed` is the method's scope from
@@ -226,7 +241,17 @@ mod tests {
         assert!(ok(&read, Scope::Read) && !ok(&read, Scope::Write));
         assert!(Scope::ALL.iter().all(|s| ok(&admin, *s)));
         assert!(Scope::ALL.iter().all(|s| !ok(&none, *s)));
-        assert_eq!(admin.hello().scopes, vec!["operator.admin"]);
+        // `operator.pairing` is now known: granted as asked, and covered by admin anyway.
+        assert_eq!(
+            admin.hello().scopes,
+            vec!["operator.admin", "operator.pairing"]
+        );
+        let pairing = Grant::operator(&["operator.pairing".into()]);
+        assert!(ok(&pairing, Scope::Pairing) && !ok(&pairing, Scope::Read));
+        assert!(ok(
+            &Grant::operator(&["operator.admin".into()]),
+            Scope::Pairing
+        ));
         let e = none
             .authorize("cron.add", Some(Scope::Admin), None, canonical)
             .unwrap_err();

@@ -68,6 +68,8 @@ function main() {
 
   function open() {
     const key = selectedKey();
+    // A session link on another screen (Usage, Cron, Approvals) opens it on the Sessions screen.
+    if (key && $('transcript').hidden) $('show-sessions').click();
     sessions.select(key);
     showView(key);
     transcript.open(key);
@@ -113,6 +115,11 @@ function main() {
   $('kind-filter').addEventListener('change', () => sessions.filter({ kind: $('kind-filter').value }));
   $('agent-filter').addEventListener('change', () => sessions.filter({ agent: $('agent-filter').value }));
   window.addEventListener('hashchange', open);
+  // A link to the session already open changes no hash: it still shows the Sessions screen.
+  document.addEventListener('click', (e) => {
+    const link = e.target instanceof Element && e.target.closest('a.session-link');
+    if (link && new URL(link.href).hash === location.hash) open();
+  });
   keyboard(open);
 
   open();

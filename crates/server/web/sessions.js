@@ -84,7 +84,8 @@ export class SessionList {
     const generation = ++this.generation;
     this.loading = true;
     try {
-      const page = await this.gateway.request('sessions.list', this.params());
+      // The first page asks for the total (the list's end says "n of total").
+      const page = await this.gateway.request('sessions.list', { ...this.params(), includeTotal: true });
       if (generation !== this.generation) return;
       this.rows.clear();
       this.loadedAt.clear();

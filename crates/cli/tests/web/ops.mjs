@@ -44,7 +44,10 @@ export function opsScenarios(t) {
       const width = await page.locator('#usage-days .day-bar').first().evaluate((b) => b.getBoundingClientRect().width);
       t.check(width > 2, `the day's bar has a length (${width} px)`);
       await page.locator('#usage-agents tr').filter({ hasText: 'writer' }).waitFor(t.WAIT);
-      await page.locator('#usage-sessions a.session-link').first().waitFor(t.WAIT);
+      // A session's link opens it on the Sessions screen.
+      await page.locator('#usage-sessions a.session-link').first().click();
+      await page.locator('#messages').waitFor({ state: 'visible', ...t.WAIT });
+      t.check(await page.locator('#usage').isHidden(), 'the Usage screen gave way to the session');
     },
 
     async 'a cron job is added, run, disabled and edited on the cron screen'() {
@@ -75,6 +78,7 @@ export function opsScenarios(t) {
       const stored = (await t.rpc('cron.get', { id: 'page-job' }));
       t.check(stored.everyMs === 7200000 && stored.enabled === false, `the job was changed: ${JSON.stringify(stored)}`);
       await t.accessible(page, 'the cron screen with a job');
+      await t.shot(page, 'ops-cron');
     },
 
     async 'a stranger waiting for pairing is approved on the channels screen'() {
@@ -106,7 +110,7 @@ export function opsScenarios(t) {
       await page.click('#show-sessions');
     },
 
-    async 'code, headings and a long label read well in dark mode and on a phone'() {
+    async 'code, headings, a long label and the operator screens read well in dark mode and on a phone'() {
       const { page } = t;
       const key = 'agent:main:looks';
       const text = '# Top heading\n\n## Second heading\n\nSome `inline code` here.\n\n```rust\nfn main() { println!("hi"); }\n```';
@@ -132,6 +136,17 @@ export function opsScenarios(t) {
         t.check(wide <= t.PHONE.width, `the page is no wider than the phone (${wide} px) (${scheme})`);
         await t.accessible(phone, `a long label and code on a phone (${scheme})`);
         await t.shot(phone, `phone-code-${scheme}`);
+      }
+      // The operator screens on the phone, in both schemes: on the screen, and accessible.
+      for (const tab of ['usage', 'cron', 'channels', 'logs']) {
+        await phone.click(`#show-${tab}`);
+        await phone.locator(`#${tab} h2`).waitFor(t.WAIT);
+        for (const scheme of ['light', 'dark']) {
+          await phone.emulateMedia({ colorScheme: scheme });
+          const wide = await phone.evaluate(() => document.documentElement.scrollWidth);
+          t.check(wide <= t.PHONE.width, `the ${tab} screen is no wider than the phone (${wide} px, ${scheme})`);
+          await t.accessible(phone, `the ${tab} screen on a phone (${scheme})`);
+        }
       }
       await context.close();
     },

@@ -25,7 +25,7 @@ const LARGEST: usize = 1 << 20;
 /// The pages the sessions component keeps.
 pub(super) struct Pages {
     /// `sessions.list`: by the store query and whether rows show their last messages.
-    pub(super) lists: Kept<(ListQuery, bool), Heads>,
+    pub(super) lists: Kept<(ListQuery, bool, bool), Heads>,
     /// `chat.history`'s JSON text: by the key as asked, `limit` and `before`.
     pub(super) histories: Kept<(String, Option<i64>, Option<i64>), String>,
 }

@@ -23,6 +23,8 @@ pub(super) struct ListRequest {
     pub(super) message_limit: usize,
     /// Something in the request was ignored (an unknown kind).
     pub(super) warning: Option<String>,
+    /// Count the sessions over all pages even when more pages follow (`includeTotal`).
+    pub(super) count: bool,
 }
 
 impl Sessions {
@@ -32,10 +34,11 @@ impl Sessions {
             query,
             message_limit,
             warning,
+            count,
         } = self.list_request(p)?;
         let page = self.store.list(query.clone()).await?;
         let more = page.next_cursor.is_some();
-        let total = self.total(&query, page.entries.len(), more).await?;
+        let total = (self.total(&query, (page.entries.len(), more), count)).await?;
         let ids: Vec<String> = match message_limit {
             0 => Vec::new(),
             _ => page.entries.iter().map(|e| e.session_id.clone()).collect(),
@@ -52,7 +55,7 @@ impl Sessions {
             count,
             sessions,
             next_cursor: page.next_cursor.map(|c| c.encode()),
-            total_count: Some(total),
+            total_count: total,
             has_more: Some(more),
             next_offset: more.then_some((query.offset + count) as u64),
             warning,
@@ -61,17 +64,21 @@ impl Sessions {
     }
 
     /// How many sessions `query` lists over all its pages, having read a page of `rows` from
-    /// it: counted by the store only when the page is not the whole answer.
+    /// it: known when the page reached the end; counted by the store (a read of every matching
+    /// row) only when `count` asks, else unknown.
     pub(super) async fn total(
         &self,
         query: &ListQuery,
-        rows: usize,
-        more: bool,
-    ) -> CoreResult<u64> {
+        (rows, more): (usize, bool),
+        count: bool,
+    ) -> CoreResult<Option<u64>> {
         if !more && query.cursor.is_none() && (rows > 0 || query.offset == 0) {
-            return Ok((query.offset + rows) as u64);
+            return Ok(Some((query.offset + rows) as u64));
         }
-        Ok(self.store.count_listed(query.clone()).await?)
+        match count {
+            true => Ok(Some(self.store.count_listed(query.clone()).await?)),
+            false => Ok(None),
+        }
     }
 
     /// The last `limit` messages of each transcript, as rows show them (one store read).
@@ -135,6 +142,7 @@ impl Sessions {
             query,
             message_limit,
             warning: filter.warning,
+            count: p.include_total.unwrap_or(false),
         })
     }
 }

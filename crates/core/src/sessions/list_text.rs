@@ -27,12 +27,13 @@ impl Sessions {
             query,
             message_limit,
             warning,
+            count,
         } = self.list_request(p)?;
-        let read = async |(query, messages): &(ListQuery, bool)| {
-            self.read_heads(query.clone(), *messages).await
+        let read = async |(query, messages, count): &(ListQuery, bool, bool)| {
+            self.read_heads(query.clone(), *messages, *count).await
         };
         let offset = query.offset;
-        let asked = (query, message_limit > 0);
+        let asked = (query, message_limit > 0, count);
         let heads = (self.kept.lists)
             .get_or_read(asked, self.store.version(), read, Heads::bytes)
             .await?;
@@ -52,7 +53,7 @@ impl Sessions {
         let more = heads.next_cursor.is_some();
         let end = PageEnd {
             next_cursor: heads.next_cursor.as_deref(),
-            total_count: Some(heads.total),
+            total_count: heads.total,
             has_more: Some(more),
             next_offset: more.then_some((offset + rows) as u64),
             warning: warning.as_deref(),
@@ -80,14 +81,19 @@ impl Sessions {
     }
 
     /// The page's rows as the store reads them now, written up to what the session shows now.
-    async fn read_heads(&self, query: ListQuery, with_messages: bool) -> CoreResult<Heads> {
+    async fn read_heads(
+        &self,
+        query: ListQuery,
+        with_messages: bool,
+        count: bool,
+    ) -> CoreResult<Heads> {
         let sink = Reading::new(self.config.clone(), with_messages, query.limit);
         let (sink, next_cursor) = self.store.list_into(query.clone(), Box::new(sink)).await?;
         let reading = (sink as Box<dyn Any>)
             .downcast::<Reading>()
             .map_err(|_| backend("the store handed back another list sink".to_string()))?;
         let rows = reading.heads.rows.len();
-        let total = self.total(&query, rows, next_cursor.is_some()).await?;
+        let total = (self.total(&query, (rows, next_cursor.is_some()), count)).await?;
         Ok(Heads {
             next_cursor: next_cursor.map(|c| c.encode()),
             total,
@@ -111,8 +117,8 @@ pub(super) struct Heads {
     /// Each row's transcript, when the page shows the last messages.
     session_ids: Vec<String>,
     next_cursor: Option<String>,
-    /// Sessions the request lists over all its pages.
-    total: u64,
+    /// Sessions the request lists over all its pages, when known.
+    total: Option<u64>,
 }
 
 /// Where a row's start and key end in [`Heads`].
@@ -162,7 +168,7 @@ impl Reading {
                 keys: String::with_capacity(rows * 48),
                 session_ids: Vec::new(),
                 next_cursor: None,
-                total: 0,
+                total: None,
             },
             with_messages,
         }

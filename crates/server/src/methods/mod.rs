@@ -72,9 +72,10 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("sessions.usage", Scope::Read),
     ("sessions.usage.timeseries", Scope::Read),
     ("sessions.usage.logs", Scope::Read),
-    ("channels.pairing.list", Scope::Admin),
+    ("channels.pairing.list", Scope::Pairing),
     ("logs.tail", Scope::Read),
     ("exec.approvals.list", Scope::Read),
+    ("exec.approvals.get", Scope::Admin),
     ("exec.approvals.approve", Scope::Admin),
     ("exec.approvals.deny", Scope::Admin),
     // The reference's features this gateway does not have: their empty state.
@@ -94,8 +95,8 @@ pub const METHODS: &[(&str, Scope)] = &[
     ("wake", Scope::Write),
     ("last-heartbeat", Scope::Read),
     ("node.list", Scope::Read),
-    ("node.pair.list", Scope::Read),
-    ("device.pair.list", Scope::Read),
+    ("node.pair.list", Scope::Pairing),
+    ("device.pair.list", Scope::Pairing),
     ("plugins.list", Scope::Read),
     ("usage.status", Scope::Read),
     ("skills.status", Scope::Read),
@@ -214,6 +215,7 @@ const NO_PARAMS: &[&str] = &[
     "config.get",
     "models.list",
     "exec.approvals.list",
+    "exec.approvals.get",
     "channels.pairing.list",
 ];
 
@@ -271,6 +273,7 @@ async fn run(
         "tools.invoke" => tools::invoke(engine, parse(method, p)?, gone).await,
         "tools.list" => tools::list(engine, parse(method, p)?).await,
         "exec.approvals.list" => tools::approvals(engine),
+        "exec.approvals.get" => tools::allowlist(engine),
         "exec.approvals.approve" => tools::decide(engine, parse(method, p)?, true),
         "exec.approvals.deny" => tools::decide(engine, parse(method, p)?, false),
         "send" => delivery::send(engine, parse(method, p)?).await,

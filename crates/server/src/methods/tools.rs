@@ -32,6 +32,12 @@ pub fn approvals(engine: &Engine) -> MethodResult {
     super::to_value(ApprovalsListResult { approvals })
 }
 
+/// `exec.approvals.get`: the allowlist file (`exec-approvals.json`), as the reference's Control
+/// UI reads it.
+pub fn allowlist(engine: &Engine) -> MethodResult {
+    Ok(engine.approvals().snapshot())
+}
+
 /// `exec.approvals.approve` (`approve: true`) and `exec.approvals.deny`.
 pub fn decide(engine: &Engine, p: ApprovalDecideParams, approve: bool) -> MethodResult {
     let decision = match approve {

@@ -59,9 +59,10 @@ const NEEDS: &[(&str, &str)] = &[
     ("sessions.usage", "operator.read"),
     ("sessions.usage.timeseries", "operator.read"),
     ("sessions.usage.logs", "operator.read"),
-    ("channels.pairing.list", "operator.admin"),
+    ("channels.pairing.list", "operator.pairing"),
     ("logs.tail", "operator.read"),
     ("exec.approvals.list", "operator.read"),
+    ("exec.approvals.get", "operator.admin"),
     ("exec.approvals.approve", "operator.admin"),
     ("exec.approvals.deny", "operator.admin"),
     ("update.status", "operator.read"),
@@ -80,8 +81,8 @@ const NEEDS: &[(&str, &str)] = &[
     ("wake", "operator.write"),
     ("last-heartbeat", "operator.read"),
     ("node.list", "operator.read"),
-    ("node.pair.list", "operator.read"),
-    ("device.pair.list", "operator.read"),
+    ("node.pair.list", "operator.pairing"),
+    ("device.pair.list", "operator.pairing"),
     ("plugins.list", "operator.read"),
     ("usage.status", "operator.read"),
     ("skills.status", "operator.read"),
@@ -96,6 +97,21 @@ fn rank(scope: &str) -> u8 {
         "operator.admin" => 3,
         other => panic!("not a scope: {other}"),
     }
+}
+
+/// Whether scopes `granted` let a caller use a method that `needs` a scope: admin implies write
+/// implies read; `operator.pairing` stands beside them, covered by admin.
+fn allows(granted: &[&str], needs: &str) -> bool {
+    if needs == "operator.pairing" {
+        return granted
+            .iter()
+            .any(|g| *g == needs || *g == "operator.admin");
+    }
+    let ranked = granted.iter().filter(|g| **g != "operator.pairing");
+    ranked
+        .map(|g| rank(g))
+        .max()
+        .is_some_and(|g| g >= rank(needs))
 }
 
 /// Connects with `params` (a `connect` request's params); answers the client and hello-ok.
@@ -153,22 +169,23 @@ async fn every_method_against_every_grant() {
         "every advertised method has a scope here"
     );
 
-    // (name, the scopes asked for, the rank granted)
-    type Case<'a> = (&'a str, Option<&'a [&'a str]>, Option<u8>);
-    let grants: [Case; 5] = [
-        ("read", Some(&["operator.read"]), Some(1)),
-        ("write", Some(&["operator.write"]), Some(2)),
-        ("admin", Some(&["operator.admin"]), Some(3)),
-        ("empty scopes", Some(&[]), None),
-        ("no scopes field", None, None),
+    // (name, the scopes asked for)
+    type Case<'a> = (&'a str, Option<&'a [&'a str]>);
+    let grants: [Case; 6] = [
+        ("read", Some(&["operator.read"])),
+        ("write", Some(&["operator.write"])),
+        ("admin", Some(&["operator.admin"])),
+        ("pairing", Some(&["operator.pairing"])),
+        ("empty scopes", Some(&[])),
+        ("no scopes field", None),
     ];
-    for (name, scopes, granted) in grants {
+    for (name, scopes) in grants {
         let (mut client, _) = connect_with(&gw, operator(scopes)).await;
         for (method, needs) in NEEDS {
             // `{}` is a harmless call: allowed methods that change anything refuse it as
             // invalid params, after the access check.
             let error = outcome(&mut client, method, json!({})).await;
-            let allowed = granted.is_some_and(|g| g >= rank(needs));
+            let allowed = allows(scopes.unwrap_or_default(), needs);
             match error {
                 Some(e) if e.code == ErrorCode::Forbidden => {
                     assert!(!allowed, "{name} may call {method}, got {e:?}");
@@ -231,7 +248,8 @@ async fn hello_ok_states_the_grant() {
                 "operator.pairing",
             ])),
             json!({"role": "operator",
-                   "scopes": ["operator.read", "operator.write", "operator.admin"]}),
+                   "scopes": ["operator.read", "operator.write", "operator.admin",
+                              "operator.pairing"]}),
         ),
         (operator(None), json!({"role": "operator", "scopes": []})),
         (node("kitchen"), json!({"role": "node", "scopes": []})),

@@ -152,3 +152,25 @@ async fn new_and_reset_need_admin_and_agent_answers_a_command_at_once() {
     assert!(text.contains("Session: agent:main:main"), "{agent}");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn exec_approvals_get_answers_the_allowlist_file_without_its_socket_token() {
+    let gw = TestGateway::start().await;
+    let absent = gw.call("exec.approvals.get", json!({})).await;
+    assert_eq!(
+        (&absent["exists"], &absent["file"]),
+        (&json!(false), &json!({"version": 1, "agents": {}}))
+    );
+    let path = absent["path"].as_str().unwrap().to_string();
+    assert!(path.ends_with("exec-approvals.json"), "{path}");
+    let file = json!({"version": 1, "socket": {"path": "/run/x.sock", "token": "s3cret"},
+        "agents": {"main": {"allowlist": [{"pattern": "/usr/bin/echo"}]}}});
+    std::fs::write(&path, file.to_string()).unwrap();
+    let present = gw.call("exec.approvals.get", json!({})).await;
+    assert_eq!(present["exists"], true);
+    assert_eq!(present["file"]["agents"], file["agents"]);
+    assert_eq!(present["file"]["socket"], json!({"path": "/run/x.sock"}));
+    assert!(!present.to_string().contains("s3cret"));
+    assert_ne!(present["hash"], absent["hash"]);
+    gw.stop().await;
+}

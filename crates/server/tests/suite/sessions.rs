@@ -589,9 +589,8 @@ async fn the_reference_pages_the_list_by_offset_and_reads_its_total_and_idle_row
     let mut paged = Vec::new();
     let mut offset = Some(0);
     while let Some(at) = offset {
-        let page = gw
-            .call("sessions.list", json!({"limit": 2, "offset": at}))
-            .await;
+        let asked = json!({"limit": 2, "offset": at, "includeTotal": true});
+        let page = gw.call("sessions.list", asked).await;
         assert_eq!(page["totalCount"].as_u64(), Some(total), "{page}");
         paged.extend(
             page["sessions"]
@@ -610,12 +609,19 @@ async fn the_reference_pages_the_list_by_offset_and_reads_its_total_and_idle_row
         (&row["hasActiveRun"], row.get("status")),
         (&json!(false), None)
     );
-    let searched = gw
-        .call(
-            "sessions.list",
-            json!({"limit": 1, "search": "agent:main:"}),
-        )
-        .await;
+    let searched = json!({"limit": 1, "search": "agent:main:", "includeTotal": true});
+    let searched = gw.call("sessions.list", searched).await;
     assert_eq!(searched["totalCount"].as_u64(), Some(total));
+    // Counting every matching session is a read of each: only when asked, or free at the end.
+    let first = gw.call("sessions.list", json!({"limit": 1})).await;
+    assert_eq!(
+        (first.get("totalCount"), &first["hasMore"]),
+        (None, &json!(true))
+    );
+    let last = json!({"limit": 1, "offset": total - 1});
+    assert_eq!(
+        gw.call("sessions.list", last).await["totalCount"].as_u64(),
+        Some(total)
+    );
     gw.stop().await;
 }

@@ -56,6 +56,31 @@ impl Approvals {
         }
     }
 
+    /// `exec.approvals.get`: the allowlist file as the reference answers it: where it is, whether
+    /// it exists, a SHA-256 of its text and its content (`{version: 1, agents: {}}` when absent
+    /// or not a JSON object), a socket token left out.
+    pub fn snapshot(&self) -> Value {
+        let text = std::fs::read_to_string(&self.file).ok();
+        let parsed = text
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok());
+        let mut file = parsed
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({"version": 1, "agents": {}}));
+        if let Some(socket) = file.get_mut("socket").and_then(Value::as_object_mut) {
+            socket.remove("token");
+        }
+        let digest = ring::digest::digest(
+            &ring::digest::SHA256,
+            text.as_deref().unwrap_or_default().as_bytes(),
+        );
+        let hash: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        serde_json::json!({
+            "path": self.file.display().to_string(), "exists": text.is_some(), "hash": hash,
+            "file": file, "resolvedDefaults": {},
+        })
+    }
+
     /// Whether `command`'s program is on `agent`'s allowlist (or every agent's, `*`).
     pub fn allowed(&self, agent: &str, command: &str) -> bool {
         let Some(program) = program_of(command) else {

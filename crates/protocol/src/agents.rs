@@ -22,6 +22,32 @@ pub struct AgentSummary {
     /// its `tools.allow/deny`).
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Its settings as they apply: its own where it has them, `agents.defaults` elsewhere.
+    pub settings: Option<AgentSettings>,
+}
+
+/// An agent's resolved settings, for operators (the web page's Agents screen). Nothing secret
+/// is among them; its system prompt is given by its length only.
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSettings {
+    /// Whether it is in `agents.list` (an unconfigured id runs on the defaults).
+    pub configured: bool,
+    pub thinking_level: String,
+    pub sandbox_mode: String,
+    pub sandbox_network: bool,
+    pub session_tools_visibility: String,
+    /// `tools.profile` (its own, else the global one); absent: every tool.
+    pub tools_profile: Option<String>,
+    pub tools_allow: Vec<String>,
+    pub tools_deny: Vec<String>,
+    /// `workspace` as written, if set (else `<state>/workspace/<agentId>`).
+    pub workspace: Option<String>,
+    /// The model of its sub-agents, if not its own.
+    pub subagent_model: Option<String>,
+    /// Characters of its own system prompt (0: none).
+    pub system_prompt_chars: usize,
 }
 
 /// An agent's model: the one tried first and the ones tried after it.

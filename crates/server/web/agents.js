@@ -1,6 +1,5 @@
-// The Agents screen: configured agents, their models, which agents each may spawn and the tools
-// it may call (session tools, then MCP servers' `<server>__<tool>`); also fills the list's agent
-// filter.
+// The Agents screen: each agent's models, the agents it may spawn, its tools (session tools, then
+// MCP servers' `<server>__<tool>`) and resolved settings; also fills the list's agent filter.
 import { el, sessionLink } from './dom.js';
 
 export class Agents {
@@ -26,6 +25,7 @@ export class Agents {
       el('td', {}, a.model.fallbacks.join(', ') || '—'),
       el('td', {}, spawnable(a)),
       el('td', { class: 'tools' }, tools(a)),
+      el('td', { class: 'settings' }, settings(a.settings)),
       el('td', {}, sessionLink(a.mainKey)),
     )));
     const chosen = this.filter.value;
@@ -51,4 +51,19 @@ function tools(agent) {
   if (session.length) parts.push(el('span', { title: session.join(', ') }, `${session.length} session tools`));
   for (const name of others) parts.push(' ', el('code', {}, name));
   return parts.length ? parts : ['none'];
+}
+
+// The resolved settings, a short line each.
+function settings(s) {
+  if (!s) return '—';
+  const lines = [
+    `thinking ${s.thinkingLevel}`,
+    `sandbox ${s.sandboxMode}${s.sandboxMode === 'off' ? '' : s.sandboxNetwork ? ', network' : ', no network'}`,
+    `tools ${s.toolsProfile || 'all'}${s.toolsAllow.length ? `, only ${s.toolsAllow.join(' ')}` : ''}${s.toolsDeny.length ? `, not ${s.toolsDeny.join(' ')}` : ''}`,
+    s.workspace ? `workspace ${s.workspace}` : null,
+    s.subagentModel ? `sub-agents on ${s.subagentModel}` : null,
+    s.systemPromptChars ? `system prompt: ${s.systemPromptChars} characters` : null,
+    s.configured ? null : 'not configured: the defaults',
+  ];
+  return lines.filter(Boolean).map((l) => el('div', {}, l));
 }

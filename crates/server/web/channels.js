@@ -1,6 +1,5 @@
-// The Channels screen: each configured account with its state and last error
-// (`channels.status`), and the strangers waiting for a pairing code's approval
-// (`channels.pairing.list`), each with Approve (`pairing.approve`, telling the sender).
+// The Channels screen: each account's state and last error, and the strangers waiting for
+// pairing (`channels.pairing.list`), each with Approve (`pairing.approve`, telling the sender).
 import { el, when } from './dom.js';
 
 export class Channels {

@@ -1,6 +1,5 @@
-// The Cron screen: every job (`cron.list`) with Run now, Enable/Disable, Edit and Remove, a form
-// that adds a job or saves the one being edited (`cron.add`, `cron.update`), and the last runs of
-// every job (`cron.runs`), newest first, each linked to its session.
+// The Cron screen: the jobs with Run now, Enable/Disable, Edit and Remove, a form that adds or
+// saves a job, and every job's last runs (`cron.runs`), each linked to its session.
 import { el, sessionLink, when } from './dom.js';
 
 export class Cron {

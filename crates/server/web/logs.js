@@ -1,6 +1,5 @@
-// The Logs screen: the gateway's recent log (`logs.tail`), read every two seconds from the last
-// cursor while the screen is shown, newest at the bottom, filtered by level. Each line is the
-// reference's log line (`{time, level, subsystem, message}`); the log never holds a secret.
+// The Logs screen: `logs.tail` every two seconds from the last cursor while shown, newest at the
+// bottom, filtered by level; each line is `{time, level, subsystem, message}`.
 import { el } from './dom.js';
 
 const POLL_MS = 2000;

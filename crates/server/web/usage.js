@@ -1,6 +1,5 @@
-// The Usage screen: tokens and cost counted from the transcripts (`sessions.usage`), for the last
-// 7, 30 or 90 days in the browser's zone: the totals, a bar a day, and the cuts by agent, model
-// and session. Every bar is a table row with its figures, so a screen reader reads the numbers.
+// The Usage screen (`sessions.usage`, the browser's zone): totals, a bar a day (a table row with
+// its figures), and the cuts by agent, model and session.
 import { el, sessionLink } from './dom.js';
 
 const DOLLARS = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });

@@ -34,6 +34,10 @@ export function opsScenarios(t) {
   return {
     async 'the usage screen shows the turns by day, agent and model'() {
       const { page } = t;
+      // The Agents screen shows each agent's resolved settings.
+      await page.click('#show-agents');
+      const main = await t.waitText('#agent-rows tr', 'thinking');
+      t.check(main.includes('sandbox off') && main.includes('tools full'), `main's settings: ${main}`);
       await t.turn('agent:main:main', '@reply counted on the usage screen');
       await t.turn('agent:writer:main', 'a priced call');
       await screen(t, 'usage', () => page.locator('#usage-models tr').filter({ hasText: 'mock/writer' }).waitFor(t.WAIT), 'usage');

@@ -182,7 +182,8 @@ impl Sessions {
         Ok(statuses)
     }
 
-    /// `agents.list`: the configured agents (the default agent when none are).
+    /// `agents.list`: the configured agents (the default agent when none are), each with its
+    /// model, spawn rights, tools and resolved settings.
     pub fn agents_list(&self) -> AgentsListResult {
         let config = &self.config;
         let default_id = config.default_agent_id();
@@ -207,6 +208,7 @@ impl Sessions {
                         .iter()
                         .map(|t| t.name().to_string())
                         .collect(),
+                    settings: Some(settings_of(&agent)),
                     id,
                 }
             })
@@ -350,4 +352,26 @@ pub fn with_seq(m: StoredMessage) -> Value {
         map.insert("seq".to_string(), Value::from(m.seq));
     }
     message
+}
+
+/// An agent's resolved settings as `agents.list` shows them.
+fn settings_of(
+    agent: &crate::config::ResolvedAgent,
+) -> switchboard_protocol::agents::AgentSettings {
+    switchboard_protocol::agents::AgentSettings {
+        configured: agent.configured,
+        thinking_level: agent.thinking_level.as_str().into(),
+        sandbox_mode: agent.sandbox_mode.as_str().into(),
+        sandbox_network: agent.sandbox_network,
+        session_tools_visibility: agent.session_tools_visibility.as_str().into(),
+        tools_profile: agent.tools_profile.map(|p| p.as_str().to_string()),
+        tools_allow: agent.tools_allow.clone(),
+        tools_deny: agent.tools_deny.clone(),
+        workspace: agent.workspace.clone(),
+        subagent_model: agent.subagent_model.clone(),
+        system_prompt_chars: agent
+            .system_prompt
+            .as_ref()
+            .map_or(0, |p| p.chars().count()),
+    }
 }

@@ -205,17 +205,25 @@ check "tui /status (a status card)" 'Session: agent:main:main' tui_status
 # The Control UI: its built assets served from loopback, the page in headless Chromium; it must
 # send from its composer and reach its done state ("Done in …", nothing "Working…") for an
 # instant reply and a 1.5 s one, every method it calls answered (the replies land in chat.history).
-control_ui() {
+# control_ui_script SCRIPT ARGS...: serves the Control UI's built assets on a loopback port and
+# runs SCRIPT (in headless Chromium) on the page, switched to this gateway, with ARGS.
+control_ui_script() {
     command -v chromium >/dev/null || { echo "chromium not installed (apt install chromium)"; return 1; }
-    local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid
+    local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid status script=$1
+    shift
     python3 -m http.server "$port" --bind 127.0.0.1 --directory "$assets" >"$RUN/ui-http.log" 2>&1 &
     ui_pid=$!
     PIDS+=("$ui_pid")
     sleep 1
     PLAYWRIGHT_CORE="$OC_APP/node_modules/playwright-core/index.mjs" "$NODE" \
-        "$ROOT/bench/control_ui.mjs" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" \
-        'control-ui-pong' "$RUN/control-ui.png" || return 1
+        "$ROOT/bench/$script" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" "$@"
+    status=$?
     kill "$ui_pid" 2>/dev/null
+    return $status
+}
+
+control_ui() {
+    control_ui_script control_ui.mjs 'control-ui-pong' "$RUN/control-ui.png" || return 1
     oc gateway call chat.history --params '{"sessionKey":"agent:main:main"}' --json
 }
 
@@ -238,18 +246,7 @@ PY
 check "control ui (headless chromium)" '"text": "control-ui-pong-slow"' control_ui
 # The Control UI's pages around the chat: Usage, Automations, Sessions, Channels, Devices, Logs.
 control_ui_pages() {
-    command -v chromium >/dev/null || { echo "chromium not installed (apt install chromium)"; return 1; }
-    local assets="$OC_APP/node_modules/openclaw/dist/control-ui" port=18931 ui_pid
-    python3 -m http.server "$port" --bind 127.0.0.1 --directory "$assets" >"$RUN/ui-http.log" 2>&1 &
-    ui_pid=$!
-    PIDS+=("$ui_pid")
-    sleep 1
-    PLAYWRIGHT_CORE="$OC_APP/node_modules/playwright-core/index.mjs" "$NODE" \
-        "$ROOT/bench/control_ui_pages.mjs" "http://127.0.0.1:$port/?gatewayUrl=$GW_URL#token=$GW_TOKEN" \
-        "$RUN/control-ui-page"
-    local status=$?
-    kill "$ui_pid" 2>/dev/null
-    return $status
+    control_ui_script control_ui_pages.mjs "$RUN/control-ui-page"
 }
 check "control ui pages (Usage, Automations, Sessions, Channels, Devices, Logs)" \
     'every page answered' control_ui_pages

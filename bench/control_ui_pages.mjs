@@ -17,7 +17,8 @@ const PAGES = [
   { name: 'automations', path: '/automations', expect: /nightly/ },
   { name: 'sessions', path: '/sessions', expect: /agent:main:main|main/ },
   { name: 'channels', path: '/settings/channels', expect: /WhatsApp/i },
-  { name: 'devices', path: '/settings/devices', expect: /./ },
+  // No device paired (`device.pair.list`), and the allowlist file's section (`exec.approvals.get`).
+  { name: 'devices', path: '/settings/devices', expect: /0 of 0 connected.*EXEC APPROVALS/i },
   { name: 'logs', path: '/logs', expect: /run ended|gateway ready/ },
 ];
 // What an error looks like on these pages: the UI's danger callouts and its banners' words.

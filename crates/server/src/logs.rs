@@ -13,6 +13,8 @@ use std::sync::{LazyLock, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+/// Where `logs.tail`'s lines come from, as its `file` and `source` say.
+const SOURCE: &str = "switchboard gateway (recent log in memory)";
 /// Bytes of log kept in memory.
 const CAPACITY: usize = 1 << 20;
 /// Lines answered when the caller gives no limit, and the most it may ask for.
@@ -127,8 +129,8 @@ impl LogRing {
         let truncated = lines.len() < matching.len();
         lines.reverse();
         LogsTail {
-            file: "switchboard gateway (recent log in memory)".into(),
-            source: "switchboard gateway (recent log in memory)".into(),
+            file: SOURCE.into(),
+            source: SOURCE.into(),
             source_kind: "memory".into(),
             cursor: ring.end,
             size: ring.end,

@@ -227,12 +227,14 @@ impl Sessions {
             .await?;
         let mut out = Vec::with_capacity(page.messages.len());
         for text in page.messages {
-            let call = Call::of(&text.body);
             let stored = text.into_stored()?;
             let message = &stored.message;
             let role = message["role"].as_str().unwrap_or("").to_string();
             let ts = message["timestamp"].as_i64().unwrap_or(0);
-            let call = if role == "assistant" { call } else { None };
+            // A model call is read from an assistant's message alone (from its decoded JSON).
+            let call = (role == "assistant")
+                .then(|| Call::of_value(message))
+                .flatten();
             out.push((ts, role, text_of(message), call));
         }
         Ok((entry, out))

@@ -65,7 +65,15 @@ impl Call {
     /// model wrote it (`chat.inject`, the gateway's notices: provider `switchboard`). The
     /// built-in models cost nothing: their calls are priced at 0.
     pub(crate) fn of(body: &str) -> Option<Self> {
-        let reply: Reply = serde_json::from_str(body).ok()?;
+        Self::from_reply(serde_json::from_str(body).ok()?)
+    }
+
+    /// [`Call::of`] a message already decoded.
+    pub(crate) fn of_value(message: &serde_json::Value) -> Option<Self> {
+        Self::from_reply(Reply::deserialize(message).ok()?)
+    }
+
+    fn from_reply(reply: Reply) -> Option<Self> {
         if reply.provider == "switchboard" {
             return None;
         }

@@ -166,6 +166,21 @@ impl Runtime {
         message: Option<TranscriptMessage>,
         starts: u32,
     ) -> Accepted {
+        let (accepted, queued) = self.make_live(request, record, message, starts);
+        self.enqueue(accepted.session_key.clone(), queued);
+        accepted
+    }
+
+    /// Makes a run live (its waiters find it from now on) without queueing it yet: recovery
+    /// makes every run it takes up live before the first starts, so a resumed run that waits
+    /// on another taken-up run finds it live, not `running` in the store with nobody on it.
+    pub(super) fn make_live(
+        &self,
+        request: RunRequest,
+        record: RunRecord,
+        message: Option<TranscriptMessage>,
+        starts: u32,
+    ) -> (Accepted, Queued) {
         let cancel = self.inner.abort_all.child_token();
         let accepted = self.register(&request, &record, &cancel);
         let queued = Queued {
@@ -176,8 +191,7 @@ impl Runtime {
             record,
             starts,
         };
-        self.enqueue(accepted.session_key.clone(), queued);
-        accepted
+        (accepted, queued)
     }
 
     /// Makes a stored run live: its waiters, its idempotency key, its `queued` event.
@@ -228,7 +242,7 @@ impl Runtime {
     }
 
     /// Appends to the session's queue; starts its worker when the session was idle.
-    fn enqueue(&self, session_key: SessionKey, queued: Queued) {
+    pub(super) fn enqueue(&self, session_key: SessionKey, queued: Queued) {
         self.insert(session_key, queued, None);
     }
 

@@ -56,17 +56,25 @@ impl Runtime {
         }
         // (A failure above fails the whole take-up: at a start the open fails and is retried
         // whole; for a stopped gateway's runs the claim stays this gateway's, see scale-out.md.)
+        // Every run is live before the first one starts: a resumed run waiting on another
+        // (a `sessions_send` made again) must find it live, not stored `running` with nobody
+        // on it.
+        let mut live = Vec::with_capacity(queued.len());
         for (record, input) in queued {
             let request = queue::request_of(&record, &input);
             let status = record.status;
             // A running run's message is in its transcript already.
             let message = input.message.filter(|_| status != RunStatus::Running);
             let run_id = record.run_id.clone();
-            self.admit(request, record, message, input.starts);
+            let (accepted, run) = self.make_live(request, record, message, input.starts);
+            live.push((accepted.session_key, run));
             match status {
                 RunStatus::Aborted => self.cancel_live(&run_id),
                 _ => recovered.resumed += 1,
             }
+        }
+        for (session_key, run) in live {
+            self.enqueue(session_key, run);
         }
         Ok(recovered)
     }

@@ -15,6 +15,8 @@ use crate::store::{RunStatus, WriteOp};
 
 /// The error of a run stopped before it started.
 pub(super) const ABORTED_QUEUED: &str = "aborted before it started";
+/// The error of a run cut off by a stop and aborted before it went on.
+pub(super) const ABORTED_UNRESUMED: &str = "aborted before it went on after the gateway's stop";
 
 /// A run taken out of its queue, and where it stood.
 struct Held {

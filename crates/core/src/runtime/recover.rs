@@ -103,20 +103,12 @@ impl Runtime {
         });
         let mut ops = Vec::new();
         let entry = self.store().get(&key).await?;
-        // Into the transcript the run worked on (not a newer one a reset started).
-        let same =
-            |e: &&crate::store::SessionEntry| Some(&e.session_id) == record.session_id.as_ref();
-        if let (true, Some(entry)) = (started, entry.as_ref().filter(same)) {
-            let tail = self.store().history(&entry.session_id, TAIL, None).await?;
-            let unanswered = cut::unanswered_calls(&tail.messages);
-            let streamed = cut::Streamed::default();
-            let closing =
-                cut::closing_messages(&unanswered, streamed, RunRecord::INTERRUPTED, self.now_ms());
-            ops.push(WriteOp::Append {
-                key: key.clone(),
-                create: None,
-                messages: closing,
-            });
+        if started
+            && let Some(closing) = self
+                .closing(&record, entry.as_ref(), RunRecord::INTERRUPTED)
+                .await?
+        {
+            ops.push(closing);
         }
         if entry.is_some() {
             let flag = EntryPatch {
@@ -131,6 +123,50 @@ impl Runtime {
         ops.push(WriteOp::PutRun(record));
         self.store().write_batch(ops).await?;
         Ok(())
+    }
+}
+
+impl Runtime {
+    /// What closes the transcript of a run the stop cut off, when it is not resumed: an error
+    /// result for each tool call left without one, and an `aborted` message saying `reason`.
+    /// `entry`: the run's session as stored; nothing when a reset started a newer transcript.
+    pub(super) async fn closing(
+        &self,
+        record: &RunRecord,
+        entry: Option<&crate::store::SessionEntry>,
+        reason: &str,
+    ) -> CoreResult<Option<WriteOp>> {
+        // Into the transcript the run worked on (not a newer one a reset started).
+        let Some(entry) = entry.filter(|e| Some(&e.session_id) == record.session_id.as_ref())
+        else {
+            return Ok(None);
+        };
+        let tail = self.store().history(&entry.session_id, TAIL, None).await?;
+        let unanswered = cut::unanswered_calls(&tail.messages);
+        let streamed = cut::Streamed::default();
+        Ok(Some(WriteOp::Append {
+            key: record.session_key.clone(),
+            create: None,
+            messages: cut::closing_messages(&unanswered, streamed, reason, self.now_ms()),
+        }))
+    }
+
+    /// Closes the transcript of a resumed run aborted before it started again (its cut-off
+    /// calls would otherwise stay without results, and the window keeps a call only with its
+    /// result).
+    pub(super) async fn close_unresumed(&self, record: &RunRecord, reason: &str) {
+        let key = &record.session_key;
+        let closed = async {
+            let _held = self.store().lock_session(key).await?;
+            let entry = self.store().get(key).await?;
+            if let Some(closing) = self.closing(record, entry.as_ref(), reason).await? {
+                self.store().write_batch(vec![closing]).await?;
+            }
+            CoreResult::Ok(())
+        };
+        if let Err(e) = closed.await {
+            tracing::warn!(run_id = %record.run_id, error = %e, "could not close the transcript of a run aborted before it was resumed");
+        }
     }
 }
 

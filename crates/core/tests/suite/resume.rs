@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_core::config::Config;
@@ -255,4 +256,62 @@ async fn a_telegram_chat_gets_the_notice_once_when_its_answer_is_lost() {
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never called twice");
     fake.stop().await;
     w.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_run_aborted_before_it_starts_again_closes_its_transcript() {
+    // Two runs cut off in their tools; after the restart the lane has one slot: the first
+    // holds it (its tool hangs again), the second waits for it and is aborted there.
+    let (first, first_calls) = Stuck::new("first", 2, true);
+    let (second, second_calls) = Stuck::new("second", 1, true);
+    let mut w = TestEngine::builder().tool(first).tool(second).open().await;
+    w.create("other").await;
+    let held = w.submit("other", "@tool first {}\n@reply one", None).await;
+    let cut = submit_from_chat(&w, "@tool second {}\n@reply two").await;
+    called(&first_calls, 1).await;
+    called(&second_calls, 1).await;
+    w.config.agents.defaults.max_concurrent = 1;
+    let w = w.restart(None).await;
+    called(&first_calls, 2).await;
+    let waiting = w.engine.runtime().wait(&cut, Duration::ZERO).await.unwrap();
+    assert_eq!(
+        waiting.record.status,
+        RunStatus::Running,
+        "waits for the slot"
+    );
+    let aborted = w.engine.runtime().abort(&w.key("main"), Some(&cut)).await;
+    assert_eq!(aborted.unwrap(), [cut.clone()]);
+
+    let record = w.engine.runtime().wait(&cut, GUARD).await.unwrap().record;
+    assert_eq!(
+        (record.status, record.error.as_deref()),
+        (
+            RunStatus::Aborted,
+            Some("aborted before it went on after the gateway's stop")
+        )
+    );
+    assert_eq!(
+        second_calls.load(Ordering::SeqCst),
+        1,
+        "never started again"
+    );
+    let transcript = roles(&w.transcript("main").await);
+    assert_eq!(transcript.len(), 4, "{transcript:?}");
+    assert!(
+        transcript[2]
+            == "toolResult: No result: the run stopped before second finished (aborted before it went on after the gateway's stop).",
+        "the cut-off call has its result: {transcript:?}"
+    );
+    assert_eq!(transcript[3], "assistant: ", "{transcript:?}");
+    let held = w
+        .engine
+        .runtime()
+        .wait(&held, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        held.record.status,
+        RunStatus::Running,
+        "the first holds the slot"
+    );
 }

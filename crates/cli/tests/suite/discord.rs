@@ -1,7 +1,8 @@
 //! The Discord channel through the gateway binary, against the test kit's fake Discord: a
 //! `kill -9` while the model streams an answer, with a message received and queued behind it,
 //! ends in exactly one reply to each (the cut-off run resumed, SPEC §6.3), and the message seen
-//! again on the new Gateway session is not run twice.
+//! again on the new Gateway session is not run twice; messages sent while the gateway was killed
+//! are fetched when it starts again and answered once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -106,6 +107,71 @@ async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
         .filter(|m| m["role"] == "user" && m["content"] == "@reply exactly-once")
         .count();
     assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+    fake.stop().await;
+}
+
+/// The texts the bot posted, sorted.
+fn posted_sorted(fake: &FakeDiscord) -> Vec<String> {
+    let mut texts: Vec<String> = sent_of(&fake.calls()).into_iter().map(|(_, t)| t).collect();
+    texts.sort();
+    texts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_the_gateway_was_killed_are_answered_once_after_it_starts() {
+    let fake = FakeDiscord::start(TOKEN).await;
+    fake.text_channel("700", "dev");
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), &fake);
+    let gateway = GatewayProcess::start(home.path());
+    fake.dm("42", "alice", "@reply before");
+    fake.guild_message("700", "43", "carol", "@reply before in dev", true);
+    posted(&fake, "before").await;
+    posted(&fake, "before in dev").await;
+    gateway.kill_9();
+    // Sent while no process is connected: the dead session's events, never dispatched to the
+    // next one (as on Discord).
+    fake.dm("42", "alice", "@reply missed one");
+    fake.dm("42", "alice", "@reply missed two");
+    fake.guild_message("700", "43", "carol", "@reply missed in dev", true);
+
+    let gateway = GatewayProcess::start(home.path());
+    posted(&fake, "missed one").await;
+    posted(&fake, "missed two").await;
+    posted(&fake, "missed in dev").await;
+    let dm: Vec<String> = sent_of(&fake.calls())
+        .into_iter()
+        .map(|(_, t)| t)
+        .filter(|t| t.starts_with("missed o") || t.starts_with("missed t"))
+        .collect();
+    assert_eq!(dm, ["missed one", "missed two"], "in order within the chat");
+    let looked_back = |calls: &[switchboard_testkit::discord::DiscordCall]| {
+        calls
+            .iter()
+            .filter(|c| c.method == "GET" && c.path == "/channels/542/messages")
+            .count()
+    };
+    assert!(looked_back(&fake.calls()) >= 1, "fetched from the DM's history");
+    // Killed again: the next start looks back again and answers none of them twice.
+    gateway.kill_9();
+    let gateway = GatewayProcess::start(home.path());
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|_, events| {
+            let identified = |e: &&GatewayEvent| matches!(e, GatewayEvent::Identify { .. });
+            events.iter().filter(identified).count() >= 3
+        }),
+    )
+    .await
+    .expect("the third process identified");
+    fake.dm("42", "alice", "@reply after");
+    posted(&fake, "after").await;
+    assert_eq!(
+        posted_sorted(&fake),
+        ["after", "before", "before in dev", "missed in dev", "missed one", "missed two"],
+        "each message answered once"
+    );
     gateway.stop();
     fake.stop().await;
 }

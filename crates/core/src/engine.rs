@@ -43,7 +43,7 @@ use crate::a2a_tasks::{A2aParts, A2aTasks};
 use crate::channel::{Channel, Channels, Door, HttpDoor};
 use crate::channels::discord::Discord;
 use crate::channels::imessage::IMessage;
-use crate::channels::kit::Chat;
+use crate::channels::kit::{Chat, Reach};
 use crate::channels::local::Local;
 use crate::channels::matrix::Matrix;
 use crate::channels::pairing::Pairing;
@@ -166,6 +166,7 @@ async fn adopt_orphans(engine: Arc<Engine>) {
 /// each outbound HTTP call is bounded by `delivery.timeoutSeconds`. A new channel is a line in
 /// `chats`.
 fn channel_registry(
+    home: &Path,
     config: &Arc<Config>,
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
@@ -173,13 +174,14 @@ fn channel_registry(
 ) -> CoreResult<(Arc<Channels>, ChatChannels)> {
     let timeout = Duration::from_secs(config.delivery.timeout_seconds);
     let http = crate::runtime::providers::http::client(timeout).map_err(CoreError::Invalid)?;
+    let reach = Reach { http: &http, home };
     let chats: Vec<Arc<dyn ChatChannel>> = vec![
-        Chat::<Telegram>::new(config.clone(), store.clone(), &http),
-        Chat::<Discord>::new(config.clone(), store.clone(), &http),
-        Chat::<Slack>::new(config.clone(), store.clone(), &http),
-        Chat::<WhatsApp>::new(config.clone(), store.clone(), &http),
-        Chat::<Signal>::new(config.clone(), store.clone(), &http),
-        Chat::<Matrix>::new(config.clone(), store.clone(), &http),
+        Chat::<Telegram>::new(config.clone(), store.clone(), &reach),
+        Chat::<Discord>::new(config.clone(), store.clone(), &reach),
+        Chat::<Slack>::new(config.clone(), store.clone(), &reach),
+        Chat::<WhatsApp>::new(config.clone(), store.clone(), &reach),
+        Chat::<Signal>::new(config.clone(), store.clone(), &reach),
+        Chat::<Matrix>::new(config.clone(), store.clone(), &reach),
     ];
     let mut channels: Vec<Arc<dyn Channel>> = vec![
         Arc::new(Webhook::new(config.clone(), http.clone())),
@@ -370,7 +372,7 @@ impl Engine {
         let tasks = TaskTracker::new();
         let (intake, stop) = (CancellationToken::new(), CancellationToken::new());
         let resolver = Arc::new(Resolver::new(config.clone(), store.clone()));
-        let (channels, chats) = channel_registry(&config, &store, &clock, &stop)?;
+        let (channels, chats) = channel_registry(home, &config, &store, &clock, &stop)?;
         let outbox = Outbox::new(OutboxParts {
             config: config.clone(),
             store: store.clone(),

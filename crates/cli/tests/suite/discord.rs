@@ -152,7 +152,10 @@ async fn messages_sent_while_the_gateway_was_killed_are_answered_once_after_it_s
             .filter(|c| c.method == "GET" && c.path == "/channels/542/messages")
             .count()
     };
-    assert!(looked_back(&fake.calls()) >= 1, "fetched from the DM's history");
+    assert!(
+        looked_back(&fake.calls()) >= 1,
+        "fetched from the DM's history"
+    );
     // Killed again: the next start looks back again and answers none of them twice.
     gateway.kill_9();
     let gateway = GatewayProcess::start(home.path());
@@ -169,7 +172,14 @@ async fn messages_sent_while_the_gateway_was_killed_are_answered_once_after_it_s
     posted(&fake, "after").await;
     assert_eq!(
         posted_sorted(&fake),
-        ["after", "before", "before in dev", "missed in dev", "missed one", "missed two"],
+        [
+            "after",
+            "before",
+            "before in dev",
+            "missed in dev",
+            "missed one",
+            "missed two"
+        ],
         "each message answered once"
     );
     gateway.stop();

@@ -35,6 +35,11 @@ pub struct MatrixBot {
     pub poll_timeout_seconds: Option<u64>,
     /// Which invitations the bot accepts.
     pub auto_join: Option<AutoJoin>,
+    /// End-to-end encryption: the bot keeps a device with its keys (a crypto store under the
+    /// state dir), reads encrypted rooms and answers them encrypted.
+    pub encryption: Option<bool>,
+    /// The name of the bot's device (shown to people verifying it), for a password login.
+    pub device_name: Option<String>,
 }
 
 impl Platform for MatrixBot {
@@ -54,6 +59,7 @@ impl Platform for MatrixBot {
         Self {
             poll_timeout_seconds: Some(30),
             auto_join: Some(AutoJoin::default()),
+            encryption: Some(false),
             ..Self::default()
         }
     }
@@ -68,6 +74,8 @@ impl Platform for MatrixBot {
             password: self.password.clone(),
             poll_timeout_seconds: self.poll_timeout_seconds.or(base.poll_timeout_seconds),
             auto_join: self.auto_join.or(base.auto_join),
+            encryption: self.encryption.or(base.encryption),
+            device_name: or(&self.device_name, &base.device_name),
         }
     }
 

@@ -277,17 +277,10 @@ const NO_COUNTERPART: &[(&str, &str, Option<&str>, &str)] = &[
     ("signal", "sendReadReceipts", None, REMOVE),
     (
         "matrix",
-        "encryption",
-        Some("false"),
-        "end-to-end encryption is not supported yet: encrypted rooms are not answered; remove it",
-    ),
-    (
-        "matrix",
         "initialSyncLimit",
         None,
         "the first sync starts from now; remove it",
     ),
-    ("matrix", "deviceName", None, REMOVE),
     (
         "matrix",
         "threadReplies",

@@ -26,7 +26,7 @@ mod pairing;
 mod parts;
 mod patch;
 pub mod postgres;
-mod private;
+pub(crate) mod private;
 mod rules;
 mod runs;
 pub mod sqlite;

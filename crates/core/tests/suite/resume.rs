@@ -280,7 +280,7 @@ async fn a_resumed_run_aborted_before_it_starts_again_closes_its_transcript() {
         "waits for the slot"
     );
     let aborted = w.engine.runtime().abort(&w.key("main"), Some(&cut)).await;
-    assert_eq!(aborted.unwrap(), [cut.clone()]);
+    assert_eq!(aborted.unwrap(), std::slice::from_ref(&cut));
 
     let record = w.engine.runtime().wait(&cut, GUARD).await.unwrap().record;
     assert_eq!(

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ChannelDoors;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach, link};
 use crate::channel::ChannelError;
 use crate::config::{DiscordBot, Platform};
 use crate::store::DeliveryRecord;
@@ -55,10 +55,10 @@ impl ChatPlatform for Discord {
     /// Discord shows "typing…" for about 10 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(8));
 
-    fn api(bot: &DiscordBot, http: &reqwest::Client) -> Option<api::Rest> {
+    fn api(bot: &DiscordBot, reach: &Reach<'_>) -> Option<api::Rest> {
         let base = bot.api_base.as_deref().unwrap_or_default();
         Some(api::Rest::new(
-            http.clone(),
+            reach.http.clone(),
             base,
             bot.bot_token.as_deref()?,
         ))

@@ -226,6 +226,30 @@ impl<P: ChatPlatform> BotDoor<P> {
         Ok(taken)
     }
 
+    /// A message the bot cannot read (Matrix: one it cannot decrypt): where the bot would have
+    /// answered it, the chat is told `notice` once (keyed by `source`), then `commit` is
+    /// written; elsewhere nothing is written. `message`'s text is a placeholder, and it counts
+    /// as addressed to the bot (whether it mentions the bot cannot be read).
+    pub async fn unreadable(
+        &self,
+        message: ChatMessage,
+        (source, notice): (String, String),
+        commit: Vec<WriteOp>,
+    ) -> CoreResult<Taken> {
+        if self.chat.guard.is_own(&message.sender) || message.from_bot {
+            return Ok(ignored(P::name(), &source, "a bot's message".into()));
+        }
+        let turn = match route::decide(&self.chat.config, self.bot.as_ref(), message)? {
+            Decision::Run(turn) => turn,
+            Decision::Command(command) => command.chat,
+            Decision::Ignore(why) => return Ok(ignored(P::name(), &source, why)),
+        };
+        let chat = turn.chat(P::name(), &source);
+        self.parts.inbound.answer_command(chat, notice).await?;
+        self.parts.commit(commit).await?;
+        Ok(Taken::Answered)
+    }
+
     /// The chat `message` was written in, as the breaker counts it: by this bot, in one chat
     /// and thread.
     fn chat_of(&self, message: &ChatMessage) -> String {

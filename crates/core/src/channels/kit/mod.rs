@@ -75,7 +75,7 @@ pub(crate) trait ChatPlatform: Sized + Send + Sync + 'static {
     }
 
     /// A bot's client, from its resolved settings (`None`: it lacks what it needs to run).
-    fn api(settings: &Self::Settings, http: &reqwest::Client) -> Option<Self::Api>;
+    fn api(settings: &Self::Settings, reach: &Reach<'_>) -> Option<Self::Api>;
 
     /// Posts part `index` of `record`'s text by `bot` (the same index on a retry of the part).
     fn post(
@@ -106,6 +106,13 @@ pub(crate) trait ChatPlatform: Sized + Send + Sync + 'static {
     fn doors(chat: Arc<Chat<Self>>, parts: &DoorParts) -> ChannelDoors;
 }
 
+/// What a bot's client is made with: the HTTP client its calls go through, and the gateway's
+/// state dir (where a client keeps what it must on disk: Matrix's crypto store).
+pub(crate) struct Reach<'a> {
+    pub http: &'a reqwest::Client,
+    pub home: &'a std::path::Path,
+}
+
 /// A chat channel: its bots, where it keeps what it must, and its guard against loops.
 pub(crate) struct Chat<P: ChatPlatform> {
     pub bots: Bots<P>,
@@ -115,11 +122,11 @@ pub(crate) struct Chat<P: ChatPlatform> {
 }
 
 impl<P: ChatPlatform> Chat<P> {
-    /// The channel with the bots `channels.<name>` configures (none started); `http` carries
-    /// their calls.
-    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, http: &reqwest::Client) -> Arc<Self> {
+    /// The channel with the bots `channels.<name>` configures (none started), their clients
+    /// made with `reach`.
+    pub fn new(config: Arc<Config>, store: Arc<dyn Store>, reach: &Reach<'_>) -> Arc<Self> {
         let section = P::Settings::section(&config.channels);
-        let bots = Bots::new(section, |settings| P::api(settings, http));
+        let bots = Bots::new(section, |settings| P::api(settings, reach));
         Arc::new(Self {
             bots,
             config,

@@ -27,6 +27,7 @@
 //! The token and the password are never logged.
 
 mod api;
+mod client;
 mod route;
 mod sync;
 
@@ -37,7 +38,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::ChannelDoors;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach, link};
 use crate::channel::ChannelError;
 pub use crate::config::MATRIX;
 use crate::config::MatrixBot;
@@ -53,7 +54,7 @@ pub(crate) struct Matrix;
 
 /// One bot user's client, and the direct rooms it knows.
 pub(crate) struct MatrixApi {
-    client: api::Client,
+    client: client::Client,
     /// The direct room the door last saw with each user: where a message to a user goes.
     direct: Mutex<HashMap<String, String>>,
 }
@@ -81,6 +82,17 @@ impl MatrixApi {
     }
 }
 
+/// A user id as a directory name: `@bot:example.org` → `bot_example.org`.
+fn dir_name(user_id: &str) -> String {
+    let name = user_id.trim_start_matches('@');
+    name.chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "-._".contains(c) {
+            true => c,
+            false => '_',
+        })
+        .collect()
+}
+
 /// What the homeserver is called in messages.
 const API: &str = "the homeserver";
 
@@ -104,10 +116,18 @@ impl ChatPlatform for Matrix {
     const ID_NAME: &'static str = "Matrix user id";
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(20));
 
-    fn api(bot: &MatrixBot, http: &reqwest::Client) -> Option<MatrixApi> {
-        let homeserver = bot.homeserver.as_deref().unwrap_or_default();
-        let login = (bot.access_token.clone(), bot.password.clone());
-        let client = api::Client::new(http.clone(), homeserver, bot.user_id.as_deref()?, login);
+    fn api(bot: &MatrixBot, reach: &Reach<'_>) -> Option<MatrixApi> {
+        let user_id = bot.user_id.clone()?;
+        let settings = client::Settings {
+            homeserver: bot.homeserver.clone().unwrap_or_default(),
+            store_dir: reach.home.join(MATRIX).join(dir_name(&user_id)),
+            user_id,
+            access_token: bot.access_token.clone(),
+            password: bot.password.clone(),
+            encryption: bot.encryption.unwrap_or(false),
+            device_name: bot.device_name.clone(),
+        };
+        let client = client::Client::new(reach.http.clone(), settings);
         Some(MatrixApi {
             client,
             direct: Mutex::new(HashMap::new()),

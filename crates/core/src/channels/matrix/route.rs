@@ -166,6 +166,7 @@ mod tests {
             state_key: None,
             content,
             unsigned: Value::Null,
+            unreadable: None,
         }
     }
 

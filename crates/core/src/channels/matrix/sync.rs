@@ -15,6 +15,14 @@ use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
+/// What a room is told of a message the bot could not decrypt.
+const CANNOT_DECRYPT: &str = "🔒 I could not decrypt your message: its keys did not reach my \
+     device. Please send it again; if this keeps happening, start a new encrypted chat with me.";
+/// What an encrypted room is told when the bot does not encrypt.
+const NOT_ENCRYPTING: &str = "🔒 I cannot read encrypted messages here: end-to-end encryption \
+     is off for this bot (channels.matrix.encryption). Please write to me in a room without \
+     encryption.";
+
 /// One bot's sync.
 pub(crate) struct Syncer {
     door: BotDoor<Matrix>,
@@ -177,6 +185,11 @@ impl Syncer {
         (room, event): (&str, &Event),
         cursor: WriteOp,
     ) -> CoreResult<()> {
+        if let Some(why) = super::client::unreadable(event)
+            && event.sender != me.user_id
+        {
+            return self.unreadable(room, event, why, cursor).await;
+        }
         let text = match route::text(event, me) {
             Ok(text) => text,
             Err(why) => {
@@ -191,6 +204,40 @@ impl Syncer {
         let source = self.door.bot.source(&event.event_id);
         let view = Ok(route::view(&text, (room, direct)));
         self.door.receive(view, source, vec![cursor]).await?;
+        Ok(())
+    }
+
+    /// An encrypted event the bot cannot read (it cannot decrypt it, or it does not encrypt):
+    /// the room is told once, where the bot would answer.
+    async fn unreadable(
+        &mut self,
+        room: &str,
+        event: &Event,
+        why: &str,
+        cursor: WriteOp,
+    ) -> CoreResult<()> {
+        tracing::info!(account = self.door.account(), room, event = %event.event_id, why, "matrix: an encrypted message the bot cannot read");
+        let direct = self.is_direct(room).await?;
+        let relation = &event.content["m.relates_to"];
+        let thread = match relation["rel_type"].as_str() {
+            Some("m.thread") => relation["event_id"].as_str(),
+            _ => None,
+        };
+        let text = route::Text {
+            sender: &event.sender,
+            body: "(an encrypted message)".into(),
+            thread,
+            mentioned: true,
+            notice: false,
+        };
+        let notice = match self.door.api().client.encrypts() {
+            true => CANNOT_DECRYPT,
+            false => NOT_ENCRYPTING,
+        };
+        let source = self.door.bot.source(&event.event_id);
+        let view = route::view(&text, (room, direct));
+        let told = (source, notice.to_string());
+        self.door.unreadable(view, told, vec![cursor]).await?;
         Ok(())
     }
 

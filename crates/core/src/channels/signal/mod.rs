@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ChannelDoors;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach, link};
 use crate::channel::ChannelError;
 use crate::config::{Platform, SignalAccount};
 use crate::store::DeliveryRecord;
@@ -50,10 +50,10 @@ impl ChatPlatform for Signal {
         bot.settings.account.as_deref().unwrap_or(&bot.id)
     }
 
-    fn api(account: &SignalAccount, http: &reqwest::Client) -> Option<Daemon> {
+    fn api(account: &SignalAccount, reach: &Reach<'_>) -> Option<Daemon> {
         account.account.as_ref()?;
         let base = account.http_url.as_deref().unwrap_or_default();
-        Some(Daemon::new(http.clone(), base))
+        Some(Daemon::new(reach.http.clone(), base))
     }
 
     async fn post(

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use super::ChannelDoors;
 use super::kit::http::ApiError;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach, link};
 use crate::channel::ChannelError;
 use crate::config::{Platform, SlackApp};
 use crate::store::DeliveryRecord;
@@ -54,10 +54,15 @@ impl ChatPlatform for Slack {
     const LABEL: &'static str = "Slack";
     const ID_NAME: &'static str = "Slack user id";
 
-    fn api(app: &SlackApp, http: &reqwest::Client) -> Option<SlackApi> {
+    fn api(app: &SlackApp, reach: &Reach<'_>) -> Option<SlackApi> {
         let base = app.api_base.as_deref().unwrap_or_default();
-        let client =
-            |token: &Option<String>| Some(api::WebApi::new(http.clone(), base, token.as_deref()?));
+        let client = |token: &Option<String>| {
+            Some(api::WebApi::new(
+                reach.http.clone(),
+                base,
+                token.as_deref()?,
+            ))
+        };
         Some(SlackApi {
             web: client(&app.bot_token)?,
             app: client(&app.app_token)?,

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::ChannelDoors;
 use super::kit::http::ApiError;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts, link};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach, link};
 use crate::channel::ChannelError;
 use crate::config::{Platform, TelegramBot};
 use crate::store::DeliveryRecord;
@@ -51,10 +51,10 @@ impl ChatPlatform for Telegram {
     /// Telegram shows "typing…" for about 5 s.
     const TYPING_EVERY: Option<Duration> = Some(Duration::from_secs(4));
 
-    fn api(bot: &TelegramBot, http: &reqwest::Client) -> Option<api::Client> {
+    fn api(bot: &TelegramBot, reach: &Reach<'_>) -> Option<api::Client> {
         let base = bot.api_base.as_deref().unwrap_or_default();
         Some(api::Client::new(
-            http.clone(),
+            reach.http.clone(),
             base,
             bot.bot_token.as_deref()?,
         ))

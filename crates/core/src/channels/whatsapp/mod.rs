@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::ChannelDoors;
-use super::kit::{Bot, Chat, ChatPlatform, DoorParts};
+use super::kit::{Bot, Chat, ChatPlatform, DoorParts, Reach};
 use crate::channel::ChannelError;
 use crate::config::{Platform, WhatsAppNumber};
 use crate::store::DeliveryRecord;
@@ -58,10 +58,10 @@ impl ChatPlatform for WhatsApp {
     const LABEL: &'static str = "WhatsApp";
     const ID_NAME: &'static str = "WhatsApp id";
 
-    fn api(number: &WhatsAppNumber, http: &reqwest::Client) -> Option<Graph> {
+    fn api(number: &WhatsAppNumber, reach: &Reach<'_>) -> Option<Graph> {
         let token = number.access_token.as_deref().unwrap_or_default();
         let base = number.api_base.as_deref().unwrap_or_default();
-        Some(Graph::new(http.clone(), base, token))
+        Some(Graph::new(reach.http.clone(), base, token))
     }
 
     /// A one-to-one message may go only within 24 hours of the user's last message.

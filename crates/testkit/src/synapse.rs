@@ -23,6 +23,9 @@ use serde_json::{Value, json};
 
 use crate::mcp_servers::{self, Missing};
 
+pub mod person;
+pub use person::Person;
+
 /// The PyPI package, pinned.
 pub const SYNAPSE: &str = "matrix-synapse==1.163.2";
 /// The server name of the test homeserver: users are `@name:localhost`.

@@ -14,6 +14,7 @@ mod index;
 mod list_text;
 mod long;
 mod matrix;
+mod matrix_e2ee;
 mod mcp_tools;
 mod measure;
 mod origin;

@@ -81,7 +81,8 @@ impl Synapse {
         let _ = std::fs::remove_dir_all(&store);
         std::fs::create_dir_all(&store).unwrap_or_else(|e| panic!("{}: {e}", store.display()));
         let script = tmp.join("matrix-person.py");
-        std::fs::write(&script, include_str!("person.py")).unwrap();
+        std::fs::write(&script, include_str!("person.py"))
+            .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
         let mut child = Command::new(python)
             .arg(&script)
             .args([&self.url, &user.user_id, &user.password])
@@ -91,8 +92,10 @@ impl Synapse {
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("starting the Matrix person: {e}"));
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            panic!("the Matrix person has no pipes");
+        };
+        let lines = BufReader::new(stdout).lines();
         let mut person = Person {
             user,
             device_id: String::new(),
@@ -125,8 +128,11 @@ impl Person {
     /// Sends `command`; answers its answer (panics on an `error`).
     async fn ask(&mut self, command: Value) -> Value {
         let line = format!("{command}\n");
-        self.stdin.write_all(line.as_bytes()).await.unwrap();
-        self.stdin.flush().await.unwrap();
+        let written = self.stdin.write_all(line.as_bytes()).await;
+        let flushed = self.stdin.flush().await;
+        if let Err(e) = written.and(flushed) {
+            panic!("the Matrix person cannot be told {command}: {e}");
+        }
         let answer = self.answer().await;
         assert!(answer.get("error").is_none(), "{command}: {answer}");
         answer

@@ -1,6 +1,8 @@
 //! The Matrix channel through the gateway binary, against a real homeserver (the test kit's
 //! Synapse on loopback): a `kill -9` between receiving a message and replying to it ends in
-//! exactly one reply. Without Python the test says `NOT RUN` (and fails under `CI=true`).
+//! exactly one reply, in plaintext rooms and (with `encryption: true`, against a person on
+//! matrix-nio over libolm) in encrypted ones. Without Python, Synapse or python3-olm the tests
+//! say `NOT RUN` (and fail under `CI=true`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -83,5 +85,55 @@ async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     let (asked, history) =
         super::process::times_asked(home.path(), &gateway.url, "main", "@reply exactly-once");
     assert_eq!(asked, 1, "the second message ran once: {history}");
+    gateway.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_while_the_model_streams_into_an_encrypted_room_ends_in_one_encrypted_answer() {
+    let test = "kill_9_while_the_model_streams_into_an_encrypted_room";
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let hs = match tokio::task::block_in_place(|| synapse::shared(tmp)) {
+        Ok(hs) => hs,
+        Err(missing) => return synapse::not_run(test, &missing),
+    };
+    let bot = hs.register("clicrypt").await;
+    let mut alice = match hs.person(tmp, "alice").await {
+        Ok(alice) => alice,
+        Err(missing) => return synapse::not_run(test, &missing),
+    };
+    alice.talks_with(&bot.user_id);
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"{{ channels: {{ matrix: {{ enabled: true, homeserver: "{}", userId: "{}",
+                                   password: "{}", encryption: true, dmPolicy: "open" }} }} }}"#,
+        hs.url, bot.user_id, bot.password
+    );
+    std::fs::write(home.path().join("config.json5"), config).unwrap();
+    let gateway = GatewayProcess::start(home.path());
+    let room = alice.create_room(&[&bot.user_id], true, true).await;
+    joined(&alice.user, &room, &bot).await;
+    alice.say(&room, "@reply ready", &[]).await;
+    alice.messages(&room, &bot.user_id, 1).await;
+    // The answer streams for 1.5 s: the gateway dies while the model is streaming it.
+    alice
+        .say(&room, "@slow 1500\n@reply answered after the kill", &[])
+        .await;
+    // Its run has started once its message is in the transcript (appended as the run starts).
+    let asked = "@slow 1500\n@reply answered after the kill";
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while super::process::times_asked(home.path(), &gateway.url, "main", asked).0 == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the run never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    gateway.kill_9();
+
+    let gateway = GatewayProcess::start(home.path());
+    let replies = alice.messages(&room, &bot.user_id, 2).await;
+    alice.say(&room, "@reply after", &[]).await;
+    let replies_after = alice.messages(&room, &bot.user_id, 3).await;
+    assert_eq!(replies_after[..2], replies[..]);
+    let bodies: Vec<&str> = replies_after.iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["ready", "answered after the kill", "after"], "one answer each");
+    assert!(replies_after.iter().all(|m| m["encrypted"] == true), "{replies_after:?}");
     gateway.stop();
 }

@@ -286,6 +286,14 @@ impl MatrixUser {
         created["room_id"].as_str().unwrap_or_default().to_string()
     }
 
+    /// A new private room with `invite` invited, published under the alias
+    /// `#<alias>:localhost`; its id.
+    pub async fn create_room_with_alias(&self, invite: &[&str], alias: &str) -> String {
+        let body = json!({"preset": "private_chat", "invite": invite, "room_alias_name": alias});
+        let created = answer(self.call(reqwest::Method::POST, "/createRoom").json(&body)).await;
+        created["room_id"].as_str().unwrap_or_default().to_string()
+    }
+
     /// Joins `room` (an invitation accepted).
     pub async fn join(&self, room: &str) {
         let path = format!("/join/{}", segment(room));

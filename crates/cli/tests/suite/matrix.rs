@@ -17,7 +17,7 @@ const BOUND: Duration = Duration::from_secs(60);
 fn write_config(home: &Path, hs: &Synapse, bot: &MatrixUser) {
     let config = format!(
         r#"{{ channels: {{ matrix: {{ enabled: true, homeserver: "{}", userId: "{}",
-                                   accessToken: "{}", dmPolicy: "open", rooms: {{ "*": {{}} }} }} }} }}"#,
+                                   accessToken: "{}", dmPolicy: "open", autoJoin: "always", rooms: {{ "*": {{}} }} }} }} }}"#,
         hs.url, bot.user_id, bot.access_token
     );
     std::fs::write(home.join("config.json5"), config).unwrap();
@@ -105,7 +105,7 @@ async fn kill_9_while_the_model_streams_into_an_encrypted_room_ends_in_one_encry
     let home = tempfile::tempdir().unwrap();
     let config = format!(
         r#"{{ channels: {{ matrix: {{ enabled: true, homeserver: "{}", userId: "{}",
-                                   password: "{}", encryption: true, dmPolicy: "open" }} }} }}"#,
+                                   password: "{}", encryption: true, dmPolicy: "open", autoJoin: "always" }} }} }}"#,
         hs.url, bot.user_id, bot.password
     );
     std::fs::write(home.path().join("config.json5"), config).unwrap();
@@ -122,7 +122,10 @@ async fn kill_9_while_the_model_streams_into_an_encrypted_room_ends_in_one_encry
     let asked = "@slow 1500\n@reply answered after the kill";
     let deadline = tokio::time::Instant::now() + BOUND;
     while super::process::times_asked(home.path(), &gateway.url, "main", asked).0 == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the run never started");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never started"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     gateway.kill_9();
@@ -132,8 +135,18 @@ async fn kill_9_while_the_model_streams_into_an_encrypted_room_ends_in_one_encry
     alice.say(&room, "@reply after", &[]).await;
     let replies_after = alice.messages(&room, &bot.user_id, 3).await;
     assert_eq!(replies_after[..2], replies[..]);
-    let bodies: Vec<&str> = replies_after.iter().map(|m| m["body"].as_str().unwrap()).collect();
-    assert_eq!(bodies, ["ready", "answered after the kill", "after"], "one answer each");
-    assert!(replies_after.iter().all(|m| m["encrypted"] == true), "{replies_after:?}");
+    let bodies: Vec<&str> = replies_after
+        .iter()
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        ["ready", "answered after the kill", "after"],
+        "one answer each"
+    );
+    assert!(
+        replies_after.iter().all(|m| m["encrypted"] == true),
+        "{replies_after:?}"
+    );
     gateway.stop();
 }

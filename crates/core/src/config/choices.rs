@@ -191,12 +191,26 @@ string_enum! {
     pub enum AutoJoin {
         /// Every one (who may talk is still decided per message by the policies).
         Always = "always",
-        /// Rooms listed in `rooms`, and invitations from `allowFrom` users or owners.
+        /// Rooms listed in `autoJoinAllowlist` (ids, aliases, `*`) or in `rooms`, and
+        /// invitations from `allowFrom` users or owners.
         Allowlist = "allowlist",
-        /// None: the bot is joined to rooms by hand.
+        /// None: the bot is joined to rooms by hand (the reference's default).
         Off = "off",
     }
-    default = Always;
+    default = Off;
+}
+
+string_enum! {
+    /// `threadReplies` (and `dm.threadReplies`) of the Matrix channel: where the bot replies.
+    pub enum ThreadReplies {
+        /// Top-level; a threaded message stays on its room's session.
+        Off = "off",
+        /// In the thread when the message was written in one (its own session).
+        Inbound = "inbound",
+        /// In a thread rooted at the message (its own session from the first message on).
+        Always = "always",
+    }
+    default = Inbound;
 }
 
 string_enum! {

@@ -5,14 +5,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AutoJoin;
 use super::ChannelsConfig;
 use super::chat::{ChatSection, Platform, PlatformCheck, Running, hide, or};
 use super::error::{ConfigError, quote};
 use super::validate::{Checker, POLL_TIMEOUT_SECONDS, URL_EXPECTED, clear_if_empty};
+use super::{AutoJoin, ThreadReplies};
 
 /// The channel's name in setting paths, keys and records.
 pub const MATRIX: &str = "matrix";
+/// The most events of each room the first sync after a start reads, unless
+/// `initialSyncLimit` says otherwise.
+pub const INITIAL_SYNC_LIMIT: u32 = 100;
 /// What a Matrix user id looks like.
 const USER_ID_EXPECTED: &str = "a Matrix user id such as \"@bot:example.org\"";
 
@@ -40,6 +43,17 @@ pub struct MatrixBot {
     pub encryption: Option<bool>,
     /// The name of the bot's device (shown to people verifying it), for a password login.
     pub device_name: Option<String>,
+    /// `autoJoin: "allowlist"`: rooms whose invitations the bot accepts: room ids, aliases
+    /// (`#room:server`, resolved on the homeserver) or `"*"`.
+    pub auto_join_allowlist: Option<Vec<String>>,
+    /// Where the bot replies in rooms: `off`, `inbound` (default), `always`.
+    pub thread_replies: Option<ThreadReplies>,
+    /// Where the bot replies in direct rooms (the reference's `dm.threadReplies`); the rooms'
+    /// setting when unset.
+    pub dm_thread_replies: Option<ThreadReplies>,
+    /// The most events of each room read by the first sync after a start (what came while the
+    /// gateway was down); a first start ever reads none.
+    pub initial_sync_limit: Option<u32>,
 }
 
 impl Platform for MatrixBot {
@@ -60,6 +74,8 @@ impl Platform for MatrixBot {
             poll_timeout_seconds: Some(30),
             auto_join: Some(AutoJoin::default()),
             encryption: Some(false),
+            thread_replies: Some(ThreadReplies::default()),
+            initial_sync_limit: Some(INITIAL_SYNC_LIMIT),
             ..Self::default()
         }
     }
@@ -76,6 +92,10 @@ impl Platform for MatrixBot {
             auto_join: self.auto_join.or(base.auto_join),
             encryption: self.encryption.or(base.encryption),
             device_name: or(&self.device_name, &base.device_name),
+            auto_join_allowlist: or(&self.auto_join_allowlist, &base.auto_join_allowlist),
+            thread_replies: self.thread_replies.or(base.thread_replies),
+            dm_thread_replies: self.dm_thread_replies.or(base.dm_thread_replies),
+            initial_sync_limit: self.initial_sync_limit.or(base.initial_sync_limit),
         }
     }
 
@@ -87,6 +107,17 @@ impl Platform for MatrixBot {
         hide(&mut self.access_token);
         hide(&mut self.password);
     }
+}
+
+/// What an `autoJoinAllowlist` entry looks like.
+const ROOM_EXPECTED: &str =
+    "a room id (\"!room:example.org\"), an alias (\"#room:example.org\") or \"*\"";
+
+/// `#alias:server`.
+fn is_alias(room: &str) -> bool {
+    room.strip_prefix('#')
+        .and_then(|rest| rest.split_once(':'))
+        .is_some_and(|(local, server)| !local.is_empty() && !server.is_empty())
 }
 
 /// `@localpart:server`, no whitespace.
@@ -122,6 +153,21 @@ impl PlatformCheck for MatrixBot {
             if !is_user_id(id) {
                 check.invalid(format!("{path}.userId"), quote(id), USER_ID_EXPECTED);
             }
+        }
+        for (at, room) in self.auto_join_allowlist.iter().flatten().enumerate() {
+            let room = room.trim();
+            let shaped = room == "*" || room.starts_with('!') || is_alias(room);
+            if !shaped || room.chars().any(char::is_whitespace) {
+                let path = format!("{path}.autoJoinAllowlist[{at}]");
+                check.invalid(path, quote(room), ROOM_EXPECTED);
+            }
+        }
+        if let Some(limit) = self.initial_sync_limit {
+            check.range(
+                &format!("{path}.initialSyncLimit"),
+                u64::from(limit),
+                &(0..=1000),
+            );
         }
     }
 

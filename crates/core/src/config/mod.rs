@@ -54,7 +54,7 @@ pub use chat::{
 pub use choices::{
     AuthMode, AutoJoin, ChatType, DmPolicy, DmScope, ExecAsk, GroupPolicy, LogFormat, MetricsAuth,
     ModelInput, OtlpProtocol, ProviderApi, SandboxMode, SearchProvider, SendAction, SessionScope,
-    SessionToolsVisibility, ThinkingLevel, ToolProfile,
+    SessionToolsVisibility, ThinkingLevel, ThreadReplies, ToolProfile,
 };
 pub use discord::{DiscordBot, DiscordChannel};
 pub use error::ConfigError;

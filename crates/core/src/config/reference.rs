@@ -275,18 +275,6 @@ const NO_COUNTERPART: &[(&str, &str, Option<&str>, &str)] = &[
     ("signal", "ignoreAttachments", None, REMOVE),
     ("signal", "ignoreStories", None, REMOVE),
     ("signal", "sendReadReceipts", None, REMOVE),
-    (
-        "matrix",
-        "initialSyncLimit",
-        None,
-        "the first sync starts from now; remove it",
-    ),
-    (
-        "matrix",
-        "threadReplies",
-        None,
-        "a reply to a message in a thread goes to that thread; remove it",
-    ),
     ("matrix", "network", None, REMOVE),
     (
         "whatsapp",
@@ -412,7 +400,7 @@ fn one(channel: &str, path: &str, bot: &mut Map<String, Value>, problems: &mut V
         rename(path, bot, theirs, ours, problems);
     }
     if let Some(dm) = bot.remove("dm") {
-        unfold_dm(&format!("{path}.dm"), dm, bot, problems);
+        unfold_dm((channel, &format!("{path}.dm")), dm, bot, problems);
     }
     if channel == "discord"
         && let Some(guilds) = bot.remove("guilds")
@@ -478,7 +466,12 @@ pub(super) fn rename(
 
 /// The reference's `dm` object: `policy`, `allowFrom` and `enabled: false` become `dmPolicy`
 /// and `allowFrom`; its other settings are reported.
-fn unfold_dm(path: &str, dm: Value, bot: &mut Map<String, Value>, problems: &mut Vec<ConfigError>) {
+fn unfold_dm(
+    (channel, path): (&str, &str),
+    dm: Value,
+    bot: &mut Map<String, Value>,
+    problems: &mut Vec<ConfigError>,
+) {
     let Value::Object(mut dm) = dm else {
         problems.push(ConfigError::WrongType {
             path: path.to_owned(),
@@ -488,11 +481,14 @@ fn unfold_dm(path: &str, dm: Value, bot: &mut Map<String, Value>, problems: &mut
         return;
     };
     rename(path, &mut dm, "policy", "dmPolicy", problems);
+    if channel == "matrix" {
+        rename(path, &mut dm, "threadReplies", "dmThreadReplies", problems);
+    }
     if dm.remove("enabled") == Some(Value::Bool(false)) {
         dm.insert("dmPolicy".into(), Value::String("disabled".into()));
     }
     for (key, value) in dm {
-        if !["dmPolicy", "allowFrom"].contains(&key.as_str()) {
+        if !["dmPolicy", "allowFrom", "dmThreadReplies"].contains(&key.as_str()) {
             problems.push(ConfigError::NoCounterpart {
                 path: push_key(path, &key),
                 instead: "private messages follow dmPolicy and allowFrom; remove it".to_owned(),

@@ -151,10 +151,25 @@ impl Runtime {
         }))
     }
 
-    /// Closes the transcript of a resumed run aborted before it started again (its cut-off
-    /// calls would otherwise stay without results, and the window keeps a call only with its
-    /// result).
-    pub(super) async fn close_unresumed(&self, record: &RunRecord, reason: &str) {
+    /// The end of a run aborted before it started (`starts`: how many times it started
+    /// before). A resumed one's transcript is closed: its cut-off calls would otherwise stay
+    /// without results, and the window keeps a call only with its result.
+    pub(super) async fn aborted_before_start(
+        &self,
+        record: &RunRecord,
+        starts: u32,
+    ) -> super::end::Ending {
+        let why = match starts {
+            0 => super::abort::ABORTED_QUEUED,
+            _ => super::abort::ABORTED_UNRESUMED,
+        };
+        if starts > 0 {
+            self.close_unresumed(record, why).await;
+        }
+        super::end::Ending::new(RunStatus::Aborted, None, Some(why.into()))
+    }
+
+    async fn close_unresumed(&self, record: &RunRecord, reason: &str) {
         let key = &record.session_key;
         let closed = async {
             let _held = self.store().lock_session(key).await?;

@@ -170,14 +170,7 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
     let partial = Arc::new(Mutex::new(Partial::default()));
     let ending = match (lease, started) {
         (_, Err(e)) => Ending::failed(e.to_string()),
-        (None, Ok(_)) => {
-            let mut why = super::abort::ABORTED_QUEUED;
-            if starts > 0 {
-                why = super::abort::ABORTED_UNRESUMED;
-                rt.close_unresumed(&record, why).await;
-            }
-            Ending::new(RunStatus::Aborted, None, Some(why.into()))
-        }
+        (None, Ok(_)) => rt.aborted_before_start(&record, starts).await,
         (Some(lease), Ok(entry)) => {
             rt.publish(&record);
             rt.emit(&record.run_id, &record.session_key, RunEventData::Started);

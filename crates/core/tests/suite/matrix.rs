@@ -9,7 +9,9 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use switchboard_core::channel::LinkState;
-use switchboard_core::config::{Config, DmPolicy, GroupSettings, ProviderApi};
+use switchboard_core::config::{
+    AutoJoin, Config, DmPolicy, GroupSettings, ProviderApi, ThreadReplies,
+};
 use switchboard_testkit::synapse::{self, MatrixUser, Synapse};
 use switchboard_testkit::{MockLlm, MockReply};
 
@@ -38,6 +40,7 @@ fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy) -> Config {
     matrix.bot.user_id = Some(bot.user_id.clone());
     matrix.bot.access_token = Some(bot.access_token.clone());
     matrix.access.dm_policy = Some(policy);
+    matrix.bot.auto_join = Some(AutoJoin::Always);
     matrix
         .access
         .groups_mut()
@@ -383,16 +386,84 @@ async fn with_auto_join_allowlist_only_an_allowed_inviter_is_followed() {
     let stranger = hs.register("stranger").await;
     let mut settings = config(hs, &bot, DmPolicy::Open);
     let matrix = &mut settings.channels.matrix;
-    matrix.bot.auto_join = Some(switchboard_core::config::AutoJoin::Allowlist);
+    matrix.bot.auto_join = Some(AutoJoin::Allowlist);
     matrix.access.allow_from = Some(vec![alice.user_id.clone()]);
     matrix.access.groups_mut().clear();
+    // The reference's autoJoinAllowlist: a room named by its alias is joined, whoever invites.
+    let alias = format!("ops-{}", std::process::id());
+    matrix.bot.auto_join_allowlist = Some(vec![format!("#{alias}:localhost")]);
     let h = started(settings).await;
     let left = stranger.create_room(&[&bot.user_id], true).await;
+    let listed = stranger
+        .create_room_with_alias(&[&bot.user_id], &alias)
+        .await;
     let room = direct_room(&alice, &bot).await;
+    joined(&stranger, &listed, &bot).await;
     // Once a later message is answered, the earlier invitation was decided.
     alice.say(&room, "@reply barrier", &[]).await;
     alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
     assert!(!stranger.is_joined(&left, &bot.user_id).await);
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_invitations_are_left_and_a_room_joined_by_hand_is_answered() {
+    let test = "by_default_invitations_are_left_and_a_room_joined_by_hand_is_answered";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let mut settings = config(hs, &bot, DmPolicy::Open);
+    settings.channels.matrix.bot.auto_join = None;
+    let h = started(settings).await;
+    let left = alice.create_room(&[&bot.user_id], true).await;
+    let room = alice.create_room(&[&bot.user_id], true).await;
+    bot.join(&room).await;
+    alice.say(&room, "@reply by hand", &[]).await;
+    assert_eq!(
+        alice.wait_for(&room, &bot.user_id, 1, GUARD).await,
+        ["by hand"]
+    );
+    assert!(
+        !alice.is_joined(&left, &bot.user_id).await,
+        "autoJoin is off"
+    );
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_replies_always_starts_a_thread_and_off_answers_a_dm_thread_top_level() {
+    let test = "thread_replies_always_starts_a_thread_and_off_answers_a_dm_thread_top_level";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let carol = hs.register("carol").await;
+    let mut settings = config(hs, &bot, DmPolicy::Open);
+    let matrix = &mut settings.channels.matrix.bot;
+    matrix.thread_replies = Some(ThreadReplies::Always);
+    matrix.dm_thread_replies = Some(ThreadReplies::Off);
+    let h = started(settings).await;
+    let group = group_room(&alice, &carol, &bot).await;
+    let asked = alice
+        .say(&group, "@reply in a thread", &[&bot.user_id])
+        .await;
+    alice.wait_for(&group, &bot.user_id, 1, GUARD).await;
+    let reply = alice.messages(&group, &bot.user_id).await.remove(0);
+    assert_eq!(reply["m.relates_to"]["rel_type"], "m.thread", "{reply}");
+    assert_eq!(reply["m.relates_to"]["event_id"], asked.as_str(), "{reply}");
+    let key = h.key(&format!("agent:main:matrix:group:{group}:thread:{asked}"));
+    assert_eq!(
+        h.transcript(key.as_str()).await.len(),
+        2,
+        "the thread's own session"
+    );
+    let dm = direct_room(&alice, &bot).await;
+    let root = alice.say(&dm, "@reply root", &[]).await;
+    alice.wait_for(&dm, &bot.user_id, 1, GUARD).await;
+    alice.say_in_thread(&dm, &root, "@reply flat", &[]).await;
+    alice.wait_for(&dm, &bot.user_id, 2, GUARD).await;
+    let replies = alice.messages(&dm, &bot.user_id).await;
+    assert_eq!(replies[1]["body"], "flat");
+    assert!(replies[1].get("m.relates_to").is_none(), "{replies:?}");
     h.engine.close().await;
 }
 
@@ -434,5 +505,34 @@ async fn two_bots_of_the_gateway_in_one_room_answer_the_person_and_not_each_othe
     let b = alice.wait_for(&room, &other.user_id, 2, GUARD).await;
     assert_eq!(a, ["one", "two"], "the first bot wrote");
     assert_eq!(b, ["one", "two"], "the second bot wrote");
+    h.engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_sync_limit_bounds_what_a_start_reads_of_the_time_it_was_down() {
+    let test = "initial_sync_limit_bounds_what_a_start_reads_of_the_time_it_was_down";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let mut settings = config(hs, &bot, DmPolicy::Open);
+    settings.channels.matrix.bot.initial_sync_limit = Some(2);
+    let h = started(settings).await;
+    let room = direct_room(&alice, &bot).await;
+    alice.say(&room, "@reply before", &[]).await;
+    alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
+    h.engine.close().await;
+    for n in 1..=3 {
+        alice
+            .say(&room, &format!("@reply while down {n}"), &[])
+            .await;
+    }
+    let h = h.restart(None).await;
+    h.engine.start_channels();
+    // The first sync after the start reads the room's last two events only.
+    let replies = alice.wait_for(&room, &bot.user_id, 3, GUARD).await;
+    assert_eq!(replies, ["before", "while down 2", "while down 3"]);
+    alice.say(&room, "@reply after", &[]).await;
+    let replies = alice.wait_for(&room, &bot.user_id, 4, GUARD).await;
+    assert_eq!(replies[3], "after", "{replies:?}");
     h.engine.close().await;
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
-use switchboard_core::config::{Config, DmPolicy, GroupSettings};
+use switchboard_core::config::{AutoJoin, Config, DmPolicy, GroupSettings};
 use switchboard_testkit::synapse::{self, MatrixUser, Person, Synapse};
 
 use super::support::{TestEngine, pairing_code, until};
@@ -46,6 +46,7 @@ fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy, encryption: bool) ->
     matrix.bot.user_id = Some(bot.user_id.clone());
     matrix.bot.password = Some(bot.password.clone());
     matrix.bot.encryption = Some(encryption);
+    matrix.bot.auto_join = Some(AutoJoin::Always);
     matrix.access.dm_policy = Some(policy);
     matrix
         .access

@@ -35,6 +35,8 @@ use crate::channels::kit::http::{send, wait};
 /// keeps one device for the bot (with its keys) and a retried send's transaction id still names
 /// its first try.
 const DEVICE_ID: &str = "SWITCHBOARD";
+/// The most events of each room one sync reads.
+const TIMELINE_LIMIT: u32 = 100;
 /// How long one call may take (a sync's wait comes on top).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -200,11 +202,21 @@ impl Client {
     }
 
     /// One `/sync` after `since` (a first sync, with `None`, reads no timeline), waiting up to
-    /// `timeout` for something new. Encrypted events are decrypted when the bot encrypts; one
+    /// `timeout` for something new, reading at most `limit` events of each room (100 unless
+    /// given). Encrypted events are decrypted when the bot encrypts; one
     /// it cannot read is kept with why ([`UNREADABLE`]).
-    pub async fn sync(&self, since: Option<&str>, timeout: Duration) -> Result<Sync, ApiError> {
+    pub async fn sync(
+        &self,
+        since: Option<&str>,
+        timeout: Duration,
+        limit: Option<u32>,
+    ) -> Result<Sync, ApiError> {
         let client = self.sdk().await?;
-        let filter = sync_events::Filter::FilterDefinition(filter(since.is_some()));
+        let limit = match since {
+            Some(_) => limit.unwrap_or(TIMELINE_LIMIT),
+            None => 0,
+        };
+        let filter = sync_events::Filter::FilterDefinition(filter(limit));
         let answer = match self.settings.encryption {
             true => self.sync_decrypted(&client, since, timeout, filter).await,
             false => sync_plain(&client, since, timeout, filter).await,
@@ -255,6 +267,15 @@ impl Client {
             sync.rooms.invite.insert(room.to_string(), invited);
         }
         Ok(sync)
+    }
+
+    /// The room `alias` (`#room:server`) names, as the homeserver resolves it (`None`: it does
+    /// not).
+    pub async fn resolve_alias(&self, alias: &str) -> Option<String> {
+        let client = self.sdk().await.ok()?;
+        let alias = matrix_sdk::ruma::OwnedRoomAliasId::try_from(alias).ok()?;
+        let answer = client.resolve_room_alias(&alias).await.ok()?;
+        Some(answer.room_id.to_string())
     }
 
     /// `POST /join/{roomId}`: accepts an invitation.
@@ -354,10 +375,9 @@ async fn sync_plain(
     Ok(sync)
 }
 
-/// The sync's filter: no presence, no account data, members loaded lazily, and no timeline on a
-/// first sync (it only learns where the stream is).
-fn filter(timeline: bool) -> FilterDefinition {
-    let limit = if timeline { 100 } else { 0 };
+/// The sync's filter: no presence, no account data, members loaded lazily, and at most `limit`
+/// timeline events of each room (none on a first sync: it only learns where the stream is).
+fn filter(limit: u32) -> FilterDefinition {
     let definition = json!({
         "presence": {"not_types": ["*"]},
         "account_data": {"not_types": ["*"]},

@@ -11,7 +11,7 @@ use super::api::Event;
 use crate::channels::kit::gate::{Gate, Sender};
 use crate::channels::kit::{ChatMessage, Group, Thread};
 use crate::channels::owner::Order;
-use crate::config::AutoJoin;
+use crate::config::{AutoJoin, ThreadReplies};
 
 /// The bot as the door knows it.
 pub(crate) struct Me {
@@ -22,6 +22,8 @@ pub(crate) struct Me {
 /// A text message someone wrote.
 pub(super) struct Text<'a> {
     pub sender: &'a str,
+    /// The message's own event id (the root of a thread `threadReplies: "always"` starts).
+    pub event_id: &'a str,
     /// The body without the bot's mention.
     pub body: String,
     /// The thread's root event, in a thread.
@@ -61,6 +63,7 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
     }
     Ok(Text {
         sender: &event.sender,
+        event_id: &event.event_id,
         body,
         thread,
         mentioned,
@@ -108,11 +111,28 @@ fn alone(text: &str, at: usize, len: usize) -> bool {
         .all(|c| !c.is_some_and(char::is_alphanumeric))
 }
 
-/// A message in `room` (`direct`: the room has two members) as the kit reads it.
-pub(super) fn view(text: &Text, (room, direct): (&str, bool)) -> ChatMessage {
+/// The thread a reply to `text` goes to, per `threadReplies`: none (`off`), the message's own
+/// (`inbound`), or one rooted at the message when it is in none (`always`).
+fn reply_thread<'a>(text: &Text<'a>, replies: ThreadReplies) -> Option<&'a str> {
+    match replies {
+        ThreadReplies::Off => None,
+        ThreadReplies::Inbound => text.thread,
+        ThreadReplies::Always => text.thread.or(Some(text.event_id)),
+    }
+}
+
+/// A message in `room` (`direct`: the room has two members) as the kit reads it; `replies`:
+/// the room's `threadReplies` (`dm.threadReplies` for a direct room). In a group room a thread
+/// the reply goes to is the session's (`…:thread:<root>`).
+pub(super) fn view(
+    text: &Text,
+    (room, direct): (&str, bool),
+    replies: ThreadReplies,
+) -> ChatMessage {
+    let thread = reply_thread(text, replies);
     let group = (!direct).then(|| Group {
         id: room.to_owned(),
-        thread: text.thread.map(|root| Thread::Thread(root.to_owned())),
+        thread: thread.map(|root| Thread::Thread(root.to_owned())),
     });
     ChatMessage {
         sender: text.sender.to_owned(),
@@ -123,16 +143,20 @@ pub(super) fn view(text: &Text, (room, direct): (&str, bool)) -> ChatMessage {
         group,
         addressed: text.mentioned,
         order: Order::of_text(&text.body),
-        reply_to: (room.to_owned(), text.thread.map(str::to_owned)),
+        reply_to: (room.to_owned(), thread.map(str::to_owned)),
         who: text.sender.to_owned(),
         title: None,
     }
 }
 
 /// Whether the bot accepts an invitation to `room` from `inviter`, per `autoJoin`: always,
-/// never, or (`allowlist`) when the inviter is let in by `allowFrom` or `owners`, or the room
-/// passes `groupPolicy` and `rooms`.
-pub(super) fn may_join((gate, auto_join): (&Gate, AutoJoin), room: &str, inviter: &str) -> bool {
+/// never, or (`allowlist`) when `listed` (`autoJoinAllowlist` names the room), the inviter is
+/// let in by `allowFrom` or `owners`, or the room passes `groupPolicy` and `rooms`.
+pub(super) fn may_join(
+    (gate, auto_join): (&Gate, AutoJoin),
+    (room, listed): (&str, bool),
+    inviter: &str,
+) -> bool {
     match auto_join {
         AutoJoin::Always => true,
         AutoJoin::Off => false,
@@ -141,7 +165,7 @@ pub(super) fn may_join((gate, auto_join): (&Gate, AutoJoin), room: &str, inviter
                 id: inviter,
                 username: None,
             };
-            gate.lets_in(from) || gate.group_allows(room, from).is_ok()
+            listed || gate.lets_in(from) || gate.group_allows(room, from).is_ok()
         }
     }
 }

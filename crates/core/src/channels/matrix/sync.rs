@@ -12,6 +12,7 @@ use super::route::{self, Me};
 use super::{API, MATRIX, Matrix, credential, logs_in};
 use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
+use crate::config::{AutoJoin, ThreadReplies};
 use crate::error::{CoreError, CoreResult};
 use crate::store::WriteOp;
 
@@ -31,6 +32,9 @@ pub(crate) struct Syncer {
     /// Whether each room the bot is in is direct (two members), as last asked; a membership
     /// change in a room forgets its answer.
     direct: HashMap<String, bool>,
+    /// The next sync is the first since the bot signed in (it reads at most
+    /// `initialSyncLimit` events of each room).
+    first: bool,
 }
 
 impl Linked for Matrix {
@@ -41,6 +45,7 @@ impl Linked for Matrix {
             door,
             since: None,
             direct: HashMap::new(),
+            first: true,
         }
     }
 }
@@ -63,6 +68,7 @@ impl Link for Syncer {
         let token = self.door.chat.store.token(&self.token_name()).await;
         self.since =
             token.map_err(|e| Failure::Retry(format!("cannot read the sync token: {e}")))?;
+        self.first = true;
         tracing::info!(account = self.door.account(), user = %user_id, "matrix: syncing");
         Ok(Me {
             user_id,
@@ -78,13 +84,18 @@ impl Link for Syncer {
             Some(_) => Duration::from_secs(timeout),
             None => Duration::ZERO,
         };
+        let limit = match self.first {
+            true => self.door.settings().initial_sync_limit,
+            false => None,
+        };
         let client = &self.door.api().client;
-        let sync = client.sync(self.since.as_deref(), wait).await;
+        let sync = client.sync(self.since.as_deref(), wait, limit).await;
         let sync = sync.map_err(|e| self.refused(e))?;
         self.door.up(CONNECTED);
         match self.batch(me, &sync).await {
             Ok(()) => {
                 self.since = Some(sync.next_batch);
+                self.first = false;
                 Ok(Again::Now)
             }
             // Not committed past the batch: it comes again with the next sync.
@@ -156,7 +167,8 @@ impl Syncer {
             .find(|e| e.kind == "m.room.member" && e.state_key.as_deref() == Some(&me.user_id))
             .map_or("", |e| e.sender.as_str());
         let auto_join = self.door.settings().auto_join.unwrap_or_default();
-        if !route::may_join((&self.door.bot.gate, auto_join), room, inviter) {
+        let listed = auto_join == AutoJoin::Allowlist && self.listed(room).await;
+        if !route::may_join((&self.door.bot.gate, auto_join), (room, listed), inviter) {
             tracing::info!(
                 account = self.door.account(),
                 room,
@@ -176,6 +188,30 @@ impl Syncer {
                 tracing::warn!(account = self.door.account(), room, error = %e, "matrix: cannot join")
             }
         }
+    }
+
+    /// Whether `autoJoinAllowlist` names `room`: by its id, `"*"`, or an alias the homeserver
+    /// resolves to it (an alias it cannot resolve names nothing).
+    async fn listed(&self, room: &str) -> bool {
+        let listed = self.door.settings().auto_join_allowlist.clone();
+        for entry in listed.unwrap_or_default() {
+            let entry = entry.trim();
+            let names = match entry.starts_with('#') {
+                true => self.door.api().client.resolve_alias(entry).await.as_deref() == Some(room),
+                false => entry == "*" || entry == room,
+            };
+            if names {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Where replies go in a direct room (`dm.threadReplies`, else `threadReplies`) or a group.
+    fn replies(&self, direct: bool) -> ThreadReplies {
+        let settings = self.door.settings();
+        let dm = settings.dm_thread_replies.filter(|_| direct);
+        dm.or(settings.thread_replies).unwrap_or_default()
     }
 
     /// One event of a joined room, handed on with `cursor`.
@@ -202,7 +238,7 @@ impl Syncer {
             self.door.api().direct_room(text.sender, room);
         }
         let source = self.door.bot.source(&event.event_id);
-        let view = Ok(route::view(&text, (room, direct)));
+        let view = Ok(route::view(&text, (room, direct), self.replies(direct)));
         self.door.receive(view, source, vec![cursor]).await?;
         Ok(())
     }
@@ -225,6 +261,7 @@ impl Syncer {
         };
         let text = route::Text {
             sender: &event.sender,
+            event_id: &event.event_id,
             body: "(an encrypted message)".into(),
             thread,
             mentioned: true,
@@ -235,7 +272,7 @@ impl Syncer {
             false => NOT_ENCRYPTING,
         };
         let source = self.door.bot.source(&event.event_id);
-        let view = route::view(&text, (room, direct));
+        let view = route::view(&text, (room, direct), self.replies(direct));
         let told = (source, notice.to_string());
         self.door.unreadable(view, told, vec![cursor]).await?;
         Ok(())

@@ -1,7 +1,8 @@
 //! The Matrix channel (SPEC §9.2) over the client-server API: `/sync` in, `m.room.message` out,
 //! for one bot user (`channels.matrix`) or several (`channels.matrix.accounts.<id>`), on the
-//! channel kit (`super::kit`). A thin client over reqwest (docs/decisions.md says why not
-//! `matrix-sdk`). Unencrypted rooms only.
+//! channel kit (`super::kit`) and `matrix-sdk` (`client.rs`; docs/decisions.md says why). With
+//! `encryption: true` the bot is a device with its own keys: events come decrypted, and messages
+//! to encrypted rooms go encrypted; one it cannot decrypt gets a notice.
 //!
 //! In (`sync.rs`): each bot long-polls `/sync` from its stored `next_batch` (a channel token in
 //! the store). The first sync of a bot that has none reads no history: it accepts pending

@@ -343,6 +343,25 @@ impl MatrixUser {
         messages
     }
 
+    /// The id of the newest message `sender` wrote in `room`.
+    pub async fn last_event_id(&self, room: &str, sender: &str) -> Option<String> {
+        let path = format!("/rooms/{}/messages?dir=b&limit=100", segment(room));
+        let page = answer(self.call(reqwest::Method::GET, &path)).await;
+        let events = page["chunk"].as_array().cloned().unwrap_or_default();
+        let newest = events
+            .iter()
+            .find(|e| e["sender"] == sender && e["type"] == "m.room.message")?;
+        newest["event_id"].as_str().map(str::to_string)
+    }
+
+    /// Says `body` in `room` as a reply to the event `to` (`m.in_reply_to`), mentioning nobody;
+    /// answers the event id.
+    pub async fn say_replying(&self, room: &str, to: &str, body: &str) -> String {
+        let mut content = text(body, &[]);
+        content["m.relates_to"] = json!({"m.in_reply_to": {"event_id": to}});
+        self.send(room, content).await
+    }
+
     /// The text bodies `sender` wrote in `room`, oldest first.
     pub async fn bodies(&self, room: &str, sender: &str) -> Vec<String> {
         let messages = self.messages(room, sender).await;

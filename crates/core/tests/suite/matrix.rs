@@ -536,3 +536,29 @@ async fn initial_sync_limit_bounds_what_a_start_reads_of_the_time_it_was_down() 
     assert_eq!(replies[3], "after", "{replies:?}");
     h.engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_the_bots_message_addresses_it_and_a_reply_to_someone_else_does_not() {
+    let test = "a_reply_to_the_bots_message_addresses_it_and_a_reply_to_someone_else_does_not";
+    let Some((hs, bot, alice)) = world(test).await else {
+        return;
+    };
+    let carol = hs.register("carol").await;
+    let h = started(config(hs, &bot, DmPolicy::Open)).await;
+    let room = group_room(&alice, &carol, &bot).await;
+    alice.say(&room, "@reply first", &[&bot.user_id]).await;
+    alice.wait_for(&room, &bot.user_id, 1, GUARD).await;
+    let bots = alice.last_event_id(&room, &bot.user_id).await.unwrap();
+    let carols = carol.say(&room, "just chatting", &[]).await;
+    alice
+        .say_replying(&room, &carols, "@reply not for the bot")
+        .await;
+    alice.say_replying(&room, &bots, "@reply to the bot").await;
+    let replies = alice.wait_for(&room, &bot.user_id, 2, GUARD).await;
+    assert_eq!(replies, ["first", "to the bot"]);
+    let key = format!("agent:main:matrix:group:{room}");
+    let asked = h.transcript(&key).await;
+    let asked = asked.iter().filter(|m| m["role"] == "user").count();
+    assert_eq!(asked, 2, "the reply to carol did not run");
+    h.engine.close().await;
+}

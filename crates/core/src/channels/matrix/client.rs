@@ -20,6 +20,7 @@ use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::ruma::api::client::filter::FilterDefinition;
 use matrix_sdk::ruma::api::client::membership::joined_members;
 use matrix_sdk::ruma::api::client::message::send_message_event;
+use matrix_sdk::ruma::api::client::room::get_room_event;
 use matrix_sdk::ruma::api::client::sync::sync_events::v3 as sync_events;
 use matrix_sdk::ruma::api::client::typing::create_typing_event::{self, v3::Typing};
 use matrix_sdk::ruma::events::MessageLikeEventType;
@@ -276,6 +277,16 @@ impl Client {
         let alias = matrix_sdk::ruma::OwnedRoomAliasId::try_from(alias).ok()?;
         let answer = client.resolve_room_alias(&alias).await.ok()?;
         Some(answer.room_id.to_string())
+    }
+
+    /// Who sent the event `event` of `room` (`None`: the homeserver does not say).
+    pub async fn sender_of(&self, room: &str, event: &str) -> Option<String> {
+        let client = self.sdk().await.ok()?;
+        let event = matrix_sdk::ruma::OwnedEventId::try_from(event).ok()?;
+        let request = get_room_event::v3::Request::new(room_id(room).ok()?, event);
+        let answer = client.send(request).await.ok()?;
+        let sender = answer.event.get_field::<String>("sender").ok()??;
+        Some(sender)
     }
 
     /// `POST /join/{roomId}`: accepts an invitation.

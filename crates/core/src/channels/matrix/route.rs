@@ -32,6 +32,8 @@ pub(super) struct Text<'a> {
     pub mentioned: bool,
     /// An `m.notice`: a bot's output.
     pub notice: bool,
+    /// The event it replies to (`m.in_reply_to`, not a thread's fallback).
+    pub replies_to: Option<&'a str>,
 }
 
 /// The text message `event` carries, or why it is none the bot reads.
@@ -58,6 +60,11 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         _ => None,
     };
     let (mentioned, body) = mention(content, body, me);
+    // A thread's `m.in_reply_to` with `is_falling_back` is for clients without threads.
+    let replies_to = match relation["is_falling_back"].as_bool() {
+        Some(true) => None,
+        _ => relation["m.in_reply_to"]["event_id"].as_str(),
+    };
     if body.is_empty() {
         return Err("no text");
     }
@@ -68,6 +75,7 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         thread,
         mentioned,
         notice,
+        replies_to,
     })
 }
 

@@ -226,7 +226,7 @@ impl Syncer {
         {
             return self.unreadable(room, event, why, cursor).await;
         }
-        let text = match route::text(event, me) {
+        let mut text = match route::text(event, me) {
             Ok(text) => text,
             Err(why) => {
                 tracing::debug!(event = %event.event_id, why, "matrix: event ignored");
@@ -234,6 +234,12 @@ impl Syncer {
             }
         };
         let direct = self.is_direct(room).await?;
+        // A reply to one of the bot's messages addresses it (the reference's
+        // implicitMentions.replyToBot).
+        if let (false, false, Some(to)) = (direct, text.mentioned, text.replies_to) {
+            let client = &self.door.api().client;
+            text.mentioned = client.sender_of(room, to).await.as_deref() == Some(&me.user_id);
+        }
         if direct {
             self.door.api().direct_room(text.sender, room);
         }
@@ -266,6 +272,7 @@ impl Syncer {
             thread,
             mentioned: true,
             notice: false,
+            replies_to: None,
         };
         let notice = match self.door.api().client.encrypts() {
             true => CANNOT_DECRYPT,

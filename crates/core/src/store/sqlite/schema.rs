@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS deleted_sessions (
     display_name TEXT
 );
 
+-- `input`: a queued run's input (JSON), so it starts after a restart; NULL once it started.
+-- `model`: the model that answered (schema 8); `cost_usd`: what the run's calls cost. (Comments
+-- stay out of the column list: SQLite 3.50 leaves one before the closing parenthesis when it
+-- drops the last column after it, and the table no longer reads.)
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     session_key TEXT NOT NULL,
@@ -90,9 +94,7 @@ CREATE TABLE IF NOT EXISTS runs (
     result TEXT,
     error TEXT,
     idempotency_key TEXT,
-    -- A queued run's input (JSON), so it starts after a restart; NULL once it started.
     input TEXT,
-    -- The model that answered (schema 8) and what the run's calls cost.
     model TEXT,
     cost_usd REAL
 );

@@ -110,7 +110,8 @@ impl Gateway {
     }
 }
 
-/// The demo's state dir: a temporary one, or the one `--state-dir` named (kept: the user chose it).
+/// The demo's state dir: a temporary one (whatever `SWITCHBOARD_HOME` says), or the one
+/// `--state-dir` named (kept: the user chose it).
 enum StateDir {
     Temp(tempfile::TempDir),
     Named(PathBuf),
@@ -118,7 +119,7 @@ enum StateDir {
 
 impl StateDir {
     /// A named dir must be new or empty: the demo's agents and sessions must not mix into a real
-    /// gateway's state (`SWITCHBOARD_HOME` also names one).
+    /// gateway's state.
     fn open(named: Option<&Path>) -> Result<Self> {
         let Some(dir) = named else {
             let temp = tempfile::Builder::new()
@@ -176,8 +177,18 @@ impl StateDir {
     }
 }
 
+/// Whether `--state-dir` is on the command line (not only `SWITCHBOARD_HOME` in the
+/// environment, which names a real gateway's state: the demo does not use it).
+fn state_dir_given() -> bool {
+    std::env::args_os().any(|arg| {
+        let arg = arg.to_string_lossy();
+        arg == "--state-dir" || arg.starts_with("--state-dir=")
+    })
+}
+
 pub async fn run(global: &GlobalArgs, args: DemoArgs) -> Result<ExitCode> {
-    let dir = StateDir::open(global.state_dir.as_deref())?;
+    let named = global.state_dir.as_deref().filter(|_| state_dir_given());
+    let dir = StateDir::open(named)?;
     let home = dir.path();
     let gateway = Gateway::start(&home).await?;
     outln!("switchboard demo: every session tool, end to end, on a gateway in this process");

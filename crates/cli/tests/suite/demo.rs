@@ -112,3 +112,28 @@ fn the_demo_runs_in_the_state_dir_named_and_keeps_it_and_refuses_a_used_one() {
     assert!(err.contains("needs a new or empty directory"), "{err}");
     assert!(std::fs::read_dir(&dir).unwrap().next().is_some());
 }
+
+#[test]
+fn the_demo_uses_a_temporary_state_dir_whatever_switchboard_home_says() {
+    // A real gateway's state dir, with files in it: the demo neither refuses nor touches it.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.json5"), "{}").unwrap();
+    let output = Command::new(BIN)
+        .arg("demo")
+        .env("SWITCHBOARD_LOG", "warn")
+        .env("SWITCHBOARD_HOME", home.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{out}\n{err}");
+    assert!(out.contains("removed (--keep keeps it)"), "{out}");
+    let home_shown = format!("state    {} ", home.path().display());
+    assert!(!out.contains(&home_shown), "{out}");
+    let left: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["config.json5"], "SWITCHBOARD_HOME untouched");
+}

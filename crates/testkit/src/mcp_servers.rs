@@ -91,12 +91,24 @@ pub fn python_with_all(tmp: &Path, packages: &[&str]) -> Result<PathBuf, Missing
         |c: char| !(c.is_ascii_alphanumeric() || "+-._".contains(c)),
         "_",
     );
-    let dir = once(tmp, &name, |dir| {
+    Ok(venv(tmp, &name, ("python3", &[]), packages))
+}
+
+/// The Python of a venv under `tmp/name` made once by `python` (with `flags` to `-m venv`),
+/// with every pip requirement of `packages` installed.
+pub(crate) fn venv(
+    tmp: &Path,
+    name: &str,
+    (python, flags): (&str, &[&str]),
+    packages: &[&str],
+) -> PathBuf {
+    let dir = once(tmp, name, |dir| {
         must(
-            Command::new("python3")
+            Command::new(python)
                 .args(["-m", "venv"])
+                .args(flags)
                 .arg(dir.join("venv")),
-            "creating a Python venv with `python3 -m venv`",
+            &format!("creating a Python venv with `{python} -m venv`"),
         );
         must(
             Command::new(dir.join("venv/bin/python"))
@@ -111,7 +123,7 @@ pub fn python_with_all(tmp: &Path, packages: &[&str]) -> Result<PathBuf, Missing
             &format!("installing {} with pip", packages.join(" ")),
         );
     });
-    Ok(dir.join("venv/bin/python"))
+    dir.join("venv/bin/python")
 }
 
 /// The "everything" server's entry script: run it as `node <script> [stdio|streamableHttp]`.

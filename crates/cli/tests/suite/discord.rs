@@ -37,6 +37,19 @@ async fn posted(fake: &FakeDiscord, text: &str) {
     .unwrap_or_else(|_| panic!("the bot posted {text:?}"));
 }
 
+/// Waits until `processes` gateway processes in all have identified on the fake's Gateway.
+async fn identified(fake: &FakeDiscord, processes: usize) {
+    tokio::time::timeout(
+        BOUND,
+        fake.wait_for(|_, events| {
+            let identify = |e: &&GatewayEvent| matches!(e, GatewayEvent::Identify { .. });
+            events.iter().filter(identify).count() >= processes
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{processes} processes identified"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     let fake = FakeDiscord::start(TOKEN).await;
@@ -62,15 +75,7 @@ async fn kill_9_while_the_model_streams_ends_in_one_reply_to_each_message() {
     posted(&fake, "exactly-once").await;
     // The resumed run replies over REST, maybe before the new process has a Gateway session:
     // what is dispatched before its IDENTIFY goes to the dead session, as on Discord.
-    tokio::time::timeout(
-        BOUND,
-        fake.wait_for(|_, events| {
-            let identified = |e: &&GatewayEvent| matches!(e, GatewayEvent::Identify { .. });
-            events.iter().filter(identified).count() >= 2
-        }),
-    )
-    .await
-    .expect("the new process identified");
+    identified(&fake, 2).await;
     // The new Gateway session sees the second message again (as after a lost session): it was
     // handled before, so it is skipped.
     fake.repeat(&second);
@@ -159,15 +164,7 @@ async fn messages_sent_while_the_gateway_was_killed_are_answered_once_after_it_s
     // Killed again: the next start looks back again and answers none of them twice.
     gateway.kill_9();
     let gateway = GatewayProcess::start(home.path());
-    tokio::time::timeout(
-        BOUND,
-        fake.wait_for(|_, events| {
-            let identified = |e: &&GatewayEvent| matches!(e, GatewayEvent::Identify { .. });
-            events.iter().filter(identified).count() >= 3
-        }),
-    )
-    .await
-    .expect("the third process identified");
+    identified(&fake, 3).await;
     fake.dm("42", "alice", "@reply after");
     posted(&fake, "after").await;
     assert_eq!(

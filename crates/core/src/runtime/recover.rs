@@ -159,11 +159,9 @@ impl Runtime {
         record: &RunRecord,
         starts: u32,
     ) -> super::end::Ending {
-        let why = match starts {
-            0 => super::abort::ABORTED_QUEUED,
-            _ => super::abort::ABORTED_UNRESUMED,
-        };
+        let mut why = super::abort::ABORTED_QUEUED;
         if starts > 0 {
+            why = super::abort::ABORTED_UNRESUMED;
             self.close_unresumed(record, why).await;
         }
         super::end::Ending::new(RunStatus::Aborted, None, Some(why.into()))

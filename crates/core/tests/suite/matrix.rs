@@ -32,7 +32,8 @@ async fn world(test: &str) -> Option<(&'static Synapse, MatrixUser, MatrixUser)>
     Some((hs, bot, alice))
 }
 
-fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy) -> Config {
+/// The bot on its access token, joining whatever it is invited to, every room listed.
+pub(super) fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy) -> Config {
     let mut config = Config::default();
     let matrix = &mut config.channels.matrix;
     matrix.enabled = true;
@@ -49,7 +50,7 @@ fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy) -> Config {
     config
 }
 
-async fn started(config: Config) -> TestEngine {
+pub(super) async fn started(config: Config) -> TestEngine {
     let h = TestEngine::open(config).await;
     h.engine.start_channels();
     h

@@ -8,10 +8,11 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
-use switchboard_core::config::{AutoJoin, Config, DmPolicy, GroupSettings};
+use switchboard_core::config::{Config, DmPolicy};
 use switchboard_testkit::synapse::{self, MatrixUser, Person, Synapse};
 
-use super::support::{TestEngine, pairing_code, until};
+use super::matrix::started;
+use super::support::{pairing_code, until};
 
 /// The homeserver, this test's bot, and a person with an encrypting client; `None` (said as
 /// NOT RUN) without them.
@@ -37,29 +38,14 @@ async fn world(test: &str) -> Option<(&'static Synapse, MatrixUser, Person)> {
     }
 }
 
-/// The bot with `encryption` on or off, logging in with its password.
+/// The bot with `encryption` on or off, logging in with its password (as device `SWITCHBOARD`).
 fn config(hs: &Synapse, bot: &MatrixUser, policy: DmPolicy, encryption: bool) -> Config {
-    let mut config = Config::default();
-    let matrix = &mut config.channels.matrix;
-    matrix.enabled = true;
-    matrix.bot.homeserver = Some(hs.url.clone());
-    matrix.bot.user_id = Some(bot.user_id.clone());
-    matrix.bot.password = Some(bot.password.clone());
-    matrix.bot.encryption = Some(encryption);
-    matrix.bot.auto_join = Some(AutoJoin::Always);
-    matrix.access.dm_policy = Some(policy);
-    matrix
-        .access
-        .groups_mut()
-        .insert("*".into(), GroupSettings::default());
-    config.delivery.retry_initial_ms = 50;
+    let mut config = super::matrix::config(hs, bot, policy);
+    let matrix = &mut config.channels.matrix.bot;
+    matrix.access_token = None;
+    matrix.password = Some(bot.password.clone());
+    matrix.encryption = Some(encryption);
     config
-}
-
-async fn started(config: Config) -> TestEngine {
-    let h = TestEngine::open(config).await;
-    h.engine.start_channels();
-    h
 }
 
 /// An encrypted direct room of `person` and the bot, once the bot is in it.

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::{MatrixUser, Synapse};
-use crate::mcp_servers::{Missing, must, once, works};
+use crate::mcp_servers::{Missing, venv, works};
 
 /// The PyPI package, pinned: its `e2e` extra runs on libolm (0.26 moved to vodozemac, the
 /// library the bot uses).
@@ -44,28 +44,8 @@ fn python(tmp: &Path) -> Result<PathBuf, Missing> {
         ));
     }
     let name = format!("python-olm-{}", MATRIX_NIO.replace(['[', ']', '='], "_"));
-    let dir = once(tmp, &name, |dir| {
-        let venv = dir.join("venv");
-        must(
-            std::process::Command::new(SYSTEM_PYTHON)
-                .args(["-m", "venv", "--system-site-packages"])
-                .arg(&venv),
-            "creating a venv of /usr/bin/python3",
-        );
-        must(
-            std::process::Command::new(venv.join("bin/python"))
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                ])
-                .arg(MATRIX_NIO),
-            &format!("installing {MATRIX_NIO} with pip"),
-        );
-    });
-    Ok(dir.join("venv/bin/python"))
+    let flags: &[&str] = &["--system-site-packages"];
+    Ok(venv(tmp, &name, (SYSTEM_PYTHON, flags), &[MATRIX_NIO]))
 }
 
 impl Synapse {

@@ -82,3 +82,15 @@ pub struct Event {
     #[serde(skip)]
     pub unreadable: Option<String>,
 }
+
+impl Event {
+    /// Why the event cannot be read, when it is an encrypted one: why it could not be
+    /// decrypted, or (not decrypted at all) that the bot does not encrypt.
+    pub fn unreadable(&self) -> Option<&str> {
+        match (&self.unreadable, self.kind.as_str()) {
+            (Some(why), _) => Some(why),
+            (None, "m.room.encrypted") => Some(UNREADABLE),
+            _ => None,
+        }
+    }
+}

@@ -12,6 +12,7 @@
 //! Errors come back as the kit's [`ApiError`] (a 429 `M_LIMIT_EXCEEDED` with its wait); the
 //! access token, the password and the passphrase never appear in an error or a log.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ use matrix_sdk::ruma::{OwnedDeviceId, OwnedRoomId, OwnedTransactionId, OwnedUser
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::api::{ApiError, Event, JoinedRoom, Sync, UNREADABLE};
+use super::api::{ApiError, Event, InviteState, InvitedRoom, JoinedRoom, Sync, Timeline};
 use crate::channels::kit::http::{send, wait};
 
 /// The device id a password login asks for: the same on every login, so that the homeserver
@@ -205,7 +206,7 @@ impl Client {
     /// One `/sync` after `since` (a first sync, with `None`, reads no timeline), waiting up to
     /// `timeout` for something new, reading at most `limit` events of each room (100 unless
     /// given). Encrypted events are decrypted when the bot encrypts; one
-    /// it cannot read is kept with why ([`UNREADABLE`]).
+    /// it cannot read is kept with why (`Event::unreadable`).
     pub async fn sync(
         &self,
         since: Option<&str>,
@@ -243,11 +244,7 @@ impl Client {
             .set_presence(matrix_sdk::ruma::presence::PresenceState::Offline);
         let answer = client.sync_once(settings).await;
         let answer = answer.map_err(|e| error("/sync", &e))?;
-        let mut sync = Sync {
-            next_batch: answer.next_batch,
-            ..Sync::default()
-        };
-        for (room, joined) in answer.rooms.joined {
+        let joined = answer.rooms.joined.into_iter().map(|(room, joined)| {
             let events = joined.timeline.events.iter().filter_map(|e| {
                 let mut event = decode(e.kind.raw())?;
                 if let TimelineEventKind::UnableToDecrypt { utd_info, .. } = &e.kind {
@@ -255,19 +252,9 @@ impl Client {
                 }
                 Some(event)
             });
-            let timeline = super::api::Timeline {
-                events: events.collect(),
-            };
-            sync.rooms
-                .join
-                .insert(room.to_string(), JoinedRoom { timeline });
-        }
-        for (room, invited) in answer.rooms.invited {
-            let events = invited.invite_state.events.iter().filter_map(decode);
-            let invited = invite(events.collect());
-            sync.rooms.invite.insert(room.to_string(), invited);
-        }
-        Ok(sync)
+            (room, events.collect())
+        });
+        Ok(sync_of(answer.next_batch, joined, answer.rooms.invited))
     }
 
     /// The room `alias` (`#room:server`) names, as the homeserver resolves it (`None`: it does
@@ -364,26 +351,11 @@ async fn sync_plain(
         .timeout(CALL_TIMEOUT + timeout);
     let answer = client.send(request).with_request_config(config).await;
     let answer = answer.map_err(|e| http_error("/sync", &e))?;
-    let mut sync = Sync {
-        next_batch: answer.next_batch,
-        ..Sync::default()
-    };
-    for (room, joined) in answer.rooms.join {
+    let joined = answer.rooms.join.into_iter().map(|(room, joined)| {
         let events = joined.timeline.events.iter().filter_map(decode);
-        let timeline = super::api::Timeline {
-            events: events.collect(),
-        };
-        sync.rooms
-            .join
-            .insert(room.to_string(), JoinedRoom { timeline });
-    }
-    for (room, invited) in answer.rooms.invite {
-        let events = invited.invite_state.events.iter().filter_map(decode);
-        sync.rooms
-            .invite
-            .insert(room.to_string(), invite(events.collect()));
-    }
-    Ok(sync)
+        (room, events.collect())
+    });
+    Ok(sync_of(answer.next_batch, joined, answer.rooms.invite))
 }
 
 /// The sync's filter: no presence, no account data, members loaded lazily, and at most `limit`
@@ -407,10 +379,36 @@ fn decode<T>(raw: &Raw<T>) -> Option<Event> {
     serde_json::from_str(raw.json().get()).ok()
 }
 
-fn invite(events: Vec<Event>) -> super::api::InvitedRoom {
-    super::api::InvitedRoom {
-        invite_state: super::api::InviteState { events },
+/// A sync's answer as the channel reads it: each joined room's events, and each invitation's
+/// stripped state.
+fn sync_of(
+    next_batch: String,
+    joined: impl Iterator<Item = (OwnedRoomId, Vec<Event>)>,
+    invited: BTreeMap<OwnedRoomId, sync_events::InvitedRoom>,
+) -> Sync {
+    let mut sync = Sync {
+        next_batch,
+        ..Sync::default()
+    };
+    for (room, events) in joined {
+        let timeline = Timeline { events };
+        sync.rooms
+            .join
+            .insert(room.to_string(), JoinedRoom { timeline });
     }
+    for (room, invited) in invited {
+        let events = invited
+            .invite_state
+            .events
+            .iter()
+            .filter_map(decode)
+            .collect();
+        let invite_state = InviteState { events };
+        sync.rooms
+            .invite
+            .insert(room.to_string(), InvitedRoom { invite_state });
+    }
+    sync
 }
 
 fn room_id(room: &str) -> Result<OwnedRoomId, ApiError> {
@@ -483,12 +481,4 @@ fn http_error(call: &str, e: &matrix_sdk::HttpError) -> ApiError {
         other => other.to_string(),
     };
     ApiError::new(0, None, format!("{call}: {why} from the homeserver"))
-}
-
-/// Why an event was not read: it could not be decrypted.
-pub(super) fn unreadable(event: &Event) -> Option<&str> {
-    event.unreadable.as_deref().or(match event.kind.as_str() {
-        "m.room.encrypted" => Some(UNREADABLE),
-        _ => None,
-    })
 }

@@ -55,10 +55,7 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         return Err("an edit");
     }
     let body = content["body"].as_str().unwrap_or_default();
-    let thread = match relation["rel_type"].as_str() {
-        Some("m.thread") => relation["event_id"].as_str(),
-        _ => None,
-    };
+    let thread = thread_of(content);
     let (mentioned, body) = mention(content, body, me);
     // A thread's `m.in_reply_to` with `is_falling_back` is for clients without threads.
     let replies_to = match relation["is_falling_back"].as_bool() {
@@ -77,6 +74,16 @@ pub(super) fn text<'a>(event: &'a Event, me: &Me) -> Result<Text<'a>, &'static s
         notice,
         replies_to,
     })
+}
+
+/// The root of the thread an event's `content` was written in (`m.relates_to` of
+/// `rel_type: "m.thread"`; clear even in an encrypted event).
+pub(super) fn thread_of(content: &Value) -> Option<&str> {
+    let relation = &content["m.relates_to"];
+    match relation["rel_type"].as_str() {
+        Some("m.thread") => relation["event_id"].as_str(),
+        _ => None,
+    }
 }
 
 /// Whether the bot is mentioned, and the body without its leading mentions (`bot: hi`,

@@ -221,7 +221,7 @@ impl Syncer {
         (room, event): (&str, &Event),
         cursor: WriteOp,
     ) -> CoreResult<()> {
-        if let Some(why) = super::client::unreadable(event)
+        if let Some(why) = event.unreadable()
             && event.sender != me.user_id
         {
             return self.unreadable(room, event, why, cursor).await;
@@ -235,8 +235,9 @@ impl Syncer {
         };
         let direct = self.is_direct(room).await?;
         // A reply to one of the bot's messages addresses it (the reference's
-        // implicitMentions.replyToBot).
-        if let (false, false, Some(to)) = (direct, text.mentioned, text.replies_to) {
+        // implicitMentions.replyToBot); its sender is asked for only where that decides.
+        let decides = !direct && !text.mentioned && self.door.bot.gate.require_mention(room);
+        if let (true, Some(to)) = (decides, text.replies_to) {
             let client = &self.door.api().client;
             text.mentioned = client.sender_of(room, to).await.as_deref() == Some(&me.user_id);
         }
@@ -260,16 +261,11 @@ impl Syncer {
     ) -> CoreResult<()> {
         tracing::info!(account = self.door.account(), room, event = %event.event_id, why, "matrix: an encrypted message the bot cannot read");
         let direct = self.is_direct(room).await?;
-        let relation = &event.content["m.relates_to"];
-        let thread = match relation["rel_type"].as_str() {
-            Some("m.thread") => relation["event_id"].as_str(),
-            _ => None,
-        };
         let text = route::Text {
             sender: &event.sender,
             event_id: &event.event_id,
             body: "(an encrypted message)".into(),
-            thread,
+            thread: route::thread_of(&event.content),
             mentioned: true,
             notice: false,
             replies_to: None,

@@ -138,6 +138,29 @@ check "system heartbeat last" '^null$' oc system heartbeat last
 check "nodes status" 'Known: 0' oc nodes status
 check "skills list" 'No skills found' oc skills list
 check "tui (one exchange)" '^tui-pong-7' tui_exchange
+
+# A reply streamed word by word, 300 ms apart: while it streams, the TUI shows it from its first
+# word on, not only the newest piece. The TUI shows each chat delta's `message` (the text so
+# far), which our deltas carry at most every 75 ms beside the new piece (docs/protocol.md).
+tui_streaming() {
+    command -v tmux >/dev/null || { echo "tmux not installed"; return 1; }
+    local session="compat-stream-$$" i screen="" words
+    words=$(printf 'tui-s%d ' $(seq 0 19))
+    tmux new-session -d -s "$session" -x 160 -y 40 \
+        "bash '$OC_KIT/cli.sh' --state '$OC_STATE' -- tui --session agent:main:main --message '@slow 300
+@reply ${words% }'"
+    for i in $(seq 1 300); do
+        screen=$(tmux capture-pane -p -t "$session" 2>/dev/null)
+        if grep -Eq '^tui-s0 tui-s1 tui-s2 tui-s3' <<<"$screen" && ! grep -Eq '^tui-s0 .*tui-s19' <<<"$screen"; then
+            echo "partial: $(grep -E '^tui-s0' <<<"$screen" | head -1)"
+            break
+        fi
+        sleep 0.1
+    done
+    tmux kill-session -t "$session" 2>/dev/null
+    echo "$screen"
+}
+check "tui streaming (the reply grows from its first word)" '^partial: tui-s0 tui-s1 tui-s2 tui-s3' tui_streaming
 # The TUI's footer: how full the context is beside the model's window.
 tui_footer() {
     tui_screen tui-ctx "--session agent:ctx:main --message 'hello window'" 'tokens [0-9.k]+/128k \([0-9]+%\)'

@@ -29,6 +29,27 @@ async function done(reply, timeoutMs) {
   throw new Error(`"${reply}" did not reach the done state; the page shows: ${body.slice(-400)}`);
 }
 
+// While a reply of `words` streams (one a piece), waits until the page shows the first five of
+// them as the reply, with the last one not yet there: the page rebuilt the text so far, not
+// only the last piece (our events carry the new piece; the whole rides along at most every
+// 75 ms). The user's own message shows each word once, so the reply is each word's second copy.
+async function streamed(words, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  const count = (body, w) => body.split(w + ' ').length - 1 + (body.endsWith(w) ? 1 : 0);
+  while (Date.now() < until) {
+    const body = (await page.innerText('body')).replace(/\s+/g, ' ') + ' ';
+    const shown = words.filter((w) => count(body, w) >= 2).length;
+    if (shown >= 5 && shown < words.length) {
+      const first = words.slice(0, 5).every((w) => count(body, w) >= 2);
+      if (!first) throw new Error(`the streamed reply lost its start: ${body.slice(-300)}`);
+      return shown;
+    }
+    if (shown === words.length) throw new Error('the reply was never shown while it streamed');
+    await page.waitForTimeout(40);
+  }
+  throw new Error('no part of the reply was shown while it streamed');
+}
+
 async function send(message) {
   const box = page.getByPlaceholder(/Message/);
   await box.fill(message);
@@ -49,6 +70,10 @@ try {
   await send(`@delay 1500\n@reply ${text}-slow`);
   await done(`${text}-slow`, 20000);
   console.log(`done: 1.5 s reply "${text}-slow"`);
+  const words = Array.from({ length: 16 }, (_, i) => `${text}-w${i}`);
+  await send(`@slow 150\n@reply ${words.join(' ')}`);
+  console.log(`streaming: the page showed ${await streamed(words, 20000)} words of the reply while it was written`);
+  await done(words.at(-1), 20000);
   // The transcript scrolls in a pane of its own: show its end, where the done state is.
   await page.evaluate(() => {
     for (const el of document.querySelectorAll('*')) {

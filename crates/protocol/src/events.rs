@@ -252,14 +252,63 @@ impl EndStatus {
     }
 }
 
-/// `assistant` data.
+/// `assistant` data: the new piece of the reply, numbered. A client adds the pieces up; `text`,
+/// the whole so far, rides along only now and then ([`StreamedPiece`]).
+#[serde_with::apply(Option => #[serde(default, skip_serializing_if = "Option::is_none")])]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantDelta {
     /// The new piece of text.
     pub delta: String,
-    /// All the text of this model turn so far.
-    pub text: String,
+    /// The piece's number in its run, from 1: a gap is a piece missed.
+    pub seq: u64,
+    /// All the text of this model turn so far, when the snapshot rides along.
+    pub text: Option<String>,
+    /// `true` when `text` starts anew (a model turn's first piece): shown text is replaced.
+    pub replace: Option<bool>,
+}
+
+/// One streamed piece of a reply as both events carry it: the piece, its number and, at a
+/// bounded rate, the whole text so far. The reference's clients need the snapshot: its TUI
+/// shows `message` and ignores `deltaText`, and its Control UI checks one against the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamedPiece<'a> {
+    pub delta: &'a str,
+    pub seq: u64,
+    pub so_far: Option<&'a str>,
+}
+
+impl StreamedPiece<'_> {
+    /// Whether the snapshot starts the text anew: it is this piece alone.
+    fn replaces(&self) -> Option<bool> {
+        self.so_far
+            .map(|whole| whole.len() == self.delta.len())
+            .filter(|r| *r)
+    }
+
+    /// The `agent` event's `assistant` data.
+    pub fn assistant(&self) -> AssistantDelta {
+        AssistantDelta {
+            delta: self.delta.to_string(),
+            seq: self.seq,
+            text: self.so_far.map(str::to_string),
+            replace: self.replaces(),
+        }
+    }
+
+    /// The `chat` event of state `delta`.
+    pub fn chat(&self, run_id: &str, session_key: &str) -> ChatEvent {
+        ChatEvent {
+            run_id: run_id.to_string(),
+            session_key: session_key.to_string(),
+            state: ChatState::Delta,
+            seq: Some(self.seq),
+            delta_text: Some(self.delta.to_string()),
+            replace: self.replaces(),
+            message: self.so_far.map(ChatMessage::assistant),
+            error_message: None,
+        }
+    }
 }
 
 /// `thinking` data.
@@ -311,10 +360,40 @@ pub struct ChatEvent {
     pub session_key: String,
     /// `delta` while the reply grows, then `final`, `aborted` or `error`.
     pub state: ChatState,
-    /// The reply so far (`delta`) or in full (`final`); absent when there is none.
+    /// A `delta`'s number in its run, from 1.
+    pub seq: Option<u64>,
+    /// A `delta`'s new piece of text.
+    pub delta_text: Option<String>,
+    /// `true` when the text starts anew with this `delta` (a model turn's first piece).
+    pub replace: Option<bool>,
+    /// The reply so far (on a `delta`, now and then) or in full (`final`); absent when there is
+    /// none.
     pub message: Option<ChatMessage>,
     /// Why the run ended without a reply.
     pub error_message: Option<String>,
+}
+
+impl ChatEvent {
+    /// A `chat` event without a streamed piece: a run's end (`final`, `aborted`, `error`) with
+    /// its reply or why it has none.
+    pub fn ended(
+        run_id: &str,
+        session_key: &str,
+        state: ChatState,
+        reply: Option<&str>,
+        error: Option<&str>,
+    ) -> Self {
+        Self {
+            run_id: run_id.to_string(),
+            session_key: session_key.to_string(),
+            state,
+            seq: None,
+            delta_text: None,
+            replace: None,
+            message: reply.map(ChatMessage::assistant),
+            error_message: error.map(str::to_string),
+        }
+    }
 }
 
 /// Where a `chat` reply stands.
@@ -381,13 +460,13 @@ mod tests {
                 error: Some("no \"model\"".into()),
             }))),
             ServerEvent::Tick(TickEvent { ts: 7 }),
-            ServerEvent::Chat(ChatEvent {
-                run_id: "r1".into(),
-                session_key: "agent:main:main".into(),
-                state: ChatState::Final,
-                message: Some(ChatMessage::assistant("hé")),
-                error_message: None,
-            }),
+            ServerEvent::Chat(ChatEvent::ended(
+                "r1",
+                "agent:main:main",
+                ChatState::Final,
+                Some("hé"),
+                None,
+            )),
         ];
         for event in events {
             for seq in [None, Some(12)] {
@@ -448,9 +527,23 @@ mod tests {
         round_trip(
             agent(AgentStream::Assistant(AssistantDelta {
                 delta: "lo".into(),
-                text: "hello".into(),
+                seq: 2,
+                text: Some("hello".into()),
+                replace: None,
             })),
-            agent_json("assistant", json!({"delta": "lo", "text": "hello"})),
+            agent_json(
+                "assistant",
+                json!({"delta": "lo", "seq": 2, "text": "hello"}),
+            ),
+        );
+        round_trip(
+            agent(AgentStream::Assistant(AssistantDelta {
+                delta: "lo".into(),
+                seq: 3,
+                text: None,
+                replace: None,
+            })),
+            agent_json("assistant", json!({"delta": "lo", "seq": 3})),
         );
         round_trip(
             agent(AgentStream::Thinking(ThinkingDelta { delta: "hm".into() })),
@@ -490,18 +583,29 @@ mod tests {
 
     #[test]
     fn chat_events_have_the_reference_shapes() {
-        let chat = |state, message: Option<&str>, error: Option<&str>| ChatEvent {
-            run_id: "r1".into(),
-            session_key: "agent:main:main".into(),
-            state,
-            message: message.map(ChatMessage::assistant),
-            error_message: error.map(str::to_string),
+        let chat = |state, message: Option<&str>, error: Option<&str>| {
+            ChatEvent::ended("r1", "agent:main:main", state, message, error)
         };
         let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "hello"}]});
         round_trip(
             chat(ChatState::Delta, Some("hello"), None),
             json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "delta", "message": reply}),
         );
+        let piece = |delta, seq, so_far| StreamedPiece { delta, seq, so_far };
+        round_trip(
+            piece("lo", 4, Some("hello")).chat("r1", "agent:main:main"),
+            json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "delta", "seq": 4,
+                "deltaText": "lo", "message": reply}),
+        );
+        round_trip(
+            piece("lo", 5, None).chat("r1", "agent:main:main"),
+            json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "delta", "seq": 5,
+                "deltaText": "lo"}),
+        );
+        // A model turn's first piece starts the text anew.
+        let first = piece("hello", 6, Some("hello"));
+        assert_eq!(first.chat("r1", "k").replace, Some(true));
+        assert_eq!(first.assistant().replace, Some(true));
         round_trip(
             chat(ChatState::ended(EndStatus::Ok), Some("hello"), None),
             json!({"runId": "r1", "sessionKey": "agent:main:main", "state": "final", "message": reply}),
@@ -546,15 +650,17 @@ mod tests {
                 agent_json("lifecycle", json!({"phase": "start"})),
             ),
             (
-                ServerEvent::Chat(ChatEvent {
-                    run_id: "r1".into(),
-                    session_key: "agent:main:main".into(),
-                    state: ChatState::Delta,
-                    message: Some(ChatMessage::assistant("hi")),
-                    error_message: None,
-                }),
+                ServerEvent::Chat(
+                    StreamedPiece {
+                        delta: "hi",
+                        seq: 1,
+                        so_far: Some("hi"),
+                    }
+                    .chat("r1", "agent:main:main"),
+                ),
                 json!({
-                    "runId": "r1", "sessionKey": "agent:main:main", "state": "delta",
+                    "runId": "r1", "sessionKey": "agent:main:main", "state": "delta", "seq": 1,
+                    "deltaText": "hi", "replace": true,
                     "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
                 }),
             ),

@@ -202,8 +202,16 @@ export class Transcript {
         run.bubble = el('article', { class: 'msg assistant streaming' },
           el('div', { class: 'head' }, el('strong', {}, 'assistant'), el('span', { class: 'badge state running' }, 'writing…')), run.text);
         run.box.append(run.bubble);
+        run.whole = '';
       }
-      run.text.replaceChildren(...markdown(d.text).childNodes);
+      // Pieces, added up; drawn once a frame.
+      run.whole = d.replace ? d.delta : run.whole + d.delta;
+      run.drawing ||= requestAnimationFrame(() => {
+        run.drawing = 0;
+        run.text.replaceChildren(...markdown(run.whole).childNodes);
+        if (stick) this.toBottom();
+      });
+      return;
     } else if (ev.stream === 'tool') {
       run.bubble = null;
       run.box.append(d.phase === 'call' ? toolCall(d.name, d.arguments, d.toolCallId) : toolResult(d.name, d.text, d.isError));

@@ -141,8 +141,8 @@ pub fn progress_event(event: &RunEvent, context_id: &str, at: i64) -> Option<Str
     let task_id = event.run_id.as_str();
     let message = match &event.data {
         RunEventData::Started => None,
-        RunEventData::Delta { text, accumulated } => Some(agent_message(
-            format!("{task_id}-delta-{}", accumulated.len()),
+        RunEventData::Delta { text, seq, .. } => Some(agent_message(
+            format!("{task_id}-delta-{seq}"),
             task_id,
             context_id,
             text,

@@ -28,6 +28,7 @@ mod end;
 mod fence;
 mod hold;
 pub mod lanes;
+mod pieces;
 pub mod providers;
 mod queue;
 mod recent;
@@ -210,10 +211,12 @@ pub struct RunEvent {
 pub enum RunEventData {
     Queued,
     Started,
-    /// A piece of assistant text, and all the text of this model turn so far.
+    /// A piece of assistant text, numbered from 1 in its run, and now and then all the text of
+    /// this model turn so far (`runtime/pieces.rs`).
     Delta {
         text: String,
-        accumulated: String,
+        seq: u64,
+        so_far: Option<String>,
     },
     Thinking {
         text: String,

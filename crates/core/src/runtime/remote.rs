@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::pieces::{Pieces, starts_anew};
 use super::{RunEvent, RunEventData, Runtime, WaitOutcome};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -33,9 +34,11 @@ fn outgoing(event: &RunEvent) -> Option<BusMessage> {
     Some(match &event.data {
         RunEventData::Queued => BusMessage::Queued(run),
         RunEventData::Started => BusMessage::Started(run),
-        RunEventData::Delta { text, .. } => BusMessage::Delta {
+        RunEventData::Delta { text, seq, so_far } => BusMessage::Delta {
             run,
             text: text.clone(),
+            seq: *seq,
+            fresh: starts_anew(text, so_far.as_deref()),
         },
         RunEventData::Thinking { text } => BusMessage::Thinking {
             run,
@@ -99,11 +102,18 @@ fn incoming(message: &BusMessage) -> Incoming {
     match message {
         BusMessage::Queued(run) => event(run, RunEventData::Queued),
         BusMessage::Started(run) => event(run, RunEventData::Started),
-        BusMessage::Delta { run, text } => event(
+        // A fresh piece is its own snapshot, as it left its gateway; the relay paces the rest.
+        BusMessage::Delta {
+            run,
+            text,
+            seq,
+            fresh,
+        } => event(
             run,
             RunEventData::Delta {
                 text: text.clone(),
-                accumulated: String::new(),
+                seq: *seq,
+                so_far: fresh.then(|| text.clone()),
             },
         ),
         BusMessage::Thinking { run, text } => {
@@ -162,8 +172,8 @@ impl Runtime {
         let mut messages = bus.subscribe();
         let rt = self.clone();
         self.inner.tasks.spawn(async move {
-            // Each remote run's text so far in its current model turn.
-            let mut texts: HashMap<RunId, String> = HashMap::new();
+            // Each remote run's text so far in its current model turn, and its snapshots.
+            let mut texts: HashMap<RunId, (String, Pieces)> = HashMap::new();
             loop {
                 let message = tokio::select! {
                     message = messages.recv() => message,
@@ -180,7 +190,7 @@ impl Runtime {
         });
     }
 
-    async fn relay(&self, envelope: &Envelope, texts: &mut HashMap<RunId, String>) {
+    async fn relay(&self, envelope: &Envelope, texts: &mut HashMap<RunId, (String, Pieces)>) {
         if envelope.from == self.inner.origin {
             return;
         }
@@ -194,10 +204,14 @@ impl Runtime {
             }
         };
         match &mut event.data {
-            RunEventData::Delta { text, accumulated } => {
-                let so_far = texts.entry(event.run_id.clone()).or_default();
-                so_far.push_str(text);
-                accumulated.clone_from(so_far);
+            RunEventData::Delta { text, so_far, .. } => {
+                let (whole, pieces) = texts.entry(event.run_id.clone()).or_default();
+                if so_far.is_some() {
+                    whole.clear();
+                    pieces.call_starts();
+                }
+                whole.push_str(text);
+                *so_far = pieces.snapshot(whole);
             }
             RunEventData::Ended {
                 status,

@@ -19,6 +19,7 @@ use super::cut::{self, assistant_message};
 use super::end::{Ending, Reply, finish};
 use super::fence::{fence_of, fenced};
 use super::hold::{Hold, after_start, hold_session};
+use super::pieces::Partial;
 use super::providers::{ModelRequest, ModelResponse, ModelTarget, ProviderError, StreamEvent};
 use super::queue::Queued;
 use super::tool::{self, Caller, Tool, ToolContext, ToolOutput};
@@ -31,26 +32,6 @@ use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
-
-/// What the run did that is not in the transcript yet: text streamed in the current model
-/// turn, and tool calls still waiting for their result.
-#[derive(Default)]
-struct Partial {
-    text: String,
-    model: String,
-    provider: String,
-    unanswered: Vec<(String, String)>,
-    /// The model of the last answer recorded, and what the answers cost: kept on the run
-    /// record however the run ends.
-    spent: Spent,
-}
-
-/// Which model answered a run last and what its answers cost.
-#[derive(Default, Clone)]
-struct Spent {
-    model: Option<String>,
-    cost_usd: Option<f64>,
-}
 
 pub(super) async fn execute(rt: &Runtime, job: Queued) {
     let Queued {
@@ -514,18 +495,15 @@ impl Turn<'_> {
         {
             let mut partial = lock(&self.partial);
             partial.text.clear();
+            partial.pieces.call_starts();
             partial.model.clone_from(&self.target.model);
             partial.provider.clone_from(&self.target.provider_id);
             partial.unanswered.clear();
         }
         let sink = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => {
-                let accumulated = {
-                    let mut p = lock(&self.partial);
-                    p.text.push_str(&text);
-                    p.text.clone()
-                };
-                rt.emit(run_id, key, RunEventData::Delta { text, accumulated });
+                let event = lock(&self.partial).piece(text);
+                rt.emit(run_id, key, event);
             }
             StreamEvent::ThinkingDelta(text) => {
                 rt.emit(run_id, key, RunEventData::Thinking { text })

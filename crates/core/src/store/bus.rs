@@ -39,11 +39,16 @@ pub enum BusMessage {
     Queued(RunRef),
     /// The run started.
     Started(RunRef),
-    /// A piece of the run's assistant text (the receiver adds up the turn's text itself).
+    /// A piece of the run's assistant text, numbered in its run (the receiver adds up the
+    /// turn's text itself); `fresh` when it starts a model turn's text.
     Delta {
         #[serde(flatten)]
         run: RunRef,
         text: String,
+        #[serde(default)]
+        seq: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fresh: bool,
     },
     /// A piece of the run's thinking.
     Thinking {
@@ -138,6 +143,8 @@ mod tests {
             BusMessage::Delta {
                 run: run(),
                 text: "Hel".into(),
+                seq: 1,
+                fresh: true,
             },
             BusMessage::Thinking {
                 run: run(),

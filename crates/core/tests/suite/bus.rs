@@ -89,6 +89,8 @@ async fn typed_messages_cross_whole_and_a_payload_that_is_not_one_is_skipped() {
     let delta = BusMessage::Delta {
         run: run.clone(),
         text: "ha".into(),
+        seq: 1,
+        fresh: true,
     };
     send(delta.clone());
     send(delta.clone());

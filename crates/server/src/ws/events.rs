@@ -5,33 +5,28 @@
 use switchboard_core::runtime::{RunEvent, RunEventData};
 use switchboard_core::store::RunStatus;
 use switchboard_protocol::events::{
-    AgentEvent, AgentStream, AssistantDelta, ChatEvent, ChatMessage, ChatState, EndStatus,
-    Lifecycle, RunUsage, ServerEvent, ThinkingDelta, ToolStep,
+    AgentEvent, AgentStream, ChatEvent, ChatState, EndStatus, Lifecycle, RunUsage, ServerEvent,
+    StreamedPiece, ThinkingDelta, ToolStep,
 };
 
 /// The events a run event becomes, on the server's clock `ts`.
 pub(super) fn run_events(event: &RunEvent, ts: i64) -> Vec<ServerEvent> {
     let (run_id, key) = (event.run_id.as_str(), event.session_key.display());
     let agent = |stream: AgentStream| ServerEvent::Agent(AgentEvent::new(run_id, key, ts, stream));
-    let chat = |state: ChatState, text: Option<&str>, error: Option<&str>| {
-        ServerEvent::Chat(ChatEvent {
-            run_id: run_id.to_string(),
-            session_key: key.to_string(),
-            state,
-            message: text.map(ChatMessage::assistant),
-            error_message: error.map(str::to_string),
-        })
-    };
     match &event.data {
         RunEventData::Queued => vec![agent(AgentStream::Lifecycle(Lifecycle::Queued))],
         RunEventData::Started => vec![agent(AgentStream::Lifecycle(Lifecycle::Start))],
-        RunEventData::Delta { text, accumulated } => vec![
-            agent(AgentStream::Assistant(AssistantDelta {
-                delta: text.clone(),
-                text: accumulated.clone(),
-            })),
-            chat(ChatState::Delta, Some(accumulated), None),
-        ],
+        RunEventData::Delta { text, seq, so_far } => {
+            let piece = StreamedPiece {
+                delta: text,
+                seq: *seq,
+                so_far: so_far.as_deref(),
+            };
+            vec![
+                agent(AgentStream::Assistant(piece.assistant())),
+                ServerEvent::Chat(piece.chat(run_id, key)),
+            ]
+        }
         RunEventData::Thinking { text } => vec![agent(AgentStream::Thinking(ThinkingDelta {
             delta: text.clone(),
         }))],
@@ -71,11 +66,13 @@ pub(super) fn run_events(event: &RunEvent, ts: i64) -> Vec<ServerEvent> {
                     status,
                     error: error.clone(),
                 })),
-                chat(
+                ServerEvent::Chat(ChatEvent::ended(
+                    run_id,
+                    key,
                     ChatState::ended(status),
                     result.as_deref(),
                     error.as_deref(),
-                ),
+                )),
             ]
         }
     }

@@ -18,6 +18,7 @@ mod protocol;
 mod reference;
 mod runs;
 mod sessions;
+mod streaming;
 mod tools;
 mod usage;
 mod whatsapp;

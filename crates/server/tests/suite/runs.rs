@@ -136,7 +136,7 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
     let run_id = started["runId"].as_str().unwrap().to_string();
 
     // A connected client sees the run: queued, start, the tool call and its error result, the
-    // reply growing, the end; and `chat` events with the accumulated text and the final state.
+    // reply growing piece by piece, the end; and `chat` events with the pieces and the final state.
     let mut streams = Vec::new();
     let mut chat_states = Vec::new();
     let mut last_text = String::new();
@@ -155,7 +155,7 @@ async fn chat_send_streams_events_and_agent_wait_answers_any_finished_run() {
                     .unwrap_or("")
                     .to_string();
                 if stream == "assistant" {
-                    last_text = event.payload["data"]["text"].as_str().unwrap().to_string();
+                    last_text.push_str(event.payload["data"]["delta"].as_str().unwrap());
                 }
                 streams.push(format!("{stream}:{phase}"));
                 if phase == "end" {

@@ -16,67 +16,20 @@ the whole text so far (see docs/decisions.md, "Memory after large messages").
 import argparse
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from local_gateway import LocalGateway, bench_args, rss_kb
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
-    ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--size", type=int, default=1_000_000)
+    bench_args(ap)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--settle-s", type=float, default=5.0)
     ap.add_argument("--words", action="store_true")
     args = ap.parse_args()
-    sys.path.insert(0, os.path.join(args.kit, "client"))
-    from gw_client import Gw  # noqa: E402
-
-    home = tempfile.mkdtemp(prefix="sb-large-")
-    port = free_port()
-    with open(os.path.join(home, "config.json5"), "w") as f:
-        f.write("{ gateway: { port: %d } }\n" % port)
-    log = open(os.path.join(home, "gateway.log"), "w")
-    gw_proc = subprocess.Popen([args.bin, "--state-dir", home, "gateway"], stdout=log, stderr=log)
-    try:
-        token_path = os.path.join(home, "gateway-token")
-        deadline = time.monotonic() + 60
-        gw = None
-        while gw is None:
-            try:
-                with open(token_path) as f:
-                    token = f.read().strip()
-                gw = Gw("ws://127.0.0.1:%d" % port, token, timeout=120)
-            except (OSError, ValueError, ConnectionError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
-        def turn(message):
-            sent = gw.call("chat.send", {"sessionKey": "agent:main:large", "message": message})
-            done = gw.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 120000}, timeout_ms=130000)
-            if done.get("status") != "ok":
-                raise RuntimeError("run ended %s" % json.dumps(done)[:300])
-
+    with LocalGateway(args.bin, args.kit, prefix="sb-large-") as local:
+        turn, gw_proc = local.turn, local.proc
         turn("warm up")
         time.sleep(1)
         out = {"n": args.n, "size": args.size, "rssKbBefore": rss_kb(gw_proc.pid), "rounds": []}
@@ -89,13 +42,8 @@ def main():
             out["rounds"].append(rss_kb(gw_proc.pid))
         time.sleep(args.settle_s)
         out["rssKbSettled"] = rss_kb(gw_proc.pid)
-        gw.close()
+        local.gw.close()
         print(json.dumps(out))
-    finally:
-        gw_proc.terminate()
-        gw_proc.wait(timeout=60)
-        log.close()
-        shutil.rmtree(home, ignore_errors=True)  # about 1 GB of transcripts a run
 
 
 if __name__ == "__main__":

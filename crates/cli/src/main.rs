@@ -29,6 +29,22 @@ mod table;
 
 use std::io::IsTerminal;
 
+/// jemalloc, for Rust's allocations and the C code's: glibc's malloc kept 500 MB after 100
+/// messages of 1 MB (docs/decisions.md, "Memory comes back"). `.cargo/config.toml` sets its
+/// options; the gateway adds a background thread ([`purge_in_background`]).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// Lets a jemalloc thread give freed memory back to the system within seconds of a burst,
+/// however idle the gateway is then. Started by the gateway only, not built in: the sandbox
+/// (`__sandbox`) must be one thread to enter its namespaces (`unshare` refuses a process with
+/// threads).
+fn purge_in_background() {
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+        tracing::warn!(error = %e, "could not start the allocator's purging thread; freed memory comes back more slowly");
+    }
+}
+
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use switchboard_core::config::LogFormat;
@@ -244,7 +260,10 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Gateway(args) => gateway::run(&cli.global, args).await,
+            Command::Gateway(args) => {
+                purge_in_background();
+                gateway::run(&cli.global, args).await
+            }
             Command::Call(args) => client_cmds::call(&cli.global, &args.method, &args.params).await,
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,

@@ -10,8 +10,9 @@
 //!
 //! The window and the cache are bounded by bytes as well as by counts: a window holds at most
 //! [`MAX_WINDOW_BYTES`] of text (200 messages of 1 MB would be 200 MB, more than any model
-//! reads), one whose newest turn alone is larger is not kept (its next run reads it again), and
-//! windows are let go, any of them, to keep all of them under [`MAX_BYTES`].
+//! reads); one over [`MAX_KEPT_WINDOW_BYTES`] is not kept (its next run reads it again: large
+//! messages do not stay in memory after a burst of them), and windows are let go, any of them,
+//! to keep all of them under [`MAX_BYTES`].
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -27,7 +28,10 @@ pub const WINDOW: usize = 200;
 /// Transcripts whose window is kept; past that the cache starts over.
 const MAX_CACHED: usize = 1024;
 /// The most the kept windows hold in all (their texts, approximately).
-const MAX_BYTES: usize = 64 << 20;
+const MAX_BYTES: usize = 16 << 20;
+/// The largest window kept between runs: 200 messages of 5 KB. A session of larger messages
+/// reads its window at each run, a cost of the size of what its model is sent anyway.
+const MAX_KEPT_WINDOW_BYTES: usize = 1 << 20;
 /// The most text a window holds (about 2M tokens: more than any model's context); only a
 /// newest turn larger than that makes a larger window, which is then not kept.
 const MAX_WINDOW_BYTES: usize = 8 << 20;
@@ -101,12 +105,12 @@ impl ConversationCache {
     }
 
     /// Keeps the window of a run that ended with the transcript at `last_seq`, unless it is
-    /// larger than [`MAX_WINDOW_BYTES`]; other windows go to make room for it.
+    /// larger than [`MAX_KEPT_WINDOW_BYTES`]; other windows go to make room for it.
     pub fn put(&self, session_id: &str, last_seq: i64, messages: Vec<TranscriptMessage>) {
         let bytes = messages.iter().map(message_bytes).sum::<usize>();
         let mut state = lock(&self.state);
         state.remove(session_id);
-        if bytes > MAX_WINDOW_BYTES {
+        if bytes > MAX_KEPT_WINDOW_BYTES {
             return;
         }
         if state.by_session.len() >= MAX_CACHED {
@@ -141,7 +145,7 @@ impl ConversationCache {
         if window.seq + 1 != seq || is_summary(message) {
             return;
         }
-        if window.bytes + bytes > MAX_WINDOW_BYTES {
+        if window.bytes + bytes > MAX_KEPT_WINDOW_BYTES {
             state.remove(session_id);
             return;
         }
@@ -305,7 +309,9 @@ mod tests {
     use serde_json::json;
     use switchboard_protocol::message::TranscriptMessage;
 
-    use super::{ConversationCache, MAX_BYTES, MAX_WINDOW_BYTES, message_bytes, trim};
+    use super::{
+        ConversationCache, MAX_BYTES, MAX_KEPT_WINDOW_BYTES, MAX_WINDOW_BYTES, message_bytes, trim,
+    };
     use crate::keys::SessionKey;
     use crate::store::SessionStore;
     use crate::store::sqlite::SqliteStore;
@@ -395,9 +401,9 @@ mod tests {
     #[test]
     fn the_cache_is_bounded_by_bytes() {
         let cache = ConversationCache::default();
-        cache.put("huge", 1, window(10, MAX_WINDOW_BYTES / 5));
+        cache.put("huge", 1, window(10, MAX_KEPT_WINDOW_BYTES / 5));
         assert_eq!(cache.bytes(), 0);
-        let each = MAX_WINDOW_BYTES / 2;
+        let each = MAX_KEPT_WINDOW_BYTES / 2;
         for session in 0..(MAX_BYTES / each) * 3 {
             cache.put(&format!("s{session}"), 1, window(1, each));
             assert!(cache.bytes() <= MAX_BYTES, "{} bytes kept", cache.bytes());

@@ -4,7 +4,8 @@
 //! run starts, and a `builtin/echo` turn takes well under a millisecond): the wait would then
 //! read the run back from the store, one statement a turn on PostgreSQL. A final record never
 //! changes, so the copy kept here is the stored one; only the last few are kept, so memory does
-//! not grow with runs.
+//! not grow with runs, and only those with a small result: a burst of large replies must not
+//! stay in memory after it (a wait for one of them reads the store).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -13,6 +14,8 @@ use crate::store::RunRecord;
 
 /// How many ended runs are kept.
 const KEPT: usize = 64;
+/// The longest result kept (bytes of its result and error): 64 records stay under 4 MB.
+const LARGEST: usize = 64 << 10;
 
 #[derive(Default)]
 pub(super) struct RecentRuns {
@@ -22,8 +25,13 @@ pub(super) struct RecentRuns {
 }
 
 impl RecentRuns {
-    /// Keeps `record` (final), forgetting the oldest beyond [`KEPT`].
+    /// Keeps `record` (final) unless its result is over [`LARGEST`], forgetting the oldest
+    /// beyond [`KEPT`].
     pub(super) fn keep(&mut self, record: &RunRecord) {
+        let size = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+        if size(&record.result) + size(&record.error) > LARGEST {
+            return;
+        }
         if self
             .records
             .insert(record.run_id.clone(), record.clone())
@@ -86,5 +94,18 @@ mod tests {
             Some(format!("reply {}", KEPT + 9))
         );
         assert!(recent.get(&RunId::from_string("r-10")).is_some());
+    }
+
+    #[test]
+    fn a_large_result_is_not_kept() {
+        let mut recent = RecentRuns::default();
+        let mut large = ended(1);
+        large.result = Some("x".repeat(LARGEST + 1));
+        recent.keep(&large);
+        assert!(recent.get(&large.run_id).is_none());
+        assert!(recent.order.is_empty());
+        large.result = Some("x".repeat(LARGEST));
+        recent.keep(&large);
+        assert!(recent.get(&large.run_id).is_some());
     }
 }

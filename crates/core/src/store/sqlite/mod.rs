@@ -49,7 +49,7 @@ struct Inner {
     /// Wakes the writer thread; dropped (taken at close) to stop it.
     wake: Mutex<Option<SyncSender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    readers: Mutex<Vec<Connection>>,
+    readers: writer::Readers,
     /// Read calls served since open (each one store query, or one batched statement).
     reads: std::sync::atomic::AtomicU64,
     /// How long a read on a thread of its own, or a write, is waited for.
@@ -103,10 +103,11 @@ impl SqliteStore {
         let writer = Arc::new(Writer::new(conn, home.to_path_buf()));
         // One wake-up waiting is enough: the thread takes every job queued when it wakes.
         let (wake, woken) = std::sync::mpsc::sync_channel(1);
-        let thread_writer = writer.clone();
+        let (thread_writer, readers) = (writer.clone(), writer::Readers::default());
+        let thread_readers = readers.clone();
         let handle = std::thread::Builder::new()
             .name("switchboard-store-writer".into())
-            .spawn(move || writer::run(thread_writer, woken))?;
+            .spawn(move || writer::run(thread_writer, woken, thread_readers))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),
@@ -114,7 +115,7 @@ impl SqliteStore {
                 writer,
                 wake: Mutex::new(Some(wake)),
                 thread: Mutex::new(Some(handle)),
-                readers: Mutex::new(Vec::new()),
+                readers,
                 reads: std::sync::atomic::AtomicU64::new(0),
                 bound: Bound::new(limit, format!("the SQLite file {}", db_path.display())),
                 db_path,

@@ -51,6 +51,8 @@ const SWEEP_STEP: i64 = 1_000;
 /// The sweep's first step waits this long after the store opens: the start's own work (and the
 /// first clients) come first.
 const SWEEP_DELAY: Duration = Duration::from_secs(1);
+/// After this long without a commit, the connections' page caches give their memory back.
+const RELEASE_AFTER: Duration = Duration::from_secs(2);
 /// Between two steps when the writer is idle (and its idle wait while the sweep is unfinished).
 const SWEEP_IDLE: Duration = Duration::from_millis(50);
 /// Between two steps under steady writes, so the sweep adds little to any commit's wait.
@@ -247,8 +249,10 @@ fn recover<'a>(desk: &Mutex<Desk>, guard: MutexGuard<'a, Desk>) -> MutexGuard<'a
 /// The writer thread: commits what the tasks that queued it could not (the desk was busy), and
 /// the mirror's own work: marks after a pause in the writes, failed mirrors, the sweep. Returns
 /// when the store is closed or dropped (`woken`'s sender gone), once nothing waits.
-pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>) {
+pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
     let mut wait = SWEEP_IDLE;
+    // The store's version when the page caches last gave their memory back.
+    let mut released = writer.version();
     loop {
         let gone = matches!(
             woken.recv_timeout(wait),
@@ -264,6 +268,7 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>) {
         }
         // Under steady writes the marks go with the next batch; the sweep goes on, more slowly.
         let idle = desk.last_commit.elapsed() >= IDLE_FLUSH;
+        let quiet = desk.last_commit.elapsed() >= RELEASE_AFTER;
         let Desk { conn, mirror, .. } = &mut *desk;
         if gone {
             mirror.retry_at = Instant::now();
@@ -276,10 +281,32 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>) {
         if idle {
             mirror.flush_marks(conn);
         }
+        let version = writer.version();
+        if quiet && version != released {
+            released = version;
+            release_caches(conn, &readers);
+        }
         wait = match mirror.sweep {
             Some(_) => SWEEP_IDLE,
             None => IDLE_FLUSH,
         };
+    }
+}
+
+/// The store's idle read-only connections, shared with the writer thread.
+pub(super) type Readers = Arc<Mutex<Vec<Connection>>>;
+
+/// Gives back the memory of every idle connection's page cache, after writes went quiet: a
+/// burst of large messages leaves each cache full of their pages (up to 2 MB a connection).
+fn release_caches(conn: &Connection, readers: &Mutex<Vec<Connection>>) {
+    let release = |conn: &Connection| {
+        if let Err(e) = conn.execute_batch("PRAGMA shrink_memory") {
+            tracing::debug!(error = %e, "a connection's page cache kept its memory");
+        }
+    };
+    release(conn);
+    if let Ok(readers) = readers.lock() {
+        readers.iter().for_each(release);
     }
 }
 

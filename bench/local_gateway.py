@@ -1,0 +1,85 @@
+"""A real `switchboard gateway` on a temporary state dir, for the bench's Python scripts: started
+on a free loopback port with the given config, connected through the bench kit's client, and
+stopped with its state dir removed.
+
+    with LocalGateway(binary, kit, prefix="sb-large-") as gw:
+        gw.turn("hello")          # chat.send, then agent.wait until the run ended ok
+        rss_kb(gw.proc.pid)
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def bench_args(ap):
+    """The options every script over a local gateway takes: the binary, the kit, the messages."""
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
+    ap.add_argument("--n", type=int, default=100, help="messages")
+    ap.add_argument("--size", type=int, default=1_000_000, help="bytes a message")
+
+
+def rss_kb(pid):
+    """The process's VmRSS in kB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalGateway:
+    def __init__(self, binary, kit, prefix="sb-bench-", config="", env=None, keep_log=None):
+        sys.path.insert(0, os.path.join(kit, "client"))
+        from gw_client import Gw  # noqa: E402
+
+        self.Gw = Gw
+        self.home = tempfile.mkdtemp(prefix=prefix)
+        self.url = "ws://127.0.0.1:%d" % free_port()
+        with open(os.path.join(self.home, "config.json5"), "w") as f:
+            f.write("{ gateway: { port: %s }, %s }\n" % (self.url.rsplit(":", 1)[1], config))
+        self.keep_log = keep_log
+        self.log = open(os.path.join(self.home, "gateway.log"), "w")
+        self.proc = subprocess.Popen([binary, "--state-dir", self.home, "gateway"], stdout=self.log,
+                                     stderr=self.log, env=env)
+        self.gw = self.connect(deadline=time.monotonic() + 60)
+
+    def connect(self, deadline=None):
+        """A new connection to the gateway (waiting for its token when `deadline` is given)."""
+        while True:
+            try:
+                with open(os.path.join(self.home, "gateway-token")) as f:
+                    self.token = f.read().strip()
+                return self.Gw(self.url, self.token, timeout=120)
+            except (OSError, ValueError, ConnectionError):
+                if deadline is None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def turn(self, message, session="agent:main:large"):
+        sent = self.gw.call("chat.send", {"sessionKey": session, "message": message})
+        done = self.gw.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 120000}, timeout_ms=130000)
+        if done.get("status") != "ok":
+            raise RuntimeError("run ended %s" % json.dumps(done)[:300])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.log.close()
+        if self.keep_log:
+            shutil.copy(os.path.join(self.home, "gateway.log"), self.keep_log)
+        shutil.rmtree(self.home, ignore_errors=True)  # large runs leave about 1 GB of transcripts

@@ -65,6 +65,12 @@ impl Tool for Stuck {
 }
 
 /// Submits `text` into main with its reply delivered to a Telegram chat.
+/// Where `run` stands now, without waiting.
+async fn status_now(w: &TestEngine, run: &switchboard_core::RunId) -> RunStatus {
+    let waited = w.engine.runtime().wait(run, Duration::ZERO).await;
+    waited.unwrap().record.status
+}
+
 async fn submit_from_chat(w: &TestEngine, text: &str) -> switchboard_core::RunId {
     let key = w.key("main");
     let mut request = RunRequest::new(key.clone(), Lane::Main).with_message(text, None);
@@ -260,29 +266,44 @@ async fn a_telegram_chat_gets_the_notice_once_when_its_answer_is_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_run_aborted_before_it_starts_again_closes_its_transcript() {
-    // Two runs cut off in their tools; after the restart the lane has one slot: the first
-    // holds it (its tool hangs again), the second waits for it and is aborted there.
+    // Two runs cut off in their tools; after the restart the lane has one slot: whichever takes
+    // it holds it (its tool hangs again), the other waits for it and is aborted there.
     let (first, first_calls) = Stuck::new("first", 2, true);
-    let (second, second_calls) = Stuck::new("second", 1, true);
+    let (second, second_calls) = Stuck::new("second", 2, true);
     let mut w = TestEngine::builder().tool(first).tool(second).open().await;
     w.create("other").await;
-    let held = w.submit("other", "@tool first {}\n@reply one", None).await;
-    let cut = submit_from_chat(&w, "@tool second {}\n@reply two").await;
+    let in_other = w.submit("other", "@tool first {}\n@reply one", None).await;
+    let in_main = submit_from_chat(&w, "@tool second {}\n@reply two").await;
     called(&first_calls, 1).await;
     called(&second_calls, 1).await;
     w.config.agents.defaults.max_concurrent = 1;
     let w = w.restart(None).await;
-    called(&first_calls, 2).await;
-    let waiting = w.engine.runtime().wait(&cut, Duration::ZERO).await.unwrap();
+    // The runs were taken up together: which one starts first is not decided.
+    let (holder, waiter, waiter_calls, session, tool) = until("one run holds the slot", || {
+        let order = match (
+            first_calls.load(Ordering::SeqCst),
+            second_calls.load(Ordering::SeqCst),
+        ) {
+            (2, _) => Some((&in_other, &in_main, &second_calls, "main", "second")),
+            (_, 2) => Some((&in_main, &in_other, &first_calls, "other", "first")),
+            _ => None,
+        };
+        async move { order }
+    })
+    .await;
     assert_eq!(
-        waiting.record.status,
+        status_now(&w, waiter).await,
         RunStatus::Running,
         "waits for the slot"
     );
-    let aborted = w.engine.runtime().abort(&w.key("main"), Some(&cut)).await;
-    assert_eq!(aborted.unwrap(), std::slice::from_ref(&cut));
+    let aborted = w
+        .engine
+        .runtime()
+        .abort(&w.key(session), Some(waiter))
+        .await;
+    assert_eq!(aborted.unwrap(), std::slice::from_ref(waiter));
 
-    let record = w.engine.runtime().wait(&cut, GUARD).await.unwrap().record;
+    let record = w.engine.runtime().wait(waiter, GUARD).await.unwrap().record;
     assert_eq!(
         (record.status, record.error.as_deref()),
         (
@@ -291,27 +312,23 @@ async fn a_resumed_run_aborted_before_it_starts_again_closes_its_transcript() {
         )
     );
     assert_eq!(
-        second_calls.load(Ordering::SeqCst),
+        waiter_calls.load(Ordering::SeqCst),
         1,
         "never started again"
     );
-    let transcript = roles(&w.transcript("main").await);
+    let transcript = roles(&w.transcript(session).await);
     assert_eq!(transcript.len(), 4, "{transcript:?}");
-    assert!(
-        transcript[2]
-            == "toolResult: No result: the run stopped before second finished (aborted before it went on after the gateway's stop).",
+    assert_eq!(
+        transcript[2],
+        format!(
+            "toolResult: No result: the run stopped before {tool} finished (aborted before it went on after the gateway's stop)."
+        ),
         "the cut-off call has its result: {transcript:?}"
     );
     assert_eq!(transcript[3], "assistant: ", "{transcript:?}");
-    let held = w
-        .engine
-        .runtime()
-        .wait(&held, Duration::ZERO)
-        .await
-        .unwrap();
     assert_eq!(
-        held.record.status,
+        status_now(&w, holder).await,
         RunStatus::Running,
-        "the first holds the slot"
+        "the other holds the slot"
     );
 }

@@ -19,19 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
+from local_gateway import LocalGateway
+
 TICK_US = 1_000_000 / os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def load():
@@ -71,23 +65,11 @@ def strace_counts(path, turns):
 
 
 def measure(name, binary, args, turns_cmd):
-    home = tempfile.mkdtemp(prefix="sb-kernel-")
-    port = free_port()
-    with open(os.path.join(home, "config.json5"), "w") as f:
-        f.write('{ gateway: { port: %d }, agents: { defaults: { model: "builtin/echo" } } }\n' % port)
-    log = open(os.path.join(home, "gateway.log"), "w")
-    proc = subprocess.Popen([binary, "--state-dir", home, "gateway"], stdout=log, stderr=log)
-    url = "ws://127.0.0.1:%d" % port
-    try:
-        token_path = os.path.join(home, "gateway-token")
-        deadline = time.monotonic() + 30
-        while not os.path.exists(token_path) or os.path.getsize(token_path) == 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the gateway did not start: see %s" % home)
-            time.sleep(0.05)
-        token = open(token_path).read().strip()
-        turns = lambda n: json.loads(turns_cmd(url, token, n))  # noqa: E731
-        time.sleep(0.3)
+    config = 'agents: { defaults: { model: "builtin/echo" } }'
+    with LocalGateway(binary, args.kit, prefix="sb-kernel-", config=config) as local:
+        local.gw.close()  # the turns go through the kit's client, on a connection of their own
+        proc = local.proc
+        turns = lambda n: json.loads(turns_cmd(local.url, local.token, n))  # noqa: E731
         turns(50)
         out = {"bench": "turn_kernel", "build": name, "loadBefore": load()}
         time.sleep(1)
@@ -99,7 +81,7 @@ def measure(name, binary, args, turns_cmd):
                     "cpuUs": round((u1 - u0 + s1 - s0) / n, 1), "voluntaryPerTurn": round((v1 - v0) / n, 2),
                     "involuntaryPerTurn": round((i1 - i0) / n, 2), "p50Ms": p50})
         if args.traced:
-            trace = os.path.join(home, "strace.txt")
+            trace = os.path.join(local.home, "strace.txt")
             tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(proc.pid), "-o", trace],
                                       stderr=subprocess.DEVNULL)
             time.sleep(1)
@@ -110,11 +92,6 @@ def measure(name, binary, args, turns_cmd):
             out.update({"syscallsPerTurn": round(sum(calls.values()), 1), "byKind": calls})
         out["loadAfter"] = load()
         return out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def main():

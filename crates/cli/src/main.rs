@@ -29,6 +29,10 @@ mod table;
 
 use std::io::IsTerminal;
 
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use switchboard_core::config::LogFormat;
+
 /// jemalloc, for Rust's allocations and the C code's: glibc's malloc kept 500 MB after 100
 /// messages of 1 MB (docs/decisions.md, "Memory comes back"). `.cargo/config.toml` sets its
 /// options; the gateway adds a background thread ([`purge_in_background`]).
@@ -44,10 +48,6 @@ fn purge_in_background() {
         tracing::warn!(error = %e, "could not start the allocator's purging thread; freed memory comes back more slowly");
     }
 }
-
-use clap::parser::ValueSource;
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use switchboard_core::config::LogFormat;
 
 #[derive(Parser)]
 #[command(name = "switchboard", version, about = "An agent-session gateway")]

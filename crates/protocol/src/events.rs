@@ -279,11 +279,15 @@ pub struct StreamedPiece<'a> {
 }
 
 impl StreamedPiece<'_> {
-    /// Whether the snapshot starts the text anew: it is this piece alone.
-    fn replaces(&self) -> Option<bool> {
+    /// Whether the piece starts its model turn's text anew: its snapshot is the piece alone.
+    pub fn starts_anew(&self) -> bool {
         self.so_far
-            .map(|whole| whole.len() == self.delta.len())
-            .filter(|r| *r)
+            .is_some_and(|whole| whole.len() == self.delta.len())
+    }
+
+    /// `replace: true` on a piece that starts the text anew, absent otherwise.
+    fn replaces(&self) -> Option<bool> {
+        self.starts_anew().then_some(true)
     }
 
     /// The `agent` event's `assistant` data.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::RunEventData;
 
 /// How often the text so far rides along: the reference's own pacing of its live text.
-pub(crate) const SNAPSHOT_EVERY: Duration = Duration::from_millis(75);
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(75);
 
 /// What the run did that is not in the transcript yet: text streamed in the current model
 /// turn, and tool calls still waiting for their result.
@@ -74,11 +74,6 @@ impl Pieces {
         }
         due.then(|| so_far.to_string())
     }
-}
-
-/// Whether a piece starts its model turn's text anew: its snapshot is the piece alone.
-pub(super) fn starts_anew(piece: &str, so_far: Option<&str>) -> bool {
-    so_far.is_some_and(|whole| whole.len() == piece.len())
 }
 
 #[cfg(test)]

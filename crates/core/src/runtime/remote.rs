@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard_protocol::events::StreamedPiece;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::pieces::{Pieces, starts_anew};
+use super::pieces::Pieces;
 use super::{RunEvent, RunEventData, Runtime, WaitOutcome};
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
@@ -38,7 +39,12 @@ fn outgoing(event: &RunEvent) -> Option<BusMessage> {
             run,
             text: text.clone(),
             seq: *seq,
-            fresh: starts_anew(text, so_far.as_deref()),
+            fresh: StreamedPiece {
+                delta: text,
+                seq: *seq,
+                so_far: so_far.as_deref(),
+            }
+            .starts_anew(),
         },
         RunEventData::Thinking { text } => BusMessage::Thinking {
             run,

@@ -35,7 +35,10 @@
 #   PARALLEL, PAR_TURNS  the parallel block (default 100 sessions, 1000 turns over them)
 #   SENDS             sessions_send samples per round (default 20)
 #   SPAWNS, SPAWN_REQUESTERS, SPAWN_TIMEOUT_S   the burst (default 1000 spawns from 50 sessions, 300 s)
-#   SIZES             store sizes (default "1000 10000 100000")
+#   SIZES             store sizes (default "1000 10000 100000"); switchboard's stores also give a
+#                     seeded session's `chat.history {limit:50}`
+#   REF_SIZES         the sizes the reference is run at (default "1000 10000 100000"; its import
+#                     of a million sessions would take hours)
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 set -euo pipefail
@@ -50,6 +53,7 @@ SPAWNS=${SPAWNS:-1000}
 SPAWN_REQUESTERS=${SPAWN_REQUESTERS:-50}
 SPAWN_TIMEOUT_S=${SPAWN_TIMEOUT_S:-300}
 SIZES=${SIZES:-1000 10000 100000}
+REF_SIZES=${REF_SIZES:-1000 10000 100000}
 IDLE_S=${IDLE_S:-15}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18998}
@@ -227,6 +231,12 @@ sizes_on() {
         rows "$gw" "sessions.list.$name" sessions.list '{"limit":200}' sessions
         bench_steps "list=sessions.list.$name" -- --target "$(this_target "$gw")" --workloads list \
             --rounds 1 --calls 50
+        # A seeded session's history in the big store: its own index, whatever the store's size.
+        if [[ $gw == switchboard ]]; then
+            rows "$gw" "chat.history.$name" chat.history '{"sessionKey":"agent:main:bench-000000","limit":50}' messages
+            bench_steps "history=chat.history.$name" -- --target "$(this_target "$gw")" --workloads history \
+                --rounds 1 --calls 50 --history-session agent:main:bench-000000
+        fi
     fi
     record "rss-after.$name" "$gw" "{\"rssMiB\": $(rss_mib "$GPID")}"
 }
@@ -313,7 +323,7 @@ fi
 if phase sizes; then
     for n in $SIZES; do
         name="s$((n / 1000))k"
-        if gateway reference; then
+        if gateway reference && [[ " $REF_SIZES " == *" $n "* ]]; then
             echo "== $n sessions: reference"
             ref_store "$name" --count "$n" --turns 2
             ref_start "$STORE"

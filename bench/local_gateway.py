@@ -40,7 +40,8 @@ def free_port():
 
 
 class LocalGateway:
-    def __init__(self, binary, kit, prefix="sb-bench-", config="", env=None, keep_log=None):
+    def __init__(self, binary, kit, prefix="sb-bench-", config="", env=None, keep_log=None, seed=None,
+                 wrapper=()):
         sys.path.insert(0, os.path.join(kit, "client"))
         from gw_client import Gw  # noqa: E402
 
@@ -50,8 +51,10 @@ class LocalGateway:
         with open(os.path.join(self.home, "config.json5"), "w") as f:
             f.write("{ gateway: { port: %s }, %s }\n" % (self.url.rsplit(":", 1)[1], config))
         self.keep_log = keep_log
+        if seed:  # e.g. ["dev", "seed", "--sessions", "10000"], before the gateway starts
+            subprocess.run([binary, "--state-dir", self.home] + seed, check=True, stdout=subprocess.DEVNULL)
         self.log = open(os.path.join(self.home, "gateway.log"), "w")
-        self.proc = subprocess.Popen([binary, "--state-dir", self.home, "gateway"], stdout=self.log,
+        self.proc = subprocess.Popen(list(wrapper) + [binary, "--state-dir", self.home, "gateway"], stdout=self.log,
                                      stderr=self.log, env=env)
         self.gw = self.connect(deadline=time.monotonic() + 60)
 

@@ -12,13 +12,14 @@
 //! [`Store::version`]: crate::store::Store::version
 
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::list_text::Heads;
 use crate::store::ListQuery;
 
 /// Pages kept per kind of request: the few a client or two go back to.
-const KEPT: usize = 4;
+const KEPT: usize = 8;
 /// A page larger than this is not kept (a long history page of big tool results).
 const LARGEST: usize = 1 << 20;
 
@@ -28,6 +29,9 @@ pub(super) struct Pages {
     pub(super) lists: Kept<(ListQuery, bool, bool), Heads>,
     /// `chat.history`'s JSON text: by the key as asked, `limit` and `before`.
     pub(super) histories: Kept<(String, Option<i64>, Option<i64>), String>,
+    /// `sessions.list` pages brought up to date from the rows written since they were read
+    /// (`list_patch.rs`), not read whole.
+    pub(super) patched: AtomicU64,
 }
 
 impl Pages {
@@ -35,6 +39,7 @@ impl Pages {
         Self {
             lists: Kept::new(),
             histories: Kept::new(),
+            patched: AtomicU64::new(0),
         }
     }
 }
@@ -78,7 +83,7 @@ impl<K: PartialEq, V> Kept<K, V> {
     }
 
     /// The page kept for `key`, when it was read at `version` (the store's version now).
-    fn get(&self, key: &K, version: Option<u64>) -> Option<Arc<V>> {
+    pub(super) fn get(&self, key: &K, version: Option<u64>) -> Option<Arc<V>> {
         let version = version?;
         let pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
         pages
@@ -87,15 +92,25 @@ impl<K: PartialEq, V> Kept<K, V> {
             .map(|page| page.value.clone())
     }
 
-    /// Keeps `value` (`bytes` long), read for `key` at `version` (read *before* the page was):
-    /// pages of an older version go, and the oldest page when [`KEPT`] are kept.
-    fn keep(&self, key: K, version: Option<u64>, value: Arc<V>, bytes: usize) {
+    /// The page kept for `key` whatever the version it was read at, with that version.
+    pub(super) fn latest(&self, key: &K) -> Option<(u64, Arc<V>)> {
+        let pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
+        (pages.iter())
+            .find(|page| page.key == *key)
+            .map(|page| (page.version, page.value.clone()))
+    }
+
+    /// Keeps `value` (`bytes` long), read for `key` at `version` (read *before* the page was),
+    /// in place of the page kept for `key` before; the oldest page goes when [`KEPT`] are kept.
+    /// A page of an older version is never answered as it is, but a list page can be brought
+    /// up to date (`list_patch.rs`).
+    pub(super) fn keep(&self, key: K, version: Option<u64>, value: Arc<V>, bytes: usize) {
         let Some(version) = version else { return };
         if bytes > LARGEST {
             return;
         }
         let mut pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
-        pages.retain(|page| page.version == version && page.key != key);
+        pages.retain(|page| page.key != key);
         if pages.len() == KEPT {
             pages.pop_front();
         }
@@ -128,11 +143,26 @@ mod tests {
     }
 
     #[test]
-    fn newer_pages_push_out_older_versions_the_oldest_and_the_largest() {
+    fn a_page_read_again_replaces_its_older_one_and_the_oldest_and_largest_go() {
         let kept: Kept<u32, u32> = Kept::new();
         kept.keep(1, Some(1), Arc::new(1), 10);
         kept.keep(2, Some(2), Arc::new(2), 10);
-        assert_eq!(kept.pages.lock().unwrap().len(), 1, "version 1's page went");
+        assert_eq!(
+            kept.get(&1, Some(2)),
+            None,
+            "version 1's page is not answered"
+        );
+        assert_eq!(
+            kept.latest(&1).map(|(v, p)| (v, *p)),
+            Some((1, 1)),
+            "but kept"
+        );
+        kept.keep(1, Some(2), Arc::new(10), 10);
+        assert_eq!(
+            kept.latest(&1).map(|(v, p)| (v, *p)),
+            Some((2, 10)),
+            "replaced"
+        );
         for key in 3..3 + KEPT as u32 {
             kept.keep(key, Some(2), Arc::new(key), 10);
         }

@@ -137,6 +137,7 @@ impl Sessions {
             cursor,
             offset: p.offset.unwrap_or(0).max(0) as usize,
             limit,
+            rows: Vec::new(),
         };
         Ok(ListRequest {
             query,

@@ -17,7 +17,7 @@ use super::list::ListRequest;
 use super::{ModelLookups, Sessions, row_head};
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
-use crate::store::{EntrySink, EntryView, ListQuery, StoreError};
+use crate::store::{Cursor, EntrySink, EntryView, ListQuery, StoreError};
 
 impl Sessions {
     /// `sessions.list` as the compact JSON text of its page: every filter, then the page (its
@@ -34,9 +34,19 @@ impl Sessions {
         };
         let offset = query.offset;
         let asked = (query, message_limit > 0, count);
-        let heads = (self.kept.lists)
-            .get_or_read(asked, self.store.version(), read, Heads::bytes)
-            .await?;
+        let version = self.store.version();
+        let heads = match (self.kept.lists).get(&asked, version) {
+            Some(heads) => heads,
+            None => {
+                let heads = match self.patched(&asked, version).await? {
+                    Some(heads) => heads,
+                    None => Arc::new(read(&asked).await?),
+                };
+                let size = heads.bytes();
+                (self.kept.lists).keep(asked, version, heads.clone(), size);
+                heads
+            }
+        };
         let rows = heads.rows.len();
         let keys: Vec<&str> = (0..rows).map(|i| heads.key(i)).collect();
         let views = self.runtime.run_views(&keys);
@@ -87,18 +97,28 @@ impl Sessions {
         with_messages: bool,
         count: bool,
     ) -> CoreResult<Heads> {
-        let sink = Reading::new(self.config.clone(), with_messages, query.limit);
-        let (sink, next_cursor) = self.store.list_into(query.clone(), Box::new(sink)).await?;
-        let reading = (sink as Box<dyn Any>)
-            .downcast::<Reading>()
-            .map_err(|_| backend("the store handed back another list sink".to_string()))?;
-        let rows = reading.heads.rows.len();
+        let (heads, next_cursor) = self.read_rows(query.clone(), with_messages).await?;
+        let rows = heads.rows.len();
         let total = (self.total(&query, (rows, next_cursor.is_some()), count)).await?;
         Ok(Heads {
             next_cursor: next_cursor.map(|c| c.encode()),
             total,
-            ..reading.heads
+            ..heads
         })
+    }
+
+    /// The rows `query` reads now, written, and the next page's cursor.
+    pub(super) async fn read_rows(
+        &self,
+        query: ListQuery,
+        with_messages: bool,
+    ) -> CoreResult<(Heads, Option<Cursor>)> {
+        let sink = Reading::new(self.config.clone(), with_messages, query.limit);
+        let (sink, next_cursor) = self.store.list_into(query, Box::new(sink)).await?;
+        let reading = (sink as Box<dyn Any>)
+            .downcast::<Reading>()
+            .map_err(|_| backend("the store handed back another list sink".to_string()))?;
+        Ok((reading.heads, next_cursor))
     }
 }
 
@@ -110,39 +130,72 @@ fn backend(message: String) -> CoreError {
 /// page keeps ([`Sessions::list_text`]).
 pub(super) struct Heads {
     /// The rows' starts, one after another.
-    text: Vec<u8>,
-    rows: Vec<Head>,
+    pub(super) text: Vec<u8>,
+    pub(super) rows: Vec<Head>,
     /// The rows' canonical keys, one after another.
-    keys: String,
+    pub(super) keys: String,
     /// Each row's transcript, when the page shows the last messages.
-    session_ids: Vec<String>,
-    next_cursor: Option<String>,
+    pub(super) session_ids: Vec<String>,
+    pub(super) next_cursor: Option<String>,
     /// Sessions the request lists over all its pages, when known.
-    total: Option<u64>,
+    pub(super) total: Option<u64>,
 }
 
-/// Where a row's start and key end in [`Heads`].
-struct Head {
+/// Where a row's start and key end in [`Heads`], and where the row sorts.
+pub(super) struct Head {
     text_end: usize,
     key_end: usize,
     /// A sub-agent's session (it has a parent).
-    parent: bool,
+    pub(super) parent: bool,
+    pub(super) updated_at: i64,
+    /// The row's place in the store's table (`EntryView::row`).
+    pub(super) row: i64,
 }
 
 impl Heads {
+    /// Room for `rows` rows of about the seeded size.
+    pub(super) fn with_capacity(rows: usize) -> Self {
+        Self {
+            text: Vec::with_capacity(rows * 448),
+            rows: Vec::with_capacity(rows),
+            keys: String::with_capacity(rows * 48),
+            session_ids: Vec::new(),
+            next_cursor: None,
+            total: None,
+        }
+    }
+
     /// What the page holds, about.
-    fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.text.len() + self.keys.len()
     }
 
-    fn head(&self, i: usize) -> &[u8] {
+    pub(super) fn head(&self, i: usize) -> &[u8] {
         let start = i.checked_sub(1).map_or(0, |j| self.rows[j].text_end);
         &self.text[start..self.rows[i].text_end]
     }
 
-    fn key(&self, i: usize) -> &str {
+    pub(super) fn key(&self, i: usize) -> &str {
         let start = i.checked_sub(1).map_or(0, |j| self.rows[j].key_end);
         &self.keys[start..self.rows[i].key_end]
+    }
+
+    /// Adds a row: its start as written, its key and where it sorts.
+    pub(super) fn push(
+        &mut self,
+        head: &[u8],
+        key: &str,
+        (parent, updated_at, row): (bool, i64, i64),
+    ) {
+        self.text.extend_from_slice(head);
+        self.keys.push_str(key);
+        self.rows.push(Head {
+            text_end: self.text.len(),
+            key_end: self.keys.len(),
+            parent,
+            updated_at,
+            row,
+        });
     }
 }
 
@@ -158,18 +211,10 @@ impl Reading {
     fn new(config: Arc<Config>, with_messages: bool, limit: usize) -> Self {
         // The seeded rows are 330–400 bytes and their keys 20–40: one allocation each for most
         // pages.
-        let rows = limit.min(256);
         Self {
             config,
             models: ModelLookups::default(),
-            heads: Heads {
-                text: Vec::with_capacity(rows * 448),
-                rows: Vec::with_capacity(rows),
-                keys: String::with_capacity(rows * 48),
-                session_ids: Vec::new(),
-                next_cursor: None,
-                total: None,
-            },
+            heads: Heads::with_capacity(limit.min(256)),
             with_messages,
         }
     }
@@ -186,6 +231,8 @@ impl EntrySink for Reading {
             text_end: heads.text.len(),
             key_end: heads.keys.len(),
             parent: e.spawned_by.is_some(),
+            updated_at: e.updated_at,
+            row: e.row,
         });
         if self.with_messages {
             heads.session_ids.push(e.session_id.to_owned());

@@ -13,6 +13,7 @@ mod health;
 mod history;
 mod kept;
 mod list;
+mod list_patch;
 mod list_text;
 mod manage;
 mod overview;
@@ -92,6 +93,12 @@ impl Sessions {
             run_id: None,
             ts: self.clock.now_ms(),
         }));
+    }
+
+    /// `sessions.list` pages brought up to date from the rows written since they were kept,
+    /// rather than read whole (a count since start; tests prove the path is taken).
+    pub fn lists_patched(&self) -> u64 {
+        (self.kept.patched).load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The reference resolver.

@@ -29,6 +29,8 @@ pub(crate) struct Dialect {
     pub truth: &'static str,
     /// The larger of two non-NULL values (`max` / `GREATEST`).
     pub greatest: &'static str,
+    /// A session row's place in its table: SQLite's `rowid`; PostgreSQL names none (0).
+    pub rowid: &'static str,
 }
 
 /// SQLite's spelling.
@@ -39,6 +41,7 @@ pub(crate) const SQLITE: Dialect = Dialect {
     ifnull: "ifnull",
     truth: "1 = 1",
     greatest: "max",
+    rowid: "s.rowid",
 };
 
 /// PostgreSQL's spelling.
@@ -49,6 +52,7 @@ pub(crate) const POSTGRES: Dialect = Dialect {
     ifnull: "coalesce",
     truth: "TRUE",
     greatest: "GREATEST",
+    rowid: "CAST(0 AS BIGINT)",
 };
 
 /// A value bound to a statement. `None` is a NULL of the variant's type.

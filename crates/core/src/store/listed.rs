@@ -46,6 +46,9 @@ pub struct EntryView<'a> {
     pub last_seq: i64,
     pub last_model: Option<&'a str>,
     pub cost_usd: f64,
+    /// The row's place in its table, when a list read it from a store that names rows
+    /// ([`ListQuery::rows`](super::ListQuery::rows)); 0 otherwise.
+    pub row: i64,
 }
 
 impl SessionEntry {
@@ -82,6 +85,7 @@ impl SessionEntry {
             last_seq: self.last_seq,
             last_model: self.last_model.as_deref(),
             cost_usd: self.cost_usd,
+            row: 0,
         }
     }
 }

@@ -300,6 +300,9 @@ pub struct ListQuery {
     /// Rows skipped (after the cursor, when there is one): the reference's offset paging.
     pub offset: usize,
     pub limit: usize,
+    /// Only these store rows, when not empty: the rows [`Store::sessions_touched`] named (no
+    /// other store names its rows).
+    pub rows: Vec<i64>,
 }
 
 impl ListQuery {
@@ -317,6 +320,7 @@ impl ListQuery {
             cursor,
             offset: 0,
             limit,
+            rows: Vec::new(),
         }
     }
 }

@@ -286,6 +286,13 @@ pub trait Store:
     fn version(&self) -> Option<u64> {
         None
     }
+    /// The store rows of the sessions that the writes after [`Store::version`] `since` changed,
+    /// up to version `to` ([`ListQuery::rows`](super::ListQuery::rows) reads them again), each
+    /// once; `None` when the store cannot tell (it keeps no versions, or no longer remembers
+    /// that far back).
+    fn sessions_touched(&self, _since: u64, _to: u64) -> Option<Vec<i64>> {
+        None
+    }
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;

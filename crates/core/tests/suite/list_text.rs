@@ -142,7 +142,7 @@ async fn varied() -> TestEngine {
 }
 
 /// The two answers to `params`, as text; answers the typed page as a value.
-async fn same(h: &TestEngine, params: Value) -> Value {
+pub(super) async fn same(h: &TestEngine, params: Value) -> Value {
     let sessions = h.engine.sessions();
     let p: SessionsListParams = serde_json::from_value(params.clone()).unwrap();
     let typed = sessions.list(p.clone()).await.unwrap();

@@ -11,6 +11,7 @@ mod exec_tools;
 mod file_tools;
 mod first_turn;
 mod index;
+mod list_patch;
 mod list_text;
 mod long;
 mod matrix;

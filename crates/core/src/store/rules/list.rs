@@ -34,10 +34,14 @@ pub(crate) fn statement(q: &ListQuery, d: Dialect) -> Statement {
 }
 
 /// [`statement`] for rows handed to an [`crate::store::EntrySink`]: their `total_tokens`,
-/// `last_account_id` and `last_thread_id` are not read (0 and `None`).
+/// `last_account_id` and `last_thread_id` are not read (0 and `None`), and the row's place in
+/// its table ([`Dialect::rowid`]) follows as the last column ([`ROW_COLUMN`]).
 pub(crate) fn row_statement(q: &ListQuery, d: Dialect) -> Statement {
-    select(q, d, row_columns())
+    select(q, d, &format!("{}, {}", row_columns(), d.rowid))
 }
+
+/// Where [`row_statement`]'s row place is.
+pub(crate) const ROW_COLUMN: usize = 30;
 
 /// How many rows [`statement`] would read over all pages (from the first).
 pub(crate) fn count_statement(q: &ListQuery, d: Dialect) -> Statement {
@@ -105,6 +109,14 @@ fn filtered(q: &ListQuery, d: Dialect, columns: &str) -> Statement {
         );
     }
     a.none_of("s.key", q.exclude_keys.clone());
+    if !q.rows.is_empty() {
+        // Only SQLite names rows (`Store::sessions_touched`).
+        a.sql.push_str(" AND s.rowid IN (");
+        for (i, row) in q.rows.iter().enumerate() {
+            a.push(if i == 0 { "?" } else { ", ?" }, *row);
+        }
+        a.sql.push(')');
+    }
     a
 }
 

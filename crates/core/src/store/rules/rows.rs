@@ -98,6 +98,7 @@ pub(crate) fn entry_view(row: &(impl Columns + ?Sized)) -> Result<EntryView<'_>,
         last_seq: row.req_int(27)?,
         last_model: row.text_ref(28)?,
         cost_usd: row.req_real(29)?,
+        row: 0,
     })
 }
 

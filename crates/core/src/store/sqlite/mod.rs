@@ -11,6 +11,7 @@ mod parts;
 mod queries;
 mod schema;
 mod subagents;
+mod touched;
 mod types;
 mod writer;
 
@@ -190,6 +191,13 @@ impl SqliteStore {
     /// Read it before a read: a page read after is at least as new as the number.
     pub fn version(&self) -> u64 {
         self.inner.writer.version()
+    }
+
+    /// The store rows (`rowid`s) of the sessions that the commits after version `since` wrote,
+    /// up to version `to`, each once; `None` when the store no longer remembers that far back
+    /// (`touched.rs`).
+    pub fn sessions_touched(&self, since: u64, to: u64) -> Option<Vec<i64>> {
+        self.inner.writer.touched_between(since, to)
     }
 
     /// Counts one read ([`SqliteStore::reads`]) and answers the state it runs on.

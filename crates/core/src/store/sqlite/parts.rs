@@ -336,6 +336,10 @@ impl Store for SqliteStore {
         Some(SqliteStore::version(self))
     }
 
+    fn sessions_touched(&self, since: u64, to: u64) -> Option<Vec<i64>> {
+        SqliteStore::sessions_touched(self, since, to)
+    }
+
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
         self.write(move |c, now, m| {
             let mut outcomes = Vec::with_capacity(ops.len());

@@ -225,7 +225,8 @@ pub(super) fn list_into(
         if page.full() {
             break;
         }
-        let entry = rows::entry_view(row)?;
+        let mut entry = rows::entry_view(row)?;
+        entry.row = row.get(listing::ROW_COLUMN)?;
         mirror::transcript_text_into(&mut path, &home, entry.agent_id, entry.session_id);
         page.hand(sink.as_mut(), &entry, Some(&path))?;
     }

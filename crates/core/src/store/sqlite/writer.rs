@@ -35,6 +35,7 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 
 use super::queries;
+use super::touched::Version;
 use crate::store::StoreError;
 use crate::store::mirror;
 
@@ -96,10 +97,10 @@ pub(super) struct Writer {
     /// When (µs after `epoch`) a job was last queued behind another.
     contended_at: AtomicU64,
     epoch: Instant,
-    /// Job transactions ended since open: moved on after each `COMMIT`, before its jobs are
-    /// answered ([`SqliteStore::version`](super::SqliteStore::version)). The mirror's own
-    /// bookkeeping (`mirrored_seq`, which no request reads) does not move it.
-    version: AtomicU64,
+    /// Job transactions ended since open, and the session rows each recent one wrote
+    /// (`touched.rs`). The mirror's own bookkeeping (`mirrored_seq`, which no request reads)
+    /// does not move it.
+    version: Version,
 }
 
 /// Where [`Writer::submit`] put a job.
@@ -146,13 +147,15 @@ impl Writer {
             mirror,
             last_commit: Instant::now(),
         };
+        let version = Version::default();
+        version.watch(&desk.conn);
         Self {
             queue: Mutex::new(queue),
             desk: Mutex::new(desk),
             in_flight: AtomicUsize::new(0),
             contended_at: AtomicU64::new(0),
             epoch: Instant::now(),
-            version: AtomicU64::new(0),
+            version,
         }
     }
 
@@ -205,7 +208,12 @@ impl Writer {
 
     /// Transactions ended since open (see [`SqliteStore::version`](super::SqliteStore::version)).
     pub(super) fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.version.get()
+    }
+
+    /// The session rows the commits after version `since` wrote, up to `to` (`touched.rs`).
+    pub(super) fn touched_between(&self, since: u64, to: u64) -> Option<Vec<i64>> {
+        self.version.touched_between(since, to)
     }
 
     fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
@@ -310,7 +318,7 @@ fn release_caches(conn: &Connection, readers: &Mutex<Vec<Connection>>) {
     }
 }
 
-fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &AtomicU64) {
+fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &Version) {
     if let Err(e) = cached(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %e, "could not begin a write transaction; {} writes fail", batch.len());
         return; // dropping the jobs answers their callers with an error
@@ -342,7 +350,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, ve
 /// A job alone in its transaction needs no savepoint: when it fails, the whole transaction
 /// rolls back (the mirror marks written in it stay queued for the next one). A savepoint makes
 /// SQLite copy every page a job changes into a statement journal first, for nothing here.
-fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &AtomicU64) {
+fn commit_one(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, version: &Version) {
     let done: Vec<JobDone> = batch.into_iter().map(|job| job(conn)).collect();
     if done.iter().any(|outcome| !outcome.ok) {
         let _ = conn.execute_batch("ROLLBACK");
@@ -361,9 +369,9 @@ fn cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 /// Commits, moves `version` on (a reader that sees the new number sees what committed), writes
 /// the mirror lines of what committed, and answers each job.
-fn finish(conn: &Connection, done: Vec<JobDone>, mirror: &mut MirrorState, version: &AtomicU64) {
+fn finish(conn: &Connection, done: Vec<JobDone>, mirror: &mut MirrorState, version: &Version) {
     let committed = cached(conn, "COMMIT").map_err(|e| e.to_string());
-    version.fetch_add(1, Ordering::Release);
+    version.move_on();
     if committed.is_err() {
         // The marks written in this transaction stay queued for the next one.
         let _ = conn.execute_batch("ROLLBACK");

@@ -105,6 +105,7 @@ impl SessionsList {
             cursor,
             offset: 0,
             limit,
+            rows: Vec::new(),
         };
         let (entries, next_cursor) = self
             .visible_page(ctx, &requester, base)

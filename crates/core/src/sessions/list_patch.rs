@@ -1,0 +1,198 @@
+//! A kept `sessions.list` page brought up to date after writes, instead of read whole: the
+//! store names the session rows its commits wrote since the page was read
+//! ([`Store::sessions_touched`]); only those rows are read again, through the page's own
+//! filters, and merged into the page where they now sort (newest first, then by key). A turn
+//! writes one session, so a list after it reads one row, not two hundred.
+//!
+//! When the merge cannot know the page (rows left a page that had more after it, a page read at
+//! an offset, a log that no longer reaches back), the page is read whole, as before.
+//!
+//! [`Store::sessions_touched`]: crate::store::Store::sessions_touched
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::Sessions;
+use super::list_text::Heads;
+use crate::error::CoreResult;
+use crate::keys::SessionKey;
+use crate::store::{Cursor, ListQuery};
+
+/// More rows than this written since the page was read: the page is read whole.
+const MOST: usize = 64;
+
+/// Where a row sorts: newest first, then by key.
+type Place<'a> = (Reverse<i64>, &'a str);
+
+impl Sessions {
+    /// The page kept for `asked` at an older store version, brought up to `version`; `None`
+    /// when it must be read whole.
+    pub(super) async fn patched(
+        &self,
+        asked: &(ListQuery, bool, bool),
+        version: Option<u64>,
+    ) -> CoreResult<Option<Arc<Heads>>> {
+        let (query, with_messages, count) = asked;
+        let Some(now) = version else { return Ok(None) };
+        if query.offset > 0 {
+            return Ok(None);
+        }
+        let Some((then, kept)) = (self.kept.lists).latest(asked) else {
+            return Ok(None);
+        };
+        let touched = match self.store.sessions_touched(then, now) {
+            Some(rows) if rows.len() <= MOST => rows,
+            _ => return Ok(None),
+        };
+        if touched.is_empty() {
+            return Ok(Some(kept));
+        }
+        let again = ListQuery {
+            rows: touched.clone(),
+            cursor: None,
+            offset: 0,
+            limit: touched.len(),
+            ..query.clone()
+        };
+        let (fresh, _) = self.read_rows(again, *with_messages).await?;
+        let Some(merged) = kept.patch(&touched, &fresh, query.cursor.as_ref(), query.limit) else {
+            return Ok(None);
+        };
+        let Merged {
+            mut heads,
+            more,
+            end,
+        } = merged;
+        let more = match (more, end) {
+            (Some(more), _) => more,
+            (None, None) => return Ok(None),
+            // Rows may have left: the rows after the old page's end fill it, and say whether
+            // more follow.
+            (None, Some(end)) => {
+                let need = query.limit.saturating_sub(heads.rows.len());
+                let after = ListQuery {
+                    cursor: Some(end),
+                    offset: 0,
+                    limit: need.max(1),
+                    ..query.clone()
+                };
+                let (after, next) = self.read_rows(after, *with_messages).await?;
+                match need {
+                    0 => !after.rows.is_empty(),
+                    _ => {
+                        // A row written after `version` may be read twice: it is shown once.
+                        for i in 0..after.rows.len() {
+                            let shown = (0..heads.rows.len()).any(|j| heads.key(j) == after.key(i));
+                            if !shown {
+                                heads.push_row(&after, i);
+                            }
+                        }
+                        next.is_some()
+                    }
+                }
+            }
+        };
+        let last = heads.rows.len().checked_sub(1);
+        heads.next_cursor = last.filter(|_| more).map(|i| heads.cursor(i).encode());
+        heads.total = self.total(query, (heads.rows.len(), more), *count).await?;
+        self.kept.patched.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Arc::new(heads)))
+    }
+}
+
+/// A kept page with the rows written since merged in ([`Heads::patch`]).
+pub(super) struct Merged {
+    /// The page's rows, at most its limit; no cursor and no total yet.
+    heads: Heads,
+    /// Whether more rows follow; `None` when the rows after `end` must tell.
+    more: Option<bool>,
+    /// Where the old page ended, when more rows followed it.
+    end: Option<Cursor>,
+}
+
+impl Heads {
+    fn place(&self, i: usize) -> Place<'_> {
+        (Reverse(self.rows[i].updated_at), self.key(i))
+    }
+
+    fn cursor(&self, i: usize) -> Cursor {
+        Cursor {
+            updated_at: self.rows[i].updated_at,
+            key: SessionKey::from_canonical(self.key(i).to_owned()),
+        }
+    }
+
+    /// Adds `from`'s row `i`.
+    fn push_row(&mut self, from: &Heads, i: usize) {
+        let row = &from.rows[i];
+        self.push(
+            from.head(i),
+            from.key(i),
+            (row.parent, row.updated_at, row.row),
+        );
+        if let Some(id) = from.session_ids.get(i) {
+            self.session_ids.push(id.clone());
+        }
+    }
+
+    /// This page (read at a version before the writes of `touched`, the sorted store rows they
+    /// wrote) with `fresh` (those rows as the page's filters read them now, in any order)
+    /// merged in: the rows after `cursor`, at most `limit`. `None` when the page cannot be
+    /// known without reading it whole.
+    pub(super) fn patch(
+        &self,
+        touched: &[i64],
+        fresh: &Heads,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Option<Merged> {
+        let was_touched = |row: i64| touched.binary_search(&row).is_ok();
+        let first: Option<Place<'_>> = cursor.map(|c| (Reverse(c.updated_at), c.key.as_str()));
+        // A page that had more after it covers the rows up to its last one only.
+        let end = match (self.next_cursor.is_some(), self.rows.len()) {
+            (false, _) => None,
+            (true, 0) => return None,
+            (true, n) => Some(n - 1),
+        };
+        let end_place = end.map(|i| self.place(i));
+        let mut picked: Vec<(Place<'_>, &Heads, usize)> = Vec::with_capacity(self.rows.len() + 1);
+        let mut on_page = 0;
+        for i in 0..self.rows.len() {
+            match was_touched(self.rows[i].row) {
+                true => on_page += 1,
+                false => picked.push((self.place(i), self, i)),
+            }
+        }
+        let mut beyond = false;
+        for j in 0..fresh.rows.len() {
+            let place = fresh.place(j);
+            if first.is_some_and(|first| place <= first) {
+                continue;
+            }
+            match end_place.is_some_and(|end| place > end) {
+                true => beyond = true,
+                false => picked.push((place, fresh, j)),
+            }
+        }
+        picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let more = match end {
+            None => Some(picked.len() > limit),
+            Some(_) if picked.len() > limit => Some(true),
+            Some(_) if picked.len() < limit => None,
+            // Rows after the page that no write touched are still after it; a row a write
+            // touched that is not on the page now may have been the only one.
+            Some(_) => (beyond || on_page == touched.len()).then_some(true),
+        };
+        picked.truncate(limit);
+        let mut heads = Heads::with_capacity(picked.len());
+        for &(_, from, i) in &picked {
+            heads.push_row(from, i);
+        }
+        Some(Merged {
+            heads,
+            more,
+            end: end.map(|i| self.cursor(i)),
+        })
+    }
+}

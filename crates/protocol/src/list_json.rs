@@ -2,7 +2,7 @@
 //! writes for [`SessionsListResult`] (the tests compare the two), at a fraction of the cost. A
 //! field's name is one literal copied, where serde_json escapes it again on every row; a string
 //! that needs no escaping is copied in one piece; the fields most rows leave out cost one test.
-//! The rare nested fields (a route, run activity, a sub-agent, messages) go through serde_json.
+//! The rare nested fields (a route, a sub-agent, messages) go through serde_json.
 //!
 //! Every struct is taken apart or built without `..`: a field added to a row does not compile
 //! here until it is written.
@@ -306,16 +306,42 @@ pub fn write_row_tail<M: Serialize>(
         // Most rows: a session without a run since start, in one literal.
         out.extend_from_slice(b",\"hasActiveRun\":false,\"activeRunIds\":[]");
     } else if let Some(activity) = activity {
-        // Flattened: its fields inside the row's object.
-        let inner = serde_json::to_vec(activity)?;
-        if inner.len() > 2 {
-            out.push(b',');
-            out.extend_from_slice(&inner[1..inner.len() - 1]);
-        }
+        write_activity(out, activity)?;
     }
     opt_value(out, b",\"subagent\":", subagent)?;
     out.push(b'}');
     Ok(())
+}
+
+/// A run's fields, flattened into the row's object: every row of a session that ran since the
+/// start has them (the Control UI's list after a turn), so they are written here, not built
+/// as an object by serde_json and cut out of it.
+fn write_activity(out: &mut Vec<u8>, activity: &RunActivity) -> serde_json::Result<()> {
+    let RunActivity {
+        status,
+        has_active_run,
+        active_run_ids,
+        last_run_id,
+        started_at,
+        ended_at,
+        runtime_ms,
+    } = activity;
+    opt_str(out, b",\"status\":", status.as_deref());
+    out.extend_from_slice(match has_active_run {
+        true => b",\"hasActiveRun\":true,\"activeRunIds\":[",
+        false => b",\"hasActiveRun\":false,\"activeRunIds\":[",
+    });
+    for (i, id) in active_run_ids.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, id);
+    }
+    out.push(b']');
+    opt_str(out, b",\"lastRunId\":", last_run_id.as_deref());
+    opt_value(out, b",\"startedAt\":", started_at)?;
+    opt_value(out, b",\"endedAt\":", ended_at)?;
+    opt_value(out, b",\"runtimeMs\":", runtime_ms)
 }
 
 /// `s` as a JSON string: copied whole when nothing in it needs escaping (the usual case), else
@@ -413,7 +439,8 @@ mod tests {
             json!({"deliveryContext": {"channel": "c", "to": "+1", "accountId": "a",
                 "threadId": "t"}, "archivedAt": 5, "transcriptPath": "/tmp/ü.jsonl"}),
             json!({"runState": "running", "status": "running", "hasActiveRun": true,
-                "activeRunIds": ["r1"], "lastRunId": "r0", "startedAt": 1, "endedAt": 2}),
+                "activeRunIds": ["r1", "r\"2"], "lastRunId": "r0\n", "startedAt": 1,
+                "endedAt": -2}),
             json!({"runtimeMs": 1, "subagent": {"state": "announcing", "outcome": "ok",
                 "task": "t", "endedAt": 9}}),
             json!({"messages": [{"seq": 1, "role": "user", "content": "hi", "timestamp": 1},

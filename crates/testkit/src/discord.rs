@@ -509,9 +509,26 @@ async fn create_message(
     let nonce = body["nonce"]
         .as_str()
         .filter(|_| body["enforce_nonce"] == json!(true));
-    if let Some(earlier) = nonce.and_then(|n| shared.lock().nonces.get(n).cloned())
-        && failure.is_none()
-    {
+    let content = body["content"].as_str().unwrap_or_default().to_string();
+    let message = json!({
+        "id": "1300000000000000999", "channel_id": id, "content": content, "type": 0,
+        "author": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true},
+    });
+    let valid = !content.is_empty() && content.chars().count() <= 2000;
+    // The nonce is looked up and taken in one step: a retry that comes while the first create
+    // is still being answered (its sender killed meanwhile) is answered with the same message.
+    let earlier = match (nonce, &failure) {
+        (Some(n), None) => {
+            let mut shared = shared.lock();
+            let earlier = shared.nonces.get(n).cloned();
+            if earlier.is_none() && valid {
+                shared.nonces.insert(n.to_string(), message.clone());
+            }
+            earlier
+        }
+        _ => None,
+    };
+    if let Some(earlier) = earlier {
         record(&shared, "POST", path, body.clone(), false);
         if let Some(call) = shared.lock().calls.last_mut() {
             call.deduplicated = true;
@@ -544,7 +561,6 @@ async fn create_message(
         }
         Some(FakeFailure::Slow(_)) | None => {}
     }
-    let content = body["content"].as_str().unwrap_or_default();
     if content.is_empty() {
         return error(
             StatusCode::BAD_REQUEST,
@@ -558,16 +574,6 @@ async fn create_message(
             50035,
             "Invalid Form Body (content: Must be 2000 or fewer in length.)",
         );
-    }
-    let message = json!({
-        "id": "1300000000000000999", "channel_id": id, "content": content, "type": 0,
-        "author": {"id": BOT_ID, "username": BOT_USERNAME, "bot": true},
-    });
-    if let Some(nonce) = nonce {
-        shared
-            .lock()
-            .nonces
-            .insert(nonce.to_string(), message.clone());
     }
     axum::Json(message).into_response()
 }

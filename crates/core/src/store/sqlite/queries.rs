@@ -322,7 +322,7 @@ pub(super) fn last_messages(
 
 pub(super) fn count(conn: &Connection) -> Result<u64, StoreError> {
     let n: i64 = conn
-        .prepare_cached("SELECT count(*) FROM sessions")?
+        .prepare_cached("SELECT ifnull(sum(n), 0) FROM session_counts")?
         .query_row([], |r| r.get(0))?;
     Ok(n.max(0) as u64)
 }
@@ -353,9 +353,8 @@ pub(super) fn messages_between(
 }
 
 pub(super) fn count_by_agent(conn: &Connection) -> Result<Vec<(String, u64)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT agent_id, count(*) FROM sessions GROUP BY agent_id ORDER BY agent_id",
-    )?;
+    let mut stmt = conn
+        .prepare_cached("SELECT agent_id, n FROM session_counts WHERE n > 0 ORDER BY agent_id")?;
     let rows = stmt.query_map([], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
     })?;

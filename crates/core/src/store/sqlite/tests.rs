@@ -536,6 +536,39 @@ async fn the_state_dir_the_database_and_the_transcripts_are_owner_only() {
 }
 
 #[tokio::test]
+async fn sessions_are_counted_per_agent_as_they_are_created_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(store.count().await.unwrap(), 0);
+    for (key, agent_id) in [
+        ("agent:main:main", "main"),
+        ("agent:main:a", "main"),
+        ("agent:ops:main", "ops"),
+    ] {
+        let new = NewSession {
+            agent_id: agent_id.into(),
+            ..new_session(key)
+        };
+        store.create(new).await.unwrap();
+    }
+    assert_eq!(
+        store.count_by_agent().await.unwrap(),
+        [("main".to_string(), 2), ("ops".to_string(), 1)]
+    );
+    store.create(new_session("agent:main:a")).await.unwrap(); // already there
+    store.reset(&k("agent:main:a")).await.unwrap();
+    assert_eq!(store.count().await.unwrap(), 3);
+    store.delete(&k("agent:ops:main")).await.unwrap();
+    assert_eq!(
+        store.count_by_agent().await.unwrap(),
+        [("main".to_string(), 2)],
+        "an agent without sessions is not listed"
+    );
+    assert_eq!(store.count().await.unwrap(), 2);
+    store.close().await;
+}
+
+#[tokio::test]
 async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
@@ -554,7 +587,9 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              ALTER TABLE sessions DROP COLUMN cost_usd; ALTER TABLE runs DROP COLUMN model; \
              ALTER TABLE runs DROP COLUMN cost_usd; ALTER TABLE transcripts DROP COLUMN summary_seq; \
              ALTER TABLE deliveries DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN origin; \
-             ALTER TABLE exchanges DROP COLUMN trace; PRAGMA user_version = 1;",
+             ALTER TABLE exchanges DROP COLUMN trace; DROP TRIGGER sessions_counted; \
+             DROP TRIGGER sessions_uncounted; DROP TRIGGER sessions_recounted; \
+             DROP TABLE session_counts; PRAGMA user_version = 1;",
         )
         .unwrap();
 
@@ -564,12 +599,22 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     assert_eq!((live[0].0.run_id.as_str(), &live[0].1), ("old", &None));
     let entry = store.get(&k("agent:main:main")).await.unwrap().unwrap();
     assert_eq!(entry.last_model, None);
+    assert_eq!(store.count().await.unwrap(), 1, "counted by the migration");
+    let ops = NewSession {
+        agent_id: "ops".into(),
+        ..new_session("agent:ops:main")
+    };
+    store.create(ops).await.unwrap();
+    assert_eq!(
+        store.count_by_agent().await.unwrap(),
+        [("main".to_string(), 1), ("ops".to_string(), 1)]
+    );
     store.close().await;
     let conn = Connection::open(dir.path().join("switchboard.db")).unwrap();
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",

@@ -59,39 +59,10 @@ impl Sessions {
         let Some(merged) = kept.patch(&touched, &fresh, query.cursor.as_ref(), query.limit) else {
             return Ok(None);
         };
-        let Merged {
-            mut heads,
-            more,
-            end,
-        } = merged;
-        let more = match (more, end) {
-            (Some(more), _) => more,
-            (None, None) => return Ok(None),
-            // Rows may have left: the rows after the old page's end fill it, and say whether
-            // more follow.
-            (None, Some(end)) => {
-                let need = query.limit.saturating_sub(heads.rows.len());
-                let after = ListQuery {
-                    cursor: Some(end),
-                    offset: 0,
-                    limit: need.max(1),
-                    ..query.clone()
-                };
-                let (after, next) = self.read_rows(after, *with_messages).await?;
-                match need {
-                    0 => !after.rows.is_empty(),
-                    _ => {
-                        // A row written after `version` may be read twice: it is shown once.
-                        for i in 0..after.rows.len() {
-                            let shown = (0..heads.rows.len()).any(|j| heads.key(j) == after.key(i));
-                            if !shown {
-                                heads.push_row(&after, i);
-                            }
-                        }
-                        next.is_some()
-                    }
-                }
-            }
+        let Merged { mut heads, follows } = merged;
+        let more = match follows {
+            Follows::Known(more) => more,
+            Follows::FillAfter(end) => self.fill(query, *with_messages, &mut heads, end).await?,
         };
         let last = heads.rows.len().checked_sub(1);
         heads.next_cursor = last.filter(|_| more).map(|i| heads.cursor(i).encode());
@@ -99,16 +70,51 @@ impl Sessions {
         self.kept.patched.fetch_add(1, Ordering::Relaxed);
         Ok(Some(Arc::new(heads)))
     }
+
+    /// Rows may have left `heads`: the rows after the old page's `end` fill it up to the
+    /// query's limit. Returns whether more rows follow.
+    async fn fill(
+        &self,
+        query: &ListQuery,
+        with_messages: bool,
+        heads: &mut Heads,
+        end: Cursor,
+    ) -> CoreResult<bool> {
+        let need = query.limit.saturating_sub(heads.rows.len());
+        let after = ListQuery {
+            cursor: Some(end),
+            offset: 0,
+            limit: need.max(1),
+            ..query.clone()
+        };
+        let (after, next) = self.read_rows(after, with_messages).await?;
+        if need == 0 {
+            return Ok(!after.rows.is_empty());
+        }
+        // A row written after the version asked for may be read twice: it is shown once.
+        for i in 0..after.rows.len() {
+            let shown = (0..heads.rows.len()).any(|j| heads.key(j) == after.key(i));
+            if !shown {
+                heads.push_row(&after, i);
+            }
+        }
+        Ok(next.is_some())
+    }
 }
 
 /// A kept page with the rows written since merged in ([`Heads::patch`]).
 pub(super) struct Merged {
     /// The page's rows, at most its limit; no cursor and no total yet.
     heads: Heads,
-    /// Whether more rows follow; `None` when the rows after `end` must tell.
-    more: Option<bool>,
-    /// Where the old page ended, when more rows followed it.
-    end: Option<Cursor>,
+    follows: Follows,
+}
+
+/// Whether more rows follow a merged page.
+enum Follows {
+    Known(bool),
+    /// Only the rows after where the old page ended (more followed it) can tell; they also
+    /// fill the page when rows left it.
+    FillAfter(Cursor),
 }
 
 impl Heads {
@@ -176,23 +182,21 @@ impl Heads {
             }
         }
         picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let more = match end {
-            None => Some(picked.len() > limit),
-            Some(_) if picked.len() > limit => Some(true),
-            Some(_) if picked.len() < limit => None,
+        let follows = match end {
+            None => Follows::Known(picked.len() > limit),
+            Some(_) if picked.len() > limit => Follows::Known(true),
             // Rows after the page that no write touched are still after it; a row a write
             // touched that is not on the page now may have been the only one.
-            Some(_) => (beyond || on_page == touched.len()).then_some(true),
+            Some(_) if picked.len() == limit && (beyond || on_page == touched.len()) => {
+                Follows::Known(true)
+            }
+            Some(i) => Follows::FillAfter(self.cursor(i)),
         };
         picked.truncate(limit);
         let mut heads = Heads::with_capacity(picked.len());
         for &(_, from, i) in &picked {
             heads.push_row(from, i);
         }
-        Some(Merged {
-            heads,
-            more,
-            end: end.map(|i| self.cursor(i)),
-        })
+        Some(Merged { heads, follows })
     }
 }

@@ -188,6 +188,11 @@ impl Heads {
         (parent, updated_at, row): (bool, i64, i64),
     ) {
         self.text.extend_from_slice(head);
+        self.end_row(key, (parent, updated_at, row));
+    }
+
+    /// Ends the row whose start was just written to `text`: its key and where it sorts.
+    fn end_row(&mut self, key: &str, (parent, updated_at, row): (bool, i64, i64)) {
         self.keys.push_str(key);
         self.rows.push(Head {
             text_end: self.text.len(),
@@ -226,14 +231,7 @@ impl EntrySink for Reading {
         let heads = &mut self.heads;
         write_row_head(&mut heads.text, &head)
             .map_err(|err| StoreError::Backend(format!("could not write a listed row: {err}")))?;
-        heads.keys.push_str(e.key);
-        heads.rows.push(Head {
-            text_end: heads.text.len(),
-            key_end: heads.keys.len(),
-            parent: e.spawned_by.is_some(),
-            updated_at: e.updated_at,
-            row: e.row,
-        });
+        heads.end_row(e.key, (e.spawned_by.is_some(), e.updated_at, e.row));
         if self.with_messages {
             heads.session_ids.push(e.session_id.to_owned());
         }

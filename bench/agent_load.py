@@ -16,6 +16,9 @@ send:  for each sample i, a warm-up turn creates agent:main:bench-target-i, then
        background after the timed turn, and measured back to back they ran inside the next
        sample's timed turn, on the same cores and the same mock model, adding several turns'
        worth to it on either gateway.
+       --model-timing FILE (tool_mock.py's --timing file) also gives, per sample, the time the
+       model's calls took inside the timed turn (their union, clipped to it) and the rest: the
+       gateway's share ("beyondModelMs"), with the loopback's transit counted in it.
 spawn: N turns spread over R requester sessions (agent:main:bench-spawner-w, one connection each),
        each asking the model for one `sessions_spawn`, timed from the first turn until every child
        has announced back into its requester (counted from the requesters' transcripts, one
@@ -49,6 +52,23 @@ def announces(messages):
     return children
 
 
+def model_calls(path):
+    """The model calls tool_mock.py --timing logged: (start, end) in epoch seconds, sorted."""
+    with open(path, encoding="utf-8") as f:
+        return sorted((c["t0"], c["t1"]) for c in map(json.loads, f) if c)
+
+
+def inside(calls, w0, w1):
+    """Seconds of [w0, w1] during which at least one of the sorted calls was running."""
+    total, reach = 0.0, w0
+    for a, b in calls:
+        a, b = max(a, reach), min(b, w1)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
 def text_in(messages, needle):
     return any(needle in json.dumps(m.get("content")) for m in messages)
 
@@ -63,6 +83,7 @@ def main():
     ap.add_argument("--requesters", type=int, default=50)
     ap.add_argument("--timeout-s", type=float, default=300)
     ap.add_argument("--settle-s", type=float, default=1.0)
+    ap.add_argument("--model-timing", default=None)
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.kit), "client"))
     from gw_client import Gw, GwError, stats
@@ -102,25 +123,35 @@ def main():
     if args.workload == "send":
         n = args.n or 20
         gw = Gw(args.url, args.token)
-        times, errors = [], {}
+        times, windows, errors = [], [], {}
         for i in range(n):
             target, caller = "agent:main:bench-target-%d" % i, "agent:main:bench-caller-%d" % i
             marker = "ping %s" % uuid.uuid4().hex[:8]
             call = {"sessionKey": target, "message": marker, "timeoutSeconds": 30}
             try:
                 turn(gw, target, "hello")
-                t0 = time.perf_counter()
+                w0, t0 = time.time(), time.perf_counter()
                 turn(gw, caller, "@tool sessions_send " + json.dumps(call))
                 elapsed = (time.perf_counter() - t0) * 1000
+                w1 = time.time()
                 if not text_in(history(gw, target, 20), marker):
                     raise RuntimeError("the target's transcript lacks the sent message")
                 times.append(elapsed)
+                windows.append((w0, w1, elapsed))
                 settle(gw, [target, caller])
             except Exception as e:  # counted and reported; the run goes on
                 errors[str(e)[:120]] = errors.get(str(e)[:120], 0) + 1
         gw.close()
-        print(json.dumps({"workload": "send", "ok": len(times), "errors": sum(errors.values()),
-                          "errorMessages": errors, "latencyMs": stats(times)}), flush=True)
+        out = {"workload": "send", "ok": len(times), "errors": sum(errors.values()),
+               "errorMessages": errors, "latencyMs": stats(times)}
+        if args.model_timing:
+            calls = model_calls(args.model_timing)
+            model = [inside(calls, w0, w1) * 1000 for w0, w1, _ in windows]
+            out["modelMs"] = stats(model)
+            out["modelCallsPerSample"] = stats([sum(1 for a, b in calls if a < w1 and b > w0)
+                                                for w0, w1, _ in windows])
+            out["beyondModelMs"] = stats([ms - m for (_, _, ms), m in zip(windows, model)])
+        print(json.dumps(out), flush=True)
         return 0 if not errors else 1
 
     n, r = args.n or 1000, min(args.requesters, args.n or 1000)

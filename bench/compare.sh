@@ -41,6 +41,9 @@
 #                     of a million sessions would take hours)
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
+#   MOCK_KEEP_ALIVE   1 (default): the model server keeps its connections, as a provider does;
+#                     0: it closes each streamed reply's, as the kit's mock does (runs before
+#                     2026-11-30)
 set -euo pipefail
 
 PHASES=${PHASES:-interleaved fresh spawn sizes}
@@ -57,6 +60,7 @@ REF_SIZES=${REF_SIZES:-1000 10000 100000}
 IDLE_S=${IDLE_S:-15}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18998}
+MOCK_KEEP_ALIVE=${MOCK_KEEP_ALIVE:-1}
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/ours")
@@ -93,7 +97,9 @@ fi
 
 echo "== model server: bench/tool_mock.py on $MOCK_PORT ($GATEWAYS)"
 listening "$MOCK_PORT" && { echo "port $MOCK_PORT is taken; set MOCK_PORT" >&2; exit 1; }
-python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" >"$RUN/mock.log" 2>&1 &
+keep_alive=()
+[[ $MOCK_KEEP_ALIVE == 1 ]] && keep_alive=(--keep-alive)
+python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" "${keep_alive[@]}" >"$RUN/mock.log" 2>&1 &
 PIDS+=("$!")
 until listening "$MOCK_PORT"; do sleep 0.05; done
 

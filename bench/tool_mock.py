@@ -15,12 +15,21 @@ the text and context blocks a gateway adds around a message do not matter. Both 
 mock, so the model's side of every workload is identical.
 
   python3 tool_mock.py --kit ../shared/bench [--port 18998] [--rule 'NEEDLE=>TEXT' ...]
-                       [--log requests.jsonl]
+                       [--log requests.jsonl] [--timing calls.jsonl] [--keep-alive]
+
+--timing appends one line per chat completion, {"t0", "t1"} in seconds since the epoch: from the
+moment its request line was read to the moment its last byte was written. A workload subtracts
+these from its own windows to give the gateway's share (agent_load.py send --model-timing).
+
+--keep-alive streams in chunked encoding and keeps the connection, as a provider's HTTP/1.1 or
+HTTP/2 endpoint does; without it, every streamed reply closes its connection (the kit mock's way),
+so every model call pays a new TCP connection and a new server thread, on either gateway.
 """
 import argparse
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -82,6 +91,8 @@ def main():
     ap.add_argument("--port", type=int, default=18998)
     ap.add_argument("--rule", action="append", default=[], metavar="NEEDLE=>TEXT")
     ap.add_argument("--log", default=None)
+    ap.add_argument("--timing", default=None)
+    ap.add_argument("--keep-alive", action="store_true")
     args = ap.parse_args()
     rules = []
     for r in args.rule:
@@ -97,7 +108,45 @@ def main():
                                        text="Hello from the mock model.", delay_ms=0,
                                        log=args.log, verbose=False)
 
+    timing_lock = threading.Lock()
+
     class Handler(mock_llm.Handler):
+        # A kept connection's small writes would otherwise wait for the peer's delayed ACK.
+        disable_nagle_algorithm = args.keep_alive
+
+        def parse_request(self):
+            self.began = time.time()
+            return super().parse_request()
+
+        def do_POST(self):
+            self.chunked = False
+            super().do_POST()
+            if self.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            if args.timing:
+                with timing_lock, open(args.timing, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"t0": self.began, "t1": time.time()}) + "\n")
+
+        def _sse_start(self):
+            if not args.keep_alive:
+                return super()._sse_start()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.chunked = True
+
+        def _sse(self, obj, event=None):
+            if not args.keep_alive:
+                return super()._sse(obj, event)
+            s = ("event: %s\n" % event) if event else ""
+            s += "data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n"
+            data = s.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
         def chat(self, body):
             kind, what = decide(body, rules, mock_llm.ARGS.text)
             cid = "chatcmpl-" + uuid.uuid4().hex[:24]

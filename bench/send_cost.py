@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""`sessions_send` with a wait at the model's cost (issue 59 point 2): what the gateway adds to
+the model calls a send makes. One gateway on a new store, the model bench/tool_mock.py with
+--timing; each round runs bench/agent_load.py's send workload over the kit's client and reads,
+per sample, the timed turn's wall time, the time the model's calls took inside it, and the
+rest (the gateway's share, the loopback's transit counted in it). Rounds alternate between the
+mock closing every streamed reply's connection (the kit mock's way) and keeping it
+(--keep-alive, as a provider's endpoint does), so both are measured on the same build at the
+same load. Loopback only; prints one JSON line a round.
+
+  bench/send_cost.py --bin target/profiling/switchboard [--n 40] [--rounds 4] [--settle-s 0.5]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_gateway import LocalGateway, free_port  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def one_round(args, keep_alive):
+    port = free_port()
+    timing = tempfile.NamedTemporaryFile(prefix="sb-send-timing-", suffix=".jsonl", delete=False).name
+    mock = subprocess.Popen([sys.executable, os.path.join(HERE, "tool_mock.py"), "--kit", args.kit,
+                             "--port", str(port), "--timing", timing]
+                            + (["--keep-alive"] if keep_alive else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        config = ('models: { providers: { mock: { api: "openai-completions", '
+                  'baseUrl: "http://127.0.0.1:%d/v1", models: [{ id: "mock-model" }] } } }, '
+                  'agents: { defaults: { model: "mock/mock-model" } },' % port)
+        with LocalGateway(args.bin, args.kit, prefix="sb-send-", config=config) as gw:
+            before = load()
+            out = subprocess.run([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
+                                  "--url", gw.url, "--token", gw.token, "send", "--n", str(args.n),
+                                  "--settle-s", str(args.settle_s), "--model-timing", timing],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode != 0 and not out.stdout:
+                raise RuntimeError("agent_load.py failed: %s" % out.stderr[-2000:])
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            result.update(keepAlive=keep_alive, loadBefore=before, loadAfter=load())
+            return result
+    finally:
+        mock.terminate()
+        mock.wait()
+        os.unlink(timing)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--kit", default=os.path.join(HERE, "..", "..", "shared", "bench"))
+    ap.add_argument("--n", type=int, default=40, help="samples a round")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--settle-s", type=float, default=0.5)
+    args = ap.parse_args()
+    args.kit = os.path.abspath(args.kit)
+    for r in range(args.rounds):
+        result = one_round(args, keep_alive=r % 2 == 1)
+        result["round"] = r
+        print(json.dumps(result), flush=True)
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()

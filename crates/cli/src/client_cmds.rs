@@ -582,7 +582,7 @@ pub(crate) fn message_text(m: &Value) -> String {
     }
 }
 
-fn without_nulls(mut value: Value) -> Value {
+pub(crate) fn without_nulls(mut value: Value) -> Value {
     if let Value::Object(map) = &mut value {
         map.retain(|_, v| !v.is_null());
     }

@@ -28,6 +28,7 @@ pub struct GatewayArgs {
 
 pub async fn run(global: &GlobalArgs, args: GatewayArgs) -> Result<ExitCode> {
     let home = global.home();
+    let _lock = crate::state_lock::take(&home)?;
     let loaded = global.load_config()?;
     loaded.warn_unknown_paths();
     let mut config = loaded.config;

@@ -17,14 +17,19 @@ mod approvals;
 mod bench;
 mod chat;
 mod client_cmds;
+mod cron_cmd;
 mod demo;
 mod dev;
+mod doctor;
 mod gateway;
 mod import;
 mod mcp;
+mod ops;
 mod otlp;
 mod pairing;
+mod service;
 mod settings;
+mod state_lock;
 mod table;
 
 use std::io::IsTerminal;
@@ -62,6 +67,23 @@ struct Cli {
 enum Command {
     /// Run the gateway in the foreground (logs to stderr).
     Gateway(gateway::GatewayArgs),
+    /// Whether the running gateway is well: its store, sessions, channels and MCP servers.
+    Health,
+    /// The running gateway at a glance: store, agents, channels, run queue, recent problems.
+    Status,
+    /// The running gateway's recent log: `switchboard logs --follow --level warn`.
+    Logs(ops::LogsArgs),
+    /// Check what a gateway of this state dir and config needs (config, state dir, store,
+    /// providers, bot tokens) and say what to fix; no gateway needs to run.
+    Doctor,
+    /// Channels of the running gateway: `switchboard channels status`.
+    #[command(subcommand)]
+    Channels(ops::ChannelsCommand),
+    /// Tokens and cost: `switchboard usage --by day|agent|model [--days 30]`.
+    Usage(ops::UsageArgs),
+    /// Scheduled agent turns: list, add, run, enable, disable, rm, runs.
+    #[command(subcommand)]
+    Cron(cron_cmd::CronCommand),
     /// Call any gateway method: `switchboard call sessions.list --params '{"limit":5}'`.
     Call(CallArgs),
     /// List, read and manage sessions.
@@ -97,6 +119,10 @@ enum Command {
     /// protocol-v4 server (the floor): `switchboard bench --target ours=ws://127.0.0.1:18789,token=T
     /// --target floor`.
     Bench(bench::BenchArgs),
+    /// Run the gateway as a service: `switchboard service install [--user]` writes a systemd
+    /// unit (docs/deploy.md).
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
     /// Developer tools (benchmark set-up).
     #[command(hide = true, subcommand)]
     Dev(dev::DevCommand),
@@ -146,7 +172,7 @@ fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
 /// environment, `SWITCHBOARD_URL` and `SWITCHBOARD_TOKEN` are meant for the clients and pass).
 fn parse_cli() -> Cli {
     const CLIENT_ONLY: [&str; 3] = ["url", "token", "json"];
-    const LISTENERS: [&str; 2] = ["gateway", "demo"];
+    const LISTENERS: [&str; 3] = ["gateway", "demo", "service"];
     // A subcommand's own (hidden) arg of the same name stops clap from propagating the global
     // one into it, so the help does not list it, while the parser still recognises it.
     let mut command = Cli::command();
@@ -264,6 +290,13 @@ fn main() -> std::process::ExitCode {
                 purge_in_background();
                 gateway::run(&cli.global, args).await
             }
+            Command::Health => ops::health(&cli.global).await,
+            Command::Status => ops::status(&cli.global).await,
+            Command::Doctor => doctor::run(&cli.global).await,
+            Command::Logs(args) => ops::logs(&cli.global, args).await,
+            Command::Channels(cmd) => ops::channels(&cli.global, cmd).await,
+            Command::Usage(args) => ops::usage(&cli.global, args).await,
+            Command::Cron(cmd) => cron_cmd::run(&cli.global, cmd).await,
             Command::Call(args) => client_cmds::call(&cli.global, &args.method, &args.params).await,
             Command::Sessions(cmd) => client_cmds::sessions(&cli.global, cmd).await,
             Command::Agents(cmd) => client_cmds::agents(&cli.global, cmd).await,
@@ -277,6 +310,7 @@ fn main() -> std::process::ExitCode {
             Command::Import(cmd) => import::run(&cli.global, cmd).await,
             Command::Demo(args) => demo::run(&cli.global, args).await,
             Command::Dev(cmd) => dev::run(&cli.global, cmd).await,
+            Command::Service(cmd) => service::run(&cli.global, cmd),
             Command::Bench(args) => bench::run(args).await,
         }
     });

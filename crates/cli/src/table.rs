@@ -42,6 +42,22 @@ pub fn age(ms: i64, now: i64) -> String {
     }
 }
 
+/// A JSON value as a cell: a string as it is, nothing as empty, anything else as JSON.
+pub fn cell(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Now, in milliseconds since the epoch (what the gateway's times count).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,8 @@ pub struct HealthResult {
     /// The store: whether it answers now. While it is `unreachable`, `ok` is false and the
     /// session counts and lists are empty (they could not be read).
     pub store: Option<StoreHealthInfo>,
+    /// Runs now: sessions running one and runs queued behind them (ours; `switchboard status`).
+    pub queue: Option<QueueHealth>,
     /// All sessions: **changed meaning** — a number before, now the reference's object (the
     /// number is `sessionCount`).
     pub sessions: HealthSessions,
@@ -181,6 +183,16 @@ wire_names! {
         /// Not for longer than a lease: calls that need it are refused with `UNAVAILABLE`.
         Unreachable = "unreachable",
     }
+}
+
+/// The run queue in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueHealth {
+    /// Sessions with a run active (executing or waiting for a lane slot).
+    pub active_sessions: u64,
+    /// Runs queued behind their session's active run.
+    pub queued_runs: u64,
 }
 
 /// The store in `health`.

@@ -20,6 +20,7 @@ mod matrix;
 mod mcp;
 mod mcp_tools;
 mod observability;
+mod operating;
 mod process;
 mod sandbox;
 mod signal;

@@ -7,7 +7,7 @@ use switchboard_core::Engine;
 use switchboard_core::sessions::{channel_health, channels_status};
 use switchboard_core::store::StoreState;
 use switchboard_protocol::PROTOCOL_VERSION;
-use switchboard_protocol::agents::{HealthResult, McpServerHealth, StoreHealthInfo};
+use switchboard_protocol::agents::{HealthResult, McpServerHealth, QueueHealth, StoreHealthInfo};
 
 use super::{MethodResult, core_err, to_value};
 use crate::ServerState;
@@ -23,6 +23,7 @@ pub async fn health(state: &ServerState) -> MethodResult {
         false => engine.sessions().health_unread(),
     };
     let (channels, channel_order, channel_labels) = channel_health(&engine.channels().statuses());
+    let (active, queued) = engine.runtime().queue_depth();
     to_value(HealthResult {
         ok: reachable,
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -44,6 +45,10 @@ pub async fn health(state: &ServerState) -> MethodResult {
             kind: store.kind.to_string(),
             state: store.state.into(),
             detail: store.detail,
+        }),
+        queue: Some(QueueHealth {
+            active_sessions: active as u64,
+            queued_runs: queued as u64,
         }),
     })
 }

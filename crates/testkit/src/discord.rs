@@ -416,12 +416,24 @@ fn error(status: StatusCode, code: u64, message: &str) -> Response {
 }
 
 fn record(shared: &Shared, method: &str, path: String, body: Value, refused: bool) {
+    record_call(shared, method, path, body, (refused, false));
+}
+
+/// Records a call, refused and/or deduplicated, in one step: a call recorded by another task
+/// meanwhile can never be the one marked.
+fn record_call(
+    shared: &Shared,
+    method: &str,
+    path: String,
+    body: Value,
+    (refused, deduplicated): (bool, bool),
+) {
     shared.lock().calls.push(DiscordCall {
         method: method.into(),
         path,
         body,
         refused,
-        deduplicated: false,
+        deduplicated,
     });
     shared.bump();
 }
@@ -529,10 +541,7 @@ async fn create_message(
         _ => None,
     };
     if let Some(earlier) = earlier {
-        record(&shared, "POST", path, body.clone(), false);
-        if let Some(call) = shared.lock().calls.last_mut() {
-            call.deduplicated = true;
-        }
+        record_call(&shared, "POST", path, body.clone(), (false, true));
         return axum::Json(earlier).into_response();
     }
     record(&shared, "POST", path, body.clone(), failure.is_some());

@@ -499,10 +499,7 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
 }
 
 fn sessions_table(result: &Value) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now = table::now_ms();
     let rows: Vec<Vec<String>> = result["sessions"]
         .as_array()
         .into_iter()

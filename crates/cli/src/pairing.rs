@@ -124,9 +124,6 @@ fn text(v: &Value) -> String {
 }
 
 fn minutes_left(expires_at: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now = table::now_ms();
     format!("in {} min", ((expires_at - now) / 60_000).max(0))
 }

@@ -35,6 +35,12 @@ fn text(home: &Path, url: &str, args: &[&str]) -> String {
 #[test]
 fn health_status_logs_channels_and_usage_read_the_running_gateway() {
     let home = tempfile::tempdir().unwrap();
+    // A setting it does not know: the gateway starts, with a warning in its log.
+    std::fs::write(
+        home.path().join("config.json5"),
+        "{ gateway: { colour: \"blue\" } }",
+    )
+    .unwrap();
     // At info, the default: the run's end is logged.
     let log = std::sync::Arc::default();
     let (gateway, _) =
@@ -60,12 +66,19 @@ fn health_status_logs_channels_and_usage_read_the_running_gateway() {
         status["status"]["sessions"]["count"].as_u64().unwrap() >= 2,
         "{status}"
     );
-    assert!(status["recentProblems"].is_array(), "{status}");
+    let problems = status["recentProblems"].as_array().unwrap();
+    let planted = |l: &Value| {
+        l["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gateway.colour"))
+    };
+    assert!(problems.iter().any(planted), "{status}");
     let shown = text(home, url, &["status"]);
     for part in [
         "agents    main (default): ",
         "queue     0 running, 0 queued",
         "model     builtin/scripted",
+        "problems  the last 1 warnings and errors:",
     ] {
         assert!(shown.contains(part), "{part:?} not in:\n{shown}");
     }
@@ -119,6 +132,7 @@ fn health_status_logs_channels_and_usage_read_the_running_gateway() {
     let ended = seen.iter().any(|m| m.starts_with("run ended run_id=ops-2"));
     assert!(ended, "{seen:?}");
     let warnings = text(home, url, &["logs", "--level", "warn"]);
+    assert!(warnings.contains("gateway.colour"), "{warnings}");
     assert!(
         warnings
             .lines()

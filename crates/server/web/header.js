@@ -6,18 +6,6 @@ import { duration } from './messages.js';
 
 const $ = (id) => document.getElementById(id);
 
-/** What a session is, as its kind chip says: a sub-agent's session is `subagent`. */
-export function kindOf(row) {
-  return row.subagent || /:subagent:/.test(row.key) ? 'subagent' : row.kind;
-}
-
-/** The channel as people know it: a session made here or by an operator is `webchat`, one a
- * gateway made for its own work (a sub-agent, cron, a hook) `internal`. */
-export function channelOf(row) {
-  if (row.channel && row.channel !== 'unknown') return row.channel;
-  return kindOf(row) === 'subagent' ? 'internal' : 'webchat';
-}
-
 /** A chip that says what it shows: `kind main`. */
 export function chip(label, value, cls = '') {
   return el('span', { class: `badge ${label} ${cls}`.trim(), title: `${label}: ${value}` },
@@ -65,7 +53,7 @@ export class SessionHeader {
     const meta = $('session-meta');
     const title = row.label || row.displayName || row.key;
     meta.replaceChildren(title === row.key ? '' : el('span', { class: 'key' }, row.key), ' ',
-      chip('kind', kindOf(row)), chip('channel', channelOf(row)), chip('agent', row.agentId),
+      chip('kind', row.kind), chip('channel', row.channel), chip('agent', row.agentId),
       chip('state', row.runState || 'idle', row.runState || 'idle'));
     if (row.spawnedBy) meta.append(' spawned by ', sessionLink(row.spawnedBy));
     if (row.subagent) meta.append(' ', chip('sub-agent', row.subagent.state + (row.subagent.outcome ? ` · ${row.subagent.outcome}` : ''), row.subagent.outcome || row.subagent.state));

@@ -2,7 +2,7 @@
 // scrolled), kept current by `sessions.changed` and `delivery` events, filtered on the server,
 // with sub-agents nested under the session that spawned them.
 import { el, when, debounce } from './dom.js';
-import { chip, kindOf, channelOf } from './header.js';
+import { chip } from './header.js';
 
 const PAGE = 100;
 const DELIVERY_OPEN = new Set(['pending', 'failed']);
@@ -280,7 +280,7 @@ export class SessionList {
 
   badges(row) {
     const state = row.runState || 'idle';
-    const out = [chip('kind', kindOf(row)), chip('channel', channelOf(row)), chip('agent', row.agentId), chip('state', state, state)];
+    const out = [chip('kind', row.kind), chip('channel', row.channel), chip('agent', row.agentId), chip('state', state, state)];
     if (row.subagent) {
       const s = row.subagent;
       const text = s.outcome ? `${s.state} · ${s.outcome}` : s.state;

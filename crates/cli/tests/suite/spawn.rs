@@ -117,6 +117,29 @@ fn spawn_is_accepted_and_its_announce_arrives_in_the_acting_session() {
         "{}",
         text(&child_history.stdout)
     );
+    // One vocabulary (SPEC §7.1): the table names kinds and channels as `sessions_list` does. The
+    // child is the gateway's own work; main, once talked to from a client, is on webchat.
+    let params = r#"{"sessionKey": "main", "message": "hello", "idempotencyKey": "one-word"}"#;
+    let sent = run(
+        home.path(),
+        &url,
+        &["call", "chat.send", "--params", params],
+    );
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let table = text(&run(home.path(), &url, &["sessions", "list"]).stdout);
+    let cells = |key: &str| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key));
+        let line = line.unwrap_or_else(|| panic!("no row {key} in\n{table}"));
+        line.split_whitespace()
+            .skip(1)
+            .take(2)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(cells(&child), ["other", "internal"], "{table}");
+    assert_eq!(cells("agent:main:main"), ["main", "webchat"], "{table}");
     gateway.stop();
 }
 

@@ -13,17 +13,18 @@ use switchboard_protocol::runs::{
     ChatAbortResult, ChatAttachment, ChatSendAnswer, ChatSendParams, ChatSendResult, RunMeta,
     RunResult, RunTokens,
 };
-use switchboard_protocol::sessions::DeliveryContext;
+use switchboard_protocol::sessions::{DeliveryContext, Patch};
 
 use super::commands::Command;
 use super::{Sessions, attachments};
+use crate::channel;
 use crate::config::ModelRef;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
-use crate::keys::SessionKey;
+use crate::keys::{SessionKey, SessionKind};
 use crate::runtime::lanes::Lane;
 use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::{RunStatus, SessionEntry};
+use crate::store::{EntryPatch, RunStatus, SessionEntry, WriteOp};
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
@@ -45,9 +46,8 @@ impl Sessions {
         let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("chat.send", &p.message)?;
         let images = self.images_for(&key, entry.as_ref(), None, "chat.send", &p.attachments)?;
-        let mut request = self.operator_run(&key, p.message, Lane::Main);
+        let mut request = self.operator_run(&key, p.message, Lane::Main, entry);
         request.add_images(images);
-        request.entry = entry.map(Box::new);
         request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
         request.timeout = p
@@ -106,9 +106,8 @@ impl Sessions {
             "agent",
             &p.attachments,
         )?;
-        let mut request = self.operator_run(&key, p.message, lane);
+        let mut request = self.operator_run(&key, p.message, lane, entry);
         request.add_images(images);
-        request.entry = entry.map(Box::new);
         if let Some(new) = &mut request.create {
             new.label = p.label;
             new.spawned_by = match &p.spawned_by {
@@ -281,9 +280,33 @@ impl Sessions {
     }
 
     /// A run of an operator's message in `key`, creating the session when it is new.
-    fn operator_run(&self, key: &SessionKey, message: String, lane: Lane) -> RunRequest {
+    /// An operator's message is a `webchat` one (SPEC §1): a direct session that has no channel
+    /// yet records `lastChannel: "webchat"` with it, once, so `sessions_list`, the CLI and the
+    /// page all name its channel alike. A channel it has (a DM's, a group's) is kept: the
+    /// operator reading along does not take a chat's replies away from it.
+    fn operator_run(
+        &self,
+        key: &SessionKey,
+        message: String,
+        lane: Lane,
+        entry: Option<SessionEntry>,
+    ) -> RunRequest {
         let mut request = RunRequest::new(key.clone(), lane).with_message(message, None);
         request.create = Some(self.resolver.new_session(key));
+        let main_key = &self.config.session.main_key;
+        let direct = matches!(key.kind(main_key), SessionKind::Main | SessionKind::Other);
+        let has_channel = |e: &SessionEntry| e.channel.is_some() || e.last_channel.is_some();
+        if direct && key.channel().is_none() && !entry.as_ref().is_some_and(has_channel) {
+            let patch = EntryPatch {
+                last_channel: Patch::Set(channel::WEBCHAT.into()),
+                ..EntryPatch::default()
+            };
+            request.commit_with.push(WriteOp::Patch {
+                key: key.clone(),
+                patch: Box::new(patch),
+            });
+        }
+        request.entry = entry.map(Box::new);
         request
     }
 }

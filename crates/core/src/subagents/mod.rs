@@ -147,7 +147,8 @@ impl Subagents {
             key: child.clone(),
             agent_id: spawn.agent_id.clone(),
             kind: SessionKind::Other,
-            channel: None,
+            // A sub-agent is the gateway's own work: `internal`, as cron's and hooks' are.
+            channel: Some(channel::INTERNAL.into()),
             chat_type: None,
             label: spawn.label.clone(),
             display_name: None,

@@ -28,6 +28,18 @@ fn rows(list: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// `list` has exactly the rows `forms` names: (input, key, kind, channel), in any order.
+fn assert_lists(list: &Value, forms: &[(&str, &str, &str, &str)]) {
+    let mut got = rows(list);
+    got.sort();
+    let mut expected: Vec<_> = forms
+        .iter()
+        .map(|(_, k, kind, ch)| (k.to_string(), kind.to_string(), ch.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected);
+}
+
 async fn listed_keys(gw: &TestGateway) -> Vec<String> {
     let list = gw.call("sessions.list", json!({})).await;
     rows(&list).into_iter().map(|r| r.0).collect()
@@ -79,14 +91,7 @@ async fn every_key_form_lists_with_its_kind_and_channel() {
         assert_eq!(injected["seq"], 1);
     }
     let list = gw.call("sessions.list", json!({"limit": 100})).await;
-    let mut got = rows(&list);
-    got.sort();
-    let mut expected: Vec<_> = forms
-        .iter()
-        .map(|(_, k, kind, ch)| (k.to_string(), kind.to_string(), ch.to_string()))
-        .collect();
-    expected.sort();
-    assert_eq!(got, expected);
+    assert_lists(&list, &forms);
 
     // Every row names a transcript that exists (none without mirrors).
     for row in list["sessions"].as_array().unwrap() {
@@ -119,6 +124,50 @@ async fn every_key_form_lists_with_its_kind_and_channel() {
         only_unknown.message,
         format!("sessions.list: kinds: \"crons\" is not a session kind; {accepted}")
     );
+    gw.stop().await;
+}
+
+/// One vocabulary (SPEC §7.1): a client's message is a `webchat` one, so a direct session it
+/// talks to lists that channel; a session with a channel of its own keeps it.
+#[tokio::test]
+async fn a_clients_message_puts_a_direct_session_without_a_channel_on_webchat() {
+    let gw = TestGateway::start().await;
+    assert_eq!(inject(&gw, "notes", "before").await["seq"], 1);
+    let talked_to = [
+        ("main", "agent:main:main", "main", "webchat"),
+        ("notes", "agent:main:notes", "other", "webchat"),
+        (
+            "whatsapp:direct:+15551234",
+            "agent:main:whatsapp:direct:+15551234",
+            "other",
+            "whatsapp",
+        ),
+        (
+            "discord:group:dev",
+            "agent:main:discord:group:dev",
+            "group",
+            "discord",
+        ),
+        (
+            "cron:nightly",
+            "agent:main:cron:nightly",
+            "cron",
+            "internal",
+        ),
+    ];
+    for (n, (key, ..)) in talked_to.iter().enumerate() {
+        let params =
+            json!({"sessionKey": key, "message": "hi", "idempotencyKey": format!("send-{n}")});
+        assert_eq!(gw.call("chat.send", params).await["status"], "started");
+    }
+    let list = gw.call("sessions.list", json!({"limit": 100})).await;
+    assert_lists(&list, &talked_to);
+    // Only the sessions that had no channel recorded one.
+    for row in list["sessions"].as_array().unwrap() {
+        let recorded = row["lastChannel"].as_str();
+        let direct = row["channel"] == "webchat";
+        assert_eq!(recorded, direct.then_some("webchat"), "{row}");
+    }
     gw.stop().await;
 }
 

@@ -1,7 +1,7 @@
 //! `switchboard doctor`: checks what a gateway of this state dir and config needs, without a
 //! gateway running, and says what to fix: the config, the state dir's owner and permissions,
 //! the store, each model provider (one cheap request: the model list) and each chat bot's
-//! credentials (Telegram's `getMe`). A failed check makes the command fail.
+//! credentials (`doctor_bots.rs`). A failed check makes the command fail.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use crate::client_cmds::print_json;
 use crate::settings::GlobalArgs;
 
 /// One check's outcome.
-struct Check {
+pub(crate) struct Check {
     /// What was checked: `config`, `state dir`, `store`, `provider openai`, `telegram default`.
     what: String,
     ok: bool,
@@ -25,7 +25,7 @@ struct Check {
 }
 
 impl Check {
-    fn ok(what: impl Into<String>, found: impl Into<String>) -> Self {
+    pub(crate) fn ok(what: impl Into<String>, found: impl Into<String>) -> Self {
         Self {
             what: what.into(),
             ok: true,
@@ -38,7 +38,11 @@ impl Check {
         serde_json::json!({"what": self.what, "ok": self.ok, "found": self.found, "fix": self.fix})
     }
 
-    fn failed(what: impl Into<String>, found: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn failed(
+        what: impl Into<String>,
+        found: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self {
             what: what.into(),
             ok: false,
@@ -59,7 +63,7 @@ pub async fn run(global: &GlobalArgs) -> Result<ExitCode> {
                 .timeout(Duration::from_secs(5))
                 .build()?;
             checks.extend(providers(&http, &loaded.config).await);
-            checks.extend(telegram(&http, &loaded.config).await);
+            checks.extend(crate::doctor_bots::checks(&http, &loaded.config).await);
         }
         Err(e) => checks.push(Check::failed(
             "config",
@@ -228,57 +232,8 @@ async fn providers(http: &reqwest::Client, config: &Config) -> Vec<Check> {
     checks
 }
 
-/// Each Telegram bot's token, asked `getMe`. The other platforms' credentials are checked by
-/// the gateway when it connects (`switchboard channels status` shows the outcome).
-async fn telegram(http: &reqwest::Client, config: &Config) -> Vec<Check> {
-    let mut checks = Vec::new();
-    for bot in config.channels.telegram.bots() {
-        let what = format!("telegram {}", bot.id);
-        let (Some(token), Some(base)) = (&bot.platform.bot_token, &bot.platform.api_base) else {
-            continue;
-        };
-        let url = format!("{}/bot{token}/getMe", base.trim_end_matches('/'));
-        let path = match bot.id.as_str() {
-            "default" => "channels.telegram.botToken".to_string(),
-            id => format!("channels.telegram.accounts.{id}.botToken"),
-        };
-        checks.push(
-            match http.post(&url).json(&serde_json::json!({})).send().await {
-                Err(e) => Check::failed(
-                    what,
-                    format!("{base} is unreachable ({})", reqwest_reason(&e)),
-                    "check channels.telegram.apiBase, and that this machine reaches it",
-                ),
-                Ok(answer) if answer.status().as_u16() == 401 => Check::failed(
-                    what,
-                    "Telegram refused the bot token (401 Unauthorized)",
-                    format!(
-                        "set {path} to the token @BotFather gave (a revoked token must be replaced)"
-                    ),
-                ),
-                Ok(answer) if !answer.status().is_success() => Check::failed(
-                    what,
-                    format!("getMe answered HTTP {}", answer.status().as_u16()),
-                    "check the token and channels.telegram.apiBase",
-                ),
-                Ok(answer) => {
-                    let me: serde_json::Value = answer.json().await.unwrap_or_default();
-                    Check::ok(
-                        what,
-                        format!(
-                            "the token is @{}'s",
-                            me["result"]["username"].as_str().unwrap_or("?")
-                        ),
-                    )
-                }
-            },
-        );
-    }
-    checks
-}
-
 /// The error's innermost cause, without the URL (which may hold a token).
-fn reqwest_reason(e: &reqwest::Error) -> String {
+pub(crate) fn reqwest_reason(e: &reqwest::Error) -> String {
     let mut source: &dyn std::error::Error = e;
     while let Some(next) = source.source() {
         source = next;

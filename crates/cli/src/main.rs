@@ -21,6 +21,7 @@ mod cron_cmd;
 mod demo;
 mod dev;
 mod doctor;
+mod doctor_bots;
 mod gateway;
 mod import;
 mod mcp;

@@ -3,7 +3,7 @@
 //!
 //! - REST under `/api/v10`: `POST /channels/{id}/messages` (`{"content"}`, at most 2,000
 //!   characters), `POST /channels/{id}/typing` (204), `GET /channels/{id}` (the channels the
-//!   test described), `POST /users/@me/channels` (a DM channel, `"5" + userId`), each checking `Authorization: Bot <token>` (401 otherwise). A message to a user's id (not a channel's) is
+//!   test described), `POST /users/@me/channels` (a DM channel, `"5" + userId`), `GET /users/@me` (the bot), each checking `Authorization: Bot <token>` (401 otherwise). A message to a user's id (not a channel's) is
 //!   404 `Unknown Channel` (10003). A create-message with a `nonce` and `enforce_nonce` an
 //!   earlier one had is answered with that message and creates none (Discord's dedup). A queued
 //!   failure ([`FakeDiscord::fail_next`]) answers the next create-message with 429 (JSON
@@ -378,6 +378,7 @@ fn routes(token: &str) -> Router<Arc<Shared>> {
         )
         .route("/api/v10/channels/{id}/typing", post(typing))
         .route("/api/v10/users/@me/channels", post(open_dm))
+        .route("/api/v10/users/@me", get(async || axum::Json(me())))
         .route_layer(middleware::from_fn(authorized));
     Router::new()
         .route("/gateway", any(upgrade))
@@ -385,6 +386,11 @@ fn routes(token: &str) -> Router<Arc<Shared>> {
         .route("/resume", any(upgrade))
         .route("/resume/", any(upgrade))
         .merge(rest)
+}
+
+/// `GET /users/@me`: the bot's own user (what `switchboard doctor` asks of the token).
+fn me() -> Value {
+    json!({"id": BOT_ID, "username": BOT_USERNAME, "discriminator": "0", "bot": true})
 }
 
 fn author(id: &str, username: &str) -> Value {

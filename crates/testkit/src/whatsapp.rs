@@ -8,6 +8,8 @@
 //!   ([`FakeWhatsApp::fail_next`]) answers the next send with 429 (code 130429, `Retry-After`),
 //!   500, or 400 code 131047 (outside the 24-hour window). Every call is recorded; a success
 //!   answers `{messaging_product, contacts, messages: [{id: "wamid.out…"}]}`.
+//! - `GET /<phone-number-id>` (the same token check): the number's node, `{id, display_phone_number,
+//!   verified_name}`.
 //! - [`FakeWhatsApp::text`] and [`FakeWhatsApp::group_text`] build a notification body with
 //!   one message (a new `wamid` each), [`sign`] its `X-Hub-Signature-256` header.
 
@@ -18,7 +20,7 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::fake::FakeServer;
@@ -68,7 +70,9 @@ impl FakeWhatsApp {
     /// # Panics
     /// If the loopback listener cannot be bound.
     pub async fn start(token: &str) -> FakeWhatsApp {
-        let routes = Router::new().route("/{number}/messages", post(send));
+        let routes = Router::new()
+            .route("/{number}/messages", post(send))
+            .route("/{number}", get(number));
         let state = FakeState::default();
         let server = FakeServer::start("FakeWhatsApp", token.to_owned(), state, routes).await;
         FakeWhatsApp { server }
@@ -184,6 +188,20 @@ pub fn sent_of(calls: &[WhatsAppCall]) -> Vec<(String, String)> {
 fn graph_error(status: StatusCode, code: u64, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": "OAuthException", "code": code, "fbtrace_id": "AbCdEf"}});
     (status, axum::Json(body)).into_response()
+}
+
+/// `GET /{phone-number-id}`: the number's node (what `switchboard doctor` asks of the token).
+async fn number(
+    State(shared): State<Arc<Shared>>,
+    Path(number): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let expected = format!("Bearer {}", shared.config);
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+        return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token.");
+    }
+    let body = json!({"id": number, "display_phone_number": DISPLAY_NUMBER, "verified_name": "Switchboard Test"});
+    axum::Json(body).into_response()
 }
 
 async fn send(

@@ -9,6 +9,7 @@ mod cluster_partition;
 mod commands;
 mod demo;
 mod discord;
+mod doctor_bots;
 mod durability;
 mod exchange_durability;
 mod first_hour;

@@ -71,6 +71,7 @@ async fn seed(global: &GlobalArgs, args: SeedArgs) -> Result<ExitCode> {
         );
     }
     let home = global.home();
+    let _lock = crate::state_lock::take_to_write(&home, "switchboard dev seed")?;
     let loaded = global.load_config()?;
     loaded.warn_unknown_paths();
     let started = Instant::now();

@@ -49,6 +49,14 @@ pub async fn run(global: &GlobalArgs, command: ImportCommand) -> Result<ExitCode
         false => None,
     };
     let home = global.home();
+    // A dry run only reads, beside a running gateway if need be.
+    let _lock = match args.dry_run {
+        true => None,
+        false => Some(crate::state_lock::take_to_write(
+            &home,
+            "switchboard import",
+        )?),
+    };
     let target = match &imported {
         Some(imported) if !args.dry_run => Some(write_config(&home, &source, imported)?),
         _ => None,

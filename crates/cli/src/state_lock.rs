@@ -61,6 +61,21 @@ pub fn take(home: &Path) -> Result<StateLock> {
     Ok(StateLock { _file: file })
 }
 
+/// Takes the state dir for a command that writes into its store (`import`, `dev seed`): a
+/// gateway running on it would not see those rows in the list pages it keeps, and would keep
+/// answering without them. Refused while one holds it, with what to do.
+pub fn take_to_write(home: &Path, command: &str) -> Result<StateLock> {
+    if let Some(pid) = holder(home) {
+        return Err(anyhow!(
+            "`{command}` writes into the store of {}, which a running gateway (pid {pid}) \
+             serves: stop it first (`kill {pid}`), run `{command}`, then start the gateway \
+             again",
+            home.display()
+        ));
+    }
+    take(home)
+}
+
 /// The pid of the gateway that holds `home` now, if one does (for `doctor`).
 pub fn holder(home: &Path) -> Option<u32> {
     let mut file = File::open(home.join(LOCK_FILE)).ok()?;

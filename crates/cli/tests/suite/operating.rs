@@ -261,6 +261,36 @@ fn a_second_gateway_on_the_same_state_dir_is_refused_and_told_which_one_holds_it
         )) && err.contains(&format!("(`kill {pid}`)")),
         "{err}"
     );
+    // Nor do the commands that write into its store run under it (the gateway's kept list
+    // pages would never show their rows).
+    let from = tempfile::tempdir().unwrap();
+    let writers: [&[&str]; 2] = [
+        &[
+            "import",
+            "openclaw",
+            "--from",
+            from.path().to_str().unwrap(),
+        ],
+        &["dev", "seed", "--sessions", "3"],
+    ];
+    for args in writers {
+        let refused = Command::new(BIN)
+            .arg("--state-dir")
+            .arg(home.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "which a running gateway (pid {pid}) serves: stop it first"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    let listed = json(home.path(), &first.url, &["sessions", "list"]);
+    assert_eq!(listed["count"], 1, "nothing was written: {listed}");
     // The first one serves on; once it is gone, the dir is free again.
     let health = json(home.path(), &first.url, &["health"]);
     assert_eq!(health["ok"], true);

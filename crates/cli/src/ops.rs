@@ -6,9 +6,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use switchboard_protocol::agents::{HealthResult, QueueHealth, StoreHealthInfo};
 
 use crate::client_cmds::{print_json, request};
 use crate::settings::GlobalArgs;
@@ -48,81 +49,91 @@ const LEVELS: [&str; 5] = ["trace", "debug", "info", "warn", "error"];
 
 /// `health`: one line per part; a gateway that is not ok is a failed command.
 pub async fn health(global: &GlobalArgs) -> Result<ExitCode> {
-    let health = request(global, "health", json!({})).await?;
+    let answer = request(global, "health", json!({})).await?;
+    let health = typed_health(&answer)?;
     if global.json {
-        print_json(&health)?;
+        print_json(&answer)?;
     } else {
         outln!("{}", health_text(&health));
     }
-    Ok(match health["ok"] == true {
+    Ok(match health.ok {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
     })
 }
 
-fn health_text(h: &Value) -> String {
+/// The gateway's `health` answer as the protocol types it: a field renamed or retyped on one
+/// side is an error here, not a blank or a zero in the output.
+fn typed_health(answer: &Value) -> Result<HealthResult> {
+    serde_json::from_value(answer.clone())
+        .context("the gateway's answer to health is not the one this CLI reads (another version?)")
+}
+
+fn health_text(h: &HealthResult) -> String {
     let mut lines = vec![gateway_line(h)];
-    lines.push(format!("store     {}", store_text(&h["store"])));
+    lines.push(format!("store     {}", store_text(h.store.as_ref())));
     lines.push(format!("sessions  {}", sessions_text(h)));
     lines.push(format!("channels  {}", channels_text(h)));
-    for (name, server) in h["mcp"].as_object().into_iter().flatten() {
-        let tools = server["tools"].as_u64().unwrap_or(0);
-        let error = error_suffix(&server["lastError"]);
+    for (name, server) in &h.mcp {
+        let tools = server.tools.len();
+        let error = error_suffix(server.last_error.as_deref());
         lines.push(format!(
-            "mcp       {name}: {} ({tools} tools){error}",
-            table::cell(&server["state"])
+            "mcp       {name}: {} ({tools} {}){error}",
+            server.state,
+            plural(tools as u64, "tool")
         ));
     }
     lines.join("\n")
 }
 
-fn gateway_line(h: &Value) -> String {
-    let ok = match h["ok"] == true {
+fn gateway_line(h: &HealthResult) -> String {
+    let ok = match h.ok {
         true => "ok",
         false => "NOT OK",
     };
-    let connections = h["connections"].as_u64().unwrap_or(0);
-    let up = table::age(0, h["uptimeMs"].as_i64().unwrap_or(0));
+    let up = table::age(0, i64::try_from(h.uptime_ms).unwrap_or(i64::MAX));
     format!(
-        "gateway   {ok}: switchboard {} (protocol {}), up {up}, {connections} {}",
-        table::cell(&h["version"]),
-        h["protocol"],
-        plural(connections, "connection"),
+        "gateway   {ok}: switchboard {} (protocol {}), up {up}, {} {}",
+        h.version,
+        h.protocol,
+        h.connections,
+        plural(h.connections, "connection"),
     )
 }
 
-fn store_text(store: &Value) -> String {
-    let detail = store["detail"]
-        .as_str()
+fn store_text(store: Option<&StoreHealthInfo>) -> String {
+    let Some(store) = store else {
+        return "-".into();
+    };
+    let detail = store
+        .detail
+        .as_deref()
         .map(|d| format!(" ({d})"))
         .unwrap_or_default();
-    format!(
-        "{}, {}{detail}",
-        table::cell(&store["kind"]),
-        table::cell(&store["state"])
-    )
+    format!("{}, {}{detail}", store.kind, store.state)
 }
 
-fn sessions_text(h: &Value) -> String {
-    let per_agent: Vec<String> = (h["agents"].as_array().into_iter().flatten())
-        .map(|a| format!("{} {}", table::cell(&a["agentId"]), a["sessions"]["count"]))
+fn sessions_text(h: &HealthResult) -> String {
+    let per_agent: Vec<String> = h
+        .agents
+        .iter()
+        .map(|a| format!("{} {}", a.agent_id, a.sessions.count))
         .collect();
-    format!("{} ({})", h["sessionCount"], per_agent.join(", "))
+    format!("{} ({})", h.session_count, per_agent.join(", "))
 }
 
 /// The configured channels and their state, in the gateway's order.
-fn channels_text(h: &Value) -> String {
-    let order = h["channelOrder"].as_array().cloned().unwrap_or_default();
-    let shown: Vec<String> = order
+fn channels_text(h: &HealthResult) -> String {
+    let shown: Vec<String> = h
+        .channel_order
         .iter()
-        .filter_map(Value::as_str)
-        .filter(|id| h["channels"][id]["configured"] == true)
-        .map(|id| {
-            let channel = &h["channels"][id];
+        .filter_map(|id| Some((id, h.channels.get(id)?)))
+        .filter(|(_, channel)| channel["configured"] == true)
+        .map(|(id, channel)| {
             format!(
                 "{id} {}{}",
                 table::cell(&channel["state"]),
-                error_suffix(&channel["lastError"])
+                error_suffix(channel["lastError"].as_str())
             )
         })
         .collect();
@@ -140,45 +151,44 @@ pub async fn status(global: &GlobalArgs) -> Result<ExitCode> {
     let status = client.request("status", json!({})).await;
     let log = client.request("logs.tail", json!({"limit": 500})).await;
     client.close().await;
-    let (health, status, log) = (health?, status?, log?);
+    let (answer, status, log) = (health?, status?, log?);
     let problems: Vec<Value> = log_lines(&log)
         .into_iter()
         .filter(|line| at_least(line, "warn"))
         .collect();
     let recent = &problems[problems.len().saturating_sub(5)..];
     if global.json {
-        let answer = json!({"health": health, "status": status, "recentProblems": recent});
+        let answer = json!({"health": answer, "status": status, "recentProblems": recent});
         return print_json(&answer);
     }
+    let health = typed_health(&answer)?;
     outln!("{}", gateway_line(&health));
-    outln!("store     {}", store_text(&health["store"]));
-    let defaults = &status["sessions"]["defaults"];
-    let model = format!(
-        "{}/{}",
-        table::cell(&defaults["modelProvider"]),
-        table::cell(&defaults["model"])
-    );
-    for (i, agent) in (health["agents"].as_array().into_iter().flatten()).enumerate() {
-        let count = agent["sessions"]["count"].as_u64().unwrap_or(0);
-        let default = if agent["isDefault"] == true {
-            " (default)"
-        } else {
-            ""
-        };
+    outln!("store     {}", store_text(health.store.as_ref()));
+    for (i, agent) in health.agents.iter().enumerate() {
+        let count = agent.sessions.count;
         outln!(
-            "{}{}{default}: {count} {}",
+            "{}{}{}: {count} {}",
             if i == 0 { "agents    " } else { "          " },
-            table::cell(&agent["agentId"]),
+            agent.agent_id,
+            if agent.is_default { " (default)" } else { "" },
             plural(count, "session"),
         );
     }
-    outln!("model     {model} (the default)");
+    let defaults = &status["sessions"]["defaults"];
+    outln!(
+        "model     {}/{} (the default)",
+        table::cell(&defaults["modelProvider"]),
+        table::cell(&defaults["model"])
+    );
     outln!("channels  {}", channels_text(&health));
-    let queue = &health["queue"];
+    let queue = health.queue.unwrap_or(QueueHealth {
+        active_sessions: 0,
+        queued_runs: 0,
+    });
     outln!(
         "queue     {} running, {} queued",
-        queue["activeSessions"].as_u64().unwrap_or(0),
-        queue["queuedRuns"].as_u64().unwrap_or(0)
+        queue.active_sessions,
+        queue.queued_runs
     );
     match recent.is_empty() {
         true => outln!("problems  none in the recent log"),
@@ -387,9 +397,8 @@ fn usage_row(name: &str, totals: &Value) -> Vec<String> {
     ]
 }
 
-fn error_suffix(error: &Value) -> String {
+fn error_suffix(error: Option<&str>) -> String {
     error
-        .as_str()
         .map(|e| format!(" (last error: {e})"))
         .unwrap_or_default()
 }

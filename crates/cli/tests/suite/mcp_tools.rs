@@ -53,6 +53,16 @@ async fn a_configured_time_server_is_listed_and_called_through_the_gateway() {
     let health = client.request("health", json!({})).await.unwrap();
     assert_eq!(health["mcp"]["time"]["state"], "running", "{health}");
     assert_eq!(health["mcp"]["time"]["transport"], "stdio");
+    // `switchboard health` says so, counting the server's tools (it read `tools` as a number
+    // once, and said 0).
+    let said = run(home.path(), &gateway.url, &["health"]);
+    let said = String::from_utf8_lossy(&said.stdout);
+    let offered = health["mcp"]["time"]["tools"].as_array().unwrap().len();
+    assert!(offered >= 2, "{health}");
+    assert!(
+        said.contains(&format!("mcp       time: running ({offered} tools)")),
+        "{said}"
+    );
 
     let message = "@tool time__get_current_time {\"timezone\": \"UTC\"}";
     let sent = client

@@ -81,6 +81,9 @@ pub fn run(global: &GlobalArgs, cmd: ServiceCommand) -> Result<ExitCode> {
         "systemctl"
     };
     outln!("wrote {}", path.display());
+    if let Some(made) = state_dir_for(&home)? {
+        outln!("{made}");
+    }
     outln!(
         "start it now and at every boot:  {ctl} daemon-reload && {ctl} enable --now {}",
         args.name
@@ -91,6 +94,34 @@ pub fn run(global: &GlobalArgs, cmd: ServiceCommand) -> Result<ExitCode> {
         args.name
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes the state dir (mode 0700) when it does not exist: the unit's user may not be able to
+/// make it (`/var/lib/switchboard` under `sudo`), so it is made now and given to the user who
+/// ran `sudo` (`SUDO_UID`, `SUDO_GID`). Answers what was done, if anything.
+fn state_dir_for(home: &Path) -> Result<Option<String>> {
+    use std::os::unix::fs::{DirBuilderExt, chown};
+    if home.exists() {
+        return Ok(None);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .with_context(|| format!("making the state dir {}", home.display()))?;
+    let id = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+    let Some(uid) = id("SUDO_UID") else {
+        return Ok(Some(format!(
+            "made the state dir {} (mode 0700)",
+            home.display()
+        )));
+    };
+    chown(home, Some(uid), id("SUDO_GID"))
+        .with_context(|| format!("giving the state dir {} to uid {uid}", home.display()))?;
+    Ok(Some(format!(
+        "made the state dir {} (mode 0700) for uid {uid}, the unit's user",
+        home.display()
+    )))
 }
 
 /// What the unit runs, and as whom.

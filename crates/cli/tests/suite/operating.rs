@@ -305,6 +305,11 @@ fn service_install_writes_a_unit_that_systemd_accepts() {
     let home = tempfile::tempdir().unwrap();
     let state = home.path().join("my state");
     let units = home.path().join("units");
+    // Under sudo the unit's user may not be able to make its state dir (`/var/lib/…`): the
+    // install makes it and gives it to them (as root here: to uid 1, `daemon`).
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = std::fs::metadata(home.path()).unwrap().uid();
+    let owner = if me == 0 { 1 } else { me };
     let written = Command::new(BIN)
         .args(["service", "install", "--unit-dir"])
         .arg(&units)
@@ -312,12 +317,26 @@ fn service_install_writes_a_unit_that_systemd_accepts() {
         .arg(&state)
         .env("USER", "daemon")
         .env_remove("SUDO_USER")
+        .env("SUDO_UID", owner.to_string())
+        .env("SUDO_GID", owner.to_string())
         .output()
         .unwrap();
     let said = ok(&written);
     let path = units.join("switchboard.service");
     assert!(
         said.starts_with(&format!("wrote {}", path.display())),
+        "{said}"
+    );
+    let made = std::fs::metadata(&state).unwrap();
+    assert_eq!(
+        (made.uid(), made.gid(), made.permissions().mode() & 0o777),
+        (owner, owner, 0o700)
+    );
+    assert!(
+        said.contains(&format!(
+            "made the state dir {} (mode 0700) for uid {owner}",
+            state.display()
+        )),
         "{said}"
     );
     assert!(said.contains("systemctl daemon-reload && systemctl enable --now switchboard"));

@@ -2,8 +2,8 @@
 //! cheapest call its platform answers with the bot's own identity. Telegram `getMe`, Discord
 //! `GET /users/@me`, Slack `auth.test` (and `apps.connections.open` for the app-level token),
 //! WhatsApp the number's node, Matrix `whoami` (for a password login, the homeserver's
-//! `versions`: logging in would make a device), and the Signal daemon's `check`. Nothing is sent
-//! to anyone, and no token is printed.
+//! `versions`: logging in would make a device), the Signal daemon's `check`, and a webhook
+//! account's reply URL. Nothing is sent to anyone, and no token is printed.
 
 use serde_json::Value;
 use switchboard_core::config::{BotConfig, Config, DEFAULT_ACCOUNT, Platform};
@@ -151,8 +151,27 @@ fn slack(http: &reqwest::Client, config: &Config, probes: &mut Vec<Probe>) {
     }
 }
 
-/// WhatsApp's number, Matrix's homeserver and Signal's daemon.
+/// WhatsApp's number, Matrix's homeserver, Signal's daemon and each webhook account's reply
+/// URL (asked with a `GET`: any HTTP answer means replies can be posted there).
 fn others(http: &reqwest::Client, config: &Config, probes: &mut Vec<Probe>) {
+    let webhook = &config.channels.webhook;
+    let accounts = webhook.accounts.iter().filter(|_| webhook.enabled);
+    for (id, account) in accounts {
+        let Some(url) = &account.url else { continue };
+        // Only the origin is shown: the path or query may carry a secret.
+        let origin = reqwest::Url::parse(url).map_or_else(
+            |_| "the URL".to_string(),
+            |u| u.origin().ascii_serialization(),
+        );
+        probes.push(Probe {
+            what: format!("webhook {id}"),
+            base: origin,
+            base_setting: format!("channels.webhook.accounts.{id}.url"),
+            request: http.get(url),
+            read: |status, _| Ok(format!("the reply URL answers (HTTP {status})")),
+            fix: String::new(),
+        });
+    }
     for bot in config.channels.whatsapp.bots() {
         let p = &bot.platform;
         let (Some(token), Some(number), Some(base)) =

@@ -1,5 +1,6 @@
 //! `switchboard doctor` on every chat platform's credentials: against the test kit's fakes of
-//! Discord, Slack, WhatsApp and the Signal daemon (each speaking its platform's refusal), and a
+//! Discord, Slack, WhatsApp and the Signal daemon (each speaking its platform's refusal), a
+//! webhook account's reply URL, and a
 //! real Synapse for Matrix. A wrong credential is named with the setting that fixes it, a right
 //! one passes with the identity the platform answered, and no token is printed.
 
@@ -71,6 +72,7 @@ async fn doctor_names_each_refused_credential_with_its_setting_and_passes_the_ri
   whatsapp: {{ enabled: true, accessToken: "{graph}", appSecret: "s", verifyToken: "v",
               phoneNumberId: "{PHONE_NUMBER_ID}", apiBase: "{}" }},
   signal: {{ enabled: true, account: "+15550002222", httpUrl: "{daemon}" }},
+  webhook: {{ enabled: true, accounts: {{ crm: {{ token: "t", url: "{daemon}/hook?key=secret-key" }} }} }},
 }} }}"#,
             discord.api_base(),
             slack.api_base(),
@@ -107,6 +109,11 @@ async fn doctor_names_each_refused_credential_with_its_setting_and_passes_the_ri
             "is unreachable",
             "check channels.signal.httpUrl, and that this machine reaches it",
         ),
+        (
+            "webhook crm",
+            "is unreachable",
+            "check channels.webhook.accounts.crm.url, and that this machine reaches it",
+        ),
     ] {
         let (ok, got, told) = check(&report, what);
         assert!(
@@ -126,6 +133,7 @@ async fn doctor_names_each_refused_credential_with_its_setting_and_passes_the_ri
         "xoxb-wrong",
         "xapp-right",
         "graph-wrong",
+        "secret-key",
     ] {
         assert!(
             !shown.contains(token),
@@ -147,6 +155,9 @@ async fn doctor_names_each_refused_credential_with_its_setting_and_passes_the_ri
     );
     let (_, found, _) = check(&report, "signal default");
     assert_eq!(found, "the signal-cli daemon answers");
+    // The fake daemon has no /hook: any HTTP answer says replies can be posted there.
+    let (_, found, _) = check(&report, "webhook crm");
+    assert_eq!(found, "the reply URL answers (HTTP 404)");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,7 +46,7 @@ impl Sessions {
         let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
         check_message("chat.send", &p.message)?;
         let images = self.images_for(&key, entry.as_ref(), None, "chat.send", &p.attachments)?;
-        let mut request = self.operator_run(&key, p.message, Lane::Main, entry);
+        let mut request = self.operator_run(&key, p.message, Lane::Main, entry, true);
         request.add_images(images);
         request.run_id = run_id_of(p.idempotency_key.as_deref());
         request.idempotency_key = p.idempotency_key;
@@ -106,7 +106,9 @@ impl Sessions {
             "agent",
             &p.attachments,
         )?;
-        let mut request = self.operator_run(&key, p.message, lane, entry);
+        // A message routed to a channel by its caller (`channel` + `to`) is not a webchat one.
+        let webchat = p.channel.is_none();
+        let mut request = self.operator_run(&key, p.message, lane, entry, webchat);
         request.add_images(images);
         if let Some(new) = &mut request.create {
             new.label = p.label;
@@ -280,23 +282,26 @@ impl Sessions {
     }
 
     /// A run of an operator's message in `key`, creating the session when it is new.
-    /// An operator's message is a `webchat` one (SPEC §1): a direct session that has no channel
-    /// yet records `lastChannel: "webchat"` with it, once, so `sessions_list`, the CLI and the
-    /// page all name its channel alike. A channel it has (a DM's, a group's) is kept: the
-    /// operator reading along does not take a chat's replies away from it.
+    /// An operator's message is a `webchat` one (SPEC §1) unless its caller routes it to a
+    /// channel: a direct session that has no channel yet records `lastChannel: "webchat"` with
+    /// it, once, so `sessions_list`, the CLI and the page all name its channel alike. A channel
+    /// it has (a DM's, a group's) is kept: the operator reading along does not take a chat's
+    /// replies away from it.
     fn operator_run(
         &self,
         key: &SessionKey,
         message: String,
         lane: Lane,
         entry: Option<SessionEntry>,
+        webchat: bool,
     ) -> RunRequest {
         let mut request = RunRequest::new(key.clone(), lane).with_message(message, None);
         request.create = Some(self.resolver.new_session(key));
         let main_key = &self.config.session.main_key;
         let direct = matches!(key.kind(main_key), SessionKind::Main | SessionKind::Other);
         let has_channel = |e: &SessionEntry| e.channel.is_some() || e.last_channel.is_some();
-        if direct && key.channel().is_none() && !entry.as_ref().is_some_and(has_channel) {
+        if webchat && direct && key.channel().is_none() && !entry.as_ref().is_some_and(has_channel)
+        {
             let patch = EntryPatch {
                 last_channel: Patch::Set(channel::WEBCHAT.into()),
                 ..EntryPatch::default()

@@ -160,8 +160,14 @@ async fn a_clients_message_puts_a_direct_session_without_a_channel_on_webchat() 
             json!({"sessionKey": key, "message": "hi", "idempotencyKey": format!("send-{n}")});
         assert_eq!(gw.call("chat.send", params).await["status"], "started");
     }
+    // A message its caller routes to a channel is not a webchat one.
+    let routed = json!({"sessionKey": "routed", "message": "hi", "deliver": true,
+        "channel": "telegram", "to": "42", "idempotencyKey": "routed"});
+    assert_eq!(gw.call("agent", routed).await["status"], "ok");
+    let mut listed = talked_to.to_vec();
+    listed.push(("routed", "agent:main:routed", "other", "unknown"));
     let list = gw.call("sessions.list", json!({"limit": 100})).await;
-    assert_lists(&list, &talked_to);
+    assert_lists(&list, &listed);
     // Only the sessions that had no channel recorded one.
     for row in list["sessions"].as_array().unwrap() {
         let recorded = row["lastChannel"].as_str();

@@ -75,7 +75,7 @@ enum Command {
     /// The running gateway's recent log: `switchboard logs --follow --level warn`.
     Logs(ops::LogsArgs),
     /// Check what a gateway of this state dir and config needs (config, state dir, store,
-    /// providers, bot tokens) and say what to fix; no gateway needs to run.
+    /// providers, each channel's credentials) and say what to fix; no gateway needs to run.
     Doctor,
     /// Channels of the running gateway: `switchboard channels status`.
     #[command(subcommand)]

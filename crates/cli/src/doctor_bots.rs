@@ -28,6 +28,25 @@ struct Probe {
 }
 
 impl Probe {
+    /// A check of `bot`'s credential, whose request goes to `base`, named by its setting
+    /// `base_field`.
+    fn of<P: Platform>(
+        bot: &BotConfig<P>,
+        (base, base_field): (&str, &str),
+        request: reqwest::RequestBuilder,
+        read: Read,
+        fix: String,
+    ) -> Self {
+        Self {
+            what: what(bot),
+            base: base.to_string(),
+            base_setting: setting(bot, base_field),
+            request,
+            read,
+            fix,
+        }
+    }
+
     async fn run(self) -> Check {
         match self.request.send().await {
             Err(e) => Check::failed(
@@ -72,17 +91,16 @@ pub async fn checks(http: &reqwest::Client, config: &Config) -> Vec<Check> {
             continue;
         };
         let url = format!("{}/bot{token}/getMe", base.trim_end_matches('/'));
-        probes.push(Probe {
-            what: what(&bot),
-            base: base.clone(),
-            base_setting: setting(&bot, "apiBase"),
-            request: http.post(url).json(&serde_json::json!({})),
-            read: telegram,
-            fix: format!(
+        probes.push(Probe::of(
+            &bot,
+            (base, "apiBase"),
+            http.post(url).json(&serde_json::json!({})),
+            telegram,
+            format!(
                 "set {} to the token @BotFather gave (a revoked token must be replaced)",
                 setting(&bot, "botToken")
             ),
-        });
+        ));
     }
     for bot in channels.discord.bots() {
         let p = &bot.platform;
@@ -90,19 +108,17 @@ pub async fn checks(http: &reqwest::Client, config: &Config) -> Vec<Check> {
             continue;
         };
         let url = format!("{}/users/@me", base.trim_end_matches('/'));
-        probes.push(Probe {
-            what: what(&bot),
-            base: base.clone(),
-            base_setting: setting(&bot, "apiBase"),
-            request: http
-                .get(url)
+        probes.push(Probe::of(
+            &bot,
+            (base, "apiBase"),
+            http.get(url)
                 .header("authorization", format!("Bot {token}")),
-            read: discord,
-            fix: format!(
+            discord,
+            format!(
                 "set {} to the bot's token (Developer Portal → Bot → Reset Token)",
                 setting(&bot, "botToken")
             ),
-        });
+        ));
     }
     slack(http, config, &mut probes);
     others(http, config, &mut probes);
@@ -180,18 +196,17 @@ fn others(http: &reqwest::Client, config: &Config, probes: &mut Vec<Probe>) {
             continue;
         };
         let url = format!("{}/{number}", base.trim_end_matches('/'));
-        probes.push(Probe {
-            what: what(&bot),
-            base: base.clone(),
-            base_setting: setting(&bot, "apiBase"),
-            request: http.get(url).bearer_auth(token),
-            read: whatsapp,
-            fix: format!(
+        probes.push(Probe::of(
+            &bot,
+            (base, "apiBase"),
+            http.get(url).bearer_auth(token),
+            whatsapp,
+            format!(
                 "set {} to a system user's token with whatsapp_business_messaging, for the number {} names",
                 setting(&bot, "accessToken"),
                 setting(&bot, "phoneNumberId")
             ),
-        });
+        ));
     }
     for bot in config.channels.matrix.bots() {
         let p = &bot.platform;
@@ -214,31 +229,23 @@ fn others(http: &reqwest::Client, config: &Config, probes: &mut Vec<Probe>) {
                 format!("check {}", setting(&bot, "homeserver")),
             ),
         };
-        probes.push(Probe {
-            what: what(&bot),
-            base: base.clone(),
-            base_setting: setting(&bot, "homeserver"),
-            request,
-            read,
-            fix,
-        });
+        probes.push(Probe::of(&bot, (base, "homeserver"), request, read, fix));
     }
     for bot in config.channels.signal.bots() {
         let Some(base) = &bot.platform.http_url else {
             continue;
         };
         let url = format!("{}/api/v1/check", base.trim_end_matches('/'));
-        probes.push(Probe {
-            what: what(&bot),
-            base: base.clone(),
-            base_setting: setting(&bot, "httpUrl"),
-            request: http.get(url),
-            read: signal,
-            fix: format!(
+        probes.push(Probe::of(
+            &bot,
+            (base, "httpUrl"),
+            http.get(url),
+            signal,
+            format!(
                 "run `signal-cli -a <account> daemon --http <host:port>` where {} points",
                 setting(&bot, "httpUrl")
             ),
-        });
+        ));
     }
 }
 

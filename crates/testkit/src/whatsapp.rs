@@ -190,15 +190,22 @@ fn graph_error(status: StatusCode, code: u64, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// The Graph API's answer to a request without the access token (error 190), if it has not.
+fn refused(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let expected = format!("Bearer {}", shared.config);
+    let given = headers.get("authorization").and_then(|v| v.to_str().ok());
+    (given != Some(expected.as_str()))
+        .then(|| graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token."))
+}
+
 /// `GET /{phone-number-id}`: the number's node (what `switchboard doctor` asks of the token).
 async fn number(
     State(shared): State<Arc<Shared>>,
     Path(number): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let expected = format!("Bearer {}", shared.config);
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
-        return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token.");
+    if let Some(refused) = refused(&shared, &headers) {
+        return refused;
     }
     let body = json!({"id": number, "display_phone_number": DISPLAY_NUMBER, "verified_name": "Switchboard Test"});
     axum::Json(body).into_response()
@@ -210,9 +217,8 @@ async fn send(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let expected = format!("Bearer {}", shared.config);
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
-        return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token.");
+    if let Some(refused) = refused(&shared, &headers) {
+        return refused;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let failure = shared.lock().failures.pop_front();

@@ -265,7 +265,7 @@ const scenarios = {
     const listed = (await rpc('sessions.list', { limit: 200 })).sessions;
     check(listed.length > 3, `sessions.list answered rows: ${listed.length}`);
     for (const r of listed) {
-      const shown = await row(r.key).first().locator('.badges .badge').evaluateAll((all) => all.map((b) => b.textContent));
+      const shown = await row(r.key).locator('.badges .badge').evaluateAll((all) => all.map((b) => b.textContent));
       for (const [label, value] of [['kind', r.kind], ['channel', r.channel]]) {
         check(shown.includes(`${label} ${value}`), `${r.key}: the page says "${label} ${value}" as sessions.list does: ${JSON.stringify(shown)}`);
       }

@@ -34,6 +34,9 @@ pub(crate) mod tests;
 const MAX_IDLE_READERS: usize = 8;
 /// Prepared statements each connection keeps.
 const STATEMENT_CACHE: usize = 64;
+/// Prepared statements the writer's connection keeps: its writes', and the point reads it
+/// serves between them.
+const WRITER_STATEMENT_CACHE: usize = 128;
 
 /// SQLite-backed [`Store`](super::Store). Cheap to clone.
 #[derive(Clone)]
@@ -92,7 +95,7 @@ impl SqliteStore {
         schema::configure(&conn)?;
         // Every statement the writer runs stays prepared (the default keeps 16, fewer than a
         // turn's writes use, and re-prepares the rest each time).
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.set_prepared_statement_cache_capacity(WRITER_STATEMENT_CACHE);
         schema::migrate(&conn)?;
         let repair = repair_behind(&conn, home)?;
         if repair.rebuilt > 0 {
@@ -208,17 +211,21 @@ impl SqliteStore {
         self.inner.clone()
     }
 
-    /// Runs `f` on a pooled read-only connection here, on the task's own thread: for the reads
-    /// of one row through an index (a session, a run, a record by key), which take a few
-    /// microseconds. Handing those to a blocking thread cost more than the read itself: two
-    /// thread wake-ups each, two or three reads on every turn.
+    /// Runs `f` here, on the task's own thread: for the reads of one row through an index (a
+    /// session, a run, a record by key), which take a few microseconds. Handing those to a
+    /// blocking thread cost more than the read itself: two thread wake-ups each, two or three
+    /// reads on every turn. The writer's connection reads it when no write is in flight
+    /// ([`Writer::read_at_desk`]), a pooled read-only one otherwise.
     fn point_read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
         let inner = self.counted_read();
         Box::pin(crate::measure::store_op("sqlite", "read", async move {
-            inner.with_reader(f)
+            match inner.writer.read_at_desk(f) {
+                Ok(read) => read,
+                Err(f) => inner.with_reader(f),
+            }
         }))
     }
 

@@ -688,3 +688,42 @@ async fn a_list_page_is_read_in_order_from_an_index_without_a_sort_or_a_join() {
         assert_eq!(stmt.get_status(StatementStatus::Sort), 0);
     }
 }
+
+#[tokio::test]
+async fn a_point_read_is_served_at_the_idle_desk_and_by_a_reader_while_the_desk_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    seed(&store, "agent:main:a", 2).await;
+    let idle_readers = |store: &SqliteStore| store.inner.readers.lock().unwrap().len();
+    // Nothing in flight: the writer's connection reads the row, and no reader is opened.
+    let at_desk = store.get(&k("agent:main:a")).await.unwrap().unwrap();
+    assert_eq!(
+        idle_readers(&store),
+        0,
+        "an idle desk's read opened a reader"
+    );
+    // A commit holds the desk: the read does not wait for it, a reader answers the same row.
+    let held = store.inner.writer.hold_desk();
+    let by_reader = store.get(&k("agent:main:a")).await.unwrap().unwrap();
+    drop(held);
+    assert_eq!(
+        idle_readers(&store),
+        1,
+        "a busy desk's read was not served by a reader"
+    );
+    assert_eq!(at_desk, by_reader);
+    // What a commit wrote is read at the desk right after it.
+    store
+        .patch(
+            &k("agent:main:a"),
+            EntryPatch {
+                label: Patch::Set("after".into()),
+                ..EntryPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    let after = store.get(&k("agent:main:a")).await.unwrap().unwrap();
+    assert_eq!(after.label.as_deref(), Some("after"));
+    store.close().await;
+}

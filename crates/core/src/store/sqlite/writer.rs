@@ -206,6 +206,31 @@ impl Writer {
             .is_empty()
     }
 
+    /// Runs the point read `f` on the writer's connection when no write is in flight and no
+    /// one holds the desk; gives `f` back otherwise. A read-only connection drops its whole
+    /// page cache whenever another connection committed, which is after every turn: its next
+    /// read of one row reads the file again, page by page (five reads and three locks for a
+    /// session's row). The writer's cache holds what it wrote. A read holds the desk for the
+    /// microseconds of one row; a write queued meanwhile is committed by the writer thread.
+    pub(super) fn read_at_desk<T, F: FnOnce(&Connection) -> T>(&self, f: F) -> Result<T, F> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return Err(f);
+        }
+        match self.desk.try_lock() {
+            Ok(desk) => Ok(f(&desk.conn)),
+            Err(TryLockError::WouldBlock) => Err(f),
+            Err(TryLockError::Poisoned(poisoned)) => {
+                Ok(f(&recover(&self.desk, poisoned.into_inner()).conn))
+            }
+        }
+    }
+
+    /// Holds the desk, as a commit does, until the guard is dropped.
+    #[cfg(test)]
+    pub(super) fn hold_desk(&self) -> impl Drop + '_ {
+        self.lock_desk()
+    }
+
     /// Transactions ended since open (see [`SqliteStore::version`](super::SqliteStore::version)).
     pub(super) fn version(&self) -> u64 {
         self.version.get()

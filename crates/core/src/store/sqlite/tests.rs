@@ -689,30 +689,54 @@ async fn a_list_page_is_read_in_order_from_an_index_without_a_sort_or_a_join() {
     }
 }
 
+#[test]
+fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits() {
+    // A writer without its thread: nothing else takes the desk or commits meanwhile.
+    let dir = tempfile::tempdir().unwrap();
+    let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    let writer = writer::Writer::new(conn, dir.path().to_path_buf());
+    let one = |c: &Connection| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).unwrap();
+    assert_eq!(
+        writer.read_at_desk(one).ok(),
+        Some(1),
+        "a free desk refused the read"
+    );
+    let held = writer.hold_desk();
+    assert!(
+        writer.read_at_desk(one).is_err(),
+        "a held desk took the read"
+    );
+    drop(held);
+    let queued: writer::Job = Box::new(|_| writer::JobDone {
+        ok: true,
+        mirror: Vec::new(),
+        finish: Box::new(|_| {}),
+    });
+    assert!(!matches!(writer.submit(queued), writer::Queued::Closed));
+    assert!(
+        writer.read_at_desk(one).is_err(),
+        "the read went ahead of a queued write"
+    );
+}
+
 #[tokio::test]
-async fn a_point_read_is_served_at_the_idle_desk_and_by_a_reader_while_the_desk_is_busy() {
+async fn a_point_read_answers_the_same_row_at_the_desk_and_from_a_reader() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
     seed(&store, "agent:main:a", 2).await;
     let idle_readers = |store: &SqliteStore| store.inner.readers.lock().unwrap().len();
-    // Nothing in flight: the writer's connection reads the row, and no reader is opened.
-    let at_desk = store.get(&k("agent:main:a")).await.unwrap().unwrap();
-    assert_eq!(
-        idle_readers(&store),
-        0,
-        "an idle desk's read opened a reader"
-    );
+    // At the desk when it is free (the writer thread may hold it for a moment: then a reader).
+    let first = store.get(&k("agent:main:a")).await.unwrap().unwrap();
     // A commit holds the desk: the read does not wait for it, a reader answers the same row.
     let held = store.inner.writer.hold_desk();
     let by_reader = store.get(&k("agent:main:a")).await.unwrap().unwrap();
     drop(held);
-    assert_eq!(
-        idle_readers(&store),
-        1,
+    assert!(
+        idle_readers(&store) >= 1,
         "a busy desk's read was not served by a reader"
     );
-    assert_eq!(at_desk, by_reader);
-    // What a commit wrote is read at the desk right after it.
+    assert_eq!(first, by_reader);
+    // What a commit wrote is read right after it.
     store
         .patch(
             &k("agent:main:a"),

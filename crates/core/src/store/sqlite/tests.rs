@@ -32,6 +32,14 @@ pub(crate) fn k(key: &str) -> SessionKey {
     SessionKey::from_canonical(key.to_string())
 }
 
+/// A patch that sets only the session's label.
+fn labelled(label: &str) -> EntryPatch {
+    EntryPatch {
+        label: Patch::Set(label.into()),
+        ..EntryPatch::default()
+    }
+}
+
 fn user(text: &str) -> TranscriptMessage {
     serde_json::from_value(
         json!({"role": "user", "content": text, "timestamp": 1_700_000_000_000_i64}),
@@ -122,11 +130,7 @@ async fn patches_merge_fields_and_spawned_by_is_set_once() {
     let store = SqliteStore::open(dir.path()).unwrap();
     let key = "agent:main:subagent:x";
     store.create(new_session(key)).await.unwrap();
-    let label = EntryPatch {
-        label: Patch::Set("scout".into()),
-        ..Default::default()
-    };
-    store.patch(&k(key), label).await.unwrap();
+    store.patch(&k(key), labelled("scout")).await.unwrap();
     let model = EntryPatch {
         model: Patch::Set("openai/gpt".into()),
         ..Default::default()
@@ -154,13 +158,7 @@ async fn patches_merge_fields_and_spawned_by_is_set_once() {
     // A label is unique per agent.
     store.create(new_session("agent:main:two")).await.unwrap();
     let taken = store
-        .patch(
-            &k("agent:main:two"),
-            EntryPatch {
-                label: Patch::Set("scout".into()),
-                ..Default::default()
-            },
-        )
+        .patch(&k("agent:main:two"), labelled("scout"))
         .await
         .unwrap_err();
     assert!(
@@ -738,13 +736,7 @@ async fn a_point_read_answers_the_same_row_at_the_desk_and_from_a_reader() {
     assert_eq!(first, by_reader);
     // What a commit wrote is read right after it.
     store
-        .patch(
-            &k("agent:main:a"),
-            EntryPatch {
-                label: Patch::Set("after".into()),
-                ..EntryPatch::default()
-            },
-        )
+        .patch(&k("agent:main:a"), labelled("after"))
         .await
         .unwrap();
     let after = store.get(&k("agent:main:a")).await.unwrap().unwrap();

@@ -28,6 +28,8 @@ use crate::clock::{Clock, SystemClock};
 use writer::{Job, JobDone, MirrorOp, Queued, Writer};
 
 #[cfg(test)]
+mod flag_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 
 /// Read connections kept open for reuse.

@@ -58,6 +58,15 @@ fn check_label_free(
     rules::check_label(holder.as_ref(), agent_id, label, key)
 }
 
+/// [`rules::INSERT_TRANSCRIPT`] with the mirror flag set: the file is not even created yet.
+const INSERT_TRANSCRIPT: &str = "INSERT INTO transcripts \
+     (session_id, session_key, agent_id, created_at, mirror_behind) VALUES (?1, ?2, ?3, ?4, 1)";
+
+/// Flags a transcript whose mirror an append puts behind. Under steady writes the flag is
+/// already set: the statement then matches no row and writes nothing, not even the index.
+const FLAG_BEHIND: &str =
+    "UPDATE transcripts SET mirror_behind = 1 WHERE session_id = ?1 AND mirror_behind = 0";
+
 fn new_transcript(
     conn: &Connection,
     key: &str,
@@ -66,7 +75,7 @@ fn new_transcript(
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<String, StoreError> {
     let session_id = rules::new_session_id();
-    conn.prepare_cached(rules::INSERT_TRANSCRIPT)?
+    conn.prepare_cached(INSERT_TRANSCRIPT)?
         .execute(bind(&rules::transcript_params(
             &session_id,
             key,
@@ -170,6 +179,8 @@ pub(super) fn append(
     }
     conn.prepare_cached(transcript::MARK_TRANSCRIPT)?
         .execute(bind(&numbered.mark_params(&entry.session_id)))?;
+    conn.prepare_cached(FLAG_BEHIND)?
+        .execute([&entry.session_id])?;
     let appended = transcript::appended(entry, &numbered, now, created);
     let entry = &appended.entry;
     conn.prepare_cached(&transcript::touch_session(SQLITE))?
@@ -468,11 +479,12 @@ fn mirror_row(r: &rusqlite::Row<'_>) -> Result<MirrorRow, StoreError> {
     })
 }
 
-/// The transcripts whose progress mark is behind the database (a crash or a failed write came
-/// between a commit and its mirror lines). Read through the partial index
-/// `transcripts_unmirrored`, so it costs what the behind ones weigh, not every transcript.
+/// The transcripts whose progress mark may be behind the database (a crash or a failed write
+/// came between a commit and its mirror lines), flagged in the commit that put them behind.
+/// Read through the partial index `transcripts_behind`, so it costs what the flagged ones
+/// weigh, not every transcript.
 pub(super) const BEHIND_SQL: &str = "SELECT rowid, session_id, agent_id, created_at, last_seq \
-     FROM transcripts WHERE mirrored_seq < last_seq";
+     FROM transcripts WHERE mirror_behind = 1";
 
 pub(super) fn behind_mirrors(conn: &Connection) -> Result<Vec<MirrorRow>, StoreError> {
     all(conn, BEHIND_SQL, [], mirror_row)
@@ -494,7 +506,9 @@ pub(super) fn mark_mirrored(
     session_id: &str,
     seq: i64,
 ) -> Result<(), StoreError> {
-    conn.prepare_cached("UPDATE transcripts SET mirrored_seq = ?2 WHERE session_id = ?1")?
-        .execute(params![session_id, seq])?;
+    conn.prepare_cached(
+        "UPDATE transcripts SET mirrored_seq = ?2, mirror_behind = 0 WHERE session_id = ?1",
+    )?
+    .execute(params![session_id, seq])?;
     Ok(())
 }

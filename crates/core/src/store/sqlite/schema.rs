@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 12;
+const SCHEMA_VERSION: i64 = 13;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -67,7 +67,9 @@ CREATE TRIGGER IF NOT EXISTS sessions_recounted AFTER UPDATE OF agent_id ON sess
 END;
 
 -- One row per transcript (sessionId). mirrored_seq is the last seq known to be in the JSONL
--- mirror (-1: not even the header yet); rows with mirrored_seq < last_seq are checked at start.
+-- mirror (-1: not even the header yet). mirror_behind (schema 13) is set in the commit that
+-- puts mirrored_seq behind last_seq, and cleared by the writer once the mark caught up; rows
+-- with it set are checked at start.
 CREATE TABLE IF NOT EXISTS transcripts (
     session_id TEXT PRIMARY KEY,
     session_key TEXT NOT NULL,
@@ -76,9 +78,13 @@ CREATE TABLE IF NOT EXISTS transcripts (
     last_seq INTEGER NOT NULL DEFAULT 0,
     mirrored_seq INTEGER NOT NULL DEFAULT -1,
     -- The seq of the newest compaction summary (schema 8): the model's view starts there.
-    summary_seq INTEGER
+    summary_seq INTEGER,
+    mirror_behind INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS transcripts_unmirrored ON transcripts (session_id) WHERE mirrored_seq < last_seq;
+-- The index read the seqs that every commit writes, so each commit rewrote its entry; the flag
+-- stays set under steady writes, and an update that leaves it alone leaves the index alone.
+DROP INDEX IF EXISTS transcripts_unmirrored;
+CREATE INDEX IF NOT EXISTS transcripts_behind ON transcripts (session_id) WHERE mirror_behind = 1;
 
 CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL,
@@ -322,6 +328,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
         if (1..11).contains(&version) {
             // Version 11 keeps the chat a sub-agent's spawn came from (its announce goes there).
             conn.execute_batch("ALTER TABLE subagents ADD COLUMN origin TEXT")?;
+        }
+        if (1..13).contains(&version) {
+            // Version 13 flags the transcripts whose mirror is behind (read through the old
+            // index, which the schema then drops).
+            conn.execute_batch(
+                "ALTER TABLE transcripts ADD COLUMN mirror_behind INTEGER NOT NULL DEFAULT 0;
+                 UPDATE transcripts SET mirror_behind = 1 WHERE mirrored_seq < last_seq",
+            )?;
         }
         conn.execute_batch(SCHEMA)?;
         if version < 12 {

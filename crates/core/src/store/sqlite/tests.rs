@@ -40,14 +40,14 @@ fn labelled(label: &str) -> EntryPatch {
     }
 }
 
-fn user(text: &str) -> TranscriptMessage {
+pub(super) fn user(text: &str) -> TranscriptMessage {
     serde_json::from_value(
         json!({"role": "user", "content": text, "timestamp": 1_700_000_000_000_i64}),
     )
     .unwrap()
 }
 
-async fn seed(store: &SqliteStore, key: &str, n: usize) -> String {
+pub(super) async fn seed(store: &SqliteStore, key: &str, n: usize) -> String {
     let mut session_id = String::new();
     for start in (0..n).step_by(1000) {
         let batch = (start..(start + 1000).min(n))
@@ -217,12 +217,15 @@ async fn a_short_or_missing_mirror_is_rebuilt_on_open() {
     let expected_b = std::fs::read(&path_b).unwrap();
 
     // What a kill between commit and mirror write leaves: a short file, a missing file, and
-    // mirrored_seq behind last_seq.
+    // mirrored_seq behind last_seq, flagged.
     std::fs::write(&path_a, &expected_a[..expected_a.len() / 2]).unwrap();
     std::fs::remove_file(&path_b).unwrap();
     Connection::open(dir.path().join("switchboard.db"))
         .unwrap()
-        .execute("UPDATE transcripts SET mirrored_seq = 0", [])
+        .execute(
+            "UPDATE transcripts SET mirrored_seq = 0, mirror_behind = 1",
+            [],
+        )
         .unwrap();
 
     let store = SqliteStore::open(dir.path()).unwrap();
@@ -256,7 +259,7 @@ async fn a_start_reads_only_the_mirrors_behind_their_database() {
     std::fs::remove_file(&deleted).unwrap();
     let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
     conn.execute(
-        "UPDATE transcripts SET mirrored_seq = 2 WHERE session_id = ?1",
+        "UPDATE transcripts SET mirrored_seq = 2, mirror_behind = 1 WHERE session_id = ?1",
         [&ids[0]],
     )
     .unwrap();
@@ -268,7 +271,7 @@ async fn a_start_reads_only_the_mirrors_behind_their_database() {
             r.get(3)
         })
         .unwrap();
-    assert!(plan.contains("transcripts_unmirrored"), "{plan}");
+    assert!(plan.contains("transcripts_behind"), "{plan}");
     assert_eq!(
         repair_behind(&conn, dir.path()).unwrap(),
         Repair {
@@ -586,6 +589,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              ALTER TABLE runs DROP COLUMN cost_usd; ALTER TABLE transcripts DROP COLUMN summary_seq; \
              ALTER TABLE deliveries DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN trace; ALTER TABLE subagents DROP COLUMN origin; \
              ALTER TABLE exchanges DROP COLUMN trace; DROP TRIGGER sessions_counted; \
+             DROP INDEX transcripts_behind; ALTER TABLE transcripts DROP COLUMN mirror_behind; \
              DROP TRIGGER sessions_uncounted; DROP TRIGGER sessions_recounted; \
              DROP TABLE session_counts; PRAGMA user_version = 1;",
         )
@@ -612,7 +616,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",

@@ -10,8 +10,10 @@
 //! of small writes cheap without acknowledging anything before it is durable.
 //!
 //! Mirror bookkeeping: after lines are appended, `transcripts.mirrored_seq` is advanced in the
-//! next transaction (or after a short idle pause, or at shutdown). A crash between the commit
-//! and that update leaves `mirrored_seq < last_seq`, which the start-up repair checks. A mirror
+//! next transaction (or after a short idle pause, or at shutdown). The append's own commit sets
+//! `mirror_behind`, which only the pause (or shutdown) clears, once the mark caught up: a crash
+//! between the commit and the mark leaves the flag set, and the start-up repair checks the
+//! flagged files. Under steady writes the flag stays set, so no commit rewrites its index. A mirror
 //! write that fails (a full disk, a file made read-only for a moment) never leaves a hole: the
 //! transcript is no longer trusted, its next write rewrites the file whole, and until then the
 //! rewrite is retried once a second. The writer knows the last seq in each file it touched, so a
@@ -23,7 +25,7 @@
 //! `stat` each, a missing file rewritten from the database. On the writer thread no mirror write
 //! can race the check, and memory stays one step's rows whatever the number of sessions.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -45,6 +47,12 @@ const CALM: Duration = Duration::from_millis(10);
 /// Mirrors kept open for appending (the sessions written last).
 const OPEN_MIRRORS: usize = 64;
 const IDLE_FLUSH: Duration = Duration::from_millis(200);
+/// Under writes that never pause, the flags of this many transcripts are cleared in the next
+/// transaction: the set of flagged transcripts stays bounded.
+const FLAGS_AT_ONCE: usize = 1_024;
+/// Clears a transcript's mirror flag once its mark caught up.
+const CLEAR_FLAG: &str = "UPDATE transcripts SET mirror_behind = 0 \
+     WHERE session_id = ?1 AND mirror_behind = 1 AND mirrored_seq >= last_seq";
 /// How often a mirror whose write failed is tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Transcripts whose mirror file the sweep checks per step.
@@ -133,6 +141,7 @@ impl Writer {
             in_file: HashMap::new(),
             files: HashMap::new(),
             marks: HashMap::new(),
+            flagged: HashSet::new(),
             failed: HashMap::new(),
             retry_at: Instant::now(),
             sweep: Some(0),
@@ -349,6 +358,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, ve
         return; // dropping the jobs answers their callers with an error
     }
     mirror.write_marks(conn);
+    if mirror.flagged.len() >= FLAGS_AT_ONCE {
+        mirror.clear_flags(conn);
+    }
     if batch.len() == 1 {
         return commit_one(conn, batch, mirror, version);
     }
@@ -427,6 +439,8 @@ struct MirrorState {
     files: HashMap<String, File>,
     /// session_id → seq now in the file, not yet recorded in `transcripts.mirrored_seq`.
     marks: HashMap<String, i64>,
+    /// Transcripts whose `mirror_behind` flag this process's commits set and did not clear yet.
+    flagged: HashSet<String>,
     /// Transcripts whose last mirror write failed: session_id → (agent_id, created_at).
     failed: HashMap<String, (String, i64)>,
     /// No retry of a failed mirror before this moment (at most one a [`RETRY_EVERY`]).
@@ -451,16 +465,38 @@ impl MirrorState {
         }
     }
 
+    /// Clears the flag of every flagged transcript whose mark caught up, inside the caller's
+    /// transaction (after [`Self::write_marks`]). One whose mirror write failed stays flagged
+    /// here. A flag that stays set in the database (the transaction rolled back, the mark
+    /// could not be written) costs one file check at the next start.
+    fn clear_flags(&mut self, conn: &Connection) {
+        let failed = &self.failed;
+        self.flagged.retain(|session_id| {
+            if failed.contains_key(session_id) {
+                return true;
+            }
+            let cleared = conn
+                .prepare_cached(CLEAR_FLAG)
+                .and_then(|mut stmt| stmt.execute([session_id]));
+            if let Err(e) = cleared {
+                tracing::warn!(error = %e, "could not clear a mirror flag");
+            }
+            false
+        });
+    }
+
     fn clear_written(&mut self) {
         self.marks.clear();
     }
 
     fn flush_marks(&mut self, conn: &Connection) {
-        if self.marks.is_empty() {
+        let failed = &self.failed;
+        if self.marks.is_empty() && self.flagged.iter().all(|s| failed.contains_key(s)) {
             return;
         }
         if conn.execute_batch("BEGIN IMMEDIATE").is_ok() {
             self.write_marks(conn);
+            self.clear_flags(conn);
             if conn.execute_batch("COMMIT").is_ok() {
                 self.marks.clear();
             } else {
@@ -470,6 +506,11 @@ impl MirrorState {
     }
 
     fn apply(&mut self, conn: &Connection, op: &MirrorOp) {
+        // Its commit set the flag (or found it set).
+        let (MirrorOp::Create { session_id, .. } | MirrorOp::Append { session_id, .. }) = op;
+        if !self.flagged.contains(session_id) {
+            self.flagged.insert(session_id.clone());
+        }
         let result = match op {
             MirrorOp::Create {
                 agent_id,

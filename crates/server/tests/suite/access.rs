@@ -415,8 +415,9 @@ async fn a_node_cannot_leave_its_session_through_its_agents_session_tools() {
         .request("chat.history", json!({"sessionKey": own}))
         .await
         .unwrap();
+    // Words, not the secret's digits: those once matched a millisecond timestamp.
     assert!(
-        !node_transcript.to_string().contains("7731"),
+        !node_transcript.to_string().contains("the launch code"),
         "{node_transcript}"
     );
     let victim_after = gw.call("chat.history", json!({"sessionKey": victim})).await;

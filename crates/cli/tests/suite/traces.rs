@@ -61,6 +61,23 @@ fn assert_one_tree(spans: &[&Span]) {
 }
 
 /// The span whose id is `span`'s parent.
+/// Whether walking up from `span` through the spans received so far reaches the span whose
+/// parent is `sender`. Spans are exported as they end, so a run's span can arrive before the
+/// request span that encloses it.
+fn reaches(spans: &[&Span], span: &Span, sender: &str) -> bool {
+    let mut up = span;
+    for _ in 0..spans.len() {
+        if up.parent_span_id == sender {
+            return true;
+        }
+        match spans.iter().find(|s| s.span_id == up.parent_span_id) {
+            Some(next) => up = next,
+            None => return false,
+        }
+    }
+    false
+}
+
 fn parent<'a>(spans: &[&'a Span], span: &Span) -> &'a Span {
     spans
         .iter()
@@ -359,9 +376,14 @@ async fn an_incoming_traceparent_is_honoured_on_rpc_hooks_a2a_and_webhooks() {
             .unwrap();
         assert!(answer.status().is_success(), "{path}: {}", answer.status());
         let spans = receiver
-            .wait_for(&format!("the run {path} started"), |spans| {
-                runs(&of_trace(spans, &trace)).len() == 1
-            })
+            .wait_for(
+                &format!("the run {path} started, under its request"),
+                |spans| {
+                    let trace = of_trace(spans, &trace);
+                    let runs = runs(&trace);
+                    runs.len() == 1 && reaches(&trace, runs[0], parent_span)
+                },
+            )
             .await;
         let trace = of_trace(&spans, &trace);
         let request = trace

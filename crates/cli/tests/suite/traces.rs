@@ -592,7 +592,15 @@ async fn a_tool_called_through_mcp_and_the_run_it_starts_are_in_the_requests_tra
         .wait_for("the request, the tool and the spawned run", |spans| {
             let trace = of_trace(spans, trace);
             let named = |name: &str| trace.iter().any(|s| s.name == name);
-            named("POST /mcp") && named("execute_tool sessions_spawn") && !runs(&trace).is_empty()
+            let tool = trace
+                .iter()
+                .find(|s| s.name == "execute_tool sessions_spawn");
+            let runs = runs(&trace);
+            // Each span up to the request: spans are exported as they end, in any batch.
+            named("POST /mcp")
+                && tool.is_some_and(|tool| reaches(&trace, tool, sender))
+                && !runs.is_empty()
+                && runs.iter().all(|run| reaches(&trace, run, sender))
         })
         .await;
     let trace = of_trace(&spans, trace);

@@ -11,7 +11,9 @@ in interleaved rounds, a real gateway (model `builtin/echo`) is started on it an
                  times: CPU a pair minus CPU a turn alone (the page brought up to date)
   history        `chat.history {limit:50}` of the seeded session bench-000000: p50 and CPU a call
 
-The gateway's CPU is its utime + stime from /proc (10 ms ticks). Each line gives the load average.
+The gateway's CPU is its utime + stime from /proc (10 ms ticks). Each line gives the load average,
+the gateway's CPU while idle just before the calls (idleCpuMsPerS: a background sweep would show
+there) and the share of the machine's CPU time the host stole for other guests (stealPct).
 
   million.py --bin target/profiling/switchboard --store 10k=/tmp/s10k --store 1m=/tmp/s1m
              [--rounds 3] [--calls 1000] [--idle-s 15] [--settle-s 75]
@@ -70,8 +72,16 @@ def cpu_of(pid, work):
     return u1 - u0 + s1 - s0, result
 
 
+def cpu_ticks():
+    """The machine's (steal, total) CPU ticks from /proc/stat: time the host gave to others."""
+    with open("/proc/stat") as f:
+        ticks = [int(t) for t in f.readline().split()[1:]]
+    return ticks[7], sum(ticks)
+
+
 def measure(args, name, home, sessions):
     out = {"bench": "million", "store": name, "loadBefore": load()}
+    steal0, total0 = cpu_ticks()
     pid, ready_ms, url = start(args, home)
     try:
         out["readyMs"] = ready_ms
@@ -79,7 +89,11 @@ def measure(args, name, home, sessions):
         out["idleRssMiB"] = round(rss_kb(pid) / 1024, 1)
         # The writer checks every transcript's mirror file after a start, 1,000 every 50 ms when
         # idle (a minute at a million): the calls are measured after it.
-        time.sleep(args.settle_s)
+        time.sleep(max(0.0, args.settle_s - 5))
+        # What the gateway spends while nothing calls it, just before the calls: the sweep's
+        # share, were it still running (it would land in every figure below).
+        idle_cpu, _ = cpu_of(pid, lambda: time.sleep(5))
+        out["idleCpuMsPerS"] = round(idle_cpu / 5000, 1)
         page = {"limit": 200}
         first = calls(args, url, "sessions.list", page, 1)
         out["listFirstMs"] = first["latencyMs"]["p50"]
@@ -113,6 +127,8 @@ def measure(args, name, home, sessions):
     finally:
         stop(pid)
     out["loadAfter"] = load()
+    steal1, total1 = cpu_ticks()
+    out["stealPct"] = round(100 * (steal1 - steal0) / max(1, total1 - total0), 1)
     return out
 
 
@@ -127,6 +143,9 @@ def main():
     ap.add_argument("--settle-s", type=float, default=0, help="seconds after the RSS reading before the calls")
     args = ap.parse_args()
     sizes = {"k": 1_000, "m": 1_000_000}
+    # A fresh seed leaves gigabytes to write back; the kernel's writeback would run under the
+    # first rounds' calls.
+    os.sync()
     for r in range(1, args.rounds + 1):
         for pair in args.store:
             name, home = pair.split("=", 1)

@@ -100,7 +100,7 @@ async fn a_version_12_database_flags_the_mirrors_behind_and_the_start_repairs_th
     conn.execute_batch(
         "DROP INDEX transcripts_behind; ALTER TABLE transcripts DROP COLUMN mirror_behind;
          CREATE INDEX transcripts_unmirrored ON transcripts (session_id) WHERE mirrored_seq < last_seq;
-         PRAGMA user_version = 12;",
+         DROP TABLE mirror_checked; PRAGMA user_version = 12;",
     )
     .unwrap();
     conn.execute(
@@ -121,7 +121,7 @@ async fn a_version_12_database_flags_the_mirrors_behind_and_the_start_repairs_th
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
     let old_index = "SELECT count(*) FROM sqlite_master WHERE name = 'transcripts_unmirrored'";
     assert_eq!(count(&conn, old_index), 0);
     let marks: Vec<(String, i64, i64, i64)> = conn

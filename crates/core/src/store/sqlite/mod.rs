@@ -3,6 +3,7 @@
 //! Reads run on a small pool of read-only connections: a one-row read on the task's own thread,
 //! a read of many rows on tokio's blocking threads.
 
+mod checked;
 mod cron;
 mod exchanges;
 mod outbox;
@@ -27,6 +28,8 @@ use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
 use writer::{Job, JobDone, MirrorOp, Queued, Writer};
 
+#[cfg(test)]
+mod checked_tests;
 #[cfg(test)]
 mod flag_tests;
 #[cfg(test)]
@@ -106,7 +109,8 @@ impl SqliteStore {
                 "rebuilt transcript mirrors that a crash left missing, short or gapped"
             );
         }
-        let writer = Arc::new(Writer::new(conn, home.to_path_buf()));
+        let checked = checked::Checked::start(&conn, home);
+        let writer = Arc::new(Writer::new(conn, home.to_path_buf(), checked));
         // One wake-up waiting is enough: the thread takes every job queued when it wakes.
         let (wake, woken) = std::sync::mpsc::sync_channel(1);
         let (thread_writer, readers) = (writer.clone(), writer::Readers::default());

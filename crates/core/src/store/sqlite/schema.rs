@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::store::StoreError;
 
 /// Bumped whenever the schema changes; `migrate` brings older files forward.
-const SCHEMA_VERSION: i64 = 13;
+const SCHEMA_VERSION: i64 = 14;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -85,6 +85,13 @@ CREATE TABLE IF NOT EXISTS transcripts (
 -- stays set under steady writes, and an update that leaves it alone leaves the index alone.
 DROP INDEX IF EXISTS transcripts_unmirrored;
 CREATE INDEX IF NOT EXISTS transcripts_behind ON transcripts (session_id) WHERE mirror_behind = 1;
+
+-- The agents' mirror directories as the last clean stop left them, when it could vouch that
+-- every transcript's file existed (schema 14): a start that finds them so skips its sweep.
+CREATE TABLE IF NOT EXISTS mirror_checked (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    dirs TEXT NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL,

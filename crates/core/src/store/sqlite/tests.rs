@@ -300,8 +300,14 @@ async fn a_start_reads_only_the_mirrors_behind_their_database() {
 /// Waits until the mirror at `path` holds its header and `messages` lines (written in the
 /// background: the writer's sweep or its retry); `what` names what never happened.
 async fn until_complete(path: &std::path::Path, messages: i64, what: &str) {
+    until(what, || mirror::is_complete(path, messages)).await;
+}
+
+/// Waits up to 30 s until `done` (what the writer thread does in the background); `what` names
+/// what never happened.
+pub(super) async fn until(what: &str, mut done: impl FnMut() -> bool) {
     tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while !mirror::is_complete(path, messages) {
+        while !done() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     })
@@ -591,7 +597,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
              ALTER TABLE exchanges DROP COLUMN trace; DROP TRIGGER sessions_counted; \
              DROP INDEX transcripts_behind; ALTER TABLE transcripts DROP COLUMN mirror_behind; \
              DROP TRIGGER sessions_uncounted; DROP TRIGGER sessions_recounted; \
-             DROP TABLE session_counts; PRAGMA user_version = 1;",
+             DROP TABLE session_counts; DROP TABLE mirror_checked; PRAGMA user_version = 1;",
         )
         .unwrap();
 
@@ -616,7 +622,7 @@ async fn a_version_1_database_is_migrated_and_its_queued_runs_are_found() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
     let tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('channel_cursors', 'channel_pairings')",
@@ -696,7 +702,8 @@ fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits()
     // A writer without its thread: nothing else takes the desk or commits meanwhile.
     let dir = tempfile::tempdir().unwrap();
     let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
-    let writer = writer::Writer::new(conn, dir.path().to_path_buf());
+    let checked = super::checked::Checked::unwatched(dir.path());
+    let writer = writer::Writer::new(conn, dir.path().to_path_buf(), checked);
     let one = |c: &Connection| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).unwrap();
     assert_eq!(
         writer.read_at_desk(one).ok(),

@@ -23,7 +23,9 @@
 //! other file still exists (one deleted by hand while the gateway was stopped) is checked here,
 //! after the start, [`SWEEP_STEP`] transcripts at a time between the writer's other work: one
 //! `stat` each, a missing file rewritten from the database. On the writer thread no mirror write
-//! can race the check, and memory stays one step's rows whatever the number of sessions.
+//! can race the check, and memory stays one step's rows whatever the number of sessions. A start
+//! that finds the mirror directories as the last clean stop recorded them skips the sweep
+//! (`checked.rs` says when a stop may record them).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
@@ -36,6 +38,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
+use super::checked::Checked;
 use super::queries;
 use super::touched::Version;
 use crate::store::StoreError;
@@ -135,7 +138,9 @@ struct Desk {
 }
 
 impl Writer {
-    pub(super) fn new(conn: Connection, home: PathBuf) -> Self {
+    /// The writer of `conn`; its sweep is skipped when the start found the mirror directories
+    /// as the last clean stop recorded them (`checked.rs`).
+    pub(super) fn new(conn: Connection, home: PathBuf, checked: Checked) -> Self {
         let mirror = MirrorState {
             home,
             in_file: HashMap::new(),
@@ -144,8 +149,9 @@ impl Writer {
             flagged: HashSet::new(),
             failed: HashMap::new(),
             retry_at: Instant::now(),
-            sweep: Some(0),
+            sweep: (!checked.skips_sweep()).then_some(0),
             sweep_at: Instant::now() + SWEEP_DELAY,
+            checked,
         };
         let queue = Queue {
             jobs: VecDeque::new(),
@@ -271,6 +277,12 @@ impl Writer {
         queue.jobs.drain(..n).collect()
     }
 
+    /// Whether the mirror sweep is still to finish (tests watch it).
+    #[cfg(test)]
+    pub(super) fn sweeping(&self) -> bool {
+        self.lock_desk().mirror.sweep.is_some()
+    }
+
     fn lock_desk(&self) -> MutexGuard<'_, Desk> {
         self.desk
             .lock()
@@ -316,6 +328,8 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
             mirror.retry_at = Instant::now();
             mirror.retry_failed(conn);
             mirror.flush_marks(conn);
+            let all_checked = mirror.sweep.is_none() && mirror.failed.is_empty();
+            mirror.checked.record(conn, all_checked);
             return;
         }
         mirror.retry_failed(conn);
@@ -449,6 +463,8 @@ struct MirrorState {
     sweep: Option<i64>,
     /// No sweep step before this moment.
     sweep_at: Instant,
+    /// What lets a clean stop vouch for every file, so the next start skips its sweep.
+    checked: Checked,
 }
 
 impl MirrorState {

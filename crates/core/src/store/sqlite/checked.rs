@@ -180,7 +180,8 @@ impl Checked {
         }
         let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
         if let Some(wait) = (dirs.newest + SETTLE).checked_sub(now) {
-            // A time ahead of the clock (the clock was set back): nothing to wait for.
+            // A time ahead of the clock (it was set back): a change after this look could get
+            // the time recorded, so this stop does not vouch.
             if wait > SETTLE {
                 return None;
             }

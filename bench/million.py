@@ -90,8 +90,8 @@ def measure(args, name, home, sessions):
         start_cpu, _ = cpu_of(pid, lambda: time.sleep(args.idle_s))
         out["startCpuMsPerS"] = round(start_cpu / 1000 / args.idle_s, 1)
         out["idleRssMiB"] = round(rss_kb(pid) / 1024, 1)
-        # The writer checks every transcript's mirror file after a start, 1,000 every 50 ms when
-        # idle (a minute at a million): the calls are measured after it.
+        # Unless the last clean stop vouched for every mirror file, the writer checks each after
+        # a start, 1,000 every 50 ms when idle (a minute at a million): the calls come after it.
         time.sleep(max(0.0, args.settle_s - 5))
         # What the gateway spends while nothing calls it, just before the calls: the sweep's
         # share, were it still running (it would land in every figure below).

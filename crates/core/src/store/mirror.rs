@@ -13,7 +13,18 @@ use serde_json::{Value, json};
 
 use super::private;
 
-/// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl`.
+/// `<home>/agents`: one folder per agent, holding its `sessions` folder.
+pub(crate) fn agents_dir(home: &Path) -> PathBuf {
+    home.join("agents")
+}
+
+/// `<home>/agents/<agentId>/sessions`: the folder of an agent's transcripts (and its index).
+pub(crate) fn sessions_dir(home: &Path, agent_id: &str) -> PathBuf {
+    agents_dir(home).join(agent_id).join("sessions")
+}
+
+/// `<home>/agents/<agentId>/sessions/<sessionId>.jsonl` (in [`sessions_dir`]; built in one
+/// allocation, as every turn asks for it).
 pub fn transcript_path(home: &Path, agent_id: &str, session_id: &str) -> PathBuf {
     let size = home.as_os_str().len() + agent_id.len() + session_id.len() + 24;
     let mut path = PathBuf::with_capacity(size);

@@ -415,9 +415,10 @@ async fn a_node_cannot_leave_its_session_through_its_agents_session_tools() {
         .request("chat.history", json!({"sessionKey": own}))
         .await
         .unwrap();
-    // Words, not the secret's digits: those once matched a millisecond timestamp.
+    // The secret's words, not its digits: those once matched a millisecond timestamp.
+    let words = SECRET.rsplit(": ").next().unwrap();
     assert!(
-        !node_transcript.to_string().contains("the launch code"),
+        !node_transcript.to_string().contains(words),
         "{node_transcript}"
     );
     let victim_after = gw.call("chat.history", json!({"sessionKey": victim})).await;

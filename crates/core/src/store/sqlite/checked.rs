@@ -30,14 +30,15 @@ use rusqlite::{Connection, OptionalExtension};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
+use crate::store::mirror;
+
 /// How far past the recorded times the clock must be before the stop's last look at the events:
 /// well above the kernel's coarse clock tick, which stamps directory times.
 const SETTLE: Duration = Duration::from_millis(50);
 
 /// The agents' `sessions` directories as they are now: their names (sorted), and a line of
 /// text that changes whenever any of them gains or loses an entry, or is replaced.
-#[derive(Debug, PartialEq)]
-pub(super) struct Dirs {
+struct Dirs {
     agents: Vec<String>,
     text: String,
     /// The newest time in `text`.
@@ -48,8 +49,8 @@ pub(super) struct Dirs {
 }
 
 impl Dirs {
-    pub(super) fn read(home: &Path) -> Dirs {
-        let mut agents: Vec<String> = fs::read_dir(home.join("agents"))
+    fn read(home: &Path) -> Dirs {
+        let mut agents: Vec<String> = fs::read_dir(mirror::agents_dir(home))
             .into_iter()
             .flatten()
             .flatten()
@@ -63,7 +64,7 @@ impl Dirs {
             coarse: true,
         };
         for agent in agents {
-            let Ok(meta) = fs::metadata(sessions_dir(home, &agent)) else {
+            let Ok(meta) = fs::metadata(mirror::sessions_dir(home, &agent)) else {
                 continue;
             };
             let stamp = |secs: i64, nanos: i64| {
@@ -86,10 +87,6 @@ impl Dirs {
         }
         dirs
     }
-}
-
-fn sessions_dir(home: &Path, agent: &str) -> PathBuf {
-    home.join("agents").join(agent).join("sessions")
 }
 
 /// The start's verdict and the watch that lets the stop vouch again.
@@ -237,7 +234,7 @@ fn watch(home: &Path, agents: &[String]) -> rustix::io::Result<OwnedFd> {
         | WatchFlags::MOVE_SELF
         | WatchFlags::ONLYDIR;
     for agent in agents {
-        inotify::add_watch(&fd, sessions_dir(home, agent), flags)?;
+        inotify::add_watch(&fd, mirror::sessions_dir(home, agent), flags)?;
     }
     Ok(fd)
 }

@@ -1,12 +1,9 @@
 //! The mirror flag (`transcripts.mirror_behind`, schema 13): set in the commit that puts a
 //! mirror behind its database, cleared once the mark caught up, and what a start repairs.
-
-use std::time::Duration;
-
 use pretty_assertions::assert_eq;
 use rusqlite::Connection;
 
-use super::tests::{k, seed, user};
+use super::tests::{k, seed, until, user};
 use super::{DATABASE_FILE, SqliteStore};
 use crate::store::{SessionStore, mirror};
 
@@ -20,17 +17,13 @@ fn count(conn: &Connection, sql: &str) -> i64 {
 
 /// Waits until no transcript is flagged (the writer's pause in the writes came).
 async fn until_unflagged(conn: &Connection) {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while count(
+    until("the flags were never cleared", || {
+        count(
             conn,
             "SELECT count(*) FROM transcripts WHERE mirror_behind = 1",
-        ) > 0
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        ) == 0
     })
-    .await
-    .expect("the flags were never cleared");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,12 @@
 #           {limit:200}; a store with a 1k- and a 100k-message session: chat.history {limit:50}
 #           (both with `switchboard bench`, beside a floor whose answers have the same sizes)
 #   stores  (not in the default) only build the reference's stores that the sizes phase uses
+#   million (not in the default; switchboard only) stores of MILLION_SIZES sessions side by side
+#           with bench/million.py: ready (median of 5 starts), idle RSS, sessions.list
+#           {limit:200}, chat.history {limit:50}, in ROUNDS rounds of alternating batches, the
+#           gateway not measured held still; each round's last line has the ratios (issue 59
+#           point 6). The stores are seeded once and kept under $BENCH_HOME/stores (a million
+#           takes about 8 minutes and 5.7 GB); the rounds' turns add a few messages to them
 # The reference's big stores are written with the kit's gen_sessions.py and imported with its
 # `doctor --session-sqlite import` once, then kept under $BENCH_HOME/stores (the 100k import
 # takes about 20 minutes the first time). Ours are seeded with `switchboard dev seed` each run.
@@ -40,6 +46,7 @@
 #   REF_SIZES         the sizes the reference is run at (default "1000 10000 100000"; its import
 #                     of a million sessions would take hours)
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
+#   MILLION_SIZES     the million phase's store sizes, the smaller first (default "10000 1000000")
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 #   MOCK_KEEP_ALIVE   1 (default): the model server keeps its connections, as a provider does;
 #                     0: it closes each streamed reply's, as the kit's mock does (runs before
@@ -58,6 +65,7 @@ SPAWN_TIMEOUT_S=${SPAWN_TIMEOUT_S:-300}
 SIZES=${SIZES:-1000 10000 100000}
 REF_SIZES=${REF_SIZES:-1000 10000 100000}
 IDLE_S=${IDLE_S:-15}
+MILLION_SIZES=${MILLION_SIZES:-10000 1000000}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18998}
 MOCK_KEEP_ALIVE=${MOCK_KEEP_ALIVE:-1}
@@ -361,6 +369,24 @@ if phase sizes; then
     fi
 fi
 
+if phase million && gateway switchboard; then
+    echo "== stores of $MILLION_SIZES sessions side by side: switchboard (bench/million.py)"
+    stores=()
+    for n in $MILLION_SIZES; do
+        dir="$BENCH_HOME/stores/switchboard-s$n"
+        if [[ ! -f "$dir/seeded" ]]; then
+            rm -rf "$dir"
+            "$BIN" --state-dir "$dir" dev seed --sessions "$n" --messages-per-session 4 >/dev/null
+            touch "$dir/seeded"
+        fi
+        if ((n % 1000000 == 0)); then name="$((n / 1000000))m"; else name="$((n / 1000))k"; fi
+        stores+=(--store "$name=$dir")
+    done
+    python3 "$ROOT/bench/million.py" --bin "$BIN" --kit "$KIT" "${stores[@]}" --rounds "$ROUNDS" \
+        --idle-s "$IDLE_S" | tee "$RUN/million.jsonl"
+fi
+
+[[ -s "$RESULTS" ]] || { echo "results: $RUN"; exit 0; } # the million phase alone
 echo
 python3 "$ROOT/bench/compare_table.py" "$RESULTS"
 echo "results: $RESULTS"

@@ -1,28 +1,37 @@
 #!/usr/bin/env python3
-"""Stores of different sizes side by side (issue 59 point 6: a million sessions against 10k): for
-each store (seeded beforehand with `switchboard dev seed --sessions N --messages-per-session 4`),
-in interleaved rounds, a real gateway (model `builtin/echo`) is started on it and measured:
+"""Stores of different sizes side by side (issue 59 point 6: a million sessions against 10k),
+measured the way `compare.sh` measures two gateways: in interleaved rounds, with the gateway not
+being measured held still (SIGSTOP), so that a slow moment of the host lands on both sizes alike.
+Each store is seeded beforehand with `switchboard dev seed --sessions N --messages-per-session 4`;
+the model is `builtin/echo`. Each store is first started once and left until its gateway is
+idle (a store fresh from its seed has no clean stop's record, so that start checks every mirror
+file), then stopped cleanly. In each round:
 
-  readyMs        spawn → hello-ok + `health` (bench/launch.py)
-  idleRssMiB     RSS --idle-s seconds after ready; the calls start --settle-s seconds later
+  readyMs        spawn → hello-ok + `health` (bench/launch.py), --starts starts of each store
+                 in alternating order, each stopped cleanly; the round gives their median
+  idleRssMiB     both gateways up; RSS --idle-s seconds after ready (startCpuMsPerS: the CPU in
+                 those seconds, the start's background work)
   list           `sessions.list {limit:200}`: the first answer's time, then p50 and gateway CPU a
-                 call over --calls calls (the kit's client; the page kept after the first)
-  listAfterWrite a turn (`chat.send` + `agent.wait`) in a seeded session, then the page, --calls
-                 times: CPU a pair minus CPU a turn alone (the page brought up to date)
+                 call (the page kept after the first)
   history        `chat.history {limit:50}` of the seeded session bench-000000: p50 and CPU a call
+  listAfterWrite a turn (`chat.send` + `agent.wait`) in a random seeded session, with and without
+                 the page after it: CPU a pair minus CPU a turn alone (the page brought up to date)
 
-The gateway's CPU is its utime + stime from /proc (10 ms ticks). Each line gives the load average,
-the gateway's CPU in the --idle-s seconds after ready (startCpuMsPerS: the start's background
-work) and while idle just before the calls (idleCpuMsPerS: a sweep still running would show
-there), and the share of the machine's CPU time the host stole for other guests (stealPct).
+The calls run in --batches short batches of --calls calls a store, the stores alternating (the
+first store first in even batches, last in odd ones), each gateway resumed for its own batch only.
+The gateway's CPU is its utime + stime from /proc (10 ms ticks), summed over its batches. Each
+line gives the load average and the share of the machine's CPU the host stole for other guests
+(stealPct); the round's last line gives each figure's ratio between the last store and the first.
 
   million.py --bin target/profiling/switchboard --store 10k=/tmp/s10k --store 1m=/tmp/s1m
-             [--rounds 3] [--calls 1000] [--idle-s 15] [--settle-s 75]
+             [--rounds 3] [--starts 5] [--batches 10] [--calls 100] [--idle-s 15]
 """
 import argparse
 import json
 import os
 import random
+import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -49,7 +58,8 @@ def start(args, home):
 
 
 def stop(pid):
-    os.kill(pid, 15)
+    os.kill(pid, signal.SIGCONT)
+    os.kill(pid, signal.SIGTERM)
     while os.path.exists("/proc/%d" % pid):
         try:
             with open("/proc/%d/stat" % pid) as f:
@@ -60,17 +70,9 @@ def stop(pid):
         time.sleep(0.05)
 
 
-def calls(args, url, method, params, n):
-    client = os.path.join(args.kit, "client", "gw_client.py")
-    return json.loads(subprocess.check_output([sys.executable, client, "--url", url, "--token", TOKEN, "call",
-                                               method, json.dumps(params), "--repeat", str(n)]))
-
-
-def cpu_of(pid, work):
-    u0, s0 = cpu_us(pid)
-    result = work()
-    u1, s1 = cpu_us(pid)
-    return u1 - u0 + s1 - s0, result
+def cpu_total(pid):
+    user, system = cpu_us(pid)
+    return user + system
 
 
 def cpu_ticks():
@@ -80,59 +82,115 @@ def cpu_ticks():
     return ticks[7], sum(ticks)
 
 
-def measure(args, name, home, sessions):
-    out = {"bench": "million", "store": name, "loadBefore": load()}
-    steal0, total0 = cpu_ticks()
-    pid, ready_ms, url = start(args, home)
-    try:
-        out["readyMs"] = ready_ms
-        # The start's background work (the mirror sweep, unless the last clean stop vouched).
-        start_cpu, _ = cpu_of(pid, lambda: time.sleep(args.idle_s))
-        out["startCpuMsPerS"] = round(start_cpu / 1000 / args.idle_s, 1)
-        out["idleRssMiB"] = round(rss_kb(pid) / 1024, 1)
-        # Unless the last clean stop vouched for every mirror file, the writer checks each after
-        # a start, 1,000 every 50 ms when idle (a minute at a million): the calls come after it.
-        time.sleep(max(0.0, args.settle_s - 5))
-        # What the gateway spends while nothing calls it, just before the calls: the sweep's
-        # share, were it still running (it would land in every figure below).
-        idle_cpu, _ = cpu_of(pid, lambda: time.sleep(5))
-        out["idleCpuMsPerS"] = round(idle_cpu / 5000, 1)
-        page = {"limit": 200}
-        first = calls(args, url, "sessions.list", page, 1)
-        out["listFirstMs"] = first["latencyMs"]["p50"]
-        cpu, res = cpu_of(pid, lambda: calls(args, url, "sessions.list", page, args.calls))
-        out["list"] = {"p50Ms": res["latencyMs"]["p50"], "cpuUs": round(cpu / args.calls, 1)}
-        hist = {"sessionKey": "agent:main:bench-000000", "limit": 50}
-        cpu, res = cpu_of(pid, lambda: calls(args, url, "chat.history", hist, args.calls))
-        out["history"] = {"p50Ms": res["latencyMs"]["p50"], "cpuUs": round(cpu / args.calls, 1)}
-        sys.path.insert(0, os.path.join(args.kit, "client"))
+class Store:
+    """One store's gateway and what its batches measured in a round."""
+
+    def __init__(self, args, name, home):
+        sizes = {"k": 1_000, "m": 1_000_000}
+        self.name, self.home = name, home
+        self.sessions = int(name[:-1]) * sizes[name[-1]]
+        self.rng = random.Random(11)
+        self.ready = []
+        self.lat = {"list": [], "history": []}
+        self.cpu = {"list": 0, "history": 0, "alone": 0, "pair": 0}
+
+    def up(self, args):
+        self.pid, ready_ms, self.url = start(args, self.home)
+        return ready_ms
+
+    def connect(self):
         from gw_client import Gw
-        gw = Gw(url, TOKEN, timeout=120)
-        rng = random.Random(11)
+        self.gw = Gw(self.url, TOKEN, timeout=120)
 
-        def turn():
-            key = "agent:main:bench-%06d" % rng.randrange(sessions)
-            sent = gw.call("chat.send", {"sessionKey": key, "message": "hi"})
-            gw.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60000})
+    def timed(self, method, params):
+        t0 = time.perf_counter()
+        self.gw.call(method, params)
+        return (time.perf_counter() - t0) * 1000
 
-        def turns(with_list):
-            for _ in range(args.calls):
-                turn()
-                if with_list:
-                    gw.call("sessions.list", page)
+    def turn(self):
+        key = "agent:main:bench-%06d" % self.rng.randrange(self.sessions)
+        sent = self.gw.call("chat.send", {"sessionKey": key, "message": "hi"})
+        self.gw.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60000})
 
-        turns(True)  # warm up
-        alone, _ = cpu_of(pid, lambda: turns(False))
-        pair, _ = cpu_of(pid, lambda: turns(True))
-        out["listAfterWrite"] = {"cpuUs": round((pair - alone) / args.calls, 1),
-                                 "turnCpuUs": round(alone / args.calls, 1)}
-        gw.close()
+    def batch(self, n):
+        """n calls of each kind, the gateway resumed for them only."""
+        page, hist = {"limit": 200}, {"sessionKey": "agent:main:bench-000000", "limit": 50}
+        os.kill(self.pid, signal.SIGCONT)
+        try:
+            for kind, method, params in (("list", "sessions.list", page), ("history", "chat.history", hist)):
+                c0 = cpu_total(self.pid)
+                self.lat[kind] += [self.timed(method, params) for _ in range(n)]
+                self.cpu[kind] += cpu_total(self.pid) - c0
+            for kind in ("alone", "pair"):
+                c0 = cpu_total(self.pid)
+                for _ in range(n):
+                    self.turn()
+                    if kind == "pair":
+                        self.gw.call("sessions.list", page)
+                self.cpu[kind] += cpu_total(self.pid) - c0
+        finally:
+            os.kill(self.pid, signal.SIGSTOP)
+
+    def figures(self, calls):
+        p50 = lambda xs: round(statistics.median(xs), 3)
+        return {"readyMs": round(statistics.median(self.ready), 1), "readyAllMs": self.ready,
+                "idleRssMiB": self.rss, "startCpuMsPerS": self.start_cpu, "listFirstMs": self.list_first,
+                "list": {"p50Ms": p50(self.lat["list"]), "cpuUs": round(self.cpu["list"] / calls, 1)},
+                "history": {"p50Ms": p50(self.lat["history"]), "cpuUs": round(self.cpu["history"] / calls, 1)},
+                "listAfterWrite": {"cpuUs": round((self.cpu["pair"] - self.cpu["alone"]) / calls, 1),
+                                   "turnCpuUs": round(self.cpu["alone"] / calls, 1)}}
+
+
+def prime(args, name, home):
+    """A first start that stays up until the gateway is idle, then stops cleanly: a store fresh
+    from its seed has no clean stop's record yet, so its first gateway checks every mirror file
+    in the background (a minute at a million), which the rounds must not measure."""
+    pid, ready_ms, _ = start(args, home)
+    t0, quiet = time.monotonic(), 0
+    while quiet < 3 and time.monotonic() - t0 < 600:
+        c0 = cpu_total(pid)
+        time.sleep(1)
+        quiet = quiet + 1 if cpu_total(pid) - c0 <= 10_000 else 0
+    stop(pid)
+    print(json.dumps({"bench": "million", "prime": name, "readyMs": ready_ms,
+                      "busyS": round(time.monotonic() - t0 - 3, 1)}), flush=True)
+
+
+def round_of(args, stores):
+    """One round: the starts, then both gateways up and measured in alternating batches."""
+    for s in range(args.starts):
+        for st in (stores if s % 2 == 0 else stores[::-1]):
+            st.ready.append(st.up(args))
+            stop(st.pid)
+    for st in stores:
+        st.up(args)
+        st.c0 = cpu_total(st.pid)
+    time.sleep(args.idle_s)
+    for st in stores:
+        st.start_cpu = round((cpu_total(st.pid) - st.c0) / 1000 / args.idle_s, 1)
+        st.rss = round(rss_kb(st.pid) / 1024, 1)
+        st.connect()
+        st.list_first = round(st.timed("sessions.list", {"limit": 200}), 2)
+        for _ in range(args.calls):  # the turns' warm-up: the model path and the kept page's update
+            st.turn()
+            st.gw.call("sessions.list", {"limit": 200})
+        os.kill(st.pid, signal.SIGSTOP)
+    try:
+        for b in range(args.batches):
+            for st in (stores if b % 2 == 0 else stores[::-1]):
+                st.batch(args.calls)
     finally:
-        stop(pid)
-    out["loadAfter"] = load()
-    steal1, total1 = cpu_ticks()
-    out["stealPct"] = round(100 * (steal1 - steal0) / max(1, total1 - total0), 1)
-    return out
+        for st in stores:
+            st.gw.close()
+            stop(st.pid)
+    return [st.figures(args.calls * args.batches) for st in stores]
+
+
+def ratios(first, last):
+    pick = {"readyMs": lambda f: f["readyMs"], "idleRssMiB": lambda f: f["idleRssMiB"],
+            "listP50": lambda f: f["list"]["p50Ms"], "listCpu": lambda f: f["list"]["cpuUs"],
+            "historyP50": lambda f: f["history"]["p50Ms"], "historyCpu": lambda f: f["history"]["cpuUs"]}
+    return {k: round(get(last) / get(first), 2) if get(first) else None for k, get in pick.items()}
 
 
 def main():
@@ -141,21 +199,28 @@ def main():
     ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
     ap.add_argument("--store", action="append", required=True, help="NAME=STATE-DIR (NAME ends in its size: 10k, 1m)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--starts", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--calls", type=int, default=100, help="calls of each kind in a batch")
     ap.add_argument("--idle-s", type=float, default=15)
-    ap.add_argument("--settle-s", type=float, default=0, help="seconds after the RSS reading before the calls")
     args = ap.parse_args()
-    sizes = {"k": 1_000, "m": 1_000_000}
+    sys.path.insert(0, os.path.join(args.kit, "client"))
     # A fresh seed leaves gigabytes to write back; the kernel's writeback would run under the
     # first rounds' calls.
     os.sync()
+    for pair in args.store:
+        prime(args, *pair.split("=", 1))
     for r in range(1, args.rounds + 1):
-        for pair in args.store:
-            name, home = pair.split("=", 1)
-            sessions = int(name[:-1]) * sizes[name[-1]]
-            result = measure(args, name, home, sessions)
-            result["round"] = r
-            print(json.dumps(result), flush=True)
+        stores = [Store(args, *pair.split("=", 1)) for pair in args.store]
+        load0, (steal0, total0) = load(), cpu_ticks()
+        figures = round_of(args, stores)
+        steal1, total1 = cpu_ticks()
+        steal = round(100 * (steal1 - steal0) / max(1, total1 - total0), 1)
+        for st, f in zip(stores, figures):
+            print(json.dumps({"bench": "million", "round": r, "store": st.name, **f}), flush=True)
+        print(json.dumps({"bench": "million", "round": r, "ratio": "%s/%s" % (stores[-1].name, stores[0].name),
+                          **ratios(figures[0], figures[-1]), "loadBefore": load0, "loadAfter": load(),
+                          "stealPct": steal}), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ use crate::store::{
 };
 use crate::store::{DatedMessage, StoreHealth, mirror};
 
+/// At most this many rows named by `rowid` are read as a point read: a turn names one, a send
+/// two or three. More go to a pooled reader, as a page does.
+const POINT_ROWS: usize = 16;
+
 impl SessionReads for SqliteStore {
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
         Some(mirror::transcript_path(
@@ -52,6 +56,11 @@ impl SessionReads for SqliteStore {
         sink: Box<dyn EntrySink>,
     ) -> StoreFuture<'_, (Box<dyn EntrySink>, Option<Cursor>)> {
         let home = self.inner.home.clone();
+        // The few rows a kept page is brought up to date with, each by its `rowid`: a point
+        // read, where the writer's cache holds the rows it just wrote.
+        if (1..=POINT_ROWS).contains(&query.rows.len()) {
+            return self.point_read(move |c| queries::list_into(c, &query, &home, sink));
+        }
         self.read(move |c| queries::list_into(c, &query, &home, sink))
     }
 

@@ -10,11 +10,12 @@ session, model `builtin/echo`), driven over one WebSocket by the bench kit's cli
   turn+whole  the turn, then a page read whole: `activeMinutes` far in the past, a query no
               page is kept for, every row still listed (it also counts the rows it lists)
 
-A list after a write costs (turn+list − turn) / n; read whole, (turn+whole − turn) / n. Two
+A list after a write costs (turn+list − turn) / n; read whole, (turn+whole − turn) / n. Three
 measures: the gateway's user + system CPU of each block from /proc (a 10 ms tick; the machine's
-load average before and after), and, with --callgrind N, its instructions over blocks of N
-operations under callgrind (`callgrind_control --dump` after each block), which do not depend
-on the machine or its load. One JSON line per round and measure.
+load average before and after); its threads' context switches (voluntary + not) in the same
+blocks; and, with --callgrind N, its instructions over blocks of N operations under callgrind
+(`callgrind_control --dump` after each block). The last two do not depend on the machine or its
+load. One JSON line per round and measure.
 
   list_after_write.py --bin target/profiling/switchboard [--sessions 10000] [--rounds 3] [--n 1000]
                       [--callgrind 100]
@@ -30,19 +31,20 @@ import tempfile
 import time
 
 from local_gateway import LocalGateway
-from turn_kernel import cpu_us, load
+from turn_kernel import cpu_us, load, switches
 
 PAGE = {"limit": 200}
 WHOLE = {"limit": 200, "activeMinutes": 100_000_000}
 
 
 def block(gw, pid, n, step):
-    """The gateway's CPU (µs) over n steps."""
+    """The gateway's CPU (µs) and its threads' context switches over n steps."""
     u0, s0 = cpu_us(pid)
+    w0 = sum(switches(pid))
     for i in range(n):
         step(i)
     u1, s1 = cpu_us(pid)
-    return u1 - u0 + s1 - s0
+    return u1 - u0 + s1 - s0, sum(switches(pid)) - w0
 
 
 def instructions(out_dir, pid, n, step):
@@ -108,8 +110,12 @@ def main():
         time.sleep(5)  # the start's background mirror check
         for r in range(1, args.rounds + 1):
             out = dict(base, measure="cpuUs", round=r, n=args.n, loadBefore=load())
-            out.update(derived({name: block(local.gw, pid, args.n, step) / args.n for name, step in steps.items()}))
+            blocks = {name: block(local.gw, pid, args.n, step) for name, step in steps.items()}
+            out.update(derived({name: cpu / args.n for name, (cpu, _) in blocks.items()}))
             out["loadAfter"] = load()
+            print(json.dumps(out), flush=True)
+            out = dict(base, measure="contextSwitches", round=r, n=args.n)
+            out.update(derived({name: sw / args.n for name, (_, sw) in blocks.items()}))
             print(json.dumps(out), flush=True)
     if not args.callgrind:
         return

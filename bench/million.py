@@ -85,7 +85,7 @@ def cpu_ticks():
 class Store:
     """One store's gateway and what its batches measured in a round."""
 
-    def __init__(self, args, name, home):
+    def __init__(self, name, home):
         sizes = {"k": 1_000, "m": 1_000_000}
         self.name, self.home = name, home
         self.sessions = int(name[:-1]) * sizes[name[-1]]
@@ -211,7 +211,7 @@ def main():
     for pair in args.store:
         prime(args, *pair.split("=", 1))
     for r in range(1, args.rounds + 1):
-        stores = [Store(args, *pair.split("=", 1)) for pair in args.store]
+        stores = [Store(*pair.split("=", 1)) for pair in args.store]
         load0, (steal0, total0) = load(), cpu_ticks()
         figures = round_of(args, stores)
         steal1, total1 = cpu_ticks()

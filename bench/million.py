@@ -164,10 +164,10 @@ def round_of(args, stores):
             stop(st.pid)
     for st in stores:
         st.up(args)
-        st.c0 = cpu_total(st.pid)
+    cpu0 = [cpu_total(st.pid) for st in stores]
     time.sleep(args.idle_s)
-    for st in stores:
-        st.start_cpu = round((cpu_total(st.pid) - st.c0) / 1000 / args.idle_s, 1)
+    for st, c0 in zip(stores, cpu0):
+        st.start_cpu = round((cpu_total(st.pid) - c0) / 1000 / args.idle_s, 1)
         st.rss = round(rss_kb(st.pid) / 1024, 1)
         st.connect()
         st.list_first = round(st.timed("sessions.list", {"limit": 200}), 2)

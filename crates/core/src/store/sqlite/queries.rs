@@ -25,9 +25,51 @@ use crate::store::{
 #[cfg(test)]
 pub(crate) const HISTORY_SQL: &str = transcript::HISTORY;
 
+/// A session's entry by key: read twice a turn, so its text is written once, not at each read.
+static ENTRY_BY_KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = ?1")
+});
+
 pub(super) fn get_entry(conn: &Connection, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.key = ?1");
-    first(conn, &sql, [key], |r| rows::entry(r))
+    first(conn, &ENTRY_BY_KEY, [key], |r| rows::entry(r))
+}
+
+/// What an append reads before it writes: the session's entry, its transcript's `created_at`
+/// (the mirror file's header) and whether the transcript is flagged as mirrored behind.
+struct AppendRead {
+    entry: SessionEntry,
+    created_at: i64,
+    behind: bool,
+}
+
+/// [`ENTRY_BY_KEY`] with the two transcript columns an append needs: in the read it makes
+/// anyway, not in two statements of their own (a `RETURNING` on the transcript's update cost
+/// more: SQLite gathers its rows in a temporary table).
+static APPEND_ENTRY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {ENTRY_COLUMNS}, t.created_at, t.mirror_behind FROM {ENTRY_FROM} WHERE s.key = ?1"
+    )
+});
+
+/// How many columns [`ENTRY_COLUMNS`] names: where [`APPEND_ENTRY`]'s own two begin.
+const ENTRY_WIDTH: usize = {
+    let text = ENTRY_COLUMNS.as_bytes();
+    let (mut at, mut commas) = (0, 0);
+    while at < text.len() {
+        commas += (text[at] == b',') as usize;
+        at += 1;
+    }
+    commas + 1
+};
+
+fn append_entry(conn: &Connection, key: &str) -> Result<Option<AppendRead>, StoreError> {
+    first(conn, &APPEND_ENTRY, [key], |r| {
+        Ok(AppendRead {
+            entry: rows::entry(r)?,
+            created_at: r.get(ENTRY_WIDTH)?,
+            behind: r.get(ENTRY_WIDTH + 1)?,
+        })
+    })
 }
 
 pub(super) fn get_by_session_id(
@@ -62,8 +104,13 @@ fn check_label_free(
 const INSERT_TRANSCRIPT: &str = "INSERT INTO transcripts \
      (session_id, session_key, agent_id, created_at, mirror_behind) VALUES (?1, ?2, ?3, ?4, 1)";
 
-/// Flags a transcript whose mirror an append puts behind. Under steady writes the flag is
-/// already set: the statement then matches no row and writes nothing, not even the index.
+/// [`transcript::touch_session`] in SQLite's words, written once.
+static TOUCH_SESSION: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| transcript::touch_session(SQLITE));
+
+/// Flags a transcript whose mirror an append puts behind, run only when the append read the
+/// flag clear: under steady writes it is already set, and setting it again would write the
+/// index (and cost a statement).
 const FLAG_BEHIND: &str =
     "UPDATE transcripts SET mirror_behind = 1 WHERE session_id = ?1 AND mirror_behind = 0";
 
@@ -165,10 +212,14 @@ pub(super) fn append(
     now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<Appended, StoreError> {
-    let (entry, created) = match (get_entry(conn, key)?, create_with) {
-        (Some(e), _) => (e, false),
-        (None, Some(new)) => create(conn, new, now, mirror)?,
-        (None, None) => return Err(not_found(key)),
+    let (entry, created, created_at, behind) = match append_entry(conn, key)? {
+        Some(read) => (read.entry, false, read.created_at, read.behind),
+        None => {
+            let new = create_with.ok_or_else(|| not_found(key))?;
+            let (_, created) = create(conn, new, now, mirror)?;
+            let read = append_entry(conn, key)?.ok_or_else(rules::vanished)?;
+            (read.entry, created, read.created_at, read.behind)
+        }
     };
     let numbered = transcript::number(entry.last_seq, messages)?;
     {
@@ -179,13 +230,14 @@ pub(super) fn append(
     }
     conn.prepare_cached(transcript::MARK_TRANSCRIPT)?
         .execute(bind(&numbered.mark_params(&entry.session_id)))?;
-    conn.prepare_cached(FLAG_BEHIND)?
-        .execute([&entry.session_id])?;
+    if !behind {
+        conn.prepare_cached(FLAG_BEHIND)?
+            .execute([&entry.session_id])?;
+    }
     let appended = transcript::appended(entry, &numbered, now, created);
     let entry = &appended.entry;
-    conn.prepare_cached(&transcript::touch_session(SQLITE))?
+    conn.prepare_cached(&TOUCH_SESSION)?
         .execute(params![key, entry.updated_at])?;
-    let created_at = transcript_created_at(conn, &entry.session_id)?;
     mirror.push(MirrorOp::Append {
         agent_id: entry.agent_id.clone(),
         session_id: entry.session_id.clone(),
@@ -193,12 +245,6 @@ pub(super) fn append(
         messages: numbered.lines(),
     });
     Ok(appended)
-}
-
-fn transcript_created_at(conn: &Connection, session_id: &str) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT created_at FROM transcripts WHERE session_id = ?1")?
-        .query_row([session_id], |r| r.get(0))?)
 }
 
 pub(super) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreError> {

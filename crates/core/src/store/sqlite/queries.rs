@@ -45,14 +45,14 @@ struct AppendRead {
 /// [`ENTRY_BY_KEY`] with the two transcript columns an append needs: in the read it makes
 /// anyway, not in two statements of their own (a `RETURNING` on the transcript's update cost
 /// more: SQLite gathers its rows in a temporary table).
-static APPEND_ENTRY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+pub(super) static APPEND_ENTRY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "SELECT {ENTRY_COLUMNS}, t.created_at, t.mirror_behind FROM {ENTRY_FROM} WHERE s.key = ?1"
     )
 });
 
 /// How many columns [`ENTRY_COLUMNS`] names: where [`APPEND_ENTRY`]'s own two begin.
-const ENTRY_WIDTH: usize = {
+pub(super) const ENTRY_WIDTH: usize = {
     let text = ENTRY_COLUMNS.as_bytes();
     let (mut at, mut commas) = (0, 0);
     while at < text.len() {

@@ -108,9 +108,9 @@ const INSERT_TRANSCRIPT: &str = "INSERT INTO transcripts \
 static TOUCH_SESSION: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| transcript::touch_session(SQLITE));
 
-/// Flags a transcript whose mirror an append puts behind, run only when the append read the
-/// flag clear: under steady writes it is already set, and setting it again would write the
-/// index (and cost a statement).
+/// Flags a transcript whose mirror an append puts behind. Run only when the append read the
+/// flag clear: under steady writes it is already set, the statement would match no row (its
+/// own condition keeps it off the index), and not running it saves the statement.
 const FLAG_BEHIND: &str =
     "UPDATE transcripts SET mirror_behind = 1 WHERE session_id = ?1 AND mirror_behind = 0";
 

@@ -34,7 +34,7 @@ use super::queries;
 use super::schema::{get, run_columns};
 use crate::keys::SessionKey;
 use crate::store::dialect::count;
-use crate::store::rules::rows::{self, ENTRY_COLUMNS};
+use crate::store::rules::rows::{self, ENTRY_COLUMN_COUNT, ENTRY_COLUMNS};
 use crate::store::rules::{transcript, work};
 use crate::store::{
     EntryPatch, RunInput, RunRecord, SessionEntry, StoreError, WriteOp, WriteOutcome,
@@ -200,7 +200,7 @@ impl OneStatement {
         };
         // Numbered from 1 until now: after the transcript's end the statement read.
         let numbered = match numbered {
-            Some(numbered) => Some(numbered.after(get(&row, ENTRY_WIDTH)?)),
+            Some(numbered) => Some(numbered.after(get(&row, ENTRY_COLUMN_COUNT)?)),
             None => None,
         };
         let entry = match &self.session {
@@ -319,9 +319,6 @@ fn entry(row: &Row, numbered: Option<&transcript::Numbered>) -> Result<SessionEn
     }
     Ok(entry)
 }
-
-/// How many columns an entry is read from ([`ENTRY_COLUMNS`]).
-const ENTRY_WIDTH: usize = 30;
 
 fn answered_without(sql: &str) -> StoreError {
     StoreError::Backend(format!("a batch's statement answered no entry: {sql}"))

@@ -44,6 +44,10 @@ pub(crate) const ENTRY_COLUMNS: &str = "s.key, s.session_id, s.agent_id, s.kind,
     s.last_account_id, s.last_thread_id, s.delivery_context, s.input_tokens, s.output_tokens, \
     s.total_tokens, s.context_tokens, s.archived_at, t.last_seq, s.last_model, s.cost_usd";
 
+/// How many columns [`ENTRY_COLUMNS`] names (a backend's or a statement's own columns come
+/// after them).
+pub(crate) const ENTRY_COLUMN_COUNT: usize = 30;
+
 /// Where [`ENTRY_COLUMNS`] are read from.
 pub(crate) const ENTRY_FROM: &str = "sessions s JOIN transcripts t ON t.session_id = s.session_id";
 

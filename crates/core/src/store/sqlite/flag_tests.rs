@@ -128,7 +128,7 @@ async fn a_version_12_database_flags_the_mirrors_behind_and_the_start_repairs_th
 }
 
 /// An append reads its transcript's `created_at` and flag right after the entry's columns, at
-/// `ENTRY_WIDTH`, counted from the entry's column list: the two must stay where it looks.
+/// `rows::ENTRY_COLUMN_COUNT`: the count and the entry's column list must agree.
 #[tokio::test]
 async fn the_append_read_answers_the_transcripts_two_columns_after_the_entrys() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,7 +136,7 @@ async fn the_append_read_answers_the_transcripts_two_columns_after_the_entrys() 
     let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
     let statement = conn.prepare(&super::queries::APPEND_ENTRY).unwrap();
     let names = statement.column_names();
-    let width = super::queries::ENTRY_WIDTH;
+    let width = crate::store::rules::rows::ENTRY_COLUMN_COUNT;
     assert_eq!(names.len(), width + 2);
     assert_eq!(names[0], "key");
     assert_eq!(names[width - 1], "cost_usd");

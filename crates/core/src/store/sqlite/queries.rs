@@ -12,7 +12,7 @@ use super::writer::MirrorOp;
 use crate::store::dialect::SQLITE;
 use crate::store::mirror;
 use crate::store::rules::rows::{
-    self, ENTRY_COLUMNS, ENTRY_FROM, PATCH_ENTRY, RUN_COLUMNS, WRITE_ENTRY,
+    self, ENTRY_COLUMN_COUNT, ENTRY_COLUMNS, ENTRY_FROM, PATCH_ENTRY, RUN_COLUMNS, WRITE_ENTRY,
 };
 use crate::store::rules::sessions::{self as rules, not_found};
 use crate::store::rules::{list as listing, transcript, work};
@@ -51,23 +51,12 @@ pub(super) static APPEND_ENTRY: std::sync::LazyLock<String> = std::sync::LazyLoc
     )
 });
 
-/// How many columns [`ENTRY_COLUMNS`] names: where [`APPEND_ENTRY`]'s own two begin.
-pub(super) const ENTRY_WIDTH: usize = {
-    let text = ENTRY_COLUMNS.as_bytes();
-    let (mut at, mut commas) = (0, 0);
-    while at < text.len() {
-        commas += (text[at] == b',') as usize;
-        at += 1;
-    }
-    commas + 1
-};
-
 fn append_entry(conn: &Connection, key: &str) -> Result<Option<AppendRead>, StoreError> {
     first(conn, &APPEND_ENTRY, [key], |r| {
         Ok(AppendRead {
             entry: rows::entry(r)?,
-            created_at: r.get(ENTRY_WIDTH)?,
-            behind: r.get(ENTRY_WIDTH + 1)?,
+            created_at: r.get(ENTRY_COLUMN_COUNT)?,
+            behind: r.get(ENTRY_COLUMN_COUNT + 1)?,
         })
     })
 }

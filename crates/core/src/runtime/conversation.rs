@@ -37,6 +37,8 @@ const MAX_KEPT_WINDOW_BYTES: usize = 1 << 20;
 const MAX_WINDOW_BYTES: usize = 8 << 20;
 /// What a message costs beyond its texts (the struct, its role and times).
 const PER_MESSAGE_BYTES: usize = 128;
+/// A transcript's first message's seq (the store numbers from 1, without gaps).
+const FIRST_SEQ: i64 = 1;
 
 /// A kept window: the `seq` it covers, its messages, their approximate size.
 struct Window {
@@ -133,10 +135,14 @@ impl ConversationCache {
 
     /// Adds `message`, just appended to `session_id` as `seq`, to its kept window when the
     /// window ends right before it: the next run does not read back and parse what was in hand.
-    /// A window it does not follow (a write from elsewhere came between) or a summary leave the
-    /// window as it is, for the next run to top up from the store; one that would grow past its
-    /// bounds is let go.
+    /// A transcript's first message (seq 1) is its whole window: a new session's first run reads
+    /// nothing back. A window it does not follow (a write from elsewhere came between) or a
+    /// summary leave the window as it is, for the next run to top up from the store; one that
+    /// would grow past its bounds is let go.
     pub fn push(&self, session_id: &str, seq: i64, message: &TranscriptMessage) {
+        if seq == FIRST_SEQ && !is_summary(message) {
+            return self.put(session_id, seq, vec![message.clone()]);
+        }
         let bytes = message_bytes(message);
         let mut state = lock(&self.state);
         let Some(window) = state.by_session.get_mut(session_id) else {
@@ -384,6 +390,23 @@ mod tests {
         cache.push(&id, 4, &user("after a gap"));
         let kept = cache.take(&store, &id, 2).await.unwrap();
         assert_eq!(texts(&kept), ["\"one\"", "\"in hand\""]);
+    }
+
+    /// A new transcript's first message is its window as it is written: its first run reads
+    /// nothing back (before, a new session's first run read its one message from the store, and
+    /// asked it for a summary). A later message with no window kept is left to the store.
+    #[tokio::test]
+    async fn a_transcripts_first_message_is_its_window_without_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let cache = ConversationCache::default();
+        // Nothing in the store: only the window can hold it.
+        cache.push("t-new", 1, &user("first"));
+        let taken = cache.take(&store, "t-new", 1).await.unwrap();
+        assert_eq!(texts(&taken), ["\"first\""]);
+        cache.push("t-other", 2, &user("second"));
+        let read = cache.take(&store, "t-other", 2).await.unwrap();
+        assert!(read.is_empty(), "{:?}", texts(&read));
     }
 
     fn window(messages: usize, text_bytes: usize) -> Vec<TranscriptMessage> {

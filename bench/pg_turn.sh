@@ -16,7 +16,11 @@
 #   bench/pg_turn.sh            # SKIP_BUILD=1 to use the built binary (CARGO_TARGET_DIR picks it)
 #
 # Environment as for runtime.sh (BENCH_DIR, BENCH_KIT, KEEP_STATE=1), and TURNS (default 1000),
-# CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), ROUNDS, MOCK_PORT.
+# CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), ROUNDS, MOCK_PORT,
+# and for a closer look at the cluster: PG_LIBS (its shared_preload_libraries, default
+# pg_stat_statements; add auto_explain to log each statement's plan), PG_EXTRA (more server
+# options, e.g. "-c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on"),
+# KEEP_PGLOG=FILE (the server's log is copied there at the end).
 set -euo pipefail
 
 TURNS=${TURNS:-1000}
@@ -30,7 +34,7 @@ MOCK_PORT=${MOCK_PORT:-18996}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=()
 
-eval "$(SWITCHBOARD_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements" \
+eval "$(SWITCHBOARD_PG_OPTIONS="-c shared_preload_libraries=${PG_LIBS:-pg_stat_statements} -c pg_stat_statements.track_planning=on ${PG_EXTRA:-}" \
     "$ROOT/.ci/postgres" 2>"$RUN/cluster.txt")"
 URL=$SWITCHBOARD_TEST_DATABASE_URL
 PGDIR=$(grep -o '/tmp/switchboard-pg\.[A-Za-z0-9]*' "$RUN/cluster.txt" | head -n1)
@@ -38,6 +42,7 @@ stop_cluster() {
     local run=()
     [[ $(id -u) == 0 ]] && run=(runuser -u postgres --)
     "${run[@]}" "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/pg_ctl" -D "$PGDIR/data" -m fast stop >/dev/null 2>&1 || true
+    if [[ -n ${KEEP_PGLOG:-} ]]; then cp "$PGDIR/server.log" "$KEEP_PGLOG"; fi
     rm -rf "$PGDIR"
 }
 trap 'cleanup; stop_cluster' EXIT
@@ -52,6 +57,30 @@ pg_cpu_ms() { # this cluster's postmaster and its children
     main=$(head -n1 "$PGDIR/data/postmaster.pid")
     for pid in "$main" $(pgrep -P "$main" || true); do total=$((total + $(cpu_ms "$pid"))); done
     echo "$total"
+}
+pg_by_process() { # each process of the cluster: pid, CPU ms, its kind (its title, client port cut off)
+    local main pid
+    main=$(head -n1 "$PGDIR/data/postmaster.pid")
+    for pid in "$main" $(pgrep -P "$main" || true); do
+        echo "$pid $(cpu_ms "$pid") $(tr '\0' ' ' <"/proc/$pid/cmdline" | sed -E 's/ [0-9.]+\([0-9]+\).*//; s/ +$//; s/ /_/g')"
+    done
+}
+# by_kind BEFORE AFTER: the CPU each kind of process used between the two listings, and how many
+# processes of that kind ran (a process that started in between counts from zero)
+by_kind() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+before = {l.split()[0]: int(l.split()[1]) for l in open(sys.argv[1]) if l.strip()}
+kinds = {}
+for line in open(sys.argv[2]):
+    if not line.strip():
+        continue
+    pid, cpu, kind = line.split(maxsplit=2)
+    ms, n = kinds.get(kind.strip(), (0, 0))
+    kinds[kind.strip()] = (ms + int(cpu) - before.get(pid, 0), n + 1)
+for kind, (ms, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+    print("   cluster CPU %6d ms over %2d process(es): %s" % (ms, n, kind.replace("_", " ")))
+PY
 }
 sql() { psql -qAtX -F ' ' "$URL" -c "$1"; }
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
@@ -70,7 +99,7 @@ measure() {
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
             --repeat "$WARM" --concurrency "$CONC" >/dev/null
     done
-    if [[ $kind == postgres ]]; then sleep 0.5; sql "SELECT pg_stat_statements_reset()" >/dev/null; pg0=$(pg_cpu_ms); c0=$(commits); fi
+    if [[ $kind == postgres ]]; then sleep 0.5; sql "SELECT pg_stat_statements_reset()" >/dev/null; pg0=$(pg_cpu_ms); c0=$(commits); pg_by_process >"$RUN/procs0"; fi
     for pid in "${gws[@]}"; do gw0=$((gw0 + $(cpu_ms "$pid"))); done
     for i in $(seq 0 $((n - 1))); do
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
@@ -81,10 +110,11 @@ measure() {
     for pid in "${gws[@]}"; do gw1=$((gw1 + $(cpu_ms "$pid"))); done
     local statements=0 wal=0 rows=''
     if [[ $kind == postgres ]]; then
-        pg1=$(pg_cpu_ms); c1=$(commits)
+        pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
+        by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-$kind-$n.txt"
         local ok=$((TURNS / n * n))
         read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
-        sql "SELECT round(calls::numeric / $ok, 2), regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
+        sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
              WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
@@ -105,7 +135,9 @@ if kind == "postgres":
 print(json.dumps(row))
 PY
     if [[ $kind == postgres && $STATEMENTS == 1 && $round == "$ROUNDS" ]]; then
-        echo "   statements per turn, most called first:"; sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
+        echo "   statements per turn, most called first (calls, mean execution, mean planning, plans):"
+        sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
+        cat "$RUN/processes-$kind-$n.txt"
     fi
 }
 

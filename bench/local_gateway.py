@@ -24,6 +24,18 @@ def bench_args(ap):
     ap.add_argument("--size", type=int, default=1_000_000, help="bytes a message")
 
 
+def send_args(ap, n, rounds):
+    """The options of the scripts over agent_load.py's send workload: the kit, the samples a
+    round, the rounds and the settle wait between samples; answers the parsed arguments."""
+    ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
+    ap.add_argument("--n", type=int, default=n, help="samples a round")
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--settle-s", type=float, default=0.5)
+    args = ap.parse_args()
+    args.kit = os.path.abspath(args.kit)
+    return args
+
+
 def rss_kb(pid):
     """The process's VmRSS in kB."""
     with open("/proc/%d/status" % pid) as f:

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, free_port  # noqa: E402
+from local_gateway import LocalGateway, free_port, send_args  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,12 +60,7 @@ def one_round(args, keep_alive):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--kit", default=os.path.join(HERE, "..", "..", "shared", "bench"))
-    ap.add_argument("--n", type=int, default=40, help="samples a round")
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--settle-s", type=float, default=0.5)
-    args = ap.parse_args()
-    args.kit = os.path.abspath(args.kit)
+    args = send_args(ap, n=40, rounds=4)
     for r in range(args.rounds):
         result = one_round(args, keep_alive=r % 2 == 1)
         result["round"] = r

@@ -15,6 +15,7 @@ mod fuzz;
 pub mod fuzzing;
 pub(crate) mod http;
 mod openai;
+mod openai_body;
 mod registry;
 mod retry;
 

@@ -12,16 +12,14 @@
 //! string, a JSON answer to a streaming request, errors sent inside a 200 answer or a chunk.
 
 use serde_json::{Value, json};
-use switchboard_protocol::message::{
-    ContentBlock, StopReason, TranscriptMessage, Usage, UserContent,
-};
+use switchboard_protocol::message::{ContentBlock, StopReason, Usage};
 
 use super::http::{self, Endpoint, Sse};
+use super::openai_body::request_bytes;
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
-    ToolSpec,
 };
-use crate::config::{ProviderConfig, ThinkingLevel};
+use crate::config::ProviderConfig;
 
 pub struct OpenAi {
     endpoint: Endpoint,
@@ -132,143 +130,6 @@ impl Provider for OpenAi {
         events: EventSink<'a>,
     ) -> ProviderFuture<'a> {
         Box::pin(self.turn(request, events))
-    }
-}
-
-/// The JSON body of one request. Its messages are moved into it: `json!` would copy the whole
-/// conversation (`to_value` of every message), a sixth of a warm turn's CPU on a long one.
-fn request_body(request: &ModelRequest, stream: bool) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    messages.extend(request.messages.iter().map(message));
-    let mut body = json!({"model": request.model, "stream": stream});
-    body["messages"] = Value::Array(messages);
-    if stream {
-        body["stream_options"] = json!({"include_usage": true});
-    }
-    if let Some(max) = request.max_tokens {
-        body["max_tokens"] = json!(max);
-    }
-    if request.thinking != ThinkingLevel::Off {
-        // minimal, low, medium, high: the API's own words.
-        body["reasoning_effort"] = json!(request.thinking.as_str());
-    }
-    body
-}
-
-/// The request's body, serialized: [`request_body`] with `tools` last (where a `Value`'s sorted
-/// keys put it too), each tool written from its spec's entry, serialized once per spec instead
-/// of copied into a `Value` and serialized again at every model call.
-fn request_bytes(request: &ModelRequest, stream: bool) -> Vec<u8> {
-    // A `Value` always serializes (its keys are strings); it is an object, ending in `}`.
-    let mut bytes = serde_json::to_vec(&request_body(request, stream)).unwrap_or_default();
-    if request.tools.is_empty() || bytes.pop() != Some(b'}') {
-        return bytes;
-    }
-    bytes.extend_from_slice(b",\"tools\":[");
-    for (i, tool) in request.tools.iter().enumerate() {
-        if i > 0 {
-            bytes.push(b',');
-        }
-        bytes.extend_from_slice(tool_entry(tool).as_bytes());
-    }
-    bytes.extend_from_slice(b"]}");
-    bytes
-}
-
-/// `{"type": "function", "function": {name, description, parameters}}`, serialized.
-fn tool_entry(tool: &ToolSpec) -> &str {
-    tool.openai.get_or_init(|| {
-        json!({"type": "function", "function": {
-            "name": tool.name, "description": tool.description, "parameters": tool.parameters,
-        }})
-        .to_string()
-    })
-}
-
-fn message(message: &TranscriptMessage) -> Value {
-    match message {
-        TranscriptMessage::User(user) => {
-            let content = match &user.content {
-                UserContent::Text(text) => json!(text),
-                UserContent::Blocks(blocks) => user_parts(blocks),
-            };
-            json!({"role": "user", "content": content})
-        }
-        TranscriptMessage::Assistant(assistant) => {
-            let text = text_of(&assistant.content);
-            let calls: Vec<Value> = assistant
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    } => Some(json!({
-                        "id": id, "type": "function",
-                        "function": {"name": name, "arguments": arguments_text(arguments)},
-                    })),
-                    _ => None,
-                })
-                .collect();
-            // Thinking is not sent back: the format has no field for it.
-            let mut out = json!({"role": "assistant", "content": text});
-            if !calls.is_empty() {
-                if text.is_empty() {
-                    out["content"] = Value::Null;
-                }
-                out["tool_calls"] = Value::Array(calls);
-            }
-            out
-        }
-        TranscriptMessage::ToolResult(result) => json!({
-            "role": "tool", "tool_call_id": result.tool_call_id, "content": text_of(&result.content),
-        }),
-    }
-}
-
-/// User blocks: a plain string when they are all text (every compatible server reads that),
-/// content parts when there is an image.
-fn user_parts(blocks: &[ContentBlock]) -> Value {
-    if !blocks
-        .iter()
-        .any(|b| matches!(b, ContentBlock::Image { .. }))
-    {
-        return json!(text_of(blocks));
-    }
-    let parts: Vec<Value> = blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-            ContentBlock::Image { data, mime_type } => Some(json!({
-                "type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")},
-            })),
-            _ => None,
-        })
-        .collect();
-    Value::Array(parts)
-}
-
-/// The text blocks, joined with blank lines.
-fn text_of(blocks: &[ContentBlock]) -> String {
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n\n")
-}
-
-/// Arguments as the JSON text the format carries; malformed ones (kept raw) go back as they came.
-fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -526,47 +387,7 @@ impl Turn {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-
-    #[test]
-    fn the_body_with_its_tools_is_what_one_value_serialized_was() {
-        let tool = |name: &str| {
-            Arc::new(ToolSpec::new(
-                name.into(),
-                format!("what {name} does"),
-                json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {}}}),
-            ))
-        };
-        let mut request = ModelRequest {
-            model: "m".into(),
-            system: "be brief".into(),
-            messages: Vec::new(),
-            tools: vec![tool("one"), tool("two")],
-            max_tokens: Some(64),
-            thinking: ThinkingLevel::Low,
-        };
-        let mut whole = request_body(&request, true);
-        whole["tools"] = json!([
-            {"type": "function", "function": {"name": "one", "description": "what one does",
-             "parameters": request.tools[0].parameters}},
-            {"type": "function", "function": {"name": "two", "description": "what two does",
-             "parameters": request.tools[1].parameters}},
-        ]);
-        let expected = whole.to_string().into_bytes();
-        assert_eq!(request_bytes(&request, true), expected);
-        assert_eq!(
-            request_bytes(&request, true),
-            expected,
-            "from the kept entries"
-        );
-        request.tools.clear();
-        assert_eq!(
-            request_bytes(&request, false),
-            request_body(&request, false).to_string().into_bytes()
-        );
-    }
 
     #[test]
     fn cached_prompt_tokens_are_read_separately() {

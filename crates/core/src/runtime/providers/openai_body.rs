@@ -82,8 +82,9 @@ fn write_message(out: &mut Vec<u8>, message: &TranscriptMessage) {
         }
         TranscriptMessage::Assistant(assistant) => {
             let calls = || assistant.content.iter().filter_map(tool_call);
+            let has_calls = calls().next().is_some();
             out.extend_from_slice(b"{\"content\":");
-            match calls().next().is_some() && joins_empty(&assistant.content) {
+            match has_calls && joins_empty(&assistant.content) {
                 true => out.extend_from_slice(b"null"),
                 false => text_of(out, &assistant.content),
             }
@@ -103,7 +104,7 @@ fn write_message(out: &mut Vec<u8>, message: &TranscriptMessage) {
                 string(out, id);
                 out.extend_from_slice(b",\"type\":\"function\"}");
             }
-            if calls().next().is_some() {
+            if has_calls {
                 out.push(b']');
             }
             out.push(b'}');
@@ -187,9 +188,12 @@ fn text_of(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
         (None, _) => out.extend_from_slice(b"\"\""),
         (Some(only), None) => string(out, only),
         (Some(first), Some(second)) => {
-            let rest: Vec<&str> = texts.collect();
-            let joined = [first, second].into_iter().chain(rest).collect::<Vec<_>>();
-            string(out, &joined.join("\n\n"));
+            let mut joined = format!("{first}\n\n{second}");
+            for text in texts {
+                joined.push_str("\n\n");
+                joined.push_str(text);
+            }
+            string(out, &joined);
         }
     }
 }

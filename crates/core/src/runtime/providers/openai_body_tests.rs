@@ -152,7 +152,9 @@ fn conversation() -> Vec<TranscriptMessage> {
         parsed(json!({"role": "user", "content": "say \"hi\"\n\tthen é ✓", "timestamp": 1})),
         parsed(json!({"role": "user", "timestamp": 2, "content": [
             text("see"), {"type": "image", "data": "AAAA", "mimeType": "image/png"}, text("this")]})),
-        parsed(json!({"role": "user", "timestamp": 3, "content": [text("a"), text("b")]})),
+        parsed(
+            json!({"role": "user", "timestamp": 3, "content": [text("a"), text("b"), text("c")]}),
+        ),
         parsed(json!({"role": "assistant", "timestamp": 4, "content": [
             {"type": "thinking", "thinking": "hmm"}, text("first"), call("c1", json!({"q": "x\u{1}"})),
             call("c2", json!("{not json"))]})),

@@ -345,8 +345,9 @@ fn write_activity(out: &mut Vec<u8>, activity: &RunActivity) -> serde_json::Resu
 }
 
 /// `s` as a JSON string: copied whole when nothing in it needs escaping (the usual case), else
-/// escaped by serde_json.
-fn string(out: &mut Vec<u8>, s: &str) {
+/// escaped by serde_json; the same bytes as serde_json's either way. Every JSON text written by
+/// hand uses it (a list page, a model request's body).
+pub fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     if is_plain(bytes) {
         out.reserve(bytes.len() + 2);

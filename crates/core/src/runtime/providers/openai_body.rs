@@ -2,9 +2,11 @@
 //! message of the window goes out at every model call, and building each one as a `Value` (a
 //! map a message, a string copied a field) cost more than the rest of the call. The text is
 //! byte for byte what one `Value` of the body serialized to (the tests compare the two): the
-//! keys of each object in sorted order, strings escaped by serde_json.
+//! keys of each object in sorted order, strings written as serde_json writes them
+//! (`list_json::string`).
 
 use serde_json::Value;
+use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
 use super::{ModelRequest, ToolSpec};
@@ -164,13 +166,18 @@ fn user_parts(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
     out.push(b']');
 }
 
+/// The texts of the text blocks, in order.
+fn texts(blocks: &[ContentBlock]) -> impl Iterator<Item = &str> {
+    blocks.iter().filter_map(|b| match b {
+        ContentBlock::Text { text } => Some(text.as_str()),
+        _ => None,
+    })
+}
+
 /// Whether the text blocks joined ([`text_of`]) are the empty string: none, or one that is empty
 /// (two or more are joined by a blank line).
 fn joins_empty(blocks: &[ContentBlock]) -> bool {
-    let mut texts = blocks.iter().filter_map(|b| match b {
-        ContentBlock::Text { text } => Some(text),
-        _ => None,
-    });
+    let mut texts = texts(blocks);
     match (texts.next(), texts.next()) {
         (None, _) => true,
         (Some(only), None) => only.is_empty(),
@@ -180,10 +187,7 @@ fn joins_empty(blocks: &[ContentBlock]) -> bool {
 
 /// The text blocks, joined with blank lines, as one JSON string.
 fn text_of(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
-    let mut texts = blocks.iter().filter_map(|b| match b {
-        ContentBlock::Text { text } => Some(text.as_str()),
-        _ => None,
-    });
+    let mut texts = texts(blocks);
     match (texts.next(), texts.next()) {
         (None, _) => out.extend_from_slice(b"\"\""),
         (Some(only), None) => string(out, only),
@@ -196,12 +200,6 @@ fn text_of(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
             string(out, &joined);
         }
     }
-}
-
-/// `s` as a JSON string, escaped as serde_json escapes it.
-fn string(out: &mut Vec<u8>, s: &str) {
-    // Writing a `str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 #[cfg(test)]

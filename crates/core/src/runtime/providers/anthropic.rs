@@ -5,28 +5,25 @@
 //! messages: assistant turns carry `text`, `thinking` (only when signed — the API rejects
 //! unsigned ones) and `tool_use` blocks, and tool results travel as `tool_result` blocks of a
 //! user message. Consecutive same-role messages merge into one, so a run of tool results and the
-//! user text after them form a single user message, as the API requires.
+//! user text after them form a single user message, as the API requires (`anthropic_body`
+//! writes the request).
 //!
 //! Streaming reads the named SSE events (`message_start` … `message_stop`), assembling each
 //! `tool_use` input from its `input_json_delta` pieces; an `error` event mid-stream is classified
 //! like an HTTP error of the same type (`overloaded_error` → server 529, …).
 
 use serde_json::{Value, json};
-use switchboard_protocol::message::{
-    ContentBlock, StopReason, TranscriptMessage, Usage, UserContent,
-};
+use switchboard_protocol::message::{ContentBlock, StopReason, Usage};
 
+use super::anthropic_body;
 use super::http::{self, Endpoint, Sse};
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
 };
-use crate::config::{ProviderConfig, ThinkingLevel};
+use crate::config::ProviderConfig;
 
 /// The API version this module speaks.
 const API_VERSION: &str = "2023-06-01";
-
-/// `max_tokens` is required by the API; this is sent when the model entry sets none.
-const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 pub struct Anthropic {
     endpoint: Endpoint,
@@ -49,8 +46,8 @@ impl Anthropic {
         request: &ModelRequest,
         events: EventSink<'_>,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(request, self.stream);
-        let response = self.endpoint.post(&body).await?;
+        let body = anthropic_body::request_bytes(request, self.stream);
+        let response = self.endpoint.post_json(body).await?;
         if self.stream && !http::is_json(&response) {
             let mut turn = Turn::default();
             self.endpoint
@@ -131,181 +128,6 @@ impl Provider for Anthropic {
 }
 
 /// Extended thinking's token budget for a level (the API's least is 1,024); `None` for off.
-fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some(1024),
-        ThinkingLevel::Low => Some(2048),
-        ThinkingLevel::Medium => Some(8192),
-        ThinkingLevel::High => Some(24_576),
-    }
-}
-
-/// The JSON body of one request. Its messages are moved into it: `json!` would copy the whole
-/// conversation (`to_value` of every message).
-fn request_body(request: &ModelRequest, stream: bool) -> Value {
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "stream": stream,
-    });
-    body["messages"] = Value::Array(messages(&request.messages));
-    if !request.system.is_empty() {
-        body["system"] = json!(request.system);
-    }
-    if let Some(budget) = thinking_budget(request.thinking) {
-        // The budget counts inside max_tokens, which must leave room for the answer.
-        let max = request
-            .max_tokens
-            .unwrap_or(DEFAULT_MAX_TOKENS)
-            .max(budget + 1024);
-        body["max_tokens"] = json!(max);
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                let schema = if t.parameters.is_object() {
-                    t.parameters.clone()
-                } else {
-                    json!({"type": "object", "properties": {}})
-                };
-                json!({"name": t.name, "description": t.description, "input_schema": schema})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    body
-}
-
-/// The transcript as alternating user/assistant messages.
-fn messages(transcript: &[TranscriptMessage]) -> Vec<Value> {
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in transcript {
-        let (role, blocks) = match message {
-            TranscriptMessage::User(user) => ("user", user_blocks(&user.content)),
-            TranscriptMessage::Assistant(assistant) => {
-                ("assistant", assistant_blocks(&assistant.content))
-            }
-            TranscriptMessage::ToolResult(result) => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": tool_id(&result.tool_call_id),
-                    "is_error": result.is_error,
-                });
-                let content = blocks(&result.content);
-                let only_text = result
-                    .content
-                    .iter()
-                    .all(|b| matches!(b, ContentBlock::Text { .. }));
-                if only_text {
-                    let text: Vec<&str> =
-                        content.iter().filter_map(|b| b["text"].as_str()).collect();
-                    if !text.is_empty() {
-                        block["content"] = json!(text.join("\n\n"));
-                    }
-                } else if !content.is_empty() {
-                    block["content"] = Value::Array(content);
-                }
-                ("user", vec![block])
-            }
-        };
-        // An empty message (an aborted turn with no output) is rejected by the API.
-        if blocks.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some((last, content)) if *last == role => content.extend(blocks),
-            _ => turns.push((role, blocks)),
-        }
-    }
-    // A run without a message of its own (an announce step after the session's own reply, a
-    // step run again after a stop) would end on an assistant turn, which the API takes as a
-    // prefill to continue. A neutral user turn asks for a new reply; the step's instructions
-    // are in the system prompt, and the transcript does not carry this turn.
-    if turns.last().is_some_and(|(role, _)| *role == "assistant") {
-        turns.push(("user", vec![json!({"type": "text", "text": CONTINUE})]));
-    }
-    turns
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
-}
-
-/// The user turn after a transcript that ends with the assistant (see [`messages`]).
-const CONTINUE: &str = "(Your turn: answer as the system prompt asks.)";
-
-fn user_blocks(content: &UserContent) -> Vec<Value> {
-    match content {
-        UserContent::Text(text) if text.is_empty() => Vec::new(),
-        UserContent::Text(text) => vec![json!({"type": "text", "text": text})],
-        UserContent::Blocks(list) => blocks(list),
-    }
-}
-
-/// Text and image blocks; the API rejects empty text blocks, so they are left out.
-fn blocks(list: &[ContentBlock]) -> Vec<Value> {
-    list.iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
-            ContentBlock::Image { data, mime_type } => Some(json!({
-                "type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data},
-            })),
-            _ => None,
-        })
-        .collect()
-}
-
-fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } if !text.is_empty() => {
-                Some(json!({"type": "text", "text": text}))
-            }
-            ContentBlock::Thinking {
-                thinking,
-                signature: Some(signature),
-            } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
-            ContentBlock::ToolCall {
-                id,
-                name,
-                arguments,
-            } => Some(json!({
-                "type": "tool_use",
-                "id": tool_id(id),
-                "name": name,
-                // Malformed arguments (kept raw) cannot be sent as `input`, which must be an
-                // object; the tool result that follows already tells the model what was wrong.
-                "input": if arguments.is_object() { arguments.clone() } else { json!({}) },
-            })),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The API accepts tool ids matching `[A-Za-z0-9_-]+`; ids minted by another provider may not,
-/// so both the call and its result are mapped the same way.
-fn tool_id(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "tool".to_string()
-    } else {
-        clean
-    }
-}
-
 fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
@@ -562,98 +384,6 @@ impl Turn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_protocol::message::{AssistantMessage, ToolResultMessage, UserMessage};
-
-    fn user(text: &str) -> TranscriptMessage {
-        TranscriptMessage::User(UserMessage {
-            content: UserContent::Text(text.into()),
-            timestamp: 0,
-            provenance: None,
-            origin: None,
-        })
-    }
-
-    #[test]
-    fn messages_alternate_and_ids_are_cleaned() {
-        let call = |id: &str| ContentBlock::ToolCall {
-            id: id.into(),
-            name: "t".into(),
-            arguments: json!("{bad"),
-        };
-        let result = |id: &str| {
-            TranscriptMessage::ToolResult(ToolResultMessage {
-                tool_call_id: id.into(),
-                tool_name: "t".into(),
-                content: vec![ContentBlock::text("")],
-                is_error: true,
-                details: None,
-                timestamp: 0,
-            })
-        };
-        let assistant = |content| {
-            TranscriptMessage::Assistant(AssistantMessage {
-                content,
-                provider: String::new(),
-                model: String::new(),
-                usage: Usage::default(),
-                stop_reason: StopReason::ToolUse,
-                error_message: None,
-                timestamp: 0,
-                origin: None,
-            })
-        };
-        let out = messages(&[
-            user("a"),
-            user("b"),
-            assistant(vec![
-                ContentBlock::Thinking {
-                    thinking: "unsigned".into(),
-                    signature: None,
-                },
-                call("x:1"),
-            ]),
-            result("x:1"),
-            assistant(vec![]),
-            user("c"),
-        ]);
-        assert_eq!(
-            out,
-            vec![
-                json!({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
-                json!({"role": "assistant", "content": [{"type": "tool_use", "id": "x_1", "name": "t", "input": {}}]}),
-                json!({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "x_1", "is_error": true},
-                    {"type": "text", "text": "c"},
-                ]}),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_transcript_ending_with_the_assistant_gets_a_user_turn_asking_for_a_reply() {
-        let reply = TranscriptMessage::Assistant(AssistantMessage {
-            content: vec![ContentBlock::text("done")],
-            provider: String::new(),
-            model: String::new(),
-            usage: Usage::default(),
-            stop_reason: StopReason::Stop,
-            error_message: None,
-            timestamp: 0,
-            origin: None,
-        });
-        let out = messages(&[user("a"), reply]);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[1]["role"], "assistant");
-        assert_eq!(
-            out[2],
-            json!({"role": "user", "content": [{"type": "text", "text": CONTINUE}]})
-        );
-        assert_eq!(
-            messages(&[user("a")]).len(),
-            1,
-            "no extra turn after a user one"
-        );
-    }
 
     /// Found by the `sse_anthropic` fuzz target: a stream that starts two tool_use blocks with
     /// one id gave two calls under that id, which no tool result could tell apart.

@@ -131,13 +131,6 @@ impl Endpoint {
         }
     }
 
-    /// POSTs `body`; a non-2xx answer becomes its classified error.
-    pub async fn post(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
-        // A `Value` always serializes (its keys are strings).
-        self.post_json(serde_json::to_vec(body).unwrap_or_default())
-            .await
-    }
-
     /// POSTs `body`, JSON already serialized; a non-2xx answer becomes its classified error.
     pub async fn post_json(&self, body: Vec<u8>) -> Result<reqwest::Response, ProviderError> {
         if let Some(problem) = &self.unusable {

@@ -8,6 +8,7 @@
 //! [`redact`].
 
 mod anthropic;
+mod anthropic_body;
 mod builtin;
 #[cfg(test)]
 mod fuzz;
@@ -41,6 +42,8 @@ pub struct ToolSpec {
     /// Its entry of an OpenAI request's `tools`, serialized at its first request: a spec
     /// lives as long as its tool (or its run), and every model call offers it again.
     openai: std::sync::OnceLock<String>,
+    /// Its entry of an Anthropic request's `tools`, likewise.
+    anthropic: std::sync::OnceLock<String>,
 }
 
 impl ToolSpec {
@@ -52,7 +55,20 @@ impl ToolSpec {
             parameters,
             tokens,
             openai: std::sync::OnceLock::new(),
+            anthropic: std::sync::OnceLock::new(),
         }
+    }
+}
+
+/// `,"tools":[…]` of a request's body, each tool's entry as its format serialized it (once per
+/// spec, kept with it); nothing when the request offers no tool.
+fn write_tools(out: &mut Vec<u8>, tools: &[Arc<ToolSpec>], entry: fn(&ToolSpec) -> &str) {
+    for (i, tool) in tools.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b",\"tools\":[" } else { b"," });
+        out.extend_from_slice(entry(tool).as_bytes());
+    }
+    if !tools.is_empty() {
+        out.push(b']');
     }
 }
 

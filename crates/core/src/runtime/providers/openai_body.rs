@@ -9,7 +9,7 @@ use serde_json::Value;
 use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
-use super::{ModelRequest, ToolSpec};
+use super::{ModelRequest, ToolSpec, write_tools};
 use crate::config::ThinkingLevel;
 
 /// The request's body: `max_tokens`, `messages` (the system prompt first), `model`,
@@ -45,16 +45,7 @@ pub(super) fn request_bytes(request: &ModelRequest, stream: bool) -> Vec<u8> {
         true => b",\"stream\":true,\"stream_options\":{\"include_usage\":true}",
         false => b",\"stream\":false",
     });
-    if !request.tools.is_empty() {
-        out.extend_from_slice(b",\"tools\":[");
-        for (i, tool) in request.tools.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(tool_entry(tool).as_bytes());
-        }
-        out.push(b']');
-    }
+    write_tools(&mut out, &request.tools, tool_entry);
     out.push(b'}');
     out
 }

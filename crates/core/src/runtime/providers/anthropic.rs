@@ -127,7 +127,6 @@ impl Provider for Anthropic {
     }
 }
 
-/// Extended thinking's token budget for a level (the API's least is 1,024); `None` for off.
 fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }

@@ -16,15 +16,16 @@ use super::{ModelRequest, ToolSpec, write_tools};
 use crate::config::ThinkingLevel;
 
 /// `max_tokens` is required by the API; this is sent when the model entry sets none.
-pub(super) const DEFAULT_MAX_TOKENS: u64 = 4096;
+const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 /// The user turn after a transcript that ends with the assistant. A run without a message of
 /// its own (an announce step after the session's own reply, a step run again after a stop)
 /// would end on an assistant turn, which the API takes as a prefill to continue; the step's
 /// instructions are in the system prompt, and the transcript does not carry this turn.
-pub(super) const CONTINUE: &str = "(Your turn: answer as the system prompt asks.)";
+const CONTINUE: &str = "(Your turn: answer as the system prompt asks.)";
 
-pub(super) fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
+/// Extended thinking's token budget for a level (the API's least is 1,024); `None` for off.
+fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
     match level {
         ThinkingLevel::Off => None,
         ThinkingLevel::Minimal => Some(1024),
@@ -288,7 +289,7 @@ fn text_block(out: &mut Vec<u8>, text: &str) {
 
 /// The API accepts tool ids matching `[A-Za-z0-9_-]+`; ids minted by another provider may not,
 /// so both the call and its result are mapped the same way.
-pub(super) fn tool_id(id: &str) -> String {
+fn tool_id(id: &str) -> String {
     let clean: String = id
         .chars()
         .map(|c| {

@@ -7,8 +7,9 @@ so its window fills up to its bound and every call sends it again).
 
 Two measures:
   --callgrind N: the gateway under callgrind for N and for N/5 turns; the difference over the
-                 4N/5 turns in between is its instructions a warm turn (repeatable on a noisy
-                 machine);
+                 4N/5 turns in between is its instructions a turn (repeatable on a noisy
+                 machine). The window reaches its bound (200 messages) at turn 100, so take N of
+                 500 or more for turns on a full window only;
   default:       CPU from /proc (user + system) over --turns turns after 250 to warm up, rounds
                  interleaved between the builds, with the load average.
 One JSON line per build and round.
@@ -57,7 +58,12 @@ class Messages(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if not request.get("messages") or request["messages"][-1].get("role") != "user":
+            self.send_response(400)  # a malformed request must not count as a fast turn
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", str(len(BODY)))

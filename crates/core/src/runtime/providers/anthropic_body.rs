@@ -12,7 +12,7 @@ use serde_json::Value;
 use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
-use super::{ModelRequest, ToolSpec, write_tools};
+use super::{ModelRequest, ToolSpec, write_joined, write_text_block as text_block, write_tools};
 use crate::config::ThinkingLevel;
 
 /// `max_tokens` is required by the API; this is sent when the model entry sets none.
@@ -131,12 +131,7 @@ fn has_blocks(message: &TranscriptMessage) -> bool {
             UserContent::Text(text) => !text.is_empty(),
             UserContent::Blocks(list) => list.iter().any(sent_as_block),
         },
-        TranscriptMessage::Assistant(assistant) => assistant.content.iter().any(|b| match b {
-            ContentBlock::Thinking { signature, .. } => signature.is_some(),
-            ContentBlock::ToolCall { .. } => true,
-            ContentBlock::Text { text } => !text.is_empty(),
-            _ => false,
-        }),
+        TranscriptMessage::Assistant(assistant) => assistant.content.iter().any(sent_by_assistant),
         TranscriptMessage::ToolResult(_) => true,
     }
 }
@@ -151,6 +146,17 @@ fn sent_as_block(block: &ContentBlock) -> bool {
     }
 }
 
+/// A block an assistant message carries: text that is not empty, signed thinking (the API
+/// rejects unsigned) or a tool call; not an image.
+fn sent_by_assistant(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Text { text } => !text.is_empty(),
+        ContentBlock::Thinking { signature, .. } => signature.is_some(),
+        ContentBlock::ToolCall { .. } => true,
+        _ => false,
+    }
+}
+
 /// The message's blocks, separated by commas: a user's text and images; an assistant's text,
 /// signed thinking (the API rejects unsigned) and tool calls (not images); a tool's result.
 fn write_blocks(out: &mut Vec<u8>, message: &TranscriptMessage) {
@@ -161,13 +167,13 @@ fn write_blocks(out: &mut Vec<u8>, message: &TranscriptMessage) {
         },
         TranscriptMessage::Assistant(assistant) => {
             let mut first = true;
-            for block in &assistant.content {
+            for block in assistant.content.iter().filter(|b| sent_by_assistant(b)) {
+                separate(out, &mut first);
                 match block {
                     ContentBlock::Thinking {
                         thinking,
                         signature: Some(signature),
                     } => {
-                        separate(out, &mut first);
                         out.extend_from_slice(b"{\"signature\":");
                         string(out, signature);
                         out.extend_from_slice(b",\"thinking\":");
@@ -178,14 +184,8 @@ fn write_blocks(out: &mut Vec<u8>, message: &TranscriptMessage) {
                         id,
                         name,
                         arguments,
-                    } => {
-                        separate(out, &mut first);
-                        tool_use(out, id, name, arguments);
-                    }
-                    ContentBlock::Text { text } if !text.is_empty() => {
-                        separate(out, &mut first);
-                        text_block(out, text);
-                    }
+                    } => tool_use(out, id, name, arguments),
+                    ContentBlock::Text { text } => text_block(out, text),
                     _ => {}
                 }
             }
@@ -238,17 +238,11 @@ fn result_content(out: &mut Vec<u8>, content: &[ContentBlock]) {
         .iter()
         .all(|b| matches!(b, ContentBlock::Text { .. }))
     {
-        let texts: Vec<&str> = content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        match texts.as_slice() {
-            [only] => string(out, only),
-            _ => string(out, &texts.join("\n\n")),
-        }
+        let texts = content.iter().filter_map(|b| match b {
+            ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        });
+        write_joined(out, texts);
     } else {
         out.push(b'[');
         content_blocks(out, content);
@@ -279,12 +273,6 @@ fn content_block(out: &mut Vec<u8>, block: &ContentBlock) {
         }
         _ => {}
     }
-}
-
-fn text_block(out: &mut Vec<u8>, text: &str) {
-    out.extend_from_slice(b"{\"text\":");
-    string(out, text);
-    out.extend_from_slice(b",\"type\":\"text\"}");
 }
 
 /// The API accepts tool ids matching `[A-Za-z0-9_-]+`; ids minted by another provider may not,

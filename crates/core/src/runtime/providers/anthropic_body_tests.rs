@@ -204,8 +204,12 @@ fn conversation() -> Vec<TranscriptMessage> {
             "content": content, "isError": error}),
         )
     };
+    let nothing = parsed(json!({"role": "assistant", "timestamp": 0, "content": [text("")]}));
     vec![
+        // Left out first, and between two user messages, which are then one.
+        nothing.clone(),
         parsed(json!({"role": "user", "content": "say \"hi\"\n\tthen é ✓", "timestamp": 1})),
+        nothing,
         parsed(json!({"role": "user", "content": "", "timestamp": 1})),
         parsed(json!({"role": "user", "timestamp": 2, "content": [
             text("see"), image.clone(), text(""), text("this")]})),
@@ -244,26 +248,28 @@ fn the_written_body_is_what_one_value_serialized_was() {
         tool("two"),
         Arc::new(ToolSpec::new("bare".into(), String::new(), Value::Null)),
     ];
-    request.max_tokens = Some(64);
-    for thinking in [ThinkingLevel::Low, ThinkingLevel::High, ThinkingLevel::Off] {
+    // Below the budget, above it and unset; the first pass serializes the tools' entries, the
+    // others write the kept ones.
+    for (max, thinking) in [
+        (Some(64), ThinkingLevel::Low),
+        (Some(100_000), ThinkingLevel::Medium),
+        (None, ThinkingLevel::Minimal),
+        (Some(64), ThinkingLevel::Off),
+    ] {
+        request.max_tokens = max;
         request.thinking = thinking;
         assert_eq!(
             written(&request, true),
             expected(&request, true),
-            "{thinking:?}"
+            "{max:?} {thinking:?}"
         );
     }
-    assert_eq!(
-        written(&request, true),
-        expected(&request, true),
-        "from the kept tool entries"
-    );
     request.tools.clear();
     request.max_tokens = None;
     request.system.clear();
     assert_eq!(written(&request, false), expected(&request, false));
     // Ending on a user turn: no turn added.
-    request.messages.truncate(11);
+    request.messages.truncate(13);
     assert_eq!(written(&request, false), expected(&request, false));
     request.messages.clear();
     assert_eq!(written(&request, false), expected(&request, false));

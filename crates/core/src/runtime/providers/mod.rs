@@ -72,6 +72,30 @@ fn write_tools(out: &mut Vec<u8>, tools: &[Arc<ToolSpec>], entry: fn(&ToolSpec) 
     }
 }
 
+/// `texts` joined by blank lines, as one JSON string (one text is written without a copy).
+fn write_joined<'t>(out: &mut Vec<u8>, mut texts: impl Iterator<Item = &'t str>) {
+    use switchboard_protocol::list_json::string;
+    match (texts.next(), texts.next()) {
+        (None, _) => string(out, ""),
+        (Some(only), None) => string(out, only),
+        (Some(first), Some(second)) => {
+            let mut joined = format!("{first}\n\n{second}");
+            for text in texts {
+                joined.push_str("\n\n");
+                joined.push_str(text);
+            }
+            string(out, &joined);
+        }
+    }
+}
+
+/// `{"text": …, "type": "text"}`: a text block in both formats.
+fn write_text_block(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(b"{\"text\":");
+    switchboard_protocol::list_json::string(out, text);
+    out.extend_from_slice(b",\"type\":\"text\"}");
+}
+
 impl PartialEq for ToolSpec {
     /// The spec itself; whether its request entry was serialized yet does not matter.
     fn eq(&self, other: &Self) -> bool {

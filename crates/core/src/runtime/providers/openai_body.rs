@@ -9,7 +9,7 @@ use serde_json::Value;
 use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, TranscriptMessage, UserContent};
 
-use super::{ModelRequest, ToolSpec, write_tools};
+use super::{ModelRequest, ToolSpec, write_joined, write_text_block, write_tools};
 use crate::config::ThinkingLevel;
 
 /// The request's body: `max_tokens`, `messages` (the system prompt first), `model`,
@@ -141,11 +141,7 @@ fn user_parts(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
             out.push(b',');
         }
         match block {
-            ContentBlock::Text { text } => {
-                out.extend_from_slice(b"{\"text\":");
-                string(out, text);
-                out.extend_from_slice(b",\"type\":\"text\"}");
-            }
+            ContentBlock::Text { text } => write_text_block(out, text),
             ContentBlock::Image { data, mime_type } => {
                 out.extend_from_slice(b"{\"image_url\":{\"url\":");
                 string(out, &format!("data:{mime_type};base64,{data}"));
@@ -178,19 +174,7 @@ fn joins_empty(blocks: &[ContentBlock]) -> bool {
 
 /// The text blocks, joined with blank lines, as one JSON string.
 fn text_of(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
-    let mut texts = texts(blocks);
-    match (texts.next(), texts.next()) {
-        (None, _) => out.extend_from_slice(b"\"\""),
-        (Some(only), None) => string(out, only),
-        (Some(first), Some(second)) => {
-            let mut joined = format!("{first}\n\n{second}");
-            for text in texts {
-                joined.push_str("\n\n");
-                joined.push_str(text);
-            }
-            string(out, &joined);
-        }
-    }
+    write_joined(out, texts(blocks));
 }
 
 #[cfg(test)]

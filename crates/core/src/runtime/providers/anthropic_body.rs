@@ -197,7 +197,7 @@ fn write_blocks(out: &mut Vec<u8>, message: &TranscriptMessage) {
                 true => b"\"is_error\":true,\"tool_use_id\":",
                 false => b"\"is_error\":false,\"tool_use_id\":",
             });
-            string(out, &tool_id(&result.tool_call_id));
+            write_tool_id(out, &result.tool_call_id);
             out.extend_from_slice(b",\"type\":\"tool_result\"}");
         }
     }
@@ -211,7 +211,7 @@ fn separate(out: &mut Vec<u8>, first: &mut bool) {
 
 fn tool_use(out: &mut Vec<u8>, id: &str, name: &str, arguments: &Value) {
     out.extend_from_slice(b"{\"id\":");
-    string(out, &tool_id(id));
+    write_tool_id(out, id);
     out.extend_from_slice(b",\"input\":");
     // Malformed arguments (kept raw) cannot be sent as `input`, which must be an object; the
     // tool result that follows already tells the model what was wrong.
@@ -276,23 +276,18 @@ fn content_block(out: &mut Vec<u8>, block: &ContentBlock) {
 }
 
 /// The API accepts tool ids matching `[A-Za-z0-9_-]+`; ids minted by another provider may not,
-/// so both the call and its result are mapped the same way.
-fn tool_id(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "tool".to_string()
-    } else {
-        clean
+/// so both the call and its result are mapped the same way: every other character becomes `_`,
+/// and an empty id `tool`. None of those characters needs escaping, so the id is written as it
+/// is, without a copy.
+fn write_tool_id(out: &mut Vec<u8>, id: &str) {
+    let clean = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    out.push(b'"');
+    match id.is_empty() {
+        true => out.extend_from_slice(b"tool"),
+        false if id.chars().all(clean) => out.extend_from_slice(id.as_bytes()),
+        false => out.extend(id.chars().map(|c| if clean(c) { c as u8 } else { b'_' })),
     }
+    out.push(b'"');
 }
 
 #[cfg(test)]

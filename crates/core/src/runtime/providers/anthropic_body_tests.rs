@@ -8,7 +8,7 @@ use switchboard_protocol::message::{
     ContentBlock, ToolResultMessage, TranscriptMessage, UserContent,
 };
 
-use super::{CONTINUE, DEFAULT_MAX_TOKENS, request_bytes, thinking_budget, tool_id};
+use super::{CONTINUE, DEFAULT_MAX_TOKENS, request_bytes, thinking_budget};
 use crate::config::ThinkingLevel;
 use crate::runtime::providers::{ModelRequest, ToolSpec};
 
@@ -149,6 +149,25 @@ fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
         .collect()
 }
 
+/// Tool ids as the provider cleaned them before it wrote them itself.
+fn tool_id(id: &str) -> String {
+    let clean: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "tool".to_string()
+    } else {
+        clean
+    }
+}
+
 fn request(messages: Vec<TranscriptMessage>) -> ModelRequest {
     ModelRequest {
         model: "m\"1".into(),
@@ -225,7 +244,7 @@ fn conversation() -> Vec<TranscriptMessage> {
         ),
         result("", json!([]), true),
         result("c3", json!([text("only")]), false),
-        result("c4", json!([text("with"), image.clone()]), false),
+        result("c4 é✓", json!([text("with"), image.clone()]), false),
         result("c5", json!([{"type": "thinking", "thinking": "x"}]), false),
         parsed(json!({"role": "user", "content": "next", "timestamp": 6})),
         parsed(json!({"role": "assistant", "timestamp": 7, "content": [call("c6", json!({}))]})),

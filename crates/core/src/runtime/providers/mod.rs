@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage, Usage};
 
 pub use registry::{ModelTarget, Providers};
@@ -74,7 +75,6 @@ fn write_tools(out: &mut Vec<u8>, tools: &[Arc<ToolSpec>], entry: fn(&ToolSpec) 
 
 /// `texts` joined by blank lines, as one JSON string (one text is written without a copy).
 fn write_joined<'t>(out: &mut Vec<u8>, mut texts: impl Iterator<Item = &'t str>) {
-    use switchboard_protocol::list_json::string;
     match (texts.next(), texts.next()) {
         (None, _) => string(out, ""),
         (Some(only), None) => string(out, only),
@@ -92,7 +92,7 @@ fn write_joined<'t>(out: &mut Vec<u8>, mut texts: impl Iterator<Item = &'t str>)
 /// `{"text": …, "type": "text"}`: a text block in both formats.
 fn write_text_block(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(b"{\"text\":");
-    switchboard_protocol::list_json::string(out, text);
+    string(out, text);
     out.extend_from_slice(b",\"type\":\"text\"}");
 }
 

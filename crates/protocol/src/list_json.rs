@@ -204,8 +204,16 @@ impl<M> SessionRow<M> {
 pub struct RowTail<'a, M> {
     pub messages: Option<&'a [M]>,
     pub run_state: Option<RunState>,
-    pub activity: Option<&'a RunActivity>,
+    pub activity: Option<Activity<'a>>,
     pub subagent: Option<&'a SubagentStatus>,
+}
+
+/// A row's run fields: built now, or written earlier by [`write_run_fields`] (a session's last
+/// ended run, written once when it ended and listed as it is after).
+#[derive(Clone, Copy)]
+pub enum Activity<'a> {
+    Built(&'a RunActivity),
+    Written(&'a [u8]),
 }
 
 /// One row, as serde_json writes [`SessionRow`].
@@ -214,7 +222,7 @@ pub fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_
     let tail = RowTail {
         messages: row.messages.as_deref(),
         run_state: row.run_state,
-        activity: row.activity.as_ref(),
+        activity: row.activity.as_ref().map(Activity::Built),
         subagent: row.subagent.as_ref(),
     };
     write_row_tail(out, &tail)
@@ -302,15 +310,24 @@ pub fn write_row_tail<M: Serialize>(
     } = tail;
     opt_value(out, b",\"messages\":", messages)?;
     opt_value(out, b",\"runState\":", run_state)?;
-    if activity.is_some_and(|a| a.is_idle()) {
-        // Most rows: a session without a run since start, in one literal.
-        out.extend_from_slice(b",\"hasActiveRun\":false,\"activeRunIds\":[]");
-    } else if let Some(activity) = activity {
-        write_activity(out, activity)?;
+    match activity {
+        Some(Activity::Built(activity)) => write_run_fields(out, activity)?,
+        Some(Activity::Written(fields)) => out.extend_from_slice(fields),
+        None => {}
     }
     opt_value(out, b",\"subagent\":", subagent)?;
     out.push(b'}');
     Ok(())
+}
+
+/// A row's run fields as its object carries them (each led by its comma).
+pub fn write_run_fields(out: &mut Vec<u8>, activity: &RunActivity) -> serde_json::Result<()> {
+    if activity.is_idle() {
+        // Most rows: a session without a run since start, in one literal.
+        out.extend_from_slice(b",\"hasActiveRun\":false,\"activeRunIds\":[]");
+        return Ok(());
+    }
+    write_activity(out, activity)
 }
 
 /// A run's fields, flattened into the row's object: every row of a session that ran since the

@@ -38,6 +38,7 @@ mod resume;
 mod run;
 mod start;
 pub mod tool;
+mod views;
 pub mod window;
 
 use std::collections::HashMap;
@@ -313,7 +314,7 @@ struct Inner {
     /// Idempotency keys of live runs (finished ones are found in the store).
     idempotency: Mutex<HashMap<String, RunId>>,
     /// Each session's last ended run since start (its row's `status`, `lastRunId`, `runtimeMs`).
-    last_ended: Mutex<HashMap<SessionKey, RunRecord>>,
+    last_ended: Mutex<HashMap<SessionKey, Arc<views::LastEnded>>>,
     /// The last runs that ended here, for a wait that comes just after (`recent.rs`).
     recent: Mutex<recent::RecentRuns>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.
@@ -673,10 +674,7 @@ impl Runtime {
     /// ended run is noted before the waiters are told: one that lists the sessions as soon as
     /// its wait ends sees the run's end on the row.
     fn retire(&self, record: &RunRecord) {
-        let ended = RunRecord {
-            result: None,
-            ..record.clone()
-        };
+        let ended = Arc::new(views::LastEnded::of(record));
         lock(&self.inner.last_ended).insert(record.session_key.clone(), ended);
         lock(&self.inner.recent).keep(record);
         self.publish(record);

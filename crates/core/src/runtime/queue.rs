@@ -9,8 +9,6 @@ use futures_util::FutureExt;
 use switchboard_protocol::message::{
     ContentBlock, MessageOrigin, TranscriptMessage, UserContent, UserMessage,
 };
-use switchboard_protocol::runs::RunState;
-use switchboard_protocol::sessions::RunActivity;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +18,7 @@ use super::{Accepted, Busy, Deliver, LiveRun, RunEventData, RunRequest, Runtime,
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::{
-    DeliverInput, RunInput, RunRecord, RunStatus, StoreError, TryLock, WriteOp, WriteOutcome,
-};
+use crate::store::{DeliverInput, RunInput, RunRecord, StoreError, TryLock, WriteOp, WriteOutcome};
 
 /// A session's pending runs and the one it is running.
 #[derive(Default)]
@@ -302,70 +298,6 @@ impl Runtime {
         }
     }
 
-    /// What the session's runs are doing now: `running` (one is working), `queued` (runs wait
-    /// for the session's worker or a lane), `None` when idle.
-    pub fn run_state(&self, session_key: &SessionKey) -> Option<RunState> {
-        self.run_views(&[session_key.as_str()])
-            .pop()
-            .and_then(|(state, _)| state)
-    }
-
-    /// The session's current run, or its last one since start, as its row shows them.
-    pub fn run_activity(&self, session_key: &SessionKey) -> Option<RunActivity> {
-        self.run_views(&[session_key.as_str()])
-            .pop()
-            .and_then(|(_, activity)| activity)
-    }
-
-    /// [`Runtime::run_state`] and [`Runtime::run_activity`] of each key, for a page of rows:
-    /// each map is locked once for the page (not three times a row), and the one of live runs
-    /// only when a key has an active run.
-    pub fn run_views(&self, keys: &[&str]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
-        // Each session's active run, and whether runs wait in its queue.
-        let queued: Vec<Option<(Option<RunId>, bool)>> = {
-            let queues = lock(&self.inner.queues);
-            keys.iter()
-                .map(|key| {
-                    let queue = queues.get(*key)?;
-                    let active = queue.active.as_ref().map(|(id, _)| id.clone());
-                    Some((active, !queue.pending.is_empty()))
-                })
-                .collect()
-        };
-        // The active runs' statuses; `None` once one ended (its worker clears `active` just after).
-        let mut statuses: Vec<Option<RunStatus>> = vec![None; keys.len()];
-        if queued.iter().flatten().any(|(active, _)| active.is_some()) {
-            let live = lock(&self.inner.live);
-            for (status, queue) in statuses.iter_mut().zip(&queued) {
-                let active = queue.as_ref().and_then(|(active, _)| active.as_ref());
-                *status = active
-                    .and_then(|id| live.get(id))
-                    .map(|run| run.state.borrow().status);
-            }
-        }
-        let ended: Vec<Option<Ended>> = {
-            let last_ended = lock(&self.inner.last_ended);
-            keys.iter()
-                .map(|key| last_ended.get(*key).map(Ended::of))
-                .collect()
-        };
-        queued
-            .into_iter()
-            .zip(statuses)
-            .zip(ended)
-            .map(|((queue, status), last)| {
-                let (active, pending) = queue.unwrap_or((None, false));
-                let state = match status {
-                    Some(RunStatus::Running) => Some(RunState::Running),
-                    Some(RunStatus::Queued) => Some(RunState::Queued),
-                    _ => pending.then_some(RunState::Queued),
-                };
-                let active = active.filter(|_| state == Some(RunState::Running));
-                (state, activity(state, active, last))
-            })
-            .collect()
-    }
-
     /// Starts the session's worker (see [`Runtime::session_worker`]).
     pub(super) fn spawn_worker(&self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
         let runtime = self.clone();
@@ -535,62 +467,4 @@ pub(super) fn request_of(record: &RunRecord, input: &RunInput) -> RunRequest {
     // It goes on in the trace of the work that asked for it (SPEC §10b).
     request.trace = input.trace.clone();
     request
-}
-
-/// A last run's row status, in the reference's words.
-/// What a row shows of a session's last ended run.
-struct Ended {
-    run_id: String,
-    status: RunStatus,
-    started_at: Option<i64>,
-    ended_at: Option<i64>,
-}
-
-impl Ended {
-    fn of(run: &RunRecord) -> Self {
-        Self {
-            run_id: run.run_id.as_str().to_string(),
-            status: run.status,
-            started_at: run.started_at,
-            ended_at: run.ended_at,
-        }
-    }
-}
-
-/// A row's run fields: its current run (`state`, the `active` one when running), else its
-/// last ended one; only "no active run" when it had neither since start.
-fn activity(
-    state: Option<RunState>,
-    active: Option<RunId>,
-    last: Option<Ended>,
-) -> Option<RunActivity> {
-    let status = match (state, &last) {
-        (Some(state), _) => Some(state.as_str()),
-        (None, Some(last)) => Some(ended_status(last.status)),
-        (None, None) => None,
-    };
-    let runtime_ms = last
-        .as_ref()
-        .and_then(|l| Some(l.ended_at? - l.started_at?));
-    Some(RunActivity {
-        status: status.map(str::to_string),
-        has_active_run: state.is_some(),
-        active_run_ids: active
-            .map(|id| id.as_str().to_string())
-            .into_iter()
-            .collect(),
-        started_at: last.as_ref().and_then(|l| l.started_at),
-        ended_at: last.as_ref().and_then(|l| l.ended_at),
-        last_run_id: last.map(|l| l.run_id),
-        runtime_ms,
-    })
-}
-
-fn ended_status(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Ok => "done",
-        RunStatus::Aborted => "killed",
-        RunStatus::Timeout => "timeout",
-        RunStatus::Error | RunStatus::Queued | RunStatus::Running => "failed",
-    }
 }

@@ -19,6 +19,10 @@ use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
 use crate::store::{Cursor, EntrySink, EntryView, ListQuery, StoreError};
 
+/// The room a row's tail is given in the page's buffer: a run's fields (a status, two run ids,
+/// three times) with the row's closing brace and comma.
+const TAIL_BYTES: usize = 224;
+
 impl Sessions {
     /// `sessions.list` as the compact JSON text of its page: every filter, then the page (its
     /// rows as read from the store, or as kept since: `kept.rs`).
@@ -49,7 +53,7 @@ impl Sessions {
         };
         let rows = heads.rows.len();
         let keys: Vec<&str> = (0..rows).map(|i| heads.key(i)).collect();
-        let views = self.runtime.run_views(&keys);
+        let views = self.runtime.run_rows(&keys);
         let parents = (0..rows).map(|i| heads.rows[i].parent.then(|| heads.key(i)));
         let subagents = self.subagents(parents).await?;
         let messages: Vec<Vec<HistoryMessage>> = match heads.session_ids.is_empty() {
@@ -70,18 +74,18 @@ impl Sessions {
             defaults: Some(&defaults),
         };
         // The rows as written, and what their tails add (most rows: nothing, or a run's few
-        // fields).
-        let mut out = Vec::with_capacity(heads.text.len() + rows * 2 + 512);
+        // fields, at most about 200 bytes). Room for them all at once: a page that outgrew its
+        // buffer was copied whole at each growth.
+        let mut out = Vec::with_capacity(heads.text.len() + rows * TAIL_BYTES + 512);
         write_page(&mut out, rows, rows, end, |out, i| {
             out.extend_from_slice(heads.head(i));
-            let (run_state, activity) = &views[i];
             let tail = RowTail {
                 messages: match message_limit {
                     0 => None,
                     _ => messages.get(i).map(Vec::as_slice),
                 },
-                run_state: *run_state,
-                activity: activity.as_ref(),
+                run_state: views[i].state(),
+                activity: Some(views[i].activity()),
                 subagent: subagents[i].as_ref(),
             };
             write_row_tail(out, &tail)

@@ -204,14 +204,14 @@ impl<M> SessionRow<M> {
 pub struct RowTail<'a, M> {
     pub messages: Option<&'a [M]>,
     pub run_state: Option<RunState>,
-    pub activity: Option<Activity<'a>>,
+    pub activity: Option<RunFields<'a>>,
     pub subagent: Option<&'a SubagentStatus>,
 }
 
-/// A row's run fields: built now, or written earlier by [`write_run_fields`] (a session's last
-/// ended run, written once when it ended and listed as it is after).
+/// A row's run fields: a record, or its text as [`write_run_fields`] wrote it for an earlier
+/// page (a session's last ended run, the same until another run ends).
 #[derive(Clone, Copy)]
-pub enum Activity<'a> {
+pub enum RunFields<'a> {
     Built(&'a RunActivity),
     Written(&'a [u8]),
 }
@@ -222,7 +222,7 @@ pub fn write_row<M: Serialize>(out: &mut Vec<u8>, row: &SessionRow<M>) -> serde_
     let tail = RowTail {
         messages: row.messages.as_deref(),
         run_state: row.run_state,
-        activity: row.activity.as_ref().map(Activity::Built),
+        activity: row.activity.as_ref().map(RunFields::Built),
         subagent: row.subagent.as_ref(),
     };
     write_row_tail(out, &tail)
@@ -311,8 +311,8 @@ pub fn write_row_tail<M: Serialize>(
     opt_value(out, b",\"messages\":", messages)?;
     opt_value(out, b",\"runState\":", run_state)?;
     match activity {
-        Some(Activity::Built(activity)) => write_run_fields(out, activity)?,
-        Some(Activity::Written(fields)) => out.extend_from_slice(fields),
+        Some(RunFields::Built(activity)) => write_run_fields(out, activity)?,
+        Some(RunFields::Written(fields)) => out.extend_from_slice(fields),
         None => {}
     }
     opt_value(out, b",\"subagent\":", subagent)?;

@@ -98,7 +98,19 @@ pub struct RunActivity {
 }
 
 impl RunActivity {
-    /// A session without a run since the gateway started: only `hasActiveRun: false`.
+    /// The run fields of a session without a run since the gateway started.
+    pub const IDLE: RunActivity = RunActivity {
+        status: None,
+        has_active_run: false,
+        active_run_ids: Vec::new(),
+        last_run_id: None,
+        started_at: None,
+        ended_at: None,
+        runtime_ms: None,
+    };
+
+    /// A session without a run since the gateway started ([`RunActivity::IDLE`]): only
+    /// `hasActiveRun: false`.
     pub fn is_idle(&self) -> bool {
         let Self {
             status,

@@ -39,6 +39,8 @@ mod run;
 mod start;
 pub mod tool;
 mod views;
+
+pub use views::{LastEnded, RunView};
 pub mod window;
 
 use std::collections::HashMap;

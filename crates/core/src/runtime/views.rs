@@ -1,11 +1,11 @@
 //! What a session's row shows of its runs: the one working or waiting now, else the last one
-//! that ended since the start. A page of rows reads each map once. The last ended run's fields
-//! are written when it ends ([`LastEnded`]), so a page lists most rows' run fields as they are
-//! instead of building them and writing them again at every list.
+//! that ended since the start. A page of rows reads each map once. A session's last ended run
+//! keeps the row's run fields as the first page wrote them ([`LastEnded::written`]), so the
+//! pages after list most rows' run fields as they are instead of building them and writing
+//! them again at every list.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use switchboard_protocol::list_json::{Activity, write_run_fields};
 use switchboard_protocol::runs::RunState;
 use switchboard_protocol::sessions::RunActivity;
 
@@ -18,23 +18,12 @@ use crate::store::{RunRecord, RunStatus};
 pub enum RunView {
     /// A run works or waits in the session: its state and its fields, built now.
     Live(RunState, RunActivity),
-    /// None does: the fields of its last ended run since the start, as written when it ended,
-    /// or none when it had no run since.
+    /// None does: its last ended run since the start, or none when it had no run since.
     Idle(Option<Arc<LastEnded>>),
 }
 
-/// A row's run fields when the session had no run since the start.
-static NO_RUN: RunActivity = RunActivity {
-    status: None,
-    has_active_run: false,
-    active_run_ids: Vec::new(),
-    last_run_id: None,
-    started_at: None,
-    ended_at: None,
-    runtime_ms: None,
-};
-
 impl RunView {
+    /// `running` or `queued` while a run works or waits; `None` when idle.
     pub fn state(&self) -> Option<RunState> {
         match self {
             RunView::Live(state, _) => Some(*state),
@@ -42,41 +31,37 @@ impl RunView {
         }
     }
 
-    /// The row's run fields, for a page's writer.
-    pub fn activity(&self) -> Activity<'_> {
-        match self {
-            RunView::Live(_, activity) => Activity::Built(activity),
-            RunView::Idle(Some(last)) => Activity::Written(&last.fields),
-            RunView::Idle(None) => Activity::Built(&NO_RUN),
-        }
-    }
-
     /// The row's run fields as a record ([`Runtime::run_activity`]).
     fn into_activity(self) -> RunActivity {
         match self {
             RunView::Live(_, activity) => activity,
-            RunView::Idle(last) => activity(None, None, last.map(|l| l.ended.clone())),
+            RunView::Idle(last) => row_activity(None, None, last.map(|l| l.ended.clone())),
         }
     }
 }
 
-/// A session's last ended run, and its row's run fields written once (as
-/// [`write_run_fields`] writes them while no run is active).
+/// A session's last ended run, and its row's run fields as a list page writes them while no
+/// run is active: written by the first page that shows them, copied by the pages after (they
+/// change only when another run ends, which replaces the whole entry).
 pub struct LastEnded {
     ended: Ended,
-    fields: Box<[u8]>,
+    written: OnceLock<Box<[u8]>>,
 }
 
 impl LastEnded {
     pub(super) fn of(run: &RunRecord) -> Self {
-        let ended = Ended::of(run);
-        let mut fields = Vec::new();
-        // Writing into a `Vec` cannot fail.
-        let _ = write_run_fields(&mut fields, &activity(None, None, Some(ended.clone())));
         Self {
-            ended,
-            fields: fields.into_boxed_slice(),
+            ended: Ended::of(run),
+            written: OnceLock::new(),
         }
+    }
+
+    /// The row's run fields as `write` writes their record, written at the first call.
+    pub fn written(&self, write: impl FnOnce(&RunActivity) -> Vec<u8>) -> &[u8] {
+        self.written.get_or_init(|| {
+            let activity = row_activity(None, None, Some(self.ended.clone()));
+            write(&activity).into_boxed_slice()
+        })
     }
 }
 
@@ -98,8 +83,7 @@ impl Runtime {
 
     /// [`Runtime::run_state`] and [`Runtime::run_activity`] of each key.
     pub fn run_views(&self, keys: &[&str]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
-        let views = self.run_rows(keys).into_iter();
-        views
+        (self.run_rows(keys).into_iter())
             .map(|view| (view.state(), Some(view.into_activity())))
             .collect()
     }
@@ -152,7 +136,7 @@ impl Runtime {
                 };
                 let active = active.filter(|_| state == RunState::Running);
                 let last = last.map(|l| l.ended.clone());
-                RunView::Live(state, activity(Some(state), active, last))
+                RunView::Live(state, row_activity(Some(state), active, last))
             })
             .collect()
     }
@@ -180,7 +164,11 @@ impl Ended {
 
 /// A row's run fields: its current run (`state`, the `active` one when running), else its
 /// last ended one; only "no active run" when it had neither since start.
-fn activity(state: Option<RunState>, active: Option<RunId>, last: Option<Ended>) -> RunActivity {
+fn row_activity(
+    state: Option<RunState>,
+    active: Option<RunId>,
+    last: Option<Ended>,
+) -> RunActivity {
     let status = match (state, &last) {
         (Some(state), _) => Some(state.as_str()),
         (None, Some(last)) => Some(ended_status(last.status)),

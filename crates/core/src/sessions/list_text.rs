@@ -8,20 +8,23 @@ use std::any::Any;
 use std::sync::Arc;
 
 use switchboard_protocol::list_json::{
-    PageEnd, RowTail, write_page, write_row_head, write_row_tail,
+    PageEnd, RowTail, RunFields, write_page, write_row_head, write_row_tail, write_run_fields,
 };
 use switchboard_protocol::message::HistoryMessage;
-use switchboard_protocol::sessions::SessionsListParams;
+use switchboard_protocol::sessions::{RunActivity, SessionsListParams};
 
 use super::list::ListRequest;
 use super::{ModelLookups, Sessions, row_head};
 use crate::config::Config;
 use crate::error::{CoreError, CoreResult};
+use crate::runtime::RunView;
 use crate::store::{Cursor, EntrySink, EntryView, ListQuery, StoreError};
 
-/// The room a row's tail is given in the page's buffer: a run's fields (a status, two run ids,
-/// three times) with the row's closing brace and comma.
-const TAIL_BYTES: usize = 224;
+/// The room a row's tail is given in the page's buffer: about what a running session's run
+/// fields take with an earlier run's (a state, a status, two run ids, three times; 240 bytes),
+/// more than most rows' (an ended run's, 180; none since the start, 40). Only a size to start
+/// from: a page of larger tails grows its buffer.
+const TAIL_BYTES: usize = 256;
 
 impl Sessions {
     /// `sessions.list` as the compact JSON text of its page: every filter, then the page (its
@@ -73,9 +76,8 @@ impl Sessions {
             warning: warning.as_deref(),
             defaults: Some(&defaults),
         };
-        // The rows as written, and what their tails add (most rows: nothing, or a run's few
-        // fields, at most about 200 bytes). Room for them all at once: a page that outgrew its
-        // buffer was copied whole at each growth.
+        // The rows as written, and what their tails add (most rows: a run's few fields). Room
+        // for them all at once: a page that outgrew its buffer was copied whole at each growth.
         let mut out = Vec::with_capacity(heads.text.len() + rows * TAIL_BYTES + 512);
         write_page(&mut out, rows, rows, end, |out, i| {
             out.extend_from_slice(heads.head(i));
@@ -85,7 +87,7 @@ impl Sessions {
                     _ => messages.get(i).map(Vec::as_slice),
                 },
                 run_state: views[i].state(),
-                activity: Some(views[i].activity()),
+                activity: Some(run_fields(&views[i])),
                 subagent: subagents[i].as_ref(),
             };
             write_row_tail(out, &tail)
@@ -123,6 +125,22 @@ impl Sessions {
             .downcast::<Reading>()
             .map_err(|_| backend("the store handed back another list sink".to_string()))?;
         Ok((reading.heads, next_cursor))
+    }
+}
+
+/// A row's run fields for the page: built for a session with a run working or waiting, else
+/// those of its last ended run as the first page to show them wrote them.
+fn run_fields(view: &RunView) -> RunFields<'_> {
+    static IDLE: RunActivity = RunActivity::IDLE;
+    match view {
+        RunView::Live(_, activity) => RunFields::Built(activity),
+        RunView::Idle(None) => RunFields::Built(&IDLE),
+        RunView::Idle(Some(last)) => RunFields::Written(last.written(|activity| {
+            let mut out = Vec::with_capacity(TAIL_BYTES);
+            // Writing into a `Vec` cannot fail.
+            let _ = write_run_fields(&mut out, activity);
+            out
+        })),
     }
 }
 

@@ -5,9 +5,10 @@ use serde_json::{Value, json};
 use switchboard_core::config::{AgentEntry, Config, ModelEntry, ModelRef, ProviderConfig};
 use switchboard_core::ids::RunId;
 use switchboard_core::store::{EntryPatch, SubagentRecord, SubagentState, TokenDelta, WriteOp};
+use switchboard_protocol::runs::RunState;
 use switchboard_protocol::sessions::{DeliveryContext, Patch, SessionsListParams};
 
-use super::support::TestEngine;
+use super::support::{TestEngine, until};
 
 /// Sessions of every kind, with every field a row shows set on some of them.
 async fn varied() -> TestEngine {
@@ -139,6 +140,45 @@ async fn varied() -> TestEngine {
     h.turn("main", "hello").await;
     h.turn("agent:main:discord:direct:42", "hi \"there\"").await;
     h
+}
+
+/// A session whose run works after an ended one, with another waiting, and one whose last run
+/// ended: the first row's run fields are built at each list, the second's copied as an earlier
+/// page wrote them; both are the typed page's, before and after the working run ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_with_a_run_working_or_ended_is_the_typed_row_byte_for_byte() {
+    let h = varied().await;
+    let main = h.key("main");
+    let row = |page: &Value, key: &str| {
+        let rows = page["sessions"].as_array().unwrap();
+        rows.iter().find(|r| r["key"] == key).cloned().unwrap()
+    };
+    let ended = row(&same(&h, json!({"limit": 1000})).await, "agent:main:main");
+    assert_eq!(ended["status"], "done", "{ended}");
+    let working = h.submit("main", "@delay 600000\n@reply late", None).await;
+    let runtime = h.engine.runtime();
+    until("the run works", || async {
+        (runtime.run_state(&main) == Some(RunState::Running)).then_some(())
+    })
+    .await;
+    h.submit("main", "@reply next", None).await;
+    let page = same(&h, json!({"limit": 1000})).await;
+    let live = row(&page, "agent:main:main");
+    assert_eq!(live["runState"], "running", "{live}");
+    assert_eq!(live["activeRunIds"], json!([working.as_str()]), "{live}");
+    assert_eq!(live["lastRunId"], ended["lastRunId"], "{live}");
+    let other = row(&page, "agent:main:discord:direct:42");
+    assert_eq!(other["status"], "done", "{other}");
+    // Asked again, the ended row's fields are the ones the first page wrote.
+    assert_eq!(same(&h, json!({"limit": 1000})).await, page);
+    let aborted = runtime.abort(&main, None).await.unwrap();
+    assert_eq!(aborted, std::slice::from_ref(&working));
+    until("the runs end", || async {
+        runtime.run_state(&main).is_none().then_some(())
+    })
+    .await;
+    let after = row(&same(&h, json!({"limit": 1000})).await, "agent:main:main");
+    assert_ne!(after["lastRunId"], ended["lastRunId"], "{after}");
 }
 
 /// The two answers to `params`, as text; answers the typed page as a value.

@@ -39,9 +39,9 @@ mod run;
 mod start;
 pub mod tool;
 mod views;
+pub mod window;
 
 pub use views::{LastEnded, RunView};
-pub mod window;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -83,7 +83,8 @@ impl Runtime {
 
     /// [`Runtime::run_state`] and [`Runtime::run_activity`] of each key.
     pub fn run_views(&self, keys: &[&str]) -> Vec<(Option<RunState>, Option<RunActivity>)> {
-        (self.run_rows(keys).into_iter())
+        self.run_rows(keys)
+            .into_iter()
             .map(|view| (view.state(), Some(view.into_activity())))
             .collect()
     }

@@ -68,6 +68,9 @@ use lanes::{Lane, Lanes};
 use providers::Providers;
 use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 
+/// A map keyed by session: foldhash, seeded once per process.
+type FoldMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Events buffered per subscriber before a slow one starts missing them.
 const EVENT_BUFFER: usize = 4096;
 
@@ -309,14 +312,16 @@ struct Inner {
     calibration: window::Calibration,
     lanes: Lanes,
     conversations: conversation::ConversationCache,
-    queues: Mutex<HashMap<SessionKey, queue::SessionQueue>>,
+    /// Keyed with foldhash (seeded at start): a list page looks up each of its rows here and in
+    /// `last_ended`, and SipHash was a tenth of a kept page's instructions.
+    queues: Mutex<FoldMap<SessionKey, queue::SessionQueue>>,
     /// The last session worker's number ([`queue::SessionQueue::worker`]).
     workers: std::sync::atomic::AtomicU64,
     live: Mutex<HashMap<RunId, LiveRun>>,
     /// Idempotency keys of live runs (finished ones are found in the store).
     idempotency: Mutex<HashMap<String, RunId>>,
     /// Each session's last ended run since start (its row's `status`, `lastRunId`, `runtimeMs`).
-    last_ended: Mutex<HashMap<SessionKey, Arc<views::LastEnded>>>,
+    last_ended: Mutex<FoldMap<SessionKey, Arc<views::LastEnded>>>,
     /// The last runs that ended here, for a wait that comes just after (`recent.rs`).
     recent: Mutex<recent::RecentRuns>,
     /// Shared, so a receiver's copy is a pointer, not the event's strings.

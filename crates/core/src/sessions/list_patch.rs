@@ -25,6 +25,9 @@ const MOST: usize = 64;
 /// Where a row sorts: newest first, then by key.
 type Place<'a> = (Reverse<i64>, &'a str);
 
+/// A row of a merged page: where it sorts, the page it comes from and its index there.
+type Picked<'a> = (Place<'a>, &'a Heads, usize);
+
 impl Sessions {
     /// The page kept for `asked` at an older store version, brought up to `version`; `None`
     /// when it must be read whole.
@@ -162,15 +165,9 @@ impl Heads {
             (true, n) => Some(n - 1),
         };
         let end_place = end.map(|i| self.place(i));
-        let mut picked: Vec<(Place<'_>, &Heads, usize)> = Vec::with_capacity(self.rows.len() + 1);
         let mut on_page = 0;
-        for i in 0..self.rows.len() {
-            match was_touched(self.rows[i].row) {
-                true => on_page += 1,
-                false => picked.push((self.place(i), self, i)),
-            }
-        }
         let mut beyond = false;
+        let mut news: Vec<Picked<'_>> = Vec::with_capacity(fresh.rows.len());
         for j in 0..fresh.rows.len() {
             let place = fresh.place(j);
             if first.is_some_and(|first| place <= first) {
@@ -178,10 +175,25 @@ impl Heads {
             }
             match end_place.is_some_and(|end| place > end) {
                 true => beyond = true,
-                false => picked.push((place, fresh, j)),
+                false => news.push((place, fresh, j)),
             }
         }
-        picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        news.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // The page's own rows are in page order already: the few written ones are merged in.
+        let mut news = news.into_iter().peekable();
+        let mut picked: Vec<Picked<'_>> = Vec::with_capacity(self.rows.len() + news.len());
+        for i in 0..self.rows.len() {
+            if was_touched(self.rows[i].row) {
+                on_page += 1;
+                continue;
+            }
+            let place = self.place(i);
+            while let Some(new) = news.next_if(|new| new.0 < place) {
+                picked.push(new);
+            }
+            picked.push((place, self, i));
+        }
+        picked.extend(news);
         let follows = match end {
             None => Follows::Known(picked.len() > limit),
             Some(_) if picked.len() > limit => Follows::Known(true),

@@ -6,7 +6,9 @@ interleaved rounds. For each build and round, a real `switchboard gateway` on a 
 
 - over --wall turns, from /proc: the gateway's user and system CPU per turn (µs; utime and
   stime), its context switches per turn (voluntary and not, summed over its threads) and the
-  client's p50;
+  client's p50; from getrusage, the client's own CPU and voluntary context switches per turn
+  (at low load this machine runs the client on the gateway's vCPU, so every frame that wakes
+  the client costs the turn its work too);
 - over --traced turns under `strace -c -f`: the gateway's system calls per turn, by kind (strace
   slows the gateway; the counts do not depend on it).
 
@@ -18,6 +20,7 @@ Every line gives the machine's load average before and after. One JSON line per 
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,9 +77,14 @@ def measure(name, binary, args, turns_cmd):
         out = {"bench": "turn_kernel", "build": name, "loadBefore": load()}
         time.sleep(1)
         (u0, s0), (v0, i0) = cpu_us(proc.pid), switches(proc.pid)
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         p50 = turns(args.wall)["latencyMs"]["p50"]
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         (u1, s1), (v1, i1) = cpu_us(proc.pid), switches(proc.pid)
         n = args.wall
+        client_us = (c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime) * 1e6
+        out.update({"clientCpuUs": round(client_us / n, 1),
+                    "clientVoluntaryPerTurn": round((c1.ru_nvcsw - c0.ru_nvcsw) / n, 2)})
         out.update({"turns": n, "userUs": round((u1 - u0) / n, 1), "systemUs": round((s1 - s0) / n, 1),
                     "cpuUs": round((u1 - u0 + s1 - s0) / n, 1), "voluntaryPerTurn": round((v1 - v0) / n, 2),
                     "involuntaryPerTurn": round((i1 - i0) / n, 2), "p50Ms": p50})

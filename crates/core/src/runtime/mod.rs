@@ -68,7 +68,8 @@ use lanes::{Lane, Lanes};
 use providers::Providers;
 use tool::{Caller, Tool, ToolContext, ToolOutput, ToolRegistry, ToolSource};
 
-/// A map keyed by session: foldhash, seeded once per process.
+/// A map keyed by session: foldhash, seeded per process and per map (from addresses and the
+/// clock; docs/decisions.md says why that is enough for session keys).
 type FoldMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Events buffered per subscriber before a slow one starts missing them.
@@ -312,7 +313,7 @@ struct Inner {
     calibration: window::Calibration,
     lanes: Lanes,
     conversations: conversation::ConversationCache,
-    /// Keyed with foldhash (seeded at start): a list page looks up each of its rows here and in
+    /// Keyed with foldhash ([`FoldMap`]): a list page looks up each of its rows here and in
     /// `last_ended`, and SipHash was a tenth of a kept page's instructions.
     queues: Mutex<FoldMap<SessionKey, queue::SessionQueue>>,
     /// The last session worker's number ([`queue::SessionQueue::worker`]).

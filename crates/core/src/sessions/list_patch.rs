@@ -148,7 +148,9 @@ impl Heads {
     /// This page (read at a version before the writes of `touched`, the sorted store rows they
     /// wrote) with `fresh` (those rows as the page's filters read them now, in any order)
     /// merged in: the rows after `cursor`, at most `limit`. `None` when the page cannot be
-    /// known without reading it whole.
+    /// known without reading it whole. This page's rows must be in page order (newest first,
+    /// then by the key's bytes), as both stores read them and as every merge leaves them: the
+    /// written rows are merged into them, not sorted with them.
     pub(super) fn patch(
         &self,
         touched: &[i64],
@@ -156,6 +158,10 @@ impl Heads {
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> Option<Merged> {
+        debug_assert!(
+            (1..self.rows.len()).all(|i| self.place(i - 1) < self.place(i)),
+            "a kept page out of page order"
+        );
         let was_touched = |row: i64| touched.binary_search(&row).is_ok();
         let first: Option<Place<'_>> = cursor.map(|c| (Reverse(c.updated_at), c.key.as_str()));
         // A page that had more after it covers the rows up to its last one only.

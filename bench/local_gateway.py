@@ -51,6 +51,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def tool_mock(kit, *flags):
+    """bench/tool_mock.py on a free loopback port with `flags` (e.g. "--keep-alive"), once it
+    accepts connections: (process, port). The caller terminates it."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tool_mock.py"),
+                             "--kit", kit, "--port", str(port), *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("bench/tool_mock.py did not start on port %d" % port)
+            time.sleep(0.05)
+
+
+def mock_config(port):
+    """The config fragment that makes tool_mock.py on `port` (OpenAI's format) every agent's model."""
+    return ('models: { providers: { mock: { api: "openai-completions", '
+            'baseUrl: "http://127.0.0.1:%d/v1", models: [{ id: "mock-model" }] } } }, '
+            'agents: { defaults: { model: "mock/mock-model" } },' % port)
+
+
 class LocalGateway:
     def __init__(self, binary, kit, prefix="sb-bench-", config="", env=None, keep_log=None, seed=None,
                  wrapper=()):

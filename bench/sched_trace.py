@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, free_port  # noqa: E402
+from local_gateway import LocalGateway, mock_config, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVENTS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_wakeup"
@@ -39,16 +39,11 @@ LINE = re.compile(r"\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+[\d.]+:\s+(\S+):\s*(.*)
 
 
 def trace(args, out):
-    """Runs the workload; answers the perf data's path and the three processes' pids."""
-    port = free_port()
-    mock = subprocess.Popen([sys.executable, os.path.join(HERE, "tool_mock.py"), "--kit", args.kit,
-                             "--port", str(port), "--keep-alive"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    config = ('models: { providers: { mock: { api: "openai-completions", '
-              'baseUrl: "http://127.0.0.1:%d/v1", models: [{ id: "mock-model" }] } } }, '
-              'agents: { defaults: { model: "mock/mock-model" } },' % port)
+    """Runs the workload with perf recording into `out`; answers the three processes' pids and
+    the traced samples' latencies."""
+    mock, port = tool_mock(args.kit, "--keep-alive")
+    config = mock_config(port)
     try:
-        time.sleep(0.5)
         with LocalGateway(args.bin, args.kit, prefix="sb-sched-", config=config) as gw:
             def client(n):
                 return subprocess.Popen([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
@@ -91,16 +86,18 @@ def count(stream, pids):
     name_of = {str(pid): name for name, pid in pids.items()}
     for who, cpu, event, fields in stream:
         by_cpu[who][cpu] += 1
-        if event == "sched:sched_wakeup":
-            woken = name_of.get(re.search(r"pid=(\d+)", fields).group(1)) if who == "gateway" else None
+        if event == "sched:sched_wakeup" and who == "gateway":
+            # The last process the gateway woke since it last left the core.
+            woken = name_of.get(re.search(r"pid=(\d+)", fields).group(1))
         elif event == "sched:sched_switch":
             state = re.search(r"prev_state=(\S+)", fields).group(1)
             running = state.startswith("R")
             switched[who]["preempted" if running else "slept"] += 1
-            nxt = re.search(r"next_pid=(\d+)", fields).group(1)
-            if who == "gateway" and running and woken and name_of.get(nxt) == woken:
-                preempted_by_woken += 1
-            woken = None
+            if who == "gateway":
+                nxt = re.search(r"next_pid=(\d+)", fields).group(1)
+                if running and woken and name_of.get(nxt) == woken:
+                    preempted_by_woken += 1
+                woken = None
         elif event == "raw_syscalls:sys_enter" and who == "gateway":
             nr = int(fields.split()[1])
             if nr in (SENDTO, WRITEV):

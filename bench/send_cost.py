@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, free_port, send_args  # noqa: E402
+from local_gateway import LocalGateway, mock_config, send_args, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,16 +30,10 @@ def load():
 
 
 def one_round(args, keep_alive):
-    port = free_port()
     timing = tempfile.NamedTemporaryFile(prefix="sb-send-timing-", suffix=".jsonl", delete=False).name
-    mock = subprocess.Popen([sys.executable, os.path.join(HERE, "tool_mock.py"), "--kit", args.kit,
-                             "--port", str(port), "--timing", timing]
-                            + (["--keep-alive"] if keep_alive else []),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mock, port = tool_mock(args.kit, "--timing", timing, *(["--keep-alive"] if keep_alive else []))
     try:
-        config = ('models: { providers: { mock: { api: "openai-completions", '
-                  'baseUrl: "http://127.0.0.1:%d/v1", models: [{ id: "mock-model" }] } } }, '
-                  'agents: { defaults: { model: "mock/mock-model" } },' % port)
+        config = mock_config(port)
         with LocalGateway(args.bin, args.kit, prefix="sb-send-", config=config) as gw:
             before = load()
             out = subprocess.run([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,

@@ -29,7 +29,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, free_port, send_args  # noqa: E402
+from local_gateway import LocalGateway, mock_config, send_args, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -101,11 +101,9 @@ def median(values):
     return round(values[len(values) // 2]) if values else None
 
 
-def start_mock(args, port, timing, log=None):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, "tool_mock.py"), "--kit", args.kit,
-                             "--port", str(port), "--keep-alive", "--timing", timing]
-                            + (["--log", log] if log else []),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_mock(args, timing, log=None):
+    """tool_mock.py keeping its connections and logging its calls' times: (process, port)."""
+    return tool_mock(args.kit, "--keep-alive", "--timing", timing, *(["--log", log] if log else []))
 
 
 def read_calls(timing):
@@ -127,20 +125,11 @@ def bodies_of(log):
 def floor(args, bodies):
     """`bodies` sent again to a new mock over one kept connection: per call, the client's time
     from its first byte sent to the reply's last byte read, and the mock's own."""
-    port = free_port()
     timing = tempfile.NamedTemporaryFile(prefix="sb-floor-", suffix=".jsonl", delete=False).name
-    mock = start_mock(args, port, timing)
+    mock, port = start_mock(args, timing)
     took = []
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                conn = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        conn = socket.create_connection(("127.0.0.1", port))
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for body in bodies:
             head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
@@ -167,14 +156,10 @@ def floor(args, bodies):
 
 
 def one_round(args, name, binary, spans, n, log=None):
-    port = free_port()
     timing = tempfile.NamedTemporaryFile(prefix="sb-spans-", suffix=".jsonl", delete=False).name
-    mock = start_mock(args, port, timing, log)
-    config = ('models: { providers: { mock: { api: "openai-completions", '
-              'baseUrl: "http://127.0.0.1:%d/v1", models: [{ id: "mock-model" }] } } }, '
-              'agents: { defaults: { model: "mock/mock-model" } }, '
-              'observability: { otlp: { endpoint: "http://127.0.0.1:%d", sampleRatio: 1 } },'
-              % (port, spans.port))
+    mock, port = start_mock(args, timing, log)
+    config = (mock_config(port) + ' observability: { otlp: { endpoint: "http://127.0.0.1:%d", sampleRatio: 1 } },'
+              % spans.port)
     try:
         with LocalGateway(binary, args.kit, prefix="sb-spans-", config=config) as gw:
             spans.take()

@@ -76,28 +76,31 @@ impl ConversationCache {
         session_id: &str,
         last_seq: i64,
     ) -> Result<Vec<TranscriptMessage>, StoreError> {
-        let cached = lock(&self.state)
-            .remove(session_id)
-            .map(|w| (w.seq, w.messages));
+        let cached = lock(&self.state).remove(session_id);
         let until = Some(last_seq + 1);
-        let mut messages = match cached {
-            Some((seq, messages)) if seq == last_seq => messages,
-            Some((seq, mut messages)) if seq < last_seq && (last_seq - seq) as usize <= WINDOW => {
+        // The window's bytes when known (a kept window's, and what was added to it): the
+        // trim then need not walk every message to count them.
+        let (mut messages, bytes) = match cached {
+            Some(w) if w.seq == last_seq => (w.messages, Some(w.bytes)),
+            Some(w) if w.seq < last_seq && (last_seq - w.seq) as usize <= WINDOW => {
                 // Sequence numbers have no gaps: the `last_seq - seq` up to `last_seq` are new.
                 let page = store
-                    .history(session_id, (last_seq - seq) as usize, until)
+                    .history(session_id, (last_seq - w.seq) as usize, until)
                     .await?;
                 if page.messages.iter().any(is_compaction) {
                     // A summary written from outside the run: the view starts over from it.
-                    load(store, session_id, last_seq).await?
+                    (load(store, session_id, last_seq).await?, None)
                 } else {
-                    messages.extend(parse(session_id, page.messages));
-                    messages
+                    let new = parse(session_id, page.messages);
+                    let added = new.iter().map(message_bytes).sum::<usize>();
+                    let mut messages = w.messages;
+                    messages.extend(new);
+                    (messages, Some(w.bytes + added))
                 }
             }
-            _ => load(store, session_id, last_seq).await?,
+            _ => (load(store, session_id, last_seq).await?, None),
         };
-        trim(&mut messages);
+        trim(&mut messages, bytes);
         Ok(messages)
     }
 
@@ -284,18 +287,25 @@ pub(super) fn decode(session_id: &str, messages: Vec<StoredMessage>) -> Vec<Tran
 
 /// At most [`WINDOW`] messages and [`MAX_WINDOW_BYTES`] after a leading summary (which stays),
 /// starting at a user message (a window that starts inside a tool exchange would show results
-/// without their calls).
-fn trim(messages: &mut Vec<TranscriptMessage>) {
+/// without their calls). `known`: the messages' bytes ([`message_bytes`]) when the caller
+/// has them; counted here otherwise.
+fn trim(messages: &mut Vec<TranscriptMessage>, known: Option<usize>) {
     let head = usize::from(messages.first().is_some_and(is_summary));
     let excess = messages.len().saturating_sub(head + WINDOW);
-    messages.drain(head..head + excess);
+    let cut_off = head..head + excess;
+    let mut bytes = match known {
+        Some(bytes) => {
+            bytes.saturating_sub(messages[cut_off.clone()].iter().map(message_bytes).sum())
+        }
+        None => messages[cut_off.end..].iter().map(message_bytes).sum(),
+    };
+    messages.drain(cut_off);
     // At most MAX_WINDOW_BYTES too (far more text than any model's context holds), the newest
     // user message and what follows it always kept.
     let newest_user = messages
         .iter()
         .rposition(|m| matches!(m, TranscriptMessage::User(_)))
         .unwrap_or(head);
-    let mut bytes: usize = messages.iter().map(message_bytes).sum();
     let mut cut = head;
     while bytes > MAX_WINDOW_BYTES && cut < newest_user {
         bytes -= message_bytes(&messages[cut]);
@@ -316,7 +326,8 @@ mod tests {
     use switchboard_protocol::message::TranscriptMessage;
 
     use super::{
-        ConversationCache, MAX_BYTES, MAX_KEPT_WINDOW_BYTES, MAX_WINDOW_BYTES, message_bytes, trim,
+        ConversationCache, MAX_BYTES, MAX_KEPT_WINDOW_BYTES, MAX_WINDOW_BYTES, WINDOW,
+        message_bytes, trim,
     };
     use crate::keys::SessionKey;
     use crate::store::SessionStore;
@@ -447,12 +458,55 @@ mod tests {
     #[test]
     fn a_window_is_cut_to_its_bytes_from_the_oldest_message() {
         let mut messages = window(20, MAX_WINDOW_BYTES / 4);
-        trim(&mut messages);
+        trim(&mut messages, None);
         assert_eq!(messages.len(), 3);
         let bytes: usize = messages.iter().map(message_bytes).sum();
         assert!(bytes <= MAX_WINDOW_BYTES, "{bytes}");
         let mut one = window(1, MAX_WINDOW_BYTES * 2);
-        trim(&mut one);
+        trim(&mut one, None);
         assert_eq!(one.len(), 1);
+    }
+
+    /// A trim given the window's bytes (a kept window's) cuts exactly as one that counts them:
+    /// by count, by bytes, to a user message, with a leading summary kept.
+    #[test]
+    fn a_trim_given_the_bytes_cuts_as_one_that_counts_them() {
+        let summary: TranscriptMessage = serde_json::from_value(json!({
+            "role": "user", "content": "earlier", "timestamp": 1,
+            "provenance": {"kind": super::COMPACTION, "coversUntilSeq": 3}
+        }))
+        .unwrap();
+        let answer: TranscriptMessage = serde_json::from_value(json!({
+            "role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 1
+        }))
+        .unwrap();
+        let mut led = vec![summary];
+        led.extend(window(WINDOW + 7, 10));
+        let mut answered = vec![answer.clone(), answer];
+        answered.extend(window(WINDOW, 10));
+        let cases = [
+            window(20, MAX_WINDOW_BYTES / 4),
+            window(WINDOW + 9, 100),
+            // Over the bytes' bound before the count's cut, under it after.
+            window(WINDOW + 5, 41_772),
+            window(3, 100),
+            led,
+            answered,
+        ];
+        for case in cases {
+            let (mut counted, mut given) = (case.clone(), case.clone());
+            trim(&mut counted, None);
+            trim(&mut given, Some(case.iter().map(message_bytes).sum()));
+            assert_eq!(given, counted);
+            assert!(counted.len() <= WINDOW + 1, "{}", counted.len());
+        }
+        let mut full = window(WINDOW + 5, 41_772);
+        let bytes = full.iter().map(message_bytes).sum();
+        trim(&mut full, Some(bytes));
+        assert_eq!(
+            full.len(),
+            WINDOW,
+            "the count's cut brought it under the bytes' bound"
+        );
     }
 }

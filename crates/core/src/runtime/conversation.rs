@@ -293,12 +293,10 @@ fn trim(messages: &mut Vec<TranscriptMessage>, known: Option<usize>) {
     let head = usize::from(messages.first().is_some_and(is_summary));
     let excess = messages.len().saturating_sub(head + WINDOW);
     let cut_off = head..head + excess;
-    let mut bytes = match known {
-        Some(bytes) => {
-            bytes.saturating_sub(messages[cut_off.clone()].iter().map(message_bytes).sum())
-        }
-        None => messages[cut_off.end..].iter().map(message_bytes).sum(),
-    };
+    let total = known.unwrap_or_else(|| messages.iter().map(message_bytes).sum());
+    debug_assert_eq!(total, messages.iter().map(message_bytes).sum::<usize>());
+    let dropped: usize = messages[cut_off.clone()].iter().map(message_bytes).sum();
+    let mut bytes = total.saturating_sub(dropped);
     messages.drain(cut_off);
     // At most MAX_WINDOW_BYTES too (far more text than any model's context holds), the newest
     // user message and what follows it always kept.
@@ -323,7 +321,7 @@ fn trim(messages: &mut Vec<TranscriptMessage>, known: Option<usize>) {
 mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
-    use switchboard_protocol::message::TranscriptMessage;
+    use switchboard_protocol::message::{TranscriptMessage, UserContent};
 
     use super::{
         ConversationCache, MAX_BYTES, MAX_KEPT_WINDOW_BYTES, MAX_WINDOW_BYTES, WINDOW,
@@ -385,6 +383,30 @@ mod tests {
         cache.put(&id, 2, topped_up);
         let next = cache.take(&store, &id, 3).await.unwrap();
         assert_eq!(texts(&next), ["\"one\"", "\"two\"", "\"announce\""]);
+    }
+
+    /// A kept window topped up from the store with messages past the bytes' bound is cut as
+    /// the same window read whole is: from the oldest message, its newest user message kept.
+    #[tokio::test]
+    async fn a_kept_window_topped_up_past_its_bytes_is_cut_as_one_read_whole() {
+        let (_dir, store, id, cache) = one_message_kept().await;
+        let key = &SessionKey::from_canonical("agent:main:main".into());
+        let big = "b".repeat(MAX_WINDOW_BYTES / 3);
+        for text in [&big, &big, &big, &"last".to_string()] {
+            store.append(key, None, vec![user(text)]).await.unwrap();
+        }
+        let topped_up = cache.take(&store, &id, 5).await.unwrap();
+        let read_whole = ConversationCache::default()
+            .take(&store, &id, 5)
+            .await
+            .unwrap();
+        assert_eq!(topped_up, read_whole);
+        assert_eq!(
+            topped_up.len(),
+            3,
+            "the oldest two went to keep the bytes' bound"
+        );
+        assert_eq!(texts(&topped_up[2..]), ["\"last\""]);
     }
 
     /// The run's own message joins the kept window as it is written: the next run takes it from
@@ -480,8 +502,15 @@ mod tests {
             "role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 1
         }))
         .unwrap();
-        let mut led = vec![summary];
+        let mut led = vec![summary.clone()];
         led.extend(window(WINDOW + 7, 10));
+        // A summary whose own bytes put the window over the bound after the count's cut.
+        let mut large_summary = summary;
+        if let TranscriptMessage::User(user) = &mut large_summary {
+            user.content = UserContent::Text("s".repeat(8_700));
+        }
+        let mut led_to_the_bound = vec![large_summary];
+        led_to_the_bound.extend(window(WINDOW + 5, 41_772));
         let mut answered = vec![answer.clone(), answer];
         answered.extend(window(WINDOW, 10));
         let cases = [
@@ -491,6 +520,7 @@ mod tests {
             window(WINDOW + 5, 41_772),
             window(3, 100),
             led,
+            led_to_the_bound,
             answered,
         ];
         for case in cases {

@@ -513,22 +513,25 @@ mod tests {
         led_to_the_bound.extend(window(WINDOW + 5, 41_772));
         let mut answered = vec![answer.clone(), answer];
         answered.extend(window(WINDOW, 10));
+        // Each window, and how many messages the trim leaves of it.
         let cases = [
-            window(20, MAX_WINDOW_BYTES / 4),
-            window(WINDOW + 9, 100),
+            (window(20, MAX_WINDOW_BYTES / 4), 3),
+            (window(WINDOW + 9, 100), WINDOW),
             // Over the bytes' bound before the count's cut, under it after.
-            window(WINDOW + 5, 41_772),
-            window(3, 100),
-            led,
-            led_to_the_bound,
-            answered,
+            (window(WINDOW + 5, 41_772), WINDOW),
+            (window(3, 100), 3),
+            (led, 1 + WINDOW),
+            // The count's cut leaves the summary and 200; the bytes' cut one more.
+            (led_to_the_bound, WINDOW),
+            // The two answers go with the count's cut.
+            (answered, WINDOW),
         ];
-        for case in cases {
+        for (case, left) in cases {
             let (mut counted, mut given) = (case.clone(), case.clone());
             trim(&mut counted, None);
             trim(&mut given, Some(case.iter().map(message_bytes).sum()));
             assert_eq!(given, counted);
-            assert!(counted.len() <= WINDOW + 1, "{}", counted.len());
+            assert_eq!(counted.len(), left);
         }
         let mut full = window(WINDOW + 5, 41_772);
         let bytes = full.iter().map(message_bytes).sum();

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading

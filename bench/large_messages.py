@@ -15,7 +15,6 @@ the whole text so far (see docs/decisions.md, "Memory after large messages").
 """
 import argparse
 import json
-import os
 import time
 
 from local_gateway import LocalGateway, bench_args, rss_kb

@@ -36,6 +36,14 @@ def send_args(ap, n, rounds):
     return args
 
 
+def send_load(kit, gw, n, settle_s, *extra):
+    """The command line of bench/agent_load.py's send workload: `n` samples against `gw` (a
+    LocalGateway), `settle_s` seconds between them, then any `extra` options."""
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_load.py"),
+            "--kit", kit, "--url", gw.url, "--token", gw.token, "send", "--n", str(n),
+            "--settle-s", str(settle_s), *extra]
+
+
 def rss_kb(pid):
     """The process's VmRSS in kB."""
     with open("/proc/%d/status" % pid) as f:

@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, mock_config, tool_mock  # noqa: E402
+from local_gateway import LocalGateway, mock_config, send_load, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVENTS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_wakeup"
@@ -46,9 +46,8 @@ def trace(args, out):
     try:
         with LocalGateway(args.bin, args.kit, prefix="sb-sched-", config=config) as gw:
             def client(n):
-                return subprocess.Popen([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
-                                         "--url", gw.url, "--token", gw.token, "send", "--n", str(n),
-                                         "--settle-s", "0.3"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                return subprocess.Popen(send_load(args.kit, gw, n, 0.3), stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
             client(3).communicate()
             perf = subprocess.Popen(["perf", "record", "-a", "-e", EVENTS, "-o", out],
                                     stderr=subprocess.DEVNULL)

@@ -19,9 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, mock_config, send_args, tool_mock  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from local_gateway import LocalGateway, mock_config, send_args, send_load, tool_mock  # noqa: E402
 
 
 def load():
@@ -36,9 +34,7 @@ def one_round(args, keep_alive):
         config = mock_config(port)
         with LocalGateway(args.bin, args.kit, prefix="sb-send-", config=config) as gw:
             before = load()
-            out = subprocess.run([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
-                                  "--url", gw.url, "--token", gw.token, "send", "--n", str(args.n),
-                                  "--settle-s", str(args.settle_s), "--model-timing", timing],
+            out = subprocess.run(send_load(args.kit, gw, args.n, args.settle_s, "--model-timing", timing),
                                  capture_output=True, text=True, check=False)
             if out.returncode != 0 and not out.stdout:
                 raise RuntimeError("agent_load.py failed: %s" % out.stderr[-2000:])

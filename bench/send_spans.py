@@ -29,9 +29,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, mock_config, send_args, tool_mock  # noqa: E402
+from local_gateway import LocalGateway, mock_config, send_args, send_load, tool_mock  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 try:
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -163,9 +162,7 @@ def one_round(args, name, binary, spans, n, log=None):
     try:
         with LocalGateway(binary, args.kit, prefix="sb-spans-", config=config) as gw:
             spans.take()
-            out = subprocess.run([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
-                                  "--url", gw.url, "--token", gw.token, "send", "--n", str(n),
-                                  "--settle-s", str(args.settle_s)],
+            out = subprocess.run(send_load(args.kit, gw, n, args.settle_s),
                                  capture_output=True, text=True, check=False)
             if out.returncode != 0 and not out.stdout:
                 raise RuntimeError("agent_load.py failed: %s" % out.stderr[-2000:])

@@ -33,7 +33,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, mock_config, tool_mock  # noqa: E402
+from local_gateway import LocalGateway, mock_config, send_load, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER, FRAME_HEADER = 32, 24
@@ -95,9 +95,7 @@ def run(args):
                     for _ in range(n):
                         gw.turn("hi", session="agent:main:wal-pages")
                     return
-                subprocess.run([sys.executable, os.path.join(HERE, "agent_load.py"), "--kit", args.kit,
-                                "--url", gw.url, "--token", gw.token, "send", "--n", str(n),
-                                "--settle-s", "0.3"], check=True, stdout=subprocess.DEVNULL,
+                subprocess.run(send_load(args.kit, gw, n, 0.3), check=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
             workload(3)
             db = os.path.join(gw.home, "switchboard.db")

@@ -23,11 +23,15 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{Bound, StoreError, StoreFuture, WriteOp, WriteOutcome};
+use super::rules::work;
+use super::{Bound, SessionEntry, StoreError, StoreFuture, WriteOp, WriteOutcome};
 use super::{mirror, private};
 use crate::clock::{Clock, SystemClock};
+use crate::keys::SessionKey;
 use writer::{Job, JobDone, MirrorOp, Queued, Writer};
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod checked_tests;
 #[cfg(test)]
@@ -341,6 +345,70 @@ fn repair_behind(conn: &Connection, home: &Path) -> Result<Repair, StoreError> {
     })
 }
 
+/// A batch's ops, in order, inside its transaction. A run's reply and its end append to the
+/// session and then patch it (the token counts, the run's flag), with only writes of other
+/// tables between: the append then leaves the row's time to the patch, and the patch starts
+/// from the entry the append answered instead of reading the row again. The row is written
+/// once, as the two writes would leave it.
+fn write_ops(
+    c: &Connection,
+    ops: Vec<WriteOp>,
+    now: i64,
+    m: &mut Vec<MirrorOp>,
+) -> Result<Vec<WriteOutcome>, StoreError> {
+    let mut outcomes = Vec::with_capacity(ops.len());
+    let mut ops = ops.into_iter();
+    // The entry an append answered while its patch is still to come.
+    let mut left: Option<SessionEntry> = None;
+    while let Some(mut op) = ops.next() {
+        work::take_session(&mut op, &outcomes);
+        let outcome = match op {
+            WriteOp::Append {
+                key,
+                create,
+                messages,
+            } if patched_later(&key, ops.as_slice()) => {
+                let appended = queries::append(c, key.as_str(), create, messages, (now, false), m)?;
+                left = Some(appended.entry.clone());
+                WriteOutcome::Appended(appended)
+            }
+            WriteOp::Patch { key, patch } if left.as_ref().is_some_and(|e| e.key == key) => {
+                let known = left.take();
+                debug_assert_eq!(
+                    known.as_ref().map(|e| SessionEntry {
+                        updated_at: 0,
+                        ..e.clone()
+                    }),
+                    queries::get_entry(c, key.as_str())?
+                        .map(|e| SessionEntry { updated_at: 0, ..e }),
+                    "the entry an append answered is the stored one but for its time"
+                );
+                queries::patch(c, key.as_str(), &patch, now, known).map(WriteOutcome::Patched)?
+            }
+            op => write_op(c, op, now, m)?,
+        };
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+/// Whether a later op of the batch patches `key`'s session with only writes of other tables
+/// before it (a run's fence and record, a delivery).
+fn patched_later(key: &SessionKey, rest: &[WriteOp]) -> bool {
+    for op in rest {
+        match op {
+            WriteOp::Patch { key: patched, .. } => return patched == key,
+            WriteOp::Fence { .. }
+            | WriteOp::PutRun(_)
+            | WriteOp::NewRun(..)
+            | WriteOp::QueueRun(..)
+            | WriteOp::Enqueue(_) => continue,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// One op of a batch, inside the batch's transaction.
 fn write_op(
     c: &Connection,
@@ -364,9 +432,10 @@ fn write_op(
             key,
             create,
             messages,
-        } => queries::append(c, key.as_str(), create, messages, now, m).map(WriteOutcome::Appended),
+        } => queries::append(c, key.as_str(), create, messages, (now, true), m)
+            .map(WriteOutcome::Appended),
         WriteOp::Patch { key, patch } => {
-            queries::patch(c, key.as_str(), patch.as_ref(), now).map(WriteOutcome::Patched)
+            queries::patch(c, key.as_str(), patch.as_ref(), now, None).map(WriteOutcome::Patched)
         }
         WriteOp::Enqueue(record) => {
             outbox::enqueue(c, &record).map(|(stored, _)| WriteOutcome::Enqueued(Box::new(stored)))

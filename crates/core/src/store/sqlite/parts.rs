@@ -5,10 +5,9 @@ use std::path::PathBuf;
 
 use switchboard_protocol::message::TranscriptMessage;
 
-use super::{SqliteStore, cron, exchanges, outbox, pairing, queries, subagents, write_op};
+use super::{SqliteStore, cron, exchanges, outbox, pairing, queries, subagents};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
-use crate::store::rules::work;
 use crate::store::{
     Appended, ClusterStore, CronJobRecord, CronStore, Cursor, DeliveryQuery, DeliveryRecord,
     DeliveryUpdate, EntryPatch, EntrySink, ExchangeRecord, HistoryPage, ListPage, ListQuery,
@@ -111,7 +110,7 @@ impl SessionStore for SqliteStore {
 
     fn patch(&self, key: &SessionKey, patch: EntryPatch) -> StoreFuture<'_, SessionEntry> {
         let key = key.clone();
-        self.write(move |c, now, _| queries::patch(c, key.as_str(), &patch, now))
+        self.write(move |c, now, _| queries::patch(c, key.as_str(), &patch, now, None))
     }
 
     fn reset(&self, key: &SessionKey) -> StoreFuture<'_, SessionEntry> {
@@ -131,7 +130,9 @@ impl SessionStore for SqliteStore {
         messages: Vec<TranscriptMessage>,
     ) -> StoreFuture<'_, Appended> {
         let key = key.clone();
-        self.write(move |c, now, m| queries::append(c, key.as_str(), create, messages, now, m))
+        self.write(move |c, now, m| {
+            queries::append(c, key.as_str(), create, messages, (now, true), m)
+        })
     }
 }
 
@@ -350,13 +351,6 @@ impl Store for SqliteStore {
     }
 
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
-        self.write(move |c, now, m| {
-            let mut outcomes = Vec::with_capacity(ops.len());
-            for mut op in ops {
-                work::take_session(&mut op, &outcomes);
-                outcomes.push(write_op(c, op, now, m)?);
-            }
-            Ok(outcomes)
-        })
+        self.write(move |c, now, m| super::write_ops(c, ops, now, m))
     }
 }

@@ -147,14 +147,19 @@ pub(super) fn create(
 }
 
 /// Merges the changed fields into the stored entry (read-modify-write on the single writer, so
-/// no concurrent change is lost).
+/// no concurrent change is lost). `known`: the entry as this transaction's append left it
+/// (`write_ops`), which is not read again.
 pub(super) fn patch(
     conn: &Connection,
     key: &str,
     patch: &EntryPatch,
     now: i64,
+    known: Option<SessionEntry>,
 ) -> Result<SessionEntry, StoreError> {
-    let mut e = get_entry(conn, key)?.ok_or_else(|| not_found(key))?;
+    let mut e = match known {
+        Some(e) => e,
+        None => get_entry(conn, key)?.ok_or_else(|| not_found(key))?,
+    };
     if let Some(label) = rules::label_set(patch) {
         check_label_free(conn, &e.agent_id, label, key)?;
     }
@@ -193,12 +198,15 @@ pub(super) fn delete(conn: &Connection, key: &str, now: i64) -> Result<SessionEn
     Ok(e)
 }
 
+/// Stores `messages` after the transcript's end. `touch`: the session's row takes the append's
+/// time; a caller whose next write of the row writes it whole from the entry answered here
+/// (`write_ops`) leaves it to that write.
 pub(super) fn append(
     conn: &Connection,
     key: &str,
     create_with: Option<NewSession>,
     messages: Vec<TranscriptMessage>,
-    now: i64,
+    (now, touch): (i64, bool),
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<Appended, StoreError> {
     let (entry, created, created_at, behind) = match append_entry(conn, key)? {
@@ -225,8 +233,10 @@ pub(super) fn append(
     }
     let appended = transcript::appended(entry, &numbered, now, created);
     let entry = &appended.entry;
-    conn.prepare_cached(&TOUCH_SESSION)?
-        .execute(params![key, entry.updated_at])?;
+    if touch {
+        conn.prepare_cached(&TOUCH_SESSION)?
+            .execute(params![key, entry.updated_at])?;
+    }
     mirror.push(MirrorOp::Append {
         agent_id: entry.agent_id.clone(),
         session_id: entry.session_id.clone(),

@@ -1,11 +1,15 @@
 //! A batch that appends to a session and then patches it, with only a run's record between (a
 //! run's reply, a run's end: `write_ops`), writes the session's row once: what it leaves must
-//! be what the same writes leave one at a time.
+//! be what the same writes leave one at a time. The store's clock is a manual one, so every
+//! time is exact.
+use std::sync::Arc;
+
 use pretty_assertions::assert_eq;
 use switchboard_protocol::sessions::Patch;
 
-use super::SqliteStore;
-use super::tests::{k, seed, user};
+use super::tests::{k, new_session, user};
+use super::{SqliteStore, patched_later};
+use crate::clock::ManualClock;
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
@@ -47,86 +51,96 @@ fn ended(key: &SessionKey) -> RunRecord {
     }
 }
 
-/// What the two writes leave that does not depend on which session or when.
+fn append(key: &SessionKey, text: &str) -> WriteOp {
+    WriteOp::Append {
+        key: key.clone(),
+        create: None,
+        messages: vec![user(text)],
+    }
+}
+
+fn patch(key: &SessionKey) -> WriteOp {
+    WriteOp::Patch {
+        key: key.clone(),
+        patch: Box::new(tokens()),
+    }
+}
+
+/// What the writes leave that does not depend on which session it is.
 fn written(e: &SessionEntry) -> SessionEntry {
     SessionEntry {
         key: k("agent:main:x"),
         session_id: String::new(),
-        created_at: 0,
-        updated_at: 0,
         ..e.clone()
     }
 }
 
-fn now_ms() -> i64 {
-    let since = std::time::UNIX_EPOCH.elapsed().unwrap();
-    i64::try_from(since.as_millis()).unwrap()
-}
-
-async fn pause() {
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+/// A store on a manual clock, with the sessions created (three messages each) at `at`.
+async fn store_at(
+    at: i64,
+    keys: &[&SessionKey],
+) -> (tempfile::TempDir, SqliteStore, Arc<ManualClock>) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(at);
+    let store = SqliteStore::open_with_clock(dir.path(), clock.clone()).unwrap();
+    for key in keys {
+        let messages = vec![user("m1"), user("m2"), user("m3")];
+        let create = Some(new_session(key.as_str()));
+        store.append(key, create, messages).await.unwrap();
+    }
+    (dir, store, clock)
 }
 
 #[tokio::test]
 async fn an_append_then_a_patch_in_one_batch_leave_what_they_leave_one_at_a_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
     let (apart, batched, other) = (
         k("agent:main:apart"),
         k("agent:main:batched"),
         k("agent:main:other"),
     );
-    for key in [&batched, &other, &apart] {
-        seed(&store, key.as_str(), 3).await;
-        pause().await;
-    }
-    // One at a time, as three commits.
+    let (_dir, store, clock) = store_at(1_000, &[&batched, &other, &apart]).await;
+    // One at a time, as three commits, at 2,000.
+    clock.set(2_000);
     store
         .append(&apart, None, vec![user("reply")])
         .await
         .unwrap();
     store.put_run(ended(&apart)).await.unwrap();
     let patched_apart = store.patch(&apart, tokens()).await.unwrap();
-    pause().await;
-    // In one batch, as a run's end writes them; the oldest session of the three.
-    let before = now_ms();
+    // In one batch, as a run's end writes them, at 2,000 too.
     let outcomes = store
         .write_batch(vec![
-            WriteOp::Append {
-                key: batched.clone(),
-                create: None,
-                messages: vec![user("reply")],
-            },
+            append(&batched, "reply"),
             WriteOp::PutRun(ended(&batched)),
-            WriteOp::Patch {
-                key: batched.clone(),
-                patch: Box::new(tokens()),
-            },
+            patch(&batched),
         ])
         .await
         .unwrap();
     let stored = store.get(&batched).await.unwrap().unwrap();
-    let apart_stored = store.get(&apart).await.unwrap().unwrap();
-    assert_eq!(apart_stored, patched_apart);
-    assert_eq!(written(&stored), written(&apart_stored));
-    assert_eq!(stored.last_seq, 4);
-    assert!(
-        stored.updated_at >= before,
-        "the batch moved the session's time: {} < {before}",
-        stored.updated_at
-    );
+    assert_eq!(store.get(&apart).await.unwrap().unwrap(), patched_apart);
+    assert_eq!(written(&stored), written(&patched_apart));
+    assert_eq!((stored.updated_at, stored.last_seq), (2_000, 4));
     match outcomes.as_slice() {
         [
             WriteOutcome::Appended(appended),
             _,
             WriteOutcome::Patched(patched),
         ] => {
-            assert_eq!(appended.seqs, vec![4]);
+            let e = &appended.entry;
+            assert_eq!(
+                (
+                    e.updated_at,
+                    e.last_seq,
+                    appended.seqs.clone(),
+                    appended.created
+                ),
+                (2_000, 4, vec![4], false)
+            );
             assert_eq!(patched, &stored, "the patch answers the stored entry");
         }
         other => panic!("unexpected outcomes {other:?}"),
     }
-    // The page by time sees the move: the batched session, then the others, newest first.
+    // The page by time: the two written sessions (the same time, then by key), then the other.
     let page = store
         .list(ListQuery {
             limit: 10,
@@ -135,51 +149,93 @@ async fn an_append_then_a_patch_in_one_batch_leave_what_they_leave_one_at_a_time
         .await
         .unwrap();
     let keys: Vec<&str> = page.entries.iter().map(|e| e.key.as_str()).collect();
-    assert_eq!(keys, vec![batched.as_str(), apart.as_str(), other.as_str()]);
+    assert_eq!(keys[2], other.as_str());
+    // A clock that went back: the row keeps its later time through the skipped touch.
+    clock.set(1_500);
+    store
+        .write_batch(vec![append(&batched, "late"), patch(&batched)])
+        .await
+        .unwrap();
+    let stored = store.get(&batched).await.unwrap().unwrap();
+    assert_eq!((stored.updated_at, stored.last_seq), (2_000, 5));
     store.close().await;
 }
 
 #[tokio::test]
 async fn an_append_followed_by_another_sessions_patch_still_moves_its_own_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
     let (appended, patched) = (k("agent:main:appended"), k("agent:main:patched"));
-    for key in [&appended, &patched] {
-        seed(&store, key.as_str(), 2).await;
-        pause().await;
-    }
+    let (_dir, store, clock) = store_at(1_000, &[&appended, &patched]).await;
     // The patch that follows is another session's: the append moves its own session's time.
-    let before = now_ms();
-    let append = |text: &str| WriteOp::Append {
-        key: appended.clone(),
-        create: None,
-        messages: vec![user(text)],
-    };
-    let patch = |key: &SessionKey| WriteOp::Patch {
-        key: key.clone(),
-        patch: Box::new(tokens()),
-    };
+    clock.set(2_000);
     store
-        .write_batch(vec![append("one"), patch(&patched)])
+        .write_batch(vec![append(&appended, "one"), patch(&patched)])
         .await
         .unwrap();
     let (a, p) = (
         store.get(&appended).await.unwrap().unwrap(),
         store.get(&patched).await.unwrap().unwrap(),
     );
-    assert!(a.updated_at >= before, "the append did not move its time");
-    assert!(p.updated_at >= before);
-    assert_eq!((a.last_seq, a.input_tokens), (3, 0));
-    assert_eq!((p.last_seq, p.input_tokens, p.output_tokens), (2, 7, 3));
-    // Two appends, then their session's patch: only the second leaves its time to the patch.
-    pause().await;
-    let before = now_ms();
-    store
-        .write_batch(vec![append("two"), append("three"), patch(&appended)])
+    assert_eq!((a.updated_at, a.last_seq, a.input_tokens), (2_000, 4, 0));
+    assert_eq!((p.updated_at, p.last_seq, p.input_tokens), (2_000, 3, 7));
+    // Two appends, then their session's patch: the patch starts from the second's entry.
+    clock.set(3_000);
+    let outcomes = store
+        .write_batch(vec![
+            append(&appended, "two"),
+            append(&appended, "three"),
+            patch(&appended),
+        ])
         .await
         .unwrap();
     let a = store.get(&appended).await.unwrap().unwrap();
-    assert!(a.updated_at >= before);
-    assert_eq!((a.last_seq, a.input_tokens, a.output_tokens), (5, 7, 3));
+    assert_eq!((a.updated_at, a.last_seq, a.output_tokens), (3_000, 6, 3));
+    let [_, _, WriteOutcome::Patched(answered)] = outcomes.as_slice() else {
+        panic!("unexpected outcomes {outcomes:?}");
+    };
+    assert_eq!(answered, &a);
     store.close().await;
+}
+
+#[tokio::test]
+async fn an_append_that_creates_its_session_then_its_patch_leave_the_created_row() {
+    let (_dir, store, clock) = store_at(1_000, &[]).await;
+    let key = k("agent:main:kept");
+    clock.set(2_000);
+    let outcomes = store
+        .write_batch(vec![
+            WriteOp::Append {
+                key: key.clone(),
+                create: Some(new_session(key.as_str())),
+                messages: vec![user("kept")],
+            },
+            WriteOp::PutRun(ended(&key)),
+            patch(&key),
+        ])
+        .await
+        .unwrap();
+    let stored = store.get(&key).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.created_at, stored.updated_at, stored.last_seq),
+        (2_000, 2_000, 1)
+    );
+    assert_eq!((stored.input_tokens, stored.aborted_last_run), (7, true));
+    assert!(matches!(outcomes.as_slice(), [WriteOutcome::Appended(a), _, _] if a.created));
+    store.close().await;
+}
+
+#[test]
+fn only_writes_of_other_tables_are_passed_over_to_the_patch() {
+    let (key, other) = (k("agent:main:a"), k("agent:main:b"));
+    let fence = || WriteOp::Fence {
+        run_id: RunId::from_string("r"),
+        epoch: 0,
+    };
+    let run = || WriteOp::PutRun(ended(&key));
+    assert!(patched_later(&key, &[fence(), run(), patch(&key)]));
+    assert!(patched_later(&key, &[patch(&key)]));
+    assert!(!patched_later(&key, &[append(&key, "again"), patch(&key)]));
+    assert!(!patched_later(&key, &[patch(&other), patch(&key)]));
+    assert!(!patched_later(&key, &[run()]));
+    let create = WriteOp::Create(Box::new(new_session(key.as_str())));
+    assert!(!patched_later(&key, &[create, patch(&key)]));
 }

@@ -359,7 +359,7 @@ fn write_ops(
     let mut outcomes = Vec::with_capacity(ops.len());
     let mut ops = ops.into_iter();
     // The entry an append answered while its patch is still to come.
-    let mut left: Option<SessionEntry> = None;
+    let mut appended_entry: Option<SessionEntry> = None;
     while let Some(mut op) = ops.next() {
         work::take_session(&mut op, &outcomes);
         let outcome = match op {
@@ -368,12 +368,15 @@ fn write_ops(
                 create,
                 messages,
             } if patched_later(&key, ops.as_slice()) => {
-                let appended = queries::append(c, key.as_str(), create, messages, (now, false), m)?;
-                left = Some(appended.entry.clone());
+                let appended =
+                    queries::append_leaving_time(c, key.as_str(), create, messages, now, m)?;
+                appended_entry = Some(appended.entry.clone());
                 WriteOutcome::Appended(appended)
             }
-            WriteOp::Patch { key, patch } if left.as_ref().is_some_and(|e| e.key == key) => {
-                let known = left.take();
+            WriteOp::Patch { key, patch }
+                if appended_entry.as_ref().is_some_and(|e| e.key == key) =>
+            {
+                let known = appended_entry.take();
                 debug_assert_eq!(
                     known.as_ref().map(|e| SessionEntry {
                         updated_at: 0,
@@ -389,11 +392,16 @@ fn write_ops(
         };
         outcomes.push(outcome);
     }
+    debug_assert!(
+        appended_entry.is_none(),
+        "an append left its session's time to a patch that never came"
+    );
     Ok(outcomes)
 }
 
 /// Whether a later op of the batch patches `key`'s session with only writes of other tables
-/// before it (a run's fence and record, a delivery).
+/// before it (a run's fence and record, a delivery). Only ops that never write the `sessions`
+/// row may be passed over: the patch writes the row from the entry the append answered.
 fn patched_later(key: &SessionKey, rest: &[WriteOp]) -> bool {
     for op in rest {
         match op {
@@ -432,8 +440,7 @@ fn write_op(
             key,
             create,
             messages,
-        } => queries::append(c, key.as_str(), create, messages, (now, true), m)
-            .map(WriteOutcome::Appended),
+        } => queries::append(c, key.as_str(), create, messages, now, m).map(WriteOutcome::Appended),
         WriteOp::Patch { key, patch } => {
             queries::patch(c, key.as_str(), patch.as_ref(), now, None).map(WriteOutcome::Patched)
         }

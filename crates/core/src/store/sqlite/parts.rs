@@ -130,9 +130,7 @@ impl SessionStore for SqliteStore {
         messages: Vec<TranscriptMessage>,
     ) -> StoreFuture<'_, Appended> {
         let key = key.clone();
-        self.write(move |c, now, m| {
-            queries::append(c, key.as_str(), create, messages, (now, true), m)
-        })
+        self.write(move |c, now, m| queries::append(c, key.as_str(), create, messages, now, m))
     }
 }
 

@@ -198,15 +198,30 @@ pub(super) fn delete(conn: &Connection, key: &str, now: i64) -> Result<SessionEn
     Ok(e)
 }
 
-/// Stores `messages` after the transcript's end. `touch`: the session's row takes the append's
-/// time; a caller whose next write of the row writes it whole from the entry answered here
-/// (`write_ops`) leaves it to that write.
+/// Stores `messages` after the transcript's end and moves the session's time.
 pub(super) fn append(
     conn: &Connection,
     key: &str,
     create_with: Option<NewSession>,
     messages: Vec<TranscriptMessage>,
-    (now, touch): (i64, bool),
+    now: i64,
+    mirror: &mut Vec<MirrorOp>,
+) -> Result<Appended, StoreError> {
+    let appended = append_leaving_time(conn, key, create_with, messages, now, mirror)?;
+    conn.prepare_cached(&TOUCH_SESSION)?
+        .execute(params![key, appended.entry.updated_at])?;
+    Ok(appended)
+}
+
+/// [`append`] without moving the session row's time: for a batch whose patch of the session
+/// comes next and writes the time with the row's other fields (`write_ops`). The entry it
+/// answers carries the new time all the same.
+pub(super) fn append_leaving_time(
+    conn: &Connection,
+    key: &str,
+    create_with: Option<NewSession>,
+    messages: Vec<TranscriptMessage>,
+    now: i64,
     mirror: &mut Vec<MirrorOp>,
 ) -> Result<Appended, StoreError> {
     let (entry, created, created_at, behind) = match append_entry(conn, key)? {
@@ -233,10 +248,6 @@ pub(super) fn append(
     }
     let appended = transcript::appended(entry, &numbered, now, created);
     let entry = &appended.entry;
-    if touch {
-        conn.prepare_cached(&TOUCH_SESSION)?
-            .execute(params![key, entry.updated_at])?;
-    }
     mirror.push(MirrorOp::Append {
         agent_id: entry.agent_id.clone(),
         session_id: entry.session_id.clone(),

@@ -21,14 +21,12 @@ only; needs valgrind.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_gateway import LocalGateway, mock_config, send_load, tool_mock  # noqa: E402
+from local_gateway import LocalGateway, callgrind_dump, mock_config, send_load, tool_mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ECHO = 'agents: { defaults: { model: "builtin/echo" } }'
@@ -39,20 +37,9 @@ def control(pid, *args):
                    stderr=subprocess.DEVNULL)
 
 
-def total(path):
-    """The instructions a callgrind file counted (its `totals:` line; `summary:` reads 0 in a
-    dump made with the instrumentation turned on and off)."""
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"totals:\s*(\d+)", line)
-            if m:
-                return int(m.group(1))
-    raise SystemExit("no totals in %s" % path)
-
-
 def measure(binary, args, out):
     """Runs the workload's warm-up, then N operations with the instrumentation on; answers the
-    dumped file's path."""
+    dumped file's path and the instructions it counted."""
     wrapper = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--instr-atstart=no",
                "--callgrind-out-file=" + out]
     mock, config = None, ECHO
@@ -80,20 +67,7 @@ def measure(binary, args, out):
             control(gw.proc.pid, "-i", "on")
             run(args.n)
             control(gw.proc.pid, "-i", "off")
-            before = set(os.listdir(os.path.dirname(out)))
-            control(gw.proc.pid, "-d")
-            dumped = None
-            for _ in range(600):
-                new = [p for p in set(os.listdir(os.path.dirname(out))) - before
-                       if p.startswith(os.path.basename(out))]
-                if new:
-                    time.sleep(0.5)  # written whole
-                    dumped = os.path.join(os.path.dirname(out), sorted(new)[-1])
-                    break
-                time.sleep(0.1)
-            if dumped is None:
-                raise SystemExit("callgrind wrote no dump")
-            return dumped
+            return callgrind_dump(gw.proc.pid, os.path.dirname(out), os.path.basename(out))
     finally:
         if mock:
             mock.terminate()
@@ -117,10 +91,10 @@ def main():
     for r in range(1, args.rounds + 1):
         for name, binary in builds:
             out = os.path.join(keep, "%s-%s-r%d.callgrind" % (args.workload, name, r))
-            dumped = measure(binary, args, out)
+            dumped, total = measure(binary, args, out)
             print(json.dumps({"bench": "instr_window", "workload": args.workload, "build": name,
                               "round": r, "n": args.n,
-                              "instructionsPerOp": round(total(dumped) / args.n),
+                              "instructionsPerOp": round(total / args.n),
                               "file": dumped}), flush=True)
 
 

@@ -21,16 +21,14 @@ load. One JSON line per round and measure.
                       [--callgrind 100]
 """
 import argparse
-import glob
 import json
 import os
 import random
 import shutil
-import subprocess
 import tempfile
 import time
 
-from local_gateway import LocalGateway
+from local_gateway import LocalGateway, callgrind_dump
 from turn_kernel import cpu_us, load, switches
 
 PAGE = {"limit": 200}
@@ -51,18 +49,7 @@ def instructions(out_dir, pid, n, step):
     """The gateway's instructions over n steps, from the callgrind dump made after them."""
     for i in range(n):
         step(i)
-    before = set(glob.glob(os.path.join(out_dir, "callgrind.out*")))
-    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True, stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        new = set(glob.glob(os.path.join(out_dir, "callgrind.out*"))) - before
-        if new:
-            time.sleep(0.5)  # written whole
-            with open(new.pop()) as f:
-                for line in f:
-                    if line.startswith(("summary:", "totals:")):
-                        return int(line.split()[1])
-        time.sleep(0.1)
-    raise RuntimeError("no callgrind dump")
+    return callgrind_dump(pid, out_dir)[1]
 
 
 def steps_of(local, args):

@@ -53,6 +53,31 @@ def rss_kb(pid):
     raise RuntimeError("no VmRSS")
 
 
+def callgrind_dump(pid, out_dir, prefix="callgrind.out"):
+    """Asks the gateway running under callgrind (`pid`) to dump its counts into `out_dir` and
+    waits for the new file (names starting with `prefix`); answers its path and the
+    instructions it counted (its `totals:` line: `summary:` reads 0 in a dump of a run whose
+    instrumentation was turned on and off)."""
+    def listed():
+        return {p for p in os.listdir(out_dir) if p.startswith(prefix)}
+
+    before = listed()
+    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        new = listed() - before
+        if new:
+            time.sleep(0.5)  # written whole
+            path = os.path.join(out_dir, sorted(new)[-1])
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("totals:"):
+                        return path, int(line.split()[1])
+            raise RuntimeError("no totals in %s" % path)
+        time.sleep(0.1)
+    raise RuntimeError("callgrind wrote no dump")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

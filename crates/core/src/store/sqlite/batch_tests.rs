@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use switchboard_protocol::sessions::Patch;
 
-use super::tests::{k, new_session, user};
+use super::tests::{k, new_session, seed, user};
 use super::{SqliteStore, patched_later};
 use crate::clock::ManualClock;
 use crate::ids::RunId;
@@ -84,9 +84,7 @@ async fn store_at(
     let clock = ManualClock::new(at);
     let store = SqliteStore::open_with_clock(dir.path(), clock.clone()).unwrap();
     for key in keys {
-        let messages = vec![user("m1"), user("m2"), user("m3")];
-        let create = Some(new_session(key.as_str()));
-        store.append(key, create, messages).await.unwrap();
+        seed(&store, key.as_str(), 3).await;
     }
     (dir, store, clock)
 }

@@ -47,6 +47,10 @@
 #                     of a million sessions would take hours)
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
 #   MILLION_SIZES     the million phase's store sizes, the smaller first (default "10000 1000000")
+#   MILLION_CALLS     the million phase's calls of each kind a batch, 10 batches a round (default
+#                     500: a history page costs 40–100 µs of CPU, read in 10 ms ticks, so a
+#                     batch of 100 pages read as 0 or 10 ms and a round's 4 to 8 ticks a store
+#                     made 40 µs against 80 µs by chance)
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 #   MOCK_KEEP_ALIVE   1 (default): the model server keeps its connections, as a provider does;
 #                     0: it closes each streamed reply's, as the kit's mock does (runs before
@@ -66,6 +70,7 @@ SIZES=${SIZES:-1000 10000 100000}
 REF_SIZES=${REF_SIZES:-1000 10000 100000}
 IDLE_S=${IDLE_S:-15}
 MILLION_SIZES=${MILLION_SIZES:-10000 1000000}
+MILLION_CALLS=${MILLION_CALLS:-500}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18998}
 MOCK_KEEP_ALIVE=${MOCK_KEEP_ALIVE:-1}
@@ -114,6 +119,12 @@ until listening "$MOCK_PORT"; do sleep 0.05; done
 # record STEP GATEWAY JSON-OBJECT: one result line, tagged with its step and gateway.
 record() {
     emit "$(python3 -c 'import json,sys; d=json.loads(sys.argv[3]); d.update(step=sys.argv[1], gateway=sys.argv[2]); print(json.dumps(d))' "$1" "$2" "$3")"
+}
+
+# record_load WHEN: the machine's load averages (1, 5 and 15 minutes) as a result line, so that
+# every run's figures keep the load they were taken at (issue 59 point 7).
+record_load() {
+    record "load.$1" machine "{\"loadavg\": [$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')]}"
 }
 
 rss_mib() { # PID: the process and its descendants
@@ -282,6 +293,8 @@ ref_store() {
     echo "gen_sessions.py $* and the import in $((SECONDS - t0)) s" >"$dir/.bench-store-complete"
 }
 
+record_load start
+
 if phase stores && ! gateway reference; then
     echo "== stores: skipped (only the reference's stores; GATEWAYS=$GATEWAYS)"
 elif phase stores; then # only build the reference's stores (the sizes phase builds what is missing)
@@ -383,10 +396,11 @@ if phase million && gateway switchboard; then
         stores+=(--store "$name=$dir")
     done
     python3 "$ROOT/bench/million.py" --bin "$BIN" --kit "$KIT" "${stores[@]}" --rounds "$ROUNDS" \
-        --idle-s "$IDLE_S" | tee "$RUN/million.jsonl"
+        --idle-s "$IDLE_S" --calls "$MILLION_CALLS" | tee "$RUN/million.jsonl"
 fi
 
-[[ -s "$RESULTS" ]] || { echo "results: $RUN"; exit 0; } # the million phase alone
+record_load end
+grep -qv '"step": "load\.' "$RESULTS" || { echo "results: $RUN"; exit 0; } # the million phase alone
 echo
 python3 "$ROOT/bench/compare_table.py" "$RESULTS"
 echo "results: $RESULTS"

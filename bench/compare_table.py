@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Print bench/compare.sh's results (a JSONL file) as one table: figure, switchboard, reference,
-ratio, floor. The ratio says how many times better switchboard's figure is (time, memory:
-reference ÷ ours; throughput: ours ÷ reference). A missing or failed measurement prints why.
+ratio, floor; then the machine's load averages at the run's start and end. The ratio says how
+many times better switchboard's figure is (time, memory: reference ÷ ours; throughput: ours ÷
+reference). A missing or failed measurement prints why.
 Figures measured by `switchboard bench` also show the gateway's CPU per operation, and the floor
 column what the do-nothing server took for the same operations.
 
@@ -142,6 +143,10 @@ def main():
         w = [max(len(r[i]) for r in out + [head]) for i in range(5)]
         for r in [head] + out:
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
+    loads = [f"{when} {' '.join(map(str, rows[f'load.{when}']['machine']['loadavg']))}"
+             for when in ("start", "end") if f"load.{when}" in rows]
+    if loads:
+        print("the machine's load averages (1, 5, 15 min): " + "; ".join(loads))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
 #     turns; heartbeats included;
 #   - CPU per turn: the gateway's utime+stime, and every process of this script's own cluster
 #     (the postmaster and its children), from /proc.
-# The statements are listed per turn, most called first (STATEMENTS=0 leaves the list out).
+# The statements are listed per turn, most called first, and the rows each table took a turn:
+# inserted, updated (and of those, HOT: written without touching an index), deleted
+# (pg_stat_user_tables; STATEMENTS=0 leaves both lists out).
 # ROUNDS rounds (default 3) alternate the two stores, each round on new gateways, a new state
 # directory and a new PostgreSQL schema; the last line gives each round's ratio of PostgreSQL's
 # total CPU to SQLite's and their median (the machine's load moves either figure by ±15% from one
@@ -83,6 +85,21 @@ for kind, (ms, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
 PY
 }
 sql() { psql -qAtX -F ' ' "$URL" -c "$1"; }
+# tables: each table's rows inserted, updated, updated HOT and deleted so far
+tables() { sql "SELECT schemaname || '.' || relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables"; }
+# rows_per_turn BEFORE AFTER TURNS: what the turns between two `tables` listings wrote, a turn
+rows_per_turn() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import sys
+def read(path):
+    return {l.split()[0]: [int(x) for x in l.split()[1:]] for l in open(path) if l.strip()}
+before, after, turns = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
+for table, counts in sorted(after.items()):
+    d = [(a - b) / turns for a, b in zip(counts, before.get(table, [0] * 4))]
+    if any(d):
+        print("%-24s ins %.2f  upd %.2f  hot %.2f  del %.2f" % (table, *d))
+PY
+}
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # measure KIND N ROUND: N gateways on KIND; one JSON line; the statements per turn in
@@ -99,7 +116,11 @@ measure() {
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
             --repeat "$WARM" --concurrency "$CONC" >/dev/null
     done
-    if [[ $kind == postgres ]]; then sleep 0.5; sql "SELECT pg_stat_statements_reset()" >/dev/null; pg0=$(pg_cpu_ms); c0=$(commits); pg_by_process >"$RUN/procs0"; fi
+    if [[ $kind == postgres ]]; then
+        sleep 0.5
+        sql "SELECT pg_stat_statements_reset()" >/dev/null
+        pg0=$(pg_cpu_ms); c0=$(commits); tables >"$RUN/tables0"; pg_by_process >"$RUN/procs0"
+    fi
     for pid in "${gws[@]}"; do gw0=$((gw0 + $(cpu_ms "$pid"))); done
     for i in $(seq 0 $((n - 1))); do
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
@@ -112,6 +133,8 @@ measure() {
     if [[ $kind == postgres ]]; then
         pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
         by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-$kind-$n.txt"
+        sleep 1 # a backend hands its row counts to the shared statistics once idle
+        rows_per_turn "$RUN/tables0" <(tables) $((TURNS / n * n)) >"$RUN/tables-$kind-$n.txt"
         local ok=$((TURNS / n * n))
         read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
         sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
@@ -138,6 +161,8 @@ PY
         echo "   statements per turn, most called first (calls, mean execution, mean planning, plans):"
         sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
         cat "$RUN/processes-$kind-$n.txt"
+        echo "   rows a turn, by table (inserted, updated, of which HOT: no index written; deleted):"
+        sed 's/^/     /' "$RUN/tables-$kind-$n.txt"
     fi
 }
 

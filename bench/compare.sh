@@ -25,7 +25,8 @@
 #           {limit:200}, chat.history {limit:50}, in ROUNDS rounds of alternating batches, the
 #           gateway not measured held still; each round's last line has the ratios (issue 59
 #           point 6). The stores are seeded once and kept under $BENCH_HOME/stores (a million
-#           takes about 8 minutes and 5.7 GB); the rounds' turns add a few messages to them
+#           takes about 8 minutes and 5.7 GB); the rounds' turns add messages to them (21 turns a
+#           round for each of MILLION_CALLS: 10,500 at 500, in random seeded sessions)
 # The reference's big stores are written with the kit's gen_sessions.py and imported with its
 # `doctor --session-sqlite import` once, then kept under $BENCH_HOME/stores (the 100k import
 # takes about 20 minutes the first time). Ours are seeded with `switchboard dev seed` each run.
@@ -47,10 +48,10 @@
 #                     of a million sessions would take hours)
 #   IDLE_S            seconds between ready and the idle RSS reading (default 15)
 #   MILLION_SIZES     the million phase's store sizes, the smaller first (default "10000 1000000")
-#   MILLION_CALLS     the million phase's calls of each kind a batch, 10 batches a round (default
-#                     500: a history page costs 40–100 µs of CPU, read in 10 ms ticks, so a
-#                     batch of 100 pages read as 0 or 10 ms and a round's 4 to 8 ticks a store
-#                     made 40 µs against 80 µs by chance)
+#   MILLION_CALLS     the million phase's calls of each kind a batch, 10 batches a round, with
+#                     21 turns a round for each (default 500: a history page costs 40–100 µs of
+#                     CPU, read in 10 ms ticks, so a batch of 100 pages read as 0 or 10 ms, and
+#                     a round's 4 to 8 ticks a store made 40 µs against 80 µs by chance)
 #   OC_PORT, MOCK_PORT  the reference gateway's and the model server's ports (18789, 18998)
 #   MOCK_KEEP_ALIVE   1 (default): the model server keeps its connections, as a provider does;
 #                     0: it closes each streamed reply's, as the kit's mock does (runs before

@@ -143,10 +143,10 @@ def main():
         w = [max(len(r[i]) for r in out + [head]) for i in range(5)]
         for r in [head] + out:
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
-    loads = [f"{when} {' '.join(map(str, rows[f'load.{when}']['machine']['loadavg']))}"
+    loads = [f"{when} " + " ".join(f"{x:.2f}" for x in rows[f"load.{when}"]["machine"]["loadavg"])
              for when in ("start", "end") if f"load.{when}" in rows]
-    if loads:
-        print("the machine's load averages (1, 5, 15 min): " + "; ".join(loads))
+    if loads:  # after a blank line: in Markdown, a line right under a table is one of its rows
+        print("\nthe machine's load averages (1, 5, 15 min): " + "; ".join(loads))
 
 
 if __name__ == "__main__":

@@ -96,16 +96,18 @@ def read(path):
 before, after, turns = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
 for table, counts in sorted(after.items()):
     d = [(a - b) / turns for a, b in zip(counts, before.get(table, [0] * 4))]
-    if any(d):
+    if any(round(x, 2) for x in d):
         print("%-24s ins %.2f  upd %.2f  hot %.2f  del %.2f" % (table, *d))
 PY
 }
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # measure KIND N ROUND: N gateways on KIND; one JSON line; the statements per turn in
-# $RUN/statements-KIND-N.txt
+# $RUN/statements-KIND-N.txt and, with STATEMENTS=1, each table's rows a turn in
+# $RUN/tables-KIND-N.txt
 measure() {
     local kind=$1 n=$2 round=$3 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
+    local ok=$((TURNS / n * n))
     cfg=$(config "$kind" "$round")
     for i in $(seq 1 "$n"); do
         mkdir -p "$RUN/state-$kind-$round-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$round-$i")
@@ -116,10 +118,13 @@ measure() {
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
             --repeat "$WARM" --concurrency "$CONC" >/dev/null
     done
+    # A backend hands its row counts to the shared statistics at most once a second, and an idle
+    # one that has just done so waits 10 s: the warm-up's counts are in after 11 s.
+    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then sleep 11; tables >"$RUN/tables0"; fi
     if [[ $kind == postgres ]]; then
         sleep 0.5
         sql "SELECT pg_stat_statements_reset()" >/dev/null
-        pg0=$(pg_cpu_ms); c0=$(commits); tables >"$RUN/tables0"; pg_by_process >"$RUN/procs0"
+        pg0=$(pg_cpu_ms); c0=$(commits); pg_by_process >"$RUN/procs0"
     fi
     for pid in "${gws[@]}"; do gw0=$((gw0 + $(cpu_ms "$pid"))); done
     for i in $(seq 0 $((n - 1))); do
@@ -133,15 +138,17 @@ measure() {
     if [[ $kind == postgres ]]; then
         pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
         by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-$kind-$n.txt"
-        sleep 1 # a backend hands its row counts to the shared statistics once idle
-        rows_per_turn "$RUN/tables0" <(tables) $((TURNS / n * n)) >"$RUN/tables-$kind-$n.txt"
-        local ok=$((TURNS / n * n))
         read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
         sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
              WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
     for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then
+        sleep 1 # the gateways' backends hand their last counts over as they exit
+        tables >"$RUN/tables1"
+        rows_per_turn "$RUN/tables0" "$RUN/tables1" "$ok" >"$RUN/tables-$kind-$n.txt"
+    fi
     python3 - "$kind" "$n" "$RUN" "$round" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) "$wal" <<'PY' | tee -a "$RESULTS"
 import json, sys
 kind, n, run, round_ = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])

@@ -103,11 +103,13 @@ PY
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # measure KIND N ROUND: N gateways on KIND; one JSON line; the statements per turn in
-# $RUN/statements-KIND-N.txt and, with STATEMENTS=1, each table's rows a turn in
-# $RUN/tables-KIND-N.txt
+# $RUN/statements-KIND-N.txt and, with STATEMENTS=1 in the last round, each table's rows a turn
+# in $RUN/tables-KIND-N.txt
 measure() {
     local kind=$1 n=$2 round=$3 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
-    local ok=$((TURNS / n * n))
+    local ok=$((TURNS / n * n)) listed=0
+    # The statements and the tables' rows are printed for the last round only.
+    [[ $kind == postgres && $STATEMENTS == 1 && $round == "$ROUNDS" ]] && listed=1
     cfg=$(config "$kind" "$round")
     for i in $(seq 1 "$n"); do
         mkdir -p "$RUN/state-$kind-$round-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$round-$i")
@@ -120,7 +122,7 @@ measure() {
     done
     # A backend hands its row counts to the shared statistics at most once a second, and an idle
     # one that has just done so waits 10 s: the warm-up's counts are in after 11 s.
-    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then sleep 11; tables >"$RUN/tables0"; fi
+    if ((listed)); then sleep 11; tables >"$RUN/tables0"; fi
     if [[ $kind == postgres ]]; then
         sleep 0.5
         sql "SELECT pg_stat_statements_reset()" >/dev/null
@@ -144,7 +146,7 @@ measure() {
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
     for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-    if [[ $kind == postgres && $STATEMENTS == 1 ]]; then
+    if ((listed)); then
         sleep 1 # the gateways' backends hand their last counts over as they exit
         tables >"$RUN/tables1"
         rows_per_turn "$RUN/tables0" "$RUN/tables1" "$ok" >"$RUN/tables-$kind-$n.txt"
@@ -164,7 +166,7 @@ if kind == "postgres":
             "walBytesPerTurn": round(wal / ok)}
 print(json.dumps(row))
 PY
-    if [[ $kind == postgres && $STATEMENTS == 1 && $round == "$ROUNDS" ]]; then
+    if ((listed)); then
         echo "   statements per turn, most called first (calls, mean execution, mean planning, plans):"
         sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
         cat "$RUN/processes-$kind-$n.txt"

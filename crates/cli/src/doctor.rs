@@ -59,7 +59,7 @@ pub async fn run(global: &GlobalArgs) -> Result<ExitCode> {
         Ok(loaded) => {
             checks.push(Check::ok("config", format!("{}: valid", loaded.origin)));
             checks.push(store(&home, &loaded.config));
-            let http = reqwest::Client::builder()
+            let http = switchboard_core::runtime::providers::client_builder()
                 .timeout(Duration::from_secs(5))
                 .build()?;
             checks.extend(providers(&http, &loaded.config).await);

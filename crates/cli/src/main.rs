@@ -289,6 +289,10 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    if let Command::Gateway(_) = cli.command {
+        // Beside the store's opening; the first HTTP client built waits for them.
+        switchboard_core::runtime::providers::read_roots_ahead();
+    }
     let traces = match init_logging(&cli, default_level, runtime.handle()) {
         Ok(traces) => traces,
         Err(e) => {

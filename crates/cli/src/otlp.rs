@@ -133,7 +133,7 @@ fn header_map(config: &OtlpConfig) -> anyhow::Result<reqwest::header::HeaderMap>
     Ok(headers)
 }
 
-/// The exporter's HTTP client: the gateway's own reqwest (rustls with ring), its requests made
+/// The exporter's HTTP client: the gateway's own reqwest and TLS setting, its requests made
 /// by tasks of the gateway's runtime (the exporter's thread has none).
 #[derive(Debug)]
 struct Client {
@@ -143,8 +143,7 @@ struct Client {
 
 impl Client {
     fn new(runtime: tokio::runtime::Handle) -> anyhow::Result<Self> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let http = switchboard_core::runtime::providers::client_builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
             .context("cannot build the OTLP exporter's HTTP client")?;

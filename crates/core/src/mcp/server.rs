@@ -313,7 +313,10 @@ impl Server {
             headers.insert(name, value);
         }
         let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let client = crate::runtime::providers::http::client_builder()
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client for {url}: {e}"))?;
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         handler
             .serve(transport)
             .await

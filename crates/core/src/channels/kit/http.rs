@@ -135,16 +135,7 @@ pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// Opens the WebSocket at `url` (TLS for `wss://`, with the system's roots), within 30 s.
 pub(crate) async fn connect(url: &str) -> Result<Socket, String> {
     let connector = if url.starts_with("wss://") {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let tls = crate::runtime::providers::http::tls_http1()?;
         Some(tokio_tungstenite::Connector::Rustls(Arc::new(tls)))
     } else {
         None

@@ -10,6 +10,7 @@
 //! - a streamed answer that ends before the format's terminal event is a [`ProviderError::Network`]
 //!   (the connection dropped), never a silently shortened reply.
 
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -33,10 +34,52 @@ pub fn client(timeout: Duration) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
-/// How every HTTP client of the gateway starts: rustls with the ring provider, no Nagle delay.
+/// How every HTTP client of the gateway starts: rustls with the ring provider and the TLS
+/// settings all of them share ([`TLS`]), no Nagle delay.
 pub fn client_builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder().tcp_nodelay(true)
+    let builder = reqwest::Client::builder().tcp_nodelay(true);
+    match &*TLS {
+        Ok(tls) => builder.tls_backend_preconfigured(tls.clone()),
+        // reqwest reads the roots itself, and its `build` says why that fails.
+        Err(_) => builder,
+    }
+}
+
+/// The TLS settings of every HTTP client of the gateway, as reqwest would make them (TLS 1.2
+/// and 1.3 on ring, the system's root certificates through the platform's verifier, HTTP/2 or
+/// 1.1 offered), made once a process. Reading and parsing the system's roots is about 19 M
+/// instructions (5 ms here; BENCHMARKS.md), and reqwest did it again for each client it
+/// built: at start-up for the channels and for each model provider, and at each `web_fetch`
+/// request. Roots added to the system are seen from the next start.
+static TLS: LazyLock<Result<rustls::ClientConfig, String>> = LazyLock::new(|| {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+        .map_err(|e| format!("cannot read the system's root certificates: {e}"))?;
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tls)
+});
+
+/// Reads the system's root certificates on a thread of its own, so that start-up goes on
+/// meanwhile; the first client built waits for them.
+pub fn read_roots_ahead() {
+    let _ = std::thread::Builder::new()
+        .name("tls-roots".into())
+        .spawn(|| LazyLock::force(&TLS));
+}
+
+/// The shared TLS settings for a connection that speaks HTTP/1.1 only (a platform's WebSocket):
+/// no protocol offered, so a server cannot choose HTTP/2.
+pub(crate) fn tls_http1() -> Result<rustls::ClientConfig, String> {
+    let mut tls = TLS.as_ref().map_err(Clone::clone)?.clone();
+    tls.alpn_protocols.clear();
+    Ok(tls)
 }
 
 /// `base` + `/` + `path` with exactly one slash between them.
@@ -548,3 +591,7 @@ mod tests {
         assert_eq!(parse_arguments(r#""text""#), json!(r#""text""#));
     }
 }
+
+#[cfg(test)]
+#[path = "http_tls_tests.rs"]
+mod tls_tests;

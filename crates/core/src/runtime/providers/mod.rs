@@ -29,6 +29,7 @@ use serde_json::Value;
 use switchboard_protocol::list_json::string;
 use switchboard_protocol::message::{ContentBlock, StopReason, TranscriptMessage, Usage};
 
+pub use http::{client_builder, read_roots_ahead};
 pub use registry::{ModelTarget, Providers};
 pub use retry::{RetryPolicy, complete_with_retries};
 

@@ -36,6 +36,13 @@ fn self_signed(dir: &Path) -> Option<(Vec<CertificateDer<'static>>, PrivateKeyDe
     Some((certs, key))
 }
 
+/// Says the test cannot run here (fails it under `CI=true`).
+fn not_run(test: &str) {
+    switchboard_testkit::not_run(&format!(
+        "TLS test {test} NOT RUN: openssl makes its certificate (apt-get install openssl)"
+    ));
+}
+
 /// The protocols a client offered, and whether its handshake completed.
 type Handshake = std::thread::JoinHandle<(Vec<Vec<u8>>, bool)>;
 
@@ -79,7 +86,7 @@ fn serve_once(
 async fn a_client_on_the_shared_settings_refuses_a_server_no_system_root_vouches_for() {
     let dir = tempfile::tempdir().expect("a directory");
     let Some((certs, key)) = self_signed(dir.path()) else {
-        eprintln!("not run: openssl is not installed (it makes the test's certificate)");
+        not_run("a_client_on_the_shared_settings_refuses_a_server_no_system_root_vouches_for");
         return;
     };
     let (port, server) = serve_once(certs, key);
@@ -114,7 +121,7 @@ async fn a_client_on_the_shared_settings_refuses_a_server_no_system_root_vouches
 fn a_websocket_on_the_shared_settings_offers_no_protocol_and_verifies_too() {
     let dir = tempfile::tempdir().expect("a directory");
     let Some((certs, key)) = self_signed(dir.path()) else {
-        eprintln!("not run: openssl is not installed (it makes the test's certificate)");
+        not_run("a_websocket_on_the_shared_settings_offers_no_protocol_and_verifies_too");
         return;
     };
     let (port, server) = serve_once(certs, key);

@@ -48,10 +48,9 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 
 /// The TLS settings of every HTTP client of the gateway, as reqwest would make them (TLS 1.2
 /// and 1.3 on ring, the system's root certificates through the platform's verifier, HTTP/2 or
-/// 1.1 offered), made once a process. Reading and parsing the system's roots is about 19 M
-/// instructions (5 ms here; BENCHMARKS.md), and reqwest did it again for each client it
-/// built: at start-up for the channels and for each model provider, and at each `web_fetch`
-/// request. Roots added to the system are seen from the next start.
+/// 1.1 offered), made once a process: reqwest read and parsed the system's roots again for
+/// each client it built (docs/decisions.md, "The HTTP clients share one TLS setting", says
+/// where and what it cost). Roots added to the system are seen from the next start.
 static TLS: LazyLock<Result<rustls::ClientConfig, String>> = LazyLock::new(|| {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new(provider.clone())

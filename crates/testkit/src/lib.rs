@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -91,6 +91,9 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The JSON body (`Value::String` holding the raw text if it was not JSON).
     pub body: Value,
+    /// The client's end of the connection it came over: requests from one kept connection
+    /// share it.
+    pub peer: Option<SocketAddr>,
 }
 
 impl Recorded {
@@ -248,22 +251,26 @@ impl MockLlm {
 
 async fn openai_route(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    answer(shared, MockApi::OpenAi, headers, body).await
+    let (recorded, model) = record(MockApi::OpenAi, peer, &headers, &body);
+    answer(shared, recorded, model).await
 }
 
 async fn anthropic_route(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    answer(shared, MockApi::Anthropic, headers, body).await
+    let (recorded, model) = record(MockApi::Anthropic, peer, &headers, &body);
+    answer(shared, recorded, model).await
 }
 
 /// The request as [`MockLlm::requests`] keeps it, and the model it names.
-fn record(api: MockApi, headers: &HeaderMap, body: &Bytes) -> (Recorded, String) {
+fn record(api: MockApi, peer: SocketAddr, headers: &HeaderMap, body: &Bytes) -> (Recorded, String) {
     let body: Value = serde_json::from_slice(body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
@@ -286,14 +293,14 @@ fn record(api: MockApi, headers: &HeaderMap, body: &Bytes) -> (Recorded, String)
         stream,
         headers,
         body,
+        peer: Some(peer),
     };
     (recorded, model)
 }
 
 /// Records the request, takes the next reply and renders it in the request's format.
-async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Bytes) -> Response {
-    let (recorded, model) = record(api, &headers, &body);
-    let (stream, include_usage) = (recorded.stream, recorded.include_usage());
+async fn answer(shared: Arc<Shared>, recorded: Recorded, model: String) -> Response {
+    let (api, stream, include_usage) = (recorded.api, recorded.stream, recorded.include_usage());
     let counted = prompt_tokens(&recorded.body);
     let (mut reply, limit) = {
         let mut state = shared.lock();
@@ -314,6 +321,7 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
     };
     shared.bump();
     let mut shutdown = shared.stopped();
+    let mut end = None;
     loop {
         let turn = match reply {
             MockReply::Delay(wait, inner) => {
@@ -330,6 +338,11 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
                         return StatusCode::SERVICE_UNAVAILABLE.into_response();
                     }
                 }
+                reply = *inner;
+                continue;
+            }
+            MockReply::Lingering(gate, inner) => {
+                end = Some(gate);
                 reply = *inner;
                 continue;
             }
@@ -380,7 +393,7 @@ async fn answer(shared: Arc<Shared>, api: MockApi, headers: HeaderMap, body: Byt
             prompt_tokens: limit.map(|_| counted),
             ..turn
         };
-        return render(api, &turn, &model, stream, include_usage, shutdown);
+        return render(api, &turn, &model, (stream, include_usage), shutdown, end);
     }
 }
 
@@ -388,16 +401,16 @@ fn render(
     api: MockApi,
     turn: &Turn,
     model: &str,
-    stream: bool,
-    include_usage: bool,
+    (stream, include_usage): (bool, bool),
     shutdown: watch::Receiver<bool>,
+    end: Option<Gate>,
 ) -> Response {
     if stream {
         let frames = match api {
             MockApi::OpenAi => openai::stream(turn, model, include_usage),
             MockApi::Anthropic => anthropic::stream(turn, model),
         };
-        return sse(frames, shutdown);
+        return sse(frames, shutdown, end);
     }
     match (&turn.ending, api) {
         (Ending::Error { kind, message }, MockApi::OpenAi) => {
@@ -439,18 +452,26 @@ impl Frame {
     }
 }
 
-/// An SSE body sending `frames` with their delays; it ends early when the mock stops.
-fn sse(frames: Vec<Frame>, shutdown: watch::Receiver<bool>) -> Response {
+/// An SSE body sending `frames` with their delays; it ends early when the mock stops, and
+/// after its last frame only once `end` is open.
+fn sse(frames: Vec<Frame>, shutdown: watch::Receiver<bool>, end: Option<Gate>) -> Response {
     let frames = futures_util::stream::unfold(
-        (frames.into_iter(), shutdown),
-        |(mut frames, mut shutdown)| async move {
-            let frame = frames.next()?;
+        (frames.into_iter(), shutdown, end),
+        |(mut frames, mut shutdown, mut end)| async move {
+            let Some(frame) = frames.next() else {
+                let gate = end.take()?;
+                tokio::select! {
+                    () = gate.opened() => {}
+                    _ = shutdown.wait_for(|s| *s) => {}
+                }
+                return None;
+            };
             if !pause(frame.delay, &mut shutdown).await {
                 return None;
             }
             Some((
                 Ok::<_, std::convert::Infallible>(Bytes::from(frame.bytes)),
-                (frames, shutdown),
+                (frames, shutdown, end),
             ))
         },
     );

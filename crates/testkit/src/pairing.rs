@@ -162,6 +162,7 @@ mod tests {
             stream: false,
             headers: Vec::new(),
             body: json!({"messages": messages}),
+            peer: None,
         }
     }
 
@@ -171,6 +172,7 @@ mod tests {
             stream: false,
             headers: Vec::new(),
             body: json!({"messages": messages}),
+            peer: None,
         }
     }
 

@@ -34,6 +34,10 @@ pub enum MockReply {
     /// Waits until the test opens the gate, then answers: holds a model call for exactly as
     /// long as the test needs, without a timing.
     Gated(Gate, Box<MockReply>),
+    /// Streams the reply, then holds its body open until the gate opens before ending it (its
+    /// last chunk): a server that ends its response a while after the format's terminal event.
+    /// Non-streaming: the reply.
+    Lingering(Gate, Box<MockReply>),
     /// Never answers (until the client gives up or the mock stops).
     Hang,
     /// Streams this text, then ends the response without the format's terminal event — what a

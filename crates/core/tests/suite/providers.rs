@@ -18,7 +18,7 @@ use switchboard_protocol::message::{
     AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
     UserContent, UserMessage,
 };
-use switchboard_testkit::{MockApi, MockLlm, MockReply, MockToolCall, THINKING_SIGNATURE};
+use switchboard_testkit::{Gate, MockApi, MockLlm, MockReply, MockToolCall, THINKING_SIGNATURE};
 
 mod errors;
 
@@ -553,6 +553,40 @@ async fn slow_and_delayed_replies_still_complete() {
         )
         .await;
         assert_eq!(reply.unwrap().text(), "ab", "{case:?}");
+    }
+    mock.stop().await;
+}
+
+/// A streamed reply is whole at the format's terminal event, but its HTTP/1.1 body ends only
+/// with its last chunk, which may come a while later: the turn does not wait for it, and the
+/// next call goes over the same connection. hyper closes a connection whose body is dropped
+/// unread, which once cost every model call a new one.
+#[tokio::test]
+async fn a_streamed_reply_leaves_its_connection_to_the_next_call() {
+    let mock = MockLlm::start().await;
+    for case in CASES.into_iter().filter(|case| case.stream) {
+        let target = target(&mock, case);
+        let gate = Gate::new();
+        let lingering = MockReply::Lingering(gate.clone(), Box::new(MockReply::text("one")));
+        mock.push(lingering);
+        let first = once(&target, &request(&target, vec![user("hi")])).await;
+        assert_eq!(first.unwrap().text(), "one", "{case:?}");
+        gate.open();
+        // The body's last chunk is on its way now; the provider reads it off the turn's path.
+        // (Not a measure: a generous wait for a few bytes already sent over loopback.)
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        mock.push(MockReply::text("two"));
+        let second = once(&target, &request(&target, vec![user("hi")])).await;
+        assert_eq!(second.unwrap().text(), "two", "{case:?}");
+        let requests = mock.requests();
+        let [.., first, second] = requests.as_slice() else {
+            panic!("{case:?}: the mock saw {} requests", requests.len());
+        };
+        assert!(first.peer.is_some(), "{case:?}: the mock records no peer");
+        assert_eq!(
+            first.peer, second.peer,
+            "{case:?}: the second call came over a new connection"
+        );
     }
     mock.stop().await;
 }

@@ -13,8 +13,8 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::{FutureExt, StreamExt};
+use eventsource_stream::{EventStream, EventStreamError, Eventsource};
+use futures_util::{FutureExt, Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
@@ -215,8 +215,17 @@ impl Endpoint {
         response: reqwest::Response,
         on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
-        self.read_sse(response.bytes_stream(), |e| self.network(e), on_event)
-            .await
+        let mut events = Box::pin(response.bytes_stream().eventsource());
+        let end = self
+            .read_sse(events.as_mut(), |e| self.network(e), on_event)
+            .await?;
+        if end == End::Terminal {
+            // What follows the terminal event (a chunked body's last chunk, already on its
+            // way) is read off the turn's path: hyper closes an HTTP/1.1 connection whose body
+            // is dropped unread, so without this every model call paid a new connection.
+            tokio::spawn(drain(events));
+        }
+        Ok(())
     }
 
     /// [`Endpoint::sse`] on a body already in memory (the fuzz targets' door: the same framing
@@ -227,19 +236,22 @@ impl Endpoint {
         on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
         let bytes = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.to_vec())]);
+        let events = std::pin::pin!(bytes.eventsource());
         // An in-memory stream is always ready: the future ends at its first poll.
-        self.read_sse(bytes, |never| match never {}, on_event)
+        self.read_sse(events, |never| match never {}, on_event)
             .now_or_never()
             .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
+            .map(drop)
     }
 
+    /// Feeds `events` to `on_event` until the terminal event or the stream's end; says which
+    /// came.
     async fn read_sse<B: AsRef<[u8]>, E: std::fmt::Display>(
         &self,
-        bytes: impl futures_util::Stream<Item = Result<B, E>> + Send,
+        mut events: std::pin::Pin<&mut EventStream<impl Stream<Item = Result<B, E>> + Send>>,
         transport: impl Fn(E) -> ProviderError + Send,
         mut on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
-    ) -> Result<(), ProviderError> {
-        let mut events = std::pin::pin!(bytes.eventsource());
+    ) -> Result<End, ProviderError> {
         let mut complete = false;
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| match e {
@@ -247,13 +259,13 @@ impl Endpoint {
                 other => self.invalid(&format!("unreadable event stream: {other}")),
             })?;
             match on_event(&event.event, &event.data)? {
-                Sse::Done => return Ok(()),
+                Sse::Done => return Ok(End::Terminal),
                 Sse::Complete => complete = true,
                 Sse::More => {}
             }
         }
         if complete {
-            Ok(())
+            Ok(End::Stream)
         } else {
             Err(ProviderError::Network {
                 message: self.message("the stream ended before the reply was complete"),
@@ -328,6 +340,34 @@ impl Endpoint {
         };
         classify_status(status, None, &self.message(&text))
     }
+}
+
+/// Where a streamed reply stopped being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// At the format's terminal event: the body may hold more (at least its last chunk).
+    Terminal,
+    /// At the body's end.
+    Stream,
+}
+
+/// The most of a body read after its terminal event, and for how long, before the connection
+/// is given up: a server that keeps sending is cut off, as dropping the body did before.
+const DRAIN_EVENTS: usize = 16;
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Reads a streamed body to its end after the terminal event, so that hyper hands its HTTP/1.1
+/// connection back to the pool (an HTTP/2 stream is cheap to drop either way).
+async fn drain<B: AsRef<[u8]>, E>(
+    mut events: std::pin::Pin<Box<EventStream<impl Stream<Item = Result<B, E>>>>>,
+) {
+    let rest = async {
+        let mut read = 0;
+        while read < DRAIN_EVENTS && events.next().await.is_some() {
+            read += 1;
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, rest).await;
 }
 
 /// What an SSE handler wants next.

@@ -6,7 +6,7 @@
 //! restart repair a short file by rewriting it.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -183,6 +183,46 @@ pub(crate) fn is_complete(path: &Path, messages: i64) -> bool {
     }
 }
 
+/// True when the file ends with a whole line and that line is message `seq`'s (for 0: it holds
+/// the header alone). Only the last line is read, so a writer that meets a session's mirror
+/// for the first time since the start pays for its last message, not its length: what comes
+/// before is trusted as the start trusts a mirror whose mark is current (a gap can only come
+/// from a failed write, which keeps the mark behind, and the start rewrote those).
+pub(crate) fn ends_at(path: &Path, seq: i64) -> bool {
+    if seq == 0 {
+        return is_complete(path, 0);
+    }
+    let id = format!("{{\"id\":\"{seq:08x}\",");
+    last_line(path).is_ok_and(|line| line.is_some_and(|line| line.starts_with(id.as_bytes())))
+}
+
+/// The file's last line without its newline; `None` when the file does not end with one.
+/// Read backwards in growing steps: a long last line costs its length, once.
+fn last_line(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = File::open(path)?;
+    let mut end = file.metadata()?.len();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut step = 4096;
+    while end > 0 {
+        let start = end.saturating_sub(step);
+        let mut chunk = vec![0; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.append(&mut tail);
+        tail = chunk;
+        end = start;
+        step *= 2;
+        let Some((b'\n', line)) = tail.split_last() else {
+            return Ok(None);
+        };
+        if let Some(at) = line.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(line[at + 1..].to_vec()));
+        }
+    }
+    // The file is one line (or empty).
+    Ok(tail.split_last().map(|(_, line)| line.to_vec()))
+}
+
 /// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn iso8601(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
@@ -261,6 +301,8 @@ mod tests {
         assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
         assert!(is_complete(&a, 3));
         assert!(!is_complete(&a, 4));
+        assert!(ends_at(&a, 3));
+        assert!(!ends_at(&a, 2) && !ends_at(&a, 4));
         let lines: Vec<Value> = fs::read_to_string(&a)
             .unwrap()
             .lines()
@@ -270,6 +312,34 @@ mod tests {
         assert_eq!(lines[0]["version"], 3);
         assert_eq!(lines[2]["parentId"], "00000001");
         assert_eq!(lines[3]["message"]["content"], "m3");
+    }
+
+    #[test]
+    fn where_a_mirror_ends_is_read_from_its_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        assert!(!ends_at(&path, 1), "no file");
+        ensure_file(&path, "sid", 5, dir.path()).unwrap();
+        assert!(ends_at(&path, 0) && !ends_at(&path, 1), "the header alone");
+        // A last line longer than every step of the backward read but the last.
+        let long = "x".repeat(100_000);
+        let msgs: Vec<Value> = [json!({"content": "m1"}), json!({"content": long})].into();
+        let file = open_append(&path).unwrap();
+        append_to(
+            &file,
+            msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
+        )
+        .unwrap();
+        assert!(ends_at(&path, 2) && !ends_at(&path, 1) && !ends_at(&path, 0));
+        // A line cut short by a failed write: the file does not end where its mark says.
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        assert!(!ends_at(&path, 2) && !ends_at(&path, 1));
+        // One line in all, without the header: message 1's line is found at the file's start.
+        let mut line = Vec::new();
+        write_message_line(&mut line, 1, &msgs[0]).unwrap();
+        fs::write(&path, &line).unwrap();
+        assert!(ends_at(&path, 1) && !ends_at(&path, 2));
     }
 
     #[test]

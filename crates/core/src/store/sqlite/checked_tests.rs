@@ -96,3 +96,47 @@ async fn a_clean_stop_lets_the_next_start_skip_the_sweep_until_a_mirror_is_remov
     assert_eq!(std::fs::read(&path_a).unwrap(), bytes_a);
     store.close().await;
 }
+
+/// A session's first write after a start reads where its mirror ends from the file's last line
+/// (`mirror::ends_at`): a mirror cut short by hand while the gateway was stopped (its mark
+/// current, so the start trusted it) is rewritten whole; an intact one is appended to, and
+/// stays the same file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_write_after_a_start_appends_to_an_intact_mirror_and_rewrites_a_cut_one() {
+    use std::os::unix::fs::MetadataExt;
+    let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let intact = seed(&store, "agent:main:intact", 3).await;
+    let cut = seed(&store, "agent:main:cut", 3).await;
+    store.close().await;
+    let intact = mirror::transcript_path(dir.path(), "main", &intact);
+    let cut = mirror::transcript_path(dir.path(), "main", &cut);
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let (intact_file, cut_file) = (inode(&intact), inode(&cut));
+
+    let store = SqliteStore::open(dir.path()).unwrap();
+    seed(&store, "agent:main:intact", 1).await;
+    seed(&store, "agent:main:cut", 1).await;
+    until("the mirrors never held the fourth message", || {
+        mirror::is_complete(&intact, 4) && mirror::is_complete(&cut, 4)
+    })
+    .await;
+    assert_eq!(
+        inode(&intact),
+        intact_file,
+        "the intact mirror was rewritten"
+    );
+    assert_ne!(inode(&cut), cut_file, "the cut mirror was appended to");
+    let (intact, cut) = (
+        std::fs::read(&intact).unwrap(),
+        std::fs::read(&cut).unwrap(),
+    );
+    assert_eq!(
+        intact.len(),
+        cut.len(),
+        "the same messages, the same length"
+    );
+    store.close().await;
+}

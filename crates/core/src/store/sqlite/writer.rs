@@ -672,7 +672,7 @@ impl MirrorState {
         let path = mirror::transcript_path(&self.home, agent_id, session_id);
         let known = match self.in_file.get(session_id) {
             Some(seq) => Some(*seq),
-            None => mirror::is_complete(&path, first - 1).then_some(first - 1),
+            None => mirror::ends_at(&path, first - 1).then_some(first - 1),
         };
         let written = match known {
             // A rewrite earlier in this batch already wrote them.

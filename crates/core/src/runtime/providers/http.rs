@@ -10,6 +10,7 @@
 //! - a streamed answer that ends before the format's terminal event is a [`ProviderError::Network`]
 //!   (the connection dropped), never a silently shortened reply.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -215,7 +216,12 @@ impl Endpoint {
         response: reqwest::Response,
         on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
-        let mut events = Box::pin(response.bytes_stream().eventsource());
+        let left = Arc::new(AtomicUsize::new(usize::MAX));
+        let body = Budgeted {
+            bytes: Box::pin(response.bytes_stream()),
+            left: left.clone(),
+        };
+        let mut events = Box::pin(body.eventsource());
         let end = self
             .read_sse(events.as_mut(), |e| self.network(e), on_event)
             .await?;
@@ -223,6 +229,7 @@ impl Endpoint {
             // What follows the terminal event (a chunked body's last chunk, already on its
             // way) is read off the turn's path: hyper closes an HTTP/1.1 connection whose body
             // is dropped unread, so without this every model call paid a new connection.
+            left.store(DRAIN_BYTES, Ordering::Relaxed);
             tokio::spawn(drain(events));
         }
         Ok(())
@@ -351,23 +358,48 @@ enum End {
     Stream,
 }
 
-/// The most of a body read after its terminal event, and for how long, before the connection
-/// is given up: a server that keeps sending is cut off, as dropping the body did before.
-const DRAIN_EVENTS: usize = 16;
+/// The most of a body read after its terminal event, in bytes and in time, before the
+/// connection is given up (the body dropped, and the connection closed, as before).
+const DRAIN_BYTES: usize = 64 * 1024;
 const DRAIN_TIME: Duration = Duration::from_secs(2);
 
 /// Reads a streamed body to its end after the terminal event, so that hyper hands its HTTP/1.1
 /// connection back to the pool (an HTTP/2 stream is cheap to drop either way).
-async fn drain<B: AsRef<[u8]>, E>(
-    mut events: std::pin::Pin<Box<EventStream<impl Stream<Item = Result<B, E>>>>>,
-) {
-    let rest = async {
-        let mut read = 0;
-        while read < DRAIN_EVENTS && events.next().await.is_some() {
-            read += 1;
-        }
-    };
+async fn drain(mut events: std::pin::Pin<Box<impl Stream>>) {
+    let rest = async { while events.next().await.is_some() {} };
     let _ = tokio::time::timeout(DRAIN_TIME, rest).await;
+}
+
+/// A response body that ends once `left` bytes more have passed, `usize::MAX` meaning no
+/// bound: what a server sends after its terminal event is read into memory only so far.
+struct Budgeted<S> {
+    bytes: S,
+    left: Arc<AtomicUsize>,
+}
+
+impl<S, B, E> Stream for Budgeted<S>
+where
+    S: Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+{
+    type Item = Result<B, E>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let left = self.left.load(Ordering::Relaxed);
+        if left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        let next = std::task::ready!(self.bytes.poll_next_unpin(cx));
+        if let (Some(Ok(chunk)), true) = (&next, left != usize::MAX) {
+            let read = chunk.as_ref().len();
+            self.left
+                .store(left.saturating_sub(read), Ordering::Relaxed);
+        }
+        std::task::Poll::Ready(next)
+    }
 }
 
 /// What an SSE handler wants next.
@@ -537,6 +569,24 @@ pub fn fresh_call_id() -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_budgeted_body_ends_once_its_budget_is_spent() {
+        let chunks = ["data: a\n\n", "data: b\n\n", "data: c\n\n"];
+        let chunks = chunks.map(|c| Ok::<_, std::convert::Infallible>(c.as_bytes()));
+        let left = Arc::new(AtomicUsize::new(usize::MAX));
+        let bytes = futures_util::stream::iter(chunks);
+        let mut body = Budgeted {
+            bytes,
+            left: left.clone(),
+        };
+        let mut next = || body.next().now_or_never().flatten().map(Result::unwrap);
+        // Unbounded during the turn; then nine bytes: one chunk more, and the body ends.
+        assert_eq!(next(), Some("data: a\n\n".as_bytes()));
+        left.store(9, Ordering::Relaxed);
+        assert_eq!(next(), Some("data: b\n\n".as_bytes()));
+        assert_eq!(next(), None);
+    }
 
     #[test]
     fn urls_join_with_one_slash() {

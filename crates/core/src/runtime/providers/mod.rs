@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub(crate) mod http;
 mod openai;
 mod openai_body;
+mod openai_chunk;
 mod registry;
 mod retry;
 

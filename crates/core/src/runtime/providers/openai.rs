@@ -11,11 +11,14 @@
 //! on a turn with tool calls (read as `toolUse`), arguments sent as an object instead of a
 //! string, a JSON answer to a streaming request, errors sent inside a 200 answer or a chunk.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 use switchboard_protocol::message::{ContentBlock, StopReason, Usage};
 
 use super::http::{self, Endpoint, Sse};
 use super::openai_body::request_bytes;
+use super::openai_chunk::Piece;
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
 };
@@ -221,7 +224,7 @@ struct PartialCall {
 }
 
 impl Turn {
-    /// One `data:` payload.
+    /// One `data:` payload: a plain chunk read in place ([`Piece`]), any other as a `Value`.
     fn chunk(
         &mut self,
         data: &str,
@@ -235,6 +238,38 @@ impl Turn {
         if data.is_empty() {
             return Ok(Sse::More);
         }
+        match Piece::read(data) {
+            Some(piece) => {
+                self.piece(piece, events);
+                Ok(self.progress())
+            }
+            None => self.chunk_value(data, events, endpoint),
+        }
+    }
+
+    /// A plain chunk's text, thinking and finish reason, as [`Turn::chunk_value`] takes them.
+    fn piece(&mut self, piece: Piece<'_>, events: EventSink<'_>) {
+        fn given<'a>(field: &'a Option<Cow<'_, str>>) -> Option<&'a str> {
+            field.as_deref().filter(|s| !s.is_empty())
+        }
+        if let Some(thinking) = given(&piece.reasoning_content).or(given(&piece.reasoning)) {
+            self.thinking(thinking, events);
+        }
+        if let Some(text) = given(&piece.content) {
+            self.text(text, events);
+        }
+        if let Some(finish) = given(&piece.finish_reason) {
+            self.finish = Some(finish.to_string());
+        }
+    }
+
+    /// Any other chunk, read as a `Value`.
+    fn chunk_value(
+        &mut self,
+        data: &str,
+        events: EventSink<'_>,
+        endpoint: &Endpoint,
+    ) -> Result<Sse, ProviderError> {
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             endpoint.invalid(&format!(
                 "unreadable stream chunk ({e}): {}",
@@ -446,7 +481,141 @@ mod tests {
         assert_ne!(ids[1], "c1");
     }
 
+    /// What a stream read chunk by chunk through `read` gives: each chunk's outcome, the events,
+    /// and the reply; generated call ids are named alike, so two readings compare.
+    fn outcome(
+        chunks: &[String],
+        read: fn(&mut Turn, &str, EventSink<'_>, &Endpoint) -> Result<Sse, ProviderError>,
+    ) -> String {
+        let endpoint = super::super::fuzz::endpoint();
+        let (mut turn, seen) = (Turn::default(), std::sync::Mutex::new(Vec::new()));
+        let sink = |event: StreamEvent| seen.lock().unwrap().push(event);
+        let mut steps = Vec::new();
+        for chunk in chunks {
+            let step = read(&mut turn, chunk, &sink, endpoint);
+            steps.push(format!("{step:?}"));
+            if matches!(step, Ok(Sse::Done) | Err(_)) {
+                break;
+            }
+        }
+        let all = format!("{steps:?} {:?} {:?}", seen.lock().unwrap(), turn.finish());
+        let mut parts = all.split("call_");
+        let mut named = parts.next().unwrap_or_default().to_string();
+        for part in parts {
+            let generated = part.len() >= 32 && part[..32].bytes().all(|b| b.is_ascii_hexdigit());
+            named.push_str(if generated { "call_*" } else { "call_" });
+            named.push_str(if generated { &part[32..] } else { part });
+        }
+        named
+    }
+
+    fn by_value(
+        turn: &mut Turn,
+        data: &str,
+        events: EventSink<'_>,
+        endpoint: &Endpoint,
+    ) -> Result<Sse, ProviderError> {
+        match data.trim() {
+            "[DONE]" => Ok(Sse::Done),
+            "" => Ok(Sse::More),
+            data => turn.chunk_value(data, events, endpoint),
+        }
+    }
+
+    /// The chunks of a streamed reply as servers send them, with escapes, thinking and usage.
+    #[test]
+    fn a_plain_chunk_read_in_place_means_what_its_value_means() {
+        let chunk = |choice: Value| {
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                   "model": "m", "system_fingerprint": "fp", "choices": [choice]})
+            .to_string()
+        };
+        let chunks = [
+            chunk(
+                json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}),
+            ),
+            chunk(json!({"index": 0, "delta": {"reasoning_content": "hm\n"}})),
+            chunk(json!({"index": 0, "delta": {"content": "Hé \"quoted\"\n"}, "logprobs": null})),
+            chunk(json!({"index": 0, "delta": {"content": "line"}})),
+            chunk(json!({"index": 0, "delta": {}, "finish_reason": "stop"})),
+            json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+                .to_string(),
+            "[DONE]".to_string(),
+        ];
+        let read = outcome(&chunks, Turn::chunk);
+        assert!(read.contains("TextDelta(\"line\")"), "{read}");
+        assert_eq!(read, outcome(&chunks, by_value));
+    }
+
+    /// A JSON object's text from its fields, a key maybe repeated.
+    fn object(fields: Vec<(&str, String)>) -> String {
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+        format!("{{{}}}", fields.join(","))
+    }
+
+    /// Chunks of a reply's shape, mostly plain, some with odd values, usage or an error.
+    fn shaped() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let odd = || {
+            proptest::sample::select(vec![
+                "7",
+                "[\"x\"]",
+                "{\"index\":0}",
+                "{\"prompt_tokens\":3,\"completion_tokens\":2}",
+                "{\"message\":\"overloaded\"}",
+            ])
+            .prop_map(str::to_string)
+        };
+        let value = move || {
+            prop_oneof![
+                8 => ".{0,6}".prop_map(|s| Value::from(s).to_string()),
+                1 => Just("null".to_string()),
+                1 => Just("\"\"".to_string()),
+                1 => odd(),
+            ]
+        };
+        let keys = move |names: &'static [&'static str]| {
+            proptest::collection::vec((proptest::sample::select(names), value()), 0..4)
+        };
+        let delta = keys(&[
+            "content",
+            "reasoning_content",
+            "reasoning",
+            "role",
+            "tool_calls",
+        ]);
+        let choice = (delta, keys(&["finish_reason", "index"])).prop_map(|(d, mut c)| {
+            c.push(("delta", object(d)));
+            object(c)
+        });
+        let choices = prop_oneof![
+            4 => choice.clone().prop_map(|c| format!("[{c}]")),
+            1 => choice.prop_map(|c| format!("[{c},7]")),
+            1 => Just("[]".to_string()),
+            1 => value(),
+        ];
+        let other = proptest::option::weighted(
+            0.2,
+            (proptest::sample::select(vec!["usage", "error"]), odd()),
+        );
+        (choices, keys(&["id", "model"]), other).prop_map(|(choices, mut chunk, other)| {
+            chunk.push(("choices", choices));
+            chunk.extend(other);
+            object(chunk)
+        })
+    }
+
     proptest::proptest! {
+        /// Whatever a stream holds, reading its plain chunks in place changes nothing: the
+        /// same outcome chunk by chunk, the same events, the same reply.
+        #[test]
+        fn reading_in_place_agrees_with_the_value_reading(
+            chunks in proptest::collection::vec(
+                proptest::prop_oneof![super::super::fuzz::payload(), shaped()], 0..8)
+        ) {
+            proptest::prop_assert_eq!(outcome(&chunks, Turn::chunk), outcome(&chunks, by_value));
+        }
+
         /// Any stream, however broken, ends in a reply or an error that says what was wrong;
         /// nothing panics.
         #[test]

@@ -10,18 +10,16 @@
 //! - a streamed answer that ends before the format's terminal event is a [`ProviderError::Network`]
 //!   (the connection dropped), never a silently shortened reply.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use eventsource_stream::{EventStream, EventStreamError, Eventsource};
 use futures_util::{FutureExt, Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use switchboard_protocol::message::ContentBlock;
 
-use super::{EventSink, ProviderError, StreamEvent, redact};
+use super::{EventSink, ProviderError, StreamEvent, redact, sse};
 use crate::config::ProviderConfig;
 
 /// A reqwest client with the ring TLS provider and a per-request timeout.
@@ -216,21 +214,15 @@ impl Endpoint {
         response: reqwest::Response,
         on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
-        let left = Arc::new(AtomicUsize::new(usize::MAX));
-        let body = Budgeted {
-            bytes: Box::pin(response.bytes_stream()),
-            left: left.clone(),
-        };
-        let mut events = Box::pin(body.eventsource());
+        let mut body = Box::pin(response.bytes_stream());
         let end = self
-            .read_sse(events.as_mut(), |e| self.network(e), on_event)
+            .read_sse(body.as_mut(), |e| self.network(e), on_event)
             .await?;
         if end == End::Terminal {
             // What follows the terminal event (a chunked body's last chunk, already on its
             // way) is read off the turn's path: hyper closes an HTTP/1.1 connection whose body
             // is dropped unread, so without this every model call paid a new connection.
-            left.store(DRAIN_BYTES, Ordering::Relaxed);
-            tokio::spawn(drain(events));
+            tokio::spawn(drain(body));
         }
         Ok(())
     }
@@ -242,33 +234,36 @@ impl Endpoint {
         body: &[u8],
         on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
-        let bytes = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.to_vec())]);
-        let events = std::pin::pin!(bytes.eventsource());
+        let bytes = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
         // An in-memory stream is always ready: the future ends at its first poll.
-        self.read_sse(events, |never| match never {}, on_event)
+        self.read_sse(std::pin::pin!(bytes), |never| match never {}, on_event)
             .now_or_never()
             .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
             .map(drop)
     }
 
-    /// Feeds `events` to `on_event` until the terminal event or the stream's end; says which
-    /// came.
-    async fn read_sse<B: AsRef<[u8]>, E: std::fmt::Display>(
+    /// Feeds the events framed from `bytes` to `on_event` until the terminal event or the
+    /// body's end; says which came.
+    async fn read_sse<B: AsRef<[u8]>, E>(
         &self,
-        mut events: std::pin::Pin<&mut EventStream<impl Stream<Item = Result<B, E>> + Send>>,
+        mut bytes: std::pin::Pin<&mut (impl Stream<Item = Result<B, E>> + Send)>,
         transport: impl Fn(E) -> ProviderError + Send,
         mut on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
     ) -> Result<End, ProviderError> {
-        let mut complete = false;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| match e {
-                EventStreamError::Transport(e) => transport(e),
-                other => self.invalid(&format!("unreadable event stream: {other}")),
-            })?;
-            match on_event(&event.event, &event.data)? {
-                Sse::Done => return Ok(End::Terminal),
-                Sse::Complete => complete = true,
-                Sse::More => {}
+        let (mut events, mut complete) = (sse::Decoder::default(), false);
+        loop {
+            while let Some(event) = events.next_event().map_err(|sse::NotUtf8| {
+                self.invalid("unreadable event stream: a line is not UTF-8")
+            })? {
+                match on_event(&event.event, &event.data)? {
+                    Sse::Done => return Ok(End::Terminal),
+                    Sse::Complete => complete = true,
+                    Sse::More => {}
+                }
+            }
+            match bytes.next().await {
+                Some(chunk) => events.feed(chunk.map_err(&transport)?.as_ref()),
+                None => break,
             }
         }
         if complete {
@@ -364,42 +359,19 @@ const DRAIN_BYTES: usize = 64 * 1024;
 const DRAIN_TIME: Duration = Duration::from_secs(2);
 
 /// Reads a streamed body to its end after the terminal event, so that hyper hands its HTTP/1.1
-/// connection back to the pool (an HTTP/2 stream is cheap to drop either way).
-async fn drain(mut events: std::pin::Pin<Box<impl Stream>>) {
-    let rest = async { while events.next().await.is_some() {} };
+/// connection back to the pool (an HTTP/2 stream is cheap to drop either way); what it reads is
+/// dropped, and a body that goes on past [`DRAIN_BYTES`] or [`DRAIN_TIME`] is given up.
+async fn drain<B: AsRef<[u8]>, E>(mut body: std::pin::Pin<Box<impl Stream<Item = Result<B, E>>>>) {
+    let rest = async {
+        let mut read = 0;
+        while let Some(Ok(chunk)) = body.next().await {
+            read += chunk.as_ref().len();
+            if read >= DRAIN_BYTES {
+                break;
+            }
+        }
+    };
     let _ = tokio::time::timeout(DRAIN_TIME, rest).await;
-}
-
-/// A response body that ends once `left` bytes more have passed, `usize::MAX` meaning no
-/// bound: what a server sends after its terminal event is read into memory only so far.
-struct Budgeted<S> {
-    bytes: S,
-    left: Arc<AtomicUsize>,
-}
-
-impl<S, B, E> Stream for Budgeted<S>
-where
-    S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
-{
-    type Item = Result<B, E>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        let left = self.left.load(Ordering::Relaxed);
-        if left == 0 {
-            return std::task::Poll::Ready(None);
-        }
-        let next = std::task::ready!(self.bytes.poll_next_unpin(cx));
-        if let (Some(Ok(chunk)), true) = (&next, left != usize::MAX) {
-            let read = chunk.as_ref().len();
-            self.left
-                .store(left.saturating_sub(read), Ordering::Relaxed);
-        }
-        std::task::Poll::Ready(next)
-    }
 }
 
 /// What an SSE handler wants next.
@@ -567,25 +539,24 @@ pub fn fresh_call_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn a_budgeted_body_ends_once_its_budget_is_spent() {
-        let chunks = ["data: a\n\n", "data: b\n\n", "data: c\n\n"];
-        let chunks = chunks.map(|c| Ok::<_, std::convert::Infallible>(c.as_bytes()));
-        let left = Arc::new(AtomicUsize::new(usize::MAX));
-        let bytes = futures_util::stream::iter(chunks);
-        let mut body = Budgeted {
-            bytes,
-            left: left.clone(),
-        };
-        let mut next = || body.next().now_or_never().flatten().map(Result::unwrap);
-        // Unbounded during the turn; then nine bytes: one chunk more, and the body ends.
-        assert_eq!(next(), Some("data: a\n\n".as_bytes()));
-        left.store(9, Ordering::Relaxed);
-        assert_eq!(next(), Some("data: b\n\n".as_bytes()));
-        assert_eq!(next(), None);
+    /// A server that keeps sending after its terminal event is read no further than the bound.
+    #[tokio::test]
+    async fn a_drain_stops_at_its_bound() {
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counted = sent.clone();
+        let endless = futures_util::stream::repeat_with(move || {
+            counted.fetch_add(1024, Ordering::Relaxed);
+            Ok::<_, std::convert::Infallible>(vec![b'x'; 1024])
+        });
+        tokio::time::timeout(Duration::from_secs(5), drain(Box::pin(endless)))
+            .await
+            .expect("the drain ends at its byte bound, well before its time bound");
+        assert_eq!(sent.load(Ordering::Relaxed), DRAIN_BYTES);
     }
 
     #[test]

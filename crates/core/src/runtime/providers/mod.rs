@@ -20,6 +20,7 @@ mod openai_body;
 mod openai_chunk;
 mod registry;
 mod retry;
+mod sse;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -79,8 +79,7 @@ impl Decoder {
                 self.at += 1;
             }
         }
-        let rest = &self.buf[self.at..];
-        let len = rest.iter().position(|&b| b == b'\n' || b == b'\r')?;
+        let len = memchr::memchr2(b'\n', b'\r', &self.buf[self.at..])?;
         let (start, end) = (self.at, self.at + len);
         self.after_cr = self.buf[end] == b'\r';
         self.at = end + 1;
@@ -89,7 +88,7 @@ impl Decoder {
 
     fn field(&mut self, start: usize, end: usize) -> Result<(), NotUtf8> {
         let line = &self.buf[start..end];
-        let (name, value) = match line.iter().position(|&b| b == b':') {
+        let (name, value) = match memchr::memchr(b':', line) {
             Some(0) => return Ok(()),
             Some(colon) => {
                 let value = &line[colon + 1..];

@@ -544,19 +544,29 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A server that keeps sending after its terminal event is read no further than the bound.
-    #[tokio::test]
-    async fn a_drain_stops_at_its_bound() {
+    /// A server that keeps sending after its terminal event is read no further than the bound in
+    /// bytes; one that sends nothing more, no longer than the bound in time (the clock paused:
+    /// each chunk of the endless body takes a millisecond of it).
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_stops_at_its_bounds() {
         let sent = Arc::new(AtomicUsize::new(0));
         let counted = sent.clone();
-        let endless = futures_util::stream::repeat_with(move || {
-            counted.fetch_add(1024, Ordering::Relaxed);
-            Ok::<_, std::convert::Infallible>(vec![b'x'; 1024])
+        let endless = futures_util::stream::unfold((), move |()| {
+            let counted = counted.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                counted.fetch_add(1024, Ordering::Relaxed);
+                Some((Ok::<_, std::convert::Infallible>(vec![b'x'; 1024]), ()))
+            }
         });
-        tokio::time::timeout(Duration::from_secs(5), drain(Box::pin(endless)))
-            .await
-            .expect("the drain ends at its byte bound, well before its time bound");
+        let started = tokio::time::Instant::now();
+        drain(Box::pin(endless)).await;
         assert_eq!(sent.load(Ordering::Relaxed), DRAIN_BYTES);
+        assert!(started.elapsed() < DRAIN_TIME, "the byte bound ended it");
+        let silent = futures_util::stream::pending::<Result<Vec<u8>, std::convert::Infallible>>();
+        let started = tokio::time::Instant::now();
+        drain(Box::pin(silent)).await;
+        assert!(started.elapsed() >= DRAIN_TIME, "the time bound ended it");
     }
 
     #[test]

@@ -502,7 +502,9 @@ mod tests {
         let mut parts = all.split("call_");
         let mut named = parts.next().unwrap_or_default().to_string();
         for part in parts {
-            let generated = part.len() >= 32 && part[..32].bytes().all(|b| b.is_ascii_hexdigit());
+            let generated = part
+                .get(..32)
+                .is_some_and(|head| head.bytes().all(|b| b.is_ascii_hexdigit()));
             named.push_str(if generated { "call_*" } else { "call_" });
             named.push_str(if generated { &part[32..] } else { part });
         }
@@ -542,6 +544,12 @@ mod tests {
                 .to_string(),
             "[DONE]".to_string(),
         ];
+        let in_place = chunks.iter().map(|c| Piece::read(c).is_some());
+        assert_eq!(
+            in_place.collect::<Vec<_>>(),
+            [true, true, true, true, true, false, false],
+            "the text chunks are read in place, the usage and [DONE] are not"
+        );
         let read = outcome(&chunks, Turn::chunk);
         assert!(read.contains("TextDelta(\"line\")"), "{read}");
         assert_eq!(read, outcome(&chunks, by_value));

@@ -8,8 +8,9 @@
 //! that is not an object). The `Value` reading in `openai` then reads it as before, so a chunk
 //! means the same whichever reading took it (the oracle test in `openai`'s tests). Like a
 //! `Value`, an object's repeated key counts with its last value. The fields it skips are checked
-//! for JSON syntax only: a number beyond `f64` there (`"created": 1e400`), which a `Value`
-//! refuses, passes.
+//! for JSON syntax only, so a chunk that a `Value` refuses for what is in one of them passes: a
+//! number beyond `f64` (`"created": 1e400`), nesting deeper than 128, an unpaired surrogate
+//! escape in a string.
 
 use std::borrow::Cow;
 use std::fmt;

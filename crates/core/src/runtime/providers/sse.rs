@@ -20,8 +20,8 @@ pub(super) struct Decoder {
     /// Past the stream's first bytes (where a byte-order mark may be).
     started: bool,
     event: String,
+    /// The event's `data` lines so far, each ended by LF: empty until one comes.
     data: String,
-    has_data: bool,
 }
 
 /// One event: its name and its data.
@@ -101,7 +101,6 @@ impl Decoder {
                 self.data
                     .push_str(std::str::from_utf8(value).map_err(|_| NotUtf8)?);
                 self.data.push('\n');
-                self.has_data = true;
             }
             b"event" => {
                 let value = std::str::from_utf8(value).map_err(|_| NotUtf8)?;
@@ -116,10 +115,10 @@ impl Decoder {
     /// The event a blank line ends, if it had data; either way the next one starts anew.
     fn dispatch(&mut self) -> Option<Event> {
         let mut event = std::mem::take(&mut self.event);
-        if !std::mem::take(&mut self.has_data) {
+        let mut data = std::mem::take(&mut self.data);
+        if data.is_empty() {
             return None;
         }
-        let mut data = std::mem::take(&mut self.data);
         data.pop();
         if event.is_empty() {
             event.push_str("message");

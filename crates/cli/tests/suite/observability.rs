@@ -33,6 +33,18 @@ async fn scrape(gateway: &GatewayProcess, token: &str) -> String {
     answer.text().await.unwrap()
 }
 
+/// Scrapes until the text holds `line`, for a minute at most; answers the last scrape.
+async fn scrape_until(gateway: &GatewayProcess, token: &str, line: &str) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = scrape(gateway, token).await;
+        if text.contains(line) || tokio::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// One agent turn through a real WebSocket client: answers the run id.
 async fn turn(gateway: &GatewayProcess, message: &str) -> String {
     let mut client = GatewayClient::connect(&gateway.url, Some(&gateway.token))
@@ -202,7 +214,11 @@ async fn json_logs_carry_the_run_ids_and_no_secret_at_any_level() {
     telegram.private_message(42, "alice", "hello over telegram");
     let sent = tokio::time::timeout(Duration::from_secs(60), telegram.wait_sent(1)).await;
     assert!(sent.is_ok(), "the bot never replied");
-    let metrics = scrape(&gateway, GATEWAY_TOKEN).await;
+    // The fake records the reply when its request arrives; the gateway counts the attempt when
+    // the answer comes back, a moment later: scrape until it has (or a minute has passed).
+    let delivered =
+        "switchboard_outbox_attempts_total{channel=\"telegram\",outcome=\"delivered\"} 1\n";
+    let metrics = scrape_until(&gateway, GATEWAY_TOKEN, delivered).await;
     assert!(gateway.terminate().success());
     reader.join().unwrap();
     llm.stop().await;
@@ -266,11 +282,6 @@ async fn json_logs_carry_the_run_ids_and_no_secret_at_any_level() {
         ),
         "{metrics}"
     );
-    assert!(
-        metrics.contains(
-            "switchboard_outbox_attempts_total{channel=\"telegram\",outcome=\"delivered\"} 1\n"
-        ),
-        "{metrics}"
-    );
+    assert!(metrics.contains(delivered), "{metrics}");
     assert!(!metrics.contains("agent:main:"), "{metrics}");
 }

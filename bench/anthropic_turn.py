@@ -15,7 +15,10 @@ Two measures:
 One JSON line per build and round.
 
   bench/anthropic_turn.py --bin head=target/profiling/switchboard [--bin base=/tmp/old]
-                          [--rounds 2] [--turns 1500] [--callgrind 250]
+                          [--rounds 2] [--turns 1500] [--callgrind 250] [--pieces 40]
+                          [--keep DIR]
+--pieces K streams the reply's text in K deltas (default one); --keep DIR keeps callgrind's
+outputs there (NAME-ROUND-TURNS.out), for a function's own count.
 """
 import argparse
 import json
@@ -30,6 +33,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_gateway import LocalGateway  # noqa: E402
 
+def reply(pieces):
+    """The streamed reply's events: its text in `pieces` deltas (one, the text whole, by default)."""
+    text = "This is a mock reply from the model."
+    deltas = [text] if pieces <= 1 else ["piece %d of the reply " % i for i in range(pieces)]
+    middle = [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                       "delta": {"type": "text_delta", "text": d}}) for d in deltas]
+    return REPLY[:2] + middle + REPLY[3:]
+
+
 REPLY = [
     ("message_start", {"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "mock-model",
@@ -43,7 +55,13 @@ REPLY = [
                        "usage": {"output_tokens": 9}}),
     ("message_stop", {"type": "message_stop"}),
 ]
-BODY = b"".join(b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(data).encode()) for name, data in REPLY)
+
+
+def body(events):
+    return b"".join(b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(data).encode()) for name, data in events)
+
+
+BODY = body(REPLY)
 
 
 class Messages(BaseHTTPRequestHandler):
@@ -87,15 +105,16 @@ def load():
         return float(f.read().split()[0])
 
 
-def instructions(binary, kit, port, turns):
-    out = tempfile.NamedTemporaryFile(prefix="sb-anthropic-cg-", delete=False).name
+def instructions(binary, kit, port, turns, keep=None):
+    out = keep or tempfile.NamedTemporaryFile(prefix="sb-anthropic-cg-", delete=False).name
     wrapper = ("valgrind", "--tool=callgrind", "--callgrind-out-file=" + out)
     with LocalGateway(binary, kit, prefix="sb-anthropic-", config=config(port), wrapper=wrapper) as gw:
         for _ in range(turns):
             gw.turn("hi")
     with open(out) as f:
         total = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
-    os.unlink(out)
+    if not keep:
+        os.unlink(out)
     return total
 
 
@@ -118,8 +137,12 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--turns", type=int, default=1500)
     p.add_argument("--callgrind", type=int, default=0)
+    p.add_argument("--pieces", type=int, default=1, help="text deltas a reply (default 1)")
+    p.add_argument("--keep", help="a directory to keep the callgrind outputs in")
     p.add_argument("--kit", default=os.path.join(here, "..", "..", "shared", "bench"))
     args = p.parse_args()
+    global BODY
+    BODY = body(reply(args.pieces))
     server = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
@@ -127,12 +150,13 @@ def main():
     for round_ in range(1, args.rounds + 1):
         for name, binary in builds:
             if args.callgrind:
-                many = instructions(binary, args.kit, port, args.callgrind)
-                few = instructions(binary, args.kit, port, args.callgrind // 5)
+                keep = lambda n: args.keep and os.path.join(args.keep, "%s-%d-%d.out" % (name, round_, n))
+                many = instructions(binary, args.kit, port, args.callgrind, keep(args.callgrind))
+                few = instructions(binary, args.kit, port, args.callgrind // 5, keep(args.callgrind // 5))
                 line = {"instructionsPerTurn": round((many - few) / (args.callgrind - args.callgrind // 5))}
             else:
                 line = cpu(binary, args.kit, port, args.turns)
-            line.update(bench="anthropic_turn", build=name, round=round_)
+            line.update(bench="anthropic_turn", build=name, round=round_, pieces=args.pieces)
             print(json.dumps(line), flush=True)
 
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use switchboard_protocol::message::{ContentBlock, StopReason, Usage};
 
 use super::anthropic_body;
+use super::anthropic_delta::Delta;
 use super::http::{self, Endpoint, Sse};
 use super::{
     EventSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderFuture, StreamEvent,
@@ -222,8 +223,26 @@ enum Block {
 }
 
 impl Turn {
-    /// One SSE event; the `type` inside `data` names it (the `event:` line is the fallback).
+    /// One SSE event; the `type` inside `data` names it (the `event:` line is the fallback). A
+    /// delta is read in place ([`Delta`]), any other event as a `Value`.
     fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        events: EventSink<'_>,
+        endpoint: &Endpoint,
+    ) -> Result<Sse, ProviderError> {
+        match Delta::read(name, data) {
+            Some((index, delta)) => {
+                self.delta(index, &delta, events);
+                Ok(Sse::More)
+            }
+            None => self.event_value(name, data, events, endpoint),
+        }
+    }
+
+    /// Any event, read as a `Value`.
+    fn event_value(
         &mut self,
         name: &str,
         data: &str,
@@ -251,7 +270,8 @@ impl Turn {
                 events,
             ),
             "content_block_delta" => {
-                self.delta(index, event.get("delta").unwrap_or(&Value::Null), events)
+                let delta = Delta::of(event.get("delta").unwrap_or(&Value::Null));
+                self.delta(index, &delta, events)
             }
             "message_delta" => {
                 if let Some(reason) = event
@@ -310,28 +330,28 @@ impl Turn {
         self.blocks.push((index, started));
     }
 
-    fn delta(&mut self, index: u64, delta: &Value, events: EventSink<'_>) {
+    fn delta(&mut self, index: u64, delta: &Delta<'_>, events: EventSink<'_>) {
         let Some((_, block)) = self.blocks.iter_mut().rev().find(|(i, _)| *i == index) else {
             return;
         };
-        match (block, delta.get("type").and_then(Value::as_str)) {
+        match (block, delta.kind.as_deref()) {
             (Block::Text(text), Some("text_delta")) => {
-                let piece = str_field(delta, "text");
+                let piece = Delta::str(&delta.text);
                 text.push_str(piece);
                 events(StreamEvent::TextDelta(piece.to_string()));
             }
             (Block::Thinking { thinking, .. }, Some("thinking_delta")) => {
-                let piece = str_field(delta, "thinking");
+                let piece = Delta::str(&delta.thinking);
                 thinking.push_str(piece);
                 events(StreamEvent::ThinkingDelta(piece.to_string()));
             }
             (Block::Thinking { signature, .. }, Some("signature_delta")) => {
                 signature
                     .get_or_insert_with(String::new)
-                    .push_str(str_field(delta, "signature"));
+                    .push_str(Delta::str(&delta.signature));
             }
             (Block::ToolUse { json, .. }, Some("input_json_delta")) => {
-                json.push_str(str_field(delta, "partial_json"))
+                json.push_str(Delta::str(&delta.partial_json))
             }
             _ => {}
         }
@@ -382,6 +402,7 @@ impl Turn {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fuzz::object;
     use super::*;
 
     /// Found by the `sse_anthropic` fuzz target: a stream that starts two tool_use blocks with
@@ -407,7 +428,193 @@ mod tests {
         assert!(!ids[1].is_empty());
     }
 
+    /// What a stream read event by event through `read` gives: each event's outcome, the
+    /// events reported, and the reply; generated call ids are named alike, so two readings
+    /// compare.
+    fn outcome(
+        stream: &[(String, String)],
+        read: fn(&mut Turn, &str, &str, EventSink<'_>, &Endpoint) -> Result<Sse, ProviderError>,
+    ) -> String {
+        let endpoint = super::super::fuzz::endpoint();
+        let (mut turn, seen) = (Turn::default(), std::sync::Mutex::new(Vec::new()));
+        let sink = |event: StreamEvent| seen.lock().unwrap().push(event);
+        let mut steps = Vec::new();
+        for (name, data) in stream {
+            let step = read(&mut turn, name, data, &sink, endpoint);
+            steps.push(format!("{step:?}"));
+            if matches!(step, Ok(Sse::Done) | Err(_)) {
+                break;
+            }
+        }
+        let reply = turn.finish();
+        let ids: Vec<&str> = reply.tool_calls().map(|(id, _, _)| id).collect();
+        let mut all = format!("{steps:?} {:?} {reply:?}", seen.lock().unwrap());
+        // A repeated id is replaced by a generated one, different in each reading.
+        for (n, id) in ids
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| id.starts_with("toolu_"))
+        {
+            all = all.replace(id, &format!("generated#{n}"));
+        }
+        all
+    }
+
+    /// A stream's first events: a text block (0), a thinking block (1), a tool call (2).
+    fn started() -> Vec<(String, String)> {
+        let start = |index: u64, block: Value| {
+            let event =
+                json!({"type": "content_block_start", "index": index, "content_block": block});
+            ("content_block_start".to_string(), event.to_string())
+        };
+        vec![
+            start(0, json!({"type": "text", "text": ""})),
+            start(1, json!({"type": "thinking", "thinking": ""})),
+            start(
+                2,
+                json!({"type": "tool_use", "id": "t1", "name": "f", "input": {}}),
+            ),
+        ]
+    }
+
+    /// The events of a streamed reply as the API sends them, with escapes.
+    #[test]
+    fn a_delta_read_in_place_means_what_its_value_means() {
+        let delta = |index: u64, delta: Value| {
+            let event = json!({"type": "content_block_delta", "index": index, "delta": delta});
+            ("content_block_delta".to_string(), event.to_string())
+        };
+        let mut stream = started();
+        stream.extend([
+            delta(0, json!({"type": "text_delta", "text": "Hé \"quoted\"\n"})),
+            delta(1, json!({"type": "thinking_delta", "thinking": "hm"})),
+            delta(1, json!({"type": "signature_delta", "signature": "sig"})),
+            delta(
+                2,
+                json!({"type": "input_json_delta", "partial_json": "{\"a\":"}),
+            ),
+            delta(2, json!({"type": "input_json_delta", "partial_json": "1}"})),
+            delta(0, json!({"type": "text_delta", "text": "line"})),
+            (
+                "message_delta".to_string(),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                       "usage": {"output_tokens": 9}})
+                .to_string(),
+            ),
+            (
+                "message_stop".to_string(),
+                r#"{"type":"message_stop"}"#.to_string(),
+            ),
+        ]);
+        let in_place = stream.iter().map(|(n, d)| Delta::read(n, d).is_some());
+        assert_eq!(
+            in_place.collect::<Vec<_>>(),
+            [
+                false, false, false, true, true, true, true, true, true, false, false
+            ],
+            "the deltas are read in place, the other events are not"
+        );
+        let read = outcome(&stream, Turn::event);
+        assert!(read.contains("TextDelta(\"line\")"), "{read}");
+        assert!(
+            read.contains("arguments: Object {\"a\": Number(1)}"),
+            "{read}"
+        );
+        assert_eq!(read, outcome(&stream, Turn::event_value));
+    }
+
+    /// Events of a reply's shape, mostly deltas, some with odd values or of other types.
+    fn shaped() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        use proptest::prelude::*;
+        let odd = || {
+            proptest::sample::select(vec![
+                "7",
+                "-1",
+                "1.5",
+                "[\"x\"]",
+                "{\"type\":\"text_delta\"}",
+            ])
+            .prop_map(str::to_string)
+        };
+        let text = move || {
+            prop_oneof![
+                8 => ".{0,6}".prop_map(|s| Value::from(s).to_string()),
+                1 => Just("null".to_string()),
+                1 => odd(),
+            ]
+        };
+        let kinds = |names: &'static [&'static str]| {
+            prop_oneof![
+                8 => proptest::sample::select(names).prop_map(|k| Value::from(k).to_string()),
+                1 => Just("null".to_string()),
+                1 => odd(),
+            ]
+        };
+        let delta_fields = proptest::collection::vec(
+            (
+                proptest::sample::select(
+                    &["text", "thinking", "signature", "partial_json", "x"][..],
+                ),
+                text(),
+            ),
+            0..3,
+        );
+        let delta_kind = kinds(&[
+            "text_delta",
+            "thinking_delta",
+            "signature_delta",
+            "input_json_delta",
+        ]);
+        let delta = (delta_kind, delta_fields).prop_map(|(kind, mut fields)| {
+            fields.insert(0, ("type", kind));
+            object(fields)
+        });
+        let index = prop_oneof![
+            6 => (0u64..3).prop_map(|i| i.to_string()),
+            1 => Just("null".to_string()),
+            1 => odd(),
+        ];
+        let delta = prop_oneof![4 => delta, 1 => odd(), 1 => Just("null".to_string())];
+        // A delta of the kind its block takes, its field maybe repeated.
+        let fitting = (0usize..4, text(), proptest::option::of(text())).prop_map(|(k, a, b)| {
+            let (kind, field, index) = [
+                ("text_delta", "text", 0),
+                ("thinking_delta", "thinking", 1),
+                ("signature_delta", "signature", 1),
+                ("input_json_delta", "partial_json", 2),
+            ][k];
+            let mut fields = vec![("type", Value::from(kind).to_string()), (field, a)];
+            fields.extend(b.map(|b| (field, b)));
+            (index.to_string(), object(fields))
+        });
+        let placed = prop_oneof![1 => (index, delta), 1 => fitting];
+        let event_kind = kinds(&["content_block_delta", "message_delta", "ping"]);
+        let name = proptest::sample::select(vec!["content_block_delta", "ping", ""]);
+        (name, event_kind, placed, proptest::bool::ANY).prop_map(
+            |(name, kind, (index, delta), extra)| {
+                let mut fields = vec![("type", kind), ("index", index), ("delta", delta)];
+                if extra {
+                    fields.push(("usage", "{\"output_tokens\":1}".to_string()));
+                }
+                (name.to_string(), object(fields))
+            },
+        )
+    }
+
     proptest::proptest! {
+        /// Whatever a stream holds, reading its deltas in place changes nothing: the same
+        /// outcome event by event, the same events reported, the same reply.
+        #[test]
+        fn reading_in_place_agrees_with_the_value_reading(
+            events in proptest::collection::vec(proptest::prop_oneof![
+                proptest::strategy::Strategy::prop_map(super::super::fuzz::payload(), |data| ("content_block_delta".to_string(), data)),
+                shaped(),
+            ], 0..10)
+        ) {
+            let stream: Vec<_> = started().into_iter().chain(events).collect();
+            proptest::prop_assert_eq!(outcome(&stream, Turn::event), outcome(&stream, Turn::event_value));
+        }
+
         /// Any stream, however broken, ends in a reply or an error that says what was wrong;
         /// nothing panics.
         #[test]

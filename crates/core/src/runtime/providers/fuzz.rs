@@ -75,3 +75,9 @@ pub(super) fn payload() -> impl Strategy<Value = String> {
         1 => Just("[DONE]".to_string()),
     ]
 }
+
+/// A JSON object's text from its fields, a key maybe repeated (which a `Value` cannot hold).
+pub(super) fn object(fields: Vec<(&str, String)>) -> String {
+    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+    format!("{{{}}}", fields.join(","))
+}

@@ -9,12 +9,14 @@
 
 mod anthropic;
 mod anthropic_body;
+mod anthropic_delta;
 mod builtin;
 #[cfg(test)]
 mod fuzz;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod http;
+mod in_place;
 mod openai;
 mod openai_body;
 mod openai_chunk;

@@ -422,6 +422,7 @@ impl Turn {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fuzz::object;
     use super::*;
 
     #[test]
@@ -553,12 +554,6 @@ mod tests {
         let read = outcome(&chunks, Turn::chunk);
         assert!(read.contains("TextDelta(\"line\")"), "{read}");
         assert_eq!(read, outcome(&chunks, by_value));
-    }
-
-    /// A JSON object's text from its fields, a key maybe repeated.
-    fn object(fields: Vec<(&str, String)>) -> String {
-        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-        format!("{{{}}}", fields.join(","))
     }
 
     /// Chunks of a reply's shape, mostly plain, some with odd values, usage or an error.

@@ -224,7 +224,8 @@ enum Block {
 
 impl Turn {
     /// One SSE event; the `type` inside `data` names it (the `event:` line is the fallback). A
-    /// delta is read in place ([`Delta`]), any other event as a `Value`.
+    /// delta is read in place ([`Delta`]), any other event (or one the `event:` line names
+    /// otherwise) as a `Value`.
     fn event(
         &mut self,
         name: &str,
@@ -232,7 +233,9 @@ impl Turn {
         events: EventSink<'_>,
         endpoint: &Endpoint,
     ) -> Result<Sse, ProviderError> {
-        match Delta::read(name, data) {
+        // The API names each event on its `event:` line: another event is not tried in place.
+        let delta = matches!(name, "content_block_delta" | "").then(|| Delta::read(name, data));
+        match delta.flatten() {
             Some((index, delta)) => {
                 self.delta(index, &delta, events);
                 Ok(Sse::More)

@@ -233,8 +233,10 @@ impl Turn {
         events: EventSink<'_>,
         endpoint: &Endpoint,
     ) -> Result<Sse, ProviderError> {
-        // The API names each event on its `event:` line: another event is not tried in place.
-        let delta = matches!(name, "content_block_delta" | "").then(|| Delta::read(name, data));
+        // The API names each event on its `event:` line: another event is not tried in place
+        // (one without that line is named `message` by the format).
+        let tried = matches!(name, "content_block_delta" | "message" | "");
+        let delta = tried.then(|| Delta::read(name, data));
         match delta.flatten() {
             Some((index, delta)) => {
                 self.delta(index, &delta, events);
@@ -592,7 +594,7 @@ mod tests {
         });
         let placed = prop_oneof![1 => (index, delta), 1 => fitting];
         let event_kind = kinds(&["content_block_delta", "message_delta", "ping"]);
-        let name = proptest::sample::select(vec!["content_block_delta", "ping", ""]);
+        let name = proptest::sample::select(vec!["content_block_delta", "message", "ping", ""]);
         (name, event_kind, placed, proptest::bool::ANY).prop_map(
             |(name, kind, (index, delta), extra)| {
                 let mut fields = vec![("type", kind), ("index", index), ("delta", delta)];

@@ -2,7 +2,7 @@
 //! of its plain async API; `docs/architecture.md` draws the whole picture.
 //!
 //! Layers point one way. At the bottom, modules that know nothing above them: `clock`, `ids`,
-//! `keys` (the key grammar), `config`, `store` (the `Store` trait and its backends), `error`,
+//! `keys` (the key grammar), `sse` (the server-sent events framer), `config`, `store` (the `Store` trait and its backends), `error`,
 //! `access` (pure decisions: visibility, send policy, tool policy), `resolve` (the one reference
 //! resolver) and `channel` (the channel seam: the `Channel` trait, its registry and status
 //! types). Then `runtime`: runs, lanes, providers and the tool contract; it defines the
@@ -34,6 +34,7 @@ pub mod resolve;
 pub mod runtime;
 pub mod sandbox;
 pub mod sessions;
+pub mod sse;
 pub mod store;
 pub mod subagents;
 pub mod tools;

@@ -7,55 +7,22 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// One event of the stream: its id (`"<daemon start ms>-<sequence>"`), name and data.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(super) struct Event {
-    pub id: Option<String>,
-    pub name: Option<String>,
-    pub data: String,
-}
+use crate::sse::{Decoder, Event, NotUtf8};
 
-/// Reads Server-Sent Events out of the bytes of a stream, as they come.
-#[derive(Default)]
-pub(super) struct SseReader {
-    pending: Vec<u8>,
-    event: Event,
-}
-
-impl SseReader {
-    /// The events completed by `chunk` (comment lines, the keep-alives, are dropped).
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
-        self.pending.extend_from_slice(chunk);
-        let mut events = Vec::new();
-        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                let event = std::mem::take(&mut self.event);
-                if event.id.is_some() || event.name.is_some() || !event.data.is_empty() {
-                    events.push(event);
-                }
-                continue;
-            }
-            if line.starts_with(':') {
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "id" => self.event.id = Some(value.to_owned()),
-                "event" => self.event.name = Some(value.to_owned()),
-                "data" => {
-                    if !self.event.data.is_empty() {
-                        self.event.data.push('\n');
-                    }
-                    self.event.data.push_str(value);
-                }
-                _ => {}
+/// The events `chunk` completes, fed to `reader` (`crate::sse`: keep-alive comments dropped, the
+/// last event id carried). A line that is not UTF-8 is left out: the event it was in is then
+/// malformed, and skipped where it is read.
+pub(super) fn events(reader: &mut Decoder, chunk: &[u8]) -> Vec<Event> {
+    reader.feed(chunk);
+    let mut events = Vec::new();
+    loop {
+        match reader.next_event() {
+            Ok(Some(event)) => events.push(event),
+            Ok(None) => return events,
+            Err(NotUtf8) => {
+                tracing::warn!("signal: a line of the event stream is not UTF-8; left out")
             }
         }
-        events
     }
 }
 
@@ -279,36 +246,5 @@ fn address(params: &mut Value, to: &str, group: bool) {
     match group {
         true => params["groupId"] = json!(to),
         false => params["recipient"] = json!([to]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_are_read_across_chunks_and_keep_alives_are_dropped() {
-        let mut reader = SseReader::default();
-        assert!(
-            reader
-                .push(b": keep-alive\n\nid: 17-1\nevent: rec")
-                .is_empty()
-        );
-        let events = reader.push(b"eive\ndata: {\"a\":\r\ndata: 1}\n\n:\n\nid: 17-2\ndata: x\n\n");
-        assert_eq!(
-            events,
-            [
-                Event {
-                    id: Some("17-1".into()),
-                    name: Some("receive".into()),
-                    data: "{\"a\":\n1}".into(),
-                },
-                Event {
-                    id: Some("17-2".into()),
-                    name: None,
-                    data: "x".into(),
-                },
-            ]
-        );
     }
 }

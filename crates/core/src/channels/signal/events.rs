@@ -5,12 +5,13 @@
 
 use futures_util::StreamExt;
 
-use super::api::{Envelope, Event, Received, SILENCE, SseReader};
+use super::api::{self, Envelope, Received, SILENCE};
 use super::{SIGNAL, Signal, route};
 use crate::channel::LinkState;
 use crate::channels::kit::link::{CONNECTED, Linked};
 use crate::channels::kit::{Again, BotDoor, Failure, Link};
 use crate::error::CoreResult;
+use crate::sse::{Decoder, Event};
 use crate::store::WriteOp;
 
 /// The cursor holding the start time (ms) of the daemon whose events were handled last.
@@ -89,7 +90,7 @@ impl Events {
         );
         self.door.up(CONNECTED);
         let mut stream = response.bytes_stream();
-        let mut reader = SseReader::default();
+        let mut reader = Decoder::default();
         loop {
             let chunk = match tokio::time::timeout(SILENCE, stream.next()).await {
                 Err(_) => return End::Dropped(format!("no keep-alive for {}s", SILENCE.as_secs())),
@@ -97,7 +98,7 @@ impl Events {
                 Ok(Some(Err(e))) => return End::Dropped(crate::channels::why_no_answer(&e).into()),
                 Ok(Some(Ok(chunk))) => chunk,
             };
-            let events = reader.push(&chunk);
+            let events = api::events(&mut reader, &chunk);
             let before = self.last.clone();
             for event in events {
                 if let Err(e) = self.event(&event).await {
@@ -105,8 +106,8 @@ impl Events {
                     self.keep_position(before.as_deref()).await;
                     return End::Failed(format!("an event could not be handled: {e}"));
                 }
-                if let Some(id) = event.id {
-                    self.last = Some(id);
+                if event.id.is_some() {
+                    self.last = event.id;
                 }
             }
             self.keep_position(before.as_deref()).await;
@@ -116,7 +117,8 @@ impl Events {
     /// One event: a `receive` with a data message is a message; anything else (receipts,
     /// typing, sync messages, other events) is passed over, and a malformed one skipped.
     async fn event(&self, event: &Event) -> CoreResult<()> {
-        if event.name.as_deref().is_some_and(|name| name != "receive") {
+        // An unnamed event is the format's `message`: taken as a `receive`, as before.
+        if !matches!(event.event.as_str(), "receive" | "message") {
             return Ok(());
         }
         let envelope = match serde_json::from_str::<Received>(&event.data) {

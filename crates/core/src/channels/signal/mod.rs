@@ -114,10 +114,9 @@ fn classify(e: RpcError) -> ChannelError {
 /// Not an API: nothing in the workspace calls it.
 #[doc(hidden)]
 pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
-    let mut reader = api::SseReader::default();
     let mut texts = Vec::new();
-    for event in reader.push(body) {
-        if event.name.as_deref().is_some_and(|name| name != "receive") {
+    for event in api::events(&mut crate::sse::Decoder::default(), body) {
+        if !matches!(event.event.as_str(), "receive" | "message") {
             continue;
         }
         let received: api::Received =
@@ -129,15 +128,19 @@ pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
     Ok(texts)
 }
 
-/// The events of `body` framed by [`api::SseReader`] fed in two pieces, split at `at` (clamped),
-/// as `(id, event name, data)`: how the stream arrives in chunks must not change what is read.
+/// The events of `body` framed as the door frames them (`crate::sse`) fed in two pieces, split
+/// at `at` (clamped), as `(id, event name, data)`: how the stream arrives in chunks must not
+/// change what is read.
 #[doc(hidden)]
-pub fn fuzz_frames(body: &[u8], at: usize) -> Vec<(Option<String>, Option<String>, String)> {
+pub fn fuzz_frames(body: &[u8], at: usize) -> Vec<(Option<String>, String, String)> {
     let at = at.min(body.len());
-    let mut reader = api::SseReader::default();
-    let mut events = reader.push(&body[..at]);
-    events.extend(reader.push(&body[at..]));
-    events.into_iter().map(|e| (e.id, e.name, e.data)).collect()
+    let mut reader = crate::sse::Decoder::default();
+    let mut events = api::events(&mut reader, &body[..at]);
+    events.extend(api::events(&mut reader, &body[at..]));
+    events
+        .into_iter()
+        .map(|e| (e.id, e.event, e.data))
+        .collect()
 }
 
 #[cfg(test)]

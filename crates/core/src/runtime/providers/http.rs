@@ -19,8 +19,9 @@ use serde_json::Value;
 
 use switchboard_protocol::message::ContentBlock;
 
-use super::{EventSink, ProviderError, StreamEvent, redact, sse};
+use super::{EventSink, ProviderError, StreamEvent, redact};
 use crate::config::ProviderConfig;
+use crate::sse;
 
 /// A reqwest client with the ring TLS provider and a per-request timeout.
 ///

@@ -22,7 +22,6 @@ mod openai_body;
 mod openai_chunk;
 mod registry;
 mod retry;
-mod sse;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,17 +1,21 @@
-//! Server-sent events, framed from a response body's bytes as they arrive (the WHATWG
+//! Server-sent events, framed from a stream's bytes as they arrive (the WHATWG
 //! `text/event-stream` format): lines end in CRLF, LF or CR; a blank line ends an event; `data`
-//! lines join with LF; `event` names it (`message` when none does); comments (`:`), `id`,
-//! `retry` and fields of other names are skipped; a byte-order mark at the start is dropped.
-//! An event with no `data` line is not one, and an event the stream ends inside is dropped.
+//! lines join with LF; `event` names it (`message` when none does); `id` sets the last event
+//! id, which every later event carries until another `id` line changes it (an empty one
+//! clears it, one holding a NUL is ignored); comments (`:`), `retry` and fields of other names
+//! are skipped; a byte-order mark at the start is dropped. An event with no `data` line is not one (its `id` still
+//! counts), and an event the stream ends inside is dropped.
 //!
-//! Written here rather than taken from a crate: the one we used framed each event through a
-//! parser-combinator per line and copied the rest of its buffer after every line, some 7,500
-//! instructions an event, as much as reading the event's JSON (docs/decisions.md, "Server-sent
-//! events are framed here").
+//! One framer for every such stream: a model's reply (`runtime::providers`) and signal-cli's
+//! event stream (`channels::signal`). Written here rather than taken from a crate: the one we
+//! used framed each event through a parser-combinator per line and copied the rest of its
+//! buffer after every line, some 7,500 instructions an event, as much as reading the event's
+//! JSON (docs/decisions.md, "A model's stream is framed here" and "One framer for every
+//! event stream").
 
 /// The framer: bytes in ([`Decoder::feed`]), whole events out ([`Decoder::next_event`]).
 #[derive(Default)]
-pub(super) struct Decoder {
+pub struct Decoder {
     /// Bytes received and not yet framed, from `at` on.
     buf: Vec<u8>,
     at: usize,
@@ -22,22 +26,26 @@ pub(super) struct Decoder {
     event: String,
     /// The event's `data` lines so far, each ended by LF: empty until one comes.
     data: String,
+    /// The last event id the stream set, if it set one.
+    last_id: Option<String>,
 }
 
-/// One event: its name and its data.
+/// One event: its name, its data, and the stream's last event id as it stood at the event's
+/// end (what a client sends back as `Last-Event-ID` to resume after it).
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Event {
-    pub(super) event: String,
-    pub(super) data: String,
+pub struct Event {
+    pub event: String,
+    pub data: String,
+    pub id: Option<String>,
 }
 
 /// A line that is not UTF-8.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct NotUtf8;
+pub struct NotUtf8;
 
 impl Decoder {
     /// Takes the next bytes of the body.
-    pub(super) fn feed(&mut self, bytes: &[u8]) {
+    pub fn feed(&mut self, bytes: &[u8]) {
         if self.at > 0 {
             self.buf.drain(..self.at);
             self.at = 0;
@@ -52,7 +60,7 @@ impl Decoder {
     }
 
     /// The next whole event in the bytes fed so far, if there is one.
-    pub(super) fn next_event(&mut self) -> Result<Option<Event>, NotUtf8> {
+    pub fn next_event(&mut self) -> Result<Option<Event>, NotUtf8> {
         while let Some(line) = self.next_line() {
             let (start, end) = line;
             if start == end {
@@ -107,6 +115,11 @@ impl Decoder {
                 self.event.clear();
                 self.event.push_str(value);
             }
+            b"id" if !value.contains(&0) => {
+                let value = std::str::from_utf8(value).map_err(|_| NotUtf8)?;
+                // An empty id resets it: a client then resumes from the start.
+                self.last_id = (!value.is_empty()).then(|| value.to_owned());
+            }
             _ => {}
         }
         Ok(())
@@ -123,7 +136,8 @@ impl Decoder {
         if event.is_empty() {
             event.push_str("message");
         }
-        Some(Event { event, data })
+        let id = self.last_id.clone();
+        Some(Event { event, data, id })
     }
 }
 
@@ -167,5 +181,34 @@ mod tests {
             vec![pair("message", "x")]
         );
         assert_eq!(events(&[b"data: \xFF\n\n"]), Err(NotUtf8));
+    }
+
+    #[test]
+    fn the_last_event_id_goes_with_every_later_event() {
+        let mut decoder = Decoder::default();
+        let mut ids = Vec::new();
+        // A keep-alive comment, an id split across two chunks, an id on an event with no data
+        // (it still counts), an id with a NUL (ignored), an empty id (clears it).
+        for piece in [
+            &b": keep-alive\n\nid: 17-1\nevent: rec"[..],
+            b"eive\ndata: {\"a\":\r\ndata: 1}\n\n:\n\ndata: x\n\nid: 17-2\n\n",
+            b"data: y\n\nid: 9\0\ndata: z\n\nid\ndata: w\n\n",
+        ] {
+            decoder.feed(piece);
+            while let Some(e) = decoder.next_event().unwrap() {
+                ids.push((e.id, e.event, e.data));
+            }
+        }
+        let id = |s: &str| Some(s.to_string());
+        assert_eq!(
+            ids,
+            [
+                (id("17-1"), "receive".into(), "{\"a\":\n1}".into()),
+                (id("17-1"), "message".into(), "x".into()),
+                (id("17-2"), "message".into(), "y".into()),
+                (id("17-2"), "message".into(), "z".into()),
+                (None, "message".into(), "w".into()),
+            ]
+        );
     }
 }

@@ -33,7 +33,11 @@ pub fn refusal_of(message: &str, input: &Value) {
     // What the caller wrote may be quoted back, and may hold any word.
     let mut texts = Vec::new();
     texts_of(input, &mut texts);
+    // The longest first: a key or a text inside a longer text (`from` in `gfromect`) taken out
+    // first would leave the longer one no longer whole in the message.
     let without = |message: &str, quoted: &[&str]| {
+        let mut quoted = quoted.to_vec();
+        quoted.sort_by_key(|t| std::cmp::Reverse(t.len()));
         let mut own = message.to_string();
         for text in quoted.iter().filter(|t| !t.is_empty()) {
             let json = serde_json::to_string(text).unwrap_or_default();

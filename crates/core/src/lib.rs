@@ -2,11 +2,12 @@
 //! of its plain async API; `docs/architecture.md` draws the whole picture.
 //!
 //! Layers point one way. At the bottom, modules that know nothing above them: `clock`, `ids`,
-//! `keys` (the key grammar), `sse` (the server-sent events framer), `config`, `store` (the `Store` trait and its backends), `error`,
-//! `access` (pure decisions: visibility, send policy, tool policy), `resolve` (the one reference
-//! resolver) and `channel` (the channel seam: the `Channel` trait, its registry and status
-//! types). Then `runtime`: runs, lanes, providers and the tool contract; it defines the
-//! interfaces the layers above implement (`ReplyHandler`, `Tool`). Above it the components:
+//! `keys` (the key grammar), `sse` (the server-sent events framer), `config`, `store` (the
+//! `Store` trait and its backends), `error`, `access` (pure decisions: visibility, send policy,
+//! tool policy), `resolve` (the one reference resolver) and `channel` (the channel seam: the
+//! `Channel` trait, its registry and status types). Then `runtime`: runs, lanes, providers and
+//! the tool contract; it defines the interfaces the layers above implement (`ReplyHandler`,
+//! `Tool`). Above it the components:
 //! `delivery` (the outbox and what becomes of replies; it sends through the channel seam),
 //! `sessions` (operator operations), `exchange` (the agent-to-agent exchange), `subagents`,
 //! `tools` (the session, file and command tools), `sandbox` (the command sandbox's helper), `a2a_tasks` (A2A tasks over runs), `cron`, `channels` (the channel implementations and the inbound

@@ -3,8 +3,9 @@
 //! lines join with LF; `event` names it (`message` when none does); `id` sets the last event
 //! id, which every later event carries until another `id` line changes it (an empty one
 //! clears it, one holding a NUL is ignored); comments (`:`), `retry` and fields of other names
-//! are skipped; a byte-order mark at the start is dropped. An event with no `data` line is not one (its `id` still
-//! counts), and an event the stream ends inside is dropped.
+//! are skipped; a byte-order mark at the start is dropped. An event with no `data` line is not
+//! one (its `id` still counts), and an event the stream ends inside is dropped. A line that is
+//! not UTF-8 is an error ([`NotUtf8`]) and is left behind: the next call goes on after it.
 //!
 //! One framer for every such stream: a model's reply (`runtime::providers`) and signal-cli's
 //! event stream (`channels::signal`). Written here rather than taken from a crate: the one we

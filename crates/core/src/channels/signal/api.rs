@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use crate::sse::{Decoder, Event, NotUtf8};
 
 /// The events `chunk` completes, fed to `reader` (`crate::sse`: keep-alive comments dropped, the
-/// last event id carried). A line that is not UTF-8 is left out: the event it was in is then
-/// malformed, and skipped where it is read.
+/// last event id carried). A line that is not UTF-8 is left out and its event read without it:
+/// without a `data` line its JSON is most often malformed, and skipped where it is read;
+/// without its `event` line it is a `message`, read as a `receive`; without its `id` line it
+/// carries the id before, so a reconnection asks for it again (handled once all the same).
 pub(super) fn events(reader: &mut Decoder, chunk: &[u8]) -> Vec<Event> {
     reader.feed(chunk);
     let mut events = Vec::new();

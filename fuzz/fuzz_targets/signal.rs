@@ -1,6 +1,6 @@
 //! The Signal daemon's event stream (`crates/core/src/channels/signal`): the events framed the
-//! same however the stream is cut into chunks, and each `receive` event decoded (its message's
-//! text read as routing reads it), or an error that says what was wrong.
+//! same however the stream is cut into chunks, and each `receive` (or unnamed) event decoded
+//! (its message's text read as routing reads it), or an error that says what was wrong.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -188,8 +188,8 @@ mod tests {
     fn the_last_event_id_goes_with_every_later_event() {
         let mut decoder = Decoder::default();
         let mut ids = Vec::new();
-        // A keep-alive comment, an id split across two chunks, an id on an event with no data
-        // (it still counts), an id with a NUL (ignored), an empty id (clears it).
+        // A keep-alive comment, an event's name split across two chunks, an id on an event with
+        // no data (it still counts), an id with a NUL (ignored), an empty id (clears it).
         for piece in [
             &b": keep-alive\n\nid: 17-1\nevent: rec"[..],
             b"eive\ndata: {\"a\":\r\ndata: 1}\n\n:\n\ndata: x\n\nid: 17-2\n\n",

@@ -28,6 +28,12 @@ pub(super) fn events(reader: &mut Decoder, chunk: &[u8]) -> Vec<Event> {
     }
 }
 
+/// Whether `event` is a `receive` (an unnamed event, the format's `message`, is taken as one, as
+/// signal-cli's events were read before the shared framer named them).
+pub(super) fn is_receive(event: &Event) -> bool {
+    matches!(event.event.as_str(), "receive" | "message")
+}
+
 /// The data of a `receive` event.
 #[derive(Debug, Deserialize)]
 pub(super) struct Received {

@@ -117,8 +117,7 @@ impl Events {
     /// One event: a `receive` with a data message is a message; anything else (receipts,
     /// typing, sync messages, other events) is passed over, and a malformed one skipped.
     async fn event(&self, event: &Event) -> CoreResult<()> {
-        // An unnamed event is the format's `message`: taken as a `receive`, as before.
-        if !matches!(event.event.as_str(), "receive" | "message") {
+        if !api::is_receive(event) {
             return Ok(());
         }
         let envelope = match serde_json::from_str::<Received>(&event.data) {

@@ -116,7 +116,7 @@ fn classify(e: RpcError) -> ChannelError {
 pub fn fuzz_inbound(body: &[u8]) -> Result<Vec<String>, String> {
     let mut texts = Vec::new();
     for event in api::events(&mut crate::sse::Decoder::default(), body) {
-        if !matches!(event.event.as_str(), "receive" | "message") {
+        if !api::is_receive(&event) {
             continue;
         }
         let received: api::Received =

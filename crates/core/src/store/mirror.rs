@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::private;
+use super::rules::transcript::MessageRow;
 
 /// `<home>/agents`: one folder per agent, holding its `sessions` folder.
 pub(crate) fn agents_dir(home: &Path) -> PathBuf {
@@ -75,25 +76,44 @@ fn header_line(session_id: &str, created_at: i64, cwd: &Path) -> String {
 }
 
 /// Writes one message's line, newline included, straight to `out`: the same bytes as the
-/// `json!` object of its fields (keys in order, as serde_json's map keeps them), without copying
-/// the message into one.
-fn write_message_line(out: &mut impl Write, seq: i64, message: &Value) -> std::io::Result<()> {
-    let ts = message
-        .get("timestamp")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+/// `json!` object of its fields (keys in order, as serde_json's map keeps them), with the
+/// message's JSON text (`message`, one line) copied in as it is stored.
+fn write_message_line(
+    out: &mut impl Write,
+    seq: i64,
+    ts: i64,
+    message: &str,
+) -> std::io::Result<()> {
     write!(out, "{{\"id\":\"{seq:08x}\",\"message\":")?;
-    serde_json::to_writer(&mut *out, message)?;
+    out.write_all(message.as_bytes())?;
     if seq > 1 {
         write!(out, ",\"parentId\":\"{:08x}\"", seq - 1)?;
     } else {
         out.write_all(b",\"parentId\":null")?;
     }
-    writeln!(
-        out,
-        ",\"timestamp\":\"{}\",\"type\":\"message\"}}",
-        iso8601(ts)
-    )
+    out.write_all(b",\"timestamp\":\"")?;
+    let mut time = [0; ISO8601_LEN];
+    match iso8601_into(&mut time, ts) {
+        Some(text) => out.write_all(text)?,
+        None => out.write_all(iso8601(ts).as_bytes())?,
+    }
+    out.write_all(b"\",\"type\":\"message\"}\n")
+}
+
+/// A stored message's line, from its stored text: that text when it is one line (every body
+/// this store writes), else the message written again on one line (a row written by hand).
+/// Its timestamp is the message's own.
+fn write_stored_line(out: &mut impl Write, seq: i64, stored: &str) -> std::io::Result<()> {
+    let message: Value = serde_json::from_str(stored)
+        .map_err(|e| std::io::Error::other(format!("stored message {seq} is not JSON: {e}")))?;
+    let ts = message
+        .get("timestamp")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if stored.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return write_message_line(out, seq, ts, &message.to_string());
+    }
+    write_message_line(out, seq, ts, stored)
 }
 
 /// Creates the file with its header if it does not exist yet.
@@ -129,11 +149,11 @@ pub(crate) fn ensure_file(
 /// Appends message lines to a mirror open for appending.
 pub(crate) fn append_to<'a>(
     file: &File,
-    messages: impl Iterator<Item = (i64, &'a Value)>,
+    messages: impl Iterator<Item = &'a MessageRow>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::new(file);
-    for (seq, message) in messages {
-        write_message_line(&mut out, seq, message)?;
+    for row in messages {
+        write_message_line(&mut out, row.seq, row.ts, &row.body)?;
     }
     out.flush()
 }
@@ -150,7 +170,7 @@ pub(crate) fn rebuild(
     session_id: &str,
     created_at: i64,
     cwd: &Path,
-    messages: impl Iterator<Item = (i64, Value)>,
+    messages: impl Iterator<Item = (i64, String)>,
 ) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         private::create_dir(dir)?;
@@ -164,8 +184,8 @@ pub(crate) fn rebuild(
             .open(&tmp)?;
         let mut out = BufWriter::new(file);
         writeln!(out, "{}", header_line(session_id, created_at, cwd))?;
-        for (seq, message) in messages {
-            write_message_line(&mut out, seq, &message)?;
+        for (seq, stored) in messages {
+            write_stored_line(&mut out, seq, &stored)?;
         }
         out.flush()?;
     }
@@ -225,17 +245,58 @@ fn last_line(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 
 /// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn iso8601(ms: i64) -> String {
+    let mut time = [0; ISO8601_LEN];
+    match iso8601_into(&mut time, ms) {
+        Some(text) => String::from_utf8_lossy(text).into_owned(),
+        None => {
+            let (y, m, d, rem, millis) = civil_time(ms);
+            format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+                rem / 3600,
+                (rem % 3600) / 60,
+                rem % 60
+            )
+        }
+    }
+}
+
+/// How long [`iso8601`]'s text is for the years 0 to 9999.
+const ISO8601_LEN: usize = 24;
+
+/// [`iso8601`] written into `out`, without `format!` (every mirror line has one); `None` for a
+/// year outside 0 to 9999, whose text is longer or signed.
+fn iso8601_into(out: &mut [u8; ISO8601_LEN], ms: i64) -> Option<&[u8]> {
+    let (y, m, d, rem, millis) = civil_time(ms);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let fields = [
+        (y, 4, b'-'),
+        (m, 2, b'-'),
+        (d, 2, b'T'),
+        (rem / 3600, 2, b':'),
+        ((rem % 3600) / 60, 2, b':'),
+        (rem % 60, 2, b'.'),
+        (millis, 3, b'Z'),
+    ];
+    let mut at = 0;
+    for (value, width, after) in fields {
+        let mut rest = value;
+        for i in (0..width).rev() {
+            out[at + i] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out[at + width] = after;
+        at += width + 1;
+    }
+    Some(&out[..at])
+}
+
+/// Milliseconds since the epoch as (year, month, day, seconds into the day, milliseconds).
+fn civil_time(ms: i64) -> (i64, i64, i64, i64, i64) {
     let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    (y, m, d, secs.rem_euclid(86_400), ms.rem_euclid(1000))
 }
 
 /// Howard Hinnant's days-to-civil algorithm.
@@ -261,6 +322,53 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        // Outside the years 0 to 9999: written as `format!` writes them.
+        assert_eq!(iso8601(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(-62_167_219_200_001), "-001-12-31T23:59:59.999Z");
+        let mut line = Vec::new();
+        write_message_line(&mut line, 1, -62_167_219_200_001, "{}").unwrap();
+        let line: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(line["timestamp"], "-001-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn a_row_written_by_hand_over_several_lines_is_mirrored_on_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let by_hand =
+            "{\n  \"role\": \"user\",\r\n  \"content\": \"a\\nb\",\n  \"timestamp\": 7\n}";
+        let ours = stored(&["m2"]).remove(0).body;
+        rebuild(
+            &path,
+            "sid",
+            5,
+            dir.path(),
+            [(1, by_hand.to_string()), (2, ours.clone())].into_iter(),
+        )
+        .unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "the header and one line a message: {text}");
+        let first: Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(first["message"]["content"], "a\nb");
+        assert_eq!(first["timestamp"], iso8601(7));
+        assert!(
+            lines[2].contains(&ours),
+            "a body of ours is copied as it is stored"
+        );
+        let bad = rebuild(
+            &path,
+            "sid",
+            5,
+            dir.path(),
+            [(1, "{".to_string())].into_iter(),
+        );
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("stored message 1 is not JSON")
+        );
     }
 
     #[test]
@@ -275,29 +383,32 @@ mod tests {
         }
     }
 
+    /// Messages of `texts` as an append stores them (numbered from 1, encoded once).
+    fn stored(texts: &[&str]) -> Vec<MessageRow> {
+        let messages = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                serde_json::from_value(json!({"role": "user", "content": text, "timestamp": i}))
+                    .unwrap()
+            })
+            .collect();
+        super::super::rules::transcript::number(0, messages)
+            .unwrap()
+            .lines()
+    }
+
     #[test]
     fn rebuild_and_append_give_the_same_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.jsonl");
         let b = dir.path().join("b.jsonl");
-        let msgs: Vec<Value> = (1..=3)
-            .map(|i| json!({"role": "user", "content": format!("m{i}"), "timestamp": i}))
-            .collect();
+        let rows = stored(&["m1", "m2", "m3"]);
         ensure_file(&a, "sid", 5, dir.path()).unwrap();
         let file = open_append(&a).unwrap();
-        append_to(
-            &file,
-            msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
-        )
-        .unwrap();
-        rebuild(
-            &b,
-            "sid",
-            5,
-            dir.path(),
-            msgs.into_iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
-        )
-        .unwrap();
+        append_to(&file, rows.iter()).unwrap();
+        let texts = rows.iter().map(|row| (row.seq, row.body.clone()));
+        rebuild(&b, "sid", 5, dir.path(), texts).unwrap();
         assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
         assert!(is_complete(&a, 3));
         assert!(!is_complete(&a, 4));
@@ -323,13 +434,9 @@ mod tests {
         assert!(ends_at(&path, 0) && !ends_at(&path, 1), "the header alone");
         // A last line longer than every step of the backward read but the last.
         let long = "x".repeat(100_000);
-        let msgs: Vec<Value> = [json!({"content": "m1"}), json!({"content": long})].into();
+        let rows = stored(&["m1", &long]);
         let file = open_append(&path).unwrap();
-        append_to(
-            &file,
-            msgs.iter().enumerate().map(|(i, m)| (i as i64 + 1, m)),
-        )
-        .unwrap();
+        append_to(&file, rows.iter()).unwrap();
         assert!(ends_at(&path, 2) && !ends_at(&path, 1) && !ends_at(&path, 0));
         // A line cut short by a failed write: the file does not end where its mark says.
         let bytes = fs::read(&path).unwrap();
@@ -337,7 +444,7 @@ mod tests {
         assert!(!ends_at(&path, 2) && !ends_at(&path, 1));
         // One line in all, without the header: message 1's line is found at the file's start.
         let mut line = Vec::new();
-        write_message_line(&mut line, 1, &msgs[0]).unwrap();
+        write_message_line(&mut line, 1, rows[0].ts, &rows[0].body).unwrap();
         fs::write(&path, &line).unwrap();
         assert!(ends_at(&path, 1) && !ends_at(&path, 2));
     }
@@ -355,7 +462,7 @@ mod tests {
             let object = json!({"type": "message", "id": message_id(seq), "parentId": parent,
                 "timestamp": iso8601(1_795_717_272_830), "message": message});
             let mut line = Vec::new();
-            write_message_line(&mut line, seq, &message).unwrap();
+            write_message_line(&mut line, seq, 1_795_717_272_830, &message.to_string()).unwrap();
             assert_eq!(String::from_utf8(line).unwrap(), format!("{object}\n"));
         }
     }

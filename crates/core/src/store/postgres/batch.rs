@@ -380,7 +380,7 @@ fn append(v: &mut Values, numbered: &transcript::Numbered, gate: &str) -> [Strin
     let summary = v.add(numbered.summary_seq);
     let roles: Vec<String> = numbered.rows.iter().map(|r| r.role.to_string()).collect();
     let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
-    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.to_string()).collect();
+    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.clone()).collect();
     let (roles, times, bodies) = (v.add(roles), v.add(times), v.add(bodies));
     [
         format!(

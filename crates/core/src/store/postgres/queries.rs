@@ -283,7 +283,7 @@ async fn store_messages(
          SELECT base FROM mark";
     let roles: Vec<&str> = numbered.rows.iter().map(|r| r.role).collect();
     let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
-    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.to_string()).collect();
+    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.clone()).collect();
     let count = numbered.last_seq;
     let row = db
         .query_opt(

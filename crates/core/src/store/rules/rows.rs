@@ -15,9 +15,7 @@ use crate::store::{
     PairingRecord, RunRecord, RunStatus, SessionEntry, StoreError, SubagentRecord, SubagentState,
 };
 
-/// `n` placeholders from parameter `first` on (`?3, ?4` / `$3, $4`).
-/// Written into one string: a run's start and end and an exchange's record build these for
-/// every write.
+/// `n` placeholders from parameter `first` on (`?3, ?4` / `$3, $4`), in one string.
 pub(crate) fn placeholders(d: Dialect, first: usize, n: usize) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(n * 5);

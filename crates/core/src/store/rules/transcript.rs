@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
 use crate::store::dialect::{Dialect, Param};
@@ -11,30 +10,18 @@ use crate::store::{
     Appended, HistoryPage, SessionEntry, StoreError, StoredMessage, StoredText, is_summary,
 };
 
-/// One message to store: its `seq`, its role and time (columns of their own) and its JSON.
+/// One message to store: its `seq`, its role and time (columns of their own) and its JSON,
+/// encoded once: the same text is the row's body and its mirror line's message.
 pub(crate) struct MessageRow {
     pub seq: i64,
     pub role: &'static str,
     pub ts: i64,
-    pub body: Value,
+    pub body: String,
 }
 
 /// The statement that stores a [`MessageRow`] of a transcript.
 pub(crate) const INSERT_MESSAGE: &str =
     "INSERT INTO messages (session_id, seq, role, ts, body) VALUES (?1, ?2, ?3, ?4, ?5)";
-
-impl MessageRow {
-    /// The values of [`INSERT_MESSAGE`] for this row of `session_id`.
-    pub(crate) fn params(&self, session_id: &str) -> Vec<Param> {
-        vec![
-            session_id.into(),
-            self.seq.into(),
-            self.role.into(),
-            self.ts.into(),
-            self.body.to_string().into(),
-        ]
-    }
-}
 
 /// Messages numbered after a transcript's last one.
 pub(crate) struct Numbered {
@@ -60,15 +47,6 @@ pub(crate) fn touch_session(d: Dialect) -> String {
 }
 
 impl Numbered {
-    /// The values of [`MARK_TRANSCRIPT`] for `session_id`.
-    pub(crate) fn mark_params(&self, session_id: &str) -> Vec<Param> {
-        vec![
-            session_id.into(),
-            self.last_seq.into(),
-            self.summary_seq.into(),
-        ]
-    }
-
     /// The same messages, numbered from 1, numbered after `base` instead (a store that reads
     /// the transcript's end in the statement that stores them).
     pub(crate) fn after(mut self, base: i64) -> Self {
@@ -80,9 +58,9 @@ impl Numbered {
         self
     }
 
-    /// Each stored message's seq and JSON (what a mirror appends).
-    pub(crate) fn lines(self) -> Vec<(i64, Value)> {
-        self.rows.into_iter().map(|r| (r.seq, r.body)).collect()
+    /// The stored messages, as a mirror appends them.
+    pub(crate) fn lines(self) -> Vec<MessageRow> {
+        self.rows
     }
 }
 
@@ -100,7 +78,9 @@ pub(crate) fn number(
         if is_summary(&message) {
             summary_seq = Some(seq);
         }
-        let body = serde_json::to_value(&message)
+        // Written from the typed message: no `Value` tree in between, and its fields in their
+        // declared order (a map's would be sorted; a reader of JSON sees the same object).
+        let body = serde_json::to_string(&message)
             .map_err(|e| StoreError::Backend(format!("message {seq} could not be encoded: {e}")))?;
         rows.push(MessageRow {
             seq,

@@ -2,7 +2,7 @@
 
 use rusqlite::Connection;
 
-use super::types::{all, bind, first};
+use super::types::{all, bind, first, once};
 use crate::keys::SessionKey;
 use crate::store::dialect::SQLITE;
 use crate::store::rules::rows::{self, EXCHANGE_COLUMNS};
@@ -11,18 +11,18 @@ use crate::store::{ExchangeRecord, StoreError};
 
 pub(super) fn put(conn: &Connection, r: &ExchangeRecord) -> Result<(), StoreError> {
     let values = rows::exchange_params(r)?;
-    let sql = format!(
+    let sql = once!(
         "INSERT INTO exchanges ({EXCHANGE_COLUMNS}) VALUES ({}) ON CONFLICT (id) DO UPDATE SET {}",
-        rows::placeholders(SQLITE, 1, values.len()),
+        rows::placeholders(SQLITE, 1, rows::EXCHANGE_COLUMN_COUNT),
         rows::EXCHANGE_UPDATE
     );
-    conn.prepare_cached(&sql)?.execute(bind(&values))?;
+    conn.prepare_cached(sql)?.execute(bind(&values))?;
     Ok(())
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<ExchangeRecord>, StoreError> {
-    let sql = format!("SELECT {EXCHANGE_COLUMNS} FROM exchanges WHERE id = ?1");
-    first(conn, &sql, [id], |r| rows::exchange(r))
+    let sql = once!("SELECT {EXCHANGE_COLUMNS} FROM exchanges WHERE id = ?1");
+    first(conn, sql, [id], |r| rows::exchange(r))
 }
 
 pub(super) fn unfinished(conn: &Connection) -> Result<Vec<ExchangeRecord>, StoreError> {

@@ -4,10 +4,9 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
-use serde_json::Value;
 use switchboard_protocol::message::TranscriptMessage;
 
-use super::types::{all, bind, first};
+use super::types::{all, bind, first, once};
 use super::writer::MirrorOp;
 use crate::store::dialect::SQLITE;
 use crate::store::mirror;
@@ -65,8 +64,8 @@ pub(super) fn get_by_session_id(
     conn: &Connection,
     session_id: &str,
 ) -> Result<Option<SessionEntry>, StoreError> {
-    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = ?1");
-    first(conn, &sql, [session_id], |r| rows::entry(r))
+    let sql = once!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = ?1");
+    first(conn, sql, [session_id], |r| rows::entry(r))
 }
 
 pub(super) fn get_by_label(
@@ -75,8 +74,8 @@ pub(super) fn get_by_label(
     label: &str,
 ) -> Result<Option<SessionEntry>, StoreError> {
     let sql =
-        format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.agent_id = ?1 AND s.label = ?2");
-    first(conn, &sql, [agent_id, label], |r| rows::entry(r))
+        once!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.agent_id = ?1 AND s.label = ?2");
+    first(conn, sql, [agent_id, label], |r| rows::entry(r))
 }
 
 fn check_label_free(
@@ -237,11 +236,21 @@ pub(super) fn append_leaving_time(
     {
         let mut insert = conn.prepare_cached(transcript::INSERT_MESSAGE)?;
         for row in &numbered.rows {
-            insert.execute(bind(&row.params(&entry.session_id)))?;
+            insert.execute(params![
+                entry.session_id,
+                row.seq,
+                row.role,
+                row.ts,
+                row.body
+            ])?;
         }
     }
     conn.prepare_cached(transcript::MARK_TRANSCRIPT)?
-        .execute(bind(&numbered.mark_params(&entry.session_id)))?;
+        .execute(params![
+            entry.session_id,
+            numbered.last_seq,
+            numbered.summary_seq
+        ])?;
     if !behind {
         conn.prepare_cached(FLAG_BEHIND)?
             .execute([&entry.session_id])?;
@@ -338,18 +347,15 @@ pub(super) fn summary(
         .transpose()
 }
 
-/// Every message of a transcript, oldest first (mirror rebuilds).
+/// Every message of a transcript, oldest first, as stored (mirror rebuilds).
 pub(super) fn all_messages(
     conn: &Connection,
     session_id: &str,
-) -> Result<Vec<(i64, Value)>, StoreError> {
+) -> Result<Vec<(i64, String)>, StoreError> {
     let mut stmt =
         conn.prepare_cached("SELECT seq, body FROM messages WHERE session_id = ?1 ORDER BY seq")?;
     let rows = stmt
-        .query_and_then([session_id], |r| {
-            transcript::parse_message(r.get(0)?, &r.get::<_, String>(1)?)
-                .map(|m| (m.seq, m.message))
-        })?
+        .query_map([session_id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -446,6 +452,12 @@ pub(super) fn new_run(
     write_run(conn, run, input, true)
 }
 
+/// The statement that inserts a run's record and input ([`write_run`]).
+fn run_insert() -> String {
+    let marks = rows::placeholders(SQLITE, 1, rows::RUN_COLUMN_COUNT + 1);
+    format!("INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ({marks})")
+}
+
 /// Inserts the run, or (unless it is `new`) replaces its stored record.
 fn write_run(
     conn: &Connection,
@@ -455,15 +467,15 @@ fn write_run(
 ) -> Result<(), StoreError> {
     let mut values = rows::run_params(run);
     values.push(work::encode_input(input)?.into());
-    let update = match new {
-        true => String::new(),
-        false => format!(" ON CONFLICT (run_id) DO UPDATE SET {}", rows::RUN_UPDATE),
+    let sql = match new {
+        true => once!("{}", run_insert()),
+        false => once!(
+            "{} ON CONFLICT (run_id) DO UPDATE SET {}",
+            run_insert(),
+            rows::RUN_UPDATE
+        ),
     };
-    let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, input) VALUES ({}){update}",
-        rows::placeholders(SQLITE, 1, values.len()),
-    );
-    conn.prepare_cached(&sql)?
+    conn.prepare_cached(sql)?
         .execute(bind(&values))
         .map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _)
@@ -477,16 +489,16 @@ fn write_run(
 }
 
 pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1");
-    first(conn, &sql, [run_id], |r| rows::run(r))
+    let sql = once!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1");
+    first(conn, sql, [run_id], |r| rows::run(r))
 }
 
 pub(super) fn get_run_by_idempotency(
     conn: &Connection,
     key: &str,
 ) -> Result<Option<RunRecord>, StoreError> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?1");
-    first(conn, &sql, [key], |r| rows::run(r))
+    let sql = once!("SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?1");
+    first(conn, sql, [key], |r| rows::run(r))
 }
 
 /// A page of the runs of some sessions ([`RunQuery`]).

@@ -9,6 +9,16 @@ use crate::keys::SessionKey;
 use crate::store::StoreError;
 use crate::store::dialect::{Columns, Param};
 
+/// A statement's text (`format!`'s arguments) written once, at its first use, not at each call:
+/// `once!("SELECT {COLUMNS} FROM runs WHERE run_id = ?1")` is a `&'static str`.
+macro_rules! once {
+    ($($arg:tt)*) => {{
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!($($arg)*));
+        SQL.as_str()
+    }};
+}
+pub(super) use once;
+
 impl ToSql for SessionKey {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::from(self.as_str()))

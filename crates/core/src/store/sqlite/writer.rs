@@ -35,8 +35,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::store::rules::transcript::MessageRow;
 use rusqlite::{Connection, params};
-use serde_json::Value;
 
 use super::checked::Checked;
 use super::queries;
@@ -78,12 +78,12 @@ pub(super) enum MirrorOp {
         session_id: String,
         created_at: i64,
     },
-    /// Append these messages (`seq`, JSON) to the file.
+    /// Append these stored messages to the file.
     Append {
         agent_id: String,
         session_id: String,
         created_at: i64,
-        messages: Vec<(i64, Value)>,
+        messages: Vec<MessageRow>,
     },
 }
 
@@ -663,12 +663,12 @@ impl MirrorState {
         agent_id: &str,
         session_id: &str,
         created_at: i64,
-        messages: &[(i64, Value)],
+        messages: &[MessageRow],
     ) -> std::io::Result<()> {
-        let (Some((first, _)), Some((last, _))) = (messages.first(), messages.last()) else {
+        let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
             return Ok(());
         };
-        let (first, last) = (*first, *last);
+        let (first, last) = (first.seq, last.seq);
         let path = mirror::transcript_path(&self.home, agent_id, session_id);
         let known = match self.in_file.get(session_id) {
             Some(seq) => Some(*seq),
@@ -678,8 +678,8 @@ impl MirrorState {
             // A rewrite earlier in this batch already wrote them.
             Some(seq) if seq >= last => seq,
             Some(seq) if seq + 1 >= first => {
-                let new = messages.iter().filter(|(s, _)| *s > seq);
-                mirror::append_to(self.file(session_id, &path)?, new.map(|(s, m)| (*s, m)))?;
+                let new = messages.iter().filter(|row| row.seq > seq);
+                mirror::append_to(self.file(session_id, &path)?, new)?;
                 last
             }
             _ => {

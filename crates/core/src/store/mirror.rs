@@ -75,9 +75,10 @@ fn header_line(session_id: &str, created_at: i64, cwd: &Path) -> String {
     .to_string()
 }
 
-/// Writes one message's line, newline included, straight to `out`: the same bytes as the
-/// `json!` object of its fields (keys in order, as serde_json's map keeps them), with the
-/// message's JSON text (`message`, one line) copied in as it is stored.
+/// Writes one message's line, newline included, straight to `out`: its fields with keys in
+/// order, and the message's JSON text (`message`, which must be one line) copied in as it is
+/// stored. For a text that serde_json wrote these are the bytes of the `json!` object of the
+/// same fields.
 fn write_message_line(
     out: &mut impl Write,
     seq: i64,
@@ -176,7 +177,7 @@ pub(crate) fn rebuild(
         private::create_dir(dir)?;
     }
     let tmp = path.with_extension("jsonl.rebuild");
-    {
+    let written = (|| {
         let file = private::options()
             .write(true)
             .create(true)
@@ -187,7 +188,12 @@ pub(crate) fn rebuild(
         for (seq, stored) in messages {
             write_stored_line(&mut out, seq, &stored)?;
         }
-        out.flush()?;
+        out.flush()
+    })();
+    if let Err(e) = written {
+        // A row that is not JSON stops the rebuild; the half-written copy goes with it.
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
     fs::rename(&tmp, path)
 }
@@ -369,6 +375,15 @@ mod tests {
                 .to_string()
                 .contains("stored message 1 is not JSON")
         );
+        assert!(
+            !path.with_extension("jsonl.rebuild").exists(),
+            "a failed rebuild leaves no half-written copy"
+        );
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            text,
+            "nor touches the file"
+        );
     }
 
     #[test]
@@ -395,7 +410,7 @@ mod tests {
             .collect();
         super::super::rules::transcript::number(0, messages)
             .unwrap()
-            .lines()
+            .into_rows()
     }
 
     #[test]

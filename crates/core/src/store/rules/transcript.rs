@@ -58,8 +58,8 @@ impl Numbered {
         self
     }
 
-    /// The stored messages, as a mirror appends them.
-    pub(crate) fn lines(self) -> Vec<MessageRow> {
+    /// The stored rows, given up to the mirror that appends them.
+    pub(crate) fn into_rows(self) -> Vec<MessageRow> {
         self.rows
     }
 }

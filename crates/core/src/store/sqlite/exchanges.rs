@@ -11,6 +11,11 @@ use crate::store::{ExchangeRecord, StoreError};
 
 pub(super) fn put(conn: &Connection, r: &ExchangeRecord) -> Result<(), StoreError> {
     let values = rows::exchange_params(r)?;
+    debug_assert_eq!(
+        values.len(),
+        rows::EXCHANGE_COLUMN_COUNT,
+        "one value a placeholder"
+    );
     let sql = once!(
         "INSERT INTO exchanges ({EXCHANGE_COLUMNS}) VALUES ({}) ON CONFLICT (id) DO UPDATE SET {}",
         rows::placeholders(SQLITE, 1, rows::EXCHANGE_COLUMN_COUNT),

@@ -261,7 +261,7 @@ pub(super) fn append_leaving_time(
         agent_id: entry.agent_id.clone(),
         session_id: entry.session_id.clone(),
         created_at,
-        messages: numbered.lines(),
+        messages: numbered.into_rows(),
     });
     Ok(appended)
 }
@@ -467,6 +467,11 @@ fn write_run(
 ) -> Result<(), StoreError> {
     let mut values = rows::run_params(run);
     values.push(work::encode_input(input)?.into());
+    debug_assert_eq!(
+        values.len(),
+        rows::RUN_COLUMN_COUNT + 1,
+        "one value a placeholder"
+    );
     let sql = match new {
         true => once!("{}", run_insert()),
         false => once!(

@@ -35,7 +35,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-use crate::store::rules::transcript::MessageRow;
 use rusqlite::{Connection, params};
 
 use super::checked::Checked;
@@ -43,6 +42,7 @@ use super::queries;
 use super::touched::Version;
 use crate::store::StoreError;
 use crate::store::mirror;
+use crate::store::rules::transcript::MessageRow;
 
 const MAX_BATCH: usize = 512;
 /// How long after two writes were last in flight at once every write goes to the writer thread.

@@ -12,8 +12,8 @@ session, model `builtin/echo`), driven over one WebSocket by the bench kit's cli
 
 A list after a write costs (turn+list − turn) / n; read whole, (turn+whole − turn) / n. Three
 measures: the gateway's user + system CPU of each block from /proc (a 10 ms tick; the machine's
-load average before and after); its threads' context switches (voluntary + not) in the same
-blocks; and, with --callgrind N, its instructions over blocks of N operations under callgrind
+load average before and after); its threads' context switches (voluntary + not) and its minor
+page faults in the same blocks; and, with --callgrind N, its instructions over blocks of N operations under callgrind
 (`callgrind_control --dump` after each block). The last two do not depend on the machine or its
 load. One JSON line per round and measure.
 
@@ -35,14 +35,21 @@ PAGE = {"limit": 200}
 WHOLE = {"limit": 200, "activeMinutes": 100_000_000}
 
 
+def faults(pid):
+    """The process's minor page faults (a page it touched for the first time since the kernel
+    gave it, or gave it back)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def block(gw, pid, n, step):
-    """The gateway's CPU (µs) and its threads' context switches over n steps."""
+    """The gateway's CPU (µs), its threads' context switches and its page faults over n steps."""
     u0, s0 = cpu_us(pid)
-    w0 = sum(switches(pid))
+    w0, f0 = sum(switches(pid)), faults(pid)
     for i in range(n):
         step(i)
     u1, s1 = cpu_us(pid)
-    return u1 - u0 + s1 - s0, sum(switches(pid)) - w0
+    return u1 - u0 + s1 - s0, sum(switches(pid)) - w0, faults(pid) - f0
 
 
 def instructions(out_dir, pid, n, step):
@@ -98,11 +105,14 @@ def main():
         for r in range(1, args.rounds + 1):
             out = dict(base, measure="cpuUs", round=r, n=args.n, loadBefore=load())
             blocks = {name: block(local.gw, pid, args.n, step) for name, step in steps.items()}
-            out.update(derived({name: cpu / args.n for name, (cpu, _) in blocks.items()}))
+            out.update(derived({name: cpu / args.n for name, (cpu, _, _) in blocks.items()}))
             out["loadAfter"] = load()
             print(json.dumps(out), flush=True)
             out = dict(base, measure="contextSwitches", round=r, n=args.n)
-            out.update(derived({name: sw / args.n for name, (_, sw) in blocks.items()}))
+            out.update(derived({name: sw / args.n for name, (_, sw, _) in blocks.items()}))
+            print(json.dumps(out), flush=True)
+            out = dict(base, measure="pageFaults", round=r, n=args.n)
+            out.update(derived({name: pf / args.n for name, (_, _, pf) in blocks.items()}))
             print(json.dumps(out), flush=True)
     if not args.callgrind:
         return

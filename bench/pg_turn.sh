@@ -22,7 +22,8 @@
 # and for a closer look at the cluster: PG_LIBS (its shared_preload_libraries, default
 # pg_stat_statements; add auto_explain to log each statement's plan), PG_EXTRA (more server
 # options, e.g. "-c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on"),
-# KEEP_PGLOG=FILE (the server's log is copied there at the end).
+# KEEP_PGLOG=FILE (the server's log is copied there at the end), PG_AFTER_WARM (SQL run in the
+# round's schema after the warm-up, for experiments: an index dropped, a setting changed).
 set -euo pipefail
 
 TURNS=${TURNS:-1000}
@@ -124,6 +125,7 @@ measure() {
     # one that has just done so waits 10 s: the warm-up's counts are in after 11 s.
     if ((listed)); then sleep 11; tables >"$RUN/tables0"; fi
     if [[ $kind == postgres ]]; then
+        if [[ -n ${PG_AFTER_WARM:-} ]]; then sql "SET search_path = bench_r$round; ${PG_AFTER_WARM}" >/dev/null; fi
         sleep 0.5
         sql "SELECT pg_stat_statements_reset()" >/dev/null
         pg0=$(pg_cpu_ms); c0=$(commits); pg_by_process >"$RUN/procs0"

@@ -177,7 +177,36 @@ impl PrivateCluster {
         self.signal("CONT");
     }
 
-    fn signal(&self, signal: &str) {
+    /// Kills the server's WAL writer with SIGKILL, as a crash would: the postmaster ends every
+    /// other process, throws its shared memory away (with any log not written yet) and
+    /// recovers from what was written. Answers once a new WAL writer runs, after the recovery
+    /// (the connections made before are gone).
+    pub fn crash(&self) {
+        let postmaster = self.postmaster();
+        let writer = || {
+            let out = Command::new("pgrep")
+                .args(["-P", &postmaster, "-f", "walwriter"])
+                .output();
+            out.ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|pid| !pid.is_empty())
+        };
+        let Some(old) = writer() else {
+            panic!("the test cluster has no WAL writer to kill");
+        };
+        let killed = Command::new("kill").args(["-KILL", &old]).status();
+        assert!(killed.is_ok_and(|s| s.success()), "kill -KILL {old} failed");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while writer().is_none_or(|pid| pid == old) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the test cluster did not recover from its crash within a minute"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn postmaster(&self) -> String {
         let Some(pid) = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
             .ok()
             .and_then(|pid| pid.lines().next().map(str::trim).map(str::to_string))
@@ -187,6 +216,11 @@ impl PrivateCluster {
                 self.dir.display()
             );
         };
+        pid
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.postmaster();
         let sig = format!("-{signal}");
         let all = || {
             let _ = Command::new("pkill").args([&sig, "-P", &pid]).status();

@@ -2,6 +2,7 @@
 //! session at once. Runs on the matrix's database, else on a cluster the test kit starts; says
 //! NOT RUN when there is neither.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -16,7 +17,7 @@ use switchboard_core::store::{
 };
 use switchboard_protocol::runs::{ChatSendAnswer, ChatSendParams};
 use switchboard_testkit::postgres::{
-    TestDatabase, database, not_run, private_cluster, private_tls_cluster,
+    PrivateCluster, TestDatabase, database, not_run, private_cluster, private_tls_cluster,
 };
 
 use super::support::{GUARD, TestEngine, k, message, transcript};
@@ -38,6 +39,25 @@ fn options(test: &str) -> Option<PgOptions> {
 
 async fn open(options: &PgOptions) -> Result<PgStore, StoreError> {
     PgStore::open(options, Arc::new(SystemClock)).await
+}
+
+/// A cluster of the test's own and a store's options on it (gateway `gateway`, calls waited
+/// for `secs` seconds); `None` (said NOT RUN) without one.
+fn private(test: &str, gateway: &str, secs: u64) -> Option<(PrivateCluster, PgOptions)> {
+    let cluster = match private_cluster() {
+        Ok(cluster) => cluster,
+        Err(why) => {
+            not_run(test, &why);
+            return None;
+        }
+    };
+    let options = PgOptions {
+        url: cluster.db.url.clone(),
+        schema: cluster.db.schema.clone(),
+        gateway_id: gateway.into(),
+        timeout: std::time::Duration::from_secs(secs),
+    };
+    Some((cluster, options))
 }
 
 /// A second gateway on the same database.
@@ -106,15 +126,8 @@ async fn an_unreachable_database_is_an_error_naming_it_without_its_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_database_answers_each_call_unreachable_within_the_limit() {
     let test = "a_stalled_database_answers_each_call_unreachable_within_the_limit";
-    let cluster = match private_cluster() {
-        Ok(cluster) => cluster,
-        Err(why) => return not_run(test, &why),
-    };
-    let options = PgOptions {
-        url: cluster.db.url.clone(),
-        schema: cluster.db.schema.clone(),
-        gateway_id: "g-bound".into(),
-        timeout: std::time::Duration::from_secs(2),
+    let Some((cluster, options)) = private(test, "g-bound", 2) else {
+        return;
     };
     let store = open(&options).await.unwrap();
     let key = k("agent:main:stalled");
@@ -147,6 +160,51 @@ async fn a_stalled_database_answers_each_call_unreachable_within_the_limit() {
     .await;
     assert!(landed.is_ok(), "the write given up on never landed");
     store.close().await;
+}
+
+/// A write the store acknowledged outlives a crash of the database that follows it at once.
+/// The test cluster, as a cluster tuned for speed may, runs with `synchronous_commit = off`,
+/// which acknowledges a commit before writing it; the store turns it on for its connections.
+/// Each round opens a store on a new session, kills the server's WAL writer the moment the
+/// session's first message is answered (the server then throws away what it had not written
+/// and recovers), and reads the session back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_acknowledged_outlives_a_crash_of_the_database() {
+    let test = "a_write_acknowledged_outlives_a_crash_of_the_database";
+    let Some((cluster, options)) = private(test, "g-crash", 10) else {
+        return;
+    };
+    for round in 1..=3 {
+        let store = until_ok(|| open(&options)).await;
+        let key = k(&format!("agent:main:crash-{round}"));
+        store
+            .create(NewSession::for_key(&key, "main", "main"))
+            .await
+            .unwrap();
+        let text = message(json!({"role": "user", "content": "kept", "timestamp": 1}));
+        store.append(&key, None, vec![text]).await.unwrap();
+        cluster.crash();
+        let entry = until_ok(|| store.get(&key)).await;
+        assert_eq!(
+            entry.map(|e| e.last_seq),
+            Some(1),
+            "round {round}: the acknowledged session and message are not in the recovered database"
+        );
+        store.close().await;
+    }
+}
+
+/// What `call` answers once it answers (the database recovers from a crash meanwhile; a
+/// minute at most).
+async fn until_ok<T, F: Future<Output = Result<T, StoreError>>>(call: impl Fn() -> F) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match call().await {
+            Ok(value) => return value,
+            Err(e) if std::time::Instant::now() > deadline => panic!("no answer in a minute: {e}"),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,9 +23,13 @@
 //! ([`super::write_op`] in a transaction), which answers the same error or writes it with a new
 //! snapshot. Any other batch (a session created, a label set, a delivery) is written that way at
 //! once.
+//!
+//! The statement's text depends only on the batch's shape, and is written once per shape
+//! (`batch/shape.rs`).
+
+mod shape;
 
 use switchboard_protocol::message::TranscriptMessage;
-use switchboard_protocol::sessions::Patch;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -33,12 +37,12 @@ use super::db::{Db, Value, bind, refs};
 use super::queries;
 use super::schema::{get, run_columns};
 use crate::keys::SessionKey;
-use crate::store::dialect::count;
 use crate::store::rules::rows::{self, ENTRY_COLUMN_COUNT, ENTRY_COLUMNS};
 use crate::store::rules::{transcript, work};
 use crate::store::{
     EntryPatch, RunInput, RunRecord, SessionEntry, StoreError, WriteOp, WriteOutcome,
 };
+use shape::Assign;
 
 /// A batch that is written as one statement.
 pub(super) struct OneStatement {
@@ -80,7 +84,11 @@ struct Values(Vec<Value>);
 
 impl Values {
     fn add(&mut self, value: impl ToSql + Sync + Send + 'static) -> String {
-        self.0.push(Box::new(value));
+        self.push(Box::new(value))
+    }
+
+    fn push(&mut self, value: Value) -> String {
+        self.0.push(value);
         format!("${}", self.0.len())
     }
 }
@@ -225,8 +233,8 @@ impl OneStatement {
         outcomes.collect::<Result<Vec<_>, _>>().map(Some)
     }
 
-    /// The statement and its values.
-    fn statement(
+    /// The statement and its values, written the long way (see `shape.rs`).
+    fn written(
         &self,
         gateway: &str,
         numbered: Option<&transcript::Numbered>,
@@ -376,12 +384,7 @@ fn write_session(
 /// The messages stored after the transcript's end, and the end moved (as
 /// `queries::store_messages`).
 fn append(v: &mut Values, numbered: &transcript::Numbered, gate: &str) -> [String; 2] {
-    let n = v.add(numbered.last_seq);
-    let summary = v.add(numbered.summary_seq);
-    let roles: Vec<String> = numbered.rows.iter().map(|r| r.role.to_string()).collect();
-    let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
-    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.clone()).collect();
-    let (roles, times, bodies) = (v.add(roles), v.add(times), v.add(bodies));
+    let [n, summary, roles, times, bodies] = append_values(numbered).map(|value| v.push(value));
     [
         format!(
             "mark AS (UPDATE transcripts t SET last_seq = t.last_seq + {n}, \
@@ -397,105 +400,40 @@ fn append(v: &mut Values, numbered: &transcript::Numbered, gate: &str) -> [Strin
     ]
 }
 
-/// The patch's changes as `SET` clauses: what [`EntryPatch::apply`] does to an entry, done by
-/// the database (a label and `spawnedBy`, which are checked first, are never here).
+/// The values an append binds: the new end, the summary's, and the messages' roles, times and
+/// bodies.
+fn append_values(numbered: &transcript::Numbered) -> [Value; 5] {
+    let roles: Vec<String> = numbered.rows.iter().map(|r| r.role.to_string()).collect();
+    let times: Vec<i64> = numbered.rows.iter().map(|r| r.ts).collect();
+    let bodies: Vec<String> = numbered.rows.iter().map(|r| r.body.clone()).collect();
+    [
+        Box::new(numbered.last_seq),
+        Box::new(numbered.summary_seq),
+        Box::new(roles),
+        Box::new(times),
+        Box::new(bodies),
+    ]
+}
+
+/// The patch's changes as `SET` clauses ([`shape::assignments`]).
 fn patch_sets(
     v: &mut Values,
     patch: &EntryPatch,
     sets: &mut Vec<String>,
 ) -> Result<(), StoreError> {
-    let EntryPatch {
-        label: _,
-        spawned_by: _,
-        display_name,
-        model,
-        thinking_level,
-        verbose_level,
-        send_policy,
-        system_sent,
-        aborted_last_run,
-        channel,
-        last_channel,
-        last_to,
-        last_account_id,
-        last_thread_id,
-        delivery_context,
-        add_tokens,
-        add_cost,
-        context_tokens,
-        archived_at,
-        last_model,
-    } = patch;
-    let texts = [
-        ("display_name", display_name),
-        ("model", model),
-        ("thinking_level", thinking_level),
-        ("verbose_level", verbose_level),
-        ("send_policy", send_policy),
-        ("channel", channel),
-        ("last_channel", last_channel),
-        ("last_to", last_to),
-        ("last_account_id", last_account_id),
-        ("last_thread_id", last_thread_id),
-        ("last_model", last_model),
-    ];
-    for (column, value) in texts {
-        set(v, sets, column, value.clone());
-    }
-    let route = match delivery_context {
-        Patch::Set(route) => Patch::Set(serde_json::to_string(route).map_err(|e| {
-            StoreError::Backend(format!("a session's route could not be encoded: {e}"))
-        })?),
-        Patch::Clear => Patch::Clear,
-        Patch::Keep => Patch::Keep,
-    };
-    set(v, sets, "delivery_context", route);
-    set(
-        v,
-        sets,
-        "context_tokens",
-        map(context_tokens, |t| count(*t)),
-    );
-    set(v, sets, "archived_at", archived_at.clone());
-    for (column, flag) in [
-        ("system_sent", system_sent),
-        ("aborted_last_run", aborted_last_run),
-    ] {
-        if let Some(flag) = flag {
-            sets.push(format!("{column} = {}", v.add(*flag)));
-        }
-    }
-    if let Some(d) = add_tokens {
-        let (input, output) = (v.add(count(d.input)), v.add(count(d.output)));
-        let total = v.add(count(d.input + d.output));
-        sets.push(format!(
-            "input_tokens = s.input_tokens + {input}, output_tokens = s.output_tokens + {output}, \
-             total_tokens = s.total_tokens + {total}"
-        ));
-    }
-    if let Some(usd) = add_cost {
-        sets.push(format!("cost_usd = s.cost_usd + {}", v.add(*usd)));
+    for assign in shape::assignments(patch)? {
+        sets.push(match assign {
+            Assign::Value(column, value) => format!("{column} = {}", v.push(value)),
+            Assign::Null(column) => format!("{column} = NULL"),
+            Assign::Tokens(input, output, total) => {
+                let (input, output, total) = (v.push(input), v.push(output), v.push(total));
+                format!(
+                    "input_tokens = s.input_tokens + {input}, output_tokens = s.output_tokens + \
+                     {output}, total_tokens = s.total_tokens + {total}"
+                )
+            }
+            Assign::Cost(usd) => format!("cost_usd = s.cost_usd + {}", v.push(usd)),
+        });
     }
     Ok(())
-}
-
-fn map<T, U>(patch: &Patch<T>, f: impl FnOnce(&T) -> U) -> Patch<U> {
-    match patch {
-        Patch::Keep => Patch::Keep,
-        Patch::Clear => Patch::Clear,
-        Patch::Set(value) => Patch::Set(f(value)),
-    }
-}
-
-fn set<T: ToSql + Sync + Send + 'static>(
-    v: &mut Values,
-    sets: &mut Vec<String>,
-    column: &str,
-    value: Patch<T>,
-) {
-    match value {
-        Patch::Keep => {}
-        Patch::Clear => sets.push(format!("{column} = NULL")),
-        Patch::Set(value) => sets.push(format!("{column} = {}", v.add(value))),
-    }
 }

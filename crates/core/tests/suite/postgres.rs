@@ -2,7 +2,6 @@
 //! session at once. Runs on the matrix's database, else on a cluster the test kit starts; says
 //! NOT RUN when there is neither.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -20,7 +19,7 @@ use switchboard_testkit::postgres::{
     PrivateCluster, TestDatabase, database, not_run, private_cluster, private_tls_cluster,
 };
 
-use super::support::{GUARD, TestEngine, k, message, transcript};
+use super::support::{GUARD, TestEngine, k, message, transcript, until};
 
 fn options(test: &str) -> Option<PgOptions> {
     match database() {
@@ -175,7 +174,7 @@ async fn a_write_acknowledged_outlives_a_crash_of_the_database() {
         return;
     };
     for round in 1..=3 {
-        let store = until_ok(|| open(&options)).await;
+        let store = until("the store opens", || async { open(&options).await.ok() }).await;
         let key = k(&format!("agent:main:crash-{round}"));
         store
             .create(NewSession::for_key(&key, "main", "main"))
@@ -184,26 +183,16 @@ async fn a_write_acknowledged_outlives_a_crash_of_the_database() {
         let text = message(json!({"role": "user", "content": "kept", "timestamp": 1}));
         store.append(&key, None, vec![text]).await.unwrap();
         cluster.crash();
-        let entry = until_ok(|| store.get(&key)).await;
+        let entry = until("the recovered database answers", || async {
+            store.get(&key).await.ok()
+        })
+        .await;
         assert_eq!(
             entry.map(|e| e.last_seq),
             Some(1),
             "round {round}: the acknowledged session and message are not in the recovered database"
         );
         store.close().await;
-    }
-}
-
-/// What `call` answers once it answers (the database recovers from a crash meanwhile; a
-/// minute at most).
-async fn until_ok<T, F: Future<Output = Result<T, StoreError>>>(call: impl Fn() -> F) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        match call().await {
-            Ok(value) => return value,
-            Err(e) if std::time::Instant::now() > deadline => panic!("no answer in a minute: {e}"),
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
-        }
     }
 }
 

@@ -5,8 +5,8 @@
 //! first use, as SQLite's statement cache makes it one step.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
@@ -20,25 +20,6 @@ use crate::store::dialect::{POSTGRES, Param, spell};
 
 /// Statements kept per connection; past that the cache starts over (dynamic list queries).
 const MAX_STATEMENTS: usize = 256;
-
-/// The server option of a connection that acknowledges a commit once it is written.
-const DURABLE_OPTION: &str = "-c synchronous_commit=on";
-
-/// Whether the server acknowledges a commit only once it has written it to its log, as the
-/// gateway promises of every answer it gives: false when its `synchronous_commit` is `off`
-/// (every other value writes the commit locally first). Asked once, at the store's open; the
-/// store then turns it on for its own connections (docs/decisions.md, "The gateway's commits
-/// on PostgreSQL are written before they are acknowledged").
-pub(super) async fn commits_durably(db: &Db<'_>) -> Result<bool, StoreError> {
-    let row = db.query_one("SHOW synchronous_commit", &[]).await?;
-    let value: String = row.try_get(0).map_err(backend)?;
-    Ok(value != "off")
-}
-
-/// Turns `synchronous_commit` on for `db`'s connection (made before [`Pool::commit_durably`]).
-pub(super) async fn commit_durably(db: &Db<'_>) -> Result<(), StoreError> {
-    db.batch("SET synchronous_commit = on").await
-}
 
 /// A connection's stream: TLS or plain, as `sslmode` and the server agreed.
 type TlsStream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
@@ -61,8 +42,9 @@ pub(super) struct Pool {
     /// The epoch this start of the gateway holds new work under (`cluster.rs`); 0 before it
     /// registered.
     epoch: AtomicI64,
-    /// Whether connections turn `synchronous_commit` on ([`Pool::commit_durably`]).
-    durable: AtomicBool,
+    /// `config` with `synchronous_commit` on, once connections must turn it on
+    /// ([`Pool::commit_durably`]).
+    durable: OnceLock<tokio_postgres::Config>,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
     /// Statements sent for requests and runs (`BEGIN` and `COMMIT` included; the heartbeat
@@ -96,7 +78,7 @@ impl Pool {
             tls,
             gateway,
             epoch: AtomicI64::new(0),
-            durable: AtomicBool::new(false),
+            durable: OnceLock::new(),
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
             sent: AtomicU64::new(0),
@@ -156,10 +138,24 @@ impl Pool {
         })
     }
 
-    /// Makes every connection made from now on acknowledge a commit only once the server has
-    /// written it (`synchronous_commit` on; see [`commits_durably`]).
-    pub(super) fn commit_durably(&self) {
-        self.durable.store(true, Ordering::Release);
+    /// Makes the server acknowledge this pool's commits only once it has written them, as the
+    /// gateway promises of every answer it gives: when its `synchronous_commit` is `off`
+    /// (every other value writes the commit locally first), turns it on for `db`'s connection
+    /// and every connection made after. Asked once, at the store's open; answers whether it
+    /// was off (docs/decisions.md, "The gateway's commits on PostgreSQL are written before
+    /// they are acknowledged").
+    pub(super) async fn commit_durably(&self, db: &Db<'_>) -> Result<bool, StoreError> {
+        let row = db.query_one("SHOW synchronous_commit", &[]).await?;
+        let value: String = row.try_get(0).map_err(backend)?;
+        if value != "off" {
+            return Ok(false);
+        }
+        db.batch("SET synchronous_commit = on").await?;
+        let mut config = self.config.clone();
+        let options = config.get_options().unwrap_or_default();
+        config.options(format!("{options} -c synchronous_commit=on"));
+        let _ = self.durable.set(config);
+        Ok(true)
     }
 
     /// A client and its connection, outside the pool (`LISTEN` reads the connection's
@@ -167,13 +163,7 @@ impl Pool {
     pub(super) async fn connect_raw(
         &self,
     ) -> Result<(Client, tokio_postgres::Connection<Socket, TlsStream>), StoreError> {
-        let durable = self.durable.load(Ordering::Acquire).then(|| {
-            let mut config = self.config.clone();
-            let options = config.get_options().unwrap_or_default();
-            config.options(format!("{options} {DURABLE_OPTION}"));
-            config
-        });
-        let config = durable.as_ref().unwrap_or(&self.config);
+        let config = self.durable.get().unwrap_or(&self.config);
         config.connect(self.tls.clone()).await.map_err(|e| {
             StoreError::Unreachable(format!(
                 "could not connect to {}: {}",

@@ -133,9 +133,7 @@ impl PgStore {
         let peers = Arc::new(bus::Peers::new(&options.schema, &options.gateway_id));
         {
             let mut conn = pool.get().await?.uncounted();
-            if !db::commits_durably(&conn.db()?).await? {
-                db::commit_durably(&conn.db()?).await?;
-                pool.commit_durably();
+            if pool.commit_durably(&conn.db()?).await? {
                 tracing::info!(
                     "the database acknowledges commits before it writes them (synchronous_commit \
                      is off): this gateway's connections turn it on"

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use switchboard_protocol::sessions::Patch;
 
-use super::{OneStatement, RunPart};
+use super::OneStatement;
 use crate::store::dialect::count;
 use crate::store::postgres::db::{Value, bind};
 use crate::store::rules::{rows, transcript, work};
@@ -194,7 +194,7 @@ impl OneStatement {
             run: self
                 .run
                 .as_ref()
-                .map(|r: &RunPart| (r.fenced, r.record.is_some(), r.new)),
+                .map(|r| (r.fenced, r.record.is_some(), r.new)),
             release: release.is_some(),
         };
         let kept = TEXTS.lock().ok().and_then(|t| t.get(&shape).cloned());

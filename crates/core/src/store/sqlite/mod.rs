@@ -4,6 +4,7 @@
 //! a read of many rows on tokio's blocking threads.
 
 mod checked;
+mod checkpoint;
 mod cron;
 mod exchanges;
 mod outbox;
@@ -35,6 +36,8 @@ mod batch_tests;
 #[cfg(test)]
 mod checked_tests;
 #[cfg(test)]
+mod checkpoint_tests;
+#[cfg(test)]
 mod flag_tests;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -46,12 +49,6 @@ const STATEMENT_CACHE: usize = 64;
 /// Prepared statements the writer's connection keeps: its writes', and the point reads it
 /// serves between them.
 const WRITER_STATEMENT_CACHE: usize = 128;
-/// WAL pages between the writer's checkpoints (SQLite's default is 1,000). Each checkpoint
-/// syncs the WAL and the database file; a warm turn writes about 19 pages, so the default
-/// synced twice every 50 turns. A checkpoint copies each page once however often it changed
-/// since, so four times the interval copies the hot pages (the sessions' row and indexes, the
-/// runs' last leaves) a quarter as often; the WAL file then stays at about 16 MB.
-const WAL_CHECKPOINT_PAGES: i64 = 4000;
 
 /// SQLite-backed [`Store`](super::Store). Cheap to clone.
 #[derive(Clone)]
@@ -111,8 +108,8 @@ impl SqliteStore {
         // Every statement the writer runs stays prepared (the default keeps 16, fewer than a
         // turn's writes use, and re-prepares the rest each time).
         conn.set_prepared_statement_cache_capacity(WRITER_STATEMENT_CACHE);
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
         schema::migrate(&conn)?;
+        let checkpoints = checkpoint::Checkpoints::start(&conn, &db_path)?;
         let repair = repair_behind(&conn, home)?;
         if repair.rebuilt > 0 {
             tracing::info!(
@@ -121,7 +118,7 @@ impl SqliteStore {
             );
         }
         let checked = checked::Checked::start(&conn, home);
-        let writer = Arc::new(Writer::new(conn, home.to_path_buf(), checked));
+        let writer = Arc::new(Writer::new(conn, home.to_path_buf(), checked, checkpoints));
         // One wake-up waiting is enough: the thread takes every job queued when it wakes.
         let (wake, woken) = std::sync::mpsc::sync_channel(1);
         let (thread_writer, readers) = (writer.clone(), writer::Readers::default());
@@ -155,9 +152,14 @@ impl SqliteStore {
         let sender = self.inner.wake.lock().ok().and_then(|mut w| w.take());
         drop(sender);
         let handle = self.inner.thread.lock().ok().and_then(|mut h| h.take());
-        if let Some(handle) = handle {
-            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
-        }
+        let writer = self.inner.writer.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+            writer.stop_checkpoints();
+        })
+        .await;
     }
 
     /// Runs `f` inside the current group transaction (`writer`), with the time of the write

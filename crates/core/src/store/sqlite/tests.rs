@@ -703,7 +703,9 @@ fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits()
     let dir = tempfile::tempdir().unwrap();
     let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
     let checked = super::checked::Checked::unwatched(dir.path());
-    let writer = writer::Writer::new(conn, dir.path().to_path_buf(), checked);
+    let checkpoints =
+        super::checkpoint::Checkpoints::start(&conn, &dir.path().join(DATABASE_FILE)).unwrap();
+    let writer = writer::Writer::new(conn, dir.path().to_path_buf(), checked, checkpoints);
     let one = |c: &Connection| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).unwrap();
     assert_eq!(
         writer.read_at_desk(one).ok(),

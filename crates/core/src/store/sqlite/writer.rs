@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, params};
 
 use super::checked::Checked;
+use super::checkpoint::Checkpoints;
 use super::queries;
 use super::touched::Version;
 use crate::store::StoreError;
@@ -112,6 +113,8 @@ pub(super) struct Writer {
     /// (`touched.rs`). The mirror's own bookkeeping (`mirrored_seq`, which no request reads)
     /// does not move it.
     version: Version,
+    /// The WAL's checkpoints, taken beside the writer (`checkpoint.rs`).
+    checkpoints: Checkpoints,
 }
 
 /// Where [`Writer::submit`] put a job.
@@ -140,7 +143,12 @@ struct Desk {
 impl Writer {
     /// The writer of `conn`; its sweep is skipped when the start found the mirror directories
     /// as the last clean stop recorded them (`checked.rs`).
-    pub(super) fn new(conn: Connection, home: PathBuf, checked: Checked) -> Self {
+    pub(super) fn new(
+        conn: Connection,
+        home: PathBuf,
+        checked: Checked,
+        checkpoints: Checkpoints,
+    ) -> Self {
         let mirror = MirrorState {
             home,
             in_file: HashMap::new(),
@@ -171,6 +179,7 @@ impl Writer {
             contended_at: AtomicU64::new(0),
             epoch: Instant::now(),
             version,
+            checkpoints,
         }
     }
 
@@ -259,6 +268,7 @@ impl Writer {
     fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
         let n = batch.len();
         commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
+        self.checkpoints.after_commit(&desk.conn);
         desk.last_commit = Instant::now();
         self.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
@@ -269,6 +279,17 @@ impl Writer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .open = false;
+    }
+
+    /// Stops the checkpointer once the writer's thread is done.
+    pub(super) fn stop_checkpoints(&self) {
+        self.checkpoints.stop();
+    }
+
+    /// Checkpoints the checkpointer took (tests).
+    #[cfg(test)]
+    pub(super) fn checkpoints_taken(&self) -> u64 {
+        self.checkpoints.taken()
     }
 
     fn take_batch(&self) -> Vec<Job> {

@@ -1,0 +1,136 @@
+//! The WAL's checkpoints, taken on a thread of their own. SQLite's automatic checkpoint runs in
+//! the commit that crosses its mark, on the writer's connection: that commit's caller (a run's
+//! start or end, a client's request) waited for the copy of every page changed since the last
+//! one and for two `fsync`s — 10–25 ms on this project's machines, where a turn takes about 1
+//! (BENCHMARKS.md, "2026-12-04, later"). Here the writer's connection only counts its WAL's
+//! pages (its `wal_hook`); past [`NUDGE_PAGES`] it asks the checkpointer, whose own connection
+//! copies them (`PASSIVE`: it waits for no reader and no writer). The writer restarts the WAL
+//! at its next write once every frame is copied, as after its own checkpoints. Should the
+//! checkpointer fall behind (a writer that never pauses), the writer checkpoints itself past
+//! [`INLINE_PAGES`], as SQLite would. Durability does not change: a commit is in the WAL before
+//! it is answered, checkpointed or not (docs/decisions.md, "The WAL is checkpointed beside the
+//! writer").
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+use rusqlite::hooks::Wal;
+
+use crate::store::StoreError;
+
+/// WAL pages after which the checkpointer is asked to copy them into the database file (below
+/// the WAL index's first hash segment, 4,062 frames, so a reader's lookup stays as cheap while
+/// the copy runs and the writer goes on).
+const NUDGE_PAGES: c_int = 3000;
+/// WAL pages after which the writer checkpoints itself: the checkpointer could not finish.
+const INLINE_PAGES: c_int = 16_000;
+
+thread_local! {
+    /// The WAL's pages after the last commit on this thread (0 once read).
+    static WAL_PAGES: Cell<c_int> = const { Cell::new(0) };
+}
+
+/// The writer connection's `wal_hook`: notes the WAL's pages for [`Checkpoints::after_commit`],
+/// which reads them on the same thread right after the commit.
+fn note_pages(_: &Wal, pages: c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.set(pages);
+    Ok(())
+}
+
+/// The checkpointer thread, and the writer's way to ask it for a checkpoint.
+pub(super) struct Checkpoints {
+    nudge: Mutex<Option<SyncSender<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Checkpoints the thread took (each copied what it could): the tests' view of it.
+    #[cfg(test)]
+    taken: Arc<AtomicU64>,
+}
+
+impl Checkpoints {
+    /// Starts the checkpointer on a connection of its own to `db_path`, and hooks the writer's
+    /// connection `writer` to it (which replaces SQLite's automatic checkpoint on it).
+    pub(super) fn start(writer: &Connection, db_path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(db_path)?;
+        super::schema::configure(&conn)?;
+        writer.wal_hook(Some(note_pages));
+        // One request waiting is enough: a checkpoint copies every page the WAL holds.
+        let (nudge, nudged) = std::sync::mpsc::sync_channel(1);
+        let taken = Arc::new(AtomicU64::new(0));
+        let count = taken.clone();
+        let thread = std::thread::Builder::new()
+            .name("switchboard-store-checkpoint".into())
+            .spawn(move || checkpoint_when_asked(&conn, &nudged, &count))?;
+        Ok(Self {
+            nudge: Mutex::new(Some(nudge)),
+            thread: Mutex::new(Some(thread)),
+            #[cfg(test)]
+            taken,
+        })
+    }
+
+    /// After a commit on the writer's connection `writer`, on the thread that committed: asks
+    /// for a checkpoint once the WAL holds [`NUDGE_PAGES`], takes one here past
+    /// [`INLINE_PAGES`].
+    pub(super) fn after_commit(&self, writer: &Connection) {
+        let pages = WAL_PAGES.replace(0);
+        if pages >= INLINE_PAGES {
+            if let Err(e) = passive(writer) {
+                tracing::debug!(error = %e, pages, "the writer's own checkpoint failed");
+            }
+        } else if pages >= NUDGE_PAGES
+            && let Some(nudge) = lock(&self.nudge).as_ref()
+        {
+            // Full: a checkpoint is asked for already.
+            let _ = nudge.try_send(());
+        }
+    }
+
+    /// Checkpoints the thread took since the store opened.
+    #[cfg(test)]
+    pub(super) fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Stops the checkpointer (after the checkpoint it is taking) and waits for it.
+    pub(super) fn stop(&self) {
+        drop(lock(&self.nudge).take());
+        if let Some(thread) = lock(&self.thread).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        drop(lock(&self.nudge).take());
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The checkpointer's loop: a `PASSIVE` checkpoint each time it is asked, until the store
+/// closes.
+fn checkpoint_when_asked(conn: &Connection, nudged: &Receiver<()>, taken: &AtomicU64) {
+    while nudged.recv().is_ok() {
+        match passive(conn) {
+            Ok((log, copied)) => tracing::trace!(log, copied, "the WAL was checkpointed"),
+            Err(e) => tracing::debug!(error = %e, "a checkpoint of the WAL failed"),
+        }
+        taken.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A `PASSIVE` checkpoint on `conn`: the WAL's frames, and how many of them are copied.
+fn passive(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        Ok((row.get(1)?, row.get(2)?))
+    })
+}

@@ -43,7 +43,8 @@ fn note_pages(_: &Wal, pages: c_int) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The checkpointer thread, and the writer's way to ask it for a checkpoint.
+/// The checkpointer thread, and the writer's way to ask it for a checkpoint. Dropped without
+/// [`Checkpoints::stop`], its sender goes first and the thread ends after its checkpoint.
 pub(super) struct Checkpoints {
     nudge: Mutex<Option<SyncSender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -103,12 +104,6 @@ impl Checkpoints {
         if let Some(thread) = lock(&self.thread).take() {
             let _ = thread.join();
         }
-    }
-}
-
-impl Drop for Checkpoints {
-    fn drop(&mut self) {
-        drop(lock(&self.nudge).take());
     }
 }
 

@@ -6,8 +6,14 @@ use switchboard_protocol::message::{
     AssistantMessage, ContentBlock, StopReason, ToolResultMessage, TranscriptMessage, Usage,
 };
 
+use std::sync::Mutex;
+
+use super::end::Ending;
+use super::fence::{fence_of, fenced};
+use super::pieces::Partial;
 use super::providers::ModelResponse;
-use crate::store::StoredMessage;
+use super::{Runtime, lock};
+use crate::store::{RunStatus, StoredMessage, WriteOp};
 
 /// Tool calls of the transcript's last assistant message that have no result after it:
 /// `(id, name)` in call order. `tail` is the newest messages, oldest first.
@@ -108,6 +114,45 @@ pub(super) fn assistant_message(
         timestamp: now,
         origin: None,
     })
+}
+
+/// Closes the transcript of a run cut off by a timeout or an abort (results for its unanswered
+/// tool calls, an `aborted` message with what was streamed), and ends the run.
+pub(super) async fn keep_partial(
+    rt: &Runtime,
+    record: &crate::store::RunRecord,
+    partial: &Mutex<Partial>,
+    status: RunStatus,
+    reason: String,
+) -> Ending {
+    let (text, model, provider, unanswered) = {
+        let mut partial = lock(partial);
+        (
+            std::mem::take(&mut partial.text),
+            std::mem::take(&mut partial.model),
+            std::mem::take(&mut partial.provider),
+            std::mem::take(&mut partial.unanswered),
+        )
+    };
+    let streamed = Streamed {
+        text: &text,
+        provider: &provider,
+        model: &model,
+    };
+    let closing = closing_messages(&unanswered, streamed, &reason, rt.now_ms());
+    let closing = WriteOp::Append {
+        key: record.session_key.clone(),
+        create: None,
+        messages: closing,
+    };
+    if let Err(e) = rt
+        .store()
+        .write_batch(fenced(&fence_of(record), vec![closing]))
+        .await
+    {
+        tracing::warn!(error = %e, "could not keep the partial reply");
+    }
+    Ending::new(status, Some(text).filter(|t| !t.is_empty()), Some(reason))
 }
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ pub(super) struct Partial {
     /// The model of the last answer recorded, and what the answers cost: kept on the run
     /// record however the run ends.
     pub(super) spent: Spent,
+    /// The model turn's events held back while the tool result before it commits (`Some`
+    /// then): that result is reported first, once written (`run/beside.rs`).
+    pub(super) held: Option<Vec<RunEventData>>,
 }
 
 impl Partial {
@@ -30,6 +33,17 @@ impl Partial {
     pub(super) fn piece(&mut self, text: String) -> RunEventData {
         self.text.push_str(&text);
         self.pieces.next(text, &self.text)
+    }
+
+    /// `event`, to be sent now; `None` when it is held back ([`Partial::held`]).
+    pub(super) fn report(&mut self, event: RunEventData) -> Option<RunEventData> {
+        match &mut self.held {
+            Some(held) => {
+                held.push(event);
+                None
+            }
+            None => Some(event),
+        }
     }
 }
 

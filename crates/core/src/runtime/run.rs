@@ -30,6 +30,8 @@ use crate::config::ThinkingLevel;
 use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 
+mod beside;
+
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
 
@@ -178,7 +180,9 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
             }
             match stopped {
                 Ok(ending) => ending,
-                Err((status, reason)) => keep_partial(rt, &record, &partial, status, reason).await,
+                Err((status, reason)) => {
+                    cut::keep_partial(rt, &record, &partial, status, reason).await
+                }
             }
         }
     };
@@ -186,45 +190,6 @@ pub(super) async fn carry_out(rt: &Runtime, begun: Begun) {
     record.model = spent.model;
     record.cost_usd = spent.cost_usd;
     finish(rt, &request, record, ending, keep, held).await;
-}
-
-/// Closes the transcript of a run cut off by a timeout or an abort (results for its unanswered
-/// tool calls, an `aborted` message with what was streamed), and ends the run.
-async fn keep_partial(
-    rt: &Runtime,
-    record: &crate::store::RunRecord,
-    partial: &Mutex<Partial>,
-    status: RunStatus,
-    reason: String,
-) -> Ending {
-    let (text, model, provider, unanswered) = {
-        let mut partial = lock(partial);
-        (
-            std::mem::take(&mut partial.text),
-            std::mem::take(&mut partial.model),
-            std::mem::take(&mut partial.provider),
-            std::mem::take(&mut partial.unanswered),
-        )
-    };
-    let streamed = cut::Streamed {
-        text: &text,
-        provider: &provider,
-        model: &model,
-    };
-    let closing = cut::closing_messages(&unanswered, streamed, &reason, rt.now_ms());
-    let closing = WriteOp::Append {
-        key: record.session_key.clone(),
-        create: None,
-        messages: closing,
-    };
-    if let Err(e) = rt
-        .store()
-        .write_batch(fenced(&fence_of(record), vec![closing]))
-        .await
-    {
-        tracing::warn!(error = %e, "could not keep the partial reply");
-    }
-    Ending::new(status, Some(text).filter(|t| !t.is_empty()), Some(reason))
 }
 
 /// What one run works with once its session is read.
@@ -267,13 +232,19 @@ async fn run_loop(
         match turn.resume(&mut model_request, starts).await {
             Ok(None) => {}
             Ok(Some(lost)) => {
-                return keep_partial(rt, record, &turn.partial, RunStatus::Aborted, lost).await;
+                return cut::keep_partial(rt, record, &turn.partial, RunStatus::Aborted, lost)
+                    .await;
             }
             Err(ending) => return ending,
         }
     }
+    // The last tool result of a reply commits while the next model call is made.
+    let mut beside = None;
     for _ in 0..MAX_MODEL_CALLS {
-        let response = match turn.call_model(&mut model_request).await {
+        let response = match turn
+            .call_model_beside(&mut model_request, beside.take())
+            .await
+        {
             Ok(response) => response,
             Err(ending) => return ending,
         };
@@ -307,15 +278,26 @@ async fn run_loop(
         if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
             return ending;
         }
-        for (id, name, arguments) in calls {
+        let last = calls.len() - 1;
+        for (n, (id, name, arguments)) in calls.into_iter().enumerate() {
             let result = turn.call_tool(id.clone(), name, arguments, false).await;
             lock(&turn.partial)
                 .unanswered
                 .retain(|(call, _)| *call != id);
-            if let Err(ending) = turn.append(result, &mut model_request).await {
-                return ending;
+            let appended = match n == last {
+                true => turn.append_beside(result, &mut model_request).await,
+                false => turn.append(result, &mut model_request).await.map(|()| None),
+            };
+            match appended {
+                Ok(appended) => beside = appended,
+                Err(ending) => return ending,
             }
         }
+    }
+    if let Some(beside) = beside
+        && let Err(ending) = turn.settle(beside).await
+    {
+        return ending;
     }
     Ending::failed(format!(
         "stopped after {MAX_MODEL_CALLS} model calls without a final reply"
@@ -449,9 +431,22 @@ impl Turn<'_> {
     /// (or at once on an auth error), the next of its fallbacks runs the call, and the rest of
     /// the run; the last failure is kept in the transcript and ends the run.
     async fn call_model(&mut self, request: &mut ModelRequest) -> Result<ModelResponse, Ending> {
+        self.call_model_from(request, None).await
+    }
+
+    /// [`Turn::call_model`] whose first call to the current model was made already (`first`).
+    async fn call_model_from(
+        &mut self,
+        request: &mut ModelRequest,
+        mut first: Option<Result<ModelResponse, ProviderError>>,
+    ) -> Result<ModelResponse, Ending> {
         let mut refused = false;
         loop {
-            let error = match self.call_target(request, refused).await {
+            let called = match first.take() {
+                Some(called) => called,
+                None => self.call_target(request, refused).await,
+            };
+            let error = match called {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
@@ -500,15 +495,17 @@ impl Turn<'_> {
             partial.provider.clone_from(&self.target.provider_id);
             partial.unanswered.clear();
         }
-        let sink = |event: StreamEvent| match event {
-            StreamEvent::TextDelta(text) => {
-                let event = lock(&self.partial).piece(text);
+        let sink = |event: StreamEvent| {
+            let mut partial = lock(&self.partial);
+            let event = match event {
+                StreamEvent::TextDelta(text) => partial.piece(text),
+                StreamEvent::ThinkingDelta(text) => RunEventData::Thinking { text },
+                StreamEvent::ToolCallStarted { .. } => return,
+            };
+            if let Some(event) = partial.report(event) {
+                drop(partial);
                 rt.emit(run_id, key, event);
             }
-            StreamEvent::ThinkingDelta(text) => {
-                rt.emit(run_id, key, RunEventData::Thinking { text })
-            }
-            StreamEvent::ToolCallStarted { .. } => {}
         };
         let calibration = &rt.inner.calibration;
         let response =

@@ -296,6 +296,16 @@ pub trait Store:
     /// Several writes in one transaction (one commit instead of one per write: the run loop's
     /// hot path). The first failing op rolls the whole batch back.
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>>;
+    /// [`Store::write_batch`] for a caller that goes on beside the commit (a run's tool
+    /// result, while its next model call is made), where the store can: sent at once, it is
+    /// committed off the caller's thread, and before any write sent after it. A store that
+    /// cannot promise that order gives `ops` back, to be written as usual.
+    fn write_batch_beside(
+        &self,
+        ops: Vec<WriteOp>,
+    ) -> Result<StoreFuture<'_, Vec<WriteOutcome>>, Vec<WriteOp>> {
+        Err(ops)
+    }
     /// A run's end ([`Store::write_batch`]), written while `held`, the session's lock the run
     /// kept, is held. A shared store lets the lock go with the batch's commit where it can: no
     /// other gateway finds the session free before the end is visible, and no unlock of its

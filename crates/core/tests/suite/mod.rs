@@ -3,6 +3,7 @@ mod a2a_faults;
 mod a2a_push;
 mod agent_tools;
 mod attachments;
+mod beside;
 mod bus;
 mod chat_kit;
 mod cron;

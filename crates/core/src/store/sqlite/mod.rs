@@ -50,6 +50,15 @@ const STATEMENT_CACHE: usize = 64;
 /// serves between them.
 const WRITER_STATEMENT_CACHE: usize = 128;
 
+/// Who commits a write queued when no other is: the task that asked, on its first poll (no
+/// thread to wake for a write it waits on at once), or the writer thread, woken as the write
+/// is queued (for a caller that goes on beside the commit).
+#[derive(Clone, Copy)]
+enum Committer {
+    Caller,
+    WriterThread,
+}
+
 /// SQLite-backed [`Store`](super::Store). Cheap to clone.
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -168,6 +177,15 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection, i64, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
+        self.write_by(f, Committer::Caller)
+    }
+
+    /// [`Self::write`], committed by `committer` when no other write is queued before it.
+    fn write_by<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection, i64, &mut Vec<MirrorOp>) -> Result<T, StoreError> + Send + 'static,
+        committer: Committer,
+    ) -> StoreFuture<'_, T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let clock = self.inner.clock.clone();
         let job: Job = Box::new(move |conn| {
@@ -183,14 +201,15 @@ impl SqliteStore {
             }
         });
         let queued = self.inner.writer.submit(job);
-        if matches!(queued, Queued::Behind) {
+        let helps = matches!((&queued, committer), (Queued::Alone, Committer::Caller));
+        if matches!(queued, Queued::Behind) || !helps {
             self.inner.wake_writer();
         }
         let inner = self.inner.clone();
         Box::pin(crate::measure::store_op("sqlite", "write", async move {
             match queued {
                 Queued::Closed => return Err(StoreError::Closed),
-                Queued::Alone if !inner.writer.help() => inner.wake_writer(),
+                Queued::Alone if helps && !inner.writer.help() => inner.wake_writer(),
                 Queued::Alone | Queued::Behind => {}
             }
             let landed = async {

@@ -351,4 +351,16 @@ impl Store for SqliteStore {
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
         self.write(move |c, now, m| super::write_ops(c, ops, now, m))
     }
+
+    /// Queued now and committed by the writer thread: the one writer commits in the order
+    /// writes were queued.
+    fn write_batch_beside(
+        &self,
+        ops: Vec<WriteOp>,
+    ) -> Result<StoreFuture<'_, Vec<WriteOutcome>>, Vec<WriteOp>> {
+        Ok(self.write_by(
+            move |c, now, m| super::write_ops(c, ops, now, m),
+            super::Committer::WriterThread,
+        ))
+    }
 }

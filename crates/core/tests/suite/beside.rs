@@ -1,0 +1,155 @@
+//! A reply's last tool result commits beside the next model call (docs/decisions.md, "A tool
+//! result commits beside the next model call"): on SQLite the call goes out while the result's
+//! commit is held back, nothing reports the result before it is written, and the call's own
+//! events follow that report; on PostgreSQL the result is written before the call, as before.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use switchboard_core::config::ProviderApi;
+use switchboard_core::runtime::tool::{Tool, ToolContext, ToolFuture, ToolOutput};
+use switchboard_core::runtime::{RunEvent, RunEventData};
+use switchboard_core::store::RunStatus;
+use switchboard_testkit::{MockLlm, MockReply, MockToolCall};
+use tokio::sync::Notify;
+
+use super::runtime::mock_config;
+use super::support::{GUARD, TestEngine};
+
+/// A tool that says it was called, then answers once the test lets it.
+struct GateTool {
+    called: Arc<Notify>,
+    go: Arc<Notify>,
+}
+
+impl Tool for GateTool {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn description(&self) -> &str {
+        "Waits for the test."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn call<'a>(&'a self, _ctx: &'a ToolContext, _arguments: Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            self.called.notify_one();
+            self.go.notified().await;
+            ToolOutput::ok(json!({"opened": true}))
+        })
+    }
+}
+
+/// The events of `events` received so far, of run kinds a client sees.
+fn received(events: &mut tokio::sync::broadcast::Receiver<Arc<RunEvent>>) -> Vec<String> {
+    let mut kinds = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        kinds.push(match &event.data {
+            RunEventData::ToolCall { .. } => "toolCall".to_string(),
+            RunEventData::ToolResult { text, .. } => format!("toolResult {text}"),
+            RunEventData::Delta { text, .. } => format!("delta {text}"),
+            RunEventData::Ended { .. } => "ended".to_string(),
+            _ => continue,
+        });
+    }
+    kinds
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_model_call_goes_out_while_the_tool_result_commits() {
+    let mock = MockLlm::start().await;
+    mock.push(MockReply::ToolCalls(vec![MockToolCall::new(
+        "c1", "gate", "{}",
+    )]));
+    mock.push(MockReply::text("all done"));
+    let (called, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let gate = GateTool {
+        called: called.clone(),
+        go: go.clone(),
+    };
+    let h = TestEngine::builder()
+        .config(mock_config(&mock, ProviderApi::OpenAiCompletions, true))
+        .tool(Arc::new(gate))
+        .open()
+        .await;
+    let mut events = h.engine.runtime().subscribe();
+    let run = h.submit("main", "open the gate", None).await;
+    tokio::time::timeout(GUARD, called.notified())
+        .await
+        .expect("the model called the gate");
+
+    let sqlite = !h.on_postgres();
+    // On SQLite, another connection holds the database's write lock from here: the result
+    // cannot commit until it lets go.
+    let holder = sqlite.then(|| {
+        let db = rusqlite::Connection::open(h.engine.home().join("switchboard.db")).unwrap();
+        db.execute_batch("BEGIN IMMEDIATE").unwrap();
+        db
+    });
+    go.notify_one();
+    tokio::time::timeout(GUARD, mock.wait_requests(2))
+        .await
+        .expect("the next model call was made");
+    let asked = mock.requests()[1].messages().to_vec();
+    let result = asked
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a result");
+    assert_eq!(result["tool_call_id"], "c1");
+    let written = h
+        .transcript("main")
+        .await
+        .iter()
+        .any(|m| m["role"] == "toolResult");
+    if sqlite {
+        // The call went out with the result while its commit waited, and nothing reported it.
+        assert!(
+            !written,
+            "the result committed through another's write lock"
+        );
+        assert_eq!(received(&mut events), ["toolCall"]);
+        holder.unwrap().execute_batch("ROLLBACK").unwrap();
+    } else {
+        assert!(written, "the result was written before the next model call");
+    }
+
+    let outcome = h
+        .engine
+        .runtime()
+        .wait(&run, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.record.status,
+        RunStatus::Ok,
+        "{:?}",
+        outcome.record.error
+    );
+    assert_eq!(outcome.record.result.as_deref(), Some("all done"));
+    let mut after = received(&mut events);
+    after.retain(|kind| kind != "toolCall");
+    assert_eq!(
+        after,
+        [
+            r#"toolResult {"opened":true}"#,
+            "delta all",
+            "delta  done",
+            "ended"
+        ]
+    );
+    let roles: Vec<Value> = h
+        .transcript("main")
+        .await
+        .iter()
+        .map(|m| m["role"].clone())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "assistant"].map(Value::from)
+    );
+    mock.assert_tool_results_answer_tool_calls();
+    h.engine.close().await;
+}

@@ -3,18 +3,22 @@
 //! start or end, a client's request) waited for the copy of every page changed since the last
 //! one and for two `fsync`s — 10–25 ms on this project's machines, where a turn takes about 1
 //! (BENCHMARKS.md, "2026-12-04, later"). Here the writer's connection only counts its WAL's
-//! pages (its `wal_hook`); past [`NUDGE_PAGES`] it asks the checkpointer, whose own connection
-//! copies them (`PASSIVE`: it waits for no reader and no writer). The writer restarts the WAL
-//! at its next write once every frame is copied, as after its own checkpoints. Should the
-//! checkpointer fall behind (a writer that never pauses), the writer checkpoints itself past
-//! [`INLINE_PAGES`], as SQLite would. Durability does not change: a commit is in the WAL before
-//! it is answered, checkpointed or not (docs/decisions.md, "The WAL is checkpointed beside the
-//! writer").
+//! pages (its `wal_hook`); past [`NUDGE_PAGES`] it asks the checkpointer once, whose own
+//! connection copies them (`PASSIVE`: it waits for no reader and no writer). What the writer
+//! committed meanwhile, a few hundred frames at most, the writer copies itself at its next
+//! commit after the checkpointer's (a short `PASSIVE` checkpoint inline), so the WAL starts over
+//! at the write after that, as after SQLite's own checkpoints. Asking the checkpointer again at
+//! every commit past the mark, as the first version did, made a checkpoint (two `fsync`s) of
+//! nearly every commit until one finished between two commits: a quarter more CPU a warm turn.
+//! Should the WAL grow on regardless (readers in it), the checkpointer is asked again every
+//! [`NUDGE_PAGES`] more, and the writer checkpoints itself past [`INLINE_PAGES`], as SQLite
+//! would. Durability does not change: a commit is in the WAL before it is answered,
+//! checkpointed or not (docs/decisions.md, "The WAL is checkpointed beside the writer").
 
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -47,6 +51,10 @@ fn note_pages(_: &Wal, pages: c_int) -> rusqlite::Result<()> {
 /// [`Checkpoints::stop`], its sender goes first and the thread ends after its checkpoint.
 pub(super) struct Checkpoints {
     nudge: Mutex<Option<SyncSender<()>>>,
+    /// The WAL's pages when the checkpointer was last asked; 0 once the WAL started over.
+    asked_at: AtomicI32,
+    /// Set by the checkpointer after each checkpoint: the writer copies what came since.
+    finish: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Checkpoints the thread took (each copied what it could): the tests' view of it.
     #[cfg(test)]
@@ -63,33 +71,51 @@ impl Checkpoints {
         // One request waiting is enough: a checkpoint copies every page the WAL holds.
         let (nudge, nudged) = std::sync::mpsc::sync_channel(1);
         let taken = Arc::new(AtomicU64::new(0));
-        let count = taken.clone();
+        let finish = Arc::new(AtomicBool::new(false));
+        let (count, done) = (taken.clone(), finish.clone());
         let thread = std::thread::Builder::new()
             .name("switchboard-store-checkpoint".into())
-            .spawn(move || checkpoint_when_asked(&conn, &nudged, &count))?;
+            .spawn(move || checkpoint_when_asked(&conn, &nudged, &count, &done))?;
         Ok(Self {
             nudge: Mutex::new(Some(nudge)),
+            asked_at: AtomicI32::new(0),
+            finish,
             thread: Mutex::new(Some(thread)),
             #[cfg(test)]
             taken,
         })
     }
 
-    /// After a commit on the writer's connection `writer`, on the thread that committed: asks
-    /// for a checkpoint once the WAL holds [`NUDGE_PAGES`], takes one here past
-    /// [`INLINE_PAGES`].
+    /// After a commit on the writer's connection `writer`, on the thread that committed (commits
+    /// take turns): asks for a checkpoint once the WAL holds [`NUDGE_PAGES`] more than when it
+    /// last asked; takes one here after the checkpointer's, while the WAL has not started over
+    /// (what was committed meanwhile), or past [`INLINE_PAGES`].
     pub(super) fn after_commit(&self, writer: &Connection) {
         let pages = WAL_PAGES.replace(0);
-        if pages >= INLINE_PAGES {
+        let finish = self.finish.swap(false, Ordering::Relaxed);
+        if pages >= INLINE_PAGES || (finish && pages >= NUDGE_PAGES) {
             if let Err(e) = passive(writer) {
                 tracing::debug!(error = %e, pages, "the writer's own checkpoint failed");
             }
-        } else if pages >= NUDGE_PAGES
+        } else if self.ask_at(pages)
             && let Some(nudge) = lock(&self.nudge).as_ref()
         {
             // Full: a checkpoint is asked for already.
             let _ = nudge.try_send(());
         }
+    }
+
+    /// Whether a WAL of `pages` calls for a checkpoint; notes it when it does.
+    fn ask_at(&self, pages: c_int) -> bool {
+        let asked = self.asked_at.load(Ordering::Relaxed);
+        // Fewer pages than when it last asked: the WAL started over since.
+        let since = if pages < asked { 0 } else { asked };
+        let ask = pages >= since + NUDGE_PAGES;
+        let note = if ask { pages } else { since };
+        if note != asked {
+            self.asked_at.store(note, Ordering::Relaxed);
+        }
+        ask
     }
 
     /// Checkpoints the thread took since the store opened.
@@ -112,13 +138,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The checkpointer's loop: a `PASSIVE` checkpoint each time it is asked, until the store
-/// closes.
-fn checkpoint_when_asked(conn: &Connection, nudged: &Receiver<()>, taken: &AtomicU64) {
+/// closes; after each, the writer is told to copy what came meanwhile.
+fn checkpoint_when_asked(
+    conn: &Connection,
+    nudged: &Receiver<()>,
+    taken: &AtomicU64,
+    finish: &AtomicBool,
+) {
     while nudged.recv().is_ok() {
         match passive(conn) {
             Ok((log, copied)) => tracing::trace!(log, copied, "the WAL was checkpointed"),
             Err(e) => tracing::debug!(error = %e, "a checkpoint of the WAL failed"),
         }
+        finish.store(true, Ordering::Relaxed);
         taken.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -249,7 +249,8 @@ const scenarios = {
 
   async 'chips have labels and name kinds and channels as sessions_list does'() {
     await openSession('agent:main:demo');
-    await page.locator('#session-meta').filter({ hasText: 'agent:main:demo' }).waitFor(WAIT);
+    // The header shows the key at once and the session's chips once its row is read.
+    await page.locator('#session-meta').filter({ hasText: 'channel webchat' }).waitFor(WAIT).catch(() => {});
     const chips = await row('agent:main:demo').locator('.badges .badge').evaluateAll((all) => all.map((b) => b.textContent));
     for (const [label, value] of [['kind', 'other'], ['channel', 'webchat'], ['agent', 'main'], ['state', 'idle']]) {
       check(chips.includes(`${label} ${value}`), `the row has the chip "${label} ${value}": ${JSON.stringify(chips)}`);

@@ -695,23 +695,45 @@ impl Turn<'_> {
         (message, event): (TranscriptMessage, RunEventData),
         request: &mut ModelRequest,
     ) -> Result<(), Ending> {
-        if self.rt.inner.abort_all.is_cancelled() {
-            return Err(Ending::left_for_resumption());
-        }
-        let outcomes = self
-            .rt
-            .store()
-            .write_batch(fenced(&self.fence, vec![append(self.key, message.clone())]))
-            .await
+        let ops = self
+            .result_ops(&message)
+            .ok_or_else(Ending::left_for_resumption)?;
+        self.write_result(ops, (message, event), request).await
+    }
+
+    /// The writes that append a tool result; `None` once the gateway's stop began.
+    fn result_ops(&self, message: &TranscriptMessage) -> Option<Vec<WriteOp>> {
+        let stopping = self.rt.inner.abort_all.is_cancelled();
+        (!stopping).then(|| fenced(&self.fence, vec![append(self.key, message.clone())]))
+    }
+
+    /// Writes `ops` (a tool result's append) and waits for them, then gives the result to the
+    /// model's view and reports it.
+    async fn write_result(
+        &mut self,
+        ops: Vec<WriteOp>,
+        (message, event): (TranscriptMessage, RunEventData),
+        request: &mut ModelRequest,
+    ) -> Result<(), Ending> {
+        let written = self.rt.store().write_batch(ops).await;
+        self.note_written(written)
             .map_err(|e| Ending::failed(e.to_string()))?;
-        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
         request.messages.push(message);
         self.rt.emit(&self.ctx.caller().run_id, self.key, event);
         Ok(())
     }
+
+    /// Notes the transcript's newest seq after an append's write.
+    fn note_written(
+        &mut self,
+        written: Result<Vec<WriteOutcome>, crate::store::StoreError>,
+    ) -> Result<(), crate::store::StoreError> {
+        let outcomes = written?;
+        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
+        Ok(())
+    }
 }
 
-/// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.
 /// Appends `message` to the session's transcript.
 pub(super) fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
     WriteOp::Append {
@@ -721,6 +743,7 @@ pub(super) fn append(key: &SessionKey, message: TranscriptMessage) -> WriteOp {
     }
 }
 
+/// The seq after `last` when `seq` follows it directly; `None` once a gap appeared.
 pub(super) fn follow(last: Option<i64>, seq: i64) -> Option<i64> {
     last.filter(|&l| seq == l + 1).map(|_| seq)
 }

@@ -9,8 +9,7 @@
 
 use switchboard_protocol::message::TranscriptMessage;
 
-use super::{Ending, ModelRequest, ModelResponse, RunEventData, Turn, append, appended_seq};
-use super::{fenced, follow, lock};
+use super::{Ending, ModelRequest, ModelResponse, RunEventData, Turn, lock};
 use crate::store::{StoreFuture, WriteOutcome};
 
 /// A tool result whose write was queued and is committing.
@@ -28,16 +27,18 @@ impl<'a> Turn<'a> {
         (message, event): (TranscriptMessage, RunEventData),
         request: &mut ModelRequest,
     ) -> Result<Option<Beside<'a>>, Ending> {
-        if self.rt.inner.abort_all.is_cancelled() {
-            return Err(Ending::left_for_resumption());
-        }
-        let ops = fenced(&self.fence, vec![append(self.key, message.clone())]);
+        let ops = self
+            .result_ops(&message)
+            .ok_or_else(Ending::left_for_resumption)?;
         match self.rt.store().write_batch_beside(ops) {
             Ok(written) => {
                 request.messages.push(message);
                 Ok(Some(Beside { written, event }))
             }
-            Err(_) => self.append((message, event), request).await.map(|()| None),
+            Err(ops) => self
+                .write_result(ops, (message, event), request)
+                .await
+                .map(|()| None),
         }
     }
 
@@ -81,15 +82,5 @@ impl<'a> Turn<'a> {
             rt.emit(run_id, key, event);
         }
         written
-    }
-
-    /// Notes the transcript's newest seq after the result's write.
-    fn note_written(
-        &mut self,
-        written: Result<Vec<WriteOutcome>, crate::store::StoreError>,
-    ) -> Result<(), crate::store::StoreError> {
-        let outcomes = written?;
-        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
-        Ok(())
     }
 }

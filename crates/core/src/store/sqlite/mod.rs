@@ -201,8 +201,9 @@ impl SqliteStore {
             }
         });
         let queued = self.inner.writer.submit(job);
+        // A write behind another, or one the caller does not commit, is the thread's now.
         let helps = matches!((&queued, committer), (Queued::Alone, Committer::Caller));
-        if matches!(queued, Queued::Behind) || !helps {
+        if !helps && !matches!(queued, Queued::Closed) {
             self.inner.wake_writer();
         }
         let inner = self.inner.clone();

@@ -6,8 +6,9 @@
 //! pages (its `wal_hook`); past [`NUDGE_PAGES`] it asks the checkpointer once, whose own
 //! connection copies them (`PASSIVE`: it waits for no reader and no writer). What the writer
 //! committed meanwhile, a few hundred frames at most, the writer copies itself at its next
-//! commit after the checkpointer's (a short `PASSIVE` checkpoint inline), so the WAL starts over
-//! at the write after that, as after SQLite's own checkpoints. Asking the checkpointer again at
+//! commit after the checkpointer's (a short `PASSIVE` checkpoint inline, again at each commit
+//! while a reader's snapshot keeps frames from it), so the WAL starts over at the write after
+//! that, as after SQLite's own checkpoints. Asking the checkpointer again at
 //! every commit past the mark, as the first version did, made a checkpoint (two `fsync`s) of
 //! nearly every commit until one finished between two commits: a quarter more CPU a warm turn.
 //! Should the WAL grow on regardless (readers in it), the checkpointer is asked again every
@@ -94,8 +95,12 @@ impl Checkpoints {
         let pages = WAL_PAGES.replace(0);
         let finish = self.finish.swap(false, Ordering::Relaxed);
         if pages >= INLINE_PAGES || (finish && pages >= NUDGE_PAGES) {
-            if let Err(e) = passive(writer) {
-                tracing::debug!(error = %e, pages, "the writer's own checkpoint failed");
+            match passive(writer) {
+                // A reader's snapshot kept frames from the copy: again at the next commit (a
+                // pass with nothing it may copy writes nothing), so the WAL still starts over.
+                Ok((log, copied)) if copied < log => self.finish.store(true, Ordering::Relaxed),
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, pages, "the writer's own checkpoint failed"),
             }
         } else if self.ask_at(pages)
             && let Some(nudge) = lock(&self.nudge).as_ref()
@@ -116,6 +121,12 @@ impl Checkpoints {
             self.asked_at.store(note, Ordering::Relaxed);
         }
         ask
+    }
+
+    /// Whether the checkpointer was asked since the WAL last started over.
+    #[cfg(test)]
+    pub(super) fn asked(&self) -> bool {
+        self.asked_at.load(Ordering::Relaxed) > 0
     }
 
     /// Checkpoints the thread took since the store opened.

@@ -39,6 +39,25 @@ async fn checkpoints_settle(store: &SqliteStore) -> u64 {
     panic!("the checkpointer took {seen} checkpoints and did not settle within 30 s");
 }
 
+/// Appends one large message at a time until the checkpointer is asked (about 6 WAL pages a
+/// message, so the mark is crossed once), numbering them from `from`; answers the next number.
+async fn append_until_asked(store: &SqliteStore, from: usize) -> usize {
+    let mut n = from;
+    while !store.inner.writer.checkpoint_asked() {
+        assert!(n < 3000, "the checkpointer was never asked: {n} messages");
+        append_large(store, n, 1).await;
+        n += 1;
+    }
+    n
+}
+
+/// How many times the WAL at `path` started over: its header's checkpoint sequence number
+/// (bytes 12–15, big-endian), which SQLite counts up at each restart.
+fn wal_restarts(path: &std::path::Path) -> u32 {
+    let header = std::fs::read(path).unwrap();
+    u32::from_be_bytes(header[12..16].try_into().unwrap())
+}
+
 #[tokio::test]
 async fn the_wal_is_checkpointed_beside_the_writer_and_then_reused() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,9 +68,12 @@ async fn the_wal_is_checkpointed_beside_the_writer_and_then_reused() {
     );
     let size = |path: &std::path::Path| std::fs::metadata(path).unwrap().len();
     let db_before = size(&db);
-    // About 4,500 WAL pages: past the mark at which the checkpointer is asked, once (asked at
-    // every commit past it, it took one for nearly every commit until the WAL started over).
-    append_large(&store, 0, 700).await;
+    // Writes go on while it copies (on a fast disk the copy may end first; the next test holds
+    // it back with a reader): asked at every commit past the mark, as a first version was, the
+    // checkpointer took one for nearly every commit until the WAL started over.
+    let n = append_until_asked(&store, 0).await;
+    append_large(&store, n, 30).await;
+    let n = n + 30;
     assert_eq!(
         checkpoints_settle(&store).await,
         1,
@@ -62,12 +84,13 @@ async fn the_wal_is_checkpointed_beside_the_writer_and_then_reused() {
         "the database file did not receive the WAL's pages: {} bytes, {db_before} before",
         size(&db)
     );
-    // Every frame is copied now: the next writes start the WAL over instead of growing it.
-    let wal_full = size(&wal);
-    append_large(&store, 700, 300).await;
+    // What was committed during its copy is copied at the next commit, and the write after
+    // starts the WAL over (its header counts the restarts).
+    append_large(&store, n, 50).await;
+    assert_eq!(checkpoints_settle(&store).await, 1);
     assert!(
-        size(&wal) <= wal_full,
-        "the WAL grew from {wal_full} to {} bytes after its checkpoint",
+        wal_restarts(&wal) >= 1,
+        "the WAL never started over after its checkpoint: {} bytes",
         size(&wal)
     );
     store.close().await;
@@ -75,5 +98,34 @@ async fn the_wal_is_checkpointed_beside_the_writer_and_then_reused() {
     let kept: i64 = conn
         .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(kept, 1000, "messages lost across the checkpoints");
+    assert_eq!(kept, n as i64 + 50, "messages lost across the checkpoints");
+}
+
+#[tokio::test]
+async fn frames_a_reader_kept_from_the_copy_are_copied_once_it_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let wal = dir.path().join("switchboard.db-wal");
+    append_large(&store, 0, 100).await;
+    // A reader's snapshot from before the mark: neither the checkpointer nor the writer may
+    // copy the frames after it while it lasts.
+    let reader = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let seen: i64 = reader
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(seen, 100);
+    let n = append_until_asked(&store, 100).await;
+    append_large(&store, n, 20).await;
+    assert_eq!(checkpoints_settle(&store).await, 1);
+    append_large(&store, n + 20, 5).await;
+    assert_eq!(wal_restarts(&wal), 0, "the WAL started over under a reader");
+    reader.execute_batch("COMMIT").unwrap();
+    // A few writes later (far from the next mark) the WAL has started over.
+    append_large(&store, n + 25, 5).await;
+    assert!(
+        wal_restarts(&wal) >= 1,
+        "the frames the reader kept were never copied: the WAL did not start over"
+    );
+    store.close().await;
 }

@@ -286,6 +286,12 @@ impl Writer {
         self.checkpoints.stop();
     }
 
+    /// Whether the checkpointer was asked since the WAL last started over (tests).
+    #[cfg(test)]
+    pub(super) fn checkpoint_asked(&self) -> bool {
+        self.checkpoints.asked()
+    }
+
     /// Checkpoints the checkpointer took (tests).
     #[cfg(test)]
     pub(super) fn checkpoints_taken(&self) -> u64 {

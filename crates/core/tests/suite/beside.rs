@@ -43,17 +43,38 @@ impl Tool for GateTool {
     }
 }
 
+/// What a client sees of `event`, for the run kinds it is checked by.
+fn kind(event: &RunEvent) -> Option<String> {
+    Some(match &event.data {
+        RunEventData::ToolCall { .. } => "toolCall".to_string(),
+        RunEventData::ToolResult { text, .. } => format!("toolResult {text}"),
+        RunEventData::Delta { text, .. } => format!("delta {text}"),
+        RunEventData::Ended { .. } => "ended".to_string(),
+        _ => return None,
+    })
+}
+
 /// The events of `events` received so far, of run kinds a client sees.
 fn received(events: &mut tokio::sync::broadcast::Receiver<Arc<RunEvent>>) -> Vec<String> {
     let mut kinds = Vec::new();
     while let Ok(event) = events.try_recv() {
-        kinds.push(match &event.data {
-            RunEventData::ToolCall { .. } => "toolCall".to_string(),
-            RunEventData::ToolResult { text, .. } => format!("toolResult {text}"),
-            RunEventData::Delta { text, .. } => format!("delta {text}"),
-            RunEventData::Ended { .. } => "ended".to_string(),
-            _ => continue,
-        });
+        kinds.extend(kind(&event));
+    }
+    kinds
+}
+
+/// The events of `events` up to the run's end, which is told to its waiters just before it
+/// is emitted.
+async fn through_ended(
+    events: &mut tokio::sync::broadcast::Receiver<Arc<RunEvent>>,
+) -> Vec<String> {
+    let mut kinds = Vec::new();
+    while kinds.last().is_none_or(|last| last != "ended") {
+        let event = tokio::time::timeout(GUARD, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no end among the events: {kinds:?}"))
+            .expect("the events go on");
+        kinds.extend(kind(&event));
     }
     kinds
 }
@@ -129,7 +150,7 @@ async fn the_next_model_call_goes_out_while_the_tool_result_commits() {
         outcome.record.error
     );
     assert_eq!(outcome.record.result.as_deref(), Some("all done"));
-    let mut after = received(&mut events);
+    let mut after = through_ended(&mut events).await;
     after.retain(|kind| kind != "toolCall");
     assert_eq!(
         after,

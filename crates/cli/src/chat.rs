@@ -17,6 +17,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use switchboard_protocol::{ErrorCode, EventFrame};
 use switchboard_server::client::{ClientError, GatewayClient};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::settings::GlobalArgs;
 
@@ -35,6 +36,9 @@ pub struct ChatArgs {
 pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
     let mut chat = Chat::open(global, args.session).await?;
     let mut lines = typed_lines();
+    // One stream for the whole chat: a Ctrl-C between two waits is kept for the next one (a
+    // `ctrl_c()` made at each wait misses one that comes before it).
+    let mut interrupts = signal(SignalKind::interrupt())?;
     eprintln!(
         "chatting in {} — type a message; Ctrl-C stops a reply, Ctrl-D (or Ctrl-C here) leaves",
         chat.session
@@ -43,7 +47,7 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
         eprint!("> ");
         let line = tokio::select! {
             line = lines.recv() => line.transpose()?,
-            _ = tokio::signal::ctrl_c() => None,
+            _ = interrupts.recv() => None,
             watched = chat.watch() => {
                 watched?;
                 continue;
@@ -55,7 +59,7 @@ pub async fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
         if line.trim().is_empty() {
             continue;
         }
-        chat.say(line).await?;
+        chat.say(line, &mut interrupts).await?;
     }
     chat.client.close().await;
     Ok(ExitCode::SUCCESS)
@@ -102,7 +106,7 @@ impl<'a> Chat<'a> {
     }
 
     /// Sends a typed line and follows its reply.
-    async fn say(&mut self, line: String) -> Result<()> {
+    async fn say(&mut self, line: String, interrupts: &mut Signal) -> Result<()> {
         let params = json!({
             "sessionKey": self.session,
             "message": line,
@@ -136,19 +140,19 @@ impl<'a> Chat<'a> {
         };
         let run_id = run_id.to_string();
         self.mine.insert(run_id.clone());
-        self.follow(&run_id).await
+        self.follow(&run_id, interrupts).await
     }
 
     /// Streams the reply of `run_id` until the run ends; Ctrl-C aborts it. Across a restart of
     /// the gateway the run goes on (resumed): its end is waited for and its reply printed.
-    async fn follow(&mut self, run_id: &str) -> Result<()> {
+    async fn follow(&mut self, run_id: &str, interrupts: &mut Signal) -> Result<()> {
         let interrupted = tokio::select! {
             streamed = stream_reply(&mut self.client, run_id) => match streamed {
                 Ok(()) => return Ok(()),
                 Err(e) if lost(&e) => false,
                 Err(e) => return Err(e.into()),
             },
-            _ = tokio::signal::ctrl_c() => true,
+            _ = interrupts.recv() => true,
         };
         if interrupted {
             abort(&mut self.client, &self.session, run_id).await;

@@ -94,7 +94,15 @@ async fn promtool_accepts_the_scrape_and_a_real_prometheus_sees_a_run_counted() 
     assert_eq!(prometheus.query(ok_runs).await.unwrap(), json!([]));
 
     turn(&gateway, "@reply counted").await;
-    let text = scrape(&gateway, &gateway.token).await;
+    // The run's waiters are told just before it is counted and its lane let go.
+    let ok_line = "switchboard_runs_total{agent=\"main\",status=\"ok\"} 1\n";
+    scrape_until(&gateway, &gateway.token, ok_line).await;
+    let text = scrape_until(
+        &gateway,
+        &gateway.token,
+        "switchboard_lane_busy{lane=\"main\"} 0\n",
+    )
+    .await;
     for series in [
         "switchboard_runs_total{agent=\"main\",status=\"ok\"} 1\n",
         "switchboard_turns_total{agent=\"main\"} 1\n",

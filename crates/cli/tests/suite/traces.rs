@@ -64,6 +64,15 @@ fn assert_one_tree(spans: &[&Span]) {
 /// Whether walking up from `span` through the spans received so far reaches the span whose
 /// parent is `sender`. Spans are exported as they end, so a run's span can arrive before the
 /// request span that encloses it.
+/// Whether every span of `spans` has its parent among them (or none): the parents that end
+/// after their children (an exchange's, a spawn's follow) were exported too.
+fn closed(spans: &[&Span]) -> bool {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    spans
+        .iter()
+        .all(|s| s.parent_span_id.is_empty() || ids.contains(s.parent_span_id.as_str()))
+}
+
 fn reaches(spans: &[&Span], span: &Span, sender: &str) -> bool {
     let mut up = span;
     for _ in 0..spans.len() {
@@ -111,7 +120,8 @@ async fn a_sessions_send_with_two_reply_back_turns_and_its_announce_is_one_trace
                 .iter()
                 .filter(|s| s.name == "execute_tool sessions_send")
                 .collect();
-            sends.len() == 1 && runs(&of_trace(spans, &sends[0].trace_id)).len() == 4
+            let trace = sends.first().map(|send| of_trace(spans, &send.trace_id));
+            sends.len() == 1 && trace.is_some_and(|t| runs(&t).len() == 4 && closed(&t))
         })
         .await;
     let send = spans
@@ -204,7 +214,7 @@ async fn a_spawn_and_its_announce_are_one_trace_with_the_genai_attributes() {
                 return false;
             };
             let trace = of_trace(spans, &parent_run.trace_id);
-            trace.iter().filter(|s| child_run(s)).count() == 2
+            trace.iter().filter(|s| child_run(s)).count() == 2 && closed(&trace)
         })
         .await;
     let parent_run = spans

@@ -235,7 +235,7 @@ async fn a_10000_character_reply_arrives_in_ordered_parts() {
 async fn a_gateway_dropped_mid_run_is_resumed_with_nothing_lost_or_repeated() {
     let fake = FakeDiscord::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::Open)).await;
-    fake.dm("42", "alice", "@delay 300\n@reply one");
+    fake.dm("42", "alice", "@delay 3000\n@reply one");
     // The run has started (the channel shows "typing…"); the connection goes, and two more
     // messages arrive while it is down.
     saw(&fake, |calls, _| {

@@ -89,7 +89,7 @@ async fn the_running_run_is_resumed_and_the_queued_ones_follow_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_run_aborted_before_a_stop_never_runs_and_keeps_its_message() {
     let w = TestEngine::open(Config::default()).await;
-    let slow = w.submit("main", "@slow 150\n@reply at last", None).await;
+    let slow = w.submit("main", "@slow 1000\n@reply at last", None).await;
     let queued = w.submit("main", "@reply must not run", None).await;
     let runtime = w.engine.runtime().clone();
     eventually(async || {
@@ -129,7 +129,7 @@ async fn a_queued_run_aborted_before_a_stop_never_runs_and_keeps_its_message() {
     assert_eq!(
         shape(&w.transcript("main").await),
         [
-            "user : @slow 150\n@reply at last",
+            "user : @slow 1000\n@reply at last",
             "assistant stop: at last",
             "user : @reply must not run",
         ]

@@ -443,8 +443,10 @@ async fn a_run_past_its_timeout_keeps_its_partial_text() {
     let run_id = h
         .submit(
             "main",
-            "@slow 150\n@reply one two three four five six seven eight nine ten",
-            Some(Duration::from_millis(600)),
+            // Words 0.5 s apart against a 2 s timeout: two or more stream whatever the
+            // run's start took, and the last would need 5 s.
+            "@slow 500\n@reply one two three four five six seven eight nine ten",
+            Some(Duration::from_millis(2000)),
         )
         .await;
     let record = h

@@ -94,7 +94,7 @@ async fn a_direct_message_is_answered_through_json_rpc_send() {
     let fake = FakeSignal::start().await;
     let h = started(&fake, config(&fake, DmPolicy::Open)).await;
     // The run takes a while, so the chat shows "typing…" before the reply.
-    fake.dm(ALICE, "Alice", "@delay 300\n@reply pong-1");
+    fake.dm(ALICE, "Alice", "@delay 3000\n@reply pong-1");
     assert_eq!(
         sent(&fake, 1).await,
         [(ALICE.to_string(), "pong-1".to_string())]
@@ -241,7 +241,7 @@ async fn an_announce_from_another_session_lands_in_the_group() {
 async fn a_stream_dropped_mid_run_is_reopened_after_the_last_event_with_nothing_lost_or_repeated() {
     let fake = FakeSignal::start().await;
     let h = started(&fake, config(&fake, DmPolicy::Open)).await;
-    fake.dm(ALICE, "Alice", "@delay 300\n@reply one");
+    fake.dm(ALICE, "Alice", "@delay 3000\n@reply one");
     // The run has started (the chat shows "typing…"); the stream goes, and two more messages
     // arrive while it is down.
     let typing = fake.wait_for(|calls, _| calls.iter().any(|c| c.method == "sendTyping"));

@@ -114,7 +114,7 @@ async fn a_private_message_is_answered_in_the_same_chat() {
     let fake = FakeTelegram::start(TOKEN).await;
     let h = started(config(&fake, DmPolicy::Open)).await;
     // The run takes a while, so the chat shows "typing…" before the reply.
-    fake.private_message(42, "alice", "@delay 300\n@reply pong-1");
+    fake.private_message(42, "alice", "@delay 3000\n@reply pong-1");
     let replies = sent(&fake, 1).await;
     assert_eq!(replies[0]["chat_id"], json!(42));
     assert_eq!(text(&replies[0]), "pong-1");

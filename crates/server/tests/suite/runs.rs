@@ -233,7 +233,7 @@ async fn chat_abort_ends_a_run_aborted_and_a_short_wait_says_it_is_running() {
     let gw = TestGateway::start().await;
     let mut client = gw.client().await;
     let started = client
-        .request("chat.send", json!({"sessionKey": "main", "message": "@slow 100\n@reply a b c d e f g h i j k l m n o p"}))
+        .request("chat.send", json!({"sessionKey": "main", "message": "@slow 1000\n@reply a b c d e f g h i j k l m n o p"}))
         .await
         .unwrap();
     let run_id = started["runId"].as_str().unwrap().to_string();

@@ -42,37 +42,37 @@ fn runs<'a>(spans: &[&'a Span]) -> Vec<&'a Span> {
         .collect()
 }
 
+/// A span of `spans` whose parent is not among them, if any.
+fn orphan<'a>(spans: &[&'a Span]) -> Option<&'a Span> {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    spans
+        .iter()
+        .copied()
+        .find(|s| !s.parent_span_id.is_empty() && !ids.contains(s.parent_span_id.as_str()))
+}
+
 /// Every span of the trace but its root has its parent in the trace, and there is one root.
 fn assert_one_tree(spans: &[&Span]) {
-    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
     let roots: Vec<&str> = spans
         .iter()
         .filter(|s| s.parent_span_id.is_empty())
         .map(|s| s.name.as_str())
         .collect();
     assert_eq!(roots.len(), 1, "roots: {roots:?}");
-    for span in spans {
-        assert!(
-            span.parent_span_id.is_empty() || ids.contains(span.parent_span_id.as_str()),
-            "{} has a parent outside the trace: {spans:#?}",
-            span.name
-        );
+    if let Some(span) = orphan(spans) {
+        panic!("{} has a parent outside the trace: {spans:#?}", span.name);
     }
 }
 
-/// The span whose id is `span`'s parent.
-/// Whether walking up from `span` through the spans received so far reaches the span whose
-/// parent is `sender`. Spans are exported as they end, so a run's span can arrive before the
-/// request span that encloses it.
 /// Whether every span of `spans` has its parent among them (or none): the parents that end
 /// after their children (an exchange's, a spawn's follow) were exported too.
 fn closed(spans: &[&Span]) -> bool {
-    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
-    spans
-        .iter()
-        .all(|s| s.parent_span_id.is_empty() || ids.contains(s.parent_span_id.as_str()))
+    orphan(spans).is_none()
 }
 
+/// Whether walking up from `span` through the spans received so far reaches the span whose
+/// parent is `sender`. Spans are exported as they end, so a run's span can arrive before the
+/// request span that encloses it.
 fn reaches(spans: &[&Span], span: &Span, sender: &str) -> bool {
     let mut up = span;
     for _ in 0..spans.len() {
@@ -87,6 +87,7 @@ fn reaches(spans: &[&Span], span: &Span, sender: &str) -> bool {
     false
 }
 
+/// The span whose id is `span`'s parent.
 fn parent<'a>(spans: &[&'a Span], span: &Span) -> &'a Span {
     spans
         .iter()

@@ -8,13 +8,13 @@
 //! committed meanwhile, a few hundred frames at most, the writer copies itself at its next
 //! commit after the checkpointer's (a short `PASSIVE` checkpoint inline, again at each commit
 //! while a reader's snapshot keeps frames from it), so the WAL starts over at the write after
-//! that, as after SQLite's own checkpoints. Asking the checkpointer again at
-//! every commit past the mark, as the first version did, made a checkpoint (two `fsync`s) of
-//! nearly every commit until one finished between two commits: a quarter more CPU a warm turn.
-//! Should the WAL grow on regardless (readers in it), the checkpointer is asked again every
-//! [`NUDGE_PAGES`] more, and the writer checkpoints itself past [`INLINE_PAGES`], as SQLite
-//! would. Durability does not change: a commit is in the WAL before it is answered,
-//! checkpointed or not (docs/decisions.md, "The WAL is checkpointed beside the writer").
+//! that, as after SQLite's own checkpoints. Asking the checkpointer again at every commit past
+//! the mark, as the first version did, made a checkpoint (two `fsync`s) of nearly every commit
+//! until one finished between two commits: a quarter more CPU a warm turn. Should the WAL grow
+//! on regardless (readers in it), the checkpointer is asked again every [`NUDGE_PAGES`] more,
+//! and the writer checkpoints itself past [`INLINE_PAGES`], as SQLite would. Durability does
+//! not change: a commit is in the WAL before it is answered, checkpointed or not
+//! (docs/decisions.md, "The WAL is checkpointed beside the writer").
 
 use std::cell::Cell;
 use std::ffi::c_int;

@@ -54,8 +54,12 @@ async fn append_until_asked(store: &SqliteStore, from: usize) -> usize {
 /// How many times the WAL at `path` started over: its header's checkpoint sequence number
 /// (bytes 12–15, big-endian), which SQLite counts up at each restart.
 fn wal_restarts(path: &std::path::Path) -> u32 {
-    let header = std::fs::read(path).unwrap();
-    u32::from_be_bytes(header[12..16].try_into().unwrap())
+    use std::io::Read as _;
+    let mut header = [0; 16];
+    std::fs::File::open(path)
+        .and_then(|mut wal| wal.read_exact(&mut header))
+        .unwrap();
+    u32::from_be_bytes([header[12], header[13], header[14], header[15]])
 }
 
 #[tokio::test]

@@ -87,12 +87,26 @@ impl Checkpoints {
         })
     }
 
+    /// Before a commit (or a run of commits) on the writer's connection, on the thread that
+    /// makes it: forgets the pages an earlier commit on this thread noted, which
+    /// [`Checkpoints::after_commit`] would otherwise read after a commit that wrote no frame
+    /// (the WAL may have started over since, by commits on other threads).
+    pub(super) fn before_commit(&self) {
+        WAL_PAGES.set(0);
+    }
+
     /// After a commit on the writer's connection `writer`, on the thread that committed (commits
     /// take turns): asks for a checkpoint once the WAL holds [`NUDGE_PAGES`] more than when it
     /// last asked; takes one here after the checkpointer's, while the WAL has not started over
     /// (what was committed meanwhile), or past [`INLINE_PAGES`].
+    /// A commit that wrote no frame changes nothing here: read as an empty WAL, it would make
+    /// the next commit past the mark ask again, and drop the writer's pass owed to the
+    /// checkpointer's.
     pub(super) fn after_commit(&self, writer: &Connection) {
         let pages = WAL_PAGES.replace(0);
+        if pages == 0 {
+            return;
+        }
         let finish = self.finish.swap(false, Ordering::Relaxed);
         if pages >= INLINE_PAGES || (finish && pages >= NUDGE_PAGES) {
             match passive(writer) {

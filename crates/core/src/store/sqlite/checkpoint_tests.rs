@@ -133,3 +133,57 @@ async fn frames_a_reader_kept_from_the_copy_are_copied_once_it_leaves() {
     );
     store.close().await;
 }
+
+/// A connection in WAL mode at `dir` with the checkpointer hooked to it, and a commit that
+/// writes about 3,200 pages (past the mark) on this thread.
+fn hooked_past_the_mark(dir: &std::path::Path) -> (rusqlite::Connection, checkpoint::Checkpoints) {
+    let path = dir.join("hooked.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    conn.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
+    let checkpoints = checkpoint::Checkpoints::start(&conn, &path).unwrap();
+    conn.execute("INSERT INTO t VALUES (zeroblob(13000000))", [])
+        .unwrap();
+    (conn, checkpoints)
+}
+
+/// A commit that writes nothing: no frame, so the WAL hook is not called.
+fn frameless(conn: &rusqlite::Connection) {
+    conn.execute_batch("BEGIN IMMEDIATE; COMMIT").unwrap();
+}
+
+#[test]
+fn a_commit_without_frames_does_not_reset_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let (conn, checkpoints) = hooked_past_the_mark(dir.path());
+    checkpoints.after_commit(&conn);
+    assert!(checkpoints.asked(), "a commit past the mark asks");
+    checkpoints.before_commit();
+    frameless(&conn);
+    checkpoints.after_commit(&conn);
+    assert!(
+        checkpoints.asked(),
+        "a commit that wrote no frame was read as an empty WAL: the next commit past the mark \
+         would ask again"
+    );
+    checkpoints.stop();
+}
+
+#[test]
+fn a_commit_without_frames_reads_no_pages_an_earlier_commit_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    // The big commit's pages are noted on this thread and not read (the WAL may start over
+    // since, by commits on other threads).
+    let (conn, checkpoints) = hooked_past_the_mark(dir.path());
+    checkpoints.before_commit();
+    frameless(&conn);
+    checkpoints.after_commit(&conn);
+    assert!(
+        !checkpoints.asked(),
+        "a commit that wrote no frame asked for a checkpoint with an earlier commit's pages"
+    );
+    checkpoints.stop();
+}

@@ -267,6 +267,7 @@ impl Writer {
 
     fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
         let n = batch.len();
+        self.checkpoints.before_commit();
         commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
         self.checkpoints.after_commit(&desk.conn);
         desk.last_commit = Instant::now();
@@ -359,11 +360,14 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
             mirror.checked.record(conn, all_checked);
             return;
         }
+        // The mirror's own commits count toward the WAL's checkpoints too.
+        writer.checkpoints.before_commit();
         mirror.retry_failed(conn);
         mirror.sweep_step(conn, if idle { SWEEP_IDLE } else { SWEEP_BUSY });
         if idle {
             mirror.flush_marks(conn);
         }
+        writer.checkpoints.after_commit(conn);
         let version = writer.version();
         if quiet && version != released {
             released = version;

@@ -78,10 +78,16 @@ stop_gateway() {
 
 
 # start_mock PORT: the bench kit's mock model (OpenAI format, streaming, instant) on PORT, once it
-# accepts connections; its log is $RUN/mock.log.
+# accepts connections; its log is $RUN/mock.log. It closes each connection after its answer;
+# MOCK_KEEP_ALIVE=1 keeps them instead, as a provider does (bench/tool_mock.py --keep-alive,
+# the kit's mock with chunked answers; compare.sh's default).
 start_mock() {
     local port=$1
-    python3 "$KIT/mock_llm.py" --port "$port" >"$RUN/mock.log" 2>&1 &
+    if [[ ${MOCK_KEEP_ALIVE:-0} == 1 ]]; then
+        python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$port" --keep-alive >"$RUN/mock.log" 2>&1 &
+    else
+        python3 "$KIT/mock_llm.py" --port "$port" >"$RUN/mock.log" 2>&1 &
+    fi
     PIDS+=("$!")
     for _ in $(seq 1 100); do
         python3 - "$port" 2>/dev/null <<'PY' && break

@@ -32,7 +32,7 @@ use crate::store::StoreError;
 /// WAL pages after which the checkpointer is asked to copy them into the database file (below
 /// the WAL index's first hash segment, 4,062 frames, so a reader's lookup stays as cheap while
 /// the copy runs and the writer goes on).
-const NUDGE_PAGES: c_int = 3000;
+pub(super) const NUDGE_PAGES: c_int = 3000;
 /// WAL pages after which the writer checkpoints itself: the checkpointer could not finish.
 const INLINE_PAGES: c_int = 16_000;
 
@@ -87,22 +87,26 @@ impl Checkpoints {
         })
     }
 
-    /// Before a commit (or a run of commits) on the writer's connection, on the thread that
-    /// makes it: forgets the pages an earlier commit on this thread noted, which
-    /// [`Checkpoints::after_commit`] would otherwise read after a commit that wrote no frame
-    /// (the WAL may have started over since, by commits on other threads).
-    pub(super) fn before_commit(&self) {
+    /// Runs `commits` (commits on the writer's connection `writer`, made on this thread), then
+    /// [`Checkpoints::after_commit`] with the WAL's pages the last of them left: what an earlier
+    /// commit on this thread noted and nobody read is forgotten first (the WAL may have started
+    /// over since, by commits on other threads).
+    pub(super) fn counting<T>(&self, writer: &Connection, commits: impl FnOnce() -> T) -> T {
         WAL_PAGES.set(0);
+        let done = commits();
+        self.after_commit(writer);
+        done
     }
 
     /// After a commit on the writer's connection `writer`, on the thread that committed (commits
     /// take turns): asks for a checkpoint once the WAL holds [`NUDGE_PAGES`] more than when it
     /// last asked; takes one here after the checkpointer's, while the WAL has not started over
     /// (what was committed meanwhile), or past [`INLINE_PAGES`].
+    ///
     /// A commit that wrote no frame changes nothing here: read as an empty WAL, it would make
     /// the next commit past the mark ask again, and drop the writer's pass owed to the
     /// checkpointer's.
-    pub(super) fn after_commit(&self, writer: &Connection) {
+    fn after_commit(&self, writer: &Connection) {
         let pages = WAL_PAGES.replace(0);
         if pages == 0 {
             return;

@@ -134,9 +134,14 @@ async fn frames_a_reader_kept_from_the_copy_are_copied_once_it_leaves() {
     store.close().await;
 }
 
-/// A connection in WAL mode at `dir` with the checkpointer hooked to it, and a commit that
-/// writes about 3,200 pages (past the mark) on this thread.
-fn hooked_past_the_mark(dir: &std::path::Path) -> (rusqlite::Connection, checkpoint::Checkpoints) {
+/// A connection in WAL mode at `dir`, with the checkpointer hooked to it, and its WAL's path.
+fn hooked(
+    dir: &std::path::Path,
+) -> (
+    rusqlite::Connection,
+    checkpoint::Checkpoints,
+    std::path::PathBuf,
+) {
     let path = dir.join("hooked.db");
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn
@@ -145,9 +150,20 @@ fn hooked_past_the_mark(dir: &std::path::Path) -> (rusqlite::Connection, checkpo
     assert_eq!(mode, "wal");
     conn.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
     let checkpoints = checkpoint::Checkpoints::start(&conn, &path).unwrap();
+    (conn, checkpoints, dir.join("hooked.db-wal"))
+}
+
+/// One commit of about 3,200 pages, past the mark: checked on the WAL file (a 32-byte header,
+/// then a 24-byte header and a 4,096-byte page a frame).
+fn past_the_mark(conn: &rusqlite::Connection, wal: &std::path::Path) {
     conn.execute("INSERT INTO t VALUES (zeroblob(13000000))", [])
         .unwrap();
-    (conn, checkpoints)
+    let frames = (std::fs::metadata(wal).unwrap().len() - 32) / (24 + 4096);
+    let mark = u64::try_from(checkpoint::NUDGE_PAGES).unwrap();
+    assert!(
+        frames >= mark,
+        "the commit wrote {frames} frames, under the mark"
+    );
 }
 
 /// A commit that writes nothing: no frame, so the WAL hook is not called.
@@ -158,12 +174,10 @@ fn frameless(conn: &rusqlite::Connection) {
 #[test]
 fn a_commit_without_frames_does_not_reset_the_mark() {
     let dir = tempfile::tempdir().unwrap();
-    let (conn, checkpoints) = hooked_past_the_mark(dir.path());
-    checkpoints.after_commit(&conn);
+    let (conn, checkpoints, wal) = hooked(dir.path());
+    checkpoints.counting(&conn, || past_the_mark(&conn, &wal));
     assert!(checkpoints.asked(), "a commit past the mark asks");
-    checkpoints.before_commit();
-    frameless(&conn);
-    checkpoints.after_commit(&conn);
+    checkpoints.counting(&conn, || frameless(&conn));
     assert!(
         checkpoints.asked(),
         "a commit that wrote no frame was read as an empty WAL: the next commit past the mark \
@@ -175,12 +189,11 @@ fn a_commit_without_frames_does_not_reset_the_mark() {
 #[test]
 fn a_commit_without_frames_reads_no_pages_an_earlier_commit_noted() {
     let dir = tempfile::tempdir().unwrap();
-    // The big commit's pages are noted on this thread and not read (the WAL may start over
-    // since, by commits on other threads).
-    let (conn, checkpoints) = hooked_past_the_mark(dir.path());
-    checkpoints.before_commit();
-    frameless(&conn);
-    checkpoints.after_commit(&conn);
+    let (conn, checkpoints, wal) = hooked(dir.path());
+    // Noted on this thread and not read (the WAL may start over since, by commits on other
+    // threads).
+    past_the_mark(&conn, &wal);
+    checkpoints.counting(&conn, || frameless(&conn));
     assert!(
         !checkpoints.asked(),
         "a commit that wrote no frame asked for a checkpoint with an earlier commit's pages"

@@ -267,9 +267,9 @@ impl Writer {
 
     fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
         let n = batch.len();
-        self.checkpoints.before_commit();
-        commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
-        self.checkpoints.after_commit(&desk.conn);
+        self.checkpoints.counting(&desk.conn, || {
+            commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
+        });
         desk.last_commit = Instant::now();
         self.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
@@ -361,13 +361,13 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
             return;
         }
         // The mirror's own commits count toward the WAL's checkpoints too.
-        writer.checkpoints.before_commit();
-        mirror.retry_failed(conn);
-        mirror.sweep_step(conn, if idle { SWEEP_IDLE } else { SWEEP_BUSY });
-        if idle {
-            mirror.flush_marks(conn);
-        }
-        writer.checkpoints.after_commit(conn);
+        writer.checkpoints.counting(conn, || {
+            mirror.retry_failed(conn);
+            mirror.sweep_step(conn, if idle { SWEEP_IDLE } else { SWEEP_BUSY });
+            if idle {
+                mirror.flush_marks(conn);
+            }
+        });
         let version = writer.version();
         if quiet && version != released {
             released = version;

@@ -56,6 +56,9 @@
 #   MOCK_KEEP_ALIVE   1 (default): the model server keeps its connections, as a provider does;
 #                     0: it closes each streamed reply's, as the kit's mock does (runs before
 #                     2026-11-30)
+#   MOCK_ONE_WRITE    1: the model server answers from an event loop, each answer in one write
+#                     (bench/tool_mock.py --one-write; connections kept): the same answers at a
+#                     fraction of the kit server's own time a call (default 0, the kit's server)
 set -euo pipefail
 
 PHASES=${PHASES:-interleaved fresh spawn sizes}
@@ -75,6 +78,7 @@ MILLION_CALLS=${MILLION_CALLS:-500}
 OC_PORT=${OC_PORT:-18789}
 MOCK_PORT=${MOCK_PORT:-18998}
 MOCK_KEEP_ALIVE=${MOCK_KEEP_ALIVE:-1}
+MOCK_ONE_WRITE=${MOCK_ONE_WRITE:-0}
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=("$RUN/ours")
@@ -113,6 +117,7 @@ echo "== model server: bench/tool_mock.py on $MOCK_PORT ($GATEWAYS)"
 listening "$MOCK_PORT" && { echo "port $MOCK_PORT is taken; set MOCK_PORT" >&2; exit 1; }
 keep_alive=()
 [[ $MOCK_KEEP_ALIVE == 1 ]] && keep_alive=(--keep-alive)
+[[ $MOCK_ONE_WRITE == 1 ]] && keep_alive=(--one-write)
 python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" "${keep_alive[@]}" >"$RUN/mock.log" 2>&1 &
 PIDS+=("$!")
 until listening "$MOCK_PORT"; do sleep 0.05; done
@@ -295,6 +300,7 @@ ref_store() {
 }
 
 record_load start
+record mock machine "{\"keepAlive\": $MOCK_KEEP_ALIVE, \"oneWrite\": $MOCK_ONE_WRITE}"
 
 if phase stores && ! gateway reference; then
     echo "== stores: skipped (only the reference's stores; GATEWAYS=$GATEWAYS)"

@@ -80,10 +80,13 @@ stop_gateway() {
 # start_mock PORT: the bench kit's mock model (OpenAI format, streaming, instant) on PORT, once it
 # accepts connections; its log is $RUN/mock.log. It closes each connection after its answer;
 # MOCK_KEEP_ALIVE=1 keeps them instead, as a provider does (bench/tool_mock.py --keep-alive,
-# the kit's mock with chunked answers; compare.sh's default).
+# the kit's mock with chunked answers; compare.sh's default); MOCK_ONE_WRITE=1 keeps them and
+# writes each answer at once from an event loop (bench/tool_mock.py --one-write).
 start_mock() {
     local port=$1
-    if [[ ${MOCK_KEEP_ALIVE:-0} == 1 ]]; then
+    if [[ ${MOCK_ONE_WRITE:-0} == 1 ]]; then
+        python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$port" --one-write >"$RUN/mock.log" 2>&1 &
+    elif [[ ${MOCK_KEEP_ALIVE:-0} == 1 ]]; then
         python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$port" --keep-alive >"$RUN/mock.log" 2>&1 &
     else
         python3 "$KIT/mock_llm.py" --port "$port" >"$RUN/mock.log" 2>&1 &

@@ -19,7 +19,8 @@
 #
 # Environment as for runtime.sh (BENCH_DIR, BENCH_KIT, KEEP_STATE=1), and TURNS (default 1000),
 # CONC (default 8), WARM (default 50), GATEWAYS (PostgreSQL gateways, default 1), ROUNDS, MOCK_PORT,
-# MOCK_KEEP_ALIVE=1 (the mock keeps its connections, as a provider does; lib.sh's start_mock),
+# MOCK_KEEP_ALIVE=1 (the mock keeps its connections, as a provider does) or MOCK_ONE_WRITE=1 (kept,
+# each answer in one write from an event loop; both lib.sh's start_mock),
 # and for a closer look at the cluster: PG_LIBS (its shared_preload_libraries, default
 # pg_stat_statements; add auto_explain to log each statement's plan), PG_EXTRA (more server
 # options, e.g. "-c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on"),

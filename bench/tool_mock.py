@@ -42,6 +42,7 @@ import time
 import uuid
 
 DIRECTIVE = "@tool "
+DEFAULT_TEXT = "Hello from the mock model."  # the kit mock's text
 
 
 def text_of(content):
@@ -158,9 +159,9 @@ class OneWrite(asyncio.Protocol):
             if request is None:
                 return
             (method, path, headers, body), self.buf = request
-            close = headers.get("connection", "").lower() == "close"
+            close = headers.get("connection", "").lower() == "close" or method is None
             self.transport.write(self.answer(method, path, body, close))
-            if self.timing is not None:
+            if self.timing is not None and method == "POST":
                 self.timing.write(json.dumps({"t0": self.began, "t1": time.time()}) + "\n")
                 self.timing.flush()
             self.began = time.time() if self.buf else None
@@ -176,23 +177,32 @@ def take_request(buf):
     if end < 0:
         return None
     lines = buf[:end].decode("latin-1").split("\r\n")
-    method, path = lines[0].split(" ")[:2]
+    words = lines[0].split(" ")
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
     rest = buf[end + 4:]
+    if len(words) != 3 or not words[2].startswith("HTTP/1."):
+        return (None, lines[0], headers, b""), b""  # answered 400 (method None), then closed
+    method, path = words[0], words[1]
     if headers.get("transfer-encoding", "").lower() == "chunked":
         body, at = b"", 0
         while True:
             eol = rest.find(b"\r\n", at)
             if eol < 0:
                 return None
-            size = int(rest[at:eol].split(b";")[0], 16)
+            try:
+                size = int(rest[at:eol].split(b";")[0], 16)
+            except ValueError:
+                return (None, "chunk size: %r" % rest[at:eol][:50], headers, b""), b""
             if len(rest) < eol + 2 + size + 2:
                 return None
             body += rest[eol + 2:eol + 2 + size]
             at = eol + 2 + size + 2
             if size == 0:
                 return (method, path, headers, body), rest[at:]
-    n = int(headers.get("content-length") or 0)
+    n = headers.get("content-length") or "0"
+    if not n.isdigit():
+        return (None, "Content-Length: " + n, headers, b""), b""
+    n = int(n)
     if len(rest) < n:
         return None
     return (method, path, headers, rest[:n]), rest[n:]
@@ -209,6 +219,9 @@ def one_write_answer(rules, default_text, log):
         return head(status, b"application/json", b"Content-Length: %d\r\n" % len(data), close) + data
 
     def answer(method, path, raw, close):
+        if method is None:
+            return whole(b"400 Bad Request", {"error": {"message": "not an HTTP/1.x request, at: %r"
+                         % path[:200], "type": "invalid_request_error"}}, close)
         p = path.split("?")[0].rstrip("/")
         if method == "GET" and p in ("/health", "/v1/health", ""):
             return whole(b"200 OK", {"ok": True}, close)
@@ -273,12 +286,12 @@ def main():
         rules.append((needle, text.replace("\\n", "\n")))
 
     if args.one_write:
-        return serve_one_write(args.port, rules, "Hello from the mock model.", args.log, args.timing)
+        return serve_one_write(args.port, rules, DEFAULT_TEXT, args.log, args.timing)
     sys.path.insert(0, os.path.abspath(args.kit))
     import mock_llm  # the kit's mock: its handler, SSE helpers and server class
 
     mock_llm.ARGS = argparse.Namespace(host="127.0.0.1", port=args.port, model="mock-model",
-                                       text="Hello from the mock model.", delay_ms=0,
+                                       text=DEFAULT_TEXT, delay_ms=0,
                                        log=args.log, verbose=False)
 
     timing_lock = threading.Lock()

@@ -115,10 +115,10 @@ fi
 
 echo "== model server: bench/tool_mock.py on $MOCK_PORT ($GATEWAYS)"
 listening "$MOCK_PORT" && { echo "port $MOCK_PORT is taken; set MOCK_PORT" >&2; exit 1; }
-keep_alive=()
-[[ $MOCK_KEEP_ALIVE == 1 ]] && keep_alive=(--keep-alive)
-[[ $MOCK_ONE_WRITE == 1 ]] && keep_alive=(--one-write)
-python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" "${keep_alive[@]}" >"$RUN/mock.log" 2>&1 &
+mock_flags=()
+[[ $MOCK_KEEP_ALIVE == 1 ]] && mock_flags=(--keep-alive)
+[[ $MOCK_ONE_WRITE == 1 ]] && mock_flags=(--one-write)
+python3 "$ROOT/bench/tool_mock.py" --kit "$KIT" --port "$MOCK_PORT" "${mock_flags[@]}" >"$RUN/mock.log" 2>&1 &
 PIDS+=("$!")
 until listening "$MOCK_PORT"; do sleep 0.05; done
 

@@ -10,12 +10,16 @@
 //! - `own`: the run's row, locked (`FOR SHARE` for a fence, `FOR NO KEY UPDATE` when the batch
 //!   writes the record): a claim's `UPDATE` of the run waits for the statement, and a claim
 //!   that committed first is seen, READ COMMITTED re-reading a locked row at its newest version;
-//!   it holds while the run carries the writer's epoch. A new run's record
-//!   ([`WriteOp::NewRun`]) has no `own`: its insert has no `ON CONFLICT`, and a stored run of
-//!   the same id or idempotency key makes the statement fail whole;
+//!   it holds while the run carries the writer's epoch. A fenced batch that writes the run's
+//!   record (a run's end) has no `own`: its `run` is an `UPDATE` of the row while it carries
+//!   the epoch, which locks and re-reads the row the same way, so the fence costs no lock of
+//!   its own ([`RunPart::updates`]). A new run's record ([`WriteOp::NewRun`]) has no `own`
+//!   either: its insert has no `ON CONFLICT`, and a stored run of the same id or idempotency
+//!   key makes the statement fail whole;
 //! - `ok`: one row when all of them hold. Every write reads `ok` (the run's record first, then
 //!   the session and the transcript from `go`, `ok` once the record is written), so a statement
-//!   whose locks do not all hold writes nothing and answers no row.
+//!   whose locks do not all hold, or whose run's `UPDATE` found no row of its epoch, writes
+//!   nothing and answers no row.
 //!
 //! No row does not say why: the session is gone, the run is another gateway's, or a reset moved
 //! the session to a transcript the statement's snapshot cannot see (it committed while the
@@ -76,6 +80,47 @@ struct RunPart {
     /// The record is a new run's ([`WriteOp::NewRun`]): no stored run holds it, so none is
     /// read first, and the insert is refused when its id or idempotency key is taken.
     new: bool,
+}
+
+impl RunPart {
+    /// Whether the batch writes the record over the stored run while it carries the writer's
+    /// epoch (a fenced batch's record, not a new run's): one `UPDATE`, which is the fence too.
+    fn updates(&self) -> bool {
+        self.fenced && !self.new && self.record.is_some()
+    }
+
+    /// Whether the batch reads and locks the run's row first (`own`).
+    fn owns(&self) -> bool {
+        (self.fenced || !self.new) && !self.updates()
+    }
+}
+
+/// The columns a run's `UPDATE` sets ([`rows::RUN_UPDATE`]'s, but `input`), each with its
+/// value's place in [`rows::run_params`].
+const RUN_SET: [(&str, usize); 9] = [
+    ("session_id", 2),
+    ("status", 3),
+    ("lane", 4),
+    ("started_at", 6),
+    ("ended_at", 7),
+    ("result", 8),
+    ("error", 9),
+    ("model", 11),
+    ("cost_usd", 12),
+];
+
+/// The values of a run's `UPDATE`, in its text's order: [`RUN_SET`]'s, the input, the run's id
+/// and its epoch.
+fn run_update_values(
+    record: &RunRecord,
+    input: Option<&RunInput>,
+) -> Result<Vec<Value>, StoreError> {
+    let params = rows::run_params(record);
+    let mut values = bind(&RUN_SET.map(|(_, at)| params[at].clone()));
+    values.push(Box::new(work::encode_input(input)?));
+    values.push(Box::new(record.run_id.as_str().to_string()));
+    values.push(Box::new(record.epoch));
+    Ok(values)
 }
 
 /// The statement's values, each named by its placeholder.
@@ -260,7 +305,7 @@ impl OneStatement {
                  JOIN ses ON t.session_id = ses.session_id{lock})"
             ));
         }
-        if let Some(run) = self.run.as_ref().filter(|r| r.fenced || !r.new) {
+        if let Some(run) = self.run.as_ref().filter(|r| r.owns()) {
             let (id, epoch) = (v.add(run.run_id.clone()), v.add(run.epoch));
             let lock = match run.record {
                 Some(_) => "NO KEY UPDATE",
@@ -290,7 +335,10 @@ impl OneStatement {
         if let Some(run) = &self.run
             && let Some((record, input)) = &run.record
         {
-            ctes.push(put_run(&mut v, record, input.as_ref(), run.new, gateway)?);
+            ctes.push(match run.updates() {
+                true => update_run(&mut v, record, input.as_ref())?,
+                false => put_run(&mut v, record, input.as_ref(), run.new, gateway)?,
+            });
             ctes.push("go AS (SELECT ok.* FROM ok WHERE EXISTS (SELECT 1 FROM run))".into());
             gate = "go";
         }
@@ -356,6 +404,27 @@ fn put_run(
         run_columns(),
         placeholders.join(", "),
         work::run_conflict(new),
+    ))
+}
+
+/// The run's record written over its row while the row carries the record's epoch: no row
+/// when another gateway claimed the run (its epoch moved) or it is gone.
+fn update_run(
+    v: &mut Values,
+    record: &RunRecord,
+    input: Option<&RunInput>,
+) -> Result<String, StoreError> {
+    let first = v.0.len() + 1;
+    v.0.extend(run_update_values(record, input)?);
+    let columns = RUN_SET.iter().map(|(column, _)| *column).chain(["input"]);
+    let sets: Vec<String> = (columns.enumerate())
+        .map(|(i, column)| format!("{column} = ${}", first + i))
+        .collect();
+    let (id, epoch) = (first + sets.len(), first + sets.len() + 1);
+    Ok(format!(
+        "run AS (UPDATE runs SET {} FROM ok WHERE runs.run_id = ${id} \
+         AND runs.epoch IS NOT DISTINCT FROM ${epoch} RETURNING 1)",
+        sets.join(", ")
     ))
 }
 

@@ -231,17 +231,22 @@ impl OneStatement {
         if let Some(part) = &self.session {
             v.push(Box::new(part.key.as_str().to_string()));
         }
-        if let Some(run) = self.run.as_ref().filter(|r| r.fenced || !r.new) {
+        if let Some(run) = self.run.as_ref().filter(|r| r.owns()) {
             v.push(Box::new(run.run_id.clone()));
             v.push(Box::new(run.epoch));
         }
         if let Some(run) = &self.run
             && let Some((record, input)) = &run.record
         {
-            v.extend(bind(&rows::run_params(record)));
-            v.push(Box::new(record.epoch));
-            v.push(Box::new(work::encode_input(input.as_ref())?));
-            v.push(Box::new(gateway.to_string()));
+            match run.updates() {
+                true => v.extend(super::run_update_values(record, input.as_ref())?),
+                false => {
+                    v.extend(bind(&rows::run_params(record)));
+                    v.push(Box::new(record.epoch));
+                    v.push(Box::new(work::encode_input(input.as_ref())?));
+                    v.push(Box::new(gateway.to_string()));
+                }
+            }
         }
         if let Some(part) = &self.session {
             v.push(Box::new(now));

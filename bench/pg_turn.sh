@@ -145,7 +145,7 @@ measure() {
         pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
         by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-$kind-$n.txt"
         read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
-        sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, regexp_replace(left(query, 150), '\s+', ' ', 'g') FROM pg_stat_statements
+        sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, 'writes ' || coalesce(nullif(array_to_string(ARRAY(SELECT trim(m[1]) FROM regexp_matches(query, '(INSERT INTO \w+|UPDATE \w+ |FOR (?:NO KEY )?(?:UPDATE|SHARE)|ON CONFLICT)', 'g') AS m), ', '), ''), 'nothing') || ': ' || regexp_replace(left(query, 120), '\s+', ' ', 'g') FROM pg_stat_statements
              WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
              ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
     fi
@@ -171,7 +171,7 @@ if kind == "postgres":
 print(json.dumps(row))
 PY
     if ((listed)); then
-        echo "   statements per turn, most called first (calls, mean execution, mean planning, plans):"
+        echo "   statements per turn, most called first (calls, mean execution, mean planning, plans, the rows it writes or locks):"
         sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
         cat "$RUN/processes-$kind-$n.txt"
         echo "   rows a turn, by table (inserted, updated, of which HOT: no index written; deleted):"

@@ -506,3 +506,24 @@ fn patch_sets(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RUN_SET;
+    use crate::store::rules::rows::{RUN_COLUMNS, RUN_UPDATE};
+
+    /// A run's `UPDATE` sets the columns an upsert of it updates, each from its own value.
+    #[test]
+    fn a_runs_update_sets_what_its_upsert_would_each_from_its_own_value() {
+        let columns: Vec<&str> = RUN_COLUMNS.split(',').map(str::trim).collect();
+        for (column, at) in RUN_SET {
+            assert_eq!(columns.get(at), Some(&column), "{column} is not value {at}");
+        }
+        let updated: Vec<&str> = RUN_UPDATE
+            .split(',')
+            .filter_map(|set| set.split('=').next().map(str::trim))
+            .collect();
+        let set: Vec<&str> = RUN_SET.iter().map(|(column, _)| *column).collect();
+        assert_eq!(updated, [set.as_slice(), &["input"]].concat());
+    }
+}

@@ -21,7 +21,7 @@ use switchboard_testkit::postgres::{
 
 use super::support::{GUARD, TestEngine, k, message, transcript, until};
 
-fn options(test: &str) -> Option<PgOptions> {
+pub(super) fn options(test: &str) -> Option<PgOptions> {
     match database() {
         Ok(TestDatabase { url, schema }) => Some(PgOptions {
             url,
@@ -36,7 +36,7 @@ fn options(test: &str) -> Option<PgOptions> {
     }
 }
 
-async fn open(options: &PgOptions) -> Result<PgStore, StoreError> {
+pub(super) async fn open(options: &PgOptions) -> Result<PgStore, StoreError> {
     PgStore::open(options, Arc::new(SystemClock)).await
 }
 

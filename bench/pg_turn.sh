@@ -10,10 +10,12 @@
 # The statements are listed per turn, most called first, and the rows each table took a turn:
 # inserted, updated (and of those, HOT: written without touching an index), deleted
 # (pg_stat_user_tables; STATEMENTS=0 leaves both lists out).
-# ROUNDS rounds (default 3) alternate the two stores, each round on new gateways, a new state
-# directory and a new PostgreSQL schema; the last line gives each round's ratio of PostgreSQL's
-# total CPU to SQLite's and their median (the machine's load moves either figure by ±15% from one
-# run to the next, so one pair decides nothing).
+# ROUNDS rounds (default 3), each on new gateways of both stores, a new state directory and a new
+# PostgreSQL schema; within a round the two stores take turns in CHUNKS slices (default 10) of
+# TURNS/CHUNKS turns each, so that both are measured over the same minutes (the machine's speed
+# moves either figure by ±15% from one minute to the next: whole rounds one after the other made
+# the ratio swing by as much). The last line gives each round's ratio of PostgreSQL's total CPU
+# to SQLite's and their median.
 #
 #   bench/pg_turn.sh            # SKIP_BUILD=1 to use the built binary (CARGO_TARGET_DIR picks it)
 #
@@ -25,7 +27,9 @@
 # pg_stat_statements; add auto_explain to log each statement's plan), PG_EXTRA (more server
 # options, e.g. "-c auto_explain.log_min_duration=0 -c auto_explain.log_analyze=on"),
 # KEEP_PGLOG=FILE (the server's log is copied there at the end), PG_AFTER_WARM (SQL run in the
-# round's schema after the warm-up, for experiments: an index dropped, a setting changed).
+# round's schema after the warm-up, for experiments: an index dropped, a setting changed),
+# PG_COUNT=0 (the cluster without pg_stat_statements) and PG_SOCKET=1 (the gateways connect
+# through the cluster's Unix socket instead of its loopback port).
 set -euo pipefail
 
 TURNS=${TURNS:-1000}
@@ -34,12 +38,19 @@ WARM=${WARM:-50}
 GATEWAYS=${GATEWAYS:-1}
 STATEMENTS=${STATEMENTS:-1}
 ROUNDS=${ROUNDS:-3}
+CHUNKS=${CHUNKS:-10}
 MOCK_PORT=${MOCK_PORT:-18996}
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CLEANUP_DIRS=()
 
-eval "$(SWITCHBOARD_PG_OPTIONS="-c shared_preload_libraries=${PG_LIBS:-pg_stat_statements} -c pg_stat_statements.track_planning=on ${PG_EXTRA:-}" \
+# PG_COUNT=0 runs the cluster as deployed, without pg_stat_statements (whose counting costs the
+# cluster CPU of its own): no statements counted or listed, the WAL read from its position.
+PG_COUNT=${PG_COUNT:-1}
+if [[ $PG_COUNT == 0 && $STATEMENTS == 1 ]]; then echo "STATEMENTS=1 needs PG_COUNT=1" >&2; exit 2; fi
+COUNTING="-c shared_preload_libraries=${PG_LIBS:-pg_stat_statements} -c pg_stat_statements.track_planning=on"
+[[ $PG_COUNT == 0 ]] && COUNTING=""
+eval "$(SWITCHBOARD_PG_OPTIONS="$COUNTING ${PG_EXTRA:-}" \
     "$ROOT/.ci/postgres" 2>"$RUN/cluster.txt")"
 URL=$SWITCHBOARD_TEST_DATABASE_URL
 PGDIR=$(grep -o '/tmp/switchboard-pg\.[A-Za-z0-9]*' "$RUN/cluster.txt" | head -n1)
@@ -52,9 +63,16 @@ stop_cluster() {
 }
 trap 'cleanup; stop_cluster' EXIT
 start_mock "$MOCK_PORT"
-psql -qAtX "$URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+if [[ $PG_COUNT == 1 ]]; then psql -qAtX "$URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null; fi
 
-config() { store_config "$1" "$URL" "bench_r$2"; }
+# The gateways' URL: the cluster's loopback TCP port, or with PG_SOCKET=1 its Unix socket (in
+# the cluster's directory), as a gateway beside its cluster on one host would connect.
+GW_DB_URL=$URL
+if [[ ${PG_SOCKET:-0} == 1 ]]; then
+    port=${URL##*:}
+    GW_DB_URL="postgres://switchboard@${PGDIR//\//%2F}:${port%%/*}/postgres"
+fi
+config() { store_config "$1" "$GW_DB_URL" "bench_r$2"; }
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 pg_cpu_ms() { # this cluster's postmaster and its children
@@ -105,83 +123,124 @@ PY
 }
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
-# measure KIND N ROUND: N gateways on KIND; one JSON line; the statements per turn in
-# $RUN/statements-KIND-N.txt and, with STATEMENTS=1 in the last round, each table's rows a turn
-# in $RUN/tables-KIND-N.txt
-measure() {
-    local kind=$1 n=$2 round=$3 i cfg gws=() urls=() tokens=() outs=() gw0=0 gw1=0 pg0=0 pg1=0 c0=0 c1=0
-    local ok=$((TURNS / n * n)) listed=0
-    # The statements and the tables' rows are printed for the last round only.
-    [[ $kind == postgres && $STATEMENTS == 1 && $round == "$ROUNDS" ]] && listed=1
+# A round runs both stores' gateways at once and alternates their turns in CHUNKS slices, so that
+# both see the machine as it is over the same minutes (its speed moves by ±15% from one minute to
+# the next); each store's CPU is counted over the whole round, its idle slices included.
+declare -A GWS URLS TOKENS GW0 NGW
+PG0=0 C0=0 LSN0='' LISTED=0
+
+# setup KIND N ROUND: N gateways on KIND, started and warmed up
+setup() {
+    local kind=$1 n=$2 round=$3 i cfg
+    NGW[$kind]=$n GWS[$kind]='' URLS[$kind]='' TOKENS[$kind]=''
     cfg=$(config "$kind" "$round")
     for i in $(seq 1 "$n"); do
         mkdir -p "$RUN/state-$kind-$round-$i"; CLEANUP_DIRS+=("$RUN/state-$kind-$round-$i")
         GW_ARGS=(--config "$cfg"); start_gateway "$RUN/state-$kind-$round-$i"
-        gws+=("$GW_PID"); urls+=("$GW_URL"); tokens+=("$GW_TOKEN")
+        GWS[$kind]+="$GW_PID " URLS[$kind]+="$GW_URL " TOKENS[$kind]+="$GW_TOKEN "
     done
-    for i in $(seq 0 $((n - 1))); do
+    drive "$kind" "$WARM" warm
+}
+
+# drive KIND TURNS NAME: TURNS turns over KIND's gateways, CONC sessions at a time on each; the
+# client's summaries in $RUN/turns-KIND-NAME-I.json
+drive() {
+    local kind=$1 turns=$2 name=$3 i outs=()
+    local -a urls=(${URLS[$kind]}) tokens=(${TOKENS[$kind]})
+    for i in "${!urls[@]}"; do
         python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
-            --repeat "$WARM" --concurrency "$CONC" >/dev/null
-    done
-    # A backend hands its row counts to the shared statistics at most once a second, and an idle
-    # one that has just done so waits 10 s: the warm-up's counts are in after 11 s.
-    if ((listed)); then sleep 11; tables >"$RUN/tables0"; fi
-    if [[ $kind == postgres ]]; then
-        if [[ -n ${PG_AFTER_WARM:-} ]]; then sql "SET search_path = bench_r$round; ${PG_AFTER_WARM}" >/dev/null; fi
-        sleep 0.5
-        sql "SELECT pg_stat_statements_reset()" >/dev/null
-        pg0=$(pg_cpu_ms); c0=$(commits); pg_by_process >"$RUN/procs0"
-    fi
-    for pid in "${gws[@]}"; do gw0=$((gw0 + $(cpu_ms "$pid"))); done
-    for i in $(seq 0 $((n - 1))); do
-        python3 "$CLIENT" --url "${urls[$i]}" --token "${tokens[$i]}" turn --session-key "t-$i" \
-            --repeat $((TURNS / n)) --concurrency "$CONC" >"$RUN/turns-$kind-$i.json" &
+            --repeat $((turns / ${#urls[@]})) --concurrency "$CONC" >"$RUN/turns-$kind-$name-$i.json" &
         outs+=("$!")
     done
     wait "${outs[@]}"
-    for pid in "${gws[@]}"; do gw1=$((gw1 + $(cpu_ms "$pid"))); done
-    local statements=0 wal=0 rows=''
-    if [[ $kind == postgres ]]; then
-        pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
-        by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-$kind-$n.txt"
+}
+
+gateways_cpu() { local pid total=0; for pid in ${GWS[$1]}; do total=$((total + $(cpu_ms "$pid"))); done; echo "$total"; }
+
+# begin ROUND: the counters' values before the measured turns
+begin() {
+    local round=$1
+    # The statements and the tables' rows are printed for the last round only. A backend hands
+    # its row counts to the shared statistics at most once a second, and an idle one that has
+    # just done so waits 10 s: the warm-up's counts are in after 11 s.
+    LISTED=0
+    [[ $STATEMENTS == 1 && $round == "$ROUNDS" ]] && LISTED=1
+    if ((LISTED)); then sleep 11; tables >"$RUN/tables0"; fi
+    if [[ -n ${PG_AFTER_WARM:-} ]]; then sql "SET search_path = bench_r$round; ${PG_AFTER_WARM}" >/dev/null; fi
+    sleep 0.5
+    if [[ $PG_COUNT == 1 ]]; then sql "SELECT pg_stat_statements_reset()" >/dev/null; fi
+    LSN0=$(sql "SELECT pg_current_wal_lsn()")
+    PG0=$(pg_cpu_ms); C0=$(commits); pg_by_process >"$RUN/procs0"
+    GW0[sqlite]=$(gateways_cpu sqlite); GW0[postgres]=$(gateways_cpu postgres)
+}
+
+# finish ROUND: stops the gateways, one JSON line a store; the statements per turn in
+# $RUN/statements-postgres-N.txt and, with STATEMENTS=1 in the last round, each table's rows a
+# turn in $RUN/tables-postgres-N.txt
+finish() {
+    local round=$1 n=${NGW[postgres]} kind pid pg1 c1 statements='' wal ok
+    local -A gw1
+    ok=$((TURNS / CHUNKS / n * n * CHUNKS))
+    gw1[sqlite]=$(gateways_cpu sqlite); gw1[postgres]=$(gateways_cpu postgres)
+    pg1=$(pg_cpu_ms); c1=$(commits); pg_by_process >"$RUN/procs1"
+    by_kind "$RUN/procs0" "$RUN/procs1" >"$RUN/processes-postgres-$n.txt"
+    if [[ $PG_COUNT == 0 ]]; then
+        wal=$(sql "SELECT pg_current_wal_lsn() - '$LSN0'::pg_lsn")
+    else
         read -r statements wal < <(sql "SELECT sum(calls), sum(wal_bytes) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%'")
         sql "SELECT round(calls::numeric / $ok, 2), round(mean_exec_time::numeric * 1000) || ' µs', round(mean_plan_time::numeric * 1000) || ' µs plan', plans, 'writes ' || coalesce(nullif(array_to_string(ARRAY(SELECT trim(m[1]) FROM regexp_matches(query, '(INSERT INTO \w+|UPDATE \w+ |FOR (?:NO KEY )?(?:UPDATE|SHARE)|ON CONFLICT)', 'g') AS m), ', '), ''), 'nothing') || ': ' || regexp_replace(left(query, 120), '\s+', ' ', 'g') FROM pg_stat_statements
              WHERE query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_database%' AND calls >= $ok / 20
-             ORDER BY calls DESC" >"$RUN/statements-$kind-$n.txt"
+             ORDER BY calls DESC" >"$RUN/statements-postgres-$n.txt"
+        # each statement's whole text, for a closer look at its plan
+        sql "SELECT round(calls::numeric / $ok, 2) || E' a turn:\n' || query || E'\n' FROM pg_stat_statements
+             WHERE query NOT LIKE '%pg_stat_statements%' AND calls >= $ok / 20 ORDER BY calls DESC" >"$RUN/statements-postgres-$n.sql"
     fi
-    for pid in "${gws[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-    if ((listed)); then
+    for kind in sqlite postgres; do
+        for pid in ${GWS[$kind]}; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    done
+    if ((LISTED)); then
         sleep 1 # the gateways' backends hand their last counts over as they exit
         tables >"$RUN/tables1"
-        rows_per_turn "$RUN/tables0" "$RUN/tables1" "$ok" >"$RUN/tables-$kind-$n.txt"
+        rows_per_turn "$RUN/tables0" "$RUN/tables1" "$ok" >"$RUN/tables-postgres-$n.txt"
     fi
-    python3 - "$kind" "$n" "$RUN" "$round" $((gw1 - gw0)) $((pg1 - pg0)) "$statements" $((c1 - c0)) "$wal" <<'PY' | tee -a "$RESULTS"
-import json, sys
+    for kind in sqlite postgres; do
+        python3 - "$kind" "${NGW[$kind]}" "$RUN" "$round" $((gw1[$kind] - GW0[$kind])) $((pg1 - PG0)) "$statements" $((c1 - C0)) "$wal" "$CHUNKS" <<'PY' | tee -a "$RESULTS"
+import glob, json, sys
 kind, n, run, round_ = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+counted = sys.argv[7] != ""  # no statements counted without pg_stat_statements (PG_COUNT=0)
 gw, pg, statements, commits, wal = (int(float(x or 0)) for x in sys.argv[5:10])
-parts = [json.load(open(f"{run}/turns-{kind}-{i}.json")) for i in range(n)]
-ok = sum(p["ok"] for p in parts)
-wall = max(p["wallMs"] for p in parts) / 1000
-row = {"store": kind, "round": round_, "gateways": n, "turns": ok, "errors": sum(p["errors"] for p in parts),
+chunks = int(sys.argv[10])
+parts = [[json.load(open(f)) for f in glob.glob(f"{run}/turns-{kind}-c{c}-*.json")] for c in range(1, chunks + 1)]
+ok = sum(p["ok"] for chunk in parts for p in chunk)
+wall = sum(max(p["wallMs"] for p in chunk) for chunk in parts) / 1000
+row = {"store": kind, "round": round_, "gateways": n, "chunks": chunks, "turns": ok,
+       "errors": sum(p["errors"] for chunk in parts for p in chunk),
        "turnsPerSecond": round(ok / wall), "gatewayCpuMsPerTurn": round(gw / ok, 3)}
 if kind == "postgres":
     row |= {"postgresCpuMsPerTurn": round(pg / ok, 3), "totalCpuMsPerTurn": round((gw + pg) / ok, 3),
-            "statementsPerTurn": round(statements / ok, 2), "commitsPerTurn": round(commits / ok, 2),
+            "statementsPerTurn": round(statements / ok, 2) if counted else None, "commitsPerTurn": round(commits / ok, 2),
             "walBytesPerTurn": round(wal / ok)}
 print(json.dumps(row))
 PY
-    if ((listed)); then
+    done
+    if ((LISTED)); then
         echo "   statements per turn, most called first (calls, mean execution, mean planning, plans, the rows it writes or locks):"
-        sed 's/^/     /' "$RUN/statements-$kind-$n.txt"
-        cat "$RUN/processes-$kind-$n.txt"
+        sed 's/^/     /' "$RUN/statements-postgres-$n.txt"
+        cat "$RUN/processes-postgres-$n.txt"
         echo "   rows a turn, by table (inserted, updated, of which HOT: no index written; deleted):"
-        sed 's/^/     /' "$RUN/tables-$kind-$n.txt"
+        sed 's/^/     /' "$RUN/tables-postgres-$n.txt"
     fi
 }
 
 for round in $(seq 1 "$ROUNDS"); do
-    measure sqlite 1 "$round"
-    measure postgres "$GATEWAYS" "$round"
+    setup sqlite 1 "$round"
+    setup postgres "$GATEWAYS" "$round"
+    begin "$round"
+    for c in $(seq 1 "$CHUNKS"); do
+        drive sqlite $((TURNS / CHUNKS)) "c$c"
+        drive postgres $((TURNS / CHUNKS)) "c$c"
+    done
+    finish "$round"
 done
 python3 - "$RESULTS" <<'PY' | tee -a "$RESULTS"
 import json, statistics, sys

@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use switchboard_core::CoreError;
 use switchboard_core::channels::webhook::{fuzz_hook, fuzz_inbound};
-use switchboard_fuzz::{json, pick, refusal_of, round_trip, says};
+use switchboard_fuzz::{json, pick, quoted_in, refusal_of, round_trip, says};
 
 /// The promise of both doors' errors: `Invalid`, naming the field at fault (`chatId: …`) or
 /// the shape that is expected.
@@ -16,7 +16,7 @@ fn refused(e: CoreError, body: &[u8]) {
     match e {
         CoreError::Invalid(message) => {
             says(&message, FIELDS);
-            refusal_of(&message, &json(body).unwrap_or_default());
+            refusal_of(&message, &json(body).unwrap_or_else(|| quoted_in(body)));
         }
         other => panic!("a body is refused as invalid, not {other:?}"),
     }

@@ -67,6 +67,33 @@ pub fn refusal_of(message: &str, input: &Value) {
     }
 }
 
+/// The strings written in `data`, a body that may not be JSON, as a JSON array: a decoder that
+/// stops partway (a key written twice, then bytes that are not JSON) may quote what it read
+/// before, and [`refusal_of`] must know those words as the caller's.
+pub fn quoted_in(data: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(data);
+    let mut strings = Vec::new();
+    let mut rest = text.as_ref();
+    while let Some(open) = rest.find('"') {
+        let after = &rest[open + 1..];
+        let mut escaped = false;
+        let Some(close) = after.char_indices().find_map(|(i, c)| {
+            let closes = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            closes.then_some(i)
+        }) else {
+            break;
+        };
+        let literal = &rest[open..open + close + 2];
+        match serde_json::from_str::<String>(literal) {
+            Ok(decoded) => strings.push(Value::String(decoded)),
+            Err(_) => strings.push(Value::String(after[..close].to_string())),
+        }
+        rest = &after[close + 1..];
+    }
+    Value::Array(strings)
+}
+
 /// Every string in `value`, at any depth.
 fn texts_of<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     match value {

@@ -139,7 +139,7 @@ setup() {
         GW_ARGS=(--config "$cfg"); start_gateway "$RUN/state-$kind-$round-$i"
         GWS[$kind]+="$GW_PID " URLS[$kind]+="$GW_URL " TOKENS[$kind]+="$GW_TOKEN "
     done
-    drive "$kind" "$WARM" warm
+    drive "$kind" $((WARM * n)) warm # WARM turns on each gateway, as before the slices
 }
 
 # drive KIND TURNS NAME: TURNS turns over KIND's gateways, CONC sessions at a time on each; the

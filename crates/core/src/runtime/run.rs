@@ -64,7 +64,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     // waiting ends the run as one aborted while queued, a shutdown leaves it queued, and a
     // store that cannot lock fails the run (it never runs unlocked).
     let mut unlocked = None;
-    let (lease, held) = match lease {
+    let (lease, mut held) = match lease {
         Some(lease) => match hold_session(rt, &key, &cancel).await {
             Hold::Held(held) => (Some(lease), held),
             Hold::Aborted => (None, None),
@@ -96,7 +96,7 @@ pub(super) async fn execute(rt: &Runtime, job: Queued) {
     // A resumed run's start was told when it first started.
     let told = lease.is_some() && starts == 0;
     let input = message.as_ref();
-    let started = super::start::commit(rt, &request, &record, start, told, input).await;
+    let started = super::start::commit(rt, &request, &record, start, &mut held, told, input).await;
     let Some(keep) = after_start(rt, &record, &started, message).await else {
         return rt.forget(&record);
     };

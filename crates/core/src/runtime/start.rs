@@ -45,15 +45,17 @@ pub(super) fn writes(
     start
 }
 
-/// Commits `start` (the run's writes) with what the start of a `running` run delivers. The
-/// run's `input`, when `start` appends it first, joins its session's kept conversation once
-/// written: the run does not read back what it has in hand. Answers the session's entry as the
-/// append left it, when `start` appended, or as `start` created it.
+/// Commits `start` (the run's writes) with what the start of a `running` run delivers, while
+/// `held`, the session's lock, is held ([`crate::store::Store::write_start`]; it is back in
+/// `held` after). The run's `input`, when `start` appends it first, joins its session's kept
+/// conversation once written: the run does not read back what it has in hand. Answers the
+/// session's entry as the append left it, when `start` appended, or as `start` created it.
 pub(super) async fn commit(
     rt: &Runtime,
     request: &RunRequest,
     record: &RunRecord,
     mut start: Vec<WriteOp>,
+    held: &mut Option<SessionLock>,
     running: bool,
     input: Option<&TranscriptMessage>,
 ) -> Result<Option<SessionEntry>, StoreError> {
@@ -63,7 +65,9 @@ pub(super) async fn commit(
     };
     let delivers = delivery.is_some();
     start.extend(delivery);
-    let outcomes = rt.store().write_batch(start).await?;
+    let (written, kept) = rt.store().write_start(start, held.take()).await;
+    *held = kept;
+    let outcomes = written?;
     if let (true, Some(outcome)) = (delivers, outcomes.last()) {
         rt.inner.replies.committed(outcome);
     }
@@ -152,7 +156,7 @@ impl Runtime {
         mut record: RunRecord,
         input: Option<TranscriptMessage>,
         create: Option<NewSession>,
-        now: Now,
+        mut now: Now,
     ) -> CoreResult<Accepted> {
         let key = record.session_key.clone();
         record.status = RunStatus::Running;
@@ -162,7 +166,16 @@ impl Runtime {
         let run = WriteOp::NewRun(record.clone(), Some(Box::new(resume)));
         let mut start = writes(&key, run, input.clone(), create);
         start.append(&mut request.commit_with);
-        let entry = match commit(self, &request, &record, start, true, input.as_ref()).await {
+        let written = commit(
+            self,
+            &request,
+            &record,
+            start,
+            &mut now.held,
+            true,
+            input.as_ref(),
+        );
+        let entry = match written.await {
             Ok(entry) => {
                 if record.session_id.is_none() {
                     record.session_id = entry.as_ref().map(|e| e.session_id.clone());

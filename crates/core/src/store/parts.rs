@@ -313,6 +313,13 @@ pub trait Store:
     fn write_end(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
         Box::pin(async move { (self.write_batch(ops).await, held) })
     }
+    /// A run's start ([`Store::write_batch`]), written while `held`, the session's lock the run
+    /// took, is held. A shared store writes it on the lock's own connection where it can, so
+    /// that a turn's statements meet one server process, not two. The lock comes back as it
+    /// went in, whatever the outcome.
+    fn write_start(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
+        Box::pin(async move { (self.write_batch(ops).await, held) })
+    }
     /// The session's entry, read for a run about to be submitted into it, and what asking for
     /// its lock without waiting found ([`ClusterStore::try_lock_session`]): a run that starts
     /// at once keeps the lock, any other lets it go. A shared store does both in one statement.

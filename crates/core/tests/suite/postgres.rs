@@ -385,6 +385,21 @@ async fn echo_session(options: &PgOptions, key: &str) -> (TestEngine, tokio_post
     (h, other)
 }
 
+/// `options` whose connections the server names `name` (their `application_name`), to tell
+/// them from other tests'.
+fn named(options: &PgOptions, name: &str) -> PgOptions {
+    let url = &options.url;
+    let url = match (url.starts_with("postgres"), url.contains('?')) {
+        (true, true) => format!("{url}&application_name={name}"),
+        (true, false) => format!("{url}?application_name={name}"),
+        (false, _) => format!("{url} application_name={name}"),
+    };
+    PgOptions {
+        url,
+        ..options.clone()
+    }
+}
+
 /// Whether the session lock of `key` is free, asked on the test's own connection (taken and
 /// let go again when it is).
 async fn lock_free(other: &tokio_postgres::Client, key: &str) -> bool {
@@ -407,6 +422,8 @@ async fn lock_free(other: &tokio_postgres::Client, key: &str) -> bool {
 /// start, and its end, whose commit lets the lock go. Once the turn is answered, another
 /// connection finds the session's lock free. Two statements of margin in all, not one a turn:
 /// 4 a turn is the count of the code before (the lock let go by a statement of its own).
+/// All three run on the lock's connection: a process of the gateway's ran an end last, and
+/// none a start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
     let test = "a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end";
@@ -414,7 +431,8 @@ async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
         return;
     };
     let key = "agent:main:count-send";
-    let (h, other) = echo_session(&options, key).await;
+    let name = options.schema.clone();
+    let (h, other) = echo_session(&named(&options, &name), key).await;
     const TURNS: u64 = 10;
     let before = h.engine.store().statements();
     for i in 0..TURNS {
@@ -429,6 +447,26 @@ async fn a_chat_send_turn_is_three_statements_its_lock_let_go_with_its_end() {
     assert!(
         sent <= 3 * TURNS + 2,
         "{TURNS} turns sent {sent} statements"
+    );
+    // The gateway's server processes by what each ran last.
+    let last = |like: &'static str| {
+        let (other, name) = (&other, &name);
+        async move {
+            let sql = "SELECT count(*) FROM pg_stat_activity \
+                       WHERE application_name = $1 AND query LIKE $2 \
+                       AND pid <> pg_backend_pid()";
+            let row = other.query_one(sql, &[name, &like]).await.unwrap();
+            row.get::<_, i64>(0)
+        }
+    };
+    assert!(
+        last("WITH %UPDATE runs %").await >= 1,
+        "no process ran an end last"
+    );
+    assert_eq!(
+        last("WITH %INSERT INTO runs %").await,
+        0,
+        "a start on the pool"
     );
 }
 

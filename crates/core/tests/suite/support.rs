@@ -22,8 +22,12 @@ pub mod failing;
 /// Hang guard of the helpers' waits (nothing is expected to take long).
 pub const GUARD: Duration = Duration::from_secs(60);
 
-/// Points `config` at the matrix's PostgreSQL (a fresh schema) when the suite runs on it.
+/// Points `config` at the matrix's PostgreSQL (a fresh schema) when the suite runs on it, unless
+/// it names a PostgreSQL store of its own already.
 pub fn on_matrix_store(config: &mut Config) {
+    if config.store.kind == StoreKind::Postgres {
+        return;
+    }
     if let Some(db) = switchboard_testkit::postgres::matrix_database() {
         config.store = StoreConfig {
             kind: StoreKind::Postgres,

@@ -207,6 +207,44 @@ impl PgStore {
         })
     }
 
+    /// [`Store::write_start`](crate::store::Store::write_start): the start as one statement
+    /// ([`batch::OneStatement`]) on the lock's own connection, the server process that just
+    /// took the lock. When the start is not such a batch, or the statement wrote nothing (one of
+    /// its locks did not hold) or lost to a concurrent write, the batch is written the long
+    /// way, on the pool. The lock comes back holding its connection in every case but a write
+    /// whose task was lost, which took the connection with it (the server then unlocks).
+    pub(super) fn start_holding(&self, ops: Vec<WriteOp>, mut lock: SessionLock) -> EndFuture<'_> {
+        let one = batch::OneStatement::of(&ops);
+        let held = lock.downcast_mut::<HeldSession>();
+        let taken = match (one, held) {
+            (Some(one), Some(held)) => held.conn.take().map(|c| (one, c)),
+            _ => None,
+        };
+        let Some((one, conn)) = taken else {
+            return Box::pin(async move { (self.write_batch(ops).await, Some(lock)) });
+        };
+        let inner = self.inner.clone();
+        // On a task of its own, as every write: it commits when the caller stops waiting.
+        let written = self.spawn_write(async move {
+            let db = conn.db(&inner.pool);
+            let written = one.write(&db, inner.clock.now_ms(), None).await;
+            drop(db);
+            Ok((written, conn))
+        });
+        Box::pin(async move {
+            let (written, conn) = match written.await {
+                Ok(done) => done,
+                Err(e) => return (Err(e), Some(lock)),
+            };
+            let lock = HeldSession::again(lock, conn);
+            match written {
+                Ok(Some(outcomes)) => (Ok(outcomes), Some(lock)),
+                Ok(None) | Err(StoreError::Busy(_)) => (self.write_batch(ops).await, Some(lock)),
+                Err(e) => (Err(e), Some(lock)),
+            }
+        })
+    }
+
     /// Whether `conn` holds `key`'s lock after a statement that may have let it go failed: still
     /// held (the unlock did not run), or taken again. A lock another gateway took meanwhile is
     /// not waited for.
@@ -221,7 +259,8 @@ impl PgStore {
 }
 
 impl HeldSession {
-    /// `lock`, whose connection [`PgStore::end_releasing`] took, holding `conn` (which still
+    /// `lock`, whose connection [`PgStore::end_releasing`] or [`PgStore::start_holding`] took,
+    /// holding `conn` (which still
     /// holds the session's lock) again.
     fn again(mut lock: SessionLock, conn: Conn) -> SessionLock {
         if let Some(held) = lock.downcast_mut::<HeldSession>() {

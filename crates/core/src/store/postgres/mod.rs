@@ -120,7 +120,10 @@ impl PgStore {
     pub async fn open(options: &PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         let (mut config, tls) = read_url(&options.url)?;
         config.options(format!("-c search_path={}", options.schema));
-        config.application_name("switchboard");
+        // The server shows it beside each connection; a URL's own `application_name` wins.
+        if config.get_application_name().is_none() {
+            config.application_name("switchboard");
+        }
         config.connect_timeout(Duration::from_secs(10));
         config.ssl_mode(tls.pg_mode());
         let pool = Pool::new(

@@ -464,6 +464,13 @@ impl Store for PgStore {
         }
     }
 
+    fn write_start(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
+        match held {
+            Some(lock) => self.start_holding(ops, lock),
+            None => Box::pin(async move { (self.write_batch(ops).await, None) }),
+        }
+    }
+
     fn write_batch(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<WriteOutcome>> {
         if let [op @ (WriteOp::PutRun(_) | WriteOp::QueueRun(..) | WriteOp::NewRun(..))] =
             ops.as_slice()

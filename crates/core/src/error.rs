@@ -50,6 +50,7 @@ impl CoreError {
                 StoreError::Closed
                 | StoreError::Busy(_)
                 | StoreError::Fenced(_)
+                | StoreError::Stale(_)
                 | StoreError::Unreachable(_),
             ) => ErrorCode::Unavailable,
             Self::Store(StoreError::Backend(_)) => ErrorCode::Internal,

@@ -10,6 +10,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::keys::SessionKey;
 use crate::runtime::RunRequest;
 use crate::runtime::lanes::Lane;
+use crate::sessions::submit_checked;
+use crate::store::SessionEntry;
 
 pub(super) const HOOK_EXPECTED: &str =
     "expected a JSON object {\"message\": string, \"sessionKey\"?: string, \"agentId\"?: string}";
@@ -28,16 +30,19 @@ impl Inbound {
             ));
         }
         let key = self.hook_key(&payload)?;
-        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
-        let provenance = Provenance {
-            kind: "hook".into(),
-            ..Provenance::default()
+        let build = |entry: Option<SessionEntry>| {
+            let provenance = Provenance {
+                kind: "hook".into(),
+                ..Provenance::default()
+            };
+            let mut request = RunRequest::new(key.clone(), Lane::Main)
+                .with_message(payload.message.clone(), Some(provenance));
+            request.create = Some(self.resolver.new_session(&key));
+            request.entry = entry.map(Box::new);
+            Ok(request)
         };
-        let mut request = RunRequest::new(key.clone(), Lane::Main)
-            .with_message(payload.message, Some(provenance));
-        request.create = Some(self.resolver.new_session(&key));
-        request.entry = entry.map(Box::new);
-        Ok(accepted(self.runtime.submit_locked(request, lock).await?))
+        let run = submit_checked(&self.resolver, &self.runtime, &key, build).await?;
+        Ok(accepted(run))
     }
 
     /// The checks of [`Inbound::hook`] before the body (`NotFound`: hooks are off,

@@ -122,6 +122,7 @@ impl Runtime {
         if request.trace.is_none() {
             request.trace = crate::trace::current();
         }
+        let unasked = matches!(asked, Some(TryLock::Unasked(_)));
         if let Some(now) = self
             .start_now(&record.session_key, &request, &record.run_id, asked)
             .await
@@ -129,6 +130,10 @@ impl Runtime {
             // Boxed: its commit's future would make every submit's as large.
             let started = self.submit_started(request, record, message, create, now);
             return Box::pin(started).await;
+        }
+        // Judged on a kept entry that only a start at once checks: read the session again.
+        if unasked {
+            return Err(StoreError::Stale("the run does not start at once".into()).into());
         }
         let input = Some(Box::new(input_of(&request, message.clone())));
         let run = WriteOp::NewRun(record.clone(), input);

@@ -140,6 +140,12 @@ impl Runtime {
                 held,
                 cancel,
             }),
+            Ok(TryLock::Unasked(lock)) => Some(Now {
+                lease,
+                worker,
+                held: Some(lock),
+                cancel,
+            }),
             Ok(TryLock::Busy) | Err(_) => {
                 self.unclaim(key);
                 None

@@ -31,6 +31,7 @@ use switchboard_protocol::sessions::{SessionRow, SubagentStatus};
 
 pub use commands::{Command, CommandReply, Door};
 pub use health::{HealthParts, channel_health, channels_status};
+pub(crate) use runs::submit_checked;
 
 use crate::clock::Clock;
 use crate::config::Config;

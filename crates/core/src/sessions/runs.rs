@@ -22,9 +22,10 @@ use crate::config::ModelRef;
 use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::{SessionKey, SessionKind};
+use crate::resolve::Resolver;
 use crate::runtime::lanes::Lane;
-use crate::runtime::{Deliver, RunRequest, WaitOutcome};
-use crate::store::{EntryPatch, RunStatus, SessionEntry, WriteOp};
+use crate::runtime::{Accepted, Deliver, RunRequest, Runtime, WaitOutcome};
+use crate::store::{EntryPatch, RunStatus, SessionEntry, StoreError, WriteOp};
 
 const DEFAULT_WAIT_MS: i64 = 30_000;
 const MAX_WAIT_MS: i64 = 600_000;
@@ -43,18 +44,22 @@ impl Sessions {
                 self.operator_command(&key, command, id, owner).await?,
             ));
         }
-        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
-        check_message("chat.send", &p.message)?;
-        let images = self.images_for(&key, entry.as_ref(), None, "chat.send", &p.attachments)?;
-        let mut request = self.operator_run(&key, p.message, Lane::Main, entry, true);
-        request.add_images(images);
-        request.run_id = run_id_of(p.idempotency_key.as_deref());
-        request.idempotency_key = p.idempotency_key;
-        request.timeout = p
-            .timeout_ms
-            .filter(|ms| *ms > 0)
-            .map(|ms| Duration::from_millis(ms as u64));
-        let accepted = self.runtime.submit_locked(request, lock).await?;
+        let build = |entry: Option<SessionEntry>| {
+            check_message("chat.send", &p.message)?;
+            let images =
+                self.images_for(&key, entry.as_ref(), None, "chat.send", &p.attachments)?;
+            let message = p.message.clone();
+            let mut request = self.operator_run(&key, message, Lane::Main, entry, true);
+            request.add_images(images);
+            request.run_id = run_id_of(p.idempotency_key.as_deref());
+            request.idempotency_key = p.idempotency_key.clone();
+            request.timeout = p
+                .timeout_ms
+                .filter(|ms| *ms > 0)
+                .map(|ms| Duration::from_millis(ms as u64));
+            Ok(request)
+        };
+        let accepted = submit_checked(&self.resolver, &self.runtime, &key, build).await?;
         Ok(ChatSendAnswer::Started(ChatSendResult {
             run_id: accepted.run_id.into_string(),
             status: "started".into(),
@@ -94,44 +99,8 @@ impl Sessions {
             let caller = (p.idempotency_key.as_deref(), owner);
             return self.agent_command(&key, command, caller, accepted).await;
         }
-        let (entry, lock) = self.resolver.check_send_for_run(&key).await?;
-        check_message("agent", &p.message)?;
-        if let Some(model) = &p.model {
-            self.check_model(model)?;
-        }
-        let images = self.images_for(
-            &key,
-            entry.as_ref(),
-            p.model.as_deref(),
-            "agent",
-            &p.attachments,
-        )?;
-        // A message routed to a channel by its caller (`channel` + `to`) is not a webchat one.
-        let webchat = p.channel.is_none();
-        let mut request = self.operator_run(&key, p.message, lane, entry, webchat);
-        request.add_images(images);
-        if let Some(new) = &mut request.create {
-            new.label = p.label;
-            new.spawned_by = match &p.spawned_by {
-                Some(parent) => Some(self.resolver.canonical(parent, agent_id)?),
-                None => None,
-            };
-        }
-        if p.deliver {
-            request.deliver = Some(Deliver {
-                kind: DeliveryKind::Reply,
-                route: explicit_route(p.channel, p.to, p.account_id)?,
-            });
-        }
-        request.run_id = run_id_of(p.idempotency_key.as_deref());
-        request.idempotency_key = p.idempotency_key;
-        request.extra_system_prompt = p.extra_system_prompt;
-        request.model = p.model;
-        request.timeout = p
-            .timeout
-            .filter(|s| *s > 0)
-            .map(|s| Duration::from_secs(s as u64));
-        let run = self.runtime.submit_locked(request, lock).await?;
+        let build = |entry| self.agent_request(&key, &p, lane, entry);
+        let run = submit_checked(&self.resolver, &self.runtime, &key, build).await?;
         accepted(AgentAccepted {
             session_key: Some(key.display().to_string()),
             agent_id: key.agent_id().map(str::to_string),
@@ -281,6 +250,54 @@ impl Sessions {
         }
     }
 
+    /// The run an `agent` call makes from the session's entry (`entry`, judged already).
+    fn agent_request(
+        &self,
+        key: &SessionKey,
+        p: &AgentParams,
+        lane: Lane,
+        entry: Option<SessionEntry>,
+    ) -> CoreResult<RunRequest> {
+        check_message("agent", &p.message)?;
+        if let Some(model) = &p.model {
+            self.check_model(model)?;
+        }
+        let images = self.images_for(
+            key,
+            entry.as_ref(),
+            p.model.as_deref(),
+            "agent",
+            &p.attachments,
+        )?;
+        // A message routed to a channel by its caller (`channel` + `to`) is not a webchat one.
+        let webchat = p.channel.is_none();
+        let mut request = self.operator_run(key, p.message.clone(), lane, entry, webchat);
+        request.add_images(images);
+        if let Some(new) = &mut request.create {
+            new.label = p.label.clone();
+            new.spawned_by = match &p.spawned_by {
+                Some(parent) => Some(self.resolver.canonical(parent, p.agent_id.as_deref())?),
+                None => None,
+            };
+        }
+        if p.deliver {
+            let (channel, to, account) = (p.channel.clone(), p.to.clone(), p.account_id.clone());
+            request.deliver = Some(Deliver {
+                kind: DeliveryKind::Reply,
+                route: explicit_route(channel, to, account)?,
+            });
+        }
+        request.run_id = run_id_of(p.idempotency_key.as_deref());
+        request.idempotency_key = p.idempotency_key.clone();
+        request.extra_system_prompt = p.extra_system_prompt.clone();
+        request.model = p.model.clone();
+        request.timeout = p
+            .timeout
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(s as u64));
+        Ok(request)
+    }
+
     /// A run of an operator's message in `key`, creating the session when it is new.
     /// An operator's message is a `webchat` one (SPEC §1) unless its caller routes it to a
     /// channel: a direct session that has no channel yet records `lastChannel: "webchat"` with
@@ -313,6 +330,35 @@ impl Sessions {
         }
         request.entry = entry.map(Box::new);
         request
+    }
+}
+
+/// Submits the run `build` makes from the session's entry once the send policy allows the
+/// message on that entry ([`Resolver::check_send_for_run`], then
+/// [`Runtime::submit_locked`]). A shared store may answer the entry the session's last run
+/// left, its start then written only while the session is as that entry says; when it
+/// changed since (or another gateway runs it), nothing was written (`Stale`) and the
+/// message is judged and built again on the entry read anew, once.
+pub(crate) async fn submit_checked(
+    resolver: &Resolver,
+    runtime: &Runtime,
+    key: &SessionKey,
+    mut build: impl FnMut(Option<SessionEntry>) -> CoreResult<RunRequest>,
+) -> CoreResult<Accepted> {
+    let mut again = true;
+    loop {
+        let (entry, lock) = resolver.check_send_for_run(key).await?;
+        let request = build(entry)?;
+        match runtime.submit_locked(request, lock).await {
+            Err(CoreError::Store(StoreError::Stale(why))) if again => {
+                tracing::debug!(
+                    why,
+                    "a message's session changed since it was read; judged again"
+                );
+                again = false;
+            }
+            answered => return answered,
+        }
     }
 }
 

@@ -143,6 +143,12 @@ pub enum StoreError {
     /// work (the new owner carries it on) and must not retry.
     #[error("not written: {0}")]
     Fenced(String),
+    /// A message's start found its session changed (or run by another gateway) since the
+    /// entry it was judged on was read: nothing was written and no lock is held. The caller
+    /// reads the session again and judges the message again
+    /// ([`crate::sessions::submit_checked`]).
+    #[error("not written: {0}")]
+    Stale(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -621,4 +627,9 @@ pub enum TryLock {
     Held(Option<SessionLock>),
     /// Another gateway's run holds it.
     Busy,
+    /// Not asked yet: the run's start asks for it, writing only while the session is as the
+    /// entry answered with it (a shared store's entry kept from the session's last run,
+    /// `postgres/kept.rs`). A run that does not start at once reads the session again
+    /// ([`StoreError::Stale`]).
+    Unasked(SessionLock),
 }

@@ -21,6 +21,7 @@ mod mcp_tools;
 mod measure;
 mod origin;
 mod postgres;
+mod postgres_kept;
 mod postgres_socket;
 mod providers;
 mod restart;

@@ -38,6 +38,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::db::{Db, Value, bind, refs};
+use super::kept::Kept;
 use super::queries;
 use super::schema::{get, run_columns};
 use crate::keys::SessionKey;
@@ -54,6 +55,16 @@ pub(super) struct OneStatement {
     answers: Vec<Answer>,
     session: Option<SessionPart>,
     run: Option<RunPart>,
+    /// The version of the session's row the batch was made from, when the statement also takes
+    /// the session's lock ([`OneStatement::asking`]).
+    asked: Option<String>,
+}
+
+/// What a statement that wrote answers: each op's outcome, and the session's entry as it left
+/// it with its row's version, when it wrote the session.
+pub(super) struct Written {
+    pub outcomes: Vec<WriteOutcome>,
+    pub kept: Option<Kept>,
 }
 
 #[derive(Clone, Copy)]
@@ -146,6 +157,7 @@ impl OneStatement {
             answers: Vec::with_capacity(ops.len()),
             session: None,
             run: None,
+            asked: None,
         };
         for op in ops {
             let answer = match op {
@@ -180,6 +192,19 @@ impl OneStatement {
             batch.answers.push(answer);
         }
         (!batch.answers.is_empty()).then_some(batch)
+    }
+
+    /// The batch written only while its session's row is at `version` (its `xmin`), taking the
+    /// session's lock when it is: `None` when the batch writes no session.
+    pub(super) fn asking(mut self, version: String) -> Option<Self> {
+        self.session.as_ref()?;
+        self.asked = Some(version);
+        Some(self)
+    }
+
+    /// The session the batch writes.
+    pub(super) fn session_key(&self) -> Option<&SessionKey> {
+        self.session.as_ref().map(|s| &s.key)
     }
 
     fn run_part(&mut self, run_id: &str, epoch: i64) -> Option<&mut RunPart> {
@@ -228,7 +253,7 @@ impl OneStatement {
         db: &Db<'_>,
         now: i64,
         release: Option<&str>,
-    ) -> Result<Option<Vec<WriteOutcome>>, StoreError> {
+    ) -> Result<Option<Written>, StoreError> {
         let numbered = match self.session.as_ref().and_then(|s| s.messages.clone()) {
             Some(messages) => Some(transcript::number(0, messages)?),
             None => None,
@@ -253,11 +278,18 @@ impl OneStatement {
         };
         // Numbered from 1 until now: after the transcript's end the statement read.
         let numbered = match numbered {
-            Some(numbered) => Some(numbered.after(get(&row, ENTRY_COLUMN_COUNT)?)),
+            Some(numbered) => Some(numbered.after(get(&row, ENTRY_COLUMN_COUNT + 1)?)),
             None => None,
         };
         let entry = match &self.session {
             Some(_) => Some(entry(&row, numbered.as_ref())?),
+            None => None,
+        };
+        let kept = match &entry {
+            Some(entry) => Some(Kept {
+                entry: entry.clone(),
+                version: get(&row, ENTRY_COLUMN_COUNT)?,
+            }),
             None => None,
         };
         let outcomes =
@@ -275,7 +307,8 @@ impl OneStatement {
                     None => Err(answered_without(&sql)),
                 },
             });
-        outcomes.collect::<Result<Vec<_>, _>>().map(Some)
+        let outcomes = outcomes.collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Written { outcomes, kept }))
     }
 
     /// The statement and its values, written the long way (see `shape.rs`).
@@ -291,9 +324,23 @@ impl OneStatement {
         let mut held = Vec::with_capacity(2);
         if let Some(part) = &self.session {
             let key = v.add(part.key.as_str().to_string());
+            let version = match &self.asked {
+                Some(version) => format!(" AND xmin::text = {}", v.add(version.clone())),
+                None => String::new(),
+            };
             ctes.push(format!(
-                "ses AS (SELECT session_id FROM sessions WHERE key = {key} FOR NO KEY UPDATE)"
+                "ses AS (SELECT session_id FROM sessions WHERE key = {key}{version} \
+                 FOR NO KEY UPDATE)"
             ));
+            // Asked once the row is locked at the version the batch was made from; a lock
+            // taken by a statement that then writes nothing is found by `PgStore::holds`.
+            if self.asked.is_some() {
+                ctes.push(format!(
+                    "lk AS (SELECT {} AS got FROM ses)",
+                    queries::try_lock(&key)
+                ));
+                held.push("EXISTS (SELECT 1 FROM lk WHERE got)".to_string());
+            }
             // Without an append, the transcript's end is answered: locked, it is read as the
             // last commit left it (its writers hold the session's lock, held here).
             let lock = match part.messages {
@@ -445,7 +492,8 @@ fn write_session(
     let key = v.add(part.key.as_str().to_string());
     let columns = ENTRY_COLUMNS.replace("t.last_seq", &format!("{gate}.last_seq"));
     Ok(format!(
-        "sw AS (UPDATE sessions s SET {} FROM {gate} WHERE s.key = {key} RETURNING {columns})",
+        "sw AS (UPDATE sessions s SET {} FROM {gate} WHERE s.key = {key} \
+         RETURNING {columns}, s.xmin::text)",
         sets.join(", ")
     ))
 }

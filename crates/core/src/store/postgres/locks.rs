@@ -16,7 +16,7 @@ use crate::store::{
 
 /// A session's advisory lock, held on a connection of its own; dropped, it unlocks and the
 /// connection is kept for the next lock.
-struct HeldSession {
+pub(super) struct HeldSession {
     conn: Option<Conn>,
     key: String,
     inner: Arc<Inner>,
@@ -170,23 +170,19 @@ impl PgStore {
         let Some((one, conn, key)) = taken else {
             return Box::pin(async move { (self.write_batch(ops).await, Some(lock)) });
         };
-        let (inner, release) = (self.inner.clone(), key.clone());
-        // On a task of its own, as every write: it commits when the caller stops waiting.
-        let written = self.spawn_write(async move {
-            let db = conn.db(&inner.pool);
-            let written = one.write(&db, inner.clock.now_ms(), Some(&release)).await;
-            drop(db);
-            Ok((written, conn))
-        });
+        let written = self.write_on(conn, one, Some(key.clone()));
         Box::pin(async move {
             let (written, conn) = match written.await {
                 Ok(done) => done,
                 Err(e) => return (Err(e), None),
             };
             match written {
-                Ok(Some(outcomes)) => {
+                Ok(Some(written)) => {
                     self.inner.keep_locker(conn);
-                    (Ok(outcomes), None)
+                    if let Some(kept) = written.kept {
+                        self.inner.kept.keep(kept);
+                    }
+                    (Ok(written.outcomes), None)
                 }
                 Ok(None) => (
                     self.write_batch(ops).await,
@@ -223,14 +219,7 @@ impl PgStore {
         let Some((one, conn)) = taken else {
             return Box::pin(async move { (self.write_batch(ops).await, Some(lock)) });
         };
-        let inner = self.inner.clone();
-        // On a task of its own, as every write: it commits when the caller stops waiting.
-        let written = self.spawn_write(async move {
-            let db = conn.db(&inner.pool);
-            let written = one.write(&db, inner.clock.now_ms(), None).await;
-            drop(db);
-            Ok((written, conn))
-        });
+        let written = self.write_on(conn, one, None);
         Box::pin(async move {
             let (written, conn) = match written.await {
                 Ok(done) => done,
@@ -238,10 +227,30 @@ impl PgStore {
             };
             let lock = HeldSession::again(lock, conn);
             match written {
-                Ok(Some(outcomes)) => (Ok(outcomes), Some(lock)),
+                Ok(Some(written)) => (Ok(written.outcomes), Some(lock)),
                 Ok(None) | Err(StoreError::Busy(_)) => (self.write_batch(ops).await, Some(lock)),
                 Err(e) => (Err(e), Some(lock)),
             }
+        })
+    }
+
+    /// `one` written on `conn`, a lock's connection, letting `release`'s lock go with its
+    /// commit when given; on a task of its own, as every write: it commits when the caller
+    /// stops waiting. The connection comes back with the outcome.
+    pub(super) fn write_on(
+        &self,
+        conn: Conn,
+        one: batch::OneStatement,
+        release: Option<String>,
+    ) -> StoreFuture<'_, (Result<Option<batch::Written>, StoreError>, Conn)> {
+        let inner = self.inner.clone();
+        self.spawn_write(async move {
+            let db = conn.db(&inner.pool);
+            let written = one
+                .write(&db, inner.clock.now_ms(), release.as_deref())
+                .await;
+            drop(db);
+            Ok((written, conn))
         })
     }
 
@@ -262,7 +271,7 @@ impl HeldSession {
     /// `lock`, whose connection [`PgStore::end_releasing`] or [`PgStore::start_holding`] took,
     /// holding `conn` (which still
     /// holds the session's lock) again.
-    fn again(mut lock: SessionLock, conn: Conn) -> SessionLock {
+    pub(super) fn again(mut lock: SessionLock, conn: Conn) -> SessionLock {
         if let Some(held) = lock.downcast_mut::<HeldSession>() {
             held.conn = Some(conn);
         }
@@ -272,7 +281,7 @@ impl HeldSession {
 
 impl Inner {
     /// Keeps `conn`, which holds no session lock now, for the next lock.
-    fn keep_locker(&self, conn: Conn) {
+    pub(super) fn keep_locker(&self, conn: Conn) {
         if !self.stop.is_cancelled()
             && let Ok(mut lockers) = self.lockers.lock()
         {

@@ -12,6 +12,7 @@ mod cluster;
 mod cron;
 mod db;
 mod exchanges;
+mod kept;
 mod lease;
 mod locks;
 mod outbox;
@@ -84,6 +85,8 @@ struct Inner {
     lockers: Mutex<Vec<Conn>>,
     /// Session locks this gateway is letting go: each gate is held until its unlock is done.
     releasing: Mutex<HashMap<String, locks::Gate>>,
+    /// Sessions' entries as their runs' ends left them, for the next message's start.
+    kept: kept::KeptEntries,
     bus: OnceLock<Arc<bus::PgBus>>,
     /// Whether another gateway may hear the bus.
     peers: Arc<bus::Peers>,
@@ -157,6 +160,7 @@ impl PgStore {
                 stop: CancellationToken::new(),
                 lockers: Mutex::new(Vec::new()),
                 releasing: Mutex::new(HashMap::new()),
+                kept: kept::KeptEntries::default(),
                 bus: OnceLock::new(),
                 peers,
                 heartbeat: Mutex::new(None),
@@ -302,8 +306,8 @@ impl PgStore {
                     Box::pin(async move { one.write(db, now, None).await })
                 })
                 .await?;
-                if let Some(outcomes) = written {
-                    return Ok(outcomes);
+                if let Some(written) = written {
+                    return Ok(written.outcomes);
                 }
             }
             Self::transact(&inner, Kind::Request, move |db, now| {

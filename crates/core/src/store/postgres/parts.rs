@@ -454,7 +454,10 @@ impl Store for PgStore {
     }
 
     fn get_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
-        self.entry_and_lock(key)
+        match self.kept_for_run(key.as_str()) {
+            Some(kept) => Box::pin(std::future::ready(Ok(kept))),
+            None => self.entry_and_lock(key),
+        }
     }
 
     fn write_end(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
@@ -466,7 +469,7 @@ impl Store for PgStore {
 
     fn write_start(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
         match held {
-            Some(lock) => self.start_holding(ops, lock),
+            Some(lock) => self.start_asking(ops, lock),
             None => Box::pin(async move { (self.write_batch(ops).await, None) }),
         }
     }

@@ -26,6 +26,11 @@ pub(super) async fn get_entry(db: &Db<'_>, key: &str) -> Result<Option<SessionEn
 /// Takes the session lock of the key `$1` if it is free: whether it did.
 pub(super) const TRY_LOCK: &str = "pg_try_advisory_lock(hashtextextended($1, 0))";
 
+/// [`TRY_LOCK`] of the key `key` (a placeholder).
+pub(super) fn try_lock(key: &str) -> String {
+    format!("pg_try_advisory_lock(hashtextextended({key}, 0))")
+}
+
 /// Lets the session lock of the key `key` (a placeholder) go with the commit of the statement
 /// that evaluates it: taken again for the transaction first (a lock held at both levels is
 /// held until both let go), then let go at the session level. Waiting gateways find the
@@ -40,12 +45,24 @@ pub(super) fn release_at_commit(key: &str) -> String {
 /// Whether this connection holds the session lock of the key `$1` at the session level after
 /// a failed [`release_at_commit`]: it still does (the statement failed before the unlock), or
 /// it takes it again ([`TRY_LOCK`], asked only then, so the lock is never held twice).
-pub(super) static HOLD_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+pub(super) static HOLD_AGAIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT CASE WHEN {HELD} THEN true ELSE {TRY_LOCK} END"));
+
+/// Whether this connection holds the session lock of the key `$1` at the session level.
+const HELD: &str = "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+     AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
+     AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0))";
+
+/// [`HELD`] as a statement.
+pub(super) static HOLDS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {HELD}"));
+
+/// The session lock of the key `$1` taken while its row is at the version `$2` (its `xmin`):
+/// true when taken, false when another connection holds it, NULL when the row moved on.
+pub(super) static LOCK_AT_VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
-         AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
-         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)) \
-         THEN true ELSE {TRY_LOCK} END"
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sessions WHERE key = $1 AND xmin::text = $2) \
+         THEN {TRY_LOCK} END"
     )
 });
 

@@ -32,6 +32,8 @@ pub(super) struct Shape {
     /// The run's part: fenced, with a record, a new run's.
     run: Option<(bool, bool, bool)>,
     release: bool,
+    /// Gated on the session row's version, taking the session's lock.
+    asked: bool,
 }
 
 /// How a patch sets one column (or group of columns).
@@ -196,6 +198,7 @@ impl OneStatement {
                 .as_ref()
                 .map(|r| (r.fenced, r.record.is_some(), r.new)),
             release: release.is_some(),
+            asked: self.asked.is_some(),
         };
         let kept = TEXTS.lock().ok().and_then(|t| t.get(&shape).cloned());
         if let Some(sql) = kept {
@@ -230,6 +233,9 @@ impl OneStatement {
         let mut v: Vec<Value> = Vec::with_capacity(32);
         if let Some(part) = &self.session {
             v.push(Box::new(part.key.as_str().to_string()));
+            if let Some(version) = &self.asked {
+                v.push(Box::new(version.clone()));
+            }
         }
         if let Some(run) = self.run.as_ref().filter(|r| r.owns()) {
             v.push(Box::new(run.run_id.clone()));

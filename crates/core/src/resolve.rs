@@ -240,11 +240,16 @@ impl Resolver {
     /// session's lock found ([`crate::store::Store::get_for_run`]: one statement on a shared
     /// store), for [`crate::runtime::Runtime::submit_locked`]. A refused message lets the lock
     /// go.
+    /// `read`: the entry read now ([`crate::store::Store::read_for_run`]), never one kept.
     pub async fn check_send_for_run(
         &self,
         key: &SessionKey,
+        read: bool,
     ) -> CoreResult<(Option<SessionEntry>, TryLock)> {
-        let (entry, lock) = self.store.get_for_run(key).await?;
+        let (entry, lock) = match read {
+            true => self.store.read_for_run(key).await?,
+            false => self.store.get_for_run(key).await?,
+        };
         self.judge_send(key, entry.as_ref())?;
         Ok((entry, lock))
     }

@@ -347,7 +347,7 @@ pub(crate) async fn submit_checked(
 ) -> CoreResult<Accepted> {
     let mut again = true;
     loop {
-        let (entry, lock) = resolver.check_send_for_run(key).await?;
+        let (entry, lock) = resolver.check_send_for_run(key, !again).await?;
         let request = build(entry)?;
         match runtime.submit_locked(request, lock).await {
             Err(CoreError::Store(StoreError::Stale(why))) if again => {

@@ -320,10 +320,16 @@ pub trait Store:
     fn write_start(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
         Box::pin(async move { (self.write_batch(ops).await, held) })
     }
-    /// The session's entry, read for a run about to be submitted into it, and what asking for
-    /// its lock without waiting found ([`ClusterStore::try_lock_session`]): a run that starts
-    /// at once keeps the lock, any other lets it go. A shared store does both in one statement.
+    /// The session's entry for a run about to be submitted into it, and what asking for its
+    /// lock without waiting found ([`ClusterStore::try_lock_session`]): a run that starts at
+    /// once keeps the lock, any other lets it go. A shared store may answer the entry the
+    /// session's last run left, with its lock [`TryLock::Unasked`]; else [`Store::read_for_run`].
     fn get_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
+        self.read_for_run(key)
+    }
+    /// [`Store::get_for_run`] with the entry read now, never a kept one. A shared store reads
+    /// and asks for the lock in one statement.
+    fn read_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
         let key = key.clone();
         Box::pin(async move {
             let entry = self.get(&key).await?;

@@ -390,7 +390,7 @@ pub(super) async fn echo_session(
 
 /// `options` whose connections the server names `name` (their `application_name`), to tell
 /// them from other tests'.
-fn named(options: &PgOptions, name: &str) -> PgOptions {
+pub(super) fn named(options: &PgOptions, name: &str) -> PgOptions {
     let url = &options.url;
     let url = match (url.starts_with("postgres"), url.contains('?')) {
         (true, true) => format!("{url}&application_name={name}"),

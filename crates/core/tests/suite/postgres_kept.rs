@@ -10,7 +10,7 @@ use switchboard_protocol::sessions::Patch;
 use switchboard_core::config::{ProviderApi, StoreConfig, StoreKind};
 use switchboard_testkit::{Gate, MockLlm, MockReply};
 
-use super::postgres::{echo_session, lock_free, options, send_and_wait};
+use super::postgres::{echo_session, lock_free, named, options, send_and_wait};
 use super::runtime::mock_config;
 use super::support::{GUARD, TestEngine, k};
 
@@ -206,4 +206,33 @@ async fn a_message_queued_behind_a_full_lane_is_judged_on_the_session_read_anew(
     );
     gate.open();
     mock.stop().await;
+}
+
+/// An entry kept before the gateway made a connection is not used: the new connection may
+/// reach another server (a failover), where the row's version says nothing. Here the lock's
+/// connection is cut after a turn; the next turn reads its session again (3 statements, not
+/// 2) and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_kept_before_a_connection_was_made_is_read_again() {
+    let test = "an_entry_kept_before_a_connection_was_made_is_read_again";
+    let Some(options) = options(test) else {
+        return;
+    };
+    let key = "agent:main:reconnected";
+    let name = options.schema.clone();
+    let (h, other) = echo_session(&named(&options, &name), key).await;
+    let cut = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+               WHERE application_name = $1 AND query LIKE 'WITH %UPDATE runs %'";
+    let cut: i64 = other.query_one(cut, &[&name]).await.unwrap().get(0);
+    assert_eq!(cut, 1, "the lock's connection was not found");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let before = h.engine.store().statements();
+    let record = send_and_wait(&h.engine, key, "after the cut").await;
+    assert_eq!(record.status, RunStatus::Ok, "{record:?}");
+    let sent = h.engine.store().statements() - before;
+    assert!(sent >= 3, "{sent} statements: the kept entry was used");
+    // The turn after it keeps and uses its entry again.
+    let before = h.engine.store().statements();
+    send_and_wait(&h.engine, key, "again").await;
+    assert_eq!(h.engine.store().statements() - before, 2);
 }

@@ -50,6 +50,9 @@ pub(super) struct Pool {
     /// Statements sent for requests and runs (`BEGIN` and `COMMIT` included; the heartbeat
     /// and the background claims are not): what a turn costs the database, counted.
     sent: AtomicU64,
+    /// Connections made so far: a new one may reach a new server (after a failover), whose
+    /// row versions say nothing of the old one's (`kept.rs`).
+    made: AtomicU64,
     /// The tasks that drive connections, the bus and the heartbeat: waited for at close.
     pub(super) tasks: tokio_util::task::TaskTracker,
     /// Writes and unlocks in flight: finished before the gateway says goodbye.
@@ -82,6 +85,7 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max),
             sent: AtomicU64::new(0),
+            made: AtomicU64::new(0),
             tasks: tokio_util::task::TaskTracker::new(),
             writes: tokio_util::task::TaskTracker::new(),
         }
@@ -164,13 +168,20 @@ impl Pool {
         &self,
     ) -> Result<(Client, tokio_postgres::Connection<Socket, TlsStream>), StoreError> {
         let config = self.durable.get().unwrap_or(&self.config);
-        config.connect(self.tls.clone()).await.map_err(|e| {
+        let made = config.connect(self.tls.clone()).await.map_err(|e| {
             StoreError::Unreachable(format!(
                 "could not connect to {}: {}",
                 self.place(),
                 describe(&e)
             ))
-        })
+        })?;
+        self.made.fetch_add(1, Ordering::Relaxed);
+        Ok(made)
+    }
+
+    /// How many connections were made so far.
+    pub(super) fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
     }
 
     /// A connection of its own, outside the pool (a session lock holds one).

@@ -30,22 +30,32 @@ pub(super) struct Kept {
     pub version: String,
 }
 
-/// The entries kept, by session key.
+/// The entries kept, by session key, each with the count of connections made when it was
+/// kept: a connection made since may be to another server (a failover to a replica that lost
+/// the end's commit could give another write the same `xmin`), so such an entry is not used.
 #[derive(Default)]
-pub(super) struct KeptEntries(Mutex<HashMap<String, Kept>>);
+pub(super) struct KeptEntries(Mutex<HashMap<String, (Kept, u64)>>);
 
 impl KeptEntries {
-    pub(super) fn keep(&self, kept: Kept) {
+    pub(super) fn keep(&self, kept: Kept, made: u64) {
         if let Ok(mut entries) = self.0.lock() {
             if entries.len() >= MAX_KEPT {
                 entries.clear();
             }
-            entries.insert(kept.entry.key.as_str().to_string(), kept);
+            entries.insert(kept.entry.key.as_str().to_string(), (kept, made));
         }
     }
 
-    fn take(&self, key: &str) -> Option<Kept> {
-        self.0.lock().ok()?.remove(key)
+    fn take(&self, key: &str, made: u64) -> Option<Kept> {
+        let (kept, then) = self.0.lock().ok()?.remove(key)?;
+        (then == made).then_some(kept)
+    }
+}
+
+impl Unasked {
+    /// Whether `store` made no connection since the entry was kept, `conn` included.
+    fn same_server(&self, store: &PgStore) -> bool {
+        store.inner.pool.made() == self.made
     }
 }
 
@@ -54,14 +64,17 @@ impl KeptEntries {
 struct Unasked {
     key: String,
     version: String,
+    /// [`super::db::Pool::made`] when the entry was kept.
+    made: u64,
 }
 
 impl PgStore {
     /// The kept entry of `key`, with its lock to be asked by the start: `None` when none is kept.
     pub(super) fn kept_for_run(&self, key: &str) -> Option<(Option<SessionEntry>, TryLock)> {
-        let Kept { entry, version } = self.inner.kept.take(key)?;
+        let made = self.inner.pool.made();
+        let Kept { entry, version } = self.inner.kept.take(key, made)?;
         let key = key.to_string();
-        let unasked: SessionLock = Box::new(Unasked { key, version });
+        let unasked: SessionLock = Box::new(Unasked { key, version, made });
         Some((Some(entry), TryLock::Unasked(unasked)))
     }
 
@@ -76,15 +89,19 @@ impl PgStore {
             Ok(unasked) => *unasked,
             Err(held) => return self.start_holding(ops, held),
         };
-        let Unasked { key, version } = unasked;
         let one = batch::OneStatement::of(&ops)
-            .filter(|one| one.session_key().is_some_and(|k| k.as_str() == key))
-            .and_then(|one| one.asking(version.clone()));
+            .filter(|one| one.session_key().is_some_and(|k| k.as_str() == unasked.key))
+            .and_then(|one| one.asking(unasked.version.clone()));
         Box::pin(async move {
             let conn = match self.locker().await {
                 Ok(conn) => conn,
                 Err(e) => return (Err(e), None),
             };
+            if !unasked.same_server(self) {
+                self.inner.keep_locker(conn);
+                return (Err(stale(&unasked.key)), None);
+            }
+            let Unasked { key, version, .. } = unasked;
             let Some(one) = one else {
                 return self.lock_then_start(ops, conn, key, version).await;
             };

@@ -180,7 +180,7 @@ impl PgStore {
                 Ok(Some(written)) => {
                     self.inner.keep_locker(conn);
                     if let Some(kept) = written.kept {
-                        self.inner.kept.keep(kept);
+                        self.inner.kept.keep(kept, self.inner.pool.made());
                     }
                     (Ok(written.outcomes), None)
                 }

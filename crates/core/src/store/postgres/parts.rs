@@ -460,6 +460,10 @@ impl Store for PgStore {
         }
     }
 
+    fn read_for_run(&self, key: &SessionKey) -> StoreFuture<'_, (Option<SessionEntry>, TryLock)> {
+        self.entry_and_lock(key)
+    }
+
     fn write_end(&self, ops: Vec<WriteOp>, held: Option<SessionLock>) -> EndFuture<'_> {
         match held {
             Some(lock) => self.end_releasing(ops, lock),

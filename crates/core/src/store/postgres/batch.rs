@@ -60,11 +60,27 @@ pub(super) struct OneStatement {
     asked: Option<String>,
 }
 
-/// What a statement that wrote answers: each op's outcome, and the session's entry as it left
-/// it with its row's version, when it wrote the session.
+/// What a statement that wrote answers: each op's outcome, and the session row's version it
+/// left, when it wrote the session.
 pub(super) struct Written {
     pub outcomes: Vec<WriteOutcome>,
-    pub kept: Option<Kept>,
+    pub version: Option<String>,
+}
+
+impl Written {
+    /// The session's entry as the statement left it, with its row's version: cloned from the
+    /// outcome that carries it, only for the batch whose entry is kept (a run's end).
+    pub(super) fn kept(&self) -> Option<Kept> {
+        let entry = self.outcomes.iter().find_map(|outcome| match outcome {
+            WriteOutcome::Patched(entry) => Some(entry),
+            WriteOutcome::Appended(appended) => Some(&appended.entry),
+            _ => None,
+        })?;
+        Some(Kept {
+            entry: entry.clone(),
+            version: self.version.clone()?,
+        })
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -285,11 +301,8 @@ impl OneStatement {
             Some(_) => Some(entry(&row, numbered.as_ref())?),
             None => None,
         };
-        let kept = match &entry {
-            Some(entry) => Some(Kept {
-                entry: entry.clone(),
-                version: get(&row, ENTRY_COLUMN_COUNT)?,
-            }),
+        let version = match &entry {
+            Some(_) => Some(get(&row, ENTRY_COLUMN_COUNT)?),
             None => None,
         };
         let outcomes =
@@ -308,7 +321,7 @@ impl OneStatement {
                 },
             });
         let outcomes = outcomes.collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Written { outcomes, kept }))
+        Ok(Some(Written { outcomes, version }))
     }
 
     /// The statement and its values, written the long way (see `shape.rs`).

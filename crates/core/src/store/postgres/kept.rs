@@ -46,16 +46,9 @@ impl KeptEntries {
         }
     }
 
-    fn take(&self, key: &str, made: u64) -> Option<Kept> {
-        let (kept, then) = self.0.lock().ok()?.remove(key)?;
-        (then == made).then_some(kept)
-    }
-}
-
-impl Unasked {
-    /// Whether `store` made no connection since the entry was kept, `conn` included.
-    fn same_server(&self, store: &PgStore) -> bool {
-        store.inner.pool.made() == self.made
+    /// The entry kept for `key`, with the count of connections made when it was kept.
+    fn take(&self, key: &str) -> Option<(Kept, u64)> {
+        self.0.lock().ok()?.remove(key)
     }
 }
 
@@ -68,11 +61,17 @@ struct Unasked {
     made: u64,
 }
 
+impl Unasked {
+    /// Whether `store` made no connection since the entry was kept, `conn` included.
+    fn same_server(&self, store: &PgStore) -> bool {
+        store.inner.pool.made() == self.made
+    }
+}
+
 impl PgStore {
     /// The kept entry of `key`, with its lock to be asked by the start: `None` when none is kept.
     pub(super) fn kept_for_run(&self, key: &str) -> Option<(Option<SessionEntry>, TryLock)> {
-        let made = self.inner.pool.made();
-        let Kept { entry, version } = self.inner.kept.take(key, made)?;
+        let (Kept { entry, version }, made) = self.inner.kept.take(key)?;
         let key = key.to_string();
         let unasked: SessionLock = Box::new(Unasked { key, version, made });
         Some((Some(entry), TryLock::Unasked(unasked)))

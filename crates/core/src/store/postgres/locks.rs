@@ -179,7 +179,7 @@ impl PgStore {
             match written {
                 Ok(Some(written)) => {
                     self.inner.keep_locker(conn);
-                    if let Some(kept) = written.kept {
+                    if let Some(kept) = written.kept() {
                         self.inner.kept.keep(kept, self.inner.pool.made());
                     }
                     (Ok(written.outcomes), None)

@@ -197,6 +197,10 @@ async fn run(state: Arc<ServerState>, socket: WebSocket, pending: Option<Pending
 /// reply, the `agent.wait` answer) leave in one `sendto` instead of one each.
 async fn write_out(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<Outgoing>) {
     while let Some(first) = rx.recv().await {
+        // The work that queued these frames may have woken a run that waits on this worker:
+        // it goes first (its model call or commit on the way), the frames leave after it,
+        // with what it queued meanwhile.
+        tokio::task::yield_now().await;
         let mut next = Some(first);
         let mut closing = false;
         while let Some(out) = next.take() {

@@ -15,6 +15,7 @@ its own: compare builds with each other, not with untraced runs. Loopback only.
 Needs the OTLP protobuf classes from PyPI (`pip install opentelemetry-proto`).
 
   bench/send_spans.py --bin before=/path/to/switchboard --bin after=/other [--n 30] [--rounds 2]
+                      [--mock keep-alive|one-write]
 """
 import argparse
 import collections
@@ -101,8 +102,9 @@ def median(values):
 
 
 def start_mock(args, timing, log=None):
-    """tool_mock.py keeping its connections and logging its calls' times: (process, port)."""
-    return tool_mock(args.kit, "--keep-alive", "--timing", timing, *(["--log", log] if log else []))
+    """tool_mock.py keeping its connections (`--mock`: each event written apart, or each answer
+    in one write) and logging its calls' times: (process, port)."""
+    return tool_mock(args.kit, "--" + args.mock, "--timing", timing, *(["--log", log] if log else []))
 
 
 def read_calls(timing):
@@ -214,6 +216,8 @@ def summary(name, spans, mock_calls, n):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", action="append", required=True, help="NAME=PATH (repeat for each build)")
+    ap.add_argument("--mock", choices=["keep-alive", "one-write"], default="keep-alive",
+                    help="how the mock writes an answer: each event apart, or all in one write")
     args = send_args(ap, n=30, rounds=2)
     builds = [b.split("=", 1) if "=" in b else (b, b) for b in args.bin]
     spans = Spans()

@@ -52,8 +52,8 @@ impl Anthropic {
         if self.stream && !http::is_json(&response) {
             let mut turn = Turn::default();
             self.endpoint
-                .sse(response, |name, data| {
-                    turn.event(name, data, events, &self.endpoint)
+                .sse(response, events, |name, data, sink| {
+                    turn.event(name, data, sink, &self.endpoint)
                 })
                 .await?;
             return Ok(turn.finish());

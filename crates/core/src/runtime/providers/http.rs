@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use switchboard_protocol::message::ContentBlock;
 
+use super::merged::Merged;
 use super::{EventSink, ProviderError, StreamEvent, redact};
 use crate::config::ProviderConfig;
 use crate::sse;
@@ -209,16 +210,28 @@ impl Endpoint {
 
     /// Feeds each SSE event (`event` name, `data`) to `on_event` until it returns
     /// [`Sse::Done`]. A stream that ends first is a network error unless `on_event` said the
-    /// reply was already complete ([`Sse::Complete`]).
+    /// reply was already complete ([`Sse::Complete`]). `on_event` tells its pieces to the sink
+    /// it is given, which joins the pieces received together into one event for `events`
+    /// ([`Merged`]).
     pub async fn sse(
         &self,
         response: reqwest::Response,
-        on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
+        events: EventSink<'_>,
+        mut on_event: impl FnMut(&str, &str, EventSink<'_>) -> Result<Sse, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
         let mut body = Box::pin(response.bytes_stream());
+        let merged = Merged::new(events);
+        let sink = |event| merged.push(event);
         let end = self
-            .read_sse(body.as_mut(), |e| self.network(e), on_event)
-            .await?;
+            .read_sse(
+                body.as_mut(),
+                |e| self.network(e),
+                |name, data| on_event(name, data, &sink),
+                || merged.flush(),
+            )
+            .await;
+        merged.flush();
+        let end = end?;
         if end == End::Terminal {
             // What follows the terminal event (a chunked body's last chunk, already on its
             // way) is read off the turn's path: hyper closes an HTTP/1.1 connection whose body
@@ -237,19 +250,26 @@ impl Endpoint {
     ) -> Result<(), ProviderError> {
         let bytes = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body)]);
         // An in-memory stream is always ready: the future ends at its first poll.
-        self.read_sse(std::pin::pin!(bytes), |never| match never {}, on_event)
-            .now_or_never()
-            .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
-            .map(drop)
+        self.read_sse(
+            std::pin::pin!(bytes),
+            |never| match never {},
+            on_event,
+            || {},
+        )
+        .now_or_never()
+        .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
+        .map(drop)
     }
 
     /// Feeds the events framed from `bytes` to `on_event` until the terminal event or the
-    /// body's end; says which came.
+    /// body's end; says which came. `read_all` is called once the events of every chunk
+    /// received so far are fed, before the next chunk is waited for.
     async fn read_sse<B: AsRef<[u8]>, E>(
         &self,
         mut bytes: std::pin::Pin<&mut (impl Stream<Item = Result<B, E>> + Send)>,
         transport: impl Fn(E) -> ProviderError + Send,
         mut on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
+        read_all: impl Fn() + Send,
     ) -> Result<End, ProviderError> {
         let (mut events, mut complete) = (sse::Decoder::default(), false);
         loop {
@@ -262,7 +282,22 @@ impl Endpoint {
                     Sse::More => {}
                 }
             }
-            match bytes.next().await {
+            // A chunk already received is fed at once; only before a wait is what the chunks
+            // told so far let go (`read_all`). The connection's task hands the body over a
+            // chunk at a time: it is let run once first, for a chunk it holds already.
+            let mut chunk = bytes.next().now_or_never();
+            if chunk.is_none() {
+                tokio::task::yield_now().await;
+                chunk = bytes.next().now_or_never();
+            }
+            let chunk = match chunk {
+                Some(chunk) => chunk,
+                None => {
+                    read_all();
+                    bytes.next().await
+                }
+            };
+            match chunk {
                 Some(chunk) => events.feed(chunk.map_err(&transport)?.as_ref()),
                 None => break,
             }
@@ -568,6 +603,54 @@ mod tests {
         let started = tokio::time::Instant::now();
         drain(Box::pin(silent)).await;
         assert!(started.elapsed() >= DRAIN_TIME, "the time bound ended it");
+    }
+
+    /// An SSE answer whose body arrives in `reads`, each a moment after the one before (not
+    /// received yet when the reader first asks for it), as a provider's would.
+    fn answer(reads: Vec<Result<&'static str, std::io::Error>>) -> reqwest::Response {
+        let later = futures_util::stream::iter(reads).then(|read| async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            read
+        });
+        let body = reqwest::Body::wrap_stream(later);
+        reqwest::Response::from(::http::Response::new(body))
+    }
+
+    /// Tells each event's data as a text piece; `[DONE]` ends the stream.
+    async fn pieces(response: reqwest::Response) -> (Vec<StreamEvent>, Result<(), ProviderError>) {
+        let endpoint = super::super::fuzz::endpoint();
+        let told = std::sync::Mutex::new(Vec::new());
+        let events = |e| told.lock().unwrap().push(e);
+        let ended = endpoint
+            .sse(response, &events, |_, data, sink| {
+                if data == "[DONE]" {
+                    return Ok(Sse::Done);
+                }
+                sink(StreamEvent::TextDelta(data.to_string()));
+                Ok(Sse::More)
+            })
+            .await;
+        (told.into_inner().unwrap(), ended)
+    }
+
+    #[tokio::test]
+    async fn the_pieces_received_together_are_one_event() {
+        let (told, ended) = pieces(answer(vec![
+            Ok("data: a\n\ndata: b\n\n"),
+            Ok("data: c\n\ndata: [DONE]\n\n"),
+        ]))
+        .await;
+        ended.unwrap();
+        let text = |t: &str| StreamEvent::TextDelta(t.into());
+        assert_eq!(told, [text("ab"), text("c")]);
+        // A stream cut after a read: what came is told before the error.
+        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        let (told, ended) = pieces(answer(vec![Ok("data: a\n\ndata: b\n\n"), Err(cut)])).await;
+        assert!(
+            matches!(ended, Err(ProviderError::Network { .. })),
+            "{ended:?}"
+        );
+        assert_eq!(told, [text("ab")]);
     }
 
     #[test]

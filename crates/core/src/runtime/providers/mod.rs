@@ -17,6 +17,7 @@ mod fuzz;
 pub mod fuzzing;
 pub(crate) mod http;
 mod in_place;
+mod merged;
 mod openai;
 mod openai_body;
 mod openai_chunk;

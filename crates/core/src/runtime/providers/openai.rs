@@ -52,7 +52,9 @@ impl OpenAi {
         if self.stream && !http::is_json(&response) {
             let mut turn = Turn::default();
             self.endpoint
-                .sse(response, |_, data| turn.chunk(data, events, &self.endpoint))
+                .sse(response, events, |_, data, sink| {
+                    turn.chunk(data, sink, &self.endpoint)
+                })
                 .await?;
             return Ok(turn.finish());
         }

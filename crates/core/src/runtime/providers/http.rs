@@ -605,47 +605,62 @@ mod tests {
         assert!(started.elapsed() >= DRAIN_TIME, "the time bound ended it");
     }
 
-    /// An SSE answer whose body arrives in `reads`, each a moment after the one before (not
-    /// received yet when the reader first asks for it), as a provider's would.
-    fn answer(reads: Vec<Result<&'static str, std::io::Error>>) -> reqwest::Response {
-        let later = futures_util::stream::iter(reads).then(|read| async {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            read
+    /// An SSE answer whose body arrives in two reads: `first`, then `then` only once the
+    /// reader told something (`told`), as a provider's next chunk comes while the gateway waits.
+    fn answer(
+        first: &'static str,
+        then: Result<&'static str, std::io::Error>,
+        told: tokio::sync::oneshot::Receiver<()>,
+    ) -> reqwest::Response {
+        let first = futures_util::stream::once(async move { Ok(first) });
+        let then = futures_util::stream::once(async move {
+            let _ = told.await;
+            then
         });
-        let body = reqwest::Body::wrap_stream(later);
+        let body = reqwest::Body::wrap_stream(first.chain(then));
         reqwest::Response::from(::http::Response::new(body))
     }
 
-    /// Tells each event's data as a text piece; `[DONE]` ends the stream.
-    async fn pieces(response: reqwest::Response) -> (Vec<StreamEvent>, Result<(), ProviderError>) {
+    /// What `sse` tells of `first` and `then` when each event's data is a text piece and
+    /// `[DONE]` ends the stream; and how it ended.
+    async fn pieces(
+        first: &'static str,
+        then: Result<&'static str, std::io::Error>,
+    ) -> (Vec<StreamEvent>, Result<(), ProviderError>) {
         let endpoint = super::super::fuzz::endpoint();
-        let told = std::sync::Mutex::new(Vec::new());
-        let events = |e| told.lock().unwrap().push(e);
-        let ended = endpoint
-            .sse(response, &events, |_, data, sink| {
-                if data == "[DONE]" {
-                    return Ok(Sse::Done);
-                }
-                sink(StreamEvent::TextDelta(data.to_string()));
-                Ok(Sse::More)
-            })
-            .await;
-        (told.into_inner().unwrap(), ended)
+        let (tell, told) = tokio::sync::oneshot::channel();
+        let tell = std::sync::Mutex::new(Some(tell));
+        let seen = std::sync::Mutex::new(Vec::new());
+        let events = |e| {
+            seen.lock().unwrap().push(e);
+            if let Some(tell) = tell.lock().unwrap().take() {
+                let _ = tell.send(());
+            }
+        };
+        let read = endpoint.sse(answer(first, then, told), &events, |_, data, sink| {
+            if data == "[DONE]" {
+                return Ok(Sse::Done);
+            }
+            sink(StreamEvent::TextDelta(data.to_string()));
+            Ok(Sse::More)
+        });
+        // A reader that held the first read's pieces while it waited would wait forever.
+        let ended = tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .expect("the first read's pieces were told before the reader waited");
+        (seen.into_inner().unwrap(), ended)
     }
 
     #[tokio::test]
     async fn the_pieces_received_together_are_one_event() {
-        let (told, ended) = pieces(answer(vec![
-            Ok("data: a\n\ndata: b\n\n"),
-            Ok("data: c\n\ndata: [DONE]\n\n"),
-        ]))
-        .await;
-        ended.unwrap();
         let text = |t: &str| StreamEvent::TextDelta(t.into());
+        let (told, ended) =
+            pieces("data: a\n\ndata: b\n\n", Ok("data: c\n\ndata: [DONE]\n\n")).await;
+        ended.unwrap();
         assert_eq!(told, [text("ab"), text("c")]);
         // A stream cut after a read: what came is told before the error.
         let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
-        let (told, ended) = pieces(answer(vec![Ok("data: a\n\ndata: b\n\n"), Err(cut)])).await;
+        let (told, ended) = pieces("data: a\n\ndata: b\n\n", Err(cut)).await;
         assert!(
             matches!(ended, Err(ProviderError::Network { .. })),
             "{ended:?}"

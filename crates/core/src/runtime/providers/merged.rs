@@ -23,31 +23,23 @@ impl<'a> Merged<'a> {
         }
     }
 
-    /// Joins `event` to the held piece of its kind; tells the held one first otherwise.
+    /// Joins `event` to the held piece of its kind; otherwise tells the held one first, then
+    /// holds `event` when it is a piece or tells it too.
     pub(super) fn push(&self, event: StreamEvent) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let event = match (held.as_mut(), event) {
+        let told = match (held.as_mut(), event) {
             (Some(StreamEvent::TextDelta(text)), StreamEvent::TextDelta(more))
             | (Some(StreamEvent::ThinkingDelta(text)), StreamEvent::ThinkingDelta(more)) => {
                 text.push_str(&more);
                 return;
             }
-            (_, event) => event,
-        };
-        let before = held.take();
-        let pieces = matches!(
-            event,
-            StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_)
-        );
-        let now = match pieces {
-            true => {
-                *held = Some(event);
-                None
+            (_, piece @ (StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_))) => {
+                [held.replace(piece), None]
             }
-            false => Some(event),
+            (_, other) => [held.take(), Some(other)],
         };
         drop(held);
-        before.into_iter().chain(now).for_each(self.sink);
+        told.into_iter().flatten().for_each(self.sink);
     }
 
     /// Tells the held piece, if any.

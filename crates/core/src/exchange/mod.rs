@@ -69,6 +69,9 @@ pub struct Exchange {
     ///
     /// [`ToolContext::call_name`]: crate::runtime::tool::ToolContext::call_name
     pub call: Option<String>,
+    /// The reply of that call, when it commits with the primary run's start
+    /// ([`ToolContext::left_reply`](crate::runtime::tool::ToolContext::left_reply)).
+    pub reply: Option<crate::runtime::Joined>,
 }
 
 /// The exchanges component.
@@ -153,6 +156,7 @@ impl Exchanges {
         request.run_id = Some(run_id);
         request.idempotency_key = exchange.call;
         request.commit_with = vec![WriteOp::PutExchange(Box::new(record.clone()))];
+        request.joined = exchange.reply;
         let busy = self.runtime.busy();
         let accepted = self.runtime.submit(request).await?;
         // Begun by the first try of the call: driven since (or resumed at the start).

@@ -140,16 +140,20 @@ pub(super) async fn keep_partial(
         model: &model,
     };
     let closing = closing_messages(&unanswered, streamed, &reason, rt.now_ms());
-    let closing = WriteOp::Append {
+    // The reply of the call cut off, when that call's write had not written it (`joined.rs`).
+    let joined = lock(partial).joined.clone();
+    if let Some(session_id) = &record.session_id
+        && let Err(e) = rt.settle_sent(&joined, session_id).await
+    {
+        tracing::warn!(error = %e, "could not tell whether the cut-off call's reply was written");
+    }
+    let mut ops = joined.take_left();
+    ops.push(WriteOp::Append {
         key: record.session_key.clone(),
         create: None,
         messages: closing,
-    };
-    if let Err(e) = rt
-        .store()
-        .write_batch(fenced(&fence_of(record), vec![closing]))
-        .await
-    {
+    });
+    if let Err(e) = rt.store().write_batch(fenced(&fence_of(record), ops)).await {
         tracing::warn!(error = %e, "could not keep the partial reply");
     }
     Ending::new(status, Some(text).filter(|t| !t.is_empty()), Some(reason))

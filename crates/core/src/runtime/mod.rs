@@ -27,6 +27,7 @@ mod cut;
 mod end;
 mod fence;
 mod hold;
+mod joined;
 pub mod lanes;
 mod pieces;
 pub mod providers;
@@ -41,6 +42,7 @@ pub mod tool;
 mod views;
 pub mod window;
 
+pub use joined::Joined;
 pub use views::{LastEnded, RunView};
 
 use std::collections::HashMap;
@@ -108,6 +110,9 @@ pub struct RunRequest {
     /// The session as the caller read it just before (to check its send policy); the submit
     /// reads it when `None`. Boxed: a request is moved often, and an entry is large.
     pub entry: Option<Box<SessionEntry>>,
+    /// The reply of the tool call that submits the run, committed with the run's start when
+    /// it waits for that (`joined.rs`).
+    pub joined: Option<Joined>,
 }
 
 /// The user-role message of a run, before it has a time.
@@ -166,6 +171,7 @@ impl RunRequest {
             commit_with: Vec::new(),
             trace: None,
             entry: None,
+            joined: None,
         }
     }
 

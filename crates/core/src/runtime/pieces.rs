@@ -26,6 +26,8 @@ pub(super) struct Partial {
     /// The model turn's events held back while the tool result before it commits (`Some`
     /// then): that result is reported first, once written (`run/beside.rs`).
     pub(super) held: Option<Vec<RunEventData>>,
+    /// The reply of the call being made, when the call's write may take it (`joined.rs`).
+    pub(super) joined: super::joined::Joined,
 }
 
 impl Partial {

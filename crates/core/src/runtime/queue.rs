@@ -139,7 +139,14 @@ impl Runtime {
         let run = WriteOp::NewRun(record.clone(), input);
         let mut batch = super::start::writes(&record.session_key, run, None, create);
         batch.append(&mut request.commit_with);
-        match store.write_batch(batch).await {
+        if let Some(joined) = &request.joined {
+            joined.send_with(&mut batch);
+        }
+        let written = store.write_batch(batch).await;
+        if let Some(joined) = &request.joined {
+            joined.answered(written.is_ok());
+        }
+        match written {
             // The session this commit created: the batch's first write.
             Ok(outcomes) if record.session_id.is_none() => {
                 let created = outcomes.first().and_then(WriteOutcome::session);

@@ -31,6 +31,7 @@ use crate::keys::SessionKey;
 use crate::store::{EntryPatch, RunStatus, TokenDelta, WriteOp, WriteOutcome};
 
 mod beside;
+mod left;
 
 /// Model calls per run before it is stopped as runaway.
 const MAX_MODEL_CALLS: usize = 32;
@@ -275,12 +276,18 @@ async fn run_loop(
             });
             return ending;
         }
-        if let Err(ending) = turn.record_reply(&response, &mut model_request).await {
+        if let Err(ending) = turn
+            .record_calls(&response, &mut model_request, &calls)
+            .await
+        {
             return ending;
         }
         let last = calls.len() - 1;
         for (n, (id, name, arguments)) in calls.into_iter().enumerate() {
             let result = turn.call_tool(id.clone(), name, arguments, false).await;
+            if let Err(ending) = turn.settle_reply(&session_id).await {
+                return ending;
+            }
             lock(&turn.partial)
                 .unanswered
                 .retain(|(call, _)| *call != id);
@@ -359,12 +366,14 @@ impl<'a> Turn<'a> {
                 .and_then(|d| d.route.clone())
                 .map_or(tool::Origin::Elsewhere, tool::Origin::Chat),
         };
+        let reply = lock(&partial).joined.clone();
         let ctx = ToolContext::new(
             caller,
             rt.clone(),
             lease,
             tokio_util::sync::CancellationToken::new(),
-        );
+        )
+        .with_reply(reply);
         // One request for the whole run: each new message is pushed into it, never copied.
         let model_request = ModelRequest {
             model: target.model.clone(),
@@ -542,32 +551,6 @@ impl Turn<'_> {
         Ending::failed(format!("{}: {error}", target.reference))
     }
 
-    /// Appends the model's reply with its token counts, in one commit.
-    async fn record_reply(
-        &mut self,
-        response: &ModelResponse,
-        request: &mut ModelRequest,
-    ) -> Result<(), Ending> {
-        let (append, tokens, message) = self.reply(response, request);
-        let turn = vec![
-            self.fence.clone(),
-            append,
-            WriteOp::Patch {
-                key: self.key.clone(),
-                patch: Box::new(tokens),
-            },
-        ];
-        let outcomes = self
-            .rt
-            .store()
-            .write_batch(turn)
-            .await
-            .map_err(|e| Ending::failed(e.to_string()))?;
-        self.last_seq = appended_seq(&outcomes).and_then(|seq| follow(self.last_seq, seq));
-        request.messages.push(message);
-        Ok(())
-    }
-
     /// The model's reply: its append, the session's token counts, and the reply itself;
     /// reports the run's usage and notes what the reply cost.
     fn reply(
@@ -701,10 +684,15 @@ impl Turn<'_> {
         self.write_result(ops, (message, event), request).await
     }
 
-    /// The writes that append a tool result; `None` once the gateway's stop began.
+    /// The writes that append a tool result (after its call's reply, when the call left it
+    /// unwritten); `None` once the gateway's stop began.
     fn result_ops(&self, message: &TranscriptMessage) -> Option<Vec<WriteOp>> {
-        let stopping = self.rt.inner.abort_all.is_cancelled();
-        (!stopping).then(|| fenced(&self.fence, vec![append(self.key, message.clone())]))
+        if self.rt.inner.abort_all.is_cancelled() {
+            return None;
+        }
+        let mut ops = lock(&self.partial).joined.take_left();
+        ops.push(append(self.key, message.clone()));
+        Some(fenced(&self.fence, ops))
     }
 
     /// Writes `ops` (a tool result's append) and waits for them, then gives the result to the

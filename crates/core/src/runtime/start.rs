@@ -63,10 +63,19 @@ pub(super) async fn commit(
         (true, Some(deliver)) => rt.inner.replies.on_start(deliver, record).await,
         _ => None,
     };
+    // The reply of the tool call that asked for the run, when it waits for this commit
+    // (`joined.rs`): sent below, in this same poll, before the delivery's outcome (the last).
+    let joined = request.joined.as_ref();
+    if let Some(joined) = joined {
+        joined.send_with(&mut start);
+    }
     let delivers = delivery.is_some();
     start.extend(delivery);
     let (written, kept) = rt.store().write_start(start, held.take()).await;
     *held = kept;
+    if let Some(joined) = joined {
+        joined.answered(written.is_ok());
+    }
     let outcomes = written?;
     if let (true, Some(outcome)) = (delivers, outcomes.last()) {
         rt.inner.replies.committed(outcome);

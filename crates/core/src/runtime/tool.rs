@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_protocol::message::ContentBlock;
 use tokio_util::sync::CancellationToken;
 
+use super::joined::Joined;
 use super::lanes::LeaseHolder;
 use super::providers::ToolSpec;
 use super::{Accepted, RunRequest, Runtime, WaitOutcome};
@@ -110,6 +111,8 @@ pub struct ToolContext {
     /// The model's tool call being made (none for `tools.invoke`): its id, and whether it is
     /// made again by its run resumed after a stop.
     call: Mutex<Option<(String, bool)>>,
+    /// The reply of the call being made, when it is left to the call's write.
+    reply: Joined,
 }
 
 impl ToolContext {
@@ -125,7 +128,20 @@ impl ToolContext {
             lease,
             stop_waiting,
             call: Mutex::new(None),
+            reply: Joined::default(),
         }
+    }
+
+    /// The context of a run's calls, whose replies may be left to them ([`Joined`]).
+    pub(super) fn with_reply(mut self, reply: Joined) -> Self {
+        self.reply = reply;
+        self
+    }
+
+    /// The model's reply, when it waits for this call's write to commit it: the write adds it
+    /// ([`Joined::send_with`]). `None` when it was written before the call.
+    pub fn left_reply(&self) -> Option<Joined> {
+        self.reply.is_left().then(|| self.reply.clone())
     }
 
     pub fn caller(&self) -> &Caller {
@@ -236,6 +252,13 @@ pub trait Tool: Send + Sync {
         ToolOutput::error(message)
     }
 
+    /// Whether this call's every effect is one store write that takes the model's reply with
+    /// it ([`ToolContext::left_reply`]): then the reply is not written before the call. A call
+    /// that acts anywhere else must not say so: its reply would not be in the transcript yet.
+    fn joins_reply(&self, _ctx: &ToolContext, _arguments: &Value) -> bool {
+        false
+    }
+
     /// The spec the model sees. Built on every call here; the registry's tools keep theirs
     /// (every run's request offers them: their schemas are constant).
     fn spec(&self) -> Arc<ToolSpec> {
@@ -271,6 +294,9 @@ impl Tool for Specced {
     }
     fn repeatable(&self) -> bool {
         self.tool.repeatable()
+    }
+    fn joins_reply(&self, ctx: &ToolContext, arguments: &Value) -> bool {
+        self.tool.joins_reply(ctx, arguments)
     }
     fn invalid(&self, message: String) -> ToolOutput {
         self.tool.invalid(message)
@@ -332,6 +358,11 @@ pub trait TypedTool: Send + Sync + 'static {
     fn repeatable(&self) -> bool {
         self.hints().repeatable()
     }
+    /// Whether a call with `params` takes the model's reply into its one write (see
+    /// [`Tool::joins_reply`]).
+    fn joins_reply(&self, _ctx: &ToolContext, _params: &Self::Params) -> bool {
+        false
+    }
     fn run(
         &self,
         ctx: &ToolContext,
@@ -373,6 +404,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn repeatable(&self) -> bool {
         self.tool.repeatable()
+    }
+
+    fn joins_reply(&self, ctx: &ToolContext, arguments: &Value) -> bool {
+        T::Params::deserialize(arguments).is_ok_and(|params| self.tool.joins_reply(ctx, &params))
     }
 
     fn call<'a>(&'a self, ctx: &'a ToolContext, arguments: Value) -> ToolFuture<'a> {

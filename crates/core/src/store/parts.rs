@@ -306,6 +306,13 @@ pub trait Store:
     ) -> Result<StoreFuture<'_, Vec<WriteOutcome>>, Vec<WriteOp>> {
         Err(ops)
     }
+    /// Whether writes commit one after another in the order they were sent, each sent one
+    /// committing (or failing) even when nobody awaits its answer: a write sent after another
+    /// commits after it. A tool call's reply may then wait for the call's own write
+    /// (`runtime/joined.rs`).
+    fn commits_in_order(&self) -> bool {
+        false
+    }
     /// A run's end ([`Store::write_batch`]), written while `held`, the session's lock the run
     /// kept, is held. A shared store lets the lock go with the batch's commit where it can: no
     /// other gateway finds the session free before the end is visible, and no unlock of its

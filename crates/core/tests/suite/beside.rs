@@ -4,7 +4,6 @@
 //! events follow that report; on PostgreSQL the result is written before the call, as before.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -137,19 +136,9 @@ async fn the_next_model_call_goes_out_while_the_tool_result_commits() {
         assert!(written, "the result was written before the next model call");
     }
 
-    let outcome = h
-        .engine
-        .runtime()
-        .wait(&run, Duration::from_secs(30))
-        .await
-        .unwrap();
-    assert_eq!(
-        outcome.record.status,
-        RunStatus::Ok,
-        "{:?}",
-        outcome.record.error
-    );
-    assert_eq!(outcome.record.result.as_deref(), Some("all done"));
+    let ended = h.ended(&run).await;
+    assert_eq!(ended.status, RunStatus::Ok, "{:?}", ended.error);
+    assert_eq!(ended.result.as_deref(), Some("all done"));
     let mut after = through_ended(&mut events).await;
     after.retain(|kind| kind != "toolCall");
     // The reply's pieces, however many reads they took, make its text.

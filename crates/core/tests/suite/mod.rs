@@ -12,6 +12,7 @@ mod exec_tools;
 mod file_tools;
 mod first_turn;
 mod index;
+mod joined;
 mod list_patch;
 mod list_text;
 mod long;

@@ -213,6 +213,16 @@ impl TestEngine {
         submit(&self.engine, session, message, timeout).await
     }
 
+    /// The record of run `run` once it ended (a hang guard of 30 s, not a timing).
+    pub async fn ended(&self, run: &RunId) -> RunRecord {
+        let waited = self
+            .engine
+            .runtime()
+            .wait(run, Duration::from_secs(30))
+            .await;
+        waited.expect("the run's record").record
+    }
+
     /// One operator turn in `session`, waited for; answers the run's record.
     pub async fn turn(&self, session: &str, message: &str) -> RunRecord {
         turn(&self.engine, session, message).await

@@ -363,4 +363,9 @@ impl Store for SqliteStore {
             super::Committer::WriterThread,
         ))
     }
+
+    /// The one writer commits jobs in the order they were queued (`writer.rs`).
+    fn commits_in_order(&self) -> bool {
+        true
+    }
 }

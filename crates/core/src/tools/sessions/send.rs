@@ -53,13 +53,14 @@ impl TypedTool for SessionsSend {
          sessions_history), \"error\" or \"forbidden\". An A2A remote: \"a2a:<remote>\"."
     }
 
+    /// A send into a session here: its one write starts the target's run. A remote's send
+    /// acts on another agent first.
+    fn joins_reply(&self, ctx: &ToolContext, p: &SendParams) -> bool {
+        self.remote(ctx, p).is_none()
+    }
+
     async fn run(&self, ctx: &ToolContext, p: SendParams) -> SendResult {
-        let caller = ctx.caller();
-        let remote = p
-            .session_key
-            .as_deref()
-            .and_then(|key| a2a::target(&self.0.config, &caller.agent_id, key));
-        match remote {
+        match self.remote(ctx, &p) {
             Some(target) => self.to_remote(ctx, target, p).await,
             None => self.send(ctx, p).await.unwrap_or_else(|result| result),
         }
@@ -71,6 +72,12 @@ fn error(message: impl Into<String>) -> SendResult {
 }
 
 impl SessionsSend {
+    /// The A2A remote `p` names, if it names one.
+    fn remote(&self, ctx: &ToolContext, p: &SendParams) -> Option<Result<Conversation, String>> {
+        let key = p.session_key.as_deref()?;
+        a2a::target(&self.0.config, &ctx.caller().agent_id, key)
+    }
+
     /// `Err` carries an early answer (a refusal or an error).
     async fn send(&self, ctx: &ToolContext, p: SendParams) -> Result<SendResult, SendResult> {
         let deps = &self.0;
@@ -120,6 +127,7 @@ impl SessionsSend {
                 message,
                 chain,
                 call: ctx.call_name("sessions_send"),
+                reply: ctx.left_reply(),
             })
             .await
             .map_err(|e| error(e.to_string()))?;

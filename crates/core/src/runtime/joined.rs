@@ -53,7 +53,7 @@ impl Joined {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Leaves `ops` (a reply's append and token counts, without the run's fence) to the tool
+    /// Leaves `ops` (a reply's append and token counts, after the run's fence) to the tool
     /// call `call`.
     pub(super) fn leave(&self, ops: Vec<WriteOp>, call: &str) {
         *self.state() = State::Left {

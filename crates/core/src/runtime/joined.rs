@@ -125,18 +125,9 @@ impl super::Runtime {
         };
         self.store().write_batch(Vec::new()).await?;
         let tail = self.store().history(session_id, TAIL, None).await?;
-        let landed = tail
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.message.get("role").and_then(|r| r.as_str()) == Some("assistant"))
-            .and_then(|m| m.message.get("content")?.as_array().cloned())
-            .is_some_and(|content| {
-                content.iter().any(|block| {
-                    block.get("type").and_then(|t| t.as_str()) == Some("toolCall")
-                        && block.get("id").and_then(|id| id.as_str()) == Some(call.as_str())
-                })
-            });
+        // Landed, it is the last assistant message, its call still without a result.
+        let unanswered = super::cut::unanswered_calls(&tail.messages);
+        let landed = unanswered.iter().any(|(id, _)| *id == call);
         joined.answered(landed);
         Ok(())
     }

@@ -156,6 +156,8 @@ impl Driver {
             // one commit) instead of waiting in the queue, and the sender's turn does not share
             // the machine with writing it down.
             self.runtime.ended_here(&x.requester_run).await;
+            // What that end woke (the sender's `agent.wait` answer) leaves before this start.
+            crate::runtime::answers_first().await;
         }
         let mut next = x.clone();
         next.step_run = RunId::default();

@@ -377,6 +377,17 @@ struct LiveRun {
     cancel: CancellationToken,
 }
 
+/// Lets what a run's end woke (an `agent.wait` answer and its connection's writer) go out
+/// before the work that follows that end on this worker: the next queued run of its session,
+/// or an exchange's next step. Starting one is a commit and a model request, which would
+/// otherwise run first, the client's answer waiting behind them. Twice: the connection's
+/// writer yields once itself to the work that woke it (`ws::write_out`), so one yield only
+/// puts it behind this task again.
+pub(crate) async fn answers_first() {
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
+}
+
 impl Runtime {
     pub fn new(parts: RuntimeParts) -> Self {
         let lanes = Lanes::from_config(&parts.config);

@@ -347,6 +347,7 @@ impl Runtime {
                 }
             };
             let (run_id, trace) = (next.run_id.clone(), next.request.trace.clone());
+            super::answers_first().await;
             let work = Box::pin(run::execute(&self, next));
             self.guarded(session, &run_id, trace.as_deref(), work).await;
         }

@@ -322,6 +322,8 @@ impl Runtime {
     /// then its queue in order, then exits.
     async fn session_worker(self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
         let session = (&session_key, worker);
+        // Whether a run of this worker has ended: only then may its answers still be going out.
+        let mut ended = first.is_some();
         if let Some(begun) = first {
             let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
             let work = Box::pin(run::carry_out(&self, begun));
@@ -347,7 +349,10 @@ impl Runtime {
                 }
             };
             let (run_id, trace) = (next.run_id.clone(), next.request.trace.clone());
-            super::answers_first().await;
+            if ended {
+                super::answers_first().await;
+            }
+            ended = true;
             let work = Box::pin(run::execute(&self, next));
             self.guarded(session, &run_id, trace.as_deref(), work).await;
         }

@@ -163,10 +163,11 @@ impl Exchanges {
         if accepted.deduplicated {
             return Ok(accepted);
         }
-        self.tasks.spawn(async move {
+        // Boxed: the driver's future is 7 KB, which tokio would copy as it spawns and ends it.
+        self.tasks.spawn(Box::pin(async move {
             driver.drive(record).await;
             drop(busy);
-        });
+        }));
         Ok(accepted)
     }
 

@@ -310,23 +310,31 @@ impl Runtime {
         }
     }
 
-    /// Starts the session's worker (see [`Runtime::session_worker`]).
-    pub(super) fn spawn_worker(&self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
+    /// Starts the session's worker (see [`Runtime::session_worker`]). The worker's future is
+    /// spawned as it is, not inside another `async` block, and `first` comes boxed: tokio copies
+    /// a task's whole future as it spawns it and again as it ends, and the block and the run's
+    /// start held inline made it 9 KB (docs/decisions.md, "Small futures where tasks start").
+    pub(super) fn spawn_worker(
+        &self,
+        session_key: SessionKey,
+        first: Option<Box<Begun>>,
+        worker: u64,
+    ) {
         let runtime = self.clone();
         self.inner
             .tasks
-            .spawn(async move { runtime.session_worker(session_key, first, worker).await });
+            .spawn(runtime.session_worker(session_key, first, worker));
     }
 
     /// The one worker of a session: runs `first` (a run that started as it was submitted),
     /// then its queue in order, then exits.
-    async fn session_worker(self, session_key: SessionKey, first: Option<Begun>, worker: u64) {
+    async fn session_worker(self, session_key: SessionKey, first: Option<Box<Begun>>, worker: u64) {
         let session = (&session_key, worker);
         // Whether a run of this worker has ended: only then may its answers still be going out.
         let mut ended = first.is_some();
         if let Some(begun) = first {
             let (run_id, trace) = (begun.record.run_id.clone(), begun.request.trace.clone());
-            let work = Box::pin(run::carry_out(&self, begun));
+            let work = Box::pin(run::carry_out(&self, *begun));
             self.guarded(session, &run_id, trace.as_deref(), work).await;
         }
         loop {

@@ -212,7 +212,7 @@ impl Runtime {
         crate::measure::started_at_once(request.lane.as_str());
         let accepted = self.register(&request, &record, &now.cancel);
         let worker = now.worker;
-        let begun = Begun {
+        let begun = Box::new(Begun {
             request,
             record,
             cancel: now.cancel,
@@ -221,7 +221,7 @@ impl Runtime {
             started: Ok(entry),
             keep: None,
             starts: 0,
-        };
+        });
         self.spawn_worker(key, Some(begun), worker);
         Ok(accepted)
     }

@@ -370,7 +370,12 @@ async fn handle(state: &Arc<ServerState>, conn: &Arc<Conn>, message: Message) ->
                     follow_own_runs(state, conn, &req);
                     let held = conn.held.hold(&req).await;
                     let (state, conn) = (state.clone(), conn.clone());
-                    state.tasks.clone().spawn(answer(state, conn, req, held));
+                    // Boxed: the answer's future is 6 KB, which tokio would copy as it
+                    // spawns and ends it (docs/decisions.md, "Small futures where tasks start").
+                    state
+                        .tasks
+                        .clone()
+                        .spawn(Box::pin(answer(state, conn, req, held)));
                 }
                 Err((id, error)) => conn.respond(ResponseFrame::err(id, error)).await,
             }

@@ -45,7 +45,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::resolve::Resolver;
-use crate::runtime::{Accepted, Runtime};
+use crate::runtime::{Accepted, Busy, Runtime};
 use crate::store::{ExchangeRecord, ExchangeState, SessionEntry, Store, WriteOp};
 
 /// `exchanges.list` answers this many rows unless asked for fewer or more.
@@ -163,11 +163,7 @@ impl Exchanges {
         if accepted.deduplicated {
             return Ok(accepted);
         }
-        // Boxed: the driver's future is 7 KB, which tokio would copy as it spawns and ends it.
-        self.tasks.spawn(Box::pin(async move {
-            driver.drive(record).await;
-            drop(busy);
-        }));
+        self.spawn_drive(driver, record, busy);
         Ok(accepted)
     }
 
@@ -181,11 +177,18 @@ impl Exchanges {
         for record in records {
             let driver = self.driver();
             let busy = self.runtime.busy();
-            self.tasks.spawn(async move {
-                driver.drive(record).await;
-                drop(busy);
-            });
+            self.spawn_drive(driver, record, busy);
         }
+    }
+
+    /// Drives `record` on a task of its own, the gateway kept `busy` until it is done. Boxed:
+    /// the driver's future is 7 KB, which tokio would copy as it spawns and ends it
+    /// (docs/decisions.md, "Small futures where tasks start").
+    fn spawn_drive(&self, driver: follow::Driver, record: ExchangeRecord, busy: Busy) {
+        self.tasks.spawn(Box::pin(async move {
+            driver.drive(record).await;
+            drop(busy);
+        }));
     }
 
     /// `exchanges.get`: the exchange whose primary run is `id`.

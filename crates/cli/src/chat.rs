@@ -146,14 +146,18 @@ impl<'a> Chat<'a> {
     /// Streams the reply of `run_id` until the run ends; Ctrl-C aborts it. Across a restart of
     /// the gateway the run goes on (resumed): its end is waited for and its reply printed.
     async fn follow(&mut self, run_id: &str, interrupts: &mut Signal) -> Result<()> {
+        // What arrives in the session while the reply streams (a sub-agent's report) is kept
+        // and printed after the reply, not dropped nor written into its middle.
+        let mut held = Vec::new();
         let interrupted = tokio::select! {
-            streamed = stream_reply(&mut self.client, run_id) => match streamed {
-                Ok(()) => return Ok(()),
+            streamed = stream_reply(&mut self.client, run_id, &mut held) => match streamed {
+                Ok(()) => return self.show_held(held),
                 Err(e) if lost(&e) => false,
                 Err(e) => return Err(e.into()),
             },
             _ = interrupts.recv() => true,
         };
+        self.show_held(held)?;
         if interrupted {
             abort(&mut self.client, &self.session, run_id).await;
             return Ok(());
@@ -186,6 +190,14 @@ impl<'a> Chat<'a> {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Prints the events held while a reply streamed, in their order.
+    fn show_held(&self, held: Vec<EventFrame>) -> Result<()> {
+        for event in &held {
+            self.show(event)?;
+        }
+        Ok(())
     }
 
     /// Prints `event` when it is something that arrived in the session: a report or announce
@@ -301,12 +313,21 @@ async fn abort(client: &mut GatewayClient, session: &str, run_id: &str) {
     }
 }
 
-/// Prints assistant deltas and tool activity of `run_id` until it ends.
-async fn stream_reply(client: &mut GatewayClient, run_id: &str) -> Result<(), ClientError> {
+/// Prints assistant deltas and tool activity of `run_id` until it ends; other events go to
+/// `held`.
+async fn stream_reply(
+    client: &mut GatewayClient,
+    run_id: &str,
+    held: &mut Vec<EventFrame>,
+) -> Result<(), ClientError> {
     let mut out = std::io::stdout();
     loop {
         let event = client.next_event().await?;
-        if event.event != "agent" || event.payload["runId"] != run_id {
+        if event.payload["runId"] != run_id {
+            held.push(event);
+            continue;
+        }
+        if event.event != "agent" {
             continue;
         }
         let data = &event.payload["data"];

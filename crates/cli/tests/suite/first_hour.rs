@@ -329,6 +329,23 @@ async fn chat_goes_on_across_a_gateway_restart_and_prints_reports_that_arrive_la
     .unwrap();
     until(async || said_contains(&said, "[subagent-announce]")).await;
     until(async || said_contains(&said, "Status: success")).await;
+    // A report that arrives while a reply streams (the child answers after 1 s, the reply takes
+    // about 7 s) is printed after that reply: neither lost nor written into its middle.
+    writeln!(
+        stdin,
+        r#"@tool sessions_spawn {{"task": "@delay 1000\n@reply the second child is done"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, "@slow 300").unwrap();
+    let reports = || said.lock().unwrap().matches("[subagent-announce]").count();
+    until(async || (reports() == 2).then_some(())).await;
+    let text = said.lock().unwrap().clone();
+    let reply = text.rfind("I am the scripted model").unwrap();
+    let report = text.rfind("[subagent-announce]").unwrap();
+    assert!(
+        reply < report && text[reply..report].contains("You said:"),
+        "{text}"
+    );
     drop(stdin);
     let left = until(async || child.try_wait().unwrap()).await;
     assert!(left.success(), "{}", said.lock().unwrap());

@@ -1,11 +1,12 @@
 //! `switchboard chat`: type a message, watch the agent's reply stream in.
 //!
 //! The chat follows its session, not one connection: what arrives in the session while the
-//! prompt waits (a sub-agent's report, an announce, a run started elsewhere) is printed; when the
-//! gateway goes away (a restart, a deploy) the chat says so, connects again as soon as it can and
-//! goes on — a line typed meanwhile is sent once it is back (under the same idempotency key, so
-//! never twice), and a reply that was streaming is followed to its end: its run is resumed by the
-//! gateway (SPEC §6.3).
+//! prompt waits (a sub-agent's report, an announce, a run started elsewhere) is printed, and what
+//! arrives while a reply streams is printed after that reply. When the gateway goes away (a
+//! restart, a deploy) the chat says so, connects again as soon as it can and goes on — a line
+//! typed meanwhile is sent once it is back (under the same idempotency key, so never twice), and
+//! a reply that was streaming is followed to its end: its run is resumed by the gateway (SPEC
+//! §6.3).
 
 use std::collections::HashSet;
 use std::io::Write;

@@ -150,18 +150,22 @@ impl<'a> Chat<'a> {
         // What arrives in the session while the reply streams (a sub-agent's report) is kept
         // and printed after the reply, not dropped nor written into its middle.
         let mut held = Vec::new();
-        let interrupted = tokio::select! {
-            streamed = stream_reply(&mut self.client, run_id, &mut held) => match streamed {
-                Ok(()) => return self.show_held(held),
-                Err(e) if lost(&e) => false,
-                Err(e) => return Err(e.into()),
-            },
-            _ = interrupts.recv() => true,
+        // `None`: Ctrl-C came first.
+        let streamed = tokio::select! {
+            streamed = stream_reply(&mut self.client, run_id, &mut held) => Some(streamed),
+            _ = interrupts.recv() => None,
         };
-        self.show_held(held)?;
-        if interrupted {
-            abort(&mut self.client, &self.session, run_id).await;
-            return Ok(());
+        for event in &held {
+            self.show(event)?;
+        }
+        match streamed {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) if lost(&e) => {}
+            Some(Err(e)) => return Err(e.into()),
+            None => {
+                abort(&mut self.client, &self.session, run_id).await;
+                return Ok(());
+            }
         }
         loop {
             self.reconnect().await?;
@@ -191,14 +195,6 @@ impl<'a> Chat<'a> {
                 Err(e) => return Err(e.into()),
             }
         }
-    }
-
-    /// Prints the events held while a reply streamed, in their order.
-    fn show_held(&self, held: Vec<EventFrame>) -> Result<()> {
-        for event in &held {
-            self.show(event)?;
-        }
-        Ok(())
     }
 
     /// Prints `event` when it is something that arrived in the session: a report or announce

@@ -41,8 +41,7 @@ impl Sessions {
             }
             Err(e) => return Err(e),
         };
-        let limit = clamp_or(p.limit, DEFAULT_LIMIT, 1, MAX_LIMIT) as usize;
-        let before = p.before.filter(|b| *b > 0);
+        let (limit, before) = page_bounds(p.limit, p.before, entry.last_seq);
         let page = self
             .store
             .history_text(&entry.session_id, limit, before)
@@ -99,6 +98,17 @@ impl Sessions {
             message_id: message_id(seq),
         })
     }
+}
+
+/// A page's `limit` and `before` as the store reads them: the page asked for, of the transcript
+/// as it was when its entry was read (up to `last_seq`). Seqs count from 1 without gaps, so the
+/// page holds at most the messages before its bound: a short transcript's page is a read of a
+/// few rows by the primary key, which the store does without a hand-off (`sqlite/parts.rs`).
+fn page_bounds(limit: Option<i64>, before: Option<i64>, last_seq: i64) -> (usize, Option<i64>) {
+    let limit = clamp_or(limit, DEFAULT_LIMIT, 1, MAX_LIMIT);
+    let before = before.filter(|b| *b > 0).unwrap_or(last_seq + 1);
+    let held = (before - 1).max(1);
+    (limit.min(held) as usize, Some(before))
 }
 
 /// A stored message as a page shows it: typed, or (not in the transcript format) as stored,
@@ -229,5 +239,25 @@ mod tests {
         };
         assert!(history_text_message("s", broken.clone()).is_err());
         assert!(via_value(&broken).is_err());
+    }
+
+    #[test]
+    fn a_page_is_bounded_by_the_transcript_it_was_asked_of() {
+        // A short transcript: the page holds at most its messages, read as of its entry.
+        assert_eq!(page_bounds(None, None, 3), (3, Some(4)));
+        assert_eq!(page_bounds(Some(2), None, 3), (2, Some(4)));
+        // Paging back: at most the messages before `before`.
+        assert_eq!(page_bounds(Some(50), Some(10), 500), (9, Some(10)));
+        assert_eq!(page_bounds(Some(50), Some(100), 500), (50, Some(100)));
+        // A long one: the limit asked for, within its bounds.
+        assert_eq!(page_bounds(None, None, 10_000), (200, Some(10_001)));
+        assert_eq!(
+            page_bounds(Some(5_000), None, 10_000),
+            (1_000, Some(10_001))
+        );
+        // An empty transcript, and a `before` of 0 or less (ignored, as before).
+        assert_eq!(page_bounds(None, None, 0), (1, Some(1)));
+        assert_eq!(page_bounds(Some(20), Some(0), 7), (7, Some(8)));
+        assert_eq!(page_bounds(Some(20), Some(1), 7), (1, Some(1)));
     }
 }

@@ -21,6 +21,12 @@ use crate::store::{DatedMessage, StoreHealth, mirror};
 /// two or three. More go to a pooled reader, as a page does.
 const POINT_ROWS: usize = 16;
 
+/// At most this many messages of one transcript are read as a point read, each by the primary
+/// key: the page of a short transcript (`chat.history` bounds a page by the transcript's
+/// `last_seq`), most of it still in the writer's cache. Handed to a blocking thread, such a
+/// page waited longer for the two wake-ups than for its rows. Longer pages go to a pooled reader.
+const POINT_MESSAGES: usize = 8;
+
 impl SessionReads for SqliteStore {
     fn transcript_path(&self, agent_id: &str, session_id: &str) -> Option<PathBuf> {
         Some(mirror::transcript_path(
@@ -82,6 +88,9 @@ impl SessionReads for SqliteStore {
         before: Option<i64>,
     ) -> StoreFuture<'_, HistoryPage<StoredText>> {
         let id = session_id.to_string();
+        if limit <= POINT_MESSAGES {
+            return self.point_read(move |c| queries::history_text(c, &id, limit, before));
+        }
         self.read(move |c| queries::history_text(c, &id, limit, before))
     }
 

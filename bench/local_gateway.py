@@ -24,6 +24,14 @@ def bench_args(ap):
     ap.add_argument("--size", type=int, default=1_000_000, help="bytes a message")
 
 
+def builds_args(ap, rounds=3):
+    """The options of the scripts that compare builds in alternated rounds: each --bin as
+    NAME=BINARY, the kit, the rounds."""
+    ap.add_argument("--bin", action="append", required=True, help="NAME=BINARY")
+    ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
+    ap.add_argument("--rounds", type=int, default=rounds)
+
+
 def send_args(ap, n, rounds):
     """The options of the scripts over agent_load.py's send workload: the kit, the samples a
     round, the rounds and the settle wait between samples; answers the parsed arguments."""

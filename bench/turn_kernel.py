@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from local_gateway import LocalGateway
+from local_gateway import LocalGateway, builds_args
 
 TICK_US = 1_000_000 / os.sysconf("SC_CLK_TCK")
 
@@ -104,9 +104,7 @@ def measure(name, binary, args, turns_cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", action="append", required=True, help="NAME=BINARY")
-    ap.add_argument("--kit", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "bench"))
-    ap.add_argument("--rounds", type=int, default=3)
+    builds_args(ap)
     ap.add_argument("--wall", type=int, default=3000)
     ap.add_argument("--traced", type=int, default=1000)
     args = ap.parse_args()

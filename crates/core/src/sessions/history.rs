@@ -101,9 +101,9 @@ impl Sessions {
 }
 
 /// A page's `limit` and `before` as the store reads them: the page asked for, of the transcript
-/// as it was when its entry was read (up to `last_seq`). Seqs count from 1 without gaps, so the
-/// page holds at most the messages before its bound: a short transcript's page is a read of a
-/// few rows by the primary key, which the store does without a hand-off (`sqlite/parts.rs`).
+/// as it was when its entry was read (up to `last_seq`). Seqs are 1 and up, one per message, so
+/// the page holds at most `before − 1` messages: a short transcript's page is a read of a few
+/// rows by the primary key, which the store does without a hand-off (`sqlite/parts.rs`).
 fn page_bounds(limit: Option<i64>, before: Option<i64>, last_seq: i64) -> (usize, Option<i64>) {
     let limit = clamp_or(limit, DEFAULT_LIMIT, 1, MAX_LIMIT);
     let before = before.filter(|b| *b > 0).unwrap_or(last_seq + 1);

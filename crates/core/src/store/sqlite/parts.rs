@@ -21,10 +21,12 @@ use crate::store::{DatedMessage, StoreHealth, mirror};
 /// two or three. More go to a pooled reader, as a page does.
 const POINT_ROWS: usize = 16;
 
-/// At most this many messages of one transcript are read as a point read, each by the primary
-/// key: the page of a short transcript (`chat.history` bounds a page by the transcript's
+/// At most this many messages of one transcript are read as a point read, by the primary key:
+/// the page of a short transcript (`chat.history` bounds a page by the transcript's
 /// `last_seq`), most of it still in the writer's cache. Handed to a blocking thread, such a
-/// page waited longer for the two wake-ups than for its rows. Longer pages go to a pooled reader.
+/// page waited longer for the two wake-ups than for its rows. Longer pages go to a pooled
+/// reader; a short page of large messages (images) holds the task's thread while its rows are
+/// copied, as a large entry's read does.
 const POINT_MESSAGES: usize = 8;
 
 impl SessionReads for SqliteStore {

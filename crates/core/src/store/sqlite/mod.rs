@@ -251,8 +251,9 @@ impl SqliteStore {
     }
 
     /// Runs `f` here, on the task's own thread: for the reads of one row through an index (a
-    /// session, a run, a record by key) or of a few rows by `rowid` (a kept list page's
-    /// touched rows, `parts::POINT_ROWS`), which take a few microseconds. Handing those to a
+    /// session, a run, a record by key), of a few rows by `rowid` (a kept list page's
+    /// touched rows, `parts::POINT_ROWS`) or of a short transcript's page by its primary key
+    /// (`parts::POINT_MESSAGES`), which take a few microseconds. Handing those to a
     /// blocking thread cost more than the read itself: two thread wake-ups each, two or three
     /// reads on every turn. The writer's connection reads it when no write is in flight
     /// ([`Writer::read_at_desk`]), a pooled read-only one otherwise.

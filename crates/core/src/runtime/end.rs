@@ -141,7 +141,7 @@ pub(super) async fn finish(
     };
     let delivers = delivery.is_some();
     end.extend(delivery);
-    match write_end(rt, &record, end, &mut held).await {
+    match write(rt, &record, end, &mut held).await {
         Ok(Some(outcomes)) => {
             if let (true, Some(outcome)) = (delivers, outcomes.last()) {
                 rt.inner.replies.committed(outcome);
@@ -196,4 +196,20 @@ pub(super) async fn finish(
             error,
         },
     );
+}
+
+/// [`write_end`], queued and told first to the waiters that check it (`told.rs`) where the
+/// store lets it; a told end that failed is written again as any end is.
+async fn write(
+    rt: &Runtime,
+    record: &RunRecord,
+    end: Vec<WriteOp>,
+    held: &mut Option<crate::store::SessionLock>,
+) -> Result<Option<Vec<crate::store::WriteOutcome>>, crate::store::StoreError> {
+    if held.is_none()
+        && let Some(Ok(outcomes)) = rt.commit_told(record, &end).await
+    {
+        return Ok(Some(outcomes));
+    }
+    write_end(rt, record, end, held).await
 }

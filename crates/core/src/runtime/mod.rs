@@ -38,6 +38,7 @@ mod remote;
 mod resume;
 mod run;
 mod start;
+mod told;
 pub mod tool;
 mod views;
 pub mod window;
@@ -375,6 +376,9 @@ struct LiveRun {
     session_key: SessionKey,
     state: watch::Sender<RunRecord>,
     cancel: CancellationToken,
+    /// Its end once queued, before it commits, for waiters whose own write checks it
+    /// (`told.rs`); made by the first such waiter.
+    ending: Option<watch::Sender<Option<RunRecord>>>,
 }
 
 /// Lets what a run's end woke (an `agent.wait` answer and its connection's writer) go out

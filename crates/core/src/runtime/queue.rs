@@ -216,6 +216,7 @@ impl Runtime {
                 session_key: session_key.clone(),
                 state: watch::channel(record.clone()).0,
                 cancel: cancel.clone(),
+                ending: None,
             },
         );
         self.inner.live_count.send_modify(|n| *n += 1);

@@ -690,7 +690,9 @@ impl Turn<'_> {
         if self.rt.inner.abort_all.is_cancelled() {
             return None;
         }
-        let mut ops = lock(&self.partial).joined.take_left();
+        // The ends the call was told before they committed are checked first (`told.rs`).
+        let mut ops = self.ctx.take_required();
+        ops.extend(lock(&self.partial).joined.take_left());
         ops.push(append(self.key, message.clone()));
         Some(fenced(&self.fence, ops))
     }

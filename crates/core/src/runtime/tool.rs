@@ -113,6 +113,11 @@ pub struct ToolContext {
     call: Mutex<Option<(String, bool)>>,
     /// The reply of the call being made, when it is left to the call's write.
     reply: Joined,
+    /// A run's calls (not `tools.invoke`'s): their results are written before anyone is told
+    /// them, so a wait may be told a run's end before it commits (`told.rs`).
+    in_run: bool,
+    /// What the write of the call's result must check: the ends it was told (`told.rs`).
+    requires: Mutex<Vec<crate::store::WriteOp>>,
 }
 
 impl ToolContext {
@@ -129,13 +134,21 @@ impl ToolContext {
             stop_waiting,
             call: Mutex::new(None),
             reply: Joined::default(),
+            in_run: false,
+            requires: Mutex::new(Vec::new()),
         }
     }
 
     /// The context of a run's calls, whose replies may be left to them ([`Joined`]).
     pub(super) fn with_reply(mut self, reply: Joined) -> Self {
         self.reply = reply;
+        self.in_run = true;
         self
+    }
+
+    /// The checks the write of a result must carry ([`ToolContext::wait_run`]), taken.
+    pub(super) fn take_required(&self) -> Vec<crate::store::WriteOp> {
+        std::mem::take(&mut *self.requires.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The model's reply, when it waits for this call's write to commit it: the write adds it
@@ -218,11 +231,25 @@ impl ToolContext {
         let runtime = &self.runtime;
         self.while_waiting(async {
             tokio::select! {
-                waited = runtime.wait(run_id, timeout) => waited,
+                waited = self.wait_told(run_id, timeout) => waited,
                 () = self.stop_waiting.cancelled() => runtime.wait(run_id, Duration::ZERO).await,
             }
         })
         .await
+    }
+
+    /// [`Runtime::wait`]; in a run, told the end as soon as it is queued, the check of the end
+    /// kept for the result's write (`told.rs`).
+    async fn wait_told(&self, run_id: &RunId, timeout: Duration) -> CoreResult<WaitOutcome> {
+        if !self.in_run {
+            return self.runtime.wait(run_id, timeout).await;
+        }
+        let told = self.runtime.wait_told(run_id, timeout).await?;
+        if let Some(check) = told.requires {
+            let mut requires = self.requires.lock().unwrap_or_else(|p| p.into_inner());
+            requires.push(check);
+        }
+        Ok(told.outcome)
     }
 }
 

@@ -532,6 +532,13 @@ pub enum WriteOp {
         run_id: RunId,
         epoch: i64,
     },
+    /// Lets the batch commit only when the run is stored ended with `status`
+    /// ([`StoreError::Conflict`] otherwise): a tool result that quotes a run's end told before
+    /// it committed (`runtime/told.rs`) lands only with that end.
+    Ended {
+        run_id: RunId,
+        status: RunStatus,
+    },
     Append {
         key: SessionKey,
         create: Option<NewSession>,
@@ -588,6 +595,8 @@ pub enum WriteOutcome {
     DeliveryProgress,
     /// The run is still held under the epoch a [`WriteOp::Fence`] named.
     Fenced,
+    /// The run is stored ended as a [`WriteOp::Ended`] said.
+    Ended,
 }
 
 impl WriteOutcome {

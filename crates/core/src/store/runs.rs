@@ -57,3 +57,20 @@ pub struct RunQuery {
     pub before: Option<(i64, String)>,
     pub limit: usize,
 }
+
+/// [`WriteOp::Ended`](super::WriteOp::Ended)'s check: `stored`, the run's stored status, is the
+/// final `status` the batch was written for.
+pub(crate) fn ended_as(
+    run_id: &crate::ids::RunId,
+    status: super::RunStatus,
+    stored: Option<&str>,
+) -> Result<(), super::StoreError> {
+    match stored {
+        Some(stored) if stored == status.as_str() => Ok(()),
+        stored => Err(super::StoreError::Conflict(format!(
+            "the run {run_id} is stored {}, not ended {}: what quotes its end is not written",
+            stored.unwrap_or("nowhere"),
+            status.as_str()
+        ))),
+    }
+}

@@ -256,3 +256,70 @@ async fn a_run_cut_off_while_its_send_commits_keeps_the_reply_before_the_closing
     mock.assert_tool_results_answer_tool_calls();
     h.engine.close().await;
 }
+
+/// A send's reply is told once its target's end is queued (docs/decisions.md, "A send's reply
+/// is told once its end is queued"): on SQLite the caller's next model call goes out with the
+/// reply while the end cannot commit yet, the caller's result commits only after it, and
+/// nothing of either is reported before; on PostgreSQL the end commits first, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sends_reply_is_told_once_its_targets_end_is_queued() {
+    let mock = MockLlm::start().await;
+    let answer = Gate::new();
+    mock.push(send_call());
+    mock.push(MockReply::gated(&answer, MockReply::text("pong")));
+    mock.push(MockReply::text("done"));
+    let h = engine(&mock).await;
+    let run = h.submit("main", "ask helper", None).await;
+    tokio::time::timeout(GUARD, mock.wait_requests(2))
+        .await
+        .expect("the target's model call");
+    // On SQLite, another connection holds the database's write lock from here: the target's
+    // end cannot commit until it lets go.
+    let holder = (!h.on_postgres()).then(|| {
+        let db = database(&h);
+        db.execute_batch("BEGIN IMMEDIATE").unwrap();
+        db
+    });
+    answer.open();
+    tokio::time::timeout(GUARD, mock.wait_requests(3))
+        .await
+        .expect("the caller's model call after the reply");
+    let asked = mock.requests()[2].messages().to_vec();
+    let told = asked
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a result");
+    let told: Value = serde_json::from_str(told["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&told["status"], &told["reply"]),
+        (&json!("ok"), &json!("pong"))
+    );
+    if let Some(holder) = holder {
+        // Neither the target's end nor the result that quotes it has committed.
+        let ended: i64 = holder
+            .query_row("SELECT count(*) FROM runs WHERE status = 'ok'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(
+            ended, 0,
+            "a run's end committed through another's write lock"
+        );
+        assert_eq!(roles(&h.transcript("main").await), ["user", "assistant"]);
+        holder.execute_batch("ROLLBACK").unwrap();
+    }
+    let ended = h.ended(&run).await;
+    assert_eq!(ended.status, RunStatus::Ok, "{:?}", ended.error);
+    assert_eq!(ended.result.as_deref(), Some("done"));
+    let transcript = h.transcript("main").await;
+    assert_eq!(
+        roles(&transcript),
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+    assert_eq!(
+        roles(&h.transcript("helper").await)[..2],
+        ["user", "assistant"]
+    );
+    mock.assert_tool_results_answer_tool_calls();
+    h.engine.close().await;
+}

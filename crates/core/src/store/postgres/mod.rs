@@ -462,6 +462,12 @@ async fn write_op(
             cluster::fence(db, &run_id, epoch).await?;
             WriteOutcome::Fenced
         }
+        WriteOp::Ended { run_id, status } => {
+            let stored = queries::get_run(db, run_id.as_str()).await?;
+            let stored = stored.map(|run| run.status.as_str());
+            crate::store::runs::ended_as(&run_id, status, stored)?;
+            WriteOutcome::Ended
+        }
         WriteOp::Append {
             key,
             create,

@@ -14,7 +14,7 @@ use crate::ids::RunId;
 use crate::keys::SessionKey;
 use crate::store::{
     EntryPatch, ListQuery, RunRecord, RunStatus, RunStore, SessionEntry, SessionReads,
-    SessionStore, Store, TokenDelta, WriteOp, WriteOutcome,
+    SessionStore, Store, StoreError, TokenDelta, WriteOp, WriteOutcome,
 };
 
 fn tokens() -> EntryPatch {
@@ -236,4 +236,66 @@ fn only_writes_of_other_tables_are_passed_over_to_the_patch() {
     assert!(!patched_later(&key, &[run()]));
     let create = WriteOp::Create(Box::new(new_session(key.as_str())));
     assert!(!patched_later(&key, &[create, patch(&key)]));
+}
+
+/// A write that quotes a run's end ([`WriteOp::Ended`], `runtime/told.rs`) commits only once
+/// that end is stored as it says, and queued after the end on the one writer it is; one that
+/// finds the run otherwise fails alone, writing nothing, and what was queued with it commits.
+#[tokio::test]
+async fn a_write_that_quotes_a_runs_end_commits_only_with_that_end() {
+    let (target, caller) = (k("agent:main:target"), k("agent:main:caller"));
+    let (_dir, store, _clock) = store_at(1_000, &[&target, &caller]).await;
+    let end = ended(&target);
+    let running = RunRecord {
+        status: RunStatus::Running,
+        ended_at: None,
+        result: None,
+        ..end.clone()
+    };
+    store.put_run(running).await.unwrap();
+    let quotes = |status| WriteOp::Ended {
+        run_id: end.run_id.clone(),
+        status,
+    };
+    // The end queued first, the write that quotes it after: both commit.
+    let ending = store
+        .write_batch_beside(vec![WriteOp::PutRun(end.clone())])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let quoting = store
+        .write_batch_beside(vec![quotes(RunStatus::Ok), append(&caller, "the reply")])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let (ended_written, quoted) = tokio::join!(ending, quoting);
+    ended_written.unwrap();
+    assert!(matches!(
+        quoted.unwrap().as_slice(),
+        [WriteOutcome::Ended, WriteOutcome::Appended(_)]
+    ));
+    assert_eq!(store.get(&caller).await.unwrap().unwrap().last_seq, 4);
+
+    // An end that is not the one quoted: that write fails whole; the one queued with it lands.
+    let refused = store
+        .write_batch_beside(vec![quotes(RunStatus::Error), append(&caller, "not so")])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let beside = store
+        .write_batch_beside(vec![append(&target, "still written")])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let (refused, beside) = tokio::join!(refused, beside);
+    match refused {
+        Err(StoreError::Conflict(why)) => {
+            assert!(why.contains("is stored ok, not ended error"), "{why}")
+        }
+        other => panic!("a write quoting another end: {other:?}"),
+    }
+    beside.unwrap();
+    assert_eq!(store.get(&caller).await.unwrap().unwrap().last_seq, 4);
+    assert_eq!(store.get(&target).await.unwrap().unwrap().last_seq, 4);
+    // A run never stored.
+    let unknown = WriteOp::Ended {
+        run_id: RunId::from_string("nowhere"),
+        status: RunStatus::Ok,
+    };
+    let absent = store.write_batch(vec![unknown, append(&caller, "x")]).await;
+    assert!(matches!(absent, Err(StoreError::Conflict(_))), "{absent:?}");
+    assert_eq!(store.get(&caller).await.unwrap().unwrap().last_seq, 4);
+    store.close().await;
 }

@@ -228,6 +228,7 @@ impl Endpoint {
                 |e| self.network(e),
                 |name, data| on_event(name, data, &sink),
                 || merged.flush(),
+                || merged.holds(),
             )
             .await;
         merged.flush();
@@ -255,6 +256,7 @@ impl Endpoint {
             |never| match never {},
             on_event,
             || {},
+            || false,
         )
         .now_or_never()
         .unwrap_or_else(|| Err(self.invalid("an in-memory stream was not ready")))
@@ -263,13 +265,15 @@ impl Endpoint {
 
     /// Feeds the events framed from `bytes` to `on_event` until the terminal event or the
     /// body's end; says which came. `read_all` is called once the events of every chunk
-    /// received so far are fed, before the next chunk is waited for.
+    /// received so far are fed, before the next chunk is waited for; `holds` says whether a
+    /// piece is held back meanwhile ([`Merged`](super::merged::Merged)).
     async fn read_sse<B: AsRef<[u8]>, E>(
         &self,
         mut bytes: std::pin::Pin<&mut (impl Stream<Item = Result<B, E>> + Send)>,
         transport: impl Fn(E) -> ProviderError + Send,
         mut on_event: impl FnMut(&str, &str) -> Result<Sse, ProviderError> + Send,
         read_all: impl Fn() + Send,
+        holds: impl Fn() -> bool + Send,
     ) -> Result<End, ProviderError> {
         let (mut events, mut complete) = (sse::Decoder::default(), false);
         loop {
@@ -284,9 +288,11 @@ impl Endpoint {
             }
             // A chunk already received is fed at once; only before a wait is what the chunks
             // told so far let go (`read_all`). The connection's task hands the body over a
-            // chunk at a time: it is let run once first, for a chunk it holds already.
+            // chunk at a time: while a piece is held back (`holds`), that task is let run once
+            // first, for a chunk it holds already, to join the piece. With nothing held, the
+            // wait is the same either way, and a yield would cost a poll of the driver.
             let mut chunk = bytes.next().now_or_never();
-            if chunk.is_none() {
+            if chunk.is_none() && holds() {
                 tokio::task::yield_now().await;
                 chunk = bytes.next().now_or_never();
             }

@@ -42,6 +42,14 @@ impl<'a> Merged<'a> {
         told.into_iter().flatten().for_each(self.sink);
     }
 
+    /// Whether a piece is held.
+    pub(super) fn holds(&self) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     /// Tells the held piece, if any.
     pub(super) fn flush(&self) {
         let held = self

@@ -63,13 +63,13 @@ pub struct RunQuery {
 pub(crate) fn ended_as(
     run_id: &crate::ids::RunId,
     status: super::RunStatus,
-    stored: Option<&str>,
+    stored: Option<super::RunStatus>,
 ) -> Result<(), super::StoreError> {
     match stored {
-        Some(stored) if stored == status.as_str() => Ok(()),
+        Some(stored) if stored == status => Ok(()),
         stored => Err(super::StoreError::Conflict(format!(
             "the run {run_id} is stored {}, not ended {}: what quotes its end is not written",
-            stored.unwrap_or("nowhere"),
+            stored.map_or("nowhere", super::RunStatus::as_str),
             status.as_str()
         ))),
     }

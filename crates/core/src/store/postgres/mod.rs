@@ -464,7 +464,7 @@ async fn write_op(
         }
         WriteOp::Ended { run_id, status } => {
             let stored = queries::get_run(db, run_id.as_str()).await?;
-            let stored = stored.map(|run| run.status.as_str());
+            let stored = stored.map(|run| run.status);
             crate::store::runs::ended_as(&run_id, status, stored)?;
             WriteOutcome::Ended
         }

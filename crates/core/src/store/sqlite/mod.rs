@@ -457,9 +457,8 @@ fn write_op(
         // One gateway alone: nobody else can hold its runs.
         WriteOp::Fence { .. } => Ok(WriteOutcome::Fenced),
         WriteOp::Ended { run_id, status } => {
-            let stored = queries::run_status(c, run_id.as_str())?;
-            crate::store::runs::ended_as(&run_id, status, stored.as_deref())
-                .map(|()| WriteOutcome::Ended)
+            let stored = queries::get_run(c, run_id.as_str())?.map(|run| run.status);
+            crate::store::runs::ended_as(&run_id, status, stored).map(|()| WriteOutcome::Ended)
         }
         WriteOp::QueueRun(run, input) => {
             queries::put_run(c, &run, Some(&input)).map(|()| WriteOutcome::PutRun)

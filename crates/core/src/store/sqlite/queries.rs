@@ -498,12 +498,6 @@ pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecor
     first(conn, sql, [run_id], |r| rows::run(r))
 }
 
-/// The stored status of a run, as written (`None`: no such run).
-pub(super) fn run_status(conn: &Connection, run_id: &str) -> Result<Option<String>, StoreError> {
-    let sql = "SELECT status FROM runs WHERE run_id = ?1";
-    first(conn, sql, [run_id], |r| Ok(r.get::<_, String>(0)?))
-}
-
 pub(super) fn get_run_by_idempotency(
     conn: &Connection,
     key: &str,

@@ -200,7 +200,8 @@ impl SqliteStore {
                 }),
             }
         });
-        let queued = self.inner.writer.submit(job);
+        let beside = matches!(committer, Committer::WriterThread);
+        let queued = self.inner.writer.submit(job, beside);
         // A write behind another, or one the caller does not commit, is the thread's now.
         let helps = matches!((&queued, committer), (Queued::Alone, Committer::Caller));
         if !helps && !matches!(queued, Queued::Closed) {

@@ -697,15 +697,50 @@ async fn a_list_page_is_read_in_order_from_an_index_without_a_sort_or_a_join() {
     }
 }
 
+/// A writer without its thread: nothing else takes the desk or commits meanwhile.
+fn threadless_writer(dir: &std::path::Path) -> writer::Writer {
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    let checked = super::checked::Checked::unwatched(dir);
+    let checkpoints =
+        super::checkpoint::Checkpoints::start(&conn, &dir.join(DATABASE_FILE)).unwrap();
+    writer::Writer::new(conn, dir.to_path_buf(), checked, checkpoints)
+}
+
+/// A job that writes nothing.
+fn empty_job() -> writer::Job {
+    Box::new(|_| writer::JobDone {
+        ok: true,
+        mirror: Vec::new(),
+        finish: Box::new(|_| {}),
+    })
+}
+
+#[test]
+fn a_write_queued_beside_its_callers_work_leaves_the_next_one_to_its_own_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = threadless_writer(dir.path());
+    // Past the calm a new writer starts with.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(matches!(
+        writer.submit(empty_job(), true),
+        writer::Queued::Alone
+    ));
+    // Behind the write in flight, committed with it.
+    assert!(matches!(
+        writer.submit(empty_job(), false),
+        writer::Queued::Behind
+    ));
+    assert!(writer.help(), "the two writes were not committed");
+    assert!(
+        matches!(writer.submit(empty_job(), false), writer::Queued::Alone),
+        "a write queued beside its caller's work was taken for concurrent writes"
+    );
+}
+
 #[test]
 fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits() {
-    // A writer without its thread: nothing else takes the desk or commits meanwhile.
     let dir = tempfile::tempdir().unwrap();
-    let conn = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
-    let checked = super::checked::Checked::unwatched(dir.path());
-    let checkpoints =
-        super::checkpoint::Checkpoints::start(&conn, &dir.path().join(DATABASE_FILE)).unwrap();
-    let writer = writer::Writer::new(conn, dir.path().to_path_buf(), checked, checkpoints);
+    let writer = threadless_writer(dir.path());
     let one = |c: &Connection| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).unwrap();
     assert_eq!(
         writer.read_at_desk(one).ok(),
@@ -718,12 +753,10 @@ fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits()
         "a held desk took the read"
     );
     drop(held);
-    let queued: writer::Job = Box::new(|_| writer::JobDone {
-        ok: true,
-        mirror: Vec::new(),
-        finish: Box::new(|_| {}),
-    });
-    assert!(!matches!(writer.submit(queued), writer::Queued::Closed));
+    assert!(!matches!(
+        writer.submit(empty_job(), false),
+        writer::Queued::Closed
+    ));
     assert!(
         writer.read_at_desk(one).is_err(),
         "the read went ahead of a queued write"

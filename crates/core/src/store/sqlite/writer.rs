@@ -46,7 +46,8 @@ use crate::store::mirror;
 use crate::store::rules::transcript::MessageRow;
 
 const MAX_BATCH: usize = 512;
-/// How long after two writes were last in flight at once every write goes to the writer thread.
+/// How long after two writes were last in flight at once every write goes to the writer thread
+/// (a write queued beside its caller's work, [`Writer::submit`]'s `beside`, is not counted).
 const CALM: Duration = Duration::from_millis(10);
 /// Mirrors kept open for appending (the sessions written last).
 const OPEN_MIRRORS: usize = 64;
@@ -106,6 +107,8 @@ pub(super) struct Writer {
     desk: Mutex<Desk>,
     /// Jobs queued and not yet committed (or failed).
     in_flight: AtomicUsize,
+    /// Of them, those queued beside their caller's work (never committed by their own task).
+    beside: AtomicUsize,
     /// When (µs after `epoch`) a job was last queued behind another.
     contended_at: AtomicU64,
     epoch: Instant,
@@ -128,7 +131,8 @@ pub(super) enum Queued {
 }
 
 struct Queue {
-    jobs: VecDeque<Job>,
+    /// Each job, and whether it was queued beside its caller's work.
+    jobs: VecDeque<(Job, bool)>,
     /// False once the store closed: no job is taken any more.
     open: bool,
 }
@@ -176,6 +180,7 @@ impl Writer {
             queue: Mutex::new(queue),
             desk: Mutex::new(desk),
             in_flight: AtomicUsize::new(0),
+            beside: AtomicUsize::new(0),
             contended_at: AtomicU64::new(0),
             epoch: Instant::now(),
             version,
@@ -188,16 +193,27 @@ impl Writer {
     /// ([`Writer::help`]). Under concurrent writes the writer thread commits them, in groups as
     /// large as the writes that queued during the last commit: committed on their own tasks
     /// whenever they found none in flight, they made 20 sessions in parallel a third slower
-    /// (smaller groups, and a worker thread held by each commit).
-    pub(super) fn submit(&self, job: Job) -> Queued {
+    /// (smaller groups, and a worker thread held by each commit). A write queued `beside` its
+    /// caller's own work (a tool's result beside the next model call, a run's end beside its
+    /// waiting sender) is the writer thread's by design, not a sign of concurrent writes: a
+    /// write that finds only such writes in flight waits behind them, but marks no contention,
+    /// so the run's next writes are committed on its own task again once they landed.
+    pub(super) fn submit(&self, job: Job, beside: bool) -> Queued {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if !queue.open {
             return Queued::Closed;
         }
-        queue.jobs.push_back(job);
+        queue.jobs.push_back((job, beside));
         let now = self.epoch.elapsed().as_micros() as u64;
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) > 0 {
-            self.contended_at.store(now, Ordering::Relaxed);
+        let besides = match beside {
+            true => self.beside.fetch_add(1, Ordering::AcqRel),
+            false => self.beside.load(Ordering::Acquire),
+        };
+        let before = self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if before > 0 {
+            if !beside && before > besides {
+                self.contended_at.store(now, Ordering::Relaxed);
+            }
             return Queued::Behind;
         }
         let calm =
@@ -219,7 +235,7 @@ impl Writer {
             Err(TryLockError::Poisoned(poisoned)) => recover(&self.desk, poisoned.into_inner()),
         };
         let batch = self.take_batch();
-        if !batch.is_empty() {
+        if !batch.0.is_empty() {
             self.commit(&mut desk, batch);
         }
         drop(desk);
@@ -265,12 +281,13 @@ impl Writer {
         self.version.touched_between(since, to)
     }
 
-    fn commit(&self, desk: &mut Desk, batch: Vec<Job>) {
+    fn commit(&self, desk: &mut Desk, (batch, besides): (Vec<Job>, usize)) {
         let n = batch.len();
         self.checkpoints.counting(&desk.conn, || {
             commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
         });
         desk.last_commit = Instant::now();
+        self.beside.fetch_sub(besides, Ordering::AcqRel);
         self.in_flight.fetch_sub(n, Ordering::AcqRel);
     }
 
@@ -299,10 +316,18 @@ impl Writer {
         self.checkpoints.taken()
     }
 
-    fn take_batch(&self) -> Vec<Job> {
+    /// The next batch, and how many of its jobs were queued beside their callers' work.
+    fn take_batch(&self) -> (Vec<Job>, usize) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let n = queue.jobs.len().min(MAX_BATCH);
-        queue.jobs.drain(..n).collect()
+        let mut besides = 0;
+        let batch = (queue.jobs.drain(..n))
+            .map(|(job, beside)| {
+                besides += usize::from(beside);
+                job
+            })
+            .collect();
+        (batch, besides)
     }
 
     /// Whether the mirror sweep is still to finish (tests watch it).
@@ -343,7 +368,7 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
         let mut desk = writer.lock_desk();
         loop {
             let batch = writer.take_batch();
-            if batch.is_empty() {
+            if batch.0.is_empty() {
                 break;
             }
             writer.commit(&mut desk, batch);

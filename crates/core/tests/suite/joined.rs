@@ -17,11 +17,18 @@ use switchboard_testkit::{Gate, MockLlm, MockReply, MockToolCall};
 use super::runtime::mock_config;
 use super::support::{GUARD, TestEngine};
 
-/// The engine on the mock model, without reply-back turns (the announce step answers the
-/// mock's fallback).
+/// The engine on the mock model, without reply-back turns. The announce step is answered by
+/// its prompt, never from the queue: it starts once the target's run ended, beside the caller's
+/// next model call, and may ask first (on PostgreSQL, where the caller is told only the
+/// committed end, it sometimes did).
 async fn engine(mock: &MockLlm) -> TestEngine {
     let mut config: Config = mock_config(mock, ProviderApi::OpenAiCompletions, true);
     config.session.agent_to_agent.max_ping_pong_turns = 0;
+    mock.set_rule(Box::new(|asked| {
+        let announce = (asked.messages().iter())
+            .any(|m| m.to_string().contains("Agent-to-agent announce step"));
+        announce.then(|| MockReply::text("ANNOUNCE_SKIP"))
+    }));
     mock.set_fallback(MockReply::text("ANNOUNCE_SKIP"));
     let h = TestEngine::open(config).await;
     h.create("helper").await;
@@ -32,6 +39,21 @@ async fn engine(mock: &MockLlm) -> TestEngine {
 fn send_call() -> MockReply {
     let args = json!({"sessionKey": "helper", "message": "ping"}).to_string();
     MockReply::ToolCalls(vec![MockToolCall::new("c1", "sessions_send", args)])
+}
+
+/// The messages of the first model request that carries a tool result, once one arrived.
+async fn asked_with_result(mock: &MockLlm) -> Vec<Value> {
+    let mut n = 1;
+    loop {
+        mock.wait_requests(n).await;
+        let requests = mock.requests();
+        let with_result =
+            (requests.iter()).find(|r| r.messages().iter().any(|m| m["role"] == "tool"));
+        if let Some(asked) = with_result {
+            return asked.messages().to_vec();
+        }
+        n = requests.len() + 1;
+    }
 }
 
 /// The roles of `transcript`, in order.
@@ -281,10 +303,9 @@ async fn a_sends_reply_is_told_once_its_targets_end_is_queued() {
         db
     });
     answer.open();
-    tokio::time::timeout(GUARD, mock.wait_requests(3))
+    let asked = tokio::time::timeout(GUARD, asked_with_result(&mock))
         .await
         .expect("the caller's model call after the reply");
-    let asked = mock.requests()[2].messages().to_vec();
     let told = asked
         .iter()
         .find(|m| m["role"] == "tool")

@@ -200,8 +200,7 @@ impl SqliteStore {
                 }),
             }
         });
-        let beside = matches!(committer, Committer::WriterThread);
-        let queued = self.inner.writer.submit(job, beside);
+        let queued = self.inner.writer.submit(job, committer);
         // A write behind another, or one the caller does not commit, is the thread's now.
         let helps = matches!((&queued, committer), (Queued::Alone, Committer::Caller));
         if !helps && !matches!(queued, Queued::Closed) {

@@ -722,17 +722,20 @@ fn a_write_queued_beside_its_callers_work_leaves_the_next_one_to_its_own_task() 
     // Past the calm a new writer starts with.
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert!(matches!(
-        writer.submit(empty_job(), true),
+        writer.submit(empty_job(), Committer::WriterThread),
         writer::Queued::Alone
     ));
     // Behind the write in flight, committed with it.
     assert!(matches!(
-        writer.submit(empty_job(), false),
+        writer.submit(empty_job(), Committer::Caller),
         writer::Queued::Behind
     ));
     assert!(writer.help(), "the two writes were not committed");
     assert!(
-        matches!(writer.submit(empty_job(), false), writer::Queued::Alone),
+        matches!(
+            writer.submit(empty_job(), Committer::Caller),
+            writer::Queued::Alone
+        ),
         "a write queued beside its caller's work was taken for concurrent writes"
     );
 }
@@ -754,7 +757,7 @@ fn a_point_read_takes_the_writers_desk_only_when_it_is_free_and_no_write_waits()
     );
     drop(held);
     assert!(!matches!(
-        writer.submit(empty_job(), false),
+        writer.submit(empty_job(), Committer::Caller),
         writer::Queued::Closed
     ));
     assert!(

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 
+use super::Committer;
 use super::checked::Checked;
 use super::checkpoint::Checkpoints;
 use super::queries;
@@ -47,7 +48,7 @@ use crate::store::rules::transcript::MessageRow;
 
 const MAX_BATCH: usize = 512;
 /// How long after two writes were last in flight at once every write goes to the writer thread
-/// (a write queued beside its caller's work, [`Writer::submit`]'s `beside`, is not counted).
+/// (a write queued beside its caller's work, for [`Committer::WriterThread`], is not counted).
 const CALM: Duration = Duration::from_millis(10);
 /// Mirrors kept open for appending (the sessions written last).
 const OPEN_MIRRORS: usize = 64;
@@ -107,7 +108,7 @@ pub(super) struct Writer {
     desk: Mutex<Desk>,
     /// Jobs queued and not yet committed (or failed).
     in_flight: AtomicUsize,
-    /// Of them, those queued beside their caller's work (never committed by their own task).
+    /// Of them, those queued beside their caller's work ([`Committer::WriterThread`]).
     beside: AtomicUsize,
     /// When (µs after `epoch`) a job was last queued behind another.
     contended_at: AtomicU64,
@@ -128,6 +129,13 @@ pub(super) enum Queued {
     Alone,
     /// Behind other writes: the writer thread commits it with them.
     Behind,
+}
+
+/// Jobs taken from the queue to commit together.
+struct Batch {
+    jobs: Vec<Job>,
+    /// How many of them were queued beside their callers' work.
+    besides: usize,
 }
 
 struct Queue {
@@ -193,24 +201,26 @@ impl Writer {
     /// ([`Writer::help`]). Under concurrent writes the writer thread commits them, in groups as
     /// large as the writes that queued during the last commit: committed on their own tasks
     /// whenever they found none in flight, they made 20 sessions in parallel a third slower
-    /// (smaller groups, and a worker thread held by each commit). A write queued `beside` its
-    /// caller's own work (a tool's result beside the next model call, a run's end beside its
+    /// (smaller groups, and a worker thread held by each commit). A write queued beside its
+    /// caller's own work ([`Committer::WriterThread`]) (a tool's result beside the next model call, a run's end beside its
     /// waiting sender) is the writer thread's by design, not a sign of concurrent writes: a
     /// write that finds only such writes in flight waits behind them, but marks no contention,
     /// so the run's next writes are committed on its own task again once they landed.
-    pub(super) fn submit(&self, job: Job, beside: bool) -> Queued {
+    pub(super) fn submit(&self, job: Job, committer: Committer) -> Queued {
+        let beside = matches!(committer, Committer::WriterThread);
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if !queue.open {
             return Queued::Closed;
         }
         queue.jobs.push_back((job, beside));
         let now = self.epoch.elapsed().as_micros() as u64;
-        let besides = match beside {
-            true => self.beside.fetch_add(1, Ordering::AcqRel),
-            false => self.beside.load(Ordering::Acquire),
-        };
+        if beside {
+            self.beside.fetch_add(1, Ordering::AcqRel);
+        }
+        let besides = self.beside.load(Ordering::Acquire);
         let before = self.in_flight.fetch_add(1, Ordering::AcqRel);
         if before > 0 {
+            // Only writes of other tasks in flight mark it.
             if !beside && before > besides {
                 self.contended_at.store(now, Ordering::Relaxed);
             }
@@ -235,7 +245,7 @@ impl Writer {
             Err(TryLockError::Poisoned(poisoned)) => recover(&self.desk, poisoned.into_inner()),
         };
         let batch = self.take_batch();
-        if !batch.0.is_empty() {
+        if !batch.jobs.is_empty() {
             self.commit(&mut desk, batch);
         }
         drop(desk);
@@ -281,10 +291,10 @@ impl Writer {
         self.version.touched_between(since, to)
     }
 
-    fn commit(&self, desk: &mut Desk, (batch, besides): (Vec<Job>, usize)) {
-        let n = batch.len();
+    fn commit(&self, desk: &mut Desk, Batch { jobs, besides }: Batch) {
+        let n = jobs.len();
         self.checkpoints.counting(&desk.conn, || {
-            commit_batch(&desk.conn, batch, &mut desk.mirror, &self.version);
+            commit_batch(&desk.conn, jobs, &mut desk.mirror, &self.version);
         });
         desk.last_commit = Instant::now();
         self.beside.fetch_sub(besides, Ordering::AcqRel);
@@ -316,18 +326,17 @@ impl Writer {
         self.checkpoints.taken()
     }
 
-    /// The next batch, and how many of its jobs were queued beside their callers' work.
-    fn take_batch(&self) -> (Vec<Job>, usize) {
+    fn take_batch(&self) -> Batch {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let n = queue.jobs.len().min(MAX_BATCH);
         let mut besides = 0;
-        let batch = (queue.jobs.drain(..n))
+        let jobs = (queue.jobs.drain(..n))
             .map(|(job, beside)| {
                 besides += usize::from(beside);
                 job
             })
             .collect();
-        (batch, besides)
+        Batch { jobs, besides }
     }
 
     /// Whether the mirror sweep is still to finish (tests watch it).
@@ -368,7 +377,7 @@ pub(super) fn run(writer: Arc<Writer>, woken: Receiver<()>, readers: Readers) {
         let mut desk = writer.lock_desk();
         loop {
             let batch = writer.take_batch();
-            if batch.0.is_empty() {
+            if batch.jobs.is_empty() {
                 break;
             }
             writer.commit(&mut desk, batch);

@@ -289,6 +289,18 @@ async fn a_write_that_quotes_a_runs_end_commits_only_with_that_end() {
     beside.unwrap();
     assert_eq!(store.get(&caller).await.unwrap().unwrap().last_seq, 4);
     assert_eq!(store.get(&target).await.unwrap().unwrap().last_seq, 4);
+    // The check after a write of its own: what the failed write wrote is undone, alone.
+    let undone = store
+        .write_batch_beside(vec![append(&caller, "undone"), quotes(RunStatus::Error)])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let beside = store
+        .write_batch_beside(vec![append(&target, "kept")])
+        .unwrap_or_else(|_| panic!("SQLite writes beside"));
+    let (undone, beside) = tokio::join!(undone, beside);
+    assert!(matches!(undone, Err(StoreError::Conflict(_))), "{undone:?}");
+    beside.unwrap();
+    assert_eq!(store.get(&caller).await.unwrap().unwrap().last_seq, 4);
+    assert_eq!(store.get(&target).await.unwrap().unwrap().last_seq, 5);
     // A run never stored.
     let unknown = WriteOp::Ended {
         run_id: RunId::from_string("nowhere"),

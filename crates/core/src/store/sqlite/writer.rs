@@ -445,17 +445,17 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, mirror: &mut MirrorState, ve
     }
     let mut done = Vec::with_capacity(batch.len());
     for job in batch {
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        if let Err(e) = cached(conn, "SAVEPOINT job") {
             tracing::error!(error = %e, "savepoint failed");
             continue;
         }
         let outcome = job(conn);
-        let end = if outcome.ok {
-            "RELEASE job"
+        let undone = if outcome.ok {
+            Ok(())
         } else {
-            "ROLLBACK TO job; RELEASE job"
+            cached(conn, "ROLLBACK TO job")
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = undone.and_then(|()| cached(conn, "RELEASE job")) {
             tracing::error!(error = %e, "could not end a savepoint");
         }
         done.push(outcome);

@@ -289,9 +289,9 @@ pub(super) fn decode(session_id: &str, messages: Vec<StoredMessage>) -> Vec<Tran
 /// starting at a user message (a window that starts inside a tool exchange would show results
 /// without their calls). `known`: the messages' bytes ([`message_bytes`]) when the caller
 /// has them; counted here otherwise. The three cuts (count, bytes, to a user message) are
-/// found first and the messages go in one drain: each drain moves every message after it,
-/// a warm window's 200 at each turn (`perf`: `memmove` was the turn's busiest user-space
-/// symbol, and the count's cut of a turn's new message usually left an answer to cut too).
+/// found first and made in one drain: a drain moves every message after it, a warm window's
+/// 200 at each turn, and the count's cut of the oldest question usually leaves its answer to
+/// cut too.
 fn trim(messages: &mut Vec<TranscriptMessage>, known: Option<usize>) {
     let head = usize::from(messages.first().is_some_and(is_summary));
     let excess = messages.len().saturating_sub(head + WINDOW);

@@ -202,10 +202,11 @@ impl Writer {
     /// large as the writes that queued during the last commit: committed on their own tasks
     /// whenever they found none in flight, they made 20 sessions in parallel a third slower
     /// (smaller groups, and a worker thread held by each commit). A write queued beside its
-    /// caller's own work ([`Committer::WriterThread`]) (a tool's result beside the next model call, a run's end beside its
-    /// waiting sender) is the writer thread's by design, not a sign of concurrent writes: a
-    /// write that finds only such writes in flight waits behind them, but marks no contention,
-    /// so the run's next writes are committed on its own task again once they landed.
+    /// caller's own work, for [`Committer::WriterThread`] (a tool's result beside the next model
+    /// call, a run's end beside its waiting sender), is the writer thread's by design, not a sign
+    /// of concurrent writes: a write that finds only such writes in flight waits behind them,
+    /// but marks no contention, so the run's next writes are committed on its own task again
+    /// once they landed.
     pub(super) fn submit(&self, job: Job, committer: Committer) -> Queued {
         let beside = matches!(committer, Committer::WriterThread);
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);

@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use super::tests::{k, new_session, user};
 use super::*;
-use crate::store::SessionStore;
+use crate::store::{SessionReads, SessionStore};
 
-/// Appends `n` messages of about 6 KB each (two overflow pages) to one session, one commit each.
+/// Appends `n` messages of about 6 KB each (overflow pages) to one session, one commit each.
 async fn append_large(store: &SqliteStore, from: usize, n: usize) {
     let body = "x".repeat(6000);
     for i in from..from + n {
@@ -199,4 +199,39 @@ fn a_commit_without_frames_reads_no_pages_an_earlier_commit_noted() {
         "a commit that wrote no frame asked for a checkpoint with an earlier commit's pages"
     );
     checkpoints.stop();
+}
+
+/// Seeds a session of three messages in a store at `home`, reads them back, and returns the
+/// database's page size once the store is closed.
+async fn page_size_after_use(home: &std::path::Path) -> u32 {
+    let store = SqliteStore::open(home).unwrap();
+    let id = super::tests::seed(&store, "agent:main:a", 3).await;
+    let page = store.history(&id, 10, None).await.unwrap();
+    assert_eq!(page.messages.len(), 3, "the store lost a message");
+    store.close().await;
+    let conn = rusqlite::Connection::open(home.join(DATABASE_FILE)).unwrap();
+    conn.pragma_query_value(None, "page_size", |r| r.get(0))
+        .unwrap()
+}
+
+/// A new store's WAL frames carry [`schema::PAGE_SIZE`]-byte pages; a store made with SQLite's
+/// default 4,096 keeps it (SQLite would need a `VACUUM` out of WAL mode) and serves as before.
+#[tokio::test]
+async fn a_new_store_takes_the_smaller_page_and_an_older_one_keeps_its_own() {
+    assert_ne!(
+        schema::PAGE_SIZE,
+        4096,
+        "the test can no longer tell them apart"
+    );
+    let new = tempfile::tempdir().unwrap();
+    assert_eq!(page_size_after_use(new.path()).await, schema::PAGE_SIZE);
+
+    let old = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(old.path().join(DATABASE_FILE)).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE made_before (a);",
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(page_size_after_use(old.path()).await, 4096);
 }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::tests::{k, new_session, user};
+use super::tests::{k, new_session, seed, user};
 use super::*;
 use crate::store::{SessionReads, SessionStore};
 
@@ -205,7 +205,7 @@ fn a_commit_without_frames_reads_no_pages_an_earlier_commit_noted() {
 /// database's page size once the store is closed.
 async fn page_size_after_use(home: &std::path::Path) -> u32 {
     let store = SqliteStore::open(home).unwrap();
-    let id = super::tests::seed(&store, "agent:main:a", 3).await;
+    let id = seed(&store, "agent:main:a", 3).await;
     let page = store.history(&id, 10, None).await.unwrap();
     assert_eq!(page.messages.len(), 3, "the store lost a message");
     store.close().await;

@@ -273,18 +273,16 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The page size of a new database. Each commit writes every page it changes to the WAL, a turn
-/// about 18 (the message, its transcript, the session and its two indexes, the run and its
-/// recovery index, at both ends), so their bytes, not the rows', are what a turn writes, checksums
-/// and later writes back: half SQLite's default 4,096 cut a warm echo turn's gateway CPU by about
-/// 5% (BENCHMARKS.md, "2026-12-06, evening"). A database made before keeps its size: SQLite
-/// changes it only by rewriting the file (`VACUUM` out of WAL mode).
+/// The page size of a new database. A turn's commits write about 18 whole pages to the WAL for
+/// a few hundred bytes of rows, so the page's size is what a turn copies, checksums and writes
+/// back; half SQLite's default cut a warm echo turn's CPU by about 5%. A database made before
+/// keeps its own (docs/decisions.md, "A new SQLite store has 2,048-byte pages").
 pub(super) const PAGE_SIZE: u32 = 2048;
 
 /// Creates or upgrades the schema on the writer connection.
 pub(super) fn migrate(conn: &Connection) -> Result<(), StoreError> {
     // Before WAL mode and the first table: only then does a new file take it.
-    conn.execute_batch(&format!("PRAGMA page_size = {PAGE_SIZE}"))?;
+    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Backend(format!(

@@ -22,6 +22,7 @@ mod mcp_tools;
 mod measure;
 mod origin;
 mod postgres;
+mod postgres_ids;
 mod postgres_kept;
 mod postgres_socket;
 mod providers;

@@ -92,7 +92,12 @@ pub(super) async fn get_by_session_id(
     db: &Db<'_>,
     session_id: &str,
 ) -> Result<Option<SessionEntry>, StoreError> {
-    let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE s.session_id = $1");
+    // Found through its transcript (`session_id` has no index in `sessions`, schema.rs); the
+    // session's key on the transcript's row leads to it, and it is found only while that
+    // transcript is the session's current one (the join).
+    let sql = format!(
+        "SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE t.session_id = $1 AND s.key = t.session_key"
+    );
     db.query_opt(&sql, &[&session_id])
         .await?
         .map(|row| rows::entry(&row))

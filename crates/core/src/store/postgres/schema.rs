@@ -14,7 +14,7 @@ use crate::store::rules::rows;
 use crate::store::{RunRecord, StoreError};
 
 /// Bumped whenever the schema changes; [`migrate`] brings older databases forward.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// Held while a gateway migrates, so gateways starting at once migrate one after another.
 const MIGRATION_LOCK: i64 = 0x5357_4254_4348_0001;
@@ -22,7 +22,9 @@ const MIGRATION_LOCK: i64 = 0x5357_4254_4348_0001;
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS sessions (
     key TEXT COLLATE "C" PRIMARY KEY,
-    session_id TEXT NOT NULL UNIQUE,
+    -- Unique through its transcript's row (`transcripts`' key), by which it is also found: an
+    -- index of its own would be written again at each update of the row (docs/decisions.md).
+    session_id TEXT NOT NULL,
     agent_id TEXT COLLATE "C" NOT NULL,
     kind TEXT NOT NULL,
     created_at BIGINT NOT NULL,
@@ -239,6 +241,9 @@ CREATE TABLE IF NOT EXISTS channel_pairings (
     source TEXT NOT NULL,
     PRIMARY KEY (channel, account_id, sender_id)
 );
+
+-- Version 4: a session's id has no index of its own (see `sessions`).
+ALTER TABLE sessions DROP CONSTRAINT IF EXISTS sessions_session_id_key;
 "#;
 
 /// Creates or upgrades the schema in `schema` (one transaction, under an advisory lock so that
